@@ -1,0 +1,140 @@
+/* airlock.h — the library's public API: describe a policy, spawn one confined job, wait for its verdict. */
+#ifndef AIRLOCK_AIRLOCK_H
+#define AIRLOCK_AIRLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Conventions
+ *  - Fallible calls return 0 (or a count) on success and -errno on failure.
+ *  - Every fallible call takes an optional `struct al_error *` (may be NULL) that
+ *    receives a human-readable message; the library never prints and never exits.
+ *  - Objects are opaque; each *_new/_spawn has a matching *_free that accepts NULL.
+ */
+
+#define AL_ERROR_MAX 320
+
+struct al_error {
+	int code;		/* -errno, or 0 */
+	char msg[AL_ERROR_MAX]; /* "stage: detail", prefixed as it climbs */
+};
+
+/* ---- policy ---------------------------------------------------------------------- */
+
+struct al_policy; /* opaque: what the job may see and use */
+
+/* Limits. A value of AL_UNLIMITED lifts the limit (where the policy allows). */
+#define AL_UNLIMITED UINT64_MAX
+enum al_limit {
+	AL_LIMIT_WALL_MS,     /* wall clock, milliseconds (default 30 s) */
+	AL_LIMIT_CPU_MS,      /* RLIMIT_CPU, milliseconds rounded up to seconds (default unlimited) */
+	AL_LIMIT_OUTPUT,      /* bytes kept per stream (default 1 MiB) */
+	AL_LIMIT_DISK,	      /* bytes: size of the /workspace and /tmp tmpfs (default 1 GiB) */
+	AL_LIMIT_NOFILE,      /* RLIMIT_NOFILE (default 1024) */
+	AL_LIMIT_FSIZE,	      /* RLIMIT_FSIZE bytes (default 1 GiB) */
+	AL_LIMIT_AS,	      /* RLIMIT_AS bytes (default unlimited) */
+	AL_LIMIT_NPROC,	      /* RLIMIT_NPROC (default unlimited; cgroups do this properly) */
+	AL_LIMIT__COUNT,
+};
+
+/* Allocates a policy with airlock's defaults: full isolation, no network. */
+int al_policy_new(struct al_policy **out);
+void al_policy_free(struct al_policy *p);
+
+/* argv[0] is resolved inside the sandbox (PATH=/usr/local/bin:/usr/bin:/bin...). Copied. */
+int al_policy_set_argv(struct al_policy *p, int argc, const char *const *argv, struct al_error *err);
+int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value, struct al_error *err);
+uint64_t al_policy_get_limit(const struct al_policy *p, enum al_limit which);
+/* "NAME" passes the caller's value through (if set); "NAME=VALUE" sets it. */
+int al_policy_add_env(struct al_policy *p, const char *spec, struct al_error *err);
+/* Bind SRC (host) at DEST (absolute, inside). DEST NULL means the same path. */
+int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable,
+		       struct al_error *err);
+/* Bind a host directory read-write at /workspace instead of the throwaway tmpfs. */
+int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error *err);
+int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_error *err);
+/* Working directory inside the sandbox (default /workspace). */
+int al_policy_set_cwd(struct al_policy *p, const char *dir, struct al_error *err);
+/* Root only: the host uid/gid that sandbox id 0 maps to (65536 ids from there). */
+int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *err);
+
+/* ---- jobs ------------------------------------------------------------------------ */
+
+enum al_stream_mode {
+	AL_STREAM_CAPTURE = 0, /* keep up to the output limit in the verdict */
+	AL_STREAM_LIVE = 1,    /* copy to live_fd as it arrives (still capped) */
+};
+
+/* Size-prefixed so it can grow (like clone3's struct clone_args). Zero means default. */
+struct al_spawn_opts {
+	size_t size;		      /* sizeof(struct al_spawn_opts) */
+	int stdin_fd;		      /* payload's stdin; -1: /dev/null */
+	enum al_stream_mode stdout_mode;
+	enum al_stream_mode stderr_mode;
+	int stdout_live_fd;	      /* target for AL_STREAM_LIVE */
+	int stderr_live_fd;
+};
+
+struct al_job; /* opaque: one confined running job and its supervisor state */
+
+/* Starts the job. On success *out owns the job (al_job_free). The policy is not
+ * retained. A failure to set up isolation is an error here or a setup-error verdict;
+ * in both cases the payload never ran. */
+int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
+		 struct al_error *err);
+
+/* Supervises the job to its end (output pump, deadline, kill, accounting). */
+struct al_verdict;
+int al_job_wait(struct al_job *job, struct al_verdict **out, struct al_error *err);
+/* Kills anything still running, reaps, releases. */
+void al_job_free(struct al_job *job);
+
+/* ---- verdict --------------------------------------------------------------------- */
+
+enum al_status {
+	AL_STATUS_EXITED,
+	AL_STATUS_SIGNALED,
+	AL_STATUS_TIMEOUT,
+	AL_STATUS_OUTPUT_LIMIT,
+	AL_STATUS_SETUP_ERROR,
+};
+
+struct al_stream_result {
+	uint64_t bytes;	 /* everything the job wrote */
+	bool truncated;	 /* bytes > kept */
+	char *data;	 /* captured bytes (capture mode), NUL-terminated; may be NULL */
+	size_t kept;	 /* length of data */
+};
+
+/* Plain data so callers can read it; al_verdict_free releases it. */
+struct al_verdict {
+	enum al_status status;
+	int exit_code;	   /* valid when the payload exited (also with output-limit) */
+	int signal;	   /* valid when killed by a signal */
+	double wall_s;
+	double user_s, system_s;
+	uint64_t peak_rss_kib;
+	struct al_stream_result out, err;
+	const char *backend;
+	struct al_error setup;	/* when status == AL_STATUS_SETUP_ERROR */
+	char *enforced_json;	/* JSON object naming each protection applied */
+};
+
+void al_verdict_free(struct al_verdict *v);
+/* The verdict as one JSON object (malloc'd, caller frees). */
+int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *err);
+/* The process exit code airlock's CLI uses for this verdict (payload code, 128+sig, 124, 125). */
+int al_verdict_exit_code(const struct al_verdict *v);
+const char *al_status_name(enum al_status s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

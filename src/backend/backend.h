@@ -1,0 +1,26 @@
+/* backend.h — what a backend gives the supervisor: one confined process, its channels, and what it enforced. */
+#ifndef AL_BACKEND_BACKEND_H
+#define AL_BACKEND_BACKEND_H
+
+#include <sys/types.h>
+
+#include "policy/policy.h"
+
+struct be_io {
+	int stdin_fd;  /* -1: /dev/null */
+	int stdout_fd; /* write ends of the supervisor's pipes (>= 3) */
+	int stderr_fd;
+};
+
+struct be_proc {
+	pid_t pid;
+	int pidfd;	     /* exits when the whole sandbox is gone */
+	int status_fd;	     /* read end of the nat_record channel; EOF once the sandbox is gone */
+	char *enforced_json; /* malloc'd JSON object: each protection actually applied */
+	const char *backend; /* static name */
+};
+
+/* The native backend: our own namespaces (backend/native). */
+int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+
+#endif

@@ -1,0 +1,57 @@
+/* channel.h — the binary record the sandbox side sends the supervisor: never allocated, never formatted. */
+#ifndef AL_NATIVE_CHANNEL_H
+#define AL_NATIVE_CHANNEL_H
+
+#include <stdint.h>
+
+enum nat_stage {
+	NS_NONE,
+	NS_PARENT,	/* the supervisor died or never released the child */
+	NS_OPEN_SOURCE,
+	NS_CREDS,
+	NS_PROPAGATION,
+	NS_ROOT_TMPFS,
+	NS_MKDIR,
+	NS_SYMLINK,
+	NS_FILE,
+	NS_BIND,
+	NS_TMPFS,
+	NS_PROC,
+	NS_DEVPTS,
+	NS_SETATTR,
+	NS_PIVOT,
+	NS_ROOT_RO,
+	NS_HOSTNAME,
+	NS_FORK,
+	NS_SETSID,
+	NS_STDIO,
+	NS_RLIMIT,
+	NS_CAPS,
+	NS_SETUID,
+	NS_NNP,
+	NS_CHDIR,
+	NS_EXEC,
+	NS__COUNT,
+};
+
+enum nat_kind {
+	NK_ERROR = 1,  /* a setup step failed: the payload never ran */
+	NK_EXITED = 2, /* the payload ended; wstatus holds its wait status */
+};
+
+struct nat_record {
+	uint32_t kind;
+	uint32_t stage;
+	int32_t err; /* errno */
+	int32_t wstatus;
+	char what[112]; /* the path or object of the failed step */
+};
+_Static_assert(sizeof(struct nat_record) <= 512, "records must be written atomically (PIPE_BUF)");
+
+/* Sends one record; for use between clone and exec (no allocation, no formatting). */
+void nat_send(int fd, enum nat_kind kind, enum nat_stage stage, int err, int wstatus, const char *what);
+/* Human names for the supervisor's messages. */
+const char *nat_stage_name(enum nat_stage s);
+const char *nat_stage_feature(enum nat_stage s);
+
+#endif

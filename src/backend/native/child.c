@@ -1,0 +1,164 @@
+/* child.c — init and payload: everything between clone3 and execve. Allocates nothing, formats nothing;
+ * a failure becomes one nat_record on the status pipe and _exit. */
+#include "child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "channel.h"
+#include "mnt.h"
+#include "policy/policy.h"
+#include "rlimits.h"
+
+#define CHILD_FAIL_EXIT 126
+
+static _Noreturn void die(const struct nat_child *c, enum nat_stage stage, int err, const char *what)
+{
+	nat_send(c->status_fd, NK_ERROR, stage, err, 0, what);
+	_exit(CHILD_FAIL_EXIT);
+}
+
+static void reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void setup_stdio(const struct nat_child *c)
+{
+	int in = c->stdin_fd;
+	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		die(c, NS_STDIO, errno, "/dev/null");
+	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
+		die(c, NS_STDIO, errno, "dup2");
+	/* Close every inherited descriptor but the status pipe, which closes itself at exec. */
+	int s = c->status_fd;
+	if (s > 3 && syscall(SYS_close_range, 3, s - 1, 0) < 0)
+		die(c, NS_STDIO, errno, "close_range");
+	if (syscall(SYS_close_range, s + 1, ~0U, 0) < 0)
+		die(c, NS_STDIO, errno, "close_range");
+}
+
+/* execvp with the sandbox's PATH (execvpe would search the supervisor's). */
+static int exec_in_path(const struct nat_child *c)
+{
+	const char *file = c->argv[0];
+	if (strchr(file, '/')) {
+		execve(file, c->argv, c->envp);
+		return errno;
+	}
+	char buf[PATH_MAX];
+	int err = ENOENT;
+	size_t flen = strlen(file);
+	for (const char *p = c->path; *p;) {
+		const char *e = strchrnul(p, ':');
+		size_t dlen = (size_t)(e - p);
+		if (dlen + 1 + flen < sizeof(buf)) {
+			memcpy(buf, p, dlen);
+			buf[dlen] = '/';
+			memcpy(buf + dlen + 1, file, flen + 1);
+			execve(buf, c->argv, c->envp);
+			if (errno != ENOENT && errno != ENOTDIR)
+				err = errno; /* like execvp: report EACCES rather than a later ENOENT */
+		}
+		p = *e ? e + 1 : e;
+	}
+	return err;
+}
+
+static _Noreturn void payload_main(const struct nat_child *c)
+{
+	/* A new session: no controlling terminal, so TIOCSTI cannot push input to ours. */
+	if (setsid() < 0)
+		die(c, NS_SETSID, errno, NULL);
+	reset_signals();
+	setup_stdio(c);
+	int r = rl_apply(c->limits);
+	if (r < 0)
+		die(c, NS_RLIMIT, -r, NULL);
+	/* Bounding and ambient sets go while we still hold CAP_SETPCAP; the uid switch
+	 * then empties the rest, and caps_clear makes sure of it in the single-id mode. */
+	if ((r = caps_drop_bounding()) < 0)
+		die(c, NS_CAPS, -r, "bounding set");
+	if ((r = uns_become_user(&c->map, AL_SANDBOX_UID, AL_SANDBOX_UID)) < 0)
+		die(c, NS_SETUID, -r, NULL);
+	if ((r = caps_clear()) < 0)
+		die(c, NS_CAPS, -r, "capset");
+	if ((r = caps_no_new_privs()) < 0)
+		die(c, NS_NNP, -r, NULL);
+	if (chdir(c->cwd) < 0)
+		die(c, NS_CHDIR, errno, c->cwd);
+	umask(022);
+	die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
+}
+
+static void build_root(struct nat_child *c)
+{
+	struct mnt_fail f = {0};
+	int rootfd = mnt_enter_root(c->staging, &f);
+	if (rootfd < 0 || mnt_apply(c->plan, rootfd, &f) < 0)
+		die(c, f.stage, f.err, f.what);
+	close(rootfd);
+	if (mnt_pivot(&f) < 0)
+		die(c, f.stage, f.err, f.what);
+	if (sethostname(c->hostname, strlen(c->hostname)) < 0)
+		die(c, NS_HOSTNAME, errno, c->hostname);
+	mnt_close_sources(c->plan);
+}
+
+_Noreturn void nat_child_main(struct nat_child *c)
+{
+	/* If the supervisor dies, init dies, and with it every process of the namespace. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	struct mnt_fail f = {0};
+	/* Sources are opened now, with the caller's access rights, before becoming sandbox root. */
+	if (mnt_open_sources(c->plan, &f) < 0)
+		die(c, f.stage, f.err, f.what);
+	char go;
+	if (read(c->sync_fd, &go, 1) != 1)
+		_exit(CHILD_FAIL_EXIT); /* the supervisor gave up; it reports why */
+	close(c->sync_fd);
+	int r = uns_enter(&c->map);
+	if (r < 0)
+		die(c, NS_CREDS, -r, NULL);
+	build_root(c);
+	/* Not dumpable: the payload (same uid in single-id mode) cannot ptrace init. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(SIGCHLD, SIG_DFL);
+	pid_t pid = fork();
+	if (pid < 0)
+		die(c, NS_FORK, errno, NULL);
+	if (pid == 0)
+		payload_main(c);
+	/* init keeps only the status pipe; the output pipes are the payload's. */
+	close(c->stdout_fd);
+	close(c->stderr_fd);
+	if (c->stdin_fd >= 0)
+		close(c->stdin_fd);
+	for (;;) {
+		int st;
+		pid_t w = waitpid(-1, &st, 0);
+		if (w == pid) {
+			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, st, NULL);
+			/* init's exit kills everything left in the namespace. */
+			_exit(0);
+		}
+		if (w < 0 && errno != EINTR)
+			die(c, NS_FORK, errno, "waitpid");
+	}
+}

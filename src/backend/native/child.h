@@ -1,0 +1,29 @@
+/* child.h — the sandbox side of the native backend: init (pid 1 of the namespace) and the payload. */
+#ifndef AL_NATIVE_CHILD_H
+#define AL_NATIVE_CHILD_H
+
+#include "fsplan.h"
+#include "userns.h"
+
+/* Everything the child needs, prepared by the parent before clone3 (nothing is allocated after). */
+struct nat_child {
+	struct fs_plan *plan;
+	struct uns_map map;
+	const uint64_t *limits;
+	char *const *argv;
+	char *const *envp;
+	const char *path;     /* the PATH value used to find argv[0] */
+	const char *hostname;
+	const char *cwd;
+	const char *staging;  /* where the new root is assembled before pivot_root */
+	int sync_fd;	      /* read end: one byte once the id maps are written */
+	int status_fd;	      /* write end: nat_record to the supervisor (O_CLOEXEC) */
+	int stdin_fd;	      /* -1: /dev/null */
+	int stdout_fd;
+	int stderr_fd;
+};
+
+/* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */
+_Noreturn void nat_child_main(struct nat_child *c);
+
+#endif

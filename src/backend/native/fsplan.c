@@ -1,0 +1,239 @@
+/* fsplan.c — builds the sandbox filesystem plan from a policy: pure data, testable without privileges. */
+#include "fsplan.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/error.h"
+
+const char *const fs_toplevel_names[6] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+
+#define RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+#define RW_ATTRS (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+#define DEV_ATTRS (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC)
+
+static const char *own(struct fs_plan *plan, char *s)
+{
+	if (!s)
+		return NULL;
+	if (plan->nowned == plan->capowned) {
+		size_t cap = plan->capowned ? plan->capowned * 2 : 16;
+		char **n = realloc(plan->owned, cap * sizeof(*n));
+		if (!n) {
+			free(s);
+			return NULL;
+		}
+		plan->owned = n;
+		plan->capowned = cap;
+	}
+	plan->owned[plan->nowned++] = s;
+	return s;
+}
+
+static const char *ownf(struct fs_plan *plan, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const char *ownf(struct fs_plan *plan, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return own(plan, s);
+}
+
+static int add(struct fs_plan *plan, struct fs_op op)
+{
+	if (plan->n == plan->cap) {
+		size_t cap = plan->cap ? plan->cap * 2 : 48;
+		struct fs_op *n = realloc(plan->ops, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		plan->ops = n;
+		plan->cap = cap;
+	}
+	op.src_fd = -1;
+	plan->ops[plan->n++] = op;
+	return 0;
+}
+
+void fs_plan_free(struct fs_plan *plan)
+{
+	for (size_t i = 0; i < plan->nowned; i++)
+		free(plan->owned[i]);
+	free(plan->owned);
+	free(plan->ops);
+	memset(plan, 0, sizeof(*plan));
+}
+
+int fs_host_probe(struct fs_host *h, struct fs_plan *plan)
+{
+	memset(h, 0, sizeof(*h));
+	char buf[PATH_MAX], path[32];
+	for (size_t i = 0; i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
+		snprintf(path, sizeof(path), "/%s", fs_toplevel_names[i]);
+		struct stat st;
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+			if (n <= 0)
+				continue;
+			buf[n] = 0;
+			h->toplinks[i] = own(plan, strdup(buf));
+		} else if (S_ISDIR(st.st_mode)) {
+			h->toplinks[i] = "";
+		}
+	}
+	ssize_t n = readlink("/etc/localtime", buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		h->localtime_link = own(plan, strdup(buf));
+	}
+	return 0;
+}
+
+/* The bind helpers: dest given as an absolute sandbox path, stored relative to the new root. */
+static int bind(struct fs_plan *plan, const char *src, const char *dest, uint64_t attrs, unsigned flags)
+{
+	return add(plan, (struct fs_op){.kind = FS_BIND, .src = src, .dest = dest + 1, .attr_set = attrs,
+					.flags = flags | FS_RECURSIVE});
+}
+
+static int mkdir_op(struct fs_plan *plan, const char *dest, mode_t mode)
+{
+	return add(plan, (struct fs_op){.kind = FS_MKDIR, .dest = dest + 1, .mode = mode});
+}
+
+static int symlink_op(struct fs_plan *plan, const char *dest, const char *target)
+{
+	return add(plan, (struct fs_op){.kind = FS_SYMLINK, .dest = dest + 1, .text = target});
+}
+
+static int file_op(struct fs_plan *plan, const char *dest, const char *text)
+{
+	return text ? add(plan, (struct fs_op){.kind = FS_FILE, .dest = dest + 1, .text = text, .mode = 0644})
+		    : -ENOMEM;
+}
+
+static int plan_system(struct fs_plan *plan, const struct fs_host *host)
+{
+	int r = bind(plan, "/usr", "/usr", RO_ATTRS, 0);
+	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
+		const char *t = host->toplinks[i];
+		const char *dest = ownf(plan, "/%s", fs_toplevel_names[i]);
+		if (!dest)
+			return -ENOMEM;
+		if (!t)
+			continue;
+		r = *t ? symlink_op(plan, dest, t) : bind(plan, dest, dest, RO_ATTRS, FS_OPTIONAL);
+	}
+	return r;
+}
+
+static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
+{
+	const char *hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME;
+	/* Binds of the few host files real programs need; everything else in /etc is ours. */
+	static const char *const ro_files[] = {"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/ssl/openssl.cnf",
+					       "/etc/alternatives", "/etc/services", "/etc/protocols",
+					       "/etc/mime.types"};
+	int r = mkdir_op(plan, "/etc", 0755);
+	r = r ?: file_op(plan, "/etc/passwd",
+			 ownf(plan,
+			      "root:x:0:0:root:/root:/bin/sh\n"
+			      "sandbox:x:%d:%d:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
+			      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			      AL_SANDBOX_UID, AL_SANDBOX_UID));
+	r = r ?: file_op(plan, "/etc/group",
+			 ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%d:\nnogroup:x:65534:\n", AL_SANDBOX_UID));
+	r = r ?: file_op(plan, "/etc/hosts",
+			 ownf(plan, "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+			      hostname));
+	r = r ?: file_op(plan, "/etc/hostname", ownf(plan, "%s\n", hostname));
+	r = r ?: file_op(plan, "/etc/nsswitch.conf",
+			 "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+			 "networks: files\nprotocols: files\nservices: files\n");
+	r = r ?: symlink_op(plan, "/etc/os-release", "../usr/lib/os-release");
+	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(ro_files); i++)
+		r = bind(plan, ro_files[i], ro_files[i], RO_ATTRS, FS_OPTIONAL);
+	if (r == 0 && host->localtime_link)
+		r = symlink_op(plan, "/etc/localtime", host->localtime_link);
+	else if (r == 0)
+		r = bind(plan, "/etc/localtime", "/etc/localtime", RO_ATTRS, FS_OPTIONAL);
+	return r;
+}
+
+static int plan_proc_dev(struct fs_plan *plan)
+{
+	static const char *const devs[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};
+	static const char *const links[][2] = {
+		{"/dev/ptmx", "pts/ptmx"},	    {"/dev/fd", "/proc/self/fd"},
+		{"/dev/stdin", "/proc/self/fd/0"},  {"/dev/stdout", "/proc/self/fd/1"},
+		{"/dev/stderr", "/proc/self/fd/2"}, {"/dev/shm", "/tmp"},
+	};
+	int r = mkdir_op(plan, "/proc", 0555);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_PROC, .dest = "proc",
+					  .mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC});
+	r = r ?: mkdir_op(plan, "/dev", 0755);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = "dev", .text = "mode=0755,size=64k",
+					  .mflags = MS_NOSUID | MS_NOEXEC});
+	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(devs); i++)
+		r = bind(plan, devs[i], devs[i], DEV_ATTRS, FS_OPTIONAL);
+	r = r ?: mkdir_op(plan, "/dev/pts", 0755);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_DEVPTS, .dest = "dev/pts",
+					  .text = "newinstance,ptmxmode=0666,mode=0620",
+					  .mflags = MS_NOSUID | MS_NOEXEC});
+	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(links); i++)
+		r = symlink_op(plan, links[i][0], links[i][1]);
+	/* Nothing may be added to /dev once it is populated. */
+	r = r ?: add(plan, (struct fs_op){.kind = FS_SETATTR, .dest = "dev",
+					  .attr_set = MOUNT_ATTR_RDONLY | DEV_ATTRS});
+	return r;
+}
+
+static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
+{
+	uint64_t disk = p->limits[AL_LIMIT_DISK];
+	int r = mkdir_op(plan, "/tmp", 01777);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = "tmp",
+					  .text = ownf(plan, "size=%llu,mode=1777", (unsigned long long)disk),
+					  .mflags = MS_NOSUID | MS_NODEV});
+	r = r ?: mkdir_op(plan, AL_WORKSPACE, 0755);
+	if (r)
+		return r;
+	if (p->workdir)
+		return bind(plan, p->workdir, AL_WORKSPACE, RW_ATTRS, 0);
+	return add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = AL_WORKSPACE + 1,
+					.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
+						     (unsigned long long)disk, AL_SANDBOX_UID, AL_SANDBOX_UID),
+					.mflags = MS_NOSUID | MS_NODEV});
+}
+
+int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host,
+		  struct al_error *err)
+{
+	int r = plan_system(plan, host);
+	r = r ?: plan_etc(plan, p, host);
+	r = r ?: plan_proc_dev(plan);
+	r = r ?: plan_scratch(plan, p);
+	for (size_t i = 0; r == 0 && i < p->nbinds; i++) {
+		const struct al_bind *b = &p->binds[i];
+		r = bind(plan, b->src, b->dest, b->writable ? RW_ATTRS : RO_ATTRS, 0);
+	}
+	for (size_t i = 0; r == 0 && i < plan->n; i++)
+		if (!plan->ops[i].dest || ((plan->ops[i].kind == FS_FILE || plan->ops[i].kind == FS_TMPFS) &&
+					   !plan->ops[i].text))
+			r = -ENOMEM;
+	if (r < 0)
+		return al_err(err, -r, "building the filesystem plan: out of memory");
+	return 0;
+}

@@ -1,0 +1,63 @@
+/* fsplan.h — the sandbox's filesystem as a list of setup operations: built (pure) in the parent, replayed in the child. */
+#ifndef AL_NATIVE_FSPLAN_H
+#define AL_NATIVE_FSPLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy/policy.h"
+
+enum fs_kind {
+	FS_MKDIR,   /* dest: directory (parents created) */
+	FS_SYMLINK, /* dest -> text */
+	FS_FILE,    /* dest: regular file holding text */
+	FS_BIND,    /* host src bound at dest (mount point created to match) */
+	FS_TMPFS,   /* tmpfs at dest with options text */
+	FS_PROC,    /* a new procfs at dest */
+	FS_DEVPTS,  /* a new devpts instance at dest */
+	FS_SETATTR, /* mount attributes on dest (attr_set), e.g. read-only after population */
+};
+
+/* flags */
+#define FS_OPTIONAL 0x1u  /* skip the op when the host source does not exist */
+#define FS_RECURSIVE 0x2u /* setattr applies to submounts too */
+
+struct fs_op {
+	enum fs_kind kind;
+	unsigned flags;
+	const char *dest;     /* relative to the new root, no leading '/' */
+	const char *src;      /* FS_BIND: absolute host path */
+	const char *text;     /* FS_SYMLINK target, FS_FILE content, FS_TMPFS options */
+	unsigned long mflags; /* mount(2) flags for FS_TMPFS/FS_PROC/FS_DEVPTS */
+	uint64_t attr_set;    /* MOUNT_ATTR_* for FS_BIND (after binding) and FS_SETATTR */
+	mode_t mode;
+	int src_fd;	      /* FS_BIND: O_PATH descriptor, opened by the child before it drops host root */
+	bool src_is_dir;      /* FS_BIND: filled when src_fd is opened */
+	bool skip;	      /* FS_OPTIONAL op whose source the host lacks */
+};
+
+struct fs_plan {
+	struct fs_op *ops;
+	size_t n, cap;
+	char **owned; /* strings the plan allocated */
+	size_t nowned, capowned;
+};
+
+/* Builds the whole plan for policy p. host_merged_usr: probe of /bin etc. done by the caller. */
+struct fs_host {
+	/* For each of bin, sbin, lib, lib32, lib64, libx32: its symlink target on the host,
+	 * "" if it is a real directory, NULL if absent. */
+	const char *toplinks[6];
+	const char *localtime_link; /* readlink of /etc/localtime, or NULL (then bound if present) */
+};
+extern const char *const fs_toplevel_names[6];
+
+int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host,
+		  struct al_error *err);
+void fs_plan_free(struct fs_plan *plan);
+/* Reads the host facts fs_plan_build needs. Strings are owned by the plan. */
+int fs_host_probe(struct fs_host *h, struct fs_plan *plan);
+
+#endif

@@ -1,0 +1,249 @@
+/* mnt.c — mount operations in the sandbox's mount namespace; runs between clone and exec, so it never allocates. */
+#include "mnt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int fail(struct mnt_fail *f, enum nat_stage stage, int err, const char *what)
+{
+	f->stage = stage;
+	f->err = err;
+	f->what = what;
+	return -err;
+}
+
+/* Paths inside the new root are resolved beneath it and never through a symlink: a
+ * --workdir may hold links planted by an earlier job, and they must not redirect a mount. */
+static int open_beneath(int rootfd, const char *rel, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long r = syscall(SYS_openat2, rootfd, rel[0] ? rel : ".", &how, sizeof(how));
+	return r < 0 ? -errno : (int)r;
+}
+
+static void fd_path(char buf[32], int fd)
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", fd);
+}
+
+/* Splits rel into its parent (opened, created as needed) and last component. */
+static int open_parent(int rootfd, const char *rel, const char **base)
+{
+	char buf[4096];
+	size_t len = strlen(rel);
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, rel, len + 1);
+	char *slash = strrchr(buf, '/');
+	*base = slash ? rel + (slash - buf) + 1 : rel;
+	if (!slash)
+		return open_beneath(rootfd, "", O_PATH | O_DIRECTORY);
+	*slash = 0;
+	/* Create each missing ancestor, checking every step stays beneath the root. */
+	for (char *p = buf;; p++) {
+		if (*p != '/' && *p != 0)
+			continue;
+		char saved = *p;
+		*p = 0;
+		int fd = open_beneath(rootfd, buf, O_PATH | O_DIRECTORY);
+		if (fd == -ENOENT) {
+			if (mkdirat(rootfd, buf, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			fd = open_beneath(rootfd, buf, O_PATH | O_DIRECTORY);
+		}
+		if (fd < 0)
+			return fd;
+		*p = saved;
+		if (saved == 0)
+			return fd;
+		close(fd);
+	}
+}
+
+/* Returns an O_PATH fd of a directory (or file) at rel, creating it if missing. */
+static int make_node(int rootfd, const char *rel, bool dir, mode_t mode)
+{
+	int fd = open_beneath(rootfd, rel, O_PATH);
+	if (fd != -ENOENT)
+		return fd;
+	const char *base;
+	int pfd = open_parent(rootfd, rel, &base);
+	if (pfd < 0)
+		return pfd;
+	int r;
+	if (dir) {
+		r = mkdirat(pfd, base, mode);
+	} else {
+		r = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (r >= 0)
+			close(r);
+	}
+	r = (r < 0 && errno != EEXIST) ? -errno : 0;
+	close(pfd);
+	return r < 0 ? r : open_beneath(rootfd, rel, O_PATH);
+}
+
+static int set_attrs(int rootfd, const char *rel, uint64_t attrs, bool recursive)
+{
+	struct mount_attr attr = {.attr_set = attrs};
+	int fd = open_beneath(rootfd, rel, O_PATH);
+	if (fd < 0)
+		return fd;
+	int r = mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr, sizeof(attr));
+	r = r < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+int mnt_open_sources(struct fs_plan *plan, struct mnt_fail *f)
+{
+	for (size_t i = 0; i < plan->n; i++) {
+		struct fs_op *op = &plan->ops[i];
+		if (op->kind != FS_BIND)
+			continue;
+		op->src_fd = open(op->src, O_PATH | O_CLOEXEC);
+		if (op->src_fd < 0) {
+			if (errno == ENOENT && (op->flags & FS_OPTIONAL)) {
+				op->skip = true;
+				continue;
+			}
+			return fail(f, NS_OPEN_SOURCE, errno, op->src);
+		}
+		struct stat st;
+		if (fstat(op->src_fd, &st) < 0)
+			return fail(f, NS_OPEN_SOURCE, errno, op->src);
+		op->src_is_dir = S_ISDIR(st.st_mode);
+	}
+	return 0;
+}
+
+void mnt_close_sources(struct fs_plan *plan)
+{
+	for (size_t i = 0; i < plan->n; i++) {
+		if (plan->ops[i].src_fd >= 0)
+			close(plan->ops[i].src_fd);
+		plan->ops[i].src_fd = -1;
+	}
+}
+
+int mnt_enter_root(const char *staging, struct mnt_fail *f)
+{
+	/* Nothing we mount may propagate back to the host, and pivot_root needs private mounts. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return fail(f, NS_PROPAGATION, errno, "/");
+	if (mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+		return fail(f, NS_ROOT_TMPFS, errno, staging);
+	if (chdir(staging) < 0)
+		return fail(f, NS_ROOT_TMPFS, errno, staging);
+	int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? fail(f, NS_ROOT_TMPFS, errno, staging) : fd;
+}
+
+static int apply_bind(int rootfd, struct fs_op *op)
+{
+	char src[32], dst[32];
+	int fd = make_node(rootfd, op->dest, op->src_is_dir, op->src_is_dir ? 0755 : 0644);
+	if (fd < 0)
+		return fd;
+	fd_path(src, op->src_fd);
+	fd_path(dst, fd);
+	int r = mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
+	close(fd);
+	if (r == 0 && op->attr_set)
+		r = set_attrs(rootfd, op->dest, op->attr_set, op->flags & FS_RECURSIVE);
+	return r;
+}
+
+static int apply_fs(int rootfd, const struct fs_op *op, const char *type)
+{
+	char dst[32];
+	int fd = make_node(rootfd, op->dest, true, 0755);
+	if (fd < 0)
+		return fd;
+	fd_path(dst, fd);
+	int r = mount(type, dst, type, op->mflags, op->text) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+static int apply_one(int rootfd, struct fs_op *op)
+{
+	const char *base;
+	int fd, r;
+	switch (op->kind) {
+	case FS_MKDIR:
+		fd = make_node(rootfd, op->dest, true, op->mode);
+		if (fd >= 0)
+			close(fd);
+		return fd < 0 ? fd : 0;
+	case FS_SYMLINK:
+	case FS_FILE:
+		fd = open_parent(rootfd, op->dest, &base);
+		if (fd < 0)
+			return fd;
+		if (op->kind == FS_SYMLINK) {
+			r = symlinkat(op->text, fd, base) < 0 ? -errno : 0;
+		} else {
+			int w = openat(fd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, op->mode);
+			size_t len = strlen(op->text);
+			r = w < 0 ? -errno : (write(w, op->text, len) == (ssize_t)len ? 0 : -EIO);
+			if (w >= 0)
+				close(w);
+		}
+		close(fd);
+		return r;
+	case FS_BIND:
+		return op->skip ? 0 : apply_bind(rootfd, op);
+	case FS_TMPFS:
+		return apply_fs(rootfd, op, "tmpfs");
+	case FS_PROC:
+		return apply_fs(rootfd, op, "proc");
+	case FS_DEVPTS:
+		return apply_fs(rootfd, op, "devpts");
+	case FS_SETATTR:
+		return set_attrs(rootfd, op->dest, op->attr_set, op->flags & FS_RECURSIVE);
+	}
+	return -EINVAL;
+}
+
+int mnt_apply(struct fs_plan *plan, int rootfd, struct mnt_fail *f)
+{
+	static const enum nat_stage stage_of[] = {
+		[FS_MKDIR] = NS_MKDIR, [FS_SYMLINK] = NS_SYMLINK, [FS_FILE] = NS_FILE,
+		[FS_BIND] = NS_BIND,   [FS_TMPFS] = NS_TMPFS,     [FS_PROC] = NS_PROC,
+		[FS_DEVPTS] = NS_DEVPTS, [FS_SETATTR] = NS_SETATTR,
+	};
+	for (size_t i = 0; i < plan->n; i++) {
+		struct fs_op *op = &plan->ops[i];
+		int r = apply_one(rootfd, op);
+		if (r < 0)
+			return fail(f, stage_of[op->kind], -r, op->kind == FS_BIND ? op->src : op->dest);
+	}
+	return 0;
+}
+
+int mnt_pivot(struct mnt_fail *f)
+{
+	/* pivot_root(".", ".") stacks the old root on top of the new one; detaching it
+	 * leaves no path back to the host's filesystem. */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return fail(f, NS_PIVOT, errno, "/");
+	if (umount2(".", MNT_DETACH) < 0)
+		return fail(f, NS_PIVOT, errno, "old root");
+	if (chdir("/") < 0)
+		return fail(f, NS_PIVOT, errno, "/");
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	if (mount_setattr(AT_FDCWD, "/", 0, &attr, sizeof(attr)) < 0)
+		return fail(f, NS_ROOT_RO, errno, "/");
+	return 0;
+}

@@ -1,0 +1,159 @@
+/* native.c — the native backend's spawn: plan in the parent, clone3 into new namespaces, release the child.
+ *
+ * Theory of operation
+ *
+ *   supervisor (caller's credentials, host namespaces)
+ *     │  builds the filesystem plan, the environment and the id map (all allocation happens here)
+ *     │  clone3(NEWUSER|NEWPID|NEWNS|NEWNET|NEWIPC|NEWUTS|NEWCGROUP, pidfd)
+ *     ▼
+ *   init = pid 1 of the new pid namespace, full capabilities in the new user namespace only
+ *     │  opens the bind sources, then waits on the sync pipe while the supervisor writes
+ *     │  uid_map/gid_map; becomes sandbox root (host id_base as root, the caller otherwise);
+ *     │  assembles a tmpfs root from the plan, pivot_root, detaches the old root,
+ *     │  makes / read-only, sets the hostname; fork()s the payload and reaps until it exits
+ *     ▼
+ *   payload: setsid, stdio from the supervisor's pipes, every other descriptor closed,
+ *     rlimits, bounding/ambient caps dropped, uid/gid 1000, caps cleared, no_new_privs, execve.
+ *
+ * Pipes: sync (supervisor → init, one byte: "maps written"), status (init and payload →
+ * supervisor: struct nat_record; the payload's copy closes on exec), stdout and stderr
+ * (payload → supervisor). When init exits the kernel kills every process left in its pid
+ * namespace, so the pidfd reporting init's exit means the whole job is gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "child.h"
+#include "pidfd.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+#define NS_FLAGS                                                                                    \
+	(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
+	 CLONE_NEWCGROUP)
+
+static char *enforced_json(const struct al_policy *p, const struct uns_map *m)
+{
+	json_t *rl = json_object();
+	uint64_t cpu = p->limits[AL_LIMIT_CPU_MS], as = p->limits[AL_LIMIT_AS];
+	json_object_set_new(rl, "cpu_s", cpu == AL_UNLIMITED ? json_null() : json_integer((json_int_t)((cpu + 999) / 1000)));
+	json_object_set_new(rl, "fsize", p->limits[AL_LIMIT_FSIZE] == AL_UNLIMITED ? json_null()
+									: json_integer((json_int_t)p->limits[AL_LIMIT_FSIZE]));
+	json_object_set_new(rl, "nofile", json_integer((json_int_t)p->limits[AL_LIMIT_NOFILE]));
+	json_object_set_new(rl, "core", json_integer(0));
+	json_object_set_new(rl, "as", as == AL_UNLIMITED ? json_null() : json_integer((json_int_t)as));
+	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:b,s:b,s:b}",
+			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", 1, "ipc", 1, "uts", 1, "cgroup", 1,
+			      "pivot_root", 1, "readonly_root", 1,
+			      "id_map", "mode", m->range ? "range" : "single", "host_base", (json_int_t)m->host_base,
+			      "count", (json_int_t)m->count,
+			      "setgroups", m->range ? "cleared" : "deny",
+			      "payload_uid", AL_SANDBOX_UID,
+			      "payload_host_uid", (json_int_t)uns_host_uid(m, AL_SANDBOX_UID),
+			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network", "none",
+			      "rlimits", rl, "seccomp", 0, "landlock", 0, "cgroup", 0);
+	char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
+	json_decref(e);
+	return s;
+}
+
+static const char *find_path(char *const *envp)
+{
+	for (; *envp; envp++)
+		if (strncmp(*envp, "PATH=", 5) == 0)
+			return *envp + 5;
+	return "/usr/bin:/bin";
+}
+
+/* Kills and reaps a child that never got released. */
+static void abort_child(pid_t pid, int pidfd)
+{
+	pfd_send_signal(pidfd, SIGKILL);
+	siginfo_t si;
+	struct rusage ru;
+	pfd_wait(pidfd, &si, &ru, WEXITED);
+	(void)pid;
+}
+
+static int clone_error(struct al_error *err, int e)
+{
+	const char *hint = e == EPERM ? "user namespaces may be disabled for this user (or seccomp/AppArmor forbids them)"
+			 : e == ENOSPC || e == EUSERS ? "the namespace limit is reached (user.max_*_namespaces)"
+			 : e == EINVAL ? "this kernel lacks one of the namespace types"
+				       : "";
+	return al_err(err, e, "setup: clone3 with new user, pid, mount, net, ipc, uts and cgroup namespaces failed: %s%s%s",
+		      strerror(e), *hint ? "; " : "", hint);
+}
+
+int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
+{
+	struct fs_plan plan = {0};
+	struct fs_host host;
+	char **envp = NULL;
+	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, pidfd = -1, r;
+	fs_host_probe(&host, &plan);
+	if ((r = fs_plan_build(&plan, p, &host, err)) < 0)
+		goto out;
+	if (!(envp = pol_build_envp(p))) {
+		r = al_err(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0) {
+		r = al_err_sys(err, errno, "setup: pipe");
+		goto out;
+	}
+	struct nat_child c = {
+		.plan = &plan, .limits = p->limits, .argv = p->argv, .envp = envp, .path = find_path(envp),
+		.hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, .cwd = p->cwd ? p->cwd : AL_WORKSPACE,
+		.staging = "/tmp", .sync_fd = sync_p[0], .status_fd = status_p[1],
+		.stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
+	};
+	uns_choose(&c.map, p->id_base);
+	pid_t pid = pfd_clone3(NS_FLAGS, &pidfd);
+	if (pid == 0) {
+		close(sync_p[1]);
+		close(status_p[0]);
+		nat_child_main(&c);
+	}
+	if (pid < 0) {
+		r = clone_error(err, -pid);
+		goto out;
+	}
+	char why[96] = "";
+	if ((r = uns_write_maps(pid, &c.map, why, sizeof(why))) < 0) {
+		abort_child(pid, pidfd);
+		r = al_err(err, -r, "setup: writing the user namespace id maps (%s): %s", why, strerror(-r));
+		goto out;
+	}
+	if (write(sync_p[1], "g", 1) != 1) {
+		r = al_err_sys(err, errno, "setup: releasing the sandbox");
+		abort_child(pid, pidfd);
+		goto out;
+	}
+	out->pid = pid;
+	out->pidfd = steal_fd(pidfd);
+	out->status_fd = steal_fd(status_p[0]);
+	out->enforced_json = enforced_json(p, &c.map);
+	out->backend = "native";
+	r = 0;
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	for (int i = 0; i < 2; i++) {
+		if (sync_p[i] >= 0)
+			close(sync_p[i]);
+		if (status_p[i] >= 0)
+			close(status_p[i]);
+	}
+	pol_free_strv(envp);
+	fs_plan_free(&plan);
+	return r;
+}

@@ -1,0 +1,16 @@
+/* pidfd.h — clone3 with a pidfd, and the pidfd calls the supervisor needs (raw syscalls). */
+#ifndef AL_NATIVE_PIDFD_H
+#define AL_NATIVE_PIDFD_H
+
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+/* fork-like clone3: returns the child's pid in the parent (and *pidfd), 0 in the child, -errno on failure. */
+pid_t pfd_clone3(uint64_t ns_flags, int *pidfd);
+int pfd_send_signal(int pidfd, int sig);
+/* waitid(P_PIDFD) with the rusage of the child and of every descendant it reaped. */
+int pfd_wait(int pidfd, siginfo_t *info, struct rusage *ru, int options);
+
+#endif

@@ -1,0 +1,53 @@
+/* main.c — entry point of the airlock command: dispatch to a subcommand. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char usage[] =
+	"Usage: airlock COMMAND [OPTIONS]\n"
+	"\n"
+	"Run code nobody should trust, and report exactly what happened.\n"
+	"\n"
+	"Commands:\n"
+	"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
+	"  check [--json]                   show what this host can enforce\n"
+	"  help                             show this help\n"
+	"  version                          show the version\n"
+	"\n"
+	"Run 'airlock run --help' for the run options.\n"
+	"\n"
+	"Exit status of 'airlock run':\n"
+	"  N        the command's own exit status\n"
+	"  128+N    the command was killed by signal N\n"
+	"  124      the wall-clock limit (--time) was reached; everything was killed\n"
+	"  125      airlock itself failed (bad input, or isolation could not be set up);\n"
+	"           the command never ran\n";
+
+int cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("airlock: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return AL_EXIT_FAILURE;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return fputs(usage, stderr), AL_EXIT_FAILURE;
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "run") == 0)
+		return cli_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "check") == 0)
+		return cli_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
+		return fputs(usage, stdout), 0;
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
+		return puts("airlock " AIRLOCK_VERSION), 0;
+	return cli_fail("unknown command '%s' (try 'airlock help')", cmd);
+}

@@ -1,0 +1,110 @@
+/* options.c — the option table and its single parser per knob, shared by every front end. */
+#include "options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/policy.h"
+#include "units.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+const struct al_option al_options[] = {
+	{OPT_TIME, "time", 't', OK_DURATION, "DURATION", "wall-clock limit; kills the whole sandbox (default 30s; 'none')", true},
+	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default none)", true},
+	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE", "bytes kept per stream; the rest is counted (default 1M)", true},
+	{OPT_DISK, "disk", 0, OK_SIZE, "SIZE", "size of the /workspace and /tmp tmpfs (default 1G)", true},
+	{OPT_OPEN_FILES, "open-files", 0, OK_COUNT, "N", "open file descriptors, RLIMIT_NOFILE (default 1024)", true},
+	{OPT_FILE_SIZE, "file-size", 0, OK_SIZE, "SIZE", "largest file the job may write, RLIMIT_FSIZE (default 1G)", true},
+	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default none)", true},
+	{OPT_WORKDIR, "workdir", 0, OK_STRING, "DIR", "bind host DIR read-write at /workspace (default: a throwaway tmpfs)", true},
+	{OPT_RO, "ro", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-only at DEST (default: the same path)", true},
+	{OPT_RW, "rw", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-write at DEST", true},
+	{OPT_ENV, "env", 'e', OK_STRING, "NAME[=VALUE]", "pass NAME through from this environment, or set it", true},
+	{OPT_HOSTNAME, "hostname", 0, OK_STRING, "NAME", "hostname inside (default airlock)", true},
+	{OPT_CWD, "cwd", 0, OK_STRING, "DIR", "working directory inside (default /workspace)", true},
+	{OPT_ID_BASE, "id-base", 0, OK_COUNT, "ID", "as root: host uid/gid of sandbox id 0; 65536 ids are mapped (default 1879048192)", true},
+	{OPT_STREAM, "stream", 0, OK_STRING, "live|capture", "copy output as it comes, or keep it for the verdict (default: capture with --json)", false},
+	{OPT_JSON, "json", 0, OK_FLAG, NULL, "print the verdict as one JSON object on stdout", false},
+	{OPT_RESULT_FD, "result-fd", 0, OK_COUNT, "N", "write the verdict JSON to descriptor N", false},
+	{OPT_RESULT_FILE, "result-file", 0, OK_STRING, "FILE", "write the verdict JSON to FILE", false},
+	{OPT_HELP, "help", 'h', OK_FLAG, NULL, "show this help", false},
+};
+const size_t al_noptions = AL_ARRAY_SIZE(al_options);
+
+const struct al_option *opt_find(enum opt_id id)
+{
+	for (size_t i = 0; i < al_noptions; i++)
+		if (al_options[i].id == id)
+			return &al_options[i];
+	return NULL;
+}
+
+/* Which policy limit each numeric option sets (stored +1 so that 0 means "none"). */
+static const int limit_plus1[OPT__COUNT] = {
+	[OPT_TIME] = AL_LIMIT_WALL_MS + 1,	    [OPT_CPU_TIME] = AL_LIMIT_CPU_MS + 1,
+	[OPT_OUTPUT_LIMIT] = AL_LIMIT_OUTPUT + 1,   [OPT_DISK] = AL_LIMIT_DISK + 1,
+	[OPT_OPEN_FILES] = AL_LIMIT_NOFILE + 1,	    [OPT_FILE_SIZE] = AL_LIMIT_FSIZE + 1,
+	[OPT_ADDRESS_SPACE] = AL_LIMIT_AS + 1,
+};
+
+static int apply_bind(struct al_policy *p, const char *value, bool writable, struct al_error *err)
+{
+	cleanup_free char *src = strdup(value);
+	if (!src)
+		return al_err(err, ENOMEM, "out of memory");
+	char *colon = strchr(src, ':');
+	const char *dest = NULL;
+	if (colon) {
+		*colon = 0;
+		dest = colon + 1;
+	}
+	return al_policy_add_bind(p, src, dest, writable, err);
+}
+
+static int apply_string(struct al_policy *p, const struct al_option *o, const char *value, struct al_error *err)
+{
+	enum opt_id id = o->id;
+	if (id == OPT_WORKDIR)
+		return al_policy_set_workdir(p, value, err);
+	if (id == OPT_RO || id == OPT_RW)
+		return apply_bind(p, value, id == OPT_RW, err);
+	if (id == OPT_ENV)
+		return al_policy_add_env(p, value, err);
+	if (id == OPT_HOSTNAME)
+		return al_policy_set_hostname(p, value, err);
+	if (id == OPT_CWD)
+		return al_policy_set_cwd(p, value, err);
+	return al_err(err, EINVAL, "--%s is not a policy option", o->name);
+}
+
+int opt_apply(struct al_policy *p, const struct al_option *o, const char *value, struct al_error *err)
+{
+	uint64_t v = 0;
+	int r, lim = (unsigned)o->id < OPT__COUNT ? limit_plus1[o->id] - 1 : -1;
+	switch (o->kind) {
+	case OK_SIZE:
+		r = al_parse_size(value, &v, err);
+		break;
+	case OK_DURATION:
+		r = al_parse_duration_ms(value, &v, err);
+		break;
+	case OK_COUNT:
+		r = al_parse_count(value, UINT32_MAX, &v, err);
+		break;
+	case OK_STRING:
+		return apply_string(p, o, value, err);
+	case OK_FLAG:
+	default:
+		return 0;
+	}
+	if (r == 0 && o->id == OPT_ID_BASE)
+		r = v == AL_UNLIMITED ? al_err(err, EINVAL, "--id-base needs a number")
+				      : al_policy_set_id_base(p, (uint32_t)v, err);
+	else if (r == 0 && lim >= 0)
+		r = al_policy_set_limit(p, (enum al_limit)lim, v, err);
+	if (r < 0 && err && strncmp(err->msg, "--", 2) != 0)
+		al_err_prefix(err, "--%s", o->name);
+	return r;
+}

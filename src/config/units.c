@@ -1,0 +1,143 @@
+/* units.c — strict parsers for sizes, durations and counts: every character must be understood. */
+#include "units.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/error.h"
+
+/* Parses "123" or "1.25" into a value scaled by 1000 (milli-units), without floating point. */
+static int parse_decimal_milli(const char *s, const char **end, uint64_t *out)
+{
+	uint64_t whole = 0, frac = 0, scale = 1000;
+	const char *p = s;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (whole > (UINT64_MAX / 10000))
+			return -ERANGE;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			if (scale > 1) {
+				scale /= 10;
+				frac += (uint64_t)(*p - '0') * scale;
+			}
+		}
+	}
+	*end = p;
+	*out = whole * 1000 + frac;
+	return 0;
+}
+
+static int is_unlimited(const char *s)
+{
+	return strcasecmp(s, "none") == 0 || strcasecmp(s, "unlimited") == 0;
+}
+
+int al_parse_size(const char *s, uint64_t *out, struct al_error *err)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t mult;
+	} units[] = {
+		{"", 1},
+		{"b", 1},
+		{"k", 1ULL << 10},
+		{"kb", 1ULL << 10},
+		{"kib", 1ULL << 10},
+		{"m", 1ULL << 20},
+		{"mb", 1ULL << 20},
+		{"mib", 1ULL << 20},
+		{"g", 1ULL << 30},
+		{"gb", 1ULL << 30},
+		{"gib", 1ULL << 30},
+		{"t", 1ULL << 40},
+		{"tb", 1ULL << 40},
+		{"tib", 1ULL << 40},
+	};
+	if (!s || !*s)
+		return al_err(err, EINVAL, "empty size");
+	if (is_unlimited(s)) {
+		*out = AL_UNLIMITED;
+		return 0;
+	}
+	const char *end;
+	uint64_t milli;
+	int r = parse_decimal_milli(s, &end, &milli);
+	if (r < 0)
+		goto bad;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcasecmp(end, units[i].suffix) != 0)
+			continue;
+		/* milli * mult / 1000 without overflow for sane sizes (< 16 EiB / 1000). */
+		uint64_t whole = milli / 1000, frac = milli % 1000;
+		if (whole > UINT64_MAX / units[i].mult)
+			return al_err(err, ERANGE, "size '%s' is too large", s);
+		*out = whole * units[i].mult + frac * units[i].mult / 1000;
+		return 0;
+	}
+bad:
+	return al_err(err, EINVAL, "invalid size '%s' (expected a number with an optional K, M, G or T suffix)", s);
+}
+
+int al_parse_duration_ms(const char *s, uint64_t *out, struct al_error *err)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ms;
+	} units[] = {
+		{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"min", 60000}, {"h", 3600000},
+	};
+	if (!s || !*s)
+		return al_err(err, EINVAL, "empty duration");
+	if (is_unlimited(s)) {
+		*out = AL_UNLIMITED;
+		return 0;
+	}
+	const char *end;
+	uint64_t milli;
+	int r = parse_decimal_milli(s, &end, &milli);
+	if (r < 0)
+		goto bad;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcasecmp(end, units[i].suffix) != 0)
+			continue;
+		if (milli > UINT64_MAX / units[i].ms)
+			return al_err(err, ERANGE, "duration '%s' is too large", s);
+		/* Round up so "0.0001s" is not silently zero. */
+		*out = (milli * units[i].ms + 999) / 1000;
+		if (*out == 0)
+			return al_err(err, EINVAL, "duration '%s' must be positive", s);
+		return 0;
+	}
+bad:
+	return al_err(err, EINVAL, "invalid duration '%s' (expected a positive number with an optional ms, s, m or h suffix)", s);
+}
+
+int al_parse_count(const char *s, uint64_t max, uint64_t *out, struct al_error *err)
+{
+	if (!s || !*s)
+		return al_err(err, EINVAL, "empty number");
+	if (is_unlimited(s)) {
+		*out = AL_UNLIMITED;
+		return 0;
+	}
+	uint64_t v = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return al_err(err, EINVAL, "invalid number '%s'", s);
+		if (v > (UINT64_MAX - 9) / 10)
+			return al_err(err, ERANGE, "number '%s' is too large", s);
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v > max)
+		return al_err(err, ERANGE, "number '%s' is larger than %llu", s, (unsigned long long)max);
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,333 @@
+/* policy.c — the policy object: defaults, setters, and validation that fails before anything runs. */
+#include "policy.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/cleanup.h"
+#include "util/error.h"
+
+static const uint64_t default_limits[AL_LIMIT__COUNT] = {
+	[AL_LIMIT_WALL_MS] = 30 * 1000,
+	[AL_LIMIT_CPU_MS] = AL_UNLIMITED,
+	[AL_LIMIT_OUTPUT] = 1 << 20,
+	[AL_LIMIT_DISK] = 1ULL << 30,
+	[AL_LIMIT_NOFILE] = 1024,
+	[AL_LIMIT_FSIZE] = 1ULL << 30,
+	[AL_LIMIT_AS] = AL_UNLIMITED,
+	[AL_LIMIT_NPROC] = AL_UNLIMITED,
+};
+
+static const char *const limit_names[AL_LIMIT__COUNT] = {
+	[AL_LIMIT_WALL_MS] = "time",	     [AL_LIMIT_CPU_MS] = "cpu-time",
+	[AL_LIMIT_OUTPUT] = "output-limit",  [AL_LIMIT_DISK] = "disk",
+	[AL_LIMIT_NOFILE] = "open-files",    [AL_LIMIT_FSIZE] = "file-size",
+	[AL_LIMIT_AS] = "address-space",     [AL_LIMIT_NPROC] = "processes",
+};
+
+int al_policy_new(struct al_policy **out)
+{
+	struct al_policy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memcpy(p->limits, default_limits, sizeof(p->limits));
+	p->id_base = AL_DEFAULT_ID_BASE;
+	*out = p;
+	return 0;
+}
+
+void pol_free_strv(char **v)
+{
+	if (!v)
+		return;
+	for (char **s = v; *s; s++)
+		free(*s);
+	free(v);
+}
+
+void al_policy_free(struct al_policy *p)
+{
+	if (!p)
+		return;
+	pol_free_strv(p->argv);
+	for (size_t i = 0; i < p->nenv; i++)
+		free(p->env[i]);
+	free(p->env);
+	for (size_t i = 0; i < p->nbinds; i++) {
+		free(p->binds[i].src);
+		free(p->binds[i].dest);
+	}
+	free(p->binds);
+	free(p->workdir);
+	free(p->hostname);
+	free(p->cwd);
+	free(p);
+}
+
+int al_policy_set_argv(struct al_policy *p, int argc, const char *const *argv, struct al_error *err)
+{
+	if (argc < 1 || !argv || !argv[0] || !argv[0][0])
+		return al_err(err, EINVAL, "no command given");
+	char **v = calloc((size_t)argc + 1, sizeof(*v));
+	if (!v)
+		return al_err(err, ENOMEM, "out of memory");
+	for (int i = 0; i < argc; i++) {
+		v[i] = strdup(argv[i]);
+		if (!v[i]) {
+			pol_free_strv(v);
+			return al_err(err, ENOMEM, "out of memory");
+		}
+	}
+	pol_free_strv(p->argv);
+	p->argv = v;
+	p->argc = argc;
+	return 0;
+}
+
+int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value, struct al_error *err)
+{
+	if ((unsigned)which >= AL_LIMIT__COUNT)
+		return al_err(err, EINVAL, "unknown limit %d", (int)which);
+	const char *name = limit_names[which];
+	switch (which) {
+	case AL_LIMIT_WALL_MS:
+	case AL_LIMIT_CPU_MS:
+		if (value == 0)
+			return al_err(err, EINVAL, "--%s must be positive", name);
+		break;
+	case AL_LIMIT_OUTPUT:
+		/* The supervisor keeps this much in memory per stream: bound it. */
+		if (value == AL_UNLIMITED || value > (1ULL << 30))
+			return al_err(err, ERANGE, "--%s must be at most 1G", name);
+		break;
+	case AL_LIMIT_DISK:
+		if (value == AL_UNLIMITED || value < 4096)
+			return al_err(err, ERANGE, "--%s must be a size of at least 4K", name);
+		break;
+	case AL_LIMIT_NOFILE:
+		if (value == AL_UNLIMITED || value < 16 || value > (1 << 20))
+			return al_err(err, ERANGE, "--%s must be between 16 and 1048576", name);
+		break;
+	case AL_LIMIT_FSIZE:
+	case AL_LIMIT_AS:
+	case AL_LIMIT_NPROC:
+		if (value == 0)
+			return al_err(err, EINVAL, "--%s must be positive", name);
+		break;
+	case AL_LIMIT__COUNT:
+		break;
+	}
+	p->limits[which] = value;
+	return 0;
+}
+
+uint64_t al_policy_get_limit(const struct al_policy *p, enum al_limit which)
+{
+	return (unsigned)which < AL_LIMIT__COUNT ? p->limits[which] : 0;
+}
+
+static bool valid_env_name(const char *s, size_t len)
+{
+	if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+int al_policy_add_env(struct al_policy *p, const char *spec, struct al_error *err)
+{
+	const char *eq = strchr(spec, '=');
+	size_t nlen = eq ? (size_t)(eq - spec) : strlen(spec);
+	if (!valid_env_name(spec, nlen))
+		return al_err(err, EINVAL, "--env: invalid variable name in '%s'", spec);
+	cleanup_free char *entry = NULL;
+	if (eq) {
+		entry = strdup(spec);
+	} else {
+		const char *v = getenv(spec);
+		if (!v)
+			return 0; /* pass-through of an unset variable: nothing to pass */
+		if (asprintf(&entry, "%s=%s", spec, v) < 0)
+			entry = NULL;
+	}
+	if (!entry)
+		return al_err(err, ENOMEM, "out of memory");
+	/* A later setting of the same name replaces the earlier one. */
+	for (size_t i = 0; i < p->nenv; i++) {
+		if (strncmp(p->env[i], entry, nlen + 1) == 0) {
+			free(p->env[i]);
+			p->env[i] = steal_ptr(entry);
+			return 0;
+		}
+	}
+	char **n = realloc(p->env, (p->nenv + 1) * sizeof(*n));
+	if (!n)
+		return al_err(err, ENOMEM, "out of memory");
+	p->env = n;
+	p->env[p->nenv++] = steal_ptr(entry);
+	return 0;
+}
+
+int pol_check_inside_path(const char *path, struct al_error *err)
+{
+	if (!path || path[0] != '/')
+		return al_err(err, EINVAL, "path '%s' inside the sandbox must be absolute", path ? path : "");
+	if (strlen(path) >= PATH_MAX)
+		return al_err(err, ENAMETOOLONG, "path inside the sandbox is too long");
+	for (const char *s = path; *s;) {
+		while (*s == '/')
+			s++;
+		const char *e = strchrnul(s, '/');
+		size_t n = (size_t)(e - s);
+		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return al_err(err, EINVAL, "path '%s' inside the sandbox may not contain '.' or '..'", path);
+		s = e;
+	}
+	return 0;
+}
+
+/* Paths the sandbox's own layout owns: a bind may not replace them. */
+static bool reserved_dest(const char *d)
+{
+	static const char *const reserved[] = {"/", "/proc", "/dev", "/etc", "/usr", "/tmp", AL_WORKSPACE};
+	size_t n = strlen(d);
+	while (n > 1 && d[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(reserved); i++)
+		if (strlen(reserved[i]) == n && strncmp(reserved[i], d, n) == 0)
+			return true;
+	return strncmp(d, "/proc/", 6) == 0 || strncmp(d, "/dev/", 5) == 0;
+}
+
+int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable,
+		       struct al_error *err)
+{
+	const char *flag = writable ? "--rw" : "--ro";
+	if (!src || !*src)
+		return al_err(err, EINVAL, "%s: empty source path", flag);
+	cleanup_free char *real = realpath(src, NULL);
+	if (!real)
+		return al_err_sys(err, errno, "%s: bind source '%s'", flag, src);
+	struct stat st;
+	if (stat(real, &st) < 0)
+		return al_err_sys(err, errno, "%s: bind source '%s'", flag, src);
+	if (!dest)
+		dest = real;
+	int r = pol_check_inside_path(dest, err);
+	if (r < 0) {
+		al_err_prefix(err, "%s", flag);
+		return r;
+	}
+	if (reserved_dest(dest))
+		return al_err(err, EINVAL, "%s: destination '%s' is reserved by the sandbox layout", flag, dest);
+	struct al_bind *n = realloc(p->binds, (p->nbinds + 1) * sizeof(*n));
+	if (!n)
+		return al_err(err, ENOMEM, "out of memory");
+	p->binds = n;
+	char *d = strdup(dest);
+	if (!d)
+		return al_err(err, ENOMEM, "out of memory");
+	p->binds[p->nbinds++] = (struct al_bind){
+		.src = steal_ptr(real), .dest = d, .writable = writable, .is_dir = S_ISDIR(st.st_mode)};
+	return 0;
+}
+
+int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error *err)
+{
+	cleanup_free char *real = realpath(dir, NULL);
+	if (!real)
+		return al_err_sys(err, errno, "--workdir '%s'", dir);
+	struct stat st;
+	if (stat(real, &st) < 0)
+		return al_err_sys(err, errno, "--workdir '%s'", dir);
+	if (!S_ISDIR(st.st_mode))
+		return al_err(err, ENOTDIR, "--workdir '%s' is not a directory", dir);
+	free(p->workdir);
+	p->workdir = steal_ptr(real);
+	return 0;
+}
+
+int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_error *err)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 63)
+		return al_err(err, EINVAL, "--hostname must be 1 to 63 characters");
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		      c == '.'))
+			return al_err(err, EINVAL, "--hostname '%s' may hold only letters, digits, '-' and '.'", name);
+	}
+	char *d = strdup(name);
+	if (!d)
+		return al_err(err, ENOMEM, "out of memory");
+	free(p->hostname);
+	p->hostname = d;
+	return 0;
+}
+
+int al_policy_set_cwd(struct al_policy *p, const char *dir, struct al_error *err)
+{
+	int r = pol_check_inside_path(dir, err);
+	if (r < 0) {
+		al_err_prefix(err, "--cwd");
+		return r;
+	}
+	char *d = strdup(dir);
+	if (!d)
+		return al_err(err, ENOMEM, "out of memory");
+	free(p->cwd);
+	p->cwd = d;
+	return 0;
+}
+
+int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *err)
+{
+	/* Never map host root, and keep the whole range inside uid_t without wrapping. */
+	if (base == 0 || (uint64_t)base + AL_IDS_PER_SANDBOX > 0xFFFFFFFEull)
+		return al_err(err, ERANGE, "--id-base must be between 1 and %u", 0xFFFFFFFEu - AL_IDS_PER_SANDBOX);
+	p->id_base = base;
+	return 0;
+}
+
+char **pol_build_envp(const struct al_policy *p)
+{
+	static const char *const base[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=" AL_WORKSPACE,
+		"LANG=C.UTF-8",
+		"USER=sandbox",
+		"LOGNAME=sandbox",
+		"TMPDIR=/tmp",
+	};
+	size_t nb = AL_ARRAY_SIZE(base);
+	char **v = calloc(nb + p->nenv + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < nb; i++) {
+		/* A policy entry of the same name overrides the base one. */
+		size_t nlen = (size_t)(strchr(base[i], '=') - base[i]);
+		bool overridden = false;
+		for (size_t j = 0; j < p->nenv; j++)
+			if (strncmp(p->env[j], base[i], nlen + 1) == 0)
+				overridden = true;
+		if (!overridden && !(v[k++] = strdup(base[i])))
+			goto oom;
+	}
+	for (size_t j = 0; j < p->nenv; j++)
+		if (!(v[k++] = strdup(p->env[j])))
+			goto oom;
+	return v;
+oom:
+	pol_free_strv(v);
+	return NULL;
+}

@@ -1,0 +1,222 @@
+/* job.c — the supervisor: spawn through a backend, pump output with caps, enforce the deadline, account. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "airlock/airlock.h"
+#include "backend/backend.h"
+#include "backend/native/channel.h"
+#include "backend/native/pidfd.h"
+#include "job.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+
+static double since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Descriptors handed to the sandbox must not collide with 0-2 when the caller closed them. */
+static int high_fd(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return n;
+}
+
+static int make_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	p[0] = high_fd(p[0]);
+	p[1] = high_fd(p[1]);
+	if (p[0] < 0 || p[1] < 0)
+		return -errno;
+	return fcntl(p[0], F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+static int watch(int epfd, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+static void job_init_pumps(struct al_job *j, const struct al_policy *p, const struct al_spawn_opts *o)
+{
+	uint64_t lim = al_policy_get_limit(p, AL_LIMIT_OUTPUT);
+	j->out = (struct pump){.fd = -1, .live_fd = -1, .limit = lim};
+	j->err = (struct pump){.fd = -1, .live_fd = -1, .limit = lim};
+	j->out.capture = !o || o->stdout_mode == AL_STREAM_CAPTURE;
+	j->err.capture = !o || o->stderr_mode == AL_STREAM_CAPTURE;
+	if (o && o->stdout_mode == AL_STREAM_LIVE)
+		j->out.live_fd = o->stdout_live_fd;
+	if (o && o->stderr_mode == AL_STREAM_LIVE)
+		j->err.live_fd = o->stderr_live_fd;
+}
+
+static int job_arm(struct al_job *j)
+{
+	if ((j->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		return -errno;
+	if (fcntl(j->proc.status_fd, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	int r = watch(j->epfd, j->out.fd);
+	r = r ?: watch(j->epfd, j->err.fd);
+	r = r ?: watch(j->epfd, j->proc.pidfd);
+	r = r ?: watch(j->epfd, j->proc.status_fd);
+	if (r == 0 && j->wall_limit_ms != AL_UNLIMITED) {
+		if ((j->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0)
+			return -errno;
+		struct itimerspec its = {.it_value = {.tv_sec = (time_t)(j->wall_limit_ms / 1000),
+						      .tv_nsec = (long)(j->wall_limit_ms % 1000) * 1000000L}};
+		if (timerfd_settime(j->timerfd, 0, &its, NULL) < 0)
+			return -errno;
+		r = watch(j->epfd, j->timerfd);
+	}
+	return r;
+}
+
+int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
+		 struct al_error *err)
+{
+	if (!p->argv)
+		return al_err(err, EINVAL, "no command given");
+	if (opts && opts->size < offsetof(struct al_spawn_opts, stderr_live_fd) + sizeof(int))
+		return al_err(err, EINVAL, "al_spawn_opts.size is too small");
+	struct al_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return al_err(err, ENOMEM, "out of memory");
+	j->timerfd = j->epfd = j->proc.pidfd = j->proc.status_fd = -1;
+	j->wall_limit_ms = al_policy_get_limit(p, AL_LIMIT_WALL_MS);
+	job_init_pumps(j, p, opts);
+	int op[2] = {-1, -1}, ep[2] = {-1, -1}, r;
+	if ((r = make_pipe(op)) < 0 || (r = make_pipe(ep)) < 0) {
+		r = al_err_sys(err, -r, "setup: pipe");
+		goto fail;
+	}
+	j->out.fd = op[0];
+	j->err.fd = ep[0];
+	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1]};
+	clock_gettime(CLOCK_MONOTONIC, &j->start);
+	r = be_native_spawn(p, &io, &j->proc, err);
+	close(op[1]);
+	close(ep[1]);
+	op[1] = ep[1] = -1;
+	if (r < 0)
+		goto fail;
+	if ((r = job_arm(j)) < 0) {
+		r = al_err_sys(err, -r, "setup: supervisor event loop");
+		goto fail;
+	}
+	*out = j;
+	return 0;
+fail:
+	if (op[1] >= 0)
+		close(op[1]);
+	if (ep[1] >= 0)
+		close(ep[1]);
+	al_job_free(j);
+	return r;
+}
+
+static void read_status(struct al_job *j)
+{
+	struct nat_record rec;
+	for (;;) {
+		ssize_t n = read(j->proc.status_fd, &rec, sizeof(rec));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(rec)) {
+			if (n == 0 || (n < 0 && errno != EAGAIN)) {
+				close(j->proc.status_fd);
+				j->proc.status_fd = -1;
+			}
+			return;
+		}
+		if (rec.kind == NK_ERROR && j->setup_err.kind == 0)
+			j->setup_err = rec;
+		else if (rec.kind == NK_EXITED) {
+			j->have_status = true;
+			j->wstatus = rec.wstatus;
+		}
+	}
+}
+
+static void on_event(struct al_job *j, int fd)
+{
+	if (fd == j->out.fd || fd == j->err.fd) {
+		struct pump *p = fd == j->out.fd ? &j->out : &j->err;
+		/* At EOF pump_read closes the descriptor, which also removes it from epoll. */
+		if (pump_read(p) < 0 && p->fd >= 0) {
+			close(p->fd);
+			p->fd = -1;
+		}
+	} else if (fd == j->proc.status_fd) {
+		read_status(j);
+	} else if (fd == j->timerfd) {
+		/* The deadline: killing init kills every process of its pid namespace. */
+		j->timed_out = true;
+		pfd_send_signal(j->proc.pidfd, SIGKILL);
+		epoll_ctl(j->epfd, EPOLL_CTL_DEL, fd, NULL);
+	} else if (fd == j->proc.pidfd && !j->exited) {
+		j->exited = true;
+		j->wall_s = since(&j->start);
+		epoll_ctl(j->epfd, EPOLL_CTL_DEL, fd, NULL);
+	}
+}
+
+int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
+{
+	/* Run until the sandbox is gone and every channel reached EOF (they do once it is). */
+	while (!j->exited || j->out.fd >= 0 || j->err.fd >= 0 || j->proc.status_fd >= 0) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(j->epfd, evs, 8, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return al_err_sys(err, errno, "supervisor: epoll_wait");
+		for (int i = 0; i < n; i++)
+			on_event(j, evs[i].data.fd);
+	}
+	int r = pfd_wait(j->proc.pidfd, &j->si, &j->ru, WEXITED);
+	if (r < 0)
+		return al_err_sys(err, -r, "supervisor: waitid");
+	j->reaped = true;
+	return jv_build(j, out, err);
+}
+
+void al_job_free(struct al_job *j)
+{
+	if (!j)
+		return;
+	if (j->proc.pidfd >= 0 && !j->reaped) {
+		/* Nothing outlives its job: kill the sandbox's init and reap it. */
+		siginfo_t si;
+		struct rusage ru;
+		pfd_send_signal(j->proc.pidfd, SIGKILL);
+		pfd_wait(j->proc.pidfd, &si, &ru, WEXITED);
+	}
+	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	pump_free(&j->out);
+	pump_free(&j->err);
+	free(j->proc.enforced_json);
+	free(j);
+}

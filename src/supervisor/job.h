@@ -1,0 +1,33 @@
+/* job.h — the supervisor's per-job state, shared by the event loop and the verdict builder. */
+#ifndef AL_SUPERVISOR_JOB_H
+#define AL_SUPERVISOR_JOB_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "airlock/airlock.h"
+#include "backend/backend.h"
+#include "backend/native/channel.h"
+#include "pump.h"
+
+struct al_job {
+	struct be_proc proc;
+	struct pump out, err;
+	int timerfd, epfd;
+	uint64_t wall_limit_ms;
+	struct timespec start;
+	bool timed_out, exited, reaped;
+	struct nat_record setup_err; /* first error record, kind == 0 if none */
+	bool have_status;
+	int wstatus;
+	siginfo_t si;
+	struct rusage ru;
+	double wall_s;
+};
+
+/* Turns a finished, reaped job into its verdict. */
+int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err);
+
+#endif

@@ -1,0 +1,23 @@
+/* pump.h — one output stream of the job: keep the first bytes, count the rest, optionally copy live. */
+#ifndef AL_SUPERVISOR_PUMP_H
+#define AL_SUPERVISOR_PUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pump {
+	int fd;		/* read end (non-blocking), -1 once at EOF */
+	int live_fd;	/* copy target, or -1 */
+	bool capture;
+	uint64_t limit; /* bytes kept (and copied live) */
+	uint64_t total; /* bytes the job wrote */
+	char *buf;	/* captured bytes, grown up to limit */
+	size_t len, cap;
+};
+
+/* Reads what is available. Returns 1 while open, 0 at EOF, -errno on error. */
+int pump_read(struct pump *p);
+void pump_free(struct pump *p);
+
+#endif

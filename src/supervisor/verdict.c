@@ -1,0 +1,189 @@
+/* verdict.c — what happened to a job, as a struct and as one JSON object; sandbox failure apart from program failure. */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "job.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+const char *al_status_name(enum al_status s)
+{
+	switch (s) {
+	case AL_STATUS_EXITED:
+		return "exited";
+	case AL_STATUS_SIGNALED:
+		return "signaled";
+	case AL_STATUS_TIMEOUT:
+		return "timeout";
+	case AL_STATUS_OUTPUT_LIMIT:
+		return "output-limit";
+	case AL_STATUS_SETUP_ERROR:
+		return "setup-error";
+	}
+	return "unknown";
+}
+
+int al_verdict_exit_code(const struct al_verdict *v)
+{
+	switch (v->status) {
+	case AL_STATUS_EXITED:
+		return v->exit_code;
+	case AL_STATUS_SIGNALED:
+		return 128 + v->signal;
+	case AL_STATUS_OUTPUT_LIMIT:
+		return v->signal ? 128 + v->signal : v->exit_code;
+	case AL_STATUS_TIMEOUT:
+		return 124;
+	case AL_STATUS_SETUP_ERROR:
+		return 125;
+	}
+	return 125;
+}
+
+void al_verdict_free(struct al_verdict *v)
+{
+	if (!v)
+		return;
+	free(v->out.data);
+	free(v->err.data);
+	free(v->enforced_json);
+	free(v);
+}
+
+static void take_stream(struct al_stream_result *r, struct pump *p)
+{
+	r->bytes = p->total;
+	r->truncated = p->total > p->limit;
+	r->kept = p->len;
+	if (p->capture) {
+		char *b = realloc(p->buf, p->len + 1); /* room for the terminator */
+		if (b)
+			b[p->len] = 0;
+		r->data = b;
+		p->buf = NULL;
+		p->len = p->cap = 0;
+	}
+}
+
+static void setup_message(struct al_verdict *v, const struct nat_record *rec)
+{
+	char what[sizeof(rec->what) + 1];
+	memcpy(what, rec->what, sizeof(rec->what));
+	what[sizeof(rec->what)] = 0;
+	enum nat_stage st = (enum nat_stage)rec->stage;
+	if (st == NS_EXEC && (rec->err == ENOENT || rec->err == ENOTDIR))
+		al_err(&v->setup, rec->err, "command not found in the sandbox: %s", what);
+	else if (st == NS_EXEC)
+		al_err(&v->setup, rec->err, "cannot execute %s in the sandbox: %s", what, strerror(rec->err));
+	else
+		al_err(&v->setup, rec->err, "setup failed while %s%s%s%s: %s (kernel feature: %s); the command never ran",
+		       nat_stage_name(st), *what ? " (" : "", what, *what ? ")" : "", strerror(rec->err),
+		       nat_stage_feature(st));
+}
+
+static void classify(struct al_job *j, struct al_verdict *v)
+{
+	if (j->setup_err.kind == NK_ERROR) {
+		v->status = AL_STATUS_SETUP_ERROR;
+		setup_message(v, &j->setup_err);
+	} else if (j->timed_out) {
+		v->status = AL_STATUS_TIMEOUT;
+		v->signal = SIGKILL;
+	} else if (j->have_status && WIFEXITED(j->wstatus)) {
+		v->status = AL_STATUS_EXITED;
+		v->exit_code = WEXITSTATUS(j->wstatus);
+	} else if (j->have_status && WIFSIGNALED(j->wstatus)) {
+		v->status = AL_STATUS_SIGNALED;
+		v->signal = WTERMSIG(j->wstatus);
+	} else if (j->si.si_code == CLD_KILLED || j->si.si_code == CLD_DUMPED) {
+		/* init itself was killed from outside (e.g. the OOM killer): everything died with it. */
+		v->status = AL_STATUS_SIGNALED;
+		v->signal = j->si.si_status;
+	} else {
+		v->status = AL_STATUS_SETUP_ERROR;
+		al_err(&v->setup, EPROTO, "the sandbox's init exited (code %d) without reporting the command's end",
+		       j->si.si_status);
+	}
+	if ((v->status == AL_STATUS_EXITED || v->status == AL_STATUS_SIGNALED) && (v->out.truncated || v->err.truncated))
+		v->status = AL_STATUS_OUTPUT_LIMIT;
+}
+
+int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
+{
+	struct al_verdict *v = calloc(1, sizeof(*v));
+	if (!v)
+		return al_err(err, ENOMEM, "out of memory");
+	take_stream(&v->out, &j->out);
+	take_stream(&v->err, &j->err);
+	classify(j, v);
+	v->wall_s = j->wall_s;
+	v->user_s = (double)j->ru.ru_utime.tv_sec + (double)j->ru.ru_utime.tv_usec / 1e6;
+	v->system_s = (double)j->ru.ru_stime.tv_sec + (double)j->ru.ru_stime.tv_usec / 1e6;
+	v->peak_rss_kib = (uint64_t)j->ru.ru_maxrss;
+	v->backend = j->proc.backend;
+	v->enforced_json = j->proc.enforced_json ? strdup(j->proc.enforced_json) : NULL;
+	*out = v;
+	return 0;
+}
+
+/* JSON strings must be UTF-8: invalid bytes become U+FFFD, everything else is kept. */
+static json_t *json_bytes(const char *s, size_t n)
+{
+	if (json_stringn(s, n) == NULL) {
+		char *o = malloc(n * 3 + 1);
+		if (!o)
+			return json_null();
+		size_t k = 0;
+		for (size_t i = 0; i < n;) {
+			unsigned char c = (unsigned char)s[i];
+			size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+			if (len && i + len <= n && json_stringn(s + i, len)) {
+				memcpy(o + k, s + i, len);
+				k += len;
+				i += len;
+			} else {
+				memcpy(o + k, "\xEF\xBF\xBD", 3);
+				k += 3;
+				i++;
+			}
+		}
+		json_t *j = json_stringn(o, k);
+		free(o);
+		return j ? j : json_null();
+	}
+	return json_stringn(s, n);
+}
+
+static json_t *stream_json(const struct al_stream_result *r)
+{
+	json_t *o = json_pack("{s:I,s:I,s:b}", "bytes", (json_int_t)r->bytes, "kept", (json_int_t)r->kept,
+			      "truncated", r->truncated);
+	if (o && r->data)
+		json_object_set_new(o, "data", json_bytes(r->data, r->kept));
+	return o;
+}
+
+int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *err)
+{
+	bool exited = v->status == AL_STATUS_EXITED || (v->status == AL_STATUS_OUTPUT_LIMIT && !v->signal);
+	json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:f,s:f,s:f,s:I,s:o,s:o,s:s}", "version", 1, "status",
+			      al_status_name(v->status), "exit_code", exited ? json_integer(v->exit_code) : json_null(),
+			      "signal", v->signal ? json_integer(v->signal) : json_null(), "wall_time_s", v->wall_s,
+			      "cpu_user_s", v->user_s, "cpu_system_s", v->system_s, "peak_rss_kib",
+			      (json_int_t)v->peak_rss_kib, "stdout", stream_json(&v->out), "stderr", stream_json(&v->err),
+			      "backend", v->backend ? v->backend : "native");
+	if (!o)
+		return al_err(err, ENOMEM, "verdict: building JSON failed");
+	json_t *enf = v->enforced_json ? json_loads(v->enforced_json, 0, NULL) : NULL;
+	json_object_set_new(o, "enforced", enf ? enf : json_object());
+	if (v->status == AL_STATUS_SETUP_ERROR)
+		json_object_set_new(o, "error", json_pack("{s:s}", "message", v->setup.msg));
+	*out = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
+	json_decref(o);
+	return *out ? 0 : al_err(err, ENOMEM, "verdict: out of memory");
+}
