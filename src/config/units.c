@@ -19,6 +19,8 @@ static int parse_decimal_milli(const char *s, const char **end, uint64_t *out)
 			return -ERANGE;
 		whole = whole * 10 + (uint64_t)(*p - '0');
 	}
+	if (whole > UINT64_MAX / 1000)
+		return -ERANGE;
 	if (*p == '.') {
 		p++;
 		if (*p < '0' || *p > '9')
@@ -70,6 +72,8 @@ int al_parse_size(const char *s, uint64_t *out, struct al_error *err)
 	const char *end;
 	uint64_t milli;
 	int r = parse_decimal_milli(s, &end, &milli);
+	if (r == -ERANGE)
+		return al_err(err, ERANGE, "size '%s' is too large", s);
 	if (r < 0)
 		goto bad;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
@@ -103,6 +107,8 @@ int al_parse_duration_ms(const char *s, uint64_t *out, struct al_error *err)
 	const char *end;
 	uint64_t milli;
 	int r = parse_decimal_milli(s, &end, &milli);
+	if (r == -ERANGE)
+		return al_err(err, ERANGE, "duration '%s' is too large", s);
 	if (r < 0)
 		goto bad;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
@@ -110,10 +116,11 @@ int al_parse_duration_ms(const char *s, uint64_t *out, struct al_error *err)
 			continue;
 		if (milli > UINT64_MAX / units[i].ms)
 			return al_err(err, ERANGE, "duration '%s' is too large", s);
-		/* Round up so "0.0001s" is not silently zero. */
-		*out = (milli * units[i].ms + 999) / 1000;
-		if (*out == 0)
+		/* Round up to whole milliseconds ("0.0005s" is 1 ms, not zero). */
+		uint64_t ms = (milli * units[i].ms + 999) / 1000;
+		if (ms == 0)
 			return al_err(err, EINVAL, "duration '%s' must be positive", s);
+		*out = ms;
 		return 0;
 	}
 bad:

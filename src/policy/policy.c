@@ -194,6 +194,21 @@ int pol_check_inside_path(const char *path, struct al_error *err)
 	return 0;
 }
 
+/* Collapses repeated and trailing slashes: "//proc/" names the same place as "/proc". */
+static char *normalize_inside(const char *path)
+{
+	char *n = malloc(strlen(path) + 1), *o = n;
+	if (!n)
+		return NULL;
+	for (const char *s = path; *s; s++)
+		if (!(*s == '/' && o > n && o[-1] == '/'))
+			*o++ = *s;
+	if (o - n > 1 && o[-1] == '/')
+		o--;
+	*o = 0;
+	return n;
+}
+
 /* Paths the sandbox's own layout owns: a bind may not replace them. */
 static bool reserved_dest(const char *d)
 {
@@ -219,24 +234,25 @@ int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, b
 	struct stat st;
 	if (stat(real, &st) < 0)
 		return al_err_sys(err, errno, "%s: bind source '%s'", flag, src);
+	/* Without DEST the job sees SRC at the path the caller wrote (made absolute). */
 	if (!dest)
-		dest = real;
+		dest = src[0] == '/' ? src : real;
 	int r = pol_check_inside_path(dest, err);
 	if (r < 0) {
 		al_err_prefix(err, "%s", flag);
 		return r;
 	}
-	if (reserved_dest(dest))
+	cleanup_free char *d = normalize_inside(dest);
+	if (!d)
+		return al_err(err, ENOMEM, "out of memory");
+	if (reserved_dest(d))
 		return al_err(err, EINVAL, "%s: destination '%s' is reserved by the sandbox layout", flag, dest);
 	struct al_bind *n = realloc(p->binds, (p->nbinds + 1) * sizeof(*n));
 	if (!n)
 		return al_err(err, ENOMEM, "out of memory");
 	p->binds = n;
-	char *d = strdup(dest);
-	if (!d)
-		return al_err(err, ENOMEM, "out of memory");
 	p->binds[p->nbinds++] = (struct al_bind){
-		.src = steal_ptr(real), .dest = d, .writable = writable, .is_dir = S_ISDIR(st.st_mode)};
+		.src = steal_ptr(real), .dest = steal_ptr(d), .writable = writable, .is_dir = S_ISDIR(st.st_mode)};
 	return 0;
 }
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# demo.sh — sets up, builds, and runs a Python snippet in a fresh sandbox on the embedded defaults,
+# printing the snippet's output and airlock's JSON verdict.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+bash scripts/build.sh >/dev/null
+code='import os, socket, sys
+print("hello from", socket.gethostname(), "as uid", os.getuid(), "in", os.getcwd())
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=1)
+    print("network: reachable")
+except OSError as e:
+    print("network:", e.strerror)
+try:
+    open("/etc/escape", "w")
+except OSError as e:
+    print("write /etc:", e.strerror)
+print("secrets visible:", os.path.exists("/root"))'
+echo "\$ airlock run --json -- python3 -c '...'"
+set +e
+./build/airlock run --json -- python3 -c "$code" > /tmp/airlock-demo.json
+rc=$?
+set -e
+python3 - /tmp/airlock-demo.json <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+print("--- the snippet printed:")
+print(v["stdout"].get("data", ""), end="")
+print("--- the verdict:")
+print(json.dumps(v, indent=2))
+PY
+rm -f /tmp/airlock-demo.json
+exit $rc

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# deps.sh — installs what airlock needs to build, test and benchmark on Debian 12 (idempotent; run as root).
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev
+      python3 python3-numpy perl bash util-linux uidmap iproute2 time procps
+      bubblewrap hyperfine man-db)
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "deps.sh: missing packages: ${missing[*]} (run as root to install them)" >&2
+    exit 1
+  fi
+  echo "deps.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
