@@ -143,6 +143,7 @@ static void read_status(struct al_job *j)
 			continue;
 		if (n != (ssize_t)sizeof(rec)) {
 			if (n == 0 || (n < 0 && errno != EAGAIN)) {
+				epoll_ctl(j->epfd, EPOLL_CTL_DEL, j->proc.status_fd, NULL);
 				close(j->proc.status_fd);
 				j->proc.status_fd = -1;
 			}
@@ -161,8 +162,12 @@ static void on_event(struct al_job *j, int fd)
 {
 	if (fd == j->out.fd || fd == j->err.fd) {
 		struct pump *p = fd == j->out.fd ? &j->out : &j->err;
-		/* At EOF pump_read closes the descriptor, which also removes it from epoll. */
-		if (pump_read(p) < 0 && p->fd >= 0) {
+		/* Deregister before pump_read closes it at EOF: epoll watches the open file, which
+		 * another process may still hold. */
+		int r = pump_read(p);
+		if (r <= 0)
+			epoll_ctl(j->epfd, EPOLL_CTL_DEL, fd, NULL);
+		if (r < 0 && p->fd >= 0) {
 			close(p->fd);
 			p->fd = -1;
 		}

@@ -107,6 +107,30 @@ static _Noreturn void payload_main(const struct nat_child *c)
 	die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
 }
 
+/* init starts with a copy of every descriptor of the supervisor (which may be a library
+ * user with descriptors of its own): keep only the five it needs. */
+static void close_inherited(const struct nat_child *c)
+{
+	int keep[5] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd};
+	/* Sort (insertion; five items) so the gaps between kept descriptors can be closed. */
+	for (int i = 1; i < 5; i++)
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned int from = 3;
+	for (int i = 0; i < 5; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
+			die(c, NS_STDIO, errno, "close_range");
+		from = (unsigned)keep[i] + 1;
+	}
+	if (syscall(SYS_close_range, from, ~0U, 0) < 0)
+		die(c, NS_STDIO, errno, "close_range");
+}
+
 static void build_root(struct nat_child *c)
 {
 	struct mnt_fail f = {0};
@@ -125,6 +149,7 @@ _Noreturn void nat_child_main(struct nat_child *c)
 {
 	/* If the supervisor dies, init dies, and with it every process of the namespace. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	close_inherited(c);
 	struct mnt_fail f = {0};
 	/* Sources are opened now, with the caller's access rights, before becoming sandbox root. */
 	if (mnt_open_sources(c->plan, &f) < 0)
