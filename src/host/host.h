@@ -1,0 +1,196 @@
+/* host.h — what this host can enforce: /proc parsers, the cgroup layout detector, side-effect-free probes. */
+#ifndef AL_HOST_HOST_H
+#define AL_HOST_HOST_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "airlock/airlock.h"
+
+/* ---- cgroup layout (reused by the cgroup module) --------------------------------- */
+
+/* The controllers airlock limits or accounts with. */
+enum host_cg_ctrl {
+	HOST_CG_MEMORY,
+	HOST_CG_PIDS,
+	HOST_CG_CPU,
+	HOST_CG_CPUACCT,
+	HOST_CG__COUNT,
+};
+
+enum host_cg_version {
+	HOST_CG_NONE = 0, /* not usable at all */
+	HOST_CG_V1 = 1,
+	HOST_CG_V2 = 2,
+};
+
+enum host_cg_layout {
+	HOST_CG_LAYOUT_NONE,   /* no cgroup filesystem mounted */
+	HOST_CG_LAYOUT_V1,     /* only v1 controller hierarchies */
+	HOST_CG_LAYOUT_V2,     /* only the unified hierarchy (named v1 ones like name=systemd ignored) */
+	HOST_CG_LAYOUT_HYBRID, /* both: v1 controllers plus a cgroup2 mount */
+};
+
+/* One mounted hierarchy: the unified one, or the v1 one that holds a controller. */
+struct host_cg_hier {
+	bool mounted;	    /* a mount of this hierarchy is visible in our mount namespace */
+	bool member;	    /* /proc/self/cgroup names our cgroup in it */
+	bool found;	    /* dir exists */
+	bool writable;	    /* we may create a child cgroup under dir and move processes there */
+	char mount[PATH_MAX]; /* mount point (first mount wins) */
+	char root[PATH_MAX];  /* mountinfo "root": the part of the hierarchy the mount shows */
+	char own[PATH_MAX];   /* our cgroup within the hierarchy, from /proc/self/cgroup */
+	char dir[PATH_MAX];   /* our cgroup's directory: mount + (own - root); "" if not visible */
+};
+
+/* The layout as seen from this process. Large (about 80 KiB): allocate it, don't nest it on small stacks. */
+struct host_cgroups {
+	enum host_cg_layout layout;
+	struct host_cg_hier v2;
+	char v2_controllers[256]; /* cgroup.controllers of v2.dir, space-separated */
+	char v2_subtree[256];	  /* cgroup.subtree_control of v2.dir */
+	bool v1_any; /* some v1 hierarchy with a real controller (any, not only ours) is mounted */
+	struct host_cg_hier v1[HOST_CG__COUNT];
+	enum host_cg_version use[HOST_CG__COUNT]; /* the version airlock uses per controller */
+};
+
+const char *host_cg_ctrl_name(enum host_cg_ctrl c);
+const char *host_cg_layout_name(enum host_cg_layout l);
+const char *host_cg_version_name(enum host_cg_version v); /* "v1", "v2" or NULL */
+
+/* Pure parsers; they fill the mount and membership fields of cg and leave the rest alone. */
+/* cgroup and cgroup2 mounts from a mountinfo file (proc_pid_mountinfo(5) format). */
+int host_cg_parse_mountinfo(FILE *f, struct host_cgroups *cg, struct al_error *err);
+/* Our cgroups from a /proc/<pid>/cgroup file ("0::/path", "4:memory:/path", "2:cpu,cpuacct:/"). */
+int host_cg_parse_proc_cgroup(FILE *f, struct host_cgroups *cg, struct al_error *err);
+/* Pure: computes layout and each hierarchy's dir from what the parsers found. */
+int host_cg_resolve(struct host_cgroups *cg, struct al_error *err);
+/* Pure: fills use[] from found/writable and v2_controllers (v2 preferred when the controller is there). */
+void host_cg_choose(struct host_cgroups *cg);
+/* True when the space-separated list holds name as a whole word. */
+bool host_cg_list_has(const char *list, const char *name);
+
+/* All of the above against /proc/self, plus reading cgroup.controllers and checking
+ * write access. Reads only; creates nothing. */
+int host_cg_detect(struct host_cgroups *cg, struct al_error *err);
+
+/* ---- other pure parsers ---------------------------------------------------------- */
+
+/* Is filesystem type name listed in a /proc/filesystems file? */
+int host_fs_listed(FILE *f, const char *name, bool *out);
+
+/* ---- probes ---------------------------------------------------------------------- */
+
+/* The outcome of one probe run in a forked child: ok, or the step that failed and why. */
+struct host_probe_res {
+	bool ran;	    /* false: not applicable here (e.g. "as root" when not root) */
+	bool ok;
+	int err;	    /* positive errno of the failing step */
+	const char *step;   /* static name of the failing step, or NULL */
+};
+
+enum host_ns {
+	HOST_NS_USER,
+	HOST_NS_PID,
+	HOST_NS_MOUNT,
+	HOST_NS_NET,
+	HOST_NS_IPC,
+	HOST_NS_UTS,
+	HOST_NS_CGROUP,
+	HOST_NS_TIME,
+	HOST_NS__COUNT,
+};
+const char *host_ns_name(enum host_ns ns);
+
+enum host_backend {
+	HOST_BACKEND_BWRAP,
+	HOST_BACKEND_RUNSC,
+	HOST_BACKEND_CRUN,
+	HOST_BACKEND_RUNC,
+	HOST_BACKEND__COUNT,
+};
+const char *host_backend_name(enum host_backend b);
+
+/* Seccomp return actions the kernel knows (SECCOMP_GET_ACTION_AVAIL), as bits. */
+enum host_seccomp_action {
+	HOST_SECCOMP_KILL_PROCESS,
+	HOST_SECCOMP_KILL_THREAD,
+	HOST_SECCOMP_TRAP,
+	HOST_SECCOMP_ERRNO,
+	HOST_SECCOMP_USER_NOTIF,
+	HOST_SECCOMP_TRACE,
+	HOST_SECCOMP_LOG,
+	HOST_SECCOMP_ALLOW,
+	HOST_SECCOMP__COUNT,
+};
+const char *host_seccomp_action_name(enum host_seccomp_action a);
+
+struct host_userns {
+	struct host_probe_res as_root;	    /* ran only when we are root */
+	struct host_probe_res unprivileged; /* as uid/gid 65534 when root, else as ourselves */
+	unsigned unpriv_uid;
+	long max_user_namespaces;	     /* /proc/sys/user/max_user_namespaces; -1 absent */
+	long unprivileged_userns_clone;	     /* Debian's kernel.unprivileged_userns_clone; -1 absent */
+	long apparmor_restrict_userns;	     /* Ubuntu's kernel.apparmor_restrict_unprivileged_userns; -1 absent */
+	char newuidmap[PATH_MAX];	     /* "" when absent */
+	char newgidmap[PATH_MAX];
+	bool newuidmap_privileged;	     /* setuid root or file capabilities: it can map ranges */
+	bool newgidmap_privileged;
+};
+
+struct host_seccomp {
+	bool filter;	  /* a filter can be installed and can return errors */
+	int mode;	  /* PR_GET_SECCOMP: 0 none, 2 already under a filter; -1 unknown */
+	int err;	  /* errno of the failing query when !filter */
+	unsigned actions; /* bit (1u << enum host_seccomp_action) per action the kernel knows */
+};
+
+struct host_kvm {
+	bool present; /* /dev/kvm exists */
+	bool usable;  /* and opens read-write */
+	int err;      /* errno of stat or open */
+};
+
+/* Everything airlock check reports. Large (over 100 KiB): allocate it. */
+struct al_host_report {
+	char kernel[128]; /* uname release */
+	unsigned euid;
+	struct host_userns userns;
+	struct host_probe_res ns[HOST_NS__COUNT]; /* unshare(CLONE_NEWUSER | type) as ourselves */
+	int landlock_abi;			   /* 0: absent or disabled */
+	int landlock_err;			   /* errno of the version query when abi is 0 */
+	struct host_seccomp seccomp;
+	struct host_cgroups cg;
+	int cg_err; /* detection failed part-way (cg holds what was found) */
+	char cg_errmsg[AL_ERROR_MAX];
+	struct {
+		bool listed; /* in /proc/filesystems (a module may still autoload) */
+		struct host_probe_res userns_mount;
+	} overlay;
+	struct host_kvm kvm;
+	char backend[HOST_BACKEND__COUNT][PATH_MAX]; /* path found in PATH, or "" */
+};
+
+/* Probes everything. Each probe runs in a forked child that exits at once, or is a
+ * read-only query; nothing is mounted or created in the host's namespaces. Missing
+ * features are data, not errors: this fails only when probing itself cannot work. */
+int host_probe(struct al_host_report *r, struct al_error *err);
+
+/* The individual probes, for the modules that need one answer. */
+void host_probe_userns(struct host_userns *u);
+void host_probe_ns(enum host_ns ns, struct host_probe_res *res);
+int host_landlock_abi(int *err_out);
+void host_probe_seccomp(struct host_seccomp *s);
+void host_probe_kvm(struct host_kvm *k);
+void host_probe_overlay_userns(struct host_probe_res *res);
+/* Finds an executable name in PATH (or the default PATH) and writes its path to out. */
+int host_find_in_path(const char *name, char *out, size_t outsz);
+
+/* "step: reason" for a failed probe, "ok", or "not applicable" (for the front ends). */
+void host_res_describe(const struct host_probe_res *res, char *buf, size_t size);
+
+/* The report as one JSON object (malloc'd, caller frees). */
+int host_report_to_json(const struct al_host_report *r, char **out);
+
+#endif
