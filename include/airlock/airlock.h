@@ -41,6 +41,9 @@ enum al_limit {
 	AL_LIMIT_FSIZE,	      /* RLIMIT_FSIZE bytes (default 1 GiB) */
 	AL_LIMIT_AS,	      /* RLIMIT_AS bytes (default unlimited) */
 	AL_LIMIT_NPROC,	      /* RLIMIT_NPROC (default unlimited; cgroups do this properly) */
+	AL_LIMIT_MEMORY,      /* cgroup memory limit, bytes, swap disabled (default 512 MiB) */
+	AL_LIMIT_PIDS,	      /* cgroup pids limit (default 1024) */
+	AL_LIMIT_CPUS,	      /* cgroup CPU bandwidth in milli-CPUs, e.g. 500 = half a CPU (default unlimited) */
 	AL_LIMIT__COUNT,
 };
 
@@ -64,6 +67,19 @@ int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_erro
 int al_policy_set_cwd(struct al_policy *p, const char *dir, struct al_error *err);
 /* Root only: the host uid/gid that sandbox id 0 maps to (65536 ids from there). */
 int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *err);
+
+/* The system call filter applied last before execve. */
+enum al_seccomp_profile {
+	AL_SECCOMP_DEFAULT, /* allowlist tuned for real interpreters; denied calls fail with EPERM/ENOSYS */
+	AL_SECCOMP_STRICT,  /* smaller allowlist; the always-denied calls kill the process */
+	AL_SECCOMP_OFF,	    /* no filter: always reported, refused where the floor requires seccomp */
+};
+int al_policy_set_seccomp(struct al_policy *p, enum al_seccomp_profile profile, struct al_error *err);
+/* Landlock filesystem (and, from ABI 4, network; from ABI 6, scope) rules. On by default. */
+int al_policy_set_landlock(struct al_policy *p, bool on, struct al_error *err);
+/* A floor of protections, e.g. "userns,netns,seccomp,landlock>=4,cgroup-memory". Below it,
+ * spawning fails and names what is missing. Repeated calls add to the floor. */
+int al_policy_require(struct al_policy *p, const char *spec, struct al_error *err);
 
 /* ---- jobs ------------------------------------------------------------------------ */
 
@@ -104,6 +120,7 @@ enum al_status {
 	AL_STATUS_TIMEOUT,
 	AL_STATUS_OUTPUT_LIMIT,
 	AL_STATUS_SETUP_ERROR,
+	AL_STATUS_OOM, /* the memory limit killed the job */
 };
 
 struct al_stream_result {
@@ -122,6 +139,12 @@ struct al_verdict {
 	double user_s, system_s;
 	uint64_t peak_rss_kib;
 	struct al_stream_result out, err;
+	/* From the job's cgroup, when one was used (cgroup_used). */
+	bool cgroup_used;
+	uint64_t peak_memory_bytes; /* the whole tree's peak */
+	uint64_t oom_kills;
+	bool pids_limit_hit;
+	bool seccomp_killed; /* the payload was killed by the seccomp filter (SIGSYS) */
 	const char *backend;
 	struct al_error setup;	/* when status == AL_STATUS_SETUP_ERROR */
 	char *enforced_json;	/* JSON object naming each protection applied */

@@ -28,10 +28,11 @@ static void print_help(void)
 	       "Options:\n");
 	for (size_t i = 0; i < al_noptions; i++) {
 		const struct al_option *o = &al_options[i];
-		char flag[64];
-		snprintf(flag, sizeof(flag), "%s%c%s--%s%s%s", o->short_name ? "-" : "", o->short_name ? o->short_name : ' ',
-			 o->short_name ? ", " : "  ", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-		printf("  %-32s %s\n", o->short_name ? flag : flag + 2, o->help);
+		char flag[64], shortf[8] = "    ";
+		if (o->short_name)
+			snprintf(shortf, sizeof(shortf), "-%c, ", o->short_name);
+		snprintf(flag, sizeof(flag), "%s--%s%s%s", shortf, o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		printf("  %-34s %s\n", flag, o->help);
 	}
 	printf("\nSizes: 512, 64K, 1.5M, 2G. Durations: 10 (seconds), 250ms, 10s, 2m, 1h.\n"
 	       "Exit status: CMD's own; 128+N if killed by signal N; 124 on timeout;\n"
@@ -92,6 +93,7 @@ static int front_option(struct run_opts *ro, const struct al_option *o, const ch
 	case OPT_TIME: case OPT_CPU_TIME: case OPT_OUTPUT_LIMIT: case OPT_DISK: case OPT_OPEN_FILES:
 	case OPT_FILE_SIZE: case OPT_ADDRESS_SPACE: case OPT_WORKDIR: case OPT_RO: case OPT_RW:
 	case OPT_ENV: case OPT_HOSTNAME: case OPT_CWD: case OPT_ID_BASE: case OPT_HELP: case OPT__COUNT:
+	case OPT_MEMORY: case OPT_PIDS: case OPT_CPUS: case OPT_SECCOMP: case OPT_LANDLOCK: case OPT_REQUIRE:
 		break;
 	}
 	return cli_fail("internal: unhandled option --%s", o->name);

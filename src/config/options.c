@@ -18,6 +18,12 @@ const struct al_option al_options[] = {
 	{OPT_OPEN_FILES, "open-files", 0, OK_COUNT, "N", "open file descriptors, RLIMIT_NOFILE (default 1024)", true},
 	{OPT_FILE_SIZE, "file-size", 0, OK_SIZE, "SIZE", "largest file the job may write, RLIMIT_FSIZE (default 1G)", true},
 	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default none)", true},
+	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default 512M)", true},
+	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default 1024)", true},
+	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth, e.g. 0.5 (cgroup; default none)", true},
+	{OPT_SECCOMP, "seccomp", 0, OK_STRING, "default|strict|off", "system call filter profile (default: default)", true},
+	{OPT_LANDLOCK, "landlock", 0, OK_STRING, "on|off", "Landlock filesystem/network/scope rules (default on, where the kernel has it)", true},
+	{OPT_REQUIRE, "require", 0, OK_STRING, "LAYER,...", "refuse to run unless these are enforced, e.g. userns,seccomp,landlock>=4,cgroup-memory", true},
 	{OPT_WORKDIR, "workdir", 0, OK_STRING, "DIR", "bind host DIR read-write at /workspace (default: a throwaway tmpfs)", true},
 	{OPT_RO, "ro", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-only at DEST (default: the same path)", true},
 	{OPT_RW, "rw", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-write at DEST", true},
@@ -46,7 +52,8 @@ static const int limit_plus1[OPT__COUNT] = {
 	[OPT_TIME] = AL_LIMIT_WALL_MS + 1,	    [OPT_CPU_TIME] = AL_LIMIT_CPU_MS + 1,
 	[OPT_OUTPUT_LIMIT] = AL_LIMIT_OUTPUT + 1,   [OPT_DISK] = AL_LIMIT_DISK + 1,
 	[OPT_OPEN_FILES] = AL_LIMIT_NOFILE + 1,	    [OPT_FILE_SIZE] = AL_LIMIT_FSIZE + 1,
-	[OPT_ADDRESS_SPACE] = AL_LIMIT_AS + 1,
+	[OPT_ADDRESS_SPACE] = AL_LIMIT_AS + 1,	    [OPT_MEMORY] = AL_LIMIT_MEMORY + 1,
+	[OPT_PIDS] = AL_LIMIT_PIDS + 1,		    [OPT_CPUS] = AL_LIMIT_CPUS + 1,
 };
 
 static int apply_bind(struct al_policy *p, const char *value, bool writable, struct al_error *err)
@@ -76,6 +83,21 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_policy_set_hostname(p, value, err);
 	if (id == OPT_CWD)
 		return al_policy_set_cwd(p, value, err);
+	if (id == OPT_REQUIRE)
+		return al_policy_require(p, value, err);
+	if (id == OPT_SECCOMP) {
+		static const char *const names[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",
+						    [AL_SECCOMP_OFF] = "off"};
+		for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
+			if (strcmp(value, names[i]) == 0)
+				return al_policy_set_seccomp(p, (enum al_seccomp_profile)i, err);
+		return al_err(err, EINVAL, "--seccomp: expected default, strict or off, not '%s'", value);
+	}
+	if (id == OPT_LANDLOCK) {
+		if (strcmp(value, "on") && strcmp(value, "off"))
+			return al_err(err, EINVAL, "--landlock: expected on or off, not '%s'", value);
+		return al_policy_set_landlock(p, strcmp(value, "on") == 0, err);
+	}
 	return al_err(err, EINVAL, "--%s is not a policy option", o->name);
 }
 
@@ -92,6 +114,9 @@ int opt_apply(struct al_policy *p, const struct al_option *o, const char *value,
 		break;
 	case OK_COUNT:
 		r = al_parse_count(value, UINT32_MAX, &v, err);
+		break;
+	case OK_CPUS:
+		r = al_parse_cpus(value, &v, err);
 		break;
 	case OK_STRING:
 		return apply_string(p, o, value, err);

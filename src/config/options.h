@@ -6,7 +6,7 @@
 
 #include "airlock/airlock.h"
 
-enum opt_kind { OK_SIZE, OK_DURATION, OK_COUNT, OK_STRING, OK_FLAG };
+enum opt_kind { OK_SIZE, OK_DURATION, OK_COUNT, OK_CPUS, OK_STRING, OK_FLAG };
 
 enum opt_id {
 	OPT_TIME,
@@ -23,6 +23,12 @@ enum opt_id {
 	OPT_HOSTNAME,
 	OPT_CWD,
 	OPT_ID_BASE,
+	OPT_MEMORY,
+	OPT_PIDS,
+	OPT_CPUS,
+	OPT_SECCOMP,
+	OPT_LANDLOCK,
+	OPT_REQUIRE,
 	/* Front-end options: how to report, not what the sandbox is. */
 	OPT_STREAM,
 	OPT_JSON,

@@ -127,6 +127,22 @@ bad:
 	return al_err(err, EINVAL, "invalid duration '%s' (expected a positive number with an optional ms, s, m or h suffix)", s);
 }
 
+int al_parse_cpus(const char *s, uint64_t *out, struct al_error *err)
+{
+	if (!s || !*s)
+		return al_err(err, EINVAL, "empty CPU count");
+	if (is_unlimited(s)) {
+		*out = AL_UNLIMITED;
+		return 0;
+	}
+	const char *end;
+	uint64_t milli;
+	if (parse_decimal_milli(s, &end, &milli) < 0 || *end || milli == 0)
+		return al_err(err, EINVAL, "invalid CPU count '%s' (expected a positive number such as 0.5 or 2)", s);
+	*out = milli;
+	return 0;
+}
+
 int al_parse_count(const char *s, uint64_t max, uint64_t *out, struct al_error *err)
 {
 	if (!s || !*s)

@@ -20,6 +20,9 @@ static const uint64_t default_limits[AL_LIMIT__COUNT] = {
 	[AL_LIMIT_FSIZE] = 1ULL << 30,
 	[AL_LIMIT_AS] = AL_UNLIMITED,
 	[AL_LIMIT_NPROC] = AL_UNLIMITED,
+	[AL_LIMIT_MEMORY] = 512ULL << 20,
+	[AL_LIMIT_PIDS] = 1024,
+	[AL_LIMIT_CPUS] = AL_UNLIMITED,
 };
 
 static const char *const limit_names[AL_LIMIT__COUNT] = {
@@ -27,6 +30,8 @@ static const char *const limit_names[AL_LIMIT__COUNT] = {
 	[AL_LIMIT_OUTPUT] = "output-limit",  [AL_LIMIT_DISK] = "disk",
 	[AL_LIMIT_NOFILE] = "open-files",    [AL_LIMIT_FSIZE] = "file-size",
 	[AL_LIMIT_AS] = "address-space",     [AL_LIMIT_NPROC] = "processes",
+	[AL_LIMIT_MEMORY] = "memory",	     [AL_LIMIT_PIDS] = "pids",
+	[AL_LIMIT_CPUS] = "cpus",
 };
 
 int al_policy_new(struct al_policy **out)
@@ -36,6 +41,8 @@ int al_policy_new(struct al_policy **out)
 		return -ENOMEM;
 	memcpy(p->limits, default_limits, sizeof(p->limits));
 	p->id_base = AL_DEFAULT_ID_BASE;
+	p->seccomp = AL_SECCOMP_DEFAULT;
+	p->landlock = true;
 	*out = p;
 	return 0;
 }
@@ -118,10 +125,23 @@ int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value
 		if (value == 0)
 			return al_err(err, EINVAL, "--%s must be positive", name);
 		break;
+	case AL_LIMIT_MEMORY:
+		if (value != AL_UNLIMITED && value < (4ULL << 20))
+			return al_err(err, ERANGE, "--%s must be at least 4M", name);
+		break;
+	case AL_LIMIT_PIDS:
+		if (value != AL_UNLIMITED && (value < 4 || value > (1 << 22)))
+			return al_err(err, ERANGE, "--%s must be between 4 and 4194304", name);
+		break;
+	case AL_LIMIT_CPUS:
+		if (value != AL_UNLIMITED && (value < 10 || value > 1024 * 1000))
+			return al_err(err, ERANGE, "--%s must be between 0.01 and 1024", name);
+		break;
 	case AL_LIMIT__COUNT:
 		break;
 	}
 	p->limits[which] = value;
+	p->limits_set |= 1u << which;
 	return 0;
 }
 
@@ -346,4 +366,96 @@ char **pol_build_envp(const struct al_policy *p)
 oom:
 	pol_free_strv(v);
 	return NULL;
+}
+
+int al_policy_set_seccomp(struct al_policy *p, enum al_seccomp_profile profile, struct al_error *err)
+{
+	if (profile != AL_SECCOMP_DEFAULT && profile != AL_SECCOMP_STRICT && profile != AL_SECCOMP_OFF)
+		return al_err(err, EINVAL, "--seccomp: unknown profile %d", (int)profile);
+	p->seccomp = profile;
+	return 0;
+}
+
+int al_policy_set_landlock(struct al_policy *p, bool on, struct al_error *err)
+{
+	(void)err;
+	p->landlock = on;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	uint32_t bits;
+} req_names[] = {
+	{"userns", REQ_USERNS},
+	{"pidns", REQ_PIDNS},
+	{"mntns", REQ_MNTNS},
+	{"netns", REQ_NETNS},
+	{"ipcns", REQ_IPCNS},
+	{"utsns", REQ_UTSNS},
+	{"cgroupns", REQ_CGROUPNS},
+	{"namespaces", REQ_USERNS | REQ_PIDNS | REQ_MNTNS | REQ_NETNS | REQ_IPCNS | REQ_UTSNS | REQ_CGROUPNS},
+	{"pivot_root", REQ_PIVOT_ROOT},
+	{"seccomp", REQ_SECCOMP},
+	{"landlock", REQ_LANDLOCK},
+	{"cgroup-memory", REQ_CGROUP_MEMORY},
+	{"cgroup-pids", REQ_CGROUP_PIDS},
+	{"cgroup-cpu", REQ_CGROUP_CPU},
+	{"cgroup", REQ_CGROUP_MEMORY | REQ_CGROUP_PIDS},
+	{"no_new_privs", REQ_NO_NEW_PRIVS},
+	{"caps", REQ_CAPS},
+	{"all", 0x7fff},
+};
+
+int pol_parse_require(const char *spec, uint32_t *bits, int *landlock_abi, struct al_error *err)
+{
+	if (!spec || !*spec)
+		return al_err(err, EINVAL, "--require: empty list");
+	for (const char *s = spec; *s;) {
+		const char *e = strchrnul(s, ',');
+		size_t n = (size_t)(e - s);
+		const char *ge = memmem(s, n, ">=", 2);
+		size_t name_len = ge ? (size_t)(ge - s) : n;
+		bool found = false;
+		for (size_t i = 0; i < AL_ARRAY_SIZE(req_names); i++) {
+			if (strlen(req_names[i].name) != name_len || strncmp(req_names[i].name, s, name_len) != 0)
+				continue;
+			found = true;
+			*bits |= req_names[i].bits;
+		}
+		if (!found || name_len == 0)
+			return al_err(err, EINVAL, "--require: unknown layer '%.*s' (known: userns pidns mntns netns ipcns utsns cgroupns namespaces pivot_root seccomp landlock[>=N] cgroup-memory cgroup-pids cgroup-cpu cgroup no_new_privs caps all)",
+				      (int)name_len, s);
+		if (ge) {
+			if (name_len != 8 || strncmp(s, "landlock", 8) != 0)
+				return al_err(err, EINVAL, "--require: only landlock takes a version ('%.*s')", (int)n, s);
+			int abi = 0;
+			const char *d = ge + 2;
+			if (d == e)
+				return al_err(err, EINVAL, "--require: landlock>= needs an ABI number");
+			for (; d < e; d++) {
+				if (*d < '0' || *d > '9' || abi > 100)
+					return al_err(err, EINVAL, "--require: bad Landlock ABI in '%.*s'", (int)n, s);
+				abi = abi * 10 + (*d - '0');
+			}
+			if (abi > *landlock_abi)
+				*landlock_abi = abi;
+		}
+		s = *e ? e + 1 : e;
+	}
+	if ((*bits & REQ_LANDLOCK) && *landlock_abi < 1)
+		*landlock_abi = 1;
+	return 0;
+}
+
+int al_policy_require(struct al_policy *p, const char *spec, struct al_error *err)
+{
+	uint32_t bits = p->require;
+	int abi = p->require_landlock_abi;
+	int r = pol_parse_require(spec, &bits, &abi, err);
+	if (r < 0)
+		return r;
+	p->require = bits;
+	p->require_landlock_abi = abi;
+	return 0;
 }

@@ -20,6 +20,28 @@ struct al_bind {
 	bool is_dir;
 };
 
+/* The protection floor (al_policy_require): each bit is a layer that must be enforced. */
+enum pol_req {
+	REQ_USERNS = 1u << 0,
+	REQ_PIDNS = 1u << 1,
+	REQ_MNTNS = 1u << 2,
+	REQ_NETNS = 1u << 3,
+	REQ_IPCNS = 1u << 4,
+	REQ_UTSNS = 1u << 5,
+	REQ_CGROUPNS = 1u << 6,
+	REQ_PIVOT_ROOT = 1u << 7,
+	REQ_SECCOMP = 1u << 8,
+	REQ_LANDLOCK = 1u << 9,
+	REQ_CGROUP_MEMORY = 1u << 10,
+	REQ_CGROUP_PIDS = 1u << 11,
+	REQ_CGROUP_CPU = 1u << 12,
+	REQ_NO_NEW_PRIVS = 1u << 13,
+	REQ_CAPS = 1u << 14,
+};
+
+/* Parses "userns,netns,seccomp,landlock>=4,cgroup-memory" (also "all"). Pure. */
+int pol_parse_require(const char *spec, uint32_t *bits, int *landlock_abi, struct al_error *err);
+
 struct al_policy {
 	int argc;
 	char **argv;
@@ -31,7 +53,12 @@ struct al_policy {
 	char *hostname;
 	char *cwd;
 	uint64_t limits[AL_LIMIT__COUNT];
+	uint32_t limits_set; /* bit (1 << enum al_limit) for each limit set explicitly */
 	uint32_t id_base;
+	enum al_seccomp_profile seccomp;
+	bool landlock;
+	uint32_t require;	  /* enum pol_req bits */
+	int require_landlock_abi; /* minimum Landlock ABI when REQ_LANDLOCK */
 };
 
 /* Checks that a path inside the sandbox is absolute and free of "." and ".." parts. Pure. */

@@ -24,6 +24,8 @@ const char *al_status_name(enum al_status s)
 		return "output-limit";
 	case AL_STATUS_SETUP_ERROR:
 		return "setup-error";
+	case AL_STATUS_OOM:
+		return "oom";
 	}
 	return "unknown";
 }
@@ -41,6 +43,8 @@ int al_verdict_exit_code(const struct al_verdict *v)
 		return 124;
 	case AL_STATUS_SETUP_ERROR:
 		return 125;
+	case AL_STATUS_OOM:
+		return v->signal ? 128 + v->signal : 137;
 	}
 	return 125;
 }

@@ -117,6 +117,10 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		.stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
 	};
 	uns_choose(&c.map, p->id_base);
+	if (!c.map.range && p->id_base != AL_DEFAULT_ID_BASE) {
+		r = al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
+		goto out;
+	}
 	pid_t pid = pfd_clone3(NS_FLAGS, &pidfd);
 	if (pid == 0) {
 		close(sync_p[1]);
