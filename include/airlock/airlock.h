@@ -106,6 +106,10 @@ struct al_job; /* opaque: one confined running job and its supervisor state */
 int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
 		 struct al_error *err);
 
+/* Removes what a crashed airlock left behind (job cgroups whose supervisor is gone). Best effort;
+ * front ends call it once at start. */
+void al_cleanup_stale(void);
+
 /* Supervises the job to its end (output pump, deadline, kill, accounting). */
 struct al_verdict;
 int al_job_wait(struct al_job *job, struct al_verdict **out, struct al_error *err);

@@ -2,14 +2,18 @@
 #ifndef AL_BACKEND_BACKEND_H
 #define AL_BACKEND_BACKEND_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "policy/policy.h"
 
+struct cg_job;
+
 struct be_io {
-	int stdin_fd;  /* -1: /dev/null */
-	int stdout_fd; /* write ends of the supervisor's pipes (>= 3) */
+	int stdin_fd;	   /* -1: /dev/null */
+	int stdout_fd;	   /* write ends of the supervisor's pipes (>= 3) */
 	int stderr_fd;
+	struct cg_job *cg; /* the job's cgroup (owned by the supervisor), or NULL */
 };
 
 struct be_proc {
@@ -18,6 +22,7 @@ struct be_proc {
 	int status_fd;	     /* read end of the nat_record channel; EOF once the sandbox is gone */
 	char *enforced_json; /* malloc'd JSON object: each protection actually applied */
 	const char *backend; /* static name */
+	bool seccomp_kills;  /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
 };
 
 /* The native backend: our own namespaces (backend/native). */

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "airlock/airlock.h"
+#include "host/host.h"
 
 struct cg_limits {
 	uint64_t memory_bytes;	/* AL_UNLIMITED: none (swap is always disabled when set) */
@@ -43,5 +44,82 @@ void cg_destroy(struct cg_job *cg);
 void cg_cleanup_stale(void);
 /* For the verdict and `airlock check`: "v2", "v1" or "none", and the controllers used. */
 const char *cg_version_name(const struct cg_job *cg);
+
+/* ---- additions: introspection ------------------------------------------------------ */
+
+/* cg_version_name says "hybrid" when the job uses both versions (per controller: below). */
+
+/* The version (1 or 2) that holds controller c for this job, 0 when it is not used. */
+int cg_ctrl_version(const struct cg_job *cg, enum host_cg_ctrl c);
+/* The directory of the job's cgroup that holds controller c, or NULL (for tests and reports). */
+const char *cg_job_path(const struct cg_job *cg, enum host_cg_ctrl c);
+
+/* ---- additions: pure helpers (no side effects; unit-tested) ------------------------ */
+
+#define CG_NAME_PREFIX "airlock-"
+#define CG_CPU_PERIOD_US 100000ULL /* v1 cpu.cfs_period_us and the v2 cpu.max period */
+#define CG_V2_JOBS "airlock.jobs"  /* v2: holds the job cgroups, controllers enabled for them */
+#define CG_V2_SELF "airlock.self"  /* v2: the leaf our delegated cgroup's processes move into */
+
+/* "airlock-<owner>-<counter>-<8 hex>". Returns the length or -ENAMETOOLONG. */
+int cg_name_format(char *buf, size_t size, pid_t owner, unsigned long counter, uint32_t rnd);
+/* Parses a job cgroup name; 0 and *owner, or -EINVAL for anything else. */
+int cg_name_parse(const char *name, pid_t *owner);
+/* The CFS quota per CG_CPU_PERIOD_US for millis milli-CPUs; -EINVAL below the kernel's 1 ms minimum. */
+int cg_cpu_quota_us(uint64_t millis, uint64_t *quota_us);
+/* v2 cpu.max: "QUOTA PERIOD", or "max PERIOD" for AL_UNLIMITED. Returns the length or -errno. */
+int cg_cpu_max_format(uint64_t millis, char *buf, size_t size);
+/* Flat-keyed files ("key value" per line): the value of key, -ENOENT when absent, -EINVAL when malformed. */
+int cg_parse_keyed(const char *text, const char *key, uint64_t *out);
+/* v2 cpu.stat: user_usec and system_usec, in seconds. */
+int cg_parse_cpu_stat(const char *text, double *user_s, double *system_s);
+/* v1 cpuacct.stat: user and system in USER_HZ ticks, converted with ticks_per_s. */
+int cg_parse_cpuacct_stat(const char *text, long ticks_per_s, double *user_s, double *system_s);
+/* Splits an exact CPU total in the proportion of tick-sampled user and system times (v1). */
+void cg_split_cpu(double total_s, double user_sample, double system_sample, double *user_s, double *system_s);
+/* v2 memory.events: oom_kill (-ENOENT before Linux 4.13). */
+int cg_parse_memory_events(const char *text, uint64_t *oom_kills);
+/* v1 memory.oom_control: oom_kill (-ENOENT before Linux 4.13; use memory.failcnt then). */
+int cg_parse_oom_control(const char *text, uint64_t *oom_kills);
+/* pids.events (v1 and v2): whether "max" is non-zero. */
+int cg_parse_pids_events(const char *text, bool *hit);
+/* /proc/<pid>/stat: field 22, the start time in clock ticks after boot (comm may hold spaces and ')'). */
+int cg_parse_proc_start(const char *text, uint64_t *start_ticks);
+/* Could a process that started start_ticks after boot (boot at btime) have created a cgroup at
+ * created (seconds since the epoch)? 2 s of slack cover btime's whole-second resolution. */
+bool cg_started_before(uint64_t start_ticks, long ticks_per_s, int64_t btime, int64_t created);
+
+/* ---- internal to src/cgroup/ (declared here because the module has one header) ----- */
+
+#define CG_BIT(c) (1u << (c))
+
+/* What one hierarchy's limit files accepted. */
+struct cg_enforced {
+	bool memory, swap_off, pids, cpu;
+};
+
+/* Small cgroupfs files relative to a directory fd (O_PATH is enough). */
+int cg_read_at(int dirfd, const char *file, char *buf, size_t size); /* length or -errno; NUL-terminated */
+int cg_write_at(int dirfd, const char *file, const char *value);     /* 0 or -errno */
+/* Calls fn for each pid in dirfd's cgroup.procs; stops at fn's first non-zero return. Count or -errno. */
+int cg_for_each_pid(int dirfd, int (*fn)(pid_t pid, void *arg), void *arg);
+/* 1 when cgroup.procs lists a process, 0 when empty, -errno. */
+int cg_has_procs(int dirfd);
+/* SIGKILLs everything in one cgroup (cgroup.kill on v2 where present). 0 when it ended up empty. */
+int cg_kill_dir(int dirfd, int version);
+/* Waits up to timeout_ms for cgroup.procs to be empty: 0, or -EBUSY. */
+int cg_wait_empty(int dirfd, int timeout_ms);
+/* host_cg_detect, plus: when we sit in CG_V2_SELF, the delegated cgroup is its parent. */
+int cg_detect(struct host_cgroups *hc, struct al_error *err);
+
+/* v2: makes <base>/CG_V2_JOBS with the wanted controllers enabled for its children, moving
+ * the processes of base into <base>/CG_V2_SELF when the no-internal-process rule demands.
+ * *got: the controllers enabled; why[c]: errno of each wanted one that could not be. */
+int cg_v2_prepare(const char *base, unsigned want, unsigned *got, int why[HOST_CG__COUNT], int *jobs_fd,
+		  struct al_error *err);
+int cg_v2_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct cg_enforced *e, struct al_error *err);
+void cg_v2_account(int dirfd, unsigned ctrls, struct cg_usage *u);
+int cg_v1_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct cg_enforced *e, struct al_error *err);
+void cg_v1_account(int dirfd, unsigned ctrls, struct cg_usage *u);
 
 #endif

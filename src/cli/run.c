@@ -173,6 +173,7 @@ int cli_run(int argc, char **argv)
 	struct al_spawn_opts so = {.size = sizeof(so), .stdin_fd = 0, .stdout_mode = mode, .stderr_mode = mode,
 				   .stdout_live_fd = 1, .stderr_live_fd = 2};
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the supervisor mid-job */
+	al_cleanup_stale();
 	if (fcntl(0, F_GETFD) < 0)
 		so.stdin_fd = -1;
 	if (al_job_spawn(p, &so, &job, &e) < 0 || al_job_wait(job, &v, &e) < 0) {

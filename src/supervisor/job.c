@@ -16,6 +16,7 @@
 #include "backend/native/channel.h"
 #include "backend/native/pidfd.h"
 #include "job.h"
+#include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -91,6 +92,26 @@ static int job_arm(struct al_job *j)
 	return r;
 }
 
+/* The job's cgroup: explicitly set limits and the floor's cgroup layers are required, the
+ * defaults are applied where the host allows and reported either way. */
+static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_error *err)
+{
+	struct cg_limits lim = {
+		.memory_bytes = p->limits[AL_LIMIT_MEMORY],
+		.pids = p->limits[AL_LIMIT_PIDS],
+		.cpu_millis = p->limits[AL_LIMIT_CPUS],
+		.need_memory = (p->limits_set & (1u << AL_LIMIT_MEMORY)) || (p->require & REQ_CGROUP_MEMORY),
+		.need_pids = (p->limits_set & (1u << AL_LIMIT_PIDS)) || (p->require & REQ_CGROUP_PIDS),
+		.need_cpu = (p->limits_set & (1u << AL_LIMIT_CPUS)) || (p->require & REQ_CGROUP_CPU),
+	};
+	if ((p->require & REQ_CGROUP_CPU) && lim.cpu_millis == AL_UNLIMITED)
+		return al_err(err, EINVAL, "--require cgroup-cpu needs a --cpus limit");
+	int r = cg_create(&lim, &j->cg, err);
+	if (r < 0)
+		al_err_prefix(err, "setup");
+	return r;
+}
+
 int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
 		 struct al_error *err)
 {
@@ -111,7 +132,9 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 	}
 	j->out.fd = op[0];
 	j->err.fd = ep[0];
-	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1]};
+	if ((r = job_cgroup(j, p, err)) < 0)
+		goto fail;
+	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1], .cg = j->cg};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_native_spawn(p, &io, &j->proc, err);
 	close(op[1]);
@@ -177,6 +200,8 @@ static void on_event(struct al_job *j, int fd)
 		/* The deadline: killing init kills every process of its pid namespace. */
 		j->timed_out = true;
 		pfd_send_signal(j->proc.pidfd, SIGKILL);
+		if (j->cg)
+			cg_kill(j->cg);
 		epoll_ctl(j->epfd, EPOLL_CTL_DEL, fd, NULL);
 	} else if (fd == j->proc.pidfd && !j->exited) {
 		j->exited = true;
@@ -202,7 +227,14 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	if (r < 0)
 		return al_err_sys(err, -r, "supervisor: waitid");
 	j->reaped = true;
+	if (j->cg && cg_usage(j->cg, &j->cgu) == 0)
+		j->have_cgu = true;
 	return jv_build(j, out, err);
+}
+
+void al_cleanup_stale(void)
+{
+	cg_cleanup_stale();
 }
 
 void al_job_free(struct al_job *j)
@@ -222,6 +254,7 @@ void al_job_free(struct al_job *j)
 			close(fds[i]);
 	pump_free(&j->out);
 	pump_free(&j->err);
+	cg_destroy(j->cg);
 	free(j->proc.enforced_json);
 	free(j);
 }

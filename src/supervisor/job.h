@@ -10,6 +10,7 @@
 #include "airlock/airlock.h"
 #include "backend/backend.h"
 #include "backend/native/channel.h"
+#include "cgroup/cgroup.h"
 #include "pump.h"
 
 struct al_job {
@@ -25,6 +26,9 @@ struct al_job {
 	siginfo_t si;
 	struct rusage ru;
 	double wall_s;
+	struct cg_job *cg; /* NULL when no cgroup could be (or needed to be) used */
+	struct cg_usage cgu;
+	bool have_cgu;
 };
 
 /* Turns a finished, reaped job into its verdict. */

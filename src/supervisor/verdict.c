@@ -113,8 +113,30 @@ static void classify(struct al_job *j, struct al_verdict *v)
 		al_err(&v->setup, EPROTO, "the sandbox's init exited (code %d) without reporting the command's end",
 		       j->si.si_status);
 	}
+	if (v->status == AL_STATUS_SIGNALED && v->signal == SIGKILL && j->have_cgu && j->cgu.oom_kills > 0)
+		v->status = AL_STATUS_OOM;
+	if (v->status == AL_STATUS_SIGNALED && v->signal == SIGSYS && j->proc.seccomp_kills)
+		v->seccomp_killed = true;
 	if ((v->status == AL_STATUS_EXITED || v->status == AL_STATUS_SIGNALED) && (v->out.truncated || v->err.truncated))
 		v->status = AL_STATUS_OUTPUT_LIMIT;
+}
+
+/* The enforced object from the backend, completed with the supervisor's cgroup. */
+static char *enforced_with_cgroup(const struct al_job *j)
+{
+	json_t *e = j->proc.enforced_json ? json_loads(j->proc.enforced_json, 0, NULL) : json_object();
+	if (!e)
+		return NULL;
+	json_t *cg = json_false();
+	if (j->cg && j->have_cgu) {
+		const struct cg_usage *u = &j->cgu;
+		cg = json_pack("{s:s,s:b,s:b,s:b}", "version", cg_version_name(j->cg), "memory", u->memory_limited,
+			       "pids", u->pids_limited, "cpu", u->cpu_limited);
+	}
+	json_object_set_new(e, "cgroup", cg ? cg : json_false());
+	char *s = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+	return s;
 }
 
 int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
@@ -129,8 +151,17 @@ int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	v->user_s = (double)j->ru.ru_utime.tv_sec + (double)j->ru.ru_utime.tv_usec / 1e6;
 	v->system_s = (double)j->ru.ru_stime.tv_sec + (double)j->ru.ru_stime.tv_usec / 1e6;
 	v->peak_rss_kib = (uint64_t)j->ru.ru_maxrss;
+	if (j->have_cgu) {
+		/* The cgroup sees the whole tree, including processes nobody reaped. */
+		v->cgroup_used = true;
+		v->user_s = j->cgu.user_s;
+		v->system_s = j->cgu.system_s;
+		v->peak_memory_bytes = j->cgu.peak_memory_bytes;
+		v->oom_kills = j->cgu.oom_kills;
+		v->pids_limit_hit = j->cgu.pids_limit_hit;
+	}
 	v->backend = j->proc.backend;
-	v->enforced_json = j->proc.enforced_json ? strdup(j->proc.enforced_json) : NULL;
+	v->enforced_json = enforced_with_cgroup(j);
 	*out = v;
 	return 0;
 }
@@ -183,6 +214,10 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 			      "backend", v->backend ? v->backend : "native");
 	if (!o)
 		return al_err(err, ENOMEM, "verdict: building JSON failed");
+	json_object_set_new(o, "peak_memory_bytes", v->cgroup_used ? json_integer((json_int_t)v->peak_memory_bytes) : json_null());
+	json_object_set_new(o, "oom_kills", v->cgroup_used ? json_integer((json_int_t)v->oom_kills) : json_null());
+	json_object_set_new(o, "pids_limit_hit", v->cgroup_used ? json_boolean(v->pids_limit_hit) : json_null());
+	json_object_set_new(o, "seccomp_killed", json_boolean(v->seccomp_killed));
 	json_t *enf = v->enforced_json ? json_loads(v->enforced_json, 0, NULL) : NULL;
 	json_object_set_new(o, "enforced", enf ? enf : json_object());
 	if (v->status == AL_STATUS_SETUP_ERROR)

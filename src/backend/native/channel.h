@@ -30,6 +30,9 @@ enum nat_stage {
 	NS_SETUID,
 	NS_NNP,
 	NS_CHDIR,
+	NS_CGROUPNS,
+	NS_LANDLOCK,
+	NS_SECCOMP,
 	NS_EXEC,
 	NS__COUNT,
 };

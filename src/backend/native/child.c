@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
@@ -39,6 +40,26 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* Closes every descriptor >= 3 except the n in keep (negative entries are ignored). */
+static int close_all_but(int *keep, int n)
+{
+	for (int i = 1; i < n; i++) /* insertion sort: n is tiny */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned int from = 3;
+	for (int i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
+			return -errno;
+		from = (unsigned)keep[i] + 1;
+	}
+	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
+}
+
 static void setup_stdio(const struct nat_child *c)
 {
 	int in = c->stdin_fd;
@@ -46,11 +67,10 @@ static void setup_stdio(const struct nat_child *c)
 		die(c, NS_STDIO, errno, "/dev/null");
 	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
 		die(c, NS_STDIO, errno, "dup2");
-	/* Close every inherited descriptor but the status pipe, which closes itself at exec. */
-	int s = c->status_fd;
-	if (s > 3 && syscall(SYS_close_range, 3, s - 1, 0) < 0)
-		die(c, NS_STDIO, errno, "close_range");
-	if (syscall(SYS_close_range, s + 1, ~0U, 0) < 0)
+	/* Close every inherited descriptor but the status pipe and the Landlock ruleset,
+	 * which close themselves at exec (O_CLOEXEC) or before it. */
+	int keep[2] = {c->status_fd, c->landlock_fd};
+	if (close_all_but(keep, 2) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 }
 
@@ -104,6 +124,11 @@ static _Noreturn void payload_main(const struct nat_child *c)
 	if (chdir(c->cwd) < 0)
 		die(c, NS_CHDIR, errno, c->cwd);
 	umask(022);
+	if (c->landlock_fd >= 0 && (r = ll_restrict(c->landlock_fd)) < 0)
+		die(c, NS_LANDLOCK, -r, "landlock_restrict_self");
+	/* Last: from here on only execve runs, so the filter need not allow our own setup. */
+	if (c->seccomp && c->seccomp->prog.len && (r = sc_load(c->seccomp)) < 0)
+		die(c, NS_SECCOMP, -r, c->argv[0]);
 	die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
 }
 
@@ -112,22 +137,7 @@ static _Noreturn void payload_main(const struct nat_child *c)
 static void close_inherited(const struct nat_child *c)
 {
 	int keep[5] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd};
-	/* Sort (insertion; five items) so the gaps between kept descriptors can be closed. */
-	for (int i = 1; i < 5; i++)
-		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	unsigned int from = 3;
-	for (int i = 0; i < 5; i++) {
-		if (keep[i] < (int)from)
-			continue;
-		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
-			die(c, NS_STDIO, errno, "close_range");
-		from = (unsigned)keep[i] + 1;
-	}
-	if (syscall(SYS_close_range, from, ~0U, 0) < 0)
+	if (close_all_but(keep, 5) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 }
 
@@ -143,6 +153,13 @@ static void build_root(struct nat_child *c)
 	if (sethostname(c->hostname, strlen(c->hostname)) < 0)
 		die(c, NS_HOSTNAME, errno, c->hostname);
 	mnt_close_sources(c->plan);
+	if (c->landlock) {
+		struct ll_result res;
+		int fd = ll_build(c->landlock, &res);
+		if (fd < 0)
+			die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
+		c->landlock_fd = fd;
+	}
 }
 
 _Noreturn void nat_child_main(struct nat_child *c)
@@ -161,6 +178,10 @@ _Noreturn void nat_child_main(struct nat_child *c)
 	int r = uns_enter(&c->map);
 	if (r < 0)
 		die(c, NS_CREDS, -r, NULL);
+	/* The cgroup namespace starts now, after the supervisor placed us in the job's cgroup,
+	 * so the job sees its own cgroup as the root. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		die(c, NS_CGROUPNS, errno, NULL);
 	build_root(c);
 	/* Not dumpable: the payload (same uid in single-id mode) cannot ptrace init. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

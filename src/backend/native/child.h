@@ -3,6 +3,8 @@
 #define AL_NATIVE_CHILD_H
 
 #include "fsplan.h"
+#include "landlock.h"
+#include "seccomp.h"
 #include "userns.h"
 
 /* Everything the child needs, prepared by the parent before clone3 (nothing is allocated after). */
@@ -21,6 +23,9 @@ struct nat_child {
 	int stdin_fd;	      /* -1: /dev/null */
 	int stdout_fd;
 	int stderr_fd;
+	const struct ll_spec *landlock; /* NULL: no Landlock */
+	int landlock_fd;		/* set by init: the ruleset the payload enforces */
+	const struct sc_filter *seccomp;/* prog.len == 0: no filter */
 };
 
 /* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */

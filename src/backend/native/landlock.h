@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The newest Landlock ABI this module knows. A newer kernel is used at this level: every
+ * right we ask for exists there too, and rights we do not know stay unhandled (allowed). */
+#define LL_ABI_MAX 7
+
 /* One filesystem rule, as a path inside the sandbox (after pivot_root). */
 struct ll_path {
 	const char *path;
@@ -19,22 +23,50 @@ struct ll_spec {
 	size_t npaths;
 	bool deny_tcp;	     /* ABI >= 4: no TCP bind/connect at all (network posture "none") */
 	bool scope;	     /* ABI >= 6: scope abstract UNIX sockets and signals to the sandbox */
+	/* With deny_tcp: TCP ports the payload may still connect to (e.g. the allowlist
+	 * posture's egress proxy on 127.0.0.1). Landlock matches the port only, not the
+	 * address; the network namespace decides which addresses exist. NULL/0: none. */
+	const uint16_t *tcp_connect_ports;
+	size_t ntcp_connect_ports;
+	/* 0: the kernel's ABI (capped at LL_ABI_MAX). N > 0: at most ABI N, as an older kernel
+	 * would (Landlock keeps older rulesets working): lets the tests cover ABIs 1..7 on a
+	 * new kernel. */
+	int max_abi;
 };
 
 /* What was applied, for the verdict. */
 struct ll_result {
-	int abi;	    /* ABI used (0: Landlock unavailable) */
+	int abi;	    /* ABI used (0: Landlock unavailable); at most LL_ABI_MAX */
 	bool fs;	    /* filesystem rules applied */
 	bool net;	    /* TCP rules applied */
 	bool scoped;	    /* scoping applied */
+	const char *failed_path; /* on failure: the spec path that could not be opened or added, else NULL */
 };
 
 /* The running kernel's Landlock ABI, 0 if unsupported or disabled. */
 int ll_abi(void);
 /* init, after pivot_root: creates the ruleset for spec; returns its fd (O_CLOEXEC) or -errno.
- * Fills res. Only system calls, no allocation. */
+ * Fills res. Only system calls, no allocation.
+ * -EOPNOTSUPP: the kernel has no Landlock (res->abi == 0); the caller decides whether that
+ * is fatal. ABI < 4 ignores deny_tcp and ABI < 6 ignores scope: res->net / res->scoped
+ * say what was really applied, and a caller that requires them must refuse. */
 int ll_build(const struct ll_spec *spec, struct ll_result *res);
 /* payload, after no_new_privs: enforce the ruleset on itself, then close it. */
 int ll_restrict(int ruleset_fd);
+
+/* Pure helpers (no system calls), exposed for the unit tests and the verdict. */
+
+/* The filesystem rights handled (denied unless a rule grants them) at this ABI. */
+uint64_t ll_fs_handled(int abi);
+/* The rights one rule grants at this ABI, for a read-only or writable path, masked to what
+ * the kernel accepts on that file type (only file rights on a non-directory). */
+uint64_t ll_fs_rule_rights(int abi, bool writable, bool is_dir);
+
+/* Parent side: the rule list for the native backend's sandbox layout (see fsplan.c), plus
+ * the policy's extra bind destinations. *out is one malloc'd array (free() it); its path
+ * strings are string literals or the caller's extra_ro/extra_rw strings, which must outlive
+ * it. Returns 0 or -ENOMEM. */
+int ll_default_paths(struct ll_path **out, size_t *n, const char *const *extra_ro, size_t nro,
+		     const char *const *extra_rw, size_t nrw);
 
 #endif

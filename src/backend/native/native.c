@@ -31,16 +31,34 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "cgroup/cgroup.h"
 #include "child.h"
 #include "pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
-#define NS_FLAGS                                                                                    \
-	(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
-	 CLONE_NEWCGROUP)
+/* The cgroup namespace is unshared by init once the job's cgroup holds it (see child.c). */
+#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 
-static char *enforced_json(const struct al_policy *p, const struct uns_map *m)
+/* The layers this backend sets up beyond the namespaces, decided before clone3. */
+struct nat_layers {
+	struct sc_filter seccomp;
+	struct ll_path *ll_paths;
+	size_t ll_npaths;
+	struct ll_spec landlock;
+	bool landlock_on;
+	int landlock_abi;
+};
+
+static json_t *landlock_json(const struct nat_layers *l)
+{
+	if (!l->landlock_on)
+		return json_false();
+	return json_pack("{s:i,s:b,s:b,s:b}", "abi", l->landlock_abi, "fs", 1, "net",
+			 l->landlock.deny_tcp && l->landlock_abi >= 4, "scoped", l->landlock.scope && l->landlock_abi >= 6);
+}
+
+static char *enforced_json(const struct al_policy *p, const struct uns_map *m, const struct nat_layers *l)
 {
 	json_t *rl = json_object();
 	uint64_t cpu = p->limits[AL_LIMIT_CPU_MS], as = p->limits[AL_LIMIT_AS];
@@ -50,7 +68,7 @@ static char *enforced_json(const struct al_policy *p, const struct uns_map *m)
 	json_object_set_new(rl, "nofile", json_integer((json_int_t)p->limits[AL_LIMIT_NOFILE]));
 	json_object_set_new(rl, "core", json_integer(0));
 	json_object_set_new(rl, "as", as == AL_UNLIMITED ? json_null() : json_integer((json_int_t)as));
-	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:b,s:b,s:b}",
+	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:b}",
 			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", 1, "ipc", 1, "uts", 1, "cgroup", 1,
 			      "pivot_root", 1, "readonly_root", 1,
 			      "id_map", "mode", m->range ? "range" : "single", "host_base", (json_int_t)m->host_base,
@@ -59,7 +77,9 @@ static char *enforced_json(const struct al_policy *p, const struct uns_map *m)
 			      "payload_uid", AL_SANDBOX_UID,
 			      "payload_host_uid", (json_int_t)uns_host_uid(m, AL_SANDBOX_UID),
 			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network", "none",
-			      "rlimits", rl, "seccomp", 0, "landlock", 0, "cgroup", 0);
+			      "rlimits", rl, "seccomp",
+			      l->seccomp.prog.len ? json_string(sc_profile_name(l->seccomp.profile)) : json_false(),
+			      "landlock", landlock_json(l), "cgroup", 0);
 	char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
 	json_decref(e);
 	return s;
@@ -83,6 +103,52 @@ static void abort_child(pid_t pid, int pidfd)
 	(void)pid;
 }
 
+/* Seccomp and Landlock for this policy, or a refusal naming what the floor lacks. */
+static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struct al_error *err)
+{
+	if (p->seccomp == AL_SECCOMP_OFF && (p->require & REQ_SECCOMP))
+		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
+	struct sc_options so = {.profile = p->seccomp, .allow_inet = false, .allow_io_uring = false};
+	int r = sc_build(&so, &l->seccomp, err);
+	if (r < 0)
+		return r;
+	l->landlock_abi = ll_abi();
+	if (l->landlock_abi > LL_ABI_MAX)
+		l->landlock_abi = LL_ABI_MAX; /* newer rights stay unhandled: report what we use */
+	l->landlock_on = p->landlock && l->landlock_abi > 0;
+	if (p->require & REQ_LANDLOCK) {
+		if (!p->landlock)
+			return al_err(err, EPERM, "required layer landlock is off in this policy (--landlock off)");
+		if (l->landlock_abi < p->require_landlock_abi)
+			return al_err(err, EPERM, "required layer landlock>=%d is not available: this kernel offers Landlock ABI %d",
+				      p->require_landlock_abi, l->landlock_abi);
+	}
+	if (!l->landlock_on)
+		return 0;
+	const char **ro = calloc(p->nbinds + 1, sizeof(*ro)), **rw = calloc(p->nbinds + 1, sizeof(*rw));
+	size_t nro = 0, nrw = 0;
+	for (size_t i = 0; ro && rw && i < p->nbinds; i++) {
+		if (p->binds[i].writable)
+			rw[nrw++] = p->binds[i].dest;
+		else
+			ro[nro++] = p->binds[i].dest;
+	}
+	r = ro && rw ? ll_default_paths(&l->ll_paths, &l->ll_npaths, ro, nro, rw, nrw) : -ENOMEM;
+	free(ro);
+	free(rw);
+	if (r < 0)
+		return al_err(err, -r, "setup: Landlock rules: out of memory");
+	/* Posture "none": no TCP at all; abstract sockets and signals stay inside the sandbox. */
+	l->landlock = (struct ll_spec){.paths = l->ll_paths, .npaths = l->ll_npaths, .deny_tcp = true, .scope = true};
+	return 0;
+}
+
+static void free_layers(struct nat_layers *l)
+{
+	sc_free(&l->seccomp);
+	free(l->ll_paths);
+}
+
 static int clone_error(struct al_error *err, int e)
 {
 	const char *hint = e == EPERM ? "user namespaces may be disabled for this user (or seccomp/AppArmor forbids them)"
@@ -98,9 +164,10 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	struct fs_plan plan = {0};
 	struct fs_host host;
 	char **envp = NULL;
+	struct nat_layers layers = {0};
 	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, pidfd = -1, r;
 	fs_host_probe(&host, &plan);
-	if ((r = fs_plan_build(&plan, p, &host, err)) < 0)
+	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, &layers, err)) < 0)
 		goto out;
 	if (!(envp = pol_build_envp(p))) {
 		r = al_err(err, ENOMEM, "out of memory");
@@ -115,13 +182,16 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		.hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, .cwd = p->cwd ? p->cwd : AL_WORKSPACE,
 		.staging = "/tmp", .sync_fd = sync_p[0], .status_fd = status_p[1],
 		.stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
+		.landlock = layers.landlock_on ? &layers.landlock : NULL, .landlock_fd = -1,
+		.seccomp = &layers.seccomp,
 	};
 	uns_choose(&c.map, p->id_base);
 	if (!c.map.range && p->id_base != AL_DEFAULT_ID_BASE) {
 		r = al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
 		goto out;
 	}
-	pid_t pid = pfd_clone3(NS_FLAGS, &pidfd);
+	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
+	pid_t pid = pfd_clone3(NS_FLAGS, &pidfd, cgfd);
 	if (pid == 0) {
 		close(sync_p[1]);
 		close(status_p[0]);
@@ -129,6 +199,11 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	}
 	if (pid < 0) {
 		r = clone_error(err, -pid);
+		goto out;
+	}
+	/* On cgroup v1 the child joins the job's cgroups now, before it is released. */
+	if (io->cg && cgfd < 0 && (r = cg_attach(io->cg, pid, err)) < 0) {
+		abort_child(pid, pidfd);
 		goto out;
 	}
 	char why[96] = "";
@@ -145,8 +220,9 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(status_p[0]);
-	out->enforced_json = enforced_json(p, &c.map);
+	out->enforced_json = enforced_json(p, &c.map, &layers);
 	out->backend = "native";
+	out->seccomp_kills = layers.seccomp.prog.len && p->seccomp == AL_SECCOMP_STRICT;
 	r = 0;
 out:
 	if (pidfd >= 0)
@@ -159,5 +235,6 @@ out:
 	}
 	pol_free_strv(envp);
 	fs_plan_free(&plan);
+	free_layers(&layers);
 	return r;
 }

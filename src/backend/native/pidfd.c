@@ -12,13 +12,21 @@
 #define P_PIDFD 3
 #endif
 
-pid_t pfd_clone3(uint64_t ns_flags, int *pidfd)
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+pid_t pfd_clone3(uint64_t ns_flags, int *pidfd, int cgroup_fd)
 {
 	struct clone_args args;
 	memset(&args, 0, sizeof(args));
 	args.flags = ns_flags | CLONE_PIDFD;
 	args.pidfd = (uint64_t)(uintptr_t)pidfd;
 	args.exit_signal = SIGCHLD;
+	if (cgroup_fd >= 0) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cgroup_fd;
+	}
 	long r = syscall(SYS_clone3, &args, sizeof(args));
 	return r < 0 ? -errno : (pid_t)r;
 }

@@ -26,4 +26,19 @@ int sc_load(const struct sc_filter *f);
 void sc_free(struct sc_filter *f);
 const char *sc_profile_name(enum al_seccomp_profile p);
 
+/* What a profile does with one x86_64 system call, by name (pure; what sc_build compiles).
+ * For tests, reports and "airlock profiles". */
+enum sc_action {
+	SC_ACT_ALLOW,  /* allowed whatever the arguments */
+	SC_ACT_ARGS,   /* allowed with argument filters: clone, ioctl, socket, socketpair, personality */
+	SC_ACT_EPERM,  /* known and denied: fails with EPERM */
+	SC_ACT_KILL,   /* always-denied in the strict profile: kills the process (SIGSYS) */
+	SC_ACT_ENOSYS, /* clone3, or unknown to the filter (above sc_horizon()): fails with ENOSYS */
+};
+enum sc_action sc_classify(const struct sc_options *o, const char *name);
+const char *sc_action_name(enum sc_action a);
+/* The highest syscall number the filter classifies: min(this libseccomp's newest x86_64
+ * call, the number the tables were reviewed against). Anything above it gets ENOSYS. */
+int sc_horizon(void);
+
 #endif

@@ -1,0 +1,276 @@
+/* landlock.c — Landlock rules for the payload: raw system calls, every ABI from 1 to LL_ABI_MAX.
+ *
+ * The ruleset is built by init after pivot_root (paths are the sandbox's own) and enforced
+ * by the payload after no_new_privs, so init itself stays unconfined and can build it again
+ * for the next payload. Everything here that runs in init or the payload is system calls on
+ * stack memory only: no allocation, no formatting (see child.c).
+ *
+ * Rights per ABI (everything the ABI knows is handled, so nothing is allowed by omission):
+ *   ABI 1  EXECUTE WRITE_FILE READ_FILE READ_DIR REMOVE_* MAKE_*
+ *   ABI 2  + REFER      (cross-directory rename/link; ABI 1 refuses those always, with EXDEV)
+ *   ABI 3  + TRUNCATE   (before it, truncate(2) is not Landlock's business: read-only mounts are)
+ *   ABI 4  + TCP bind/connect (handled_access_net)
+ *   ABI 5  + IOCTL_DEV  (ioctls on character and block devices opened after restriction)
+ *   ABI 6  + scopes: abstract UNIX sockets and signals
+ *   ABI 7  audit logging flags only: nothing to handle, the defaults are kept
+ */
+#include "landlock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+
+/* Distribution headers lag the kernel (Debian 12's stop at ABI 2): name what we use here. */
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+#ifndef LANDLOCK_ACCESS_NET_BIND_TCP
+#define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+#define LL_RULE_PATH_BENEATH 1 /* enum landlock_rule_type */
+#define LL_RULE_NET_PORT 2
+
+/* struct landlock_ruleset_attr as of ABI 6. The size passed to the kernel grows with the
+ * ABI: an older kernel rejects a longer struct (E2BIG) even when the tail is zero. */
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs;  /* ABI 1 */
+	uint64_t handled_access_net; /* ABI 4 */
+	uint64_t scoped;	     /* ABI 6 */
+};
+
+struct ll_net_port_attr { /* struct landlock_net_port_attr (ABI 4) */
+	uint64_t allowed_access;
+	uint64_t port;
+};
+
+#define FS_ABI1                                                                                        \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |   \
+	 LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE | \
+	 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |     \
+	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |  \
+	 LANDLOCK_ACCESS_FS_MAKE_SYM)
+
+/* The only rights the kernel accepts in a rule on a non-directory (EINVAL otherwise). */
+#define FS_FILE_RIGHTS                                                                               \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | \
+	 LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+
+/* Read-only: see, read and run what is there. No IOCTL_DEV: the read-only /dev holds only
+ * the device nodes that have read-write rules of their own. */
+#define FS_RO (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+
+/* Read-write: everything a compiler, an interpreter or a package manager does in a scratch
+ * directory, including running what it built (EXECUTE) and renaming across directories
+ * (REFER: Landlock allows it only when both ends carry REFER, and never lets a file gain
+ * rights by moving, which identical rules on /workspace and /tmp satisfy). IOCTL_DEV lets
+ * terminal programs use /dev/tty and /dev/pts/N (TCGETS, TIOCGWINSZ, ptmx's TIOCGPTN...).
+ * Not granted: MAKE_CHAR and MAKE_BLOCK. The payload holds no CAP_MKNOD and every writable
+ * mount is nodev, so nothing legitimate needs them; Landlock makes the refusal independent
+ * of both. */
+#define FS_RW                                                                                      \
+	(FS_RO | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                   \
+	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | \
+	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM |  \
+	 LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+
+uint64_t ll_fs_handled(int abi)
+{
+	if (abi < 1)
+		return 0;
+	uint64_t h = FS_ABI1;
+	if (abi >= 2)
+		h |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		h |= LANDLOCK_ACCESS_FS_TRUNCATE;
+	if (abi >= 5)
+		h |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+	return h;
+}
+
+uint64_t ll_fs_rule_rights(int abi, bool writable, bool is_dir)
+{
+	uint64_t r = (writable ? FS_RW : FS_RO) & ll_fs_handled(abi);
+	return is_dir ? r : r & FS_FILE_RIGHTS;
+}
+
+int ll_abi(void)
+{
+	long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	/* ENOSYS: built without Landlock; EOPNOTSUPP: built in but not enabled at boot. */
+	return v > 0 ? (int)v : 0;
+}
+
+/* O_PATH opens the rule's object without reading it. No magic links: a rule path never
+ * needs /proc/<pid>/fd-style jumps, and refusing them keeps the rule on the path named.
+ * Ordinary symlinks are followed (/dev/ptmx -> pts/ptmx, /bin -> usr/bin): rules bind to
+ * the inode reached, which is what the payload reaches through the same name. */
+static int open_rule_path(const char *path)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
+	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	/* A container's seccomp filter may hide openat2 (ENOSYS, or EPERM in older profiles). */
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+		fd = open(path, O_PATH | O_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int add_path_rule(int ruleset, const struct ll_path *p, int abi)
+{
+	int fd = open_rule_path(p->path);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	int r = 0;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	struct landlock_path_beneath_attr attr = {
+		.allowed_access = ll_fs_rule_rights(abi, p->writable, S_ISDIR(st.st_mode)),
+		.parent_fd = fd,
+	};
+	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0) < 0)
+		r = -errno;
+out:
+	close(fd);
+	return r;
+}
+
+int ll_build(const struct ll_spec *spec, struct ll_result *res)
+{
+	struct ll_result dummy;
+	if (!res)
+		res = &dummy;
+	memset(res, 0, sizeof(*res));
+	int abi = ll_abi();
+	if (abi == 0)
+		return -EOPNOTSUPP;
+	if (abi > LL_ABI_MAX)
+		abi = LL_ABI_MAX;
+	if (spec->max_abi > 0 && abi > spec->max_abi)
+		abi = spec->max_abi;
+
+	struct ll_ruleset_attr attr = {.handled_access_fs = ll_fs_handled(abi)};
+	size_t size = sizeof(attr.handled_access_fs);
+	if (abi >= 4) {
+		size = offsetof(struct ll_ruleset_attr, scoped);
+		/* Handled with no rule but the listed ports: every other TCP bind and connect
+		 * fails with EACCES. UDP and other protocols are not Landlock's (seccomp and the
+		 * network namespace cover them). */
+		if (spec->deny_tcp)
+			attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+	}
+	if (abi >= 6) {
+		size = sizeof(attr);
+		/* The payload may signal and reach abstract sockets of its own domain (its
+		 * children) only: not init, not the supervisor, not a host-netns listener. */
+		if (spec->scope)
+			attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+	}
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0); /* always O_CLOEXEC */
+	if (rs < 0)
+		return -errno;
+
+	int r = 0;
+	for (size_t i = 0; i < spec->npaths; i++) {
+		const struct ll_path *p = &spec->paths[i];
+		r = add_path_rule(rs, p, abi);
+		if ((r == -ENOENT || r == -ENOTDIR) && p->optional) {
+			r = 0;
+			continue;
+		}
+		if (r < 0) {
+			res->failed_path = p->path;
+			goto fail;
+		}
+	}
+	for (size_t i = 0; attr.handled_access_net && i < spec->ntcp_connect_ports; i++) {
+		struct ll_net_port_attr na = {.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
+					      .port = spec->tcp_connect_ports[i]};
+		if (syscall(SYS_landlock_add_rule, rs, LL_RULE_NET_PORT, &na, 0) < 0) {
+			r = -errno;
+			goto fail;
+		}
+	}
+	res->abi = abi;
+	res->fs = true;
+	res->net = attr.handled_access_net != 0;
+	res->scoped = attr.scoped != 0;
+	return rs;
+fail:
+	close(rs);
+	return r;
+}
+
+int ll_restrict(int ruleset_fd)
+{
+	int r = 0;
+	/* Flags 0: on ABI 7 the kernel then audits denials only until the next execve, so the
+	 * payload's own denials do not flood the host's audit log. */
+	if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) < 0)
+		r = -errno;
+	close(ruleset_fd);
+	return r;
+}
+
+/* The native layout (fsplan.c). Read-only: the system directories, the generated /etc, a
+ * fresh /proc (reads only: /proc/self/attr, oom_score_adj and the like stay unwritable) and
+ * /dev itself. Read-write: the scratch directories and the device nodes programs open for
+ * writing. /dev/shm is a symlink to /tmp, covered by the /tmp rule. /dev/ptmx is one to
+ * pts/ptmx there (the /dev/pts rule covers it); its own rule is for layouts where it is a
+ * device node. /dev/fd and /dev/std* go through /proc/self/fd to the real file, whose own
+ * rule decides (pipes and sockets are outside Landlock's reach). */
+static const struct ll_path default_paths[] = {
+	{"/usr", false, false},	      {"/bin", false, true},	     {"/sbin", false, true},
+	{"/lib", false, true},	      {"/lib32", false, true},	     {"/lib64", false, true},
+	{"/libx32", false, true},     {"/etc", false, false},	     {"/proc", false, false},
+	{"/dev", false, false},	      {"/workspace", true, false},   {"/tmp", true, false},
+	{"/dev/null", true, true},    {"/dev/zero", true, true},     {"/dev/full", true, true},
+	{"/dev/random", true, true},  {"/dev/urandom", true, true},  {"/dev/tty", true, true},
+	{"/dev/pts", true, false},     {"/dev/ptmx", true, true},
+};
+
+int ll_default_paths(struct ll_path **out, size_t *n, const char *const *extra_ro, size_t nro,
+		     const char *const *extra_rw, size_t nrw)
+{
+	size_t base = AL_ARRAY_SIZE(default_paths);
+	if (nro > SIZE_MAX / 2 - base || nrw > SIZE_MAX / 2)
+		return -ENOMEM;
+	struct ll_path *v = calloc(base + nro + nrw, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, default_paths, sizeof(default_paths));
+	size_t k = base;
+	/* Extra binds must exist (their mount would have failed otherwise): not optional. */
+	for (size_t i = 0; i < nro; i++)
+		v[k++] = (struct ll_path){.path = extra_ro[i], .writable = false};
+	for (size_t i = 0; i < nrw; i++)
+		v[k++] = (struct ll_path){.path = extra_rw[i], .writable = true};
+	*out = v;
+	*n = k;
+	return 0;
+}

@@ -1,0 +1,410 @@
+/* cgroup.c — one cgroup per job: pick v2 or v1 per controller, create, attach, kill, account, remove.
+ *
+ * Where job cgroups go (see cg_v2.c for the v2 details)
+ *
+ *   v2  <our delegated cgroup>/airlock.jobs/airlock-<pid>-<n>-<rand>
+ *       airlock.jobs exists because a non-root cgroup holding processes cannot enable
+ *       controllers for its children; the processes of our cgroup move to airlock.self.
+ *   v1  <our cgroup in each hierarchy>/airlock-<pid>-<n>-<rand>, once per hierarchy
+ *       (co-mounted controllers such as cpu,cpuacct share one directory).
+ *
+ * Every directory is beneath our own cgroup, where the host delegated to us; nothing is
+ * created at a hierarchy's root unless that is where we are. The supervisor pid in the
+ * name lets cg_cleanup_stale (stale.c) tell whether the owner is gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup/cgroup.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+#define CG_MAX_HIER (1 + HOST_CG__COUNT) /* the unified hierarchy plus one per v1 controller */
+
+struct cg_hier {
+	int version;	     /* 1 or 2 */
+	unsigned ctrls;	     /* CG_BIT(enum host_cg_ctrl) of the controllers used through it */
+	int parent_fd;	     /* the directory holding the job cgroup (O_PATH) */
+	int fd;		     /* the job cgroup (O_PATH | O_DIRECTORY) */
+	char path[PATH_MAX]; /* the job cgroup, for messages and cg_job_path */
+};
+
+struct cg_job {
+	char name[64];
+	int nh;
+	struct cg_hier h[CG_MAX_HIER];
+	struct cg_enforced enf;
+};
+
+/* ---- layout ----------------------------------------------------------------------- */
+
+/* Same test as the detector's: we can create a child and move processes here. */
+static bool cg_dir_writable(const char *dir)
+{
+	cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd >= 0 && faccessat(fd, ".", W_OK, AT_EACCESS) == 0 &&
+	       faccessat(fd, "cgroup.procs", W_OK, AT_EACCESS) == 0;
+}
+
+int cg_detect(struct host_cgroups *hc, struct al_error *err)
+{
+	int r = host_cg_detect(hc, err);
+	if (r < 0)
+		return r;
+	/* An earlier airlock moved the processes of our delegated cgroup into CG_V2_SELF: that
+	 * is where we (its descendants) now sit, and the delegated cgroup is its parent. */
+	char *slash = strrchr(hc->v2.dir, '/');
+	if (!hc->v2.dir[0] || !slash || strcmp(slash + 1, CG_V2_SELF) != 0)
+		return 0;
+	*slash = '\0';
+	cleanup_close int fd = open(hc->v2.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	hc->v2.found = fd >= 0;
+	hc->v2.writable = fd >= 0 && cg_dir_writable(hc->v2.dir);
+	hc->v2_controllers[0] = hc->v2_subtree[0] = '\0';
+	if (fd >= 0) {
+		cg_read_at(fd, "cgroup.controllers", hc->v2_controllers, sizeof(hc->v2_controllers));
+		cg_read_at(fd, "cgroup.subtree_control", hc->v2_subtree, sizeof(hc->v2_subtree));
+		hc->v2_controllers[strcspn(hc->v2_controllers, "\n")] = '\0';
+		hc->v2_subtree[strcspn(hc->v2_subtree, "\n")] = '\0';
+	}
+	host_cg_choose(hc);
+	return 0;
+}
+
+/* snprintf for messages, where truncation is acceptable. */
+__attribute__((format(printf, 3, 4))) static void cg_fmt(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+}
+
+/* Why controller c cannot be had, for the error message: one clause per hierarchy. */
+static void cg_why(const struct host_cgroups *hc, enum host_cg_ctrl c, int v2err, const char *v2msg, char *buf,
+		   size_t size)
+{
+	const char *name = host_cg_ctrl_name(c);
+	const struct host_cg_hier *v2 = &hc->v2, *v1 = &hc->v1[c];
+	char a[160], b[160];
+	if (!v2->mounted)
+		cg_fmt(a, sizeof(a), "no cgroup2 mount");
+	else if (!v2->dir[0] || !v2->found)
+		cg_fmt(a, sizeof(a), "our cgroup is not visible under %.60s", v2->mount);
+	else if (!v2->writable)
+		cg_fmt(a, sizeof(a), "%.100s is not writable", v2->dir);
+	else if (!host_cg_list_has(hc->v2_controllers, name))
+		cg_fmt(a, sizeof(a), "%s not delegated to %.100s", name, v2->dir);
+	else if (v2msg[0])
+		cg_fmt(a, sizeof(a), "%.150s", v2msg);
+	else
+		cg_fmt(a, sizeof(a), "cannot enable it under %.80s: %s", v2->dir, strerror(v2err ? v2err : EPERM));
+	if (!v1->mounted)
+		cg_fmt(b, sizeof(b), "no %s hierarchy", name);
+	else if (!v1->dir[0] || !v1->found)
+		cg_fmt(b, sizeof(b), "our cgroup is not visible under %.60s", v1->mount);
+	else
+		cg_fmt(b, sizeof(b), "%.100s is not writable", v1->dir);
+	cg_fmt(buf, size, "v2: %s; v1: %s", a, b);
+}
+
+/* Controllers joined even without a limit: memory and CPU time are accounted for every job. */
+static bool cg_wanted(const struct cg_limits *lim, enum host_cg_ctrl c)
+{
+	switch (c) {
+	case HOST_CG_MEMORY:
+	case HOST_CG_CPUACCT:
+		return true;
+	case HOST_CG_PIDS:
+		return lim->need_pids || lim->pids != AL_UNLIMITED;
+	case HOST_CG_CPU:
+		return lim->need_cpu || lim->cpu_millis != AL_UNLIMITED;
+	case HOST_CG__COUNT:
+		break;
+	}
+	return false;
+}
+
+static bool cg_needed(const struct cg_limits *lim, enum host_cg_ctrl c)
+{
+	return (c == HOST_CG_MEMORY && lim->need_memory) || (c == HOST_CG_PIDS && lim->need_pids) ||
+	       (c == HOST_CG_CPU && lim->need_cpu);
+}
+
+/* ---- create ----------------------------------------------------------------------- */
+
+static struct cg_job *cg_job_new(void)
+{
+	static unsigned long counter;
+	struct cg_job *cg = calloc(1, sizeof(*cg));
+	if (!cg)
+		return NULL;
+	for (int i = 0; i < CG_MAX_HIER; i++)
+		cg->h[i].fd = cg->h[i].parent_fd = -1;
+	uint32_t rnd;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd = (uint32_t)time(NULL) ^ (uint32_t)(uintptr_t)cg;
+	unsigned long n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+	cg_name_format(cg->name, sizeof(cg->name), getpid(), n, rnd);
+	return cg;
+}
+
+/* Creates the job directory under parent_fd (taken over) and records it. */
+static int cg_add_hier(struct cg_job *cg, int version, unsigned ctrls, int parent_fd, const char *parent,
+		       struct al_error *err)
+{
+	struct cg_hier *h = &cg->h[cg->nh];
+	h->parent_fd = parent_fd;
+	h->version = version;
+	h->ctrls = ctrls;
+	cg->nh++;
+	const char *name = cg->name;
+	if (strlen(parent) + 1 + strlen(name) >= sizeof(h->path))
+		return al_err(err, ENAMETOOLONG, "cgroup: path too long under %.64s", parent);
+	stpcpy(stpcpy(stpcpy(h->path, parent), "/"), name);
+	/* 0755: the job's processes never get write access to their own limits (on v2 a
+	 * writable directory would let an unprivileged owner move processes around). */
+	if (mkdirat(parent_fd, cg->name, 0755) < 0)
+		return al_err_sys(err, errno, "cgroup: mkdir %s", h->path);
+	h->fd = openat(parent_fd, cg->name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (h->fd < 0) {
+		int e = errno;
+		unlinkat(parent_fd, cg->name, AT_REMOVEDIR);
+		return al_err_sys(err, e, "cgroup: open %s", h->path);
+	}
+	return 0;
+}
+
+static int cg_add_v1(struct cg_job *cg, const struct host_cgroups *hc, enum host_cg_ctrl c, struct al_error *err)
+{
+	const char *dir = hc->v1[c].dir;
+	for (int i = 0; i < cg->nh; i++) {
+		if (cg->h[i].version != 1)
+			continue;
+		size_t pl = strlen(cg->h[i].path) - strlen(cg->name) - 1;
+		if (strlen(dir) == pl && strncmp(cg->h[i].path, dir, pl) == 0) {
+			cg->h[i].ctrls |= CG_BIT(c); /* co-mounted with a controller already joined */
+			return 0;
+		}
+	}
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return al_err_sys(err, errno, "cgroup %s: open %s", host_cg_ctrl_name(c), dir);
+	return cg_add_hier(cg, 1, CG_BIT(c), fd, dir, err);
+}
+
+/* Sets up v2 for the controllers that use it; those it cannot give fall to NONE with a reason. */
+static int cg_setup_v2(struct cg_job *cg, struct host_cgroups *hc, const struct cg_limits *lim, int why[],
+		       char *v2msg, size_t v2size, struct al_error *err)
+{
+	unsigned want = 0, got = 0, used = 0;
+	for (int c = 0; c < HOST_CG__COUNT; c++)
+		if (hc->use[c] == HOST_CG_V2 && cg_wanted(lim, c)) {
+			used |= CG_BIT(c);
+			if (c != HOST_CG_CPUACCT) /* cpu.stat is core on v2: nothing to enable */
+				want |= CG_BIT(c);
+		}
+	if (!used)
+		return 0;
+	int jobs_fd = -1;
+	struct al_error perr = {0};
+	int r = cg_v2_prepare(hc->v2.dir, want, &got, why, &jobs_fd, &perr);
+	if (r < 0) {
+		/* Nothing on v2 then; the caller reports it for each controller that was needed. */
+		for (int c = 0; c < HOST_CG__COUNT; c++)
+			if (used & CG_BIT(c)) {
+				hc->use[c] = HOST_CG_NONE;
+				why[c] = -r;
+			}
+		cg_fmt(v2msg, v2size, "%s", perr.msg);
+		return 0;
+	}
+	for (int c = 0; c < HOST_CG__COUNT; c++)
+		if ((want & CG_BIT(c)) && !(got & CG_BIT(c))) {
+			hc->use[c] = HOST_CG_NONE;
+			used &= ~CG_BIT(c);
+		}
+	char jobs[PATH_MAX];
+	if (snprintf(jobs, sizeof(jobs), "%s/%s", hc->v2.dir, CG_V2_JOBS) >= (int)sizeof(jobs)) {
+		close(jobs_fd);
+		return al_err(err, ENAMETOOLONG, "cgroup: path too long under %.64s", hc->v2.dir);
+	}
+	return cg_add_hier(cg, 2, used, jobs_fd, jobs, err);
+}
+
+static int cg_apply(struct cg_job *cg, const struct cg_limits *lim, struct al_error *err)
+{
+	for (int i = 0; i < cg->nh; i++) {
+		struct cg_hier *h = &cg->h[i];
+		int r = h->version == 2 ? cg_v2_apply(h->fd, h->ctrls, lim, &cg->enf, err)
+					: cg_v1_apply(h->fd, h->ctrls, lim, &cg->enf, err);
+		if (r < 0) {
+			al_err_prefix(err, "cgroup %s", h->path);
+			return r;
+		}
+	}
+	return 0;
+}
+
+int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error *err)
+{
+	*out = NULL;
+	bool any_need = lim->need_memory || lim->need_pids || lim->need_cpu;
+	cleanup_free struct host_cgroups *hc = calloc(1, sizeof(*hc));
+	struct cg_job *cg = cg_job_new();
+	int r, why[HOST_CG__COUNT] = {0};
+	char v2msg[160] = "";
+	if (!hc || !cg) {
+		r = al_err(err, ENOMEM, "cgroup: out of memory");
+		goto fail;
+	}
+	if ((r = cg_detect(hc, err)) < 0) {
+		if (!any_need)
+			r = 0; /* nothing required: run without, and the verdict says so */
+		goto fail;
+	}
+	if ((r = cg_setup_v2(cg, hc, lim, why, v2msg, sizeof(v2msg), err)) < 0)
+		goto fail;
+	for (int c = 0; c < HOST_CG__COUNT; c++) {
+		if (hc->use[c] == HOST_CG_NONE && cg_needed(lim, c)) {
+			char why_s[AL_ERROR_MAX - 64];
+			cg_why(hc, c, why[c], v2msg, why_s, sizeof(why_s));
+			r = al_err(err, why[c] ? why[c] : EPERM, "cgroup %s: no writable v1 or v2 %s controller for this user (%s)",
+				   host_cg_ctrl_name(c), host_cg_ctrl_name(c), why_s);
+			goto fail;
+		}
+		if (hc->use[c] == HOST_CG_V1 && cg_wanted(lim, c) && (r = cg_add_v1(cg, hc, c, err)) < 0)
+			goto fail;
+	}
+	if (cg->nh == 0) {
+		r = 0; /* nothing usable, nothing required */
+		goto fail;
+	}
+	if ((r = cg_apply(cg, lim, err)) < 0)
+		goto fail;
+	*out = cg;
+	return 0;
+fail:
+	cg_destroy(cg);
+	return r;
+}
+
+/* ---- use -------------------------------------------------------------------------- */
+
+int cg_clone_fd(const struct cg_job *cg)
+{
+	return cg && cg->nh == 1 && cg->h[0].version == 2 ? cg->h[0].fd : -1;
+}
+
+int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	for (int i = 0; cg && i < cg->nh; i++) {
+		int r = cg_write_at(cg->h[i].fd, "cgroup.procs", buf);
+		if (r < 0)
+			return al_err_sys(err, -r, "cgroup: moving pid %d into %s", (int)pid, cg->h[i].path);
+	}
+	return 0;
+}
+
+int cg_kill(struct cg_job *cg)
+{
+	int r = 0;
+	for (int i = 0; cg && i < cg->nh; i++) {
+		int k = cg_kill_dir(cg->h[i].fd, cg->h[i].version);
+		if (k < 0 && r == 0)
+			r = k;
+	}
+	return r;
+}
+
+int cg_usage(struct cg_job *cg, struct cg_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	if (!cg)
+		return -EINVAL;
+	for (int i = 0; i < cg->nh; i++) {
+		struct cg_hier *h = &cg->h[i];
+		if (h->version == 2)
+			cg_v2_account(h->fd, h->ctrls, u);
+		else
+			cg_v1_account(h->fd, h->ctrls, u);
+	}
+	u->memory_limited = cg->enf.memory;
+	u->pids_limited = cg->enf.pids;
+	u->cpu_limited = cg->enf.cpu;
+	u->version = cg_ctrl_version(cg, HOST_CG_MEMORY);
+	if (!u->version)
+		u->version = cg->h[0].version;
+	return 0;
+}
+
+void cg_destroy(struct cg_job *cg)
+{
+	if (!cg)
+		return;
+	cg_kill(cg);
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < cg->nh; i++) {
+		struct cg_hier *h = &cg->h[i];
+		if (h->fd >= 0) {
+			/* rmdir fails with EBUSY while a dying task still counts; give it up to 1 s. */
+			for (;;) {
+				if (unlinkat(h->parent_fd, cg->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+					break;
+				if (errno != EBUSY)
+					break;
+				clock_gettime(CLOCK_MONOTONIC, &now);
+				long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+				if (ms > 1000)
+					break; /* left for cg_cleanup_stale */
+				cg_kill_dir(h->fd, h->version);
+				cg_wait_empty(h->fd, 20);
+			}
+			close(h->fd);
+		}
+		if (h->parent_fd >= 0)
+			close(h->parent_fd);
+	}
+	free(cg);
+}
+
+/* ---- names ------------------------------------------------------------------------ */
+
+int cg_ctrl_version(const struct cg_job *cg, enum host_cg_ctrl c)
+{
+	for (int i = 0; cg && i < cg->nh; i++)
+		if (cg->h[i].ctrls & CG_BIT(c))
+			return cg->h[i].version;
+	return 0;
+}
+
+const char *cg_job_path(const struct cg_job *cg, enum host_cg_ctrl c)
+{
+	for (int i = 0; cg && i < cg->nh; i++)
+		if (cg->h[i].ctrls & CG_BIT(c))
+			return cg->h[i].path;
+	return NULL;
+}
+
+/* "v2" or "v1" when every controller used is on that version; "hybrid" when both are in
+ * use (cg_ctrl_version says which is where); "none" without a job cgroup. */
+const char *cg_version_name(const struct cg_job *cg)
+{
+	bool v1 = false, v2 = false;
+	for (int i = 0; cg && i < cg->nh; i++) {
+		v1 |= cg->h[i].version == 1;
+		v2 |= cg->h[i].version == 2;
+	}
+	return v1 && v2 ? "hybrid" : v2 ? "v2" : v1 ? "v1" : "none";
+}

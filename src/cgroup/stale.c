@@ -1,0 +1,101 @@
+/* stale.c — removes job cgroups whose supervisor is gone (a crash, a SIGKILL); best effort and silent.
+ *
+ * A job cgroup is named airlock-<owner pid>-<n>-<rand>. Its owner is alive when that pid
+ * exists and started before the cgroup was made; a process that started later merely
+ * reuses the pid. This test does not depend on the owner's program name, so jobs of any
+ * program that embeds the library (a test, a service) are safe from one another.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup/cgroup.h"
+#include "util/cleanup.h"
+
+static int64_t cg_boot_time(void)
+{
+	char buf[8192];
+	int n = cg_read_at(AT_FDCWD, "/proc/stat", buf, sizeof(buf));
+	if (n <= 0)
+		return -1;
+	const char *p = strstr(buf, "\nbtime ");
+	return p ? strtoll(p + 7, NULL, 10) : -1;
+}
+
+static bool cg_owner_alive(pid_t owner, int64_t created, int64_t btime)
+{
+	char path[64], buf[1024];
+	uint64_t start;
+	if (owner == getpid())
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)owner);
+	int n = cg_read_at(AT_FDCWD, path, buf, sizeof(buf));
+	if (n == -ENOENT || n == -ESRCH)
+		return false;
+	if (n <= 0 || btime < 0 || cg_parse_proc_start(buf, &start) < 0)
+		return true; /* cannot tell: leave it */
+	return cg_started_before(start, sysconf(_SC_CLK_TCK), btime, created);
+}
+
+static void cg_clean_dir(const char *dir, int64_t btime)
+{
+	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	int lfd = dup(dfd); /* fdopendir takes its fd over; dfd stays for the *at calls */
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!d) {
+		if (lfd >= 0)
+			close(lfd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		pid_t owner;
+		struct stat st;
+		if (de->d_type != DT_DIR || cg_name_parse(de->d_name, &owner) < 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (cg_owner_alive(owner, (int64_t)st.st_mtim.tv_sec, btime))
+			continue;
+		cleanup_close int fd = openat(dfd, de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		bool v2 = faccessat(fd, "cgroup.events", F_OK, 0) == 0;
+		cg_kill_dir(fd, v2 ? 2 : 1);
+		cg_wait_empty(fd, 200);
+		(void)unlinkat(dfd, de->d_name, AT_REMOVEDIR); /* still busy: the next start tries again */
+	}
+	closedir(d);
+}
+
+void cg_cleanup_stale(void)
+{
+	struct host_cgroups *hc = calloc(1, sizeof(*hc));
+	if (!hc)
+		return;
+	if (cg_detect(hc, NULL) < 0) {
+		free(hc);
+		return;
+	}
+	int64_t btime = cg_boot_time();
+	char path[PATH_MAX];
+	if (hc->v2.found && hc->v2.writable &&
+	    snprintf(path, sizeof(path), "%s/%s", hc->v2.dir, CG_V2_JOBS) < (int)sizeof(path))
+		cg_clean_dir(path, btime);
+	for (int c = 0; c < HOST_CG__COUNT; c++) {
+		const struct host_cg_hier *h = &hc->v1[c];
+		bool seen = false;
+		for (int p = 0; p < c; p++)
+			seen |= hc->v1[p].found && strcmp(hc->v1[p].dir, h->dir) == 0;
+		if (h->found && h->writable && !seen)
+			cg_clean_dir(h->dir, btime);
+	}
+	free(hc);
+}

@@ -1,0 +1,100 @@
+#!/bin/bash
+# fs.sh — the payload writes only to its workspace, /tmp and what it was given rw; secrets stay unseen.
+. "$(dirname "$0")/../lib.sh"
+
+m=$(al_marker)
+sh_in() { al_box -- /bin/sh -c "$1"; }
+
+# ---- writes outside the workspace fail. Host system paths are only ever probed with
+# `writable`, which opens for append (or access(W_OK) for a dir) and writes nothing, so
+# even a sandbox that failed completely could not damage the host through this test.
+# Real writes are aimed at --ro binds of our own temp dirs only (below).
+passwd_before=$(sha256sum /etc/passwd)
+# Permission is checked before the read-only mount for paths the payload does not own,
+# so EACCES is as good as EROFS here; the --ro canary below (0666 file in a 0777 dir)
+# is where only the read-only mount can say no.
+for target in /etc/passwd /usr/bin/env / /usr /etc /usr/bin /usr/lib /workspace/..; do
+	al_probe -- writable "$target"
+	al_assert_rc 1
+	case "$(al_kv writable)" in
+	EROFS | EACCES) al_pass "$target is not writable inside ($(al_kv writable))" ;;
+	*) al_fail "writability of $target inside: expected EROFS or EACCES, got '$(al_kv writable)'" ;;
+	esac
+done
+al_probe -- writable /proc/sys/kernel/hostname
+al_assert_rc 1
+al_assert_not_contains "$(al_kv writable)" OK "writability of /proc/sys/kernel/hostname inside"
+al_assert_eq "$(sha256sum /etc/passwd)" "$passwd_before" "host /etc/passwd"
+
+# A --ro bind of a world-writable dir: only the mount stops the write (EROFS), and the
+# host canary keeps its content.
+ro=$(al_tmpdir 0777)
+printf 'canary-%s\n' "$m" >"$ro/canary"
+chmod 0666 "$ro/canary"
+al_probe --ro "$ro:/data" -- write /data/canary clobbered
+al_assert_rc 1
+al_assert_eq "$(al_kv write)" EROFS "write into a --ro bind"
+al_probe --ro "$ro:/data" -- write /data/new clobbered
+al_assert_eq "$(al_kv write)" EROFS "create in a --ro bind"
+al_assert_eq "$(cat "$ro/canary")" "canary-$m" "host canary"
+[ ! -e "$ro/new" ] || al_fail "a file appeared in the host dir behind a --ro bind"
+# --ro SRC:DEST reads; --ro SRC alone binds at the same path.
+al_probe --ro "$ro:/data" -- read /data/canary
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "canary-$m" "read through --ro SRC:DEST"
+al_probe --ro "$ro" -- read "$ro/canary"
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "canary-$m" "read through --ro SRC"
+
+# ---- secrets: a 0600 host file is not visible, and not readable even when its dir is bound
+sec=$(al_tmpdir 0755)
+printf 'secret-%s\n' "$m" >"$sec/secret"
+chmod 0600 "$sec/secret"
+al_probe -- read "$sec/secret"
+al_assert_rc 1
+al_assert_eq "$(al_kv read)" ENOENT "read of a host secret by its host path"
+al_probe --ro "$sec:/sec" -- read /sec/secret
+al_assert_rc 1
+al_assert_not_contains "$AL_OUT" "secret-$m" "read of a bound 0600 secret"
+al_assert_eq "$(al_kv read)" EACCES "read of a bound 0600 root-owned secret"
+for p in /root /home /etc/shadow; do
+	al_probe -- ls "$p"
+	al_assert_rc 1
+	al_assert_eq "$(al_kv ls)" ENOENT "ls $p inside"
+done
+[ -d /root ] || al_fail "control: host has no /root"
+al_probe -- read /etc/passwd
+al_assert_contains "$AL_OUT" "sandbox:x:1000:1000:" "sandbox /etc/passwd"
+al_assert_not_contains "$AL_OUT" "$(head -n 3 /etc/passwd | tail -n 1)" "sandbox /etc/passwd (host entries)"
+
+# ---- /workspace and /tmp are writable, and thrown away afterwards
+# (Unique names: should /tmp inside ever be the host's, nothing of anyone else's is hit.)
+sh_in "$P write /workspace/$m.f ws-$m && $P read /workspace/$m.f && $P write /tmp/$m.f tmp-$m && $P read /tmp/$m.f"
+al_assert_rc 0
+al_assert_contains "$AL_OUT" "ws-$m" "/workspace round trip"
+al_assert_contains "$AL_OUT" "tmp-$m" "/tmp round trip"
+[ ! -e "/tmp/$m.f" ] || { rm -f "/tmp/$m.f"; al_fail "the sandbox's /tmp is the host's /tmp"; }
+al_probe -- read "/workspace/$m.f"
+al_assert_eq "$(al_kv read)" ENOENT "the previous run's /workspace file"
+al_probe -- read "/tmp/$m.f"
+al_assert_eq "$(al_kv read)" ENOENT "the previous run's /tmp file"
+al_probe -- status
+al_assert_eq "$(al_kv cwd)" /workspace "default cwd"
+
+# ---- --workdir DIR is bound rw at /workspace; files appear on the host, owned by the payload's host uid
+wd=$(al_tmpdir 0755)
+chown "$AL_PAYLOAD_HOST_UID" "$wd" 2>/dev/null || chmod 0777 "$wd"
+printf 'seed-%s\n' "$m" >"$wd/seed"
+chmod 0644 "$wd/seed"
+al_box --workdir "$wd" -- /bin/sh -c "$P read /workspace/seed && $P write /workspace/out.txt out-$m"
+al_assert_rc 0
+al_assert_contains "$AL_OUT" "seed-$m" "--workdir content inside"
+[ -f "$wd/out.txt" ] || al_fail "--workdir: /workspace/out.txt did not appear on the host"
+al_assert_eq "$(cat "$wd/out.txt")" "out-$m" "host copy of /workspace/out.txt"
+al_assert_eq "$(stat -c %u "$wd/out.txt")" "$AL_PAYLOAD_HOST_UID" "host owner of the payload's file"
+
+# ---- --rw SRC:DEST
+rw=$(al_tmpdir 0777)
+al_probe --rw "$rw:/out" -- write /out/x "rw-$m"
+al_assert_rc 0
+al_assert_eq "$(cat "$rw/x" 2>/dev/null)" "rw-$m" "host copy of a --rw write"

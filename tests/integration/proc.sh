@@ -1,0 +1,36 @@
+#!/bin/bash
+# proc.sh — the payload sees only its own pid namespace and cannot signal host processes.
+. "$(dirname "$0")/../lib.sh"
+
+# Control: on the host the probe lists many processes, among them this shell.
+host_pids=$("$AL_HOST_PROBE" pids)
+[ "$(printf '%s\n' "$host_pids" | wc -l)" -gt 10 ] || al_fail "control: host /proc lists too few pids"
+printf '%s\n' "$host_pids" | grep -qx "$$" || al_fail "control: host probe does not list this shell ($$)"
+
+al_probe -- pids
+al_assert_rc 0
+n=$(printf '%s\n' "$AL_OUT" | grep -c .)
+max=$(printf '%s\n' "$AL_OUT" | tail -n 1)
+al_log "pids inside: $(printf '%s\n' "$AL_OUT" | tr '\n' ' ')"
+[ "$n" -ge 1 ] && [ "$n" -le 3 ] || al_fail "expected 1..3 pids in the sandbox's /proc, got $n"
+[ "$max" -le 10 ] || al_fail "expected only low pids in the sandbox's /proc, highest is $max"
+al_assert_not_contains " $(printf '%s\n' "$AL_OUT" | tr '\n' ' ') " " $$ " "pids inside"
+al_pass "/proc inside shows only the sandbox's $n process(es)"
+
+# The payload is not pid 1 of its namespace's view only by accident: its own pid is listed.
+al_probe -- status
+al_assert_rc 0
+pid_inside=$(al_kv pid)
+[ "$pid_inside" -le 10 ] || al_fail "payload pid inside is $pid_inside, not a fresh namespace's"
+
+# Signals to host processes: this shell (SIGTERM would end the test) and a sleeper.
+al_bg sleep 60
+victim=$AL_BG_PID
+al_probe -- kill "$$" 15
+al_assert_rc 1
+al_assert_eq "$(al_kv kill)" ESRCH "kill of the test shell from inside"
+al_probe -- kill "$victim" 9
+al_assert_eq "$(al_kv kill)" ESRCH "kill of a host sleeper from inside"
+sleep 0.2
+kill -0 "$victim" 2>/dev/null || al_fail "the host sleeper $victim died"
+al_pass "host processes survived and were invisible (ESRCH)"

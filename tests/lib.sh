@@ -1,0 +1,531 @@
+# shellcheck shell=bash
+# lib.sh — harness sourced by every integration test: run modes, outer guard, temp dirs, assertions, listeners.
+#
+# A test is `. "$(dirname "$0")/../lib.sh"` followed by its body. Sourcing this file
+# happens twice per test:
+#   1. outer (AL_GUARDED unset): decide skip/run, make the per-test root dir under /tmp
+#      (marked), build the guard (a pids + memory cgroup when root), then re-run the
+#      same script inside the guard under `timeout -k 5 120` and wait. Afterwards it
+#      kills and reports anything still alive in the guard (a leak is a failure),
+#      removes the cgroups and the marked dir, and exits with the body's status.
+#   2. inner (AL_GUARDED=1): set up the run mode, traps, and return to the test body.
+#
+# Environment from CTest: AIRLOCK, AL_PROBE, AL_TEST_MODE (root|user), AL_SRC.
+# Optional: CI=true (an environment skip or a missing guard is a failure),
+# AL_KEEP=1 (keep temp dirs for debugging), AL_GUARD_TIMEOUT (seconds, default 120).
+#
+# Modes: "root" runs airlock as root (skip when we are not root). "user" runs it as an
+# unprivileged user: when we are root, as uid/gid 65534 via setpriv, from copies of the
+# binaries in a 0755 dir (the build dir may sit under an untraversable /root); when we
+# are not root, as ourselves.
+
+set -euo pipefail
+
+: "${AIRLOCK:?AIRLOCK must name the airlock binary}"
+: "${AL_PROBE:?AL_PROBE must name the al-probe binary}"
+AL_TEST_MODE=${AL_TEST_MODE:-root}
+# Absolute paths: the test body runs from its own temp dir.
+AIRLOCK=$(readlink -f "$AIRLOCK")
+AL_PROBE=$(readlink -f "$AL_PROBE")
+export AIRLOCK AL_PROBE
+AL_SCRIPT=$(readlink -f "$0")
+AL_NAME="$AL_TEST_MODE.$(basename "$AL_SCRIPT" .sh)"
+AL_PY=/usr/bin/python3
+[ -x "$AL_PY" ] || AL_PY=python3
+AL_MARK=.airlock-test
+# The unprivileged identity used in user mode when the harness runs as root.
+AL_NOBODY_UID=65534
+AL_NOBODY_GID=65534
+# Default id_base of `airlock run` as root; the payload (sandbox uid 1000) is id_base+1000.
+AL_ID_BASE=1879048192
+
+al_log() { printf '# %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------- temp dirs
+
+# Remove DIR only if it carries our marker, never crossing into another mount.
+al_rm_marked() {
+	local d=$1
+	[ -n "$d" ] && [ -d "$d" ] && [ -f "$d/$AL_MARK" ] || return 0
+	if [ -n "${AL_KEEP:-}" ]; then
+		al_log "keeping $d (AL_KEEP set)"
+		return 0
+	fi
+	rm -rf --one-file-system -- "$d" || al_log "could not fully remove $d"
+}
+
+# al_tmpdir [MODE]: print a fresh marked dir (default mode 0755, so the unprivileged
+# payload can reach it) under this test's root dir in /tmp.
+al_tmpdir() {
+	local d
+	d=$(mktemp -d "${AL_TEST_ROOT:-/tmp}/t.XXXXXX")
+	touch "$d/$AL_MARK"
+	chmod "${1:-0755}" "$d"
+	printf '%s\n' "$d"
+}
+
+# ---------------------------------------------------------------- skip / fail
+
+al_skip() {
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL: $AL_NAME: would skip, but CI=true makes environment skips errors: $*" >&2
+		exit 1
+	fi
+	echo "SKIP: $AL_NAME: $*" >&2
+	exit 77
+}
+
+# ---------------------------------------------------------------- outer guard (cgroups)
+
+# Path (relative to the hierarchy root) of our cgroup for a v1 controller, or for v2 ("").
+al_cg_rel() {
+	awk -F: -v c="$1" '
+		c == "" && $1 == "0" { print $3; exit }
+		c != "" { n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) { print $3; exit } }
+	' /proc/self/cgroup
+}
+
+al_write() { { printf '%s\n' "$2" >"$1"; } 2>/dev/null; }
+
+# Fill AL_GUARD_DIRS with freshly made cgroup dirs that limit pids and memory, or
+# print the reason and return 1. v2 when /sys/fs/cgroup is cgroup2 with both controllers,
+# else the v1 per-controller hierarchies (as on hybrid hosts).
+al_guard_setup() {
+	local name="airlock-test.$$.$RANDOM" fstype rel dir parent ctrl
+	AL_GUARD_DIRS=()
+	fstype=$(stat -f -c %T /sys/fs/cgroup 2>/dev/null || echo none)
+	if [ "$fstype" = cgroup2fs ]; then
+		rel=$(al_cg_rel "")
+		if [ "$rel" = / ]; then
+			parent=/sys/fs/cgroup
+			al_write "$parent/cgroup.subtree_control" "+pids +memory" ||
+				{ AL_GUARD_WHY="cannot enable pids+memory in the v2 root"; return 1; }
+		else
+			# A non-root cgroup holding processes (ours) cannot delegate controllers
+			# (no internal processes), so the guard becomes a sibling of our cgroup;
+			# our cgroup listing both controllers proves the parent delegates them.
+			parent=$(dirname "/sys/fs/cgroup$rel")
+			for ctrl in pids memory; do
+				grep -qw "$ctrl" "/sys/fs/cgroup$rel/cgroup.controllers" 2>/dev/null ||
+					{ AL_GUARD_WHY="v2 controller $ctrl not delegated to $rel"; return 1; }
+			done
+		fi
+		dir="$parent/$name"
+		mkdir "$dir" 2>/dev/null || { AL_GUARD_WHY="cannot mkdir $dir"; return 1; }
+		AL_GUARD_DIRS+=("$dir")
+		al_write "$dir/pids.max" 512 || { AL_GUARD_WHY="cannot set $dir/pids.max"; return 1; }
+		al_write "$dir/memory.max" 2G || { AL_GUARD_WHY="cannot set $dir/memory.max"; return 1; }
+		return 0
+	fi
+	for ctrl in pids memory; do
+		[ -f "/sys/fs/cgroup/$ctrl/cgroup.procs" ] ||
+			{ AL_GUARD_WHY="no v1 $ctrl hierarchy at /sys/fs/cgroup/$ctrl and no cgroup2 root"; return 1; }
+		rel=$(al_cg_rel "$ctrl")
+		[ -n "$rel" ] || { AL_GUARD_WHY="no $ctrl line in /proc/self/cgroup"; return 1; }
+		# A child of our own cgroup: the guard adds limits without escaping any outer ones.
+		dir="/sys/fs/cgroup/$ctrl${rel%/}/$name"
+		mkdir "$dir" 2>/dev/null || { AL_GUARD_WHY="cannot mkdir $dir"; return 1; }
+		AL_GUARD_DIRS+=("$dir")
+	done
+	al_write "${AL_GUARD_DIRS[0]}/pids.max" 512 || { AL_GUARD_WHY="cannot set pids.max"; return 1; }
+	al_write "${AL_GUARD_DIRS[1]}/memory.limit_in_bytes" 2G ||
+		{ AL_GUARD_WHY="cannot set memory.limit_in_bytes"; return 1; }
+	return 0
+}
+
+# Pids in the guard cgroups and any cgroups below them (airlock may make its own).
+al_guard_pids() {
+	local d
+	for d in "${AL_GUARD_DIRS[@]}"; do
+		[ -d "$d" ] && find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null
+	done | sort -un
+}
+
+# Kill whatever is left in the guard, remove it (deepest first). Prints leftovers and
+# returns 1 if anything was still alive: nothing may outlive its test.
+al_guard_teardown() {
+	local leftovers pid i d status=0
+	[ "${#AL_GUARD_DIRS[@]}" -gt 0 ] || return 0
+	leftovers=$(al_guard_pids)
+	if [ -n "$leftovers" ]; then
+		echo "FAIL: $AL_NAME: processes outlived the test in the guard cgroup:" >&2
+		for pid in $leftovers; do
+			printf '#   pid %s uid %s: %s\n' "$pid" \
+				"$(awk '/^Uid:/ {print $2}' "/proc/$pid/status" 2>/dev/null)" \
+				"$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" >&2
+		done
+		status=1
+	fi
+	for i in $(seq 50); do
+		leftovers=$(al_guard_pids)
+		[ -n "$leftovers" ] || break
+		for pid in $leftovers; do kill -KILL "$pid" 2>/dev/null || true; done
+		sleep 0.1
+	done
+	for d in "${AL_GUARD_DIRS[@]}"; do
+		[ -d "$d" ] || continue
+		find "$d" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null || true
+		rmdir "$d" 2>/dev/null || { al_log "could not remove cgroup $d"; status=1; }
+	done
+	return $status
+}
+
+al_outer_interrupted() {
+	trap - TERM INT HUP
+	echo "FAIL: $AL_NAME: interrupted; killing the test body" >&2
+	# The body's group: timeout's pid is its process group id (timeout calls setpgid).
+	[ -z "$AL_GUARD_CHILD" ] || kill -KILL -- "-$AL_GUARD_CHILD" "$AL_GUARD_CHILD" 2>/dev/null || true
+	al_guard_teardown || true
+	al_rm_marked "$AL_TEST_ROOT"
+	exit 143
+}
+
+al_outer() {
+	local rc=0 d
+	if [ "$AL_TEST_MODE" = root ] && [ "$(id -u)" != 0 ]; then
+		al_skip "root mode needs root"
+	fi
+	[ "$AL_TEST_MODE" = root ] || [ "$AL_TEST_MODE" = user ] ||
+		{ echo "FAIL: AL_TEST_MODE must be root or user, not '$AL_TEST_MODE'" >&2; exit 1; }
+	[ -x "$AIRLOCK" ] || { echo "FAIL: AIRLOCK=$AIRLOCK is not executable" >&2; exit 1; }
+	[ -x "$AL_PROBE" ] || { echo "FAIL: AL_PROBE=$AL_PROBE is not executable" >&2; exit 1; }
+
+	AL_TEST_ROOT=$(mktemp -d /tmp/airlock-test.XXXXXX)
+	touch "$AL_TEST_ROOT/$AL_MARK"
+	chmod 0755 "$AL_TEST_ROOT"
+	export AL_TEST_ROOT
+
+	AL_GUARD_DIRS=()
+	AL_GUARD_CHILD=""
+	# Interrupted (e.g. by CTest's timeout): still kill the body and whatever is in the
+	# guard, and clean up. The body runs in the background and we `wait`, because bash
+	# defers traps until a foreground child exits.
+	trap 'al_outer_interrupted' TERM INT HUP
+	if [ "$(id -u)" = 0 ] && ! al_guard_setup; then
+		al_guard_teardown || true
+		AL_GUARD_DIRS=()
+		if [ "${CI:-}" = true ]; then
+			echo "FAIL: $AL_NAME: cannot build the cgroup guard as root: $AL_GUARD_WHY" >&2
+			al_rm_marked "$AL_TEST_ROOT"
+			exit 1
+		fi
+		al_log "no cgroup guard ($AL_GUARD_WHY); running with the timeout only"
+	fi
+	[ "${#AL_GUARD_DIRS[@]}" = 0 ] || al_log "guard: ${AL_GUARD_DIRS[*]} (pids.max 512, memory 2G)"
+	(
+		trap - EXIT TERM INT HUP
+		for d in "${AL_GUARD_DIRS[@]}"; do
+			al_write "$d/cgroup.procs" "$BASHPID" ||
+				{ echo "FAIL: $AL_NAME: cannot move the test into the guard $d" >&2; exit 1; }
+		done
+		# shellcheck disable=SC2030 # only the re-run body is guarded
+		export AL_GUARDED=1
+		# timeout makes its own process group and signals all of it when time is up.
+		exec timeout -k 5 "${AL_GUARD_TIMEOUT:-120}" bash "$AL_SCRIPT"
+	) &
+	AL_GUARD_CHILD=$!
+	wait "$AL_GUARD_CHILD" || rc=$?
+	AL_GUARD_CHILD=""
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "FAIL: $AL_NAME: the test body hit the guard's ${AL_GUARD_TIMEOUT:-120}s timeout (rc $rc)" >&2
+		rc=1
+	fi
+	if ! al_guard_teardown && [ "$rc" = 0 ]; then
+		rc=1
+	fi
+	al_rm_marked "$AL_TEST_ROOT"
+	exit "$rc"
+}
+
+# ---------------------------------------------------------------- inner: run modes
+
+AL_BG_PIDS=()
+
+al_inner_cleanup() {
+	local pid d
+	for pid in "${AL_BG_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	for d in "$AL_TEST_ROOT"/t.*; do
+		al_rm_marked "$d"
+	done
+}
+
+al_inner() {
+	trap al_inner_cleanup EXIT
+	trap 'exit 143' TERM INT
+	cd "$AL_TEST_ROOT"
+
+	# The probe always comes from a 0755 copy so any payload uid can execute it; it is
+	# bound read-only at /probe inside the sandbox.
+	AL_PROBE_DIR="$AL_TEST_ROOT/probe"
+	mkdir -m 0755 "$AL_PROBE_DIR"
+	install -m 0755 "$AL_PROBE" "$AL_PROBE_DIR/al-probe"
+	AL_HOST_PROBE="$AL_PROBE_DIR/al-probe"
+	P=/probe/al-probe
+
+	AL_SETPRIV=()
+	AL_AIRLOCK_BIN=$AIRLOCK
+	if [ "$AL_TEST_MODE" = user ] && [ "$(id -u)" = 0 ]; then
+		command -v setpriv >/dev/null || al_skip "user mode as root needs setpriv"
+		mkdir -m 0755 "$AL_TEST_ROOT/bin"
+		install -m 0755 "$AIRLOCK" "$AL_TEST_ROOT/bin/airlock"
+		AL_AIRLOCK_BIN="$AL_TEST_ROOT/bin/airlock"
+		AL_SETPRIV=(setpriv "--reuid=$AL_NOBODY_UID" "--regid=$AL_NOBODY_GID" --clear-groups --)
+		AL_CALLER_UID=$AL_NOBODY_UID
+		AL_CALLER_GID=$AL_NOBODY_GID
+	else
+		AL_CALLER_UID=$(id -u)
+		AL_CALLER_GID=$(id -g)
+	fi
+	# The payload's uid as the host sees it (SPEC: id_base+1000 as root; the caller otherwise).
+	if [ "$AL_CALLER_UID" = 0 ]; then
+		AL_PAYLOAD_HOST_UID=$((AL_ID_BASE + 1000))
+		AL_PAYLOAD_HOST_GID=$((AL_ID_BASE + 1000))
+	else
+		AL_PAYLOAD_HOST_UID=$AL_CALLER_UID
+		AL_PAYLOAD_HOST_GID=$AL_CALLER_GID
+	fi
+	AL_RUN_N=0
+	al_log "$AL_NAME: airlock=$AL_AIRLOCK_BIN caller uid=$AL_CALLER_UID payload host uid=$AL_PAYLOAD_HOST_UID root=$AL_TEST_ROOT"
+}
+
+# al_airlock ARGS...: run airlock in the current mode (as root, or as the unprivileged user).
+al_airlock() {
+	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" "$@"
+}
+
+# al_run ARGS...: al_airlock with stdout/stderr captured; sets AL_RC, AL_OUT, AL_ERR
+# (and AL_OUT_FILE, AL_ERR_FILE, AL_CMD). Never trips `set -e`.
+al_run() {
+	AL_RUN_N=$((AL_RUN_N + 1))
+	AL_OUT_FILE="$AL_TEST_ROOT/run$AL_RUN_N.out"
+	AL_ERR_FILE="$AL_TEST_ROOT/run$AL_RUN_N.err"
+	AL_CMD="airlock $*"
+	AL_RC=0
+	al_airlock "$@" >"$AL_OUT_FILE" 2>"$AL_ERR_FILE" || AL_RC=$?
+	AL_OUT=$(cat "$AL_OUT_FILE")
+	AL_ERR=$(cat "$AL_ERR_FILE")
+	al_log "[$AL_RUN_N] $AL_CMD -> rc $AL_RC"
+}
+
+# al_box [AIRLOCK-OPTS...] -- CMD [ARGS...]: `airlock run` with the probe bound at /probe
+# (so CMD may be a shell that calls "$P" several times).
+al_box() {
+	local opts=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	al_run run --ro "$AL_PROBE_DIR:/probe" "${opts[@]}" -- "$@"
+}
+
+# al_probe [AIRLOCK-OPTS...] -- PROBE-ARGS...: `airlock run` of the probe itself.
+al_probe() {
+	local opts=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	al_box "${opts[@]}" -- "$P" "$@"
+}
+
+# ---------------------------------------------------------------- assertions
+
+al_dump_last() {
+	[ "${AL_RUN_N:-0}" -gt 0 ] || return 0
+	{
+		echo "# last run: $AL_CMD -> rc $AL_RC"
+		echo "# stdout (first 40 lines):"
+		head -n 40 "$AL_OUT_FILE" | cut -c1-300 | sed 's/^/#   /'
+		echo "# stderr (first 40 lines):"
+		head -n 40 "$AL_ERR_FILE" | cut -c1-300 | sed 's/^/#   /'
+	} >&2
+}
+
+al_fail() {
+	echo "FAIL: $AL_NAME: $*" >&2
+	al_dump_last
+	exit 1
+}
+
+al_pass() { printf 'ok: %s\n' "$*" >&2; }
+
+# al_assert_eq ACTUAL EXPECTED [WHAT]
+al_assert_eq() {
+	[ "$1" = "$2" ] || al_fail "${3:-value}: expected '$2', got '$1'"
+	al_pass "${3:-value} == '$2'"
+}
+
+# al_assert_contains HAYSTACK NEEDLE [WHAT] (fixed string)
+al_assert_contains() {
+	case "$1" in
+	*"$2"*) al_pass "${3:-text} contains '$2'" ;;
+	*) al_fail "${3:-text} does not contain '$2': '$(printf '%s' "$1" | head -c 500)'" ;;
+	esac
+}
+
+al_assert_not_contains() {
+	case "$1" in
+	*"$2"*) al_fail "${3:-text} contains '$2' but must not: '$(printf '%s' "$1" | head -c 500)'" ;;
+	*) al_pass "${3:-text} does not contain '$2'" ;;
+	esac
+}
+
+# al_assert_rc EXPECTED: exit status of the last al_run.
+al_assert_rc() { al_assert_eq "$AL_RC" "$1" "exit status of '$AL_CMD'"; }
+
+# al_kv KEY [TEXT]: value of the first "KEY=value" line of TEXT (default: last stdout).
+al_kv() {
+	printf '%s\n' "${2-$AL_OUT}" | awk -v k="$1" 'index($0, k "=") == 1 { print substr($0, length(k) + 2); exit }'
+}
+
+# al_json_get FILE_OR_STRING KEY.PATH: print a value of a JSON document. Strings print
+# raw; null/true/false as such; numbers, objects and lists as JSON. A missing key or bad
+# JSON is an error (status 1, message on stderr). List indexes are numbers ("a.0.b").
+al_json_get() {
+	AL_J_SRC=$1 AL_J_PATH=$2 "$AL_PY" -c '
+import json, os, sys
+src, path = os.environ["AL_J_SRC"], os.environ["AL_J_PATH"]
+try:
+    text = open(src).read() if os.path.isfile(src) else src
+    v = json.loads(text)
+except Exception as e:
+    sys.exit("al_json_get: not JSON (%s): %r" % (e, src[:200]))
+for part in filter(None, path.split(".")):
+    if isinstance(v, list) and part.isdigit() and int(part) < len(v):
+        v = v[int(part)]
+    elif isinstance(v, dict) and part in v:
+        v = v[part]
+    else:
+        sys.exit("al_json_get: no key %r (path %s)" % (part, path))
+print(v if isinstance(v, str) else json.dumps(v))
+'
+}
+
+# al_json_type FILE_OR_STRING KEY.PATH: one of str int float bool null object list.
+al_json_type() {
+	AL_J_SRC=$1 AL_J_PATH=$2 "$AL_PY" -c '
+import json, os, sys
+src, path = os.environ["AL_J_SRC"], os.environ["AL_J_PATH"]
+text = open(src).read() if os.path.isfile(src) else src
+v = json.loads(text)
+for part in filter(None, path.split(".")):
+    if isinstance(v, list) and part.isdigit() and int(part) < len(v):
+        v = v[int(part)]
+    elif isinstance(v, dict) and part in v:
+        v = v[part]
+    else:
+        print("missing"); sys.exit(0)
+names = {bool: "bool", int: "int", float: "float", str: "str", type(None): "null", dict: "object", list: "list"}
+print(names[type(v)])
+'
+}
+
+# ---------------------------------------------------------------- host-side observers
+
+# al_bg CMD...: run CMD in the background, killed at exit; sets AL_BG_PID.
+al_bg() {
+	"$@" &
+	AL_BG_PID=$!
+	AL_BG_PIDS+=("$AL_BG_PID")
+}
+
+# al_listen LOG: a TCP and a UDP listener on 127.0.0.1 (random ports) that append one
+# line per event to LOG ("tcp-accept ...", "tcp-data N", "udp N ..."). Sets
+# AL_LISTEN_TCP, AL_LISTEN_UDP, AL_LISTEN_PID. Stop with al_listen_stop.
+al_listen() {
+	local log=$1 ready="$1.ready" i
+	: >"$log"
+	al_bg "$AL_PY" -c '
+import os, select, socket, sys
+log = open(sys.argv[1], "a", buffering=1)
+t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+t.bind(("127.0.0.1", 0)); t.listen(16)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", 0))
+with open(sys.argv[2] + ".tmp", "w") as f:
+    f.write("%d %d\n" % (t.getsockname()[1], u.getsockname()[1]))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+conns = []
+while True:
+    r, _, _ = select.select([t, u] + conns, [], [])
+    for s in r:
+        if s is t:
+            c, a = t.accept(); conns.append(c); log.write("tcp-accept %s:%d\n" % a)
+        elif s is u:
+            d, a = u.recvfrom(65536); log.write("udp %d %s:%d\n" % ((len(d),) + a))
+        else:
+            d = s.recv(65536)
+            if d:
+                log.write("tcp-data %d\n" % len(d))
+            else:
+                conns.remove(s); s.close()
+' "$log" "$ready"
+	AL_LISTEN_PID=$AL_BG_PID
+	for i in $(seq 100); do
+		[ -s "$ready" ] && break
+		sleep 0.05
+	done
+	[ -s "$ready" ] || al_fail "listener did not start"
+	read -r AL_LISTEN_TCP AL_LISTEN_UDP <"$ready"
+	al_log "listening on 127.0.0.1 tcp $AL_LISTEN_TCP udp $AL_LISTEN_UDP, log $log"
+}
+
+al_listen_stop() {
+	kill -KILL "$AL_LISTEN_PID" 2>/dev/null || true
+	wait "$AL_LISTEN_PID" 2>/dev/null || true
+}
+
+# al_marker: a unique word (<= 15 chars, so it also fits a process's comm).
+al_marker() { printf 'alm%05d%05d\n' "$(($$ % 100000))" "$RANDOM"; }
+
+# al_marker_pids MARKER: host pids (not ours) whose cmdline or comm contains MARKER,
+# one "pid comm" per line. The marker travels in the environment so that the scanner's
+# own cmdline does not match.
+al_marker_pids() {
+	AL_M=$1 AL_SELF=$$ "$AL_PY" -c '
+import os
+m, me = os.environ["AL_M"].encode(), os.getpid()
+for p in os.listdir("/proc"):
+    if not p.isdigit() or int(p) == me:
+        continue
+    try:
+        cmd = open("/proc/%s/cmdline" % p, "rb").read()
+        comm = open("/proc/%s/comm" % p, "rb").read().strip()
+    except OSError:
+        continue
+    if m in cmd or m in comm:
+        print(p, comm.decode(errors="replace"))
+'
+}
+
+# al_wait_marker_gone MARKER SECONDS: 0 once no process carries MARKER; 1 (and prints
+# the survivors) if some still do after SECONDS.
+al_wait_marker_gone() {
+	local deadline left
+	deadline=$(($(date +%s%N) + ${2%.*} * 1000000000 + 500000000))
+	while :; do
+		left=$(al_marker_pids "$1")
+		[ -z "$left" ] && return 0
+		[ "$(date +%s%N)" -lt "$deadline" ] || break
+		sleep 0.1
+	done
+	al_log "still alive with marker $1: $left"
+	return 1
+}
+
+# al_host_uid PID: real uid of a host process (first field of its Uid: line).
+al_host_uid() { awk '/^Uid:/ { print $2 }' "/proc/$1/status"; }
+
+# ---------------------------------------------------------------- entry
+
+# shellcheck disable=SC2031
+if [ -z "${AL_GUARDED:-}" ]; then
+	al_outer
+fi
+al_inner
