@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # test.sh — sets up, builds and runs the whole test suite: unit and integration tests (as root and
-# as an unprivileged user), then the same suite again under AddressSanitizer and UBSan.
+# as an unprivileged user) on this host, again in a qemu VM with a pure cgroup v2 layout and
+# Landlock ABI 2, then once more under AddressSanitizer and UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 BUILD_DIR=build bash scripts/build.sh
-ctest --test-dir build --output-on-failure --no-tests=error
+# On this host (as root and as an unprivileged user), then in a qemu VM with pure cgroup v2.
+ctest --test-dir build --output-on-failure --no-tests=error -LE vm
+ctest --test-dir build --output-on-failure --no-tests=error -L vm
 BUILD_DIR=build-asan bash scripts/build.sh -DAIRLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure --no-tests=error
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -LE vm

@@ -132,8 +132,8 @@ int cg_v2_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct c
 		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)lim->memory_bytes);
 		if ((r = cg_write_at(dirfd, "memory.max", buf)) < 0)
 			return al_err_sys(err, -r, "memory.max %s", buf);
-		/* Without swap accounting (no memory.swap.max) there is no swap to escape to
-		 * through this cgroup's accounting either way; with it, swap is closed. */
+		/* Swap off. Without swap accounting (no memory.swap.max: swapaccount=0 or no
+		 * CONFIG_MEMCG_SWAP) the cgroup cannot bound swap; memory.max still bounds RAM. */
 		r = cg_write_at(dirfd, "memory.swap.max", "0");
 		if (r < 0 && r != -ENOENT)
 			return al_err_sys(err, -r, "memory.swap.max 0");

@@ -119,6 +119,27 @@ static void build_each_profile(void **state)
 	}
 }
 
+/* The second build of a variant comes from the memo: the same program, in its own buffer. */
+static void build_memo_copies(void **state)
+{
+	struct sc_filter a, b;
+	assert_int_equal(sc_build(&STRICT, &a, NULL), 0);
+	assert_int_equal(sc_build(&STRICT, &b, NULL), 0);
+	assert_int_equal(a.prog.len, b.prog.len);
+	assert_ptr_not_equal(a.prog.filter, b.prog.filter);
+	assert_memory_equal(a.prog.filter, b.prog.filter, a.prog.len * sizeof(struct sock_filter));
+	sc_free(&a);
+	assert_int_equal(errno_under(&STRICT, CALL(SYS_close, (unsigned long)-1)), EBADF);
+	sc_free(&b);
+	/* Options select different programs. */
+	assert_int_equal(sc_build(&DEFAULT, &a, NULL), 0);
+	assert_int_equal(sc_build(&DEFAULT_INET, &b, NULL), 0);
+	assert_true(a.prog.len != b.prog.len ||
+		    memcmp(a.prog.filter, b.prog.filter, a.prog.len * sizeof(struct sock_filter)) != 0);
+	sc_free(&a);
+	sc_free(&b);
+}
+
 static void build_off_is_empty(void **state)
 {
 	struct sc_filter f;
@@ -357,6 +378,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(build_each_profile),
+		cmocka_unit_test(build_memo_copies),
 		cmocka_unit_test(build_off_is_empty),
 		cmocka_unit_test(build_unknown_profile),
 		cmocka_unit_test(load_refuses_missing_filter),

@@ -9,7 +9,7 @@
  * What a system call gets, in the order the program decides it:
  *
  *   1. arch is not AUDIT_ARCH_X86_64 (int 0x80, the i386 ABI)      KILL_PROCESS  (prologue)
- *      nr in the x32 range (__X32_SYSCALL_BIT set)                 KILL_PROCESS  (prologue)
+ *      nr in the x32 range (bit 30, __X32_SYSCALL_BIT, set)        KILL_PROCESS  (prologue)
  *      nr "negative" (bit 31 set, e.g. syscall(-1))                ENOSYS        (prologue)
  *   2. nr above the horizon: newer than this libseccomp knows, or  ENOSYS        (prologue)
  *      than SC_REVIEWED_MAX, the last number these tables were reviewed against
@@ -55,6 +55,7 @@
 #include <linux/audit.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -73,9 +74,7 @@
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
-#ifndef __X32_SYSCALL_BIT
-#define __X32_SYSCALL_BIT 0x40000000
-#endif
+#define SC_X32_BIT 0x40000000U /* the kernel's __X32_SYSCALL_BIT */
 
 /* The highest x86_64 system call number the tables below were reviewed against
  * (469 = file_setattr, Linux 6.17). Raise it only after classifying every new call. */
@@ -204,7 +203,8 @@ static const struct {
 } personalities[] = {{0x0, IN_BOTH}, {0xffffffff, IN_BOTH}, {0x8, IN_DEFAULT}, {0x20000, IN_DEFAULT},
 		     {0x20008, IN_DEFAULT}};
 
-/* Resolved first in a linear (non-tree) filter, and harmless to rank where the tree ignores it. */
+/* Tested first when the filter is linear (a libseccomp without the binary tree); the
+ * tree ignores priorities (its output is identical with or without them). */
 static const char *const hot[] = {"read", "write", "openat", "close", "fstat", "newfstatat", "mmap",
 				  "munmap", "futex", "epoll_wait", "epoll_pwait", "lseek", "ioctl"};
 
@@ -342,9 +342,16 @@ static int add_rules(scmp_filter_ctx ctx, int h, const struct sc_options *o, str
 {
 	unsigned in = profile_bit(o->profile);
 	int r;
-	for (size_t i = 0; i < AL_ARRAY_SIZE(allowed); i++)
-		if ((allowed[i].in & in) && (r = rule(ctx, h, SCMP_ACT_ALLOW, allowed[i].name, 0, NULL, err)) < 0)
+	for (size_t i = 0; i < AL_ARRAY_SIZE(allowed); i++) {
+		const char *name = allowed[i].name;
+		/* A table slip must not open a hole: libseccomp would keep an unconditional
+		 * allow and silently drop the argument filters of the same call. */
+		if (in_list(denied_always, AL_ARRAY_SIZE(denied_always), name) ||
+		    in_list(arg_filtered, AL_ARRAY_SIZE(arg_filtered), name))
+			return al_err(err, EINVAL, "seccomp: %s is both in the allowlist and denied or filtered", name);
+		if ((allowed[i].in & in) && (r = rule(ctx, h, SCMP_ACT_ALLOW, name, 0, NULL, err)) < 0)
 			return r;
+	}
 	for (size_t i = 0; i < AL_ARRAY_SIZE(denied_always); i++) {
 		const char *name = denied_always[i];
 		uint32_t action = is_io_uring(name) && o->allow_io_uring ? SCMP_ACT_ALLOW
@@ -373,10 +380,11 @@ static int configure(scmp_filter_ctx ctx, struct al_error *err)
 	if (seccomp_arch_native() != SCMP_ARCH_X86_64 || seccomp_arch_exist(ctx, SCMP_ARCH_X86_64) != 0)
 		return al_err(err, ENOTSUP, "seccomp: filters are built for the x86_64 ABI only");
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	if (r == 0)
-		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r < 0)
-		return al_err(err, -r, "seccomp: setting filter attributes: %s", strerror(-r));
+		return al_err(err, -r, "seccomp: setting the bad-architecture action: %s", strerror(-r));
+	/* A binary tree over syscall numbers (libseccomp ≥ 2.5). Without it the filter is a
+	 * linear chain with the hot calls first: slower for uncached calls, equally strict. */
+	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	return 0;
 }
 
@@ -394,7 +402,7 @@ static void put_prologue(struct sock_filter *p, uint32_t horizon)
 		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, TO(1, KILL)),
 		/* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, TO(3, 5)),
+		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SC_X32_BIT, 0, TO(3, 5)),
 		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x80000000U, TO(4, NOSYS), TO(4, KILL)),
 		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, horizon, TO(5, NOSYS), 0),
 		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, TO(6, OUT)),
@@ -444,7 +452,71 @@ static int export_bpf(scmp_filter_ctx ctx, int horizon, struct sock_fprog *prog,
 	return 0;
 }
 
+/* ---- a memo of compiled programs --------------------------------------------------- */
+
+/* Compiling costs about 1.4 ms of libseccomp work and depends only on the three options,
+ * so a long-lived process (airlock serve, a warm pool) compiles each variant once. At most
+ * 8 programs of a few KiB each, kept for the life of the process. */
+static struct {
+	pthread_mutex_t lock;
+	struct sock_filter *code[8];
+	unsigned short len[8];
+} memo = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static unsigned memo_key(const struct sc_options *o)
+{
+	return (o->profile == AL_SECCOMP_STRICT ? 1u : 0u) | (o->allow_inet ? 2u : 0u) | (o->allow_io_uring ? 4u : 0u);
+}
+
+/* Copies a remembered program into prog; false if there is none (or no memory for the copy). */
+static bool memo_get(unsigned key, struct sock_fprog *prog)
+{
+	pthread_mutex_lock(&memo.lock);
+	size_t bytes = memo.len[key] * sizeof(struct sock_filter);
+	struct sock_filter *copy = memo.code[key] ? malloc(bytes) : NULL;
+	if (copy) {
+		memcpy(copy, memo.code[key], bytes);
+		prog->filter = copy;
+		prog->len = memo.len[key];
+	}
+	pthread_mutex_unlock(&memo.lock);
+	return copy != NULL;
+}
+
+static void memo_put(unsigned key, const struct sock_fprog *prog)
+{
+	size_t bytes = prog->len * sizeof(struct sock_filter);
+	struct sock_filter *copy = malloc(bytes);
+	if (!copy)
+		return; /* only a missed shortcut */
+	memcpy(copy, prog->filter, bytes);
+	pthread_mutex_lock(&memo.lock);
+	if (!memo.code[key]) {
+		memo.code[key] = steal_ptr(copy);
+		memo.len[key] = prog->len;
+	}
+	pthread_mutex_unlock(&memo.lock);
+	free(copy);
+}
+
 /* ---- the module's interface ------------------------------------------------------ */
+
+static int compile(const struct sc_options *o, struct sock_fprog *prog, struct al_error *err)
+{
+	int horizon = sc_horizon();
+	if (horizon < 0)
+		return al_err(err, ENOSYS, "seccomp: this libseccomp knows no x86_64 system call");
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+	if (!ctx)
+		return al_err(err, ENOMEM, "seccomp: seccomp_init failed");
+	int r = configure(ctx, err);
+	if (r == 0)
+		r = add_rules(ctx, horizon, o, err);
+	if (r == 0)
+		r = export_bpf(ctx, horizon, prog, err);
+	seccomp_release(ctx);
+	return r;
+}
 
 int sc_build(const struct sc_options *o, struct sc_filter *f, struct al_error *err)
 {
@@ -459,18 +531,12 @@ int sc_build(const struct sc_options *o, struct sc_filter *f, struct al_error *e
 	default:
 		return al_err(err, EINVAL, "seccomp: unknown profile %d", (int)o->profile);
 	}
-	int horizon = sc_horizon();
-	if (horizon < 0)
-		return al_err(err, ENOSYS, "seccomp: this libseccomp knows no x86_64 system call");
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
-	if (!ctx)
-		return al_err(err, ENOMEM, "seccomp: seccomp_init failed");
-	int r = configure(ctx, err);
+	unsigned key = memo_key(o);
+	if (memo_get(key, &f->prog))
+		return 0;
+	int r = compile(o, &f->prog, err);
 	if (r == 0)
-		r = add_rules(ctx, horizon, o, err);
-	if (r == 0)
-		r = export_bpf(ctx, horizon, &f->prog, err);
-	seccomp_release(ctx);
+		memo_put(key, &f->prog);
 	return r;
 }
 

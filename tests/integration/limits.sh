@@ -1,0 +1,64 @@
+#!/bin/bash
+# limits.sh — cgroup limits hold against a fork bomb, a memory bomb and a CPU spin, the disk
+# cap holds against a fill, and the verdict accounts for each; where this mode has no usable
+# cgroup, an explicitly requested limit is refused (exit 125), never silently dropped.
+. "$(dirname "$0")/../lib.sh"
+
+j() { al_json_get "$AL_OUT" "$1"; }
+
+al_run run --json -- /bin/true
+al_assert_rc 0
+cgroup=$(al_json_type "$AL_OUT" enforced.cgroup)
+
+if [ "$cgroup" != object ]; then
+	# ---- no cgroup for this caller: explicit limits must be refused, naming the controller.
+	al_log "no usable cgroup in mode $AL_TEST_MODE: checking that explicit limits are refused"
+	for opt in "--memory 64M" "--pids 32" "--cpus 0.5"; do
+		# shellcheck disable=SC2086
+		al_run run $opt -- /bin/true
+		al_assert_rc 125
+		al_assert_contains "$AL_ERR" "cgroup" "refusal of $opt"
+	done
+	al_run run --require cgroup-memory -- /bin/true
+	al_assert_rc 125
+	al_pass "explicit cgroup limits are refused where they cannot be enforced"
+else
+	# ---- fork bomb: stops at the pids limit, the verdict says so, the host never sees it.
+	al_probe --pids 64 --time 20 --json -- forkloop 5000 1
+	al_assert_eq "$(j status)" exited "fork bomb status"
+	al_assert_contains "$(j stdout.data)" "fork=EAGAIN" "fork bomb hit EAGAIN"
+	forked=$(j stdout.data | sed -n 's/^forked=//p')
+	[ "$forked" -lt 64 ] || al_fail "fork bomb made $forked processes under --pids 64"
+	al_assert_eq "$(j pids_limit_hit)" true "verdict pids_limit_hit"
+	al_pass "fork bomb stopped after $forked forks"
+
+	# ---- memory bomb: the OOM killer ends it at the limit; status oom, peak near the limit.
+	al_run run --memory 64M --time 30 --json -- /usr/bin/python3 -c '
+a = []
+while True:
+    a.append(bytearray(1 << 20))'
+	al_assert_rc 137
+	al_assert_eq "$(j status)" oom "memory bomb status"
+	[ "$(j oom_kills)" -ge 1 ] || al_fail "oom_kills is $(j oom_kills)"
+	peak=$(j peak_memory_bytes)
+	[ "$peak" -ge $((48 << 20)) ] && [ "$peak" -le $((72 << 20)) ] ||
+		al_fail "peak memory $peak is not near the 64M limit"
+	al_pass "memory bomb: oom, peak $((peak >> 20)) MiB"
+
+	# ---- CPU bandwidth: half a CPU for a 2 s spin gives about 1 s of CPU time.
+	al_run run --cpus 0.5 --json -- /usr/bin/timeout 2 /bin/sh -c 'while :; do :; done'
+	al_assert_eq "$(j enforced.cgroup.cpu)" true "cpu limit enforced"
+	ratio=$(python3 -c "import json,sys; v=json.loads(sys.argv[1]); print(round((v['cpu_user_s']+v['cpu_system_s'])/v['wall_time_s'],2))" "$AL_OUT")
+	python3 -c "import sys; r=float(sys.argv[1]); sys.exit(0 if 0.35 <= r <= 0.65 else 1)" "$ratio" ||
+		al_fail "--cpus 0.5: CPU time / wall time = $ratio"
+	al_pass "--cpus 0.5: CPU/wall = $ratio"
+fi
+
+# ---- disk: /workspace and /tmp stop at --disk with ENOSPC (tmpfs: nothing reaches the host disk).
+for dir in /workspace /tmp; do
+	al_run run --disk 8M --json -- /bin/sh -c "head -c 12582912 /dev/zero > $dir/fill; echo rc=\$?; stat -c size=%s $dir/fill"
+	al_assert_contains "$(j stderr.data)" "No space left on device" "filling $dir"
+	size=$(j stdout.data | sed -n 's/^size=//p')
+	[ "$size" -le $((8 << 20)) ] || al_fail "$dir holds $size bytes under --disk 8M"
+	al_pass "$dir stopped at $size bytes under --disk 8M"
+done
