@@ -1,0 +1,67 @@
+#!/bin/bash
+# layers.sh — Landlock holds where mounts and permissions alone would not, the verdict names the
+# ABI and rule sets applied, and the --require floor refuses (exit 125) what cannot be enforced.
+. "$(dirname "$0")/../lib.sh"
+
+j() { al_json_get "$AL_OUT" "$1"; }
+
+al_run check --json
+abi=$(al_json_get "$AL_OUT" landlock.abi)
+[ "$abi" -gt 7 ] && abi=7
+al_log "kernel Landlock ABI: $abi"
+
+# ---- the verdict reports what was applied, per ABI
+al_run run --json -- /bin/true
+al_assert_rc 0
+if [ "$abi" -ge 1 ]; then
+	al_assert_eq "$(j enforced.landlock.abi)" "$abi" "enforced.landlock.abi"
+	al_assert_eq "$(j enforced.landlock.fs)" true "enforced.landlock.fs"
+	want_net=false want_scope=false
+	[ "$abi" -ge 4 ] && want_net=true
+	[ "$abi" -ge 6 ] && want_scope=true
+	al_assert_eq "$(j enforced.landlock.net)" "$want_net" "enforced.landlock.net"
+	al_assert_eq "$(j enforced.landlock.scoped)" "$want_scope" "enforced.landlock.scoped"
+else
+	al_assert_eq "$(j enforced.landlock)" false "enforced.landlock without kernel support"
+fi
+al_assert_eq "$(j enforced.seccomp)" default "enforced.seccomp"
+
+# ---- Landlock refuses a write that the mount (rw procfs) and DAC (the file is the payload's own)
+# both allow: raising one's own oom_score_adj. The control run without Landlock succeeds.
+al_probe --landlock off -- write /proc/self/oom_score_adj 500
+al_assert_rc 0
+if [ "$abi" -ge 1 ]; then
+	al_probe -- write /proc/self/oom_score_adj 500
+	al_assert_rc 1
+	al_assert_eq "$(al_kv write)" EACCES "Landlock on a write the mount allows"
+	al_pass "Landlock refused a write that mount and permissions allow"
+fi
+
+# ---- from ABI 4, TCP connect is refused by Landlock before routing is even looked at (EACCES),
+# where the empty network namespace alone says ENETUNREACH. The seccomp filter is off here so
+# the socket can be created at all.
+if [ "$abi" -ge 4 ]; then
+	al_probe --seccomp off -- connect 127.0.0.1 9
+	al_assert_eq "$(al_kv connect)" EACCES "TCP connect under Landlock ABI $abi"
+fi
+al_probe --seccomp off --landlock off -- connect 127.0.0.1 9
+al_assert_eq "$(al_kv connect)" ENETUNREACH "TCP connect in the empty network namespace alone"
+
+# ---- the floor
+al_run run --require "landlock>=$((abi + 1))" -- /bin/true
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "landlock>=$((abi + 1))" "floor above the kernel's Landlock ABI"
+al_run run --require landlock --landlock off -- /bin/true
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "landlock" "floor with Landlock switched off"
+al_run run --require seccomp --seccomp off -- /bin/true
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "seccomp" "floor with seccomp switched off"
+al_run run --require no-such-layer -- /bin/true
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "unknown layer 'no-such-layer'" "unknown layer"
+if [ "$abi" -ge 1 ]; then
+	al_run run --require "userns,netns,seccomp,landlock>=$abi" -- /bin/true
+	al_assert_rc 0
+fi
+al_pass "the floor refuses what cannot be enforced"
