@@ -4,7 +4,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev
       python3 python3-numpy perl bash util-linux uidmap iproute2 time procps
-      bubblewrap hyperfine man-db)
+      bubblewrap hyperfine man-db ruby php-cli)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 
 missing=()
