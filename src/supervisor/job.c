@@ -92,6 +92,12 @@ static int job_arm(struct al_job *j)
 	return r;
 }
 
+/* A limit the caller set to a value (not "none"): it must be enforced or refused. */
+static bool explicit_limit(const struct al_policy *p, enum al_limit l)
+{
+	return (p->limits_set & (1u << l)) && p->limits[l] != AL_UNLIMITED;
+}
+
 /* The job's cgroup: explicitly set limits and the floor's cgroup layers are required, the
  * defaults are applied where the host allows and reported either way. */
 static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_error *err)
@@ -100,9 +106,9 @@ static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_err
 		.memory_bytes = p->limits[AL_LIMIT_MEMORY],
 		.pids = p->limits[AL_LIMIT_PIDS],
 		.cpu_millis = p->limits[AL_LIMIT_CPUS],
-		.need_memory = (p->limits_set & (1u << AL_LIMIT_MEMORY)) || (p->require & REQ_CGROUP_MEMORY),
-		.need_pids = (p->limits_set & (1u << AL_LIMIT_PIDS)) || (p->require & REQ_CGROUP_PIDS),
-		.need_cpu = (p->limits_set & (1u << AL_LIMIT_CPUS)) || (p->require & REQ_CGROUP_CPU),
+		.need_memory = explicit_limit(p, AL_LIMIT_MEMORY) || (p->require & REQ_CGROUP_MEMORY),
+		.need_pids = explicit_limit(p, AL_LIMIT_PIDS) || (p->require & REQ_CGROUP_PIDS),
+		.need_cpu = explicit_limit(p, AL_LIMIT_CPUS) || (p->require & REQ_CGROUP_CPU),
 	};
 	if ((p->require & REQ_CGROUP_CPU) && lim.cpu_millis == AL_UNLIMITED)
 		return al_err(err, EINVAL, "--require cgroup-cpu needs a --cpus limit");

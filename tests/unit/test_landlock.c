@@ -509,7 +509,7 @@ static void test_default_paths(void **state)
 		const char *path;
 		bool writable, optional;
 	} want[] = {
-		{"/usr", false, false},	     {"/etc", false, false},	 {"/proc", false, false},
+		{"/", false, false},	     {"/usr", false, false},	 {"/etc", false, false},	 {"/proc", false, false},
 		{"/dev", false, false},	     {"/lib", false, true},	 {"/bin", false, true},
 		{"/workspace", true, false}, {"/tmp", true, false},	 {"/dev/pts", true, false},
 		{"/dev/null", true, true},   {"/dev/urandom", true, true}, {"/dev/tty", true, true},
@@ -536,7 +536,7 @@ static void test_default_paths(void **state)
 		if (!ok)
 			fail_msg("%s is writable", v[i].path);
 	}
-	assert_int_equal(n, 20 + 3);
+	assert_int_equal(n, 21 + 3); /* "/" and the 20 layout paths, then the binds */
 	assert_ptr_equal(v[n - 1].path, rw[1]); /* borrowed, not copied */
 	free(v);
 	assert_int_equal(ll_default_paths(&v, &n, NULL, 0, NULL, 0), 0);

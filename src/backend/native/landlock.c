@@ -243,8 +243,11 @@ int ll_restrict(int ruleset_fd)
  * writing. /dev/shm is a symlink to /tmp, covered by the /tmp rule. /dev/ptmx is one to
  * pts/ptmx there (the /dev/pts rule covers it); its own rule is for layouts where it is a
  * device node. /dev/fd and /dev/std* go through /proc/self/fd to the real file, whose own
- * rule decides (pipes and sockets are outside Landlock's reach). */
+ * rule decides (pipes and sockets are outside Landlock's reach). The root itself is
+ * airlock's own read-only tmpfs of mount points and the generated layout: reading it lets
+ * programs list / (ls, find, os.walk) and reaches nothing the sandbox was not given. */
 static const struct ll_path default_paths[] = {
+	{"/", false, false},
 	{"/usr", false, false},	      {"/bin", false, true},	     {"/sbin", false, true},
 	{"/lib", false, true},	      {"/lib32", false, true},	     {"/lib64", false, true},
 	{"/libx32", false, true},     {"/etc", false, false},	     {"/proc", false, false},

@@ -222,7 +222,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	out->status_fd = steal_fd(status_p[0]);
 	out->enforced_json = enforced_json(p, &c.map, &layers);
 	out->backend = "native";
-	out->seccomp_kills = layers.seccomp.prog.len && p->seccomp == AL_SECCOMP_STRICT;
+	/* Every profile kills foreign-ABI calls (and strict kills its always-denied calls). */
+	out->seccomp_kills = layers.seccomp.prog.len > 0;
 	r = 0;
 out:
 	if (pidfd >= 0)
