@@ -262,6 +262,7 @@ al_inner() {
 	AL_PROBE_DIR="$AL_TEST_ROOT/probe"
 	mkdir -m 0755 "$AL_PROBE_DIR"
 	install -m 0755 "$AL_PROBE" "$AL_PROBE_DIR/al-probe"
+	[ -z "${AL_TRY_SYSCALL:-}" ] || install -m 0755 "$AL_TRY_SYSCALL" "$AL_PROBE_DIR/al-try-syscall"
 	AL_HOST_PROBE="$AL_PROBE_DIR/al-probe"
 	P=/probe/al-probe
 
