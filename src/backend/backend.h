@@ -23,6 +23,8 @@ struct be_proc {
 	char *enforced_json; /* malloc'd JSON object: each protection actually applied */
 	const char *backend; /* static name */
 	bool seccomp_kills;  /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
+	int kill_signal;     /* what ends the whole job when sent to pid (SIGKILL to a pid-ns init) */
+	char *cleanup_dir;   /* malloc'd: a host directory the job used, removed after it */
 };
 
 /* The native backend: our own namespaces (backend/native). */

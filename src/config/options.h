@@ -29,6 +29,7 @@ enum opt_id {
 	OPT_SECCOMP,
 	OPT_LANDLOCK,
 	OPT_REQUIRE,
+	OPT_FALLBACK,
 	/* Front-end options: how to report, not what the sandbox is. */
 	OPT_STREAM,
 	OPT_JSON,

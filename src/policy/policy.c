@@ -459,3 +459,10 @@ int al_policy_require(struct al_policy *p, const char *spec, struct al_error *er
 	p->require_landlock_abi = abi;
 	return 0;
 }
+
+int al_policy_allow_fallback(struct al_policy *p, bool allow, struct al_error *err)
+{
+	(void)err;
+	p->fallback = allow;
+	return 0;
+}

@@ -19,6 +19,7 @@
 #include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 
 
 static double since(const struct timespec *t0)
@@ -129,6 +130,7 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 	if (!j)
 		return al_err(err, ENOMEM, "out of memory");
 	j->timerfd = j->epfd = j->proc.pidfd = j->proc.status_fd = -1;
+	j->proc.kill_signal = SIGKILL;
 	j->wall_limit_ms = al_policy_get_limit(p, AL_LIMIT_WALL_MS);
 	job_init_pumps(j, p, opts);
 	int op[2] = {-1, -1}, ep[2] = {-1, -1}, r;
@@ -205,7 +207,7 @@ static void on_event(struct al_job *j, int fd)
 	} else if (fd == j->timerfd) {
 		/* The deadline: killing init kills every process of its pid namespace. */
 		j->timed_out = true;
-		pfd_send_signal(j->proc.pidfd, SIGKILL);
+		pfd_send_signal(j->proc.pidfd, j->proc.kill_signal);
 		if (j->cg)
 			cg_kill(j->cg);
 		epoll_ctl(j->epfd, EPOLL_CTL_DEL, fd, NULL);
@@ -251,8 +253,14 @@ void al_job_free(struct al_job *j)
 		/* Nothing outlives its job: kill the sandbox's init and reap it. */
 		siginfo_t si;
 		struct rusage ru;
-		pfd_send_signal(j->proc.pidfd, SIGKILL);
+		pfd_send_signal(j->proc.pidfd, j->proc.kill_signal);
+		if (j->cg)
+			cg_kill(j->cg);
 		pfd_wait(j->proc.pidfd, &si, &ru, WEXITED);
+	}
+	if (j->proc.cleanup_dir) {
+		al_remove_tree(j->proc.cleanup_dir);
+		free(j->proc.cleanup_dir);
 	}
 	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)

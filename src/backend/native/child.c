@@ -4,9 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -112,11 +115,14 @@ static _Noreturn void payload_main(const struct nat_child *c)
 	if (r < 0)
 		die(c, NS_RLIMIT, -r, NULL);
 	/* Bounding and ambient sets go while we still hold CAP_SETPCAP; the uid switch
-	 * then empties the rest, and caps_clear makes sure of it in the single-id mode. */
-	if ((r = caps_drop_bounding()) < 0)
+	 * then empties the rest, and caps_clear makes sure of it in the single-id mode.
+	 * (An unprivileged fallback never had CAP_SETPCAP, nor any capability to bound.) */
+	if ((r = caps_drop_bounding()) < 0 && !(c->fallback && r == -EPERM))
 		die(c, NS_CAPS, -r, "bounding set");
-	if ((r = uns_become_user(&c->map, AL_SANDBOX_UID, AL_SANDBOX_UID)) < 0)
-		die(c, NS_SETUID, -r, NULL);
+	if (c->drop_groups && setgroups(0, NULL) < 0)
+		die(c, NS_SETUID, errno, "setgroups");
+	if (setresgid(c->run_gid, c->run_gid, c->run_gid) < 0 || setresuid(c->run_uid, c->run_uid, c->run_uid) < 0)
+		die(c, NS_SETUID, errno, NULL);
 	if ((r = caps_clear()) < 0)
 		die(c, NS_CAPS, -r, "capset");
 	if ((r = caps_no_new_privs()) < 0)
@@ -202,6 +208,96 @@ _Noreturn void nat_child_main(struct nat_child *c)
 		if (w == pid) {
 			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, st, NULL);
 			/* init's exit kills everything left in the namespace. */
+			_exit(0);
+		}
+		if (w < 0 && errno != EINTR)
+			die(c, NS_FORK, errno, "waitpid");
+	}
+}
+
+/* ---- the fallback without namespaces ------------------------------------------------- */
+
+static volatile sig_atomic_t fb_stop;
+
+static void fb_on_term(int sig)
+{
+	(void)sig;
+	fb_stop = 1;
+}
+
+/* Kills every descendant: as a subreaper, init inherits each orphan, so what is not its
+ * child now becomes its child once its parent is reaped. Loops until none is left. */
+static void fb_kill_descendants(void)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC), n = 0;
+		ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (len <= 0)
+			break;
+		buf[len] = 0;
+		for (char *p = buf; *p;) {
+			long pid = strtol(p, &p, 10);
+			if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+				n++;
+			while (*p == ' ' || *p == '\n')
+				p++;
+		}
+		for (int i = 0; i < n; i++)
+			waitpid(-1, NULL, 0);
+	}
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+}
+
+_Noreturn void nat_fallback_main(struct nat_child *c)
+{
+	/* SIGTERM, not SIGKILL, on the supervisor's death: init must outlive the kill long
+	 * enough to take every descendant with it (there is no pid namespace to do it). */
+	struct sigaction sa = {.sa_handler = fb_on_term};
+	sigaction(SIGTERM, &sa, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	/* Its own session: a terminal's ^C must not kill init and orphan the job. */
+	setsid();
+	close_inherited(c);
+	char go;
+	if (read(c->sync_fd, &go, 1) != 1)
+		_exit(CHILD_FAIL_EXIT);
+	close(c->sync_fd);
+	if (c->landlock) {
+		struct ll_result res;
+		int fd = ll_build(c->landlock, &res);
+		if (fd < 0)
+			die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
+		c->landlock_fd = fd;
+	}
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(SIGCHLD, SIG_DFL);
+	pid_t pid = fork();
+	if (pid < 0)
+		die(c, NS_FORK, errno, NULL);
+	if (pid == 0) {
+		signal(SIGTERM, SIG_DFL);
+		payload_main(c);
+	}
+	close(c->stdout_fd);
+	close(c->stderr_fd);
+	if (c->stdin_fd >= 0)
+		close(c->stdin_fd);
+	for (;;) {
+		int st;
+		pid_t w = waitpid(-1, &st, 0);
+		if (fb_stop) {
+			fb_kill_descendants();
+			_exit(0);
+		}
+		if (w == pid) {
+			fb_kill_descendants();
+			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, st, NULL);
 			_exit(0);
 		}
 		if (w < 0 && errno != EINTR)

@@ -26,9 +26,17 @@ struct nat_child {
 	const struct ll_spec *landlock; /* NULL: no Landlock */
 	int landlock_fd;		/* set by init: the ruleset the payload enforces */
 	const struct sc_filter *seccomp;/* prog.len == 0: no filter */
+	uid_t run_uid;			/* the payload's uid and gid (as this process sees ids) */
+	gid_t run_gid;
+	bool drop_groups;		/* setgroups(0) before switching (allowed: root or range map) */
+	bool fallback;			/* no namespaces: see nat_fallback_main */
 };
 
 /* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */
 _Noreturn void nat_child_main(struct nat_child *c);
+/* The fallback without namespaces: a subreaper init in the host's namespaces that forks the
+ * payload (Landlock, seccomp, rlimits, no_new_privs) and, when it ends or on SIGTERM, kills
+ * every descendant before exiting. */
+_Noreturn void nat_fallback_main(struct nat_child *c);
 
 #endif

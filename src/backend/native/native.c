@@ -33,6 +33,7 @@
 #include "backend/backend.h"
 #include "cgroup/cgroup.h"
 #include "child.h"
+#include "native.h"
 #include "pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -50,15 +51,15 @@ struct nat_layers {
 	int landlock_abi;
 };
 
-static json_t *landlock_json(const struct nat_layers *l)
+json_t *nat_landlock_json(const struct ll_spec *spec, int abi)
 {
-	if (!l->landlock_on)
+	if (!spec)
 		return json_false();
-	return json_pack("{s:i,s:b,s:b,s:b}", "abi", l->landlock_abi, "fs", 1, "net",
-			 l->landlock.deny_tcp && l->landlock_abi >= 4, "scoped", l->landlock.scope && l->landlock_abi >= 6);
+	return json_pack("{s:i,s:b,s:b,s:b}", "abi", abi, "fs", 1, "net", spec->deny_tcp && abi >= 4, "scoped",
+			 spec->scope && abi >= 6);
 }
 
-static char *enforced_json(const struct al_policy *p, const struct uns_map *m, const struct nat_layers *l)
+json_t *nat_rlimits_json(const struct al_policy *p)
 {
 	json_t *rl = json_object();
 	uint64_t cpu = p->limits[AL_LIMIT_CPU_MS], as = p->limits[AL_LIMIT_AS];
@@ -68,6 +69,12 @@ static char *enforced_json(const struct al_policy *p, const struct uns_map *m, c
 	json_object_set_new(rl, "nofile", json_integer((json_int_t)p->limits[AL_LIMIT_NOFILE]));
 	json_object_set_new(rl, "core", json_integer(0));
 	json_object_set_new(rl, "as", as == AL_UNLIMITED ? json_null() : json_integer((json_int_t)as));
+	return rl;
+}
+
+static char *enforced_json(const struct al_policy *p, const struct uns_map *m, const struct nat_layers *l)
+{
+	json_t *rl = nat_rlimits_json(p);
 	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:b}",
 			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", 1, "ipc", 1, "uts", 1, "cgroup", 1,
 			      "pivot_root", 1, "readonly_root", 1,
@@ -79,7 +86,7 @@ static char *enforced_json(const struct al_policy *p, const struct uns_map *m, c
 			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network", "none",
 			      "rlimits", rl, "seccomp",
 			      l->seccomp.prog.len ? json_string(sc_profile_name(l->seccomp.profile)) : json_false(),
-			      "landlock", landlock_json(l), "cgroup", 0);
+			      "landlock", nat_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi), "cgroup", 0);
 	char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
 	json_decref(e);
 	return s;
@@ -149,14 +156,20 @@ static void free_layers(struct nat_layers *l)
 	free(l->ll_paths);
 }
 
+bool nat_userns_refused(int e)
+{
+	return e == EPERM || e == EACCES || e == ENOSPC || e == EUSERS || e == EINVAL;
+}
+
 static int clone_error(struct al_error *err, int e)
 {
 	const char *hint = e == EPERM ? "user namespaces may be disabled for this user (or seccomp/AppArmor forbids them)"
 			 : e == ENOSPC || e == EUSERS ? "the namespace limit is reached (user.max_*_namespaces)"
 			 : e == EINVAL ? "this kernel lacks one of the namespace types"
 				       : "";
-	return al_err(err, e, "setup: clone3 with new user, pid, mount, net, ipc, uts and cgroup namespaces failed: %s%s%s",
-		      strerror(e), *hint ? "; " : "", hint);
+	return al_err(err, e, "setup: clone3 with new user, pid, mount, net, ipc, uts and cgroup namespaces failed: %s%s%s%s",
+		      strerror(e), *hint ? "; " : "", hint,
+		      nat_userns_refused(e) ? " (--fallback runs on Landlock and seccomp alone, reported)" : "");
 }
 
 int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
@@ -186,6 +199,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		.seccomp = &layers.seccomp,
 	};
 	uns_choose(&c.map, p->id_base);
+	c.run_uid = c.run_gid = AL_SANDBOX_UID;
+	c.drop_groups = c.map.range;
 	if (!c.map.range && p->id_base != AL_DEFAULT_ID_BASE) {
 		r = al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
 		goto out;
@@ -196,6 +211,10 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		close(sync_p[1]);
 		close(status_p[0]);
 		nat_child_main(&c);
+	}
+	if (pid < 0 && p->fallback && nat_userns_refused(-pid)) {
+		r = nat_fallback_spawn(p, io, out, -pid, err);
+		goto out;
 	}
 	if (pid < 0) {
 		r = clone_error(err, -pid);

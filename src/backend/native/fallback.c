@@ -1,0 +1,231 @@
+/* fallback.c — the native backend without namespaces, for hosts that refuse user namespaces.
+ *
+ * Used only when the policy allows it (al_policy_allow_fallback) and always reported. The job
+ * runs in the host's namespaces under a subreaper init (child.c: nat_fallback_main), confined
+ * by what needs no namespace: Landlock (read/execute on the system directories, read-write
+ * only on a throwaway workspace directory and a few device nodes; no TCP from ABI 4; signals
+ * and abstract sockets scoped from ABI 6), the seccomp filter (no AF_INET sockets, no mount,
+ * ptrace, ...), rlimits, no_new_privs, no capabilities and, as root, an unprivileged uid. What
+ * it cannot give — a private /proc, /tmp, hostname or filesystem view, the disk cap — is
+ * reported as not enforced.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup/cgroup.h"
+#include "child.h"
+#include "native.h"
+#include "pidfd.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+
+#define NS_REQS                                                                                      \
+	(REQ_USERNS | REQ_PIDNS | REQ_MNTNS | REQ_NETNS | REQ_IPCNS | REQ_UTSNS | REQ_CGROUPNS | \
+	 REQ_PIVOT_ROOT)
+
+struct fb_state {
+	char *ws; /* the workspace directory (host path) */
+	bool ws_made;
+	char **envp;
+	struct ll_path *paths;
+	size_t npaths;
+	struct ll_spec spec;
+	struct sc_filter seccomp;
+};
+
+static void fb_free(struct fb_state *s, bool keep_ws)
+{
+	if (s->ws_made && !keep_ws)
+		al_remove_tree(s->ws);
+	if (!keep_ws)
+		free(s->ws);
+	pol_free_strv(s->envp);
+	free(s->paths);
+	sc_free(&s->seccomp);
+}
+
+static int refuse(const struct al_policy *p, int clone_errno, struct al_error *err)
+{
+	if (p->require & NS_REQS)
+		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s) and the floor requires namespaces",
+			      strerror(clone_errno));
+	if (!p->landlock || ll_abi() < 1)
+		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s), and the fallback needs Landlock, which %s",
+			      strerror(clone_errno), p->landlock ? "this kernel lacks" : "this policy turns off");
+	if (p->seccomp == AL_SECCOMP_OFF)
+		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s), and the fallback needs seccomp",
+			      strerror(clone_errno));
+	for (size_t i = 0; i < p->nbinds; i++)
+		if (strcmp(p->binds[i].src, p->binds[i].dest) != 0)
+			return al_err(err, EINVAL, "without user namespaces there is no mount namespace: bind %s can only be seen at its own path, not at %s",
+				      p->binds[i].src, p->binds[i].dest);
+	return 0;
+}
+
+/* The policy's environment with HOME and TMPDIR pointing at the workspace directory. */
+static char **fb_envp(const struct al_policy *p, const char *ws)
+{
+	char **base = pol_build_envp(p);
+	if (!base)
+		return NULL;
+	for (char **e = base; *e; e++) {
+		const char *name = strncmp(*e, "HOME=", 5) == 0 ? "HOME" : strncmp(*e, "TMPDIR=", 7) == 0 ? "TMPDIR" : NULL;
+		if (!name)
+			continue;
+		char *n = NULL;
+		if (asprintf(&n, "%s=%s", name, ws) < 0) {
+			pol_free_strv(base);
+			return NULL;
+		}
+		free(*e);
+		*e = n;
+	}
+	return base;
+}
+
+static int fb_paths(const struct al_policy *p, struct fb_state *s)
+{
+	static const struct ll_path sys[] = {
+		{"/usr", false, true},	     {"/bin", false, true},	   {"/sbin", false, true},
+		{"/lib", false, true},	     {"/lib32", false, true},	   {"/lib64", false, true},
+		{"/libx32", false, true},    {"/etc", false, true},	   {"/proc", false, true},
+		{"/dev/null", true, true},   {"/dev/zero", true, true},	   {"/dev/full", true, true},
+		{"/dev/random", true, true}, {"/dev/urandom", true, true},
+	};
+	size_t n = AL_ARRAY_SIZE(sys) + 1 + p->nbinds;
+	s->paths = calloc(n, sizeof(*s->paths));
+	if (!s->paths)
+		return -ENOMEM;
+	memcpy(s->paths, sys, sizeof(sys));
+	size_t k = AL_ARRAY_SIZE(sys);
+	s->paths[k++] = (struct ll_path){s->ws, true, false};
+	for (size_t i = 0; i < p->nbinds; i++)
+		s->paths[k++] = (struct ll_path){p->binds[i].src, p->binds[i].writable, false};
+	s->npaths = k;
+	/* No network namespace: the seccomp filter allows no AF_INET socket, Landlock no TCP. */
+	s->spec = (struct ll_spec){.paths = s->paths, .npaths = k, .deny_tcp = true, .scope = true};
+	return 0;
+}
+
+static int fb_workspace(const struct al_policy *p, uid_t uid, gid_t gid, struct fb_state *s, struct al_error *err)
+{
+	if (p->workdir) {
+		s->ws = strdup(p->workdir);
+		return s->ws ? 0 : al_err(err, ENOMEM, "out of memory");
+	}
+	const char *tmp = getenv("TMPDIR");
+	if (asprintf(&s->ws, "%s/airlock-ws-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp") < 0) {
+		s->ws = NULL;
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	if (!mkdtemp(s->ws))
+		return al_err_sys(err, errno, "setup: creating the fallback workspace under %s", tmp ? tmp : "/tmp");
+	s->ws_made = true;
+	/* As root the payload runs as an unprivileged uid: the workspace must be its own. */
+	if (geteuid() == 0 && chown(s->ws, uid, gid) < 0)
+		return al_err_sys(err, errno, "setup: chown of the fallback workspace");
+	return 0;
+}
+
+static char *fb_enforced(const struct al_policy *p, const struct fb_state *s, uid_t uid)
+{
+	json_t *e = json_pack("{s:b,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:n,s:s,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:s,s:o,s:b,s:b,s:s}",
+			      "fallback", 1, "namespaces", "user", 0, "pid", 0, "mount", 0, "net", 0, "ipc", 0, "uts", 0,
+			      "cgroup", 0, "pivot_root", 0, "readonly_root", 0, "id_map", "setgroups",
+			      geteuid() == 0 ? "cleared" : "unchanged", "payload_uid", (int)uid, "payload_host_uid", (int)uid,
+			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network",
+			      "no inet sockets (seccomp), no TCP (Landlock)", "rlimits", nat_rlimits_json(p), "seccomp",
+			      sc_profile_name(s->seccomp.profile), "landlock", nat_landlock_json(&s->spec, ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi()),
+			      "cgroup", 0, "disk", 0, "workspace", s->ws);
+	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
+	json_decref(e);
+	return str;
+}
+
+static int fb_start(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct fb_state *s,
+		    struct nat_child *c, struct al_error *err)
+{
+	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, pidfd = -1, r = 0;
+	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0) {
+		r = al_err_sys(err, errno, "setup: pipe");
+		goto out;
+	}
+	c->sync_fd = sync_p[0];
+	c->status_fd = status_p[1];
+	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
+	pid_t pid = pfd_clone3(0, &pidfd, cgfd);
+	if (pid == 0) {
+		close(sync_p[1]);
+		close(status_p[0]);
+		nat_fallback_main(c);
+	}
+	if (pid < 0) {
+		r = al_err(err, -pid, "setup: starting the fallback init: %s", strerror(-pid));
+		goto out;
+	}
+	if ((io->cg && cgfd < 0 && (r = cg_attach(io->cg, pid, err)) < 0) || write(sync_p[1], "g", 1) != 1) {
+		if (r == 0)
+			r = al_err_sys(err, errno, "setup: releasing the fallback init");
+		pfd_send_signal(pidfd, SIGTERM);
+		siginfo_t si;
+		struct rusage ru;
+		pfd_wait(pidfd, &si, &ru, WEXITED);
+		goto out;
+	}
+	out->pid = pid;
+	out->pidfd = steal_fd(pidfd);
+	out->status_fd = steal_fd(status_p[0]);
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	for (int i = 0; i < 2; i++) {
+		if (sync_p[i] >= 0)
+			close(sync_p[i]);
+		if (status_p[i] >= 0)
+			close(status_p[i]);
+	}
+	return r;
+}
+
+int nat_fallback_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, int clone_errno,
+		       struct al_error *err)
+{
+	int r = refuse(p, clone_errno, err);
+	if (r < 0)
+		return r;
+	bool root = geteuid() == 0;
+	uid_t uid = root ? p->id_base + AL_SANDBOX_UID : getuid();
+	gid_t gid = root ? p->id_base + AL_SANDBOX_UID : getgid();
+	struct fb_state s = {0};
+	struct sc_options so = {.profile = p->seccomp};
+	if ((r = fb_workspace(p, uid, gid, &s, err)) < 0 || (r = sc_build(&so, &s.seccomp, err)) < 0)
+		goto out;
+	if (!(s.envp = fb_envp(p, s.ws)) || fb_paths(p, &s) < 0) {
+		r = al_err(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	struct nat_child c = {
+		.limits = p->limits, .argv = p->argv, .envp = s.envp, .path = "/usr/local/bin:/usr/bin:/bin",
+		.cwd = s.ws, .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
+		.landlock = &s.spec, .landlock_fd = -1, .seccomp = &s.seccomp,
+		.run_uid = uid, .run_gid = gid, .drop_groups = root, .fallback = true,
+	};
+	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
+		goto out;
+	out->enforced_json = fb_enforced(p, &s, uid);
+	out->backend = "native";
+	out->seccomp_kills = true;
+	out->kill_signal = SIGTERM; /* init kills every descendant, then exits */
+	out->cleanup_dir = s.ws_made ? s.ws : NULL;
+	fb_free(&s, s.ws_made);
+	return 0;
+out:
+	fb_free(&s, false);
+	return r;
+}

@@ -1,0 +1,9 @@
+/* fsutil.h — small filesystem helpers shared by the layers. */
+#ifndef AL_UTIL_FSUTIL_H
+#define AL_UTIL_FSUTIL_H
+
+/* Removes path and everything beneath it, never following a symlink nor crossing into another
+ * mount. Call only when nothing else can write there any more. 0 or -errno (first failure). */
+int al_remove_tree(const char *path);
+
+#endif
