@@ -49,6 +49,9 @@
  * personality, denied calls) is compiled as a binary tree (SCMP_FLTATR_CTL_OPTIMIZE=2).
  */
 #include "seccomp.h"
+#ifndef AL_SECCOMP_NO_BLOBS
+#include "seccomp_blobs.h"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -463,9 +466,15 @@ static struct {
 	unsigned short len[8];
 } memo = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static unsigned memo_key(const struct sc_options *o)
+unsigned sc_options_key(const struct sc_options *o)
 {
 	return (o->profile == AL_SECCOMP_STRICT ? 1u : 0u) | (o->allow_inet ? 2u : 0u) | (o->allow_io_uring ? 4u : 0u);
+}
+
+void sc_options_from_key(unsigned key, struct sc_options *o)
+{
+	*o = (struct sc_options){.profile = (key & 1u) ? AL_SECCOMP_STRICT : AL_SECCOMP_DEFAULT,
+				 .allow_inet = key & 2u, .allow_io_uring = key & 4u};
 }
 
 /* Copies a remembered program into prog; false if there is none (or no memory for the copy). */
@@ -501,7 +510,7 @@ static void memo_put(unsigned key, const struct sock_fprog *prog)
 
 /* ---- the module's interface ------------------------------------------------------ */
 
-static int compile(const struct sc_options *o, struct sock_fprog *prog, struct al_error *err)
+int sc_compile(const struct sc_options *o, struct sock_fprog *prog, struct al_error *err)
 {
 	int horizon = sc_horizon();
 	if (horizon < 0)
@@ -531,10 +540,22 @@ int sc_build(const struct sc_options *o, struct sc_filter *f, struct al_error *e
 	default:
 		return al_err(err, EINVAL, "seccomp: unknown profile %d", (int)o->profile);
 	}
-	unsigned key = memo_key(o);
+	unsigned key = sc_options_key(o);
+#ifndef AL_SECCOMP_NO_BLOBS
+	/* The programs compiled at build time (tools/gen-seccomp.c, same libseccomp): a start-up
+	 * costs a copy instead of ~1.5 ms of libseccomp work. */
+	if (key < SC_NBLOBS && sc_blobs[key].len) {
+		size_t bytes = sc_blobs[key].len * sizeof(struct sock_filter);
+		if (!(f->prog.filter = malloc(bytes)))
+			return al_err(err, ENOMEM, "seccomp: out of memory");
+		memcpy(f->prog.filter, sc_blobs[key].code, bytes);
+		f->prog.len = sc_blobs[key].len;
+		return 0;
+	}
+#endif
 	if (memo_get(key, &f->prog))
 		return 0;
-	int r = compile(o, &f->prog, err);
+	int r = sc_compile(o, &f->prog, err);
 	if (r == 0)
 		memo_put(key, &f->prog);
 	return r;

@@ -24,6 +24,11 @@ int sc_build(const struct sc_options *o, struct sc_filter *f, struct al_error *e
 /* Payload side, after no_new_privs and Landlock, just before execve: raw seccomp(2), no allocation. */
 int sc_load(const struct sc_filter *f);
 void sc_free(struct sc_filter *f);
+/* Compiles with libseccomp, bypassing the build-time programs (for the generator and tests). */
+int sc_compile(const struct sc_options *o, struct sock_fprog *prog, struct al_error *err);
+/* The eight option combinations as 0..7 (profile strict, allow_inet, allow_io_uring bits). */
+unsigned sc_options_key(const struct sc_options *o);
+void sc_options_from_key(unsigned key, struct sc_options *o);
 const char *sc_profile_name(enum al_seccomp_profile p);
 
 /* What a profile does with one x86_64 system call, by name (pure; what sc_build compiles).
