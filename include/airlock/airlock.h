@@ -77,6 +77,11 @@ enum al_seccomp_profile {
 int al_policy_set_seccomp(struct al_policy *p, enum al_seccomp_profile profile, struct al_error *err);
 /* Landlock filesystem (and, from ABI 4, network; from ABI 6, scope) rules. On by default. */
 int al_policy_set_landlock(struct al_policy *p, bool on, struct al_error *err);
+/* Where user namespaces are unavailable (an unprivileged container, Ubuntu's AppArmor
+ * restriction), run anyway on Landlock + seccomp + rlimits + no_new_privs, in the host's
+ * namespaces, with a throwaway workspace directory; always reported. Off by default; refused
+ * when the floor requires any namespace or pivot_root, or the kernel lacks Landlock. */
+int al_policy_allow_fallback(struct al_policy *p, bool allow, struct al_error *err);
 /* A floor of protections, e.g. "userns,netns,seccomp,landlock>=4,cgroup-memory". Below it,
  * spawning fails and names what is missing. Repeated calls add to the floor. */
 int al_policy_require(struct al_policy *p, const char *spec, struct al_error *err);
