@@ -77,6 +77,10 @@ enum al_seccomp_profile {
 int al_policy_set_seccomp(struct al_policy *p, enum al_seccomp_profile profile, struct al_error *err);
 /* Landlock filesystem (and, from ABI 4, network; from ABI 6, scope) rules. On by default. */
 int al_policy_set_landlock(struct al_policy *p, bool on, struct al_error *err);
+/* As an ordinary user, also map the caller's subordinate ids (/etc/subuid, /etc/subgid) around
+ * the sandbox user, through the setuid newuidmap/newgidmap (costs two helper runs per start).
+ * Refused where they cannot be had, and as root (which always maps a range). */
+int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err);
 /* Where user namespaces are unavailable (an unprivileged container, Ubuntu's AppArmor
  * restriction), run anyway on Landlock + seccomp + rlimits + no_new_privs, in the host's
  * namespaces, with a throwaway workspace directory; always reported. Off by default; refused

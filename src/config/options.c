@@ -25,6 +25,7 @@ const struct al_option al_options[] = {
 	{OPT_LANDLOCK, "landlock", 0, OK_STRING, "on|off", "Landlock filesystem/network/scope rules (default on, where the kernel has it)", true},
 	{OPT_REQUIRE, "require", 0, OK_STRING, "LAYER,...", "refuse to run unless these are enforced, e.g. userns,seccomp,landlock>=4,cgroup-memory", true},
 	{OPT_FALLBACK, "fallback", 0, OK_FLAG, NULL, "without user namespaces, run on Landlock + seccomp + rlimits + no_new_privs alone (reported)", true},
+	{OPT_SUBIDS, "subids", 0, OK_FLAG, NULL, "as a user: also map your subordinate ids (newuidmap) around the sandbox user", true},
 	{OPT_WORKDIR, "workdir", 0, OK_STRING, "DIR", "bind host DIR read-write at /workspace (default: a throwaway tmpfs)", true},
 	{OPT_RO, "ro", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-only at DEST (default: the same path)", true},
 	{OPT_RW, "rw", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-write at DEST", true},
@@ -123,6 +124,8 @@ int opt_apply(struct al_policy *p, const struct al_option *o, const char *value,
 		return apply_string(p, o, value, err);
 	case OK_FLAG:
 	default:
+		if (o->id == OPT_SUBIDS)
+			return al_policy_use_subids(p, true, err);
 		return o->id == OPT_FALLBACK ? al_policy_allow_fallback(p, true, err) : 0;
 	}
 	if (r == 0 && o->id == OPT_ID_BASE)

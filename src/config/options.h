@@ -30,6 +30,7 @@ enum opt_id {
 	OPT_LANDLOCK,
 	OPT_REQUIRE,
 	OPT_FALLBACK,
+	OPT_SUBIDS,
 	/* Front-end options: how to report, not what the sandbox is. */
 	OPT_STREAM,
 	OPT_JSON,

@@ -466,3 +466,10 @@ int al_policy_allow_fallback(struct al_policy *p, bool allow, struct al_error *e
 	p->fallback = allow;
 	return 0;
 }
+
+int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err)
+{
+	(void)err;
+	p->subids = on;
+	return 0;
+}

@@ -60,6 +60,7 @@ struct al_policy {
 	uint32_t require;	  /* enum pol_req bits */
 	int require_landlock_abi; /* minimum Landlock ABI when REQ_LANDLOCK */
 	bool fallback;		  /* without user namespaces, run on Landlock + seccomp alone */
+	bool subids;		  /* unprivileged: also map the caller's subordinate ids */
 };
 
 /* Checks that a path inside the sandbox is absolute and free of "." and ".." parts. Pure. */

@@ -78,7 +78,7 @@ static char *enforced_json(const struct al_policy *p, const struct uns_map *m, c
 	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:b}",
 			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", 1, "ipc", 1, "uts", 1, "cgroup", 1,
 			      "pivot_root", 1, "readonly_root", 1,
-			      "id_map", "mode", m->range ? "range" : "single", "host_base", (json_int_t)m->host_base,
+			      "id_map", "mode", m->range ? "range" : m->subids ? "subids" : "single", "host_base", (json_int_t)m->host_base,
 			      "count", (json_int_t)m->count,
 			      "setgroups", m->range ? "cleared" : "deny",
 			      "payload_uid", AL_SANDBOX_UID,
@@ -198,7 +198,12 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		.landlock = layers.landlock_on ? &layers.landlock : NULL, .landlock_fd = -1,
 		.seccomp = &layers.seccomp,
 	};
-	uns_choose(&c.map, p->id_base);
+	if (p->subids && geteuid() == 0) {
+		r = al_err(err, EINVAL, "--subids is for ordinary users: as root the sandbox already maps 65536 ids");
+		goto out;
+	}
+	if ((r = uns_choose(&c.map, p->id_base, p->subids, err)) < 0)
+		goto out;
 	c.run_uid = c.run_gid = AL_SANDBOX_UID;
 	c.drop_groups = c.map.range;
 	if (!c.map.range && p->id_base != AL_DEFAULT_ID_BASE) {

@@ -6,11 +6,95 @@
 #include <grp.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "policy/policy.h"
+#include "util/error.h"
 
-void uns_choose(struct uns_map *m, uint32_t id_base)
+#define NEWUIDMAP "/usr/bin/newuidmap"
+#define NEWGIDMAP "/usr/bin/newgidmap"
+
+int uns_parse_subid(const char *text, const char *name, uint32_t uid, uint32_t *start, uint32_t *count)
+{
+	char uidstr[16];
+	snprintf(uidstr, sizeof(uidstr), "%u", uid);
+	for (const char *line = text; *line;) {
+		const char *end = strchrnul(line, '\n');
+		char owner[64];
+		unsigned long long st, n;
+		int used = 0;
+		/* "owner:start:count", owner a name or a uid; the first entry for us wins. */
+		if (sscanf(line, "%63[^:\n]:%llu:%llu%n", owner, &st, &n, &used) == 3 && line + used <= end &&
+		    (strcmp(owner, name) == 0 || strcmp(owner, uidstr) == 0) && st + n <= 0xFFFFFFFFull) {
+			*start = (uint32_t)st;
+			*count = (uint32_t)n;
+			return 0;
+		}
+		line = *end ? end + 1 : end;
+	}
+	return -ENOENT;
+}
+
+/* The caller's name from /etc/passwd (no NSS: the binary is static). */
+static int user_name(uid_t uid, char *buf, size_t len)
+{
+	FILE *f = fopen("/etc/passwd", "re");
+	if (!f)
+		return -errno;
+	char line[512];
+	int r = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (c2 && (uid_t)strtoul(c2 + 1, NULL, 10) == uid && (size_t)(c1 - line) < len) {
+			memcpy(buf, line, (size_t)(c1 - line));
+			buf[c1 - line] = 0;
+			r = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+static int read_subid(const char *file, const char *name, uint32_t uid, uint32_t *start, uint32_t *count)
+{
+	char text[16384];
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	text[n] = 0;
+	return uns_parse_subid(text, name, uid, start, count);
+}
+
+static int choose_subids(struct uns_map *m, struct al_error *err)
+{
+	char name[64] = "";
+	uint32_t su, nu, sg, ng;
+	if (access(NEWUIDMAP, X_OK) < 0 || access(NEWGIDMAP, X_OK) < 0)
+		return al_err(err, ENOENT, "--subids: " NEWUIDMAP " and " NEWGIDMAP " are needed (Debian package uidmap)");
+	user_name(m->host_base, name, sizeof(name));
+	if (read_subid("/etc/subuid", name, m->host_base, &su, &nu) < 0 ||
+	    read_subid("/etc/subgid", name, m->host_base, &sg, &ng) < 0)
+		return al_err(err, ENOENT, "--subids: no subordinate ids for user %s (uid %u) in /etc/subuid and /etc/subgid",
+			      *name ? name : "?", m->host_base);
+	uint32_t n = nu < ng ? nu : ng;
+	if (n <= AL_SANDBOX_UID)
+		return al_err(err, ERANGE, "--subids: user %s has only %u subordinate ids; more than %d are needed",
+			      name, n, AL_SANDBOX_UID);
+	m->subids = true;
+	m->sub_uid = su;
+	m->sub_gid = sg;
+	m->count = (n > AL_IDS_PER_SANDBOX - 1 ? AL_IDS_PER_SANDBOX - 1 : n) + 1;
+	return 0;
+}
+
+int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, struct al_error *err)
 {
 	memset(m, 0, sizeof(*m));
 	if (geteuid() == 0) {
@@ -19,11 +103,12 @@ void uns_choose(struct uns_map *m, uint32_t id_base)
 		m->range = true;
 		m->host_base = id_base;
 		m->count = AL_IDS_PER_SANDBOX;
-	} else {
-		m->host_base = (uint32_t)geteuid();
-		m->host_gid = (uint32_t)getegid();
-		m->count = 1;
+		return 0;
 	}
+	m->host_base = (uint32_t)geteuid();
+	m->host_gid = (uint32_t)getegid();
+	m->count = 1;
+	return want_subids ? choose_subids(m, err) : 0;
 }
 
 uint32_t uns_host_uid(const struct uns_map *m, uint32_t inside)
@@ -51,8 +136,48 @@ static int write_file(pid_t pid, const char *name, const char *data, char *why, 
 	return 0;
 }
 
+/* newuidmap/newgidmap PID  0 SUB 1000  1000 OWN 1  1001 SUB+1000 COUNT-1001: the caller's own
+ * id stays the sandbox user's, its subordinate ids fill the rest. The setuid helpers check
+ * /etc/subuid themselves; we only run them, by absolute path, with a scrubbed environment. */
+static int run_idmap(const char *helper, pid_t pid, uint32_t sub, uint32_t own, uint32_t count, char *why,
+		     size_t whylen)
+{
+	char a[8][16];
+	snprintf(a[0], 16, "%d", (int)pid);
+	snprintf(a[1], 16, "0");
+	snprintf(a[2], 16, "%u", sub);
+	snprintf(a[3], 16, "%d", AL_SANDBOX_UID);
+	snprintf(a[4], 16, "%u", own);
+	snprintf(a[5], 16, "%d", AL_SANDBOX_UID + 1);
+	snprintf(a[6], 16, "%u", sub + AL_SANDBOX_UID);
+	snprintf(a[7], 16, "%u", count - AL_SANDBOX_UID - 1);
+	char prog[32], one[] = "1";
+	snprintf(prog, sizeof(prog), "%s", helper);
+	char *const argv[] = {prog, a[0], a[1], a[2], a[3], a[3], a[4], one, a[5], a[6], a[7], NULL};
+	char path_env[] = "PATH=/usr/bin:/bin";
+	char *const envp[] = {path_env, NULL};
+	pid_t h = fork();
+	if (h == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null >= 0)
+			dup2(null, 1);
+		execve(prog, argv, envp);
+		_exit(127);
+	}
+	int st = 0;
+	if (h < 0 || waitpid(h, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(why, whylen, "%s failed (status %d)", helper, st);
+		return -EPERM;
+	}
+	return 0;
+}
+
 int uns_write_maps(pid_t pid, const struct uns_map *m, char *why, size_t whylen)
 {
+	if (m->subids) {
+		int r = run_idmap(NEWUIDMAP, pid, m->sub_uid, m->host_base, m->count, why, whylen);
+		return r < 0 ? r : run_idmap(NEWGIDMAP, pid, m->sub_gid, m->host_gid, m->count, why, whylen);
+	}
 	char uid_map[64], gid_map[64];
 	int r;
 	if (m->range) {

@@ -6,15 +6,23 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "airlock/airlock.h"
+
 struct uns_map {
-	bool range;	     /* root: 65536 ids from host_base; otherwise the caller's single id */
-	uint32_t host_base;  /* host id of sandbox id 0 (range), or the caller's uid (single) */
-	uint32_t host_gid;   /* the caller's gid (single) */
-	uint32_t count;
+	bool range;	     /* root: 65536 ids from host_base; otherwise the caller's own id */
+	bool subids;	     /* unprivileged with subordinate ids (newuidmap): see uns_choose */
+	uint32_t host_base;  /* host id of sandbox id 0 (range), or the caller's uid */
+	uint32_t host_gid;   /* the caller's gid */
+	uint32_t sub_uid, sub_gid; /* first subordinate uid and gid (subids) */
+	uint32_t count;	     /* ids mapped */
 };
 
-/* Decides the mapping for this caller. Pure apart from reading its own credentials. */
-void uns_choose(struct uns_map *m, uint32_t id_base);
+/* Decides the mapping for this caller: root maps a range from id_base; a user maps its own
+ * uid/gid at 1000 and, with want_subids, its subordinate ids around it (0-999 and 1001-).
+ * Fails (with err) only when subordinate ids were asked for and cannot be had. */
+int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, struct al_error *err);
+/* Finds NAME's (or UID's) range in a subuid/subgid file's text. Pure. */
+int uns_parse_subid(const char *text, const char *name, uint32_t uid, uint32_t *start, uint32_t *count);
 /* Parent side: write setgroups, uid_map and gid_map of pid. */
 int uns_write_maps(pid_t pid, const struct uns_map *m, char *why, size_t whylen);
 /* Child side, after the maps exist: become sandbox root (range) and drop supplementary groups. */
