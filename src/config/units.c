@@ -2,9 +2,11 @@
 #include "units.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 
+#include "util/cleanup.h"
 #include "util/error.h"
 
 /* Parses "123" or "1.25" into a value scaled by 1000 (milli-units), without floating point. */
@@ -42,26 +44,40 @@ static int is_unlimited(const char *s)
 	return strcasecmp(s, "none") == 0 || strcasecmp(s, "unlimited") == 0;
 }
 
+struct unit {
+	const char *suffix;
+	uint64_t mult;
+};
+
+/* "<decimal><suffix>" -> value * mult, a fraction of the smallest step rounded down (sizes:
+ * "1.5" bytes is 1) or up (durations: "0.0005s" is 1 ms); -EINVAL or -ERANGE. */
+static int parse_scaled(const char *s, const struct unit *units, size_t n, bool round_up, uint64_t *out)
+{
+	const char *end;
+	uint64_t milli;
+	int r = parse_decimal_milli(s, &end, &milli);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (strcasecmp(end, units[i].suffix) != 0)
+			continue;
+		/* frac < 1000 and mult <= 2^40, so frac * mult cannot overflow. */
+		uint64_t whole = milli / 1000, frac = milli % 1000, m = units[i].mult;
+		uint64_t part = (frac * m + (round_up ? 999 : 0)) / 1000;
+		if (whole > UINT64_MAX / m || whole * m > UINT64_MAX - part)
+			return -ERANGE;
+		*out = whole * m + part;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 int al_parse_size(const char *s, uint64_t *out, struct al_error *err)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {
-		{"", 1},
-		{"b", 1},
-		{"k", 1ULL << 10},
-		{"kb", 1ULL << 10},
-		{"kib", 1ULL << 10},
-		{"m", 1ULL << 20},
-		{"mb", 1ULL << 20},
-		{"mib", 1ULL << 20},
-		{"g", 1ULL << 30},
-		{"gb", 1ULL << 30},
-		{"gib", 1ULL << 30},
-		{"t", 1ULL << 40},
-		{"tb", 1ULL << 40},
-		{"tib", 1ULL << 40},
+	static const struct unit units[] = {
+		{"", 1},	    {"b", 1},		{"k", 1ULL << 10},  {"kb", 1ULL << 10}, {"kib", 1ULL << 10},
+		{"m", 1ULL << 20},  {"mb", 1ULL << 20}, {"mib", 1ULL << 20}, {"g", 1ULL << 30},	 {"gb", 1ULL << 30},
+		{"gib", 1ULL << 30}, {"t", 1ULL << 40},	{"tb", 1ULL << 40}, {"tib", 1ULL << 40},
 	};
 	if (!s || !*s)
 		return al_err(err, EINVAL, "empty size");
@@ -69,33 +85,17 @@ int al_parse_size(const char *s, uint64_t *out, struct al_error *err)
 		*out = AL_UNLIMITED;
 		return 0;
 	}
-	const char *end;
-	uint64_t milli;
-	int r = parse_decimal_milli(s, &end, &milli);
+	int r = parse_scaled(s, units, AL_ARRAY_SIZE(units), false, out);
 	if (r == -ERANGE)
 		return al_err(err, ERANGE, "size '%s' is too large", s);
 	if (r < 0)
-		goto bad;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcasecmp(end, units[i].suffix) != 0)
-			continue;
-		/* milli * mult / 1000 without overflow for sane sizes (< 16 EiB / 1000). */
-		uint64_t whole = milli / 1000, frac = milli % 1000;
-		if (whole > UINT64_MAX / units[i].mult)
-			return al_err(err, ERANGE, "size '%s' is too large", s);
-		*out = whole * units[i].mult + frac * units[i].mult / 1000;
-		return 0;
-	}
-bad:
-	return al_err(err, EINVAL, "invalid size '%s' (expected a number with an optional K, M, G or T suffix)", s);
+		return al_err(err, EINVAL, "invalid size '%s' (expected a number with an optional K, M, G or T suffix)", s);
+	return 0;
 }
 
 int al_parse_duration_ms(const char *s, uint64_t *out, struct al_error *err)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t ms;
-	} units[] = {
+	static const struct unit units[] = {
 		{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"min", 60000}, {"h", 3600000},
 	};
 	if (!s || !*s)
@@ -104,27 +104,16 @@ int al_parse_duration_ms(const char *s, uint64_t *out, struct al_error *err)
 		*out = AL_UNLIMITED;
 		return 0;
 	}
-	const char *end;
-	uint64_t milli;
-	int r = parse_decimal_milli(s, &end, &milli);
+	uint64_t ms;
+	int r = parse_scaled(s, units, AL_ARRAY_SIZE(units), true, &ms);
 	if (r == -ERANGE)
 		return al_err(err, ERANGE, "duration '%s' is too large", s);
 	if (r < 0)
-		goto bad;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcasecmp(end, units[i].suffix) != 0)
-			continue;
-		if (milli > UINT64_MAX / units[i].ms)
-			return al_err(err, ERANGE, "duration '%s' is too large", s);
-		/* Round up to whole milliseconds ("0.0005s" is 1 ms, not zero). */
-		uint64_t ms = (milli * units[i].ms + 999) / 1000;
-		if (ms == 0)
-			return al_err(err, EINVAL, "duration '%s' must be positive", s);
-		*out = ms;
-		return 0;
-	}
-bad:
-	return al_err(err, EINVAL, "invalid duration '%s' (expected a positive number with an optional ms, s, m or h suffix)", s);
+		return al_err(err, EINVAL, "invalid duration '%s' (expected a positive number with an optional ms, s, m or h suffix)", s);
+	if (ms == 0)
+		return al_err(err, EINVAL, "duration '%s' must be positive", s);
+	*out = ms;
+	return 0;
 }
 
 int al_parse_cpus(const char *s, uint64_t *out, struct al_error *err)

@@ -168,6 +168,24 @@ static void build_root(struct nat_child *c)
 	}
 }
 
+/* Forks the payload; init keeps only the status pipe (the output pipes are the payload's). */
+static pid_t start_payload(const struct nat_child *c)
+{
+	/* Not dumpable: the payload (same uid in single-id mode) cannot ptrace init. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(SIGCHLD, SIG_DFL);
+	pid_t pid = fork();
+	if (pid < 0)
+		die(c, NS_FORK, errno, NULL);
+	if (pid == 0)
+		payload_main(c); /* resets every signal disposition */
+	close(c->stdout_fd);
+	close(c->stderr_fd);
+	if (c->stdin_fd >= 0)
+		close(c->stdin_fd);
+	return pid;
+}
+
 _Noreturn void nat_child_main(struct nat_child *c)
 {
 	/* If the supervisor dies, init dies, and with it every process of the namespace. */
@@ -189,19 +207,7 @@ _Noreturn void nat_child_main(struct nat_child *c)
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		die(c, NS_CGROUPNS, errno, NULL);
 	build_root(c);
-	/* Not dumpable: the payload (same uid in single-id mode) cannot ptrace init. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	signal(SIGCHLD, SIG_DFL);
-	pid_t pid = fork();
-	if (pid < 0)
-		die(c, NS_FORK, errno, NULL);
-	if (pid == 0)
-		payload_main(c);
-	/* init keeps only the status pipe; the output pipes are the payload's. */
-	close(c->stdout_fd);
-	close(c->stderr_fd);
-	if (c->stdin_fd >= 0)
-		close(c->stdin_fd);
+	pid_t pid = start_payload(c);
 	for (;;) {
 		int st;
 		pid_t w = waitpid(-1, &st, 0);
@@ -216,14 +222,6 @@ _Noreturn void nat_child_main(struct nat_child *c)
 }
 
 /* ---- the fallback without namespaces ------------------------------------------------- */
-
-static volatile sig_atomic_t fb_stop;
-
-static void fb_on_term(int sig)
-{
-	(void)sig;
-	fb_stop = 1;
-}
 
 /* Kills every descendant: as a subreaper, init inherits each orphan, so what is not its
  * child now becomes its child once its parent is reaped. Loops until none is left. */
@@ -256,9 +254,14 @@ static void fb_kill_descendants(void)
 _Noreturn void nat_fallback_main(struct nat_child *c)
 {
 	/* SIGTERM, not SIGKILL, on the supervisor's death: init must outlive the kill long
-	 * enough to take every descendant with it (there is no pid namespace to do it). */
-	struct sigaction sa = {.sa_handler = fb_on_term};
-	sigaction(SIGTERM, &sa, NULL);
+	 * enough to take every descendant with it (there is no pid namespace to do it). Both
+	 * signals stay blocked and are taken with sigwaitinfo, so none can slip between a
+	 * check and a wait; the payload unblocks everything (reset_signals). */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	/* Its own session: a terminal's ^C must not kill init and orphan the job. */
@@ -275,32 +278,20 @@ _Noreturn void nat_fallback_main(struct nat_child *c)
 			die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
 		c->landlock_fd = fd;
 	}
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	signal(SIGCHLD, SIG_DFL);
-	pid_t pid = fork();
-	if (pid < 0)
-		die(c, NS_FORK, errno, NULL);
-	if (pid == 0) {
-		signal(SIGTERM, SIG_DFL);
-		payload_main(c);
-	}
-	close(c->stdout_fd);
-	close(c->stderr_fd);
-	if (c->stdin_fd >= 0)
-		close(c->stdin_fd);
+	pid_t pid = start_payload(c);
 	for (;;) {
-		int st;
-		pid_t w = waitpid(-1, &st, 0);
-		if (fb_stop) {
+		if (sigwaitinfo(&set, NULL) == SIGTERM) {
 			fb_kill_descendants();
 			_exit(0);
 		}
-		if (w == pid) {
+		int st;
+		pid_t w;
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (w != pid)
+				continue;
 			fb_kill_descendants();
 			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, st, NULL);
 			_exit(0);
 		}
-		if (w < 0 && errno != EINTR)
-			die(c, NS_FORK, errno, "waitpid");
 	}
 }
