@@ -49,16 +49,12 @@
  * personality, denied calls) is compiled as a binary tree (SCMP_FLTATR_CTL_OPTIMIZE=2).
  */
 #include "seccomp.h"
-#ifndef AL_SECCOMP_NO_BLOBS
-#include "seccomp_blobs.h"
-#endif
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
-#include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -275,16 +271,6 @@ const char *sc_action_name(enum sc_action a)
 	return "?";
 }
 
-const char *sc_profile_name(enum al_seccomp_profile p)
-{
-	switch (p) {
-	case AL_SECCOMP_DEFAULT: return "default";
-	case AL_SECCOMP_STRICT: return "strict";
-	case AL_SECCOMP_OFF: return "off";
-	}
-	return "?";
-}
-
 /* ---- compiling ------------------------------------------------------------------- */
 
 /* Adds one rule for NAME. A name this libseccomp does not know, one that is not an x86_64
@@ -455,59 +441,6 @@ static int export_bpf(scmp_filter_ctx ctx, int horizon, struct sock_fprog *prog,
 	return 0;
 }
 
-/* ---- a memo of compiled programs --------------------------------------------------- */
-
-/* Compiling costs about 1.4 ms of libseccomp work and depends only on the three options,
- * so a long-lived process (airlock serve, a warm pool) compiles each variant once. At most
- * 8 programs of a few KiB each, kept for the life of the process. */
-static struct {
-	pthread_mutex_t lock;
-	struct sock_filter *code[8];
-	unsigned short len[8];
-} memo = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-unsigned sc_options_key(const struct sc_options *o)
-{
-	return (o->profile == AL_SECCOMP_STRICT ? 1u : 0u) | (o->allow_inet ? 2u : 0u) | (o->allow_io_uring ? 4u : 0u);
-}
-
-void sc_options_from_key(unsigned key, struct sc_options *o)
-{
-	*o = (struct sc_options){.profile = (key & 1u) ? AL_SECCOMP_STRICT : AL_SECCOMP_DEFAULT,
-				 .allow_inet = key & 2u, .allow_io_uring = key & 4u};
-}
-
-/* Copies a remembered program into prog; false if there is none (or no memory for the copy). */
-static bool memo_get(unsigned key, struct sock_fprog *prog)
-{
-	pthread_mutex_lock(&memo.lock);
-	size_t bytes = memo.len[key] * sizeof(struct sock_filter);
-	struct sock_filter *copy = memo.code[key] ? malloc(bytes) : NULL;
-	if (copy) {
-		memcpy(copy, memo.code[key], bytes);
-		prog->filter = copy;
-		prog->len = memo.len[key];
-	}
-	pthread_mutex_unlock(&memo.lock);
-	return copy != NULL;
-}
-
-static void memo_put(unsigned key, const struct sock_fprog *prog)
-{
-	size_t bytes = prog->len * sizeof(struct sock_filter);
-	struct sock_filter *copy = malloc(bytes);
-	if (!copy)
-		return; /* only a missed shortcut */
-	memcpy(copy, prog->filter, bytes);
-	pthread_mutex_lock(&memo.lock);
-	if (!memo.code[key]) {
-		memo.code[key] = steal_ptr(copy);
-		memo.len[key] = prog->len;
-	}
-	pthread_mutex_unlock(&memo.lock);
-	free(copy);
-}
-
 /* ---- the module's interface ------------------------------------------------------ */
 
 int sc_compile(const struct sc_options *o, struct sock_fprog *prog, struct al_error *err)
@@ -527,57 +460,3 @@ int sc_compile(const struct sc_options *o, struct sock_fprog *prog, struct al_er
 	return r;
 }
 
-int sc_build(const struct sc_options *o, struct sc_filter *f, struct al_error *err)
-{
-	memset(f, 0, sizeof(*f));
-	f->profile = o->profile;
-	switch (o->profile) {
-	case AL_SECCOMP_OFF:
-		return 0;
-	case AL_SECCOMP_DEFAULT:
-	case AL_SECCOMP_STRICT:
-		break;
-	default:
-		return al_err(err, EINVAL, "seccomp: unknown profile %d", (int)o->profile);
-	}
-	unsigned key = sc_options_key(o);
-#ifndef AL_SECCOMP_NO_BLOBS
-	/* The programs compiled at build time (tools/gen-seccomp.c, same libseccomp): a start-up
-	 * costs a copy instead of ~1.5 ms of libseccomp work. */
-	if (key < SC_NBLOBS && sc_blobs[key].len) {
-		size_t bytes = sc_blobs[key].len * sizeof(struct sock_filter);
-		if (!(f->prog.filter = malloc(bytes)))
-			return al_err(err, ENOMEM, "seccomp: out of memory");
-		memcpy(f->prog.filter, sc_blobs[key].code, bytes);
-		f->prog.len = sc_blobs[key].len;
-		return 0;
-	}
-#endif
-	if (memo_get(key, &f->prog))
-		return 0;
-	int r = sc_compile(o, &f->prog, err);
-	if (r == 0)
-		memo_put(key, &f->prog);
-	return r;
-}
-
-int sc_load(const struct sc_filter *f)
-{
-	if (f->prog.len == 0)
-		/* Only "off" may load nothing: a filter that failed to build never means "no filter". */
-		return f->profile == AL_SECCOMP_OFF ? 0 : -EINVAL;
-	/* Flags 0: the payload is single-threaded here (no TSYNC needed), and the kernel's
-	 * speculative-store-bypass mitigation for filtered tasks stays as the host set it. */
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &f->prog) < 0)
-		return -errno;
-	return 0;
-}
-
-void sc_free(struct sc_filter *f)
-{
-	if (!f)
-		return;
-	free(f->prog.filter);
-	f->prog.filter = NULL;
-	f->prog.len = 0;
-}
