@@ -1,0 +1,132 @@
+# lib.sh — shared by bench/layers.sh and bench/workload.sh: tool checks, the hardened bwrap line, hyperfine JSON reading.
+# Sourced, not run. Callers set `set -euo pipefail` and define nothing this file defines.
+# shellcheck shell=bash
+
+bench_name=$(basename "$0")
+
+die() {
+	echo "$bench_name: $*" >&2
+	exit 1
+}
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$here")
+
+# need TOOL... — each must be on PATH.
+need() {
+	local tool
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null 2>&1 ||
+			die "'$tool' is not installed (Debian: apt-get install hyperfine bubblewrap gcc libc6-dev jq)"
+	done
+}
+
+# Sets $json_tool to jq, or python3 when jq is missing.
+need_json() {
+	if command -v jq >/dev/null 2>&1; then
+		json_tool=jq
+	elif command -v python3 >/dev/null 2>&1; then
+		json_tool=python3
+	else
+		die "neither 'jq' nor 'python3' is installed (Debian: apt-get install jq)"
+	fi
+}
+
+# Sets $airlock to the binary under test: $AIRLOCK, or build/airlock of this checkout.
+find_airlock() {
+	airlock=${AIRLOCK:-$repo/build/airlock}
+	[[ -x $airlock ]] ||
+		die "airlock is not built: no executable at '$airlock' (build with 'bash scripts/build.sh', or set AIRLOCK=/path/to/airlock)"
+	airlock=$(realpath "$airlock")
+	[[ $airlock != *[[:space:]]* ]] || die "the airlock path '$airlock' contains white space (hyperfine -N splits on it)"
+}
+
+# hyperfine 1.13+ has -N (no shell between it and the command); we need it, because
+# a shell's ~1 ms start would be added to every figure and we subtract nothing.
+need_hyperfine_n() {
+	hyperfine --help 2>/dev/null | grep -qE '^\s+-N\b' || die "this hyperfine has no -N (need hyperfine 1.13 or later)"
+}
+
+# The hardened bwrap command line, the same as bench/startup.sh builds: /usr read-only,
+# the top-level dirs as on the host (merged-usr symlinks where the host has them,
+# read-only binds where it has dirs), fresh /proc, /dev and /tmp, every namespace.
+bwrap_args=(--unshare-all --die-with-parent --new-session --ro-bind /usr /usr)
+for _top in bin lib lib32 lib64 libx32 sbin; do
+	if [[ -L /$_top ]]; then
+		bwrap_args+=(--symlink "$(readlink "/$_top")" "/$_top")
+	elif [[ -d /$_top ]]; then
+		bwrap_args+=(--ro-bind "/$_top" "/$_top")
+	fi
+done
+bwrap_args+=(--proc /proc --dev /dev --tmpfs /tmp)
+unset _top
+
+# airlock's layers switched off, as far as the command line allows. `none` parses as
+# "no limit" (src/config/units.c), and without a memory or pids limit the pids cgroup is
+# not joined; the memory and cpuacct cgroups still are, because every job's peak memory
+# and CPU time are accounted (src/cgroup/cgroup.c, cg_wanted). There is no switch for that.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+airlock_ns_only=(--seccomp off --landlock off --memory none --pids none)
+
+# hyperfine takes each command as one string and with -N splits it on spaces; callers
+# make sure no word contains one, so joining is exact.
+join() {
+	local IFS=' '
+	echo "$*"
+}
+
+# check_runs NAME CMD... — fail before timing if a command does not run here.
+check_runs() {
+	local name=$1 out
+	shift
+	if ! out=$("$@" 2>&1); then
+		die "'$name' does not run on this host: $(join "$@"): ${out:-exit status non-zero}"
+	fi
+}
+
+# json_query FILE EXPR — a few fixed queries, with jq or python3 (see need_json).
+#   median NAME   the median wall time (s) of hyperfine command NAME
+#   min NAME      the shortest wall time (s) of hyperfine command NAME
+#   table         TSV: name, median, mean, stddev, min (s) per hyperfine command
+#   layers        one line from an airlock verdict: the enforced seccomp, Landlock, cgroup
+json_query() {
+	local file=$1 what=$2 arg=${3:-}
+	if [[ $json_tool == jq ]]; then
+		case $what in
+		median | min) jq -er --arg n "$arg" --arg f "$what" '.results[] | select(.command == $n) | .[$f]' "$file" ;;
+		table) jq -r '.results[] | [.command, .median, .mean, .stddev, .min] | @tsv' "$file" ;;
+		layers) jq -r '.enforced | "seccomp=\(.seccomp) landlock=\(if .landlock then "abi\(.landlock.abi)" else false end) cgroup=\(.cgroup.version // "none") memory-limit=\(.cgroup.memory // false) pids-limit=\(.cgroup.pids // false)"' "$file" ;;
+		esac
+	else
+		python3 - "$file" "$what" "$arg" <<'EOF'
+import json, sys
+path, what, arg = sys.argv[1:4]
+d = json.load(open(path))
+if what in ("median", "min"):
+    m = [r[what] for r in d["results"] if r["command"] == arg]
+    if not m:
+        sys.exit(1)
+    print(m[0])
+elif what == "table":
+    for r in d["results"]:
+        print("\t".join(str(x) for x in (r["command"], r["median"], r["mean"], r["stddev"], r["min"])))
+elif what == "layers":
+    e = d["enforced"]
+    ll = e["landlock"]
+    cg = e.get("cgroup") or {}
+    print("seccomp=%s landlock=%s cgroup=%s memory-limit=%s pids-limit=%s" % (
+        str(e["seccomp"]).lower(), ("abi%d" % ll["abi"]) if ll else "false",
+        cg.get("version", "none"), str(cg.get("memory", False)).lower(), str(cg.get("pids", False)).lower()))
+EOF
+	fi
+}
+
+# ratio A B [DIGITS] — A/B, printed with DIGITS decimals (default 2).
+ratio() {
+	awk -v a="$1" -v b="$2" -v p="${3:-2}" 'BEGIN { if (b == 0) print "n/a"; else printf "%.*f\n", p, a / b }'
+}
+
+# The load when a figure was taken: other work on a 2-CPU VM moves every number.
+load_note() {
+	echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs, $(date -u '+%Y-%m-%d %H:%M UTC')"
+}
