@@ -114,7 +114,7 @@ al_guard_setup() {
 		mkdir "$dir" 2>/dev/null || { AL_GUARD_WHY="cannot mkdir $dir"; return 1; }
 		AL_GUARD_DIRS+=("$dir")
 		al_write "$dir/pids.max" 512 || { AL_GUARD_WHY="cannot set $dir/pids.max"; return 1; }
-		al_write "$dir/memory.max" 2G || { AL_GUARD_WHY="cannot set $dir/memory.max"; return 1; }
+		al_write "$dir/memory.max" "${AL_GUARD_MEMORY:-2G}" || { AL_GUARD_WHY="cannot set $dir/memory.max"; return 1; }
 		return 0
 	fi
 	for ctrl in pids memory; do
@@ -128,7 +128,7 @@ al_guard_setup() {
 		AL_GUARD_DIRS+=("$dir")
 	done
 	al_write "${AL_GUARD_DIRS[0]}/pids.max" 512 || { AL_GUARD_WHY="cannot set pids.max"; return 1; }
-	al_write "${AL_GUARD_DIRS[1]}/memory.limit_in_bytes" 2G ||
+	al_write "${AL_GUARD_DIRS[1]}/memory.limit_in_bytes" "${AL_GUARD_MEMORY:-2G}" ||
 		{ AL_GUARD_WHY="cannot set memory.limit_in_bytes"; return 1; }
 	return 0
 }

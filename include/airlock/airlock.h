@@ -158,6 +158,10 @@ struct al_verdict {
 	uint64_t oom_kills;
 	bool pids_limit_hit;
 	bool seccomp_killed; /* the payload was killed by the seccomp filter (SIGSYS) */
+	/* --workdir: the job's changes, applied to the host directory when it ended. */
+	bool workdir_written;
+	uint64_t workdir_files, workdir_deleted, workdir_bytes;
+	char workdir_error[256]; /* "" unless applying a change failed */
 	const char *backend;
 	struct al_error setup;	/* when status == AL_STATUS_SETUP_ERROR */
 	char *enforced_json;	/* JSON object naming each protection applied */

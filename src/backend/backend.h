@@ -25,6 +25,8 @@ struct be_proc {
 	bool seccomp_kills;  /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
 	int kill_signal;     /* what ends the whole job when sent to pid (SIGKILL to a pid-ns init) */
 	char *cleanup_dir;   /* malloc'd: a host directory the job used, removed after it */
+	int upper_sock;	     /* -1, or where the --workdir overlay's upper layer arrives (SCM_RIGHTS) */
+	char *workdir;	     /* malloc'd: the host directory the upper layer's changes go back to */
 };
 
 /* The native backend: our own namespaces (backend/native). */

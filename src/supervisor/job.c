@@ -131,6 +131,7 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 		return al_err(err, ENOMEM, "out of memory");
 	j->timerfd = j->epfd = j->proc.pidfd = j->proc.status_fd = -1;
 	j->proc.kill_signal = SIGKILL;
+	j->proc.upper_sock = -1;
 	j->wall_limit_ms = al_policy_get_limit(p, AL_LIMIT_WALL_MS);
 	job_init_pumps(j, p, opts);
 	int op[2] = {-1, -1}, ep[2] = {-1, -1}, r;
@@ -218,6 +219,20 @@ static void on_event(struct al_job *j, int fd)
 	}
 }
 
+/* A --workdir job's changes reach the host directory only now, when nothing of the job runs;
+ * at most --disk bytes, since that is all the upper layer could hold. */
+static void job_write_back(struct al_job *j)
+{
+	if (j->proc.upper_sock < 0 || !j->proc.workdir)
+		return;
+	int upper = wb_receive_upper(j->proc.upper_sock);
+	if (upper < 0)
+		return; /* the sandbox never got that far: a setup error says why */
+	wb_apply(upper, j->proc.workdir, &j->wb);
+	close(upper);
+	j->wrote_back = true;
+}
+
 int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 {
 	/* Run until the sandbox is gone and every channel reached EOF (they do once it is). */
@@ -237,6 +252,7 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	j->reaped = true;
 	if (j->cg && cg_usage(j->cg, &j->cgu) == 0)
 		j->have_cgu = true;
+	job_write_back(j);
 	return jv_build(j, out, err);
 }
 
@@ -262,7 +278,7 @@ void al_job_free(struct al_job *j)
 		al_remove_tree(j->proc.cleanup_dir);
 		free(j->proc.cleanup_dir);
 	}
-	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd};
+	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd, j->proc.upper_sock};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -270,5 +286,6 @@ void al_job_free(struct al_job *j)
 	pump_free(&j->err);
 	cg_destroy(j->cg);
 	free(j->proc.enforced_json);
+	free(j->proc.workdir);
 	free(j);
 }

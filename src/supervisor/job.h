@@ -12,6 +12,7 @@
 #include "backend/native/channel.h"
 #include "cgroup/cgroup.h"
 #include "pump.h"
+#include "writeback.h"
 
 struct al_job {
 	struct be_proc proc;
@@ -29,6 +30,8 @@ struct al_job {
 	struct cg_job *cg; /* NULL when no cgroup could be (or needed to be) used */
 	struct cg_usage cgu;
 	bool have_cgu;
+	bool wrote_back; /* a --workdir overlay's changes were applied (wb describes them) */
+	struct wb_stats wb;
 };
 
 /* Turns a finished, reaped job into its verdict. */

@@ -160,6 +160,13 @@ int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
 		v->oom_kills = j->cgu.oom_kills;
 		v->pids_limit_hit = j->cgu.pids_limit_hit;
 	}
+	if (j->wrote_back) {
+		v->workdir_written = true;
+		v->workdir_files = j->wb.files;
+		v->workdir_deleted = j->wb.deleted;
+		v->workdir_bytes = j->wb.bytes;
+		memcpy(v->workdir_error, j->wb.error, sizeof(v->workdir_error));
+	}
 	v->backend = j->proc.backend;
 	v->enforced_json = enforced_with_cgroup(j);
 	*out = v;
@@ -258,6 +265,11 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 	json_object_set_new(o, "oom_kills", v->cgroup_used ? json_integer((json_int_t)v->oom_kills) : json_null());
 	json_object_set_new(o, "pids_limit_hit", v->cgroup_used ? json_boolean(v->pids_limit_hit) : json_null());
 	json_object_set_new(o, "seccomp_killed", json_boolean(v->seccomp_killed));
+	if (v->workdir_written)
+		json_object_set_new(o, "workdir", json_pack("{s:I,s:I,s:I,s:o}", "files", (json_int_t)v->workdir_files,
+							     "deleted", (json_int_t)v->workdir_deleted, "bytes",
+							     (json_int_t)v->workdir_bytes, "error",
+							     v->workdir_error[0] ? json_string(v->workdir_error) : json_null()));
 	json_t *enf = v->enforced_json ? json_loads(v->enforced_json, 0, NULL) : NULL;
 	json_object_set_new(o, "enforced", enf ? enf : json_object());
 	if (v->status == AL_STATUS_SETUP_ERROR)

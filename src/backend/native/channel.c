@@ -38,6 +38,7 @@ static const struct {
 	[NS_PROC] = {"mounting /proc", "procfs in a pid namespace (a fully visible host /proc)"},
 	[NS_DEVPTS] = {"mounting /dev/pts", "devpts newinstance"},
 	[NS_SETATTR] = {"setting mount attributes", "mount_setattr (Linux 5.12+)"},
+	[NS_OVERLAY] = {"setting up the --workdir overlay", "overlayfs in a user namespace (Linux 5.11+)"},
 	[NS_PIVOT] = {"pivot_root", "pivot_root (a real root filesystem, not initramfs)"},
 	[NS_ROOT_RO] = {"making the root read-only", "mount_setattr (Linux 5.12+)"},
 	[NS_HOSTNAME] = {"setting the hostname", "uts namespaces"},

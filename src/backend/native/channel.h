@@ -19,6 +19,7 @@ enum nat_stage {
 	NS_PROC,
 	NS_DEVPTS,
 	NS_SETATTR,
+	NS_OVERLAY,
 	NS_PIVOT,
 	NS_ROOT_RO,
 	NS_HOSTNAME,

@@ -142,8 +142,9 @@ static _Noreturn void payload_main(const struct nat_child *c)
  * user with descriptors of its own): keep only the five it needs. */
 static void close_inherited(const struct nat_child *c)
 {
-	int keep[5] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd};
-	if (close_all_but(keep, 5) < 0)
+	int keep[6] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
+		       c->plan ? c->plan->sendfd_sock : -1};
+	if (close_all_but(keep, 6) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 }
 
@@ -154,6 +155,8 @@ static void build_root(struct nat_child *c)
 	if (rootfd < 0 || mnt_apply(c->plan, rootfd, &f) < 0)
 		die(c, f.stage, f.err, f.what);
 	close(rootfd);
+	if (c->plan->sendfd_sock >= 0)
+		close(c->plan->sendfd_sock);
 	if (mnt_pivot(&f) < 0)
 		die(c, f.stage, f.err, f.what);
 	if (sethostname(c->hostname, strlen(c->hostname)) < 0)

@@ -200,6 +200,33 @@ static int plan_proc_dev(struct fs_plan *plan)
 	return r;
 }
 
+/* --workdir under the --disk cap: /workspace is an overlay whose lower layer is the host
+ * directory (read-only) and whose upper layer is a tmpfs of --disk bytes. The upper layer is
+ * handed to the supervisor (FS_SENDFD), which writes the changes back when the job ends, so
+ * no more than --disk bytes can ever reach the host. The staging mounts are then detached. */
+static int plan_workdir_overlay(struct fs_plan *plan, const struct al_policy *p)
+{
+	int r = mkdir_op(plan, "/.airlock", 0700);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = ".airlock/upper",
+					  .text = ownf(plan, "size=%llu,mode=0700", (unsigned long long)p->limits[AL_LIMIT_DISK]),
+					  .mflags = MS_NOSUID | MS_NODEV});
+	r = r ?: mkdir_op(plan, "/.airlock/upper/data", 0755);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = ".airlock/upper/data", .owner = AL_SANDBOX_UID});
+	r = r ?: mkdir_op(plan, "/.airlock/upper/work", 0700);
+	r = r ?: bind(plan, p->workdir, "/.airlock/lower", RO_ATTRS, 0);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_OVERLAY, .dest = AL_WORKSPACE + 1,
+					  .text = "lowerdir=.airlock/lower,upperdir=.airlock/upper/data,"
+						  "workdir=.airlock/upper/work,userxattr",
+					  .mflags = MS_NOSUID | MS_NODEV});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_SENDFD, .dest = ".airlock/upper/data"});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = ".airlock/lower"});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = ".airlock/upper"});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = ".airlock/lower"});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = ".airlock/upper"});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = ".airlock"});
+	return r;
+}
+
 static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 {
 	uint64_t disk = p->limits[AL_LIMIT_DISK];
@@ -211,7 +238,7 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 	if (r)
 		return r;
 	if (p->workdir)
-		return bind(plan, p->workdir, AL_WORKSPACE, RW_ATTRS, 0);
+		return plan_workdir_overlay(plan, p);
 	return add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = AL_WORKSPACE + 1,
 					.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
 						     (unsigned long long)disk, AL_SANDBOX_UID, AL_SANDBOX_UID),
@@ -230,7 +257,8 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 		r = bind(plan, b->src, b->dest, b->writable ? RW_ATTRS : RO_ATTRS, 0);
 	}
 	for (size_t i = 0; r == 0 && i < plan->n; i++)
-		if (!plan->ops[i].dest || ((plan->ops[i].kind == FS_FILE || plan->ops[i].kind == FS_TMPFS) &&
+		if (!plan->ops[i].dest || ((plan->ops[i].kind == FS_FILE || plan->ops[i].kind == FS_TMPFS ||
+					    plan->ops[i].kind == FS_OVERLAY) &&
 					   !plan->ops[i].text))
 			r = -ENOMEM;
 	if (r < 0)

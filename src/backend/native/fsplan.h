@@ -18,6 +18,11 @@ enum fs_kind {
 	FS_PROC,    /* a new procfs at dest */
 	FS_DEVPTS,  /* a new devpts instance at dest */
 	FS_SETATTR, /* mount attributes on dest (attr_set), e.g. read-only after population */
+	FS_OVERLAY, /* an overlay at dest with options text (layer paths relative to the new root) */
+	FS_CHOWN,   /* dest owned by sandbox id `owner` (uid and gid) */
+	FS_SENDFD,  /* send an O_RDONLY fd of directory dest to the supervisor (plan->sendfd_sock) */
+	FS_UMOUNT,  /* detach the mount at dest (its users, e.g. an overlay, keep it alive) */
+	FS_RMDIR,   /* remove the (empty) directory dest */
 };
 
 /* flags */
@@ -36,6 +41,7 @@ struct fs_op {
 	int src_fd;	      /* FS_BIND: O_PATH descriptor, opened by the child before it drops host root */
 	bool src_is_dir;      /* FS_BIND: filled when src_fd is opened */
 	bool skip;	      /* FS_OPTIONAL op whose source the host lacks */
+	unsigned owner;	      /* FS_CHOWN */
 };
 
 struct fs_plan {
@@ -43,6 +49,7 @@ struct fs_plan {
 	size_t n, cap;
 	char **owned; /* strings the plan allocated */
 	size_t nowned, capowned;
+	int sendfd_sock; /* FS_SENDFD target (set by the spawner), -1 if none */
 };
 
 /* Builds the whole plan for policy p. host_merged_usr: probe of /bin etc. done by the caller. */

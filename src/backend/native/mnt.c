@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -176,7 +177,31 @@ static int apply_fs(int rootfd, const struct fs_op *op, const char *type)
 	return r;
 }
 
-static int apply_one(int rootfd, struct fs_op *op)
+/* Hands a directory to the supervisor over a unix socket (SCM_RIGHTS): no allocation. */
+static int send_dir(int rootfd, const char *rel, int sock)
+{
+	int fd = open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	char byte = 'u';
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	int r = sock >= 0 && sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -(sock < 0 ? EBADF : errno);
+	close(fd);
+	return r;
+}
+
+static int apply_one(int rootfd, struct fs_op *op, int plan_sock)
 {
 	const char *base;
 	int fd, r;
@@ -212,6 +237,16 @@ static int apply_one(int rootfd, struct fs_op *op)
 		return apply_fs(rootfd, op, "devpts");
 	case FS_SETATTR:
 		return set_attrs(rootfd, op->dest, op->attr_set, op->flags & FS_RECURSIVE);
+	case FS_OVERLAY:
+		return apply_fs(rootfd, op, "overlay");
+	case FS_CHOWN:
+		return fchownat(rootfd, op->dest, op->owner, op->owner, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	case FS_SENDFD:
+		return send_dir(rootfd, op->dest, plan_sock);
+	case FS_UMOUNT:
+		return umount2(op->dest, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 ? -errno : 0;
+	case FS_RMDIR:
+		return unlinkat(rootfd, op->dest, AT_REMOVEDIR) < 0 ? -errno : 0;
 	}
 	return -EINVAL;
 }
@@ -221,11 +256,13 @@ int mnt_apply(struct fs_plan *plan, int rootfd, struct mnt_fail *f)
 	static const enum nat_stage stage_of[] = {
 		[FS_MKDIR] = NS_MKDIR, [FS_SYMLINK] = NS_SYMLINK, [FS_FILE] = NS_FILE,
 		[FS_BIND] = NS_BIND,   [FS_TMPFS] = NS_TMPFS,     [FS_PROC] = NS_PROC,
-		[FS_DEVPTS] = NS_DEVPTS, [FS_SETATTR] = NS_SETATTR,
+		[FS_DEVPTS] = NS_DEVPTS, [FS_SETATTR] = NS_SETATTR, [FS_OVERLAY] = NS_OVERLAY,
+		[FS_CHOWN] = NS_MKDIR,   [FS_SENDFD] = NS_OVERLAY,  [FS_UMOUNT] = NS_OVERLAY,
+		[FS_RMDIR] = NS_OVERLAY,
 	};
 	for (size_t i = 0; i < plan->n; i++) {
 		struct fs_op *op = &plan->ops[i];
-		int r = apply_one(rootfd, op);
+		int r = apply_one(rootfd, op, plan->sendfd_sock);
 		if (r < 0)
 			return fail(f, stage_of[op->kind], -r, op->kind == FS_BIND ? op->src : op->dest);
 	}

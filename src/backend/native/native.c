@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -178,7 +179,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	struct fs_host host;
 	char **envp = NULL;
 	struct nat_layers layers = {0};
-	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, pidfd = -1, r;
+	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, fd_p[2] = {-1, -1}, pidfd = -1, r;
+	plan.sendfd_sock = -1;
 	fs_host_probe(&host, &plan);
 	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, &layers, err)) < 0)
 		goto out;
@@ -186,10 +188,12 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		r = al_err(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0) {
+	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
+	    (p->workdir && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd_p) < 0)) {
 		r = al_err_sys(err, errno, "setup: pipe");
 		goto out;
 	}
+	plan.sendfd_sock = fd_p[1];
 	struct nat_child c = {
 		.plan = &plan, .limits = p->limits, .argv = p->argv, .envp = envp, .path = find_path(envp),
 		.hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, .cwd = p->cwd ? p->cwd : AL_WORKSPACE,
@@ -215,6 +219,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	if (pid == 0) {
 		close(sync_p[1]);
 		close(status_p[0]);
+		if (fd_p[0] >= 0)
+			close(fd_p[0]);
 		nat_child_main(&c);
 	}
 	if (pid < 0 && p->fallback && nat_userns_refused(-pid)) {
@@ -245,6 +251,10 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(status_p[0]);
 	out->enforced_json = enforced_json(p, &c.map, &layers);
+	if (p->workdir) {
+		out->upper_sock = steal_fd(fd_p[0]);
+		out->workdir = strdup(p->workdir);
+	}
 	out->backend = "native";
 	/* Every profile kills foreign-ABI calls (and strict kills its always-denied calls). */
 	out->seccomp_kills = layers.seccomp.prog.len > 0;
@@ -257,6 +267,8 @@ out:
 			close(sync_p[i]);
 		if (status_p[i] >= 0)
 			close(status_p[i]);
+		if (fd_p[i] >= 0)
+			close(fd_p[i]);
 	}
 	pol_free_strv(envp);
 	fs_plan_free(&plan);

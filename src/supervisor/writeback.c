@@ -1,0 +1,229 @@
+/* writeback.c — applies a --workdir overlay's upper layer (the job's changes) to the host directory.
+ *
+ * Runs in the supervisor, with the caller's credentials, after every process of the job is
+ * gone: nothing can change either tree meanwhile. The upper layer holds what the job created or
+ * modified (full copies: metacopy is off), character devices 0/0 for what it deleted
+ * (whiteouts), and "opaque" directories that replaced a lower one wholesale. Both trees are
+ * walked with *at() calls that never follow a symlink: a link in either tree (the job made
+ * them) is copied as a link, never traversed, so nothing outside the directory can be reached.
+ * Special files other than whiteouts (fifos, sockets, devices) are not copied.
+ */
+#include "writeback.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define WB_MAX_DEPTH 256
+#define WB_TMP ".airlock-writeback.tmp"
+
+static int wb_fail(struct wb_stats *st, int err, const char *what, const char *name)
+{
+	if (!st->error[0])
+		snprintf(st->error, sizeof(st->error), "%.40s %.120s: %.80s", what, name, strerror(err));
+	return -err;
+}
+
+/* Removes name (a file, a link, or a whole directory) beneath dirfd, never following links. */
+static int remove_at(int parent, const char *name, int depth)
+{
+	struct stat sb;
+	if (fstatat(parent, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(sb.st_mode))
+		return unlinkat(parent, name, 0) < 0 ? -errno : 0;
+	if (depth > WB_MAX_DEPTH)
+		return -ELOOP;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	int r = 0;
+	for (struct dirent *e; r == 0 && (e = readdir(d));)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			r = remove_at(dirfd(d), e->d_name, depth + 1);
+	closedir(d);
+	return r < 0 ? r : unlinkat(parent, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+static bool is_opaque(int dirfd)
+{
+	char v[4];
+	ssize_t n = fgetxattr(dirfd, "user.overlay.opaque", v, sizeof(v));
+	if (n < 0)
+		n = fgetxattr(dirfd, "trusted.overlay.opaque", v, sizeof(v));
+	return n >= 1 && v[0] == 'y';
+}
+
+/* copy_file_range where the kernel does it across filesystems, read/write otherwise. */
+static int copy_data(int in, int out, off_t size)
+{
+	off_t left = size;
+	while (left > 0) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+			break;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		left -= n;
+	}
+	char buf[65536];
+	while (left > 0) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+			off += w;
+		}
+		left -= n;
+	}
+	return 0;
+}
+
+/* Copies a regular file or a symlink into a temporary name, then renames it over name. */
+static int copy_entry(int src, int dst, const char *name, const struct stat *sb, struct wb_stats *st)
+{
+	unlinkat(dst, WB_TMP, 0);
+	if (S_ISLNK(sb->st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlinkat(src, name, target, sizeof(target) - 1);
+		if (n < 0 || (target[n] = 0, symlinkat(target, dst, WB_TMP) < 0))
+			return wb_fail(st, errno, "copying the link", name);
+	} else {
+		int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int out = openat(dst, WB_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int r = in < 0 || out < 0 ? -errno : copy_data(in, out, sb->st_size);
+		/* No set-id bits come back from the sandbox; times are kept. */
+		if (r == 0 && (fchmod(out, sb->st_mode & 0777) < 0 ||
+			       futimens(out, (struct timespec[2]){sb->st_atim, sb->st_mtim}) < 0))
+			r = -errno;
+		if (in >= 0)
+			close(in);
+		if (out >= 0)
+			close(out);
+		if (r < 0) {
+			unlinkat(dst, WB_TMP, 0);
+			return wb_fail(st, -r, "copying", name);
+		}
+		st->bytes += (uint64_t)sb->st_size;
+	}
+	if (renameat(dst, WB_TMP, dst, name) < 0) {
+		/* A directory stands where the file goes: the job replaced it. */
+		if ((errno != EISDIR && errno != ENOTEMPTY && errno != EEXIST) || remove_at(dst, name, 0) < 0 ||
+		    renameat(dst, WB_TMP, dst, name) < 0) {
+			int e = errno;
+			unlinkat(dst, WB_TMP, 0);
+			return wb_fail(st, e, "replacing", name);
+		}
+	}
+	st->files++;
+	return 0;
+}
+
+static int wb_dir(int src, int dst, struct wb_stats *st, int depth);
+
+static int wb_subdir(int src, int dst, const char *name, const struct stat *sb, struct wb_stats *st, int depth)
+{
+	if (depth > WB_MAX_DEPTH)
+		return wb_fail(st, ELOOP, "descending into", name);
+	int s = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s < 0)
+		return wb_fail(st, errno, "opening the job's", name);
+	struct stat db;
+	bool exists = fstatat(dst, name, &db, AT_SYMLINK_NOFOLLOW) == 0;
+	/* An opaque directory replaced the host's; a file or link there gives way to it. */
+	if (exists && (is_opaque(s) || !S_ISDIR(db.st_mode))) {
+		remove_at(dst, name, 0);
+		exists = false;
+	}
+	if (!exists && mkdirat(dst, name, sb->st_mode & 0777) < 0) {
+		close(s);
+		return wb_fail(st, errno, "creating", name);
+	}
+	int d = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = d < 0 ? wb_fail(st, errno, "opening", name) : wb_dir(s, d, st, depth + 1);
+	if (d >= 0) {
+		fchmod(d, sb->st_mode & 0777);
+		close(d);
+	}
+	close(s);
+	st->dirs++;
+	return r;
+}
+
+static int wb_dir(int src, int dst, struct wb_stats *st, int depth)
+{
+	int fd = dup(src);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return wb_fail(st, errno, "reading", "the job's changes");
+	}
+	int r = 0;
+	for (struct dirent *e; r == 0 && (e = readdir(d));) {
+		const char *name = e->d_name;
+		struct stat sb;
+		if (!strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, WB_TMP))
+			continue;
+		if (fstatat(src, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			r = wb_fail(st, errno, "reading", name);
+		else if (S_ISCHR(sb.st_mode) && sb.st_rdev == makedev(0, 0)) {
+			if ((r = remove_at(dst, name, 0)) < 0)
+				wb_fail(st, -r, "deleting", name);
+			st->deleted++;
+		} else if (S_ISDIR(sb.st_mode))
+			r = wb_subdir(src, dst, name, &sb, st, depth);
+		else if (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode))
+			r = copy_entry(src, dst, name, &sb, st);
+		else
+			st->skipped++;
+	}
+	closedir(d);
+	return r;
+}
+
+int wb_receive_upper(int sock)
+{
+	char byte;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	if (recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
+		return -ENOENT; /* setup never got as far as the overlay */
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -EPROTO;
+	int fd;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+int wb_apply(int upper, const char *workdir, struct wb_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	int dst = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dst < 0)
+		return wb_fail(st, errno, "opening", workdir);
+	int r = wb_dir(upper, dst, st, 0);
+	close(dst);
+	return r;
+}

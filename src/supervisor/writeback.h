@@ -1,0 +1,18 @@
+/* writeback.h — a --workdir job's changes (its overlay's upper layer) applied to the host directory. */
+#ifndef AL_SUPERVISOR_WRITEBACK_H
+#define AL_SUPERVISOR_WRITEBACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct wb_stats {
+	uint64_t files, dirs, deleted, skipped, bytes;
+	char error[256]; /* the first failure, "" if none */
+};
+
+/* The upper layer's directory fd, received once from the sandbox's init; -ENOENT if none came. */
+int wb_receive_upper(int sock);
+/* Applies upper (a directory fd) to workdir. Call only after the job is gone. 0 or -errno. */
+int wb_apply(int upper, const char *workdir, struct wb_stats *st);
+
+#endif

@@ -1,0 +1,55 @@
+#!/bin/bash
+# workdir.sh — --workdir under the --disk cap: the job writes into an overlay whose upper layer is
+# a tmpfs of --disk bytes, and its changes reach the host directory when it ends. A 1.2 GiB fill
+# against a 1 GiB cap stops at the cap (ENOSPC) and the host disk takes no more than the cap.
+AL_GUARD_MEMORY=4G # the 1 GiB upper layer and the written-back page cache, inside the guard
+. "$(dirname "$0")/../lib.sh"
+
+j() { al_json_get "$AL_OUT" "$1"; }
+if [ "$AL_TEST_MODE" = root ]; then owner=$((AL_ID_BASE + 1000)); else owner=$AL_NOBODY_UID; fi
+
+# ---- changes come back: modified, created, deleted, renamed, links (never followed)
+wd=$(al_tmpdir 0755)
+rm -f "$wd/.airlock-test"
+mkdir -p "$wd/keep" "$wd/gone/sub"
+echo old >"$wd/a"
+echo k >"$wd/keep/k"
+echo g >"$wd/gone/sub/g"
+ln -s /etc/passwd "$wd/link"
+chown -R "$owner:$owner" "$wd"
+al_run run --json --workdir "$wd" -- /bin/sh -c '
+	echo new > a; echo b > b; rm -rf gone; mkdir -p n/m; echo deep > n/m/f
+	rm link; ln -s ../../outside lnk; mkdir keep2; mv keep/k keep2/; cat /workspace/a'
+al_assert_rc 0
+al_assert_eq "$(j stdout.data)" new "the job sees its own write"
+al_assert_eq "$(cat "$wd/a")" new "modified file written back"
+al_assert_eq "$(cat "$wd/b")" b "new file written back"
+al_assert_eq "$(cat "$wd/n/m/f")" deep "new tree written back"
+al_assert_eq "$(cat "$wd/keep2/k")" k "renamed file written back"
+[ ! -e "$wd/gone" ] || al_fail "a deleted tree is still on the host"
+[ ! -e "$wd/keep/k" ] || al_fail "a renamed file is still at its old place"
+[ ! -L "$wd/link" ] || al_fail "a deleted link is still on the host"
+al_assert_eq "$(readlink "$wd/lnk")" ../../outside "a link comes back as a link"
+al_assert_eq "$(j workdir.error)" null "verdict workdir.error"
+al_pass "changes written back: $(j workdir)"
+touch "$wd/.airlock-test"
+
+# ---- the cap: 1.2 GiB written against --disk 1G
+wd=$(al_tmpdir 0755)
+chown "$owner:$owner" "$wd"
+avail_before=$(df --output=avail -B1 "$wd" | tail -n 1)
+# The upper layer's pages count against the job's memory: root (with a cgroup) raises it.
+mem=()
+[ "$AL_TEST_MODE" = root ] && mem=(--memory 3G)
+al_run run --json --disk 1G "${mem[@]}" --file-size 2G --time 120 --workdir "$wd" -- /bin/sh -c \
+	'head -c 1288490188 /dev/zero > fill; echo rc=$?'
+al_assert_contains "$(j stdout.data)" "rc=1" "the fill failed"
+al_assert_contains "$(j stderr.data)" "No space left on device" "the fill stopped at the cap"
+size=$(stat -c %s "$wd/fill")
+[ "$size" -le $((1 << 30)) ] || al_fail "the host got $size bytes under --disk 1G"
+[ "$size" -ge $((1 << 29)) ] || al_fail "only $size bytes came back: the job's writes were lost"
+avail_after=$(df --output=avail -B1 "$wd" | tail -n 1)
+used=$((avail_before - avail_after))
+[ "$used" -le $(((1 << 30) + (64 << 20))) ] || al_fail "the host disk lost $used bytes under --disk 1G"
+al_pass "1.2 GiB fill: $size bytes reached the host, disk use +$((used >> 20)) MiB"
+rm -f "$wd/fill"
