@@ -138,7 +138,7 @@ static int open_rule_path(const char *path)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int add_path_rule(int ruleset, const struct ll_path *p, int abi)
+static int add_path_rule(int ruleset, const struct ll_path *p, int abi, uint64_t handled)
 {
 	int fd = open_rule_path(p->path);
 	if (fd < 0)
@@ -150,10 +150,11 @@ static int add_path_rule(int ruleset, const struct ll_path *p, int abi)
 		goto out;
 	}
 	struct landlock_path_beneath_attr attr = {
-		.allowed_access = ll_fs_rule_rights(abi, p->writable, S_ISDIR(st.st_mode)),
+		.allowed_access = ll_fs_rule_rights(abi, p->writable, S_ISDIR(st.st_mode)) & handled,
 		.parent_fd = fd,
 	};
-	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0) < 0)
+	/* A read-only rule grants nothing when reads are not handled: nothing to add. */
+	if (attr.allowed_access && syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0) < 0)
 		r = -errno;
 out:
 	close(fd);
@@ -174,7 +175,15 @@ int ll_build(const struct ll_spec *spec, struct ll_result *res)
 	if (spec->max_abi > 0 && abi > spec->max_abi)
 		abi = spec->max_abi;
 
-	struct ll_ruleset_attr attr = {.handled_access_fs = ll_fs_handled(abi)};
+	uint64_t handled = ll_fs_handled(abi);
+	/* writes_only: not read, list, execute, nor the two rights Landlock evaluates on every
+	 * open (truncate, device ioctls), so a read-only open never walks the path. In the
+	 * native layout these restrict nothing: what mount and DAC leave writable is under a
+	 * read-write rule, and every device node there already has its ioctls granted. */
+	if (spec->writes_only)
+		handled &= ~(uint64_t)(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
+				       LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV);
+	struct ll_ruleset_attr attr = {.handled_access_fs = handled};
 	size_t size = sizeof(attr.handled_access_fs);
 	if (abi >= 4) {
 		size = offsetof(struct ll_ruleset_attr, scoped);
@@ -198,7 +207,7 @@ int ll_build(const struct ll_spec *spec, struct ll_result *res)
 	int r = 0;
 	for (size_t i = 0; i < spec->npaths; i++) {
 		const struct ll_path *p = &spec->paths[i];
-		r = add_path_rule(rs, p, abi);
+		r = add_path_rule(rs, p, abi, handled);
 		if ((r == -ENOENT || r == -ENOTDIR) && p->optional) {
 			r = 0;
 			continue;
@@ -218,6 +227,7 @@ int ll_build(const struct ll_spec *spec, struct ll_result *res)
 	}
 	res->abi = abi;
 	res->fs = true;
+	res->fs_reads = !spec->writes_only;
 	res->net = attr.handled_access_net != 0;
 	res->scoped = attr.scoped != 0;
 	return rs;

@@ -32,12 +32,19 @@ struct ll_spec {
 	 * would (Landlock keeps older rulesets working): lets the tests cover ABIs 1..7 on a
 	 * new kernel. */
 	int max_abi;
+	/* Handle only the rights that change the tree (write, create, remove, rename), not
+	 * read, list, execute, truncate or device ioctls. Right where a mount namespace already
+	 * decides what can be read (the native layout, where a rule on / grants every read
+	 * anyway): Landlock then skips its path walk on every read-only open, which is what a
+	 * syscall-heavy job pays for. The fallback, without a mount namespace, handles all. */
+	bool writes_only;
 };
 
 /* What was applied, for the verdict. */
 struct ll_result {
 	int abi;	    /* ABI used (0: Landlock unavailable); at most LL_ABI_MAX */
 	bool fs;	    /* filesystem rules applied */
+	bool fs_reads;	    /* ... including read, list and execute (not writes_only) */
 	bool net;	    /* TCP rules applied */
 	bool scoped;	    /* scoping applied */
 	const char *failed_path; /* on failure: the spec path that could not be opened or added, else NULL */

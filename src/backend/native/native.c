@@ -56,7 +56,8 @@ json_t *nat_landlock_json(const struct ll_spec *spec, int abi)
 {
 	if (!spec)
 		return json_false();
-	return json_pack("{s:i,s:b,s:b,s:b}", "abi", abi, "fs", 1, "net", spec->deny_tcp && abi >= 4, "scoped",
+	return json_pack("{s:i,s:b,s:s,s:b,s:b}", "abi", abi, "fs", 1, "fs_rights",
+			 spec->writes_only ? "writes" : "all", "net", spec->deny_tcp && abi >= 4, "scoped",
 			 spec->scope && abi >= 6);
 }
 
@@ -147,7 +148,10 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 	if (r < 0)
 		return al_err(err, -r, "setup: Landlock rules: out of memory");
 	/* Posture "none": no TCP at all; abstract sockets and signals stay inside the sandbox. */
-	l->landlock = (struct ll_spec){.paths = l->ll_paths, .npaths = l->ll_npaths, .deny_tcp = true, .scope = true};
+	/* The mount namespace already decides what can be read (and / is readable anyway):
+	 * Landlock guards writes, TCP and scope, and read-only opens skip its path walk. */
+	l->landlock = (struct ll_spec){.paths = l->ll_paths, .npaths = l->ll_npaths, .deny_tcp = true, .scope = true,
+				       .writes_only = true};
 	return 0;
 }
 
