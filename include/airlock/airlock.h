@@ -68,6 +68,14 @@ int al_policy_set_cwd(struct al_policy *p, const char *dir, struct al_error *err
 /* Root only: the host uid/gid that sandbox id 0 maps to (65536 ids from there). */
 int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *err);
 
+/* What the job may reach over the network. */
+enum al_net_posture {
+	AL_NET_NONE,	 /* an empty network namespace, lo down (default) */
+	AL_NET_LOOPBACK, /* its own network namespace with lo up: talks to itself, nothing leaves */
+	AL_NET_HOST,	 /* the host's network: explicit opt-in only, the highest risk */
+};
+int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, struct al_error *err);
+
 /* The system call filter applied last before execve. */
 enum al_seccomp_profile {
 	AL_SECCOMP_DEFAULT, /* allowlist tuned for real interpreters; denied calls fail with EPERM/ENOSYS */

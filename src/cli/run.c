@@ -93,7 +93,7 @@ static int front_option(struct run_opts *ro, const struct al_option *o, const ch
 	case OPT_TIME: case OPT_CPU_TIME: case OPT_OUTPUT_LIMIT: case OPT_DISK: case OPT_OPEN_FILES:
 	case OPT_FILE_SIZE: case OPT_ADDRESS_SPACE: case OPT_WORKDIR: case OPT_RO: case OPT_RW:
 	case OPT_ENV: case OPT_HOSTNAME: case OPT_CWD: case OPT_ID_BASE: case OPT_HELP: case OPT__COUNT:
-	case OPT_MEMORY: case OPT_PIDS: case OPT_CPUS: case OPT_SECCOMP: case OPT_LANDLOCK: case OPT_REQUIRE: case OPT_FALLBACK: case OPT_SUBIDS:
+	case OPT_MEMORY: case OPT_PIDS: case OPT_CPUS: case OPT_SECCOMP: case OPT_LANDLOCK: case OPT_REQUIRE: case OPT_FALLBACK: case OPT_SUBIDS: case OPT_NET:
 		break;
 	}
 	return cli_fail("internal: unhandled option --%s", o->name);

@@ -21,6 +21,7 @@ const struct al_option al_options[] = {
 	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default 512M)", true},
 	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default 1024)", true},
 	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth, e.g. 0.5 (cgroup; default none)", true},
+	{OPT_NET, "net", 0, OK_STRING, "none|loopback|host", "network: none (default), loopback only, or the host's (explicit, highest risk)", true},
 	{OPT_SECCOMP, "seccomp", 0, OK_STRING, "default|strict|off", "system call filter profile (default: default)", true},
 	{OPT_LANDLOCK, "landlock", 0, OK_STRING, "on|off", "Landlock filesystem/network/scope rules (default on, where the kernel has it)", true},
 	{OPT_REQUIRE, "require", 0, OK_STRING, "LAYER,...", "refuse to run unless these are enforced, e.g. userns,seccomp,landlock>=4,cgroup-memory", true},
@@ -87,6 +88,16 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_policy_set_cwd(p, value, err);
 	if (id == OPT_REQUIRE)
 		return al_policy_require(p, value, err);
+	if (id == OPT_NET) {
+		static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_LOOPBACK] = "loopback",
+						    [AL_NET_HOST] = "host"};
+		for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
+			if (strcmp(value, names[i]) == 0)
+				return al_policy_set_network(p, (enum al_net_posture)i, err);
+		if (strncmp(value, "allow=", 6) == 0)
+			return al_err(err, ENOTSUP, "--net allow=...: the egress proxy is not built yet (use none, loopback or host)");
+		return al_err(err, EINVAL, "--net: unknown posture '%s' (expected none, loopback or host)", value);
+	}
 	if (id == OPT_SECCOMP) {
 		static const char *const names[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",
 						    [AL_SECCOMP_OFF] = "off"};

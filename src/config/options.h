@@ -31,6 +31,7 @@ enum opt_id {
 	OPT_REQUIRE,
 	OPT_FALLBACK,
 	OPT_SUBIDS,
+	OPT_NET,
 	/* Front-end options: how to report, not what the sandbox is. */
 	OPT_STREAM,
 	OPT_JSON,

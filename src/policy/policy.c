@@ -473,3 +473,24 @@ int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err)
 	p->subids = on;
 	return 0;
 }
+
+int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, struct al_error *err)
+{
+	if (posture != AL_NET_NONE && posture != AL_NET_LOOPBACK && posture != AL_NET_HOST)
+		return al_err(err, EINVAL, "--net: unknown posture %d", (int)posture);
+	p->net = posture;
+	return 0;
+}
+
+const char *pol_net_name(enum al_net_posture n)
+{
+	switch (n) {
+	case AL_NET_NONE:
+		return "none";
+	case AL_NET_LOOPBACK:
+		return "loopback";
+	case AL_NET_HOST:
+		return "host";
+	}
+	return "?";
+}

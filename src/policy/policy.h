@@ -61,12 +61,14 @@ struct al_policy {
 	int require_landlock_abi; /* minimum Landlock ABI when REQ_LANDLOCK */
 	bool fallback;		  /* without user namespaces, run on Landlock + seccomp alone */
 	bool subids;		  /* unprivileged: also map the caller's subordinate ids */
+	enum al_net_posture net;
 };
 
 /* Checks that a path inside the sandbox is absolute and free of "." and ".." parts. Pure. */
 int pol_check_inside_path(const char *path, struct al_error *err);
 /* The environment the payload gets: fixed base plus the policy's entries (NULL-terminated, malloc'd). */
 char **pol_build_envp(const struct al_policy *p);
+const char *pol_net_name(enum al_net_posture n);
 void pol_free_strv(char **v);
 
 #endif

@@ -42,6 +42,7 @@ static const struct {
 	[NS_PIVOT] = {"pivot_root", "pivot_root (a real root filesystem, not initramfs)"},
 	[NS_ROOT_RO] = {"making the root read-only", "mount_setattr (Linux 5.12+)"},
 	[NS_HOSTNAME] = {"setting the hostname", "uts namespaces"},
+	[NS_NET] = {"bringing the loopback interface up", "network namespaces (SIOCSIFFLAGS)"},
 	[NS_FORK] = {"starting the payload", "process limits"},
 	[NS_SETSID] = {"setsid", "sessions"},
 	[NS_STDIO] = {"setting up stdio", "file descriptors"},

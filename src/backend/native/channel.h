@@ -23,6 +23,7 @@ enum nat_stage {
 	NS_PIVOT,
 	NS_ROOT_RO,
 	NS_HOSTNAME,
+	NS_NET,
 	NS_FORK,
 	NS_SETSID,
 	NS_STDIO,

@@ -20,6 +20,7 @@
 #include "caps.h"
 #include "channel.h"
 #include "mnt.h"
+#include "net.h"
 #include "policy/policy.h"
 #include "rlimits.h"
 
@@ -161,6 +162,9 @@ static void build_root(struct nat_child *c)
 		die(c, f.stage, f.err, f.what);
 	if (sethostname(c->hostname, strlen(c->hostname)) < 0)
 		die(c, NS_HOSTNAME, errno, c->hostname);
+	int r;
+	if (c->lo_up && (r = net_lo_up()) < 0)
+		die(c, NS_NET, -r, "lo");
 	mnt_close_sources(c->plan);
 	if (c->landlock) {
 		struct ll_result res;

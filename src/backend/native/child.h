@@ -30,6 +30,7 @@ struct nat_child {
 	gid_t run_gid;
 	bool drop_groups;		/* setgroups(0) before switching (allowed: root or range map) */
 	bool fallback;			/* no namespaces: see nat_fallback_main */
+	bool lo_up;			/* loopback posture: lo up in the new network namespace */
 };
 
 /* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */

@@ -61,6 +61,9 @@ static int refuse(const struct al_policy *p, int clone_errno, struct al_error *e
 	if (p->seccomp == AL_SECCOMP_OFF)
 		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s), and the fallback needs seccomp",
 			      strerror(clone_errno));
+	if (p->net == AL_NET_LOOPBACK)
+		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --net loopback needs a network namespace",
+			      strerror(clone_errno));
 	for (size_t i = 0; i < p->nbinds; i++)
 		if (strcmp(p->binds[i].src, p->binds[i].dest) != 0)
 			return al_err(err, EINVAL, "without user namespaces there is no mount namespace: bind %s can only be seen at its own path, not at %s",
@@ -109,7 +112,7 @@ static int fb_paths(const struct al_policy *p, struct fb_state *s)
 		s->paths[k++] = (struct ll_path){p->binds[i].src, p->binds[i].writable, false};
 	s->npaths = k;
 	/* No network namespace: the seccomp filter allows no AF_INET socket, Landlock no TCP. */
-	s->spec = (struct ll_spec){.paths = s->paths, .npaths = k, .deny_tcp = true, .scope = true};
+	s->spec = (struct ll_spec){.paths = s->paths, .npaths = k, .deny_tcp = p->net == AL_NET_NONE, .scope = true};
 	return 0;
 }
 
@@ -140,7 +143,7 @@ static char *fb_enforced(const struct al_policy *p, const struct fb_state *s, ui
 			      "cgroup", 0, "pivot_root", 0, "readonly_root", 0, "id_map", "setgroups",
 			      geteuid() == 0 ? "cleared" : "unchanged", "payload_uid", (int)uid, "payload_host_uid", (int)uid,
 			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network",
-			      "no inet sockets (seccomp), no TCP (Landlock)", "rlimits", nat_rlimits_json(p), "seccomp",
+			      p->net == AL_NET_HOST ? "host" : "no inet sockets (seccomp), no TCP (Landlock)", "rlimits", nat_rlimits_json(p), "seccomp",
 			      sc_profile_name(s->seccomp.profile), "landlock", nat_landlock_json(&s->spec, ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi()),
 			      "cgroup", 0, "disk", 0, "workspace", s->ws);
 	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
@@ -203,7 +206,7 @@ int nat_fallback_spawn(const struct al_policy *p, const struct be_io *io, struct
 	uid_t uid = root ? p->id_base + AL_SANDBOX_UID : getuid();
 	gid_t gid = root ? p->id_base + AL_SANDBOX_UID : getgid();
 	struct fb_state s = {0};
-	struct sc_options so = {.profile = p->seccomp};
+	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net == AL_NET_HOST};
 	if ((r = fb_workspace(p, uid, gid, &s, err)) < 0 || (r = sc_build(&so, &s.seccomp, err)) < 0)
 		goto out;
 	if (!(s.envp = fb_envp(p, s.ws)) || fb_paths(p, &s) < 0) {

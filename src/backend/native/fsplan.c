@@ -165,6 +165,9 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 	r = r ?: symlink_op(plan, "/etc/os-release", "../usr/lib/os-release");
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(ro_files); i++)
 		r = bind(plan, ro_files[i], ro_files[i], RO_ATTRS, FS_OPTIONAL);
+	/* Only the host posture can resolve names: it gets the host's resolver configuration. */
+	if (r == 0 && p->net == AL_NET_HOST)
+		r = bind(plan, "/etc/resolv.conf", "/etc/resolv.conf", RO_ATTRS, FS_OPTIONAL);
 	if (r == 0 && host->localtime_link)
 		r = symlink_op(plan, "/etc/localtime", host->localtime_link);
 	else if (r == 0)

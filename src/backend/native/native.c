@@ -40,7 +40,7 @@
 #include "util/error.h"
 
 /* The cgroup namespace is unshared by init once the job's cgroup holds it (see child.c). */
-#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS)
 
 /* The layers this backend sets up beyond the namespaces, decided before clone3. */
 struct nat_layers {
@@ -78,14 +78,14 @@ static char *enforced_json(const struct al_policy *p, const struct uns_map *m, c
 {
 	json_t *rl = nat_rlimits_json(p);
 	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:b}",
-			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", 1, "ipc", 1, "uts", 1, "cgroup", 1,
+			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST, "ipc", 1, "uts", 1, "cgroup", 1,
 			      "pivot_root", 1, "readonly_root", 1,
 			      "id_map", "mode", m->range ? "range" : m->subids ? "subids" : "single", "host_base", (json_int_t)m->host_base,
 			      "count", (json_int_t)m->count,
 			      "setgroups", m->range ? "cleared" : "deny",
 			      "payload_uid", AL_SANDBOX_UID,
 			      "payload_host_uid", (json_int_t)uns_host_uid(m, AL_SANDBOX_UID),
-			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network", "none",
+			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network", pol_net_name(p->net),
 			      "rlimits", rl, "seccomp",
 			      l->seccomp.prog.len ? json_string(sc_profile_name(l->seccomp.profile)) : json_false(),
 			      "landlock", nat_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi), "cgroup", 0);
@@ -117,7 +117,9 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 {
 	if (p->seccomp == AL_SECCOMP_OFF && (p->require & REQ_SECCOMP))
 		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
-	struct sc_options so = {.profile = p->seccomp, .allow_inet = false, .allow_io_uring = false};
+	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
+		return al_err(err, EPERM, "required layer netns conflicts with --net host");
+	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
 	int r = sc_build(&so, &l->seccomp, err);
 	if (r < 0)
 		return r;
@@ -147,10 +149,12 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 	free(rw);
 	if (r < 0)
 		return al_err(err, -r, "setup: Landlock rules: out of memory");
-	/* Posture "none": no TCP at all; abstract sockets and signals stay inside the sandbox. */
+	/* Posture "none": no TCP at all; abstract sockets and signals stay inside the sandbox
+	 * (also under "host": the host's abstract sockets, X11 or D-Bus, stay out of reach). */
 	/* The mount namespace already decides what can be read (and / is readable anyway):
 	 * Landlock guards writes, TCP and scope, and read-only opens skip its path walk. */
-	l->landlock = (struct ll_spec){.paths = l->ll_paths, .npaths = l->ll_npaths, .deny_tcp = true, .scope = true,
+	l->landlock = (struct ll_spec){.paths = l->ll_paths, .npaths = l->ll_npaths, .deny_tcp = p->net == AL_NET_NONE,
+				       .scope = true,
 				       .writes_only = true};
 	return 0;
 }
@@ -204,7 +208,7 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		.staging = "/tmp", .sync_fd = sync_p[0], .status_fd = status_p[1],
 		.stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
 		.landlock = layers.landlock_on ? &layers.landlock : NULL, .landlock_fd = -1,
-		.seccomp = &layers.seccomp,
+		.seccomp = &layers.seccomp, .lo_up = p->net == AL_NET_LOOPBACK,
 	};
 	if (p->subids && geteuid() == 0) {
 		r = al_err(err, EINVAL, "--subids is for ordinary users: as root the sandbox already maps 65536 ids");
@@ -219,7 +223,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		goto out;
 	}
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
-	pid_t pid = pfd_clone3(NS_FLAGS, &pidfd, cgfd);
+	/* Every posture but "host" gets its own network namespace. */
+	pid_t pid = pfd_clone3(NS_FLAGS | (p->net != AL_NET_HOST ? CLONE_NEWNET : 0), &pidfd, cgfd);
 	if (pid == 0) {
 		close(sync_p[1]);
 		close(status_p[0]);

@@ -1,0 +1,8 @@
+/* net.h — the network namespace's own interfaces (the loopback posture brings lo up). */
+#ifndef AL_NATIVE_NET_H
+#define AL_NATIVE_NET_H
+
+/* Sets lo up in the current network namespace (needs CAP_NET_ADMIN there). No allocation. */
+int net_lo_up(void);
+
+#endif
