@@ -4,7 +4,8 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev
       python3 python3-numpy perl bash util-linux uidmap iproute2 time procps
-      bubblewrap hyperfine man-db ruby php-cli)
+      bubblewrap hyperfine man-db ruby php-cli
+      cppcheck clang-tidy clang libclang-rt-14-dev)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 
 missing=()

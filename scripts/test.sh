@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # test.sh — sets up, builds and runs the whole test suite: unit and integration tests (as root and
 # as an unprivileged user) on this host, again in a qemu VM with a pure cgroup v2 layout and
-# Landlock ABI 2, then once more under AddressSanitizer and UBSan.
+# Landlock ABI 2, then once more under AddressSanitizer and UBSan; static analysis (cppcheck,
+# clang-tidy) and a short libFuzzer run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 BUILD_DIR=build bash scripts/build.sh
-# On this host (as root and as an unprivileged user), then in a qemu VM with pure cgroup v2.
+# On this host (as root and as an unprivileged user).
 ctest --test-dir build --output-on-failure --no-tests=error -LE vm
+# Static analysis (cppcheck, clang-tidy): any finding fails.
+bash scripts/lint.sh
+# In a qemu VM with pure cgroup v2.
 if [ -x ../shared/vm/run-in-vm.sh ]; then
   ctest --test-dir build --output-on-failure --no-tests=error -L vm
 else
@@ -16,3 +20,5 @@ fi
 BUILD_DIR=build-asan bash scripts/build.sh -DAIRLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -LE vm
+# libFuzzer: every tests/fuzz target for FUZZ_SECONDS each (their corpora already ran above as CTest cases).
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz.sh

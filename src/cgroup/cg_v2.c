@@ -166,6 +166,7 @@ void cg_v2_account(int dirfd, unsigned ctrls, struct cg_usage *u)
 		cg_parse_cpu_stat(buf, &u->user_s, &u->system_s);
 	if (ctrls & CG_BIT(HOST_CG_MEMORY)) {
 		/* memory.peak appeared in 5.19; before it the peak is unknown (0). */
+		/* NOLINTNEXTLINE(cert-err34-c): a number the kernel wrote into a cgroup file, not input to validate */
 		if (cg_read_at(dirfd, "memory.peak", buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, &v) == 1)
 			u->peak_memory_bytes = v;
 		if (cg_read_at(dirfd, "memory.events", buf, sizeof(buf)) > 0 && cg_parse_memory_events(buf, &v) == 0)

@@ -104,7 +104,7 @@ int cg_parse_keyed(const char *text, const char *key, uint64_t *out)
 
 int cg_parse_cpu_stat(const char *text, double *user_s, double *system_s)
 {
-	uint64_t u, s;
+	uint64_t u = 0, s = 0;
 	int r = cg_parse_keyed(text, "user_usec", &u);
 	if (r == 0)
 		r = cg_parse_keyed(text, "system_usec", &s);
@@ -117,7 +117,7 @@ int cg_parse_cpu_stat(const char *text, double *user_s, double *system_s)
 
 int cg_parse_cpuacct_stat(const char *text, long ticks_per_s, double *user_s, double *system_s)
 {
-	uint64_t u, s;
+	uint64_t u = 0, s = 0;
 	if (ticks_per_s <= 0)
 		return -EINVAL;
 	int r = cg_parse_keyed(text, "user", &u);

@@ -74,7 +74,7 @@ static int front_option(struct run_opts *ro, const struct al_option *o, const ch
 		ro->json = true;
 		return 0;
 	case OPT_STREAM:
-		if (strcmp(arg, "live") && strcmp(arg, "capture"))
+		if (strcmp(arg, "live") != 0 && strcmp(arg, "capture") != 0)
 			return cli_fail("--stream: expected 'live' or 'capture', not '%s'", arg);
 		ro->stream = strcmp(arg, "live") == 0 ? AL_STREAM_LIVE : AL_STREAM_CAPTURE;
 		return 0;

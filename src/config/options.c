@@ -107,7 +107,7 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_err(err, EINVAL, "--seccomp: expected default, strict or off, not '%s'", value);
 	}
 	if (id == OPT_LANDLOCK) {
-		if (strcmp(value, "on") && strcmp(value, "off"))
+		if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
 			return al_err(err, EINVAL, "--landlock: expected on or off, not '%s'", value);
 		return al_policy_set_landlock(p, strcmp(value, "on") == 0, err);
 	}

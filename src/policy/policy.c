@@ -12,7 +12,7 @@
 #include "util/error.h"
 
 static const uint64_t default_limits[AL_LIMIT__COUNT] = {
-	[AL_LIMIT_WALL_MS] = 30 * 1000,
+	[AL_LIMIT_WALL_MS] = 30ull * 1000,
 	[AL_LIMIT_CPU_MS] = AL_UNLIMITED,
 	[AL_LIMIT_OUTPUT] = 1 << 20,
 	[AL_LIMIT_DISK] = 1ULL << 30,
@@ -134,7 +134,7 @@ int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value
 			return al_err(err, ERANGE, "--%s must be between 4 and 4194304", name);
 		break;
 	case AL_LIMIT_CPUS:
-		if (value != AL_UNLIMITED && (value < 10 || value > 1024 * 1000))
+		if (value != AL_UNLIMITED && (value < 10 || value > 1024ull * 1000))
 			return al_err(err, ERANGE, "--%s must be between 0.01 and 1024", name);
 		break;
 	case AL_LIMIT__COUNT:
@@ -338,7 +338,7 @@ char **pol_build_envp(const struct al_policy *p)
 {
 	static const char *const base[] = {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=" AL_WORKSPACE,
+		("HOME=" AL_WORKSPACE), /* parenthesized: one string on purpose (clang -Wstring-concatenation) */
 		"LANG=C.UTF-8",
 		"USER=sandbox",
 		"LOGNAME=sandbox",

@@ -231,6 +231,7 @@ static json_t *json_bytes(const char *s, size_t n)
 			k += l;
 			i += l;
 		} else {
+			/* NOLINTNEXTLINE(bugprone-not-null-terminated-result): o is length-counted (json_stringn) */
 			memcpy(o + k, "\xEF\xBF\xBD", 3);
 			k += 3;
 			i++;

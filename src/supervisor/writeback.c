@@ -34,6 +34,7 @@ static int wb_fail(struct wb_stats *st, int err, const char *what, const char *n
 }
 
 /* Removes name (a file, a link, or a whole directory) beneath dirfd, never following links. */
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by WB_MAX_DEPTH, whatever the job created */
 static int remove_at(int parent, const char *name, int depth)
 {
 	struct stat sb;
@@ -52,7 +53,7 @@ static int remove_at(int parent, const char *name, int depth)
 	}
 	int r = 0;
 	for (struct dirent *e; r == 0 && (e = readdir(d));)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
 			r = remove_at(dirfd(d), e->d_name, depth + 1);
 	closedir(d);
 	return r < 0 ? r : unlinkat(parent, name, AT_REMOVEDIR) < 0 ? -errno : 0;
@@ -137,6 +138,7 @@ static int copy_entry(int src, int dst, const char *name, const struct stat *sb,
 
 static int wb_dir(int src, int dst, struct wb_stats *st, int depth);
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by WB_MAX_DEPTH, whatever the job created */
 static int wb_subdir(int src, int dst, const char *name, const struct stat *sb, struct wb_stats *st, int depth)
 {
 	if (depth > WB_MAX_DEPTH)
@@ -166,6 +168,7 @@ static int wb_subdir(int src, int dst, const char *name, const struct stat *sb, 
 	return r;
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by WB_MAX_DEPTH, whatever the job created */
 static int wb_dir(int src, int dst, struct wb_stats *st, int depth)
 {
 	int fd = dup(src);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+__attribute__((format(printf, 4, 0))) /* lets the compiler check every caller's format */
 static int vset(struct al_error *err, int errnum, bool with_strerror, const char *fmt, va_list ap)
 {
 	if (errnum <= 0)
@@ -13,6 +14,7 @@ static int vset(struct al_error *err, int errnum, bool with_strerror, const char
 	if (!err)
 		return -errnum;
 	err->code = -errnum;
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive: the callers va_start ap */
 	int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	if (with_strerror && n >= 0 && (size_t)n < sizeof(err->msg))
 		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(errnum));
@@ -44,6 +46,7 @@ void al_err_prefix(struct al_error *err, const char *fmt, ...)
 	char prefix[96];
 	va_list ap;
 	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive: ap was just started */
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	/* Shift the old message right and truncate it: the context matters more than its tail. */

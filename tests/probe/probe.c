@@ -117,7 +117,7 @@ static int cmd_status(void)
 		while (fgets(line, sizeof(line), f)) {
 			for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 				size_t len = strlen(keys[k]);
-				if (strncmp(line, keys[k], len) || line[len] != ':')
+				if (strncmp(line, keys[k], len) != 0 || line[len] != ':')
 					continue;
 				char *v = line + len + 1;
 				v += strspn(v, " \t");
@@ -367,7 +367,7 @@ static int cmd_flood(const char *bytes, const char *fdarg)
 	if (left < 0 || fd < 0 || fd > INT_MAX)
 		return usage("flood: BYTES and FD must be non-negative integers");
 	for (size_t i = 0; i < sizeof(chunk); i++)
-		chunk[i] = (i % 64 == 63) ? '\n' : (char)('a' + (char)(i % 26));
+		chunk[i] = (char)((i % 64 == 63) ? '\n' : 'a' + (int)(i % 26));
 	signal(SIGPIPE, SIG_IGN);
 	while (left > 0) {
 		size_t want = left < (long long)sizeof(chunk) ? (size_t)left : sizeof(chunk);
@@ -568,7 +568,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (strcmp(cmd, commands[i].name))
+		if (strcmp(cmd, commands[i].name) != 0)
 			continue;
 		if (argc - 2 < commands[i].min_args) {
 			fputs(help, stderr);

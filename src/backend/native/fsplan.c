@@ -217,7 +217,7 @@ static int plan_workdir_overlay(struct fs_plan *plan, const struct al_policy *p)
 	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = ".airlock/upper/data", .owner = AL_SANDBOX_UID});
 	r = r ?: mkdir_op(plan, "/.airlock/upper/work", 0700);
 	r = r ?: bind(plan, p->workdir, "/.airlock/lower", RO_ATTRS, 0);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_OVERLAY, .dest = AL_WORKSPACE + 1,
+	r = r ?: add(plan, (struct fs_op){.kind = FS_OVERLAY, .dest = &AL_WORKSPACE[1],
 					  .text = "lowerdir=.airlock/lower,upperdir=.airlock/upper/data,"
 						  "workdir=.airlock/upper/work,userxattr",
 					  .mflags = MS_NOSUID | MS_NODEV});
@@ -242,7 +242,7 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 		return r;
 	if (p->workdir)
 		return plan_workdir_overlay(plan, p);
-	return add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = AL_WORKSPACE + 1,
+	return add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = &AL_WORKSPACE[1],
 					.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
 						     (unsigned long long)disk, AL_SANDBOX_UID, AL_SANDBOX_UID),
 					.mflags = MS_NOSUID | MS_NODEV});

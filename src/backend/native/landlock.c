@@ -208,10 +208,8 @@ int ll_build(const struct ll_spec *spec, struct ll_result *res)
 	for (size_t i = 0; i < spec->npaths; i++) {
 		const struct ll_path *p = &spec->paths[i];
 		r = add_path_rule(rs, p, abi, handled);
-		if ((r == -ENOENT || r == -ENOTDIR) && p->optional) {
-			r = 0;
-			continue;
-		}
+		if ((r == -ENOENT || r == -ENOTDIR) && p->optional)
+			continue; /* an optional path absent on this host needs no rule */
 		if (r < 0) {
 			res->failed_path = p->path;
 			goto fail;

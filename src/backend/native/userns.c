@@ -25,9 +25,14 @@ int uns_parse_subid(const char *text, const char *name, uint32_t uid, uint32_t *
 		char owner[64];
 		unsigned long long st, n;
 		int used = 0;
-		/* "owner:start:count", owner a name or a uid; the first entry for us wins. */
+		/* "owner:start:count", owner a name or a uid; the first entry for us wins. The range
+		 * must fit the 32-bit id space; checked without st + n, which could wrap. */
+		/* A root-owned file; an out-of-range number fails the 32-bit check below, and
+		 * newuidmap re-checks the range against the file itself. */
+		/* NOLINTNEXTLINE(cert-err34-c): see above */
 		if (sscanf(line, "%63[^:\n]:%llu:%llu%n", owner, &st, &n, &used) == 3 && line + used <= end &&
-		    (strcmp(owner, name) == 0 || strcmp(owner, uidstr) == 0) && st + n <= 0xFFFFFFFFull) {
+		    (strcmp(owner, name) == 0 || strcmp(owner, uidstr) == 0) && st <= 0xFFFFFFFFull &&
+		    n <= 0xFFFFFFFFull - st) {
 			*start = (uint32_t)st;
 			*count = (uint32_t)n;
 			return 0;
@@ -75,7 +80,7 @@ static int read_subid(const char *file, const char *name, uint32_t uid, uint32_t
 static int choose_subids(struct uns_map *m, struct al_error *err)
 {
 	char name[64] = "";
-	uint32_t su, nu, sg, ng;
+	uint32_t su = 0, nu = 0, sg = 0, ng = 0;
 	if (access(NEWUIDMAP, X_OK) < 0 || access(NEWGIDMAP, X_OK) < 0)
 		return al_err(err, ENOENT, "--subids: " NEWUIDMAP " and " NEWGIDMAP " are needed (Debian package uidmap)");
 	user_name(m->host_base, name, sizeof(name));
@@ -189,8 +194,8 @@ int uns_write_maps(pid_t pid, const struct uns_map *m, char *why, size_t whylen)
 		 * capabilities, so it can never call setgroups(). */
 		r = write_file(pid, "setgroups", "allow", why, whylen);
 	} else {
-		snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", AL_SANDBOX_UID, m->host_base);
-		snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", AL_SANDBOX_UID, m->host_gid);
+		snprintf(uid_map, sizeof(uid_map), "%d %u 1\n", AL_SANDBOX_UID, m->host_base);
+		snprintf(gid_map, sizeof(gid_map), "%d %u 1\n", AL_SANDBOX_UID, m->host_gid);
 		/* The kernel requires "deny" before an unprivileged gid_map write. */
 		r = write_file(pid, "setgroups", "deny", why, whylen);
 	}

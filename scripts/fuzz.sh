@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# fuzz.sh — builds the libFuzzer targets (tests/fuzz/fuzz_*.c) with clang into build-fuzz/ and
+# runs each for FUZZ_SECONDS (default 60); fails on any crash, leak, timeout or sanitizer report.
+# New inputs go to build-fuzz/corpus/<name>/ (the committed seeds are only read); a crash leaves
+# its input in build-fuzz/artifacts/ — copy it into tests/fuzz/corpus/<name>/ once fixed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-60}
+dir=${FUZZ_BUILD_DIR:-build-fuzz}
+
+if ! command -v clang >/dev/null 2>&1 || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed"; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "fuzz.sh: clang and libclang-rt-14-dev are needed (run as root to install them)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
+fi
+# libFuzzer itself (Debian 12: /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a).
+libfuzzer="$(clang --print-runtime-dir)/libclang_rt.fuzzer-$(uname -m).a"
+if [ ! -f "$libfuzzer" ]; then
+  echo "fuzz.sh: libFuzzer is missing ($libfuzzer; Debian: libclang-rt-14-dev)" >&2
+  exit 1
+fi
+
+# The whole project is built by clang with coverage instrumentation (fuzzer-no-link) and the
+# project's ASan + UBSan flags, so the fuzzer sees inside airlock_core and not only the target.
+CC=clang cmake -S . -B "$dir" -DAIRLOCK_WERROR=ON -DAIRLOCK_SANITIZE=ON -DAIRLOCK_FUZZ=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
+cmake --build "$dir" -j"$(nproc)"
+
+mkdir -p "$dir/artifacts"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+failed=()
+for src in tests/fuzz/fuzz_*.c; do
+  target=$(basename "$src" .c)
+  name=${target#fuzz_}
+  seeds=tests/fuzz/corpus/$name
+  work=$dir/corpus/$name
+  mkdir -p "$work"
+  [ -d "$seeds" ] || { echo "fuzz.sh: $name has no seed corpus ($seeds)" >&2; failed+=("$name"); continue; }
+  echo "fuzz.sh: $name for ${seconds}s"
+  if ! "$dir/fuzz/$target" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$dir/artifacts/$name-" "$work" "$seeds" >"$dir/fuzz-$name.log" 2>&1; then
+    tail -n 60 "$dir/fuzz-$name.log" >&2
+    failed+=("$name")
+  else
+    grep -E "^stat::(number_of_executed_units|new_units_added)" "$dir/fuzz-$name.log" | tr '\n' ' '
+    echo
+  fi
+done
+if ((${#failed[@]})); then
+  echo "fuzz.sh: FAILED: ${failed[*]} (inputs in $dir/artifacts/)" >&2
+  exit 1
+fi
+echo "fuzz.sh: all targets ran ${seconds}s without a crash"

@@ -1,0 +1,505 @@
+/* allowlist.c — parsing and matching of the egress allowlist and the allow_private CIDRs; pure. */
+#include "network/allowlist.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "util/error.h"
+
+enum entry_kind { ENTRY_EXACT, ENTRY_SUFFIX, ENTRY_IP4, ENTRY_IP6 };
+
+struct entry {
+	enum entry_kind kind;
+	uint16_t port;
+	char name[AL_HOST_MAX]; /* EXACT: the name; SUFFIX: the part after "*." */
+	uint8_t addr[16];	/* IP4 (4 bytes) / IP6 */
+};
+
+struct al_allowlist {
+	struct entry *v;
+	size_t n, cap;
+};
+
+struct cidr {
+	int family;
+	unsigned prefix;
+	uint8_t addr[16];
+};
+
+struct al_cidr_list {
+	struct cidr *v;
+	size_t n, cap;
+};
+
+/* ---- hosts and ports ------------------------------------------------------------- */
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool is_hex(char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Digits only, or 0x + hex digits: inet_aton() and browsers read such a last label as (part of)
+ * an IPv4 address, so a "name" like 127.1 or 0x7f000001 would really be loopback. */
+static bool numeric_label(const char *l, size_t n)
+{
+	size_t i = 0;
+	bool hex = n >= 2 && l[0] == '0' && (l[1] == 'x' || l[1] == 'X');
+	if (hex)
+		i = 2;
+	for (; i < n; i++)
+		if (!(hex ? is_hex(l[i]) : is_digit(l[i])))
+			return false;
+	return true;
+}
+
+static int normalize_ipv6(const char *s, size_t len, char out[AL_HOST_MAX], enum al_host_kind *kind)
+{
+	char tmp[INET6_ADDRSTRLEN];
+	struct in6_addr a;
+	/* Only the characters an IPv6 literal has: this also refuses zone ids ("%eth0"), which
+	 * would name an interface of the supervisor's host, and embedded NULs that inet_pton
+	 * would silently stop at. */
+	if (len >= sizeof(tmp))
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (!is_hex(s[i]) && s[i] != ':' && s[i] != '.')
+			return -EINVAL;
+	memcpy(tmp, s, len);
+	tmp[len] = 0;
+	if (inet_pton(AF_INET6, tmp, &a) != 1 || !inet_ntop(AF_INET6, &a, out, AL_HOST_MAX))
+		return -EINVAL;
+	*kind = AL_HOST_IPV6;
+	return 0;
+}
+
+/* Checks labels of a lower-cased name (no trailing dot); refuses anything but LDH labels. */
+static bool valid_name(const char *s, size_t n)
+{
+	size_t start = 0;
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && s[i] != '.') {
+			char c = s[i];
+			if (!((c >= 'a' && c <= 'z') || is_digit(c) || c == '-'))
+				return false;
+			continue;
+		}
+		size_t ll = i - start;
+		if (ll == 0 || ll > 63 || s[start] == '-' || s[i - 1] == '-')
+			return false;
+		if (i == n && numeric_label(s + start, ll))
+			return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+int al_host_normalize(const char *s, size_t len, char out[AL_HOST_MAX], enum al_host_kind *kind)
+{
+	char tmp[AL_HOST_MAX + 1];
+	struct in_addr a4;
+	if (!s || len == 0 || len > 254)
+		return -EINVAL;
+	if (memchr(s, ':', len))
+		return normalize_ipv6(s, len, out, kind);
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		/* ASCII folding only: anything non-ASCII is refused below, never folded by locale. */
+		tmp[i] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+	}
+	if (len > 1 && tmp[len - 1] == '.')
+		len--; /* "pypi.org." is the same host as "pypi.org" */
+	tmp[len] = 0;
+	if (memchr(tmp, 0, len))
+		return -EINVAL;
+	/* glibc's inet_pton takes only strict dotted quads (no octal, hex or short forms). */
+	if (inet_pton(AF_INET, tmp, &a4) == 1) {
+		if (!inet_ntop(AF_INET, &a4, out, AL_HOST_MAX))
+			return -EINVAL;
+		*kind = AL_HOST_IPV4;
+		return 0;
+	}
+	if (!valid_name(tmp, len))
+		return -EINVAL;
+	memcpy(out, tmp, len + 1);
+	*kind = AL_HOST_NAME;
+	return 0;
+}
+
+int al_port_parse(const char *s, size_t len, uint16_t *out)
+{
+	unsigned v = 0;
+	/* No leading zero: "0443" would be a second spelling of 443, and "0" is no port. */
+	if (!s || len == 0 || len > 5 || s[0] == '0')
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		if (!is_digit(s[i]))
+			return -EINVAL;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v > 65535)
+		return -EINVAL;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+/* Splits s into host text and optional port text; brackets are only for IPv6. */
+static int split_hostport(const char *s, size_t len, bool bare_v6, const char **h, size_t *hl, const char **p,
+			  size_t *pl, const char **why)
+{
+	*p = NULL;
+	*pl = 0;
+	if (len > 0 && s[0] == '[') {
+		const char *rb = memchr(s, ']', len);
+		if (!rb)
+			return *why = "unclosed '['", -EINVAL;
+		*h = s + 1;
+		*hl = (size_t)(rb - s) - 1;
+		if (!memchr(*h, ':', *hl))
+			return *why = "brackets are only for IPv6 literals", -EINVAL;
+		size_t rest = len - (size_t)(rb - s) - 1;
+		if (rest == 0)
+			return 0;
+		if (rb[1] != ':')
+			return *why = "junk after ']'", -EINVAL;
+		*p = rb + 2;
+		*pl = rest - 1;
+		return 0;
+	}
+	const char *c = memchr(s, ':', len);
+	*h = s;
+	*hl = len;
+	if (c && memchr(c + 1, ':', len - (size_t)(c - s) - 1)) {
+		/* An unbracketed IPv6 literal cannot carry a port: "::1:443" is ambiguous. */
+		return bare_v6 ? 0 : (*why = "IPv6 literals need brackets", -EINVAL);
+	}
+	if (c) {
+		*hl = (size_t)(c - s);
+		*p = c + 1;
+		*pl = len - *hl - 1;
+	}
+	return 0;
+}
+
+int al_hostport_parse(const char *s, size_t len, bool bare_v6, char host[AL_HOST_MAX], enum al_host_kind *kind,
+		      uint16_t *port, const char **why)
+{
+	const char *h, *p;
+	size_t hl, pl;
+	*why = "";
+	if (split_hostport(s, len, bare_v6, &h, &hl, &p, &pl, why) < 0)
+		return -EINVAL;
+	if (hl == 0)
+		return *why = "empty host", -EINVAL;
+	if (al_host_normalize(h, hl, host, kind) < 0)
+		return *why = "not a valid host name or IP literal", -EINVAL;
+	/* "[1.2.3.4]" or "[name]" never reach here (no ':'); "[::ffff:1.2.3.4]" stays IPv6. */
+	*port = 0;
+	if (p && al_port_parse(p, pl, port) < 0)
+		return *why = "port must be 1-65535", -EINVAL;
+	return 0;
+}
+
+/* ---- messages -------------------------------------------------------------------- */
+
+/* Copies an entry for an error message: printable ASCII only (a config could hold terminal
+ * escapes), truncated with "..." so the message keeps its reason. */
+static void printable(char *dst, size_t cap, const char *s, size_t len)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len && n + 4 < cap; i++, n++)
+		dst[n] = (char)((s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?');
+	if (n < len)
+		memcpy(dst + n, "...", 3), n += 3;
+	dst[n] = 0;
+}
+
+static int bad_entry(struct al_error *err, const char *what, const char *s, size_t len, const char *why)
+{
+	char shown[72];
+	printable(shown, sizeof(shown), s, len);
+	return al_err(err, EINVAL, "%s: bad entry \"%s\": %s", what, shown, why);
+}
+
+/* Calls fn on each comma-separated entry with surrounding blanks trimmed; stops at the first error. */
+static int for_each_entry(const char *spec, const char *what, struct al_error *err,
+			  int (*fn)(void *ctx, const char *s, size_t len, const char **why), void *ctx)
+{
+	if (!spec || !*spec)
+		return al_err(err, EINVAL, "%s: empty list", what);
+	const char *p = spec;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *s = p, *why = "empty entry";
+		while (len > 0 && (*s == ' ' || *s == '\t'))
+			s++, len--;
+		while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+			len--;
+		int r = len == 0 ? -EINVAL : fn(ctx, s, len, &why);
+		if (r == -ENOMEM)
+			return al_err(err, ENOMEM, "%s: out of memory", what);
+		if (r < 0)
+			return bad_entry(err, what, s, len, why);
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* The new capacity when n == cap (doubling), else cap. */
+static size_t next_cap(size_t n, size_t cap)
+{
+	return n < cap ? cap : (cap ? cap * 2 : 8);
+}
+
+/* ---- the allowlist ---------------------------------------------------------------- */
+
+int al_allowlist_new(struct al_allowlist **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void al_allowlist_free(struct al_allowlist *al)
+{
+	if (!al)
+		return;
+	free(al->v);
+	free(al);
+}
+
+size_t al_allowlist_count(const struct al_allowlist *al)
+{
+	return al ? al->n : 0;
+}
+
+static int parse_allow_entry(const char *s, size_t len, struct entry *e, const char **why)
+{
+	enum al_host_kind kind;
+	bool suffix = len >= 2 && s[0] == '*' && s[1] == '.';
+	if (suffix)
+		s += 2, len -= 2;
+	if (len == 0)
+		return *why = "a pattern needs a domain after \"*.\"", -EINVAL;
+	if (al_hostport_parse(s, len, true, e->name, &kind, &e->port, why) < 0)
+		return -EINVAL;
+	if (e->port == 0)
+		e->port = AL_ALLOW_DEFAULT_PORT;
+	switch (kind) {
+	case AL_HOST_NAME:
+		/* "*.com" would open a whole top-level domain: refused as a likely mistake. */
+		if (suffix && !strchr(e->name, '.'))
+			return *why = "pattern too broad (a single label after \"*.\")", -EINVAL;
+		e->kind = suffix ? ENTRY_SUFFIX : ENTRY_EXACT;
+		return 0;
+	case AL_HOST_IPV4:
+	case AL_HOST_IPV6:
+		if (suffix)
+			return *why = "patterns are for names, not IP literals", -EINVAL;
+		e->kind = kind == AL_HOST_IPV4 ? ENTRY_IP4 : ENTRY_IP6;
+		inet_pton(kind == AL_HOST_IPV4 ? AF_INET : AF_INET6, e->name, e->addr);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int add_allow_cb(void *ctx, const char *s, size_t len, const char **why)
+{
+	struct al_allowlist *al = ctx;
+	struct entry e = {0};
+	if (parse_allow_entry(s, len, &e, why) < 0)
+		return -EINVAL;
+	size_t cap = next_cap(al->n, al->cap);
+	struct entry *v = cap == al->cap ? al->v : reallocarray(al->v, cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	al->v = v;
+	al->cap = cap;
+	al->v[al->n++] = e;
+	return 0;
+}
+
+int al_allowlist_add(struct al_allowlist *al, const char *spec, struct al_error *err)
+{
+	size_t n0 = al->n;
+	int r = for_each_entry(spec, "allow", err, add_allow_cb, al);
+	if (r < 0)
+		al->n = n0; /* all or nothing: a half-applied list would be a surprise */
+	return r;
+}
+
+/* host ends in ".suffix" with at least one label before: "*.x.org" matches "a.x.org" and
+ * "a.b.x.org" but neither "x.org" nor "evilx.org". Both sides are normalized, so a byte
+ * comparison is exact. */
+static bool suffix_match(const char *host, size_t hl, const char *suf)
+{
+	size_t sl = strlen(suf);
+	return hl > sl + 1 && host[hl - sl - 1] == '.' && memcmp(host + hl - sl, suf, sl) == 0;
+}
+
+bool al_allow_match(const struct al_allowlist *al, const char *host, uint16_t port)
+{
+	char norm[AL_HOST_MAX];
+	enum al_host_kind kind;
+	uint8_t addr[16] = {0};
+	if (!al || !host || port == 0)
+		return false;
+	size_t len = strnlen(host, 256);
+	if (len > 254 || al_host_normalize(host, len, norm, &kind) < 0)
+		return false;
+	if (kind != AL_HOST_NAME)
+		inet_pton(kind == AL_HOST_IPV4 ? AF_INET : AF_INET6, norm, addr);
+	size_t nl = strlen(norm);
+	for (size_t i = 0; i < al->n; i++) {
+		const struct entry *e = &al->v[i];
+		if (e->port != port)
+			continue;
+		/* An IP literal matches only an entry with the same address (compared as bytes, so
+		 * any spelling of it); a name never matches an IP entry, and a pattern never
+		 * matches a literal ("*.3.4" cannot exist, and would not match 1.2.3.4). */
+		switch (e->kind) {
+		case ENTRY_EXACT:
+			if (kind == AL_HOST_NAME && strcmp(norm, e->name) == 0)
+				return true;
+			break;
+		case ENTRY_SUFFIX:
+			if (kind == AL_HOST_NAME && suffix_match(norm, nl, e->name))
+				return true;
+			break;
+		case ENTRY_IP4:
+			if (kind == AL_HOST_IPV4 && memcmp(addr, e->addr, 4) == 0)
+				return true;
+			break;
+		case ENTRY_IP6:
+			if (kind == AL_HOST_IPV6 && memcmp(addr, e->addr, 16) == 0)
+				return true;
+			break;
+		}
+	}
+	return false;
+}
+
+/* ---- allow_private ---------------------------------------------------------------- */
+
+int al_cidr_list_new(struct al_cidr_list **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void al_cidr_list_free(struct al_cidr_list *l)
+{
+	if (!l)
+		return;
+	free(l->v);
+	free(l);
+}
+
+size_t al_cidr_list_count(const struct al_cidr_list *l)
+{
+	return l ? l->n : 0;
+}
+
+/* Are the bits of addr beyond prefix all zero? */
+static bool host_bits_clear(const uint8_t *addr, unsigned bytes, unsigned prefix)
+{
+	for (unsigned i = 0; i < bytes * 8; i++)
+		if (i >= prefix && (addr[i / 8] & (0x80 >> (i % 8))))
+			return false;
+	return true;
+}
+
+static int parse_cidr(const char *s, size_t len, struct cidr *c, const char **why)
+{
+	char tmp[INET6_ADDRSTRLEN];
+	const char *slash = memchr(s, '/', len);
+	size_t al = slash ? (size_t)(slash - s) : len;
+	if (al == 0 || al >= sizeof(tmp) || memchr(s, 0, al))
+		return *why = "not an address", -EINVAL;
+	memcpy(tmp, s, al);
+	tmp[al] = 0;
+	c->family = memchr(tmp, ':', al) ? AF_INET6 : AF_INET;
+	unsigned bits = c->family == AF_INET ? 32 : 128;
+	if (inet_pton(c->family, tmp, c->addr) != 1)
+		return *why = "not an IPv4 or IPv6 address", -EINVAL;
+	c->prefix = bits;
+	if (slash) {
+		const char *p = slash + 1;
+		size_t pl = len - al - 1;
+		unsigned v = 0;
+		if (pl == 0 || pl > 3 || (p[0] == '0' && pl > 1))
+			return *why = "bad prefix length", -EINVAL;
+		for (size_t i = 0; i < pl; i++) {
+			if (!is_digit(p[i]))
+				return *why = "bad prefix length", -EINVAL;
+			v = v * 10 + (unsigned)(p[i] - '0');
+		}
+		if (v > bits)
+			return *why = "prefix length too long", -EINVAL;
+		c->prefix = v;
+	}
+	/* Every forbidden range fits in a /8 (IPv4) or /7 (IPv6, fc00::/7); a wider exemption
+	 * would switch the check off wholesale, which is never what an operator means. */
+	if (c->prefix < (c->family == AF_INET ? 8u : 7u))
+		return *why = "too broad (shorter than /8 for IPv4, /7 for IPv6)", -EINVAL;
+	/* "10.1.2.3/8" might mean the host or the /8: refuse rather than open the wider one. */
+	if (!host_bits_clear(c->addr, bits / 8, c->prefix))
+		return *why = "address has bits set beyond the prefix", -EINVAL;
+	return 0;
+}
+
+static int add_cidr_cb(void *ctx, const char *s, size_t len, const char **why)
+{
+	struct al_cidr_list *l = ctx;
+	struct cidr c = {0};
+	if (parse_cidr(s, len, &c, why) < 0)
+		return -EINVAL;
+	size_t cap = next_cap(l->n, l->cap);
+	struct cidr *v = cap == l->cap ? l->v : reallocarray(l->v, cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	l->cap = cap;
+	l->v[l->n++] = c;
+	return 0;
+}
+
+int al_cidr_list_add(struct al_cidr_list *l, const char *spec, struct al_error *err)
+{
+	size_t n0 = l->n;
+	int r = for_each_entry(spec, "allow_private", err, add_cidr_cb, l);
+	if (r < 0)
+		l->n = n0;
+	return r;
+}
+
+static bool prefix_equal(const uint8_t *a, const uint8_t *b, unsigned prefix)
+{
+	unsigned full = prefix / 8, rest = prefix % 8;
+	if (memcmp(a, b, full) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	uint8_t mask = (uint8_t)(0xff << (8 - rest));
+	return (a[full] & mask) == (b[full] & mask);
+}
+
+bool al_cidr_list_contains(const struct al_cidr_list *l, int family, const void *addr)
+{
+	if (!l || !addr)
+		return false;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].family == family && prefix_equal(l->v[i].addr, addr, l->v[i].prefix))
+			return true;
+	return false;
+}
