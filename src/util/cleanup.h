@@ -17,6 +17,14 @@ static inline void al_closep(int *fd)
 		close(*fd);
 }
 
+/* Closes both ends of a pipe or socket pair that are still open. */
+static inline void al_close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+}
+
 #define cleanup_free __attribute__((cleanup(al_freep)))
 #define cleanup_close __attribute__((cleanup(al_closep)))
 

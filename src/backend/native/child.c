@@ -149,6 +149,18 @@ static void close_inherited(const struct nat_child *c)
 		die(c, NS_STDIO, errno, "close_range");
 }
 
+/* The payload's Landlock ruleset, built by init once the sandbox's paths exist. */
+static void build_landlock(struct nat_child *c)
+{
+	if (!c->landlock)
+		return;
+	struct ll_result res;
+	int fd = ll_build(c->landlock, &res);
+	if (fd < 0)
+		die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
+	c->landlock_fd = fd;
+}
+
 static void build_root(struct nat_child *c)
 {
 	struct mnt_fail f = {0};
@@ -166,13 +178,7 @@ static void build_root(struct nat_child *c)
 	if (c->lo_up && (r = net_lo_up()) < 0)
 		die(c, NS_NET, -r, "lo");
 	mnt_close_sources(c->plan);
-	if (c->landlock) {
-		struct ll_result res;
-		int fd = ll_build(c->landlock, &res);
-		if (fd < 0)
-			die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
-		c->landlock_fd = fd;
-	}
+	build_landlock(c);
 }
 
 /* Forks the payload; init keeps only the status pipe (the output pipes are the payload's). */
@@ -278,13 +284,7 @@ _Noreturn void nat_fallback_main(struct nat_child *c)
 	if (read(c->sync_fd, &go, 1) != 1)
 		_exit(CHILD_FAIL_EXIT);
 	close(c->sync_fd);
-	if (c->landlock) {
-		struct ll_result res;
-		int fd = ll_build(c->landlock, &res);
-		if (fd < 0)
-			die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
-		c->landlock_fd = fd;
-	}
+	build_landlock(c);
 	pid_t pid = start_payload(c);
 	for (;;) {
 		if (sigwaitinfo(&set, NULL) == SIGTERM) {

@@ -187,12 +187,8 @@ static int fb_start(const struct al_policy *p, const struct be_io *io, struct be
 out:
 	if (pidfd >= 0)
 		close(pidfd);
-	for (int i = 0; i < 2; i++) {
-		if (sync_p[i] >= 0)
-			close(sync_p[i]);
-		if (status_p[i] >= 0)
-			close(status_p[i]);
-	}
+	al_close_pair(sync_p);
+	al_close_pair(status_p);
 	return r;
 }
 

@@ -271,14 +271,9 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 out:
 	if (pidfd >= 0)
 		close(pidfd);
-	for (int i = 0; i < 2; i++) {
-		if (sync_p[i] >= 0)
-			close(sync_p[i]);
-		if (status_p[i] >= 0)
-			close(status_p[i]);
-		if (fd_p[i] >= 0)
-			close(fd_p[i]);
-	}
+	al_close_pair(sync_p);
+	al_close_pair(status_p);
+	al_close_pair(fd_p);
 	pol_free_strv(envp);
 	fs_plan_free(&plan);
 	free_layers(&layers);
