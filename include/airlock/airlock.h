@@ -73,8 +73,29 @@ enum al_net_posture {
 	AL_NET_NONE,	 /* an empty network namespace, lo down (default) */
 	AL_NET_LOOPBACK, /* its own network namespace with lo up: talks to itself, nothing leaves */
 	AL_NET_HOST,	 /* the host's network: explicit opt-in only, the highest risk */
+	AL_NET_ALLOW,	 /* lo up plus the egress proxy on 127.0.0.1:AL_PROXY_PORT: allowed host names only */
 };
 int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, struct al_error *err);
+
+/* The egress proxy's port on the sandbox's own loopback (its network namespace is private). */
+#define AL_PROXY_PORT 3128
+/* Adds "HOST[,HOST...]" to the allowlist (pypi.org, *.pythonhosted.org, host:8443, an IP
+ * literal) and selects AL_NET_ALLOW. All or nothing; the error names the bad entry. */
+int al_policy_allow_hosts(struct al_policy *p, const char *spec, struct al_error *err);
+/* "CIDR[,CIDR...]" exempt from the proxy's refusal of loopback, private, link-local, metadata
+ * and CGNAT addresses (on-premise registries, tests). */
+int al_policy_allow_private(struct al_policy *p, const char *spec, struct al_error *err);
+/* A hosts(5) file the proxy's resolver consults before DNS (pinning; test resolvers). */
+int al_policy_set_proxy_hosts(struct al_policy *p, const char *file, struct al_error *err);
+/* Also forward plain-HTTP (absolute-form) requests to allowed hosts (default: CONNECT only). */
+int al_policy_set_proxy_http(struct al_policy *p, bool on, struct al_error *err);
+/* Concurrent proxy connections per job (default 64) and their idle timeout (default 60 s). */
+int al_policy_set_proxy_limits(struct al_policy *p, uint32_t max_conns, uint64_t idle_ms, struct al_error *err);
+/* A credential broker: "NAME=https://HOST[:PORT][/BASE],header=HEADER[,scheme=WORD],
+ * env=VAR|file=PATH[,ca=CAFILE]". The secret is read now and stays in the supervisor; the job
+ * reaches the upstream at $AIRLOCK_BROKER_<NAME>_URL through the proxy port. Needs --net
+ * loopback or allow=. */
+int al_policy_add_broker(struct al_policy *p, const char *spec, struct al_error *err);
 
 /* The system call filter applied last before execve. */
 enum al_seccomp_profile {

@@ -21,7 +21,13 @@ const struct al_option al_options[] = {
 	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default 512M)", true},
 	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default 1024)", true},
 	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth, e.g. 0.5 (cgroup; default none)", true},
-	{OPT_NET, "net", 0, OK_STRING, "none|loopback|host", "network: none (default), loopback only, or the host's (explicit, highest risk)", true},
+	{OPT_NET, "net", 0, OK_STRING, "none|loopback|allow=HOST,...|host", "network: none (default), loopback only, allowed host names through the egress proxy, or the host's (explicit, highest risk)", true},
+	{OPT_ALLOW_PRIVATE, "allow-private", 0, OK_STRING, "CIDR,...", "let the proxy reach these loopback/private/link-local addresses (on-premise registries, tests)", true},
+	{OPT_PROXY_HOSTS, "proxy-hosts", 0, OK_STRING, "FILE", "hosts(5) file the proxy's resolver reads before DNS", true},
+	{OPT_PROXY_HTTP, "proxy-http", 0, OK_FLAG, NULL, "the proxy also forwards plain-HTTP requests to allowed hosts (default: CONNECT only)", true},
+	{OPT_PROXY_CONNS, "proxy-conns", 0, OK_COUNT, "N", "concurrent proxy connections (default 64)", true},
+	{OPT_PROXY_IDLE, "proxy-idle", 0, OK_DURATION, "DURATION", "a proxy connection with no traffic this long is closed (default 60s)", true},
+	{OPT_BROKER, "broker", 0, OK_STRING, "NAME=URL,header=H,env=VAR|file=F", "credential broker: the proxy adds a secret header towards an https upstream (see airlock(1))", true},
 	{OPT_SECCOMP, "seccomp", 0, OK_STRING, "default|strict|off", "system call filter profile (default: default)", true},
 	{OPT_LANDLOCK, "landlock", 0, OK_STRING, "on|off", "Landlock filesystem/network/scope rules (default on, where the kernel has it)", true},
 	{OPT_REQUIRE, "require", 0, OK_STRING, "LAYER,...", "refuse to run unless these are enforced, e.g. userns,seccomp,landlock>=4,cgroup-memory", true},
@@ -88,6 +94,12 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_policy_set_cwd(p, value, err);
 	if (id == OPT_REQUIRE)
 		return al_policy_require(p, value, err);
+	if (id == OPT_ALLOW_PRIVATE)
+		return al_policy_allow_private(p, value, err);
+	if (id == OPT_PROXY_HOSTS)
+		return al_policy_set_proxy_hosts(p, value, err);
+	if (id == OPT_BROKER)
+		return al_policy_add_broker(p, value, err);
 	if (id == OPT_NET) {
 		static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_LOOPBACK] = "loopback",
 						    [AL_NET_HOST] = "host"};
@@ -95,8 +107,8 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 			if (strcmp(value, names[i]) == 0)
 				return al_policy_set_network(p, (enum al_net_posture)i, err);
 		if (strncmp(value, "allow=", 6) == 0)
-			return al_err(err, ENOTSUP, "--net allow=...: the egress proxy is not built yet (use none, loopback or host)");
-		return al_err(err, EINVAL, "--net: unknown posture '%s' (expected none, loopback or host)", value);
+			return al_policy_allow_hosts(p, value + 6, err);
+		return al_err(err, EINVAL, "--net: unknown posture '%s' (expected none, loopback, allow=HOST,... or host)", value);
 	}
 	if (id == OPT_SECCOMP) {
 		static const char *const names[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",
@@ -137,9 +149,15 @@ int opt_apply(struct al_policy *p, const struct al_option *o, const char *value,
 	default:
 		if (o->id == OPT_SUBIDS)
 			return al_policy_use_subids(p, true, err);
+		if (o->id == OPT_PROXY_HTTP)
+			return al_policy_set_proxy_http(p, true, err);
 		return o->id == OPT_FALLBACK ? al_policy_allow_fallback(p, true, err) : 0;
 	}
-	if (r == 0 && o->id == OPT_ID_BASE)
+	if (r == 0 && o->id == OPT_PROXY_CONNS)
+		r = al_policy_set_proxy_limits(p, v > UINT32_MAX ? 0 : (uint32_t)v, p->proxy_idle_ms, err);
+	else if (r == 0 && o->id == OPT_PROXY_IDLE)
+		r = al_policy_set_proxy_limits(p, p->proxy_max_conns, v, err);
+	else if (r == 0 && o->id == OPT_ID_BASE)
 		r = v == AL_UNLIMITED ? al_err(err, EINVAL, "--id-base needs a number")
 				      : al_policy_set_id_base(p, (uint32_t)v, err);
 	else if (r == 0 && lim >= 0)

@@ -32,6 +32,12 @@ enum opt_id {
 	OPT_FALLBACK,
 	OPT_SUBIDS,
 	OPT_NET,
+	OPT_ALLOW_PRIVATE,
+	OPT_PROXY_HOSTS,
+	OPT_PROXY_HTTP,
+	OPT_PROXY_CONNS,
+	OPT_PROXY_IDLE,
+	OPT_BROKER,
 	/* Front-end options: how to report, not what the sandbox is. */
 	OPT_STREAM,
 	OPT_JSON,

@@ -43,6 +43,8 @@ int al_policy_new(struct al_policy **out)
 	p->id_base = AL_DEFAULT_ID_BASE;
 	p->seccomp = AL_SECCOMP_DEFAULT;
 	p->landlock = true;
+	p->proxy_max_conns = AL_PROXY_DEFAULT_CONNS;
+	p->proxy_idle_ms = AL_PROXY_DEFAULT_IDLE_MS;
 	*out = p;
 	return 0;
 }
@@ -72,6 +74,7 @@ void al_policy_free(struct al_policy *p)
 	free(p->workdir);
 	free(p->hostname);
 	free(p->cwd);
+	pol_free_net(p);
 	free(p);
 }
 
@@ -472,25 +475,4 @@ int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err)
 	(void)err;
 	p->subids = on;
 	return 0;
-}
-
-int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, struct al_error *err)
-{
-	if (posture != AL_NET_NONE && posture != AL_NET_LOOPBACK && posture != AL_NET_HOST)
-		return al_err(err, EINVAL, "--net: unknown posture %d", (int)posture);
-	p->net = posture;
-	return 0;
-}
-
-const char *pol_net_name(enum al_net_posture n)
-{
-	switch (n) {
-	case AL_NET_NONE:
-		return "none";
-	case AL_NET_LOOPBACK:
-		return "loopback";
-	case AL_NET_HOST:
-		return "host";
-	}
-	return "?";
 }

@@ -62,7 +62,22 @@ struct al_policy {
 	bool fallback;		  /* without user namespaces, run on Landlock + seccomp alone */
 	bool subids;		  /* unprivileged: also map the caller's subordinate ids */
 	enum al_net_posture net;
+	/* The egress proxy (AL_NET_ALLOW; brokers also with AL_NET_LOOPBACK): see netpolicy.c. */
+	struct al_allowlist *allow;
+	struct al_cidr_list *allow_private;
+	struct al_broker_list *brokers;
+	char *proxy_hosts; /* hosts(5) file for the proxy's resolver, or NULL */
+	bool proxy_http;   /* forward absolute-form plain-HTTP requests too */
+	uint32_t proxy_max_conns;
+	uint64_t proxy_idle_ms;
 };
+
+#define AL_PROXY_DEFAULT_CONNS 64
+#define AL_PROXY_DEFAULT_IDLE_MS 60000
+
+/* Does this policy need the egress proxy's socket inside the sandbox? */
+bool pol_needs_proxy(const struct al_policy *p);
+void pol_free_net(struct al_policy *p);
 
 /* Checks that a path inside the sandbox is absolute and free of "." and ".." parts. Pure. */
 int pol_check_inside_path(const char *path, struct al_error *err);
