@@ -194,6 +194,7 @@ struct al_verdict {
 	const char *backend;
 	struct al_error setup;	/* when status == AL_STATUS_SETUP_ERROR */
 	char *enforced_json;	/* JSON object naming each protection applied */
+	char *proxy_json;	/* JSON object: the egress proxy's counters and connection records, or NULL */
 };
 
 void al_verdict_free(struct al_verdict *v);

@@ -283,6 +283,47 @@ size_t al_allowlist_count(const struct al_allowlist *al)
 	return al ? al->n : 0;
 }
 
+/* Copies n elements of size sz into a fresh array (NULL for none). */
+static int dup_array(const void *v, size_t n, size_t sz, void **out)
+{
+	*out = NULL;
+	if (n == 0)
+		return 0;
+	*out = calloc(n, sz);
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, v, n * sz);
+	return 0;
+}
+
+int al_allowlist_clone(const struct al_allowlist *al, struct al_allowlist **out)
+{
+	struct al_allowlist *c = calloc(1, sizeof(*c));
+	void *v = NULL;
+	if (!c || dup_array(al->v, al->n, sizeof(*al->v), &v) < 0) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->v = v;
+	c->n = c->cap = al->n;
+	*out = c;
+	return 0;
+}
+
+int al_cidr_list_clone(const struct al_cidr_list *l, struct al_cidr_list **out)
+{
+	struct al_cidr_list *c = calloc(1, sizeof(*c));
+	void *v = NULL;
+	if (!c || dup_array(l->v, l->n, sizeof(*l->v), &v) < 0) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->v = v;
+	c->n = c->cap = l->n;
+	*out = c;
+	return 0;
+}
+
 static int parse_allow_entry(const char *s, size_t len, struct entry *e, const char **why)
 {
 	enum al_host_kind kind;

@@ -56,6 +56,8 @@ void al_allowlist_free(struct al_allowlist *al);
  */
 int al_allowlist_add(struct al_allowlist *al, const char *spec, struct al_error *err);
 size_t al_allowlist_count(const struct al_allowlist *al);
+/* A deep copy (the proxy keeps its own; the policy is not retained by a job). */
+int al_allowlist_clone(const struct al_allowlist *al, struct al_allowlist **out);
 /* May a CONNECT to host:port go ahead? host is a name or an IP literal without brackets.
  * Default deny: NULL, malformed hosts and port 0 never match. */
 bool al_allow_match(const struct al_allowlist *al, const char *host, uint16_t port);
@@ -70,6 +72,7 @@ void al_cidr_list_free(struct al_cidr_list *l);
  * All or nothing; -EINVAL names the bad entry. */
 int al_cidr_list_add(struct al_cidr_list *l, const char *spec, struct al_error *err);
 size_t al_cidr_list_count(const struct al_cidr_list *l);
+int al_cidr_list_clone(const struct al_cidr_list *l, struct al_cidr_list **out);
 /* addr: 4 bytes (AF_INET) or 16 (AF_INET6), network order. NULL list contains nothing. */
 bool al_cidr_list_contains(const struct al_cidr_list *l, int family, const void *addr);
 

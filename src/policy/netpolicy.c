@@ -1,6 +1,10 @@
 /* netpolicy.c — the network part of the policy: posture, the proxy's allowlist, allow_private,
  * its resolver overrides and limits, credential brokers. Validation only; the proxy serves it. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,6 +12,7 @@
 #include "network/allowlist.h"
 #include "network/broker.h"
 #include "policy/policy.h"
+#include "util/cleanup.h"
 #include "util/error.h"
 
 int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, struct al_error *err)
@@ -96,14 +101,44 @@ int al_policy_set_proxy_limits(struct al_policy *p, uint32_t max_conns, uint64_t
 	return 0;
 }
 
+struct pol_brokers {
+	atomic_uint refs;
+	struct al_broker_list *bl;
+};
+
+struct al_broker_list *pol_brokers(const struct al_policy *p)
+{
+	return p->brokers ? p->brokers->bl : NULL;
+}
+
+void *pol_brokers_ref(const struct al_policy *p)
+{
+	if (p->brokers)
+		atomic_fetch_add(&p->brokers->refs, 1);
+	return p->brokers;
+}
+
+void pol_brokers_release(void *ref)
+{
+	struct pol_brokers *b = ref;
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
+		al_broker_list_free(b->bl);
+		free(b);
+	}
+}
+
 int al_policy_add_broker(struct al_policy *p, const char *spec, struct al_error *err)
 {
 	if (!p->brokers) {
-		int r = al_broker_list_new(&p->brokers);
-		if (r < 0)
-			return al_err(err, -r, "out of memory");
+		struct pol_brokers *b = calloc(1, sizeof(*b));
+		if (!b || al_broker_list_new(&b->bl) < 0) {
+			free(b);
+			return al_err(err, ENOMEM, "out of memory");
+		}
+		atomic_init(&b->refs, 1);
+		p->brokers = b;
 	}
-	int r = al_broker_list_add(p->brokers, spec, err);
+	int r = al_broker_list_add(p->brokers->bl, spec, err);
 	if (r < 0 && err && strncmp(err->msg, "--broker", 8) != 0)
 		al_err_prefix(err, "--broker");
 	return r;
@@ -111,14 +146,68 @@ int al_policy_add_broker(struct al_policy *p, const char *spec, struct al_error 
 
 bool pol_needs_proxy(const struct al_policy *p)
 {
-	return p->net == AL_NET_ALLOW ||
-	       (p->net == AL_NET_LOOPBACK && p->brokers && al_broker_count(p->brokers) > 0);
+	return p->net == AL_NET_ALLOW || (p->net == AL_NET_LOOPBACK && al_broker_count(pol_brokers(p)) > 0);
 }
 
 void pol_free_net(struct al_policy *p)
 {
 	al_allowlist_free(p->allow);
 	al_cidr_list_free(p->allow_private);
-	al_broker_list_free(p->brokers);
+	pol_brokers_release(p->brokers);
 	free(p->proxy_hosts);
+}
+
+/* HTTPS_PROXY and friends in both cases (curl reads lower case, many tools upper case), and
+ * NO_PROXY so that the sandbox's own loopback servers are reached directly. */
+static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy",
+					 "all_proxy"};
+
+/* v[*k] = the formatted string, *k advanced only on success. */
+__attribute__((format(printf, 3, 4))) static int put(char **v, size_t *k, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&v[*k], fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		v[*k] = NULL;
+		return -ENOMEM;
+	}
+	(*k)++;
+	return 0;
+}
+
+char **pol_net_env(const struct al_policy *p, size_t *n)
+{
+	const struct al_broker_list *bl = pol_brokers(p);
+	size_t nb = al_broker_count(bl), k = 0;
+	char **v = calloc(AL_ARRAY_SIZE(proxy_vars) + 2 + nb + 1, sizeof(*v));
+	*n = 0;
+	if (!v || !pol_needs_proxy(p))
+		return v;
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", AL_PROXY_PORT);
+	for (size_t i = 0; p->net == AL_NET_ALLOW && i < AL_ARRAY_SIZE(proxy_vars); i++)
+		if (put(v, &k, "%s=%s", proxy_vars[i], url) < 0)
+			goto oom;
+	if (p->net == AL_NET_ALLOW && (put(v, &k, "NO_PROXY=localhost,127.0.0.1") < 0 ||
+				       put(v, &k, "no_proxy=localhost,127.0.0.1") < 0))
+		goto oom;
+	for (size_t i = 0; i < nb; i++) {
+		char name[AL_BROKER_NAME_MAX];
+		const char *bn = al_broker_name(bl, i);
+		size_t j = 0;
+		for (; bn && bn[j] && j + 1 < sizeof(name); j++)
+			name[j] = bn[j] == '-' ? '_' : (char)toupper((unsigned char)bn[j]);
+		name[j] = 0;
+		if (put(v, &k, "AIRLOCK_BROKER_%s_URL=%s/%s", name, url, bn ? bn : "") < 0)
+			goto oom;
+	}
+	*n = k;
+	return v;
+oom:
+	for (size_t i = 0; i < k; i++)
+		free(v[i]);
+	free(v);
+	return NULL;
 }

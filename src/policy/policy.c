@@ -337,6 +337,16 @@ int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *e
 	return 0;
 }
 
+/* Adds a copy of s unless the policy sets a variable of the same name (policy entries win). */
+static int env_put_base(char **v, size_t *k, const struct al_policy *p, const char *s)
+{
+	size_t nlen = (size_t)(strchr(s, '=') - s);
+	for (size_t j = 0; j < p->nenv; j++)
+		if (strncmp(p->env[j], s, nlen + 1) == 0)
+			return 0;
+	return (v[(*k)++] = strdup(s)) ? 0 : -ENOMEM;
+}
+
 char **pol_build_envp(const struct al_policy *p)
 {
 	static const char *const base[] = {
@@ -347,28 +357,24 @@ char **pol_build_envp(const struct al_policy *p)
 		"LOGNAME=sandbox",
 		"TMPDIR=/tmp",
 	};
-	size_t nb = AL_ARRAY_SIZE(base);
-	char **v = calloc(nb + p->nenv + 1, sizeof(*v));
-	if (!v)
+	size_t nb = AL_ARRAY_SIZE(base), nnet = 0, k = 0;
+	char **net = pol_net_env(p, &nnet);
+	char **v = net ? calloc(nb + nnet + p->nenv + 1, sizeof(*v)) : NULL;
+	bool ok = v != NULL;
+	for (size_t i = 0; ok && i < nb; i++)
+		ok = env_put_base(v, &k, p, base[i]) == 0;
+	for (size_t i = 0; ok && i < nnet; i++)
+		ok = env_put_base(v, &k, p, net[i]) == 0;
+	for (size_t j = 0; ok && j < p->nenv; j++)
+		ok = (v[k++] = strdup(p->env[j])) != NULL;
+	for (size_t i = 0; net && i < nnet; i++)
+		free(net[i]);
+	free(net);
+	if (!ok) {
+		pol_free_strv(v);
 		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < nb; i++) {
-		/* A policy entry of the same name overrides the base one. */
-		size_t nlen = (size_t)(strchr(base[i], '=') - base[i]);
-		bool overridden = false;
-		for (size_t j = 0; j < p->nenv; j++)
-			if (strncmp(p->env[j], base[i], nlen + 1) == 0)
-				overridden = true;
-		if (!overridden && !(v[k++] = strdup(base[i])))
-			goto oom;
 	}
-	for (size_t j = 0; j < p->nenv; j++)
-		if (!(v[k++] = strdup(p->env[j])))
-			goto oom;
 	return v;
-oom:
-	pol_free_strv(v);
-	return NULL;
 }
 
 int al_policy_set_seccomp(struct al_policy *p, enum al_seccomp_profile profile, struct al_error *err)

@@ -65,7 +65,7 @@ struct al_policy {
 	/* The egress proxy (AL_NET_ALLOW; brokers also with AL_NET_LOOPBACK): see netpolicy.c. */
 	struct al_allowlist *allow;
 	struct al_cidr_list *allow_private;
-	struct al_broker_list *brokers;
+	struct pol_brokers *brokers; /* shared with running proxies: see pol_brokers_ref */
 	char *proxy_hosts; /* hosts(5) file for the proxy's resolver, or NULL */
 	bool proxy_http;   /* forward absolute-form plain-HTTP requests too */
 	uint32_t proxy_max_conns;
@@ -77,6 +77,14 @@ struct al_policy {
 
 /* Does this policy need the egress proxy's socket inside the sandbox? */
 bool pol_needs_proxy(const struct al_policy *p);
+/* The policy's brokers (NULL if none). A running proxy takes a reference, so a job may outlive
+ * its policy; pol_brokers_release drops one. Do not add brokers while jobs use the policy. */
+struct al_broker_list *pol_brokers(const struct al_policy *p);
+void *pol_brokers_ref(const struct al_policy *p);
+void pol_brokers_release(void *ref);
+/* The job's proxy and broker variables (HTTPS_PROXY..., AIRLOCK_BROKER_<NAME>_URL): a malloc'd
+ * array of *n malloc'd "NAME=VALUE" strings (empty when no proxy), or NULL when out of memory. */
+char **pol_net_env(const struct al_policy *p, size_t *n);
 void pol_free_net(struct al_policy *p);
 
 /* Checks that a path inside the sandbox is absolute and free of "." and ".." parts. Pure. */

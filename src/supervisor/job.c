@@ -19,6 +19,7 @@
 #include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fdpass.h"
 #include "util/fsutil.h"
 
 
@@ -81,6 +82,8 @@ static int job_arm(struct al_job *j)
 	r = r ?: watch(j->epfd, j->err.fd);
 	r = r ?: watch(j->epfd, j->proc.pidfd);
 	r = r ?: watch(j->epfd, j->proc.status_fd);
+	if (r == 0 && j->proc.proxy_sock >= 0)
+		r = watch(j->epfd, j->proc.proxy_sock);
 	if (r == 0 && j->wall_limit_ms != AL_UNLIMITED) {
 		if ((j->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0)
 			return -errno;
@@ -119,6 +122,35 @@ static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_err
 	return r;
 }
 
+/* The egress proxy is made before the sandbox, so a policy it cannot serve is refused early. */
+static int job_proxy(struct al_job *j, const struct al_policy *p, struct al_error *err)
+{
+	if (pol_brokers(p) && p->net != AL_NET_LOOPBACK && p->net != AL_NET_ALLOW)
+		return al_err(err, EINVAL, "--broker needs --net loopback or --net allow=...: brokers are reached through the proxy port on the sandbox's loopback");
+	if (!pol_needs_proxy(p))
+		return 0;
+	struct px_config cfg = {
+		.allow = p->allow, .allow_private = p->allow_private, .brokers = pol_brokers(p),
+		.brokers_release = pol_brokers_release, .brokers_ctx = pol_brokers_ref(p),
+		.hosts_file = p->proxy_hosts, .plain_http = p->proxy_http, .max_conns = p->proxy_max_conns,
+		.idle_ms = p->proxy_idle_ms > INT32_MAX ? INT32_MAX : (int)p->proxy_idle_ms, .t0 = j->start,
+	};
+	int r = px_new(&cfg, &j->px);
+	return r < 0 ? al_err_sys(err, -r, "setup: egress proxy") : 0;
+}
+
+/* The sandbox's init sends the proxy's listening socket once lo is up. */
+static void on_proxy_sock(struct al_job *j)
+{
+	char tag;
+	int fd = al_recv_fd(j->proc.proxy_sock, &tag);
+	if (fd >= 0 && px_serve(j->px, fd) == 0)
+		j->proxy_served = true;
+	epoll_ctl(j->epfd, EPOLL_CTL_DEL, j->proc.proxy_sock, NULL);
+	close(j->proc.proxy_sock);
+	j->proc.proxy_sock = -1;
+}
+
 int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
 		 struct al_error *err)
 {
@@ -131,7 +163,7 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 		return al_err(err, ENOMEM, "out of memory");
 	j->timerfd = j->epfd = j->proc.pidfd = j->proc.status_fd = -1;
 	j->proc.kill_signal = SIGKILL;
-	j->proc.upper_sock = -1;
+	j->proc.upper_sock = j->proc.proxy_sock = -1;
 	j->wall_limit_ms = al_policy_get_limit(p, AL_LIMIT_WALL_MS);
 	job_init_pumps(j, p, opts);
 	int op[2] = {-1, -1}, ep[2] = {-1, -1}, r;
@@ -141,7 +173,8 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 	}
 	j->out.fd = op[0];
 	j->err.fd = ep[0];
-	if ((r = job_cgroup(j, p, err)) < 0)
+	clock_gettime(CLOCK_MONOTONIC, &j->start);
+	if ((r = job_proxy(j, p, err)) < 0 || (r = job_cgroup(j, p, err)) < 0)
 		goto fail;
 	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1], .cg = j->cg};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
@@ -205,6 +238,8 @@ static void on_event(struct al_job *j, int fd)
 		}
 	} else if (fd == j->proc.status_fd) {
 		read_status(j);
+	} else if (fd == j->proc.proxy_sock) {
+		on_proxy_sock(j);
 	} else if (fd == j->timerfd) {
 		/* The deadline: killing init kills every process of its pid namespace. */
 		j->timed_out = true;
@@ -250,6 +285,7 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	if (r < 0)
 		return al_err_sys(err, -r, "supervisor: waitid");
 	j->reaped = true;
+	px_stop(j->px); /* every client is gone with the sandbox: this only collects the records */
 	if (j->cg && cg_usage(j->cg, &j->cgu) == 0)
 		j->have_cgu = true;
 	job_write_back(j);
@@ -278,7 +314,8 @@ void al_job_free(struct al_job *j)
 		al_remove_tree(j->proc.cleanup_dir);
 		free(j->proc.cleanup_dir);
 	}
-	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd, j->proc.upper_sock};
+	px_free(j->px);
+	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd, j->proc.upper_sock, j->proc.proxy_sock};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/native/channel.h"
 #include "cgroup/cgroup.h"
+#include "network/proxy.h"
 #include "pump.h"
 #include "writeback.h"
 
@@ -32,8 +33,12 @@ struct al_job {
 	bool have_cgu;
 	bool wrote_back; /* a --workdir overlay's changes were applied (wb describes them) */
 	struct wb_stats wb;
+	struct px *px;	     /* the egress proxy, NULL when the posture has none */
+	bool proxy_served;   /* its listening socket arrived from the sandbox */
 };
 
+/* The proxy's records as a JSON object (malloc'd), or NULL when the job had no proxy. */
+char *jv_proxy_json(const struct al_job *j);
 /* Turns a finished, reaped job into its verdict. */
 int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err);
 

@@ -56,6 +56,7 @@ void al_verdict_free(struct al_verdict *v)
 	free(v->out.data);
 	free(v->err.data);
 	free(v->enforced_json);
+	free(v->proxy_json);
 	free(v);
 }
 
@@ -169,6 +170,7 @@ int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	}
 	v->backend = j->proc.backend;
 	v->enforced_json = enforced_with_cgroup(j);
+	v->proxy_json = jv_proxy_json(j);
 	*out = v;
 	return 0;
 }
@@ -273,6 +275,9 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 							     v->workdir_error[0] ? json_string(v->workdir_error) : json_null()));
 	json_t *enf = v->enforced_json ? json_loads(v->enforced_json, 0, NULL) : NULL;
 	json_object_set_new(o, "enforced", enf ? enf : json_object());
+	json_t *px = v->proxy_json ? json_loads(v->proxy_json, 0, NULL) : NULL;
+	if (px)
+		json_object_set_new(o, "proxy", px);
 	if (v->status == AL_STATUS_SETUP_ERROR)
 		json_object_set_new(o, "error", json_pack("{s:s}", "message", v->setup.msg));
 	*out = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));

@@ -23,6 +23,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "util/fdpass.h"
+
 #define WB_MAX_DEPTH 256
 #define WB_TMP ".airlock-writeback.tmp"
 
@@ -203,21 +205,8 @@ static int wb_dir(int src, int dst, struct wb_stats *st, int depth)
 
 int wb_receive_upper(int sock)
 {
-	char byte;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-	if (recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
-		return -ENOENT; /* setup never got as far as the overlay */
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EPROTO;
-	int fd;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
+	char tag;
+	return al_recv_fd(sock, &tag); /* -ENOENT: setup never got as far as the overlay */
 }
 
 int wb_apply(int upper, const char *workdir, struct wb_stats *st)

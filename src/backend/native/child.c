@@ -22,6 +22,7 @@
 #include "mnt.h"
 #include "net.h"
 #include "policy/policy.h"
+#include "util/fdpass.h"
 #include "rlimits.h"
 
 #define CHILD_FAIL_EXIT 126
@@ -143,9 +144,9 @@ static _Noreturn void payload_main(const struct nat_child *c)
  * user with descriptors of its own): keep only the five it needs. */
 static void close_inherited(const struct nat_child *c)
 {
-	int keep[6] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
-		       c->plan ? c->plan->sendfd_sock : -1};
-	if (close_all_but(keep, 6) < 0)
+	int keep[7] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
+		       c->plan ? c->plan->sendfd_sock : -1, c->proxy_sock};
+	if (close_all_but(keep, 7) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 }
 
@@ -159,6 +160,21 @@ static void build_landlock(struct nat_child *c)
 	if (fd < 0)
 		die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
 	c->landlock_fd = fd;
+}
+
+/* The egress proxy's socket is made here, in the sandbox's network namespace, and served by
+ * the supervisor from the host's: no veth, no route, no helper process. */
+static void start_proxy_socket(struct nat_child *c)
+{
+	int fd = net_listen_lo(AL_PROXY_PORT);
+	if (fd < 0)
+		die(c, NS_NET, -fd, "proxy socket on 127.0.0.1");
+	int r = al_send_fd(c->proxy_sock, fd, 'p');
+	if (r < 0)
+		die(c, NS_NET, -r, "handing the proxy socket to the supervisor");
+	close(fd);
+	close(c->proxy_sock);
+	c->proxy_sock = -1;
 }
 
 static void build_root(struct nat_child *c)
@@ -177,6 +193,8 @@ static void build_root(struct nat_child *c)
 	int r;
 	if (c->lo_up && (r = net_lo_up()) < 0)
 		die(c, NS_NET, -r, "lo");
+	if (c->proxy_sock >= 0)
+		start_proxy_socket(c);
 	mnt_close_sources(c->plan);
 	build_landlock(c);
 }

@@ -31,6 +31,7 @@ struct nat_child {
 	bool drop_groups;		/* setgroups(0) before switching (allowed: root or range map) */
 	bool fallback;			/* no namespaces: see nat_fallback_main */
 	bool lo_up;			/* loopback posture: lo up in the new network namespace */
+	int proxy_sock;			/* -1, or where init sends the egress proxy's listening socket */
 };
 
 /* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */

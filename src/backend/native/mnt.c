@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "util/fdpass.h"
+
 static int fail(struct mnt_fail *f, enum nat_stage stage, int err, const char *what)
 {
 	f->stage = stage;
@@ -183,20 +185,7 @@ static int send_dir(int rootfd, const char *rel, int sock)
 	int fd = open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return fd;
-	char byte = 'u';
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	int r = sock >= 0 && sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -(sock < 0 ? EBADF : errno);
+	int r = al_send_fd(sock, fd, 'u');
 	close(fd);
 	return r;
 }

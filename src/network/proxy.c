@@ -1,0 +1,333 @@
+/* proxy.c — the egress proxy's server: accept thread, connection threads, records.
+ *
+ * Threads, not the supervisor's epoll loop: a connection's life has blocking steps (name
+ * resolution, connect, TLS for the broker) that must never stall output pumping or the
+ * deadline. The proxy object is reference counted (the owner plus each running thread), so a
+ * thread still stuck in the resolver when the job ends finishes against valid memory; its
+ * record is then counted as unfinished instead of being reported half-written.
+ */
+#include "network/proxy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "network/broker.h"
+
+#define PX_THREAD_STACK (256 * 1024) /* getaddrinfo and OpenSSL need more than a tiny stack */
+#define PX_STOP_WAIT_MS 2000
+
+struct px {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned refs;
+	bool stopping, frozen;
+	int listen_fd, stop_efd;
+	pthread_t acceptor;
+	bool acceptor_running;
+	struct px_config cfg;
+	struct al_allowlist *allow;
+	struct al_cidr_list *allow_private;
+	char *hosts_file;
+	struct px_conn **conns; /* max_conns slots, NULL = free */
+	size_t active;
+	struct px_record *recs;
+	size_t nrecs;
+	struct px_stats st;
+};
+
+static void px_destroy(struct px *px)
+{
+	if (px->listen_fd >= 0)
+		close(px->listen_fd);
+	if (px->stop_efd >= 0)
+		close(px->stop_efd);
+	if (px->cfg.brokers_release)
+		px->cfg.brokers_release(px->cfg.brokers_ctx);
+	al_allowlist_free(px->allow);
+	al_cidr_list_free(px->allow_private);
+	free(px->hosts_file);
+	free(px->conns);
+	free(px->recs);
+	pthread_mutex_destroy(&px->mu);
+	pthread_cond_destroy(&px->cv);
+	free(px);
+}
+
+static void px_unref(struct px *px)
+{
+	pthread_mutex_lock(&px->mu);
+	bool last = --px->refs == 0;
+	pthread_mutex_unlock(&px->mu);
+	if (last)
+		px_destroy(px);
+}
+
+static double since_t0(const struct px *px)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - px->cfg.t0.tv_sec) + (double)(now.tv_nsec - px->cfg.t0.tv_nsec) / 1e9;
+}
+
+/* Called with mu held. */
+static void add_record(struct px *px, const struct px_record *r)
+{
+	if (px->frozen)
+		return;
+	switch (r->decision) {
+	case PXD_ALLOWED:
+		px->st.allowed++;
+		break;
+	case PXD_DENIED:
+		px->st.denied++;
+		break;
+	case PXD_ERROR:
+		px->st.errors++;
+		break;
+	}
+	/* The parser's refusals (400 405 431 501 505); not timeouts (408) or our own 503s. */
+	if (r->kind == PXK_INVALID && r->decision == PXD_ERROR && r->status >= 400 && r->status != 408 && r->status != 503)
+		px->st.malformed++;
+	if (px->nrecs == PX_MAX_RECORDS) {
+		px->st.records_dropped++;
+		return;
+	}
+	px->recs[px->nrecs++] = *r;
+}
+
+bool px_conn_set_upstream(struct px_conn *c, int fd)
+{
+	pthread_mutex_lock(&c->px->mu);
+	bool ok = !c->px->stopping;
+	if (ok)
+		c->upstream = fd;
+	pthread_mutex_unlock(&c->px->mu);
+	return ok;
+}
+
+static void *conn_thread(void *arg)
+{
+	struct px_conn *c = arg;
+	struct px *px = c->px;
+	c->rec.start_s = since_t0(px);
+	px_conn_serve(c, &px->cfg);
+	c->rec.duration_s = since_t0(px) - c->rec.start_s;
+	pthread_mutex_lock(&px->mu);
+	for (size_t i = 0; i < px->cfg.max_conns; i++)
+		if (px->conns[i] == c)
+			px->conns[i] = NULL;
+	add_record(px, &c->rec);
+	close(c->client);
+	if (c->upstream >= 0)
+		close(c->upstream);
+	px->active--;
+	pthread_cond_broadcast(&px->cv);
+	pthread_mutex_unlock(&px->mu);
+	free(c);
+	px_unref(px);
+	return NULL;
+}
+
+/* A connection beyond max_conns: answered at once, recorded, never given a thread. */
+static void refuse_over_limit(struct px *px, int fd)
+{
+	struct px_record r = {.kind = PXK_INVALID, .decision = PXD_DENIED, .reason = "too many connections",
+			      .status = 503, .start_s = since_t0(px)};
+	px_reply(fd, 503, r.reason, 100);
+	close(fd);
+	pthread_mutex_lock(&px->mu);
+	px->st.over_limit++;
+	add_record(px, &r);
+	pthread_mutex_unlock(&px->mu);
+}
+
+static int spawn_conn(struct px *px, int fd)
+{
+	struct px_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	*c = (struct px_conn){.px = px, .client = fd, .upstream = -1};
+	pthread_mutex_lock(&px->mu);
+	size_t slot = 0;
+	while (slot < px->cfg.max_conns && px->conns[slot])
+		slot++;
+	if (slot == px->cfg.max_conns || px->stopping) {
+		pthread_mutex_unlock(&px->mu);
+		free(c);
+		return -EBUSY;
+	}
+	px->conns[slot] = c;
+	px->active++;
+	px->refs++;
+	px->st.connections++;
+	pthread_mutex_unlock(&px->mu);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, PX_THREAD_STACK);
+	pthread_t t;
+	int r = pthread_create(&t, &attr, conn_thread, c);
+	pthread_attr_destroy(&attr);
+	if (r == 0)
+		return 0;
+	pthread_mutex_lock(&px->mu);
+	px->conns[slot] = NULL;
+	px->active--;
+	px->refs--;
+	px->st.connections--;
+	pthread_mutex_unlock(&px->mu);
+	free(c);
+	return -r;
+}
+
+static void *accept_thread(void *arg)
+{
+	struct px *px = arg;
+	struct pollfd pf[2] = {{.fd = px->listen_fd, .events = POLLIN}, {.fd = px->stop_efd, .events = POLLIN}};
+	for (;;) {
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents)
+			break;
+		if (!(pf[0].revents & POLLIN))
+			continue;
+		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
+				poll(NULL, 0, 20); /* the supervisor's own limit: back off, never spin */
+			continue;
+		}
+		if (spawn_conn(px, fd) < 0)
+			refuse_over_limit(px, fd);
+	}
+	return NULL;
+}
+
+static int copy_config(struct px *px, const struct px_config *cfg)
+{
+	px->cfg = *cfg;
+	if (cfg->allow && (al_allowlist_clone(cfg->allow, &px->allow) < 0))
+		return -ENOMEM;
+	if (cfg->allow_private && al_cidr_list_clone(cfg->allow_private, &px->allow_private) < 0)
+		return -ENOMEM;
+	if (cfg->hosts_file && !(px->hosts_file = strdup(cfg->hosts_file)))
+		return -ENOMEM;
+	px->cfg.allow = px->allow;
+	px->cfg.allow_private = px->allow_private;
+	px->cfg.hosts_file = px->hosts_file;
+	if (px->cfg.max_conns == 0)
+		px->cfg.max_conns = 1;
+	px->conns = calloc(px->cfg.max_conns, sizeof(*px->conns));
+	px->recs = calloc(PX_MAX_RECORDS, sizeof(*px->recs));
+	return px->conns && px->recs ? 0 : -ENOMEM;
+}
+
+int px_new(const struct px_config *cfg, struct px **out)
+{
+	struct px *px = calloc(1, sizeof(*px));
+	if (!px) {
+		if (cfg->brokers_release)
+			cfg->brokers_release(cfg->brokers_ctx);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&px->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&px->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	px->refs = 1;
+	px->cfg = *cfg; /* from here on px_destroy releases the brokers */
+	px->listen_fd = -1;
+	px->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int r = px->stop_efd < 0 ? -errno : copy_config(px, cfg);
+	if (r < 0) {
+		px_destroy(px);
+		return r;
+	}
+	*out = px;
+	return 0;
+}
+
+int px_serve(struct px *px, int listen_fd)
+{
+	if (px->listen_fd >= 0 || px->stopping) {
+		close(listen_fd);
+		return -EBUSY;
+	}
+	px->listen_fd = listen_fd;
+	if (fcntl(listen_fd, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	px->refs++;
+	int r = pthread_create(&px->acceptor, NULL, accept_thread, px);
+	if (r != 0) {
+		px->refs--;
+		return -r;
+	}
+	px->acceptor_running = true;
+	return 0;
+}
+
+static void wait_threads(struct px *px)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += PX_STOP_WAIT_MS / 1000;
+	while (px->active > 0)
+		if (pthread_cond_timedwait(&px->cv, &px->mu, &dl) == ETIMEDOUT)
+			break;
+}
+
+void px_stop(struct px *px)
+{
+	if (!px || px->frozen)
+		return;
+	if (px->acceptor_running) {
+		uint64_t one = 1;
+		(void)!write(px->stop_efd, &one, sizeof(one));
+		pthread_join(px->acceptor, NULL);
+		px->acceptor_running = false;
+		px_unref(px);
+	}
+	pthread_mutex_lock(&px->mu);
+	px->stopping = true;
+	/* Wakes every connection thread out of poll(); the threads close their own fds. */
+	for (size_t i = 0; i < px->cfg.max_conns; i++) {
+		struct px_conn *c = px->conns[i];
+		if (!c)
+			continue;
+		shutdown(c->client, SHUT_RDWR);
+		if (c->upstream >= 0)
+			shutdown(c->upstream, SHUT_RDWR);
+	}
+	wait_threads(px);
+	px->st.unfinished = px->active;
+	px->frozen = true;
+	pthread_mutex_unlock(&px->mu);
+}
+
+const struct px_record *px_records(const struct px *px, size_t *n)
+{
+	*n = px->frozen ? px->nrecs : 0;
+	return px->recs;
+}
+
+struct px_stats px_get_stats(const struct px *px)
+{
+	return px->st;
+}
+
+void px_free(struct px *px)
+{
+	if (!px)
+		return;
+	px_stop(px);
+	px_unref(px);
+}

@@ -1,0 +1,67 @@
+/* proxy.h — the egress proxy: serves, from the supervisor in the host's network namespace, a
+ * listening socket that the sandbox's init made on 127.0.0.1 in the sandbox's namespace. One
+ * accept thread; one thread per connection, bounded by max_conns. */
+#ifndef AL_NETWORK_PROXY_H
+#define AL_NETWORK_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "network/allowlist.h"
+#include "network/pxrecord.h"
+
+struct al_broker_list;
+
+/* What the proxy enforces. The proxy keeps its own copies (or references) of everything. */
+struct px_config {
+	const struct al_allowlist *allow;	  /* NULL: every CONNECT is refused */
+	const struct al_cidr_list *allow_private; /* NULL: none */
+	struct al_broker_list *brokers;		  /* NULL: none; referenced, not copied: */
+	void (*brokers_release)(void *ctx);	  /* called once the last thread is done with them */
+	void *brokers_ctx;
+	const char *hosts_file;			  /* NULL: system resolver only */
+	bool plain_http;
+	uint32_t max_conns;
+	int idle_ms;
+	struct timespec t0; /* the job's start (CLOCK_MONOTONIC): records are relative to it */
+};
+
+struct px_stats {
+	uint64_t connections; /* accepted */
+	uint64_t allowed, denied, errors;
+	uint64_t malformed;    /* requests answered 400/405/431/501/505 */
+	uint64_t over_limit;   /* refused because max_conns were open */
+	uint64_t records_dropped; /* beyond PX_MAX_RECORDS */
+	uint64_t unfinished;   /* still open when the job ended */
+};
+
+#define PX_MAX_RECORDS 1024
+
+struct px; /* opaque */
+
+/* Makes the proxy (copies the configuration; takes over the brokers reference even on error). */
+int px_new(const struct px_config *cfg, struct px **out);
+/* Starts serving listen_fd (taken over in every case) in an accept thread. */
+int px_serve(struct px *px, int listen_fd);
+/* Stops accepting, ends every connection, waits briefly for the threads. Idempotent. */
+void px_stop(struct px *px);
+/* Valid after px_stop until px_free. */
+const struct px_record *px_records(const struct px *px, size_t *n);
+struct px_stats px_get_stats(const struct px *px);
+void px_free(struct px *px);
+
+/* ---- internal: shared by proxy.c and pxconn.c -------------------------------------- */
+struct px_conn {
+	struct px *px;
+	int client;   /* accepted socket, non-blocking */
+	int upstream; /* -1 until connected */
+	struct px_record rec;
+};
+/* Serves one connection to its end and fills c->rec (pxconn.c). */
+void px_conn_serve(struct px_conn *c, const struct px_config *cfg);
+/* Registers the upstream socket so px_stop can shut it down; false if stopping. */
+bool px_conn_set_upstream(struct px_conn *c, int fd);
+
+#endif

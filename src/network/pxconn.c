@@ -1,0 +1,236 @@
+/* pxconn.c — one egress-proxy connection: read and judge the request head, resolve, check
+ * every address, connect to the address that was checked, relay with byte counts.
+ *
+ * Order of checks (each refusal is recorded with its reason):
+ *   1. the head parses (proxyreq.c): else 4xx/5xx from the parser, counted as malformed;
+ *   2. origin-form goes to the credential broker, never to the network;
+ *   3. plain HTTP only when the policy enables it;
+ *   4. host and port on the allowlist (an IP literal only when listed literally);
+ *   5. every resolved address classified (addrclass.c): forbidden ones are skipped, and we
+ *      connect to a checked sockaddr, never to the name again, so DNS rebinding gains nothing.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "network/addrclass.h"
+#include "network/broker.h"
+#include "network/proxy.h"
+#include "network/proxyreq.h"
+#include "network/resolve.h"
+
+#define PX_IO_BUF 65536
+#define PX_CONNECT_TIMEOUT_MS 10000
+
+static int min_int(int a, int b)
+{
+	return a < b ? a : b;
+}
+
+static void refuse(struct px_conn *c, const struct px_config *cfg, enum px_decision d, int status, const char *why)
+{
+	c->rec.decision = d;
+	c->rec.status = status;
+	c->rec.reason = why;
+	px_reply(c->client, status, why, cfg->idle_ms);
+}
+
+/* Reads the request head; buf keeps what followed it. Returns the parser or NULL (recorded). */
+static struct pr_state *read_head(struct px_conn *c, const struct px_config *cfg, char *buf, size_t *rest, size_t *nrest)
+{
+	struct pr_state *st = NULL;
+	if (pr_new(0, &st) < 0) {
+		refuse(c, cfg, PXD_ERROR, 503, "out of memory");
+		return NULL;
+	}
+	for (;;) {
+		struct pollfd p = {.fd = c->client, .events = POLLIN};
+		int r = poll(&p, 1, cfg->idle_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0) {
+			refuse(c, cfg, PXD_ERROR, 408, "no complete request before the idle timeout");
+			break;
+		}
+		ssize_t n = recv(c->client, buf, PX_IO_BUF, 0);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0) {
+			c->rec.decision = PXD_ERROR;
+			c->rec.reason = "client closed before a complete request";
+			break;
+		}
+		size_t used;
+		enum pr_status s = pr_feed(st, buf, (size_t)n, &used);
+		if (s == PR_NEED_MORE)
+			continue;
+		if (s == PR_ERROR) {
+			refuse(c, cfg, PXD_ERROR, pr_error_status(st), pr_error_reason(st));
+			break;
+		}
+		*rest = used;
+		*nrest = (size_t)n - used;
+		return st;
+	}
+	pr_free(st);
+	return NULL;
+}
+
+static void fill_addr(struct px_record *rec, const struct rs_addr *a)
+{
+	const void *p = a->ss.ss_family == AF_INET ? (const void *)&((const struct sockaddr_in *)&a->ss)->sin_addr
+						   : (const void *)&((const struct sockaddr_in6 *)&a->ss)->sin6_addr;
+	inet_ntop(a->ss.ss_family, p, rec->addr, sizeof(rec->addr));
+}
+
+/* Resolves, checks each address, connects to the first permitted one that answers. */
+static int connect_checked(struct px_conn *c, const struct px_config *cfg, const struct pr_request *req)
+{
+	struct rs_addr addrs[RS_MAX_ADDRS];
+	size_t n = 0;
+	int r = rs_resolve(req->host, req->port, cfg->hosts_file, addrs, &n);
+	if (r < 0) {
+		refuse(c, cfg, PXD_ERROR, 502, r == -ENOENT ? "name does not resolve" : "name resolution failed");
+		return -1;
+	}
+	const char *why = NULL;
+	int last = 0;
+	bool tried = false;
+	for (size_t i = 0; i < n; i++) {
+		const char *bad = ac_check((const struct sockaddr *)&addrs[i].ss, addrs[i].len, cfg->allow_private);
+		if (bad) {
+			if (!why) {
+				why = bad;
+				fill_addr(&c->rec, &addrs[i]);
+			}
+			continue;
+		}
+		tried = true;
+		fill_addr(&c->rec, &addrs[i]);
+		int fd = rs_connect(&addrs[i], min_int(cfg->idle_ms, PX_CONNECT_TIMEOUT_MS));
+		if (fd >= 0) {
+			if (px_conn_set_upstream(c, fd))
+				return fd;
+			close(fd);
+			refuse(c, cfg, PXD_ERROR, 503, "the job is ending");
+			return -1;
+		}
+		last = fd;
+	}
+	if (!tried) {
+		/* Static reasons only: "address is loopback", "... private", ... */
+		refuse(c, cfg, PXD_DENIED, 403, why ? why : "no permitted address");
+		c->rec.reason = why;
+		return -1;
+	}
+	refuse(c, cfg, PXD_ERROR, 502, last == -ETIMEDOUT ? "connect timed out" : "connect failed");
+	return -1;
+}
+
+/* Moves what one side has to the other; false when that side is done. */
+static bool pump_once(int from, int to, char *buf, uint64_t *count, int idle_ms)
+{
+	ssize_t n = recv(from, buf, PX_IO_BUF, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (n <= 0)
+		return false;
+	if (px_write_all(to, buf, (size_t)n, idle_ms) < 0)
+		return false;
+	*count += (uint64_t)n;
+	return true;
+}
+
+/* Relays both ways until both directions ended or nothing moved for idle_ms. */
+static void relay(struct px_conn *c, int idle_ms, char *buf)
+{
+	bool up_open = true, down_open = true;
+	while (up_open || down_open) {
+		struct pollfd p[2] = {{.fd = up_open ? c->client : -1, .events = POLLIN},
+				      {.fd = down_open ? c->upstream : -1, .events = POLLIN}};
+		int r = poll(p, 2, idle_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			c->rec.reason = r == 0 ? "idle timeout" : "poll failed";
+			return;
+		}
+		if (up_open && p[0].revents && !pump_once(c->client, c->upstream, buf, &c->rec.bytes_up, idle_ms)) {
+			up_open = false;
+			shutdown(c->upstream, SHUT_WR);
+		}
+		if (down_open && p[1].revents && !pump_once(c->upstream, c->client, buf, &c->rec.bytes_down, idle_ms)) {
+			down_open = false;
+			shutdown(c->client, SHUT_WR);
+		}
+		/* The upstream finished answering and the client holds its side open: done. */
+		if (!down_open && up_open && c->rec.kind == PXK_HTTP)
+			return;
+	}
+}
+
+static const char *policy_refusal(const struct px_config *cfg, const struct pr_request *req)
+{
+	if (req->kind == PR_ABSOLUTE && !cfg->plain_http)
+		return "plain HTTP is not enabled (use https through CONNECT)";
+	if (!cfg->allow || !al_allow_match(cfg->allow, req->host, req->port)) {
+		if (req->host_kind != AL_HOST_NAME)
+			return "IP literal not on the allowlist";
+		return "host or port not on the allowlist";
+	}
+	return NULL;
+}
+
+static void serve_network(struct px_conn *c, const struct px_config *cfg, const struct pr_request *req,
+			  const char *rest, size_t nrest, char *buf)
+{
+	c->rec.kind = req->kind == PR_CONNECT ? PXK_CONNECT : PXK_HTTP;
+	snprintf(c->rec.host, sizeof(c->rec.host), "%s", req->host);
+	c->rec.port = req->port;
+	const char *no = policy_refusal(cfg, req);
+	if (no) {
+		refuse(c, cfg, PXD_DENIED, 403, no);
+		return;
+	}
+	if (connect_checked(c, cfg, req) < 0)
+		return;
+	c->rec.decision = PXD_ALLOWED;
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	int r = req->kind == PR_CONNECT ? px_write_all(c->client, ok, sizeof(ok) - 1, cfg->idle_ms)
+					: px_write_all(c->upstream, req->head, req->head_len, cfg->idle_ms);
+	if (r == 0 && nrest > 0 && (r = px_write_all(c->upstream, rest, nrest, cfg->idle_ms)) == 0)
+		c->rec.bytes_up += nrest;
+	if (r < 0) {
+		c->rec.reason = "write failed";
+		return;
+	}
+	relay(c, cfg->idle_ms, buf);
+}
+
+void px_conn_serve(struct px_conn *c, const struct px_config *cfg)
+{
+	char *buf = malloc(PX_IO_BUF);
+	c->rec.kind = PXK_INVALID;
+	if (!buf) {
+		refuse(c, cfg, PXD_ERROR, 503, "out of memory");
+		return;
+	}
+	size_t at = 0, nrest = 0;
+	struct pr_state *st = read_head(c, cfg, buf, &at, &nrest);
+	if (st) {
+		const struct pr_request *req = pr_request(st);
+		if (req->kind == PR_CONNECT || req->kind == PR_ABSOLUTE)
+			serve_network(c, cfg, req, buf + at, nrest, buf);
+		else if (cfg->brokers && al_broker_count(cfg->brokers) > 0)
+			broker_serve(cfg->brokers, c->client, req, buf + at, nrest, cfg->idle_ms, &c->rec);
+		else
+			refuse(c, cfg, PXD_ERROR, 400, "not a proxy request");
+		pr_free(st);
+	}
+	free(buf);
+}
