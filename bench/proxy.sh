@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# proxy.sh — the issue-4 benchmark: an HTTPS download through the egress proxy against the
+# same download over a direct loopback connection, both from inside an airlock sandbox.
+#
+# Direct: `--net host`, curl connects to the server on the host's 127.0.0.1. Proxied:
+# `--net allow=bench.test:PORT` with --allow-private 127.0.0.1/32 and a hosts file, curl goes
+# through CONNECT on the sandbox's 127.0.0.1:3128 and the supervisor relays. Same server,
+# same file, same TLS; the difference is the proxy. Not a test: prints a table.
+# Usage: bench/proxy.sh  (AIRLOCK=..., SIZE_MB=256, RUNS=5)
+set -euo pipefail
+
+die() {
+	echo "proxy.sh: $*" >&2
+	exit 1
+}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+airlock=$(realpath "${AIRLOCK:-$(dirname "$here")/build/airlock}")
+size_mb=${SIZE_MB:-256}
+runs=${RUNS:-5}
+for tool in curl openssl python3; do
+	command -v "$tool" >/dev/null || die "'$tool' is not installed"
+done
+[[ -x $airlock ]] || die "airlock is not built: $airlock"
+
+dir=$(mktemp -d)
+srv=
+trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$dir"' EXIT
+chmod 0755 "$dir"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
+	-keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+head -c "$((size_mb * 1024 * 1024))" /dev/zero >"$dir/blob"
+chmod 0644 "$dir"/*
+# openssl s_server -WWW serves files relative to its working directory, one connection at a time.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+(cd "$dir" && exec openssl s_server -quiet -WWW -accept "127.0.0.1:$port" -cert cert.pem -key key.pem) &
+srv=$!
+sleep 0.5
+printf '127.0.0.1 bench.test\n' >"$dir/hosts"
+
+fetch() { # MODE -> seconds of the download as curl measures it
+	local net=(--net host) url="https://bench.test:$port/blob"
+	if [[ $1 == proxy ]]; then
+		net=(--net "allow=bench.test:$port" --allow-private 127.0.0.1/32 --proxy-hosts "$dir/hosts")
+	fi
+	"$airlock" run --time 120s "${net[@]}" --ro "$dir/cert.pem:/etc/bench.pem" -- \
+		curl -sS --resolve "bench.test:$port:127.0.0.1" --cacert /etc/bench.pem -o /dev/null \
+		-w '%{time_total} %{time_connect} %{time_appconnect}\n' "$url"
+}
+
+declare -A best
+for mode in direct proxy; do
+	best[$mode]=999999
+	for _ in $(seq "$runs"); do
+		read -r total _ app < <(fetch "$mode")
+		best[$mode]=$(python3 -c "print(min($total, ${best[$mode]}))")
+		[[ $mode == proxy ]] && best[proxy_app]=$app || best[direct_app]=$app
+	done
+done
+python3 - "$size_mb" "${best[direct]}" "${best[proxy]}" "${best[direct_app]}" "${best[proxy_app]}" <<'EOF'
+import sys
+mb, d, p, da, pa = int(sys.argv[1]), *map(float, sys.argv[2:])
+print("| path | best of runs: MiB/s | time to TLS established (ms) |")
+print("|---|---|---|")
+print("| direct (--net host) | %.0f | %.2f |" % (mb / d, da * 1000))
+print("| through the proxy (--net allow=) | %.0f | %.2f |" % (mb / p, pa * 1000))
+print()
+print("throughput through the proxy: %.1f%% of direct; added set-up latency %.2f ms" % (100 * d / p, (pa - da) * 1000))
+EOF
