@@ -63,6 +63,20 @@ int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, b
 /* Bind a host directory read-write at /workspace instead of the throwaway tmpfs. */
 int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error *err);
 int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_error *err);
+
+/* A view of a checkout (a host directory) inside the sandbox. */
+enum al_checkout_mode {
+	AL_CHECKOUT_RO,	  /* bound read-only */
+	AL_CHECKOUT_COPY, /* a throwaway read-write copy (overlay on the job's tmpfs); the source is never written */
+};
+/* DIR at DEST (default /workspace/src). */
+int al_policy_set_checkout(struct al_policy *p, const char *dir, const char *dest, enum al_checkout_mode mode,
+			   struct al_error *err);
+/* The mode alone (for front ends where the mode and the directory come separately). */
+int al_policy_set_checkout_mode(struct al_policy *p, enum al_checkout_mode mode, struct al_error *err);
+/* With AL_CHECKOUT_COPY: export the files the job changed, as a tree, into DIR (which must not
+ * exist yet or be empty) when the job ends. */
+int al_policy_set_keep_changes(struct al_policy *p, const char *dir, struct al_error *err);
 /* Working directory inside the sandbox (default /workspace). */
 int al_policy_set_cwd(struct al_policy *p, const char *dir, struct al_error *err);
 /* Root only: the host uid/gid that sandbox id 0 maps to (65536 ids from there). */
@@ -191,6 +205,10 @@ struct al_verdict {
 	bool workdir_written;
 	uint64_t workdir_files, workdir_deleted, workdir_bytes;
 	char workdir_error[256]; /* "" unless applying a change failed */
+	/* --keep-changes: the copy's changes, exported when the job ended. */
+	bool changes_kept;
+	uint64_t changes_files, changes_deleted, changes_bytes;
+	char changes_error[256];
 	const char *backend;
 	struct al_error setup;	/* when status == AL_STATUS_SETUP_ERROR */
 	char *enforced_json;	/* JSON object naming each protection applied */

@@ -27,6 +27,8 @@ struct be_proc {
 	char *cleanup_dir;   /* malloc'd: a host directory the job used, removed after it */
 	int upper_sock;	     /* -1, or where the --workdir overlay's upper layer arrives (SCM_RIGHTS) */
 	char *workdir;	     /* malloc'd: the host directory the upper layer's changes go back to */
+	char *checkout;	     /* malloc'd: the checkout a --keep-changes export is compared with */
+	char *keep_changes;  /* malloc'd: where a copied checkout's changes are exported, or NULL */
 	int proxy_sock;	     /* -1, or where the egress proxy's listening socket arrives (SCM_RIGHTS) */
 };
 

@@ -95,6 +95,7 @@ static int front_option(struct run_opts *ro, const struct al_option *o, const ch
 	case OPT_ENV: case OPT_HOSTNAME: case OPT_CWD: case OPT_ID_BASE: case OPT_HELP: case OPT__COUNT:
 	case OPT_MEMORY: case OPT_PIDS: case OPT_CPUS: case OPT_SECCOMP: case OPT_LANDLOCK: case OPT_REQUIRE: case OPT_FALLBACK: case OPT_SUBIDS: case OPT_NET:
 	case OPT_ALLOW_PRIVATE: case OPT_PROXY_HOSTS: case OPT_PROXY_HTTP: case OPT_PROXY_CONNS: case OPT_PROXY_IDLE: case OPT_BROKER:
+	case OPT_CHECKOUT: case OPT_CHECKOUT_MODE: case OPT_KEEP_CHANGES:
 		break;
 	}
 	return cli_fail("internal: unhandled option --%s", o->name);

@@ -34,6 +34,9 @@ const struct al_option al_options[] = {
 	{OPT_FALLBACK, "fallback", 0, OK_FLAG, NULL, "without user namespaces, run on Landlock + seccomp + rlimits + no_new_privs alone (reported)", true},
 	{OPT_SUBIDS, "subids", 0, OK_FLAG, NULL, "as a user: also map your subordinate ids (newuidmap) around the sandbox user", true},
 	{OPT_WORKDIR, "workdir", 0, OK_STRING, "DIR", "bind host DIR read-write at /workspace (default: a throwaway tmpfs)", true},
+	{OPT_CHECKOUT, "checkout", 0, OK_STRING, "DIR[:DEST]", "a checkout at DEST (default /workspace/src), read-only or a throwaway copy (--checkout-mode)", true},
+	{OPT_CHECKOUT_MODE, "checkout-mode", 0, OK_STRING, "ro|copy", "ro: bound read-only (default); copy: a read-write copy discarded afterwards, the source never written", true},
+	{OPT_KEEP_CHANGES, "keep-changes", 0, OK_STRING, "DIR", "with --checkout-mode copy: export the changed files as a tree into DIR (new or empty)", true},
 	{OPT_RO, "ro", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-only at DEST (default: the same path)", true},
 	{OPT_RW, "rw", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-write at DEST", true},
 	{OPT_ENV, "env", 'e', OK_STRING, "NAME[=VALUE]", "pass NAME through from this environment, or set it", true},
@@ -79,6 +82,18 @@ static int apply_bind(struct al_policy *p, const char *value, bool writable, str
 	return al_policy_add_bind(p, src, dest, writable, err);
 }
 
+/* The mode may come before or after the directory: set_checkout keeps the current one. */
+static int apply_checkout(struct al_policy *p, const char *value, struct al_error *err)
+{
+	cleanup_free char *dir = strdup(value);
+	if (!dir)
+		return al_err(err, ENOMEM, "out of memory");
+	char *colon = strchr(dir, ':');
+	if (colon)
+		*colon = 0;
+	return al_policy_set_checkout(p, dir, colon ? colon + 1 : NULL, p->checkout_mode, err);
+}
+
 static int apply_string(struct al_policy *p, const struct al_option *o, const char *value, struct al_error *err)
 {
 	enum opt_id id = o->id;
@@ -94,6 +109,15 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_policy_set_cwd(p, value, err);
 	if (id == OPT_REQUIRE)
 		return al_policy_require(p, value, err);
+	if (id == OPT_CHECKOUT)
+		return apply_checkout(p, value, err);
+	if (id == OPT_CHECKOUT_MODE) {
+		if (strcmp(value, "ro") != 0 && strcmp(value, "copy") != 0)
+			return al_err(err, EINVAL, "--checkout-mode: expected ro or copy, not '%s'", value);
+		return al_policy_set_checkout_mode(p, strcmp(value, "ro") == 0 ? AL_CHECKOUT_RO : AL_CHECKOUT_COPY, err);
+	}
+	if (id == OPT_KEEP_CHANGES)
+		return al_policy_set_keep_changes(p, value, err);
 	if (id == OPT_ALLOW_PRIVATE)
 		return al_policy_allow_private(p, value, err);
 	if (id == OPT_PROXY_HOSTS)

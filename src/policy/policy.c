@@ -1,6 +1,7 @@
 /* policy.c — the policy object: defaults, setters, and validation that fails before anything runs. */
 #include "policy.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -72,6 +73,9 @@ void al_policy_free(struct al_policy *p)
 	}
 	free(p->binds);
 	free(p->workdir);
+	free(p->checkout);
+	free(p->checkout_dest);
+	free(p->keep_changes);
 	free(p->hostname);
 	free(p->cwd);
 	pol_free_net(p);
@@ -480,5 +484,71 @@ int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err)
 {
 	(void)err;
 	p->subids = on;
+	return 0;
+}
+
+int al_policy_set_checkout(struct al_policy *p, const char *dir, const char *dest, enum al_checkout_mode mode,
+			   struct al_error *err)
+{
+	if (mode != AL_CHECKOUT_RO && mode != AL_CHECKOUT_COPY)
+		return al_err(err, EINVAL, "--checkout-mode: unknown mode %d", (int)mode);
+	if (!dest)
+		dest = AL_CHECKOUT_DEST;
+	int r = pol_check_inside_path(dest, err);
+	if (r < 0) {
+		al_err_prefix(err, "--checkout");
+		return r;
+	}
+	if (strcmp(dest, "/") == 0 || strcmp(dest, AL_WORKSPACE) == 0)
+		return al_err(err, EINVAL, "--checkout: %s cannot hold a checkout (use a directory below it, e.g. %s)", dest,
+			      AL_CHECKOUT_DEST);
+	cleanup_free char *real = realpath(dir, NULL);
+	if (!real)
+		return al_err_sys(err, errno, "--checkout '%s'", dir);
+	struct stat sb;
+	if (stat(real, &sb) < 0)
+		return al_err_sys(err, errno, "--checkout '%s'", dir);
+	if (!S_ISDIR(sb.st_mode))
+		return al_err(err, ENOTDIR, "--checkout '%s' is not a directory", dir);
+	char *d = strdup(dest);
+	if (!d)
+		return al_err(err, ENOMEM, "out of memory");
+	free(p->checkout);
+	free(p->checkout_dest);
+	p->checkout = steal_ptr(real);
+	p->checkout_dest = d;
+	p->checkout_mode = mode;
+	return 0;
+}
+
+int al_policy_set_keep_changes(struct al_policy *p, const char *dir, struct al_error *err)
+{
+	if (!dir || dir[0] != '/')
+		return al_err(err, EINVAL, "--keep-changes: '%s' is not an absolute path", dir ? dir : "");
+	DIR *d = opendir(dir);
+	if (d) {
+		int n = 0;
+		for (struct dirent *e; (e = readdir(d));)
+			n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+		closedir(d);
+		/* Nothing a user wrote is ever lost: the export never merges into existing files. */
+		if (n)
+			return al_err(err, EEXIST, "--keep-changes: %s is not empty", dir);
+	} else if (errno != ENOENT) {
+		return al_err_sys(err, errno, "--keep-changes %s", dir);
+	}
+	char *s = strdup(dir);
+	if (!s)
+		return al_err(err, ENOMEM, "out of memory");
+	free(p->keep_changes);
+	p->keep_changes = s;
+	return 0;
+}
+
+int al_policy_set_checkout_mode(struct al_policy *p, enum al_checkout_mode mode, struct al_error *err)
+{
+	if (mode != AL_CHECKOUT_RO && mode != AL_CHECKOUT_COPY)
+		return al_err(err, EINVAL, "--checkout-mode: unknown mode %d", (int)mode);
+	p->checkout_mode = mode;
 	return 0;
 }

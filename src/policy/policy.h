@@ -12,6 +12,7 @@
 #define AL_DEFAULT_ID_BASE 1879048192u /* 0x70000000: above systemd's container ranges */
 #define AL_DEFAULT_HOSTNAME "airlock"
 #define AL_WORKSPACE "/workspace"
+#define AL_CHECKOUT_DEST "/workspace/src"
 
 struct al_bind {
 	char *src;  /* absolute, canonical host path */
@@ -51,6 +52,10 @@ struct al_policy {
 	size_t nbinds;
 	char *workdir; /* canonical host dir bound at /workspace, or NULL for a tmpfs */
 	char *hostname;
+	char *checkout;	     /* canonical host dir, or NULL */
+	char *checkout_dest; /* inside path */
+	enum al_checkout_mode checkout_mode;
+	char *keep_changes;  /* absolute host path for the exported changes, or NULL */
 	char *cwd;
 	uint64_t limits[AL_LIMIT__COUNT];
 	uint32_t limits_set; /* bit (1 << enum al_limit) for each limit set explicitly */

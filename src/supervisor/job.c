@@ -254,18 +254,27 @@ static void on_event(struct al_job *j, int fd)
 	}
 }
 
-/* A --workdir job's changes reach the host directory only now, when nothing of the job runs;
- * at most --disk bytes, since that is all the upper layer could hold. */
+/* Overlay upper layers reach the host only now, when nothing of the job runs: a --workdir
+ * job's changes go back to its directory, a copied checkout's to --keep-changes; at most
+ * --disk bytes each, since that is all an upper layer could hold. */
 static void job_write_back(struct al_job *j)
 {
-	if (j->proc.upper_sock < 0 || !j->proc.workdir)
+	if (j->proc.upper_sock < 0)
 		return;
-	int upper = wb_receive_upper(j->proc.upper_sock);
-	if (upper < 0)
-		return; /* the sandbox never got that far: a setup error says why */
-	wb_apply(upper, j->proc.workdir, &j->wb);
-	close(upper);
-	j->wrote_back = true;
+	for (int i = 0; i < 2; i++) {
+		char tag = 0;
+		int upper = al_recv_fd(j->proc.upper_sock, &tag);
+		if (upper < 0)
+			return; /* the sandbox never got that far: a setup error says why */
+		if (tag == 'u' && j->proc.workdir) {
+			wb_apply(upper, j->proc.workdir, &j->wb);
+			j->wrote_back = true;
+		} else if (tag == 'c' && j->proc.keep_changes && j->proc.checkout) {
+			wb_export(upper, j->proc.checkout, j->proc.keep_changes, &j->kc);
+			j->kept_changes = true;
+		}
+		close(upper);
+	}
 }
 
 int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
@@ -324,5 +333,7 @@ void al_job_free(struct al_job *j)
 	cg_destroy(j->cg);
 	free(j->proc.enforced_json);
 	free(j->proc.workdir);
+	free(j->proc.keep_changes);
+	free(j->proc.checkout);
 	free(j);
 }

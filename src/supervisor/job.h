@@ -33,6 +33,8 @@ struct al_job {
 	bool have_cgu;
 	bool wrote_back; /* a --workdir overlay's changes were applied (wb describes them) */
 	struct wb_stats wb;
+	bool kept_changes; /* --keep-changes: the copy's changes were exported (kc describes them) */
+	struct wb_stats kc;
 	struct px *px;	     /* the egress proxy, NULL when the posture has none */
 	bool proxy_served;   /* its listening socket arrived from the sandbox */
 };

@@ -168,6 +168,13 @@ int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
 		v->workdir_bytes = j->wb.bytes;
 		memcpy(v->workdir_error, j->wb.error, sizeof(v->workdir_error));
 	}
+	if (j->kept_changes) {
+		v->changes_kept = true;
+		v->changes_files = j->kc.files;
+		v->changes_deleted = j->kc.deleted;
+		v->changes_bytes = j->kc.bytes;
+		memcpy(v->changes_error, j->kc.error, sizeof(v->changes_error));
+	}
 	v->backend = j->proc.backend;
 	v->enforced_json = enforced_with_cgroup(j);
 	v->proxy_json = jv_proxy_json(j);
@@ -273,6 +280,11 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 							     "deleted", (json_int_t)v->workdir_deleted, "bytes",
 							     (json_int_t)v->workdir_bytes, "error",
 							     v->workdir_error[0] ? json_string(v->workdir_error) : json_null()));
+	if (v->changes_kept)
+		json_object_set_new(o, "changes", json_pack("{s:I,s:I,s:I,s:o}", "files", (json_int_t)v->changes_files,
+							     "deleted", (json_int_t)v->changes_deleted, "bytes",
+							     (json_int_t)v->changes_bytes, "error",
+							     v->changes_error[0] ? json_string(v->changes_error) : json_null()));
 	json_t *enf = v->enforced_json ? json_loads(v->enforced_json, 0, NULL) : NULL;
 	json_object_set_new(o, "enforced", enf ? enf : json_object());
 	json_t *px = v->proxy_json ? json_loads(v->proxy_json, 0, NULL) : NULL;

@@ -219,3 +219,4 @@ int wb_apply(int upper, const char *workdir, struct wb_stats *st)
 	close(dst);
 	return r;
 }
+

@@ -15,4 +15,9 @@ int wb_receive_upper(int sock);
 /* Applies upper (a directory fd) to workdir. Call only after the job is gone. 0 or -errno. */
 int wb_apply(int upper, const char *workdir, struct wb_stats *st);
 
+/* --keep-changes: compares copy (the job's copy of src_dir, a directory fd) with src_dir and
+ * writes what was changed or added into dir (created 0700 if missing, empty); deletions are
+ * counted. Call only after the job is gone. 0 or -errno (st->error says what failed). */
+int wb_export(int copy, const char *src_dir, const char *dir, struct wb_stats *st);
+
 #endif

@@ -39,6 +39,7 @@ static const struct {
 	[NS_DEVPTS] = {"mounting /dev/pts", "devpts newinstance"},
 	[NS_SETATTR] = {"setting mount attributes", "mount_setattr (Linux 5.12+)"},
 	[NS_OVERLAY] = {"setting up the --workdir overlay", "overlayfs in a user namespace (Linux 5.11+)"},
+	[NS_CHECKOUT] = {"copying the checkout (is it readable, and within --disk?)", "tmpfs"},
 	[NS_PIVOT] = {"pivot_root", "pivot_root (a real root filesystem, not initramfs)"},
 	[NS_ROOT_RO] = {"making the root read-only", "mount_setattr (Linux 5.12+)"},
 	[NS_HOSTNAME] = {"setting the hostname", "uts namespaces"},

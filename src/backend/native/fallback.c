@@ -64,6 +64,9 @@ static int refuse(const struct al_policy *p, int clone_errno, struct al_error *e
 	if (p->net == AL_NET_LOOPBACK || p->net == AL_NET_ALLOW)
 		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --net %s needs a network namespace",
 			      strerror(clone_errno), pol_net_name(p->net));
+	if (p->checkout)
+		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --checkout needs a mount namespace",
+			      strerror(clone_errno));
 	for (size_t i = 0; i < p->nbinds; i++)
 		if (strcmp(p->binds[i].src, p->binds[i].dest) != 0)
 			return al_err(err, EINVAL, "without user namespaces there is no mount namespace: bind %s can only be seen at its own path, not at %s",

@@ -203,30 +203,59 @@ static int plan_proc_dev(struct fs_plan *plan)
 	return r;
 }
 
-/* --workdir under the --disk cap: /workspace is an overlay whose lower layer is the host
- * directory (read-only) and whose upper layer is a tmpfs of --disk bytes. The upper layer is
- * handed to the supervisor (FS_SENDFD), which writes the changes back when the job ends, so
- * no more than --disk bytes can ever reach the host. The staging mounts are then detached. */
-static int plan_workdir_overlay(struct fs_plan *plan, const struct al_policy *p)
+/* An overlay at dest whose lower layer is the host directory src (read-only) and whose upper
+ * layer is a tmpfs of --disk bytes under the staging dir stage; the upper layer is handed to
+ * the supervisor (FS_SENDFD with tag), then the staging mounts are detached.
+ *  --workdir: /workspace; the supervisor writes the changes back to src when the job ends, so
+ *  no more than --disk bytes can ever reach the host.
+ *  --checkout-mode copy: a throwaway read-write copy of a checkout; the changes are exported
+ *  only with --keep-changes, and src is never written. */
+static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, const char *src, const char *dest,
+			const char *stage, char tag)
 {
-	int r = mkdir_op(plan, "/.airlock", 0700);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = ".airlock/upper",
+	const char *up = ownf(plan, "/%s/upper", stage), *data = ownf(plan, "/%s/upper/data", stage),
+		   *work = ownf(plan, "/%s/upper/work", stage), *low = ownf(plan, "/%s/lower", stage);
+	if (!up || !data || !work || !low)
+		return -ENOMEM;
+	int r = mkdir_op(plan, ownf(plan, "/%s", stage), 0700);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = up + 1,
 					  .text = ownf(plan, "size=%llu,mode=0700", (unsigned long long)p->limits[AL_LIMIT_DISK]),
 					  .mflags = MS_NOSUID | MS_NODEV});
-	r = r ?: mkdir_op(plan, "/.airlock/upper/data", 0755);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = ".airlock/upper/data", .owner = AL_SANDBOX_UID});
-	r = r ?: mkdir_op(plan, "/.airlock/upper/work", 0700);
-	r = r ?: bind(plan, p->workdir, "/.airlock/lower", RO_ATTRS, 0);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_OVERLAY, .dest = &AL_WORKSPACE[1],
-					  .text = "lowerdir=.airlock/lower,upperdir=.airlock/upper/data,"
-						  "workdir=.airlock/upper/work,userxattr",
+	r = r ?: mkdir_op(plan, data, 0755);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = data + 1, .owner = AL_SANDBOX_UID});
+	r = r ?: mkdir_op(plan, work, 0700);
+	r = r ?: bind(plan, src, low, RO_ATTRS, 0);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_OVERLAY, .dest = dest + 1,
+					  .text = ownf(plan, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", low + 1,
+						       data + 1, work + 1),
 					  .mflags = MS_NOSUID | MS_NODEV});
-	r = r ?: add(plan, (struct fs_op){.kind = FS_SENDFD, .dest = ".airlock/upper/data"});
-	r = r ?: add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = ".airlock/lower"});
-	r = r ?: add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = ".airlock/upper"});
-	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = ".airlock/lower"});
-	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = ".airlock/upper"});
-	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = ".airlock"});
+	if (tag)
+		r = r ?: add(plan, (struct fs_op){.kind = FS_SENDFD, .dest = data + 1, .mode = (mode_t)tag});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = low + 1});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = up + 1});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = low + 1});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = up + 1});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = stage});
+	return r;
+}
+
+/* --checkout: read-only, or a throwaway copy (see copytree.c for why not an overlay). */
+static int plan_checkout(struct fs_plan *plan, const struct al_policy *p)
+{
+	if (!p->checkout)
+		return 0;
+	if (p->checkout_mode == AL_CHECKOUT_RO)
+		return bind(plan, p->checkout, p->checkout_dest, RO_ATTRS, 0);
+	/* A tmpfs of its own, so the copy and what the job adds stay within --disk. */
+	int r = mkdir_op(plan, p->checkout_dest, 0755);
+	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = p->checkout_dest + 1,
+					  .text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
+						       (unsigned long long)p->limits[AL_LIMIT_DISK], AL_SANDBOX_UID, AL_SANDBOX_UID),
+					  .mflags = MS_NOSUID | MS_NODEV});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_COPY, .src = p->checkout, .dest = p->checkout_dest + 1,
+					  .owner = AL_SANDBOX_UID});
+	if (p->keep_changes)
+		r = r ?: add(plan, (struct fs_op){.kind = FS_SENDFD, .dest = p->checkout_dest + 1, .mode = FS_TAG_CHECKOUT});
 	return r;
 }
 
@@ -241,7 +270,7 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 	if (r)
 		return r;
 	if (p->workdir)
-		return plan_workdir_overlay(plan, p);
+		return plan_overlay(plan, p, p->workdir, AL_WORKSPACE, ".airlock", FS_TAG_WORKDIR);
 	return add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = &AL_WORKSPACE[1],
 					.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
 						     (unsigned long long)disk, AL_SANDBOX_UID, AL_SANDBOX_UID),
@@ -259,6 +288,7 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 		const struct al_bind *b = &p->binds[i];
 		r = bind(plan, b->src, b->dest, b->writable ? RW_ATTRS : RO_ATTRS, 0);
 	}
+	r = r ?: plan_checkout(plan, p);
 	for (size_t i = 0; r == 0 && i < plan->n; i++)
 		if (!plan->ops[i].dest || ((plan->ops[i].kind == FS_FILE || plan->ops[i].kind == FS_TMPFS ||
 					    plan->ops[i].kind == FS_OVERLAY) &&

@@ -20,9 +20,10 @@ enum fs_kind {
 	FS_SETATTR, /* mount attributes on dest (attr_set), e.g. read-only after population */
 	FS_OVERLAY, /* an overlay at dest with options text (layer paths relative to the new root) */
 	FS_CHOWN,   /* dest owned by sandbox id `owner` (uid and gid) */
-	FS_SENDFD,  /* send an O_RDONLY fd of directory dest to the supervisor (plan->sendfd_sock) */
+	FS_SENDFD,  /* send an O_RDONLY fd of directory dest to the supervisor (plan->sendfd_sock), tag in mode */
 	FS_UMOUNT,  /* detach the mount at dest (its users, e.g. an overlay, keep it alive) */
 	FS_RMDIR,   /* remove the (empty) directory dest */
+	FS_COPY,    /* copy the host directory src (opened like a bind source) into dest, owned by `owner` */
 };
 
 /* flags */
@@ -43,6 +44,10 @@ struct fs_op {
 	bool skip;	      /* FS_OPTIONAL op whose source the host lacks */
 	unsigned owner;	      /* FS_CHOWN */
 };
+
+/* FS_SENDFD tags: which overlay's upper layer a descriptor is. */
+#define FS_TAG_WORKDIR 'u'
+#define FS_TAG_CHECKOUT 'c'
 
 struct fs_plan {
 	struct fs_op *ops;

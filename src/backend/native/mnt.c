@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "copytree.h"
 #include "util/fdpass.h"
 
 static int fail(struct mnt_fail *f, enum nat_stage stage, int err, const char *what)
@@ -112,9 +113,9 @@ int mnt_open_sources(struct fs_plan *plan, struct mnt_fail *f)
 {
 	for (size_t i = 0; i < plan->n; i++) {
 		struct fs_op *op = &plan->ops[i];
-		if (op->kind != FS_BIND)
+		if (op->kind != FS_BIND && op->kind != FS_COPY)
 			continue;
-		op->src_fd = open(op->src, O_PATH | O_CLOEXEC);
+		op->src_fd = open(op->src, O_PATH | O_CLOEXEC | (op->kind == FS_COPY ? O_DIRECTORY : 0));
 		if (op->src_fd < 0) {
 			if (errno == ENOENT && (op->flags & FS_OPTIONAL)) {
 				op->skip = true;
@@ -180,13 +181,26 @@ static int apply_fs(int rootfd, const struct fs_op *op, const char *type)
 }
 
 /* Hands a directory to the supervisor over a unix socket (SCM_RIGHTS): no allocation. */
-static int send_dir(int rootfd, const char *rel, int sock)
+static int send_dir(int rootfd, const char *rel, int sock, char tag)
 {
 	int fd = open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return fd;
-	int r = al_send_fd(sock, fd, 'u');
+	int r = al_send_fd(sock, fd, tag);
 	close(fd);
+	return r;
+}
+
+static int apply_copy(int rootfd, struct fs_op *op)
+{
+	int dst = open_beneath(rootfd, op->dest, O_RDONLY | O_DIRECTORY);
+	if (dst < 0)
+		return dst;
+	const char *what;
+	int r = ct_copy(op->src_fd, dst, op->owner, &what);
+	close(dst);
+	if (r < 0 && what)
+		op->dest = what; /* the failure names the entry; init exits right after */
 	return r;
 }
 
@@ -231,11 +245,13 @@ static int apply_one(int rootfd, struct fs_op *op, int plan_sock)
 	case FS_CHOWN:
 		return fchownat(rootfd, op->dest, op->owner, op->owner, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 	case FS_SENDFD:
-		return send_dir(rootfd, op->dest, plan_sock);
+		return send_dir(rootfd, op->dest, plan_sock, (char)op->mode);
 	case FS_UMOUNT:
 		return umount2(op->dest, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 ? -errno : 0;
 	case FS_RMDIR:
 		return unlinkat(rootfd, op->dest, AT_REMOVEDIR) < 0 ? -errno : 0;
+	case FS_COPY:
+		return apply_copy(rootfd, op);
 	}
 	return -EINVAL;
 }
@@ -247,7 +263,7 @@ int mnt_apply(struct fs_plan *plan, int rootfd, struct mnt_fail *f)
 		[FS_BIND] = NS_BIND,   [FS_TMPFS] = NS_TMPFS,     [FS_PROC] = NS_PROC,
 		[FS_DEVPTS] = NS_DEVPTS, [FS_SETATTR] = NS_SETATTR, [FS_OVERLAY] = NS_OVERLAY,
 		[FS_CHOWN] = NS_MKDIR,   [FS_SENDFD] = NS_OVERLAY,  [FS_UMOUNT] = NS_OVERLAY,
-		[FS_RMDIR] = NS_OVERLAY,
+		[FS_RMDIR] = NS_OVERLAY, [FS_COPY] = NS_CHECKOUT,
 	};
 	for (size_t i = 0; i < plan->n; i++) {
 		struct fs_op *op = &plan->ops[i];

@@ -112,6 +112,12 @@ static void abort_child(pid_t pid, int pidfd)
 	(void)pid;
 }
 
+/* Does init hand overlay upper layers to the supervisor (--workdir, --keep-changes)? */
+static bool nat_sends_uppers(const struct al_policy *p)
+{
+	return p->workdir || (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY && p->keep_changes);
+}
+
 /* Seccomp and Landlock for this policy, or a refusal naming what the floor lacks. */
 static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struct al_error *err)
 {
@@ -119,6 +125,8 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
 	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
 		return al_err(err, EPERM, "required layer netns conflicts with --net host");
+	if (p->keep_changes && !(p->checkout && p->checkout_mode == AL_CHECKOUT_COPY))
+		return al_err(err, EINVAL, "--keep-changes needs --checkout DIR with --checkout-mode copy");
 	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
 	int r = sc_build(&so, &l->seccomp, err);
 	if (r < 0)
@@ -136,7 +144,7 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 	}
 	if (!l->landlock_on)
 		return 0;
-	const char **ro = calloc(p->nbinds + 1, sizeof(*ro)), **rw = calloc(p->nbinds + 1, sizeof(*rw));
+	const char **ro = calloc(p->nbinds + 2, sizeof(*ro)), **rw = calloc(p->nbinds + 2, sizeof(*rw));
 	size_t nro = 0, nrw = 0;
 	for (size_t i = 0; ro && rw && i < p->nbinds; i++) {
 		if (p->binds[i].writable)
@@ -144,6 +152,11 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 		else
 			ro[nro++] = p->binds[i].dest;
 	}
+	/* A checkout under /workspace is covered by its rule; elsewhere it needs its own. */
+	if (ro && rw && p->checkout && p->checkout_mode == AL_CHECKOUT_COPY)
+		rw[nrw++] = p->checkout_dest;
+	else if (ro && rw && p->checkout)
+		ro[nro++] = p->checkout_dest;
 	r = ro && rw ? ll_default_paths(&l->ll_paths, &l->ll_npaths, ro, nro, rw, nrw) : -ENOMEM;
 	free(ro);
 	free(rw);
@@ -197,7 +210,7 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		goto out;
 	}
 	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
-	    (p->workdir && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd_p) < 0) ||
+	    (nat_sends_uppers(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd_p) < 0) ||
 	    (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, px_p) < 0)) {
 		r = al_err_sys(err, errno, "setup: pipe");
 		goto out;
@@ -264,9 +277,11 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(status_p[0]);
 	out->enforced_json = enforced_json(p, &c.map, &layers);
-	if (p->workdir) {
+	if (nat_sends_uppers(p)) {
 		out->upper_sock = steal_fd(fd_p[0]);
-		out->workdir = strdup(p->workdir);
+		out->workdir = p->workdir ? strdup(p->workdir) : NULL;
+		out->keep_changes = p->keep_changes ? strdup(p->keep_changes) : NULL;
+		out->checkout = p->keep_changes ? strdup(p->checkout) : NULL;
 	}
 	out->proxy_sock = steal_fd(px_p[0]);
 	out->backend = "native";
