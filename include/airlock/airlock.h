@@ -82,6 +82,17 @@ int al_policy_set_cwd(struct al_policy *p, const char *dir, struct al_error *err
 /* Root only: the host uid/gid that sandbox id 0 maps to (65536 ids from there). */
 int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *err);
 
+/* Which boundary runs the job. Every backend honours the same policy or refuses it. */
+enum al_backend {
+	AL_BACKEND_NATIVE, /* airlock's own namespaces, Landlock, seccomp, cgroups (default) */
+	AL_BACKEND_BWRAP,  /* bubblewrap, with airlock's seccomp filter and cgroup */
+	AL_BACKEND_GVISOR, /* gVisor's runsc: a user-space kernel */
+	AL_BACKEND_OCI,	   /* an OCI runtime (crun) with airlock owning the cgroups */
+};
+int al_policy_set_backend(struct al_policy *p, enum al_backend backend, struct al_error *err);
+enum al_backend al_policy_get_backend(const struct al_policy *p);
+const char *al_backend_name(enum al_backend backend);
+
 /* What the job may reach over the network. */
 enum al_net_posture {
 	AL_NET_NONE,	 /* an empty network namespace, lo down (default) */

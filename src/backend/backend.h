@@ -32,6 +32,16 @@ struct be_proc {
 	int proxy_sock;	     /* -1, or where the egress proxy's listening socket arrives (SCM_RIGHTS) */
 };
 
+/* Spawns through the policy's backend (backend.c): the one entry the supervisor calls. */
+int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+
+/* The bubblewrap backend (backend/bwrap). */
+int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+/* The gVisor backend (backend/gvisor). */
+int be_gvisor_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+/* The OCI-runtime backend (backend/oci). */
+int be_oci_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+
 /* The native backend: our own namespaces (backend/native). */
 int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 

@@ -95,7 +95,7 @@ static int front_option(struct run_opts *ro, const struct al_option *o, const ch
 	case OPT_ENV: case OPT_HOSTNAME: case OPT_CWD: case OPT_ID_BASE: case OPT_HELP: case OPT__COUNT:
 	case OPT_MEMORY: case OPT_PIDS: case OPT_CPUS: case OPT_SECCOMP: case OPT_LANDLOCK: case OPT_REQUIRE: case OPT_FALLBACK: case OPT_SUBIDS: case OPT_NET:
 	case OPT_ALLOW_PRIVATE: case OPT_PROXY_HOSTS: case OPT_PROXY_HTTP: case OPT_PROXY_CONNS: case OPT_PROXY_IDLE: case OPT_BROKER:
-	case OPT_CHECKOUT: case OPT_CHECKOUT_MODE: case OPT_KEEP_CHANGES:
+	case OPT_CHECKOUT: case OPT_CHECKOUT_MODE: case OPT_KEEP_CHANGES: case OPT_BACKEND:
 		break;
 	}
 	return cli_fail("internal: unhandled option --%s", o->name);
@@ -179,7 +179,7 @@ int cli_run(int argc, char **argv)
 	if (fcntl(0, F_GETFD) < 0)
 		so.stdin_fd = -1;
 	if (al_job_spawn(p, &so, &job, &e) < 0 || al_job_wait(job, &v, &e) < 0) {
-		struct al_verdict fail = {.status = AL_STATUS_SETUP_ERROR, .backend = "native", .setup = e};
+		struct al_verdict fail = {.status = AL_STATUS_SETUP_ERROR, .backend = al_backend_name(al_policy_get_backend(p)), .setup = e};
 		emit(&ro, &fail, rfd);
 		rc = cli_fail("%s", e.msg);
 		goto out;

@@ -28,6 +28,7 @@ const struct al_option al_options[] = {
 	{OPT_PROXY_CONNS, "proxy-conns", 0, OK_COUNT, "N", "concurrent proxy connections (default 64)", true},
 	{OPT_PROXY_IDLE, "proxy-idle", 0, OK_DURATION, "DURATION", "a proxy connection with no traffic this long is closed (default 60s)", true},
 	{OPT_BROKER, "broker", 0, OK_STRING, "NAME=URL,header=H,env=VAR|file=F", "credential broker: the proxy adds a secret header towards an https upstream (see airlock(1))", true},
+	{OPT_BACKEND, "backend", 0, OK_STRING, "native|bwrap|gvisor|oci", "the boundary: airlock's own (default), bubblewrap, gVisor's runsc, or an OCI runtime (crun); refused, never replaced, when it cannot enforce the policy", true},
 	{OPT_SECCOMP, "seccomp", 0, OK_STRING, "default|strict|off", "system call filter profile (default: default)", true},
 	{OPT_LANDLOCK, "landlock", 0, OK_STRING, "on|off", "Landlock filesystem/network/scope rules (default on, where the kernel has it)", true},
 	{OPT_REQUIRE, "require", 0, OK_STRING, "LAYER,...", "refuse to run unless these are enforced, e.g. userns,seccomp,landlock>=4,cgroup-memory", true},
@@ -133,6 +134,13 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		if (strncmp(value, "allow=", 6) == 0)
 			return al_policy_allow_hosts(p, value + 6, err);
 		return al_err(err, EINVAL, "--net: unknown posture '%s' (expected none, loopback, allow=HOST,... or host)", value);
+	}
+	if (id == OPT_BACKEND) {
+		static const enum al_backend all[] = {AL_BACKEND_NATIVE, AL_BACKEND_BWRAP, AL_BACKEND_GVISOR, AL_BACKEND_OCI};
+		for (size_t i = 0; i < AL_ARRAY_SIZE(all); i++)
+			if (strcmp(value, al_backend_name(all[i])) == 0)
+				return al_policy_set_backend(p, all[i], err);
+		return al_err(err, EINVAL, "--backend: unknown backend '%s' (expected native, bwrap, gvisor or oci)", value);
 	}
 	if (id == OPT_SECCOMP) {
 		static const char *const names[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",

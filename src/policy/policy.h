@@ -67,6 +67,7 @@ struct al_policy {
 	bool fallback;		  /* without user namespaces, run on Landlock + seccomp alone */
 	bool subids;		  /* unprivileged: also map the caller's subordinate ids */
 	enum al_net_posture net;
+	enum al_backend backend;
 	/* The egress proxy (AL_NET_ALLOW; brokers also with AL_NET_LOOPBACK): see netpolicy.c. */
 	struct al_allowlist *allow;
 	struct al_cidr_list *allow_private;

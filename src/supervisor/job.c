@@ -178,7 +178,7 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 		goto fail;
 	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1], .cg = j->cg};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
-	r = be_native_spawn(p, &io, &j->proc, err);
+	r = be_spawn(p, &io, &j->proc, err);
 	close(op[1]);
 	close(ep[1]);
 	op[1] = ep[1] = -1;
