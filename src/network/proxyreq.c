@@ -8,13 +8,16 @@
  *  - Request line: exactly METHOD SP TARGET SP HTTP/x.y. Only HTTP/1.0 and 1.1 (505 for
  *    other versions, which also catches the HTTP/2 preface "PRI * HTTP/2.0").
  *  - CONNECT takes authority-form host:port only (port required; IPv6 in brackets).
- *  - Other methods take absolute-form http:// only; GET HEAD POST PUT PATCH DELETE OPTIONS
- *    (TRACE and unknown methods: 405). Origin-form, "*", https:// URLs, userinfo and
- *    fragments: 400.
+ *  - Other methods: GET HEAD POST PUT PATCH DELETE OPTIONS (TRACE and unknown methods: 405)
+ *    with an absolute-form http:// target (plain HTTP) or an origin-form "/..." target (for
+ *    the credential broker, which alone decides where it goes and checks the path itself).
+ *    "*", https:// URLs, userinfo and fragments: 400.
  *  - Header lines: obs-fold (a line starting with blank), whitespace before the colon and
- *    non-token names are 400. For absolute-form, Content-Length must be one plain decimal,
- *    once; Content-Length with Transfer-Encoding is 400; Transfer-Encoding alone is 501
- *    (we forward exactly content_length body bytes and never parse chunked framing).
+ *    non-token names are 400. For absolute- and origin-form, Content-Length must be one plain
+ *    decimal, once; Content-Length with Transfer-Encoding is 400; Transfer-Encoding alone is
+ *    501 (we forward exactly content_length body bytes and never parse chunked framing).
+ *  - The forwarded head never carries Host, Connection or other hop-by-hop headers from the
+ *    client; it ends with our own "Connection: close".
  *  - A head longer than max_head is 431.
  */
 #include "network/proxyreq.h"
@@ -37,7 +40,7 @@ struct pr_state {
 	const char *err_reason;
 	struct pr_request req;
 	char *buf; /* max + 1: the head, NUL-terminated once complete */
-	char *fwd; /* max + FWD_SLACK: the head to forward (absolute-form) */
+	char *fwd; /* max + FWD_SLACK: the head to forward (absolute- and origin-form) */
 	size_t fwd_len, fwd_cap;
 	char mem[];
 };
@@ -198,7 +201,8 @@ static enum pr_status content_length(struct pr_state *st, const char *v, size_t 
 	return PR_DONE;
 }
 
-/* One header line (no CRLF). Validates it; for absolute-form, notes framing and copies it on. */
+/* One header line (no CRLF). Validates it; for absolute- and origin-form, notes framing and
+ * copies it on. */
 static enum pr_status header_line(struct pr_state *st, const char *l, size_t n, struct hdr_facts *f)
 {
 	if (l[0] == ' ' || l[0] == '\t')
@@ -281,13 +285,29 @@ static bool allowed_method(const char *m)
 	return false;
 }
 
+/* "/path": only the broker serves these. The target is kept as sent (NUL-terminated in buf):
+ * which upstream it reaches and whether its path is acceptable is the broker's decision, made
+ * against its own list; nothing here names a host. The head gets no request line: the broker
+ * writes its own, with the path rebased onto its upstream's. */
+static enum pr_status parse_origin(struct pr_state *st, const char *t, size_t tl)
+{
+	struct pr_request *r = &st->req;
+	if (memchr(t, '#', tl))
+		return fail(st, 400, "fragment in URL");
+	r->kind = PR_ORIGIN;
+	r->host[0] = 0;
+	r->port = 0;
+	r->path = t;
+	return PR_DONE;
+}
+
 /* t is NUL-terminated inside buf, which we own: the path is left in place. */
 static enum pr_status parse_absolute(struct pr_state *st, char *t, size_t tl, const char *version)
 {
 	const char *why;
 	struct pr_request *r = &st->req;
 	if (tl < 7 || strncasecmp(t, "http://", 7) != 0)
-		return fail(st, 400, t[0] == '/' || t[0] == '*' ? "not a proxy request" : "only http:// URLs (use CONNECT)");
+		return fail(st, 400, t[0] == '*' ? "not a proxy request" : "only http:// URLs (use CONNECT)");
 	if (memchr(t, '#', tl))
 		return fail(st, 400, "fragment in URL");
 	char *auth = t + 7;
@@ -352,6 +372,8 @@ static enum pr_status request_line(struct pr_state *st, char *line)
 		return parse_connect(st, target, tl);
 	if (!allowed_method(line))
 		return fail(st, 405, "method not allowed");
+	if (target[0] == '/')
+		return parse_origin(st, target, tl);
 	return parse_absolute(st, target, tl, version);
 }
 

@@ -1,5 +1,6 @@
 /* proxyreq.h — incremental parser for the request head a sandboxed client sends the egress
- * proxy: CONNECT host:port, or (for the plain-HTTP option) an absolute-form http:// request. */
+ * proxy: CONNECT host:port, an absolute-form http:// request (the plain-HTTP option), or an
+ * origin-form "/NAME/..." request (the credential broker). */
 #ifndef AL_NETWORK_PROXYREQ_H
 #define AL_NETWORK_PROXYREQ_H
 
@@ -22,6 +23,7 @@ enum pr_status {
 enum pr_kind {
 	PR_CONNECT,  /* CONNECT host:port: after the head, a byte tunnel */
 	PR_ABSOLUTE, /* METHOD http://host[:port]/path: forward head, then content_length bytes */
+	PR_ORIGIN,   /* METHOD /path: for the credential broker, which picks the upstream itself */
 };
 
 /* Valid after PR_DONE until pr_free; the pointers point into the parser's own buffers. */
@@ -30,10 +32,14 @@ struct pr_request {
 	char method[PR_METHOD_MAX];
 	char host[AL_HOST_MAX];	     /* normalized (al_host_normalize), IPv6 without brackets */
 	enum al_host_kind host_kind; /* a literal is allowed only if listed literally */
-	uint16_t port;		     /* CONNECT: always given; absolute-form: default 80 */
-	/* PR_ABSOLUTE only (NULL / 0 for CONNECT): */
-	const char *path;	 /* origin-form target, "/..." (NUL-terminated) */
-	const char *head;	 /* the head to send upstream, request line to final CRLF */
+	uint16_t port;		     /* CONNECT: always given; absolute-form: default 80; origin-form: 0 */
+	/* PR_ABSOLUTE and PR_ORIGIN (NULL / 0 for CONNECT). Origin-form has no host: host is ""
+	 * and port 0; path is the target exactly as sent (the broker checks it). */
+	const char *path; /* origin-form target, "/..." (NUL-terminated) */
+	/* The head to send upstream, to its final CRLF. Absolute-form: request line, Host and the
+	 * client's headers. Origin-form: the client's headers only (no request line, no Host): the
+	 * broker writes those itself. Both end in "Connection: close\r\n\r\n". */
+	const char *head;
 	size_t head_len;
 	uint64_t content_length; /* request body bytes that follow the head (0: none) */
 };

@@ -17,6 +17,8 @@
 
 struct ex_ctx {
 	int out;	     /* the export root */
+	uint64_t limit;	     /* --disk: the most data bytes the export may write */
+	uint64_t spent;	     /* allocated bytes written so far */
 	char rel[PATH_MAX];  /* current directory, relative, "" at the top */
 	struct wb_stats *st;
 };
@@ -101,17 +103,15 @@ static int export_entry(struct ex_ctx *c, int cp, const char *name, const struct
 	} else {
 		int in = openat(cp, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		int out = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cs->st_mode & 0777);
-		char buf[65536];
-		ssize_t n = 0;
-		while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
-			if (write(out, buf, (size_t)n) != n) {
-				n = -1;
-				break;
-			}
-		if (in < 0 || out < 0 || n < 0)
-			r = ex_fail(c, errno ? errno : EIO, "exporting", name);
-		else
+		uint64_t cost = (uint64_t)cs->st_blocks * 512;
+		if (c->spent + cost > c->limit)
+			r = ex_fail(c, EFBIG, "exporting (the changes exceed --disk)", name);
+		else if (in < 0 || out < 0 || (r = wb_copy_data(in, out, cs->st_size)) < 0)
+			r = ex_fail(c, r < 0 ? -r : errno, "exporting", name);
+		else {
+			c->spent += cost;
 			c->st->bytes += (uint64_t)cs->st_size;
+		}
 		if (in >= 0)
 			close(in);
 		if (out >= 0)
@@ -171,7 +171,7 @@ static int ex_subdir(struct ex_ctx *c, int cp, int src, const char *name, int de
 /* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by EX_MAX_DEPTH */
 static int ex_dir(struct ex_ctx *c, int cp, int src, int depth)
 {
-	int fd = dup(cp);
+	int fd = openat(cp, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		if (fd >= 0)
@@ -195,10 +195,10 @@ static int ex_dir(struct ex_ctx *c, int cp, int src, int depth)
 	return r;
 }
 
-int wb_export(int copy, const char *src_dir, const char *dir, struct wb_stats *st)
+int wb_export(int copy, const char *src_dir, const char *dir, uint64_t limit, struct wb_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	struct ex_ctx c = {.st = st};
+	struct ex_ctx c = {.st = st, .limit = limit};
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return ex_fail(&c, errno, "creating", dir);
 	c.out = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

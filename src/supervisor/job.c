@@ -164,7 +164,13 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 	j->timerfd = j->epfd = j->proc.pidfd = j->proc.status_fd = -1;
 	j->proc.kill_signal = SIGKILL;
 	j->proc.upper_sock = j->proc.proxy_sock = -1;
+	/* The job may change a terminal it is given (echo off, no ISIG): the caller gets its
+	 * settings back when the job ends, whatever the job did. */
+	j->tty_fd = -1;
+	if (opts && opts->stdin_fd >= 0 && isatty(opts->stdin_fd) && tcgetattr(opts->stdin_fd, &j->tty) == 0)
+		j->tty_fd = opts->stdin_fd;
 	j->wall_limit_ms = al_policy_get_limit(p, AL_LIMIT_WALL_MS);
+	j->disk_limit = al_policy_get_limit(p, AL_LIMIT_DISK);
 	job_init_pumps(j, p, opts);
 	int op[2] = {-1, -1}, ep[2] = {-1, -1}, r;
 	if ((r = make_pipe(op)) < 0 || (r = make_pipe(ep)) < 0) {
@@ -267,14 +273,21 @@ static void job_write_back(struct al_job *j)
 		if (upper < 0)
 			return; /* the sandbox never got that far: a setup error says why */
 		if (tag == 'u' && j->proc.workdir) {
-			wb_apply(upper, j->proc.workdir, &j->wb);
+			wb_apply(upper, j->proc.workdir, j->disk_limit, &j->wb);
 			j->wrote_back = true;
 		} else if (tag == 'c' && j->proc.keep_changes && j->proc.checkout) {
-			wb_export(upper, j->proc.checkout, j->proc.keep_changes, &j->kc);
+			wb_export(upper, j->proc.checkout, j->proc.keep_changes, j->disk_limit, &j->kc);
 			j->kept_changes = true;
 		}
 		close(upper);
 	}
+}
+
+static void restore_tty(struct al_job *j)
+{
+	if (j->tty_fd >= 0)
+		tcsetattr(j->tty_fd, TCSANOW, &j->tty);
+	j->tty_fd = -1;
 }
 
 int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
@@ -294,6 +307,7 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	if (r < 0)
 		return al_err_sys(err, -r, "supervisor: waitid");
 	j->reaped = true;
+	restore_tty(j);
 	px_stop(j->px); /* every client is gone with the sandbox: this only collects the records */
 	if (j->cg && cg_usage(j->cg, &j->cgu) == 0)
 		j->have_cgu = true;
@@ -323,6 +337,7 @@ void al_job_free(struct al_job *j)
 		al_remove_tree(j->proc.cleanup_dir);
 		free(j->proc.cleanup_dir);
 	}
+	restore_tty(j);
 	px_free(j->px);
 	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd, j->proc.upper_sock, j->proc.proxy_sock};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)

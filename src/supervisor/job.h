@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/resource.h>
+#include <termios.h>
 #include <time.h>
 
 #include "airlock/airlock.h"
@@ -20,6 +21,7 @@ struct al_job {
 	struct pump out, err;
 	int timerfd, epfd;
 	uint64_t wall_limit_ms;
+	uint64_t disk_limit; /* --disk: also the most a write-back or an export may put on the host */
 	struct timespec start;
 	bool timed_out, exited, reaped;
 	struct nat_record setup_err; /* first error record, kind == 0 if none */
@@ -35,6 +37,8 @@ struct al_job {
 	struct wb_stats wb;
 	bool kept_changes; /* --keep-changes: the copy's changes were exported (kc describes them) */
 	struct wb_stats kc;
+	int tty_fd;	     /* the caller's terminal handed to the job as stdin, or -1 */
+	struct termios tty;  /* its settings before the job, restored after it */
 	struct px *px;	     /* the egress proxy, NULL when the posture has none */
 	bool proxy_served;   /* its listening socket arrived from the sandbox */
 };

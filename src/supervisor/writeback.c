@@ -70,32 +70,87 @@ static bool is_opaque(int dirfd)
 	return n >= 1 && v[0] == 'y';
 }
 
-/* copy_file_range where the kernel does it across filesystems, read/write otherwise. */
-static int copy_data(int in, int out, off_t size)
+/* Copies in[off, off+len) to the same offsets of out: copy_file_range, read/write otherwise. */
+static int copy_range(int in, int out, off_t off, off_t len)
 {
-	off_t left = size;
-	while (left > 0) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+	off_t o_in = off, o_out = off, end = off + len;
+	while (o_in < end) {
+		ssize_t n = copy_file_range(in, &o_in, out, &o_out, (size_t)(end - o_in), 0);
 		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
 			break;
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		left -= n;
 	}
 	char buf[65536];
-	while (left > 0) {
-		ssize_t n = read(in, buf, sizeof(buf));
+	while (o_in < end) {
+		size_t want = (size_t)(end - o_in) < sizeof(buf) ? (size_t)(end - o_in) : sizeof(buf);
+		ssize_t n = pread(in, buf, want, o_in);
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(out, buf + off, (size_t)(n - off));
-			if (w <= 0)
-				return w < 0 ? -errno : -EIO;
-			off += w;
+		for (ssize_t w = 0; w < n;) {
+			ssize_t k = pwrite(out, buf + w, (size_t)(n - w), o_in + w);
+			if (k <= 0)
+				return k < 0 ? -errno : -EIO;
+			w += k;
 		}
-		left -= n;
+		o_in += n;
 	}
 	return 0;
+}
+
+int wb_copy_data(int in, int out, off_t size)
+{
+	/* Only the data segments: a hole stays a hole, so a sparse file costs the host what it cost
+	 * the sandbox, not its apparent size (which --file-size alone would let reach 1 GiB). */
+	off_t pos = 0;
+	while (pos < size) {
+		off_t data = lseek(in, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* only a hole is left */
+		if (data < 0)
+			return copy_range(in, out, pos, size - pos); /* no SEEK_DATA: copy it all */
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0 || hole > size)
+			hole = size;
+		int r = copy_range(in, out, data, hole - data);
+		if (r < 0)
+			return r;
+		pos = hole;
+	}
+	return ftruncate(out, size) < 0 ? -errno : 0;
+}
+
+/* What writing the changes back would put on the host: allocated bytes per name (a hard link
+ * is copied once per name). Returns the total, stopping early past limit. */
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by WB_MAX_DEPTH */
+static uint64_t wb_cost(int dir, uint64_t limit, int depth)
+{
+	/* A new open file description: a dup() would share (and move) the caller's offset. */
+	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	uint64_t total = 0;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	for (struct dirent *e; total <= limit && (e = readdir(d));) {
+		struct stat sb;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    fstatat(dir, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISREG(sb.st_mode))
+			total += (uint64_t)sb.st_blocks * 512;
+		if (S_ISDIR(sb.st_mode) && depth < WB_MAX_DEPTH) {
+			int sub = openat(dir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				total += wb_cost(sub, limit - total, depth + 1);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return total;
 }
 
 /* Copies a regular file or a symlink into a temporary name, then renames it over name. */
@@ -110,7 +165,7 @@ static int copy_entry(int src, int dst, const char *name, const struct stat *sb,
 	} else {
 		int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		int out = openat(dst, WB_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		int r = in < 0 || out < 0 ? -errno : copy_data(in, out, sb->st_size);
+		int r = in < 0 || out < 0 ? -errno : wb_copy_data(in, out, sb->st_size);
 		/* No set-id bits come back from the sandbox; times are kept. */
 		if (r == 0 && (fchmod(out, sb->st_mode & 0777) < 0 ||
 			       futimens(out, (struct timespec[2]){sb->st_atim, sb->st_mtim}) < 0))
@@ -173,7 +228,7 @@ static int wb_subdir(int src, int dst, const char *name, const struct stat *sb, 
 /* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by WB_MAX_DEPTH, whatever the job created */
 static int wb_dir(int src, int dst, struct wb_stats *st, int depth)
 {
-	int fd = dup(src);
+	int fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		if (fd >= 0)
@@ -209,9 +264,18 @@ int wb_receive_upper(int sock)
 	return al_recv_fd(sock, &tag); /* -ENOENT: setup never got as far as the overlay */
 }
 
-int wb_apply(int upper, const char *workdir, struct wb_stats *st)
+int wb_apply(int upper, const char *workdir, uint64_t limit, struct wb_stats *st)
 {
 	memset(st, 0, sizeof(*st));
+	/* All or nothing: hard links multiply what a name-by-name copy writes, and the host must
+	 * never receive more than --disk of the job's data. */
+	uint64_t cost = wb_cost(upper, limit, 0);
+	if (cost > limit) {
+		snprintf(st->error, sizeof(st->error),
+			 "the changes would write more than --disk (%llu bytes; hard links count once per name): nothing was written back",
+			 (unsigned long long)limit);
+		return -EFBIG;
+	}
 	int dst = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dst < 0)
 		return wb_fail(st, errno, "opening", workdir);

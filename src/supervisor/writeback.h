@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct wb_stats {
 	uint64_t files, dirs, deleted, skipped, bytes;
@@ -12,12 +13,15 @@ struct wb_stats {
 
 /* The upper layer's directory fd, received once from the sandbox's init; -ENOENT if none came. */
 int wb_receive_upper(int sock);
-/* Applies upper (a directory fd) to workdir. Call only after the job is gone. 0 or -errno. */
-int wb_apply(int upper, const char *workdir, struct wb_stats *st);
+/* Applies upper (a directory fd) to workdir, all or nothing against limit (--disk) bytes of
+ * data. Call only after the job is gone. 0 or -errno. */
+int wb_apply(int upper, const char *workdir, uint64_t limit, struct wb_stats *st);
+/* Copies size bytes of in to out, keeping holes as holes. 0 or -errno. */
+int wb_copy_data(int in, int out, off_t size);
 
 /* --keep-changes: compares copy (the job's copy of src_dir, a directory fd) with src_dir and
  * writes what was changed or added into dir (created 0700 if missing, empty); deletions are
- * counted. Call only after the job is gone. 0 or -errno (st->error says what failed). */
-int wb_export(int copy, const char *src_dir, const char *dir, struct wb_stats *st);
+ * counted; at most limit bytes of data are written. Call only after the job is gone. 0 or -errno (st->error says what failed). */
+int wb_export(int copy, const char *src_dir, const char *dir, uint64_t limit, struct wb_stats *st);
 
 #endif

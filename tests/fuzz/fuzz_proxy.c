@@ -22,12 +22,19 @@ static void check_request(const struct pr_request *r)
 {
 	char again[AL_HOST_MAX];
 	enum al_host_kind k;
+	CHECK(strnlen(r->method, PR_METHOD_MAX) < PR_METHOD_MAX);
+	if (r->kind == PR_ORIGIN) {
+		/* For the broker: no host of the client's choosing, a path, a head of headers only. */
+		CHECK(r->host[0] == 0 && r->port == 0 && r->path && r->path[0] == '/' && r->head);
+		CHECK(r->head_len >= 21 && memcmp(r->head + r->head_len - 21, "Connection: close\r\n\r\n", 21) == 0);
+		CHECK(!memchr(r->head, 0, r->head_len));
+		return;
+	}
 	size_t hl = strnlen(r->host, AL_HOST_MAX);
 	CHECK(hl > 0 && hl < AL_HOST_MAX);
 	/* The host is already in normal form: normalizing it again is the identity. */
 	CHECK(al_host_normalize(r->host, hl, again, &k) == 0 && k == r->host_kind && strcmp(again, r->host) == 0);
 	CHECK(r->port != 0);
-	CHECK(strnlen(r->method, PR_METHOD_MAX) < PR_METHOD_MAX);
 	if (r->kind == PR_CONNECT) {
 		CHECK(strcmp(r->method, "CONNECT") == 0 && !r->path && !r->head);
 		return;

@@ -1,0 +1,79 @@
+#!/bin/bash
+# net.sh — attack: reach the host over the network from the default posture (none): a TCP and a UDP listener on
+# 127.0.0.1, an abstract UNIX listener ("\0airlock-escape-RANDOM", stream and datagram), a path UNIX socket in an
+# unbound temp dir, the host daemons' sockets (D-Bus, Docker, systemd, ...), raw/packet/netlink sockets.
+# Defence: empty network namespace (lo down; abstract sockets are per namespace), seccomp (inet/netlink/packet
+# sockets), Landlock ABI 4 (TCP) and ABI 6 (abstract UNIX scope), mount namespace (socket paths).
+# Judged from outside: the listeners record every connection and every byte; they must record nothing.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/common.sh"
+esc_need esc-net
+
+log="$AL_TEST_ROOT/listen.log"
+sockdir=$(al_tmpdir 0777)
+abstract="airlock-escape-$(al_marker)$RANDOM"
+pathsock="$sockdir/esc.sock"
+
+# The host listeners: 127.0.0.1 only, an abstract name that is ours alone, a socket in our temp dir.
+: >"$log"
+al_bg "$AL_PY" -c '
+import os, select, socket, sys
+log = open(sys.argv[1], "a", buffering=1)
+name, path, ready = sys.argv[2], sys.argv[3], sys.argv[4]
+t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+t.bind(("127.0.0.1", 0)); t.listen(16)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", 0))
+a = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+a.bind("\0" + name); a.listen(16)
+ad = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+ad.bind("\0" + name + "-dgram")
+p = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+p.bind(path); p.listen(16); os.chmod(path, 0o777)
+with open(ready + ".tmp", "w") as f:
+    f.write("%d %d\n" % (t.getsockname()[1], u.getsockname()[1]))
+os.rename(ready + ".tmp", ready)
+listeners = {t: "tcp", a: "abstract", p: "path"}
+conns = {}
+while True:
+    r, _, _ = select.select(list(listeners) + [u, ad] + list(conns), [], [])
+    for s in r:
+        if s in listeners:
+            c, _ = s.accept(); conns[c] = listeners[s]; log.write("%s-accept\n" % listeners[s])
+        elif s is u or s is ad:
+            d = s.recv(65536); log.write("%s %d\n" % ("udp" if s is u else "abstract-dgram", len(d)))
+        else:
+            d = s.recv(65536)
+            if d:
+                log.write("%s-data %d\n" % (conns[s], len(d)))
+            else:
+                del conns[s]; s.close()
+' "$log" "$abstract" "$pathsock" "$log.ready"
+for _ in $(seq 100); do
+	[ -s "$log.ready" ] && break
+	sleep 0.05
+done
+[ -s "$log.ready" ] || al_fail "the host listeners did not start"
+read -r tport uport <"$log.ready"
+al_log "listening: tcp 127.0.0.1:$tport udp 127.0.0.1:$uport abstract @$abstract path $pathsock"
+
+esc_run -- "$ESC/esc-net" "$tport" "$uport" "$abstract" "$pathsock"
+esc_ran
+esc_denied tcp-127.0.0.1 tcp-0.0.0.0 tcp-127.1.2.3 udp-127.0.0.1 udp-0.0.0.0 abstract-stream abstract-dgram \
+	path-socket path-socket-proc-root abstract-udev socket-raw socket-packet socket-netlink-route \
+	socket-netlink-uevent
+esc_denied_matching 'daemon\[[^]]*\]'
+sleep 0.3
+[ ! -s "$log" ] || esc_escaped "the host listeners heard from the sandbox: $(tr '\n' ' ' <"$log")"
+al_pass "the host listeners heard nothing"
+
+# Control: with the host's network shared and the filters off, the same program reaches every
+# listener, and they record it (harmless: the listeners are this test's own).
+esc_run --net host --seccomp off --landlock off -- "$ESC/esc-net" "$tport" "$uport" "$abstract" "$pathsock"
+esc_ran
+al_assert_eq "$(esc_kv tcp-127.0.0.1)" OK "control: TCP with --net host"
+sleep 0.3
+for what in tcp-data udp abstract-data abstract-dgram; do
+	grep -q "^$what" "$log" || al_fail "control: the listener did not record '$what': $(tr '\n' ' ' <"$log")"
+done
+al_pass "control: with the defences off the listeners hear TCP, UDP and abstract UNIX, so the judge can fail"
