@@ -42,7 +42,7 @@ fetch() { # MODE -> seconds of the download as curl measures it
 	if [[ $1 == proxy ]]; then
 		net=(--net "allow=bench.test:$port" --allow-private 127.0.0.1/32 --proxy-hosts "$dir/hosts")
 	fi
-	"$airlock" run --time 120s "${net[@]}" --ro "$dir/cert.pem:/etc/bench.pem" -- \
+	"$airlock" run --time 120s --cpus none "${net[@]}" --ro "$dir/cert.pem:/etc/bench.pem" -- \
 		curl -sS --resolve "bench.test:$port:127.0.0.1" --cacert /etc/bench.pem -o /dev/null \
 		-w '%{time_total} %{time_connect} %{time_appconnect}\n' "$url"
 }

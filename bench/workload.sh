@@ -40,7 +40,8 @@ sandboxes=(bare bwrap airlock airlock-ns)
 declare -A prefix
 prefix[bare]=$tmp/bin/workload
 prefix[bwrap]=$(join bwrap "${bwrap_args[@]}" --ro-bind "$tmp/bin" /bench -- /bench/workload)
-prefix[airlock]=$(join "$airlock" run --ro "$tmp/bin:/bench" -- /bench/workload)
+# --cpus none: the default half-CPU share would halve a CPU-bound run; this compares overheads.
+prefix[airlock]=$(join "$airlock" run --cpus none --ro "$tmp/bin:/bench" -- /bench/workload)
 prefix[airlock-ns]=$(join "$airlock" run "${airlock_ns_only[@]}" --ro "$tmp/bin:/bench" -- /bench/workload)
 
 # syscalls 0 is start-up plus an empty loop: subtracting it from syscalls N in the same

@@ -6,17 +6,22 @@
 #include "cli/cli.h"
 
 static const char usage[] =
-	"Usage: airlock COMMAND [OPTIONS]\n"
+	"Usage: airlock [--config FILE] COMMAND [OPTIONS]\n"
 	"\n"
 	"Run code nobody should trust, and report exactly what happened.\n"
 	"\n"
 	"Commands:\n"
 	"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
 	"  check [--json]                   show what this host can enforce\n"
+	"  config check [FILE|-]            validate a configuration file\n"
+	"  config dump                      print the effective configuration as YAML\n"
 	"  help                             show this help\n"
 	"  version                          show the version\n"
 	"\n"
 	"Run 'airlock run --help' for the run options.\n"
+	"\n"
+	"--config FILE (before the command, or among its options) reads FILE instead of\n"
+	"/etc/airlock/config.yaml or ~/.config/airlock/config.yaml; see 'airlock config help'.\n"
 	"\n"
 	"Exit status of 'airlock run':\n"
 	"  N        the command's own exit status\n"
@@ -38,6 +43,8 @@ int cli_fail(const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
+	if (cli_take_config(&argc, argv, false) != 0)
+		return AL_EXIT_FAILURE;
 	if (argc < 2)
 		return fputs(usage, stderr), AL_EXIT_FAILURE;
 	const char *cmd = argv[1];
@@ -45,6 +52,8 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "check") == 0)
 		return cli_check(argc - 1, argv + 1);
+	if (strcmp(cmd, "config") == 0)
+		return cli_config(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		return fputs(usage, stdout), 0;
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))

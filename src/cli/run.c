@@ -90,6 +90,8 @@ static int front_option(struct run_opts *ro, const struct al_option *o, const ch
 	case OPT_RESULT_FILE:
 		ro->result_file = arg;
 		return 0;
+	case OPT_CONFIG:
+		return 0; /* taken out of argv and applied before parsing (cli_run_config) */
 	case OPT_TIME: case OPT_CPU_TIME: case OPT_OUTPUT_LIMIT: case OPT_DISK: case OPT_OPEN_FILES:
 	case OPT_FILE_SIZE: case OPT_ADDRESS_SPACE: case OPT_WORKDIR: case OPT_RO: case OPT_RW:
 	case OPT_ENV: case OPT_HOSTNAME: case OPT_CWD: case OPT_ID_BASE: case OPT_HELP: case OPT__COUNT:
@@ -104,8 +106,8 @@ static int front_option(struct run_opts *ro, const struct al_option *o, const ch
 /* Parses flags into p and ro; returns the index of the command, or -exit_code. */
 static int parse(int argc, char **argv, struct al_policy *p, struct run_opts *ro)
 {
-	struct option longs[64];
-	char shorts[64];
+	struct option longs[128];
+	char shorts[128];
 	build_getopt(longs, shorts);
 	opterr = 0;
 	optind = 1;
@@ -154,6 +156,11 @@ int cli_run(int argc, char **argv)
 	struct al_policy *p = NULL;
 	if (al_policy_new(&p) < 0)
 		return cli_fail("out of memory");
+	/* --config FILE, then the configuration's limits: the defaults that the flags override. */
+	if (cli_run_config(&argc, argv, p) != 0) {
+		al_policy_free(p);
+		return AL_EXIT_FAILURE;
+	}
 	struct run_opts ro = {.stream = -1, .result_fd = -1};
 	int cmd = parse(argc, argv, p, &ro), rc = AL_EXIT_FAILURE, rfd = -1;
 	struct al_job *job = NULL;

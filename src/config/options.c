@@ -44,6 +44,7 @@ const struct al_option al_options[] = {
 	{OPT_HOSTNAME, "hostname", 0, OK_STRING, "NAME", "hostname inside (default airlock)", true},
 	{OPT_CWD, "cwd", 0, OK_STRING, "DIR", "working directory inside (default /workspace)", true},
 	{OPT_ID_BASE, "id-base", 0, OK_COUNT, "ID", "as root: host uid/gid of sandbox id 0; 65536 ids are mapped (default 1879048192)", true},
+	{OPT_CONFIG, "config", 0, OK_STRING, "FILE", "read FILE instead of /etc/airlock/config.yaml (or ~/.config/airlock/config.yaml): its limits are the defaults these flags override", false},
 	{OPT_STREAM, "stream", 0, OK_STRING, "live|capture", "copy output as it comes, or keep it for the verdict (default: capture with --json)", false},
 	{OPT_JSON, "json", 0, OK_FLAG, NULL, "print the verdict as one JSON object on stdout", false},
 	{OPT_RESULT_FD, "result-fd", 0, OK_COUNT, "N", "write the verdict JSON to descriptor N", false},

@@ -43,6 +43,7 @@ enum opt_id {
 	OPT_PROXY_IDLE,
 	OPT_BROKER,
 	/* Front-end options: how to report, not what the sandbox is. */
+	OPT_CONFIG,
 	OPT_STREAM,
 	OPT_JSON,
 	OPT_RESULT_FD,

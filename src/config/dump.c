@@ -1,0 +1,234 @@
+/* dump.c — the effective configuration as YAML (libyaml's emitter does the quoting), loadable again as a config file. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#include "policy/policy.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+struct out {
+	char *buf;
+	size_t len, cap;
+	bool nomem;
+};
+
+static int write_out(void *data, unsigned char *bytes, size_t size)
+{
+	struct out *o = data;
+	if (o->len + size + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap : 4096;
+		while (cap < o->len + size + 1)
+			cap *= 2;
+		char *b = realloc(o->buf, cap);
+		if (!b) {
+			o->nomem = true;
+			return 0;
+		}
+		o->buf = b;
+		o->cap = cap;
+	}
+	memcpy(o->buf + o->len, bytes, size);
+	o->len += size;
+	o->buf[o->len] = 0;
+	return 1;
+}
+
+/* The emitter and the first failure; every emit after a failure is a no-op. */
+struct dumper {
+	yaml_emitter_t em;
+	bool failed;
+};
+
+static void emit(struct dumper *d, yaml_event_t *ev, int initialized)
+{
+	if (!initialized) {
+		d->failed = true;
+		return;
+	}
+	if (d->failed) {
+		yaml_event_delete(ev);
+		return;
+	}
+	/* The emitter owns the event from here on, also when it fails: never delete it again. */
+	if (!yaml_emitter_emit(&d->em, ev))
+		d->failed = true;
+}
+
+/* Strings that would read back as null are quoted: a plain null is not a string to the loader. */
+static void scalar_styled(struct dumper *d, const char *s, yaml_scalar_style_t style)
+{
+	yaml_event_t ev;
+	if (style == YAML_ANY_SCALAR_STYLE && (!*s || !strcmp(s, "~") || !strcasecmp(s, "null")))
+		style = YAML_SINGLE_QUOTED_SCALAR_STYLE;
+	int ok = yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)(uintptr_t)s, (int)strlen(s), 1, 1, style);
+	emit(d, &ev, ok);
+}
+
+static void scalar(struct dumper *d, const char *s)
+{
+	scalar_styled(d, s, YAML_ANY_SCALAR_STYLE);
+}
+
+static void map_start(struct dumper *d)
+{
+	yaml_event_t ev;
+	emit(d, &ev, yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE));
+}
+
+static void map_end(struct dumper *d)
+{
+	yaml_event_t ev;
+	emit(d, &ev, yaml_mapping_end_event_initialize(&ev));
+}
+
+/* A list of strings, on one line where it fits. */
+static void strv(struct dumper *d, const struct cfg_strv *v)
+{
+	yaml_event_t ev;
+	emit(d, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_FLOW_SEQUENCE_STYLE));
+	for (size_t i = 0; i < v->n; i++)
+		scalar(d, v->v[i]);
+	emit(d, &ev, yaml_sequence_end_event_initialize(&ev));
+}
+
+static void key_strv(struct dumper *d, const char *key, const struct cfg_strv *v)
+{
+	scalar(d, key);
+	strv(d, v);
+}
+
+static void key_str(struct dumper *d, const char *key, const char *value)
+{
+	scalar(d, key);
+	scalar(d, value);
+}
+
+static void limits(struct dumper *d, const struct cfg_limits *l)
+{
+	map_start(d);
+	for (size_t k = 0; k < CFG_LIM__COUNT; k++)
+		if (l->text[k])
+			key_str(d, cfg_limit_option(k)->name, l->text[k]);
+	map_end(d);
+}
+
+static bool any_limit(const struct cfg_limits *l)
+{
+	for (size_t k = 0; k < CFG_LIM__COUNT; k++)
+		if (l->text[k])
+			return true;
+	return false;
+}
+
+static void network(struct dumper *d, const struct cfg *c)
+{
+	scalar(d, "network");
+	map_start(d);
+	scalar(d, "registries");
+	map_start(d);
+	for (size_t i = 0; i < c->nregistries; i++)
+		key_strv(d, c->registries[i].name, &c->registries[i].hosts);
+	map_end(d);
+	key_strv(d, "allow-private", &c->allow_private);
+	map_end(d);
+}
+
+static void profile(struct dumper *d, const struct cfg_profile *p)
+{
+	static const char *const seccomp[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",
+					      [AL_SECCOMP_OFF] = "off"};
+	scalar(d, p->name);
+	map_start(d);
+	key_str(d, "namespaces", p->namespaces ? "true" : "false");
+	if (p->net == AL_NET_ALLOW)
+		key_strv(d, "network", &p->registries);
+	else
+		key_str(d, "network", pol_net_name(p->net));
+	key_str(d, "filesystem", cfg_fs_view_name(p->filesystem));
+	key_str(d, "seccomp", (unsigned)p->seccomp < AL_ARRAY_SIZE(seccomp) ? seccomp[p->seccomp] : "default");
+	key_strv(d, "require", &p->require);
+	if (p->rootfs)
+		key_str(d, "rootfs", p->rootfs);
+	if (any_limit(&p->limits)) {
+		scalar(d, "limits");
+		limits(d, &p->limits);
+	}
+	map_end(d);
+}
+
+static void language(struct dumper *d, const struct cfg_language *l)
+{
+	scalar(d, l->name);
+	map_start(d);
+	/* Always written, even empty: "compile: []" is how a file turns a compiled language into an
+	 * interpreted one, and leaving it out would let the default's compile step come back. */
+	key_strv(d, "compile", &l->compile);
+	key_strv(d, "command", &l->command);
+	key_str(d, "file", l->file);
+	key_strv(d, "paths", &l->paths);
+	scalar(d, "env");
+	map_start(d);
+	/* Quoted: environment values are strings, also to YAML readers that type "1" as a number. */
+	for (size_t i = 0; i < l->nenv; i++) {
+		scalar(d, l->env[i].name);
+		scalar_styled(d, l->env[i].value, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+	}
+	map_end(d);
+	map_end(d);
+}
+
+static void document(struct dumper *d, const struct cfg *c)
+{
+	yaml_event_t ev;
+	emit(d, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
+	emit(d, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1));
+	map_start(d);
+	scalar(d, "version");
+	scalar_styled(d, "1", YAML_PLAIN_SCALAR_STYLE);
+	scalar(d, "limits");
+	limits(d, &c->limits);
+	network(d, c);
+	scalar(d, "profiles");
+	map_start(d);
+	for (size_t i = 0; i < c->nprofiles; i++)
+		profile(d, &c->profiles[i]);
+	map_end(d);
+	scalar(d, "languages");
+	map_start(d);
+	for (size_t i = 0; i < c->nlanguages; i++)
+		language(d, &c->languages[i]);
+	map_end(d);
+	map_end(d);
+	emit(d, &ev, yaml_document_end_event_initialize(&ev, 1));
+	emit(d, &ev, yaml_stream_end_event_initialize(&ev));
+}
+
+int cfg_dump(const struct cfg *c, char **out, size_t *len, struct al_error *err)
+{
+	struct out o = {0};
+	struct dumper d = {0};
+	if (!yaml_emitter_initialize(&d.em))
+		return al_err(err, ENOMEM, "out of memory");
+	yaml_emitter_set_output(&d.em, write_out, &o);
+	yaml_emitter_set_unicode(&d.em, 1);
+	yaml_emitter_set_width(&d.em, 100);
+	document(&d, c);
+	if (!d.failed && !yaml_emitter_flush(&d.em))
+		d.failed = true;
+	const char *problem = d.em.problem;
+	yaml_emitter_delete(&d.em);
+	if (d.failed || o.nomem) {
+		free(o.buf);
+		if (o.nomem || !problem)
+			return al_err(err, ENOMEM, "config dump: out of memory");
+		return al_err(err, EIO, "config dump: %s", problem);
+	}
+	*out = o.buf;
+	*len = o.len;
+	return 0;
+}

@@ -1,0 +1,670 @@
+/* test_config.c — unit tests for the configuration: bad files name line:column and key, merging, round trips, lookup, trust. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "config/yaml.h"
+#include "policy/policy.h"
+#include "util/cleanup.h"
+#include "util/fsutil.h"
+
+#define MiB (1ULL << 20)
+
+static struct cfg *load_ok(const char *yaml)
+{
+	struct cfg *c = NULL;
+	struct al_error err = {0};
+	int r = cfg_load_buffer(yaml, strlen(yaml), "t.yaml", &c, &err);
+	if (r != 0)
+		fail_msg("config should load, got %d: %s\n---\n%s", r, err.msg, yaml);
+	return c;
+}
+
+static char *dump_ok(const struct cfg *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct al_error err = {0};
+	if (cfg_dump(c, &text, &len, &err) != 0)
+		fail_msg("cfg_dump: %s", err.msg);
+	assert_int_equal(strlen(text), len);
+	return text;
+}
+
+/* ---- bad files: each names file:line:column and the key ---------------------------------- */
+
+struct bad_case {
+	const char *yaml;
+	const char *where; /* "line:column" */
+	const char *what;  /* a fragment of the message: the key path and the problem */
+};
+
+static const struct bad_case bad_cases[] = {
+	/* syntax and structure */
+	{"version: 1\nlimits: {memory: 1G\n", "3:1", "YAML syntax"},
+	{"- version\n", "1:1", "expected a mapping"},
+	{"", "1:1", "version: missing"},
+	{"# only a comment\n", "1:1", "version: missing"},
+	{"limits: {}\n", "1:1", "version: missing"},
+	{"version: 2\n", "1:10", "version: unsupported version '2'"},
+	{"version: \"1\"\n", "1:10", "version: unsupported version"},
+	{"version: 1\nversion: 1\n", "2:1", "version: duplicate key"},
+	{"version: 1\nfoo: 1\n", "2:1", "foo: unknown key"},
+	{"version: 1\n---\nversion: 1\n", "2:1", "only one YAML document"},
+	{"version: 1\nlimits: &a {memory: 1G}\n", "2:9", "limits: anchors"},
+	{"version: 1\nlimits: {memory: *a}\n", "2:18", "limits.memory: aliases"},
+	{"version: !!int 1\n", "1:10", "version: tags"},
+	{"version: 1\nlimits: {time: \"3\\0s\"}\n", "2:16", "limits.time: a string may not contain a NUL"},
+	{"version: 1\nprofiles: {[a]: {}}\n", "2:12", "profiles: a mapping key must be a string"},
+	{"version: 1\nlimits: [[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]\n", "2:24", "nested deeper than 16"},
+	/* limits: the option table's parsers and ranges */
+	{"version: 1\nlimits:\n  memory: 12X\n", "3:11", "limits.memory: invalid size '12X'"},
+	{"version: 1\nlimits:\n  memroy: 12M\n", "3:3", "limits.memroy: unknown key"},
+	{"version: 1\nlimits:\n  memory: 12M\n  memory: 1G\n", "4:3", "limits.memory: duplicate key"},
+	{"version: 1\nlimits: 5\n", "2:9", "limits: expected a mapping, not '5'"},
+	{"version: 1\nlimits:\n", "2:8", "limits: expected a mapping, not null"},
+	{"version: 1\nlimits: {time: ~}\n", "2:16", "limits.time: expected a value, not null"},
+	{"version: 1\nlimits: {time: [1]}\n", "2:16", "limits.time: expected a value, not a list"},
+	{"version: 1\nlimits: {time: 0}\n", "2:16", "limits.time: duration '0' must be positive"},
+	{"version: 1\nlimits: {open-files: 5}\n", "2:22", "limits.open-files: must be between 16"},
+	{"version: 1\nlimits: {cpus: 2000}\n", "2:16", "limits.cpus: must be between 0.01 and 1024"},
+	{"version: 1\nlimits: {output-limit: 2G}\n", "2:24", "limits.output-limit: must be at most 1G"},
+	{"version: 1\nlimits: {memory: 1M}\n", "2:18", "limits.memory: must be at least 4M"},
+	{"version: 1\nlimits: {pids: -1}\n", "2:16", "limits.pids: invalid number"},
+	{"version: 1\nlimits: {proxy-conns: 5}\n", "2:10", "limits.proxy-conns: unknown key"},
+	/* network */
+	{"version: 1\nnetwork: {registries: {pypi: []}}\n", "2:30", "network.registries.pypi: a registry needs at least one host"},
+	{"version: 1\nnetwork: {registries: {x: [a..b]}}\n", "2:28", "network.registries.x[0]: bad entry \"a..b\""},
+	{"version: 1\nnetwork: {registries: {x: [\"a.org,b.org\"]}}\n", "2:28", "network.registries.x[0]: one entry per list item"},
+	{"version: 1\nnetwork: {registries: {x: a.org}}\n", "2:27", "network.registries.x: expected a list"},
+	{"version: 1\nnetwork: {registries: {\"bad name\": [a.org]}}\n", "2:24", "network.registries.bad name: invalid name"},
+	{"version: 1\nnetwork: {allow-private: [10.0.0.0/33]}\n", "2:27", "network.allow-private[0]: bad entry"},
+	{"version: 1\nnetwork: {allowprivate: []}\n", "2:11", "network.allowprivate: unknown key"},
+	/* profiles */
+	{"version: 1\nprofiles: {p: {netwrk: none}}\n", "2:16", "profiles.p.netwrk: unknown key"},
+	{"version: 1\nprofiles: {p: {network: [pypi, nope]}}\n", "2:32", "profiles.p.network[1]: no registry 'nope'"},
+	{"version: 1\nprofiles: {p: {network: internet}}\n", "2:25", "profiles.p.network: 'internet' is not one of: none, loopback, host"},
+	{"version: 1\nprofiles: {p: {network: []}}\n", "2:25", "profiles.p.network: an empty list of registries"},
+	{"version: 1\nprofiles: {p: {namespaces: yes}}\n", "2:28", "profiles.p.namespaces: 'yes' is not one of: false, true"},
+	{"version: 1\nprofiles: {p: {namespaces: \"false\"}}\n", "2:28", "profiles.p.namespaces: expected true or false"},
+	{"version: 1\nprofiles: {p: {namespaces: false}}\n", "2:15", "profiles.p: namespaces: false needs network: host"},
+	{"version: 1\nprofiles: {p: {filesystem: checkout}}\n", "2:28", "profiles.p.filesystem: 'checkout' is not one of"},
+	{"version: 1\nprofiles: {p: {seccomp: none}}\n", "2:25", "profiles.p.seccomp: 'none' is not one of: default, strict, off"},
+	{"version: 1\nprofiles: {p: {require: [userns, bogus]}}\n", "2:34", "profiles.p.require[1]: unknown layer 'bogus'"},
+	{"version: 1\nprofiles: {p: {require: [\"userns,netns\"]}}\n", "2:26", "profiles.p.require[0]: one entry per list item"},
+	{"version: 1\nprofiles: {p: {rootfs: srv/root}}\n", "2:24", "profiles.p.rootfs: 'srv/root' must be an absolute path"},
+	{"version: 1\nprofiles: {p: {rootfs: /srv/../etc}}\n", "2:24", "profiles.p.rootfs: '/srv/../etc' must be an absolute path"},
+	{"version: 1\nprofiles: {p: {limits: {memory: lots}}}\n", "2:33", "profiles.p.limits.memory: invalid size 'lots'"},
+	{"version: 1\nprofiles: {p: {limits: {network: none}}}\n", "2:25", "profiles.p.limits.network: unknown key"},
+	{"version: 1\nprofiles: {p: none}\n", "2:15", "profiles.p: expected a mapping, not 'none'"},
+	{"version: 1\nprofiles: {-p: {}}\n", "2:12", "profiles.-p: invalid name"},
+	/* languages */
+	{"version: 1\nlanguages: {x: {command: [a]}}\n", "2:16", "languages.x: needs a file"},
+	{"version: 1\nlanguages: {x: {file: x.y}}\n", "2:16", "languages.x: needs a command"},
+	{"version: 1\nlanguages: {x: {command: [], file: x.y}}\n", "2:26", "languages.x.command: an empty command"},
+	{"version: 1\nlanguages: {x: {command: [a, \"\"], file: x.y}}\n", "2:30", "languages.x.command[1]: an empty argument"},
+	{"version: 1\nlanguages: {x: {command: a, file: x.y}}\n", "2:26", "languages.x.command: expected a list, not 'a'"},
+	{"version: 1\nlanguages: {python: {file: ../x}}\n", "2:28", "languages.python.file: '../x' is not a plain file name"},
+	{"version: 1\nlanguages: {python: {file: a/b}}\n", "2:28", "languages.python.file: 'a/b' is not a plain file name"},
+	{"version: 1\nlanguages: {python: {paths: [opt/py]}}\n", "2:30", "languages.python.paths[0]: 'opt/py' must be an absolute path"},
+	{"version: 1\nlanguages: {python: {env: {1A: x}}}\n", "2:28", "languages.python.env.1A: invalid variable name"},
+	{"version: 1\nlanguages: {python: {env: {A: [x]}}}\n", "2:31", "languages.python.env.A: expected a value, not a list"},
+	{"version: 1\nlanguages: {python: {env: [A=1]}}\n", "2:27", "languages.python.env: expected a mapping, not a list"},
+	{"version: 1\nlanguages: {python: {interpreter: [py]}}\n", "2:22", "languages.python.interpreter: unknown key"},
+};
+
+static void test_bad_files(void **state)
+{
+	(void)state;
+	int failures = 0;
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *bc = &bad_cases[i];
+		struct cfg *c = NULL;
+		struct al_error err = {0};
+		int r = cfg_load_buffer(bc->yaml, strlen(bc->yaml), "t.yaml", &c, &err);
+		char where[32];
+		snprintf(where, sizeof(where), "t.yaml:%s: ", bc->where);
+		if (r >= 0 || c) {
+			print_error("case %zu should fail: %s\n", i, bc->yaml);
+			failures++;
+		} else if (err.code != r || !strstr(err.msg, where) || !strstr(err.msg, bc->what)) {
+			print_error("case %zu: want '%s' and '%s', got %d '%s'\n", i, where, bc->what, r, err.msg);
+			failures++;
+		}
+		cfg_free(c);
+	}
+	assert_int_equal(failures, 0);
+}
+
+/* Bounds on untrusted input: size, number of values, entries per named mapping. */
+static void test_bounds(void **state)
+{
+	(void)state;
+	struct cfg *c = NULL;
+	struct al_error err = {0};
+	size_t big = CFG_MAX_BYTES + 1;
+	cleanup_free char *buf = malloc(big);
+	assert_non_null(buf);
+	memset(buf, '#', big);
+	assert_int_equal(cfg_load_buffer(buf, big, "t.yaml", &c, &err), -EFBIG);
+
+	/* 70000 list items: refused by count, long before memory matters. */
+	cleanup_free char *many = malloc(200000);
+	assert_non_null(many);
+	size_t n = (size_t)sprintf(many, "version: 1\nnetwork: {allow-private: [");
+	for (int i = 0; i < 70000; i++)
+		n += (size_t)sprintf(many + n, "%s1", i ? "," : "");
+	n += (size_t)sprintf(many + n, "]}\n");
+	assert_int_equal(cfg_load_buffer(many, n, "t.yaml", &c, &err), -E2BIG);
+	assert_non_null(strstr(err.msg, "more than 65536 values"));
+
+	/* 1025 profiles. */
+	n = (size_t)sprintf(many, "version: 1\nprofiles:\n");
+	for (int i = 0; i < CFG_MAX_ENTRIES + 1; i++)
+		n += (size_t)sprintf(many + n, "  p%d: {}\n", i);
+	assert_int_equal(cfg_load_buffer(many, n, "t.yaml", &c, &err), -E2BIG);
+	assert_non_null(strstr(err.msg, "t.yaml:3:3: profiles: more than 1024 entries"));
+	assert_null(c);
+}
+
+/* ---- good files ---------------------------------------------------------------------------- */
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct cfg *c = NULL;
+	struct al_error err = {0};
+	assert_int_equal(cfg_load_defaults(&c, &err), 0);
+	assert_null(c->source);
+	assert_string_equal(c->limits.text[CFG_LIM_TIME], "30s");
+	assert_string_equal(c->limits.text[CFG_LIM_MEMORY], "512M");
+	assert_string_equal(c->limits.text[CFG_LIM_CPUS], "0.5");
+	assert_string_equal(c->limits.text[CFG_LIM_DISK], "1G");
+	assert_string_equal(c->limits.text[CFG_LIM_OUTPUT], "1M");
+	assert_null(c->limits.text[CFG_LIM_PIDS]);
+
+	const struct cfg_profile *none = cfg_profile(c, "none"), *rd = cfg_profile(c, "untrusted-code-read"),
+				 *wr = cfg_profile(c, "untrusted-code-write");
+	assert_non_null(none);
+	assert_false(none->namespaces);
+	assert_int_equal(none->net, AL_NET_HOST);
+	assert_int_equal(none->filesystem, CFG_FS_HOST);
+	assert_int_equal(none->seccomp, AL_SECCOMP_OFF);
+	assert_non_null(rd);
+	assert_int_equal(rd->net, AL_NET_NONE);
+	assert_int_equal(rd->filesystem, CFG_FS_CHECKOUT_RO);
+	assert_int_equal(rd->require_bits, REQ_USERNS | REQ_PIDNS | REQ_MNTNS | REQ_NETNS | REQ_SECCOMP);
+	assert_non_null(wr);
+	assert_int_equal(wr->net, AL_NET_ALLOW);
+	assert_int_equal(wr->registries.n, 2);
+	assert_string_equal(wr->registries.v[0], "pypi");
+	assert_null(wr->registries.v[2]);
+	assert_int_equal(wr->filesystem, CFG_FS_CHECKOUT_COPY);
+	assert_null(cfg_profile(c, "nope"));
+
+	const struct cfg_registry *pypi = cfg_registry(c, "pypi");
+	assert_non_null(pypi);
+	assert_string_equal(pypi->hosts.v[1], "files.pythonhosted.org");
+
+	static const char *const langs[] = {"python", "javascript", "shell", "ruby", "php", "perl", "c"};
+	assert_int_equal(c->nlanguages, 7);
+	for (size_t i = 0; i < 7; i++)
+		assert_non_null(cfg_language(c, langs[i]));
+	const struct cfg_language *py = cfg_language(c, "python"), *cc = cfg_language(c, "c");
+	assert_string_equal(py->command.v[0], "python3");
+	assert_string_equal(py->file, "main.py");
+	assert_int_equal(py->nenv, 1);
+	assert_string_equal(py->env[0].name, "PYTHONDONTWRITEBYTECODE");
+	assert_string_equal(py->env[0].value, "1");
+	assert_int_equal(cc->compile.n, 5);
+	assert_string_equal(cc->compile.v[1], "-O2");
+	assert_string_equal(cc->command.v[0], "./main");
+	assert_null(cfg_language(c, "cobol"));
+	cfg_free(c);
+}
+
+/* The embedded limits equal what `airlock run` had before (policy.c), cpus aside, and applied
+ * as defaults they stay defaults: nothing is marked as explicitly required. */
+static void test_defaults_match_policy(void **state)
+{
+	(void)state;
+	struct cfg *c = NULL;
+	struct al_policy *builtin = NULL, *p = NULL;
+	struct al_error err = {0};
+	assert_int_equal(cfg_load_defaults(&c, &err), 0);
+	assert_int_equal(al_policy_new(&builtin), 0);
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(cfg_apply_limits(&c->limits, p, true, &err), 0);
+	for (int l = 0; l < AL_LIMIT__COUNT; l++)
+		if (l != AL_LIMIT_CPUS)
+			assert_int_equal(al_policy_get_limit(p, (enum al_limit)l), al_policy_get_limit(builtin, (enum al_limit)l));
+	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_CPUS), 500);
+	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_WALL_MS), 30000);
+	assert_int_equal(p->limits_set, 0);
+
+	/* Not as defaults: what the config sets counts as requested. */
+	assert_int_equal(cfg_apply_limits(&c->limits, builtin, false, &err), 0);
+	assert_true(builtin->limits_set & (1u << AL_LIMIT_MEMORY));
+	assert_true(builtin->limits_set & (1u << AL_LIMIT_CPUS));
+	al_policy_free(builtin);
+	al_policy_free(p);
+	cfg_free(c);
+}
+
+/* A flag given after the config's limits wins, and only it is marked explicit. */
+static void test_flags_win(void **state)
+{
+	(void)state;
+	struct cfg *c = load_ok("version: 1\nlimits: {time: 5s, memory: 64M}\n");
+	struct al_policy *p = NULL;
+	struct al_error err = {0};
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(cfg_apply_limits(&c->limits, p, true, &err), 0);
+	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_WALL_MS), 5000);
+	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_MEMORY), 64 * MiB);
+	assert_int_equal(opt_apply(p, opt_find(OPT_TIME), "2", &err), 0);
+	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_WALL_MS), 2000);
+	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_MEMORY), 64 * MiB);
+	assert_int_equal(p->limits_set, 1u << AL_LIMIT_WALL_MS);
+	al_policy_free(p);
+	cfg_free(c);
+}
+
+static void test_good_files(void **state)
+{
+	(void)state;
+	static const char *const good[] = {
+		"version: 1\n",
+		"# a comment\nversion: 1 # trailing comment\n\n",
+		"---\nversion: 1\n...\n",
+		"{version: 1, limits: {memory: '1G', time: \"2m\"}}\n",
+		"version: 1\nlimits:\n  time: none\n  cpu-time: 250ms\n  pids: 64\n  cpus: 2\n  open-files: 64\n"
+		"  file-size: 10M\n  address-space: unlimited\n",
+		"version: 1\nnetwork:\n  registries:\n    corp: ['*.corp.example', 'pkg.corp.example:8443', 10.1.2.3]\n"
+		"  allow-private: [10.0.0.0/8, fd00::/8]\nprofiles:\n  corp-build:\n    network: [corp, pypi]\n"
+		"    filesystem: checkout-copy\n    rootfs: /srv/rootfs/debian\n    require: [all, landlock>=2]\n"
+		"    limits: {memory: 2G, time: 10m}\n",
+		"version: 1\nlanguages:\n  lua: {command: [lua5.4], file: main.lua, paths: [/usr/share/lua], env: {LUA_PATH: ''}}\n",
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cfg_free(load_ok(good[i]));
+	struct cfg *c = load_ok(good[5]);
+	const struct cfg_profile *p = cfg_profile(c, "corp-build");
+	assert_non_null(p);
+	assert_true(p->namespaces);
+	assert_int_equal(p->seccomp, AL_SECCOMP_DEFAULT);
+	assert_int_equal(p->require_landlock_abi, 2);
+	assert_string_equal(p->rootfs, "/srv/rootfs/debian");
+	assert_string_equal(p->limits.text[CFG_LIM_MEMORY], "2G");
+	assert_int_equal(c->allow_private.n, 2);
+	cfg_free(c);
+}
+
+/* ---- merging: a file overrides only the keys it sets --------------------------------------- */
+
+static void test_merge(void **state)
+{
+	(void)state;
+	struct cfg *c = load_ok("version: 1\n"
+				"limits: {memory: 1G, pids: 100}\n"
+				"network:\n  registries:\n    pypi: [pypi.internal]\n    crates: [crates.io]\n"
+				"profiles:\n"
+				"  untrusted-code-read: {network: loopback}\n"
+				"  fresh: {}\n"
+				"languages:\n"
+				"  python: {env: {PYTHONUNBUFFERED: '1'}}\n"
+				"  c: {compile: []}\n");
+	/* Limits: the file's keys replaced, the others kept. */
+	assert_string_equal(c->limits.text[CFG_LIM_MEMORY], "1G");
+	assert_string_equal(c->limits.text[CFG_LIM_PIDS], "100");
+	assert_string_equal(c->limits.text[CFG_LIM_TIME], "30s");
+	assert_string_equal(c->limits.text[CFG_LIM_CPUS], "0.5");
+	/* A list is replaced whole; a new registry is added after the defaults'. */
+	assert_int_equal(cfg_registry(c, "pypi")->hosts.n, 1);
+	assert_string_equal(cfg_registry(c, "pypi")->hosts.v[0], "pypi.internal");
+	assert_non_null(cfg_registry(c, "npm"));
+	assert_string_equal(c->registries[2].name, "crates");
+	/* A profile key overridden, the profile's other keys kept. */
+	const struct cfg_profile *rd = cfg_profile(c, "untrusted-code-read");
+	assert_int_equal(rd->net, AL_NET_LOOPBACK);
+	assert_int_equal(rd->filesystem, CFG_FS_CHECKOUT_RO);
+	assert_int_equal(rd->require.n, 5);
+	/* A new profile starts from the strict end of every knob. */
+	const struct cfg_profile *fresh = cfg_profile(c, "fresh");
+	assert_non_null(fresh);
+	assert_true(fresh->namespaces);
+	assert_int_equal(fresh->net, AL_NET_NONE);
+	assert_int_equal(fresh->filesystem, CFG_FS_WORKSPACE);
+	assert_int_equal(fresh->seccomp, AL_SECCOMP_DEFAULT);
+	/* Mappings inside entries merge too; the language keeps its command and file. */
+	const struct cfg_language *py = cfg_language(c, "python");
+	assert_string_equal(py->command.v[0], "python3");
+	assert_int_equal(py->nenv, 2);
+	assert_string_equal(py->env[1].name, "PYTHONUNBUFFERED");
+	assert_int_equal(cfg_language(c, "c")->compile.n, 0);
+	assert_int_equal(c->nprofiles, 4);
+	cfg_free(c);
+
+	/* The defaults' own marks: a file that breaks a reference into them is named where it is. */
+	struct al_error err = {0};
+	const char *y = "version: 1\nnetwork:\n  registries:\n    npm: 5\n";
+	assert_int_equal(cfg_load_buffer(y, strlen(y), "t.yaml", &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "t.yaml:4:10: network.registries.npm: expected a list"));
+}
+
+/* ---- round trip: dump, load, dump gives the same text -------------------------------------- */
+
+static void round_trip(const char *yaml)
+{
+	struct cfg *c = load_ok(yaml);
+	cleanup_free char *first = dump_ok(c);
+	cfg_free(c);
+	c = load_ok(first);
+	cleanup_free char *second = dump_ok(c);
+	cfg_free(c);
+	if (strcmp(first, second) != 0)
+		fail_msg("dump changed on reload:\n%s\n---\n%s", first, second);
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	round_trip("version: 1\n");
+	round_trip("version: 1\n"
+		   "limits: {memory: 1.5G, time: none, open-files: 64}\n"
+		   "network: {registries: {odd: ['*.x.org', '[2001:db8::1]:8443']}, allow-private: [10.0.0.0/8]}\n"
+		   "profiles:\n"
+		   "  p: {network: [odd], rootfs: /srv/root, require: [landlock>=3], limits: {cpus: 2}}\n"
+		   "  q: {network: loopback, seccomp: strict, filesystem: checkout-ro}\n"
+		   "languages:\n"
+		   "  weird: {command: ['-x', 'a b', 'null', '~', 'true', '#', '\"q\"', \"it's\", 'ünï'], file: 'a b.txt',\n"
+		   "          env: {A: '', B: null-ish, C: 'line\\nbreak'}}\n"
+		   "  c: {compile: []}\n");
+	/* The dump of the defaults loads and equals the defaults. */
+	struct cfg *c = NULL;
+	struct al_error err = {0};
+	assert_int_equal(cfg_load_defaults(&c, &err), 0);
+	cleanup_free char *text = dump_ok(c);
+	cfg_free(c);
+	c = load_ok(text);
+	cleanup_free char *again = dump_ok(c);
+	cfg_free(c);
+	assert_string_equal(text, again);
+	assert_non_null(strstr(text, "version: 1\nlimits:\n  time: 30s\n"));
+	/* The strings that look like null stay strings. */
+	c = load_ok("version: 1\nlanguages: {w: {command: ['null', '~'], file: f, env: {E: '', F: 'NULL'}}}\n");
+	cleanup_free char *d = dump_ok(c);
+	cfg_free(c);
+	c = load_ok(d);
+	assert_string_equal(cfg_language(c, "w")->command.v[0], "null");
+	assert_string_equal(cfg_language(c, "w")->command.v[1], "~");
+	assert_string_equal(cfg_language(c, "w")->env[0].value, "");
+	assert_string_equal(cfg_language(c, "w")->env[1].value, "NULL");
+	cfg_free(c);
+}
+
+/* ---- the tree: merge semantics at the node level ------------------------------------------- */
+
+static void test_node_merge(void **state)
+{
+	(void)state;
+	struct cfg_node *a = NULL, *b = NULL;
+	struct al_error err = {0};
+	const char *ya = "x: {a: 1, b: [1, 2]}\ny: 1\n", *yb = "x: {b: [3], c: 4}\ny: {z: 1}\nw: 2\n";
+	assert_int_equal(cfg_yaml_parse(ya, strlen(ya), "a", &a, &err), 0);
+	assert_int_equal(cfg_yaml_parse(yb, strlen(yb), "b", &b, &err), 0);
+	assert_int_equal(cfg_node_merge(a, b), 0);
+	const struct cfg_node *x = cfg_node_get(a, "x");
+	assert_string_equal(cfg_node_get(x, "a")->text, "1");
+	assert_int_equal(cfg_node_get(x, "b")->n, 1);
+	assert_string_equal(cfg_node_get(x, "c")->text, "4");
+	assert_int_equal(cfg_node_get(a, "y")->kind, CFG_MAP);
+	assert_string_equal(cfg_node_get(a, "y")->mark.file, "b");
+	assert_string_equal(a->ents[2].key, "w");
+	cfg_node_free(a);
+
+	/* No document at all is not an error of the YAML layer. */
+	assert_int_equal(cfg_yaml_parse("", 0, "e", &a, &err), 0);
+	assert_null(a);
+	assert_true(cfg_yaml_parse("a: 1\n", 5, "e", &a, &err) == 0 && !cfg_node_is_null(cfg_node_get(a, "a")));
+	cfg_node_free(a);
+	assert_true(cfg_yaml_parse("a: ~\nb: ''\nc: Null\n", 19, "e", &a, &err) == 0);
+	assert_true(cfg_node_is_null(cfg_node_get(a, "a")));
+	assert_false(cfg_node_is_null(cfg_node_get(a, "b")));
+	assert_true(cfg_node_is_null(cfg_node_get(a, "c")));
+	cfg_node_free(a);
+}
+
+/* ---- files: lookup, reading, trust --------------------------------------------------------- */
+
+struct tmp {
+	char dir[64];
+};
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static void mkpath(const char *a, const char *b, char *out)
+{
+	snprintf(out, 256, "%s/%s", a, b);
+	assert_true(mkdir(out, 0755) == 0 || errno == EEXIST);
+}
+
+static int setup_tmp(void **state)
+{
+	static struct tmp t;
+	snprintf(t.dir, sizeof(t.dir), "/tmp/al-test-config.XXXXXX");
+	if (!mkdtemp(t.dir))
+		return -1;
+	*state = &t;
+	return 0;
+}
+
+static int teardown_tmp(void **state)
+{
+	struct tmp *t = *state;
+	/* Only our own mkdtemp directory, never following a symlink nor crossing a mount. */
+	return al_remove_tree(t->dir) == 0 ? 0 : -1;
+}
+
+static void test_lookup(void **state)
+{
+	struct tmp *t = *state;
+	char etc[256], airlock_etc[256], xdg[256], xdg_airlock[256], home[256], file[300];
+	mkpath(t->dir, "etc", etc);
+	mkpath(t->dir, "xdg", xdg);
+	mkpath(t->dir, "home", home);
+	setenv(CFG_SYSCONFDIR_ENV, etc, 1);
+	setenv("XDG_CONFIG_HOME", xdg, 1);
+	char *path = NULL;
+	struct al_error err = {0};
+	/* Nothing anywhere: defaults only. */
+	assert_int_equal(cfg_lookup(false, &path, &err), 0);
+	assert_null(path);
+	/* The user's file, for users only. */
+	mkpath(xdg, "airlock", xdg_airlock);
+	snprintf(file, sizeof(file), "%s/config.yaml", xdg_airlock);
+	write_file(file, "version: 1\n", 0644);
+	assert_int_equal(cfg_lookup(false, &path, &err), 0);
+	assert_string_equal(path, file);
+	free(path);
+	assert_int_equal(cfg_lookup(true, &path, &err), 0);
+	assert_null(path);
+	/* $HOME/.config when XDG_CONFIG_HOME is unset (or relative, which XDG says to ignore). */
+	setenv("XDG_CONFIG_HOME", "relative/dir", 1);
+	setenv("HOME", home, 1);
+	char dotconfig[256], dotairlock[256];
+	mkpath(home, ".config", dotconfig);
+	mkpath(dotconfig, "airlock", dotairlock);
+	snprintf(file, sizeof(file), "%s/config.yaml", dotairlock);
+	write_file(file, "version: 1\n", 0644);
+	assert_int_equal(cfg_lookup(false, &path, &err), 0);
+	assert_string_equal(path, file);
+	free(path);
+	/* The system file wins over the user's, for everyone. */
+	mkpath(etc, "airlock", airlock_etc);
+	snprintf(file, sizeof(file), "%s/config.yaml", airlock_etc);
+	write_file(file, "version: 1\nlimits: {time: 7s}\n", 0644);
+	for (int priv = 0; priv < 2; priv++) {
+		assert_int_equal(cfg_lookup(priv, &path, &err), 0);
+		assert_string_equal(path, file);
+		free(path);
+	}
+	/* cfg_load reads it (this test's files are the caller's own, so trusted as root too). */
+	struct cfg *c = NULL;
+	assert_int_equal(cfg_load(NULL, &c, &err), 0);
+	assert_string_equal(c->limits.text[CFG_LIM_TIME], "7s");
+	assert_string_equal(c->source, file);
+	cfg_free(c);
+	/* A missing --config file is an error; a broken system file too. */
+	snprintf(file, sizeof(file), "%s/missing.yaml", t->dir);
+	assert_int_equal(cfg_load(file, &c, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "missing.yaml"));
+	snprintf(file, sizeof(file), "%s/config.yaml", airlock_etc);
+	write_file(file, "version: 1\nlimits: {time: soon}\n", 0644);
+	assert_int_equal(cfg_load(NULL, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "config.yaml:2:16: limits.time: invalid duration 'soon'"));
+	/* Not a regular file. */
+	assert_int_equal(cfg_load(etc, &c, &err), -EINVAL);
+	unlink(file);
+	unsetenv(CFG_SYSCONFDIR_ENV);
+	unsetenv("XDG_CONFIG_HOME");
+}
+
+static int open_ro(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static void expect_trust(const char *path, uid_t trusted, int want, const char *fragment)
+{
+	struct al_error err = {0};
+	cleanup_close int fd = open_ro(path);
+	int r = cfg_check_trusted(fd, path, trusted, &err);
+	if (r != want || (fragment && !strstr(err.msg, fragment)))
+		fail_msg("cfg_check_trusted(%s, %u) = %d '%s', want %d '%s'", path, (unsigned)trusted, r, err.msg, want,
+			 fragment ? fragment : "");
+}
+
+static void test_trusted(void **state)
+{
+	struct tmp *t = *state;
+	uid_t me = getuid();
+	char dir[256], file[300];
+	mkpath(t->dir, "trust", dir);
+	assert_int_equal(chmod(dir, 0755), 0);
+	snprintf(file, sizeof(file), "%s/config.yaml", dir);
+	write_file(file, "version: 1\n", 0644);
+	expect_trust(file, me, 0, NULL);
+	/* Writable by group or others: refused, whoever owns it. */
+	assert_int_equal(chmod(file, 0664), 0);
+	expect_trust(file, me, -EPERM, "the file is writable by group or others (mode 0664)");
+	assert_int_equal(chmod(file, 0646), 0);
+	expect_trust(file, me, -EPERM, "writable by group or others");
+	assert_int_equal(chmod(file, 0644), 0);
+	/* Its directory: no sticky exception for the file's own directory. */
+	assert_int_equal(chmod(dir, 0777), 0);
+	expect_trust(file, me, -EPERM, "directory");
+	assert_int_equal(chmod(dir, 01777), 0);
+	expect_trust(file, me, -EPERM, "is writable by group or others (mode 1777)");
+	assert_int_equal(chmod(dir, 0755), 0);
+	/* Above it, a directory anyone may write: refused, unless sticky (like /tmp). */
+	char sub[256], deep[300];
+	mkpath(dir, "sub", sub);
+	snprintf(deep, sizeof(deep), "%s/config.yaml", sub);
+	write_file(deep, "version: 1\n", 0644);
+	assert_int_equal(chmod(dir, 0777), 0);
+	expect_trust(deep, me, -EPERM, "directory");
+	assert_int_equal(chmod(dir, 01777), 0);
+	expect_trust(deep, me, 0, NULL);
+	assert_int_equal(chmod(dir, 0755), 0);
+	/* Owned by someone else than root and the trusted uid. */
+	if (me == 0) {
+		assert_int_equal(chown(file, 65534, 65534), 0);
+		expect_trust(file, 0, -EPERM, "belongs to uid 65534");
+		assert_int_equal(chown(file, 0, 0), 0);
+		/* As root, cfg_load_file applies the check itself. */
+		struct cfg *c = NULL;
+		struct al_error err = {0};
+		assert_int_equal(chmod(file, 0666), 0);
+		assert_int_equal(cfg_load_file(file, &c, &err), -EPERM);
+		assert_int_equal(chmod(file, 0644), 0);
+		assert_int_equal(cfg_load_file(file, &c, &err), 0);
+		cfg_free(c);
+	} else {
+		expect_trust(file, me + 1, -EPERM, "belongs to uid");
+	}
+	/* Through a symlink: the file it resolves to, and that file's directories, are checked. */
+	char link[300];
+	snprintf(link, sizeof(link), "%s/link.yaml", t->dir);
+	assert_int_equal(symlink(file, link), 0);
+	expect_trust(link, me, 0, NULL);
+	assert_int_equal(chmod(dir, 0775), 0);
+	expect_trust(link, me, -EPERM, "directory");
+	assert_int_equal(chmod(dir, 0755), 0);
+}
+
+/* Reading: the size bound holds for any descriptor (stdin for `config check -`). */
+static void test_read_fd(void **state)
+{
+	struct tmp *t = *state;
+	char file[300];
+	snprintf(file, sizeof(file), "%s/big.yaml", t->dir);
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, CFG_MAX_BYTES + 1), 0);
+	close(fd);
+	cleanup_close int rfd = open_ro(file);
+	char *buf = NULL;
+	size_t len = 0;
+	struct al_error err = {0};
+	assert_int_equal(cfg_read_fd(rfd, "big", &buf, &len, &err), -EFBIG);
+	assert_null(buf);
+	struct cfg *c = NULL;
+	assert_int_equal(cfg_load_file(file, &c, &err), -EFBIG);
+	assert_non_null(strstr(err.msg, "larger than 1048576 bytes"));
+	assert_int_equal(truncate(file, CFG_MAX_BYTES), 0);
+	cleanup_close int rfd2 = open_ro(file);
+	assert_int_equal(cfg_read_fd(rfd2, "big", &buf, &len, &err), 0);
+	assert_int_equal(len, CFG_MAX_BYTES);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_defaults_match_policy),
+		cmocka_unit_test(test_flags_win),
+		cmocka_unit_test(test_good_files),
+		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_node_merge),
+		cmocka_unit_test_setup_teardown(test_lookup, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_trusted, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_read_fd, setup_tmp, teardown_tmp),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
