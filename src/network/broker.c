@@ -368,7 +368,7 @@ static int spec_path(struct broker *b, const char *key, const struct spec_val *v
 	char tmp[72];
 	if (v->len >= PATH_MAX)
 		return bad(err, b->name, "%s= path too long", key);
-	memcpy(out, v->s, v->len);
+	memcpy(out, v->s ? v->s : "", v->len);
 	out[v->len] = 0;
 	if (out[0] != '/')
 		return bad(err, b->name, "%s=%s: the path must be absolute", key, shown(tmp, sizeof(tmp), out, v->len));
@@ -402,7 +402,7 @@ static bool is_var_name(const char *s, size_t n)
 static int secret_source(struct broker *b, const struct spec_val v[K_COUNT], char *sec, size_t *len,
 			 struct al_error *err)
 {
-	char path[PATH_MAX], tmp[72];
+	char path[PATH_MAX] = "", tmp[72];
 	if (v[K_ENV].s) {
 		const struct spec_val *e = &v[K_ENV];
 		if (!is_var_name(e->s, e->len))
@@ -450,8 +450,8 @@ static int build_line(struct broker *b, const struct spec_val v[K_COUNT], const 
 	if (!b->line)
 		return al_err(err, ENOMEM, "--broker %s: out of memory", b->name);
 	char *p = b->line;
-	memcpy(p, b->header, hl), p += hl;
-	memcpy(p, ": ", 2), p += 2;
+	memcpy(p, b->header, hl), p += hl; /* NOLINT(bugprone-not-null-terminated-result): a length-counted line */
+	memcpy(p, ": ", 2), p += 2; /* NOLINT(bugprone-not-null-terminated-result): ditto */
 	if (scl) {
 		memcpy(p, v[K_SCHEME].s, scl - 1), p += scl - 1;
 		*p++ = ' ';
@@ -467,7 +467,7 @@ static int read_secret(struct broker *b, const struct spec_val v[K_COUNT], struc
 {
 	/* Heap, not stack: wiped and freed here, so no copy outlives this call in a stack frame
 	 * that later calls would leave unwiped. */
-	char *sec = malloc(SECRET_MAX + 1);
+	char *sec = calloc(1, SECRET_MAX + 1);
 	size_t sl = 0;
 	if (!sec)
 		return al_err(err, ENOMEM, "--broker %s: out of memory", b->name);
@@ -497,7 +497,7 @@ static int pem_certs(const char *pem, size_t len, X509_STORE *store)
 
 static int load_ca(struct broker *b, const struct spec_val *v, struct al_error *err)
 {
-	char path[PATH_MAX], tmp[72];
+	char path[PATH_MAX] = "", tmp[72];
 	if (!v->s)
 		return 0;
 	int r = spec_path(b, "ca", v, path, err);

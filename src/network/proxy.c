@@ -20,7 +20,7 @@
 
 #include "network/broker.h"
 
-#define PX_THREAD_STACK (256 * 1024) /* getaddrinfo and OpenSSL need more than a tiny stack */
+#define PX_THREAD_STACK ((size_t)256 * 1024) /* getaddrinfo and OpenSSL need more than a tiny stack */
 #define PX_STOP_WAIT_MS 2000
 
 struct px {
@@ -224,7 +224,7 @@ static int copy_config(struct px *px, const struct px_config *cfg)
 	px->cfg.hosts_file = px->hosts_file;
 	if (px->cfg.max_conns == 0)
 		px->cfg.max_conns = 1;
-	px->conns = calloc(px->cfg.max_conns, sizeof(*px->conns));
+	px->conns = calloc(px->cfg.max_conns, sizeof(struct px_conn *)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 	px->recs = calloc(PX_MAX_RECORDS, sizeof(*px->recs));
 	return px->conns && px->recs ? 0 : -ENOMEM;
 }

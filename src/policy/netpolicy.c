@@ -198,7 +198,7 @@ char **pol_net_env(const struct al_policy *p, size_t *n)
 		const char *bn = al_broker_name(bl, i);
 		size_t j = 0;
 		for (; bn && bn[j] && j + 1 < sizeof(name); j++)
-			name[j] = bn[j] == '-' ? '_' : (char)toupper((unsigned char)bn[j]);
+			name[j] = (char)(bn[j] == '-' ? '_' : toupper((unsigned char)bn[j]));
 		name[j] = 0;
 		if (put(v, &k, "AIRLOCK_BROKER_%s_URL=%s/%s", name, url, bn ? bn : "") < 0)
 			goto oom;

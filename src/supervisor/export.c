@@ -135,7 +135,8 @@ static void count_deleted(int cp, int src, struct wb_stats *st)
 	}
 	struct stat sb;
 	for (struct dirent *e; (e = readdir(d));)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && fstatat(cp, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    fstatat(cp, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 			st->deleted++;
 	closedir(d);
 }

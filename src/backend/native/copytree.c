@@ -101,10 +101,8 @@ static int copy_entry(int src, int dst, const char *name, uid_t owner, int depth
 			return ct_fail(errno, name, what);
 		int s = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int d = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (s < 0 || d < 0)
-			r = -errno;
-		else if ((r = copy_dir(s, d, owner, depth + 1, what)) == 0 &&
-			 (fchown(d, owner, owner) < 0 || fchmod(d, sb.st_mode & 0777) < 0))
+		r = s < 0 || d < 0 ? -errno : copy_dir(s, d, owner, depth + 1, what);
+		if (r == 0 && (fchown(d, owner, owner) < 0 || fchmod(d, sb.st_mode & 0777) < 0))
 			r = -errno;
 		if (s >= 0)
 			close(s);
