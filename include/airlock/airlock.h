@@ -60,6 +60,13 @@ int al_policy_add_env(struct al_policy *p, const char *spec, struct al_error *er
 /* Bind SRC (host) at DEST (absolute, inside). DEST NULL means the same path. */
 int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable,
 		       struct al_error *err);
+/* The system directories (/usr, /bin, /lib..., and /etc's ld.so.cache, certificates,
+ * alternatives) come from DIR, e.g. an unpacked distribution tree, instead of the host. */
+int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err);
+/* A file the sandbox starts with: data[0..len) at DEST (beneath /workspace, e.g. the code of
+ * `airlock exec`), owned by the sandbox user. Copied; at most 64 MiB in all. */
+int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, size_t len, unsigned mode,
+		       struct al_error *err);
 /* Bind a host directory read-write at /workspace instead of the throwaway tmpfs. */
 int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error *err);
 int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_error *err);
@@ -88,6 +95,7 @@ enum al_backend {
 	AL_BACKEND_BWRAP,  /* bubblewrap, with airlock's seccomp filter and cgroup */
 	AL_BACKEND_GVISOR, /* gVisor's runsc: a user-space kernel */
 	AL_BACKEND_OCI,	   /* an OCI runtime (crun) with airlock owning the cgroups */
+	AL_BACKEND_NONE,   /* no isolation at all (profile none, local development): loudly reported */
 };
 int al_policy_set_backend(struct al_policy *p, enum al_backend backend, struct al_error *err);
 enum al_backend al_policy_get_backend(const struct al_policy *p);

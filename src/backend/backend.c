@@ -16,6 +16,8 @@ const char *al_backend_name(enum al_backend b)
 		return "gvisor";
 	case AL_BACKEND_OCI:
 		return "oci";
+	case AL_BACKEND_NONE:
+		return "none";
 	}
 	return "?";
 }
@@ -27,6 +29,7 @@ int al_policy_set_backend(struct al_policy *p, enum al_backend b, struct al_erro
 	case AL_BACKEND_BWRAP:
 	case AL_BACKEND_GVISOR:
 	case AL_BACKEND_OCI:
+	case AL_BACKEND_NONE:
 		p->backend = b;
 		return 0;
 	}
@@ -49,6 +52,8 @@ int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *
 		return be_gvisor_spawn(p, io, out, err);
 	case AL_BACKEND_OCI:
 		return be_oci_spawn(p, io, out, err);
+	case AL_BACKEND_NONE:
+		return be_none_spawn(p, io, out, err);
 	}
 	return al_err(err, EINVAL, "unknown backend %d", (int)p->backend);
 }

@@ -42,6 +42,9 @@ int be_gvisor_spawn(const struct al_policy *p, const struct be_io *io, struct be
 /* The OCI-runtime backend (backend/oci). */
 int be_oci_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 
+/* No isolation (backend/native/fallback.c): the supervisor's limits and accounting only. */
+int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+
 /* The native backend: our own namespaces (backend/native). */
 int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 

@@ -18,9 +18,10 @@ struct al_policy;
 /* Takes "--config FILE" / "--config=FILE" out of argv[1..] (among the option table's options
  * when among_options, else only leading ones) and remembers it. 0, or AL_EXIT_FAILURE (reported). */
 int cli_take_config(int *argc, char **argv, bool among_options);
-/* For `airlock run`: takes --config from its options, loads the configuration and applies its
- * limits to p as the defaults that flags override. 0, or AL_EXIT_FAILURE (reported). */
-int cli_run_config(int *argc, char **argv, struct al_policy *p);
+/* The --config FILE given so far (NULL: the lookup), and a command's own --config. */
+const char *cli_config_path(void);
+int cli_set_config_path(const char *path);
+int cli_exec(int argc, char **argv);
 /* Prints "airlock: <msg>" on stderr and returns AL_EXIT_FAILURE. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -99,17 +99,19 @@ int cli_take_config(int *argc, char **argv, bool among_options)
 	return 0;
 }
 
-int cli_run_config(int *argc, char **argv, struct al_policy *p)
+const char *cli_config_path(void)
 {
-	struct cfg *c = NULL;
-	struct al_error e = {0};
-	if (cli_take_config(argc, argv, true) != 0)
-		return AL_EXIT_FAILURE;
-	if (cfg_load(config_file, &c, &e) < 0)
-		return cli_fail("%s", e.msg);
-	int r = cfg_apply_limits(&c->limits, p, true, &e);
-	cfg_free(c);
-	return r < 0 ? cli_fail("%s", e.msg) : 0;
+	return config_file;
+}
+
+int cli_set_config_path(const char *path)
+{
+	if (config_file)
+		return cli_fail("--config given twice");
+	if (!*path)
+		return cli_fail("--config needs a file name");
+	config_file = path;
+	return 0;
 }
 
 /* FILE, "-" (standard input) or, with neither, the effective lookup. */

@@ -12,6 +12,8 @@ static const char usage[] =
 	"\n"
 	"Commands:\n"
 	"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
+	"  exec --lang LANG (-c CODE|FILE|-) [OPTIONS] [ARG...]\n"
+	"                                   run code in a language, under a profile\n"
 	"  check [--json]                   show what this host can enforce\n"
 	"  config check [FILE|-]            validate a configuration file\n"
 	"  config dump                      print the effective configuration as YAML\n"
@@ -52,6 +54,8 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "check") == 0)
 		return cli_check(argc - 1, argv + 1);
+	if (strcmp(cmd, "exec") == 0)
+		return cli_exec(argc - 1, argv + 1);
 	if (strcmp(cmd, "config") == 0)
 		return cli_config(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))

@@ -42,9 +42,14 @@ const struct al_option al_options[] = {
 	{OPT_RW, "rw", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-write at DEST", true},
 	{OPT_ENV, "env", 'e', OK_STRING, "NAME[=VALUE]", "pass NAME through from this environment, or set it", true},
 	{OPT_HOSTNAME, "hostname", 0, OK_STRING, "NAME", "hostname inside (default airlock)", true},
+	{OPT_ROOTFS, "rootfs", 0, OK_STRING, "DIR", "system directories (/usr, /bin, /lib, ...) from DIR, e.g. an unpacked distribution, instead of the host's", true},
 	{OPT_CWD, "cwd", 0, OK_STRING, "DIR", "working directory inside (default /workspace)", true},
 	{OPT_ID_BASE, "id-base", 0, OK_COUNT, "ID", "as root: host uid/gid of sandbox id 0; 65536 ids are mapped (default 1879048192)", true},
 	{OPT_CONFIG, "config", 0, OK_STRING, "FILE", "read FILE instead of /etc/airlock/config.yaml (or ~/.config/airlock/config.yaml): its limits are the defaults these flags override", false},
+	{OPT_PROFILE, "profile", 'p', OK_STRING, "NAME", "a profile from the configuration (none, untrusted-code-read, untrusted-code-write, ...): it fixes the posture; flags may then change only resource knobs and the rootfs", false},
+	{OPT_LANG, "lang", 'l', OK_STRING, "LANG", "exec: the language (python, javascript, shell, ruby, php, perl, c, ...)", false},
+	{OPT_CODE, "code", 'c', OK_STRING, "CODE", "exec: the code itself (else FILE, or - for standard input)", false},
+	{OPT_LIST, "list", 0, OK_FLAG, NULL, "exec: list the languages and whether this host has them", false},
 	{OPT_STREAM, "stream", 0, OK_STRING, "live|capture", "copy output as it comes, or keep it for the verdict (default: capture with --json)", false},
 	{OPT_JSON, "json", 0, OK_FLAG, NULL, "print the verdict as one JSON object on stdout", false},
 	{OPT_RESULT_FD, "result-fd", 0, OK_COUNT, "N", "write the verdict JSON to descriptor N", false},
@@ -109,6 +114,8 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_policy_set_hostname(p, value, err);
 	if (id == OPT_CWD)
 		return al_policy_set_cwd(p, value, err);
+	if (id == OPT_ROOTFS)
+		return al_policy_set_rootfs(p, value, err);
 	if (id == OPT_REQUIRE)
 		return al_policy_require(p, value, err);
 	if (id == OPT_CHECKOUT)

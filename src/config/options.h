@@ -24,6 +24,7 @@ enum opt_id {
 	OPT_RW,
 	OPT_ENV,
 	OPT_HOSTNAME,
+	OPT_ROOTFS,
 	OPT_CWD,
 	OPT_ID_BASE,
 	OPT_MEMORY,
@@ -44,6 +45,10 @@ enum opt_id {
 	OPT_BROKER,
 	/* Front-end options: how to report, not what the sandbox is. */
 	OPT_CONFIG,
+	OPT_PROFILE,
+	OPT_LANG,
+	OPT_CODE,
+	OPT_LIST,
 	OPT_STREAM,
 	OPT_JSON,
 	OPT_RESULT_FD,

@@ -72,11 +72,17 @@ void al_policy_free(struct al_policy *p)
 		free(p->binds[i].dest);
 	}
 	free(p->binds);
+	for (size_t i = 0; i < p->nfiles; i++) {
+		free(p->files[i].dest);
+		free(p->files[i].data);
+	}
+	free(p->files);
 	free(p->workdir);
 	free(p->checkout);
 	free(p->checkout_dest);
 	free(p->keep_changes);
 	free(p->hostname);
+	free(p->rootfs);
 	free(p->cwd);
 	pol_free_net(p);
 	free(p);
@@ -550,5 +556,53 @@ int al_policy_set_checkout_mode(struct al_policy *p, enum al_checkout_mode mode,
 	if (mode != AL_CHECKOUT_RO && mode != AL_CHECKOUT_COPY)
 		return al_err(err, EINVAL, "--checkout-mode: unknown mode %d", (int)mode);
 	p->checkout_mode = mode;
+	return 0;
+}
+
+#define AL_FILES_MAX_BYTES ((size_t)64 << 20)
+
+int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, size_t len, unsigned mode,
+		       struct al_error *err)
+{
+	int r = pol_check_inside_path(dest, err);
+	if (r < 0)
+		return r;
+	if (strncmp(dest, AL_WORKSPACE "/", strlen(AL_WORKSPACE) + 1) != 0 || strchr(dest + strlen(AL_WORKSPACE) + 1, '/'))
+		return al_err(err, EINVAL, "a file for the sandbox must be directly in %s, not '%s'", AL_WORKSPACE, dest);
+	size_t total = len;
+	for (size_t i = 0; i < p->nfiles; i++)
+		total += p->files[i].len;
+	if (total > AL_FILES_MAX_BYTES)
+		return al_err(err, EFBIG, "files for the sandbox: more than %zu MiB in all", AL_FILES_MAX_BYTES >> 20);
+	struct al_file *v = reallocarray(p->files, p->nfiles + 1, sizeof(*v));
+	if (!v)
+		return al_err(err, ENOMEM, "out of memory");
+	p->files = v;
+	struct al_file f = {.dest = strdup(dest), .data = malloc(len ? len : 1), .len = len, .mode = mode & 0777};
+	if (!f.dest || !f.data) {
+		free(f.dest);
+		free(f.data);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	if (len)
+		memcpy(f.data, data, len);
+	p->files[p->nfiles++] = f;
+	return 0;
+}
+
+int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err)
+{
+	cleanup_free char *real = realpath(dir, NULL);
+	if (!real)
+		return al_err_sys(err, errno, "--rootfs '%s'", dir);
+	char usr[PATH_MAX];
+	struct stat sb;
+	snprintf(usr, sizeof(usr), "%s/usr", real);
+	if (stat(usr, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return al_err(err, ENOTDIR, "--rootfs '%s' has no usr directory: not a system tree", dir);
+	if (strcmp(real, "/") == 0)
+		return al_err(err, EINVAL, "--rootfs '/': that is the host's own tree (leave --rootfs out)");
+	free(p->rootfs);
+	p->rootfs = steal_ptr(real);
 	return 0;
 }

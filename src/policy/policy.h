@@ -14,6 +14,13 @@
 #define AL_WORKSPACE "/workspace"
 #define AL_CHECKOUT_DEST "/workspace/src"
 
+struct al_file {
+	char *dest; /* absolute inside path beneath /workspace */
+	char *data;
+	size_t len;
+	unsigned mode;
+};
+
 struct al_bind {
 	char *src;  /* absolute, canonical host path */
 	char *dest; /* absolute path inside */
@@ -50,8 +57,11 @@ struct al_policy {
 	size_t nenv;
 	struct al_bind *binds;
 	size_t nbinds;
+	struct al_file *files;
+	size_t nfiles;
 	char *workdir; /* canonical host dir bound at /workspace, or NULL for a tmpfs */
 	char *hostname;
+	char *rootfs;	     /* canonical host dir whose /usr, /bin, /lib... replace the host's, or NULL */
 	char *checkout;	     /* canonical host dir, or NULL */
 	char *checkout_dest; /* inside path */
 	enum al_checkout_mode checkout_mode;

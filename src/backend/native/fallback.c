@@ -139,6 +139,9 @@ static int fb_workspace(const struct al_policy *p, uid_t uid, gid_t gid, struct 
 	return 0;
 }
 
+static int fb_write_files(const struct al_policy *p, const struct fb_state *s, uid_t uid, gid_t gid,
+			  struct al_error *err);
+
 static char *fb_enforced(const struct al_policy *p, const struct fb_state *s, uid_t uid)
 {
 	json_t *e = json_pack("{s:b,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:n,s:s,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:s,s:o,s:b,s:b,s:s}",
@@ -206,7 +209,8 @@ int nat_fallback_spawn(const struct al_policy *p, const struct be_io *io, struct
 	gid_t gid = root ? p->id_base + AL_SANDBOX_UID : getgid();
 	struct fb_state s = {0};
 	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net == AL_NET_HOST};
-	if ((r = fb_workspace(p, uid, gid, &s, err)) < 0 || (r = sc_build(&so, &s.seccomp, err)) < 0)
+	if ((r = fb_workspace(p, uid, gid, &s, err)) < 0 || (r = fb_write_files(p, &s, uid, gid, err)) < 0 ||
+	    (r = sc_build(&so, &s.seccomp, err)) < 0)
 		goto out;
 	if (!(s.envp = fb_envp(p, s.ws)) || fb_paths(p, &s) < 0) {
 		r = al_err(err, ENOMEM, "out of memory");
@@ -223,6 +227,83 @@ int nat_fallback_spawn(const struct al_policy *p, const struct be_io *io, struct
 	out->enforced_json = fb_enforced(p, &s, uid);
 	out->backend = "native";
 	out->seccomp_kills = true;
+	out->kill_signal = SIGTERM; /* init kills every descendant, then exits */
+	out->cleanup_dir = s.ws_made ? s.ws : NULL;
+	fb_free(&s, s.ws_made);
+	return 0;
+out:
+	fb_free(&s, false);
+	return r;
+}
+
+/* The policy's files (airlock exec's code) in the workspace directory, owned by the payload. */
+static int fb_write_files(const struct al_policy *p, const struct fb_state *s, uid_t uid, gid_t gid,
+			  struct al_error *err)
+{
+	for (size_t i = 0; i < p->nfiles; i++) {
+		const struct al_file *f = &p->files[i];
+		const char *base = strrchr(f->dest, '/') + 1;
+		int dir = open(s->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int fd = dir < 0 ? -1 : openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, f->mode);
+		bool ok = fd >= 0 && write(fd, f->data, f->len) == (ssize_t)f->len &&
+			  (geteuid() != 0 || fchown(fd, uid, gid) == 0);
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		if (dir >= 0)
+			close(dir);
+		if (!ok)
+			return al_err_sys(err, e ? e : EIO, "setup: writing %s into the workspace", base);
+	}
+	return 0;
+}
+
+static char *none_enforced(const struct al_policy *p, uid_t uid)
+{
+	json_t *e = json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:b,s:b}",
+			      "isolation", "none", "namespaces", "user", 0, "pid", 0, "mount", 0, "net", 0, "ipc", 0,
+			      "uts", 0, "cgroup", 0, "pivot_root", 0, "readonly_root", 0, "payload_uid", (int)uid,
+			      "payload_host_uid", (int)uid, "no_new_privs", 1, "capabilities", "none",
+			      "environment", "scrubbed", "network", "host", "rlimits", nat_rlimits_json(p), "seccomp", 0,
+			      "landlock", 0);
+	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
+	json_decref(e);
+	return str;
+}
+
+/*
+ * No isolation at all (profile none: local development, an explicit opt-out): the host's
+ * filesystem and network, no namespaces, no Landlock, no seccomp. What remains is the
+ * supervisor's: a throwaway working directory, the scrubbed environment, rlimits,
+ * no_new_privs, an unprivileged uid as root, the cgroup's limits and accounting, the deadline
+ * that kills every descendant. The verdict says "isolation": "none".
+ */
+int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
+{
+	if (p->require)
+		return al_err(err, EPERM, "the none backend (profile none) enforces no isolation layer, but the policy requires some (--require)");
+	if (p->checkout || p->net == AL_NET_ALLOW || p->rootfs)
+		return al_err(err, EINVAL, "the none backend (profile none) has no filesystem view, proxy or rootfs of its own");
+	bool root = geteuid() == 0;
+	uid_t uid = root ? p->id_base + AL_SANDBOX_UID : getuid();
+	gid_t gid = root ? p->id_base + AL_SANDBOX_UID : getgid();
+	struct fb_state s = {0};
+	int r = fb_workspace(p, uid, gid, &s, err);
+	r = r ?: fb_write_files(p, &s, uid, gid, err);
+	if (r == 0 && !(s.envp = fb_envp(p, s.ws)))
+		r = al_err(err, ENOMEM, "out of memory");
+	if (r < 0)
+		goto out;
+	struct nat_child c = {
+		.limits = p->limits, .argv = p->argv, .envp = s.envp, .path = "/usr/local/bin:/usr/bin:/bin",
+		.cwd = s.ws, .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
+		.landlock = NULL, .landlock_fd = -1, .seccomp = &s.seccomp,
+		.run_uid = uid, .run_gid = gid, .drop_groups = root, .fallback = true,
+	};
+	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
+		goto out;
+	out->enforced_json = none_enforced(p, uid);
+	out->backend = "none";
 	out->kill_signal = SIGTERM; /* init kills every descendant, then exits */
 	out->cleanup_dir = s.ws_made ? s.ws : NULL;
 	fb_free(&s, s.ws_made);

@@ -74,12 +74,13 @@ void fs_plan_free(struct fs_plan *plan)
 	memset(plan, 0, sizeof(*plan));
 }
 
-int fs_host_probe(struct fs_host *h, struct fs_plan *plan)
+int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs)
 {
 	memset(h, 0, sizeof(*h));
-	char buf[PATH_MAX], path[32];
+	h->root = rootfs ? rootfs : "";
+	char buf[PATH_MAX], path[PATH_MAX];
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
-		snprintf(path, sizeof(path), "/%s", fs_toplevel_names[i]);
+		snprintf(path, sizeof(path), "%s/%s", h->root, fs_toplevel_names[i]);
 		struct stat st;
 		if (lstat(path, &st) < 0)
 			continue;
@@ -93,7 +94,8 @@ int fs_host_probe(struct fs_host *h, struct fs_plan *plan)
 			h->toplinks[i] = "";
 		}
 	}
-	ssize_t n = readlink("/etc/localtime", buf, sizeof(buf) - 1);
+	snprintf(path, sizeof(path), "%s/etc/localtime", h->root);
+	ssize_t n = readlink(path, buf, sizeof(buf) - 1);
 	if (n > 0) {
 		buf[n] = 0;
 		h->localtime_link = own(plan, strdup(buf));
@@ -124,17 +126,25 @@ static int file_op(struct fs_plan *plan, const char *dest, const char *text)
 		    : -ENOMEM;
 }
 
+/* A system path's source: the host's own, or the same path inside the profile's rootfs. */
+static const char *sys_src(struct fs_plan *plan, const struct fs_host *host, const char *path)
+{
+	return *host->root ? ownf(plan, "%s%s", host->root, path) : path;
+}
+
 static int plan_system(struct fs_plan *plan, const struct fs_host *host)
 {
-	int r = bind(plan, "/usr", "/usr", RO_ATTRS, 0);
+	const char *usr = sys_src(plan, host, "/usr");
+	int r = usr ? bind(plan, usr, "/usr", RO_ATTRS, 0) : -ENOMEM;
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
 		const char *t = host->toplinks[i];
 		const char *dest = ownf(plan, "/%s", fs_toplevel_names[i]);
-		if (!dest)
+		const char *src = dest ? sys_src(plan, host, dest) : NULL;
+		if (!src)
 			return -ENOMEM;
 		if (!t)
 			continue;
-		r = *t ? symlink_op(plan, dest, t) : bind(plan, dest, dest, RO_ATTRS, FS_OPTIONAL);
+		r = *t ? symlink_op(plan, dest, t) : bind(plan, src, dest, RO_ATTRS, FS_OPTIONAL);
 	}
 	return r;
 }
@@ -163,8 +173,10 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 			 "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 			 "networks: files\nprotocols: files\nservices: files\n");
 	r = r ?: symlink_op(plan, "/etc/os-release", "../usr/lib/os-release");
-	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(ro_files); i++)
-		r = bind(plan, ro_files[i], ro_files[i], RO_ATTRS, FS_OPTIONAL);
+	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(ro_files); i++) {
+		const char *src = sys_src(plan, host, ro_files[i]);
+		r = src ? bind(plan, src, ro_files[i], RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
+	}
 	/* Only the host posture can resolve names: it gets the host's resolver configuration. */
 	if (r == 0 && p->net == AL_NET_HOST)
 		r = bind(plan, "/etc/resolv.conf", "/etc/resolv.conf", RO_ATTRS, FS_OPTIONAL);
@@ -289,6 +301,13 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 		r = bind(plan, b->src, b->dest, b->writable ? RW_ATTRS : RO_ATTRS, 0);
 	}
 	r = r ?: plan_checkout(plan, p);
+	/* Files last: an empty one is written as such (len 0 would mean "a string"). */
+	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
+		const struct al_file *f = &p->files[i];
+		r = add(plan, (struct fs_op){.kind = FS_FILE, .dest = f->dest + 1, .text = f->len ? f->data : "",
+					  .len = f->len, .mode = f->mode});
+		r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = f->dest + 1, .owner = AL_SANDBOX_UID});
+	}
 	for (size_t i = 0; r == 0 && i < plan->n; i++)
 		if (!plan->ops[i].dest || ((plan->ops[i].kind == FS_FILE || plan->ops[i].kind == FS_TMPFS ||
 					    plan->ops[i].kind == FS_OVERLAY) &&

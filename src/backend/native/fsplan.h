@@ -39,6 +39,7 @@ struct fs_op {
 	unsigned long mflags; /* mount(2) flags for FS_TMPFS/FS_PROC/FS_DEVPTS */
 	uint64_t attr_set;    /* MOUNT_ATTR_* for FS_BIND (after binding) and FS_SETATTR */
 	mode_t mode;
+	size_t len;	      /* FS_FILE: bytes of text (0: strlen(text)) */
 	int src_fd;	      /* FS_BIND: O_PATH descriptor, opened by the child before it drops host root */
 	bool src_is_dir;      /* FS_BIND: filled when src_fd is opened */
 	bool skip;	      /* FS_OPTIONAL op whose source the host lacks */
@@ -63,6 +64,7 @@ struct fs_host {
 	 * "" if it is a real directory, NULL if absent. */
 	const char *toplinks[6];
 	const char *localtime_link; /* readlink of /etc/localtime, or NULL (then bound if present) */
+	const char *root;	    /* where the system dirs come from: "" (the host's) or a rootfs */
 };
 extern const char *const fs_toplevel_names[6];
 
@@ -70,6 +72,6 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 		  struct al_error *err);
 void fs_plan_free(struct fs_plan *plan);
 /* Reads the host facts fs_plan_build needs. Strings are owned by the plan. */
-int fs_host_probe(struct fs_host *h, struct fs_plan *plan);
+int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs);
 
 #endif

@@ -125,6 +125,8 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
 	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
 		return al_err(err, EPERM, "required layer netns conflicts with --net host");
+	if (p->nfiles && p->workdir)
+		return al_err(err, EINVAL, "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into --workdir");
 	if (p->keep_changes && !(p->checkout && p->checkout_mode == AL_CHECKOUT_COPY))
 		return al_err(err, EINVAL, "--keep-changes needs --checkout DIR with --checkout-mode copy");
 	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
@@ -202,7 +204,7 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	struct nat_layers layers = {0};
 	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, fd_p[2] = {-1, -1}, px_p[2] = {-1, -1}, pidfd = -1, r;
 	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan);
+	fs_host_probe(&host, &plan, p->rootfs);
 	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, &layers, err)) < 0)
 		goto out;
 	if (!(envp = pol_build_envp(p))) {

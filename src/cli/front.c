@@ -1,0 +1,237 @@
+/* front.c — the shared front end of `airlock run` and `airlock exec`.
+ *
+ * Order matters and is fixed: the configuration's limits (defaults), then the profile's posture
+ * and limits, then the flags in the order given. A flag that would widen the profile's posture
+ * is refused (config/profile.c), so a caller can turn resource knobs but never loosen a profile.
+ */
+#include "cli/front.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "config/profile.h"
+#include "util/cleanup.h"
+
+/* Options that only airlock exec takes. */
+static bool exec_only(enum opt_id id)
+{
+	return id == OPT_LANG || id == OPT_CODE || id == OPT_LIST;
+}
+
+void front_print_options(bool exec)
+{
+	for (size_t i = 0; i < al_noptions; i++) {
+		const struct al_option *o = &al_options[i];
+		if (exec_only(o->id) && !exec)
+			continue;
+		char flag[64], shortf[8] = "    ";
+		if (o->short_name)
+			snprintf(shortf, sizeof(shortf), "-%c, ", o->short_name);
+		snprintf(flag, sizeof(flag), "%s--%s%s%s", shortf, o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		printf("  %-34s %s\n", flag, o->help);
+	}
+}
+
+/* getopt_long's tables, built from the one option table. */
+static void build_getopt(struct option *longs, char *shorts)
+{
+	size_t k = 0;
+	*shorts++ = '+'; /* stop at the command */
+	*shorts++ = ':'; /* report a missing argument distinctly */
+	for (size_t i = 0; i < al_noptions; i++) {
+		const struct al_option *o = &al_options[i];
+		bool arg = o->kind != OK_FLAG;
+		longs[k++] = (struct option){o->name, arg ? required_argument : no_argument, NULL, 1000 + (int)i};
+		if (o->short_name) {
+			*shorts++ = o->short_name;
+			if (arg)
+				*shorts++ = ':';
+		}
+	}
+	longs[k] = (struct option){0};
+	*shorts = 0;
+}
+
+static const struct al_option *by_short(int c)
+{
+	for (size_t i = 0; i < al_noptions; i++)
+		if (al_options[i].short_name == c)
+			return &al_options[i];
+	return NULL;
+}
+
+/* Options about the front end itself; 0 or an exit status (reported). */
+static int front_option(struct front *f, const struct al_option *o, const char *arg)
+{
+	if (exec_only(o->id) && strcmp(f->command, "exec") != 0)
+		return cli_fail("--%s is an option of 'airlock exec'", o->name);
+	enum opt_id id = o->id;
+	if (id == OPT_JSON) {
+		f->json = true;
+	} else if (id == OPT_STREAM) {
+		if (strcmp(arg, "live") != 0 && strcmp(arg, "capture") != 0)
+			return cli_fail("--stream: expected 'live' or 'capture', not '%s'", arg);
+		f->stream = strcmp(arg, "live") == 0 ? AL_STREAM_LIVE : AL_STREAM_CAPTURE;
+	} else if (id == OPT_RESULT_FD) {
+		char *end;
+		errno = 0;
+		long fd = strtol(arg, &end, 10);
+		if (errno || *end || end == arg || fd < 0 || fd > 1 << 20 || fcntl((int)fd, F_GETFD) < 0)
+			return cli_fail("--result-fd: '%s' is not an open file descriptor", arg);
+		f->result_fd = (int)fd;
+	} else if (id == OPT_RESULT_FILE) {
+		f->result_file = arg;
+	} else if (id == OPT_CONFIG) {
+		return cli_set_config_path(arg);
+	} else if (id == OPT_PROFILE) {
+		if (f->profile)
+			return cli_fail("--profile given twice");
+		f->profile = arg;
+	} else if (id == OPT_LANG) {
+		f->lang = arg;
+	} else if (id == OPT_CODE) {
+		if (f->code)
+			return cli_fail("-c given twice");
+		f->code = arg;
+	} else if (id == OPT_LIST) {
+		f->list = true;
+	} else {
+		return cli_fail("internal: unhandled option --%s", o->name);
+	}
+	return 0;
+}
+
+int front_parse(struct front *f, int argc, char **argv, void (*help)(void))
+{
+	struct option longs[128];
+	char shorts[128];
+	build_getopt(longs, shorts);
+	f->stream = f->result_fd = -1;
+	if (!(f->flags = calloc((size_t)argc, sizeof(*f->flags))))
+		return -cli_fail("out of memory");
+	opterr = 0;
+	optind = 1;
+	for (;;) {
+		int idx = -1, c = getopt_long(argc, argv, shorts, longs, &idx);
+		if (c == -1)
+			break;
+		if (c == '?')
+			return -cli_fail("unknown option '%s' (see 'airlock %s --help')", argv[optind - 1], f->command);
+		if (c == ':')
+			return -cli_fail("option '%s' needs a value", argv[optind - 1]);
+		const struct al_option *o = c >= 1000 ? &al_options[c - 1000] : by_short(c);
+		if (!o)
+			return -cli_fail("unknown option '-%c'", c);
+		if (o->id == OPT_HELP) {
+			help();
+			return -1000;
+		}
+		if (o->policy)
+			f->flags[f->nflags++] = (struct front_flag){o, optarg};
+		else if (front_option(f, o, optarg) != 0)
+			return -AL_EXIT_FAILURE;
+	}
+	return optind;
+}
+
+static int apply_profile(struct front *f, const char *name, struct al_error *e)
+{
+	const struct cfg_profile *pr = cfg_profile(f->cfg, name);
+	if (!pr) {
+		char known[512] = "";
+		for (size_t i = 0; i < f->cfg->nprofiles; i++)
+			snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+				 f->cfg->profiles[i].name);
+		return cli_fail("unknown profile '%s' (known: %s)", name, known);
+	}
+	if (cfg_apply_profile(f->cfg, pr, f->policy, e) < 0)
+		return cli_fail("%s", e->msg);
+	for (size_t i = 0; i < f->nflags; i++)
+		if (cfg_profile_allows(pr, f->flags[i].o, f->flags[i].arg, e) < 0)
+			return cli_fail("%s", e->msg);
+	if (!pr->namespaces)
+		fprintf(stderr, "airlock: WARNING: profile %s: NO ISOLATION. The command runs with the host's filesystem and network (local development only).\n",
+			pr->name);
+	return 0;
+}
+
+int front_build(struct front *f, const char *default_profile)
+{
+	struct al_error e = {0};
+	if (al_policy_new(&f->policy) < 0)
+		return cli_fail("out of memory");
+	if (cfg_load(cli_config_path(), &f->cfg, &e) < 0)
+		return cli_fail("%s", e.msg);
+	if (cfg_apply_limits(&f->cfg->limits, f->policy, true, &e) < 0)
+		return cli_fail("%s", e.msg);
+	const char *profile = f->profile ? f->profile : default_profile;
+	if (profile && apply_profile(f, profile, &e) != 0)
+		return AL_EXIT_FAILURE;
+	for (size_t i = 0; i < f->nflags; i++)
+		if (opt_apply(f->policy, f->flags[i].o, f->flags[i].arg, &e) < 0)
+			return cli_fail("%s", e.msg);
+	return 0;
+}
+
+static int emit(const struct front *f, const struct al_verdict *v, int result_file_fd)
+{
+	cleanup_free char *js = NULL;
+	struct al_error e = {0};
+	if (al_verdict_to_json(v, &js, &e) < 0)
+		return cli_fail("%s", e.msg);
+	if (f->json)
+		printf("%s\n", js);
+	fflush(stdout);
+	int fds[2] = {f->result_fd, result_file_fd};
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			dprintf(fds[i], "%s\n", js);
+	return 0;
+}
+
+int front_run(struct front *f)
+{
+	struct al_job *job = NULL;
+	struct al_verdict *v = NULL;
+	struct al_error e = {0};
+	int rfd = -1, rc;
+	if (f->result_file && (rfd = open(f->result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		return cli_fail("--result-file '%s': %s", f->result_file, strerror(errno));
+	int mode = f->stream >= 0 ? f->stream : f->json ? AL_STREAM_CAPTURE : AL_STREAM_LIVE;
+	struct al_spawn_opts so = {.size = sizeof(so), .stdin_fd = 0, .stdout_mode = mode, .stderr_mode = mode,
+				   .stdout_live_fd = 1, .stderr_live_fd = 2};
+	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the supervisor mid-job */
+	al_cleanup_stale();
+	if (f->stdin_null || fcntl(0, F_GETFD) < 0)
+		so.stdin_fd = -1;
+	if (al_job_spawn(f->policy, &so, &job, &e) < 0 || al_job_wait(job, &v, &e) < 0) {
+		struct al_verdict fail = {.status = AL_STATUS_SETUP_ERROR,
+					  .backend = al_backend_name(al_policy_get_backend(f->policy)), .setup = e};
+		emit(f, &fail, rfd);
+		rc = cli_fail("%s", e.msg);
+	} else {
+		emit(f, v, rfd);
+		if (v->status == AL_STATUS_SETUP_ERROR)
+			cli_fail("%s", v->setup.msg);
+		rc = al_verdict_exit_code(v);
+	}
+	if (rfd >= 0)
+		close(rfd);
+	al_verdict_free(v);
+	al_job_free(job);
+	return rc;
+}
+
+void front_free(struct front *f)
+{
+	free(f->flags);
+	cfg_free(f->cfg);
+	al_policy_free(f->policy);
+}

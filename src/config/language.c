@@ -1,0 +1,137 @@
+/* language.c — turning a language entry of the configuration into files, binds, environment
+ * and an argv for the policy. */
+#include "config/language.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/policy.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+/* The directories the sandbox's PATH searches that exist on the host (the sandbox binds /usr). */
+static const char *const search_dirs[] = {"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"};
+
+/* A growing shell command line. */
+struct sh_buf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sh_raw(struct sh_buf *b, const char *s, size_t n)
+{
+	if (b->oom || b->len + n + 1 > b->cap) {
+		size_t cap = (b->len + n + 1) * 2;
+		char *m = b->oom ? NULL : realloc(b->s, cap);
+		if (!m) {
+			b->oom = true;
+			return;
+		}
+		b->s = m;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = 0;
+}
+
+/* s single-quoted for sh ('it'\''s'), then a blank. */
+static void sh_word(struct sh_buf *b, const char *s)
+{
+	sh_raw(b, "'", 1);
+	for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
+		sh_raw(b, s, (size_t)(q - s));
+		sh_raw(b, "'\\''", 4);
+	}
+	sh_raw(b, s, strlen(s));
+	sh_raw(b, "' ", 2);
+}
+
+/* "compile... && exec command... "$@"": one shell, so a failed compile is the job's exit code. */
+static char *compile_script(const struct cfg_language *l)
+{
+	struct sh_buf b = {0};
+	for (size_t i = 0; i < l->compile.n; i++)
+		sh_word(&b, l->compile.v[i]);
+	sh_raw(&b, "&& exec ", 8);
+	for (size_t i = 0; i < l->command.n; i++)
+		sh_word(&b, l->command.v[i]);
+	sh_raw(&b, "\"$@\"", 4);
+	if (b.oom)
+		free(b.s);
+	return b.oom ? NULL : b.s;
+}
+
+static int set_argv(const struct cfg_language *l, char *const *args, size_t nargs, struct al_policy *p,
+		    struct al_error *err)
+{
+	cleanup_free char *script = l->compile.n ? compile_script(l) : NULL;
+	size_t n = l->compile.n ? 4 + nargs : l->command.n + 1 + nargs, k = 0;
+	cleanup_free const char **argv = calloc(n + 1, sizeof(*argv));
+	if (!argv || (l->compile.n && !script))
+		return al_err(err, ENOMEM, "out of memory");
+	if (l->compile.n) {
+		argv[k++] = "/bin/sh";
+		argv[k++] = "-c";
+		argv[k++] = script;
+		argv[k++] = l->name; /* $0 */
+	} else {
+		for (size_t i = 0; i < l->command.n; i++)
+			argv[k++] = l->command.v[i];
+		argv[k++] = l->file;
+	}
+	for (size_t i = 0; i < nargs; i++)
+		argv[k++] = args[i];
+	return al_policy_set_argv(p, (int)k, argv, err);
+}
+
+int lang_apply(const struct cfg_language *l, const char *code, size_t len, char *const *args, size_t nargs,
+	       struct al_policy *p, struct al_error *err)
+{
+	char dest[300];
+	snprintf(dest, sizeof(dest), "%s/%s", AL_WORKSPACE, l->file);
+	int r = al_policy_add_file(p, dest, code, len, 0644, err);
+	for (size_t i = 0; r == 0 && i < l->paths.n; i++)
+		r = al_policy_add_bind(p, l->paths.v[i], NULL, false, err);
+	for (size_t i = 0; r == 0 && i < l->nenv; i++) {
+		cleanup_free char *kv = NULL;
+		if (asprintf(&kv, "%s=%s", l->env[i].name, l->env[i].value) < 0)
+			return al_err(err, ENOMEM, "out of memory");
+		r = al_policy_add_env(p, kv, err);
+	}
+	r = r ?: set_argv(l, args, nargs, p, err);
+	if (r < 0)
+		al_err_prefix(err, "language %s", l->name);
+	return r;
+}
+
+/* Where PATH would find prog (or prog itself when it has a slash: it lives in the workspace). */
+static bool found(const char *prog, char *buf, size_t cap)
+{
+	if (strchr(prog, '/')) {
+		snprintf(buf, cap, "%s", prog);
+		return prog[0] != '/' || access(prog, X_OK) == 0;
+	}
+	for (size_t i = 0; i < sizeof(search_dirs) / sizeof(search_dirs[0]); i++) {
+		snprintf(buf, cap, "%s/%s", search_dirs[i], prog);
+		if (access(buf, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool lang_available(const struct cfg_language *l, char *buf, size_t cap, const char **why)
+{
+	const char *first = l->compile.n ? l->compile.v[0] : l->command.v[0];
+	if (!found(first, buf, cap)) {
+		snprintf(buf, cap, "%s not found in PATH", first);
+		*why = buf;
+		return false;
+	}
+	*why = NULL;
+	return true;
+}

@@ -1,0 +1,19 @@
+/* language.h — how a language runs code: its file in the workspace, its interpreter or compile
+ * step, the host paths and environment it needs; and whether this host has it. */
+#ifndef AL_CONFIG_LANGUAGE_H
+#define AL_CONFIG_LANGUAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+
+/* Puts the code at /workspace/<file> and the language's binds and environment into p, and
+ * sets the argv (interpreter + file + args; or a shell that compiles and then runs). */
+int lang_apply(const struct cfg_language *l, const char *code, size_t len, char *const *args, size_t nargs,
+	       struct al_policy *p, struct al_error *err);
+
+/* Is the language runnable here? When not, *why names the missing program (static text in buf). */
+bool lang_available(const struct cfg_language *l, char *buf, size_t cap, const char **why);
+
+#endif

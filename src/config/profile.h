@@ -1,0 +1,29 @@
+/* profile.h — applying a profile and a language to a policy (the front ends' part of issue 5's
+ * "say what you run, not forty flags"). */
+#ifndef AL_CONFIG_PROFILE_H
+#define AL_CONFIG_PROFILE_H
+
+#include <stdbool.h>
+
+#include "config/config.h"
+#include "config/options.h"
+
+/* The profile airlock exec uses when none is named: the strictest shipped one. */
+#define CFG_DEFAULT_EXEC_PROFILE "untrusted-code-read"
+
+/*
+ * Applies profile pr: its posture (namespaces/backend, filesystem view, network with the
+ * registries' hosts and the configuration's allow-private, seccomp, required layers, rootfs)
+ * and its limits as defaults. Call after the configuration's limits and before the flags.
+ */
+int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, struct al_policy *p, struct al_error *err);
+
+/*
+ * May flag o (with value) be given together with profile pr? A profile fixes the posture:
+ * only resource knobs, the rootfs, the checkout to show, and reporting may change. Returns 0,
+ * or -EPERM with err naming the profile and the knob.
+ */
+int cfg_profile_allows(const struct cfg_profile *pr, const struct al_option *o, const char *value,
+		       struct al_error *err);
+
+#endif
