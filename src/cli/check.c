@@ -177,6 +177,35 @@ static void check_other(struct check_table *t, const struct al_host_report *r)
 	}
 }
 
+/* One row per backend: the layers it can enforce here, then those it cannot. */
+static void check_layers(struct check_table *t, const struct al_host_report *r)
+{
+	for (int b = 0; b < HOST_LAYERS__COUNT; b++) {
+		struct host_layers l;
+		host_backend_layers(r, b, &l);
+		char feature[40], can[300] = "", cannot[300] = "";
+		for (int k = 0; k < HOST_LAYER__COUNT; k++) {
+			char *list = l.has[k] ? can : cannot;
+			size_t len = strlen(list);
+			snprintf(list + len, sizeof(can) - len, "%s%s", len ? " " : "", host_layer_name(k));
+		}
+		snprintf(feature, sizeof(feature), "%s can enforce", host_layers_backend_name(b));
+		bool bwrap = b == HOST_LAYERS_BWRAP;
+		if (!l.available)
+			check_add(t, feature, "no", "%s",
+				  bwrap && !r->bwrap_version[0] ? "/usr/bin/bwrap is missing or does not run"
+								: "user namespaces are unavailable");
+		else
+			check_add(t, feature, "yes", "%s%s%s%s%s", bwrap ? "bwrap " : "", bwrap ? r->bwrap_version : "",
+				  bwrap ? ": " : "", can, *cannot ? "; not: " : "");
+		if (l.available && *cannot) {
+			struct check_row *row = &t->rows[t->n - 1];
+			size_t len = strlen(row->detail);
+			snprintf(row->detail + len, sizeof(row->detail) - len, "%s", cannot);
+		}
+	}
+}
+
 static void check_print(const struct check_table *t)
 {
 	int fw = (int)strlen("feature"), sw = (int)strlen("status");
@@ -237,6 +266,7 @@ int cli_check(int argc, char **argv)
 		check_lsm(t, r);
 		check_cgroup(t, r);
 		check_other(t, r);
+		check_layers(t, r);
 		check_print(t);
 	}
 	return fflush(stdout) == 0 ? 0 : cli_fail("check: writing the report failed");

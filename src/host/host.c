@@ -68,6 +68,7 @@ int host_probe(struct al_host_report *r, struct al_error *err)
 	host_probe_kvm(&r->kvm);
 	for (int b = 0; b < HOST_BACKEND__COUNT; b++)
 		(void)host_find_in_path(backend_names[b], r->backend[b], sizeof(r->backend[b]));
+	host_probe_bwrap(r->bwrap_version, sizeof(r->bwrap_version));
 	(void)err; /* a missing feature is data; nothing here can fail the whole report */
 	return 0;
 }
@@ -201,6 +202,33 @@ static json_t *host_backends_json(const struct al_host_report *r)
 	return o;
 }
 
+/* {"native": {"available": b, "userns": b, ...}, "bwrap": {..., "path": s, "version": s}} */
+static json_t *host_layers_json(const struct al_host_report *r)
+{
+	json_t *o = json_object();
+	for (int b = 0; o && b < HOST_LAYERS__COUNT; b++) {
+		struct host_layers l;
+		host_backend_layers(r, b, &l);
+		json_t *e = json_pack("{s:b}", "available", l.available);
+		if (e && b == HOST_LAYERS_BWRAP &&
+		    (json_object_set_new(e, "path", host_str_or_null(r->bwrap_version[0] ? "/usr/bin/bwrap" : NULL)) < 0 ||
+		     json_object_set_new(e, "version", host_str_or_null(r->bwrap_version)) < 0)) {
+			json_decref(e);
+			e = NULL;
+		}
+		for (int k = 0; e && k < HOST_LAYER__COUNT; k++)
+			if (json_object_set_new(e, host_layer_name(k), json_boolean(l.has[k])) < 0) {
+				json_decref(e);
+				e = NULL;
+			}
+		if (!e || json_object_set_new(o, host_layers_backend_name(b), e) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
 static json_t *host_report_json(const struct al_host_report *r)
 {
 	char ovl[160];
@@ -212,11 +240,11 @@ static json_t *host_report_json(const struct al_host_report *r)
 				host_errno_json(r->kvm.usable ? 0 : r->kvm.err));
 	json_t *landlock = json_pack("{s:i, s:o}", "abi", r->landlock_abi, "error",
 				     host_errno_json(r->landlock_abi ? 0 : r->landlock_err));
-	return json_pack("{s:i, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "version", 1, "kernel",
+	return json_pack("{s:i, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "version", 1, "kernel",
 			 r->kernel, "euid", (json_int_t)r->euid, "user_namespaces", host_userns_json(&r->userns),
 			 "namespaces", host_ns_json(r), "landlock", landlock, "seccomp",
 			 host_seccomp_json(&r->seccomp), "cgroup", host_cg_json(r), "overlayfs", overlay, "kvm", kvm,
-			 "backends", host_backends_json(r));
+			 "backends", host_backends_json(r), "backend_layers", host_layers_json(r));
 }
 
 int host_report_to_json(const struct al_host_report *r, char **out)

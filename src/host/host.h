@@ -170,6 +170,7 @@ struct al_host_report {
 	} overlay;
 	struct host_kvm kvm;
 	char backend[HOST_BACKEND__COUNT][PATH_MAX]; /* path found in PATH, or "" */
+	char bwrap_version[32];			     /* of the bwrap backend's /usr/bin/bwrap; "" if it does not run */
 };
 
 /* Probes everything. Each probe runs in a forked child that exits at once, or is a
@@ -186,6 +187,47 @@ void host_probe_kvm(struct host_kvm *k);
 void host_probe_overlay_userns(struct host_probe_res *res);
 /* Finds an executable name in PATH (or the default PATH) and writes its path to out. */
 int host_find_in_path(const char *name, char *out, size_t outsz);
+
+/* ---- what each backend can enforce here (backends.c) ------------------------------- */
+
+/* The layers of a policy a backend may be asked for (names as in --require where they exist). */
+enum host_layer {
+	HOST_LAYER_USERNS,
+	HOST_LAYER_PIDNS,
+	HOST_LAYER_MNTNS,
+	HOST_LAYER_NETNS,
+	HOST_LAYER_IPCNS,
+	HOST_LAYER_UTSNS,
+	HOST_LAYER_CGROUPNS,
+	HOST_LAYER_SECCOMP,
+	HOST_LAYER_LANDLOCK,
+	HOST_LAYER_CGROUP_LIMITS, /* memory, pids or cpu through the job's cgroup */
+	HOST_LAYER_NO_NEW_PRIVS,
+	HOST_LAYER_CAPS,	  /* every capability dropped */
+	HOST_LAYER_DISK_CAP,	  /* /tmp and /workspace as size-capped tmpfs */
+	HOST_LAYER_EGRESS_PROXY,  /* --net allow=... */
+	HOST_LAYER_CHECKOUT_COPY, /* --checkout-mode copy */
+	HOST_LAYER_WORKDIR_OVERLAY, /* --workdir behind an overlay capped by --disk */
+	HOST_LAYER__COUNT,
+};
+const char *host_layer_name(enum host_layer l);
+
+enum host_layers_backend {
+	HOST_LAYERS_NATIVE,
+	HOST_LAYERS_BWRAP,
+	HOST_LAYERS__COUNT,
+};
+const char *host_layers_backend_name(enum host_layers_backend b);
+
+struct host_layers {
+	bool available; /* the backend can start a job here at all */
+	bool has[HOST_LAYER__COUNT];
+};
+
+/* Pure: what backend b can enforce on the host the report describes. */
+void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out);
+/* Runs /usr/bin/bwrap --version in a child; "" when it is missing or does not run. */
+void host_probe_bwrap(char *version, size_t size);
 
 /* "step: reason" for a failed probe, "ok", or "not applicable" (for the front ends). */
 void host_res_describe(const struct host_probe_res *res, char *buf, size_t size);

@@ -1,13 +1,268 @@
-/* bwrap.c — placeholder until the bwrap backend lands: refuses, never falls back. */
+/* bwrap.c — the bubblewrap backend's spawn: the same policy and supervisor, with /usr/bin/bwrap as the boundary.
+ *
+ * Theory of operation
+ *
+ *   supervisor (caller's credentials, host namespaces)
+ *     │  refuses what bwrap cannot enforce; builds the native backend's filesystem plan and
+ *     │  turns it into bwrap's command line (bwargs.c); the generated /etc files and the
+ *     │  seccomp program go into memfds; all allocation happens here
+ *     │  clone3(pidfd, into the job's cgroup)
+ *     ▼
+ *   monitor (this backend's be_proc.pid: what the supervisor waits for and kills)
+ *     │  a child subreaper in the job's cgroup; waits for the cgroup attach (v1), forks:
+ *     ├─▶ bwrap: rlimits; for the egress proxy (--net allow=, brokers) a network namespace of
+ *     │    airlock's making with lo up, whose listening socket goes to the supervisor (bwrap
+ *     │    offers no way into the namespace it would make); as root, uid/gid id_base+1000 with
+ *     │    no groups (so the sandbox user is never host root); no_new_privs; dies with the
+ *     │    monitor; execve(/usr/bin/bwrap) with an empty environment. bwrap makes the user, pid,
+ *     │    mount, ipc, uts, cgroup and (but for --net host and the proxy's) network namespaces,
+ *     │    builds the root, and starts the payload under its own pid 1 with --die-with-parent,
+ *     │    --new-session, no capabilities and our seccomp filter.
+ *     │  relays bwrap's stderr (the payload's too) to the job's stderr pipe, remembering
+ *     │  bwrap's own "bwrap: ..." messages; reads --json-status-fd for the exit code;
+ *     │  reaps bwrap and then the sandbox's pid 1, which it inherits as subreaper once bwrap
+ *     │  is gone (--die-with-parent kills it then, and with it every process of the namespace);
+ *     │  sends one nat_record (the payload's wait status, or why it never ran) and exits.
+ *
+ * Pipes: sync (supervisor → monitor), status (monitor → supervisor: nat_record), json (bwrap's
+ * monitor → our monitor), err (bwrap and payload stderr → monitor → the job's stderr pipe),
+ * stdout (payload → supervisor, directly), proxy (a socket pair: the listening socket, from
+ * bwrap's process before its exec → supervisor). The monitor exits only once everything it
+ * started is reaped, so its pidfd reporting the exit means the sandbox is gone. On the
+ * deadline the supervisor SIGKILLs the monitor and the job's cgroup; without a cgroup the
+ * chain of parent-death signals (monitor → bwrap → bwrap's pid 1) still takes everything down.
+ */
 #include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/native/native.h"
+#include "backend/native/pidfd.h"
+#include "backend/native/seccomp.h"
+#include "bwrap.h"
+#include "cgroup/cgroup.h"
+#include "util/cleanup.h"
 #include "util/error.h"
+
+struct bw_spawn {
+	struct fs_plan plan;
+	struct sc_filter filter;
+	struct bw_argv argv;
+	int *file_fds; /* per plan op */
+	int data[BW_MAX_PASS]; /* generated files plus the seccomp program */
+	size_t ndata;
+	int seccomp_fd;
+	int sync_p[2], status_p[2], json_p[2], err_p[2];
+	int px_p[2]; /* the egress proxy's socket, monitor's bwrap process → supervisor */
+};
+
+static void bw_spawn_free(struct bw_spawn *s)
+{
+	for (size_t i = 0; i < s->ndata; i++)
+		close(s->data[i]);
+	al_close_pair(s->sync_p);
+	al_close_pair(s->status_p);
+	al_close_pair(s->json_p);
+	al_close_pair(s->err_p);
+	al_close_pair(s->px_p);
+	free(s->file_fds);
+	bw_argv_free(&s->argv);
+	sc_free(&s->filter);
+	fs_plan_free(&s->plan);
+}
+
+/* Descriptors handed to bwrap must not land on 0-2, which it dup2s over. */
+static int high(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return n;
+}
+
+static int pipe_high(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	p[0] = high(p[0]);
+	p[1] = high(p[1]);
+	return p[0] < 0 || p[1] < 0 ? -errno : 0;
+}
+
+/* Data bwrap reads to its end (a file's content, the BPF program) in a memfd at offset 0. */
+static int data_fd(struct bw_spawn *s, const void *data, size_t len)
+{
+	if (s->ndata == BW_MAX_PASS)
+		return -EMFILE;
+	int fd = high(memfd_create("airlock-bwrap", MFD_CLOEXEC));
+	if (fd < 0)
+		return -errno;
+	s->data[s->ndata++] = fd;
+	for (const char *p = data; len > 0;) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return lseek(fd, 0, SEEK_SET) < 0 ? -errno : fd;
+}
+
+static int make_data(struct bw_spawn *s, const struct al_policy *p, struct al_error *err)
+{
+	if (!(s->file_fds = malloc((s->plan.n + 1) * sizeof(*s->file_fds))))
+		return al_err(err, ENOMEM, "out of memory");
+	int r = 0;
+	for (size_t i = 0; r >= 0 && i < s->plan.n; i++) {
+		const struct fs_op *op = &s->plan.ops[i];
+		s->file_fds[i] = -1;
+		if (op->kind == FS_FILE)
+			r = s->file_fds[i] = data_fd(s, op->text, op->len ? op->len : strlen(op->text));
+	}
+	s->seccomp_fd = -1;
+	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
+	if (r >= 0 && (r = sc_build(&so, &s->filter, err)) < 0)
+		return r;
+	/* bwrap loads the raw sock_filter array as it is (--seccomp FD). */
+	if (r >= 0 && s->filter.prog.len)
+		r = s->seccomp_fd = data_fd(s, s->filter.prog.filter, s->filter.prog.len * sizeof(struct sock_filter));
+	if (r == -EMFILE)
+		return al_err(err, EMFILE, "the bwrap backend passes at most %d files to bwrap (the generated /etc files, the seccomp filter and the policy's files)",
+			      BW_MAX_PASS);
+	if (r < 0)
+		return al_err_sys(err, -r, "setup: passing data to bwrap");
+	return 0;
+}
+
+/* What this job's payload is on the host: the caller, or id_base+1000 for a root caller. */
+static uid_t payload_host_uid(const struct al_policy *p)
+{
+	return geteuid() == 0 ? p->id_base + AL_SANDBOX_UID : getuid();
+}
+
+static char *enforced_json(const struct al_policy *p, const struct bw_spawn *s, bool cgroupns)
+{
+	json_int_t host = (json_int_t)payload_host_uid(p);
+	json_t *e = json_pack(
+		"{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:b,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:b,s:s,s:b}",
+		"bwrap", BW_PATH, "namespaces", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST, "ipc", 1,
+		"uts", 1, "cgroup", cgroupns, "pivot_root", 1, "readonly_root", 1, "id_map", "mode", "single",
+		"host_base", host, "count", (json_int_t)1, "setgroups", "deny", "payload_uid", AL_SANDBOX_UID,
+		"payload_host_uid", host, "userns_disabled", 1, "no_new_privs", 1, "capabilities", "none",
+		"environment", "scrubbed", "network", pol_net_name(p->net),
+		/* who made the network namespace: bwrap, or airlock for the egress proxy's socket */
+		"network_namespace", p->net == AL_NET_HOST ? "host" : pol_needs_proxy(p) ? "airlock" : "bwrap",
+		/* bwrap always raises lo in its network namespace: said, not hidden */
+		"loopback", p->net == AL_NET_HOST ? "host" : "up", "rlimits", nat_rlimits_json(p), "seccomp",
+		s->filter.prog.len ? json_string(sc_profile_name(s->filter.profile)) : json_false(), "landlock", 0,
+		/* no overlay in bwrap 0.8: the directory itself, read-write, beyond --disk */
+		"workdir", p->workdir ? "bind" : "none", "cgroup", 0);
+	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
+	json_decref(e);
+	return str;
+}
+
+/* Everything the monitor needs, laid out before clone3. */
+static void child_setup(struct bw_child *c, const struct al_policy *p, const struct be_io *io, struct bw_spawn *s)
+{
+	bool root = geteuid() == 0;
+	*c = (struct bw_child){
+		.argv = s->argv.v, .cmd = p->argv[0], .limits = p->limits, .sync_fd = s->sync_p[0],
+		.status_fd = s->status_p[1], .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd, .json_r = s->json_p[0], .json_w = s->json_p[1], .err_r = s->err_p[0],
+		.err_w = s->err_p[1], .pass_fds = s->data, .npass = s->ndata, .proxy_sock = s->px_p[1], .drop_ids = root,
+		.run_uid = (uid_t)(p->id_base + AL_SANDBOX_UID), .run_gid = (gid_t)(p->id_base + AL_SANDBOX_UID),
+	};
+}
+
+/* clone3 into the job's cgroup (v2) or attach before the release (v1), then release. */
+static int start(const struct bw_child *c, const struct be_io *io, struct bw_spawn *s, pid_t *pid, int *pidfd,
+		 struct al_error *err)
+{
+	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
+	*pid = pfd_clone3(0, pidfd, cgfd);
+	if (*pid == 0) {
+		close(s->sync_p[1]);
+		close(s->status_p[0]);
+		bw_monitor_main(c);
+	}
+	if (*pid < 0)
+		return al_err(err, -*pid, "setup: starting the bwrap monitor: %s", strerror(-*pid));
+	int r = 0;
+	if (io->cg && cgfd < 0)
+		r = cg_attach(io->cg, *pid, err);
+	if (r == 0 && write(s->sync_p[1], "g", 1) != 1)
+		r = al_err_sys(err, errno, "setup: releasing the bwrap monitor");
+	if (r < 0) {
+		siginfo_t si;
+		struct rusage ru;
+		pfd_send_signal(*pidfd, SIGKILL);
+		pfd_wait(*pidfd, &si, &ru, WEXITED);
+	}
+	return r;
+}
+
+static int prepare(struct bw_spawn *s, const struct al_policy *p, bool cgroupns, struct al_error *err)
+{
+	struct fs_host host;
+	fs_host_probe(&host, &s->plan, p->rootfs);
+	int r = fs_plan_build(&s->plan, p, &host, err);
+	if (r < 0 || (r = make_data(s, p, err)) < 0)
+		return r;
+	if ((r = pipe_high(s->sync_p)) < 0 || (r = pipe_high(s->status_p)) < 0 || (r = pipe_high(s->json_p)) < 0 ||
+	    (r = pipe_high(s->err_p)) < 0)
+		return al_err_sys(err, -r, "setup: pipe");
+	if (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
+		return al_err_sys(err, errno, "setup: socketpair");
+	struct bw_fds fds = {.file_fds = s->file_fds, .seccomp = s->seccomp_fd, .json = s->json_p[1]};
+	return bw_argv_build(&s->argv, p, &s->plan, &fds, cgroupns, err);
+}
 
 int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
 {
-	(void)p;
-	(void)io;
-	(void)out;
-	return al_err(err, ENOTSUP, "setup: the bwrap backend is not built yet (use --backend native)");
+	/* The kernel's own test, as bwrap's --unshare-cgroup-try makes it. */
+	bool cgroupns = access("/proc/self/ns/cgroup", F_OK) == 0;
+	int r = bw_refuse(p, geteuid() == 0, cgroupns, err);
+	if (r < 0)
+		return r;
+	if (access(BW_PATH, X_OK) < 0)
+		return al_err(err, ENOENT, "the bwrap backend needs " BW_PATH " (Debian package bubblewrap): %s",
+			      strerror(errno));
+	struct bw_spawn s = {.sync_p = {-1, -1}, .status_p = {-1, -1}, .json_p = {-1, -1}, .err_p = {-1, -1},
+			     .px_p = {-1, -1}};
+	s.plan.sendfd_sock = -1;
+	struct bw_child c;
+	pid_t pid;
+	int pidfd = -1;
+	if ((r = prepare(&s, p, cgroupns, err)) < 0)
+		goto out;
+	child_setup(&c, p, io, &s);
+	if ((r = start(&c, io, &s, &pid, &pidfd, err)) < 0)
+		goto out;
+	out->pid = pid;
+	out->pidfd = steal_fd(pidfd);
+	out->status_fd = steal_fd(s.status_p[0]);
+	out->enforced_json = enforced_json(p, &s, cgroupns);
+	out->backend = "bwrap";
+	out->seccomp_kills = s.filter.prog.len > 0; /* every profile kills foreign-ABI calls */
+	out->kill_signal = SIGKILL;
+	out->upper_sock = -1; /* no overlay, so no upper layer to write back */
+	out->proxy_sock = steal_fd(s.px_p[0]);
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	bw_spawn_free(&s);
+	return r;
 }

@@ -1,0 +1,353 @@
+/* bwchild.c — the bwrap backend's monitor and bwrap's exec: everything between clone3 and execve. Allocates
+ * nothing, formats nothing; failures become one nat_record on the status pipe. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/native/net.h"
+#include "backend/native/rlimits.h"
+#include "bwrap.h"
+#include "util/cleanup.h"
+#include "util/fdpass.h"
+
+#define BW_FAIL_EXIT 126
+
+static _Noreturn void die(const struct bw_child *c, enum nat_stage stage, int err, const char *what)
+{
+	nat_send(c->status_fd, NK_ERROR, stage, err, 0, what);
+	_exit(BW_FAIL_EXIT);
+}
+
+static void reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Closes every descriptor >= 3 except the n in keep (negative entries are ignored). */
+static int close_all_but(int *keep, size_t n)
+{
+	for (size_t i = 1; i < n; i++) /* insertion sort: n is tiny */
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned int from = 3;
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
+			return -errno;
+		from = (unsigned)keep[i] + 1;
+	}
+	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
+}
+
+/* bwrap gets stdio, its status pipe and the descriptors named on its command line, which
+ * lose O_CLOEXEC here: nothing else of the supervisor's reaches it or the sandbox. */
+static void bwrap_fds(const struct bw_child *c)
+{
+	int in = c->stdin_fd;
+	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		die(c, NS_STDIO, errno, "/dev/null");
+	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->err_w, 2) < 0)
+		die(c, NS_STDIO, errno, "dup2");
+	int keep[BW_MAX_PASS + 3] = {c->json_w, c->status_fd, c->proxy_sock};
+	size_t n = 3;
+	for (size_t i = 0; i < c->npass && n < AL_ARRAY_SIZE(keep); i++)
+		keep[n++] = c->pass_fds[i];
+	if (close_all_but(keep, n) < 0)
+		die(c, NS_STDIO, errno, "close_range");
+	/* The status pipe and the proxy socket stay O_CLOEXEC: they are ours, not bwrap's. */
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] != c->status_fd && keep[i] != c->proxy_sock && keep[i] >= 0 && fcntl(keep[i], F_SETFD, 0) < 0)
+			die(c, NS_STDIO, errno, "fcntl");
+}
+
+/* "ID ID 1\n" into a /proc/self map file, without formatting functions. */
+static int write_map(const char *file, unsigned id)
+{
+	char num[12], line[32];
+	size_t n = 0, k = 0;
+	do
+		num[n++] = (char)('0' + id % 10);
+	while ((id /= 10) && n < sizeof(num));
+	for (int twice = 0; twice < 2; twice++) {
+		for (size_t i = n; i > 0; i--)
+			line[k++] = num[i - 1];
+		line[k++] = ' ';
+	}
+	line[k++] = '1';
+	line[k++] = '\n';
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, line, k) == (ssize_t)k ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+/* An ordinary user makes the network namespace inside a user namespace of its own that maps
+ * only itself (so bwrap, its child, still runs as the caller and maps the sandbox user to it). */
+static void own_userns(const struct bw_child *c)
+{
+	unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+		die(c, NS_NET, errno, "a network namespace for the egress proxy");
+	int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC), r;
+	if (fd < 0 || write(fd, "deny", 4) != 4)
+		die(c, NS_CREDS, errno, "/proc/self/setgroups");
+	close(fd);
+	if ((r = write_map("/proc/self/uid_map", uid)) < 0 || (r = write_map("/proc/self/gid_map", gid)) < 0)
+		die(c, NS_CREDS, -r, "the id maps of the egress proxy's namespace");
+}
+
+/* The allowlist posture: the proxy's listening socket must live in the job's network
+ * namespace, and bwrap gives no way to reach into the one it makes. So the namespace is made
+ * here, lo raised, the socket handed to the supervisor, and bwrap runs inside it. As root the
+ * namespace belongs to the host's user namespace, where the payload holds nothing. */
+static void proxy_netns(const struct bw_child *c)
+{
+	if (c->proxy_sock < 0)
+		return;
+	if (!c->drop_ids)
+		own_userns(c);
+	else if (unshare(CLONE_NEWNET) < 0)
+		die(c, NS_NET, errno, "a network namespace for the egress proxy");
+	int r = net_lo_up();
+	if (r < 0)
+		die(c, NS_NET, -r, "lo");
+	int fd = net_listen_lo(AL_PROXY_PORT);
+	if (fd < 0)
+		die(c, NS_NET, -fd, "proxy socket on 127.0.0.1");
+	if ((r = al_send_fd(c->proxy_sock, fd, 'p')) < 0)
+		die(c, NS_NET, -r, "handing the proxy socket to the supervisor");
+	close(fd);
+	close(c->proxy_sock);
+}
+
+/* bwrap's process: limits and identity first, all inherited by bwrap and the sandbox. */
+static _Noreturn void exec_bwrap(const struct bw_child *c, pid_t monitor)
+{
+	reset_signals();
+	bwrap_fds(c);
+	int r = rl_apply(c->limits);
+	if (r < 0)
+		die(c, NS_RLIMIT, -r, NULL);
+	proxy_netns(c);
+	/* As root, bwrap would map the sandbox user to host root. Running it as the
+	 * unprivileged id_base+1000 instead, bwrap maps the sandbox user to that uid: whatever
+	 * escapes the sandbox is an unprivileged host user with no groups. Raw system calls:
+	 * glibc's wrappers would broadcast the change to the supervisor's threads, which exist
+	 * only in its copy of memory here (we are a raw clone, single-threaded). */
+	if (c->drop_ids && (syscall(SYS_setgroups, 0, NULL) < 0 ||
+			    syscall(SYS_setresgid, c->run_gid, c->run_gid, c->run_gid) < 0 ||
+			    syscall(SYS_setresuid, c->run_uid, c->run_uid, c->run_uid) < 0))
+		die(c, NS_SETUID, errno, "bwrap's uid");
+	/* bwrap sets no_new_privs itself; set here it also covers bwrap's own exec. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die(c, NS_NNP, errno, NULL);
+	/* After the uid switch (which clears it): bwrap dies with the monitor, and its
+	 * --die-with-parent takes the sandbox along. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != monitor)
+		_exit(BW_FAIL_EXIT);
+	static char *const empty_env[] = {NULL};
+	execve(BW_PATH, c->argv, empty_env);
+	die(c, NS_FORK, errno, "exec " BW_PATH);
+}
+
+/* false once the supervisor stopped reading (EPIPE): the rest is drained and dropped. */
+static bool write_all(int fd, const char *buf, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, buf, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		buf += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+/* The JSON reports are tiny; when the buffer fills, the older half goes (the exit code,
+ * written last, is what matters). */
+static void keep_json(char *json, size_t size, size_t *len, const char *buf, size_t n)
+{
+	if (n > size / 2) {
+		buf += n - size / 2;
+		n = size / 2;
+	}
+	if (*len + n > size) {
+		memmove(json, json + *len - size / 2, size / 2);
+		*len = size / 2;
+	}
+	memcpy(json + *len, buf, n);
+	*len += n;
+}
+
+struct bw_seen {
+	char json[1024];
+	size_t json_len;
+	struct bw_errscan scan;
+	size_t scanned;	 /* stderr bytes the scanner saw */
+	bool copy_only;	 /* splice refused: read and write instead */
+	bool out_gone;	 /* the job's stderr pipe refused a write */
+};
+
+/* bwrap's own messages are short and come before the command starts: once this much of
+ * stderr went by, the command ran, and the rest moves pipe to pipe without a copy. */
+#define BW_SCAN_MAX 65536
+
+/* One readiness of bwrap's stderr; false at its end. */
+static bool relay_err(const struct bw_child *c, struct bw_seen *seen)
+{
+	if (seen->scanned >= BW_SCAN_MAX && !seen->copy_only && !seen->out_gone) {
+		ssize_t n = splice(c->err_r, NULL, c->stderr_fd, NULL, 1 << 20, 0);
+		if (n >= 0 || errno == EINTR || errno == EAGAIN)
+			return n != 0;
+		seen->out_gone = errno == EPIPE;
+		seen->copy_only = !seen->out_gone;
+	}
+	char buf[16384];
+	ssize_t n = read(c->err_r, buf, sizeof(buf));
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	if (seen->scanned < BW_SCAN_MAX) {
+		bw_errscan_feed(&seen->scan, buf, (size_t)n);
+		seen->scanned += (size_t)n;
+	}
+	if (!seen->out_gone)
+		seen->out_gone = !write_all(c->stderr_fd, buf, (size_t)n);
+	return true;
+}
+
+static bool relay_json(const struct bw_child *c, struct bw_seen *seen)
+{
+	char buf[512];
+	ssize_t n = read(c->json_r, buf, sizeof(buf));
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n > 0)
+		keep_json(seen->json, sizeof(seen->json), &seen->json_len, buf, (size_t)n);
+	return n > 0;
+}
+
+/* Until bwrap and the sandbox are gone: bwrap's stderr to the job's (remembering bwrap's own
+ * messages), its JSON status to a buffer. */
+static void relay(const struct bw_child *c, struct bw_seen *seen)
+{
+	struct pollfd pf[2] = {{.fd = c->json_r, .events = POLLIN}, {.fd = c->err_r, .events = POLLIN}};
+	while (pf[0].fd >= 0 || pf[1].fd >= 0) {
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (pf[i].fd < 0 || !pf[i].revents)
+				continue;
+			if (!(i == 0 ? relay_json(c, seen) : relay_err(c, seen))) {
+				close(pf[i].fd);
+				pf[i].fd = -1;
+			}
+		}
+	}
+	bw_errscan_end(&seen->scan);
+}
+
+/* As a subreaper the monitor inherits the sandbox's pid 1 when bwrap exits: reaping every
+ * descendant means the sandbox is gone, and their CPU time counts in our rusage. */
+static int reap_all(pid_t bwrap)
+{
+	int ws, bwrap_ws = -1;
+	for (;;) {
+		pid_t w = waitpid(-1, &ws, 0);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return bwrap_ws;
+		if (w == bwrap)
+			bwrap_ws = ws;
+	}
+}
+
+static _Noreturn void report(const struct bw_child *c, const struct bw_seen *seen, int bwrap_ws)
+{
+	int code;
+	if (bw_json_exit_code(seen->json, seen->json_len, &code))
+		nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, bw_wstatus(code), NULL);
+	else if (bwrap_ws >= 0 && WIFSIGNALED(bwrap_ws))
+		/* bwrap itself was killed (the OOM killer, a kill from outside): so was the sandbox */
+		nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, bwrap_ws, NULL);
+	else if (seen->scan.last[0]) {
+		/* The payload never ran (bwrap reports its exit code only after the exec), so every
+		 * "bwrap: " line on stderr was bwrap's own. */
+		enum nat_stage stage;
+		int err;
+		bw_classify(seen->scan.last, &stage, &err);
+		nat_send(c->status_fd, NK_ERROR, stage, err, 0, stage == NS_EXEC ? c->cmd : seen->scan.last);
+	} else {
+		nat_send(c->status_fd, NK_ERROR, NS_FORK, EPROTO, 0, "bwrap ended without reporting the command's end");
+	}
+	_exit(0);
+}
+
+_Noreturn void bw_monitor_main(const struct bw_child *c)
+{
+	/* If the supervisor dies, the monitor dies, then bwrap, then the sandbox. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	int keep[BW_MAX_PASS + 10] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
+				      c->json_r, c->json_w, c->err_r, c->err_w, c->proxy_sock};
+	size_t n = 10;
+	for (size_t i = 0; i < c->npass && n < AL_ARRAY_SIZE(keep); i++)
+		keep[n++] = c->pass_fds[i];
+	if (close_all_but(keep, n) < 0)
+		die(c, NS_STDIO, errno, "close_range");
+	char go;
+	if (read(c->sync_fd, &go, 1) != 1)
+		_exit(BW_FAIL_EXIT); /* the supervisor gave up; it reports why */
+	close(c->sync_fd);
+	signal(SIGPIPE, SIG_IGN); /* a supervisor that stops reading must not kill the monitor */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	/* A raw clone, not fork(): glibc's fork runs atfork handlers and takes malloc's locks,
+	 * which another thread of the supervisor may have held when we were cloned. */
+	pid_t self = getpid(), pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid < 0)
+		die(c, NS_FORK, errno, "bwrap");
+	if (pid == 0)
+		exec_bwrap(c, self);
+	/* The monitor keeps only the read ends and the job's stderr (for the relay). */
+	close(c->json_w);
+	close(c->err_w);
+	close(c->stdout_fd);
+	if (c->stdin_fd >= 0)
+		close(c->stdin_fd);
+	if (c->proxy_sock >= 0)
+		close(c->proxy_sock);
+	for (size_t i = 0; i < c->npass; i++)
+		close(c->pass_fds[i]);
+	struct bw_seen seen;
+	memset(&seen, 0, sizeof(seen));
+	relay(c, &seen);
+	close(c->stderr_fd);
+	report(c, &seen, reap_all(pid));
+}

@@ -1,0 +1,121 @@
+/* backends.c — which layers each backend can enforce on this host, derived from the probe report. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "host/host.h"
+
+static const char *const layer_names[HOST_LAYER__COUNT] = {
+	[HOST_LAYER_USERNS] = "userns",
+	[HOST_LAYER_PIDNS] = "pidns",
+	[HOST_LAYER_MNTNS] = "mntns",
+	[HOST_LAYER_NETNS] = "netns",
+	[HOST_LAYER_IPCNS] = "ipcns",
+	[HOST_LAYER_UTSNS] = "utsns",
+	[HOST_LAYER_CGROUPNS] = "cgroupns",
+	[HOST_LAYER_SECCOMP] = "seccomp",
+	[HOST_LAYER_LANDLOCK] = "landlock",
+	[HOST_LAYER_CGROUP_LIMITS] = "cgroup_limits",
+	[HOST_LAYER_NO_NEW_PRIVS] = "no_new_privs",
+	[HOST_LAYER_CAPS] = "caps",
+	[HOST_LAYER_DISK_CAP] = "disk_cap",
+	[HOST_LAYER_EGRESS_PROXY] = "egress_proxy",
+	[HOST_LAYER_CHECKOUT_COPY] = "checkout_copy",
+	[HOST_LAYER_WORKDIR_OVERLAY] = "workdir_overlay",
+};
+
+const char *host_layer_name(enum host_layer l)
+{
+	return (unsigned)l < HOST_LAYER__COUNT ? layer_names[l] : "?";
+}
+
+const char *host_layers_backend_name(enum host_layers_backend b)
+{
+	return b == HOST_LAYERS_NATIVE ? "native" : b == HOST_LAYERS_BWRAP ? "bwrap" : "?";
+}
+
+/* The namespaces both backends make, as the probe found them. */
+static void namespaces(const struct al_host_report *r, struct host_layers *out)
+{
+	static const struct {
+		enum host_layer layer;
+		enum host_ns ns;
+	} map[] = {
+		{HOST_LAYER_USERNS, HOST_NS_USER}, {HOST_LAYER_PIDNS, HOST_NS_PID}, {HOST_LAYER_MNTNS, HOST_NS_MOUNT},
+		{HOST_LAYER_NETNS, HOST_NS_NET},   {HOST_LAYER_IPCNS, HOST_NS_IPC}, {HOST_LAYER_UTSNS, HOST_NS_UTS},
+		{HOST_LAYER_CGROUPNS, HOST_NS_CGROUP},
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		out->has[map[i].layer] = out->available && r->ns[map[i].ns].ok;
+}
+
+void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out)
+{
+	memset(out, 0, sizeof(*out));
+	/* bwrap runs unprivileged even for root (as id_base+1000), so it needs what an ordinary
+	 * user needs; the native backend needs user namespaces as whoever calls it. */
+	if (b == HOST_LAYERS_BWRAP)
+		out->available = r->bwrap_version[0] && r->userns.unprivileged.ok;
+	else if (b == HOST_LAYERS_NATIVE)
+		out->available = r->ns[HOST_NS_USER].ok;
+	else
+		return;
+	namespaces(r, out);
+	bool on = out->available, cg = false;
+	for (int c = HOST_CG_MEMORY; c <= HOST_CG_CPU; c++)
+		cg = cg || r->cg.use[c] != HOST_CG_NONE;
+	out->has[HOST_LAYER_SECCOMP] = on && r->seccomp.filter;
+	out->has[HOST_LAYER_CGROUP_LIMITS] = on && cg; /* the supervisor's, whatever the backend */
+	out->has[HOST_LAYER_NO_NEW_PRIVS] = on;
+	out->has[HOST_LAYER_CAPS] = on;
+	out->has[HOST_LAYER_DISK_CAP] = on;
+	/* bwrap: the proxy's network namespace is made by airlock before bwrap runs */
+	out->has[HOST_LAYER_EGRESS_PROXY] = on && r->ns[HOST_NS_NET].ok;
+	if (b == HOST_LAYERS_BWRAP)
+		return; /* no Landlock, no copy made inside the sandbox, no overlay in bwrap 0.8 */
+	out->has[HOST_LAYER_LANDLOCK] = on && r->landlock_abi > 0;
+	out->has[HOST_LAYER_CHECKOUT_COPY] = on;
+	out->has[HOST_LAYER_WORKDIR_OVERLAY] = on && r->overlay.userns_mount.ok;
+}
+
+/* "bubblewrap 0.8.0\n" → "0.8.0". The child only execs: bwrap --version changes nothing. */
+void host_probe_bwrap(char *version, size_t size)
+{
+	version[0] = 0;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (dup2(p[1], 1) < 0 || (null >= 0 && (dup2(null, 0) < 0 || dup2(null, 2) < 0)))
+			_exit(127);
+		static char *const argv[] = {"/usr/bin/bwrap", "--version", NULL}, *const envp[] = {NULL};
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	char buf[64];
+	size_t n = 0;
+	while (pid > 0 && n < sizeof(buf) - 1) {
+		ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(p[0]);
+	int ws = 0;
+	while (pid > 0 && waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	buf[n] = 0;
+	static const char prefix[] = "bubblewrap ";
+	if (pid <= 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || strncmp(buf, prefix, sizeof(prefix) - 1) != 0)
+		return;
+	snprintf(version, size, "%.*s", (int)strcspn(buf + sizeof(prefix) - 1, "\n"), buf + sizeof(prefix) - 1);
+}
