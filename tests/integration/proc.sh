@@ -34,3 +34,12 @@ al_assert_eq "$(al_kv kill)" ESRCH "kill of a host sleeper from inside"
 sleep 0.2
 kill -0 "$victim" 2>/dev/null || al_fail "the host sleeper $victim died"
 al_pass "host processes survived and were invisible (ESRCH)"
+
+# ---- init's command line (a copy of airlock's) tells the job nothing of the host
+hidden=$(al_tmpdir)
+al_run run --ro "$hidden:/h" --env AL_HIDDEN_VALUE=zq9 -- /bin/cat /proc/1/cmdline
+al_assert_rc 0
+al_assert_not_contains "$AL_OUT" "$hidden" "a host path in /proc/1/cmdline"
+al_assert_not_contains "$AL_OUT" "zq9" "an --env value in /proc/1/cmdline"
+al_assert_contains "$AL_OUT" "airlock-init" "init's name"
+al_pass "/proc/1/cmdline shows only airlock-init"

@@ -217,11 +217,44 @@ static pid_t start_payload(const struct nat_child *c)
 	return pid;
 }
 
+/* init is a copy of the supervisor, so /proc/1/cmdline would show the job airlock's own
+ * command line (host paths, --env values). Overwrite it in place: the kernel reads cmdline from
+ * this memory (arg_start..arg_end, fields 48-49 of /proc/self/stat). Best effort, no allocation. */
+static void hide_cmdline(void)
+{
+	char buf[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* the comm field may hold blanks */
+	unsigned long v[2] = {0, 0};
+	for (int field = 2; p && *p && field < 49;) {
+		p = strchr(p, ' ');
+		if (!p)
+			return;
+		field++;
+		p++;
+		if (field >= 48)
+			v[field - 48] = strtoul(p, NULL, 10);
+	}
+	if (v[0] == 0 || v[1] <= v[0] || v[1] - v[0] > (1ul << 20))
+		return;
+	static const char name[] = "airlock-init";
+	size_t len = v[1] - v[0];
+	memset((void *)v[0], 0, len); /* NOLINT(performance-no-int-to-ptr): the kernel's own address */
+	memcpy((void *)v[0], name, len < sizeof(name) ? len : sizeof(name)); /* NOLINT(performance-no-int-to-ptr) */
+}
+
 _Noreturn void nat_child_main(struct nat_child *c)
 {
 	/* If the supervisor dies, init dies, and with it every process of the namespace. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	close_inherited(c);
+	hide_cmdline();
 	struct mnt_fail f = {0};
 	/* Sources are opened now, with the caller's access rights, before becoming sandbox root. */
 	if (mnt_open_sources(c->plan, &f) < 0)
