@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/audit.h"
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -17,6 +18,7 @@ static const char usage[] =
 	"  check [--json]                   show what this host can enforce\n"
 	"  config check [FILE|-]            validate a configuration file\n"
 	"  config dump                      print the effective configuration as YAML\n"
+	"  audit tail|grep ...              read the server's audit log\n"
 	"  help                             show this help\n"
 	"  version                          show the version\n"
 	"\n"
@@ -58,6 +60,8 @@ int main(int argc, char **argv)
 		return cli_exec(argc - 1, argv + 1);
 	if (strcmp(cmd, "config") == 0)
 		return cli_config(argc - 1, argv + 1);
+	if (strcmp(cmd, "audit") == 0)
+		return cli_audit(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		return fputs(usage, stdout), 0;
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))

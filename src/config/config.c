@@ -11,13 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/conv.h"
 #include "config/yaml.h"
 #include "network/allowlist.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
-
-#define PATH_BUF 192 /* "profiles.NAME.limits.KEY": names are capped in messages */
 
 static const enum opt_id limit_ids[CFG_LIM__COUNT] = {
 	[CFG_LIM_TIME] = OPT_TIME,		 [CFG_LIM_CPU_TIME] = OPT_CPU_TIME,
@@ -46,7 +45,7 @@ const char *cfg_fs_view_name(enum cfg_fs_view v)
 
 /* ---- freeing and lookup -------------------------------------------------------------- */
 
-static void strv_free(struct cfg_strv *s)
+void conv_strv_free(struct cfg_strv *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		free(s->v[i]);
@@ -63,8 +62,8 @@ static void limits_free(struct cfg_limits *l)
 static void profile_free(struct cfg_profile *p)
 {
 	free(p->name);
-	strv_free(&p->registries);
-	strv_free(&p->require);
+	conv_strv_free(&p->registries);
+	conv_strv_free(&p->require);
 	free(p->rootfs);
 	limits_free(&p->limits);
 }
@@ -72,10 +71,10 @@ static void profile_free(struct cfg_profile *p)
 static void language_free(struct cfg_language *l)
 {
 	free(l->name);
-	strv_free(&l->command);
-	strv_free(&l->compile);
+	conv_strv_free(&l->command);
+	conv_strv_free(&l->compile);
 	free(l->file);
-	strv_free(&l->paths);
+	conv_strv_free(&l->paths);
 	for (size_t i = 0; i < l->nenv; i++) {
 		free(l->env[i].name);
 		free(l->env[i].value);
@@ -91,16 +90,17 @@ void cfg_free(struct cfg *c)
 	limits_free(&c->limits);
 	for (size_t i = 0; i < c->nregistries; i++) {
 		free(c->registries[i].name);
-		strv_free(&c->registries[i].hosts);
+		conv_strv_free(&c->registries[i].hosts);
 	}
 	free(c->registries);
-	strv_free(&c->allow_private);
+	conv_strv_free(&c->allow_private);
 	for (size_t i = 0; i < c->nprofiles; i++)
 		profile_free(&c->profiles[i]);
 	free(c->profiles);
 	for (size_t i = 0; i < c->nlanguages; i++)
 		language_free(&c->languages[i]);
 	free(c->languages);
+	cfg_manager_free(c);
 	free(c);
 }
 
@@ -130,16 +130,9 @@ const struct cfg_registry *cfg_registry(const struct cfg *c, const char *name)
 
 /* ---- conversion: the merged tree into a struct cfg, every value checked --------------- */
 
-struct conv {
-	struct cfg *cfg;
-	struct al_policy *scratch; /* limits and env go through the very calls the flags use */
-	struct al_error *err;
-};
-
 /* "file:line:column: key.path: message", with control characters of the untrusted text
  * replaced so an error message cannot drive the terminal it is printed on. */
-__attribute__((format(printf, 5, 6))) static int bad(struct al_error *err, int code, struct cfg_mark m,
-						      const char *path, const char *fmt, ...)
+int conv_bad(struct al_error *err, int code, struct cfg_mark m, const char *path, const char *fmt, ...)
 {
 	char msg[AL_ERROR_MAX];
 	va_list ap;
@@ -167,7 +160,7 @@ static const char *detail(const struct al_error *e, const char *prefix)
 	return *s == ' ' ? s + 1 : s;
 }
 
-static void join(char *out, const char *path, const char *key)
+void conv_join(char *out, const char *path, const char *key)
 {
 	snprintf(out, PATH_BUF, "%s%s%.64s%s", path, *path ? "." : "", key, strlen(key) > 64 ? "..." : "");
 }
@@ -179,19 +172,19 @@ static const char *kind_name(const struct cfg_node *n)
 	return n->kind == CFG_MAP ? "a mapping" : n->kind == CFG_SEQ ? "a list" : "a string";
 }
 
-static int want(struct conv *c, const struct cfg_node *n, enum cfg_node_kind kind, const char *path)
+int conv_want(struct conv *c, const struct cfg_node *n, enum cfg_node_kind kind, const char *path)
 {
 	if (n->kind == kind && !cfg_node_is_null(n))
 		return 0;
 	const char *w = kind == CFG_MAP ? "a mapping" : kind == CFG_SEQ ? "a list" : "a value";
 	if (n->kind == CFG_SCALAR && !cfg_node_is_null(n))
-		return bad(c->err, EINVAL, n->mark, path, "expected %s, not '%.64s'", w, n->text);
-	return bad(c->err, EINVAL, n->mark, path, "expected %s, not %s", w, kind_name(n));
+		return conv_bad(c->err, EINVAL, n->mark, path, "expected %s, not '%.64s'", w, n->text);
+	return conv_bad(c->err, EINVAL, n->mark, path, "expected %s, not %s", w, kind_name(n));
 }
 
-static int copy_str(struct conv *c, const struct cfg_node *n, const char *path, char **out)
+int conv_copy_str(struct conv *c, const struct cfg_node *n, const char *path, char **out)
 {
-	int r = want(c, n, CFG_SCALAR, path);
+	int r = conv_want(c, n, CFG_SCALAR, path);
 	if (r < 0)
 		return r;
 	char *s = strdup(n->text);
@@ -203,9 +196,9 @@ static int copy_str(struct conv *c, const struct cfg_node *n, const char *path, 
 }
 
 /* One of names[] (NULL entries skipped): its index, or an error listing them. */
-static int pick(struct conv *c, const struct cfg_node *n, const char *path, const char *const *names, size_t count)
+int conv_pick(struct conv *c, const struct cfg_node *n, const char *path, const char *const *names, size_t count)
 {
-	int r = want(c, n, CFG_SCALAR, path);
+	int r = conv_want(c, n, CFG_SCALAR, path);
 	if (r < 0)
 		return r;
 	char list[160] = "";
@@ -215,21 +208,26 @@ static int pick(struct conv *c, const struct cfg_node *n, const char *path, cons
 		if (names[i])
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", *list ? ", " : "", names[i]);
 	}
-	return bad(c->err, EINVAL, n->mark, path, "'%.64s' is not one of: %s", n->text, list);
+	return conv_bad(c->err, EINVAL, n->mark, path, "'%.64s' is not one of: %s", n->text, list);
 }
 
-/* A schema key: the handler converts one value into the object being filled. */
-struct field {
-	const char *key;
-	int (*fn)(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
-};
+/* YAML's true and false, unquoted (a quoted "false" is a string, and would read as true to some). */
+int conv_bool(struct conv *c, const struct cfg_node *n, const char *path, bool *out)
+{
+	static const char *const names[] = {"false", "true"};
+	int r = n->kind == CFG_SCALAR && !n->plain ? conv_bad(c->err, EINVAL, n->mark, path, "expected true or false, unquoted")
+						   : conv_pick(c, n, path, names, 2);
+	if (r >= 0)
+		*out = r == 1;
+	return r < 0 ? r : 0;
+}
 
 /* Refuses unknown keys, then converts the known ones in the table's order (so a key may rely on
  * an earlier one, as profiles rely on network.registries, whatever the file's order). */
-static int walk_fields(struct conv *c, const struct cfg_node *map, const char *path, const struct field *f,
+int conv_fields(struct conv *c, const struct cfg_node *map, const char *path, const struct field *f,
 		       size_t nf, void *obj)
 {
-	int r = want(c, map, CFG_MAP, path);
+	int r = conv_want(c, map, CFG_MAP, path);
 	for (size_t i = 0; r == 0 && i < map->n; i++) {
 		size_t k = 0;
 		while (k < nf && strcmp(f[k].key, map->ents[i].key) != 0)
@@ -237,15 +235,15 @@ static int walk_fields(struct conv *c, const struct cfg_node *map, const char *p
 		if (k < nf)
 			continue;
 		char sub[PATH_BUF], list[160] = "";
-		join(sub, path, map->ents[i].key);
+		conv_join(sub, path, map->ents[i].key);
 		for (k = 0; k < nf; k++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", k ? ", " : "", f[k].key);
-		r = bad(c->err, EINVAL, map->ents[i].key_mark, sub, "unknown key (expected %s)", list);
+		r = conv_bad(c->err, EINVAL, map->ents[i].key_mark, sub, "unknown key (expected %s)", list);
 	}
 	for (size_t k = 0; r == 0 && k < nf; k++) {
 		const struct cfg_node *v = cfg_node_get(map, f[k].key);
 		char sub[PATH_BUF];
-		join(sub, path, f[k].key);
+		conv_join(sub, path, f[k].key);
 		if (v)
 			r = f[k].fn(c, v, sub, obj);
 	}
@@ -253,50 +251,50 @@ static int walk_fields(struct conv *c, const struct cfg_node *map, const char *p
 }
 
 /* Registry, profile and language names are command-line arguments and file names later. */
-static int check_name(struct conv *c, const struct cfg_entry *e, const char *path)
+int conv_check_name(struct conv *c, const char *name, struct cfg_mark m, const char *path)
 {
-	size_t n = strlen(e->key);
-	bool ok = n > 0 && n <= CFG_NAME_MAX && ((e->key[0] >= 'a' && e->key[0] <= 'z') ||
-						 (e->key[0] >= 'A' && e->key[0] <= 'Z') || (e->key[0] >= '0' && e->key[0] <= '9'));
+	size_t n = strlen(name);
+	bool ok = n > 0 && n <= CFG_NAME_MAX && ((name[0] >= 'a' && name[0] <= 'z') ||
+						 (name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= '0' && name[0] <= '9'));
 	for (size_t i = 0; ok && i < n; i++)
-		ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", e->key[i]) != NULL;
+		ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", name[i]) != NULL;
 	if (ok)
 		return 0;
-	return bad(c->err, EINVAL, e->key_mark, path,
-		   "invalid name (1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit)", CFG_NAME_MAX);
+	return conv_bad(c->err, EINVAL, m, path,
+			"invalid name (1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit)", CFG_NAME_MAX);
 }
 
 /* A mapping of user-chosen names: calls fn for each entry i of count with its checked name. */
-static int walk_named(struct conv *c, const struct cfg_node *map, const char *path,
+int conv_named(struct conv *c, const struct cfg_node *map, const char *path,
 		      int (*fn)(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i))
 {
-	int r = want(c, map, CFG_MAP, path);
+	int r = conv_want(c, map, CFG_MAP, path);
 	if (r == 0 && map->n > CFG_MAX_ENTRIES)
-		r = bad(c->err, E2BIG, map->mark, path, "more than %d entries", CFG_MAX_ENTRIES);
+		r = conv_bad(c->err, E2BIG, map->mark, path, "more than %d entries", CFG_MAX_ENTRIES);
 	for (size_t i = 0; r == 0 && i < map->n; i++) {
 		char sub[PATH_BUF];
-		join(sub, path, map->ents[i].key);
-		r = check_name(c, &map->ents[i], sub);
+		conv_join(sub, path, map->ents[i].key);
+		r = conv_check_name(c, map->ents[i].key, map->ents[i].key_mark, sub);
 		r = r ?: fn(c, &map->ents[i], sub, i);
 	}
 	return r;
 }
 
 /* A list of strings, each checked by check (may be NULL) before it is kept. */
-static int conv_strv(struct conv *c, const struct cfg_node *seq, const char *path, struct cfg_strv *out,
+int conv_strv(struct conv *c, const struct cfg_node *seq, const char *path, struct cfg_strv *out,
 		     int (*check)(struct conv *c, const struct cfg_node *item, const char *ipath, void *obj), void *obj)
 {
-	int r = want(c, seq, CFG_SEQ, path);
+	int r = conv_want(c, seq, CFG_SEQ, path);
 	if (r < 0)
 		return r;
-	strv_free(out);
+	conv_strv_free(out);
 	if (!(out->v = calloc(seq->n + 1, sizeof(char *))))
 		return al_err(c->err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < seq->n; i++) {
 		char ipath[PATH_BUF + 16];
 		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
 		const struct cfg_node *it = seq->ents[i].value;
-		if ((r = want(c, it, CFG_SCALAR, ipath)) < 0 || (check && (r = check(c, it, ipath, obj)) < 0))
+		if ((r = conv_want(c, it, CFG_SCALAR, ipath)) < 0 || (check && (r = check(c, it, ipath, obj)) < 0))
 			return r;
 		if (!(out->v[out->n] = strdup(it->text)))
 			return al_err(c->err, ENOMEM, "out of memory");
@@ -310,16 +308,16 @@ static int conv_strv(struct conv *c, const struct cfg_node *seq, const char *pat
 static int conv_limits(struct conv *c, const struct cfg_node *map, const char *path, void *obj)
 {
 	struct cfg_limits *l = obj;
-	int r = want(c, map, CFG_MAP, path);
+	int r = conv_want(c, map, CFG_MAP, path);
 	for (size_t i = 0; r == 0 && i < map->n; i++) {
 		const struct cfg_entry *e = &map->ents[i];
 		char sub[PATH_BUF];
-		join(sub, path, e->key);
+		conv_join(sub, path, e->key);
 		size_t k = 0;
 		while (k < CFG_LIM__COUNT && strcmp(cfg_limit_option(k)->name, e->key) != 0)
 			k++;
 		if (k == CFG_LIM__COUNT) {
-			r = bad(c->err, EINVAL, e->key_mark, sub, "unknown key (expected time, cpu-time, memory, cpus, pids, "
+			r = conv_bad(c->err, EINVAL, e->key_mark, sub, "unknown key (expected time, cpu-time, memory, cpus, pids, "
 					    "disk, output-limit, open-files, file-size or address-space)");
 			break;
 		}
@@ -327,10 +325,10 @@ static int conv_limits(struct conv *c, const struct cfg_node *map, const char *p
 		struct al_error e2 = {0};
 		char flag[40];
 		snprintf(flag, sizeof(flag), "--%s", o->name);
-		if ((r = want(c, e->value, CFG_SCALAR, sub)) == 0 && opt_apply(c->scratch, o, e->value->text, &e2) < 0)
-			r = bad(c->err, -e2.code, e->value->mark, sub, "%s", detail(&e2, flag));
+		if ((r = conv_want(c, e->value, CFG_SCALAR, sub)) == 0 && opt_apply(c->scratch, o, e->value->text, &e2) < 0)
+			r = conv_bad(c->err, -e2.code, e->value->mark, sub, "%s", detail(&e2, flag));
 		if (r == 0)
-			r = copy_str(c, e->value, sub, &l->text[k]);
+			r = conv_copy_str(c, e->value, sub, &l->text[k]);
 	}
 	return r;
 }
@@ -341,7 +339,7 @@ static int one_entry(struct conv *c, const struct cfg_node *it, const char *ipat
 {
 	if (!strchr(it->text, ','))
 		return 0;
-	return bad(c->err, EINVAL, it->mark, ipath, "one entry per list item ('%.64s' has a comma)", it->text);
+	return conv_bad(c->err, EINVAL, it->mark, ipath, "one entry per list item ('%.64s' has a comma)", it->text);
 }
 
 static int check_host(struct conv *c, const struct cfg_node *it, const char *ipath, void *obj)
@@ -352,7 +350,7 @@ static int check_host(struct conv *c, const struct cfg_node *it, const char *ipa
 	if (r == 0 && (r = al_allowlist_new(&al)) < 0)
 		return al_err(c->err, -r, "out of memory");
 	if (r == 0 && al_allowlist_add(al, it->text, &e) < 0)
-		r = bad(c->err, -e.code, it->mark, ipath, "%s", detail(&e, "allow"));
+		r = conv_bad(c->err, -e.code, it->mark, ipath, "%s", detail(&e, "allow"));
 	al_allowlist_free(al);
 	return r;
 }
@@ -365,7 +363,7 @@ static int check_cidr(struct conv *c, const struct cfg_node *it, const char *ipa
 	if (r == 0 && (r = al_cidr_list_new(&l)) < 0)
 		return al_err(c->err, -r, "out of memory");
 	if (r == 0 && al_cidr_list_add(l, it->text, &e) < 0)
-		r = bad(c->err, -e.code, it->mark, ipath, "%s", detail(&e, "allow_private"));
+		r = conv_bad(c->err, -e.code, it->mark, ipath, "%s", detail(&e, "allow_private"));
 	al_cidr_list_free(l);
 	return r;
 }
@@ -378,16 +376,16 @@ static int conv_registry(struct conv *c, const struct cfg_entry *e, const char *
 	c->cfg->nregistries = i + 1;
 	int r = conv_strv(c, e->value, sub, &reg->hosts, check_host, NULL);
 	if (r == 0 && reg->hosts.n == 0)
-		r = bad(c->err, EINVAL, e->value->mark, sub, "a registry needs at least one host");
+		r = conv_bad(c->err, EINVAL, e->value->mark, sub, "a registry needs at least one host");
 	return r;
 }
 
 static int conv_registries(struct conv *c, const struct cfg_node *map, const char *path, void *obj)
 {
-	int r = want(c, map, CFG_MAP, path);
+	int r = conv_want(c, map, CFG_MAP, path);
 	if (r == 0 && map->n && !(c->cfg->registries = calloc(map->n, sizeof(struct cfg_registry))))
 		return al_err(c->err, ENOMEM, "out of memory");
-	return r ?: walk_named(c, map, path, conv_registry);
+	return r ?: conv_named(c, map, path, conv_registry);
 }
 
 static int conv_allow_private(struct conv *c, const struct cfg_node *seq, const char *path, void *obj)
@@ -401,26 +399,21 @@ static int conv_network(struct conv *c, const struct cfg_node *map, const char *
 		{"registries", conv_registries},
 		{"allow-private", conv_allow_private},
 	};
-	return walk_fields(c, map, path, fields, AL_ARRAY_SIZE(fields), NULL);
+	return conv_fields(c, map, path, fields, AL_ARRAY_SIZE(fields), NULL);
 }
 
 /* ---- profiles ---- */
 
 static int p_namespaces(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const char *const names[] = {"false", "true"};
-	int r = v->kind == CFG_SCALAR && !v->plain ? bad(c->err, EINVAL, v->mark, path, "expected true or false, unquoted")
-						   : pick(c, v, path, names, 2);
-	if (r >= 0)
-		((struct cfg_profile *)obj)->namespaces = r == 1;
-	return r < 0 ? r : 0;
+	return conv_bool(c, v, path, &((struct cfg_profile *)obj)->namespaces);
 }
 
 static int check_registry_ref(struct conv *c, const struct cfg_node *it, const char *ipath, void *obj)
 {
 	if (cfg_registry(c->cfg, it->text))
 		return 0;
-	return bad(c->err, ENOENT, it->mark, ipath, "no registry '%.64s' in network.registries", it->text);
+	return conv_bad(c->err, ENOENT, it->mark, ipath, "no registry '%.64s' in network.registries", it->text);
 }
 
 static int p_network(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
@@ -430,13 +423,13 @@ static int p_network(struct conv *c, const struct cfg_node *v, const char *path,
 	if (v->kind == CFG_SEQ) {
 		int r = conv_strv(c, v, path, &p->registries, check_registry_ref, NULL);
 		if (r == 0 && p->registries.n == 0)
-			r = bad(c->err, EINVAL, v->mark, path, "an empty list of registries allows nothing: say none");
+			r = conv_bad(c->err, EINVAL, v->mark, path, "an empty list of registries allows nothing: say none");
 		p->net = AL_NET_ALLOW;
 		return r;
 	}
 	if (v->kind != CFG_SCALAR || cfg_node_is_null(v))
-		return bad(c->err, EINVAL, v->mark, path, "expected none, loopback, host or a list of registry names");
-	int r = pick(c, v, path, names, AL_ARRAY_SIZE(names));
+		return conv_bad(c->err, EINVAL, v->mark, path, "expected none, loopback, host or a list of registry names");
+	int r = conv_pick(c, v, path, names, AL_ARRAY_SIZE(names));
 	if (r >= 0)
 		p->net = (enum al_net_posture)r;
 	return r < 0 ? r : 0;
@@ -444,7 +437,7 @@ static int p_network(struct conv *c, const struct cfg_node *v, const char *path,
 
 static int p_filesystem(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	int r = pick(c, v, path, fs_names, AL_ARRAY_SIZE(fs_names));
+	int r = conv_pick(c, v, path, fs_names, AL_ARRAY_SIZE(fs_names));
 	if (r >= 0)
 		((struct cfg_profile *)obj)->filesystem = (enum cfg_fs_view)r;
 	return r < 0 ? r : 0;
@@ -454,7 +447,7 @@ static int p_seccomp(struct conv *c, const struct cfg_node *v, const char *path,
 {
 	static const char *const names[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",
 					    [AL_SECCOMP_OFF] = "off"};
-	int r = pick(c, v, path, names, AL_ARRAY_SIZE(names));
+	int r = conv_pick(c, v, path, names, AL_ARRAY_SIZE(names));
 	if (r >= 0)
 		((struct cfg_profile *)obj)->seccomp = (enum al_seccomp_profile)r;
 	return r < 0 ? r : 0;
@@ -466,7 +459,7 @@ static int check_require(struct conv *c, const struct cfg_node *it, const char *
 	struct al_error e = {0};
 	int r = one_entry(c, it, ipath);
 	if (r == 0 && pol_parse_require(it->text, &p->require_bits, &p->require_landlock_abi, &e) < 0)
-		r = bad(c->err, -e.code, it->mark, ipath, "%s", detail(&e, "--require"));
+		r = conv_bad(c->err, -e.code, it->mark, ipath, "%s", detail(&e, "--require"));
 	return r;
 }
 
@@ -479,20 +472,20 @@ static int p_require(struct conv *c, const struct cfg_node *v, const char *path,
 }
 
 /* A host path: absolute, without "." or ".." parts (the binds are made from it literally). */
-static int check_host_path(struct conv *c, const struct cfg_node *it, const char *ipath, void *obj)
+int conv_host_path(struct conv *c, const struct cfg_node *it, const char *ipath, void *obj)
 {
 	struct al_error e = {0};
 	if (it->text[0] == '/' && pol_check_inside_path(it->text, &e) == 0)
 		return 0;
-	return bad(c->err, EINVAL, it->mark, ipath, "'%.64s' must be an absolute path without '.' or '..' parts",
+	return conv_bad(c->err, EINVAL, it->mark, ipath, "'%.64s' must be an absolute path without '.' or '..' parts",
 		   it->text);
 }
 
 static int p_rootfs(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	int r = want(c, v, CFG_SCALAR, path);
-	r = r ?: check_host_path(c, v, path, NULL);
-	return r ?: copy_str(c, v, path, &((struct cfg_profile *)obj)->rootfs);
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	r = r ?: conv_host_path(c, v, path, NULL);
+	return r ?: conv_copy_str(c, v, path, &((struct cfg_profile *)obj)->rootfs);
 }
 
 static int p_limits(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
@@ -514,33 +507,33 @@ static int conv_profile(struct conv *c, const struct cfg_entry *e, const char *s
 	if (!(p->name = strdup(e->key)))
 		return al_err(c->err, ENOMEM, "out of memory");
 	c->cfg->nprofiles = i + 1;
-	int r = walk_fields(c, e->value, sub, fields, AL_ARRAY_SIZE(fields), p);
+	int r = conv_fields(c, e->value, sub, fields, AL_ARRAY_SIZE(fields), p);
 	/* Without namespaces there is nothing to build a private network or filesystem view in. */
 	if (r == 0 && !p->namespaces && (p->net != AL_NET_HOST || p->filesystem != CFG_FS_HOST))
-		r = bad(c->err, EINVAL, e->value->mark, sub, "namespaces: false needs network: host and filesystem: host");
+		r = conv_bad(c->err, EINVAL, e->value->mark, sub, "namespaces: false needs network: host and filesystem: host");
 	return r;
 }
 
 static int conv_profiles(struct conv *c, const struct cfg_node *map, const char *path, void *obj)
 {
-	int r = want(c, map, CFG_MAP, path);
+	int r = conv_want(c, map, CFG_MAP, path);
 	if (r == 0 && map->n && !(c->cfg->profiles = calloc(map->n, sizeof(struct cfg_profile))))
 		return al_err(c->err, ENOMEM, "out of memory");
-	return r ?: walk_named(c, map, path, conv_profile);
+	return r ?: conv_named(c, map, path, conv_profile);
 }
 
 /* ---- languages ---- */
 
 static int check_arg(struct conv *c, const struct cfg_node *it, const char *ipath, void *obj)
 {
-	return it->text[0] ? 0 : bad(c->err, EINVAL, it->mark, ipath, "an empty argument");
+	return it->text[0] ? 0 : conv_bad(c->err, EINVAL, it->mark, ipath, "an empty argument");
 }
 
 static int l_command(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	struct cfg_language *l = obj;
 	int r = conv_strv(c, v, path, &l->command, check_arg, NULL);
-	return r == 0 && l->command.n == 0 ? bad(c->err, EINVAL, v->mark, path, "an empty command") : r;
+	return r == 0 && l->command.n == 0 ? conv_bad(c->err, EINVAL, v->mark, path, "an empty command") : r;
 }
 
 static int l_compile(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
@@ -551,27 +544,27 @@ static int l_compile(struct conv *c, const struct cfg_node *v, const char *path,
 /* The code is written under this name in the workspace: one plain component, nothing else. */
 static int l_file(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	int r = want(c, v, CFG_SCALAR, path);
+	int r = conv_want(c, v, CFG_SCALAR, path);
 	if (r == 0 && (!v->text[0] || strchr(v->text, '/') || strcmp(v->text, ".") == 0 ||
 		       strcmp(v->text, "..") == 0 || strlen(v->text) > NAME_MAX))
-		r = bad(c->err, EINVAL, v->mark, path, "'%.64s' is not a plain file name", v->text);
-	return r ?: copy_str(c, v, path, &((struct cfg_language *)obj)->file);
+		r = conv_bad(c->err, EINVAL, v->mark, path, "'%.64s' is not a plain file name", v->text);
+	return r ?: conv_copy_str(c, v, path, &((struct cfg_language *)obj)->file);
 }
 
 static int l_paths(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	return conv_strv(c, v, path, &((struct cfg_language *)obj)->paths, check_host_path, NULL);
+	return conv_strv(c, v, path, &((struct cfg_language *)obj)->paths, conv_host_path, NULL);
 }
 
 static int l_env_entry(struct conv *c, const struct cfg_entry *e, const char *sub, struct cfg_language *l)
 {
-	int r = want(c, e->value, CFG_SCALAR, sub);
+	int r = conv_want(c, e->value, CFG_SCALAR, sub);
 	cleanup_free char *spec = NULL;
 	if (r == 0 && asprintf(&spec, "%s=%s", e->key, e->value->text) < 0)
 		return al_err(c->err, ENOMEM, "out of memory");
 	struct al_error e2 = {0};
 	if (r == 0 && al_policy_add_env(c->scratch, spec, &e2) < 0)
-		r = bad(c->err, -e2.code, e->key_mark, sub, "%s", detail(&e2, "--env"));
+		r = conv_bad(c->err, -e2.code, e->key_mark, sub, "%s", detail(&e2, "--env"));
 	if (r < 0)
 		return r;
 	struct cfg_env *env = &l->env[l->nenv];
@@ -584,12 +577,12 @@ static int l_env_entry(struct conv *c, const struct cfg_entry *e, const char *su
 static int l_env(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	struct cfg_language *l = obj;
-	int r = want(c, v, CFG_MAP, path);
+	int r = conv_want(c, v, CFG_MAP, path);
 	if (r == 0 && v->n && !(l->env = calloc(v->n, sizeof(*l->env))))
 		return al_err(c->err, ENOMEM, "out of memory");
 	for (size_t i = 0; r == 0 && i < v->n; i++) {
 		char sub[PATH_BUF];
-		join(sub, path, v->ents[i].key);
+		conv_join(sub, path, v->ents[i].key);
 		r = l_env_entry(c, &v->ents[i], sub, l);
 	}
 	return r;
@@ -604,27 +597,27 @@ static int conv_language(struct conv *c, const struct cfg_entry *e, const char *
 	if (!(l->name = strdup(e->key)))
 		return al_err(c->err, ENOMEM, "out of memory");
 	c->cfg->nlanguages = i + 1;
-	int r = walk_fields(c, e->value, sub, fields, AL_ARRAY_SIZE(fields), l);
+	int r = conv_fields(c, e->value, sub, fields, AL_ARRAY_SIZE(fields), l);
 	if (r == 0 && (!l->command.n || !l->file))
-		r = bad(c->err, EINVAL, e->value->mark, sub, "needs %s", !l->command.n ? "a command" : "a file");
+		r = conv_bad(c->err, EINVAL, e->value->mark, sub, "needs %s", !l->command.n ? "a command" : "a file");
 	return r;
 }
 
 static int conv_languages(struct conv *c, const struct cfg_node *map, const char *path, void *obj)
 {
-	int r = want(c, map, CFG_MAP, path);
+	int r = conv_want(c, map, CFG_MAP, path);
 	if (r == 0 && map->n && !(c->cfg->languages = calloc(map->n, sizeof(struct cfg_language))))
 		return al_err(c->err, ENOMEM, "out of memory");
-	return r ?: walk_named(c, map, path, conv_language);
+	return r ?: conv_named(c, map, path, conv_language);
 }
 
 /* ---- the document ---- */
 
 static int conv_version(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	int r = want(c, v, CFG_SCALAR, path);
+	int r = conv_want(c, v, CFG_SCALAR, path);
 	if (r == 0 && (!v->plain || strcmp(v->text, "1") != 0))
-		r = bad(c->err, EINVAL, v->mark, path, "unsupported version '%.16s' (this airlock reads version %d)",
+		r = conv_bad(c->err, EINVAL, v->mark, path, "unsupported version '%.16s' (this airlock reads version %d)",
 			v->text, CFG_VERSION);
 	return r;
 }
@@ -637,13 +630,14 @@ static int conv_top_limits(struct conv *c, const struct cfg_node *v, const char 
 static int convert(const struct cfg_node *root, struct cfg *cfg, struct al_error *err)
 {
 	static const struct field fields[] = {
-		{"version", conv_version}, {"limits", conv_top_limits}, {"network", conv_network},
-		{"profiles", conv_profiles}, {"languages", conv_languages},
+		{"version", conv_version},     {"limits", conv_top_limits}, {"network", conv_network},
+		{"profiles", conv_profiles},   {"languages", conv_languages}, {"rules", conv_rules},
+		{"approval", conv_approval},   {"audit", conv_audit},	      {"server", conv_server},
 	};
 	struct conv c = {.cfg = cfg, .err = err};
 	if (al_policy_new(&c.scratch) < 0)
 		return al_err(err, ENOMEM, "out of memory");
-	int r = walk_fields(&c, root, "", fields, AL_ARRAY_SIZE(fields), NULL);
+	int r = conv_fields(&c, root, "", fields, AL_ARRAY_SIZE(fields), NULL);
 	al_policy_free(c.scratch);
 	return r;
 }
@@ -653,12 +647,12 @@ static int check_document(const struct cfg_node *root, const char *name, struct 
 {
 	struct cfg_mark top = {name, 1, 1};
 	if (!root)
-		return bad(err, EINVAL, top, "version", "missing: a config file starts with 'version: %d'", CFG_VERSION);
+		return conv_bad(err, EINVAL, top, "version", "missing: a config file starts with 'version: %d'", CFG_VERSION);
 	if (root->kind != CFG_MAP)
-		return bad(err, EINVAL, root->mark, "(top level)", "expected a mapping of keys");
+		return conv_bad(err, EINVAL, root->mark, "(top level)", "expected a mapping of keys");
 	const struct cfg_node *v = cfg_node_get(root, "version");
 	if (!v)
-		return bad(err, EINVAL, root->mark, "version", "missing: a config file starts with 'version: %d'", CFG_VERSION);
+		return conv_bad(err, EINVAL, root->mark, "version", "missing: a config file starts with 'version: %d'", CFG_VERSION);
 	struct conv c = {.err = err};
 	return conv_version(&c, v, "version", NULL);
 }

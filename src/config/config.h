@@ -8,7 +8,10 @@
  *    caller, $XDG_CONFIG_HOME/airlock/config.yaml (~/.config when unset). A missing default
  *    file is fine: the embedded defaults (defaults.c) are a complete configuration.
  *  - The file is merged over the defaults: mappings key by key, so a file overrides only the
- *    keys it sets; a scalar or a list replaces the default's value whole.
+ *    keys it sets; a scalar or a list replaces the default's value whole (so a file's `rules:`
+ *    is the whole rule list, in the order written: see manager/risk.h).
+ *  - The manager's sections (rules, approval, audit, server: manager.c) spell their keys with
+ *    underscores (approval_timeout, max_sandboxes), as the MCP tools' parameters do.
  *  - Strict: an unknown key, a duplicate key, a wrong type or a bad value is an error naming
  *    file:line:column and the key ("config.yaml:7:11: limits.memory: invalid size '12X' ...").
  *  - Trusted like an executable: as root, the file and each directory above it must belong to
@@ -114,6 +117,97 @@ struct cfg_language {
 	size_t nenv;
 };
 
+/* ---- the manager's sections (airlock serve): risk rules, approval, audit log, server ---- */
+
+/* Risk levels, lowest first; the manager's risk.c classifies requests with them. NONE is only
+ * a policy threshold ("auto-approve nothing", "deny nothing"), never a request's level. */
+enum cfg_risk {
+	CFG_RISK_NONE = -1,
+	CFG_RISK_LOW,
+	CFG_RISK_MEDIUM,
+	CFG_RISK_HIGH,
+	CFG_RISK_CRITICAL,
+};
+#define CFG_RISK__COUNT 4
+/* "LOW" ... "CRITICAL", "none" for CFG_RISK_NONE. */
+const char *cfg_risk_name(enum cfg_risk r);
+
+/* The tools a rule may name (the server's MCP tools; HTTP requests map onto them), and "*". A
+ * typo in a rule's tool would make it never match, so unknown names are refused. */
+extern const char *const cfg_tools[];
+extern const size_t cfg_ntools;
+
+/* PCRE2's compiled pattern (pcre2.h is needed only where patterns are compiled or matched). */
+struct pcre2_real_code_8;
+struct json_t;
+
+/* Regexes are compiled with a callout numbered CFG_REGEX_CALLOUT before the pattern, called at
+ * every start position: the matcher (risk.c) uses it to stop at a deadline. */
+#define CFG_REGEX_CALLOUT 1
+#define CFG_REGEX_MAX 4096 /* bytes of one pattern */
+
+enum cfg_cond_op { CFG_COND_EQUALS, CFG_COND_MATCHES };
+
+/* One condition on a request parameter: a top-level key of the tool's arguments. */
+struct cfg_cond {
+	char *param;
+	enum cfg_cond_op op;
+	struct json_t *equals;	      /* EQUALS: a JSON scalar (string, number, true, false, null) */
+	char *pattern;		      /* MATCHES: the regex as written */
+	struct pcre2_real_code_8 *re; /* MATCHES: compiled once, at load */
+};
+
+/* rules[i]: the first rule (in file order) whose tools include the request's tool and whose
+ * conditions all hold classifies it. */
+struct cfg_rule {
+	char *name;
+	struct cfg_strv tools; /* tool names, or the single entry "*" */
+	struct cfg_cond *when;
+	size_t nwhen;
+	enum cfg_risk risk;
+	char *timeout;	     /* approval_timeout as written, or NULL: approval.default_timeout */
+	uint64_t timeout_ms; /* its value, 0 when NULL */
+	bool require_approval;	   /* resolved: as written, else true for HIGH and CRITICAL */
+	bool require_approval_set; /* written in the file (the dump repeats only what was written) */
+};
+
+/* Interactive approval channels, in the order a server should prefer them. */
+enum cfg_channel { CFG_CHAN_ELICITATION, CFG_CHAN_HTTP, CFG_CHAN_TERMINAL, CFG_CHAN__COUNT };
+const char *cfg_channel_name(enum cfg_channel ch);
+
+struct cfg_approval {
+	enum cfg_risk default_risk;	/* requests no rule matches */
+	char *default_timeout;		/* rules without approval_timeout (as written) */
+	uint64_t default_timeout_ms;
+	enum cfg_risk auto_approve_up_to; /* needing approval at or below: approved without asking */
+	enum cfg_risk deny_above;	  /* above: denied without asking */
+	struct cfg_strv channels;	  /* cfg_channel names, in order */
+	uint32_t channel_bits;		  /* 1 << enum cfg_channel */
+};
+
+struct cfg_audit {
+	char *path;	      /* absolute, or NULL: the server's default (audit_default_path) */
+	bool fsync;	      /* fdatasync after every record */
+	char *rotate_size;    /* as written ("64M", "none") */
+	uint64_t rotate_bytes; /* AL_UNLIMITED: never rotate */
+	unsigned keep;	      /* rotated files kept: path.1 ... path.keep */
+};
+
+struct cfg_pool {
+	char *profile; /* an existing profile */
+	unsigned count;
+};
+
+struct cfg_server {
+	unsigned max_sandboxes, max_execs;
+	char *idle_ttl, *max_lifetime; /* as written */
+	uint64_t idle_ttl_ms, max_lifetime_ms;
+	struct cfg_pool *pool; /* ready sandboxes per profile */
+	size_t npool;
+	char *http_listen;     /* "HOST:PORT" or "[V6]:PORT", or NULL */
+	char *http_token_file; /* absolute, or NULL */
+};
+
 struct cfg {
 	char *source; /* the file merged over the defaults ("-" read as "<stdin>"), or NULL */
 	struct cfg_limits limits;
@@ -124,6 +218,11 @@ struct cfg {
 	size_t nprofiles;
 	struct cfg_language *languages;
 	size_t nlanguages;
+	struct cfg_rule *rules; /* in order: the first match wins */
+	size_t nrules;
+	struct cfg_approval approval;
+	struct cfg_audit audit;
+	struct cfg_server server;
 };
 
 /* ---- loading (config.c) ------------------------------------------------------------ */

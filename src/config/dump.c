@@ -2,6 +2,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -182,6 +184,116 @@ static void language(struct dumper *d, const struct cfg_language *l)
 	map_end(d);
 }
 
+static void seq_start(struct dumper *d)
+{
+	yaml_event_t ev;
+	emit(d, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE));
+}
+
+static void seq_end(struct dumper *d)
+{
+	yaml_event_t ev;
+	emit(d, &ev, yaml_sequence_end_event_initialize(&ev));
+}
+
+static void key_uint(struct dumper *d, const char *key, uint64_t v)
+{
+	char text[24];
+	snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
+	key_str(d, key, text);
+}
+
+/* A JSON scalar as the loader reads it back: strings always quoted (so "true" or "5" stay
+ * strings), numbers, true, false and null plain. */
+static void json_scalar(struct dumper *d, const json_t *j)
+{
+	if (json_is_string(j)) {
+		scalar_styled(d, json_string_value(j), YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+		return;
+	}
+	cleanup_free char *text = json_dumps(j, JSON_ENCODE_ANY);
+	if (!text) {
+		d->failed = true;
+		return;
+	}
+	scalar_styled(d, text, YAML_PLAIN_SCALAR_STYLE);
+}
+
+static void rule(struct dumper *d, const struct cfg_rule *r)
+{
+	map_start(d);
+	key_str(d, "name", r->name);
+	key_strv(d, "tools", &r->tools);
+	if (r->nwhen) {
+		scalar(d, "when");
+		seq_start(d);
+		for (size_t i = 0; i < r->nwhen; i++) {
+			map_start(d);
+			key_str(d, "param", r->when[i].param);
+			scalar(d, r->when[i].op == CFG_COND_EQUALS ? "equals" : "matches");
+			if (r->when[i].op == CFG_COND_EQUALS)
+				json_scalar(d, r->when[i].equals);
+			else
+				scalar(d, r->when[i].pattern);
+			map_end(d);
+		}
+		seq_end(d);
+	}
+	key_str(d, "risk", cfg_risk_name(r->risk));
+	if (r->timeout)
+		key_str(d, "approval_timeout", r->timeout);
+	/* Only when written: unsaid, it follows the risk (true for HIGH and CRITICAL). */
+	if (r->require_approval_set)
+		key_str(d, "require_approval", r->require_approval ? "true" : "false");
+	map_end(d);
+}
+
+static void manager(struct dumper *d, const struct cfg *c)
+{
+	const struct cfg_approval *a = &c->approval;
+	const struct cfg_server *s = &c->server;
+	scalar(d, "rules");
+	seq_start(d);
+	for (size_t i = 0; i < c->nrules; i++)
+		rule(d, &c->rules[i]);
+	seq_end(d);
+	scalar(d, "approval");
+	map_start(d);
+	key_str(d, "default_risk", cfg_risk_name(a->default_risk));
+	key_str(d, "default_timeout", a->default_timeout);
+	key_str(d, "auto_approve_up_to", cfg_risk_name(a->auto_approve_up_to));
+	key_str(d, "deny_above", cfg_risk_name(a->deny_above));
+	key_strv(d, "channels", &a->channels);
+	map_end(d);
+	scalar(d, "audit");
+	map_start(d);
+	if (c->audit.path)
+		key_str(d, "path", c->audit.path);
+	key_str(d, "fsync", c->audit.fsync ? "true" : "false");
+	key_str(d, "rotate_size", c->audit.rotate_size);
+	key_uint(d, "keep", c->audit.keep);
+	map_end(d);
+	scalar(d, "server");
+	map_start(d);
+	key_uint(d, "max_sandboxes", s->max_sandboxes);
+	key_uint(d, "max_execs", s->max_execs);
+	key_str(d, "idle_ttl", s->idle_ttl);
+	key_str(d, "max_lifetime", s->max_lifetime);
+	scalar(d, "pool");
+	map_start(d);
+	for (size_t i = 0; i < s->npool; i++)
+		key_uint(d, s->pool[i].profile, s->pool[i].count);
+	map_end(d);
+	scalar(d, "http");
+	map_start(d);
+	if (s->http_listen)
+		key_str(d, "listen", s->http_listen);
+	if (s->http_token_file)
+		key_str(d, "token_file", s->http_token_file);
+	map_end(d);
+	map_end(d);
+}
+
 static void document(struct dumper *d, const struct cfg *c)
 {
 	yaml_event_t ev;
@@ -203,6 +315,7 @@ static void document(struct dumper *d, const struct cfg *c)
 	for (size_t i = 0; i < c->nlanguages; i++)
 		language(d, &c->languages[i]);
 	map_end(d);
+	manager(d, c);
 	map_end(d);
 	emit(d, &ev, yaml_document_end_event_initialize(&ev, 1));
 	emit(d, &ev, yaml_stream_end_event_initialize(&ev));

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "config/config.h"
 #include "config/yaml.h"
 #include "policy/policy.h"
@@ -123,6 +125,66 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nlanguages: {python: {env: {A: [x]}}}\n", "2:31", "languages.python.env.A: expected a value, not a list"},
 	{"version: 1\nlanguages: {python: {env: [A=1]}}\n", "2:27", "languages.python.env: expected a mapping, not a list"},
 	{"version: 1\nlanguages: {python: {interpreter: [py]}}\n", "2:22", "languages.python.interpreter: unknown key"},
+	/* rules */
+	{"version: 1\nrules: {}\n", "2:8", "rules: expected a list, not a mapping"},
+	{"version: 1\nrules: ~\n", "2:8", "rules: expected a list, not null"},
+	{"version: 1\nrules:\n  - name: a\n    tools: [code_execute]\n    risk: HIGH\n    colour: red\n", "6:5", "rules[0].colour: unknown key"},
+	{"version: 1\nrules:\n  - {tools: [code_execute], risk: HIGH}\n", "3:5", "rules[0]: needs a name"},
+	{"version: 1\nrules:\n  - {name: a, risk: HIGH}\n", "3:5", "rules[0]: needs tools"},
+	{"version: 1\nrules:\n  - {name: a, tools: [code_execute]}\n", "3:5", "rules[0]: needs a risk"},
+	{"version: 1\nrules:\n  - {name: 'a b', tools: [code_execute], risk: HIGH}\n", "3:12", "rules[0].name: invalid name"},
+	{"version: 1\nrules:\n  - {name: a, tools: [code_exec], risk: HIGH}\n", "3:23", "rules[0].tools[0]: unknown tool 'code_exec'"},
+	{"version: 1\nrules:\n  - {name: a, tools: [], risk: HIGH}\n", "3:22", "rules[0].tools: an empty list of tools"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*', code_execute], risk: HIGH}\n", "3:23", "rules[0].tools: \"*\" already names every tool"},
+	{"version: 1\nrules:\n  - {name: a, tools: code_execute, risk: HIGH}\n", "3:22", "rules[0].tools: expected a list, not 'code_execute'"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: high}\n", "3:35", "rules[0].risk: 'high' is not one of: LOW, MEDIUM, HIGH, CRITICAL"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: none}\n", "3:35", "rules[0].risk: 'none' is not one of"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: soon}\n", "3:58", "rules[0].approval_timeout: invalid duration 'soon'"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: none}\n", "3:58", "rules[0].approval_timeout: 'none' must be a duration of at most 24 hours"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: 25h}\n", "3:58", "rules[0].approval_timeout: '25h' must be a duration"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, require_approval: yes}\n", "3:58", "rules[0].require_approval: 'yes' is not one of: false, true"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, require_approval: 'true'}\n", "3:58", "rules[0].require_approval: expected true or false, unquoted"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW}\n  - {name: a, tools: ['*'], risk: HIGH}\n", "4:12", "rules[1].name: 'a' is also the name of rules[0]"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: {param: x, equals: 1}}\n", "3:46", "rules[0].when: expected a list, not a mapping"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{equals: 1}]}\n", "3:47", "rules[0].when[0]: needs a param"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x}]}\n", "3:47", "rules[0].when[0]: needs equals or matches"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, equals: 1, matches: y}]}\n", "3:47", "rules[0].when[0]: give equals or matches, not both"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, equals: [1]}]}\n", "3:66", "rules[0].when[0].equals: expected a string, number, true, false or null, not a list"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a(b'}]}\n", "3:67", "rules[0].when[0].matches: invalid regex at offset 3: missing closing parenthesis"},
+	{"version: 1\nrules:\n  - name: a\n    tools: ['*']\n    risk: LOW\n    when:\n      - param: code\n        matches: '[z-a]'\n", "8:18", "rules[0].when[0].matches: invalid regex at offset 3: range out of order"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: ''}]}\n", "3:67", "rules[0].when[0].matches: an empty pattern"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: '(*LIMIT_MATCH=99999999)a'}]}\n", "3:67", "rules[0].when[0].matches: options such as (*UTF) are not accepted"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: '', equals: 1}]}\n", "3:55", "rules[0].when[0].param: an empty parameter name"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, regex: a}]}\n", "3:58", "rules[0].when[0].regex: unknown key (expected param, equals, matches)"},
+	/* approval */
+	{"version: 1\napproval: {default_risk: none}\n", "2:26", "approval.default_risk: 'none' is not one of"},
+	{"version: 1\napproval: {auto_approve_up_to: HIGH, deny_above: MEDIUM}\n", "2:11", "approval: auto_approve_up_to (HIGH) is above deny_above (MEDIUM)"},
+	{"version: 1\napproval: {channels: [http, http]}\n", "2:29", "approval.channels[1]: 'http' is listed twice"},
+	{"version: 1\napproval: {channels: [email]}\n", "2:23", "approval.channels[0]: 'email' is not one of: elicitation, http, terminal"},
+	{"version: 1\napproval: {default_timeout: 0}\n", "2:29", "approval.default_timeout: duration '0' must be positive"},
+	{"version: 1\napproval: {timeout: 5s}\n", "2:12", "approval.timeout: unknown key"},
+	/* audit */
+	{"version: 1\naudit: {path: var/log/a.jsonl}\n", "2:15", "audit.path: 'var/log/a.jsonl' must be an absolute path"},
+	{"version: 1\naudit: {fsync: maybe}\n", "2:16", "audit.fsync: 'maybe' is not one of: false, true"},
+	{"version: 1\naudit: {rotate_size: 1K}\n", "2:22", "audit.rotate_size: '1K' must be at least 64K"},
+	{"version: 1\naudit: {rotate_size: lots}\n", "2:22", "audit.rotate_size: invalid size 'lots'"},
+	{"version: 1\naudit: {keep: 0}\n", "2:15", "audit.keep: '0' must be a number between 1 and 1000"},
+	{"version: 1\naudit: {keep: none}\n", "2:15", "audit.keep: 'none' must be a number"},
+	{"version: 1\naudit: {rotate: 1M}\n", "2:9", "audit.rotate: unknown key (expected path, fsync, rotate_size, keep)"},
+	/* server */
+	{"version: 1\nserver: {max_sandboxes: 0}\n", "2:25", "server.max_sandboxes: '0' must be a number between 1 and 65536"},
+	{"version: 1\nserver: {max_execs: -1}\n", "2:21", "server.max_execs: invalid number '-1'"},
+	{"version: 1\nserver: {idle_ttl: none}\n", "2:20", "server.idle_ttl: 'none' must be a duration"},
+	{"version: 1\nserver: {max_lifetime: 1x}\n", "2:24", "server.max_lifetime: invalid duration '1x'"},
+	{"version: 1\nserver: {pool: {nope: 1}}\n", "2:17", "server.pool.nope: no profile 'nope' in profiles"},
+	{"version: 1\nserver: {pool: {untrusted-code-read: 65}}\n", "2:38", "server.pool.untrusted-code-read: '65' must be a number between 0 and 64"},
+	{"version: 1\nserver: {max_sandboxes: 2, pool: {untrusted-code-read: 2}}\n", "2:9", "server: the pool holds 4 sandboxes, more than max_sandboxes (2)"},
+	{"version: 1\nserver: {http: {listen: 8080}}\n", "2:25", "server.http.listen: '8080' is not HOST:PORT"},
+	{"version: 1\nserver: {http: {listen: '[::1]:99999'}}\n", "2:25", "server.http.listen: '[::1]:99999' is not HOST:PORT"},
+	{"version: 1\nserver: {http: {listen: '0.0.0.0:8080'}}\n", "2:16", "server.http: listening on '0.0.0.0:8080' (not loopback) needs a token_file"},
+	{"version: 1\nserver: {http: {listen: '127.0.0.1:8080', token_file: tok}}\n", "2:55", "server.http.token_file: 'tok' must be an absolute path"},
+	{"version: 1\nserver: {http: {port: 1}}\n", "2:17", "server.http.port: unknown key (expected listen, token_file)"},
+	{"version: 1\nserver: {workers: 1}\n", "2:10", "server.workers: unknown key"},
 };
 
 static void test_bad_files(void **state)
@@ -233,6 +295,109 @@ static void test_defaults(void **state)
 	assert_string_equal(cc->command.v[0], "./main");
 	assert_null(cfg_language(c, "cobol"));
 	cfg_free(c);
+}
+
+/* The manager's sections as shipped: the rule order the issue lists, a cautious policy. */
+static void test_defaults_manager(void **state)
+{
+	(void)state;
+	struct cfg *c = NULL;
+	struct al_error err = {0};
+	assert_int_equal(cfg_load_defaults(&c, &err), 0);
+	static const char *const names[] = {"code-with-network", "code-rm-rf", "code-pipe-to-shell", "code-eval-exec",
+					    "code-execute",	 "package-install", "files",		  "destroy-sandbox",
+					    "create-sandbox"};
+	assert_int_equal(c->nrules, AL_ARRAY_SIZE(names));
+	for (size_t i = 0; i < c->nrules; i++)
+		assert_string_equal(c->rules[i].name, names[i]);
+	const struct cfg_rule *net = &c->rules[0], *destroy = &c->rules[7];
+	assert_int_equal(net->risk, CFG_RISK_CRITICAL);
+	assert_int_equal(net->timeout_ms, 30000);
+	assert_true(net->require_approval);
+	assert_false(net->require_approval_set);
+	assert_int_equal(net->nwhen, 1);
+	assert_int_equal(net->when[0].op, CFG_COND_EQUALS);
+	assert_true(json_is_true(net->when[0].equals));
+	assert_int_equal(c->rules[1].when[0].op, CFG_COND_MATCHES);
+	assert_non_null(c->rules[1].when[0].re);
+	assert_int_equal(c->rules[6].risk, CFG_RISK_MEDIUM);
+	assert_int_equal(c->rules[6].timeout_ms, 120000);
+	assert_false(c->rules[6].require_approval);
+	assert_int_equal(destroy->risk, CFG_RISK_LOW);
+	assert_false(destroy->require_approval);
+	assert_true(destroy->require_approval_set);
+	assert_null(destroy->timeout);
+	assert_int_equal(c->approval.default_risk, CFG_RISK_HIGH);
+	assert_int_equal(c->approval.default_timeout_ms, 60000);
+	assert_int_equal(c->approval.auto_approve_up_to, CFG_RISK_NONE);
+	assert_int_equal(c->approval.deny_above, CFG_RISK_NONE);
+	assert_int_equal(c->approval.channel_bits, 7);
+	assert_string_equal(c->approval.channels.v[0], "elicitation");
+	assert_null(c->audit.path);
+	assert_true(c->audit.fsync);
+	assert_int_equal(c->audit.rotate_bytes, 64 * MiB);
+	assert_int_equal(c->audit.keep, 5);
+	assert_int_equal(c->server.max_sandboxes, 128);
+	assert_int_equal(c->server.max_execs, 8);
+	assert_int_equal(c->server.idle_ttl_ms, 600000);
+	assert_int_equal(c->server.max_lifetime_ms, 3600000);
+	assert_int_equal(c->server.npool, 1);
+	assert_string_equal(c->server.pool[0].profile, "untrusted-code-write");
+	assert_int_equal(c->server.pool[0].count, 2);
+	assert_null(c->server.http_listen);
+	assert_null(c->server.http_token_file);
+	assert_string_equal(cfg_risk_name(CFG_RISK_NONE), "none");
+	assert_string_equal(cfg_channel_name(CFG_CHAN_TERMINAL), "terminal");
+	cfg_free(c);
+}
+
+/* A file's rules replace the defaults' list whole; mappings (approval, audit, server, pool) merge. */
+static void test_manager_file(void **state)
+{
+	(void)state;
+	struct cfg *c = load_ok("version: 1\n"
+				"rules:\n"
+				"  - name: only\n"
+				"    tools: ['*']\n"
+				"    when:\n"
+				"      - {param: n, equals: 12}\n"
+				"      - {param: s, equals: '12'}\n"
+				"      - {param: b, equals: false}\n"
+				"      - {param: z, equals: ~}\n"
+				"      - {param: f, equals: 1.5}\n"
+				"      - {param: w, equals: yes}\n"
+				"    risk: HIGH\n"
+				"    require_approval: false\n"
+				"approval: {auto_approve_up_to: MEDIUM, deny_above: HIGH, channels: [terminal]}\n"
+				"audit: {path: /var/log/x/audit.jsonl, fsync: false, rotate_size: none, keep: 2}\n"
+				"server: {max_execs: 2, pool: {untrusted-code-read: 1}, http: {listen: '[::]:8421', token_file: /etc/a/tok}}\n");
+	assert_int_equal(c->nrules, 1);
+	const struct cfg_cond *w = c->rules[0].when;
+	assert_true(json_is_integer(w[0].equals) && json_integer_value(w[0].equals) == 12);
+	assert_string_equal(json_string_value(w[1].equals), "12");
+	assert_true(json_is_false(w[2].equals));
+	assert_true(json_is_null(w[3].equals));
+	assert_true(json_is_real(w[4].equals));
+	/* YAML 1.1's yes is no boolean here: a string, as written. */
+	assert_string_equal(json_string_value(w[5].equals), "yes");
+	assert_false(c->rules[0].require_approval);
+	assert_int_equal(c->approval.channel_bits, 1u << CFG_CHAN_TERMINAL);
+	assert_int_equal(c->approval.default_timeout_ms, 60000); /* kept from the defaults */
+	assert_string_equal(c->audit.path, "/var/log/x/audit.jsonl");
+	assert_false(c->audit.fsync);
+	assert_int_equal(c->audit.rotate_bytes, AL_UNLIMITED);
+	assert_int_equal(c->server.max_sandboxes, 128);
+	assert_int_equal(c->server.max_execs, 2);
+	assert_int_equal(c->server.npool, 2);
+	assert_string_equal(c->server.http_listen, "[::]:8421");
+	cfg_free(c);
+	/* Loopback needs no token; localhost and 127.x are loopback. */
+	static const char *const ok[] = {"127.0.0.1:1", "localhost:8421", "127.9.9.9:65535", "[::1]:80"};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(ok); i++) {
+		char y[160];
+		snprintf(y, sizeof(y), "version: 1\nserver: {http: {listen: '%s'}}\n", ok[i]);
+		cfg_free(load_ok(y));
+	}
 }
 
 /* The embedded limits equal what `airlock run` had before (policy.c), cpus aside, and applied
@@ -392,6 +557,17 @@ static void test_round_trip(void **state)
 		   "  weird: {command: ['-x', 'a b', 'null', '~', 'true', '#', '\"q\"', \"it's\", 'ünï'], file: 'a b.txt',\n"
 		   "          env: {A: '', B: null-ish, C: 'line\\nbreak'}}\n"
 		   "  c: {compile: []}\n");
+	round_trip("version: 1\n"
+		   "rules:\n"
+		   "  - {name: a, tools: ['*'], risk: LOW, approval_timeout: 1.5s, require_approval: true,\n"
+		   "     when: [{param: 'x y', equals: 'true'}, {param: n, equals: -0.25}, {param: z, equals: null},\n"
+		   "            {param: s, equals: ''}, {param: q, equals: \"it's \\\"q\\\"\"},\n"
+		   "            {param: code, matches: \"(?i)^\\\\s*#!.*\\\\b(sh|bash)\\\\b: 'x'\"}]}\n"
+		   "  - {name: b, tools: [code_read_file, code_write_file], risk: MEDIUM}\n"
+		   "approval: {default_risk: CRITICAL, default_timeout: 2m, deny_above: HIGH, channels: []}\n"
+		   "audit: {path: /srv/audit/a.jsonl, fsync: false, rotate_size: 1G, keep: 1}\n"
+		   "server: {pool: {untrusted-code-write: 0, none: 3}, http: {listen: 'localhost:1', token_file: /t}}\n");
+	round_trip("version: 1\nrules: []\n");
 	/* The dump of the defaults loads and equals the defaults. */
 	struct cfg *c = NULL;
 	struct al_error err = {0};
@@ -656,6 +832,8 @@ int main(void)
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_defaults_manager),
+		cmocka_unit_test(test_manager_file),
 		cmocka_unit_test(test_defaults_match_policy),
 		cmocka_unit_test(test_flags_win),
 		cmocka_unit_test(test_good_files),

@@ -240,6 +240,8 @@ out:
 static int fb_write_files(const struct al_policy *p, const struct fb_state *s, uid_t uid, gid_t gid,
 			  struct al_error *err)
 {
+	if (!s->ws)
+		return p->nfiles ? al_err(err, EINVAL, "setup: no workspace for the job's files") : 0;
 	for (size_t i = 0; i < p->nfiles; i++) {
 		const struct al_file *f = &p->files[i];
 		const char *base = strrchr(f->dest, '/') + 1;

@@ -1,0 +1,134 @@
+/* audit.h — the server's append-only audit log: one JSON Lines record per request, written whole, read back skipping torn lines. */
+#ifndef AL_MANAGER_AUDIT_H
+#define AL_MANAGER_AUDIT_H
+
+/*
+ * A record (one line, keys in this order):
+ *   {"time":"2025-01-31T12:00:00.123Z",            RFC 3339, UTC, milliseconds
+ *    "client":{"transport":"stdio","peer":null},
+ *    "sandbox":"sb-1" | null, "tool":"code_execute",
+ *    "params":{...},                                the arguments, reduced (below)
+ *    "params_dropped":["api_key"],                  only when a secret was dropped
+ *    "risk":{"level":"HIGH","rule":"code-execute","needs_approval":true,"undecided":false} | null,
+ *    "approval":{"decision":"approved"|"denied"|"none","by":"auto"|"elicitation"|"http"|"terminal"|"timeout"|null},
+ *    "result":{"status":"ok","duration_ms":12},
+ *    "resources":{...} | null, "proxy":[...] | null}  as the caller passed them
+ *
+ * Parameters are reduced before they are written, at every depth of nested objects:
+ *  - Never secrets: a parameter whose name, lowercased and without '_', '-', '.' and spaces,
+ *    contains token, secret, password, passwd, authorization, apikey, credential, privatekey
+ *    or cookie is dropped (its name goes to params_dropped). This errs on the side of dropping
+ *    ("max_tokens" goes too). Secrets inside values (a token pasted into code) cannot be
+ *    recognised: that is why code is not kept whole.
+ *  - Top-level "code" and "content" (a file's body) become {"sha256": hex of the exact bytes,
+ *    "bytes": N, "excerpt": the first AUDIT_EXCERPT_CHARS characters with control characters,
+ *    backslashes and bidirectional-override characters escaped (\n, \t, \\, \x1b, \u202e),
+ *    "truncated": whether there was more}: the digest proves which code ran, the excerpt lets a
+ *    human recognise it, and neither lets a reviewer's terminal be driven by it.
+ *
+ * Writing: the file is opened O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode 0600
+ * when created (an existing file keeps the mode its operator gave it). Each record is one
+ * write(2) of the whole line.
+ *  - Threads: a mutex serializes records (and rotation) within a process.
+ *  - Processes: O_APPEND makes the kernel pick the end of the file and write there as one step.
+ *    Linux's local filesystems (ext4, xfs, btrfs, tmpfs) hold the inode lock for a whole write
+ *    to a regular file, so records of several processes never interleave, whatever their size.
+ *    POSIX promises less (only pipe writes up to PIPE_BUF are atomic) and NFS emulates
+ *    O_APPEND: do not put the log on NFS.
+ *  - A short write (disk full, file size limit) leaves a torn record: the writer ends it with a
+ *    newline, so later records start on a line of their own, and reports -EIO. Opening a file
+ *    whose last line is unterminated (a crash mid-write) adds that newline too.
+ *  - fsync: fdatasync(2) after each record, before audit_write returns.
+ *  - Rotation by size: before a record that would take the file past rotate_bytes, path.N-1 is
+ *    renamed to path.N ... path to path.1 (path.keep is replaced, so keep files remain) and a
+ *    new path is created. Processes sharing a log serialize rotation with flock(2) on the file
+ *    being rotated, and each writer reopens path when it no longer names the file it holds;
+ *    a record that races a rotation lands whole in path.1.
+ *
+ * Reading: lines are parsed one by one; a line that is not a JSON object, longer than
+ * AUDIT_LINE_MAX, or the last one without its newline (a crash mid-write) is skipped and
+ * counted; every other record is delivered intact. Empty lines are ignored.
+ */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "airlock/airlock.h"
+#include "config/config.h"
+#include "manager/risk.h"
+
+#define AUDIT_EXCERPT_CHARS 80
+#define AUDIT_LINE_MAX (1u << 20) /* a reader skips longer lines; a writer refuses to write them */
+#define AUDIT_FILE_MODE 0600
+
+struct audit_options {
+	const char *path;      /* absolute */
+	bool fsync;	       /* fdatasync after every record */
+	uint64_t rotate_bytes; /* AL_UNLIMITED: never rotate */
+	unsigned keep;	       /* rotated files kept, at least 1 */
+};
+
+/* The options of a configuration's audit section; path is a.path, or fallback when NULL. */
+void audit_options_from_cfg(const struct cfg_audit *a, const char *fallback, struct audit_options *o);
+/* Where the log goes when the configuration names no path: /var/log/airlock/audit.jsonl for
+ * root (privileged), else $XDG_STATE_HOME/airlock/audit.jsonl (~/.local/state when unset).
+ * *out is malloc'd. 0, -ENOENT (no usable home) or -ENOMEM. */
+int audit_default_path(bool privileged, char **out);
+
+struct audit_log;
+
+/* Opens (creating if needed) the log; the directory must exist. o is copied. */
+int audit_open(const struct audit_options *o, struct audit_log **out, struct al_error *err);
+void audit_close(struct audit_log *log);
+
+enum audit_decision {
+	AUDIT_NOT_DECIDED, /* refused before any approval (bad input, unknown sandbox) */
+	AUDIT_APPROVED,
+	AUDIT_DENIED,
+};
+
+/* One request, as the server saw it. Pointers are borrowed for the call; NULL ones are null. */
+struct audit_record {
+	struct timespec time;	/* CLOCK_REALTIME when the request arrived; {0, 0}: now */
+	const char *transport;	/* "stdio", "http" */
+	const char *peer;	/* "127.0.0.1:41234", "uid 1000", or NULL */
+	const char *sandbox;	/* sandbox id, or NULL */
+	const char *tool;	/* "code_execute", ... */
+	const json_t *params;	/* the tool's arguments (reduced before writing) */
+	const struct risk_decision *risk; /* NULL: not classified */
+	enum audit_decision decision;
+	enum approval_by by; /* meaningful unless AUDIT_NOT_DECIDED */
+	const char *status;  /* "ok", "error", "timeout", "denied", ... */
+	uint64_t duration_ms;
+	const json_t *resources; /* object: CPU time, peak memory, ... */
+	const json_t *proxy;	 /* array: the proxy's connections */
+};
+
+/* The record as a JSON object (new reference; pure). */
+int audit_record_json(const struct audit_record *rec, json_t **out, struct al_error *err);
+/* params reduced as described above (new reference; *dropped, if not NULL, gets a new array of
+ * the dropped names). NULL only when out of memory. */
+json_t *audit_params(const json_t *params, json_t **dropped);
+/* Appends one record (one write; fsync and rotation as configured). Thread-safe. */
+int audit_write(struct audit_log *log, const struct audit_record *rec, struct al_error *err);
+
+struct audit_read_stats {
+	size_t records;	   /* delivered to the callback */
+	size_t skipped;	   /* torn or invalid lines */
+	bool torn_tail;	   /* the last skipped line was the unterminated end of the input */
+	uint64_t consumed; /* bytes read up to and including the last newline */
+};
+
+/* Called per record with the parsed object (borrowed for the call) and its line (without the
+ * newline). 0 goes on; a positive value stops reading (audit_read returns it); negative is an
+ * error returned as is. */
+typedef int (*audit_record_fn)(json_t *rec, const char *line, size_t len, void *data);
+
+/* Reads fd from its current offset to its end. Returns 0 (or fn's positive value) or -errno;
+ * *st (zeroed first) counts what was read. */
+int audit_read(int fd, audit_record_fn fn, void *data, struct audit_read_stats *st, struct al_error *err);
+
+#endif
