@@ -167,3 +167,12 @@ else
 	al_assert_eq "$(kept --config "$small")" 10 "a world-writable --config as an unprivileged user"
 	chmod 0644 "$small"
 fi
+
+# ---- docs/config.md shows the embedded defaults as they are (never hand-edited drift)
+doc="$AL_SRC/docs/config.md"
+if [ -f "$doc" ]; then
+	want=$(awk '/^```yaml$/ { on = 1; next } on && /^```$/ { exit } on' "$doc")
+	got=$(AIRLOCK_SYSCONFDIR=/nonexistent XDG_CONFIG_HOME=/nonexistent al_airlock config dump)
+	al_assert_eq "$got" "$want" "docs/config.md's defaults vs airlock config dump"
+	al_pass "docs/config.md matches the embedded defaults"
+fi
