@@ -1,0 +1,511 @@
+/* call.c — tools/call from request to response: validation, the approval gate (with MCP elicitation),
+ * the manager's asynchronous operation, progress, cancellation. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/session.h"
+#include "server/text.h"
+#include "util/cleanup.h"
+
+/* How much of the arguments the human sees in the approval request. */
+#define APPROVAL_ARGS_MAX 2000
+
+/* ---- call records ------------------------------------------------------------------------- */
+
+static struct call *find_by_request(const struct mcp_session *s, const json_t *req_id)
+{
+	for (struct call *c = s->calls; c; c = c->next)
+		if (json_equal(c->req_id, req_id))
+			return c;
+	return NULL;
+}
+
+static struct call *find_by_id(const struct mcp_session *s, uint64_t id)
+{
+	for (struct call *c = s->calls; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static struct call *find_by_elicitation(const struct mcp_session *s, const json_t *id)
+{
+	for (struct call *c = s->calls; c; c = c->next)
+		if (c->state == CALL_APPROVAL && json_equal(c->elicit_id, id))
+			return c;
+	return NULL;
+}
+
+static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id tool, json_t *args, json_t *token)
+{
+	struct call *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->id = ++s->next_call_id;
+	c->req_id = json_incref(req_id);
+	c->tool = tool;
+	c->args = json_incref(args);
+	c->progress = json_incref(token);
+	c->started = ses_now(s);
+	c->next = s->calls;
+	if (s->calls)
+		s->calls->prev = c;
+	s->calls = c;
+	s->n_calls++;
+	return c;
+}
+
+/* Unlinks and frees c. A running operation is released to the manager first (see mgr_api.h:
+ * release may come before on_done; the manager keeps its handle until both happened). */
+static void call_free(struct mcp_session *s, struct call *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->calls = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->n_calls--;
+	if (c->op && s->o.mgr->release)
+		s->o.mgr->release(s->o.mgr->ctx, c->op);
+	evq_link_unref(c->link);
+	json_decref(c->req_id);
+	json_decref(c->args);
+	json_decref(c->progress);
+	json_decref(c->elicit_id);
+	free(c);
+}
+
+static void gate_record(struct mcp_session *s, struct call *c, enum srv_gate_outcome outcome)
+{
+	const struct srv_gate *g = s->o.gate;
+	c->decided = true;
+	c->approval = outcome;
+	if (g && g->record)
+		g->record(g->ctx, tl_name(c->tool), c->args, outcome);
+}
+
+/* Every call ends here: the audit hook hears how, then the record goes. */
+static void call_end(struct mcp_session *s, struct call *c, enum srv_call_status status,
+		     const struct srv_result *res, const char *msg)
+{
+	const struct srv_gate *g = s->o.gate;
+	if (g && g->finished) {
+		struct srv_call_end e = {
+			.tool = tl_name(c->tool),
+			.args = c->args,
+			.status = status,
+			.decided = c->decided,
+			.approval = c->approval,
+			.duration_ms = ses_now(s) - c->started,
+			.result = res,
+			.message = msg,
+		};
+		g->finished(g->ctx, &e);
+	}
+	call_free(s, c);
+}
+
+/* ---- finishing ---------------------------------------------------------------------------- */
+
+/* Answers c with a tool error (isError) and ends it. */
+static int finish_tool_error(struct mcp_session *s, struct call *c, enum srv_call_status status, const char *text,
+			     json_t *out)
+{
+	int r = ses_reply(out, c->req_id, tl_error_result(text));
+	call_end(s, c, status, NULL, text);
+	return r;
+}
+
+/* A failure of the manager: the request's fault is a tool error the model can act on; the
+ * server's fault (out of memory, I/O) is a JSON-RPC internal error. */
+static int finish_failure(struct mcp_session *s, struct call *c, int rc, const char *msg, json_t *out)
+{
+	if (tl_is_request_error(rc))
+		return finish_tool_error(s, c, SRV_CALL_REQUEST_FAILED, msg[0] ? msg : "the request failed", out);
+	ses_logf(s, out, MCP_LOG_ERROR, "%s failed: %s", tl_name(c->tool), msg[0] ? msg : "internal error");
+	int r = ses_reply_error(out, c->req_id, JR_INTERNAL_ERROR, "%s failed: %s", tl_name(c->tool),
+				msg[0] ? msg : "internal error");
+	call_end(s, c, SRV_CALL_REQUEST_FAILED, NULL, msg);
+	return r;
+}
+
+static int finish_done(struct mcp_session *s, struct call *c, const struct srv_result *res, json_t *out)
+{
+	if (!res)
+		return finish_failure(s, c, -ENOMEM, "the manager ran out of memory", out);
+	if (res->error)
+		return finish_failure(s, c, res->error, res->err.msg, out);
+	json_t *result = tl_result(c->tool, c->args, res);
+	if (!result)
+		return finish_failure(s, c, -ENOMEM, "out of memory building the result", out);
+	bool failed = json_is_true(json_object_get(result, "isError"));
+	int r = ses_reply(out, c->req_id, result);
+	call_end(s, c, failed ? SRV_CALL_PROGRAM_FAILED : SRV_CALL_OK, res, NULL);
+	return r;
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+static int start(struct mcp_session *s, struct call *c, json_t *out)
+{
+	struct srv_sink sink;
+	struct al_error err = {0};
+	c->link = evq_link_new(s->q, c->id, c->progress ? s->o.stream_budget : 0);
+	if (!c->link)
+		return finish_failure(s, c, -ENOMEM, "out of memory", out);
+	evq_link_sink(c->link, &sink);
+	c->state = CALL_RUNNING;
+	int r = tl_start(s->o.mgr, c->tool, c->args, &sink, &c->op, &err);
+	if (r < 0) {
+		evq_link_not_started(c->link);
+		c->op = NULL;
+		return finish_failure(s, c, r, err.msg, out);
+	}
+	return 0;
+}
+
+/* ---- the approval gate and its elicitation ----------------------------------------------- */
+
+static char *approval_message(const struct call *c, const char *reason)
+{
+	cleanup_free char *args = json_dumps(c->args, JSON_COMPACT);
+	if (!args)
+		return NULL;
+	size_t n = strlen(args);
+	const char *ellipsis = "";
+	if (n > APPROVAL_ARGS_MAX) {
+		n = txt_utf8_complete(args, APPROVAL_ARGS_MAX);
+		ellipsis = "...";
+	}
+	char *msg = NULL;
+	if (asprintf(&msg, "airlock: allow %s?\n%s\nArguments: %.*s%s", tl_name(c->tool),
+		     reason[0] ? reason : "This call needs your approval.", (int)n, args, ellipsis) < 0)
+		return NULL;
+	return msg;
+}
+
+/* A yes/no form: a flat object with one boolean, which every form-mode client can render. */
+static json_t *approval_schema(void)
+{
+	return json_pack("{s:s,s:{s:{s:s,s:s,s:s,s:b}},s:[s]}", "type", "object", "properties", "approve", "type",
+			 "boolean", "title", "Approve", "description", "Run this call in the sandbox", "default", 0,
+			 "required", "approve");
+}
+
+static int ask_human(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, json_t *out)
+{
+	cleanup_free char *msg = approval_message(c, d->reason);
+	char id[32];
+	snprintf(id, sizeof(id), "airlock-approval-%llu", (unsigned long long)++s->next_request_id);
+	c->elicit_id = json_string(id);
+	json_t *req = msg && c->elicit_id ? jr_request(c->elicit_id, "elicitation/create",
+						       json_pack("{s:s,s:o}", "message", msg, "requestedSchema",
+								 approval_schema()))
+					  : NULL;
+	if (!req || json_array_append_new(out, req) < 0)
+		return finish_failure(s, c, -ENOMEM, "out of memory asking for approval", out);
+	c->state = CALL_APPROVAL;
+	c->deadline = ses_now(s) + (d->timeout_ms ? d->timeout_ms : s->o.approval_timeout_ms);
+	return ses_logf(s, out, MCP_LOG_NOTICE, "%s waits for approval", tl_name(c->tool));
+}
+
+static int deny(struct mcp_session *s, struct call *c, enum srv_gate_outcome outcome, const char *text,
+		json_t *out)
+{
+	gate_record(s, c, outcome);
+	ses_logf(s, out, MCP_LOG_NOTICE, "%s %s", tl_name(c->tool), text);
+	return finish_tool_error(s, c, SRV_CALL_DENIED, text, out);
+}
+
+/* APPROVAL GATE: the one place where risk rules see a call before the manager does. A call that
+ * is not allowed here never reaches start(). */
+static int gate(struct mcp_session *s, struct call *c, json_t *out)
+{
+	struct srv_gate_decision d = {.verdict = SRV_GATE_DENY};
+	if (s->o.gate)
+		s->o.gate->check(s->o.gate->ctx, tl_name(c->tool), c->args, &d);
+	else
+		d.verdict = SRV_GATE_ALLOW; /* no risk rules configured: the operator's choice */
+	d.reason[sizeof(d.reason) - 1] = 0;
+	char text[SRV_GATE_REASON_MAX + 160];
+	switch (d.verdict) {
+	case SRV_GATE_ALLOW:
+		gate_record(s, c, SRV_GATE_ALLOWED);
+		return start(s, c, out);
+	case SRV_GATE_ASK:
+		if (s->client_elicits)
+			return ask_human(s, c, &d, out);
+		snprintf(text, sizeof(text),
+			 "denied: this call needs a human's approval (%s), and this client cannot ask its user "
+			 "(no elicitation capability)",
+			 d.reason[0] ? d.reason : "risk rules");
+		return deny(s, c, SRV_GATE_UNAVAILABLE, text, out);
+	case SRV_GATE_DENY:
+		break;
+	}
+	/* Anything else, including a verdict we do not know, is a denial: fail closed. */
+	snprintf(text, sizeof(text), "denied: %s", d.reason[0] ? d.reason : "the risk rules refuse this call");
+	return deny(s, c, SRV_GATE_DENIED, text, out);
+}
+
+/* Tells the client we no longer wait for our elicitation (the spec's way to give up on a request). */
+static int cancel_elicitation(const struct call *c, const char *reason, json_t *out)
+{
+	json_t *n = jr_notification("notifications/cancelled",
+				    json_pack("{s:O,s:s}", "requestId", c->elicit_id, "reason", reason));
+	if (!n || json_array_append_new(out, n) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Only an explicit "accept" with approve: true runs the call. */
+static bool approved(const struct jr_message *m)
+{
+	if (m->kind != JR_RESULT)
+		return false;
+	const char *action = json_string_value(json_object_get(m->result, "action"));
+	const json_t *content = json_object_get(m->result, "content");
+	return action && strcmp(action, "accept") == 0 && json_is_true(json_object_get(content, "approve"));
+}
+
+int call_answer(struct mcp_session *s, const struct jr_message *m, json_t *out)
+{
+	struct call *c = find_by_elicitation(s, m->id);
+	if (!c)
+		return ses_logf(s, NULL, MCP_LOG_DEBUG, "ignored a response to no request of ours");
+	if (approved(m)) {
+		gate_record(s, c, SRV_GATE_APPROVED);
+		ses_logf(s, out, MCP_LOG_NOTICE, "%s approved by the user", tl_name(c->tool));
+		return start(s, c, out);
+	}
+	if (m->kind == JR_ERROR)
+		return deny(s, c, SRV_GATE_UNAVAILABLE, "denied: the client could not ask its user for approval", out);
+	return deny(s, c, SRV_GATE_DECLINED, "denied: the user did not approve this call", out);
+}
+
+static int expire_approvals(struct mcp_session *s, json_t *out)
+{
+	uint64_t now = ses_now(s);
+	int r = 0;
+	for (struct call *c = s->calls, *next; c && r == 0; c = next) {
+		next = c->next;
+		if (c->state != CALL_APPROVAL || c->deadline > now)
+			continue;
+		r = cancel_elicitation(c, "approval timed out", out);
+		if (r == 0)
+			r = deny(s, c, SRV_GATE_TIMED_OUT, "denied: no approval before the timeout", out);
+	}
+	return r;
+}
+
+/* ---- tools/call --------------------------------------------------------------------------- */
+
+/* The progress token, if any: 1 found, 0 none, -1 malformed. */
+static int progress_token(const json_t *params, json_t **token)
+{
+	const json_t *meta = json_object_get(params, "_meta");
+	*token = NULL;
+	if (!meta)
+		return 0;
+	if (!json_is_object(meta))
+		return -1;
+	json_t *t = json_object_get(meta, "progressToken");
+	if (!t)
+		return 0;
+	if (!jr_valid_id(t))
+		return -1;
+	*token = t;
+	return 1;
+}
+
+/* Schema mismatches: a JSON-RPC error under 2025-06-18, a tool error under 2025-11-25 (SEP-1303). */
+static int invalid_arguments(struct mcp_session *s, const struct jr_message *m, enum tl_id tool, const char *why,
+			     json_t *out)
+{
+	char text[SCH_MSG_MAX + 64];
+	snprintf(text, sizeof(text), "invalid arguments for %s: %s", tl_name(tool), why);
+	const struct srv_gate *g = s->o.gate;
+	if (g && g->finished) {
+		struct srv_call_end e = {.tool = tl_name(tool),
+					 .args = json_object_get(m->params, "arguments"),
+					 .status = SRV_CALL_INVALID,
+					 .message = text};
+		g->finished(g->ctx, &e);
+	}
+	if (strcmp(s->protocol, MCP_PROTOCOL_PREVIOUS) <= 0)
+		return ses_reply_error(out, m->id, JR_INVALID_PARAMS, "%s", text);
+	return ses_reply(out, m->id, tl_error_result(text));
+}
+
+int call_tools_call(struct mcp_session *s, const struct jr_message *m, json_t *out)
+{
+	const char *name = json_string_value(json_object_get(m->params, "name"));
+	json_t *args = json_object_get(m->params, "arguments");
+	json_t *token;
+	if (!name)
+		return ses_reply_error(out, m->id, JR_INVALID_PARAMS, "tools/call: \"name\" must be a string");
+	if (args && !json_is_object(args))
+		return ses_reply_error(out, m->id, JR_INVALID_PARAMS, "tools/call: \"arguments\" must be an object");
+	int tool = tl_lookup(name);
+	if (tool < 0)
+		return ses_reply_error(out, m->id, JR_INVALID_PARAMS, "Unknown tool: %.80s", name);
+	if (progress_token(m->params, &token) < 0)
+		return ses_reply_error(out, m->id, JR_INVALID_PARAMS,
+				       "tools/call: \"_meta.progressToken\" must be a string or an integer");
+	if (find_by_request(s, m->id))
+		return ses_reply_error(out, m->id, JR_INVALID_REQUEST, "request id already in use by a call in flight");
+	cleanup_json json_t *empty = args ? NULL : json_object();
+	if (!args && !(args = empty))
+		return -ENOMEM;
+	char why[SCH_MSG_MAX];
+	int r = tl_check_args(&s->cat, (enum tl_id)tool, args, why);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return invalid_arguments(s, m, (enum tl_id)tool, why, out);
+	if (s->n_calls >= s->o.max_inflight)
+		return ses_reply(out, m->id, tl_error_result("too many calls in flight: wait for one to finish"));
+	struct call *c = call_new(s, m->id, (enum tl_id)tool, args, token);
+	if (!c)
+		return -ENOMEM;
+	return gate(s, c, out);
+}
+
+int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out)
+{
+	const json_t *id = json_object_get(params, "requestId");
+	struct call *c = jr_valid_id(id) ? find_by_request(s, id) : NULL;
+	if (!c || c->cancelled)
+		return 0; /* unknown or finished: the spec says to ignore it */
+	const char *reason = json_string_value(json_object_get(params, "reason"));
+	ses_logf(s, NULL, MCP_LOG_INFO, "%s cancelled by the client: %.120s", tl_name(c->tool), reason ? reason : "");
+	if (c->state == CALL_APPROVAL) {
+		gate_record(s, c, SRV_GATE_ABANDONED);
+		int r = cancel_elicitation(c, "the call was cancelled", out);
+		call_end(s, c, SRV_CALL_CANCELLED, NULL, NULL);
+		return r;
+	}
+	/* The manager stops the work and still reports on_done; the response is never sent. */
+	c->cancelled = true;
+	if (c->op && s->o.mgr->cancel)
+		s->o.mgr->cancel(s->o.mgr->ctx, c->op);
+	return 0;
+}
+
+/* ---- manager events ----------------------------------------------------------------------- */
+
+/* Sends buf[0..n) of one stream as progress, holding back a character the chunk cut short. */
+static int send_progress(struct mcp_session *s, struct call *c, enum srv_stream stream, const char *buf, size_t n,
+			 bool final, json_t *out)
+{
+	int k = stream == SRV_STDERR;
+	size_t have = c->carry_len[k];
+	cleanup_free char *joined = malloc(have + n + 1);
+	if (!joined)
+		return -ENOMEM;
+	memcpy(joined, c->carry[k], have);
+	memcpy(joined + have, buf, n);
+	size_t total = have + n, send = final ? total : txt_utf8_complete(joined, total);
+	c->carry_len[k] = total - send;
+	memcpy(c->carry[k], joined + send, total - send);
+	if (!send)
+		return 0;
+	c->streamed += send;
+	json_t *params = json_pack("{s:O,s:I,s:o,s:{s:s}}", "progressToken", c->progress, "progress",
+				   (json_int_t)c->streamed, "message", txt_json_lossy(joined, send), "_meta",
+				   "airlock/stream", k ? "stderr" : "stdout");
+	json_t *n_msg = jr_notification("notifications/progress", params);
+	if (!n_msg || json_array_append_new(out, n_msg) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int on_output(struct mcp_session *s, struct call *c, const struct evq_event *e, json_t *out)
+{
+	/* Progress must stop once the client stopped waiting (cancelled). */
+	if (c->cancelled || !c->progress)
+		return 0;
+	return send_progress(s, c, e->stream, e->data, e->len, false, out);
+}
+
+static int on_done(struct mcp_session *s, struct call *c, const struct evq_event *e, json_t *out)
+{
+	if (c->cancelled) {
+		call_end(s, c, SRV_CALL_CANCELLED, e->result, NULL);
+		return 0;
+	}
+	int r = 0;
+	/* What the carry still holds (a stream that ended mid-character) goes out, repaired. */
+	for (int k = 0; c->progress && k < 2 && r == 0; k++)
+		if (c->carry_len[k])
+			r = send_progress(s, c, k ? SRV_STDERR : SRV_STDOUT, "", 0, true, out);
+	if (evq_link_dropped(c->link))
+		ses_logf(s, out, MCP_LOG_INFO, "%s: %llu output bytes not streamed (the result has them, capped)",
+			 tl_name(c->tool), (unsigned long long)evq_link_dropped(c->link));
+	int d = finish_done(s, c, e->result, out);
+	return r < 0 ? r : d;
+}
+
+int call_poll(struct mcp_session *s, json_t *out)
+{
+	int r = 0;
+	for (struct evq_event *e = evq_take(s->q), *next; e; e = next) {
+		next = e->next;
+		struct call *c = find_by_id(s, e->call_id);
+		if (c && e->kind == EVQ_OUTPUT && r == 0)
+			r = on_output(s, c, e, out);
+		else if (c && e->kind == EVQ_DONE) {
+			int d = on_done(s, c, e, out);
+			r = r < 0 ? r : d;
+		}
+		evq_event_free(e);
+	}
+	int x = expire_approvals(s, out);
+	return r < 0 ? r : x;
+}
+
+void call_cancel_all(struct mcp_session *s)
+{
+	for (struct call *c = s->calls, *next; c; c = next) {
+		next = c->next;
+		if (c->state == CALL_APPROVAL) {
+			gate_record(s, c, SRV_GATE_ABANDONED);
+			call_end(s, c, SRV_CALL_CANCELLED, NULL, NULL);
+		} else if (!c->cancelled) {
+			c->cancelled = true;
+			if (c->op && s->o.mgr->cancel)
+				s->o.mgr->cancel(s->o.mgr->ctx, c->op);
+		}
+	}
+}
+
+void call_free_all(struct mcp_session *s)
+{
+	call_cancel_all(s);
+	while (s->calls)
+		call_end(s, s->calls, SRV_CALL_CANCELLED, NULL, NULL);
+}
+
+const char *srv_gate_outcome_name(enum srv_gate_outcome o)
+{
+	switch (o) {
+	case SRV_GATE_ALLOWED:
+		return "allowed";
+	case SRV_GATE_DENIED:
+		return "denied";
+	case SRV_GATE_APPROVED:
+		return "approved";
+	case SRV_GATE_DECLINED:
+		return "declined";
+	case SRV_GATE_TIMED_OUT:
+		return "timed-out";
+	case SRV_GATE_UNAVAILABLE:
+		return "unavailable";
+	case SRV_GATE_ABANDONED:
+		return "abandoned";
+	}
+	return "unknown";
+}

@@ -1,0 +1,85 @@
+/* gate.h — the risk/approval hook every tool call passes before the manager sees it. */
+#ifndef AL_SERVER_GATE_H
+#define AL_SERVER_GATE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/mgr_api.h"
+
+/*
+ * The MCP session calls gate->check for every tools/call whose arguments are valid, before
+ * anything reaches the manager (src/server/mcp.c, "APPROVAL GATE"). The risk rules and the audit
+ * log (src/manager/) implement it:
+ *   ALLOW  the call runs;
+ *   DENY   the call never runs; the client gets a tool error carrying reason;
+ *   ASK    a human decides: the session sends the client an MCP elicitation/create request (if
+ *          the client declared the elicitation capability) showing reason and the arguments,
+ *          and waits up to timeout_ms. Only an explicit approval runs the call; a decline, a
+ *          cancel, an error answer, silence past the timeout, or a client that cannot ask its
+ *          user are all denials.
+ * check runs on the session's thread and must not block (asking a human is ASK, not a wait
+ * inside check).
+ */
+enum srv_gate_verdict {
+	SRV_GATE_ALLOW,
+	SRV_GATE_DENY,
+	SRV_GATE_ASK,
+};
+
+/* How a call's approval ended, for the audit log. */
+enum srv_gate_outcome {
+	SRV_GATE_ALLOWED,	/* by the rules, no human */
+	SRV_GATE_DENIED,	/* by the rules */
+	SRV_GATE_APPROVED,	/* a human approved through elicitation */
+	SRV_GATE_DECLINED,	/* a human declined or cancelled */
+	SRV_GATE_TIMED_OUT,	/* no answer before the timeout */
+	SRV_GATE_UNAVAILABLE,	/* approval needed, but the client cannot elicit (or answered with an error) */
+	SRV_GATE_ABANDONED,	/* the client cancelled the call, or went away, while we waited */
+};
+
+/* How a tools/call ended, for the audit log. */
+enum srv_call_status {
+	SRV_CALL_OK,		 /* the tool ran and succeeded */
+	SRV_CALL_PROGRAM_FAILED, /* the program ran and failed (non-zero exit, timeout, ...): isError */
+	SRV_CALL_REQUEST_FAILED, /* the manager refused or failed (unknown sandbox, path, I/O) */
+	SRV_CALL_DENIED,	 /* the gate, or the human, said no: never ran */
+	SRV_CALL_CANCELLED,	 /* the client cancelled it or went away */
+	SRV_CALL_INVALID,	 /* the arguments did not match the tool's schema: never reached the gate */
+};
+
+/* Everything the session knows about a call when it ends. Pointers are borrowed for the call. */
+struct srv_call_end {
+	const char *tool;
+	const json_t *args;		  /* as the client sent them (for INVALID, possibly not an object) */
+	enum srv_call_status status;
+	bool decided;			  /* the gate was consulted (false for INVALID) */
+	enum srv_gate_outcome approval;	  /* when decided */
+	uint64_t duration_ms;		  /* from the request's arrival */
+	const struct srv_result *result;  /* the manager's result (verdict, resources), or NULL */
+	const char *message;		  /* the error text the client got, or NULL */
+};
+
+#define SRV_GATE_REASON_MAX 256
+
+struct srv_gate_decision {
+	enum srv_gate_verdict verdict;
+	char reason[SRV_GATE_REASON_MAX]; /* DENY: why; ASK: what the human is asked about (e.g. the risk) */
+	uint32_t timeout_ms;		  /* ASK: how long to wait (0: the session's default) */
+};
+
+struct srv_gate {
+	void *ctx;
+	/* tool: the tool's name; args: its validated arguments (borrowed). Fill *out. */
+	void (*check)(void *ctx, const char *tool, const json_t *args, struct srv_gate_decision *out);
+	/* Optional: told how the approval ended, before the call runs (or instead of it). */
+	void (*record)(void *ctx, const char *tool, const json_t *args, enum srv_gate_outcome outcome);
+	/* Optional: told once per tools/call of a known tool when it ends, however it ends (the
+	 * audit log's one record per request). Runs on the session's thread; must not block. */
+	void (*finished)(void *ctx, const struct srv_call_end *end);
+};
+
+const char *srv_gate_outcome_name(enum srv_gate_outcome o);
+
+#endif

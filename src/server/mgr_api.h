@@ -1,0 +1,158 @@
+/* mgr_api.h — the sandbox manager as the MCP layer sees it: a table of asynchronous operations. */
+#ifndef AL_SERVER_MGR_API_H
+#define AL_SERVER_MGR_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/airlock.h"
+
+/*
+ * Contract (the MCP session relies on every point; the HTTP front end can use the same table)
+ *
+ *  - Every operation is started by one call of the table below. The request and everything it
+ *    points to are borrowed for the duration of that call only: copy what you keep. The sink is
+ *    copied by value.
+ *  - A start call that returns -errno has failed: it has not called and will never call the
+ *    sink, and *op is left alone. err says why, in words fit for the model ("no sandbox
+ *    \"sb-7\"", "path escapes the workspace").
+ *  - A start call that returns 0 has started the operation: the manager then calls
+ *    sink->on_output zero or more times and sink->on_done exactly once, and nothing after
+ *    on_done. Both may be called from any thread, and even synchronously from inside the start
+ *    call. They never block (they copy and queue; see mcp.c). on_done takes ownership of the
+ *    result (allocate it with srv_result_new; the session frees it with srv_result_free).
+ *  - *op (may be set to NULL by managers that finish synchronously) is the manager's handle.
+ *    The session calls cancel(op) at most once, at any time before release, when the client
+ *    cancels the request or goes away: the manager stops the work as soon as it can (kills
+ *    the exec's process tree) and still calls on_done. The session calls release(op) exactly
+ *    once, after on_done was processed or when it shuts down, and never touches op again;
+ *    the manager frees op once it is both released and done.
+ *  - Failures of the request (unknown sandbox, path outside the workspace, file too big,
+ *    limit on live sandboxes reached) are reported as -errno + err, from the start call or in
+ *    result->error: the session turns them into tool results with isError (the MCP spec's
+ *    "tool execution errors", which the model can act on). -ENOMEM, -EIO and other errnos
+ *    that are not the client's doing become JSON-RPC internal errors.
+ *  - A program that ran and failed (non-zero exit, timeout, OOM, setup error) is not a
+ *    failure of the request: result->error is 0 and result->verdict says what happened.
+ *  - Output passed to on_output is also kept (capped) in the verdict: the verdict is the
+ *    record, on_output is only a live view and may be dropped by the session when the client
+ *    reads too slowly.
+ */
+
+enum srv_stream {
+	SRV_STDOUT = 1,
+	SRV_STDERR = 2,
+};
+
+/* Resource knobs a client may set on a sandbox (a profile's posture cannot be widened).
+ * Zero means "the profile's default". */
+struct srv_limits {
+	uint64_t memory_bytes;
+	uint32_t milli_cpus; /* 500 = half a CPU */
+	uint32_t pids;
+	uint64_t disk_bytes;
+	uint64_t timeout_ms; /* default wall-clock limit of each exec in this sandbox */
+};
+
+struct srv_create_req {
+	const char *profile;  /* NULL: the manager's default profile */
+	const char *language; /* NULL: none preselected; else one of the language names */
+	bool network_enabled;
+	const char *const *allowed_domains; /* n_allowed_domains host names (empty: the profile's list) */
+	size_t n_allowed_domains;
+	struct srv_limits limits;
+};
+
+struct srv_exec_req {
+	const char *sandbox_id; /* NULL: a throwaway sandbox, destroyed when the call ends */
+	const char *language;	/* python, javascript, shell, ruby, php, perl */
+	const char *code;	/* code_len bytes, valid UTF-8, no NUL */
+	size_t code_len;
+	uint64_t timeout_ms; /* 0: the sandbox's (or profile's) default */
+	bool network_enabled;
+	const char *const *allowed_domains;
+	size_t n_allowed_domains;
+};
+
+struct srv_install_req {
+	const char *sandbox_id;
+	const char *manager;		/* "pip" or "npm" */
+	const char *const *packages;	/* n_packages specs; none starts with '-' (no option injection) */
+	size_t n_packages;
+};
+
+struct srv_write_req {
+	const char *sandbox_id;
+	const char *path; /* as the client gave it: resolve beneath the workspace (RESOLVE_BENEATH) */
+	const void *data;
+	size_t len;
+};
+
+/* read_file, list_files (path NULL: the workspace root), destroy_sandbox (path NULL). */
+struct srv_path_req {
+	const char *sandbox_id;
+	const char *path;
+};
+
+enum srv_file_type {
+	SRV_FILE_REGULAR,
+	SRV_FILE_DIRECTORY,
+	SRV_FILE_SYMLINK,
+	SRV_FILE_OTHER,
+};
+
+struct srv_file_entry {
+	char *name; /* malloc'd; one path component */
+	enum srv_file_type type;
+	uint64_t size;
+};
+
+/* What an operation produced. Allocated by the manager (srv_result_new), owned by the session
+ * once passed to on_done. Every pointer is malloc'd (or NULL) and freed by srv_result_free. */
+struct srv_result {
+	int error;	      /* 0, or -errno: the request failed, err.msg says why */
+	struct al_error err;
+	struct al_verdict *verdict; /* exec and install_package: what the program did */
+	char *sandbox_id;	    /* create: the new sandbox; exec: the sandbox used, if persistent */
+	char *data;		    /* read_file: the file's bytes */
+	size_t len;
+	struct srv_file_entry *entries; /* list_files */
+	size_t n_entries;
+	uint64_t bytes; /* write_file: bytes written */
+};
+
+struct srv_result *srv_result_new(void);
+void srv_result_free(struct srv_result *r);
+
+struct srv_op; /* the manager's handle of one running operation; opaque to the session */
+
+struct srv_sink {
+	void (*on_output)(void *cookie, enum srv_stream stream, const char *data, size_t len);
+	void (*on_done)(void *cookie, struct srv_result *result); /* result NULL: out of memory */
+	void *cookie;
+};
+
+/* The manager: a context pointer and one entry per operation. Every start entry is required;
+ * cancel and release may be NULL (a manager that finishes everything synchronously). */
+struct srv_mgr_api {
+	void *ctx;
+	int (*create_sandbox)(void *ctx, const struct srv_create_req *req, const struct srv_sink *sink,
+			      struct srv_op **op, struct al_error *err);
+	int (*exec)(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **op,
+		    struct al_error *err);
+	int (*install_package)(void *ctx, const struct srv_install_req *req, const struct srv_sink *sink,
+			       struct srv_op **op, struct al_error *err);
+	int (*write_file)(void *ctx, const struct srv_write_req *req, const struct srv_sink *sink, struct srv_op **op,
+			  struct al_error *err);
+	int (*read_file)(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **op,
+			 struct al_error *err);
+	int (*list_files)(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **op,
+			  struct al_error *err);
+	int (*destroy_sandbox)(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink,
+			       struct srv_op **op, struct al_error *err);
+	void (*cancel)(void *ctx, struct srv_op *op);
+	void (*release)(void *ctx, struct srv_op *op);
+};
+
+#endif

@@ -1,0 +1,28 @@
+/* text.h — bytes to JSON text for the MCP layer: lossy UTF-8, streaming UTF-8 carry, base64. */
+#ifndef AL_SERVER_TEXT_H
+#define AL_SERVER_TEXT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Length of the valid UTF-8 sequence at s[0..n) (1-4), or 0 if it is not one. Overlong forms,
+ * surrogates and code points above U+10FFFF are invalid, as in RFC 3629. */
+size_t txt_utf8_seq(const unsigned char *s, size_t n);
+bool txt_utf8_valid(const char *s, size_t n);
+
+/* A JSON string of s[0..n), every invalid byte replaced by U+FFFD (program output is bytes,
+ * JSON text is UTF-8). NULL on ENOMEM. */
+json_t *txt_json_lossy(const char *s, size_t n);
+
+/* Cuts a chunk of a byte stream so that a multi-byte character split across two chunks is not
+ * mangled: returns how many bytes of buf[0..n) end on a character boundary (the rest, at most 3
+ * bytes, should be held back and prepended to the next chunk). */
+size_t txt_utf8_complete(const char *buf, size_t n);
+
+/* Standard base64 (RFC 4648, with padding). Encode: malloc'd NUL-terminated text or NULL.
+ * Decode: strict (no whitespace, correct padding); returns the length or -EINVAL / -ENOMEM. */
+char *txt_base64_encode(const void *data, size_t n);
+long txt_base64_decode(const char *s, size_t n, unsigned char **out);
+
+#endif

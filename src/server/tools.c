@@ -1,0 +1,633 @@
+/* tools.c — the tool table: one JSON Schema per tool (published and enforced), the manager call
+ * it turns into, and the structured result it gives back. */
+#include "server/tools.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/text.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+/* ---- schemas (JSON text; every keyword is one schema.c enforces) ---------------------------- */
+
+#define SANDBOX_ID_PROP                                                                                                \
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                                       \
+	"\"description\":\"A sandbox made by code_create_sandbox.\"}"
+#define LANGUAGE_PROP                                                                                                  \
+	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\",\"shell\",\"ruby\",\"php\",\"perl\"],"  \
+	"\"description\":\"The interpreter that runs the code.\"}"
+#define NETWORK_PROPS                                                                                                  \
+	"\"network_enabled\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Allow outbound "              \
+	"connections, only to allowed_domains (or the profile's list), through an egress proxy. Off by "             \
+	"default.\"},"                                                                                                 \
+	"\"allowed_domains\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\",\"minLength\":1,"     \
+	"\"maxLength\":253},\"description\":\"Host names the code may reach when network_enabled is true, e.g. "      \
+	"pypi.org or *.pythonhosted.org.\"}"
+#define PATH_PROP(what)                                                                                                \
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what "\"}"
+
+static const char execute_input[] =
+	"{\"type\":\"object\",\"properties\":{" LANGUAGE_PROP ","
+	"\"code\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The program's source text.\"},"
+	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":3600,\"description\":\"Wall-clock "
+	"limit in seconds (default: the sandbox's).\"}," NETWORK_PROPS ","
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Run in this "
+	"persistent sandbox (from code_create_sandbox): files and installed packages stay between calls. "
+	"Without it the code runs in a throwaway sandbox.\"}},"
+	"\"required\":[\"language\",\"code\"],\"additionalProperties\":false}";
+
+static const char install_input[] =
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
+	"\"manager\":{\"type\":\"string\",\"enum\":[\"pip\",\"npm\"],\"description\":\"The package manager.\"},"
+	"\"packages\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":64,\"items\":{\"type\":\"string\","
+	"\"minLength\":1,\"maxLength\":256},\"description\":\"Package specs, e.g. numpy or requests==2.32.3 "
+	"(no options).\"}},"
+	"\"required\":[\"sandbox_id\",\"manager\",\"packages\"],\"additionalProperties\":false}";
+
+static const char write_input[] =
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "," PATH_PROP("File path beneath the workspace.") ","
+	"\"content\":{\"type\":\"string\",\"description\":\"The file's new content.\"},"
+	"\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"default\":\"utf-8\","
+	"\"description\":\"How content is encoded.\"}},"
+	"\"required\":[\"sandbox_id\",\"path\",\"content\"],\"additionalProperties\":false}";
+
+static const char read_input[] =
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "," PATH_PROP("File path beneath the workspace.") "},"
+	"\"required\":[\"sandbox_id\",\"path\"],\"additionalProperties\":false}";
+
+static const char list_input[] =
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
+	PATH_PROP("Directory beneath the workspace (default: the workspace itself).") "},"
+	"\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
+
+static const char create_input[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"profile\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"A profile name "
+	"(default: the server's default profile). A profile fixes the posture; limits only tune resources.\"},"
+	LANGUAGE_PROP "," NETWORK_PROPS ","
+	"\"limits\":{\"type\":\"object\",\"description\":\"Resource limits (defaults: the profile's).\","
+	"\"properties\":{"
+	"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576},"
+	"\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024},"
+	"\"pids\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576},"
+	"\"disk_mb\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576},"
+	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":3600,\"description\":\"Default "
+	"wall-clock limit of each execution, seconds.\"}},\"additionalProperties\":false}},"
+	"\"additionalProperties\":false}";
+
+static const char destroy_input[] = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "},"
+				    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
+
+#define NULLABLE_INT "{\"type\":[\"integer\",\"null\"]}"
+#define STREAM_PAIR(t)                                                                                                 \
+	"{\"type\":\"object\",\"properties\":{\"stdout\":" t ",\"stderr\":" t "},"                                  \
+	"\"required\":[\"stdout\",\"stderr\"]}"
+
+static const char verdict_output[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"status\":{\"type\":\"string\",\"enum\":[\"exited\",\"signaled\",\"timeout\",\"output-limit\","
+	"\"setup-error\",\"oom\"],\"description\":\"How the program ended; setup-error means the sandbox "
+	"failed, not the program.\"},"
+	"\"exit_code\":" NULLABLE_INT ",\"signal\":" NULLABLE_INT ","
+	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+	"\"truncated\":" STREAM_PAIR("{\"type\":\"boolean\"}") ","
+	"\"output_bytes\":" STREAM_PAIR("{\"type\":\"integer\",\"minimum\":0}") ","
+	"\"timing\":{\"type\":\"object\",\"properties\":{\"wall_s\":{\"type\":\"number\"},"
+	"\"cpu_user_s\":{\"type\":\"number\"},\"cpu_system_s\":{\"type\":\"number\"}},"
+	"\"required\":[\"wall_s\",\"cpu_user_s\",\"cpu_system_s\"]},"
+	"\"peak_memory_bytes\":" NULLABLE_INT ",\"oom_killed\":{\"type\":\"boolean\"},"
+	"\"backend\":{\"type\":\"string\"},\"sandbox_id\":{\"type\":[\"string\",\"null\"]},"
+	"\"error\":{\"type\":[\"string\",\"null\"]}},"
+	"\"required\":[\"status\",\"exit_code\",\"signal\",\"stdout\",\"stderr\",\"truncated\",\"output_bytes\","
+	"\"timing\",\"oom_killed\",\"sandbox_id\",\"error\"]}";
+
+static const char write_output[] = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+				   "\"bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"path\",\"bytes\"]}";
+
+static const char read_output[] =
+	"{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\","
+	"\"minimum\":0},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
+	"\"content\":{\"type\":\"string\"}},\"required\":[\"path\",\"size\",\"encoding\",\"content\"]}";
+
+static const char list_output[] =
+	"{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"entries\":{\"type\":\"array\","
+	"\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"type\":{\"type\":"
+	"\"string\",\"enum\":[\"file\",\"directory\",\"symlink\",\"other\"]},\"size\":{\"type\":\"integer\","
+	"\"minimum\":0}},\"required\":[\"name\",\"type\",\"size\"]}}},\"required\":[\"path\",\"entries\"]}";
+
+static const char sandbox_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"}},"
+				     "\"required\":[\"sandbox_id\"]}";
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+typedef int (*start_fn)(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+			struct srv_op **op, struct al_error *err);
+typedef json_t *(*result_fn)(const json_t *args, const struct srv_result *r, bool *is_error);
+
+struct tool_def {
+	const char *name, *title, *description;
+	const char *input, *output;
+	const char *annotations; /* ToolAnnotations as JSON text: hints for the client, never trusted */
+	start_fn start;
+	result_fn result;
+};
+
+static int start_execute(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+			 struct al_error *);
+static int start_install(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+			 struct al_error *);
+static int start_write(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+		       struct al_error *);
+static int start_read(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+		      struct al_error *);
+static int start_list(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+		      struct al_error *);
+static int start_create(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+			struct al_error *);
+static int start_destroy(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+			 struct al_error *);
+static json_t *result_verdict(const json_t *, const struct srv_result *, bool *);
+static json_t *result_write(const json_t *, const struct srv_result *, bool *);
+static json_t *result_read(const json_t *, const struct srv_result *, bool *);
+static json_t *result_list(const json_t *, const struct srv_result *, bool *);
+static json_t *result_sandbox(const json_t *, const struct srv_result *, bool *);
+
+static const struct tool_def tools[TL__COUNT] = {
+	[TL_EXECUTE] = {"code_execute", "Run code in a sandbox",
+			"Runs a program (Python, JavaScript, shell, Ruby, PHP or Perl) in an isolated sandbox: no "
+			"network unless enabled, no access to the host, bounded time, memory and output. Returns "
+			"stdout, stderr, the exit code and how the program ended; isError is true when it did not "
+			"exit with 0.",
+			execute_input, verdict_output, "{\"readOnlyHint\":false,\"destructiveHint\":true,"
+						       "\"idempotentHint\":false,\"openWorldHint\":true}",
+			start_execute, result_verdict},
+	[TL_INSTALL_PACKAGE] = {"code_install_package", "Install packages into a sandbox",
+				"Installs pip or npm packages into a persistent sandbox's workspace, through the "
+				"network allowlist of that registry.",
+				install_input, verdict_output,
+				"{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
+				"\"openWorldHint\":true}",
+				start_install, result_verdict},
+	[TL_WRITE_FILE] = {"code_write_file", "Write a file in a sandbox",
+			   "Creates or replaces a file beneath a sandbox's workspace.", write_input, write_output,
+			   "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
+			   "\"openWorldHint\":false}",
+			   start_write, result_write},
+	[TL_READ_FILE] = {"code_read_file", "Read a file from a sandbox",
+			  "Reads a file beneath a sandbox's workspace; binary content comes back as base64.",
+			  read_input, read_output, "{\"readOnlyHint\":true,\"openWorldHint\":false}", start_read,
+			  result_read},
+	[TL_LIST_FILES] = {"code_list_files", "List files in a sandbox",
+			   "Lists a directory beneath a sandbox's workspace.", list_input, list_output,
+			   "{\"readOnlyHint\":true,\"openWorldHint\":false}", start_list, result_list},
+	[TL_CREATE_SANDBOX] = {"code_create_sandbox", "Create a persistent sandbox",
+			       "Creates a sandbox whose files and installed packages persist across code_execute "
+			       "calls until code_destroy_sandbox (or its idle timeout). Returns its sandbox_id.",
+			       create_input, sandbox_output,
+			       "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,"
+			       "\"openWorldHint\":false}",
+			       start_create, result_sandbox},
+	[TL_DESTROY_SANDBOX] = {"code_destroy_sandbox", "Destroy a sandbox",
+				"Destroys a persistent sandbox: its processes, files and packages are gone.",
+				destroy_input, sandbox_output,
+				"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
+				"\"openWorldHint\":false}",
+				start_destroy, result_sandbox},
+};
+
+int tl_lookup(const char *name)
+{
+	for (int i = 0; i < TL__COUNT; i++)
+		if (name && strcmp(name, tools[i].name) == 0)
+			return i;
+	return -1;
+}
+
+const char *tl_name(enum tl_id id)
+{
+	return id < TL__COUNT ? tools[id].name : "?";
+}
+
+static int load_json(const char *text, json_t **out, char *msg)
+{
+	json_error_t jerr;
+	*out = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*out) {
+		snprintf(msg, SCH_MSG_MAX, "tool table: %s", jerr.text);
+		return -EINVAL;
+	}
+	return sch_check_schema(*out, msg);
+}
+
+static json_t *tool_entry(const struct tool_def *t, json_t *input, json_t *output)
+{
+	json_t *ann = json_loads(t->annotations, 0, NULL);
+	if (!ann)
+		return NULL;
+	return json_pack("{s:s,s:s,s:s,s:O,s:O,s:o}", "name", t->name, "title", t->title, "description",
+			 t->description, "inputSchema", input, "outputSchema", output, "annotations", ann);
+}
+
+int tl_catalog_load(struct tl_catalog *c, char msg[SCH_MSG_MAX])
+{
+	memset(c, 0, sizeof(*c));
+	c->tools = json_array();
+	if (!c->tools)
+		return -ENOMEM;
+	for (int i = 0; i < TL__COUNT; i++) {
+		int r = load_json(tools[i].input, &c->input[i], msg);
+		if (r == 0)
+			r = load_json(tools[i].output, &c->output[i], msg);
+		if (r == 0 && json_array_append_new(c->tools, tool_entry(&tools[i], c->input[i], c->output[i])) < 0)
+			r = -ENOMEM;
+		if (r < 0) {
+			tl_catalog_clear(c);
+			return r;
+		}
+	}
+	return 0;
+}
+
+void tl_catalog_clear(struct tl_catalog *c)
+{
+	json_decref(c->tools);
+	for (int i = 0; i < TL__COUNT; i++) {
+		json_decref(c->input[i]);
+		json_decref(c->output[i]);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- argument checks beyond the schema ------------------------------------------------------ */
+
+static const char *str_arg(const json_t *args, const char *key)
+{
+	return json_string_value(json_object_get(args, key));
+}
+
+static bool flag_arg(const json_t *args, const char *key)
+{
+	return json_is_true(json_object_get(args, key));
+}
+
+/* Allowed domains without network would read as "network to these hosts" and give none. */
+static int check_network(const json_t *args, char *msg)
+{
+	if (json_array_size(json_object_get(args, "allowed_domains")) && !flag_arg(args, "network_enabled")) {
+		snprintf(msg, SCH_MSG_MAX, "allowed_domains: needs \"network_enabled\": true");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A spec starting with '-' would be read by pip or npm as an option (--index-url=..., a
+ * different registry): refuse it here, whatever the manager does later. */
+static int check_packages(const json_t *args, char *msg)
+{
+	size_t i;
+	const json_t *p;
+	json_array_foreach (json_object_get(args, "packages"), i, p) {
+		const char *s = json_string_value(p);
+		if (s[0] == '-') {
+			snprintf(msg, SCH_MSG_MAX, "packages[%zu]: a package spec cannot start with '-'", i);
+			return -EINVAL;
+		}
+		for (const char *c = s; *c; c++)
+			if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+				snprintf(msg, SCH_MSG_MAX, "packages[%zu]: no spaces or control characters", i);
+				return -EINVAL;
+			}
+	}
+	return 0;
+}
+
+static int check_content(const json_t *args, char *msg)
+{
+	const char *enc = str_arg(args, "encoding");
+	if (!enc || strcmp(enc, "base64") != 0)
+		return 0;
+	const json_t *c = json_object_get(args, "content");
+	unsigned char *bytes = NULL;
+	long n = txt_base64_decode(json_string_value(c), json_string_length(c), &bytes);
+	free(bytes);
+	if (n == -EINVAL) {
+		snprintf(msg, SCH_MSG_MAX, "content: not valid base64 (RFC 4648, padded, no whitespace)");
+		return -EINVAL;
+	}
+	return n < 0 ? (int)n : 0;
+}
+
+int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX])
+{
+	int r = sch_validate(c->input[id], args, msg);
+	if (r < 0)
+		return r;
+	switch (id) {
+	case TL_EXECUTE:
+	case TL_CREATE_SANDBOX:
+		return check_network(args, msg);
+	case TL_INSTALL_PACKAGE:
+		return check_packages(args, msg);
+	case TL_WRITE_FILE:
+		return check_content(args, msg);
+	case TL_READ_FILE:
+	case TL_LIST_FILES:
+	case TL_DESTROY_SANDBOX:
+	case TL__COUNT:
+		break;
+	}
+	return 0;
+}
+
+/* ---- starting operations -------------------------------------------------------------------- */
+
+/* The strings of a JSON array of strings, borrowed; *n set. NULL with *n 0 when empty. */
+static const char **strings_of(const json_t *arr, size_t *n, int *rc)
+{
+	*n = json_array_size(arr);
+	*rc = 0;
+	if (!*n)
+		return NULL;
+	const char **v = calloc(*n, sizeof(*v));
+	if (!v) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < *n; i++)
+		v[i] = json_string_value(json_array_get(arr, i));
+	return v;
+}
+
+static uint64_t seconds_ms(const json_t *v)
+{
+	return v ? (uint64_t)ceil(json_number_value(v) * 1000.0) : 0;
+}
+
+static int start_execute(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+			 struct srv_op **op, struct al_error *err)
+{
+	int rc;
+	const json_t *code = json_object_get(args, "code");
+	struct srv_exec_req req = {
+		.sandbox_id = str_arg(args, "sandbox_id"),
+		.language = str_arg(args, "language"),
+		.code = json_string_value(code),
+		.code_len = json_string_length(code),
+		.timeout_ms = seconds_ms(json_object_get(args, "timeout")),
+		.network_enabled = flag_arg(args, "network_enabled"),
+	};
+	cleanup_free const char **domains =
+		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
+	if (rc < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	req.allowed_domains = domains;
+	return m->exec(m->ctx, &req, sink, op, err);
+}
+
+static int start_install(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+			 struct srv_op **op, struct al_error *err)
+{
+	int rc;
+	struct srv_install_req req = {.sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
+	cleanup_free const char **pkgs = strings_of(json_object_get(args, "packages"), &req.n_packages, &rc);
+	if (rc < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	req.packages = pkgs;
+	return m->install_package(m->ctx, &req, sink, op, err);
+}
+
+static int start_write(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+		       struct srv_op **op, struct al_error *err)
+{
+	const json_t *content = json_object_get(args, "content");
+	const char *enc = str_arg(args, "encoding");
+	struct srv_write_req req = {.sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	cleanup_free unsigned char *bytes = NULL;
+	if (enc && strcmp(enc, "base64") == 0) {
+		long n = txt_base64_decode(json_string_value(content), json_string_length(content), &bytes);
+		if (n < 0)
+			return al_err(err, (int)-n, "content: not valid base64");
+		req.data = bytes;
+		req.len = (size_t)n;
+	} else {
+		req.data = json_string_value(content);
+		req.len = json_string_length(content);
+	}
+	return m->write_file(m->ctx, &req, sink, op, err);
+}
+
+static int start_read(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+		      struct srv_op **op, struct al_error *err)
+{
+	struct srv_path_req req = {.sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	return m->read_file(m->ctx, &req, sink, op, err);
+}
+
+static int start_list(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+		      struct srv_op **op, struct al_error *err)
+{
+	struct srv_path_req req = {.sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	return m->list_files(m->ctx, &req, sink, op, err);
+}
+
+static void limits_of(const json_t *l, struct srv_limits *out)
+{
+	const json_t *v;
+	if ((v = json_object_get(l, "memory_mb")))
+		out->memory_bytes = (uint64_t)json_number_value(v) << 20;
+	if ((v = json_object_get(l, "cpus")))
+		out->milli_cpus = (uint32_t)ceil(json_number_value(v) * 1000.0);
+	if ((v = json_object_get(l, "pids")))
+		out->pids = (uint32_t)json_number_value(v);
+	if ((v = json_object_get(l, "disk_mb")))
+		out->disk_bytes = (uint64_t)json_number_value(v) << 20;
+	out->timeout_ms = seconds_ms(json_object_get(l, "timeout"));
+}
+
+static int start_create(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+			struct srv_op **op, struct al_error *err)
+{
+	int rc;
+	struct srv_create_req req = {
+		.profile = str_arg(args, "profile"),
+		.language = str_arg(args, "language"),
+		.network_enabled = flag_arg(args, "network_enabled"),
+	};
+	limits_of(json_object_get(args, "limits"), &req.limits);
+	cleanup_free const char **domains =
+		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
+	if (rc < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	req.allowed_domains = domains;
+	return m->create_sandbox(m->ctx, &req, sink, op, err);
+}
+
+static int start_destroy(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+			 struct srv_op **op, struct al_error *err)
+{
+	struct srv_path_req req = {.sandbox_id = str_arg(args, "sandbox_id")};
+	return m->destroy_sandbox(m->ctx, &req, sink, op, err);
+}
+
+int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const struct srv_sink *sink,
+	     struct srv_op **op, struct al_error *err)
+{
+	if (id >= TL__COUNT)
+		return al_err(err, EINVAL, "no such tool");
+	return tools[id].start(m, args, sink, op, err);
+}
+
+/* ---- results -------------------------------------------------------------------------------- */
+
+json_t *tl_error_result(const char *text)
+{
+	return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text ? text : "error", "isError",
+			 1);
+}
+
+bool tl_is_request_error(int neg_errno)
+{
+	static const int request_errnos[] = {EINVAL, ENOENT, ENOTDIR, EISDIR, EXDEV, ELOOP, EACCES, EPERM, EEXIST,
+					     EFBIG, E2BIG, ENAMETOOLONG, EBUSY, EAGAIN, ENOSPC, EDQUOT, ENOTEMPTY,
+					     ETIMEDOUT, ESRCH, EMLINK, ENOTSUP, EROFS, EOVERFLOW};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(request_errnos); i++)
+		if (-neg_errno == request_errnos[i])
+			return true;
+	return false;
+}
+
+static json_t *lossy_stream(const struct al_stream_result *s)
+{
+	return txt_json_lossy(s->data ? s->data : "", s->data ? s->kept : 0);
+}
+
+static json_t *nullable_int(bool have, long long v)
+{
+	return have ? json_integer(v) : json_null();
+}
+
+static json_t *verdict_json(const struct al_verdict *v, const char *sandbox_id)
+{
+	bool exited = v->status == AL_STATUS_EXITED || (v->status == AL_STATUS_OUTPUT_LIMIT && !v->signal);
+	return json_pack("{s:s,s:o,s:o,s:o,s:o,s:{s:b,s:b},s:{s:I,s:I},s:{s:f,s:f,s:f},s:o,s:b,s:s,s:o,s:o}",
+			 "status", al_status_name(v->status), "exit_code", nullable_int(exited, v->exit_code), "signal",
+			 nullable_int(v->signal != 0, v->signal), "stdout", lossy_stream(&v->out), "stderr",
+			 lossy_stream(&v->err), "truncated", "stdout", v->out.truncated, "stderr", v->err.truncated,
+			 "output_bytes", "stdout", (json_int_t)v->out.bytes, "stderr", (json_int_t)v->err.bytes,
+			 "timing", "wall_s", v->wall_s, "cpu_user_s", v->user_s, "cpu_system_s", v->system_s,
+			 "peak_memory_bytes", nullable_int(v->cgroup_used, (long long)v->peak_memory_bytes),
+			 "oom_killed", v->status == AL_STATUS_OOM || v->oom_kills > 0, "backend",
+			 v->backend ? v->backend : "native", "sandbox_id",
+			 sandbox_id ? json_string(sandbox_id) : json_null(), "error",
+			 v->status == AL_STATUS_SETUP_ERROR ? json_string(v->setup.msg) : json_null());
+}
+
+static json_t *result_verdict(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	if (!r->verdict)
+		return NULL;
+	const struct al_verdict *v = r->verdict;
+	/* Anything but a clean exit 0 is the program failing: the model should see it as an error. */
+	*is_error = !(v->status == AL_STATUS_EXITED && v->exit_code == 0);
+	return verdict_json(v, r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id"));
+}
+
+static json_t *result_write(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	return json_pack("{s:s,s:I}", "path", str_arg(args, "path"), "bytes", (json_int_t)r->bytes);
+}
+
+static json_t *result_read(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	const char *data = r->data ? r->data : "";
+	bool text = txt_utf8_valid(data, r->len);
+	json_t *content;
+	if (text) {
+		content = json_stringn(data, r->len);
+	} else {
+		cleanup_free char *b64 = txt_base64_encode(data, r->len);
+		content = b64 ? json_string(b64) : NULL;
+	}
+	return json_pack("{s:s,s:I,s:s,s:o}", "path", str_arg(args, "path"), "size", (json_int_t)r->len, "encoding",
+			 text ? "utf-8" : "base64", "content", content);
+}
+
+static const char *file_type_name(enum srv_file_type t)
+{
+	switch (t) {
+	case SRV_FILE_REGULAR:
+		return "file";
+	case SRV_FILE_DIRECTORY:
+		return "directory";
+	case SRV_FILE_SYMLINK:
+		return "symlink";
+	case SRV_FILE_OTHER:
+		break;
+	}
+	return "other";
+}
+
+static json_t *result_list(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	json_t *entries = json_array();
+	for (size_t i = 0; entries && i < r->n_entries; i++) {
+		const struct srv_file_entry *e = &r->entries[i];
+		json_t *name = txt_json_lossy(e->name ? e->name : "", e->name ? strlen(e->name) : 0);
+		if (json_array_append_new(entries, json_pack("{s:o,s:s,s:I}", "name", name, "type",
+							     file_type_name(e->type), "size", (json_int_t)e->size)) < 0) {
+			json_decref(entries);
+			return NULL;
+		}
+	}
+	const char *path = str_arg(args, "path");
+	return json_pack("{s:s,s:o}", "path", path ? path : ".", "entries", entries);
+}
+
+static json_t *result_sandbox(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	const char *id = r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id");
+	return json_pack("{s:s}", "sandbox_id", id ? id : "");
+}
+
+json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
+{
+	if (id >= TL__COUNT)
+		return NULL;
+	if (r->error)
+		return tl_error_result(r->err.msg[0] ? r->err.msg : "the request failed");
+	bool is_error = false;
+	json_t *structured = tools[id].result(args, r, &is_error);
+	if (!structured)
+		return NULL;
+	/* The spec asks for the structured result's JSON as text too, for clients that predate
+	 * structuredContent. */
+	cleanup_free char *text = json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	if (!text) {
+		json_decref(structured);
+		return NULL;
+	}
+	return json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text, "structuredContent",
+			 structured, "isError", is_error);
+}
+
+struct srv_result *srv_result_new(void)
+{
+	return calloc(1, sizeof(struct srv_result));
+}
+
+void srv_result_free(struct srv_result *r)
+{
+	if (!r)
+		return;
+	al_verdict_free(r->verdict);
+	free(r->sandbox_id);
+	free(r->data);
+	for (size_t i = 0; i < r->n_entries; i++)
+		free(r->entries[i].name);
+	free(r->entries);
+	free(r);
+}

@@ -1,0 +1,55 @@
+/* tools.h — the MCP tools airlock serves: their schemas, argument checks, manager calls and results. */
+#ifndef AL_SERVER_TOOLS_H
+#define AL_SERVER_TOOLS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "server/mgr_api.h"
+#include "server/schema.h"
+
+enum tl_id {
+	TL_EXECUTE,
+	TL_INSTALL_PACKAGE,
+	TL_WRITE_FILE,
+	TL_READ_FILE,
+	TL_LIST_FILES,
+	TL_CREATE_SANDBOX,
+	TL_DESTROY_SANDBOX,
+	TL__COUNT,
+};
+
+/* The schemas, parsed once per session from the tables in tools.c. */
+struct tl_catalog {
+	json_t *tools; /* the "tools" array of a tools/list result */
+	json_t *input[TL__COUNT];
+	json_t *output[TL__COUNT];
+};
+
+/* Parses every schema and checks it with sch_check_schema (a table typo fails here, loudly).
+ * Returns 0 or -EINVAL/-ENOMEM with the reason in msg. */
+int tl_catalog_load(struct tl_catalog *c, char msg[SCH_MSG_MAX]);
+void tl_catalog_clear(struct tl_catalog *c);
+
+/* The tool's id, or -1 for a name we do not serve. */
+int tl_lookup(const char *name);
+const char *tl_name(enum tl_id id);
+
+/* Arguments against the input schema plus the rules a schema cannot say (base64 that decodes,
+ * package names that are not options). 0, or -EINVAL with a message for the model. */
+int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX]);
+
+/* Starts the tool on the manager (args passed tl_check_args); see mgr_api.h for the contract. */
+int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const struct srv_sink *sink,
+	     struct srv_op **op, struct al_error *err);
+
+/* The CallToolResult for a finished operation: structuredContent, its JSON as text content, and
+ * isError when the program failed or the request did (result->error). NULL on ENOMEM. */
+json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r);
+/* A CallToolResult with isError and one text block. */
+json_t *tl_error_result(const char *text);
+/* Whether a manager errno is the request's fault (a tool error the model can act on) rather
+ * than the server's (a JSON-RPC internal error). */
+bool tl_is_request_error(int neg_errno);
+
+#endif
