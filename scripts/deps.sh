@@ -2,10 +2,10 @@
 # deps.sh — installs what airlock needs to build, test and benchmark on Debian 12 (idempotent; run as root).
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev libyaml-dev libssl-dev libpcre2-dev
+pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev libyaml-dev libssl-dev libpcre2-dev libmicrohttpd-dev
       openssl curl
       python3 python3-numpy perl bash util-linux uidmap iproute2 time procps
-      bubblewrap hyperfine man-db ruby php-cli
+      bubblewrap runsc crun hyperfine gnuplot-nox man-db ruby php-cli
       cppcheck clang-tidy clang libclang-rt-14-dev)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 
