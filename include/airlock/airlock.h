@@ -167,6 +167,10 @@ struct al_spawn_opts {
 	enum al_stream_mode stderr_mode;
 	int stdout_live_fd;	      /* target for AL_STREAM_LIVE */
 	int stderr_live_fd;
+	/* Optional: every chunk of output as it arrives (stream 1 or 2), up to the output limit;
+	 * called on the thread running al_job_wait. Capture and live copies happen as well. */
+	void (*on_output)(void *cookie, int stream, const char *data, size_t len);
+	void *on_output_cookie;
 };
 
 struct al_job; /* opaque: one confined running job and its supervisor state */
@@ -184,8 +188,39 @@ void al_cleanup_stale(void);
 /* Supervises the job to its end (output pump, deadline, kill, accounting). */
 struct al_verdict;
 int al_job_wait(struct al_job *job, struct al_verdict **out, struct al_error *err);
+/* Kills the job's processes now (from any thread, e.g. to cancel while another waits); the
+ * waiter then sees them die. 0 or -errno. */
+int al_job_kill(struct al_job *job);
 /* Kills anything still running, reaps, releases. */
 void al_job_free(struct al_job *job);
+
+/* ---- held sandboxes (persistent) ---------------------------------------------------- */
+
+/*
+ * A held sandbox is a workspace, a cgroup and a set of namespaces kept by a small init that waits
+ * for work (native backend only). Each job started with al_policy_set_sandbox runs a fresh
+ * payload inside it — own pid namespace, seccomp, Landlock, rlimits, uid, no capabilities — so
+ * files under /workspace persist from one job to the next and processes do not. The sandbox's
+ * policy (filesystem, network posture and proxy, cgroup limits, layers) is fixed at creation;
+ * a job's policy contributes only its argv, environment, cwd and wall-clock/output limits.
+ */
+struct al_sandbox;
+
+/* Creates and starts a held sandbox from p (not retained); waits until it is ready. */
+int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct al_error *err);
+/* The workspace (O_PATH directory descriptor, owned by the sandbox): resolve client paths beneath
+ * it with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS). */
+int al_sandbox_workspace(const struct al_sandbox *sb);
+/* The host uid and gid of the sandbox's user, which should own files put into the workspace. */
+void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid);
+/* False once the sandbox's init is gone (killed, or out of memory). */
+bool al_sandbox_alive(const struct al_sandbox *sb);
+/* The protections applied (JSON object, owned by the sandbox). */
+const char *al_sandbox_enforced(const struct al_sandbox *sb);
+/* Kills everything in the sandbox, removes its cgroup and workspace, frees it. NULL is a no-op. */
+void al_sandbox_destroy(struct al_sandbox *sb);
+/* Runs jobs of this policy in sb (borrowed: it must outlive the jobs); NULL: a new sandbox each. */
+int al_policy_set_sandbox(struct al_policy *p, struct al_sandbox *sb, struct al_error *err);
 
 /* ---- verdict --------------------------------------------------------------------- */
 

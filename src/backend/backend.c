@@ -43,6 +43,11 @@ enum al_backend al_policy_get_backend(const struct al_policy *p)
 
 int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
 {
+	if (p->attach)
+		return be_attach_spawn(p, io, out, err);
+	if (io->hold && p->backend != AL_BACKEND_NATIVE)
+		return al_err(err, EINVAL, "held sandboxes (airlock serve) need the native backend, not %s",
+			      al_backend_name(p->backend));
 	switch (p->backend) {
 	case AL_BACKEND_NATIVE:
 		return be_native_spawn(p, io, out, err);

@@ -2,6 +2,7 @@
 #ifndef AL_BACKEND_BACKEND_H
 #define AL_BACKEND_BACKEND_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -14,6 +15,7 @@ struct be_io {
 	int stdout_fd;	   /* write ends of the supervisor's pipes (>= 3) */
 	int stderr_fd;
 	struct cg_job *cg; /* the job's cgroup (owned by the supervisor), or NULL */
+	bool hold;	   /* a held sandbox: init keeps it and serves exec requests (native only) */
 };
 
 struct be_proc {
@@ -30,6 +32,8 @@ struct be_proc {
 	char *checkout;	     /* malloc'd: the checkout a --keep-changes export is compared with */
 	char *keep_changes;  /* malloc'd: where a copied checkout's changes are exported, or NULL */
 	int proxy_sock;	     /* -1, or where the egress proxy's listening socket arrives (SCM_RIGHTS) */
+	int ctl_sock;	     /* -1, or a held sandbox's control socket (native, policy->hold) */
+	bool foreign;	     /* pid is not our child (an exec in a held sandbox): no waitid */
 };
 
 /* Spawns through the policy's backend (backend.c): the one entry the supervisor calls. */
@@ -44,6 +48,19 @@ int be_oci_spawn(const struct al_policy *p, const struct be_io *io, struct be_pr
 
 /* No isolation (backend/native/fallback.c): the supervisor's limits and accounting only. */
 int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+
+/* What an exec needs of its held sandbox (kept by supervisor/sandbox.c). */
+struct be_held {
+	int ctl_sock;		   /* to the sandbox's init: one request and its reply at a time */
+	pthread_mutex_t lock;	   /* ... under this lock */
+	const char *enforced_json; /* the sandbox's protections, which every exec inherits */
+	bool seccomp_kills;
+};
+struct al_sandbox;
+struct be_held *be_sandbox_held(struct al_sandbox *sb);
+
+/* An exec in a held sandbox (backend/native/attach.c): the sandbox's init starts the payload. */
+int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 
 /* The native backend: our own namespaces (backend/native). */
 int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);

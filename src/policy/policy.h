@@ -86,6 +86,7 @@ struct al_policy {
 	bool proxy_http;   /* forward absolute-form plain-HTTP requests too */
 	uint32_t proxy_max_conns;
 	uint64_t proxy_idle_ms;
+	struct al_sandbox *attach; /* run in this held sandbox instead of a new one (supervisor/sandbox.c) */
 };
 
 #define AL_PROXY_DEFAULT_CONNS 64

@@ -70,6 +70,12 @@ static void job_init_pumps(struct al_job *j, const struct al_policy *p, const st
 		j->out.live_fd = o->stdout_live_fd;
 	if (o && o->stderr_mode == AL_STREAM_LIVE)
 		j->err.live_fd = o->stderr_live_fd;
+	if (o && o->size >= offsetof(struct al_spawn_opts, on_output_cookie) + sizeof(void *) && o->on_output) {
+		j->out.on_output = j->err.on_output = o->on_output;
+		j->out.cookie = j->err.cookie = o->on_output_cookie;
+	}
+	j->out.stream = 1;
+	j->err.stream = 2;
 }
 
 static int job_arm(struct al_job *j)
@@ -140,13 +146,14 @@ static int job_proxy(struct al_job *j, const struct al_policy *p, struct al_erro
 }
 
 /* The sandbox's init sends the proxy's listening socket once lo is up. */
-static void on_proxy_sock(struct al_job *j)
+void job_serve_proxy(struct al_job *j)
 {
 	char tag;
 	int fd = al_recv_fd(j->proc.proxy_sock, &tag);
 	if (fd >= 0 && px_serve(j->px, fd) == 0)
 		j->proxy_served = true;
-	epoll_ctl(j->epfd, EPOLL_CTL_DEL, j->proc.proxy_sock, NULL);
+	if (j->epfd >= 0)
+		epoll_ctl(j->epfd, EPOLL_CTL_DEL, j->proc.proxy_sock, NULL);
 	close(j->proc.proxy_sock);
 	j->proc.proxy_sock = -1;
 }
@@ -154,7 +161,13 @@ static void on_proxy_sock(struct al_job *j)
 int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
 		 struct al_error *err)
 {
-	if (!p->argv)
+	return job_spawn(p, opts, false, out, err);
+}
+
+int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool hold, struct al_job **out,
+	      struct al_error *err)
+{
+	if (!p->argv && !hold)
 		return al_err(err, EINVAL, "no command given");
 	if (opts && opts->size < offsetof(struct al_spawn_opts, stderr_live_fd) + sizeof(int))
 		return al_err(err, EINVAL, "al_spawn_opts.size is too small");
@@ -163,7 +176,7 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 		return al_err(err, ENOMEM, "out of memory");
 	j->timerfd = j->epfd = j->proc.pidfd = j->proc.status_fd = -1;
 	j->proc.kill_signal = SIGKILL;
-	j->proc.upper_sock = j->proc.proxy_sock = -1;
+	j->proc.upper_sock = j->proc.proxy_sock = j->proc.ctl_sock = -1;
 	/* The job may change a terminal it is given (echo off, no ISIG): the caller gets its
 	 * settings back when the job ends, whatever the job did. */
 	j->tty_fd = -1;
@@ -180,9 +193,11 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 	j->out.fd = op[0];
 	j->err.fd = ep[0];
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
-	if ((r = job_proxy(j, p, err)) < 0 || (r = job_cgroup(j, p, err)) < 0)
+	/* An exec in a held sandbox uses the sandbox's proxy and cgroup. */
+	if (!p->attach && ((r = job_proxy(j, p, err)) < 0 || (r = job_cgroup(j, p, err)) < 0))
 		goto fail;
-	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1], .cg = j->cg};
+	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1], .cg = j->cg,
+			  .hold = hold};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_spawn(p, &io, &j->proc, err);
 	close(op[1]);
@@ -225,6 +240,11 @@ static void read_status(struct al_job *j)
 		else if (rec.kind == NK_EXITED) {
 			j->have_status = true;
 			j->wstatus = rec.wstatus;
+			if (j->proc.foreign) { /* no waitid for us: the exec's init measured its payload */
+				j->ru.ru_utime = (struct timeval){rec.utime_us / 1000000, rec.utime_us % 1000000};
+				j->ru.ru_stime = (struct timeval){rec.stime_us / 1000000, rec.stime_us % 1000000};
+				j->ru.ru_maxrss = rec.maxrss_kib;
+			}
 		}
 	}
 }
@@ -245,7 +265,7 @@ static void on_event(struct al_job *j, int fd)
 	} else if (fd == j->proc.status_fd) {
 		read_status(j);
 	} else if (fd == j->proc.proxy_sock) {
-		on_proxy_sock(j);
+		job_serve_proxy(j);
 	} else if (fd == j->timerfd) {
 		/* The deadline: killing init kills every process of its pid namespace. */
 		j->timed_out = true;
@@ -303,7 +323,7 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 		for (int i = 0; i < n; i++)
 			on_event(j, evs[i].data.fd);
 	}
-	int r = pfd_wait(j->proc.pidfd, &j->si, &j->ru, WEXITED);
+	int r = j->proc.foreign ? 0 : pfd_wait(j->proc.pidfd, &j->si, &j->ru, WEXITED);
 	if (r < 0)
 		return al_err_sys(err, -r, "supervisor: waitid");
 	j->reaped = true;
@@ -315,6 +335,14 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	return jv_build(j, out, err);
 }
 
+int al_job_kill(struct al_job *j)
+{
+	int r = j->proc.pidfd >= 0 ? pfd_send_signal(j->proc.pidfd, j->proc.kill_signal) : -ESRCH;
+	if (j->cg)
+		cg_kill(j->cg);
+	return r == -ESRCH ? 0 : r; /* already gone */
+}
+
 void al_cleanup_stale(void)
 {
 	cg_cleanup_stale();
@@ -324,7 +352,9 @@ void al_job_free(struct al_job *j)
 {
 	if (!j)
 		return;
-	if (j->proc.pidfd >= 0 && !j->reaped) {
+	if (j->proc.pidfd >= 0 && !j->reaped && j->proc.foreign) {
+		pfd_send_signal(j->proc.pidfd, j->proc.kill_signal); /* not ours to reap */
+	} else if (j->proc.pidfd >= 0 && !j->reaped) {
 		/* Nothing outlives its job: kill the sandbox's init and reap it. */
 		siginfo_t si;
 		struct rusage ru;
@@ -339,7 +369,8 @@ void al_job_free(struct al_job *j)
 	}
 	restore_tty(j);
 	px_free(j->px);
-	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd, j->proc.upper_sock, j->proc.proxy_sock};
+	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd, j->proc.upper_sock, j->proc.proxy_sock,
+		     j->proc.ctl_sock};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -43,6 +43,12 @@ struct al_job {
 	bool proxy_served;   /* its listening socket arrived from the sandbox */
 };
 
+/* al_job_spawn, or with hold a held sandbox's init (sandbox.c). */
+int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool hold, struct al_job **out,
+	      struct al_error *err);
+/* Takes the egress proxy's listening socket from the sandbox (ready on proc.proxy_sock) and serves it. */
+void job_serve_proxy(struct al_job *j);
+
 /* The proxy's records as a JSON object (malloc'd), or NULL when the job had no proxy. */
 char *jv_proxy_json(const struct al_job *j);
 /* Turns a finished, reaped job into its verdict. */

@@ -58,6 +58,8 @@ int pump_read(struct pump *p)
 			keep(p, chunk, use);
 		if (use > 0 && p->live_fd >= 0)
 			copy_live(p->live_fd, chunk, use);
+		if (use > 0 && p->on_output)
+			p->on_output(p->cookie, p->stream, chunk, use);
 		p->total += (uint64_t)n;
 		if ((size_t)n < sizeof(chunk))
 			return 1; /* drained for now */

@@ -14,6 +14,9 @@ struct pump {
 	uint64_t total; /* bytes the job wrote */
 	char *buf;	/* captured bytes, grown up to limit */
 	size_t len, cap;
+	void (*on_output)(void *cookie, int stream, const char *data, size_t len); /* or NULL */
+	void *cookie;
+	int stream; /* 1 or 2, for on_output */
 };
 
 /* Reads what is available. Returns 1 while open, 0 at EOF, -errno on error. */

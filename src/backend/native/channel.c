@@ -3,7 +3,28 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+static void send_rec(int fd, const struct nat_record *rec)
+{
+	ssize_t n;
+	do
+		n = write(fd, rec, sizeof(*rec));
+	while (n < 0 && errno == EINTR);
+}
+
+void nat_send_exit(int fd, int wstatus, const struct rusage *ru)
+{
+	struct nat_record rec;
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = NK_EXITED;
+	rec.wstatus = wstatus;
+	rec.utime_us = (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec;
+	rec.stime_us = (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
+	rec.maxrss_kib = ru->ru_maxrss;
+	send_rec(fd, &rec);
+}
 
 void nat_send(int fd, enum nat_kind kind, enum nat_stage stage, int err, int wstatus, const char *what)
 {
@@ -15,10 +36,7 @@ void nat_send(int fd, enum nat_kind kind, enum nat_stage stage, int err, int wst
 	rec.wstatus = wstatus;
 	if (what)
 		strncpy(rec.what, what, sizeof(rec.what) - 1);
-	ssize_t n;
-	do
-		n = write(fd, &rec, sizeof(rec));
-	while (n < 0 && errno == EINTR);
+	send_rec(fd, &rec);
 }
 
 static const struct {

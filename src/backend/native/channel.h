@@ -51,11 +51,16 @@ struct nat_record {
 	int32_t err; /* errno */
 	int32_t wstatus;
 	char what[112]; /* the path or object of the failed step */
+	/* NK_EXITED: the payload's usage (wait4), for supervisors that cannot waitid the sandbox. */
+	int64_t utime_us, stime_us, maxrss_kib;
 };
 _Static_assert(sizeof(struct nat_record) <= 512, "records must be written atomically (PIPE_BUF)");
 
 /* Sends one record; for use between clone and exec (no allocation, no formatting). */
 void nat_send(int fd, enum nat_kind kind, enum nat_stage stage, int err, int wstatus, const char *what);
+struct rusage;
+/* Sends NK_EXITED with the payload's wait status and usage. */
+void nat_send_exit(int fd, int wstatus, const struct rusage *ru);
 /* Human names for the supervisor's messages. */
 const char *nat_stage_name(enum nat_stage s);
 const char *nat_stage_feature(enum nat_stage s);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,7 +28,7 @@
 
 #define CHILD_FAIL_EXIT 126
 
-static _Noreturn void die(const struct nat_child *c, enum nat_stage stage, int err, const char *what)
+_Noreturn void nat_die(const struct nat_child *c, enum nat_stage stage, int err, const char *what)
 {
 	nat_send(c->status_fd, NK_ERROR, stage, err, 0, what);
 	_exit(CHILD_FAIL_EXIT);
@@ -69,14 +70,14 @@ static void setup_stdio(const struct nat_child *c)
 {
 	int in = c->stdin_fd;
 	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
-		die(c, NS_STDIO, errno, "/dev/null");
+		nat_die(c, NS_STDIO, errno, "/dev/null");
 	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
-		die(c, NS_STDIO, errno, "dup2");
+		nat_die(c, NS_STDIO, errno, "dup2");
 	/* Close every inherited descriptor but the status pipe and the Landlock ruleset,
 	 * which close themselves at exec (O_CLOEXEC) or before it. */
 	int keep[2] = {c->status_fd, c->landlock_fd};
 	if (close_all_but(keep, 2) < 0)
-		die(c, NS_STDIO, errno, "close_range");
+		nat_die(c, NS_STDIO, errno, "close_range");
 }
 
 /* execvp with the sandbox's PATH (execvpe would search the supervisor's). */
@@ -110,44 +111,44 @@ static _Noreturn void payload_main(const struct nat_child *c)
 {
 	/* A new session: no controlling terminal, so TIOCSTI cannot push input to ours. */
 	if (setsid() < 0)
-		die(c, NS_SETSID, errno, NULL);
+		nat_die(c, NS_SETSID, errno, NULL);
 	reset_signals();
 	setup_stdio(c);
 	int r = rl_apply(c->limits);
 	if (r < 0)
-		die(c, NS_RLIMIT, -r, NULL);
+		nat_die(c, NS_RLIMIT, -r, NULL);
 	/* Bounding and ambient sets go while we still hold CAP_SETPCAP; the uid switch
 	 * then empties the rest, and caps_clear makes sure of it in the single-id mode.
 	 * (An unprivileged fallback never had CAP_SETPCAP, nor any capability to bound.) */
 	if ((r = caps_drop_bounding()) < 0 && !(c->fallback && r == -EPERM))
-		die(c, NS_CAPS, -r, "bounding set");
+		nat_die(c, NS_CAPS, -r, "bounding set");
 	if (c->drop_groups && setgroups(0, NULL) < 0)
-		die(c, NS_SETUID, errno, "setgroups");
+		nat_die(c, NS_SETUID, errno, "setgroups");
 	if (setresgid(c->run_gid, c->run_gid, c->run_gid) < 0 || setresuid(c->run_uid, c->run_uid, c->run_uid) < 0)
-		die(c, NS_SETUID, errno, NULL);
+		nat_die(c, NS_SETUID, errno, NULL);
 	if ((r = caps_clear()) < 0)
-		die(c, NS_CAPS, -r, "capset");
+		nat_die(c, NS_CAPS, -r, "capset");
 	if ((r = caps_no_new_privs()) < 0)
-		die(c, NS_NNP, -r, NULL);
+		nat_die(c, NS_NNP, -r, NULL);
 	if (chdir(c->cwd) < 0)
-		die(c, NS_CHDIR, errno, c->cwd);
+		nat_die(c, NS_CHDIR, errno, c->cwd);
 	umask(022);
 	if (c->landlock_fd >= 0 && (r = ll_restrict(c->landlock_fd)) < 0)
-		die(c, NS_LANDLOCK, -r, "landlock_restrict_self");
+		nat_die(c, NS_LANDLOCK, -r, "landlock_restrict_self");
 	/* Last: from here on only execve runs, so the filter need not allow our own setup. */
 	if (c->seccomp && c->seccomp->prog.len && (r = sc_load(c->seccomp)) < 0)
-		die(c, NS_SECCOMP, -r, c->argv[0]);
-	die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
+		nat_die(c, NS_SECCOMP, -r, c->argv[0]);
+	nat_die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
 }
 
 /* init starts with a copy of every descriptor of the supervisor (which may be a library
  * user with descriptors of its own): keep only the five it needs. */
 static void close_inherited(const struct nat_child *c)
 {
-	int keep[7] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
-		       c->plan ? c->plan->sendfd_sock : -1, c->proxy_sock};
-	if (close_all_but(keep, 7) < 0)
-		die(c, NS_STDIO, errno, "close_range");
+	int keep[8] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
+		       c->plan ? c->plan->sendfd_sock : -1, c->proxy_sock, c->ctl_sock};
+	if (close_all_but(keep, 8) < 0)
+		nat_die(c, NS_STDIO, errno, "close_range");
 }
 
 /* The payload's Landlock ruleset, built by init once the sandbox's paths exist. */
@@ -158,7 +159,7 @@ static void build_landlock(struct nat_child *c)
 	struct ll_result res;
 	int fd = ll_build(c->landlock, &res);
 	if (fd < 0)
-		die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
+		nat_die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
 	c->landlock_fd = fd;
 }
 
@@ -168,10 +169,10 @@ static void start_proxy_socket(struct nat_child *c)
 {
 	int fd = net_listen_lo(AL_PROXY_PORT);
 	if (fd < 0)
-		die(c, NS_NET, -fd, "proxy socket on 127.0.0.1");
+		nat_die(c, NS_NET, -fd, "proxy socket on 127.0.0.1");
 	int r = al_send_fd(c->proxy_sock, fd, 'p');
 	if (r < 0)
-		die(c, NS_NET, -r, "handing the proxy socket to the supervisor");
+		nat_die(c, NS_NET, -r, "handing the proxy socket to the supervisor");
 	close(fd);
 	close(c->proxy_sock);
 	c->proxy_sock = -1;
@@ -182,17 +183,17 @@ static void build_root(struct nat_child *c)
 	struct mnt_fail f = {0};
 	int rootfd = mnt_enter_root(c->staging, &f);
 	if (rootfd < 0 || mnt_apply(c->plan, rootfd, &f) < 0)
-		die(c, f.stage, f.err, f.what);
+		nat_die(c, f.stage, f.err, f.what);
 	close(rootfd);
 	if (c->plan->sendfd_sock >= 0)
 		close(c->plan->sendfd_sock);
 	if (mnt_pivot(&f) < 0)
-		die(c, f.stage, f.err, f.what);
+		nat_die(c, f.stage, f.err, f.what);
 	if (sethostname(c->hostname, strlen(c->hostname)) < 0)
-		die(c, NS_HOSTNAME, errno, c->hostname);
+		nat_die(c, NS_HOSTNAME, errno, c->hostname);
 	int r;
 	if (c->lo_up && (r = net_lo_up()) < 0)
-		die(c, NS_NET, -r, "lo");
+		nat_die(c, NS_NET, -r, "lo");
 	if (c->proxy_sock >= 0)
 		start_proxy_socket(c);
 	mnt_close_sources(c->plan);
@@ -207,7 +208,7 @@ static pid_t start_payload(const struct nat_child *c)
 	signal(SIGCHLD, SIG_DFL);
 	pid_t pid = fork();
 	if (pid < 0)
-		die(c, NS_FORK, errno, NULL);
+		nat_die(c, NS_FORK, errno, NULL);
 	if (pid == 0)
 		payload_main(c); /* resets every signal disposition */
 	close(c->stdout_fd);
@@ -258,30 +259,38 @@ _Noreturn void nat_child_main(struct nat_child *c)
 	struct mnt_fail f = {0};
 	/* Sources are opened now, with the caller's access rights, before becoming sandbox root. */
 	if (mnt_open_sources(c->plan, &f) < 0)
-		die(c, f.stage, f.err, f.what);
+		nat_die(c, f.stage, f.err, f.what);
 	char go;
 	if (read(c->sync_fd, &go, 1) != 1)
 		_exit(CHILD_FAIL_EXIT); /* the supervisor gave up; it reports why */
 	close(c->sync_fd);
 	int r = uns_enter(&c->map);
 	if (r < 0)
-		die(c, NS_CREDS, -r, NULL);
+		nat_die(c, NS_CREDS, -r, NULL);
 	/* The cgroup namespace starts now, after the supervisor placed us in the job's cgroup,
 	 * so the job sees its own cgroup as the root. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
-		die(c, NS_CGROUPNS, errno, NULL);
+		nat_die(c, NS_CGROUPNS, errno, NULL);
 	build_root(c);
+	if (c->ctl_sock >= 0)
+		nat_hold_main(c); /* a held sandbox: payloads come one request at a time */
+	nat_run_payload(c);
+}
+
+_Noreturn void nat_run_payload(struct nat_child *c)
+{
 	pid_t pid = start_payload(c);
 	for (;;) {
 		int st;
-		pid_t w = waitpid(-1, &st, 0);
+		struct rusage ru;
+		pid_t w = wait4(-1, &st, 0, &ru);
 		if (w == pid) {
-			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, st, NULL);
+			nat_send_exit(c->status_fd, st, &ru);
 			/* init's exit kills everything left in the namespace. */
 			_exit(0);
 		}
 		if (w < 0 && errno != EINTR)
-			die(c, NS_FORK, errno, "waitpid");
+			nat_die(c, NS_FORK, errno, "waitpid");
 	}
 }
 

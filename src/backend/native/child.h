@@ -2,6 +2,7 @@
 #ifndef AL_NATIVE_CHILD_H
 #define AL_NATIVE_CHILD_H
 
+#include "channel.h"
 #include "fsplan.h"
 #include "landlock.h"
 #include "seccomp.h"
@@ -32,10 +33,19 @@ struct nat_child {
 	bool fallback;			/* no namespaces: see nat_fallback_main */
 	bool lo_up;			/* loopback posture: lo up in the new network namespace */
 	int proxy_sock;			/* -1, or where init sends the egress proxy's listening socket */
+	int ctl_sock;			/* -1, or a held sandbox's control socket (hold.c) */
 };
 
 /* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */
 _Noreturn void nat_child_main(struct nat_child *c);
+/* Forks the payload, reaps until it exits, reports its status and usage, and exits. */
+_Noreturn void nat_run_payload(struct nat_child *c);
+/* A held sandbox's init (hold.c): hands the workspace to the supervisor, then starts one payload
+ * per request on the control socket until that socket closes. */
+_Noreturn void nat_hold_main(struct nat_child *c);
+/* Reports a failed setup step on the status pipe and exits. */
+_Noreturn void nat_die(const struct nat_child *c, enum nat_stage stage, int err, const char *what);
+
 /* The fallback without namespaces: a subreaper init in the host's namespaces that forks the
  * payload (Landlock, seccomp, rlimits, no_new_privs) and, when it ends or on SIGTERM, kills
  * every descendant before exiting. */

@@ -220,7 +220,7 @@ int nat_fallback_spawn(const struct al_policy *p, const struct be_io *io, struct
 		.limits = p->limits, .argv = p->argv, .envp = s.envp, .path = "/usr/local/bin:/usr/bin:/bin",
 		.cwd = s.ws, .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
 		.landlock = &s.spec, .landlock_fd = -1, .seccomp = &s.seccomp,
-		.run_uid = uid, .run_gid = gid, .drop_groups = root, .fallback = true,
+		.run_uid = uid, .run_gid = gid, .drop_groups = root, .fallback = true, .proxy_sock = -1, .ctl_sock = -1,
 	};
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
@@ -300,7 +300,7 @@ int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_p
 		.limits = p->limits, .argv = p->argv, .envp = s.envp, .path = "/usr/local/bin:/usr/bin:/bin",
 		.cwd = s.ws, .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
 		.landlock = NULL, .landlock_fd = -1, .seccomp = &s.seccomp,
-		.run_uid = uid, .run_gid = gid, .drop_groups = root, .fallback = true,
+		.run_uid = uid, .run_gid = gid, .drop_groups = root, .fallback = true, .proxy_sock = -1, .ctl_sock = -1,
 	};
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;

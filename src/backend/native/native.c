@@ -202,7 +202,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	struct fs_host host;
 	char **envp = NULL;
 	struct nat_layers layers = {0};
-	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, fd_p[2] = {-1, -1}, px_p[2] = {-1, -1}, pidfd = -1, r;
+	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, fd_p[2] = {-1, -1}, px_p[2] = {-1, -1}, ctl_p[2] = {-1, -1};
+	int pidfd = -1, r;
 	plan.sendfd_sock = -1;
 	fs_host_probe(&host, &plan, p->rootfs);
 	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, &layers, err)) < 0)
@@ -213,7 +214,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	}
 	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
 	    (nat_sends_uppers(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd_p) < 0) ||
-	    (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, px_p) < 0)) {
+	    (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, px_p) < 0) ||
+	    (io->hold && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl_p) < 0)) {
 		r = al_err_sys(err, errno, "setup: pipe");
 		goto out;
 	}
@@ -225,7 +227,7 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		.stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
 		.landlock = layers.landlock_on ? &layers.landlock : NULL, .landlock_fd = -1,
 		.seccomp = &layers.seccomp, .lo_up = p->net == AL_NET_LOOPBACK || p->net == AL_NET_ALLOW,
-		.proxy_sock = px_p[1],
+		.proxy_sock = px_p[1], .ctl_sock = ctl_p[1],
 	};
 	if (p->subids && geteuid() == 0) {
 		r = al_err(err, EINVAL, "--subids is for ordinary users: as root the sandbox already maps 65536 ids");
@@ -249,9 +251,11 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 			close(fd_p[0]);
 		if (px_p[0] >= 0)
 			close(px_p[0]);
+		if (ctl_p[0] >= 0)
+			close(ctl_p[0]);
 		nat_child_main(&c);
 	}
-	if (pid < 0 && p->fallback && nat_userns_refused(-pid)) {
+	if (pid < 0 && p->fallback && nat_userns_refused(-pid) && !io->hold) {
 		r = nat_fallback_spawn(p, io, out, -pid, err);
 		goto out;
 	}
@@ -286,6 +290,7 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		out->checkout = p->keep_changes ? strdup(p->checkout) : NULL;
 	}
 	out->proxy_sock = steal_fd(px_p[0]);
+	out->ctl_sock = steal_fd(ctl_p[0]);
 	out->backend = "native";
 	/* Every profile kills foreign-ABI calls (and strict kills its always-denied calls). */
 	out->seccomp_kills = layers.seccomp.prog.len > 0;
@@ -297,6 +302,7 @@ out:
 	al_close_pair(status_p);
 	al_close_pair(fd_p);
 	al_close_pair(px_p);
+	al_close_pair(ctl_p);
 	pol_free_strv(envp);
 	fs_plan_free(&plan);
 	free_layers(&layers);

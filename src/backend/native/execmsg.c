@@ -1,0 +1,64 @@
+/* execmsg.c — encoding and decoding of a held sandbox's exec requests (see execmsg.h). */
+#include "execmsg.h"
+
+#include <errno.h>
+#include <string.h>
+
+static size_t strv_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+int nx_encode(char *const *argv, char *const *envp, const char *cwd, uint32_t flags, char *buf, size_t cap)
+{
+	size_t argc = strv_len(argv), envc = strv_len(envp);
+	if (argc == 0 || !cwd || cwd[0] != '/')
+		return -EINVAL;
+	if (argc + envc > NX_MAX_STRS || cap < sizeof(struct nx_hdr) || cap > NX_MAX_MSG)
+		return -E2BIG;
+	struct nx_hdr h = {.magic = NX_MAGIC, .flags = flags, .argc = (uint32_t)argc, .envc = (uint32_t)envc};
+	memcpy(buf, &h, sizeof(h));
+	size_t off = sizeof(h);
+	for (size_t i = 0; i < argc + envc + 1; i++) {
+		const char *s = i < argc ? argv[i] : i < argc + envc ? envp[i - argc] : cwd;
+		size_t l = strlen(s) + 1;
+		if (l > cap - off)
+			return -E2BIG;
+		memcpy(buf + off, s, l);
+		off += l;
+	}
+	return (int)off;
+}
+
+int nx_decode(char *buf, size_t len, struct nx_view *v)
+{
+	struct nx_hdr h;
+	if (len < sizeof(h) || len > NX_MAX_MSG)
+		return -EPROTO;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != NX_MAGIC || h.argc == 0 || h.argc > NX_MAX_STRS || h.envc > NX_MAX_STRS - h.argc ||
+	    (h.flags & ~NX_STDIN))
+		return -EPROTO;
+	v->flags = h.flags;
+	size_t off = sizeof(h), n = (size_t)h.argc + h.envc + 1;
+	for (size_t i = 0; i < n; i++) {
+		char *s = buf + off, *nul = off < len ? memchr(s, 0, len - off) : NULL;
+		if (!nul)
+			return -EPROTO;
+		if (i < h.argc)
+			v->argv[i] = s;
+		else if (i < (size_t)h.argc + h.envc)
+			v->envp[i - h.argc] = s;
+		else
+			v->cwd = s;
+		off = (size_t)(nul - buf) + 1;
+	}
+	if (off != len || v->cwd[0] != '/' || v->argv[0][0] == 0)
+		return -EPROTO;
+	v->argv[h.argc] = NULL;
+	v->envp[h.envc] = NULL;
+	return 0;
+}

@@ -1,0 +1,42 @@
+/* execmsg.h — the request a held sandbox's init receives for each exec: argv, environment, cwd.
+ *
+ * One SOCK_SEQPACKET message: a header, then argc + envc + 1 NUL-terminated strings (argv...,
+ * envp..., cwd). Descriptors travel beside it (SCM_RIGHTS): stdout, stderr, the status pipe,
+ * then stdin when NX_STDIN is set. init answers with struct nx_reply and, on success, the
+ * exec's pidfd. Decoding allocates nothing: it points into the caller's buffer. */
+#ifndef AL_NATIVE_EXECMSG_H
+#define AL_NATIVE_EXECMSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NX_MAGIC 0x616c7831u /* "alx1" */
+#define NX_MAX_MSG 65536     /* the whole request, like a modest ARG_MAX */
+#define NX_MAX_STRS 1024     /* argv + envp entries */
+#define NX_STDIN 1u
+
+struct nx_hdr {
+	uint32_t magic;
+	uint32_t flags;
+	uint32_t argc;
+	uint32_t envc;
+};
+
+struct nx_reply {
+	int32_t err; /* 0: the exec started and its pidfd is attached; else an errno */
+};
+
+/* Encodes into buf[0..cap): the message length, or -E2BIG / -EINVAL (empty argv, relative cwd). */
+int nx_encode(char *const *argv, char *const *envp, const char *cwd, uint32_t flags, char *buf, size_t cap);
+
+struct nx_view {
+	uint32_t flags;
+	char *argv[NX_MAX_STRS + 1]; /* NULL-terminated, pointing into the buffer */
+	char *envp[NX_MAX_STRS + 1];
+	const char *cwd;
+};
+
+/* Decodes buf[0..len) in place: 0, or -EPROTO for anything malformed. */
+int nx_decode(char *buf, size_t len, struct nx_view *v);
+
+#endif

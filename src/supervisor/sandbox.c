@@ -1,0 +1,165 @@
+/* sandbox.c — held sandboxes: a native job whose init stays up and starts one payload per request.
+ *
+ * Creation is an ordinary al_job_spawn with policy->hold set: the backend gives init a control
+ * socket (backend/native/hold.c). The job is never waited for while the sandbox lives; instead
+ * creation waits here until init has sent the workspace descriptor (ready) or died (its status
+ * record says why). The egress proxy, when the posture has one, is served from the sandbox's job
+ * as for any job. Execs are jobs of their own (policy->attach, backend/native/attach.c). Destroy
+ * closes the control socket (init exits, and with it every process of the sandbox) and frees the
+ * job (reap, cgroup removal, proxy stop). */
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "airlock/airlock.h"
+#include "job.h"
+#include "policy/policy.h"
+#include "util/error.h"
+#include "util/fdpass.h"
+
+#define SANDBOX_READY_TIMEOUT_MS 30000
+
+struct al_sandbox {
+	struct al_job *job; /* the held init */
+	struct be_held held;
+	int ws_fd;
+	uid_t uid;
+	gid_t gid;
+};
+
+struct be_held *be_sandbox_held(struct al_sandbox *sb)
+{
+	return sb ? &sb->held : NULL;
+}
+
+int al_policy_set_sandbox(struct al_policy *p, struct al_sandbox *sb, struct al_error *err)
+{
+	if (sb && !al_sandbox_alive(sb))
+		return al_err(err, ESRCH, "the sandbox is gone");
+	p->attach = sb;
+	return 0;
+}
+
+/* The sandbox user's host ids, from what the backend reported. */
+static void read_owner(struct al_sandbox *sb)
+{
+	sb->uid = geteuid();
+	sb->gid = getegid();
+	json_t *e = sb->held.enforced_json ? json_loads(sb->held.enforced_json, 0, NULL) : NULL;
+	json_t *u = json_object_get(e, "payload_host_uid");
+	if (json_is_integer(u) && json_integer_value(u) >= 0) {
+		sb->uid = (uid_t)json_integer_value(u);
+		sb->gid = (gid_t)json_integer_value(u); /* the maps give gid = uid for every range */
+	}
+	json_decref(e);
+}
+
+/* Waits for init: the proxy's socket (if any) comes first, then the workspace. */
+static int wait_ready(struct al_sandbox *sb, struct al_error *err)
+{
+	struct al_job *j = sb->job;
+	for (;;) {
+		struct pollfd pf[3] = {{.fd = j->proc.ctl_sock, .events = POLLIN},
+				       {.fd = j->proc.proxy_sock, .events = POLLIN},
+				       {.fd = j->proc.pidfd, .events = POLLIN}};
+		int n = poll(pf, 3, SANDBOX_READY_TIMEOUT_MS);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return al_err(err, n == 0 ? ETIMEDOUT : errno, "setup: the sandbox did not become ready");
+		if (pf[1].revents)
+			job_serve_proxy(j);
+		if (pf[0].revents & POLLIN) {
+			char tag = 0;
+			int fd = al_recv_fd(j->proc.ctl_sock, &tag);
+			if (fd >= 0 && tag == 'w') {
+				sb->ws_fd = fd;
+				return 0;
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+		if (pf[0].revents & (POLLHUP | POLLERR) || pf[2].revents)
+			return -EPIPE; /* init died: its status record says why */
+	}
+}
+
+int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct al_error *err)
+{
+	if (p->attach)
+		return al_err(err, EINVAL, "a held sandbox cannot be made inside another");
+	if (p->workdir || p->keep_changes || p->fallback)
+		return al_err(err, EINVAL, "held sandboxes keep their own workspace: --workdir, --keep-changes and --fallback do not apply");
+	struct al_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return al_err(err, ENOMEM, "out of memory");
+	sb->ws_fd = sb->held.ctl_sock = -1;
+	pthread_mutex_init(&sb->held.lock, NULL);
+	int r = job_spawn(p, NULL, true, &sb->job, err);
+	if (r < 0)
+		goto fail;
+	sb->held.ctl_sock = sb->job->proc.ctl_sock;
+	sb->held.enforced_json = sb->job->proc.enforced_json;
+	sb->held.seccomp_kills = sb->job->proc.seccomp_kills;
+	if ((r = wait_ready(sb, err)) == -EPIPE) {
+		/* The job's verdict turns init's status record into the usual setup message. */
+		struct al_verdict *v = NULL;
+		struct al_error e2 = {0};
+		if (al_job_wait(sb->job, &v, &e2) == 0 && v && v->status == AL_STATUS_SETUP_ERROR) {
+			r = v->setup.code < 0 ? v->setup.code : -EIO;
+			if (err)
+				*err = v->setup;
+		} else {
+			r = al_err(err, EPIPE, "setup: the sandbox's init exited before it was ready");
+		}
+		al_verdict_free(v);
+	}
+	if (r < 0)
+		goto fail;
+	read_owner(sb);
+	*out = sb;
+	return 0;
+fail:
+	al_sandbox_destroy(sb);
+	return r;
+}
+
+int al_sandbox_workspace(const struct al_sandbox *sb)
+{
+	return sb->ws_fd;
+}
+
+void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid)
+{
+	*uid = sb->uid;
+	*gid = sb->gid;
+}
+
+const char *al_sandbox_enforced(const struct al_sandbox *sb)
+{
+	return sb->held.enforced_json;
+}
+
+bool al_sandbox_alive(const struct al_sandbox *sb)
+{
+	if (!sb->job || sb->job->proc.pidfd < 0)
+		return false;
+	struct pollfd pf = {.fd = sb->job->proc.pidfd, .events = POLLIN};
+	return poll(&pf, 1, 0) == 0;
+}
+
+void al_sandbox_destroy(struct al_sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (sb->ws_fd >= 0)
+		close(sb->ws_fd);
+	/* al_job_free kills init (and so every exec, whose pid namespaces nest in its own), reaps
+	 * it, stops the proxy, removes the cgroup and closes the control socket. */
+	al_job_free(sb->job);
+	pthread_mutex_destroy(&sb->held.lock);
+	free(sb);
+}
