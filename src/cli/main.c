@@ -19,6 +19,7 @@ static const char usage[] =
 	"  config check [FILE|-]            validate a configuration file\n"
 	"  config dump                      print the effective configuration as YAML\n"
 	"  audit tail|grep ...              read the server's audit log\n"
+	"  mcp [--profile P] [--audit FILE] serve MCP on stdin/stdout (persistent sandboxes)\n"
 	"  help                             show this help\n"
 	"  version                          show the version\n"
 	"\n"
@@ -62,6 +63,8 @@ int main(int argc, char **argv)
 		return cli_config(argc - 1, argv + 1);
 	if (strcmp(cmd, "audit") == 0)
 		return cli_audit(argc - 1, argv + 1);
+	if (strcmp(cmd, "mcp") == 0)
+		return cli_mcp(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		return fputs(usage, stdout), 0;
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))

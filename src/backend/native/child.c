@@ -24,6 +24,7 @@
 #include "net.h"
 #include "policy/policy.h"
 #include "util/fdpass.h"
+#include "rawsys.h"
 #include "rlimits.h"
 
 #define CHILD_FAIL_EXIT 126
@@ -122,9 +123,9 @@ static _Noreturn void payload_main(const struct nat_child *c)
 	 * (An unprivileged fallback never had CAP_SETPCAP, nor any capability to bound.) */
 	if ((r = caps_drop_bounding()) < 0 && !(c->fallback && r == -EPERM))
 		nat_die(c, NS_CAPS, -r, "bounding set");
-	if (c->drop_groups && setgroups(0, NULL) < 0)
+	if (c->drop_groups && raw_setgroups_none() < 0)
 		nat_die(c, NS_SETUID, errno, "setgroups");
-	if (setresgid(c->run_gid, c->run_gid, c->run_gid) < 0 || setresuid(c->run_uid, c->run_uid, c->run_uid) < 0)
+	if (raw_setresgid(c->run_gid, c->run_gid, c->run_gid) < 0 || raw_setresuid(c->run_uid, c->run_uid, c->run_uid) < 0)
 		nat_die(c, NS_SETUID, errno, NULL);
 	if ((r = caps_clear()) < 0)
 		nat_die(c, NS_CAPS, -r, "capset");
@@ -206,7 +207,7 @@ static pid_t start_payload(const struct nat_child *c)
 	/* Not dumpable: the payload (same uid in single-id mode) cannot ptrace init. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	signal(SIGCHLD, SIG_DFL);
-	pid_t pid = fork();
+	pid_t pid = raw_fork();
 	if (pid < 0)
 		nat_die(c, NS_FORK, errno, NULL);
 	if (pid == 0)

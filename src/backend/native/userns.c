@@ -1,6 +1,8 @@
 /* userns.c — id mapping for the sandbox's user namespace, and the credential switches on both sides. */
 #include "userns.h"
 
+#include "rawsys.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -213,16 +215,16 @@ int uns_enter(const struct uns_map *m)
 		return 0; /* already the mapped caller, with full capabilities in the namespace */
 	/* Until now the child still carried host uid 0 (unmapped, but the owner of root's
 	 * files); from here on it is sandbox root, i.e. host id_base, for every access. */
-	if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+	if (raw_setresgid(0, 0, 0) < 0 || raw_setgroups_none() < 0 || raw_setresuid(0, 0, 0) < 0)
 		return -errno;
 	return 0;
 }
 
 int uns_become_user(const struct uns_map *m, uid_t uid, gid_t gid)
 {
-	if (m->range && setgroups(0, NULL) < 0)
+	if (m->range && raw_setgroups_none() < 0)
 		return -errno;
-	if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+	if (raw_setresgid(gid, gid, gid) < 0 || raw_setresuid(uid, uid, uid) < 0)
 		return -errno;
 	return 0;
 }

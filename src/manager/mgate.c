@@ -1,0 +1,103 @@
+/* mgate.c — every tool call is classified by the configured risk rules; the approval policy allows,
+ * denies, or asks a human (the session does the asking); when the call ends, one audit record. */
+#include "mgate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "manager/risk.h"
+
+static void g_check(void *ctx, const char *tool, const json_t *args, struct srv_gate_decision *out)
+{
+	struct mgate *g = ctx;
+	struct risk_decision d;
+	struct al_error err = {0};
+	memset(out, 0, sizeof(*out));
+	if (risk_classify(g->cfg, tool, args, &d, &err) < 0) {
+		out->verdict = SRV_GATE_DENY;
+		snprintf(out->reason, sizeof(out->reason), "the risk rules could not classify the request: %.180s", err.msg);
+		return;
+	}
+	enum approval_verdict v = approval_auto(&g->cfg->approval, &d);
+	out->timeout_ms = d.timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)d.timeout_ms;
+	snprintf(out->reason, sizeof(out->reason), "risk %s (rule %s)%s", cfg_risk_name(d.level), d.rule,
+		 v == APPROVAL_DENY ? ": above the approval policy's deny_above" : "");
+	out->verdict = v == APPROVAL_APPROVE ? SRV_GATE_ALLOW : v == APPROVAL_DENY ? SRV_GATE_DENY : SRV_GATE_ASK;
+}
+
+static const char *status_name(enum srv_call_status s)
+{
+	switch (s) {
+	case SRV_CALL_OK:
+		return "ok";
+	case SRV_CALL_PROGRAM_FAILED:
+		return "program_failed";
+	case SRV_CALL_REQUEST_FAILED:
+		return "error";
+	case SRV_CALL_DENIED:
+		return "denied";
+	case SRV_CALL_CANCELLED:
+		return "cancelled";
+	case SRV_CALL_INVALID:
+		return "invalid";
+	}
+	return "?";
+}
+
+static enum approval_by by_of(enum srv_gate_outcome o)
+{
+	switch (o) {
+	case SRV_GATE_APPROVED:
+	case SRV_GATE_DECLINED:
+		return APPROVAL_BY_ELICITATION;
+	case SRV_GATE_TIMED_OUT:
+		return APPROVAL_BY_TIMEOUT;
+	case SRV_GATE_ALLOWED:
+	case SRV_GATE_DENIED:
+	case SRV_GATE_UNAVAILABLE:
+	case SRV_GATE_ABANDONED:
+		return APPROVAL_BY_AUTO;
+	}
+	return APPROVAL_BY_AUTO;
+}
+
+static void g_finished(void *ctx, const struct srv_call_end *end)
+{
+	struct mgate *g = ctx;
+	if (!g->log)
+		return;
+	struct risk_decision d;
+	struct al_error err = {0};
+	bool classified = json_is_object(end->args) && risk_classify(g->cfg, end->tool, end->args, &d, &err) == 0;
+	const json_t *sid = json_is_object(end->args) ? json_object_get(end->args, "sandbox_id") : NULL;
+	const char *sandbox = json_is_string(sid) ? json_string_value(sid)
+			    : end->result && end->result->sandbox_id ? end->result->sandbox_id : NULL;
+	json_t *res = NULL, *proxy = NULL;
+	const struct al_verdict *v = end->result ? end->result->verdict : NULL;
+	if (v) {
+		res = json_pack("{s:s,s:i,s:f,s:f,s:f,s:I,s:I,s:I}", "status", al_status_name(v->status), "exit_code",
+				v->exit_code, "wall_s", v->wall_s, "user_s", v->user_s, "system_s", v->system_s,
+				"peak_rss_kib", (json_int_t)v->peak_rss_kib, "stdout_bytes", (json_int_t)v->out.bytes,
+				"stderr_bytes", (json_int_t)v->err.bytes);
+		json_t *px = v->proxy_json ? json_loads(v->proxy_json, 0, NULL) : NULL;
+		proxy = json_incref(json_object_get(px, "connections"));
+		json_decref(px);
+	}
+	enum audit_decision dec = !end->decided ? AUDIT_NOT_DECIDED
+				: (end->approval == SRV_GATE_ALLOWED || end->approval == SRV_GATE_APPROVED) ? AUDIT_APPROVED
+													    : AUDIT_DENIED;
+	struct audit_record rec = {
+		.transport = g->transport, .peer = g->peer, .sandbox = sandbox, .tool = end->tool, .params = end->args,
+		.risk = classified ? &d : NULL, .decision = dec, .by = by_of(end->approval),
+		.status = status_name(end->status), .duration_ms = end->duration_ms, .resources = res, .proxy = proxy,
+	};
+	/* A failing audit log is reported by the log itself (stderr); the call's answer stands. */
+	(void)audit_write(g->log, &rec, &err);
+	json_decref(res);
+	json_decref(proxy);
+}
+
+void mgate_init(struct mgate *g, struct srv_gate *out)
+{
+	*out = (struct srv_gate){.ctx = g, .check = g_check, .finished = g_finished};
+}

@@ -1,0 +1,1049 @@
+/* sbmgr.c — the sandbox manager: held sandboxes by id, one worker thread per long operation.
+ *
+ * Theory of operation
+ *
+ *   session thread (MCP stdio / HTTP)            worker threads              held sandboxes
+ *     create_sandbox ──────────────────────────▶ al_sandbox_create ───────▶ init waits for work
+ *     exec / install_package ──────────────────▶ write code, al_job_spawn(attach), al_job_wait
+ *                                                  (output → sink->on_output, verdict → on_done)
+ *     write_file / read_file / list_files: synchronous, beneath the workspace descriptor (wsfiles.c)
+ *     destroy_sandbox: removed from the table at once; freed when its last operation ends
+ *
+ * Everything shared sits under m->mu: the table, each sandbox's reference count, the counters.
+ * An exec holds its sandbox's exec_mu for its whole run, so execs of one sandbox take turns (the
+ * code file under /workspace/.airlock is theirs in turn) while other sandboxes run in parallel,
+ * up to server.max_execs. A housekeeping thread makes every sandbox (see struct sbm), destroys
+ * those idle past server.idle_ttl or older than server.max_lifetime, and keeps the warm pool
+ * (server.pool) filled.
+ */
+#include "sbmgr.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/language.h"
+#include "config/profile.h"
+#include "manager/wsfiles.h"
+#include "policy/policy.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+#define SBM_DEFAULT_PROFILE "untrusted-code-read"
+#define SBM_ID_LEN 20
+#define SBM_CODE_DIR ".airlock"
+
+/* One held sandbox. */
+struct sbx {
+	struct sbx *next;
+	char id[SBM_ID_LEN + 1];
+	struct al_sandbox *sb;
+	char *profile;
+	char *net_hosts;      /* the allowlist the sandbox was made with ("" when its posture has no proxy) */
+	enum al_net_posture net;
+	uint64_t created_ms, used_ms;
+	unsigned refs;	      /* the table's (while listed) + each operation's */
+	bool listed;	      /* in m->list (false once destroyed or expired) */
+	bool pooled;	      /* a warm spare nobody has asked for yet */
+	pthread_mutex_t exec_mu;
+	struct al_job *running; /* the exec holding exec_mu, for destroy (under m->mu) */
+};
+
+struct sbm {
+	struct sbm_opts o;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct sbx *list;
+	size_t live;
+	unsigned execs, ops; /* running execs; operations of any kind not yet done */
+	bool stopping;
+	/* The housekeeper makes every sandbox: PR_SET_PDEATHSIG ties a sandbox's init to the thread
+	 * that created it, so that thread must live as long as the server (worker threads do not). */
+	pthread_t hk;
+	bool hk_started;
+	pthread_cond_t hk_cv;	 /* wakes the housekeeper: a request queued, a spare claimed, shutdown */
+	struct mkreq *queue;	 /* sandboxes to make, oldest first */
+	struct sbm_stats st;
+};
+
+/* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
+struct mkreq {
+	struct mkreq *next;
+	const char *profile, *hosts;
+	bool network, done;
+	const struct srv_limits *lim;
+	struct sbx *s;
+	int r;
+	struct al_error err;
+};
+
+enum op_kind { OP_CREATE, OP_EXEC, OP_INSTALL, OP_DESTROY };
+
+struct srv_op {
+	struct sbm *m;
+	pthread_mutex_t mu;
+	enum op_kind kind;
+	struct srv_sink sink;
+	bool done, released, cancelled;
+	struct al_job *job; /* the running job, for cancel */
+	/* The request, copied. */
+	char *sandbox_id, *language, *code, *profile, *hosts, *manager;
+	char **packages;
+	size_t code_len, npackages;
+	uint64_t timeout_ms;
+	bool network;
+	struct srv_limits limits;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+static void sbx_free(struct sbx *s)
+{
+	al_sandbox_destroy(s->sb);
+	pthread_mutex_destroy(&s->exec_mu);
+	free(s->profile);
+	free(s->net_hosts);
+	free(s);
+}
+
+/* Drops one reference; the last one destroys the sandbox (outside the lock: it reaps). */
+static void sbx_put(struct sbm *m, struct sbx *s)
+{
+	pthread_mutex_lock(&m->mu);
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&m->mu);
+	if (last)
+		sbx_free(s);
+}
+
+/* Under m->mu: takes s off the table (its operations keep it until they end). */
+static void unlist_locked(struct sbm *m, struct sbx *s)
+{
+	for (struct sbx **pp = &m->list; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			s->listed = false;
+			m->live--;
+			m->st.destroyed++;
+			if (s->running)
+				al_job_kill(s->running);
+			return;
+		}
+}
+
+static struct sbx *sbx_get(struct sbm *m, const char *id, struct al_error *err)
+{
+	pthread_mutex_lock(&m->mu);
+	struct sbx *s = m->list;
+	while (s && (s->pooled || strcmp(s->id, id) != 0))
+		s = s->next;
+	if (s) {
+		s->refs++;
+		s->used_ms = now_ms();
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (!s)
+		al_err(err, ENOENT, "no sandbox \"%s\" (never created, destroyed, or expired)", id);
+	return s;
+}
+
+static void make_id(char id[SBM_ID_LEN + 1])
+{
+	unsigned char r[8] = {0};
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		uint64_t t = now_ms() ^ (uint64_t)getpid() << 32;
+		memcpy(r, &t, sizeof(r));
+	}
+	snprintf(id, SBM_ID_LEN + 1, "sb-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+}
+
+/* ---- policies ---------------------------------------------------------------------------- */
+
+/* "a,b,c" from the client's domain list (each checked by the allowlist parser later). */
+static char *join_hosts(const char *const *v, size_t n)
+{
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	char *s = calloc(1, len);
+	for (size_t i = 0; s && i < n; i++) {
+		if (strchr(v[i], ',')) {
+			free(s);
+			return NULL;
+		}
+		strcat(s, i ? "," : "");
+		strcat(s, v[i]);
+	}
+	return s;
+}
+
+static int set_limit_if(struct al_policy *p, enum al_limit l, uint64_t v, struct al_error *err)
+{
+	return v ? al_policy_set_limit(p, l, v, err) : 0;
+}
+
+/* The creation policy: configuration limits, the profile's posture, the client's knobs; with
+ * network, the client's hosts through the egress proxy (the profile's registries stay allowed). */
+static int create_policy(struct sbm *m, const char *profile, bool network, const char *hosts,
+			 const struct srv_limits *lim, struct al_policy **out, enum al_net_posture *net,
+			 struct al_error *err)
+{
+	const struct cfg *c = m->o.cfg;
+	const struct cfg_profile *pr = cfg_profile(c, profile);
+	if (!pr)
+		return al_err(err, ENOENT, "unknown profile \"%s\"", profile);
+	if (!pr->namespaces)
+		return al_err(err, EPERM, "profile %s has no isolation: the server never runs it", profile);
+	struct al_policy *p = NULL;
+	int r = al_policy_new(&p);
+	if (r < 0)
+		return al_err(err, -r, "out of memory");
+	r = cfg_apply_limits(&c->limits, p, true, err);
+	r = r ?: cfg_apply_profile(c, pr, p, err);
+	r = r ?: set_limit_if(p, AL_LIMIT_MEMORY, lim->memory_bytes, err);
+	r = r ?: set_limit_if(p, AL_LIMIT_CPUS, lim->milli_cpus, err);
+	r = r ?: set_limit_if(p, AL_LIMIT_PIDS, lim->pids, err);
+	r = r ?: set_limit_if(p, AL_LIMIT_DISK, lim->disk_bytes, err);
+	/* Every language's host paths: any of them may run in this sandbox later. */
+	for (size_t i = 0; r == 0 && i < c->nlanguages; i++)
+		for (size_t k = 0; r == 0 && k < c->languages[i].paths.n; k++)
+			if (access(c->languages[i].paths.v[k], F_OK) == 0)
+				r = al_policy_add_bind(p, c->languages[i].paths.v[k], NULL, false, err);
+	if (r == 0 && network) {
+		if (p->net != AL_NET_ALLOW)
+			r = al_policy_set_network(p, AL_NET_ALLOW, err);
+		if (r == 0 && hosts && *hosts)
+			r = al_policy_allow_hosts(p, hosts, err);
+	}
+	if (r < 0) {
+		al_policy_free(p);
+		return r;
+	}
+	*net = p->net;
+	*out = p;
+	return 0;
+}
+
+static int make_now(struct sbm *m, const char *profile, bool network, const char *hosts,
+		    const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
+{
+	struct sbx *s = calloc(1, sizeof(*s));
+	if (!s)
+		return al_err(err, ENOMEM, "out of memory");
+	pthread_mutex_init(&s->exec_mu, NULL);
+	s->profile = strdup(profile);
+	s->net_hosts = strdup(hosts ? hosts : "");
+	struct al_policy *p = NULL;
+	int r = s->profile && s->net_hosts ? 0 : al_err(err, ENOMEM, "out of memory");
+	r = r ?: create_policy(m, profile, network, hosts, lim, &p, &s->net, err);
+	r = r ?: al_sandbox_create(p, &s->sb, err);
+	al_policy_free(p);
+	if (r < 0) {
+		sbx_free(s);
+		return r;
+	}
+	make_id(s->id);
+	s->created_ms = s->used_ms = now_ms();
+	s->pooled = pooled;
+	*out = s;
+	return 0;
+}
+
+/* Makes a sandbox on the housekeeper's thread (see struct sbm) and waits for it. */
+static int new_sandbox(struct sbm *m, const char *profile, bool network, const char *hosts,
+		       const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
+{
+	if (m->hk_started && pthread_equal(pthread_self(), m->hk))
+		return make_now(m, profile, network, hosts, lim, pooled, out, err);
+	struct mkreq q = {.profile = profile, .hosts = hosts, .network = network, .lim = lim};
+	pthread_mutex_lock(&m->mu);
+	if (m->stopping) {
+		pthread_mutex_unlock(&m->mu);
+		return al_err(err, ESHUTDOWN, "the server is shutting down");
+	}
+	struct mkreq **pp = &m->queue;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = &q;
+	pthread_cond_signal(&m->hk_cv);
+	while (!q.done)
+		pthread_cond_wait(&m->cv, &m->mu);
+	pthread_mutex_unlock(&m->mu);
+	if (q.r < 0 && err)
+		*err = q.err;
+	*out = q.s;
+	return q.r;
+}
+
+/* Lists s (with the table's reference) unless the live limit is reached. */
+static int list_sandbox(struct sbm *m, struct sbx *s, struct al_error *err)
+{
+	unsigned max = m->o.cfg->server.max_sandboxes;
+	pthread_mutex_lock(&m->mu);
+	if (m->stopping || (max && m->live >= max)) {
+		pthread_mutex_unlock(&m->mu);
+		return m->stopping ? al_err(err, ESHUTDOWN, "the server is shutting down")
+				   : al_err(err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
+	}
+	s->refs++;
+	s->listed = true;
+	s->next = m->list;
+	m->list = s;
+	m->live++;
+	m->st.created++;
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+/* A pooled spare of this profile, claimed (NULL if none is ready). */
+static struct sbx *claim_pooled(struct sbm *m, const char *profile)
+{
+	pthread_mutex_lock(&m->mu);
+	struct sbx *s = m->list;
+	while (s && !(s->pooled && strcmp(s->profile, profile) == 0))
+		s = s->next;
+	if (s) {
+		s->pooled = false;
+		s->used_ms = now_ms();
+		s->refs++;
+	}
+	if (s)
+		pthread_cond_signal(&m->hk_cv); /* refill */
+	pthread_mutex_unlock(&m->mu);
+	return s;
+}
+
+/* ---- operations ---------------------------------------------------------------------------- */
+
+static void op_free(struct srv_op *op)
+{
+	free(op->sandbox_id);
+	free(op->language);
+	free(op->code);
+	free(op->profile);
+	free(op->hosts);
+	free(op->manager);
+	for (size_t i = 0; i < op->npackages; i++)
+		free(op->packages[i]);
+	free(op->packages);
+	pthread_mutex_destroy(&op->mu);
+	free(op);
+}
+
+static struct srv_op *op_new(struct sbm *m, enum op_kind kind, const struct srv_sink *sink)
+{
+	struct srv_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return NULL;
+	op->m = m;
+	op->kind = kind;
+	op->sink = *sink;
+	pthread_mutex_init(&op->mu, NULL);
+	return op;
+}
+
+/* Reports the result; frees op if the session already released it. */
+static void op_finish(struct srv_op *op, struct srv_result *res)
+{
+	struct sbm *m = op->m;
+	op->sink.on_done(op->sink.cookie, res);
+	pthread_mutex_lock(&op->mu);
+	op->done = true;
+	op->job = NULL;
+	bool gone = op->released;
+	pthread_mutex_unlock(&op->mu);
+	if (gone)
+		op_free(op);
+	pthread_mutex_lock(&m->mu);
+	m->ops--;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+}
+
+static struct srv_result *error_result(int r, const struct al_error *e)
+{
+	struct srv_result *res = srv_result_new();
+	if (res) {
+		res->error = r < 0 ? r : -EIO;
+		res->err = *e;
+	}
+	return res;
+}
+
+static void output_cb(void *cookie, int stream, const char *data, size_t len)
+{
+	struct srv_op *op = cookie;
+	if (op->sink.on_output)
+		op->sink.on_output(op->sink.cookie, stream == 2 ? SRV_STDERR : SRV_STDOUT, data, len);
+}
+
+/* Runs argv-less policy p (argv set by the caller) in s, streaming output: 0 and *v, or -errno. */
+static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, struct al_verdict **v, struct al_error *err)
+{
+	struct sbm *m = op->m;
+	int r = al_policy_set_sandbox(p, s->sb, err);
+	if (r < 0)
+		return r;
+	if (s->net == AL_NET_ALLOW) { /* the proxy variables of the sandbox's posture */
+		r = al_policy_set_network(p, AL_NET_ALLOW, err);
+		if (r == 0 && *s->net_hosts)
+			r = al_policy_allow_hosts(p, s->net_hosts, err);
+		if (r < 0)
+			return r;
+	}
+	struct al_spawn_opts so = {.size = sizeof(so), .stdin_fd = -1, .on_output = output_cb, .on_output_cookie = op};
+	struct al_job *job = NULL;
+	pthread_mutex_lock(&s->exec_mu);
+	r = al_job_spawn(p, &so, &job, err);
+	if (r == 0) {
+		pthread_mutex_lock(&m->mu);
+		s->running = job;
+		pthread_mutex_unlock(&m->mu);
+		pthread_mutex_lock(&op->mu);
+		op->job = job;
+		if (op->cancelled)
+			al_job_kill(job);
+		pthread_mutex_unlock(&op->mu);
+		r = al_job_wait(job, v, err);
+		pthread_mutex_lock(&op->mu);
+		op->job = NULL;
+		pthread_mutex_unlock(&op->mu);
+		pthread_mutex_lock(&m->mu);
+		s->running = NULL;
+		pthread_mutex_unlock(&m->mu);
+		al_job_free(job);
+	}
+	pthread_mutex_unlock(&s->exec_mu);
+	return r;
+}
+
+/* Waits for an exec slot (server.max_execs); false when the server stops. */
+static bool exec_slot(struct sbm *m)
+{
+	unsigned max = m->o.cfg->server.max_execs;
+	pthread_mutex_lock(&m->mu);
+	while (!m->stopping && max && m->execs >= max)
+		pthread_cond_wait(&m->cv, &m->mu);
+	bool ok = !m->stopping;
+	if (ok) {
+		m->execs++;
+		m->st.execs_running++;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return ok;
+}
+
+static void exec_slot_done(struct sbm *m)
+{
+	pthread_mutex_lock(&m->mu);
+	m->execs--;
+	m->st.execs_running--;
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* The code file and argv of language lang: interpreted languages read their file from
+ * /workspace/.airlock (the client's own files stay untouched), with /workspace importable. */
+static int exec_policy(struct sbm *m, struct sbx *s, const struct srv_op *op, struct al_policy **out, struct al_error *err)
+{
+	const struct cfg_language *l = cfg_language(m->o.cfg, op->language);
+	if (!l)
+		return al_err(err, ENOENT, "unknown language \"%s\"", op->language);
+	struct al_policy *p = NULL;
+	int r = al_policy_new(&p);
+	if (r < 0)
+		return al_err(err, -r, "out of memory");
+	r = lang_apply(l, op->code, op->code_len, NULL, 0, p, err);
+	r = r ?: al_policy_add_env(p, "PYTHONPATH=" AL_WORKSPACE, err);
+	r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, err);
+	r = r ?: set_limit_if(p, AL_LIMIT_WALL_MS, op->timeout_ms, err);
+	/* An interpreter reads its file from .airlock/, so the client's own main.py stays its own. */
+	char rel[300];
+	snprintf(rel, sizeof(rel), SBM_CODE_DIR "/%s", l->file);
+	for (int i = 0; r == 0 && !l->compile.n && i < p->argc; i++) {
+		if (strcmp(p->argv[i], l->file) != 0)
+			continue;
+		char *a = strdup(rel);
+		if (!a) {
+			r = al_err(err, ENOMEM, "out of memory");
+			break;
+		}
+		free(p->argv[i]);
+		p->argv[i] = a;
+		break;
+	}
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(s->sb, &uid, &gid);
+	/* The code file goes in through the workspace descriptor, as the file API's writes do. */
+	struct ws_cred saved;
+	ws_become(uid, gid, &saved);
+	for (size_t i = 0; r == 0 && i < p->nfiles; i++)
+		r = ws_write(al_sandbox_workspace(s->sb), l->compile.n ? p->files[i].dest : rel, p->files[i].data,
+			     p->files[i].len, uid, gid, err);
+	ws_restore(&saved);
+	if (r < 0) {
+		al_policy_free(p);
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
+/* exec and install: the sandbox named, or a throwaway one made for this call. */
+static void *exec_thread(void *arg)
+{
+	struct srv_op *op = arg;
+	struct sbm *m = op->m;
+	struct al_error err = {0};
+	struct srv_result *res = NULL;
+	struct sbx *s = NULL;
+	struct al_policy *p = NULL;
+	struct al_verdict *v = NULL;
+	bool throwaway = !op->sandbox_id, slot = false;
+	int r = 0;
+	if (throwaway) {
+		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
+		struct srv_limits lim = {0};
+		s = op->network ? NULL : claim_pooled(m, profile);
+		if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &lim, false, &s, &err)) == 0) {
+			s->refs = 1;
+			pthread_mutex_lock(&m->mu);
+			m->st.created++;
+			m->st.destroyed++; /* counted as it is made: it is never listed */
+			pthread_mutex_unlock(&m->mu);
+		} else if (s) {
+			pthread_mutex_lock(&m->mu);
+			unlist_locked(m, s); /* a claimed spare becomes this call's alone */
+			s->refs--;
+			pthread_mutex_unlock(&m->mu);
+		}
+	} else if (!(s = sbx_get(m, op->sandbox_id, &err))) {
+		r = -ENOENT;
+	} else if (op->network && s->net != AL_NET_ALLOW) {
+		r = al_err(&err, EPERM, "sandbox %s was created without network access: create one with network_enabled", s->id);
+	}
+	if (r == 0 && !(slot = exec_slot(m)))
+		r = al_err(&err, ESHUTDOWN, "the server is shutting down");
+	if (r == 0 && op->kind == OP_EXEC)
+		r = exec_policy(m, s, op, &p, &err);
+	if (r == 0 && op->kind == OP_INSTALL) {
+		/* pip --user and npm install land under /workspace (HOME), which persists. */
+		size_t n = op->npackages + 6, k = 0;
+		const char **argv = calloc(n, sizeof(*argv));
+		if (!argv || (r = al_policy_new(&p)) < 0) {
+			r = al_err(&err, ENOMEM, "out of memory");
+		} else {
+			if (strcmp(op->manager, "pip") == 0) {
+				argv[k++] = "python3";
+				argv[k++] = "-m";
+				argv[k++] = "pip";
+				argv[k++] = "install";
+				argv[k++] = "--user";
+			} else {
+				argv[k++] = "npm";
+				argv[k++] = "install";
+				argv[k++] = "--no-fund";
+			}
+			argv[k++] = "--";
+			for (size_t i = 0; i < op->npackages; i++)
+				argv[k++] = op->packages[i];
+			r = al_policy_set_argv(p, (int)k, argv, &err);
+			r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, &err);
+			r = r ?: al_policy_set_limit(p, AL_LIMIT_WALL_MS, 300000, &err);
+		}
+		free(argv);
+	}
+	if (r == 0)
+		r = run_in(op, s, p, &v, &err);
+	if (slot)
+		exec_slot_done(m);
+	al_policy_free(p);
+	if (r == 0 && (res = srv_result_new())) {
+		res->verdict = v;
+		v = NULL;
+		if (!throwaway && !(res->sandbox_id = strdup(s->id))) {
+			srv_result_free(res);
+			res = NULL;
+		}
+	} else if (r < 0) {
+		res = error_result(r, &err);
+	}
+	al_verdict_free(v);
+	if (s)
+		sbx_put(m, s);
+	op_finish(op, res);
+	return NULL;
+}
+
+static void *create_thread(void *arg)
+{
+	struct srv_op *op = arg;
+	struct sbm *m = op->m;
+	struct al_error err = {0};
+	struct sbx *s = NULL;
+	const char *profile = op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
+	struct srv_limits none = {0};
+	bool plain = !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0;
+	int r = 0;
+	if (plain)
+		s = claim_pooled(m, profile); /* listed, with our reference */
+	if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &op->limits, false, &s, &err)) == 0) {
+		s->refs = 1; /* ours; list_sandbox adds the table's */
+		if ((r = list_sandbox(m, s, &err)) < 0) {
+			sbx_free(s);
+			s = NULL;
+		}
+	}
+	struct srv_result *res = NULL;
+	if (r < 0) {
+		res = error_result(r, &err);
+	} else {
+		res = srv_result_new();
+		if (res && !(res->sandbox_id = strdup(s->id))) {
+			srv_result_free(res);
+			res = NULL;
+		}
+		pthread_mutex_lock(&m->mu);
+		s->refs--; /* the table keeps it */
+		pthread_mutex_unlock(&m->mu);
+	}
+	op_finish(op, res);
+	return NULL;
+}
+
+static int start_thread(struct sbm *m, struct srv_op *op, void *(*fn)(void *), struct srv_op **out,
+			struct al_error *err)
+{
+	pthread_mutex_lock(&m->mu);
+	if (m->stopping) {
+		pthread_mutex_unlock(&m->mu);
+		op_free(op);
+		return al_err(err, ESHUTDOWN, "the server is shutting down");
+	}
+	m->ops++;
+	pthread_mutex_unlock(&m->mu);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int r = pthread_create(&t, &a, fn, op);
+	pthread_attr_destroy(&a);
+	if (r != 0) {
+		pthread_mutex_lock(&m->mu);
+		m->ops--;
+		pthread_mutex_unlock(&m->mu);
+		op_free(op);
+		return al_err(err, r, "cannot start a worker thread");
+	}
+	*out = op;
+	return 0;
+}
+
+static int m_create(void *ctx, const struct srv_create_req *req, const struct srv_sink *sink, struct srv_op **out,
+		    struct al_error *err)
+{
+	struct sbm *m = ctx;
+	struct srv_op *op = op_new(m, OP_CREATE, sink);
+	if (!op)
+		return al_err(err, ENOMEM, "out of memory");
+	op->network = req->network_enabled;
+	op->limits = req->limits;
+	op->profile = req->profile ? strdup(req->profile) : NULL;
+	op->hosts = join_hosts(req->allowed_domains, req->n_allowed_domains);
+	if ((req->profile && !op->profile) || !op->hosts) {
+		op_free(op);
+		return al_err(err, EINVAL, "bad allowed_domains (a host name may not contain ',')");
+	}
+	if (req->profile && !cfg_profile(m->o.cfg, req->profile)) {
+		op_free(op);
+		return al_err(err, ENOENT, "unknown profile \"%s\"", req->profile);
+	}
+	return start_thread(m, op, create_thread, out, err);
+}
+
+static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **out,
+		  struct al_error *err)
+{
+	struct sbm *m = ctx;
+	if (!cfg_language(m->o.cfg, req->language))
+		return al_err(err, ENOENT, "unknown language \"%s\"", req->language);
+	struct srv_op *op = op_new(m, OP_EXEC, sink);
+	if (!op)
+		return al_err(err, ENOMEM, "out of memory");
+	op->sandbox_id = req->sandbox_id ? strdup(req->sandbox_id) : NULL;
+	op->language = strdup(req->language);
+	op->code = malloc(req->code_len + 1);
+	op->code_len = req->code_len;
+	op->timeout_ms = req->timeout_ms;
+	op->network = req->network_enabled;
+	op->hosts = join_hosts(req->allowed_domains, req->n_allowed_domains);
+	if (!op->language || !op->code || (req->sandbox_id && !op->sandbox_id) || !op->hosts) {
+		op_free(op);
+		return al_err(err, EINVAL, "bad request (out of memory, or a host name with ',')");
+	}
+	memcpy(op->code, req->code, req->code_len);
+	op->code[req->code_len] = 0;
+	return start_thread(m, op, exec_thread, out, err);
+}
+
+static int m_install(void *ctx, const struct srv_install_req *req, const struct srv_sink *sink, struct srv_op **out,
+		     struct al_error *err)
+{
+	struct sbm *m = ctx;
+	if (!req->sandbox_id)
+		return al_err(err, EINVAL, "install_package needs a sandbox_id (packages live in a sandbox's workspace)");
+	if (strcmp(req->manager, "pip") != 0 && strcmp(req->manager, "npm") != 0)
+		return al_err(err, EINVAL, "unknown package manager \"%s\" (pip or npm)", req->manager);
+	for (size_t i = 0; i < req->n_packages; i++)
+		if (!req->packages[i][0] || req->packages[i][0] == '-')
+			return al_err(err, EINVAL, "bad package name \"%s\"", req->packages[i]);
+	struct srv_op *op = op_new(m, OP_INSTALL, sink);
+	if (!op)
+		return al_err(err, ENOMEM, "out of memory");
+	op->sandbox_id = strdup(req->sandbox_id);
+	op->manager = strdup(req->manager);
+	op->packages = calloc(req->n_packages + 1, sizeof(char *));
+	bool ok = op->sandbox_id && op->manager && op->packages;
+	for (size_t i = 0; ok && i < req->n_packages; i++)
+		ok = (op->packages[op->npackages++] = strdup(req->packages[i])) != NULL;
+	if (!ok) {
+		op_free(op);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	return start_thread(m, op, exec_thread, out, err);
+}
+
+/* The file operations finish in the start call (the contract allows it): *out stays NULL. */
+static int m_write(void *ctx, const struct srv_write_req *req, const struct srv_sink *sink, struct srv_op **out,
+		   struct al_error *err)
+{
+	struct sbx *s = sbx_get(ctx, req->sandbox_id, err);
+	if (!s)
+		return -ENOENT;
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(s->sb, &uid, &gid);
+	struct ws_cred saved;
+	ws_become(uid, gid, &saved);
+	int r = ws_write(al_sandbox_workspace(s->sb), req->path, req->data, req->len, uid, gid, err);
+	ws_restore(&saved);
+	sbx_put(ctx, s);
+	if (r < 0)
+		return r;
+	struct srv_result *res = srv_result_new();
+	if (res)
+		res->bytes = req->len;
+	sink->on_done(sink->cookie, res);
+	*out = NULL;
+	return 0;
+}
+
+static int m_read(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **out,
+		  struct al_error *err)
+{
+	struct sbx *s = sbx_get(ctx, req->sandbox_id, err);
+	if (!s)
+		return -ENOENT;
+	char *data = NULL;
+	size_t len = 0;
+	uid_t uid;
+	gid_t gid;
+	struct ws_cred saved;
+	al_sandbox_owner(s->sb, &uid, &gid);
+	ws_become(uid, gid, &saved);
+	int r = ws_read(al_sandbox_workspace(s->sb), req->path, &data, &len, err);
+	ws_restore(&saved);
+	sbx_put(ctx, s);
+	if (r < 0)
+		return r;
+	struct srv_result *res = srv_result_new();
+	if (res) {
+		res->data = data;
+		res->len = len;
+	} else {
+		free(data);
+	}
+	sink->on_done(sink->cookie, res);
+	*out = NULL;
+	return 0;
+}
+
+static int m_list(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **out,
+		  struct al_error *err)
+{
+	struct sbx *s = sbx_get(ctx, req->sandbox_id, err);
+	if (!s)
+		return -ENOENT;
+	struct srv_file_entry *e = NULL;
+	size_t n = 0;
+	uid_t uid;
+	gid_t gid;
+	struct ws_cred saved;
+	al_sandbox_owner(s->sb, &uid, &gid);
+	ws_become(uid, gid, &saved);
+	int r = ws_list(al_sandbox_workspace(s->sb), req->path, &e, &n, err);
+	ws_restore(&saved);
+	sbx_put(ctx, s);
+	if (r < 0)
+		return r;
+	struct srv_result *res = srv_result_new();
+	if (res) {
+		res->entries = e;
+		res->n_entries = n;
+	} else {
+		for (size_t i = 0; i < n; i++)
+			free(e[i].name);
+		free(e);
+	}
+	sink->on_done(sink->cookie, res);
+	*out = NULL;
+	return 0;
+}
+
+static int m_destroy(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **out,
+		     struct al_error *err)
+{
+	struct sbm *m = ctx;
+	struct sbx *s = sbx_get(m, req->sandbox_id, err);
+	if (!s)
+		return -ENOENT;
+	pthread_mutex_lock(&m->mu);
+	bool listed = s->listed;
+	if (listed) {
+		unlist_locked(m, s);
+		s->refs--; /* the table's reference */
+	}
+	pthread_mutex_unlock(&m->mu);
+	sbx_put(m, s); /* ours: the last one destroys it (now, unless an exec still ends) */
+	if (!listed)
+		return al_err(err, ENOENT, "no sandbox \"%s\"", req->sandbox_id);
+	struct srv_result *res = srv_result_new();
+	if (res && !(res->sandbox_id = strdup(req->sandbox_id))) {
+		srv_result_free(res);
+		res = NULL;
+	}
+	sink->on_done(sink->cookie, res);
+	*out = NULL;
+	return 0;
+}
+
+static void m_cancel(void *ctx, struct srv_op *op)
+{
+	(void)ctx;
+	if (!op)
+		return;
+	pthread_mutex_lock(&op->mu);
+	op->cancelled = true;
+	if (op->job)
+		al_job_kill(op->job);
+	pthread_mutex_unlock(&op->mu);
+}
+
+static void m_release(void *ctx, struct srv_op *op)
+{
+	(void)ctx;
+	if (!op)
+		return;
+	pthread_mutex_lock(&op->mu);
+	op->released = true;
+	bool done = op->done;
+	pthread_mutex_unlock(&op->mu);
+	if (done)
+		op_free(op);
+}
+
+void sbm_api(struct sbm *m, struct srv_mgr_api *api)
+{
+	*api = (struct srv_mgr_api){
+		.ctx = m, .create_sandbox = m_create, .exec = m_exec, .install_package = m_install,
+		.write_file = m_write, .read_file = m_read, .list_files = m_list, .destroy_sandbox = m_destroy,
+		.cancel = m_cancel, .release = m_release,
+	};
+}
+
+/* ---- expiry and the warm pool ------------------------------------------------------------ */
+
+/* One sweep: unlists what expired (returned in *dead, to be put outside the lock). */
+static struct sbx *expire_locked(struct sbm *m, uint64_t now)
+{
+	const struct cfg_server *c = &m->o.cfg->server;
+	struct sbx *dead = NULL;
+	for (struct sbx *s = m->list, *next; s; s = next) {
+		next = s->next;
+		bool idle = c->idle_ttl_ms && !s->pooled && s->refs == 1 && now - s->used_ms >= c->idle_ttl_ms;
+		bool old = c->max_lifetime_ms && now - s->created_ms >= c->max_lifetime_ms;
+		bool died = !al_sandbox_alive(s->sb) && s->refs == 1;
+		if (idle || old || died) {
+			unlist_locked(m, s);
+			m->st.expired++;
+			s->next = dead; /* the table's reference moves to the dead list */
+			dead = s;
+		}
+	}
+	return dead;
+}
+
+static unsigned pooled_locked(struct sbm *m, const char *profile)
+{
+	unsigned n = 0;
+	for (struct sbx *s = m->list; s; s = s->next)
+		n += s->pooled && strcmp(s->profile, profile) == 0;
+	return n;
+}
+
+/* Makes one missing spare, if any is missing: true when it made one (more may be missing). */
+static bool refill_one(struct sbm *m)
+{
+	const struct cfg_server *c = &m->o.cfg->server;
+	for (size_t i = 0; i < c->npool; i++) {
+		pthread_mutex_lock(&m->mu);
+		bool need = !m->stopping && pooled_locked(m, c->pool[i].profile) < c->pool[i].count;
+		pthread_mutex_unlock(&m->mu);
+		if (!need)
+			continue;
+		struct sbx *s = NULL;
+		struct al_error err = {0};
+		struct srv_limits lim = {0};
+		if (make_now(m, c->pool[i].profile, false, NULL, &lim, true, &s, &err) < 0)
+			return false; /* the next sweep tries again */
+		if (list_sandbox(m, s, &err) < 0) {
+			sbx_free(s);
+			return false;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* Under m->mu: makes the queued sandboxes (the lock is dropped while each is made). */
+static void serve_queue_locked(struct sbm *m)
+{
+	while (m->queue) {
+		struct mkreq *q = m->queue;
+		m->queue = q->next;
+		pthread_mutex_unlock(&m->mu);
+		q->r = make_now(m, q->profile, q->network, q->hosts, q->lim, false, &q->s, &q->err);
+		pthread_mutex_lock(&m->mu);
+		q->done = true;
+		pthread_cond_broadcast(&m->cv);
+	}
+}
+
+static void *housekeeper_main(void *arg)
+{
+	struct sbm *m = arg;
+	pthread_mutex_lock(&m->mu);
+	while (!m->stopping) {
+		serve_queue_locked(m);
+		pthread_mutex_unlock(&m->mu);
+		bool more = refill_one(m);
+		pthread_mutex_lock(&m->mu);
+		struct sbx *dead = m->stopping ? NULL : expire_locked(m, now_ms());
+		if (dead) {
+			pthread_mutex_unlock(&m->mu);
+			while (dead) {
+				struct sbx *next = dead->next;
+				sbx_put(m, dead);
+				dead = next;
+			}
+			pthread_mutex_lock(&m->mu);
+		}
+		if (!more && !m->queue && !m->stopping) {
+			struct timespec t;
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_sec += 1;
+			pthread_cond_timedwait(&m->hk_cv, &m->mu, &t);
+		}
+	}
+	/* Shutdown: whoever still waits for a sandbox gets none. */
+	while (m->queue) {
+		struct mkreq *q = m->queue;
+		m->queue = q->next;
+		q->r = al_err(&q->err, ESHUTDOWN, "the server is shutting down");
+		q->done = true;
+	}
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+	return NULL;
+}
+
+int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err)
+{
+	if (!o || o->size < sizeof(struct sbm_opts) || !o->cfg)
+		return al_err(err, EINVAL, "sbm_new: bad options");
+	struct sbm *m = calloc(1, sizeof(*m));
+	if (!m)
+		return al_err(err, ENOMEM, "out of memory");
+	m->o = *o;
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_cond_init(&m->cv, NULL);
+	pthread_cond_init(&m->hk_cv, NULL);
+	const char *dp = o->default_profile ? o->default_profile : SBM_DEFAULT_PROFILE;
+	if (!cfg_profile(o->cfg, dp)) {
+		sbm_free(m);
+		return al_err(err, ENOENT, "unknown default profile \"%s\"", dp);
+	}
+	if (pthread_create(&m->hk, NULL, housekeeper_main, m) != 0) {
+		sbm_free(m);
+		return al_err(err, EAGAIN, "cannot start the manager's housekeeping thread");
+	}
+	m->hk_started = true;
+	*out = m;
+	return 0;
+}
+
+void sbm_stats(struct sbm *m, struct sbm_stats *st)
+{
+	pthread_mutex_lock(&m->mu);
+	*st = m->st;
+	st->live = st->pooled = 0;
+	for (struct sbx *s = m->list; s; s = s->next)
+		*(s->pooled ? &st->pooled : &st->live) += 1;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void sbm_free(struct sbm *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->cv);
+	/* Every sandbox leaves the table (unlisting the head keeps each next pointer, so `all`
+	 * still chains them); running execs are killed and end soon. */
+	struct sbx *all = m->list;
+	while (m->list)
+		unlist_locked(m, m->list);
+	pthread_cond_signal(&m->hk_cv);
+	pthread_mutex_unlock(&m->mu);
+	if (m->hk_started)
+		pthread_join(m->hk, NULL);
+	while (all) {
+		struct sbx *next = all->next;
+		sbx_put(m, all); /* the table's reference */
+		all = next;
+	}
+	pthread_mutex_lock(&m->mu);
+	while (m->ops > 0)
+		pthread_cond_wait(&m->cv, &m->mu);
+	pthread_mutex_unlock(&m->mu);
+	pthread_mutex_destroy(&m->mu);
+	pthread_cond_destroy(&m->cv);
+	pthread_cond_destroy(&m->hk_cv);
+	free(m);
+}

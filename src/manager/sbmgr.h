@@ -1,0 +1,34 @@
+/* sbmgr.h — the sandbox manager behind airlock serve and airlock mcp: held sandboxes by id, execs on
+ * worker threads, the workspace file API, limits and expiry. It implements the srv_mgr_api table
+ * (server/mgr_api.h) that the MCP session and the HTTP API drive. */
+#ifndef AL_MANAGER_SBMGR_H
+#define AL_MANAGER_SBMGR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/airlock.h"
+#include "config/config.h"
+#include "server/mgr_api.h"
+
+struct sbm_opts {
+	size_t size;		     /* sizeof(struct sbm_opts) */
+	const struct cfg *cfg;	     /* borrowed: profiles, languages, registries, limits, server section */
+	const char *default_profile; /* NULL: untrusted-code-read */
+};
+
+struct sbm_stats {
+	uint64_t live, pooled, created, destroyed, expired;
+	uint64_t execs_running;
+};
+
+struct sbm;
+
+int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err);
+/* Destroys every sandbox (waits for running operations to end, killing their processes). */
+void sbm_free(struct sbm *m);
+/* The operation table for the MCP session / HTTP front end (ctx = m). */
+void sbm_api(struct sbm *m, struct srv_mgr_api *api);
+void sbm_stats(struct sbm *m, struct sbm_stats *st);
+
+#endif

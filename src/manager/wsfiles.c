@@ -1,0 +1,251 @@
+/* wsfiles.c — reading, writing and listing beneath a workspace descriptor (see wsfiles.h). */
+#include "wsfiles.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "policy/policy.h"
+#include "util/error.h"
+
+#define WS_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+
+void ws_become(uid_t uid, gid_t gid, struct ws_cred *saved)
+{
+	/* The raw calls: glibc's would do the same, per thread; they return the previous ids. */
+	saved->gid = (gid_t)syscall(SYS_setfsgid, gid);
+	saved->uid = (uid_t)syscall(SYS_setfsuid, uid);
+}
+
+void ws_restore(const struct ws_cred *saved)
+{
+	syscall(SYS_setfsuid, saved->uid);
+	syscall(SYS_setfsgid, saved->gid);
+}
+
+static int beneath(int dir, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = mode, .resolve = WS_RESOLVE};
+	long fd;
+	do
+		fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	while (fd < 0 && errno == EAGAIN);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* Client paths are relative to the workspace; "/workspace/x" and "/x" mean "x" too. */
+static const char *relative(const char *path)
+{
+	if (!path)
+		return "";
+	if (strncmp(path, AL_WORKSPACE "/", sizeof(AL_WORKSPACE)) == 0)
+		path += sizeof(AL_WORKSPACE);
+	else if (strcmp(path, AL_WORKSPACE) == 0)
+		path += sizeof(AL_WORKSPACE) - 1;
+	while (*path == '/')
+		path++;
+	return path;
+}
+
+static int path_error(struct al_error *err, int e, const char *path)
+{
+	if (e == EXDEV || e == ELOOP)
+		return al_err(err, EACCES, "path escapes the workspace: %s", path);
+	if (e == ENOENT)
+		return al_err(err, ENOENT, "no such file in the workspace: %s", path);
+	return al_err_sys(err, e, "%s", path);
+}
+
+static int check_path(const char *path, struct al_error *err)
+{
+	if (!path || strlen(path) > 4096 || memchr(path, 0, strlen(path) + 1) != path + strlen(path))
+		return al_err(err, EINVAL, "bad path");
+	return 0;
+}
+
+/* Opens (creating as needed) the parent directory of rel, beneath ws. */
+static int open_parent(int ws, char *rel, uid_t uid, gid_t gid, const char **leaf, const char *shown,
+		       struct al_error *err)
+{
+	int dir = dup(ws);
+	if (dir < 0)
+		return al_err_sys(err, errno, "dup");
+	char *part = rel, *slash;
+	while ((slash = strchr(part, '/'))) {
+		*slash = 0;
+		if (*part && strcmp(part, ".") != 0) {
+			if (strcmp(part, "..") == 0) {
+				close(dir);
+				return al_err(err, EACCES, "path escapes the workspace: %s", shown);
+			}
+			if (mkdirat(dir, part, 0755) == 0) {
+				if (fchownat(dir, part, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+					int e = errno;
+					close(dir);
+					return al_err_sys(err, e, "giving %s to the sandbox user", shown);
+				}
+			} else if (errno != EEXIST) {
+				int e = errno;
+				close(dir);
+				return path_error(err, e, shown);
+			}
+			int next = beneath(dir, part, O_PATH | O_DIRECTORY, 0);
+			close(dir);
+			if (next < 0)
+				return path_error(err, -next, shown);
+			dir = next;
+		}
+		part = slash + 1;
+	}
+	*leaf = part;
+	return dir;
+}
+
+int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, gid_t gid, struct al_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	if (len > WS_MAX_FILE)
+		return al_err(err, EFBIG, "file too big: %zu bytes (at most %u)", len, WS_MAX_FILE);
+	cleanup_free char *rel = strdup(relative(path));
+	if (!rel)
+		return al_err(err, ENOMEM, "out of memory");
+	const char *leaf = NULL;
+	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
+	if (dir < 0)
+		return dir;
+	if (!*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
+		return al_err(err, EINVAL, "not a file name: %s", path);
+	/* O_NOFOLLOW: a symlink the sandbox left at the leaf is refused, never followed. */
+	cleanup_close int fd = beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return path_error(err, -fd, path);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return al_err(err, EINVAL, "not a regular file: %s", path);
+	if (fchown(fd, uid, gid) < 0)
+		return al_err_sys(err, errno, "giving %s to the sandbox user", path);
+	for (const char *p = data; len > 0;) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno == ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
+					       : al_err_sys(err, errno, "writing %s", path);
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	const char *rel = relative(path);
+	cleanup_close int fd = beneath(ws, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return path_error(err, -fd, path);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return al_err(err, EISDIR, "not a regular file: %s", path);
+	if ((uint64_t)st.st_size > WS_MAX_FILE)
+		return al_err(err, EFBIG, "file too big: %lld bytes (at most %u)", (long long)st.st_size, WS_MAX_FILE);
+	char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return al_err(err, ENOMEM, "out of memory");
+	size_t got = 0;
+	while (got <= (size_t)st.st_size) { /* the file may change while we read: stop at the cap */
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return al_err_sys(err, errno, "reading %s", path);
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got > (size_t)st.st_size) {
+		free(buf);
+		return al_err(err, EFBIG, "file grew while being read: %s", path);
+	}
+	buf[got] = 0;
+	*data = buf;
+	*len = got;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const struct srv_file_entry *)a)->name, ((const struct srv_file_entry *)b)->name);
+}
+
+int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n, struct al_error *err)
+{
+	int r = path ? check_path(path, err) : 0;
+	if (r < 0)
+		return r;
+	const char *rel = relative(path);
+	int fd = beneath(ws, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd == -ENOTDIR ? al_err(err, ENOTDIR, "not a directory: %s", path) : path_error(err, -fd, path ? path : "/");
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return al_err_sys(err, errno, "listing %s", path ? path : "/");
+	}
+	struct srv_file_entry *v = NULL;
+	size_t k = 0, cap = 0;
+	struct dirent *de;
+	r = 0;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (k == 10000) /* enough for a model to read */
+			break;
+		if (k == cap) {
+			cap = cap ? cap * 2 : 32;
+			struct srv_file_entry *m = realloc(v, cap * sizeof(*v));
+			if (!m) {
+				r = al_err(err, ENOMEM, "out of memory");
+				break;
+			}
+			v = m;
+		}
+		struct stat st;
+		memset(&st, 0, sizeof(st));
+		(void)fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW);
+		v[k].name = strdup(de->d_name);
+		v[k].type = S_ISREG(st.st_mode) ? SRV_FILE_REGULAR : S_ISDIR(st.st_mode) ? SRV_FILE_DIRECTORY
+			  : S_ISLNK(st.st_mode) ? SRV_FILE_SYMLINK : SRV_FILE_OTHER;
+		v[k].size = (uint64_t)st.st_size;
+		if (!v[k].name) {
+			r = al_err(err, ENOMEM, "out of memory");
+			break;
+		}
+		k++;
+	}
+	closedir(d);
+	if (r < 0) {
+		for (size_t i = 0; i < k; i++)
+			free(v[i].name);
+		free(v);
+		return r;
+	}
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_entry);
+	*entries = v;
+	*n = k;
+	return 0;
+}
