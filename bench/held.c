@@ -1,0 +1,141 @@
+/* held.c — held sandboxes (airlock serve's engine), measured through the library: an exec of /bin/true
+ * in a warm sandbox against a bare fork+exec, creating a sandbox, and the memory of N idle sandboxes.
+ * Usage: held EXECS SANDBOXES. Prints one JSON object. */
+#include <airlock/airlock.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return v[n / 2];
+}
+
+/* Proportional set size of a process, in KiB. */
+static long pss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	FILE *f = fopen(path, "re");
+	long v = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pss: %ld kB", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* The pids of every process whose name is airlock-init (the sandboxes' inits). */
+static long inits_pss(int *count)
+{
+	FILE *p = popen("pgrep -f '^airlock-init'", "r");
+	char line[32];
+	long sum = 0;
+	*count = 0;
+	while (p && fgets(line, sizeof(line), p)) {
+		sum += pss_kib((pid_t)atoi(line));
+		(*count)++;
+	}
+	if (p)
+		pclose(p);
+	return sum;
+}
+
+static long self_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	long v = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 200, nsb = argc > 2 ? atoi(argv[2]) : 100;
+	double *t = calloc((size_t)n, sizeof(double));
+	char *targv[] = {"/bin/true", NULL};
+	for (int i = 0; i < n; i++) {
+		double t0 = now();
+		pid_t pid;
+		posix_spawn(&pid, "/bin/true", NULL, NULL, targv, environ);
+		waitpid(pid, NULL, 0);
+		t[i] = now() - t0;
+	}
+	double bare = median(t, n);
+	struct al_policy *sp;
+	struct al_error e = {0};
+	al_policy_new(&sp);
+	struct al_sandbox *sb;
+	double c0 = now();
+	if (al_sandbox_create(sp, &sb, &e) < 0) {
+		fprintf(stderr, "held: %s\n", e.msg);
+		return 1;
+	}
+	double create = now() - c0;
+	struct al_policy *p;
+	al_policy_new(&p);
+	const char *av[] = {"/bin/true", NULL};
+	al_policy_set_argv(p, 1, av, &e);
+	al_policy_set_sandbox(p, sb, &e);
+	for (int i = 0; i < n; i++) {
+		double t0 = now();
+		struct al_job *j;
+		struct al_verdict *v;
+		if (al_job_spawn(p, NULL, &j, &e) < 0 || al_job_wait(j, &v, &e) < 0) {
+			fprintf(stderr, "held: %s\n", e.msg);
+			return 1;
+		}
+		t[i] = now() - t0;
+		al_verdict_free(v);
+		al_job_free(j);
+	}
+	double held = median(t, n);
+	al_sandbox_destroy(sb);
+	long rss0 = self_rss_kib();
+	struct al_sandbox **all = calloc((size_t)nsb, sizeof(*all));
+	for (int i = 0; i < nsb; i++)
+		if (al_sandbox_create(sp, &all[i], &e) < 0) {
+			fprintf(stderr, "held: sandbox %d: %s\n", i, e.msg);
+			return 1;
+		}
+	int count = 0;
+	long inits = inits_pss(&count);
+	long rss1 = self_rss_kib();
+	for (int i = 0; i < nsb; i++)
+		al_sandbox_destroy(all[i]);
+	printf("{\"bare_fork_exec_ms\":%.3f,\"held_exec_true_ms\":%.3f,\"ratio\":%.2f,\"create_ms\":%.3f,"
+	       "\"idle_sandboxes\":%d,\"inits_seen\":%d,\"init_pss_kib_each\":%.1f,\"supervisor_rss_kib_each\":%.1f}\n",
+	       bare * 1e3, held * 1e3, held / bare, create * 1e3, nsb, count, count ? (double)inits / count : 0.0,
+	       (double)(rss1 - rss0) / nsb);
+	al_policy_free(p);
+	al_policy_free(sp);
+	free(all);
+	free(t);
+	return 0;
+}
