@@ -20,6 +20,7 @@ static const char usage[] =
 	"  config dump                      print the effective configuration as YAML\n"
 	"  audit tail|grep ...              read the server's audit log\n"
 	"  mcp [--profile P] [--audit FILE] serve MCP on stdin/stdout (persistent sandboxes)\n"
+	"  serve [--http ADDR] ...          serve sandboxes over HTTP: MCP, JSON API, approvals\n"
 	"  help                             show this help\n"
 	"  version                          show the version\n"
 	"\n"
@@ -65,6 +66,8 @@ int main(int argc, char **argv)
 		return cli_audit(argc - 1, argv + 1);
 	if (strcmp(cmd, "mcp") == 0)
 		return cli_mcp(argc - 1, argv + 1);
+	if (strcmp(cmd, "serve") == 0)
+		return cli_serve(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		return fputs(usage, stdout), 0;
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))

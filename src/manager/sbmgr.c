@@ -113,6 +113,8 @@ static uint64_t now_ms(void)
 
 static void sbx_free(struct sbx *s)
 {
+	if (!s)
+		return;
 	al_sandbox_destroy(s->sb);
 	pthread_mutex_destroy(&s->exec_mu);
 	free(s->profile);
@@ -180,13 +182,13 @@ static char *join_hosts(const char *const *v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		len += strlen(v[i]) + 1;
 	char *s = calloc(1, len);
+	size_t off = 0;
 	for (size_t i = 0; s && i < n; i++) {
 		if (strchr(v[i], ',')) {
 			free(s);
 			return NULL;
 		}
-		strcat(s, i ? "," : "");
-		strcat(s, v[i]);
+		off += (size_t)snprintf(s + off, len - off, "%s%s", i ? "," : "", v[i]);
 	}
 	return s;
 }
@@ -292,6 +294,8 @@ static int new_sandbox(struct sbm *m, const char *profile, bool network, const c
 /* Lists s (with the table's reference) unless the live limit is reached. */
 static int list_sandbox(struct sbm *m, struct sbx *s, struct al_error *err)
 {
+	if (!s)
+		return al_err(err, EINVAL, "no sandbox");
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
 	if (m->stopping || (max && m->live >= max)) {
@@ -520,7 +524,7 @@ static void *exec_thread(void *arg)
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 		struct srv_limits lim = {0};
 		s = op->network ? NULL : claim_pooled(m, profile);
-		if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &lim, false, &s, &err)) == 0) {
+		if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
 			s->refs = 1;
 			pthread_mutex_lock(&m->mu);
 			m->st.created++;
@@ -537,6 +541,8 @@ static void *exec_thread(void *arg)
 	} else if (op->network && s->net != AL_NET_ALLOW) {
 		r = al_err(&err, EPERM, "sandbox %s was created without network access: create one with network_enabled", s->id);
 	}
+	if (r == 0 && !s)
+		r = al_err(&err, EIO, "no sandbox");
 	if (r == 0 && !(slot = exec_slot(m)))
 		r = al_err(&err, ESHUTDOWN, "the server is shutting down");
 	if (r == 0 && op->kind == OP_EXEC)
@@ -545,7 +551,7 @@ static void *exec_thread(void *arg)
 		/* pip --user and npm install land under /workspace (HOME), which persists. */
 		size_t n = op->npackages + 6, k = 0;
 		const char **argv = calloc(n, sizeof(*argv));
-		if (!argv || (r = al_policy_new(&p)) < 0) {
+		if (!argv || al_policy_new(&p) < 0) {
 			r = al_err(&err, ENOMEM, "out of memory");
 		} else {
 			if (strcmp(op->manager, "pip") == 0) {
@@ -602,7 +608,7 @@ static void *create_thread(void *arg)
 	int r = 0;
 	if (plain)
 		s = claim_pooled(m, profile); /* listed, with our reference */
-	if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &op->limits, false, &s, &err)) == 0) {
+	if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
 		s->refs = 1; /* ours; list_sandbox adds the table's */
 		if ((r = list_sandbox(m, s, &err)) < 0) {
 			sbx_free(s);
@@ -610,8 +616,8 @@ static void *create_thread(void *arg)
 		}
 	}
 	struct srv_result *res = NULL;
-	if (r < 0) {
-		res = error_result(r, &err);
+	if (r < 0 || !s) {
+		res = error_result(r < 0 ? r : -EIO, &err);
 	} else {
 		res = srv_result_new();
 		if (res && !(res->sandbox_id = strdup(s->id))) {

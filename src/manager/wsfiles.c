@@ -122,7 +122,7 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
 	if (dir < 0)
 		return dir;
-	if (!*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
+	if (!leaf || !*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
 		return al_err(err, EINVAL, "not a file name: %s", path);
 	/* O_NOFOLLOW: a symlink the sandbox left at the leaf is refused, never followed. */
 	cleanup_close int fd = beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);

@@ -43,7 +43,7 @@ static int send_request(int sock, char *msg, size_t len, const int *fds, int nfd
 /* The reply: 0 and *pidfd, or -errno (init's refusal, or -EPIPE when init is gone). */
 static int recv_reply(int sock, int *pidfd)
 {
-	struct nx_reply r;
+	struct nx_reply r = {.err = EPROTO};
 	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
 	union at_cmsg u;
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};

@@ -1,0 +1,283 @@
+/* api.c — the JSON API's routes: each one a tool call with the arguments the MCP tool would get. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/hx.h"
+#include "manager/approval.h"
+#include "server/text.h"
+#include "util/cleanup.h"
+
+static const char *header(const struct hx_request *rq, const char *name)
+{
+	return rq->lookup ? rq->lookup(rq->lookup_ctx, HX_HEADER, name) : NULL;
+}
+
+/* The body as a JSON object (an empty body is {}). NULL when rs got the 400 (or 500). */
+static json_t *body_object(const struct hx_request *rq, struct hx_response *rs)
+{
+	if (rq->len == 0)
+		return json_object();
+	json_error_t jerr;
+	json_t *j = json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!j) {
+		hx_error(rs, 400, "bad JSON at line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+		return NULL;
+	}
+	if (!json_is_object(j)) {
+		json_decref(j);
+		hx_error(rs, 400, "the body must be a JSON object");
+		return NULL;
+	}
+	return j;
+}
+
+static bool wants_sse(const struct hx_request *rq)
+{
+	const char *accept = header(rq, "Accept");
+	return accept && strcasestr(accept, "text/event-stream") && !strcasestr(accept, "application/x-ndjson");
+}
+
+/* Sets key to a copy of the string value; false on ENOMEM. */
+static bool set_str(json_t *o, const char *key, const char *value)
+{
+	json_t *v = json_string(value);
+	return v && json_object_set_new(o, key, v) == 0;
+}
+
+static void run(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args, hx_ok_fn ok,
+		struct hx_response *rs)
+{
+	struct hx_call *c = hx_call_new(s, tool, args, rq->peer);
+	if (!c) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	hx_call_run(c, NULL, 0, ok, rs);
+}
+
+/* ---- service routes ------------------------------------------------------------------------- */
+
+void api_health(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	hx_json(rs, 200, json_pack("{s:s,s:s,s:I}", "status", hx_stopping(s) ? "stopping" : "ok", "version",
+				   s->o.server_version, "mcp_sessions", (json_int_t)hx_sessions_count(s)));
+}
+
+void api_metrics(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	size_t len = 0;
+	char *text = hx_metrics_render(s, &len);
+	if (!text) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	rs->status = 200;
+	rs->type = "text/plain; version=0.0.4; charset=utf-8";
+	rs->body = text;
+	rs->len = len;
+}
+
+/* ---- sandboxes ------------------------------------------------------------------------------ */
+
+static void created(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	const char *id = r->sandbox_id ? r->sandbox_id : "";
+	hx_json(rs, 201, json_pack("{s:s,s:s}", "id", id, "sandbox_id", id));
+}
+
+void api_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	json_t *args = body_object(rq, rs);
+	if (args)
+		run(s, rq, TL_CREATE_SANDBOX, args, created, rs);
+}
+
+static void destroyed(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	const char *id = json_string_value(json_object_get(hx_call_args(c), "sandbox_id"));
+	hx_json(rs, 200, json_pack("{s:s,s:b}", "sandbox_id", id ? id : "", "destroyed", 1));
+}
+
+void api_destroy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	json_t *args = json_pack("{s:s}", "sandbox_id", caps[0]);
+	if (!args)
+		hx_error(rs, 500, "out of memory");
+	else
+		run(s, rq, TL_DESTROY_SANDBOX, args, destroyed, rs);
+}
+
+/* {language, code | command, timeout, network_enabled, allowed_domains}: "command" is shell code. */
+static json_t *exec_args(const struct hx_request *rq, const char *sandbox, struct hx_response *rs)
+{
+	json_t *args = body_object(rq, rs);
+	if (!args)
+		return NULL;
+	json_t *cmd = json_object_get(args, "command");
+	if (cmd) {
+		if (json_object_get(args, "code") || !json_is_string(cmd)) {
+			json_decref(args);
+			hx_error(rs, 400, "invalid request: give either \"code\" or \"command\" (a string), not both");
+			return NULL;
+		}
+		json_object_set(args, "code", cmd);
+		json_object_del(args, "command");
+		if (!json_object_get(args, "language") && !set_str(args, "language", "shell"))
+			goto oom;
+	}
+	if (!set_str(args, "sandbox_id", sandbox))
+		goto oom;
+	return args;
+oom:
+	json_decref(args);
+	hx_error(rs, 500, "out of memory");
+	return NULL;
+}
+
+static void stream(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
+		   struct hx_response *rs)
+{
+	struct hx_call *c = hx_call_new(s, tool, args, rq->peer);
+	if (!c)
+		hx_error(rs, 500, "out of memory");
+	else
+		hx_call_stream(c, wants_sse(rq), rs);
+}
+
+void api_exec(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	json_t *args = exec_args(rq, caps[0], rs);
+	if (args)
+		stream(s, rq, TL_EXECUTE, args, rs);
+}
+
+void api_install(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	json_t *args = body_object(rq, rs);
+	if (!args)
+		return;
+	if (!set_str(args, "sandbox_id", caps[0])) {
+		json_decref(args);
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	stream(s, rq, TL_INSTALL_PACKAGE, args, rs);
+}
+
+/* ---- files ---------------------------------------------------------------------------------- */
+
+static void written(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	const char *path = json_string_value(json_object_get(hx_call_args(c), "path"));
+	hx_json(rs, 200, json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes));
+}
+
+/* The arguments the gate sees are code_write_file's: the content as text when it is UTF-8, else
+ * base64, so the risk rules (and the audit digest) see the same thing over both transports. */
+void api_write(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	const char *data = rq->body ? rq->body : "";
+	bool text = txt_utf8_valid(data, rq->len) && !memchr(data, 0, rq->len);
+	cleanup_free char *b64 = text ? NULL : txt_base64_encode(data, rq->len);
+	json_t *content = text ? json_stringn(data, rq->len) : (b64 ? json_string(b64) : NULL);
+	json_t *args = content ? json_pack("{s:s,s:s,s:o,s:s}", "sandbox_id", caps[0], "path", caps[1], "content",
+					   content, "encoding", text ? "utf-8" : "base64")
+			       : NULL;
+	struct hx_call *c = args ? hx_call_new(s, TL_WRITE_FILE, args, rq->peer) : NULL;
+	if (!c) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	hx_call_run(c, data, rq->len, written, rs);
+}
+
+static void read_ok(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	rs->body = malloc(r->len ? r->len : 1);
+	if (!rs->body) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	if (r->len)
+		memcpy(rs->body, r->data, r->len);
+	rs->len = r->len;
+	rs->status = 200;
+	rs->type = "application/octet-stream";
+}
+
+void api_read(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	json_t *args = json_pack("{s:s,s:s}", "sandbox_id", caps[0], "path", caps[1]);
+	if (!args)
+		hx_error(rs, 500, "out of memory");
+	else
+		run(s, rq, TL_READ_FILE, args, read_ok, rs);
+}
+
+static void listed(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	json_t *full = tl_result(TL_LIST_FILES, hx_call_args(c), r);
+	json_t *sc = json_object_get(full, "structuredContent");
+	if (sc)
+		hx_json(rs, 200, json_incref(sc));
+	else
+		hx_error(rs, 500, "out of memory");
+	json_decref(full);
+}
+
+void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	const char *path = rq->lookup ? rq->lookup(rq->lookup_ctx, HX_QUERY, "path") : NULL;
+	json_t *args = json_pack("{s:s}", "sandbox_id", caps[0]);
+	if (args && path && *path && !set_str(args, "path", path)) {
+		json_decref(args);
+		args = NULL;
+	}
+	if (!args)
+		hx_error(rs, 500, "out of memory");
+	else
+		run(s, rq, TL_LIST_FILES, args, listed, rs);
+}
+
+/* ---- approvals ------------------------------------------------------------------------------ */
+
+void api_approvals(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	json_t *list = s->o.approvals ? apq_list(s->o.approvals) : json_array();
+	if (!list)
+		hx_error(rs, 500, "out of memory");
+	else
+		hx_json(rs, 200, json_pack("{s:o,s:b}", "approvals", list, "enabled", s->o.approvals != NULL));
+}
+
+void api_decide(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	char *end;
+	errno = 0;
+	unsigned long long id = strtoull(caps[0], &end, 10);
+	if (*end || errno || caps[0][0] < '0' || caps[0][0] > '9') {
+		hx_error(rs, 400, "approval id must be a number");
+		return;
+	}
+	json_t *body = body_object(rq, rs);
+	if (!body)
+		return;
+	json_t *approve = json_object_get(body, "approve");
+	bool yes = json_is_true(approve);
+	bool valid = json_is_boolean(approve);
+	json_decref(body);
+	if (!valid) {
+		hx_error(rs, 400, "the body must be {\"approve\": true} or {\"approve\": false}");
+		return;
+	}
+	if (!s->o.approvals || apq_resolve(s->o.approvals, id, yes, "http") < 0) {
+		hx_error(rs, 404, "no pending approval %llu", id);
+		return;
+	}
+	hx_log(s, MCP_LOG_NOTICE, "approval %llu %s over HTTP by %s", id, yes ? "granted" : "declined",
+	       rq->peer ? rq->peer : "?");
+	hx_json(rs, 200, json_pack("{s:I,s:b}", "id", (json_int_t)id, "approved", yes));
+}

@@ -1,0 +1,97 @@
+/* http.h — `airlock serve` over HTTP: the MCP streamable HTTP transport, a JSON API, approvals and metrics. */
+#ifndef AL_HTTP_HTTP_H
+#define AL_HTTP_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock/airlock.h"
+#include "server/gate.h"
+#include "server/mcp.h"
+#include "server/mgr_api.h"
+
+/*
+ * Theory of operation
+ *
+ * Threads. libmicrohttpd runs one listening thread and one thread per connection
+ * (MHD_USE_THREAD_PER_CONNECTION); every request is handled, start to end, on its connection's
+ * thread, which may block: waiting for a human's approval, for the manager's on_done, or for the
+ * next chunk of a streamed response. The thread that called http_serve is the "pump": it
+ * poll(2)s stop_fd and the wake-up descriptor of every MCP session, and whenever one is readable
+ * (the manager reported through evq.h) or an approval deadline of the session passed, it runs
+ * mcp_session_poll under that session's mutex and routes what comes out to the waiting requests.
+ *
+ * Requests. Every request goes through one pure dispatcher (route.c: method, path, headers,
+ * body -> status, headers, body or stream) that the fuzzer calls without sockets. In order: Host
+ * and Origin (DNS rebinding), the bearer token, the route (404) and method (405), the body limit
+ * (413), then the handler. The first checks run before the body is read, so a client without
+ * the token cannot make the server buffer anything.
+ *
+ * JSON API. Each route maps to one MCP tool (POST /v1/sandboxes -> code_create_sandbox, ...)
+ * with the arguments the tool would get; they are validated against the tool's schema, passed
+ * through the gate exactly like a tools/call, then started on the manager table (mgr_api.h).
+ * The manager's callbacks queue into a per-request object (op.c) under its mutex and signal a
+ * condition variable the request's thread waits on. exec streams NDJSON lines (or SSE events)
+ * from that queue, then a final result line. ASK from the gate: with an approval queue the
+ * request registers there and waits (up to the decision's timeout) for POST /v1/approvals/{id};
+ * without one, ASK is a denial. A denied request never reaches the manager.
+ *
+ * MCP. POST /mcp carries one JSON-RPC message. initialize creates an mcp_session (same manager
+ * table, same gate) and returns its Mcp-Session-Id; later requests must carry it (400 without,
+ * 404 when unknown or ended). Notifications and responses get 202. A request gets one
+ * application/json response when its answer is ready at once (or the client accepts only
+ * JSON), else a text/event-stream carrying progress notifications, log messages and
+ * elicitation requests, then the response. GET /mcp is 405 (no server-initiated stream);
+ * DELETE /mcp ends the session (its running calls are cancelled).
+ *
+ * Security. Listening on a non-loopback address requires a token; with a token every request
+ * needs "Authorization: Bearer <token>" (compared by SHA-256 digest with CRYPTO_memcmp: neither
+ * content nor length leaks through timing). On loopback the Host header must name a loopback
+ * host and an Origin, if sent, must be a loopback origin: a web page the user visits cannot
+ * reach the server by DNS rebinding or by a cross-site form post. Paths go to the manager as
+ * given; it resolves them beneath the workspace.
+ */
+
+/* Gauges only the manager knows, read at each /metrics scrape. */
+struct http_stats {
+	uint64_t sandboxes_live;
+	uint64_t sandboxes_pooled;
+	uint64_t execs_running;
+};
+
+/* Size-prefixed so it can grow. Zero means default. Everything is borrowed: it must outlive
+ * http_serve. */
+struct http_opts {
+	size_t size;			/* sizeof(struct http_opts) */
+	const char *listen;		/* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080"; port 0: any */
+	const char *token;		/* bearer token; NULL or "": none (loopback only) */
+	const struct srv_mgr_api *mgr;	/* required */
+	const struct srv_gate *gate;	/* NULL: every valid call is allowed */
+	struct apq *approvals;		/* NULL: an ASK is a denial on the JSON API */
+	size_t max_body;		/* JSON request bodies (0: 1 MiB) */
+	size_t max_file;		/* PUT file bodies (0: 16 MiB) */
+	size_t max_message;		/* one MCP message (0: 4 MiB) */
+	unsigned max_sessions;		/* MCP sessions at once (0: 64) */
+	unsigned max_connections;	/* concurrent connections (0: 256) */
+	uint32_t approval_timeout_ms;	/* ASK whose decision names no timeout (0: 60 s) */
+	uint32_t session_idle_ms;	/* an MCP session unused this long is ended (0: 1 hour) */
+	const char *server_version;	/* MCP serverInfo.version (NULL: "0") */
+	/* /metrics gauges (NULL: reported as 0). Called on a connection thread; must not block long. */
+	void (*stats)(void *ctx, struct http_stats *out);
+	void *stats_ctx;
+	/* Called once, from http_serve's thread, when listening; port is the bound one (tests ask for 0). */
+	void (*ready)(void *ctx, uint16_t port);
+	void *ready_ctx;
+	/* The operator's log (NULL: none). Called from any thread. */
+	void (*log)(void *ctx, enum mcp_log_level level, const char *msg);
+	void *log_ctx;
+};
+
+/*
+ * Serves until stop_fd (e.g. a signalfd; required) becomes readable, then stops accepting,
+ * ends every stream, cancels running calls and returns 0. -errno with err set when it cannot
+ * start: a bad listen address, a non-loopback address without a token (-EPERM), a busy port.
+ */
+int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err);
+
+#endif

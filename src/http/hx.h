@@ -1,0 +1,215 @@
+/* hx.h — the HTTP front end's internals: server state, the pure request dispatcher, streamed bodies,
+ * manager calls, MCP sessions and metrics (one file each; see http.h for the theory of operation). */
+#ifndef AL_HTTP_HX_H
+#define AL_HTTP_HX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "http/http.h"
+#include "server/tools.h"
+
+#define HX_DEFAULT_MAX_BODY ((size_t)1 << 20)
+#define HX_DEFAULT_MAX_FILE ((size_t)16 << 20)
+#define HX_DEFAULT_MAX_MESSAGE ((size_t)4 << 20)
+#define HX_DEFAULT_SESSIONS 64
+#define HX_DEFAULT_CONNECTIONS 256
+#define HX_DEFAULT_APPROVAL_MS 60000
+#define HX_DEFAULT_IDLE_MS 3600000
+#define HX_SESSION_ID_LEN 32   /* hex characters of 128 random bits */
+#define HX_WAIT_SLICE_MS 250   /* blocked request threads look at the stop flag this often */
+#define HX_KEEPALIVE_MS 15000  /* an idle SSE stream gets a comment this often */
+#define HX_STREAM_BUDGET ((size_t)1 << 20) /* exec output queued for one slow client at most */
+
+/* ---- requests and responses (route.c) ------------------------------------------------------ */
+
+enum hx_kind {
+	HX_HEADER,
+	HX_QUERY,
+};
+
+/* One request as the dispatcher sees it; every pointer is borrowed for the call. */
+struct hx_request {
+	const char *method;
+	const char *path; /* percent-decoded, without the query string */
+	/* A header (case-insensitive name) or query argument, or NULL. */
+	const char *(*lookup)(void *ctx, enum hx_kind kind, const char *name);
+	void *lookup_ctx;
+	const char *body;
+	size_t len;
+	bool too_large; /* the body went past the route's limit and was discarded */
+	const char *peer; /* "127.0.0.1:41234", or NULL */
+};
+
+#define HX_STREAM_END ((ssize_t)-1)
+#define HX_STREAM_ERROR ((ssize_t)-2)
+
+/* A body produced while the request runs. read copies up to max bytes into buf and returns how
+ * many; with block false it returns 0 instead of waiting; HX_STREAM_END at the regular end,
+ * HX_STREAM_ERROR to cut the connection. free is called exactly once, whatever happened. */
+struct hx_stream_ops {
+	ssize_t (*read)(void *ctx, char *buf, size_t max, bool block);
+	void (*free)(void *ctx);
+};
+
+struct hx_response {
+	int status;
+	const char *type;  /* Content-Type (static string), or NULL without a body */
+	char *body;	   /* malloc'd, len bytes; or NULL */
+	size_t len;
+	const struct hx_stream_ops *ops; /* instead of body: a stream */
+	void *stream;
+	char session[HX_SESSION_ID_LEN + 1]; /* Mcp-Session-Id to send, or "" */
+	char allow[64];			     /* 405: the Allow header, or "" */
+	bool challenge;			     /* 401: WWW-Authenticate: Bearer */
+};
+
+struct hx_server;
+
+/* Checks that need no body: Host/Origin, token, route, method, Content-Length. 1 when resp was
+ * filled (answer now, read nothing), 0 to go on. */
+int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
+/* The body limit of the route (the file limit for PUT of a file, the message limit for /mcp). */
+size_t hx_body_limit(const struct hx_server *s, const char *method, const char *path);
+/* The whole request: prechecks, then the route's handler. Always fills rs. */
+void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
+void hx_response_clear(struct hx_response *rs);
+
+/* Response builders (on ENOMEM they fall back to a static 500 without body). */
+__attribute__((format(printf, 3, 4))) void hx_error(struct hx_response *rs, int status, const char *fmt, ...);
+void hx_json(struct hx_response *rs, int status, json_t *steal);
+/* The HTTP status for a manager errno (a request's fault is 4xx, the server's 5xx). */
+int hx_status_of_errno(int neg_errno);
+
+/* ---- access (auth.c) ------------------------------------------------------------------------ */
+
+struct hx_listen {
+	struct sockaddr_storage addr;
+	socklen_t len;
+	bool v6;
+	bool loopback;
+};
+
+/* "127.0.0.1:8080", "[::1]:0", "localhost:8080" (127.0.0.1); numeric only, no DNS. */
+int hx_parse_listen(const char *spec, struct hx_listen *out, struct al_error *err);
+/* 0 when Host, Origin and the token let the request in; else fills rs (403 or 401), returns 1. */
+int hx_check_access(const struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
+/* Whether host (a Host header's value, or an Origin's authority) names this machine's loopback. */
+bool hx_loopback_host(const char *host, size_t len);
+
+/* ---- metrics (metrics.c) -------------------------------------------------------------------- */
+
+enum hx_exec_kind {
+	HX_EXEC_EXITED,
+	HX_EXEC_SIGNALED,
+	HX_EXEC_TIMEOUT,
+	HX_EXEC_OUTPUT_LIMIT,
+	HX_EXEC_SETUP_ERROR,
+	HX_EXEC_OOM,
+	HX_EXEC_DENIED,
+	HX_EXEC_FAILED, /* the request failed: unknown sandbox, manager error */
+	HX_EXEC_CANCELLED,
+	HX_EXEC_INVALID,
+	HX_EXEC__COUNT,
+};
+
+#define HX_LATENCY_BUCKETS 12
+#define HX_STATUS_CLASSES 6 /* 1xx..5xx, other */
+
+struct hx_metrics {
+	uint64_t requests[HX_STATUS_CLASSES];
+	uint64_t execs[HX_EXEC__COUNT];
+	uint64_t latency[HX_LATENCY_BUCKETS + 1]; /* per bucket (not cumulative); the last is +Inf */
+	uint64_t latency_count, latency_sum_us;
+	uint64_t proxy_allowed, proxy_denied;
+	uint64_t approvals[SRV_GATE_ABANDONED + 1];
+	uint64_t calls[TL__COUNT];
+	uint64_t sessions_opened;
+};
+
+void hx_metrics_request(struct hx_metrics *m, int status);
+void hx_metrics_end(struct hx_metrics *m, const struct srv_call_end *end);
+void hx_metrics_approval(struct hx_metrics *m, enum srv_gate_outcome o);
+/* The Prometheus text exposition (version 0.0.4); malloc'd, NULL on ENOMEM. */
+char *hx_metrics_render(struct hx_server *s, size_t *len);
+
+/* ---- the server's state (server.c) --------------------------------------------------------- */
+
+struct hx_sessions;
+
+struct hx_server {
+	struct http_opts o; /* defaults filled in */
+	bool loopback;	    /* listening on a loopback address only */
+	bool has_token;
+	unsigned char token_digest[32]; /* SHA-256 of the token */
+	const struct srv_gate *inner;	/* the operator's gate, or NULL */
+	struct srv_gate gate;		/* inner wrapped: counts approvals and calls for /metrics */
+	struct tl_catalog cat;
+	struct hx_metrics metrics;
+	struct hx_sessions *sessions;
+	int stopping; /* atomic: http_serve is ending; blocked requests give up */
+};
+
+/* The state without any socket (the fuzzer and http_serve share it). loopback: see above. */
+int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **out, struct al_error *err);
+/* Ends every MCP session and wakes every blocked request; the server is still valid. */
+void hx_server_stop(struct hx_server *s);
+void hx_server_free(struct hx_server *s);
+bool hx_stopping(const struct hx_server *s);
+uint64_t hx_now_ms(void);
+__attribute__((format(printf, 3, 4))) void hx_log(const struct hx_server *s, enum mcp_log_level level,
+						  const char *fmt, ...);
+/* Waits on cv for at most ms (with mu held). */
+void hx_cond_wait_ms(void *cv, void *mu, int ms);
+
+/* ---- JSON API handlers (api.c, files.c) ------------------------------------------------------ */
+
+/* caps: the route's captured segments ({id}, {path}), percent-decoded, NUL-terminated. */
+typedef void (*hx_handler)(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
+			   struct hx_response *rs);
+
+void api_health(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_metrics(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_exec(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_install(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_destroy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_write(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_read(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_approvals(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_decide(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+
+/* ---- one tool call on the manager (op.c) ---------------------------------------------------- */
+
+struct hx_call;
+
+/* A call of tool with args (consumed even on failure). NULL on ENOMEM. */
+struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer);
+/* Runs the whole request with a non-streamed answer: validation, gate, manager, wait, the response
+ * (built by ok() from the result), the audit hook. raw: write_file's bytes (else from args). */
+typedef void (*hx_ok_fn)(struct hx_call *c, const struct srv_result *r, struct hx_response *rs);
+void hx_call_run(struct hx_call *c, const void *raw, size_t raw_len, hx_ok_fn ok, struct hx_response *rs);
+/* The same for exec and install_package: after the gate and a successful start, rs gets a stream
+ * of NDJSON lines (or SSE events with sse) ending in the result. The call is consumed. */
+void hx_call_stream(struct hx_call *c, bool sse, struct hx_response *rs);
+const json_t *hx_call_args(const struct hx_call *c);
+enum tl_id hx_call_tool(const struct hx_call *c);
+
+/* ---- MCP sessions (mcp_http.c) -------------------------------------------------------------- */
+
+int hx_sessions_new(struct hx_server *s);
+void hx_sessions_free(struct hx_server *s);
+/* Ends every session (stop) and wakes their waiters. */
+void hx_sessions_close_all(struct hx_server *s);
+size_t hx_sessions_count(struct hx_server *s);
+/* One turn of the pump: waits up to max_ms for stop_fd (-1: none) or any session's events, then
+ * polls the sessions that have work and ends idle ones. 1 when stop_fd became readable. */
+int hx_pump(struct hx_server *s, int stop_fd, int max_ms);
+
+#endif

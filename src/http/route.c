@@ -1,0 +1,279 @@
+/* route.c — the pure request dispatcher: access checks, the route table, body limits, error responses. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/hx.h"
+#include "util/cleanup.h"
+
+/* A pattern is matched segment by segment: "{}" takes one non-empty segment, "{*}" (last) takes
+ * the rest of the path, at least one segment. */
+struct route {
+	const char *method;
+	const char *pattern;
+	hx_handler fn;
+	enum { BODY_NONE, BODY_JSON, BODY_FILE, BODY_MESSAGE } body;
+};
+
+static const struct route routes[] = {
+	{"GET", "/v1/health", api_health, BODY_NONE},
+	{"GET", "/metrics", api_metrics, BODY_NONE},
+	{"POST", "/v1/sandboxes", api_create, BODY_JSON},
+	{"DELETE", "/v1/sandboxes/{}", api_destroy, BODY_NONE},
+	{"POST", "/v1/sandboxes/{}/exec", api_exec, BODY_JSON},
+	{"POST", "/v1/sandboxes/{}/packages", api_install, BODY_JSON},
+	{"GET", "/v1/sandboxes/{}/files", api_list, BODY_NONE},
+	{"GET", "/v1/sandboxes/{}/files/{*}", api_read, BODY_NONE},
+	{"PUT", "/v1/sandboxes/{}/files/{*}", api_write, BODY_FILE},
+	{"GET", "/v1/approvals", api_approvals, BODY_NONE},
+	{"POST", "/v1/approvals/{}", api_decide, BODY_JSON},
+	{"POST", "/mcp", hx_mcp, BODY_MESSAGE},
+	{"DELETE", "/mcp", hx_mcp, BODY_NONE},
+	{"GET", "/mcp", hx_mcp, BODY_NONE}, /* answers 405 itself: the spec lets a server refuse the GET stream */
+};
+
+#define MAX_CAPS 2
+
+/* Matches path against pattern; caps[] get [start, end) offsets of captures. */
+static bool match(const char *pattern, const char *path, size_t caps[MAX_CAPS][2])
+{
+	const char *p = pattern, *u = path;
+	int n = 0;
+	while (*p) {
+		if (strncmp(p, "{*}", 3) == 0) {
+			if (!*u || n >= MAX_CAPS)
+				return false;
+			caps[n][0] = (size_t)(u - path);
+			caps[n][1] = strlen(path);
+			return true;
+		}
+		if (strncmp(p, "{}", 2) == 0) {
+			const char *end = strchr(u, '/');
+			if (!end)
+				end = u + strlen(u);
+			if (end == u || n >= MAX_CAPS)
+				return false;
+			caps[n][0] = (size_t)(u - path);
+			caps[n][1] = (size_t)(end - path);
+			n++;
+			p += 2;
+			u = end;
+			continue;
+		}
+		if (*p != *u)
+			return false;
+		p++;
+		u++;
+	}
+	return *u == 0;
+}
+
+/* The route for (method, path); NULL with *path_known telling 405 from 404, and allow[] the
+ * methods that would have matched. */
+static const struct route *find(const char *method, const char *path, size_t caps[MAX_CAPS][2], bool *path_known,
+				char *allow, size_t allow_cap)
+{
+	*path_known = false;
+	if (allow_cap)
+		allow[0] = 0;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(routes); i++) {
+		size_t c[MAX_CAPS][2] = {{0}};
+		if (!match(routes[i].pattern, path, c))
+			continue;
+		if (method && strcmp(routes[i].method, method) == 0) {
+			memcpy(caps, c, sizeof(c));
+			return &routes[i];
+		}
+		*path_known = true;
+		if (!allow_cap)
+			continue;
+		size_t used = strlen(allow);
+		snprintf(allow + used, allow_cap - used, "%s%s", used ? ", " : "", routes[i].method);
+	}
+	return NULL;
+}
+
+size_t hx_body_limit(const struct hx_server *s, const char *method, const char *path)
+{
+	size_t caps[MAX_CAPS][2];
+	bool known;
+	const struct route *r = find(method, path ? path : "", caps, &known, NULL, 0);
+	if (!r)
+		return 0;
+	switch (r->body) {
+	case BODY_NONE:
+		return 0;
+	case BODY_JSON:
+		return s->o.max_body;
+	case BODY_FILE:
+		return s->o.max_file;
+	case BODY_MESSAGE:
+		return s->o.max_message;
+	}
+	return 0;
+}
+
+/* ---- responses ------------------------------------------------------------------------------ */
+
+void hx_response_clear(struct hx_response *rs)
+{
+	free(rs->body);
+	if (rs->ops)
+		rs->ops->free(rs->stream);
+	memset(rs, 0, sizeof(*rs));
+}
+
+static void out_of_memory(struct hx_response *rs)
+{
+	hx_response_clear(rs);
+	rs->status = 500;
+}
+
+void hx_json(struct hx_response *rs, int status, json_t *steal)
+{
+	char *text = steal ? json_dumps(steal, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	json_decref(steal);
+	free(rs->body);
+	rs->body = NULL;
+	if (!text) {
+		out_of_memory(rs);
+		return;
+	}
+	size_t n = strlen(text);
+	char *body = realloc(text, n + 2);
+	if (!body) {
+		free(text);
+		out_of_memory(rs);
+		return;
+	}
+	body[n] = '\n'; /* one JSON document per line, so `curl` output ends cleanly */
+	body[n + 1] = 0;
+	rs->status = status;
+	rs->type = "application/json";
+	rs->body = body;
+	rs->len = n + 1;
+}
+
+void hx_error(struct hx_response *rs, int status, const char *fmt, ...)
+{
+	char msg[AL_ERROR_MAX + 64];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* The message may quote what the client sent: json_string refuses invalid UTF-8. */
+	json_t *text = json_string(msg);
+	if (!text)
+		text = json_string("invalid request");
+	hx_json(rs, status, json_pack("{s:o}", "error", text));
+}
+
+int hx_status_of_errno(int neg_errno)
+{
+	switch (-neg_errno) {
+	case ENOENT:
+	case ESRCH:
+		return 404;
+	case EINVAL:
+	case ENOTDIR:
+	case EISDIR:
+	case EXDEV:
+	case ELOOP:
+	case ENAMETOOLONG:
+	case ENOTEMPTY:
+		return 400;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return 403;
+	case EEXIST:
+		return 409;
+	case EFBIG:
+	case E2BIG:
+	case EOVERFLOW:
+		return 413;
+	case EBUSY:
+	case EAGAIN:
+	case EMLINK:
+		return 429;
+	case ENOSPC:
+	case EDQUOT:
+		return 507;
+	case ENOTSUP:
+		return 501;
+	case ETIMEDOUT:
+		return 504;
+	case ECANCELED:
+		return 503;
+	default:
+		return 500;
+	}
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+static const char *header(const struct hx_request *rq, const char *name)
+{
+	return rq->lookup ? rq->lookup(rq->lookup_ctx, HX_HEADER, name) : NULL;
+}
+
+int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
+{
+	if (hx_check_access(s, rq, rs))
+		return 1;
+	size_t caps[MAX_CAPS][2];
+	bool known;
+	char allow[64];
+	const char *path = rq->path ? rq->path : "";
+	const struct route *r = find(rq->method, path, caps, &known, allow, sizeof(allow));
+	if (!r && !known) {
+		hx_error(rs, 404, "no such resource: %.200s", path);
+		return 1;
+	}
+	if (!r) {
+		hx_error(rs, 405, "method %.16s not allowed on %.200s (allowed: %s)", rq->method ? rq->method : "",
+			 path, allow);
+		snprintf(rs->allow, sizeof(rs->allow), "%s", allow);
+		return 1;
+	}
+	const char *cl = header(rq, "Content-Length");
+	size_t limit = hx_body_limit(s, rq->method, path);
+	if (cl && strtoull(cl, NULL, 10) > limit && r->body != BODY_NONE) {
+		hx_error(rs, 413, "request body over the limit of %zu bytes", limit);
+		return 1;
+	}
+	return 0;
+}
+
+static char *capture(const char *path, const size_t c[2])
+{
+	return c[1] > c[0] ? strndup(path + c[0], c[1] - c[0]) : NULL;
+}
+
+void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
+{
+	memset(rs, 0, sizeof(*rs));
+	if (hx_precheck(s, rq, rs) == 0) {
+		size_t caps[MAX_CAPS][2] = {{0}};
+		bool known;
+		const struct route *r = find(rq->method, rq->path, caps, &known, NULL, 0);
+		if (rq->too_large || (r->body == BODY_NONE && rq->len)) {
+			if (rq->too_large)
+				hx_error(rs, 413, "request body over the limit of %zu bytes",
+					 hx_body_limit(s, rq->method, rq->path));
+			else
+				hx_error(rs, 400, "this request takes no body");
+		} else {
+			char *c[MAX_CAPS] = {capture(rq->path, caps[0]), capture(rq->path, caps[1])};
+			if ((caps[0][1] && !c[0]) || (caps[1][1] && !c[1]))
+				out_of_memory(rs);
+			else
+				r->fn(s, rq, c, rs);
+			free(c[0]);
+			free(c[1]);
+		}
+	}
+	hx_metrics_request(&s->metrics, rs->status);
+}

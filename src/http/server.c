@@ -1,0 +1,394 @@
+/* server.c — http_serve: the server's state, the counting gate, and libmicrohttpd's glue (sockets,
+ * bodies, responses); every decision is made by the dispatcher in route.c. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+#include <openssl/sha.h>
+
+#include "http/hx.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+#define PUMP_MAX_WAIT_MS 1000 /* the pump's longest sleep: idle sessions are looked at this often */
+#define CONNECTION_TIMEOUT_S 120 /* an idle keep-alive connection (not one waiting for us) */
+#define DRAIN_MS 3000		 /* on stop, how long requests in flight get to send their answer */
+
+/* ---- small shared helpers ------------------------------------------------------------------- */
+
+uint64_t hx_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool hx_stopping(const struct hx_server *s)
+{
+	return __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE) != 0;
+}
+
+void hx_cond_wait_ms(void *cv, void *mu, int ms)
+{
+	/* The condition variables are created with CLOCK_MONOTONIC where it matters; the default
+	 * realtime clock only makes a wait shorter or longer when the wall clock jumps, and every
+	 * waiter loops on its own monotonic deadline. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	(void)pthread_cond_timedwait(cv, mu, &ts);
+}
+
+void hx_log(const struct hx_server *s, enum mcp_log_level level, const char *fmt, ...)
+{
+	if (!s->o.log)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->o.log(s->o.log_ctx, level, msg);
+}
+
+/* ---- the counting gate ---------------------------------------------------------------------- */
+
+/* Wraps the operator's gate for both the JSON API and the MCP sessions, so /metrics counts every
+ * approval outcome and every ended call once, whichever transport carried it. */
+static void gate_check(void *ctx, const char *tool, const json_t *args, struct srv_gate_decision *out)
+{
+	struct hx_server *s = ctx;
+	if (s->inner)
+		s->inner->check(s->inner->ctx, tool, args, out);
+	else
+		out->verdict = SRV_GATE_ALLOW;
+}
+
+static void gate_record(void *ctx, const char *tool, const json_t *args, enum srv_gate_outcome outcome)
+{
+	struct hx_server *s = ctx;
+	hx_metrics_approval(&s->metrics, outcome);
+	if (s->inner && s->inner->record)
+		s->inner->record(s->inner->ctx, tool, args, outcome);
+}
+
+static void gate_finished(void *ctx, const struct srv_call_end *end)
+{
+	struct hx_server *s = ctx;
+	hx_metrics_end(&s->metrics, end);
+	if (s->inner && s->inner->finished)
+		s->inner->finished(s->inner->ctx, end);
+}
+
+/* ---- the state ------------------------------------------------------------------------------ */
+
+int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **out, struct al_error *err)
+{
+	if (!o || o->size < offsetof(struct http_opts, mgr) + sizeof(const struct srv_mgr_api *) || !o->mgr)
+		return al_err(err, EINVAL, "http: no manager");
+	struct hx_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return al_err(err, ENOMEM, "http: out of memory");
+	memcpy(&s->o, o, o->size < sizeof(s->o) ? o->size : sizeof(s->o));
+	s->o.size = sizeof(s->o);
+	if (!s->o.max_body)
+		s->o.max_body = HX_DEFAULT_MAX_BODY;
+	if (!s->o.max_file)
+		s->o.max_file = HX_DEFAULT_MAX_FILE;
+	if (!s->o.max_message)
+		s->o.max_message = HX_DEFAULT_MAX_MESSAGE;
+	if (!s->o.max_sessions)
+		s->o.max_sessions = HX_DEFAULT_SESSIONS;
+	if (!s->o.max_connections)
+		s->o.max_connections = HX_DEFAULT_CONNECTIONS;
+	if (!s->o.approval_timeout_ms)
+		s->o.approval_timeout_ms = HX_DEFAULT_APPROVAL_MS;
+	if (!s->o.session_idle_ms)
+		s->o.session_idle_ms = HX_DEFAULT_IDLE_MS;
+	if (!s->o.server_version)
+		s->o.server_version = "0";
+	s->loopback = loopback;
+	s->has_token = s->o.token && *s->o.token;
+	if (s->has_token)
+		SHA256((const unsigned char *)s->o.token, strlen(s->o.token), s->token_digest);
+	s->o.token = NULL; /* only the digest is kept */
+	s->inner = o->gate;
+	s->gate = (struct srv_gate){.ctx = s, .check = gate_check, .record = gate_record, .finished = gate_finished};
+	char msg[SCH_MSG_MAX];
+	int r = tl_catalog_load(&s->cat, msg);
+	if (r < 0) {
+		free(s);
+		return al_err(err, -r, "http: tool schemas: %s", msg);
+	}
+	r = hx_sessions_new(s);
+	if (r < 0) {
+		tl_catalog_clear(&s->cat);
+		free(s);
+		return al_err_sys(err, -r, "http: sessions");
+	}
+	*out = s;
+	return 0;
+}
+
+void hx_server_stop(struct hx_server *s)
+{
+	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+	hx_sessions_close_all(s);
+}
+
+void hx_server_free(struct hx_server *s)
+{
+	if (!s)
+		return;
+	hx_sessions_free(s);
+	tl_catalog_clear(&s->cat);
+	free(s);
+}
+
+/* ---- libmicrohttpd ------------------------------------------------------------------------- */
+
+/* One request's state across the access handler's calls: its body, bounded by the route. */
+struct conn {
+	char *body;
+	size_t len, cap, limit;
+	bool too_large;
+	char peer[64];
+};
+
+static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
+{
+	return MHD_lookup_connection_value(ctx, kind == HX_HEADER ? MHD_HEADER_KIND : MHD_GET_ARGUMENT_KIND, name);
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct hx_response *rs = cls;
+	/* Thread per connection: blocking here holds only this connection's thread. */
+	ssize_t n = rs->ops->read(rs->stream, buf, max, true);
+	if (n == HX_STREAM_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n <= 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return n;
+}
+
+static void reader_free(void *cls)
+{
+	struct hx_response *rs = cls;
+	hx_response_clear(rs);
+	free(rs);
+}
+
+static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs)
+{
+	struct MHD_Response *r;
+	struct hx_response *held = NULL;
+	if (rs->ops) {
+		held = malloc(sizeof(*held));
+		if (!held)
+			return MHD_NO;
+		*held = *rs;
+		memset(rs, 0, sizeof(*rs));
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader, held, reader_free);
+		if (!r) {
+			reader_free(held);
+			return MHD_NO;
+		}
+		rs = held;
+	} else {
+		r = MHD_create_response_from_buffer(rs->len, rs->body ? rs->body : (void *)"",
+						    rs->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		rs->body = NULL; /* MHD frees it with the response */
+	}
+	if (rs->type)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, rs->type);
+	if (rs->session[0])
+		MHD_add_response_header(r, "Mcp-Session-Id", rs->session);
+	if (rs->allow[0])
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
+	if (rs->challenge)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"airlock\"");
+	if (held)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rs->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void peer_of(struct MHD_Connection *conn, char *out, size_t cap)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	out[0] = 0;
+	if (!ci || !ci->client_addr)
+		return;
+	char host[INET6_ADDRSTRLEN] = "";
+	const struct sockaddr *sa = ci->client_addr;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)sa;
+		inet_ntop(AF_INET, &v4->sin_addr, host, sizeof(host));
+		snprintf(out, cap, "%s:%u", host, ntohs(v4->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)(const void *)sa;
+		inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof(host));
+		snprintf(out, cap, "[%s]:%u", host, ntohs(v6->sin6_port));
+	}
+}
+
+static void fill_request(struct MHD_Connection *conn, const char *url, const char *method, const struct conn *c,
+			 struct hx_request *rq)
+{
+	*rq = (struct hx_request){.method = method, .path = url, .lookup = lookup, .lookup_ctx = conn,
+				  .body = c ? c->body : NULL, .len = c ? c->len : 0,
+				  .too_large = c && c->too_large, .peer = c && c->peer[0] ? c->peer : NULL};
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct hx_server *s = cls;
+	struct conn *c = *con_cls;
+	struct hx_request rq;
+	struct hx_response rs = {0};
+	if (!c) {
+		/* First call: headers only. Refuse what needs no body to refuse (no token, wrong
+		 * Host, unknown route, a declared length over the limit) before reading any of it. */
+		fill_request(conn, url, method, NULL, &rq);
+		if (hx_precheck(s, &rq, &rs)) {
+			hx_metrics_request(&s->metrics, rs.status);
+			enum MHD_Result ret = queue(conn, &rs);
+			hx_response_clear(&rs);
+			return ret;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return MHD_NO;
+		c->limit = hx_body_limit(s, method, url);
+		peer_of(conn, c->peer, sizeof(c->peer));
+		*con_cls = c;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (c->too_large || c->len + n > c->limit) {
+			/* Chunked bodies have no declared length: count, discard, answer 413 at the end. */
+			c->too_large = true;
+			free(c->body);
+			c->body = NULL;
+			c->len = c->cap = 0;
+			return MHD_YES;
+		}
+		if (c->len + n > c->cap) {
+			size_t cap = c->cap ? c->cap : 4096;
+			while (cap < c->len + n)
+				cap *= 2;
+			char *grown = realloc(c->body, cap);
+			if (!grown)
+				return MHD_NO;
+			c->body = grown;
+			c->cap = cap;
+		}
+		memcpy(c->body + c->len, upload, n);
+		c->len += n;
+		return MHD_YES;
+	}
+	fill_request(conn, url, method, c, &rq);
+	hx_handle(s, &rq, &rs);
+	enum MHD_Result ret = queue(conn, &rs);
+	hx_response_clear(&rs);
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct conn *c = *con_cls;
+	if (c) {
+		free(c->body);
+		free(c);
+	}
+	*con_cls = NULL;
+}
+
+/* Stops accepting, then lets the requests in flight (which saw the stop flag) send their answers:
+ * a client waiting for an approval gets its 403, not a reset connection. */
+static void drain(struct MHD_Daemon *d)
+{
+	MHD_socket listen_fd = MHD_quiesce_daemon(d);
+	if (listen_fd != MHD_INVALID_SOCKET)
+		close(listen_fd); /* quiesce hands the listening socket over to us */
+	for (uint64_t until = hx_now_ms() + DRAIN_MS; hx_now_ms() < until;) {
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!di || di->num_connections == 0)
+			break;
+		struct timespec ts = {0, 20 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
+int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
+{
+	struct hx_listen l;
+	if (!o || !o->mgr)
+		return al_err(err, EINVAL, "http: no manager");
+	if (stop_fd < 0)
+		return al_err(err, EINVAL, "http: a stop descriptor is required");
+	int r = hx_parse_listen(o->listen, &l, err);
+	if (r < 0)
+		return r;
+	/* Anyone who can reach a non-loopback address could run code: never without a token. */
+	if (!l.loopback && !(o->token && *o->token))
+		return al_err(err, EPERM,
+			      "http: listening on %s (not loopback) needs a bearer token: set one, or listen on "
+			      "127.0.0.1",
+			      o->listen);
+	struct hx_server *s = NULL;
+	r = hx_server_new(o, l.loopback, &s, err);
+	if (r < 0 || !s)
+		return r < 0 ? r : -EINVAL;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
+	if (l.v6)
+		flags |= MHD_USE_IPv6;
+	struct MHD_Daemon *d =
+		MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l.addr,
+				 MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
+				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+				 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+	if (!d) {
+		hx_server_free(s);
+		return al_err(err, EADDRINUSE, "http: cannot listen on %s (in use, or not an address of this host)",
+			      o->listen);
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	uint16_t port = di ? di->port : 0;
+	hx_log(s, MCP_LOG_NOTICE, "listening on %s (port %u)%s", o->listen, port,
+	       s->has_token ? ", bearer token required" : "");
+	if (o->ready)
+		o->ready(o->ready_ctx, port);
+	while ((r = hx_pump(s, stop_fd, PUMP_MAX_WAIT_MS)) == 0)
+		;
+	if (r < 0)
+		hx_log(s, MCP_LOG_ERROR, "the pump failed: %s", strerror(-r));
+	/* Stop: blocked requests see the flag within HX_WAIT_SLICE_MS and end their streams, so
+	 * MHD_stop_daemon's join of the connection threads does not wait on them. */
+	hx_server_stop(s);
+	drain(d);
+	MHD_stop_daemon(d);
+	hx_server_free(s);
+	return 0;
+}

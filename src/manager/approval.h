@@ -1,0 +1,55 @@
+/* approval.h — the queue of tool calls waiting for a human's decision, shared by every front end that can ask. */
+#ifndef AL_MANAGER_APPROVAL_H
+#define AL_MANAGER_APPROVAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/gate.h"
+
+/*
+ * When the risk rules answer ASK, the front end that received the call (the HTTP JSON API today;
+ * the MCP session and a terminal prompt later) registers it here and waits; whoever can decide
+ * (POST /v1/approvals/{id}, a terminal prompt) lists the queue and resolves one entry.
+ *
+ *  - The queue has no timers and no threads of its own. A waiter keeps its own deadline and,
+ *    when it passes (or the waiter gives up), calls apq_cancel: silence is a denial.
+ *  - done() is called exactly once per apq_ask that returned 0: by apq_resolve (approved or
+ *    declined), by apq_cancel (with the caller's reason: SRV_GATE_TIMED_OUT, SRV_GATE_ABANDONED)
+ *    or by apq_free (SRV_GATE_ABANDONED). It runs on the thread that made that call, after the
+ *    entry left the queue and without the queue's lock held, so it may call back into the queue.
+ *    Because resolve and cancel can race, a waiter that cancels must still wait for done() before
+ *    it frees the cookie: done() may be running on the resolver's thread at that very moment.
+ *  - by names who decided, for the audit log ("http", "terminal", "timeout"); copied for the call.
+ *  - Every function is thread-safe. Ids are never reused within one queue.
+ *  - The arguments kept for apq_list are reduced as in the audit log (audit_params): secrets
+ *    dropped, code and file content replaced by their SHA-256, size and an escaped excerpt. A
+ *    reviewer sees what the call is, not a payload that could drive their terminal.
+ */
+
+struct apq;
+
+typedef void (*apq_done_fn)(void *cookie, enum srv_gate_outcome outcome, const char *by);
+
+int apq_new(struct apq **out);
+/* Every entry still pending ends with done(SRV_GATE_ABANDONED, "shutdown"). */
+void apq_free(struct apq *q);
+
+/* Registers a pending approval of tool with args (borrowed; a reduced copy is kept), reason (what
+ * the human is asked about) and timeout_ms (reported to reviewers; the waiter enforces it).
+ * *id_out gets its id. 0 or -ENOMEM (done is then never called). */
+int apq_ask(struct apq *q, const char *tool, const json_t *args, const char *reason, uint32_t timeout_ms,
+	    apq_done_fn done, void *cookie, uint64_t *id_out);
+/* The waiter gives up on id (timed out, abandoned): done(why) unless it was already decided. */
+void apq_cancel(struct apq *q, uint64_t id, enum srv_gate_outcome why);
+/* The pending approvals, oldest first: [{id, tool, reason, arguments, age_ms, timeout_ms}].
+ * New reference; NULL on ENOMEM. */
+json_t *apq_list(struct apq *q);
+/* A human decided: done(SRV_GATE_APPROVED or SRV_GATE_DECLINED, by). 0, or -ENOENT when id is
+ * unknown or already decided (or cancelled). */
+int apq_resolve(struct apq *q, uint64_t id, bool approve, const char *by);
+/* How many are pending. */
+size_t apq_pending(struct apq *q);
+
+#endif

@@ -1,0 +1,957 @@
+/* test_http.c — the HTTP front end (src/http/) over real loopback sockets: a tiny HTTP/1.1 client drives
+ * http_serve, running in a thread, against the fake manager and gate of http_fake.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/http.h"
+#include "http_fake.h"
+#include "manager/approval.h"
+
+/* ---- the server in a thread ------------------------------------------------------------------ */
+
+struct env {
+	struct fake_mgr m;
+	struct srv_mgr_api api;
+	struct fake_gate g;
+	struct srv_gate gate;
+	struct apq *q;
+	struct http_opts o;
+	pthread_t th;
+	int stop[2];
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint16_t port;
+	bool ready, ended;
+	int rc;
+	struct al_error err;
+	const char *token; /* what the client sends */
+};
+
+static void on_ready(void *ctx, uint16_t port)
+{
+	struct env *e = ctx;
+	pthread_mutex_lock(&e->mu);
+	e->port = port;
+	e->ready = true;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void *serve_thread(void *arg)
+{
+	struct env *e = arg;
+	e->rc = http_serve(&e->o, e->stop[0], &e->err);
+	pthread_mutex_lock(&e->mu);
+	e->ended = true;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+static void stats(void *ctx, struct http_stats *out)
+{
+	out->sandboxes_live = 3;
+	out->sandboxes_pooled = 2;
+}
+
+struct env_opts {
+	const char *token;
+	bool gate, queue;
+	size_t max_file, max_body;
+};
+
+static struct env *env_open(const struct env_opts *eo)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	assert_non_null(e);
+	e->m.cancel_finishes = true;
+	e->api = hf_api(&e->m);
+	e->gate = hf_gate_api(&e->g);
+	fake_add_sandbox(&e->m, "sb-a");
+	if (eo->queue)
+		assert_int_equal(apq_new(&e->q), 0);
+	e->o = (struct http_opts){
+		.size = sizeof(e->o),
+		.listen = "127.0.0.1:0",
+		.token = eo->token,
+		.mgr = &e->api,
+		.gate = eo->gate ? &e->gate : NULL,
+		.approvals = e->q,
+		.max_file = eo->max_file,
+		.max_body = eo->max_body,
+		.server_version = "9.9.9",
+		.stats = stats,
+		.ready = on_ready,
+		.ready_ctx = e,
+	};
+	e->token = eo->token;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	assert_int_equal(pipe2(e->stop, O_CLOEXEC), 0);
+	assert_int_equal(pthread_create(&e->th, NULL, serve_thread, e), 0);
+	pthread_mutex_lock(&e->mu);
+	while (!e->ready && !e->ended)
+		pthread_cond_wait(&e->cv, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+	if (!e->ready)
+		fail_msg("http_serve: %s", e->err.msg);
+	assert_true(e->port > 0);
+	return e;
+}
+
+static void env_close(struct env *e)
+{
+	assert_int_equal(write(e->stop[1], "x", 1), 1);
+	pthread_join(e->th, NULL);
+	assert_int_equal(e->rc, 0);
+	/* Whatever the server started, it released; the fake freed what was also done. */
+	pthread_mutex_lock(&hf_mu);
+	while (e->m.ops)
+		fake_finish(e->m.ops, 0, "");
+	assert_int_equal(e->m.live_ops, 0);
+	pthread_mutex_unlock(&hf_mu);
+	apq_free(e->q);
+	close(e->stop[0]);
+	close(e->stop[1]);
+	pthread_cond_destroy(&e->cv);
+	pthread_mutex_destroy(&e->mu);
+	free(e);
+}
+
+/* ---- a tiny HTTP/1.1 client ------------------------------------------------------------------ */
+
+struct resp {
+	int status;
+	char *head; /* status line and headers */
+	char *body;
+	size_t len;
+};
+
+static void resp_clear(struct resp *r)
+{
+	free(r->head);
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+static int connect_to(struct env *e)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(e->port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		assert_true(w > 0);
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Sends one request (Connection: close). headers: extra lines, each ending in \r\n. */
+static int send_req(struct env *e, const char *method, const char *path, const char *headers, const char *body,
+		    size_t blen)
+{
+	int fd = connect_to(e);
+	char head[4096];
+	int n = snprintf(head, sizeof(head),
+			 "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n%s%s%s%s"
+			 "Content-Length: %zu\r\n\r\n",
+			 method, path, e->port, e->token ? "Authorization: Bearer " : "", e->token ? e->token : "",
+			 e->token ? "\r\n" : "", headers ? headers : "", blen);
+	assert_true(n > 0 && (size_t)n < sizeof(head));
+	send_all(fd, head, (size_t)n);
+	if (blen)
+		send_all(fd, body, blen);
+	return fd;
+}
+
+/* Reads whatever arrives within ms (or until EOF); appends to *buf. Returns false at EOF. */
+static bool read_some(int fd, char **buf, size_t *len, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, ms) <= 0)
+		return true;
+	char tmp[65536];
+	ssize_t n = read(fd, tmp, sizeof(tmp));
+	if (n <= 0)
+		return false;
+	*buf = realloc(*buf, *len + (size_t)n + 1);
+	assert_non_null(*buf);
+	memcpy(*buf + *len, tmp, (size_t)n);
+	*len += (size_t)n;
+	(*buf)[*len] = 0;
+	return true;
+}
+
+static void read_all(int fd, char **buf, size_t *len)
+{
+	for (int i = 0; i < 400; i++) /* 20 s at most */
+		if (!read_some(fd, buf, len, 50))
+			return;
+	fail_msg("the server did not close the connection");
+}
+
+/* Splits raw into head and body, undoing chunked transfer coding. */
+static void parse(char *raw, size_t len, struct resp *r)
+{
+	char *sep = raw ? strstr(raw, "\r\n\r\n") : NULL;
+	if (!sep)
+		fail_msg("no HTTP response in \"%s\"", raw ? raw : "");
+	r->head = strndup(raw, (size_t)(sep - raw) + 2);
+	assert_int_equal(sscanf(raw, "HTTP/1.%*d %d", &r->status), 1);
+	char *p = sep + 4, *end = raw + len;
+	r->body = calloc(1, (size_t)(end - p) + 1);
+	assert_non_null(r->body);
+	if (strcasestr(r->head, "Transfer-Encoding: chunked")) {
+		while (p < end) {
+			size_t n = strtoul(p, &p, 16);
+			p = strstr(p, "\r\n") + 2;
+			if (n == 0)
+				break;
+			memcpy(r->body + r->len, p, n);
+			r->len += n;
+			p += n + 2;
+		}
+	} else {
+		r->len = (size_t)(end - p);
+		memcpy(r->body, p, r->len);
+	}
+}
+
+static struct resp request(struct env *e, const char *method, const char *path, const char *headers, const char *body)
+{
+	int fd = send_req(e, method, path, headers, body, body ? strlen(body) : 0);
+	char *raw = NULL;
+	size_t len = 0;
+	read_all(fd, &raw, &len);
+	close(fd);
+	struct resp r = {0};
+	parse(raw, len, &r);
+	free(raw);
+	return r;
+}
+
+/* The value of a response header, or NULL (static buffer). */
+static const char *header(const struct resp *r, const char *name)
+{
+	static char value[256];
+	char pat[80];
+	snprintf(pat, sizeof(pat), "\r\n%s: ", name);
+	const char *h = strcasestr(r->head, pat);
+	if (!h)
+		return NULL;
+	h += strlen(pat);
+	size_t n = strcspn(h, "\r\n");
+	snprintf(value, sizeof(value), "%.*s", (int)n, h);
+	return value;
+}
+
+static json_t *body_json(const struct resp *r)
+{
+	json_error_t jerr;
+	json_t *j = json_loadb(r->body, r->len, 0, &jerr);
+	if (!j)
+		fail_msg("not JSON (%s): %.*s", jerr.text, (int)r->len, r->body);
+	return j;
+}
+
+static void expect_error(struct env *e, const char *method, const char *path, const char *headers, const char *body,
+			 int status, const char *want)
+{
+	struct resp r = request(e, method, path, headers, body);
+	if (r.status != status)
+		fail_msg("%s %s: status %d, want %d: %s", method, path, r.status, status, r.body);
+	json_t *j = body_json(&r);
+	const char *msg = json_string_value(json_object_get(j, "error"));
+	assert_non_null(msg);
+	if (want && !strstr(msg, want))
+		fail_msg("%s %s: error \"%s\" lacks \"%s\"", method, path, msg, want);
+	json_decref(j);
+	resp_clear(&r);
+}
+
+static void wait_for(const int *counter, int value)
+{
+	for (int i = 0; i < 1000 && hf_get(counter) < value; i++)
+		usleep(10000);
+	assert_int_equal(hf_get(counter), value);
+}
+
+/* ---- the JSON API ---------------------------------------------------------------------------- */
+
+static void test_health_and_errors(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.max_body = 32});
+	struct resp r = request(e, "GET", "/v1/health", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	json_t *j = body_json(&r);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "ok");
+	assert_string_equal(json_string_value(json_object_get(j, "version")), "9.9.9");
+	json_decref(j);
+	resp_clear(&r);
+
+	expect_error(e, "GET", "/nope", NULL, NULL, 404, "no such resource");
+	expect_error(e, "GET", "/v1/sandboxes/sb-a/nothing", NULL, NULL, 404, NULL);
+	r = request(e, "PUT", "/v1/health", NULL, NULL);
+	assert_int_equal(r.status, 405);
+	assert_string_equal(header(&r, "Allow"), "GET");
+	resp_clear(&r);
+	r = request(e, "GET", "/mcp", NULL, NULL);
+	assert_int_equal(r.status, 405);
+	assert_string_equal(header(&r, "Allow"), "POST, DELETE");
+	resp_clear(&r);
+	expect_error(e, "POST", "/v1/sandboxes", NULL, "{bad", 400, "bad JSON");
+	expect_error(e, "POST", "/v1/sandboxes", NULL, "[1]", 400, "JSON object");
+	expect_error(e, "POST", "/v1/sandboxes", NULL, "{\"a\":1,\"a\":2}", 400, "bad JSON");
+	expect_error(e, "POST", "/v1/sandboxes", NULL, "{\"bogus\":1}", 400, "invalid request");
+	/* 413 from the declared length, before the body is read. */
+	expect_error(e, "POST", "/v1/sandboxes", NULL, "{\"profile\":\"01234567890123456789012345678901234\"}", 413,
+		     "limit");
+	/* A body on a route that takes none is over its limit of 0. */
+	expect_error(e, "GET", "/v1/health", NULL, "x", 413, NULL);
+	assert_int_equal(hf_get(&e->m.total_calls), 0);
+	env_close(e);
+}
+
+static void test_sandbox_routes(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.gate = true});
+	struct resp r = request(e, "POST", "/v1/sandboxes", "Content-Type: application/json\r\n",
+				"{\"profile\":\"default\",\"language\":\"python\",\"network_enabled\":true,"
+				"\"allowed_domains\":[\"pypi.org\"],\"limits\":{\"memory_mb\":256,\"timeout\":5}}");
+	assert_int_equal(r.status, 201);
+	json_t *j = body_json(&r);
+	assert_string_equal(json_string_value(json_object_get(j, "id")), "sb-1");
+	json_decref(j);
+	resp_clear(&r);
+	assert_string_equal(e->m.last_profile, "default");
+	assert_true(e->m.last_network);
+	assert_int_equal(e->m.last_n_domains, 1);
+	assert_int_equal(e->m.last_limits.memory_bytes, 256u << 20);
+	assert_int_equal(e->m.last_limits.timeout_ms, 5000);
+	assert_string_equal(e->g.last_tool, "code_create_sandbox");
+
+	/* Unknown profile: the manager's EINVAL is the client's 400. */
+	expect_error(e, "POST", "/v1/sandboxes", NULL, "{\"profile\":\"no-such-profile\"}", 400, "unknown profile");
+
+	/* Files. */
+	r = request(e, "PUT", "/v1/sandboxes/sb-1/files/dir/a.txt", NULL, "hello");
+	assert_int_equal(r.status, 200);
+	j = body_json(&r);
+	assert_int_equal(json_integer_value(json_object_get(j, "bytes")), 5);
+	assert_string_equal(json_string_value(json_object_get(j, "path")), "dir/a.txt");
+	json_decref(j);
+	resp_clear(&r);
+	assert_string_equal(e->m.last_path, "dir/a.txt");
+	assert_int_equal(e->m.last_len, 5);
+	assert_memory_equal(e->m.last_data, "hello", 5);
+	assert_string_equal(e->g.last_tool, "code_write_file");
+
+	/* Binary content passes as raw bytes. */
+	int fd = send_req(e, "PUT", "/v1/sandboxes/sb-1/files/bin", NULL, "\x00\xff\x01", 3);
+	char *raw = NULL;
+	size_t len = 0;
+	read_all(fd, &raw, &len);
+	close(fd);
+	parse(raw, len, &r);
+	free(raw);
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	assert_int_equal(e->m.last_len, 3);
+	assert_memory_equal(e->m.last_data, "\x00\xff\x01", 3);
+
+	r = request(e, "GET", "/v1/sandboxes/sb-1/files/dir/a.txt", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(header(&r, "Content-Type"), "application/octet-stream");
+	assert_int_equal(r.len, strlen("file content\n"));
+	assert_memory_equal(r.body, "file content\n", r.len);
+	resp_clear(&r);
+
+	r = request(e, "GET", "/v1/sandboxes/sb-1/files?path=dir", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	j = body_json(&r);
+	assert_string_equal(json_string_value(json_object_get(j, "path")), "dir");
+	json_t *entries = json_object_get(j, "entries");
+	assert_int_equal(json_array_size(entries), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(entries, 0), "name")), "main.py");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(entries, 1), "type")), "directory");
+	json_decref(j);
+	resp_clear(&r);
+	assert_string_equal(e->m.last_path, "dir");
+	r = request(e, "GET", "/v1/sandboxes/sb-1/files", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+
+	/* Paths go to the manager as given; it refuses an escape (400), an unknown sandbox is 404. */
+	expect_error(e, "GET", "/v1/sandboxes/sb-1/files/..%2F..%2Fetc%2Fpasswd", NULL, NULL, 400, "escapes");
+	expect_error(e, "GET", "/v1/sandboxes/sb-9/files/a", NULL, NULL, 404, "no sandbox");
+	expect_error(e, "PUT", "/v1/sandboxes/sb-9/files/a", NULL, "x", 404, "no sandbox");
+
+	r = request(e, "DELETE", "/v1/sandboxes/sb-1", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	assert_string_equal(e->g.last_tool, "code_destroy_sandbox");
+	expect_error(e, "DELETE", "/v1/sandboxes/sb-1", NULL, NULL, 404, "no sandbox");
+	/* Every call reached the audit hook once. */
+	assert_int_equal(e->g.checks, 12);
+	assert_int_equal(e->g.finished[SRV_CALL_OK], 7);
+	env_close(e);
+}
+
+static void test_file_limit(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.max_file = 1024});
+	char big[2048];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	expect_error(e, "PUT", "/v1/sandboxes/sb-a/files/big", NULL, big, 413, "limit");
+	big[1000] = 0;
+	struct resp r = request(e, "PUT", "/v1/sandboxes/sb-a/files/big", NULL, big);
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	/* A chunked body has no declared length: counted as it arrives, then 413. */
+	int fd = connect_to(e);
+	char head[256];
+	snprintf(head, sizeof(head),
+		 "PUT /v1/sandboxes/sb-a/files/big HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n"
+		 "Transfer-Encoding: chunked\r\n\r\n",
+		 e->port);
+	send_all(fd, head, strlen(head));
+	memset(big, 'y', sizeof(big));
+	for (int i = 0; i < 3; i++) {
+		send_all(fd, "400\r\n", 5);
+		send_all(fd, big, 0x400);
+		send_all(fd, "\r\n", 2);
+	}
+	send_all(fd, "0\r\n\r\n", 5);
+	char *raw = NULL;
+	size_t len = 0;
+	read_all(fd, &raw, &len);
+	close(fd);
+	parse(raw, len, &r);
+	free(raw);
+	assert_int_equal(r.status, 413);
+	resp_clear(&r);
+	assert_int_equal(hf_get(&e->m.calls[FK_WRITE]), 1);
+	env_close(e);
+}
+
+/* exec streams NDJSON: output lines arrive while the program runs, then the result line. */
+static void test_exec_stream(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.gate = true});
+	e->m.async = true;
+	int fd = send_req(e, "POST", "/v1/sandboxes/sb-a/exec", NULL,
+			  "{\"language\":\"python\",\"code\":\"print(1)\",\"timeout\":2}", 51);
+	wait_for(&e->m.calls[FK_EXEC], 1);
+	pthread_mutex_lock(&hf_mu);
+	struct srv_op *op = fake_op(&e->m, 0);
+	fake_output(op, SRV_STDOUT, "hel", 3);
+	fake_output(op, SRV_STDOUT, "lo \xc3", 4); /* a character cut in two */
+	pthread_mutex_unlock(&hf_mu);
+	char *raw = NULL;
+	size_t len = 0;
+	for (int i = 0; i < 200 && !(raw && strstr(raw, "\"hel")); i++)
+		read_some(fd, &raw, &len, 50);
+	assert_non_null(raw);
+	assert_non_null(strstr(raw, "200 OK"));
+	assert_non_null(strstr(raw, "application/x-ndjson"));
+	assert_null(strstr(raw, "\"result\"")); /* still running: streamed, not buffered */
+	pthread_mutex_lock(&hf_mu);
+	fake_output(op, SRV_STDOUT, "\xa9!", 2);
+	fake_output(op, SRV_STDERR, "warn", 4);
+	fake_finish(op, 0, "hello \xc3\xa9!");
+	pthread_mutex_unlock(&hf_mu);
+	read_all(fd, &raw, &len);
+	close(fd);
+	struct resp r = {0};
+	parse(raw, len, &r);
+	free(raw);
+	assert_string_equal(e->m.last_code, "print(1)");
+	assert_int_equal(e->m.last_timeout_ms, 2000);
+	assert_string_equal(e->m.last_sandbox, "sb-a");
+	/* Lines: stdout chunks (the cut character rejoined), stderr, then the result. */
+	char *save = NULL, *line = strtok_r(r.body, "\n", &save);
+	char out[64] = "";
+	json_t *result = NULL;
+	int lines = 0;
+	for (; line; line = strtok_r(NULL, "\n", &save), lines++) {
+		json_t *j = json_loads(line, 0, NULL);
+		assert_non_null(j);
+		const char *stream = json_string_value(json_object_get(j, "stream"));
+		if (stream && strcmp(stream, "stdout") == 0)
+			strncat(out, json_string_value(json_object_get(j, "data")), sizeof(out) - strlen(out) - 1);
+		if (json_object_get(j, "result")) {
+			assert_null(result);
+			result = json_incref(json_object_get(j, "result"));
+		} else {
+			assert_null(result); /* the result is last */
+		}
+		json_decref(j);
+	}
+	assert_string_equal(out, "hello \xc3\xa9!");
+	assert_non_null(result);
+	assert_string_equal(json_string_value(json_object_get(result, "status")), "exited");
+	assert_int_equal(json_integer_value(json_object_get(result, "exit_code")), 0);
+	json_decref(result);
+	resp_clear(&r);
+	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_OK]), 1);
+
+	/* "command" is shell code; SSE on request. */
+	e->m.async = false;
+	r = request(e, "POST", "/v1/sandboxes/sb-a/exec", "Accept: text/event-stream\r\n", "{\"command\":\"ls -l\"}");
+	assert_int_equal(r.status, 200);
+	assert_string_equal(header(&r, "Content-Type"), "text/event-stream");
+	assert_non_null(strstr(r.body, "event: result\ndata: {\"result\":"));
+	resp_clear(&r);
+	assert_string_equal(e->m.last_language, "shell");
+	assert_string_equal(e->m.last_code, "ls -l");
+	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", NULL, "{\"command\":\"ls\",\"code\":\"x\"}", 400, "either");
+	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", NULL, "{\"language\":\"cobol\",\"code\":\"x\"}", 400,
+		     "language");
+	expect_error(e, "POST", "/v1/sandboxes/sb-9/exec", NULL, "{\"command\":\"ls\"}", 404, "no sandbox");
+	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 2);
+	env_close(e);
+}
+
+/* A client that goes away mid-stream: the exec is cancelled and released. */
+static void test_exec_disconnect(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){0});
+	e->m.async = true;
+	int fd = send_req(e, "POST", "/v1/sandboxes/sb-a/exec", NULL, "{\"command\":\"sleep 100\"}", 23);
+	wait_for(&e->m.calls[FK_EXEC], 1);
+	close(fd);
+	/* The server notices on its next write. */
+	for (int i = 0; i < 500 && hf_get(&e->m.releases) == 0; i++) {
+		pthread_mutex_lock(&hf_mu);
+		if (e->m.ops && !e->m.ops->cancelled)
+			fake_output(e->m.ops, SRV_STDOUT, "tick\n", 5);
+		pthread_mutex_unlock(&hf_mu);
+		usleep(10000);
+	}
+	assert_int_equal(hf_get(&e->m.cancels), 1);
+	assert_int_equal(hf_get(&e->m.releases), 1);
+	assert_int_equal(hf_get(&e->m.live_ops), 0);
+	env_close(e);
+}
+
+static void test_token(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.token = "s3cret-token"});
+	struct resp r = request(e, "GET", "/metrics", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	e->token = NULL;
+	r = request(e, "GET", "/v1/health", NULL, NULL);
+	assert_int_equal(r.status, 401);
+	assert_non_null(header(&r, "WWW-Authenticate"));
+	resp_clear(&r);
+	e->token = "s3cret-tokem";
+	expect_error(e, "POST", "/v1/sandboxes", NULL, "{}", 401, "token");
+	e->token = "s3cret-token-longer";
+	expect_error(e, "GET", "/nope", NULL, NULL, 401, "token"); /* auth before routing: nothing leaks */
+	e->token = NULL;
+	expect_error(e, "POST", "/mcp", "Authorization: Basic czNjcmV0\r\n", "{}", 401, NULL);
+	assert_int_equal(hf_get(&e->m.total_calls), 0);
+	env_close(e);
+}
+
+static void test_listen_rules(void **state)
+{
+	struct fake_mgr m = {0};
+	struct srv_mgr_api api = hf_api(&m);
+	struct http_opts o = {.size = sizeof(o), .listen = "0.0.0.0:0", .mgr = &api};
+	struct al_error err = {0};
+	assert_int_equal(http_serve(&o, 0, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "token"));
+	o.listen = "[::]:0";
+	assert_int_equal(http_serve(&o, 0, &err), -EPERM);
+	o.listen = "example.com:80";
+	assert_int_equal(http_serve(&o, 0, &err), -EINVAL);
+	o.listen = "127.0.0.1";
+	assert_int_equal(http_serve(&o, 0, &err), -EINVAL);
+	o.listen = "127.0.0.1:99999";
+	assert_int_equal(http_serve(&o, 0, &err), -EINVAL);
+}
+
+/* DNS rebinding and cross-site requests: refused on a loopback listener. */
+static void test_host_origin(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){0});
+	int fd = connect_to(e);
+	const char *req = "GET /v1/health HTTP/1.1\r\nHost: evil.example:8080\r\nConnection: close\r\n\r\n";
+	send_all(fd, req, strlen(req));
+	char *raw = NULL;
+	size_t len = 0;
+	read_all(fd, &raw, &len);
+	close(fd);
+	assert_non_null(strstr(raw, "403"));
+	free(raw);
+	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", "Origin: http://evil.example\r\n", "{\"command\":\"id\"}",
+		     403, "Origin");
+	expect_error(e, "POST", "/mcp", "Origin: null\r\n", "{}", 403, "Origin");
+	struct resp r = request(e, "GET", "/v1/health", "Origin: http://localhost:3000\r\n", NULL);
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	assert_int_equal(hf_get(&e->m.total_calls), 0);
+	env_close(e);
+}
+
+/* ---- approvals ------------------------------------------------------------------------------- */
+
+struct bg {
+	struct env *e;
+	const char *path, *body;
+	struct resp r;
+	pthread_t th;
+};
+
+static void *bg_request(void *arg)
+{
+	struct bg *b = arg;
+	b->r = request(b->e, "POST", b->path, NULL, b->body);
+	return NULL;
+}
+
+static uint64_t pending_id(struct env *e)
+{
+	for (int i = 0; i < 500; i++) {
+		struct resp r = request(e, "GET", "/v1/approvals", NULL, NULL);
+		assert_int_equal(r.status, 200);
+		json_t *j = body_json(&r);
+		json_t *first = json_array_get(json_object_get(j, "approvals"), 0);
+		uint64_t id = (uint64_t)json_integer_value(json_object_get(first, "id"));
+		if (first) {
+			assert_string_equal(json_string_value(json_object_get(first, "tool")), "code_execute");
+			assert_string_equal(json_string_value(json_object_get(first, "reason")), "HIGH: network");
+			/* The code is shown reduced: a digest and an excerpt. */
+			json_t *code = json_object_get(json_object_get(first, "arguments"), "code");
+			assert_int_equal(json_string_length(json_object_get(code, "sha256")), 64);
+		}
+		json_decref(j);
+		resp_clear(&r);
+		if (id)
+			return id;
+		usleep(10000);
+	}
+	fail_msg("no pending approval");
+	return 0;
+}
+
+static void test_approvals(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.gate = true, .queue = true});
+	e->g.verdict = SRV_GATE_ASK;
+	e->g.reason = "HIGH: network";
+	e->g.timeout_ms = 10000;
+	struct bg b = {.e = e, .path = "/v1/sandboxes/sb-a/exec", .body = "{\"command\":\"curl example.com\"}"};
+
+	/* Granted: the call runs. */
+	assert_int_equal(pthread_create(&b.th, NULL, bg_request, &b), 0);
+	uint64_t id = pending_id(e);
+	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 0); /* not before the decision */
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/approvals/%llu", (unsigned long long)id);
+	expect_error(e, "POST", path, NULL, "{\"approve\":\"yes\"}", 400, "approve");
+	struct resp r = request(e, "POST", path, NULL, "{\"approve\":true}");
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	pthread_join(b.th, NULL);
+	assert_int_equal(b.r.status, 200);
+	assert_non_null(strstr(b.r.body, "\"result\""));
+	resp_clear(&b.r);
+	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 1);
+	assert_int_equal(hf_get(&e->g.outcomes[SRV_GATE_APPROVED]), 1);
+	expect_error(e, "POST", path, NULL, "{\"approve\":true}", 404, "no pending"); /* decided once */
+
+	/* Declined: 403, never reaches the manager. */
+	assert_int_equal(pthread_create(&b.th, NULL, bg_request, &b), 0);
+	id = pending_id(e);
+	snprintf(path, sizeof(path), "/v1/approvals/%llu", (unsigned long long)id);
+	r = request(e, "POST", path, NULL, "{\"approve\":false}");
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	pthread_join(b.th, NULL);
+	assert_int_equal(b.r.status, 403);
+	assert_non_null(strstr(b.r.body, "declined"));
+	resp_clear(&b.r);
+	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 1);
+
+	/* Silence past the timeout: 403, never ran, and the queue is empty again. */
+	e->g.timeout_ms = 300;
+	b.path = "/v1/sandboxes";
+	b.body = "{}";
+	b.r = request(e, "POST", b.path, NULL, b.body);
+	assert_int_equal(b.r.status, 403);
+	assert_non_null(strstr(b.r.body, "timed-out"));
+	resp_clear(&b.r);
+	assert_int_equal(hf_get(&e->m.calls[FK_CREATE]), 0);
+	assert_int_equal(apq_pending(e->q), 0);
+	assert_int_equal(hf_get(&e->g.outcomes[SRV_GATE_TIMED_OUT]), 1);
+	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_DENIED]), 2);
+	expect_error(e, "POST", "/v1/approvals/abc", NULL, "{\"approve\":true}", 400, "number");
+	expect_error(e, "POST", "/v1/approvals/77", NULL, "{\"approve\":true}", 404, NULL);
+
+	/* The rules deny: 403 with the reason. */
+	e->g.verdict = SRV_GATE_DENY;
+	e->g.reason = "CRITICAL: rm -rf";
+	expect_error(e, "DELETE", "/v1/sandboxes/sb-a", NULL, NULL, 403, "CRITICAL: rm -rf");
+	assert_int_equal(hf_get(&e->m.calls[FK_DESTROY]), 0);
+
+	/* The metrics saw all of it. */
+	r = request(e, "GET", "/metrics", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "airlock_approvals_total{outcome=\"approved\"} 1\n"));
+	assert_non_null(strstr(r.body, "airlock_approvals_total{outcome=\"declined\"} 1\n"));
+	assert_non_null(strstr(r.body, "airlock_approvals_total{outcome=\"timed-out\"} 1\n"));
+	assert_non_null(strstr(r.body, "airlock_approvals_total{outcome=\"denied\"} 1\n"));
+	assert_non_null(strstr(r.body, "airlock_execs_total{status=\"exited\"} 1\n"));
+	assert_non_null(strstr(r.body, "airlock_execs_total{status=\"denied\"} 1\n"));
+	assert_non_null(strstr(r.body, "airlock_exec_duration_seconds_bucket{le=\"0.25\"} 1\n"));
+	assert_non_null(strstr(r.body, "airlock_exec_duration_seconds_count 1\n"));
+	assert_non_null(strstr(r.body, "airlock_sandboxes_live 3\n"));
+	assert_non_null(strstr(r.body, "airlock_sandboxes_pooled 2\n"));
+	assert_non_null(strstr(r.body, "airlock_proxy_decisions_total{decision=\"denied\"} 0\n"));
+	assert_non_null(strstr(r.body, "# TYPE airlock_exec_duration_seconds histogram\n"));
+	resp_clear(&r);
+	env_close(e);
+}
+
+/* Without an approval queue an ASK is a denial; the server's stop abandons a waiting approval. */
+static void test_approval_unavailable(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.gate = true});
+	e->g.verdict = SRV_GATE_ASK;
+	e->g.reason = "HIGH";
+	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", NULL, "{\"command\":\"id\"}", 403, "no approval queue");
+	assert_int_equal(hf_get(&e->m.total_calls), 0);
+	assert_int_equal(hf_get(&e->g.outcomes[SRV_GATE_UNAVAILABLE]), 1);
+	env_close(e);
+
+	e = env_open(&(struct env_opts){.gate = true, .queue = true});
+	e->g.verdict = SRV_GATE_ASK;
+	e->g.timeout_ms = 60000;
+	struct bg b = {.e = e, .path = "/v1/sandboxes", .body = "{}"};
+	assert_int_equal(pthread_create(&b.th, NULL, bg_request, &b), 0);
+	while (apq_pending(e->q) == 0)
+		usleep(10000);
+	struct apq *q = e->q;
+	int abandoned_before = hf_get(&e->g.outcomes[SRV_GATE_ABANDONED]);
+	assert_int_equal(write(e->stop[1], "x", 1), 1);
+	pthread_join(e->th, NULL);
+	pthread_join(b.th, NULL);
+	assert_int_equal(b.r.status, 403);
+	resp_clear(&b.r);
+	assert_int_equal(apq_pending(q), 0);
+	assert_int_equal(hf_get(&e->g.outcomes[SRV_GATE_ABANDONED]), abandoned_before + 1);
+	assert_int_equal(hf_get(&e->m.total_calls), 0);
+	/* env_close without the stop it already had. */
+	assert_int_equal(pipe2(e->stop, O_CLOEXEC), 0);
+	assert_int_equal(pthread_create(&e->th, NULL, serve_thread, e), 0);
+	env_close(e);
+}
+
+/* ---- MCP over HTTP --------------------------------------------------------------------------- */
+
+#define ACCEPT_BOTH "Accept: application/json, text/event-stream\r\n"
+
+static struct resp mcp(struct env *e, const char *sid, const char *extra, const char *body)
+{
+	char headers[512];
+	snprintf(headers, sizeof(headers), "Content-Type: application/json\r\n" ACCEPT_BOTH "%s%s%s%s",
+		 sid ? "Mcp-Session-Id: " : "", sid ? sid : "", sid ? "\r\n" : "", extra ? extra : "");
+	return request(e, "POST", "/mcp", headers, body);
+}
+
+static void test_mcp(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.gate = true});
+	/* initialize: a session id comes back with the result. */
+	struct resp r = mcp(e, NULL, NULL,
+			    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+			    "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+	assert_int_equal(r.status, 200);
+	assert_string_equal(header(&r, "Content-Type"), "application/json");
+	char sid[64];
+	assert_non_null(header(&r, "Mcp-Session-Id"));
+	snprintf(sid, sizeof(sid), "%s", header(&r, "Mcp-Session-Id"));
+	assert_int_equal(strlen(sid), 32);
+	json_t *j = body_json(&r);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion")),
+			    "2025-11-25");
+	json_decref(j);
+	resp_clear(&r);
+
+	r = mcp(e, sid, "MCP-Protocol-Version: 2025-11-25\r\n",
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	assert_int_equal(r.status, 202);
+	assert_int_equal(r.len, 0);
+	resp_clear(&r);
+
+	r = mcp(e, sid, NULL, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+	assert_int_equal(r.status, 200);
+	j = body_json(&r);
+	assert_true(json_array_size(json_object_get(json_object_get(j, "result"), "tools")) >= 6);
+	json_decref(j);
+	resp_clear(&r);
+
+	/* Errors of the transport. */
+	r = mcp(e, NULL, NULL, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
+	assert_int_equal(r.status, 400);
+	resp_clear(&r);
+	r = mcp(e, "0123456789abcdef0123456789abcdef", NULL,
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
+	assert_int_equal(r.status, 404);
+	resp_clear(&r);
+	r = mcp(e, sid, "MCP-Protocol-Version: 1999-01-01\r\n", "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+	assert_int_equal(r.status, 400);
+	resp_clear(&r);
+	r = mcp(e, sid, "MCP-Protocol-Version: 2025-06-18\r\n", "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+	assert_int_equal(r.status, 400); /* not this session's revision */
+	resp_clear(&r);
+	r = mcp(e, sid, NULL, "{not json");
+	assert_int_equal(r.status, 400);
+	j = body_json(&r);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "error"), "code")), -32700);
+	json_decref(j);
+	resp_clear(&r);
+
+	/* tools/call with a progress token: an SSE stream, progress first, then the response. */
+	e->m.async = true;
+	struct bg b = {.e = e};
+	int fd = send_req(e, "POST", "/mcp", NULL, NULL, 0);
+	close(fd); /* (a connection that sends nothing is harmless) */
+	char headers[256];
+	snprintf(headers, sizeof(headers), "Content-Type: application/json\r\n" ACCEPT_BOTH "Mcp-Session-Id: %s\r\n",
+		 sid);
+	const char *call = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{"
+			   "\"name\":\"code_execute\",\"arguments\":{\"language\":\"python\",\"code\":\"print(2)\"},"
+			   "\"_meta\":{\"progressToken\":\"p1\"}}}";
+	fd = send_req(e, "POST", "/mcp", headers, call, strlen(call));
+	wait_for(&e->m.calls[FK_EXEC], 1);
+	pthread_mutex_lock(&hf_mu);
+	fake_output(fake_op(&e->m, 0), SRV_STDOUT, "partial\n", 8);
+	pthread_mutex_unlock(&hf_mu);
+	char *raw = NULL;
+	size_t len = 0;
+	for (int i = 0; i < 200 && !(raw && strstr(raw, "notifications/progress")); i++)
+		read_some(fd, &raw, &len, 50);
+	assert_non_null(raw);
+	assert_non_null(strstr(raw, "text/event-stream"));
+	assert_null(strstr(raw, "\"id\":4")); /* not answered yet */
+	pthread_mutex_lock(&hf_mu);
+	fake_finish(fake_op(&e->m, 0), 0, "partial\n");
+	pthread_mutex_unlock(&hf_mu);
+	read_all(fd, &raw, &len);
+	close(fd);
+	parse(raw, len, &b.r);
+	free(raw);
+	char *progress =
+		strstr(b.r.body, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"");
+	char *answer = strstr(b.r.body, "\"id\":4");
+	assert_non_null(progress);
+	assert_non_null(answer);
+	assert_true(progress < answer);
+	assert_non_null(strstr(progress, "partial"));
+	resp_clear(&b.r);
+
+	/* DELETE ends the session; it is 404 from then on. */
+	r = request(e, "DELETE", "/mcp", headers, NULL);
+	assert_int_equal(r.status, 204);
+	resp_clear(&r);
+	r = mcp(e, sid, NULL, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}");
+	assert_int_equal(r.status, 404);
+	resp_clear(&r);
+	r = request(e, "DELETE", "/mcp", headers, NULL);
+	assert_int_equal(r.status, 404);
+	resp_clear(&r);
+	r = request(e, "DELETE", "/mcp", NULL, NULL);
+	assert_int_equal(r.status, 400);
+	resp_clear(&r);
+
+	/* The MCP call went through the same gate and the same metrics. */
+	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_OK]), 1);
+	r = request(e, "GET", "/metrics", NULL, NULL);
+	assert_non_null(strstr(r.body, "airlock_execs_total{status=\"exited\"} 1\n"));
+	assert_non_null(strstr(r.body, "airlock_mcp_sessions_opened_total 1\n"));
+	assert_non_null(strstr(r.body, "airlock_mcp_sessions 0\n"));
+	resp_clear(&r);
+	env_close(e);
+}
+
+/* A session whose call is still running when the server stops: cancelled and released. */
+static void test_mcp_stop(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){0});
+	struct resp r = mcp(e, NULL, NULL,
+			    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+			    "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+	char sid[64];
+	snprintf(sid, sizeof(sid), "%s", header(&r, "Mcp-Session-Id"));
+	resp_clear(&r);
+	e->m.async = true;
+	char headers[256];
+	snprintf(headers, sizeof(headers), "Accept: application/json\r\nMcp-Session-Id: %s\r\n", sid);
+	const char *call = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+			   "\"name\":\"code_execute\",\"arguments\":{\"language\":\"shell\",\"code\":\"sleep 99\"}}}";
+	int fd = send_req(e, "POST", "/mcp", headers, call, strlen(call));
+	wait_for(&e->m.calls[FK_EXEC], 1);
+	assert_int_equal(write(e->stop[1], "x", 1), 1);
+	pthread_join(e->th, NULL);
+	char *raw = NULL;
+	size_t len = 0;
+	read_all(fd, &raw, &len);
+	free(raw);
+	close(fd);
+	assert_int_equal(hf_get(&e->m.cancels), 1);
+	assert_int_equal(hf_get(&e->m.releases), 1);
+	assert_int_equal(hf_get(&e->m.live_ops), 0);
+	assert_int_equal(pipe2(e->stop, O_CLOEXEC), 0);
+	assert_int_equal(pthread_create(&e->th, NULL, serve_thread, e), 0);
+	env_close(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_health_and_errors),
+		cmocka_unit_test(test_sandbox_routes),
+		cmocka_unit_test(test_file_limit),
+		cmocka_unit_test(test_exec_stream),
+		cmocka_unit_test(test_exec_disconnect),
+		cmocka_unit_test(test_token),
+		cmocka_unit_test(test_listen_rules),
+		cmocka_unit_test(test_host_origin),
+		cmocka_unit_test(test_approvals),
+		cmocka_unit_test(test_approval_unavailable),
+		cmocka_unit_test(test_mcp),
+		cmocka_unit_test(test_mcp_stop),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
