@@ -12,7 +12,16 @@
 #
 # Environment from CTest: AIRLOCK, AL_PROBE, AL_TEST_MODE (root|user), AL_SRC.
 # Optional: CI=true (an environment skip or a missing guard is a failure),
-# AL_KEEP=1 (keep temp dirs for debugging), AL_GUARD_TIMEOUT (seconds, default 120).
+# AL_KEEP=1 (keep temp dirs for debugging), AL_GUARD_TIMEOUT (seconds, default 120),
+# AL_BACKEND (native|bwrap|gvisor|oci; default native).
+#
+# Backends (the conformance matrix, CTest label backend-B): with AL_BACKEND=B other than
+# native, al_airlock (so al_run, al_box, al_probe) passes `--backend B` right after the
+# `run` or `exec` subcommand; a later --backend in the test's own arguments still wins.
+# When `airlock check --json` says B is not available in this mode, the test body never
+# runs: the harness asserts instead that `airlock run --backend B` is refused (exit 125,
+# a setup-error verdict naming B, a message naming the missing piece, the payload never
+# ran) and passes — never a skip. With AL_BACKEND unset or native nothing changes.
 #
 # Modes: "root" runs airlock as root (skip when we are not root). "user" runs it as an
 # unprivileged user: when we are root, as uid/gid 65534 via setpriv, from copies of the
@@ -24,12 +33,14 @@ set -euo pipefail
 : "${AIRLOCK:?AIRLOCK must name the airlock binary}"
 : "${AL_PROBE:?AL_PROBE must name the al-probe binary}"
 AL_TEST_MODE=${AL_TEST_MODE:-root}
+AL_BACKEND=${AL_BACKEND:-native}
 # Absolute paths: the test body runs from its own temp dir.
 AIRLOCK=$(readlink -f "$AIRLOCK")
 AL_PROBE=$(readlink -f "$AL_PROBE")
 export AIRLOCK AL_PROBE
 AL_SCRIPT=$(readlink -f "$0")
 AL_NAME="$AL_TEST_MODE.$(basename "$AL_SCRIPT" .sh)"
+[ "$AL_BACKEND" = native ] || AL_NAME="$AL_BACKEND.$AL_NAME"
 AL_PY=/usr/bin/python3
 [ -x "$AL_PY" ] || AL_PY=python3
 AL_MARK=.airlock-test
@@ -187,6 +198,10 @@ al_outer() {
 	fi
 	[ "$AL_TEST_MODE" = root ] || [ "$AL_TEST_MODE" = user ] ||
 		{ echo "FAIL: AL_TEST_MODE must be root or user, not '$AL_TEST_MODE'" >&2; exit 1; }
+	case "$AL_BACKEND" in
+	native | bwrap | gvisor | oci) ;;
+	*) echo "FAIL: AL_BACKEND must be native, bwrap, gvisor or oci, not '$AL_BACKEND'" >&2; exit 1 ;;
+	esac
 	[ -x "$AIRLOCK" ] || { echo "FAIL: AIRLOCK=$AIRLOCK is not executable" >&2; exit 1; }
 	[ -x "$AL_PROBE" ] || { echo "FAIL: AL_PROBE=$AL_PROBE is not executable" >&2; exit 1; }
 
@@ -288,13 +303,26 @@ al_inner() {
 		AL_PAYLOAD_HOST_UID=$AL_CALLER_UID
 		AL_PAYLOAD_HOST_GID=$AL_CALLER_GID
 	fi
+	# For the few places that call "$AL_AIRLOCK_BIN" run directly: empty for native.
+	AL_BACKEND_ARGS=()
+	[ "$AL_BACKEND" = native ] || AL_BACKEND_ARGS=(--backend "$AL_BACKEND")
 	AL_RUN_N=0
-	al_log "$AL_NAME: airlock=$AL_AIRLOCK_BIN caller uid=$AL_CALLER_UID payload host uid=$AL_PAYLOAD_HOST_UID root=$AL_TEST_ROOT"
+	al_log "$AL_NAME: airlock=$AL_AIRLOCK_BIN backend=$AL_BACKEND caller uid=$AL_CALLER_UID payload host uid=$AL_PAYLOAD_HOST_UID root=$AL_TEST_ROOT"
+	if [ "$AL_BACKEND" != native ]; then
+		al_check_json >/dev/null # here, not in a subshell: a failing `airlock check` fails the test
+		al_backend_available || al_backend_unavailable_case
+	fi
 }
 
-# al_airlock ARGS...: run airlock in the current mode (as root, or as the unprivileged user).
+# al_airlock ARGS...: run airlock in the current mode (as root, or as the unprivileged user),
+# under AL_BACKEND: `--backend B` goes right after `run`/`exec` (options are parsed up to the
+# command, and a later --backend overrides it); nothing is added for native.
 al_airlock() {
-	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" "$@"
+	if [ "$AL_BACKEND" != native ] && { [ "${1:-}" = run ] || [ "${1:-}" = exec ]; }; then
+		"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" "$1" --backend "$AL_BACKEND" "${@:2}"
+	else
+		"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" "$@"
+	fi
 }
 
 # al_run ARGS...: al_airlock with stdout/stderr captured; sets AL_RC, AL_OUT, AL_ERR
@@ -304,6 +332,9 @@ al_run() {
 	AL_OUT_FILE="$AL_TEST_ROOT/run$AL_RUN_N.out"
 	AL_ERR_FILE="$AL_TEST_ROOT/run$AL_RUN_N.err"
 	AL_CMD="airlock $*"
+	if [ "$AL_BACKEND" != native ] && { [ "${1:-}" = run ] || [ "${1:-}" = exec ]; }; then
+		AL_CMD="airlock $1 --backend $AL_BACKEND ${*:2}"
+	fi
 	AL_RC=0
 	al_airlock "$@" >"$AL_OUT_FILE" 2>"$AL_ERR_FILE" || AL_RC=$?
 	AL_OUT=$(cat "$AL_OUT_FILE")
@@ -424,6 +455,91 @@ for part in filter(None, path.split(".")):
 names = {bool: "bool", int: "int", float: "float", str: "str", type(None): "null", dict: "object", list: "list"}
 print(names[type(v)])
 '
+}
+
+# ---------------------------------------------------------------- backends
+
+# al_backend_is NAME...: 0 if AL_BACKEND is one of NAME.
+al_backend_is() {
+	local b
+	for b in "$@"; do
+		[ "$AL_BACKEND" = "$b" ] && return 0
+	done
+	return 1
+}
+
+# al_check_json: path of `airlock check --json` as run in this mode (made once per test).
+al_check_json() {
+	local f="$AL_TEST_ROOT/check.json" rc=0
+	if [ ! -s "$f" ]; then
+		"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" check --json >"$f.tmp" 2>"$f.err" || rc=$?
+		[ "$rc" = 0 ] || al_fail "airlock check --json failed (rc $rc): $(head -c 500 "$f.err")"
+		mv "$f.tmp" "$f"
+	fi
+	printf '%s\n' "$f"
+}
+
+# al_backend_layer LAYER [BACKEND]: backend_layers.BACKEND.LAYER of `airlock check --json`
+# in this mode (default AL_BACKEND); "false" when check does not list the backend or layer.
+al_backend_layer() {
+	local f
+	f=$(al_check_json) || exit 1
+	AL_J_SRC=$f AL_J_B=${2:-$AL_BACKEND} AL_J_L=$1 "$AL_PY" -c '
+import json, os
+v = json.load(open(os.environ["AL_J_SRC"])).get("backend_layers", {}).get(os.environ["AL_J_B"], {})
+x = v.get(os.environ["AL_J_L"], False) if isinstance(v, dict) else False
+print(x if isinstance(x, str) else json.dumps(x))
+'
+}
+
+# al_backend_enforces LAYER: 0 if AL_BACKEND can enforce LAYER here (check's backend_layers,
+# e.g. landlock, checkout_copy, workdir_overlay, egress_proxy, cgroup_limits).
+al_backend_enforces() { [ "$(al_backend_layer "$1")" = true ]; }
+
+# al_backend_available: 0 if `airlock check --json` says AL_BACKEND is available in this mode.
+al_backend_available() { [ "$(al_backend_layer available)" = true ]; }
+
+# al_backend_words: what names AL_BACKEND and the runtime it needs (an ERE, for messages).
+al_backend_words() {
+	case "$AL_BACKEND" in
+	bwrap) echo 'bwrap|bubblewrap' ;;
+	gvisor) echo 'gvisor|runsc' ;;
+	oci) echo 'oci|crun|runc' ;;
+	*) echo "$AL_BACKEND" ;;
+	esac
+}
+
+# al_expect_refusal TOKEN [AIRLOCK-RUN-OPTS...]: `airlock run OPTS -- (a payload that would
+# write a witness file)` must be refused: exit 125, stderr naming TOKEN (an ERE, -i), and the
+# payload never ran. For what the backend legitimately cannot do: asserted, never skipped.
+al_expect_refusal() {
+	local token=$1 witness
+	shift
+	witness=$(al_tmpdir 0777)
+	al_run run --ro "$AL_PROBE_DIR:/probe" --rw "$witness:/out" "$@" -- "$P" write /out/ran yes
+	al_assert_rc 125
+	printf '%s\n' "$AL_ERR" | grep -qiE -e "$token" || al_fail "the refusal does not name '$token': $AL_ERR"
+	[ ! -e "$witness/ran" ] || al_fail "the payload ran despite the refusal ($*)"
+	al_pass "refused under --backend $AL_BACKEND ($token): $(printf '%s' "$AL_ERR" | head -n 1)"
+}
+
+# The whole test when AL_BACKEND is not available in this mode: the refusal is the result.
+al_backend_unavailable_case() {
+	local words
+	words=$(al_backend_words)
+	al_log "backend $AL_BACKEND is not available in mode $AL_TEST_MODE (airlock check --json): asserting the refusal"
+	al_expect_refusal "$words"
+	al_run run --json -- /bin/true
+	al_assert_rc 125
+	al_assert_eq "$(al_json_get "$AL_OUT" status)" setup-error "verdict status under an unavailable backend"
+	al_assert_eq "$(al_json_get "$AL_OUT" backend)" "$AL_BACKEND" "verdict backend (never replaced by another)"
+	al_json_get "$AL_OUT" error.message | grep -qiE -e "$words" ||
+		al_fail "the verdict's error.message does not name the backend: $(al_json_get "$AL_OUT" error.message)"
+	al_run exec --lang shell -c 'echo ran'
+	al_assert_rc 125
+	al_assert_not_contains "$AL_OUT" ran "exec under an unavailable backend"
+	al_pass "$AL_BACKEND is unavailable here and refused as such ($(basename "$AL_SCRIPT") not run against it)"
+	exit 0
 }
 
 # ---------------------------------------------------------------- host-side observers

@@ -1,6 +1,7 @@
 /* backends.c — which layers each backend can enforce on this host, derived from the probe report. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,7 +36,10 @@ const char *host_layer_name(enum host_layer l)
 
 const char *host_layers_backend_name(enum host_layers_backend b)
 {
-	return b == HOST_LAYERS_NATIVE ? "native" : b == HOST_LAYERS_BWRAP ? "bwrap" : "?";
+	static const char *const names[HOST_LAYERS__COUNT] = {
+		[HOST_LAYERS_NATIVE] = "native", [HOST_LAYERS_BWRAP] = "bwrap", [HOST_LAYERS_GVISOR] = "gvisor",
+		[HOST_LAYERS_OCI] = "oci"};
+	return (unsigned)b < HOST_LAYERS__COUNT ? names[b] : "?";
 }
 
 /* The namespaces both backends make, as the probe found them. */
@@ -53,9 +57,50 @@ static void namespaces(const struct al_host_report *r, struct host_layers *out)
 		out->has[map[i].layer] = out->available && r->ns[map[i].ns].ok;
 }
 
+/* The runtime the OCI backends run is a fixed path; the probe found it first in PATH. */
+static bool runtime_at(const struct al_host_report *r, enum host_backend b, const char *path)
+{
+	return strcmp(r->backend[b], path) == 0;
+}
+
+/* The OCI backends: the runtime makes the namespaces, airlock the cgroups (host_backend_layers). */
+static void oci_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out, bool cg)
+{
+	if (b == HOST_LAYERS_OCI) {
+		/* crun runs in a user namespace of airlock's (ordinary user) or as root, and makes
+		 * a user namespace for the container: what the native backend needs. */
+		out->available = runtime_at(r, HOST_BACKEND_CRUN, "/usr/bin/crun") && r->ns[HOST_NS_USER].ok;
+		namespaces(r, out);
+		out->has[HOST_LAYER_SECCOMP] = out->available && r->seccomp.filter; /* run.oci.seccomp_bpf_data */
+		out->has[HOST_LAYER_EGRESS_PROXY] = out->available && r->ns[HOST_NS_NET].ok;
+	} else {
+		/* runsc 20221219 starts its gofer only as root here: rootless runsc (and runsc in a
+		 * user namespace of airlock's) fails with "fork/exec /proc/self/exe: invalid argument". */
+		out->available = runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc") && r->euid == 0 &&
+				 r->ns[HOST_NS_USER].ok;
+		namespaces(r, out);
+		/* gVisor's kernel has its own cgroupfs, no kernel cgroup namespace; airlock's BPF
+		 * filter cannot be given to runsc (the payload's calls go to gVisor, not the host) */
+		out->has[HOST_LAYER_CGROUPNS] = false;
+	}
+	bool on = out->available;
+	out->has[HOST_LAYER_CGROUP_LIMITS] = on && cg; /* the supervisor's job cgroup holds the runtime */
+	out->has[HOST_LAYER_NO_NEW_PRIVS] = on;
+	out->has[HOST_LAYER_CAPS] = on;
+	out->has[HOST_LAYER_DISK_CAP] = on;
+	/* no Landlock, no copy made by airlock's init, no overlay: refused when required */
+}
+
 void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (b == HOST_LAYERS_GVISOR || b == HOST_LAYERS_OCI) {
+		bool cg = false;
+		for (int c = HOST_CG_MEMORY; c <= HOST_CG_CPU; c++)
+			cg = cg || r->cg.use[c] != HOST_CG_NONE;
+		oci_layers(r, b, out, cg);
+		return;
+	}
 	/* bwrap runs unprivileged even for root (as id_base+1000), so it needs what an ordinary
 	 * user needs; the native backend needs user namespaces as whoever calls it. */
 	if (b == HOST_LAYERS_BWRAP)

@@ -215,6 +215,8 @@ const char *host_layer_name(enum host_layer l);
 enum host_layers_backend {
 	HOST_LAYERS_NATIVE,
 	HOST_LAYERS_BWRAP,
+	HOST_LAYERS_GVISOR, /* runsc (backend/gvisor) */
+	HOST_LAYERS_OCI,    /* crun (backend/oci) */
 	HOST_LAYERS__COUNT,
 };
 const char *host_layers_backend_name(enum host_layers_backend b);

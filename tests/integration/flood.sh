@@ -18,7 +18,7 @@ maxrss_run() {
 	rm -f "$rep"
 	t0=$(date +%s%N)
 	# (No process substitution: /dev/fd is missing in some minimal VMs.)
-	"$AL_HOST_PROBE" maxrss "$rep" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" "$@" >"$out" 2>"$err" || return 0
+	"$AL_HOST_PROBE" maxrss "$rep" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" "$1" "${AL_BACKEND_ARGS[@]}" "${@:2}" >"$out" 2>"$err" || return 0
 	t1=$(date +%s%N)
 	echo "$(al_kv maxrss_kib "$(cat "$rep")") $(al_kv exit "$(cat "$rep")") $(((t1 - t0) / 1000000))"
 }

@@ -91,8 +91,17 @@ al_assert_rc 0
 al_assert_contains "$AL_OUT" "seed-$m" "--workdir content inside"
 [ -f "$wd/out.txt" ] || al_fail "--workdir: /workspace/out.txt did not appear on the host"
 al_assert_eq "$(cat "$wd/out.txt")" "out-$m" "host copy of /workspace/out.txt"
-# The job's changes are written back by airlock, as its caller, when the job ends.
-al_assert_eq "$(stat -c %u "$wd/out.txt")" "$("${AL_SETPRIV[@]}" id -u)" "host owner of the written-back file"
+if al_backend_is native || al_backend_enforces workdir_overlay; then
+	# The job's changes are written back by airlock, as its caller, when the job ends.
+	al_assert_eq "$(stat -c %u "$wd/out.txt")" "$("${AL_SETPRIV[@]}" id -u)" "host owner of the written-back file"
+else
+	# No overlay under this backend: the directory itself is bound read-write, the payload
+	# writes it directly (as its host uid), and the verdict says so.
+	al_assert_eq "$(stat -c %u "$wd/out.txt")" "$AL_PAYLOAD_HOST_UID" "host owner of a file written through the --workdir bind"
+	al_probe --workdir "$wd" --json -- exit 0
+	al_assert_eq "$(al_json_get "$AL_OUT" enforced.workdir)" bind "enforced.workdir ($AL_BACKEND has no overlay)"
+	al_expect_refusal 'disk' --workdir "$wd" --disk 8M
+fi
 
 # ---- --rw SRC:DEST
 rw=$(al_tmpdir 0777)

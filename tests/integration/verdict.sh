@@ -75,7 +75,7 @@ j="$AL_TEST_ROOT/v1.json"
 al_assert_eq "$(al_json_get "$j" status)" exited "status"
 al_assert_eq "$(al_json_get "$j" exit_code)" 3 "exit_code"
 al_assert_eq "$(al_json_get "$j" signal)" null "signal"
-al_assert_eq "$(al_json_get "$j" backend)" native "backend"
+al_assert_eq "$(al_json_get "$j" backend)" "$AL_BACKEND" "backend"
 al_assert_eq "$(al_json_get "$j" stdout.data)" hello "stdout.data"
 al_assert_eq "$(al_json_get "$j" stdout.bytes)" 6 "stdout.bytes"
 al_assert_eq "$(al_json_get "$j" stdout.kept)" 6 "stdout.kept"
@@ -95,7 +95,14 @@ al_assert_eq "$(al_json_get "$j" enforced.environment)" scrubbed "enforced.envir
 al_assert_eq "$(al_json_get "$j" enforced.network)" none "enforced.network"
 al_assert_eq "$(al_json_get "$j" enforced.payload_uid)" 1000 "enforced.payload_uid"
 al_assert_eq "$(al_json_get "$j" enforced.payload_host_uid)" "$AL_PAYLOAD_HOST_UID" "enforced.payload_host_uid"
-if [ "$AL_CALLER_UID" = 0 ]; then
+if al_backend_is bwrap; then
+	# bwrap runs unprivileged (as id_base+1000 for a root caller) and maps only itself.
+	al_assert_eq "$(al_json_get "$j" enforced.id_map.mode)" single "enforced.id_map.mode (bwrap)"
+	al_assert_eq "$(al_json_get "$j" enforced.id_map.host_base)" "$AL_PAYLOAD_HOST_UID" "enforced.id_map.host_base (bwrap)"
+	al_assert_eq "$(al_json_get "$j" enforced.id_map.count)" 1 "enforced.id_map.count (bwrap)"
+	al_assert_eq "$(al_json_get "$j" enforced.setgroups)" deny "enforced.setgroups (bwrap)"
+	al_assert_eq "$(al_json_get "$j" enforced.bwrap)" /usr/bin/bwrap "enforced.bwrap"
+elif [ "$AL_CALLER_UID" = 0 ]; then
 	al_assert_eq "$(al_json_get "$j" enforced.id_map.mode)" range "enforced.id_map.mode"
 	al_assert_eq "$(al_json_get "$j" enforced.id_map.host_base)" "$AL_ID_BASE" "enforced.id_map.host_base"
 	al_assert_eq "$(al_json_get "$j" enforced.id_map.count)" 65536 "enforced.id_map.count"
@@ -104,6 +111,15 @@ else
 	al_assert_eq "$(al_json_get "$j" enforced.id_map.host_base)" "$AL_CALLER_UID" "enforced.id_map.host_base"
 	al_assert_eq "$(al_json_get "$j" enforced.id_map.count)" 1 "enforced.id_map.count"
 	al_assert_eq "$(al_json_get "$j" enforced.setgroups)" deny "enforced.setgroups"
+fi
+# Another backend says what it cannot enforce (backend_layers of airlock check) as not enforced.
+if ! al_backend_is native; then
+	al_backend_enforces landlock ||
+		al_assert_eq "$(al_json_get "$j" enforced.landlock)" false "enforced.landlock ($AL_BACKEND cannot enforce it)"
+	al_backend_enforces seccomp ||
+		al_assert_eq "$(al_json_get "$j" enforced.seccomp)" false "enforced.seccomp ($AL_BACKEND cannot enforce it)"
+	al_backend_enforces cgroup_limits ||
+		al_assert_eq "$(al_json_get "$j" enforced.cgroup)" false "enforced.cgroup ($AL_BACKEND cannot enforce it)"
 fi
 al_assert_eq "$(al_json_get "$j" enforced.rlimits.nofile)" 1024 "enforced.rlimits.nofile"
 al_assert_eq "$(al_json_get "$j" enforced.rlimits.fsize)" 1073741824 "enforced.rlimits.fsize"

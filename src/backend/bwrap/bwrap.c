@@ -214,6 +214,43 @@ static int start(const struct bw_child *c, const struct be_io *io, struct bw_spa
 	return r;
 }
 
+/* bwrap's pid 1 in the sandbox is bwrap itself, so bwrap's command line is the job's
+ * /proc/1/cmdline: the options (the host paths of the binds, the --setenv values) go to bwrap
+ * through --args FD, and only "bwrap --args FD -- CMD ARG..." stays visible inside. */
+static int hide_options(struct bw_spawn *s, const struct al_policy *p, struct al_error *err)
+{
+	struct bw_argv *a = &s->argv;
+	if (a->n < (size_t)p->argc + 4 || strcmp(a->v[a->n - (size_t)p->argc - 1], "--") != 0)
+		return al_err(err, EINVAL, "internal: the bwrap command line does not end with -- CMD");
+	size_t dd = a->n - (size_t)p->argc - 1, len = 0; /* options are v[1] .. v[dd-1] */
+	for (size_t i = 1; i < dd; i++)
+		len += strlen(a->v[i]) + 1;
+	cleanup_free char *buf = malloc(len + 1); /* + 1: never a zero-byte allocation */
+	char *fdarg = NULL, *flag = strdup("--args");
+	if (!buf || !flag) {
+		free(flag);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	for (size_t i = 1, at = 0; i < dd; i++) {
+		size_t l = strlen(a->v[i]) + 1;
+		memcpy(buf + at, a->v[i], l);
+		at += l;
+	}
+	int fd = data_fd(s, buf, len);
+	if (fd < 0 || asprintf(&fdarg, "%d", fd) < 0) {
+		free(flag);
+		return fd == -EMFILE ? al_err(err, EMFILE, "the bwrap backend passes at most %d files to bwrap", BW_MAX_PASS)
+				     : al_err_sys(err, fd < 0 ? -fd : ENOMEM, "setup: passing bwrap its options");
+	}
+	for (size_t i = 1; i < dd; i++)
+		free(a->v[i]);
+	memmove(&a->v[3], &a->v[dd], (a->n - dd + 1) * sizeof(*a->v)); /* "--", the command, NULL */
+	a->v[1] = flag;
+	a->v[2] = fdarg;
+	a->n = 3 + (a->n - dd);
+	return 0;
+}
+
 static int prepare(struct bw_spawn *s, const struct al_policy *p, bool cgroupns, struct al_error *err)
 {
 	struct fs_host host;
@@ -227,7 +264,7 @@ static int prepare(struct bw_spawn *s, const struct al_policy *p, bool cgroupns,
 	if (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
 		return al_err_sys(err, errno, "setup: socketpair");
 	struct bw_fds fds = {.file_fds = s->file_fds, .seccomp = s->seccomp_fd, .json = s->json_p[1]};
-	return bw_argv_build(&s->argv, p, &s->plan, &fds, cgroupns, err);
+	return bw_argv_build(&s->argv, p, &s->plan, &fds, cgroupns, err) ?: hide_options(s, p, err);
 }
 
 int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)

@@ -1,0 +1,398 @@
+/* bundle.c — the policy as an OCI bundle's config.json: pure data, built from the native backend's filesystem plan. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+
+#include "bundle.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+/* fsplan.c stages the --workdir overlay's layers under this directory of the new root. */
+#define OCI_STAGE ".airlock"
+
+static const char *rt_name(enum oci_runtime rt)
+{
+	return rt == OCI_RUNSC ? "gvisor" : "oci";
+}
+
+/* What neither runtime can do: the layers made by airlock's own init or by Landlock. */
+static int refuse_common(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err)
+{
+	const char *n = rt_name(rt);
+	if (p->require & REQ_LANDLOCK)
+		return al_err(err, ENOTSUP, "the %s backend cannot enforce the required layer landlock: the runtime has no Landlock support (use --backend native)", n);
+	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
+		return al_err(err, EPERM, "required layer netns conflicts with --net host");
+	if (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY)
+		return al_err(err, ENOTSUP, "the %s backend cannot make --checkout-mode copy: the throwaway copy is made by airlock's own init inside the sandbox (use --backend native, or --checkout-mode ro)", n);
+	if (p->keep_changes)
+		return al_err(err, ENOTSUP, "the %s backend cannot --keep-changes: it needs the copied checkout's overlay (use --backend native)", n);
+	if (p->subids)
+		return al_err(err, ENOTSUP, "the %s backend cannot map --subids: the container maps only the sandbox user (use --backend native)", n);
+	if (p->fallback)
+		return al_err(err, ENOTSUP, "the %s backend has no --fallback: the runtime itself needs user namespaces (use --backend native)", n);
+	if (p->attach)
+		return al_err(err, ENOTSUP, "the %s backend cannot hold a sandbox for later commands (use --backend native)", n);
+	if (p->workdir && (p->limits_set & (1u << AL_LIMIT_DISK)))
+		return al_err(err, ENOTSUP, "the %s backend cannot cap --workdir with --disk: it has no overlay, so the directory is bound read-write and writes reach the host directly (use --backend native)", n);
+	if (p->nfiles && p->workdir)
+		return al_err(err, EINVAL, "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into --workdir");
+	if (!root && p->id_base != AL_DEFAULT_ID_BASE)
+		return al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
+	return 0;
+}
+
+int oci_refuse(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err)
+{
+	int r = refuse_common(p, rt, root, err);
+	if (r < 0 || rt == OCI_CRUN) {
+		if (r == 0 && (p->require & REQ_SECCOMP) && p->seccomp == AL_SECCOMP_OFF)
+			return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
+		return r;
+	}
+	if (!root)
+		return al_err(err, EPERM, "the gvisor backend needs root here: runsc 20221219 cannot start its gofer as an ordinary user, rootless or in a user namespace (fork/exec /proc/self/exe: invalid argument; use --backend oci, bwrap or native)");
+	/* gVisor: the payload's system calls go to gVisor's own kernel, not the host's; airlock's
+	 * filter is a BPF program for the host kernel, which runsc has no way to take. */
+	if (p->require & REQ_SECCOMP)
+		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce the required layer seccomp: runsc cannot load airlock's BPF filter (the payload's calls reach gVisor's kernel, not the host's; use --backend oci or native)");
+	if (p->require & REQ_CGROUPNS)
+		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce the required layer cgroupns: gVisor emulates its own /sys/fs/cgroup, no kernel cgroup namespace is made (use --backend oci or native)");
+	if (p->require & REQ_PIVOT_ROOT)
+		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce the required layer pivot_root: the payload's root is gVisor's own mount tree (use --backend oci or native)");
+	if (pol_needs_proxy(p))
+		return al_err(err, ENOTSUP, "the gvisor backend cannot serve the egress proxy (--net allow=..., --broker): gVisor's network stack offers no way to hand its listening socket to airlock (use --backend oci, bwrap or native)");
+	return 0;
+}
+
+/* ---- small pure helpers ------------------------------------------------------------- */
+
+char *oci_base64(const void *data, size_t n)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *in = data;
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+		*o++ = tab[v >> 18 & 63];
+		*o++ = tab[v >> 12 & 63];
+		o[0] = tab[v >> 6 & 63];
+		o[1] = tab[v & 63];
+		if (i + 1 >= n)
+			o[0] = '=';
+		if (i + 2 >= n)
+			o[1] = '=';
+		o += 2;
+	}
+	*o = 0;
+	return out;
+}
+
+int oci_wstatus(int code)
+{
+	/* Both runtimes fold a signal into 128+N, so a payload that exits 128+N cannot be told
+	 * from one killed by signal N: reported as the signal, as a shell would read it. */
+	if (code > 128 && code <= 128 + 64)
+		return code - 128;
+	return (code & 0xff) << 8;
+}
+
+bool oci_log_error(const char *buf, size_t n, char *msg, size_t size)
+{
+	static const char key[] = "{\"msg\":\"", err[] = "\"level\":\"error\"";
+	bool found = false;
+	/* One JSON object per line: {"msg":"...","level":"error","time":"..."}. */
+	for (const char *line = buf, *end = buf + n; line < end;) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		size_t len = nl ? (size_t)(nl - line) : (size_t)(end - line);
+		if (len > sizeof(key) && memcmp(line, key, sizeof(key) - 1) == 0 && memmem(line, len, err, sizeof(err) - 1)) {
+			const char *m = line + sizeof(key) - 1;
+			size_t k = 0;
+			for (; m < line + len && *m != '"' && k + 1 < size; m++)
+				if (*m != '\\')
+					msg[k++] = *m;
+			msg[k] = 0;
+			found = k > 0;
+		}
+		line += len + 1;
+	}
+	return found;
+}
+
+static bool under(const char *dest, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(dest, dir, n) == 0 && (dest[n] == 0 || dest[n] == '/');
+}
+
+/* Ops that make a mount: everything below their destination exists only inside it. */
+static bool is_mount(const struct fs_op *op)
+{
+	return op->kind == FS_BIND || op->kind == FS_TMPFS || op->kind == FS_PROC || op->kind == FS_DEVPTS ||
+	       op->kind == FS_OVERLAY || op->kind == FS_FILE;
+}
+
+bool oci_on_rootfs(const struct fs_plan *plan, size_t i)
+{
+	const struct fs_op *op = &plan->ops[i];
+	if (op->skip || under(op->dest, OCI_STAGE) || op->kind == FS_SETATTR || op->kind == FS_CHOWN)
+		return false;
+	for (size_t k = 0; k < i; k++) {
+		const struct fs_op *m = &plan->ops[k];
+		if (!m->skip && is_mount(m) && strcmp(m->dest, op->dest) != 0 && under(op->dest, m->dest))
+			return false;
+	}
+	return true;
+}
+
+/* ---- mounts ------------------------------------------------------------------------- */
+
+static json_t *strv(const char *const *v)
+{
+	json_t *a = json_array();
+	for (; a && *v; v++)
+		if (json_array_append_new(a, json_string(*v)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* "/" + a plan destination (plan destinations are relative to the new root). */
+static char *abs_dest(const char *dest)
+{
+	char *s = NULL;
+	return asprintf(&s, "/%s", dest) < 0 ? NULL : s;
+}
+
+static int add_mount(json_t *mounts, const char *dest, const char *type, const char *src, json_t *opts)
+{
+	cleanup_free char *d = dest[0] == '/' ? strdup(dest) : abs_dest(dest);
+	json_t *m = opts && d ? json_pack("{s:s,s:s,s:s,s:o}", "destination", d, "type", type, "source", src, "options", opts)
+			      : NULL;
+	if (!m) {
+		json_decref(opts);
+		return -ENOMEM;
+	}
+	return json_array_append_new(mounts, m) < 0 ? -ENOMEM : 0;
+}
+
+/* mount(2) and mount_setattr(2) flags as OCI mount options. */
+static int flag_opts(json_t *o, unsigned long mflags, uint64_t attr)
+{
+	int r = 0;
+	if ((mflags & MS_RDONLY) || (attr & MOUNT_ATTR_RDONLY))
+		r = r ?: json_array_append_new(o, json_string("ro"));
+	if ((mflags & MS_NOSUID) || (attr & MOUNT_ATTR_NOSUID))
+		r = r ?: json_array_append_new(o, json_string("nosuid"));
+	if ((mflags & MS_NODEV) || (attr & MOUNT_ATTR_NODEV))
+		r = r ?: json_array_append_new(o, json_string("nodev"));
+	if ((mflags & MS_NOEXEC) || (attr & MOUNT_ATTR_NOEXEC))
+		r = r ?: json_array_append_new(o, json_string("noexec"));
+	return r < 0 ? -ENOMEM : 0;
+}
+
+static int bind_mount(json_t *mounts, const char *dest, const char *src, uint64_t attr)
+{
+	json_t *o = strv((const char *const[]){"rbind", "rprivate", NULL});
+	if (!o || flag_opts(o, 0, attr) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	return add_mount(mounts, dest, "bind", src, o);
+}
+
+/* A plan tmpfs: its option string ("size=N,mode=0755,uid=1000,gid=1000") carries over; the ids
+ * are the sandbox's, which the container's user namespace maps. */
+static int tmpfs_mount(json_t *mounts, const char *dest, const char *text, unsigned long mflags)
+{
+	json_t *o = json_array();
+	int r = o ? flag_opts(o, mflags, 0) : -ENOMEM;
+	cleanup_free char *copy = strdup(text);
+	char *save = NULL;
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; r == 0 && t; t = strtok_r(NULL, ",", &save))
+		r = json_array_append_new(o, json_string(t)) < 0 ? -ENOMEM : 0;
+	if (r < 0 || !copy) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	return add_mount(mounts, dest, "tmpfs", "tmpfs", o);
+}
+
+/* The runtime makes /dev itself (a tmpfs with null, zero, full, random, urandom, tty and the
+ * fd/stdio/ptmx links: the plan's set); POSIX shared memory, a symlink to /tmp in the native
+ * view, gets a tmpfs of --disk bytes of its own, as under bwrap. */
+static int dev_mounts(json_t *mounts, const struct fs_op *op, const struct al_policy *p)
+{
+	char shm[64];
+	snprintf(shm, sizeof(shm), "size=%llu,mode=1777", (unsigned long long)p->limits[AL_LIMIT_DISK]);
+	return tmpfs_mount(mounts, "/dev", op->text, op->mflags) ?: tmpfs_mount(mounts, "/dev/shm", shm, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
+/* Is op i an FS_FILE that the plan then gives to the sandbox user (the policy's files)? */
+static bool file_owned(const struct fs_plan *plan, size_t i)
+{
+	return plan->ops[i].kind == FS_FILE && i + 1 < plan->n && plan->ops[i + 1].kind == FS_CHOWN &&
+	       strcmp(plan->ops[i + 1].dest, plan->ops[i].dest) == 0;
+}
+
+/* Devices and /dev links come with the runtime's /dev; only binds the policy asked for are a user's. */
+static bool from_dev_setup(const struct fs_op *op)
+{
+	if (!under(op->dest, "dev") || strcmp(op->dest, "dev") == 0)
+		return false;
+	return op->kind != FS_BIND || !(op->attr_set & MOUNT_ATTR_NODEV);
+}
+
+static int plan_op(json_t *mounts, const struct fs_plan *plan, size_t i, const struct al_policy *p,
+		   const struct oci_opts *o)
+{
+	const struct fs_op *op = &plan->ops[i];
+	if (op->skip || under(op->dest, OCI_STAGE) || from_dev_setup(op))
+		return 0;
+	switch (op->kind) {
+	case FS_MKDIR:
+	case FS_SYMLINK:
+		return 0; /* made in the rootfs directory (oci_on_rootfs), or by the runtime in /dev */
+	case FS_FILE:
+		/* The generated /etc files and the policy's own files (airlock exec's code): read-only
+		 * binds of files in the bundle, which the sandbox user can read but not change. */
+		if (!o->file_src || !o->file_src[i])
+			return -EBADF;
+		return bind_mount(mounts, op->dest, o->file_src[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	case FS_CHOWN:
+		return i > 0 && file_owned(plan, i - 1) ? 0 : -ENOTSUP;
+	case FS_BIND:
+		return bind_mount(mounts, op->dest, op->src, op->attr_set);
+	case FS_TMPFS:
+		return strcmp(op->dest, "dev") == 0 ? dev_mounts(mounts, op, p) : tmpfs_mount(mounts, op->dest, op->text, op->mflags);
+	case FS_PROC: {
+		json_t *opts = strv((const char *const[]){"nosuid", "nodev", "noexec", NULL});
+		return add_mount(mounts, op->dest, "proc", "proc", opts);
+	}
+	case FS_DEVPTS: {
+		json_t *opts = strv((const char *const[]){"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", NULL});
+		return add_mount(mounts, op->dest, "devpts", "devpts", opts);
+	}
+	case FS_SETATTR:
+		return 0; /* the root is read-only (root.readonly); /dev stays the runtime's */
+	case FS_OVERLAY:
+		/* No overlay: the --workdir is bound read-write (reported as such, and refused with
+		 * an explicit --disk, which only the overlay could enforce). */
+		if (strcmp(op->dest, &AL_WORKSPACE[1]) != 0 || !p->workdir)
+			return -ENOTSUP;
+		return bind_mount(mounts, AL_WORKSPACE, p->workdir, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	case FS_SENDFD:
+	case FS_UMOUNT:
+	case FS_RMDIR:
+	case FS_COPY:
+		break;
+	}
+	return -ENOTSUP;
+}
+
+static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o,
+			   struct al_error *err)
+{
+	json_t *mounts = json_array();
+	for (size_t i = 0; mounts && i < plan->n; i++) {
+		int r = plan_op(mounts, plan, i, p, o);
+		if (r < 0) {
+			json_decref(mounts);
+			if (r == -ENOMEM)
+				break;
+			al_err(err, -r, "the %s backend cannot set up /%s (plan step %d)", rt_name(o->runtime), plan->ops[i].dest,
+			       (int)plan->ops[i].kind);
+			return NULL;
+		}
+	}
+	if (!mounts)
+		al_err(err, ENOMEM, "building config.json: out of memory");
+	return mounts;
+}
+
+/* ---- process and linux -------------------------------------------------------------- */
+
+static json_t *process_json(const struct al_policy *p, const struct oci_opts *o)
+{
+	char **envp = pol_build_envp(p);
+	json_t *env = envp ? strv((const char *const *)envp) : NULL, *args = json_array(), *rl = json_array();
+	pol_free_strv(envp);
+	for (int i = 0; args && i < p->argc; i++)
+		if (json_array_append_new(args, json_string(p->argv[i])) < 0)
+			json_decref(steal_ptr(args));
+	for (size_t i = 0; rl && i < o->nrlimits; i++)
+		if (json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type", o->rlimits[i].type, "soft",
+							(json_int_t)o->rlimits[i].soft, "hard", (json_int_t)o->rlimits[i].hard)) < 0)
+			json_decref(steal_ptr(rl));
+	json_t *none = json_array();
+	/* No capability in any set, no_new_privs: the payload holds nothing, even in its own
+	 * user namespace; the sandbox user is uid/gid 1000 with no supplementary groups. */
+	return json_pack("{s:b,s:{s:i,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0, "user", "uid",
+			 AL_SANDBOX_UID, "gid", AL_SANDBOX_UID, "args", args, "env", env, "cwd", p->cwd ? p->cwd : AL_WORKSPACE,
+			 "capabilities", "bounding", none, "effective", none, "inheritable", none, "permitted", none,
+			 "ambient", none, "noNewPrivileges", 1, "rlimits", rl);
+}
+
+/* As root: the sandbox's root to id_base and its user to id_base+1000, neither of them host
+ * root. As an ordinary user the runtime runs in a user namespace of airlock's in which the
+ * caller is 0 (ocichild.c), so hostID 0 there is the caller: the sandbox user is the caller. */
+static json_t *id_map_json(const struct al_policy *p, bool root)
+{
+	if (!root)
+		return json_pack("[{s:i,s:i,s:i}]", "containerID", AL_SANDBOX_UID, "hostID", 0, "size", 1);
+	return json_pack("[{s:i,s:I,s:i},{s:i,s:I,s:i}]", "containerID", 0, "hostID", (json_int_t)p->id_base, "size", 1,
+			 "containerID", AL_SANDBOX_UID, "hostID", (json_int_t)p->id_base + AL_SANDBOX_UID, "size", 1);
+}
+
+static json_t *namespaces_json(const struct al_policy *p, const struct oci_opts *o)
+{
+	json_t *ns = strv((const char *const[]){"pid", "mount", "ipc", "uts", "user", NULL});
+	json_t *out = json_array();
+	for (size_t i = 0; ns && out && i < json_array_size(ns); i++)
+		json_array_append_new(out, json_pack("{s:O}", "type", json_array_get(ns, i)));
+	json_decref(ns);
+	/* --net host shares the host's; the egress proxy's namespace is made by airlock around
+	 * the runtime (ocichild.c), which the container then keeps. gVisor's network is its own
+	 * stack (--network=none), so no host namespace is asked of it either way. */
+	if (out && p->net != AL_NET_HOST && !pol_needs_proxy(p))
+		json_array_append_new(out, json_pack("{s:s}", "type", "network"));
+	if (out && o->runtime == OCI_CRUN)
+		json_array_append_new(out, json_pack("{s:s}", "type", "cgroup"));
+	return out;
+}
+
+static json_t *linux_json(const struct al_policy *p, const struct oci_opts *o)
+{
+	static const char *const masked[] = {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+					     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+					     "/proc/sched_debug", "/proc/scsi", "/sys/firmware", NULL};
+	static const char *const ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL};
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "uidMappings", id_map_json(p, o->root), "gidMappings",
+			 id_map_json(p, o->root), "namespaces", namespaces_json(p, o), "maskedPaths", strv(masked),
+			 "readonlyPaths", strv(ro));
+}
+
+int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o, json_t **out,
+		     struct al_error *err)
+{
+	*out = NULL;
+	json_t *mounts = mounts_json(p, plan, o, err);
+	if (!mounts)
+		return err && err->code ? err->code : -ENOMEM;
+	json_t *c = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process", process_json(p, o),
+			      "root", "path", "rootfs", "readonly", 1, "hostname",
+			      p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, "mounts", mounts, "linux", linux_json(p, o));
+	/* crun loads this program as it is, instead of linux.seccomp's rules: airlock's own filter. */
+	if (c && o->runtime == OCI_CRUN && o->seccomp_b64 &&
+	    json_object_set_new(c, "annotations", json_pack("{s:s}", "run.oci.seccomp_bpf_data", o->seccomp_b64)) < 0)
+		json_decref(steal_ptr(c));
+	if (!c)
+		return al_err(err, ENOMEM, "building config.json: out of memory");
+	*out = c;
+	return 0;
+}

@@ -1,0 +1,103 @@
+/* bundle.h — the OCI backends' shared insides: the policy as an OCI bundle (pure), the spawn and the monitor. */
+#ifndef AL_OCI_BUNDLE_H
+#define AL_OCI_BUNDLE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "backend/backend.h"
+#include "backend/native/channel.h"
+#include "backend/native/fsplan.h"
+#include "policy/policy.h"
+
+/* Fixed paths, never searched in PATH: a root caller must not run whatever a PATH entry holds. */
+#define OCI_CRUN_PATH "/usr/bin/crun"
+#define OCI_RUNSC_PATH "/usr/bin/runsc"
+
+enum oci_runtime {
+	OCI_CRUN,  /* --backend oci: crun, the host kernel behind namespaces and airlock's seccomp filter */
+	OCI_RUNSC, /* --backend gvisor: runsc, gVisor's user-space kernel (ptrace platform) */
+};
+
+/* ---- the bundle (bundle.c, pure) ------------------------------------------------------ */
+
+/* One process.rlimits entry, already clamped to what the caller may set. */
+struct oci_rlimit {
+	const char *type; /* "RLIMIT_NOFILE" ... */
+	uint64_t soft, hard;
+};
+#define OCI_MAX_RLIMITS 6
+
+struct oci_opts {
+	enum oci_runtime runtime;
+	bool root;		    /* the caller is host root: the sandbox's ids map to id_base.. */
+	const char *const *file_src; /* per plan op: the bundle file holding an FS_FILE's text, else NULL */
+	const char *seccomp_b64;     /* crun: airlock's BPF program (base64), NULL for profile "off" */
+	struct oci_rlimit rlimits[OCI_MAX_RLIMITS];
+	size_t nrlimits;
+};
+
+/* Why a policy cannot run under this runtime; 0 if it can. */
+int oci_refuse(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err);
+/* config.json for policy p over the native backend's filesystem plan (ops whose optional
+ * source is missing carry skip). *out is a new reference. */
+int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o, json_t **out,
+		     struct al_error *err);
+/* Is op i of the plan made in the bundle's rootfs directory (a directory, symlink or mount
+ * point of the read-only root), rather than by the runtime inside a mount? */
+bool oci_on_rootfs(const struct fs_plan *plan, size_t i);
+/* Standard base64 of n bytes (malloc'd), or NULL when out of memory. */
+char *oci_base64(const void *data, size_t n);
+/* The wait status of a payload whose runtime exited with code (128+N: signal N, as a shell reads it). */
+int oci_wstatus(int code);
+/* The last "error" message of crun's JSON log (--log-format=json), copied to msg; false if none. */
+bool oci_log_error(const char *buf, size_t n, char *msg, size_t size);
+
+/* ---- the spawn (ocispawn.c): what gvisor.c and oci.c share ---------------------------- */
+
+/* What one runtime adds to the shared spawn. */
+struct oci_runtime_desc {
+	enum oci_runtime runtime;
+	const char *path;	  /* OCI_CRUN_PATH or OCI_RUNSC_PATH */
+	const char *name;	  /* the backend's name in the verdict */
+	const char *package;	  /* the Debian package, for messages */
+	/* Fills a NULL-terminated argv (all strings malloc'd) to run the container in the
+	 * foreground: state is the runtime's private --root, bundle the bundle directory, log
+	 * the log file, id the container id. */
+	int (*argv)(char ***argv, const struct al_policy *p, const char *state, const char *bundle, const char *log,
+		    const char *id);
+	/* The runtime-specific part of the verdict's enforced object, added to e. */
+	int (*enforced)(json_t *e, const struct al_policy *p, bool root);
+};
+
+int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const struct be_io *io, struct be_proc *out,
+	      struct al_error *err);
+
+/* ---- the monitor (ocichild.c): between clone3 and the runtime's execve ---------------- */
+
+struct oci_child {
+	char *const *argv;	/* the runtime's */
+	const char *cmd;	/* the payload's argv[0], for messages */
+	const char *log;	/* the runtime's log file, read once it exits */
+	const char *tmp;	/* airlock's directory for this job: removed by the monitor at the end */
+	enum oci_runtime runtime;
+	int sync_fd;		/* read end: one byte once the job's cgroup holds us */
+	int status_fd;		/* write end: nat_record to the supervisor */
+	int stdin_fd;		/* -1: /dev/null */
+	int stdout_fd;
+	int stderr_fd;
+	int proxy_sock;		/* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
+	bool root;		/* host root: no user namespace of airlock's around the runtime */
+	bool mask_unified;	/* hide the cgroup2 hierarchy of a hybrid layout from the runtime */
+	uid_t uid;		/* the caller's ids, mapped to 0 in airlock's user namespace */
+	gid_t gid;
+};
+
+/* Runs as the clone3 child: starts the runtime as pid 1 of a pid namespace of its own,
+ * reports the payload's end, removes the job's directory. */
+_Noreturn void oci_monitor_main(const struct oci_child *c);
+
+#endif

@@ -1,0 +1,287 @@
+/* ocichild.c — the OCI backends' monitor and the runtime's exec: everything between clone3 and execve. Allocates
+ * nothing, formats nothing; failures become one nat_record on the status pipe. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/native/net.h"
+#include "bundle.h"
+#include "util/cleanup.h"
+#include "util/fdpass.h"
+
+#define OCI_FAIL_EXIT 126
+
+static _Noreturn void die(const struct oci_child *c, enum nat_stage stage, int err, const char *what)
+{
+	nat_send(c->status_fd, NK_ERROR, stage, err, 0, what);
+	_exit(OCI_FAIL_EXIT);
+}
+
+/* The runtime's pid, for the SIGTERM handler (the supervisor's kill_signal). */
+static volatile pid_t runtime_pid;
+
+/* The deadline or the end of the supervisor: the runtime is pid 1 of its pid namespace, so
+ * SIGKILL to it ends every process of the sandbox (gVisor's sentry and gofer too). */
+static void on_term(int sig)
+{
+	(void)sig;
+	if (runtime_pid > 0)
+		kill(runtime_pid, SIGKILL);
+	else
+		_exit(OCI_FAIL_EXIT);
+}
+
+static void reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Closes every descriptor >= 3 except the n in keep (negative entries are ignored). */
+static int close_all_but(int *keep, size_t n)
+{
+	for (size_t i = 1; i < n; i++) /* insertion sort: n is tiny */
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned int from = 3;
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
+			return -errno;
+		from = (unsigned)keep[i] + 1;
+	}
+	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
+}
+
+/* "0 ID 1\n" into a /proc/self map file, without formatting functions. */
+static int write_map(const char *file, unsigned id)
+{
+	char num[12], line[32] = "0 ";
+	size_t n = 0, k = 2;
+	do
+		num[n++] = (char)('0' + id % 10);
+	while ((id /= 10) && n < sizeof(num));
+	for (size_t i = n; i > 0; i--)
+		line[k++] = num[i - 1];
+	line[k++] = ' ';
+	line[k++] = '1';
+	line[k++] = '\n';
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, line, k) == (ssize_t)k ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+/* The runtime's surroundings, made by the monitor for itself and its one child:
+ *  - an ordinary caller gets a user namespace in which it is 0 (so crun and runsc run as
+ *    "root" of it, and map the sandbox user to hostID 0 there: the caller);
+ *  - a mount namespace, private, for the runtime's own /proc and the cgroup mask;
+ *  - a pid namespace whose pid 1 is the runtime: when the runtime ends, the kernel kills
+ *    everything else of the job, containers and gVisor's processes included;
+ *  - for the egress proxy, a network namespace with lo up whose listening socket goes to
+ *    the supervisor; the container keeps it (it asks for no network namespace of its own). */
+static void surroundings(const struct oci_child *c)
+{
+	int flags = CLONE_NEWNS | CLONE_NEWPID | (c->proxy_sock >= 0 ? CLONE_NEWNET : 0), r;
+	if (!c->root) {
+		if (unshare(CLONE_NEWUSER | flags) < 0)
+			die(c, NS_CREDS, errno, "a user namespace for the runtime");
+		int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "deny", 4) != 4)
+			die(c, NS_CREDS, errno, "/proc/self/setgroups");
+		close(fd);
+		if ((r = write_map("/proc/self/uid_map", (unsigned)c->uid)) < 0 ||
+		    (r = write_map("/proc/self/gid_map", (unsigned)c->gid)) < 0)
+			die(c, NS_CREDS, -r, "the id maps of the runtime's namespace");
+	} else if (unshare(flags) < 0) {
+		die(c, NS_CREDS, errno, "namespaces for the runtime");
+	}
+	if (c->proxy_sock < 0)
+		return;
+	if ((r = net_lo_up()) < 0)
+		die(c, NS_NET, -r, "lo");
+	int fd = net_listen_lo(AL_PROXY_PORT);
+	if (fd < 0)
+		die(c, NS_NET, -fd, "proxy socket on 127.0.0.1");
+	if ((r = al_send_fd(c->proxy_sock, fd, 'p')) < 0)
+		die(c, NS_NET, -r, "handing the proxy socket to the supervisor");
+	close(fd);
+}
+
+/* Pid 1's mounts, in the private mount namespace: a /proc of the new pid namespace (the
+ * runtime reads /proc/PID of its children), and on a hybrid host an empty read-only tmpfs
+ * over the cgroup2 hierarchy, which crun refuses to start beside v1 controllers. The job's
+ * cgroups are airlock's (the supervisor placed the monitor in them); the runtimes are told
+ * to manage none, so hiding the hierarchy from them takes nothing away. */
+static void runtime_mounts(const struct oci_child *c)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		die(c, NS_PROPAGATION, errno, "/");
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		die(c, NS_PROC, errno, "/proc for the runtime");
+	if (c->mask_unified &&
+	    mount("tmpfs", "/sys/fs/cgroup/unified", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k") < 0)
+		die(c, NS_TMPFS, errno, "/sys/fs/cgroup/unified");
+}
+
+static void runtime_fds(const struct oci_child *c)
+{
+	int in = c->stdin_fd;
+	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		die(c, NS_STDIO, errno, "/dev/null");
+	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
+		die(c, NS_STDIO, errno, "dup2");
+	/* The status pipe stays O_CLOEXEC: it is ours, not the runtime's. */
+	int keep[] = {c->status_fd};
+	if (close_all_but(keep, 1) < 0)
+		die(c, NS_STDIO, errno, "close_range");
+}
+
+/* Pid 1 of the new pid namespace: dies with the monitor, then becomes the runtime. */
+static _Noreturn void exec_runtime(const struct oci_child *c, int alive_r)
+{
+	reset_signals();
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(OCI_FAIL_EXIT);
+	/* getppid() is 0 for a pid namespace's init: the monitor holds the write end of this
+	 * pipe, so a hang-up means it died before the parent-death signal was armed. */
+	struct pollfd pf = {.fd = alive_r, .events = POLLIN};
+	if (poll(&pf, 1, 0) != 0)
+		_exit(OCI_FAIL_EXIT);
+	close(alive_r);
+	runtime_mounts(c);
+	runtime_fds(c);
+	/* Also covers the runtime's own exec; the container gets noNewPrivileges anyway. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die(c, NS_NNP, errno, NULL);
+	static char *const empty_env[] = {NULL};
+	execve(c->argv[0], c->argv, empty_env);
+	die(c, NS_FORK, errno, c->argv[0]);
+}
+
+/* Removes the tree at dirfd/name without allocating and without crossing mounts (there are
+ * none on the host side: the runtime's mounts live in its own namespace). Depth-limited:
+ * the bundle and the runtimes' state are shallow. */
+// NOLINTNEXTLINE(misc-no-recursion): bounded by depth; no allocation allowed here, so no explicit stack
+static void remove_at(int dirfd, const char *name, int depth)
+{
+	if (unlinkat(dirfd, name, 0) == 0 || errno != EISDIR || depth > 16)
+		return;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[4096];
+		long n;
+		while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+			for (long off = 0; off < n;) {
+				struct dirent64 *d = (struct dirent64 *)(buf + off);
+				off += d->d_reclen;
+				if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0)
+					remove_at(fd, d->d_name, depth + 1);
+			}
+		close(fd);
+	}
+	unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+/* The runtime's log says why it failed before the payload ran (crun: JSON lines). */
+static bool runtime_error(const struct oci_child *c, char *msg, size_t size)
+{
+	int fd = open(c->log, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	static char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n > 0 && oci_log_error(buf, (size_t)n, msg, size);
+}
+
+static _Noreturn void report(const struct oci_child *c, int ws)
+{
+	char msg[1024]; /* classified whole; nat_send keeps its end-user part short */
+	if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && runtime_error(c, msg, sizeof(msg))) {
+		/* The runtime refused before the command ran: a setup error, not the payload's status. */
+		/* crun: "executable file `X` not found", "open executable: ..."; runsc: "failed to load X: ..." */
+		bool exec = strstr(msg, "executable") || strstr(msg, "failed to load");
+		int e = strcasestr(msg, "no such file") || strstr(msg, "not found") ? ENOENT
+			: strcasestr(msg, "permission denied")			    ? EACCES
+										    : EINVAL;
+		/* runsc nests its context ("running container: starting container: ..."): the last part says why */
+		const char *why = msg;
+		for (const char *p = strstr(msg, ": "); p && strlen(p + 2) > 40; p = strstr(p + 2, ": "))
+			why = p + 2;
+		nat_send(c->status_fd, NK_ERROR, exec ? NS_EXEC : NS_FORK, e, 0, exec ? c->cmd : why);
+	} else if (WIFEXITED(ws)) {
+		nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, oci_wstatus(WEXITSTATUS(ws)), NULL);
+	} else {
+		/* The runtime itself was killed (the deadline, the OOM killer): so was the sandbox. */
+		nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, ws, NULL);
+	}
+	remove_at(AT_FDCWD, c->tmp, 0);
+	_exit(0);
+}
+
+_Noreturn void oci_monitor_main(const struct oci_child *c)
+{
+	/* The supervisor's end is the job's end: SIGTERM runs the handler, which kills the runtime. */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	int keep[] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd, c->proxy_sock};
+	if (close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
+		die(c, NS_STDIO, errno, "close_range");
+	char go;
+	if (read(c->sync_fd, &go, 1) != 1)
+		_exit(OCI_FAIL_EXIT); /* the supervisor gave up; it reports why and removes the directory */
+	close(c->sync_fd);
+	signal(SIGPIPE, SIG_IGN); /* a supervisor that stops reading must not kill the monitor */
+	surroundings(c);
+	int alive[2];
+	if (pipe2(alive, O_CLOEXEC) < 0)
+		die(c, NS_FORK, errno, "pipe");
+	/* A raw clone, not fork(): glibc's fork runs atfork handlers and takes malloc's locks,
+	 * which another thread of the supervisor may have held when we were cloned. */
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid < 0)
+		die(c, NS_FORK, errno, c->argv[0]);
+	if (pid == 0) {
+		close(alive[1]);
+		exec_runtime(c, alive[0]);
+	}
+	runtime_pid = pid;
+	close(alive[0]);
+	close(c->stdout_fd);
+	close(c->stderr_fd);
+	if (c->stdin_fd >= 0)
+		close(c->stdin_fd);
+	if (c->proxy_sock >= 0)
+		close(c->proxy_sock);
+	int ws = 0;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	report(c, ws);
+}

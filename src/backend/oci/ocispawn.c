@@ -1,0 +1,445 @@
+/* ocispawn.c — the OCI backends' spawn: the same policy and supervisor, with an OCI runtime (crun, runsc) as the boundary.
+ *
+ * Theory of operation
+ *
+ *   supervisor (caller's credentials, host namespaces)
+ *     │  refuses what the runtime cannot enforce; makes a private directory (mkdtemp, 0711)
+ *     │  holding the bundle (config.json from the native backend's filesystem plan, bundle.c;
+ *     │  the generated /etc files; a rootfs directory with the root's skeleton: the
+ *     │  top-level symlinks and every mount point), the runtime's --root state and its log;
+ *     │  all allocation happens here. clone3(pidfd, into the job's cgroup)
+ *     ▼
+ *   monitor (be_proc.pid: what the supervisor waits for; kill_signal SIGTERM)
+ *     │  in the job's cgroup; waits for the cgroup attach (v1); makes the runtime's
+ *     │  surroundings (ocichild.c): a private mount and a new pid namespace (and as an
+ *     │  ordinary user a user namespace mapping only the caller, as 0; for the egress proxy a
+ *     │  network namespace with lo up whose listening socket goes to the supervisor); forks:
+ *     ├─▶ runtime, pid 1 of that pid namespace: its own /proc, the cgroup2 hierarchy of a
+ *     │    hybrid host hidden (crun refuses that layout; the runtimes manage no cgroup here, the
+ *     │    supervisor's job cgroup holds them and everything they start); no_new_privs;
+ *     │    dies with the monitor; execve(crun|runsc ... run) with an empty environment. The
+ *     │    runtime makes the container: user namespace (the sandbox user is id_base+1000 as
+ *     │    root, the caller otherwise; never host root), pid, mount, ipc, uts, network and
+ *     │    (crun) cgroup namespaces, the read-only root, no capabilities, no_new_privs, rlimits,
+ *     │    and (crun) airlock's own seccomp program; it waits for the payload and exits with
+ *     │    its status (128+N for signal N).
+ *     │  waits for the runtime; since it was pid 1, the kernel has killed and reaped every
+ *     │  other process of the namespace by then (containers, gVisor's sentry and gofer);
+ *     │  sends one nat_record (the payload's status, or the runtime's logged error when it
+ *     │  refused before the payload ran), removes the private directory, exits.
+ *
+ * The supervisor's deadline (and al_job_free) sends SIGTERM to the monitor, whose handler
+ * SIGKILLs the runtime: the pid namespace goes with it, then the monitor reports and exits, so
+ * its pidfd reporting the exit means the sandbox is gone. The supervisor also SIGKILLs the
+ * job's cgroup. If the supervisor dies, the monitor gets SIGTERM (parent-death signal) and does
+ * the same; if the monitor dies, the runtime gets SIGKILL (its parent-death signal). The
+ * directory is removed by the monitor and again (if still there) by the supervisor
+ * (be_proc.cleanup_dir). No cgroup is created by either runtime, so none can be left behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "backend/native/native.h"
+#include "backend/native/pidfd.h"
+#include "backend/native/seccomp.h"
+#include "bundle.h"
+#include "cgroup/cgroup.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/fsutil.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+struct oci_spawn {
+	char tmp[PATH_MAX]; /* "" until made */
+	char bundle[PATH_MAX], state[PATH_MAX], log[PATH_MAX];
+	struct fs_plan plan;
+	struct sc_filter filter;
+	char **file_src; /* per plan op */
+	char *seccomp_b64;
+	char **argv;
+	int sync_p[2], status_p[2], px_p[2];
+};
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void oci_spawn_free(struct oci_spawn *s, bool remove)
+{
+	al_close_pair(s->sync_p);
+	al_close_pair(s->status_p);
+	al_close_pair(s->px_p);
+	strv_free(s->file_src, s->plan.n);
+	size_t n = 0;
+	while (s->argv && s->argv[n])
+		n++;
+	strv_free(s->argv, n);
+	free(s->seccomp_b64);
+	sc_free(&s->filter);
+	fs_plan_free(&s->plan);
+	if (remove && s->tmp[0])
+		al_remove_tree(s->tmp);
+}
+
+static int pathf(char *buf, const char *dir, const char *name)
+{
+	int n = snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* A new file holding n bytes. */
+static int write_file(const char *path, const char *data, size_t n, mode_t mode)
+{
+	cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	while (n > 0) {
+		ssize_t w = write(fd, data, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		data += w;
+		n -= (size_t)w;
+	}
+	return fchmod(fd, mode) < 0 ? -errno : 0;
+}
+
+/* mkdir -p of a path relative to the rootfs directory. */
+static int mkdirs(int root, const char *rel, mode_t mode)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf; p;) {
+		p = strchr(p + 1, '/');
+		if (p)
+			*p = 0;
+		if (mkdirat(root, buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		if (p)
+			*p = '/';
+	}
+	return 0;
+}
+
+static int parent_dirs(int root, const char *rel)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	char *slash = strrchr(buf, '/');
+	if (!slash)
+		return 0;
+	*slash = 0;
+	return mkdirs(root, buf, 0755);
+}
+
+/* A mount point of the read-only root: a directory, or an empty file for a file's bind. */
+static int mount_point(int root, const struct fs_op *op)
+{
+	int r = parent_dirs(root, op->dest);
+	bool dir = true;
+	struct stat st;
+	if (op->kind == FS_FILE)
+		dir = false;
+	else if (op->kind == FS_BIND && stat(op->src, &st) == 0)
+		dir = S_ISDIR(st.st_mode);
+	if (r < 0)
+		return r;
+	if (dir)
+		return mkdirat(root, op->dest, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	int fd = openat(root, op->dest, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* The root's skeleton in the rootfs directory: what the runtime mounts over, and the
+ * symlinks and directories of the native view that live on the root itself. */
+static int skeleton(struct oci_spawn *s, struct al_error *err)
+{
+	char rootfs[PATH_MAX];
+	int r = pathf(rootfs, s->bundle, "rootfs");
+	if (r < 0 || mkdir(rootfs, 0755) < 0 || chmod(rootfs, 0755) < 0)
+		return al_err_sys(err, r < 0 ? -r : errno, "setup: the bundle's rootfs");
+	cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return al_err_sys(err, errno, "setup: the bundle's rootfs");
+	for (size_t i = 0; r == 0 && i < s->plan.n; i++) {
+		const struct fs_op *op = &s->plan.ops[i];
+		if (!oci_on_rootfs(&s->plan, i))
+			continue;
+		if (op->kind == FS_MKDIR)
+			r = mkdirs(root, op->dest, op->mode & 0777);
+		else if (op->kind == FS_SYMLINK)
+			r = parent_dirs(root, op->dest) ?: symlinkat(op->text, root, op->dest) < 0 ? -errno : 0;
+		else
+			r = mount_point(root, op);
+		if (r < 0)
+			return al_err_sys(err, -r, "setup: the mount point /%s in the bundle", op->dest);
+	}
+	return 0;
+}
+
+/* The plan's file contents as bundle files, bound read-only by the runtime. */
+static int files(struct oci_spawn *s, struct al_error *err)
+{
+	char dir[PATH_MAX];
+	int r = pathf(dir, s->bundle, "files");
+	if (r < 0 || mkdir(dir, 0755) < 0)
+		return al_err_sys(err, r < 0 ? -r : errno, "setup: the bundle's files");
+	if (!(s->file_src = calloc(s->plan.n + 1, sizeof(*s->file_src))))
+		return al_err(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->plan.n; i++) {
+		const struct fs_op *op = &s->plan.ops[i];
+		if (op->kind != FS_FILE)
+			continue;
+		if (asprintf(&s->file_src[i], "%s/%zu", dir, i) < 0) {
+			s->file_src[i] = NULL;
+			return al_err(err, ENOMEM, "out of memory");
+		}
+		size_t len = op->len ? op->len : strlen(op->text);
+		/* Readable by the sandbox user whatever it is on the host; never writable. */
+		if ((r = write_file(s->file_src[i], op->text, len, (op->mode & 0555) | 0444)) < 0)
+			return al_err_sys(err, -r, "setup: writing /%s into the bundle", op->dest);
+	}
+	return 0;
+}
+
+/* The limits rl_apply sets for the native payload, clamped as it clamps them. */
+static void rlimits(struct oci_opts *o, const struct al_policy *p)
+{
+	static const struct {
+		const char *type;
+		int res;
+		enum al_limit lim;
+	} map[] = {
+		{"RLIMIT_CORE", RLIMIT_CORE, AL_LIMIT__COUNT},	     {"RLIMIT_CPU", RLIMIT_CPU, AL_LIMIT_CPU_MS},
+		{"RLIMIT_FSIZE", RLIMIT_FSIZE, AL_LIMIT_FSIZE},	     {"RLIMIT_NOFILE", RLIMIT_NOFILE, AL_LIMIT_NOFILE},
+		{"RLIMIT_AS", RLIMIT_AS, AL_LIMIT_AS},		     {"RLIMIT_NPROC", RLIMIT_NPROC, AL_LIMIT_NPROC},
+	};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(map); i++) {
+		uint64_t soft = 0, hard = 0;
+		if (map[i].lim != AL_LIMIT__COUNT) {
+			uint64_t v = p->limits[map[i].lim];
+			if (v == AL_UNLIMITED && map[i].lim != AL_LIMIT_FSIZE)
+				continue;
+			soft = hard = v;
+			if (map[i].lim == AL_LIMIT_CPU_MS) {
+				soft = (v + 999) / 1000; /* SIGXCPU, then SIGKILL a second later */
+				hard = soft + 1;
+			}
+		}
+		struct rlimit cur;
+		if (getrlimit(map[i].res, &cur) == 0 && hard > cur.rlim_max)
+			hard = cur.rlim_max;
+		if (soft > hard)
+			soft = hard;
+		o->rlimits[o->nrlimits++] = (struct oci_rlimit){.type = map[i].type, .soft = soft, .hard = hard};
+	}
+}
+
+static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p, bool root,
+		  struct al_error *err)
+{
+	struct fs_host host;
+	fs_host_probe(&host, &s->plan, p->rootfs);
+	int r = fs_plan_build(&s->plan, p, &host, err);
+	if (r < 0)
+		return r;
+	/* Optional sources the host lacks are left out, as the native child skips them. */
+	for (size_t i = 0; i < s->plan.n; i++) {
+		struct fs_op *op = &s->plan.ops[i];
+		op->skip = op->kind == FS_BIND && (op->flags & FS_OPTIONAL) && access(op->src, F_OK) < 0;
+	}
+	if ((r = files(s, err)) < 0 || (r = skeleton(s, err)) < 0)
+		return r;
+	struct oci_opts o = {.runtime = d->runtime, .root = root, .file_src = (const char *const *)s->file_src};
+	if (d->runtime == OCI_CRUN) {
+		struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
+		if ((r = sc_build(&so, &s->filter, err)) < 0)
+			return r;
+		if (s->filter.prog.len &&
+		    !(s->seccomp_b64 = oci_base64(s->filter.prog.filter, s->filter.prog.len * sizeof(struct sock_filter))))
+			return al_err(err, ENOMEM, "out of memory");
+		o.seccomp_b64 = s->seccomp_b64;
+	}
+	rlimits(&o, p);
+	json_t *cfg;
+	if ((r = oci_config_build(p, &s->plan, &o, &cfg, err)) < 0)
+		return r;
+	char path[PATH_MAX];
+	r = pathf(path, s->bundle, "config.json");
+	cleanup_free char *text = r == 0 ? json_dumps(cfg, JSON_INDENT(1)) : NULL;
+	json_decref(cfg);
+	if (r == 0 && !text)
+		r = -ENOMEM;
+	if (r == 0)
+		r = write_file(path, text, strlen(text), 0644);
+	return r < 0 ? al_err_sys(err, -r, "setup: writing config.json") : 0;
+}
+
+static int make_dirs(struct oci_spawn *s, const struct oci_runtime_desc *d, struct al_error *err)
+{
+	const char *base = getenv("TMPDIR");
+	if (!base || base[0] != '/' || geteuid() == 0)
+		base = "/tmp"; /* root: never a directory named by the environment */
+	if (snprintf(s->tmp, sizeof(s->tmp), "%s/airlock-%s.XXXXXX", base, d->name) >= (int)sizeof(s->tmp) ||
+	    !mkdtemp(s->tmp)) {
+		s->tmp[0] = 0;
+		return al_err_sys(err, errno, "setup: a directory for the %s bundle under %s", d->name, base);
+	}
+	/* 0711: gVisor's gofer runs as the sandbox's root id and must reach the rootfs. */
+	int r = chmod(s->tmp, 0711) < 0 ? -errno : 0;
+	r = r ?: pathf(s->bundle, s->tmp, "bundle") ?: pathf(s->state, s->tmp, "state") ?: pathf(s->log, s->tmp, "log");
+	if (r == 0 && (mkdir(s->bundle, 0711) < 0 || chmod(s->bundle, 0711) < 0 || mkdir(s->state, 0700) < 0))
+		r = -errno;
+	return r < 0 ? al_err_sys(err, -r, "setup: the %s bundle directory", d->name) : 0;
+}
+
+/* The payload as the host sees it: the caller, or id_base+1000 for a root caller. */
+static json_int_t payload_host_uid(const struct al_policy *p, bool root)
+{
+	return root ? (json_int_t)p->id_base + AL_SANDBOX_UID : (json_int_t)getuid();
+}
+
+static char *enforced_json(const struct oci_runtime_desc *d, const struct al_policy *p, const struct oci_spawn *s,
+			   bool root)
+{
+	json_t *e = json_pack("{s:s,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:b,s:s,s:s,s:b}", "runtime", d->path,
+			      "id_map", "mode", root ? "pair" : "single", "host_base",
+			      root ? (json_int_t)p->id_base : (json_int_t)getuid(), "count", (json_int_t)(root ? 2 : 1),
+			      "setgroups", "deny", "payload_uid", AL_SANDBOX_UID, "payload_host_uid", payload_host_uid(p, root),
+			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network",
+			      pol_net_name(p->net), "rlimits", nat_rlimits_json(p), "seccomp",
+			      s->filter.prog.len ? json_string(sc_profile_name(s->filter.profile)) : json_false(), "landlock", 0,
+			      /* no overlay: the directory itself, read-write, beyond --disk */
+			      "workdir", p->workdir ? "bind" : "none",
+			      /* airlock exec's files: read-only binds of files in the bundle */
+			      "files", p->nfiles ? "read-only" : "none", "cgroup", 0);
+	if (e && d->enforced(e, p, root) < 0)
+		json_decref(steal_ptr(e));
+	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
+	json_decref(e);
+	return str;
+}
+
+/* On a hybrid host the cgroup2 hierarchy sits at /sys/fs/cgroup/unified. */
+static bool hybrid_unified(void)
+{
+	struct statfs fs;
+	return statfs("/sys/fs/cgroup/unified", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/* clone3 into the job's cgroup (v2) or attach before the release (v1), then release. */
+static int start(const struct oci_child *c, const struct be_io *io, struct oci_spawn *s, pid_t *pid, int *pidfd,
+		 struct al_error *err)
+{
+	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
+	*pid = pfd_clone3(0, pidfd, cgfd);
+	if (*pid == 0) {
+		close(s->sync_p[1]);
+		close(s->status_p[0]);
+		if (s->px_p[0] >= 0)
+			close(s->px_p[0]);
+		oci_monitor_main(c);
+	}
+	if (*pid < 0)
+		return al_err(err, -*pid, "setup: starting the %s monitor: %s", c->runtime == OCI_RUNSC ? "gvisor" : "oci",
+			      strerror(-*pid));
+	int r = 0;
+	if (io->cg && cgfd < 0)
+		r = cg_attach(io->cg, *pid, err);
+	if (r == 0 && write(s->sync_p[1], "g", 1) != 1)
+		r = al_err_sys(err, errno, "setup: releasing the monitor");
+	if (r < 0) {
+		siginfo_t si;
+		struct rusage ru;
+		pfd_send_signal(*pidfd, SIGKILL);
+		pfd_wait(*pidfd, &si, &ru, WEXITED);
+	}
+	return r;
+}
+
+static int prepare(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p, bool root,
+		   struct al_error *err)
+{
+	int r = make_dirs(s, d, err);
+	if (r < 0 || (r = bundle(s, d, p, root, err)) < 0)
+		return r;
+	if (pipe2(s->sync_p, O_CLOEXEC) < 0 || pipe2(s->status_p, O_CLOEXEC) < 0)
+		return al_err_sys(err, errno, "setup: pipe");
+	if (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
+		return al_err_sys(err, errno, "setup: socketpair");
+	static unsigned long counter;
+	char id[64];
+	snprintf(id, sizeof(id), "airlock-%d-%lu", (int)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+	if ((r = d->argv(&s->argv, p, s->state, s->bundle, s->log, id)) < 0)
+		return al_err(err, -r, "setup: the %s command line: %s", d->name, strerror(-r));
+	return 0;
+}
+
+int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const struct be_io *io, struct be_proc *out,
+	      struct al_error *err)
+{
+	bool root = geteuid() == 0;
+	int r = oci_refuse(p, d->runtime, root, err);
+	if (r < 0)
+		return r;
+	if (access(d->path, X_OK) < 0)
+		return al_err(err, ENOENT, "the %s backend needs %s (Debian package %s): %s", d->name, d->path, d->package,
+			      strerror(errno));
+	struct oci_spawn s = {.sync_p = {-1, -1}, .status_p = {-1, -1}, .px_p = {-1, -1}};
+	s.plan.sendfd_sock = -1;
+	pid_t pid;
+	int pidfd = -1;
+	if ((r = prepare(&s, d, p, root, err)) < 0)
+		goto out;
+	struct oci_child c = {
+		.argv = s.argv, .cmd = p->argv[0], .log = s.log, .tmp = s.tmp, .runtime = d->runtime,
+		.sync_fd = s.sync_p[0], .status_fd = s.status_p[1], .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd, .proxy_sock = s.px_p[1], .root = root, .mask_unified = hybrid_unified(),
+		.uid = getuid(), .gid = getgid(),
+	};
+	if ((r = start(&c, io, &s, &pid, &pidfd, err)) < 0)
+		goto out;
+	out->pid = pid;
+	out->pidfd = steal_fd(pidfd);
+	out->status_fd = steal_fd(s.status_p[0]);
+	out->enforced_json = enforced_json(d, p, &s, root);
+	out->backend = d->name;
+	out->seccomp_kills = s.filter.prog.len > 0; /* every profile kills foreign-ABI calls */
+	/* The monitor's handler kills the runtime and waits for its pid namespace to empty. */
+	out->kill_signal = SIGTERM;
+	out->upper_sock = -1; /* no overlay, so no upper layer to write back */
+	out->proxy_sock = steal_fd(s.px_p[0]);
+	/* The monitor removes the directory; this is for a monitor that never got that far. */
+	out->cleanup_dir = strdup(s.tmp);
+	s.tmp[0] = 0;
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	oci_spawn_free(&s, r < 0);
+	return r;
+}

@@ -1,0 +1,142 @@
+#!/bin/bash
+# gvisor.sh — `--backend gvisor`: the same policy and supervisor with runsc (ptrace platform) running an OCI
+# bundle under gVisor's kernel. Judged from outside; what it cannot enforce is refused with 125. As an
+# ordinary user this runsc cannot start (its gofer fails to fork): the refusal is asserted instead.
+. "$(dirname "$0")/../lib.sh"
+
+[ -x /usr/bin/runsc ] || al_skip "/usr/bin/runsc is not installed (Debian package runsc)"
+B=(--backend gvisor)
+j() { al_json_get "$AL_OUT" "$1"; }
+cgroups() {
+	find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d 2>/dev/null | grep -v airlock-test | sort | while read -r d; do
+		case "${d##*/}" in
+		airlock-*-*-*) [ -s "$d/cgroup.procs" ] || continue ;; # a supervisor's job cgroup: see oci.sh
+		esac
+		printf '%s\n' "$d"
+	done
+}
+snapshot() { ls -d /tmp/airlock-gvisor.* 2>/dev/null || true; }
+cg0=$(cgroups)
+no_leftovers() { # WHAT
+	local left
+	left=$(snapshot)
+	[ -z "$left" ] || al_fail "$1: bundle directories left behind: $left"
+	left=$(pgrep -f "runsc.*--root=?/tmp/airlock-gvisor" || true)
+	[ -z "$left" ] || al_fail "$1: runsc processes left behind: $(ps -o pid,args -p "${left//$'\n'/,}")"
+	left=$(comm -13 <(printf '%s\n' "$cg0") <(cgroups))
+	[ -z "$left" ] || al_fail "$1: new cgroups left behind (runsc makes them without --ignore-cgroups): $left"
+	al_pass "$1: no bundle directory, runsc process or cgroup left behind"
+}
+
+if [ "$AL_CALLER_UID" != 0 ]; then
+	al_run run "${B[@]}" -- /bin/true
+	al_assert_rc 125
+	al_assert_contains "$AL_ERR" "needs root" "refusal as an ordinary user"
+	al_run check --json
+	al_assert_eq "$(j backend_layers.gvisor.available)" false "check: gvisor unavailable as an ordinary user"
+	no_leftovers "the refusal"
+	exit 0
+fi
+
+# ---- hello world, exit codes, the verdict names the backend (gVisor starts in a few hundred ms)
+al_box "${B[@]}" -- /bin/sh -c 'echo hello; echo oops >&2'
+al_assert_rc 0
+al_assert_eq "$AL_OUT" hello "stdout"
+al_assert_eq "$AL_ERR" oops "stderr"
+for n in 0 3 42; do
+	al_probe "${B[@]}" -- exit "$n"
+	al_assert_rc "$n"
+done
+al_box "${B[@]}" --json -- /bin/sh -c "$P raise 15; exit \$?"
+al_assert_eq "$(j status)" signaled "status (signal 15)"
+no_leftovers "normal exits"
+al_probe "${B[@]}" --json -- status
+al_assert_eq "$(j backend)" gvisor "verdict backend"
+al_assert_eq "$(j enforced.kernel)" gvisor "enforced.kernel"
+al_assert_eq "$(j enforced.seccomp)" false "enforced.seccomp (airlock's filter is not loaded)"
+al_assert_eq "$(j enforced.landlock)" false "enforced.landlock"
+al_assert_eq "$(j enforced.payload_host_uid)" "$AL_PAYLOAD_HOST_UID" "enforced.payload_host_uid"
+al_assert_eq "$(al_kv uid "$(j stdout.data)")" 1000 "uid inside"
+al_assert_eq "$(al_kv CapEff "$(j stdout.data)")" 0000000000000000 "CapEff inside"
+al_run run "${B[@]}" --json -- /nonexistent/prog
+al_assert_rc 125
+al_assert_eq "$(j status)" setup-error "status for a missing program"
+al_assert_contains "$(j error.message)" /nonexistent/prog "error.message"
+no_leftovers "a setup failure"
+
+# ---- gVisor's host processes (sentry, gofer) are never host root
+m=$(al_marker)
+al_airlock run "${B[@]}" --ro "$AL_PROBE_DIR:/probe" -- "$P" sleep 3 "$m" >/dev/null 2>&1 &
+bg=$!
+sandbox=""
+for _ in $(seq 100); do
+	sandbox=$(pgrep -f "runsc-sandbox.*--root=/tmp/airlock-gvisor" || true)
+	[ -n "$sandbox" ] && break
+	sleep 0.05
+done
+[ -n "$sandbox" ] || al_fail "no runsc sandbox process appeared: the check below proves nothing"
+for p in $sandbox $(pgrep -f "runsc-gofer.*--root=/tmp/airlock-gvisor" || true); do
+	[ "$(al_host_uid "$p")" != 0 ] || al_fail "runsc process $p runs as host root"
+done
+al_pass "gVisor's sentry and gofer run as unprivileged host uids"
+wait "$bg" || al_fail "background run failed"
+
+# ---- the filesystem: read-only root and --ro judged from outside, --disk caps the tmpfs
+ro=$(al_tmpdir 0777)
+printf 'canary-%s\n' "$m" >"$ro/canary"
+chmod 0666 "$ro/canary"
+al_box "${B[@]}" --ro "$ro:/data" -- /bin/sh -c 'echo clobbered > /data/canary; echo x > /usr/x; echo x > /etc/passwd; echo done'
+al_assert_eq "$AL_OUT" done "the writes ran"
+al_assert_eq "$(cat "$ro/canary")" "canary-$m" "host canary behind --ro"
+[ ! -e /usr/x ] || al_fail "a write reached the host's /usr"
+al_assert_not_contains "$(cat /etc/passwd)" x$'\n'x "host /etc/passwd"
+al_box "${B[@]}" --disk 8M -- /bin/sh -c 'head -c 12582912 /dev/zero > /workspace/fill; echo rc=$?'
+al_assert_contains "$AL_ERR" "No space left on device" "filling /workspace under --disk 8M"
+
+# ---- the network: a host listener hears nothing
+log="$AL_TEST_ROOT/listen.log"
+al_listen "$log"
+al_probe "${B[@]}" -- connect 127.0.0.1 "$AL_LISTEN_TCP"
+al_assert_rc 1
+al_probe "${B[@]}" -- udp-send 127.0.0.1 "$AL_LISTEN_UDP"
+sleep 0.5
+[ ! -s "$log" ] || al_fail "the host listener saw traffic from the sandbox: $(cat "$log")"
+al_pass "the host listener saw nothing from the sandbox"
+al_listen_stop
+
+# ---- the wall clock kills the whole tree; memory through the job's cgroup
+m=$(al_marker)
+al_probe "${B[@]}" --time 2 --json -- daemon "$m" 30 30
+al_assert_rc 124
+al_assert_eq "$(j status)" timeout "status at the deadline"
+al_wait_marker_gone "$m" 3 || al_fail "the daemon ($m) survived the timeout"
+no_leftovers "a timeout"
+al_probe "${B[@]}" --json -- exit 0
+if [ "$(al_json_type "$AL_OUT" enforced.cgroup)" = object ]; then
+	al_run run "${B[@]}" --memory 128M --time 30 --json -- /usr/bin/python3 -c '
+a = []
+while True:
+    a.append(bytearray(1 << 20))'
+	al_assert_eq "$(j status)" oom "memory bomb status (the cgroup is airlock's)"
+fi
+no_leftovers "the memory bomb"
+
+# ---- refusals: 125, naming what gVisor cannot enforce here
+refused() { # TOKEN AIRLOCK-RUN-ARGS...
+	local token=$1
+	shift
+	al_run run "${B[@]}" "$@" -- /bin/true
+	al_assert_rc 125
+	printf '%s\n' "$AL_ERR" | grep -qiE -e "$token" || al_fail "the refusal does not name '$token': $AL_ERR"
+	al_pass "refused ($token): $AL_ERR"
+}
+refused 'seccomp' --require seccomp
+refused 'landlock' --require landlock
+refused 'cgroupns' --require cgroupns
+refused 'egress proxy' --net allow=example.com:443
+refused 'keep-changes' --checkout "$ro" --keep-changes "$AL_TEST_ROOT/kept"
+no_leftovers "refusals"
+
+al_run check --json
+al_assert_eq "$(j backend_layers.gvisor.available)" true "check: gvisor available as root"
+al_assert_eq "$(j backend_layers.gvisor.seccomp)" false "check: gvisor does not load airlock's filter"

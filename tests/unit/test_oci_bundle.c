@@ -1,0 +1,269 @@
+/* test_oci_bundle.c — unit tests for the OCI backends' pure parts: refusals, config.json from the plan, helpers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "backend/oci/bundle.h"
+#include "policy/policy.h"
+
+static struct al_policy *policy(const char *cmd)
+{
+	struct al_policy *p = NULL;
+	assert_int_equal(al_policy_new(&p), 0);
+	const char *argv[] = {cmd, "arg one"};
+	assert_int_equal(al_policy_set_argv(p, 2, argv, NULL), 0);
+	return p;
+}
+
+/* config.json for p as runtime rt, with made-up bundle file names. */
+static json_t *build(const struct al_policy *p, enum oci_runtime rt, bool root, const char *seccomp)
+{
+	struct fs_plan plan = {0};
+	struct fs_host host;
+	plan.sendfd_sock = -1;
+	fs_host_probe(&host, &plan, p->rootfs);
+	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
+	char **src = calloc(plan.n + 1, sizeof(*src));
+	assert_non_null(src);
+	for (size_t i = 0; i < plan.n; i++)
+		if (plan.ops[i].kind == FS_FILE)
+			assert_true(asprintf(&src[i], "/bundle/files/%zu", i) > 0);
+	struct oci_opts o = {.runtime = rt, .root = root, .file_src = (const char *const *)src, .seccomp_b64 = seccomp,
+			     .rlimits = {{"RLIMIT_NOFILE", 64, 64}}, .nrlimits = 1};
+	json_t *c = NULL;
+	struct al_error err = {0};
+	assert_int_equal(oci_config_build(p, &plan, &o, &c, &err), 0);
+	for (size_t i = 0; i < plan.n; i++)
+		free(src[i]);
+	free(src);
+	fs_plan_free(&plan);
+	return c;
+}
+
+/* The mount at destination dest, or NULL. */
+static json_t *mount_at(json_t *c, const char *dest)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(c, "mounts"), i, m)
+	if (strcmp(json_string_value(json_object_get(m, "destination")), dest) == 0)
+		return m;
+	return NULL;
+}
+
+static bool has_opt(json_t *m, const char *opt)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(json_object_get(m, "options"), i, o)
+	if (strcmp(json_string_value(o), opt) == 0)
+		return true;
+	return false;
+}
+
+static bool has_ns(json_t *c, const char *type)
+{
+	size_t i;
+	json_t *n;
+	json_array_foreach(json_object_get(json_object_get(c, "linux"), "namespaces"), i, n)
+	if (strcmp(json_string_value(json_object_get(n, "type")), type) == 0)
+		return true;
+	return false;
+}
+
+static void test_process(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/echo");
+	json_t *c = build(p, OCI_CRUN, true, "QUJD");
+	json_t *proc = json_object_get(c, "process");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(proc, "args"), 1)), "arg one");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(proc, "user"), "uid")), AL_SANDBOX_UID);
+	assert_true(json_is_true(json_object_get(proc, "noNewPrivileges")));
+	assert_string_equal(json_string_value(json_object_get(proc, "cwd")), AL_WORKSPACE);
+	/* no capability in any set */
+	const char *sets[] = {"bounding", "effective", "inheritable", "permitted", "ambient"};
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(json_array_size(json_object_get(json_object_get(proc, "capabilities"), sets[i])), 0);
+	/* the scrubbed environment, not ours */
+	size_t i;
+	json_t *e;
+	bool path = false;
+	json_array_foreach(json_object_get(proc, "env"), i, e)
+	{
+		assert_null(strstr(json_string_value(e), "AL_OCI_LEAK"));
+		path = path || strncmp(json_string_value(e), "PATH=", 5) == 0;
+	}
+	assert_true(path);
+	json_t *rl = json_array_get(json_object_get(proc, "rlimits"), 0);
+	assert_string_equal(json_string_value(json_object_get(rl, "type")), "RLIMIT_NOFILE");
+	/* airlock's own filter goes to crun as raw BPF */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "annotations"), "run.oci.seccomp_bpf_data")),
+			    "QUJD");
+	json_decref(c);
+	al_policy_free(p);
+}
+
+static void test_ids_never_root(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/true");
+	json_t *c = build(p, OCI_CRUN, true, NULL);
+	json_t *maps = json_object_get(json_object_get(c, "linux"), "uidMappings");
+	size_t i;
+	json_t *m;
+	json_array_foreach(maps, i, m)
+	{
+		assert_int_not_equal(json_integer_value(json_object_get(m, "hostID")), 0); /* never host root */
+		assert_int_equal(json_integer_value(json_object_get(m, "size")), 1);
+	}
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(maps, 1), "hostID")),
+			 (json_int_t)AL_DEFAULT_ID_BASE + AL_SANDBOX_UID);
+	json_decref(c);
+	/* an ordinary caller: the sandbox user is 0 of airlock's namespace, i.e. the caller */
+	c = build(p, OCI_CRUN, false, NULL);
+	maps = json_object_get(json_object_get(c, "linux"), "gidMappings");
+	assert_int_equal(json_array_size(maps), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(maps, 0), "containerID")), AL_SANDBOX_UID);
+	assert_null(json_object_get(c, "annotations")); /* no filter given: none asked for */
+	json_decref(c);
+	al_policy_free(p);
+}
+
+static void test_mounts(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/true");
+	assert_int_equal(al_policy_add_bind(p, "/etc", "/data", false, NULL), 0);
+	assert_int_equal(al_policy_set_limit(p, AL_LIMIT_DISK, 8 << 20, NULL), 0);
+	json_t *c = build(p, OCI_CRUN, false, NULL);
+	assert_true(json_is_true(json_object_get(json_object_get(c, "root"), "readonly")));
+	json_t *m = mount_at(c, "/usr");
+	assert_non_null(m);
+	assert_true(has_opt(m, "ro") && has_opt(m, "nosuid") && has_opt(m, "nodev") && has_opt(m, "rbind"));
+	m = mount_at(c, "/data");
+	assert_non_null(m);
+	assert_true(has_opt(m, "ro"));
+	m = mount_at(c, "/workspace");
+	assert_string_equal(json_string_value(json_object_get(m, "type")), "tmpfs");
+	assert_true(has_opt(m, "size=8388608"));
+	m = mount_at(c, "/tmp");
+	assert_true(has_opt(m, "size=8388608") && has_opt(m, "nosuid"));
+	assert_true(has_opt(mount_at(c, "/dev/shm"), "size=8388608"));
+	assert_string_equal(json_string_value(json_object_get(mount_at(c, "/proc"), "type")), "proc");
+	/* the generated /etc files: read-only binds of bundle files */
+	m = mount_at(c, "/etc/passwd");
+	assert_non_null(m);
+	assert_true(has_opt(m, "ro"));
+	assert_non_null(strstr(json_string_value(json_object_get(m, "source")), "/bundle/files/"));
+	/* devices are the runtime's own /dev, never host binds */
+	assert_null(mount_at(c, "/dev/null"));
+	json_decref(c);
+	al_policy_free(p);
+}
+
+static void test_namespaces(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/true");
+	json_t *c = build(p, OCI_CRUN, true, NULL);
+	const char *all[] = {"pid", "mount", "ipc", "uts", "user", "network", "cgroup"};
+	for (size_t i = 0; i < 7; i++)
+		assert_true(has_ns(c, all[i]));
+	json_decref(c);
+	c = build(p, OCI_RUNSC, true, NULL);
+	assert_true(has_ns(c, "network"));
+	assert_false(has_ns(c, "cgroup"));
+	json_decref(c);
+	assert_int_equal(al_policy_set_network(p, AL_NET_HOST, NULL), 0);
+	c = build(p, OCI_CRUN, true, NULL);
+	assert_false(has_ns(c, "network"));
+	json_decref(c);
+	al_policy_free(p);
+}
+
+static void test_refusals(void **state)
+{
+	(void)state;
+	struct al_error err = {0};
+	struct al_policy *p = policy("/bin/true");
+	assert_int_equal(oci_refuse(p, OCI_CRUN, false, &err), 0);
+	assert_int_equal(oci_refuse(p, OCI_RUNSC, true, &err), 0);
+	assert_int_equal(al_policy_require(p, "seccomp", NULL), 0);
+	assert_int_equal(oci_refuse(p, OCI_CRUN, true, &err), 0);
+	assert_int_equal(oci_refuse(p, OCI_RUNSC, true, &err), -ENOTSUP);
+	assert_non_null(strstr(err.msg, "seccomp"));
+	al_policy_free(p);
+	p = policy("/bin/true");
+	assert_int_equal(al_policy_require(p, "landlock", NULL), 0);
+	assert_int_equal(oci_refuse(p, OCI_CRUN, true, &err), -ENOTSUP);
+	assert_non_null(strstr(err.msg, "landlock"));
+	al_policy_free(p);
+	p = policy("/bin/true");
+	assert_int_equal(al_policy_set_id_base(p, 200000, NULL), 0);
+	assert_int_equal(oci_refuse(p, OCI_CRUN, false, &err), -EPERM);
+	al_policy_free(p);
+}
+
+static void test_rootfs_ops(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/true");
+	struct fs_plan plan = {0};
+	struct fs_host host;
+	plan.sendfd_sock = -1;
+	fs_host_probe(&host, &plan, NULL);
+	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
+	for (size_t i = 0; i < plan.n; i++) {
+		const struct fs_op *op = &plan.ops[i];
+		bool on = oci_on_rootfs(&plan, i);
+		/* nothing below /dev, /tmp or /workspace lands in the bundle's rootfs */
+		if (strncmp(op->dest, "dev/", 4) == 0 || strncmp(op->dest, "tmp/", 4) == 0)
+			assert_false(on);
+		if (strcmp(op->dest, "usr") == 0 || strcmp(op->dest, "etc") == 0 || strcmp(op->dest, "etc/passwd") == 0)
+			assert_true(on);
+	}
+	fs_plan_free(&plan);
+	al_policy_free(p);
+}
+
+static void test_helpers(void **state)
+{
+	(void)state;
+	char *s = oci_base64("hello!?", 7);
+	assert_string_equal(s, "aGVsbG8hPw==");
+	free(s);
+	s = oci_base64("", 0);
+	assert_string_equal(s, "");
+	free(s);
+	assert_true(WIFEXITED(oci_wstatus(3)) && WEXITSTATUS(oci_wstatus(3)) == 3);
+	assert_true(WIFSIGNALED(oci_wstatus(137)) && WTERMSIG(oci_wstatus(137)) == SIGKILL);
+	char msg[64];
+	const char log[] = "{\"msg\":\"a warning\",\"level\":\"warning\"}\n"
+			   "{\"msg\":\"executable file `/x` not found\",\"level\":\"error\",\"time\":\"t\"}\n";
+	assert_true(oci_log_error(log, sizeof(log) - 1, msg, sizeof(msg)));
+	assert_string_equal(msg, "executable file `/x` not found");
+	assert_false(oci_log_error(log, 40, msg, sizeof(msg)));
+}
+
+int main(void)
+{
+	setenv("AL_OCI_LEAK", "1", 1);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_process),	   cmocka_unit_test(test_ids_never_root), cmocka_unit_test(test_mounts),
+		cmocka_unit_test(test_namespaces), cmocka_unit_test(test_refusals),	  cmocka_unit_test(test_rootfs_ops),
+		cmocka_unit_test(test_helpers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
