@@ -17,9 +17,11 @@ cgroups() {
 }
 snapshot() { ls -d /tmp/airlock-gvisor.* 2>/dev/null || true; }
 cg0=$(cgroups)
+# Directories that existed before this test (another run's, e.g. a killed monitor's) are not ours.
+tmp0=$(snapshot)
 no_leftovers() { # WHAT
 	local left
-	left=$(snapshot)
+	left=$(comm -13 <(printf '%s\n' "$tmp0" | sort) <(snapshot | sort) | grep . || true)
 	[ -z "$left" ] || al_fail "$1: bundle directories left behind: $left"
 	left=$(pgrep -f "runsc.*--root=?/tmp/airlock-gvisor" || true)
 	[ -z "$left" ] || al_fail "$1: runsc processes left behind: $(ps -o pid,args -p "${left//$'\n'/,}")"

@@ -9,9 +9,13 @@ dir=$(al_tmpdir)
 chmod 0777 "$dir"
 cp "$AL_SRC/tests/mcp/client.py" "$AL_SRC/tests/mcp/scenario.py" "$dir/"
 chmod 0644 "$dir"/*.py
-before=$(find /sys/fs/cgroup -maxdepth 3 -name 'airlock*' 2>/dev/null | sort)
-"$AL_PY" "$dir/scenario.py" "$dir" "$dir/audit.jsonl" -- "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" ||
+AL_MCP_PIDS="$dir/pids" "$AL_PY" "$dir/scenario.py" "$dir" "$dir/audit.jsonl" -- "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" ||
 	al_fail "the MCP scenario failed (see above)"
-after=$(find /sys/fs/cgroup -maxdepth 3 -name 'airlock*' 2>/dev/null | sort)
-al_assert_eq "$after" "$before" "cgroups left behind by airlock mcp"
+# Job cgroups are named airlock-<supervisor pid>-...: none of the servers' may remain. (setpriv
+# execs airlock, so the pid the client started is the server's.)
+while read -r pid; do
+	left=$(find /sys/fs/cgroup -maxdepth 3 -name "airlock-$pid-*" 2>/dev/null)
+	al_assert_eq "$left" "" "cgroups left behind by airlock mcp (pid $pid)"
+done <"$dir/pids"
+[ -s "$dir/pids" ] || al_fail "the client recorded no server pid"
 al_pass "airlock mcp end to end"

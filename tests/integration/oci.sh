@@ -21,9 +21,11 @@ cgroups() {
 }
 snapshot() { ls -d /tmp/airlock-oci.* 2>/dev/null | while read -r d; do [ -O "$d" ] || [ "$AL_TEST_MODE" = user ] && printf '%s\n' "$d"; done || true; }
 cg0=$(cgroups)
+# Directories that existed before this test (another run's, e.g. a killed monitor's) are not ours.
+tmp0=$(snapshot)
 no_leftovers() { # WHAT
 	local left
-	left=$(snapshot)
+	left=$(comm -13 <(printf '%s\n' "$tmp0" | sort) <(snapshot | sort) | grep . || true)
 	[ -z "$left" ] || al_fail "$1: bundle directories left behind: $left"
 	left=$(pgrep -f "^/usr/bin/crun --root /tmp/airlock-oci" || true)
 	[ -z "$left" ] || al_fail "$1: crun processes left behind: $left"

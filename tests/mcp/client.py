@@ -20,6 +20,10 @@ class Client:
         self.elicitations = []
         self.notifications = []
         self.pending = {}
+        pids = os.environ.get("AL_MCP_PIDS")  # the harness checks what each server left behind
+        if pids:
+            with open(pids, "a") as f:
+                f.write("%d\n" % self.p.pid)
 
     def send(self, msg):
         self.p.stdin.write((json.dumps(msg) + "\n").encode())
