@@ -305,7 +305,9 @@ static int make_dirs(struct oci_spawn *s, const struct oci_runtime_desc *d, stru
 	const char *base = getenv("TMPDIR");
 	if (!base || base[0] != '/' || geteuid() == 0)
 		base = "/tmp"; /* root: never a directory named by the environment */
-	if (snprintf(s->tmp, sizeof(s->tmp), "%s/airlock-%s.XXXXXX", base, d->name) >= (int)sizeof(s->tmp) ||
+	/* The supervisor's pid in the name: a directory whose supervisor is gone is a leftover. */
+	if (snprintf(s->tmp, sizeof(s->tmp), "%s/airlock-%s.%d.XXXXXX", base, d->name, (int)getpid()) >=
+		    (int)sizeof(s->tmp) ||
 	    !mkdtemp(s->tmp)) {
 		s->tmp[0] = 0;
 		return al_err_sys(err, errno, "setup: a directory for the %s bundle under %s", d->name, base);
