@@ -130,3 +130,29 @@ ratio() {
 load_note() {
 	echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs, $(date -u '+%Y-%m-%d %H:%M UTC')"
 }
+
+# --- added for bench/backends.sh --------------------------------------------------
+
+# proc_tree PID — every pid in the process tree rooted at PID (the root first),
+# children of every thread included (runsc's children hang off its threads).
+proc_tree() {
+	local p=$1 c
+	echo "$p"
+	# shellcheck disable=SC2013 # each children file is one line of space-separated pids
+	for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
+		proc_tree "$c"
+	done
+}
+
+# pss_kib PID — Pss of one process in KiB from smaps_rollup, or "?" when it cannot be
+# read (a non-dumpable process hides its smaps from everyone but root).
+pss_kib() {
+	local v
+	v=$(awk '/^Pss:/ { print $2 }' /proc/"$1"/smaps_rollup 2>/dev/null) || true
+	echo "${v:-?}"
+}
+
+# median_of FILE — the median of the numbers in FILE, one per line (empty if none).
+median_of() {
+	sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
