@@ -1,7 +1,9 @@
 /* held.c — held sandboxes (airlock serve's engine), measured through the library: an exec of /bin/true
- * in a warm sandbox against a bare fork+exec, creating a sandbox, and the memory of N idle sandboxes.
- * Usage: held EXECS SANDBOXES. Prints one JSON object. */
+ * in a warm sandbox against a bare fork+exec (back to back, and with a 2 ms pause between execs as a
+ * client would leave), creating a sandbox, and the memory of N idle sandboxes (fresh, and after one
+ * exec, when each holds a spare payload). Usage: held EXECS SANDBOXES. Prints one JSON object. */
 #include <airlock/airlock.h>
+#include <dirent.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,20 +48,36 @@ static long pss_kib(pid_t pid)
 	return v;
 }
 
-/* The pids of every process whose name is airlock-init (the sandboxes' inits). */
+/* The PSS of every descendant of pid (the sandboxes' inits and spares), and how many there are. */
+static long tree_pss(pid_t pid, int *count)
+{
+	char path[64];
+	long sum = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		if (de->d_name[0] == '.')
+			continue;
+		char cpath[320];
+		snprintf(cpath, sizeof(cpath), "%s/%s/children", path, de->d_name);
+		FILE *f = fopen(cpath, "re");
+		int c;
+		while (f && fscanf(f, "%d", &c) == 1) {
+			sum += pss_kib((pid_t)c) + tree_pss((pid_t)c, count);
+			(*count)++;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
 static long inits_pss(int *count)
 {
-	FILE *p = popen("pgrep -f '^airlock-init'", "r");
-	char line[32];
-	long sum = 0;
 	*count = 0;
-	while (p && fgets(line, sizeof(line), p)) {
-		sum += pss_kib((pid_t)atoi(line));
-		(*count)++;
-	}
-	if (p)
-		pclose(p);
-	return sum;
+	return tree_pss(getpid(), count);
 }
 
 static long self_rss_kib(void)
@@ -75,19 +93,53 @@ static long self_rss_kib(void)
 	return v;
 }
 
-int main(int argc, char **argv)
+static double bare_median(double *t, int n, int gap_us)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 200, nsb = argc > 2 ? atoi(argv[2]) : 100;
-	double *t = calloc((size_t)n, sizeof(double));
 	char *targv[] = {"/bin/true", NULL};
 	for (int i = 0; i < n; i++) {
+		if (gap_us)
+			usleep((useconds_t)gap_us);
 		double t0 = now();
 		pid_t pid;
 		posix_spawn(&pid, "/bin/true", NULL, NULL, targv, environ);
 		waitpid(pid, NULL, 0);
 		t[i] = now() - t0;
 	}
-	double bare = median(t, n);
+	return median(t, n);
+}
+
+static int exec_true(struct al_policy *p)
+{
+	struct al_job *j;
+	struct al_verdict *v;
+	struct al_error e = {0};
+	if (al_job_spawn(p, NULL, &j, &e) < 0 || al_job_wait(j, &v, &e) < 0) {
+		fprintf(stderr, "held: %s\n", e.msg);
+		return -1;
+	}
+	al_verdict_free(v);
+	al_job_free(j);
+	return 0;
+}
+
+static double held_median(struct al_policy *p, double *t, int n, int gap_us)
+{
+	for (int i = 0; i < n; i++) {
+		if (gap_us)
+			usleep((useconds_t)gap_us);
+		double t0 = now();
+		if (exec_true(p) < 0)
+			exit(1);
+		t[i] = now() - t0;
+	}
+	return median(t, n);
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 200, nsb = argc > 2 ? atoi(argv[2]) : 100;
+	double *t = calloc((size_t)n, sizeof(double));
+	double bare = bare_median(t, n, 0), bare_gap = bare_median(t, n / 2 + 1, 2000);
 	struct al_policy *sp;
 	struct al_error e = {0};
 	al_policy_new(&sp);
@@ -103,19 +155,7 @@ int main(int argc, char **argv)
 	const char *av[] = {"/bin/true", NULL};
 	al_policy_set_argv(p, 1, av, &e);
 	al_policy_set_sandbox(p, sb, &e);
-	for (int i = 0; i < n; i++) {
-		double t0 = now();
-		struct al_job *j;
-		struct al_verdict *v;
-		if (al_job_spawn(p, NULL, &j, &e) < 0 || al_job_wait(j, &v, &e) < 0) {
-			fprintf(stderr, "held: %s\n", e.msg);
-			return 1;
-		}
-		t[i] = now() - t0;
-		al_verdict_free(v);
-		al_job_free(j);
-	}
-	double held = median(t, n);
+	double held = held_median(p, t, n, 0), held_gap = held_median(p, t, n / 2 + 1, 2000);
 	al_sandbox_destroy(sb);
 	long rss0 = self_rss_kib();
 	struct al_sandbox **all = calloc((size_t)nsb, sizeof(*all));
@@ -124,15 +164,26 @@ int main(int argc, char **argv)
 			fprintf(stderr, "held: sandbox %d: %s\n", i, e.msg);
 			return 1;
 		}
-	int count = 0;
+	int count = 0, count1 = 0;
 	long inits = inits_pss(&count);
 	long rss1 = self_rss_kib();
+	/* One exec each: every sandbox now also holds a spare (exec init + confined payload). */
+	for (int i = 0; i < nsb; i++) {
+		al_policy_set_sandbox(p, all[i], &e);
+		if (exec_true(p) < 0)
+			return 1;
+	}
+	usleep(200000);
+	long used = inits_pss(&count1);
 	for (int i = 0; i < nsb; i++)
 		al_sandbox_destroy(all[i]);
-	printf("{\"bare_fork_exec_ms\":%.3f,\"held_exec_true_ms\":%.3f,\"ratio\":%.2f,\"create_ms\":%.3f,"
-	       "\"idle_sandboxes\":%d,\"inits_seen\":%d,\"init_pss_kib_each\":%.1f,\"supervisor_rss_kib_each\":%.1f}\n",
-	       bare * 1e3, held * 1e3, held / bare, create * 1e3, nsb, count, count ? (double)inits / count : 0.0,
-	       (double)(rss1 - rss0) / nsb);
+	printf("{\"bare_fork_exec_ms\":%.3f,\"held_exec_true_ms\":%.3f,\"ratio\":%.2f,"
+	       "\"bare_fork_exec_paused_ms\":%.3f,\"held_exec_true_paused_ms\":%.3f,\"ratio_paused\":%.2f,\"create_ms\":%.3f,"
+	       "\"idle_sandboxes\":%d,\"inits_seen\":%d,\"init_pss_kib_each\":%.1f,\"supervisor_rss_kib_each\":%.1f,"
+	       "\"after_one_exec_processes\":%d,\"after_one_exec_pss_kib_each\":%.1f}\n",
+	       bare * 1e3, held * 1e3, held / bare, bare_gap * 1e3, held_gap * 1e3, held_gap / bare_gap, create * 1e3, nsb,
+	       count, count ? (double)inits / count : 0.0, (double)(rss1 - rss0) / nsb, count1,
+	       (double)used / nsb);
 	al_policy_free(p);
 	al_policy_free(sp);
 	free(all);

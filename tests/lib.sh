@@ -523,6 +523,55 @@ al_expect_refusal() {
 	al_pass "refused under --backend $AL_BACKEND ($token): $(printf '%s' "$AL_ERR" | head -n 1)"
 }
 
+# al_tree_sum DIR: a digest of DIR's names, types, modes, owners, sizes, link targets and file
+# contents (never following a link), to tell from outside whether anything in it changed.
+al_tree_sum() {
+	(cd "$1" && find . -printf '%p %y %m %U:%G %s %l\n' | LC_ALL=C sort && find . -type f -exec sha256sum {} + | LC_ALL=C sort) |
+		sha256sum | cut -d' ' -f1
+}
+
+# al_workdir_refused: 0 when AL_BACKEND refuses --workdir: a backend other than native without
+# the --workdir overlay (`airlock check --json`: workdir_overlay false; bwrap, oci and gvisor could
+# only bind the host directory read-write, so the job's set-id files, FIFOs and modes would land
+# on the host as it left them). 1 when it takes --workdir (native copies the changes back).
+al_workdir_refused() { ! al_backend_is native && ! al_backend_enforces workdir_overlay; }
+
+# al_expect_workdir_refused DIR [AIRLOCK-RUN-OPTS...] [-- CMD...]: under such a backend, `airlock
+# run --json OPTS --workdir DIR` is refused before anything runs: exit 125, a setup-error verdict
+# naming AL_BACKEND whose error.message is airlock's stderr line, "the B backend cannot take
+# --workdir safely" naming the set-id files it keeps off the host; the payload never ran (its first
+# act writes a witness), and DIR is exactly as before (judged from outside: al_tree_sum). The
+# payload would then run CMD, or by default write /workspace/new, chmod 06755 a file and make a
+# FIFO there: what the refusal keeps off the host. (A backend's own test, run as a native one, calls
+# it as `AL_BACKEND=B al_expect_workdir_refused ...`: al_run then passes --backend B.)
+al_expect_workdir_refused() {
+	local dir=$1 before witness opts=() cmd=() msg
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	cmd=("$@")
+	[ ${#cmd[@]} -gt 0 ] || cmd=(/bin/sh -c 'echo x >/workspace/new; chmod 06755 /workspace/new; mkfifo /workspace/fifo')
+	before=$(al_tree_sum "$dir")
+	witness=$(al_tmpdir 0777)
+	# shellcheck disable=SC2016 # expanded by the payload's shell
+	al_run run --json --ro "$AL_PROBE_DIR:/probe" --rw "$witness:/out" "${opts[@]}" --workdir "$dir" -- \
+		/bin/sh -c '"$0" write /out/ran yes; exec "$@"' "$P" "${cmd[@]}"
+	al_assert_rc 125
+	al_assert_eq "$(al_json_get "$AL_OUT" status)" setup-error "verdict status of --workdir under $AL_BACKEND"
+	al_assert_eq "$(al_json_get "$AL_OUT" backend)" "$AL_BACKEND" "verdict backend of the refusal"
+	al_assert_eq "$(al_json_get "$AL_OUT" exit_code)" null "verdict exit_code of the refusal"
+	msg=$(al_json_get "$AL_OUT" error.message)
+	al_assert_contains "$msg" "the $AL_BACKEND backend cannot take --workdir safely" "the refusal's error.message"
+	al_assert_contains "$msg" "set-id files" "the refusal's error.message"
+	al_assert_eq "$(printf '%s\n' "$AL_ERR" | tail -n 1)" "airlock: $msg" "airlock's stderr line"
+	[ ! -e "$witness/ran" ] || al_fail "the payload ran despite the --workdir refusal"
+	al_assert_eq "$(al_tree_sum "$dir")" "$before" "the --workdir directory after the refused run"
+	al_pass "--workdir refused under --backend $AL_BACKEND: nothing ran, nothing in $dir changed"
+}
+
 # The whole test when AL_BACKEND is not available in this mode: the refusal is the result.
 al_backend_unavailable_case() {
 	local words

@@ -202,7 +202,9 @@ void al_job_free(struct al_job *job);
  * payload inside it — own pid namespace, seccomp, Landlock, rlimits, uid, no capabilities — so
  * files under /workspace persist from one job to the next and processes do not. The sandbox's
  * policy (filesystem, network posture and proxy, cgroup limits, layers) is fixed at creation;
- * a job's policy contributes only its argv, environment, cwd and wall-clock/output limits.
+ * a job's policy contributes only its argv, environment, cwd, wall-clock/output limits and its
+ * network: the sandbox's posture (al_policy_set_network, allow hosts as the sandbox's), or none —
+ * the default, so a job has no network unless it asks — in a fresh empty network namespace.
  */
 struct al_sandbox;
 

@@ -55,6 +55,7 @@ struct be_held {
 	pthread_mutex_t lock;	   /* ... under this lock */
 	const char *enforced_json; /* the sandbox's protections, which every exec inherits */
 	bool seccomp_kills;
+	int net;		   /* the sandbox's posture (enum al_net): an exec may only narrow it */
 };
 struct al_sandbox;
 struct be_held *be_sandbox_held(struct al_sandbox *sb);

@@ -192,9 +192,7 @@ static void check_layers(struct check_table *t, const struct al_host_report *r)
 		snprintf(feature, sizeof(feature), "%s can enforce", host_layers_backend_name(b));
 		bool bwrap = b == HOST_LAYERS_BWRAP;
 		if (!l.available)
-			check_add(t, feature, "no", "%s",
-				  bwrap && !r->bwrap_version[0] ? "/usr/bin/bwrap is missing or does not run"
-								: "user namespaces are unavailable");
+			check_add(t, feature, "no", "%s", l.why);
 		else
 			check_add(t, feature, "yes", "%s%s%s%s%s", bwrap ? "bwrap " : "", bwrap ? r->bwrap_version : "",
 				  bwrap ? ": " : "", can, *cannot ? "; not: " : "");

@@ -1,15 +1,25 @@
-/* mcp.c — `airlock mcp`: the sandbox manager as an MCP server on stdin/stdout (one client). */
+/* mcp.c — `airlock mcp`: the sandbox manager as an MCP server on stdin/stdout (one client), with approvals asked of the client's user or on the controlling terminal. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/sysmacros.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "manager/approval.h"
 #include "manager/audit.h"
 #include "manager/mgate.h"
 #include "manager/sbmgr.h"
@@ -17,7 +27,7 @@
 #include "util/cleanup.h"
 
 static const char mcp_usage[] =
-	"Usage: airlock mcp [--profile NAME] [--audit FILE]\n"
+	"Usage: airlock mcp [--profile NAME] [--audit FILE] [--approve MODE]\n"
 	"\n"
 	"Serves the Model Context Protocol on standard input and output (newline-delimited\n"
 	"JSON-RPC; revisions " MCP_PROTOCOL_LATEST " and " MCP_PROTOCOL_PREVIOUS "). Tools: code_execute,\n"
@@ -29,10 +39,21 @@ static const char mcp_usage[] =
 	"                   one (default untrusted-code-read)\n"
 	"  --audit FILE     the audit log (default: the configuration's audit.path, else\n"
 	"                   /var/log/airlock/audit.jsonl as root, ~/.local/state/airlock/audit.jsonl)\n"
+	"  --approve MODE   who approves a call the risk rules put to a human:\n"
+	"                   elicitation   the client's user (MCP elicitation)\n"
+	"                   terminal      a prompt on the controlling terminal (/dev/tty; never\n"
+	"                                 stdin or stdout); refused without one\n"
+	"                   elicitation,terminal / terminal,elicitation: the first one\n"
+	"                                 that can ask (elicitation only if the client declared it)\n"
+	"                   auto=LEVEL    nobody: approved up to LEVEL (LOW, MEDIUM, HIGH,\n"
+	"                                 CRITICAL), denied above\n"
+	"                   deny          nobody: denied\n"
+	"                   Default: the configuration's approval.channels, in order\n"
+	"                   (elicitation, then the terminal when there is one).\n"
 	"\n"
-	"Every request passes the configuration's risk rules; approvals are asked of the\n"
-	"client's user through MCP elicitation. End of input or SIGTERM destroys every\n"
-	"sandbox and exits 0.\n";
+	"Every request passes the configuration's risk rules. No answer before the rule's\n"
+	"approval_timeout is a denial, and a denied call never runs. End of input or SIGTERM\n"
+	"destroys every sandbox and exits 0.\n";
 
 static void log_stderr(void *ctx, enum mcp_log_level level, const char *msg)
 {
@@ -40,39 +61,408 @@ static void log_stderr(void *ctx, enum mcp_log_level level, const char *msg)
 	fprintf(stderr, "airlock mcp: %s: %s\n", mcp_log_level_name(level), msg);
 }
 
-int cli_mcp(int argc, char **argv)
+/* ---- --approve ------------------------------------------------------------------------------- */
+
+struct approve_mode {
+	bool given;	     /* --approve was given: it replaces approval.channels */
+	bool elicitation;    /* ask the client's user */
+	bool terminal;	     /* ask on /dev/tty */
+	bool terminal_first; /* before elicitation */
+	bool auto_level_set; /* auto=LEVEL */
+	enum cfg_risk auto_level;
+};
+
+static int parse_level(const char *s, enum cfg_risk *out)
+{
+	for (int r = CFG_RISK_LOW; r <= CFG_RISK_CRITICAL; r++)
+		if (strcasecmp(s, cfg_risk_name((enum cfg_risk)r)) == 0) {
+			*out = (enum cfg_risk)r;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* "elicitation", "terminal" (aliases "elicit", "tty"), a comma list of them, "auto=LEVEL", "deny". */
+static int parse_approve(const char *arg, struct approve_mode *m)
+{
+	*m = (struct approve_mode){.given = true};
+	if (strcmp(arg, "deny") == 0)
+		return 0;
+	if (strncmp(arg, "auto=", 5) == 0) {
+		m->auto_level_set = true;
+		return parse_level(arg + 5, &m->auto_level) < 0
+			       ? cli_fail("mcp: --approve auto=LEVEL: LEVEL is LOW, MEDIUM, HIGH or CRITICAL, not '%s'",
+					  arg + 5)
+			       : 0;
+	}
+	for (const char *p = arg; *p;) {
+		size_t n = strcspn(p, ",");
+		if ((n == 11 && strncmp(p, "elicitation", n) == 0) || (n == 6 && strncmp(p, "elicit", n) == 0))
+			m->elicitation = true;
+		else if ((n == 8 && strncmp(p, "terminal", n) == 0) || (n == 3 && strncmp(p, "tty", n) == 0)) {
+			m->terminal_first = m->terminal_first || !m->elicitation; /* listed first */
+			m->terminal = true;
+		} else
+			return cli_fail("mcp: --approve: unknown mode '%.*s' (elicitation, terminal, auto=LEVEL, deny)",
+					(int)n, p);
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+/* ---- who the client is (the audit log's peer) --------------------------------------------------- */
+
+/* "pid 1234 (python3)[, tty /dev/pts/3]": the process that started us (whose pipes we serve) and
+ * our controlling terminal. The name is the client's choice: kept to printable ASCII. */
+static void stdio_peer(char *out, size_t cap)
+{
+	pid_t pp = getppid();
+	char comm[32] = "?", path[64], stat[512];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pp);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	for (char *c = comm; *c; c++)
+		if (!isprint((unsigned char)*c) || *c == '(' || *c == ')')
+			*c = '?';
+	int n = snprintf(out, cap, "pid %d (%s)", (int)pp, comm);
+	/* tty_nr, the 7th field of /proc/self/stat (after the parenthesised name). */
+	f = fopen("/proc/self/stat", "re");
+	size_t got = f ? fread(stat, 1, sizeof(stat) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	stat[got] = 0;
+	/* After the name: state, ppid, pgrp, session, tty_nr. */
+	const char *rp = strrchr(stat, ')');
+	char *end = NULL;
+	long tty = 0;
+	for (int field = 0; rp && field < 5; field++) {
+		rp = strchr(rp + 1, ' ');
+		if (rp && field == 4)
+			tty = strtol(rp + 1, &end, 10);
+	}
+	if (end && tty > 0 && n > 0 && (size_t)n < cap) {
+		unsigned maj = major((dev_t)tty), min = minor((dev_t)tty);
+		if (maj >= 136 && maj <= 143) /* Unix98 pseudo-terminals */
+			snprintf(out + n, cap - (size_t)n, ", tty /dev/pts/%u", (maj - 136) * 256 + min);
+		else
+			snprintf(out + n, cap - (size_t)n, ", tty %u:%u", maj, min);
+	}
+}
+
+/* ---- the terminal prompt -------------------------------------------------------------------------- */
+
+/*
+ * One thread asks on /dev/tty, one question at a time, oldest first. It polls the terminal, the
+ * approval queue's change descriptor and a stop eventfd. The session puts a call needing approval
+ * into the queue and keeps its deadline; when the deadline passes it withdraws the entry, so the
+ * prompt notices the question vanish and says it will not run.
+ *  - Never stdin or stdout: they carry the protocol.
+ *  - Type-ahead is discarded when a question appears (tcflush), so a key pressed before the
+ *    prompt cannot approve it. Only "y" or "yes" approves; anything else but an empty line asks
+ *    again; an empty line or "n" denies.
+ *  - What is shown comes from the queue's reduced arguments: code is an escaped excerpt, and
+ *    everything else is printed as ASCII-only JSON, so a request cannot drive the terminal.
+ */
+struct prompt {
+	struct apq *q;
+	int tty;
+	int stop; /* eventfd */
+	bool tty_dead;
+	uint64_t cur; /* the question on screen, 0: none */
+	char line[64];
+	size_t len;
+	bool overlong;
+	pthread_t th;
+};
+
+static void say(struct prompt *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct prompt *p, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive: ap was just started */
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	size_t left = n < 0 ? 0 : (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+	for (const char *b = buf; left && !p->tty_dead;) {
+		ssize_t w = write(p->tty, b, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		b += w;
+		left -= (size_t)w;
+	}
+}
+
+/* Printable ASCII only (the operator's rule names, the reason). */
+static void ascii(const char *in, char *out, size_t cap)
+{
+	size_t i = 0;
+	for (; in && in[i] && i + 1 < cap; i++)
+		out[i] = isprint((unsigned char)in[i]) ? in[i] : '?';
+	out[i] = 0;
+}
+
+static void show(struct prompt *p, const json_t *item)
+{
+	const json_t *args = json_object_get(item, "arguments");
+	const json_t *code = json_object_get(args, "code");
+	const char *sb = json_string_value(json_object_get(args, "sandbox_id"));
+	char tool[64], reason[SRV_GATE_REASON_MAX], sandbox[80];
+	ascii(json_string_value(json_object_get(item, "tool")), tool, sizeof(tool));
+	ascii(json_string_value(json_object_get(item, "reason")), reason, sizeof(reason));
+	ascii(sb, sandbox, sizeof(sandbox));
+	json_t *rest = json_deep_copy(args);
+	json_object_del(rest, "code");
+	json_object_del(rest, "sandbox_id");
+	cleanup_free char *other = rest ? json_dumps(rest, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_SORT_KEYS) : NULL;
+	json_decref(rest);
+	long long timeout_s = (json_integer_value(json_object_get(item, "timeout_ms")) -
+			       json_integer_value(json_object_get(item, "age_ms")) + 999) / 1000;
+	(void)tcflush(p->tty, TCIFLUSH); /* type-ahead must not answer a question not yet shown */
+	say(p, "\r\nairlock mcp: approval needed (request %llu)\r\n  tool:      %s\r\n  risk:      %s\r\n  sandbox:   %s\r\n",
+	    (unsigned long long)p->cur, tool, reason, sb ? sandbox : "a new throwaway sandbox");
+	if (json_is_object(code)) {
+		/* The excerpt is escaped by audit_params: no control or bidirectional characters. */
+		cleanup_free char *excerpt = json_dumps(json_object_get(code, "excerpt"), JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+		say(p, "  code:      %s%s (%lld bytes, sha256 %.16s...)\r\n", excerpt ? excerpt : "?",
+		    json_is_true(json_object_get(code, "truncated")) ? "..." : "",
+		    (long long)json_integer_value(json_object_get(code, "bytes")),
+		    json_string_value(json_object_get(code, "sha256")) ? json_string_value(json_object_get(code, "sha256")) : "?");
+	}
+	say(p, "  arguments: %s\r\nRun it? [y/N] (no answer within %lld s denies it): ", other ? other : "{}",
+	    timeout_s > 0 ? timeout_s : 0);
+}
+
+/* The queue changed: the question on screen may be gone; the next one may be due. */
+static void refresh(struct prompt *p)
+{
+	json_t *list = apq_list(p->q);
+	if (!list)
+		return;
+	bool still = false;
+	size_t i;
+	json_t *item;
+	json_array_foreach (list, i, item)
+		if ((uint64_t)json_integer_value(json_object_get(item, "id")) == p->cur)
+			still = true;
+	if (p->cur && !still) {
+		say(p, "\r\nairlock mcp: request %llu is no longer waiting (timed out or cancelled): it will not run.\r\n",
+		    (unsigned long long)p->cur);
+		p->cur = 0;
+	}
+	if (!p->cur && json_array_size(list)) {
+		item = json_array_get(list, 0);
+		p->cur = (uint64_t)json_integer_value(json_object_get(item, "id"));
+		show(p, item);
+	}
+	json_decref(list);
+}
+
+static void answer(struct prompt *p, const char *line)
+{
+	bool yes = strcasecmp(line, "y") == 0 || strcasecmp(line, "yes") == 0;
+	bool no = !*line || strcasecmp(line, "n") == 0 || strcasecmp(line, "no") == 0;
+	if (!p->cur) {
+		if (*line)
+			say(p, "airlock mcp: nothing is waiting for an answer.\r\n");
+		return;
+	}
+	if (!yes && !no) {
+		say(p, "Please answer y or n: ");
+		return;
+	}
+	if (apq_resolve(p->q, p->cur, yes, SRV_BY_TERMINAL) < 0)
+		say(p, "airlock mcp: too late: request %llu is no longer waiting; it will not run.\r\n",
+		    (unsigned long long)p->cur);
+	else
+		say(p, "airlock mcp: request %llu %s.\r\n", (unsigned long long)p->cur, yes ? "approved" : "denied");
+	p->cur = 0;
+	refresh(p);
+}
+
+static void read_tty(struct prompt *p)
+{
+	char buf[256];
+	ssize_t n = read(p->tty, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		/* Hung up, or we are not in the terminal's foreground (EIO): nobody can answer here any
+		 * more; what waits times out, which is a denial. */
+		p->tty_dead = true;
+		fprintf(stderr, "airlock mcp: the terminal can no longer be read: approvals asked there will time out\n");
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		char ch = buf[i];
+		if (ch != '\n' && ch != '\r') {
+			if (p->len + 1 < sizeof(p->line))
+				p->line[p->len++] = ch;
+			else
+				p->overlong = true;
+			continue;
+		}
+		p->line[p->len] = 0;
+		/* Surrounding blanks do not count; an overlong line is no answer. */
+		char *s = p->line;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		for (size_t e = strlen(s); e && (s[e - 1] == ' ' || s[e - 1] == '\t'); e--)
+			s[e - 1] = 0;
+		answer(p, p->overlong ? "?" : s);
+		p->len = 0;
+		p->overlong = false;
+	}
+}
+
+static void *prompt_main(void *arg)
+{
+	struct prompt *p = arg;
+	for (;;) {
+		struct pollfd f[3] = {
+			{.fd = p->stop, .events = POLLIN},
+			{.fd = apq_fd(p->q), .events = POLLIN},
+			{.fd = p->tty_dead ? -1 : p->tty, .events = POLLIN},
+		};
+		if (poll(f, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (f[0].revents)
+			break;
+		if (f[1].revents) {
+			apq_drain(p->q);
+			refresh(p);
+		}
+		if (f[2].revents)
+			read_tty(p);
+	}
+	return NULL;
+}
+
+static int prompt_start(struct prompt *p, struct apq *q, int tty)
+{
+	*p = (struct prompt){.q = q, .tty = tty, .stop = eventfd(0, EFD_CLOEXEC)};
+	if (p->stop < 0)
+		return -errno;
+	int r = pthread_create(&p->th, NULL, prompt_main, p);
+	if (r) {
+		close(p->stop);
+		p->stop = -1;
+		return -r;
+	}
+	return 0;
+}
+
+static void prompt_stop(struct prompt *p)
+{
+	if (p->stop < 0)
+		return;
+	uint64_t one = 1;
+	if (write(p->stop, &one, sizeof(one)) < 0) {
+		/* An eventfd at 0 cannot refuse one increment. */
+	}
+	pthread_join(p->th, NULL);
+	close(p->stop);
+	p->stop = -1;
+}
+
+/* ---- the command ------------------------------------------------------------------------------ */
+
+/* The session's approval channels from --approve, else from approval.channels. tty is /dev/tty
+ * or -1. Adjusts the policy (cfg is ours): with --approve, only the chosen channels count. */
+static int channels(struct cfg *cfg, const struct approve_mode *m, int tty, struct mcp_opts *mo, bool *use_tty)
+{
+	struct cfg_approval *a = &cfg->approval;
+	if (!m->given) {
+		struct mgate_channels ch;
+		mgate_channels(a, CFG_CHAN_TERMINAL, &ch);
+		*use_tty = ch.other && tty >= 0;
+		mo->no_elicitation = !ch.elicitation;
+		mo->approver_first = ch.other_first;
+		return 0;
+	}
+	if (m->terminal && tty < 0)
+		return cli_fail("mcp: --approve terminal: no controlling terminal (/dev/tty cannot be opened)");
+	*use_tty = m->terminal;
+	mo->no_elicitation = !m->elicitation;
+	mo->approver_first = m->terminal_first;
+	/* Nobody to ask (auto=LEVEL, deny): the policy decides alone, denying what it cannot approve. */
+	a->channel_bits = (m->elicitation ? 1u << CFG_CHAN_ELICITATION : 0) | (m->terminal ? 1u << CFG_CHAN_TERMINAL : 0);
+	if (m->auto_level_set)
+		a->auto_approve_up_to = m->auto_level;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, const char **profile, const char **audit_path, struct approve_mode *m)
 {
 	static const struct option opts[] = {
 		{"profile", required_argument, NULL, 'p'}, {"audit", required_argument, NULL, 'a'},
-		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+		{"approve", required_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	if (cli_take_config(&argc, argv, true) != 0)
-		return AL_EXIT_FAILURE;
-	const char *profile = NULL, *audit_path = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:a:h", opts, NULL)) != -1) {
-		if (c == 'p')
-			profile = optarg;
-		else if (c == 'a')
-			audit_path = optarg;
-		else if (c == 'h')
+		switch (c) {
+		case 'p':
+			*profile = optarg;
+			break;
+		case 'a':
+			*audit_path = optarg;
+			break;
+		case 'A':
+			if (parse_approve(optarg, m) != 0)
+				return AL_EXIT_FAILURE;
+			break;
+		case 'h':
 			return fputs(mcp_usage, stdout), 0;
-		else
+		default:
 			return fputs(mcp_usage, stderr), AL_EXIT_FAILURE;
+		}
 	}
 	if (optind < argc)
 		return cli_fail("mcp: unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
+int cli_mcp(int argc, char **argv)
+{
+	if (cli_take_config(&argc, argv, true) != 0)
+		return AL_EXIT_FAILURE;
+	const char *profile = NULL, *audit_path = NULL;
+	struct approve_mode mode = {0};
+	int rc = parse_args(argc, argv, &profile, &audit_path, &mode);
+	if (rc >= 0)
+		return rc;
+	rc = AL_EXIT_FAILURE;
 	struct al_error e = {0};
 	struct cfg *cfg = NULL;
 	struct audit_log *log = NULL;
 	struct sbm *m = NULL;
-	int rc = AL_EXIT_FAILURE, sfd = -1;
+	struct apq *q = NULL;
+	struct prompt pr = {.stop = -1};
+	int sfd = -1;
+	/* The controlling terminal, if any; O_NOCTTY: never acquire one. */
+	cleanup_close int tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
 	cleanup_free char *fallback = NULL;
+	bool use_tty = false;
+	struct mcp_opts mo = {.size = sizeof(mo), .server_version = AIRLOCK_VERSION, .log = log_stderr,
+			      .transport = "stdio"};
 	if (cfg_load(cli_config_path(), &cfg, &e) < 0) {
 		cli_fail("%s", e.msg);
 		goto out;
 	}
+	if (channels(cfg, &mode, tty, &mo, &use_tty) != 0)
+		goto out;
 	if (!audit_path && !cfg->audit.path && audit_default_path(geteuid() == 0, &fallback) < 0) {
 		cli_fail("mcp: no audit log path (set audit.path or --audit)");
 		goto out;
@@ -86,16 +476,28 @@ int cli_mcp(int argc, char **argv)
 		goto out;
 	}
 	/* Before any thread exists, so that every thread inherits the mask: SIGTERM and SIGINT
-	 * arrive on the signalfd only, and a closed pipe is an error return, not a death. */
+	 * arrive on the signalfd only, and a closed pipe is an error return, not a death. A
+	 * terminal we are in the background of answers EIO rather than stopping us (SIGTTIN). */
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
+	signal(SIGTTOU, SIG_IGN);
 	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
 		cli_fail("mcp: signalfd: %s", strerror(errno));
 		goto out;
+	}
+	struct srv_approver approver;
+	if (use_tty) {
+		if (apq_new(&q) < 0 || prompt_start(&pr, q, tty) < 0) {
+			cli_fail("mcp: cannot start the terminal prompt");
+			goto out;
+		}
+		apq_approver(q, &approver);
+		mo.approver = &approver;
 	}
 	al_cleanup_stale();
 	struct sbm_opts so = {.size = sizeof(so), .cfg = cfg, .default_profile = profile};
@@ -105,16 +507,20 @@ int cli_mcp(int argc, char **argv)
 	}
 	struct srv_mgr_api api;
 	sbm_api(m, &api);
-	struct mgate mg = {.cfg = cfg, .log = log, .transport = "stdio", .peer = NULL};
+	char peer[128];
+	stdio_peer(peer, sizeof(peer));
+	struct mgate mg = {.cfg = cfg, .log = log, .transport = "stdio", .peer = peer};
 	struct srv_gate gate;
 	mgate_init(&mg, &gate);
-	struct mcp_opts mo = {.size = sizeof(mo), .mgr = &api, .gate = &gate, .server_version = AIRLOCK_VERSION,
-			      .log = log_stderr};
+	mo.mgr = &api;
+	mo.gate = &gate;
 	if (mcp_serve_stdio(&mo, 0, 1, sfd, &e) < 0)
 		cli_fail("mcp: %s", e.msg);
 	else
 		rc = 0;
 out:
+	prompt_stop(&pr); /* the session withdrew its questions when it ended */
+	apq_free(q);
 	sbm_free(m); /* every sandbox is destroyed: no process, cgroup or workspace is left */
 	audit_close(log);
 	cfg_free(cfg);

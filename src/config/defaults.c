@@ -120,7 +120,7 @@ const char cfg_default_yaml[] =
 	"  max_execs: 8\n"
 	"  idle_ttl: 10m\n"
 	"  max_lifetime: 1h\n"
-	"  pool: {untrusted-code-write: 2}\n"
+	"  pool: {untrusted-code-read: 2}\n"
 	"  # listen: unset, HTTP only with `airlock serve --http ADDR`. Off loopback, a token_file\n"
 	"  # (the bearer token clients must send) is required.\n"
 	"  http: {}\n";

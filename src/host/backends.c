@@ -70,6 +70,9 @@ static void oci_layers(const struct al_host_report *r, enum host_layers_backend 
 		/* crun runs in a user namespace of airlock's (ordinary user) or as root, and makes
 		 * a user namespace for the container: what the native backend needs. */
 		out->available = runtime_at(r, HOST_BACKEND_CRUN, "/usr/bin/crun") && r->ns[HOST_NS_USER].ok;
+		snprintf(out->why, sizeof(out->why), "%s",
+			 !runtime_at(r, HOST_BACKEND_CRUN, "/usr/bin/crun") ? "/usr/bin/crun is missing"
+									    : "user namespaces are unavailable");
 		namespaces(r, out);
 		out->has[HOST_LAYER_SECCOMP] = out->available && r->seccomp.filter; /* run.oci.seccomp_bpf_data */
 		out->has[HOST_LAYER_EGRESS_PROXY] = out->available && r->ns[HOST_NS_NET].ok;
@@ -78,10 +81,15 @@ static void oci_layers(const struct al_host_report *r, enum host_layers_backend 
 		 * user namespace of airlock's) fails with "fork/exec /proc/self/exe: invalid argument". */
 		out->available = runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc") && r->euid == 0 &&
 				 r->ns[HOST_NS_USER].ok;
+		snprintf(out->why, sizeof(out->why), "%s",
+			 !runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc") ? "/usr/bin/runsc is missing"
+			 : r->euid != 0 ? "runsc needs root here (its gofer cannot start as an ordinary user or in a user namespace)"
+					: "user namespaces are unavailable");
 		namespaces(r, out);
-		/* gVisor's kernel has its own cgroupfs, no kernel cgroup namespace; airlock's BPF
-		 * filter cannot be given to runsc (the payload's calls go to gVisor, not the host) */
+		/* gVisor's kernel has its own cgroupfs, no kernel cgroup namespace. The seccomp
+		 * profile is enforced by gVisor's kernel (runsc --oci-seccomp, linux.seccomp rules). */
 		out->has[HOST_LAYER_CGROUPNS] = false;
+		out->has[HOST_LAYER_SECCOMP] = out->available;
 	}
 	bool on = out->available;
 	out->has[HOST_LAYER_CGROUP_LIMITS] = on && cg; /* the supervisor's job cgroup holds the runtime */
@@ -109,6 +117,10 @@ void host_backend_layers(const struct al_host_report *r, enum host_layers_backen
 		out->available = r->ns[HOST_NS_USER].ok;
 	else
 		return;
+	snprintf(out->why, sizeof(out->why), "%s",
+		 b == HOST_LAYERS_BWRAP && !r->bwrap_version[0] ? "/usr/bin/bwrap is missing or does not run"
+		 : b == HOST_LAYERS_BWRAP ? "unprivileged user namespaces are unavailable (bwrap runs unprivileged)"
+					  : "user namespaces are unavailable");
 	namespaces(r, out);
 	bool on = out->available, cg = false;
 	for (int c = HOST_CG_MEMORY; c <= HOST_CG_CPU; c++)

@@ -223,6 +223,7 @@ const char *host_layers_backend_name(enum host_layers_backend b);
 
 struct host_layers {
 	bool available; /* the backend can start a job here at all */
+	char why[160];	/* when not available: what is missing */
 	bool has[HOST_LAYER__COUNT];
 };
 

@@ -273,7 +273,7 @@ void api_decide(struct hx_server *s, const struct hx_request *rq, char *const ca
 		hx_error(rs, 400, "the body must be {\"approve\": true} or {\"approve\": false}");
 		return;
 	}
-	if (!s->o.approvals || apq_resolve(s->o.approvals, id, yes, "http") < 0) {
+	if (!s->o.approvals || apq_resolve(s->o.approvals, id, yes, SRV_BY_HTTP) < 0) {
 		hx_error(rs, 404, "no pending approval %llu", id);
 		return;
 	}

@@ -41,8 +41,11 @@
  * 404 when unknown or ended). Notifications and responses get 202. A request gets one
  * application/json response when its answer is ready at once (or the client accepts only
  * JSON), else a text/event-stream carrying progress notifications, log messages and
- * elicitation requests, then the response. GET /mcp is 405 (no server-initiated stream);
- * DELETE /mcp ends the session (its running calls are cancelled).
+ * elicitation requests, then the response. An ASK for a session whose client cannot elicit
+ * waits in the approvals queue, like a JSON API call. GET /mcp is 405: the server offers no
+ * standalone stream (the 2025-11-25 and 2025-06-18 transports allow exactly that answer; every
+ * server message belongs to a POST's stream). DELETE /mcp ends the session (its running calls
+ * are cancelled).
  *
  * Security. Listening on a non-loopback address requires a token; with a token every request
  * needs "Authorization: Bearer <token>" (compared by SHA-256 digest with CRYPTO_memcmp: neither
@@ -85,6 +88,12 @@ struct http_opts {
 	/* The operator's log (NULL: none). Called from any thread. */
 	void (*log)(void *ctx, enum mcp_log_level level, const char *msg);
 	void *log_ctx;
+	/* MCP sessions: an ASK goes to the client's user through elicitation when the client
+	 * declared it, else to the approvals queue (listed by GET /v1/approvals), else is denied.
+	 * These turn a channel off or put the queue first (the configuration's approval.channels). */
+	bool mcp_no_elicitation;
+	bool mcp_no_queue;
+	bool mcp_queue_first;
 };
 
 /*

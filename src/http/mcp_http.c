@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 
 #include "http/hx.h"
+#include "manager/approval.h"
 #include "server/jsonrpc.h"
 #include "util/cleanup.h"
 
@@ -27,7 +28,8 @@
  *                          waiter that streams SSE: the client reads every stream of the session.
  * A message with no such waiter is dropped: the spec sends nothing to a client outside a stream
  * it opened, and this server offers no GET stream. (An approval that needs elicitation therefore
- * needs an SSE-capable client, as every conforming one is.)
+ * needs an SSE-capable client, as every conforming one is. A client that declared no
+ * elicitation gets its approvals through the approvals queue instead, like the JSON API.)
  *
  * Locks. The table's mutex guards the table and every session's refs; a session's mutex guards
  * its mcp_session (called by one thread at a time, as mcp.h requires) and its waiters. The table
@@ -61,6 +63,7 @@ struct hx_sessions {
 	struct msession **v;
 	size_t n, cap;
 	int wake_fd; /* tells the pump the set of sessions changed */
+	struct srv_approver queue; /* the approvals queue, for sessions whose client cannot elicit */
 };
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -82,6 +85,8 @@ int hx_sessions_new(struct hx_server *s)
 		return e;
 	}
 	pthread_mutex_init(&t->mu, NULL);
+	if (s->o.approvals)
+		apq_approver(s->o.approvals, &t->queue);
 	s->sessions = t;
 	return 0;
 }
@@ -226,6 +231,10 @@ static int session_new(struct hx_server *s, struct msession **out)
 		.approval_timeout_ms = s->o.approval_timeout_ms,
 		.log = s->o.log,
 		.log_ctx = s->o.log_ctx,
+		.approver = s->o.approvals && !s->o.mcp_no_queue ? &s->sessions->queue : NULL,
+		.approver_first = s->o.mcp_queue_first,
+		.no_elicitation = s->o.mcp_no_elicitation,
+		.transport = "http",
 	};
 	struct al_error err = {0};
 	int r = mcp_session_new(&mo, &ms->s, &err);
@@ -311,12 +320,14 @@ static void pump_locked(struct msession *ms)
 	json_decref(out);
 }
 
-static void feed_locked(struct msession *ms, const char *buf, size_t len)
+static void feed_locked(struct msession *ms, const struct hx_request *rq)
 {
 	json_t *out = json_array();
 	if (!out)
 		return;
-	mcp_session_feed(ms->s, buf, len, out);
+	/* The audit log names the connection each tools/call came on. */
+	mcp_session_set_peer(ms->s, rq->peer);
+	mcp_session_feed(ms->s, rq->body, rq->len, out);
 	/* A manager that finished synchronously queued its on_done already: answer now. */
 	mcp_session_poll(ms->s, out);
 	route(ms, out);
@@ -484,7 +495,7 @@ static void request(struct hx_server *s, struct msession *ms, const struct hx_re
 		tail = &(*tail)->next;
 	*tail = w;
 	ms->busy++;
-	feed_locked(ms, rq->body, rq->len);
+	feed_locked(ms, rq);
 	/* A client that reads only JSON waits here for the answer (nothing else can reach it). */
 	while (!sse && !w->answered && !ms->closed && !hx_stopping(s)) {
 		hx_cond_wait_ms(&ms->cv, &ms->mu, HX_WAIT_SLICE_MS);
@@ -533,7 +544,7 @@ static void initialize(struct hx_server *s, const struct hx_request *rq, const s
 	}
 	pthread_mutex_lock(&ms->mu);
 	ms->waiters = w;
-	feed_locked(ms, rq->body, rq->len);
+	feed_locked(ms, rq);
 	ms->waiters = NULL;
 	pthread_mutex_unlock(&ms->mu);
 	json_t *answer = json_array_get(w->mail, json_array_size(w->mail) - 1);
@@ -608,7 +619,7 @@ static void post(struct hx_server *s, const struct hx_request *rq, struct hx_res
 	} else {
 		/* Notifications and responses (to our elicitation) are accepted without a body. */
 		pthread_mutex_lock(&ms->mu);
-		feed_locked(ms, rq->body, rq->len);
+		feed_locked(ms, rq);
 		ms->last_used = hx_now_ms();
 		pthread_mutex_unlock(&ms->mu);
 		rs->status = 202;
@@ -660,7 +671,6 @@ int hx_pump(struct hx_server *s, int stop_fd, int max_ms)
 	}
 	pthread_mutex_unlock(&t->mu);
 	int timeout = max_ms;
-	uint64_t now = hx_now_ms();
 	pfd[0] = (struct pollfd){.fd = stop_fd, .events = POLLIN};
 	pfd[1] = (struct pollfd){.fd = t->wake_fd, .events = POLLIN};
 	for (size_t i = 0; i < n; i++) {
@@ -672,6 +682,9 @@ int hx_pump(struct hx_server *s, int stop_fd, int max_ms)
 			timeout = to;
 	}
 	int rc = poll(pfd, n + 2, timeout), failed = 0;
+	/* After the wait: a request may have used a session meanwhile (last_used later than a clock
+	 * read before poll would be, and the difference would wrap). */
+	uint64_t now = hx_now_ms();
 	if (rc < 0) {
 		failed = errno == EINTR ? 0 : -errno;
 		rc = 0;
@@ -687,7 +700,7 @@ int hx_pump(struct hx_server *s, int stop_fd, int max_ms)
 		struct msession *ms = snap[i];
 		pthread_mutex_lock(&ms->mu);
 		pump_locked(ms); /* cheap when idle: also expires approvals whose deadline passed */
-		bool idle = ms->busy == 0 && mcp_session_inflight(ms->s) == 0 &&
+		bool idle = ms->busy == 0 && mcp_session_inflight(ms->s) == 0 && now >= ms->last_used &&
 			    now - ms->last_used >= s->o.session_idle_ms;
 		pthread_mutex_unlock(&ms->mu);
 		if (idle) {

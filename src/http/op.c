@@ -30,6 +30,7 @@ struct hx_call {
 	uint64_t started;
 	bool decided; /* the gate was consulted: approval holds the outcome */
 	enum srv_gate_outcome approval;
+	enum srv_gate_by by; /* who answered an ASK */
 	bool ended; /* the audit hook (gate->finished) heard how it ended */
 	struct srv_op *op;
 	bool running;	/* the manager accepted the operation (its on_done will come) */
@@ -47,6 +48,7 @@ struct hx_call {
 	bool done;
 	bool answered; /* the approval queue called back */
 	enum srv_gate_outcome answer;
+	enum srv_gate_by answer_by;
 
 	/* The stream (the connection's thread only). */
 	bool sse, eof;
@@ -121,6 +123,9 @@ static void end(struct hx_call *c, enum srv_call_status status, const struct srv
 		.status = status,
 		.decided = c->decided,
 		.approval = c->approval,
+		.by = c->by,
+		.transport = "http",
+		.peer = c->peer,
 		.duration_ms = hx_now_ms() - c->started,
 		.result = res,
 		.message = msg,
@@ -128,27 +133,29 @@ static void end(struct hx_call *c, enum srv_call_status status, const struct srv
 	c->s->gate.finished(c->s->gate.ctx, &e);
 }
 
-static void record(struct hx_call *c, enum srv_gate_outcome o)
+static void record(struct hx_call *c, enum srv_gate_outcome o, enum srv_gate_by by)
 {
 	c->decided = true;
 	c->approval = o;
+	c->by = by;
 	c->s->gate.record(c->s->gate.ctx, tl_name(c->tool), c->args, o);
 }
 
 /* ---- the approval gate ---------------------------------------------------------------------- */
 
-static void approval_done(void *cookie, enum srv_gate_outcome outcome, const char *by)
+static void approval_done(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by)
 {
 	struct hx_call *c = cookie;
 	pthread_mutex_lock(&c->mu);
 	c->answered = true;
 	c->answer = outcome;
+	c->answer_by = by;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu); /* c may be gone from here on: the waiter owns it */
 }
 
 /* Registers the call in the approval queue and waits for a decision, its deadline, or a stop. */
-static enum srv_gate_outcome ask_and_wait(struct hx_call *c, const struct srv_gate_decision *d)
+static enum srv_gate_outcome ask_and_wait(struct hx_call *c, const struct srv_gate_decision *d, enum srv_gate_by *by)
 {
 	struct apq *q = c->s->o.approvals;
 	uint32_t timeout = d->timeout_ms ? d->timeout_ms : c->s->o.approval_timeout_ms;
@@ -175,6 +182,7 @@ static enum srv_gate_outcome ask_and_wait(struct hx_call *c, const struct srv_ga
 		hx_cond_wait_ms(&c->cv, &c->mu, left < HX_WAIT_SLICE_MS ? (int)left + 1 : HX_WAIT_SLICE_MS);
 	}
 	enum srv_gate_outcome o = c->answer;
+	*by = c->answer_by;
 	pthread_mutex_unlock(&c->mu);
 	return o;
 }
@@ -210,20 +218,21 @@ static int gate(struct hx_call *c, struct hx_response *rs)
 		d.verdict = SRV_GATE_ALLOW; /* no risk rules configured: the operator's choice */
 	d.reason[sizeof(d.reason) - 1] = 0;
 	enum srv_gate_outcome o;
+	enum srv_gate_by by = SRV_BY_NOBODY;
 	switch (d.verdict) {
 	case SRV_GATE_ALLOW:
-		record(c, SRV_GATE_ALLOWED);
+		record(c, SRV_GATE_ALLOWED, SRV_BY_NOBODY);
 		return 0;
 	case SRV_GATE_ASK:
-		o = c->s->o.approvals ? ask_and_wait(c, &d) : SRV_GATE_UNAVAILABLE;
-		record(c, o);
+		o = c->s->o.approvals ? ask_and_wait(c, &d, &by) : SRV_GATE_UNAVAILABLE;
+		record(c, o, by);
 		if (o == SRV_GATE_APPROVED)
 			return 0;
 		break;
 	case SRV_GATE_DENY:
 	default: /* a verdict we do not know is a denial: fail closed */
 		o = SRV_GATE_DENIED;
-		record(c, o);
+		record(c, o, SRV_BY_NOBODY);
 		break;
 	}
 	char text[SRV_GATE_REASON_MAX + 128];

@@ -5,7 +5,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "manager/audit.h"
 
@@ -25,7 +27,16 @@ struct apq {
 	struct apq_entry *head, *tail; /* oldest first */
 	uint64_t next_id;
 	size_t n;
+	int efd; /* bumped on every change */
 };
+
+static void changed(struct apq *q)
+{
+	uint64_t one = 1;
+	/* Non-blocking; a saturated counter (EAGAIN) stays readable, which is all a reader needs. */
+	if (write(q->efd, &one, sizeof(one)) < 0) {
+	}
+}
 
 static uint64_t mono_ms(void)
 {
@@ -49,6 +60,12 @@ int apq_new(struct apq **out)
 	struct apq *q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
+	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->efd < 0) {
+		int e = -errno;
+		free(q);
+		return e;
+	}
 	pthread_mutex_init(&q->mu, NULL);
 	*out = q;
 	return 0;
@@ -65,10 +82,11 @@ void apq_free(struct apq *q)
 	pthread_mutex_unlock(&q->mu);
 	while (e) {
 		struct apq_entry *next = e->next;
-		e->done(e->cookie, SRV_GATE_ABANDONED, "shutdown");
+		e->done(e->cookie, SRV_GATE_ABANDONED, SRV_BY_NOBODY);
 		entry_free(e);
 		e = next;
 	}
+	close(q->efd);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
 }
@@ -100,6 +118,7 @@ int apq_ask(struct apq *q, const char *tool, const json_t *args, const char *rea
 	q->n++;
 	*id_out = e->id;
 	pthread_mutex_unlock(&q->mu);
+	changed(q);
 	return 0;
 }
 
@@ -130,17 +149,19 @@ void apq_cancel(struct apq *q, uint64_t id, enum srv_gate_outcome why)
 	pthread_mutex_unlock(&q->mu);
 	if (!e)
 		return; /* already decided: its done() ran (or is running) on the resolver's thread */
-	e->done(e->cookie, why, why == SRV_GATE_TIMED_OUT ? "timeout" : NULL);
+	changed(q);
+	e->done(e->cookie, why, SRV_BY_NOBODY);
 	entry_free(e);
 }
 
-int apq_resolve(struct apq *q, uint64_t id, bool approve, const char *by)
+int apq_resolve(struct apq *q, uint64_t id, bool approve, enum srv_gate_by by)
 {
 	pthread_mutex_lock(&q->mu);
 	struct apq_entry *e = take(q, id);
 	pthread_mutex_unlock(&q->mu);
 	if (!e)
 		return -ENOENT;
+	changed(q);
 	/* Outside the lock: done() wakes a waiter that may call back into the queue. */
 	e->done(e->cookie, approve ? SRV_GATE_APPROVED : SRV_GATE_DECLINED, by);
 	entry_free(e);
@@ -174,4 +195,33 @@ size_t apq_pending(struct apq *q)
 	size_t n = q->n;
 	pthread_mutex_unlock(&q->mu);
 	return n;
+}
+
+int apq_fd(const struct apq *q)
+{
+	return q->efd;
+}
+
+void apq_drain(struct apq *q)
+{
+	uint64_t n;
+	if (read(q->efd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: nothing changed since the last drain */
+	}
+}
+
+static int approver_ask(void *ctx, const char *tool, const json_t *args, const char *reason, uint32_t timeout_ms,
+			srv_approver_done done, void *cookie, uint64_t *id)
+{
+	return apq_ask(ctx, tool, args, reason, timeout_ms, done, cookie, id);
+}
+
+static void approver_cancel(void *ctx, uint64_t id, enum srv_gate_outcome why)
+{
+	apq_cancel(ctx, id, why);
+}
+
+void apq_approver(struct apq *q, struct srv_approver *out)
+{
+	*out = (struct srv_approver){.ctx = q, .ask = approver_ask, .cancel = approver_cancel};
 }

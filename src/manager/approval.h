@@ -9,9 +9,10 @@
 #include "server/gate.h"
 
 /*
- * When the risk rules answer ASK, the front end that received the call (the HTTP JSON API today;
- * the MCP session and a terminal prompt later) registers it here and waits; whoever can decide
- * (POST /v1/approvals/{id}, a terminal prompt) lists the queue and resolves one entry.
+ * When the risk rules answer ASK, the front end that received the call (the HTTP JSON API, or
+ * an MCP session through apq_approver) registers it here and waits; whoever can decide
+ * (POST /v1/approvals/{id}, the terminal prompt of `airlock mcp`) lists the queue and resolves
+ * one entry.
  *
  *  - The queue has no timers and no threads of its own. A waiter keeps its own deadline and,
  *    when it passes (or the waiter gives up), calls apq_cancel: silence is a denial.
@@ -21,7 +22,10 @@
  *    entry left the queue and without the queue's lock held, so it may call back into the queue.
  *    Because resolve and cancel can race, a waiter that cancels must still wait for done() before
  *    it frees the cookie: done() may be running on the resolver's thread at that very moment.
- *  - by names who decided, for the audit log ("http", "terminal", "timeout"); copied for the call.
+ *  - by names who decided, for the audit log (SRV_BY_HTTP, SRV_BY_TERMINAL; SRV_BY_NOBODY when
+ *    the waiter gave up).
+ *  - apq_fd is readable after any change (an ask, a resolve, a cancel): a prompt polls it and
+ *    then reads apq_list, so it notices both new questions and withdrawn ones.
  *  - Every function is thread-safe. Ids are never reused within one queue.
  *  - The arguments kept for apq_list are reduced as in the audit log (audit_params): secrets
  *    dropped, code and file content replaced by their SHA-256, size and an escaped excerpt. A
@@ -30,10 +34,10 @@
 
 struct apq;
 
-typedef void (*apq_done_fn)(void *cookie, enum srv_gate_outcome outcome, const char *by);
+typedef srv_approver_done apq_done_fn;
 
 int apq_new(struct apq **out);
-/* Every entry still pending ends with done(SRV_GATE_ABANDONED, "shutdown"). */
+/* Every entry still pending ends with done(SRV_GATE_ABANDONED, SRV_BY_NOBODY). */
 void apq_free(struct apq *q);
 
 /* Registers a pending approval of tool with args (borrowed; a reduced copy is kept), reason (what
@@ -48,8 +52,13 @@ void apq_cancel(struct apq *q, uint64_t id, enum srv_gate_outcome why);
 json_t *apq_list(struct apq *q);
 /* A human decided: done(SRV_GATE_APPROVED or SRV_GATE_DECLINED, by). 0, or -ENOENT when id is
  * unknown or already decided (or cancelled). */
-int apq_resolve(struct apq *q, uint64_t id, bool approve, const char *by);
+int apq_resolve(struct apq *q, uint64_t id, bool approve, enum srv_gate_by by);
 /* How many are pending. */
 size_t apq_pending(struct apq *q);
+/* Readable after a change (an eventfd, non-blocking, O_CLOEXEC); apq_drain resets it. */
+int apq_fd(const struct apq *q);
+void apq_drain(struct apq *q);
+/* q as an MCP session's approver (gate.h): ask is apq_ask, cancel is apq_cancel. */
+void apq_approver(struct apq *q, struct srv_approver *out);
 
 #endif

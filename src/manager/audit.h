@@ -5,12 +5,13 @@
 /*
  * A record (one line, keys in this order):
  *   {"time":"2025-01-31T12:00:00.123Z",            RFC 3339, UTC, milliseconds
- *    "client":{"transport":"stdio","peer":null},
+ *    "client":{"transport":"stdio","peer":"pid 1234 (claude), tty /dev/pts/3"},  http: "127.0.0.1:41234"
  *    "sandbox":"sb-1" | null, "tool":"code_execute",
  *    "params":{...},                                the arguments, reduced (below)
  *    "params_dropped":["api_key"],                  only when a secret was dropped
  *    "risk":{"level":"HIGH","rule":"code-execute","needs_approval":true,"undecided":false} | null,
- *    "approval":{"decision":"approved"|"denied"|"none","by":"auto"|"elicitation"|"http"|"terminal"|"timeout"|null},
+ *    "approval":{"decision":"approved"|"denied"|"none","by":"rule"|"auto"|"elicitation"|"http"|"terminal"|
+ *                "timeout"|"unavailable"|"cancelled"|null},    approval_by in risk.h
  *    "result":{"status":"ok","duration_ms":12},
  *    "resources":{...} | null, "proxy":[...] | null}  as the caller passed them
  *
@@ -94,7 +95,7 @@ enum audit_decision {
 struct audit_record {
 	struct timespec time;	/* CLOCK_REALTIME when the request arrived; {0, 0}: now */
 	const char *transport;	/* "stdio", "http" */
-	const char *peer;	/* "127.0.0.1:41234", "uid 1000", or NULL */
+	const char *peer;	/* "127.0.0.1:41234", "pid 1234 (name), tty /dev/pts/3", or NULL */
 	const char *sandbox;	/* sandbox id, or NULL */
 	const char *tool;	/* "code_execute", ... */
 	const json_t *params;	/* the tool's arguments (reduced before writing) */

@@ -2,6 +2,7 @@
  * denies, or asks a human (the session does the asking); when the call ends, one audit record. */
 #include "mgate.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,19 +45,34 @@ static const char *status_name(enum srv_call_status s)
 	return "?";
 }
 
-static enum approval_by by_of(enum srv_gate_outcome o)
+/* Who decided, for the audit log: the rule, the policy, a human on one channel, or the clock. d is
+ * the call's classification (NULL when it could not be repeated). */
+static enum approval_by by_of(const struct srv_call_end *end, const struct risk_decision *d)
 {
-	switch (o) {
+	switch (end->approval) {
+	case SRV_GATE_ALLOWED:
+		return d && !d->needs_approval ? APPROVAL_BY_RULE : APPROVAL_BY_AUTO;
+	case SRV_GATE_DENIED:
+		return APPROVAL_BY_AUTO;
 	case SRV_GATE_APPROVED:
 	case SRV_GATE_DECLINED:
-		return APPROVAL_BY_ELICITATION;
+		switch (end->by) {
+		case SRV_BY_ELICITATION:
+			return APPROVAL_BY_ELICITATION;
+		case SRV_BY_HTTP:
+			return APPROVAL_BY_HTTP;
+		case SRV_BY_TERMINAL:
+			return APPROVAL_BY_TERMINAL;
+		case SRV_BY_NOBODY:
+			break;
+		}
+		return APPROVAL_BY_AUTO;
 	case SRV_GATE_TIMED_OUT:
 		return APPROVAL_BY_TIMEOUT;
-	case SRV_GATE_ALLOWED:
-	case SRV_GATE_DENIED:
 	case SRV_GATE_UNAVAILABLE:
+		return APPROVAL_BY_UNAVAILABLE;
 	case SRV_GATE_ABANDONED:
-		return APPROVAL_BY_AUTO;
+		return APPROVAL_BY_CANCELLED;
 	}
 	return APPROVAL_BY_AUTO;
 }
@@ -87,8 +103,9 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 				: (end->approval == SRV_GATE_ALLOWED || end->approval == SRV_GATE_APPROVED) ? AUDIT_APPROVED
 													    : AUDIT_DENIED;
 	struct audit_record rec = {
-		.transport = g->transport, .peer = g->peer, .sandbox = sandbox, .tool = end->tool, .params = end->args,
-		.risk = classified ? &d : NULL, .decision = dec, .by = by_of(end->approval),
+		.transport = end->transport ? end->transport : g->transport, .peer = end->peer ? end->peer : g->peer,
+		.sandbox = sandbox, .tool = end->tool, .params = end->args,
+		.risk = classified ? &d : NULL, .decision = dec, .by = by_of(end, classified ? &d : NULL),
 		.status = status_name(end->status), .duration_ms = end->duration_ms, .resources = res, .proxy = proxy,
 	};
 	/* A failing audit log is reported by the log itself (stderr); the call's answer stands. */
@@ -100,4 +117,20 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 void mgate_init(struct mgate *g, struct srv_gate *out)
 {
 	*out = (struct srv_gate){.ctx = g, .check = g_check, .finished = g_finished};
+}
+
+void mgate_channels(const struct cfg_approval *a, enum cfg_channel other, struct mgate_channels *out)
+{
+	size_t at_elicit = SIZE_MAX, at_other = SIZE_MAX;
+	for (size_t i = 0; i < a->channels.n; i++) {
+		if (at_elicit == SIZE_MAX && strcmp(a->channels.v[i], cfg_channel_name(CFG_CHAN_ELICITATION)) == 0)
+			at_elicit = i;
+		if (at_other == SIZE_MAX && strcmp(a->channels.v[i], cfg_channel_name(other)) == 0)
+			at_other = i;
+	}
+	*out = (struct mgate_channels){
+		.elicitation = at_elicit != SIZE_MAX,
+		.other = at_other != SIZE_MAX,
+		.other_first = at_other < at_elicit,
+	};
 }

@@ -204,7 +204,8 @@ const char *approval_by_name(enum approval_by by)
 {
 	static const char *const names[APPROVAL_BY__COUNT] = {
 		[APPROVAL_BY_AUTO] = "auto",	 [APPROVAL_BY_ELICITATION] = "elicitation", [APPROVAL_BY_HTTP] = "http",
-		[APPROVAL_BY_TERMINAL] = "terminal", [APPROVAL_BY_TIMEOUT] = "timeout",
+		[APPROVAL_BY_TERMINAL] = "terminal", [APPROVAL_BY_TIMEOUT] = "timeout", [APPROVAL_BY_RULE] = "rule",
+		[APPROVAL_BY_UNAVAILABLE] = "unavailable", [APPROVAL_BY_CANCELLED] = "cancelled",
 	};
 	return (unsigned)by < APPROVAL_BY__COUNT ? names[by] : "?";
 }

@@ -72,11 +72,14 @@ enum approval_verdict approval_auto(const struct cfg_approval *policy, const str
 
 /* Who decided, as the audit log names it. */
 enum approval_by {
-	APPROVAL_BY_AUTO,	 /* the policy (or a rule that needs no approval) */
+	APPROVAL_BY_AUTO,	 /* the approval policy, nobody asked: auto_approve_up_to, deny_above */
 	APPROVAL_BY_ELICITATION, /* the MCP client's user */
 	APPROVAL_BY_HTTP,	 /* POST /v1/approvals/{id} */
 	APPROVAL_BY_TERMINAL,	 /* the prompt of an interactive `airlock mcp` */
 	APPROVAL_BY_TIMEOUT,	 /* nobody, in time: a denial */
+	APPROVAL_BY_RULE,	 /* the matching rule needs no approval: allowed */
+	APPROVAL_BY_UNAVAILABLE, /* approval needed, but no channel could ask anybody: a denial */
+	APPROVAL_BY_CANCELLED,	 /* the client cancelled (or went away, or the server stopped) while asking */
 	APPROVAL_BY__COUNT,
 };
 const char *approval_by_name(enum approval_by by);

@@ -122,10 +122,13 @@ static void sbx_free(struct sbx *s)
 	free(s);
 }
 
-/* Drops one reference; the last one destroys the sandbox (outside the lock: it reaps). */
+/* Drops one reference; the last one destroys the sandbox (outside the lock: it reaps). An
+ * operation ending is a use: idle time counts from here, so an exec longer than server.idle_ttl
+ * does not leave its sandbox to expire at the next sweep. */
 static void sbx_put(struct sbm *m, struct sbx *s)
 {
 	pthread_mutex_lock(&m->mu);
+	s->used_ms = now_ms();
 	bool last = --s->refs == 0;
 	pthread_mutex_unlock(&m->mu);
 	if (last)
@@ -174,6 +177,30 @@ static void make_id(char id[SBM_ID_LEN + 1])
 }
 
 /* ---- policies ---------------------------------------------------------------------------- */
+
+/* Whether every host of "a,b,c" list x is in list y. */
+static bool hosts_within(const char *x, const char *y)
+{
+	while (*x) {
+		size_t n = strcspn(x, ",");
+		bool found = false;
+		for (const char *q = y; *q && !found;) {
+			size_t k = strcspn(q, ",");
+			found = k == n && strncmp(q, x, n) == 0;
+			q += k + (q[k] == ',');
+		}
+		if (!found)
+			return false;
+		x += n + (x[n] == ',');
+	}
+	return true;
+}
+
+/* Whether two "a,b,c" lists name the same hosts (in any order). */
+static bool same_hosts(const char *a, const char *b)
+{
+	return hosts_within(a, b) && hosts_within(b, a);
+}
 
 /* "a,b,c" from the client's domain list (each checked by the allowlist parser later). */
 static char *join_hosts(const char *const *v, size_t n)
@@ -321,8 +348,9 @@ static struct sbx *claim_pooled(struct sbm *m, const char *profile)
 	while (s && !(s->pooled && strcmp(s->profile, profile) == 0))
 		s = s->next;
 	if (s) {
+		/* Its lifetime (server.max_lifetime) starts now: time as a spare is not the client's. */
 		s->pooled = false;
-		s->used_ms = now_ms();
+		s->created_ms = s->used_ms = now_ms();
 		s->refs++;
 	}
 	if (s)
@@ -395,14 +423,16 @@ static void output_cb(void *cookie, int stream, const char *data, size_t len)
 		op->sink.on_output(op->sink.cookie, stream == 2 ? SRV_STDERR : SRV_STDOUT, data, len);
 }
 
-/* Runs argv-less policy p (argv set by the caller) in s, streaming output: 0 and *v, or -errno. */
-static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, struct al_verdict **v, struct al_error *err)
+/* Runs policy p (argv set by the caller) in s, streaming output: 0 and *v, or -errno. With network,
+ * the sandbox's posture; without, the exec gets an empty network namespace of its own. */
+static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool network, struct al_verdict **v,
+		  struct al_error *err)
 {
 	struct sbm *m = op->m;
 	int r = al_policy_set_sandbox(p, s->sb, err);
 	if (r < 0)
 		return r;
-	if (s->net == AL_NET_ALLOW) { /* the proxy variables of the sandbox's posture */
+	if (network && s->net == AL_NET_ALLOW) { /* the proxy variables of the sandbox's posture */
 		r = al_policy_set_network(p, AL_NET_ALLOW, err);
 		if (r == 0 && *s->net_hosts)
 			r = al_policy_allow_hosts(p, s->net_hosts, err);
@@ -540,6 +570,9 @@ static void *exec_thread(void *arg)
 		r = -ENOENT;
 	} else if (op->network && s->net != AL_NET_ALLOW) {
 		r = al_err(&err, EPERM, "sandbox %s was created without network access: create one with network_enabled", s->id);
+	} else if (op->network && *op->hosts && !same_hosts(op->hosts, s->net_hosts)) {
+		r = al_err(&err, EPERM, "sandbox %s reaches only the domains it was created with (%s): an exec can use them or no network, not others",
+			   s->id, *s->net_hosts ? s->net_hosts : "its profile's registries");
 	}
 	if (r == 0 && !s)
 		r = al_err(&err, EIO, "no sandbox");
@@ -575,7 +608,7 @@ static void *exec_thread(void *arg)
 		free(argv);
 	}
 	if (r == 0)
-		r = run_in(op, s, p, &v, &err);
+		r = run_in(op, s, p, op->kind == OP_INSTALL || op->network, &v, &err);
 	if (slot)
 		exec_slot_done(m);
 	al_policy_free(p);
@@ -608,7 +641,13 @@ static void *create_thread(void *arg)
 	int r = 0;
 	if (plain)
 		s = claim_pooled(m, profile); /* listed, with our reference */
-	if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
+	unsigned max = m->o.cfg->server.max_sandboxes;
+	pthread_mutex_lock(&m->mu);
+	bool full = !s && max && m->live >= max; /* checked again when listed: this spares a build */
+	pthread_mutex_unlock(&m->mu);
+	if (full)
+		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
+	if (!s && !full && (r = new_sandbox(m, profile, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
 		s->refs = 1; /* ours; list_sandbox adds the table's */
 		if ((r = list_sandbox(m, s, &err)) < 0) {
 			sbx_free(s);

@@ -190,11 +190,17 @@ int main(int argc, char **argv)
 	struct mgate mg = {.cfg = cfg, .log = log, .transport = "http"};
 	struct srv_gate gate;
 	mgate_init(&mg, &gate);
+	/* approval.channels: elicitation for MCP clients that can, the queue behind /v1/approvals
+	 * for everyone else (the JSON API, MCP clients without elicitation), in the listed order. A
+	 * channel left out is never used: without "http", a call that needs approval over the JSON
+	 * API is denied rather than parked where no reviewer is expected to look. */
+	struct mgate_channels ch;
+	mgate_channels(&cfg->approval, CFG_CHAN_HTTP, &ch);
 	struct http_opts ho = {
 		.size = sizeof(ho), .listen = s.listen ? s.listen : cfg->server.http_listen ? cfg->server.http_listen : SERVE_DEFAULT_LISTEN,
-		.token = token[0] ? token : NULL, .mgr = &api, .gate = &gate, .approvals = q,
+		.token = token[0] ? token : NULL, .mgr = &api, .gate = &gate, .approvals = ch.other ? q : NULL,
 		.server_version = AIRLOCK_VERSION, .stats = stats, .stats_ctx = &s, .ready = ready, .ready_ctx = &s,
-		.log = log_stderr,
+		.log = log_stderr, .mcp_no_elicitation = !ch.elicitation, .mcp_queue_first = ch.other_first,
 	};
 	if (http_serve(&ho, sfd, &e) < 0)
 		fail("%s", e.msg);

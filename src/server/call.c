@@ -49,6 +49,7 @@ static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id t
 	c->args = json_incref(args);
 	c->progress = json_incref(token);
 	c->started = ses_now(s);
+	memcpy(c->peer, s->peer, sizeof(c->peer));
 	c->next = s->calls;
 	if (s->calls)
 		s->calls->prev = c;
@@ -71,6 +72,7 @@ static void call_free(struct mcp_session *s, struct call *c)
 	if (c->op && s->o.mgr->release)
 		s->o.mgr->release(s->o.mgr->ctx, c->op);
 	evq_link_unref(c->link);
+	evq_link_unref(c->alink);
 	json_decref(c->req_id);
 	json_decref(c->args);
 	json_decref(c->progress);
@@ -78,11 +80,12 @@ static void call_free(struct mcp_session *s, struct call *c)
 	free(c);
 }
 
-static void gate_record(struct mcp_session *s, struct call *c, enum srv_gate_outcome outcome)
+static void gate_record(struct mcp_session *s, struct call *c, enum srv_gate_outcome outcome, enum srv_gate_by by)
 {
 	const struct srv_gate *g = s->o.gate;
 	c->decided = true;
 	c->approval = outcome;
+	c->by = by;
 	if (g && g->record)
 		g->record(g->ctx, tl_name(c->tool), c->args, outcome);
 }
@@ -99,6 +102,9 @@ static void call_end(struct mcp_session *s, struct call *c, enum srv_call_status
 			.status = status,
 			.decided = c->decided,
 			.approval = c->approval,
+			.by = c->by,
+			.transport = s->o.transport,
+			.peer = c->peer[0] ? c->peer : NULL,
 			.duration_ms = ses_now(s) - c->started,
 			.result = res,
 			.message = msg,
@@ -212,13 +218,15 @@ static int ask_human(struct mcp_session *s, struct call *c, const struct srv_gat
 	return ses_logf(s, out, MCP_LOG_NOTICE, "%s waits for approval", tl_name(c->tool));
 }
 
-static int deny(struct mcp_session *s, struct call *c, enum srv_gate_outcome outcome, const char *text,
-		json_t *out)
+static int deny(struct mcp_session *s, struct call *c, enum srv_gate_outcome outcome, enum srv_gate_by by,
+		const char *text, json_t *out)
 {
-	gate_record(s, c, outcome);
+	gate_record(s, c, outcome, by);
 	ses_logf(s, out, MCP_LOG_NOTICE, "%s %s", tl_name(c->tool), text);
 	return finish_tool_error(s, c, SRV_CALL_DENIED, text, out);
 }
+
+static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, json_t *out);
 
 /* APPROVAL GATE: the one place where risk rules see a call before the manager does. A call that
  * is not allowed here never reaches start(). */
@@ -233,22 +241,26 @@ static int gate(struct mcp_session *s, struct call *c, json_t *out)
 	char text[SRV_GATE_REASON_MAX + 160];
 	switch (d.verdict) {
 	case SRV_GATE_ALLOW:
-		gate_record(s, c, SRV_GATE_ALLOWED);
+		gate_record(s, c, SRV_GATE_ALLOWED, SRV_BY_NOBODY);
 		return start(s, c, out);
-	case SRV_GATE_ASK:
-		if (s->client_elicits)
+	case SRV_GATE_ASK: {
+		bool elicit = s->client_elicits && !s->o.no_elicitation;
+		if (elicit && !(s->o.approver && s->o.approver_first))
 			return ask_human(s, c, &d, out);
-		snprintf(text, sizeof(text),
-			 "denied: this call needs a human's approval (%s), and this client cannot ask its user "
-			 "(no elicitation capability)",
-			 d.reason[0] ? d.reason : "risk rules");
-		return deny(s, c, SRV_GATE_UNAVAILABLE, text, out);
+		if (s->o.approver)
+			return ask_approver(s, c, &d, out);
+		snprintf(text, sizeof(text), "denied: this call needs a human's approval (%s), and nobody can be asked (%s)",
+			 d.reason[0] ? d.reason : "risk rules",
+			 s->client_elicits ? "the operator turned elicitation off"
+					   : "this client has no elicitation capability, and no other channel is set up");
+		return deny(s, c, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY, text, out);
+	}
 	case SRV_GATE_DENY:
 		break;
 	}
 	/* Anything else, including a verdict we do not know, is a denial: fail closed. */
 	snprintf(text, sizeof(text), "denied: %s", d.reason[0] ? d.reason : "the risk rules refuse this call");
-	return deny(s, c, SRV_GATE_DENIED, text, out);
+	return deny(s, c, SRV_GATE_DENIED, SRV_BY_NOBODY, text, out);
 }
 
 /* Tells the client we no longer wait for our elicitation (the spec's way to give up on a request). */
@@ -259,6 +271,67 @@ static int cancel_elicitation(const struct call *c, const char *reason, json_t *
 	if (!n || json_array_append_new(out, n) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+/* Stops waiting for the human, whichever way c asked: the client hears that our elicitation is
+ * withdrawn, the approver drops its entry (its late answer, if any, finds no call). */
+static int give_up_asking(struct mcp_session *s, const struct call *c, enum srv_gate_outcome why,
+			  const char *reason, json_t *out)
+{
+	if (!c->via_approver)
+		return cancel_elicitation(c, reason, out);
+	s->o.approver->cancel(s->o.approver->ctx, c->approver_id, why);
+	return 0;
+}
+
+/* Asks through the approver (the approval queue, a terminal prompt). Its answer arrives as an
+ * EVQ_ANSWER event for c->id; until then c waits like an elicitation, with the same deadline. */
+static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, json_t *out)
+{
+	const struct srv_approver *a = s->o.approver;
+	uint32_t timeout = d->timeout_ms ? d->timeout_ms : s->o.approval_timeout_ms;
+	c->alink = evq_link_new(s->q, c->id, 0);
+	if (!c->alink)
+		return finish_failure(s, c, -ENOMEM, "out of memory asking for approval", out);
+	int r = a->ask(a->ctx, tl_name(c->tool), c->args, d->reason, timeout, evq_link_answer, c->alink,
+		       &c->approver_id);
+	if (r < 0) {
+		evq_link_not_started(c->alink); /* the approver's reference: done will never come */
+		return deny(s, c, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY,
+			    "denied: this call needs a human's approval, and it could not be asked for", out);
+	}
+	c->via_approver = true;
+	c->state = CALL_APPROVAL;
+	c->deadline = ses_now(s) + timeout;
+	return ses_logf(s, out, MCP_LOG_NOTICE, "%s waits for approval %llu (%s)", tl_name(c->tool),
+			(unsigned long long)c->approver_id, d->reason);
+}
+
+/* The approver's answer. A late one (the call timed out or was cancelled meanwhile) finds no
+ * call waiting and is dropped: only an approval that came in time runs anything. */
+static int on_answer(struct mcp_session *s, struct call *c, const struct evq_event *e, json_t *out)
+{
+	if (c->state != CALL_APPROVAL || !c->via_approver)
+		return 0;
+	if (e->outcome == SRV_GATE_APPROVED) {
+		gate_record(s, c, SRV_GATE_APPROVED, e->by);
+		ses_logf(s, out, MCP_LOG_NOTICE, "%s approved (%s)", tl_name(c->tool), srv_gate_by_name(e->by));
+		return start(s, c, out);
+	}
+	switch (e->outcome) {
+	case SRV_GATE_DECLINED:
+		return deny(s, c, SRV_GATE_DECLINED, e->by, "denied: the reviewer did not approve this call", out);
+	case SRV_GATE_TIMED_OUT:
+		return deny(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout", out);
+	case SRV_GATE_ALLOWED:
+	case SRV_GATE_APPROVED:
+	case SRV_GATE_DENIED:
+	case SRV_GATE_UNAVAILABLE:
+	case SRV_GATE_ABANDONED:
+		break;
+	}
+	return deny(s, c, SRV_GATE_ABANDONED, SRV_BY_NOBODY,
+		    "denied: the approval was withdrawn before anybody answered (the server is stopping)", out);
 }
 
 /* Only an explicit "accept" with approve: true runs the call. */
@@ -277,13 +350,14 @@ int call_answer(struct mcp_session *s, const struct jr_message *m, json_t *out)
 	if (!c)
 		return ses_logf(s, NULL, MCP_LOG_DEBUG, "ignored a response to no request of ours");
 	if (approved(m)) {
-		gate_record(s, c, SRV_GATE_APPROVED);
+		gate_record(s, c, SRV_GATE_APPROVED, SRV_BY_ELICITATION);
 		ses_logf(s, out, MCP_LOG_NOTICE, "%s approved by the user", tl_name(c->tool));
 		return start(s, c, out);
 	}
 	if (m->kind == JR_ERROR)
-		return deny(s, c, SRV_GATE_UNAVAILABLE, "denied: the client could not ask its user for approval", out);
-	return deny(s, c, SRV_GATE_DECLINED, "denied: the user did not approve this call", out);
+		return deny(s, c, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY,
+			    "denied: the client could not ask its user for approval", out);
+	return deny(s, c, SRV_GATE_DECLINED, SRV_BY_ELICITATION, "denied: the user did not approve this call", out);
 }
 
 static int expire_approvals(struct mcp_session *s, json_t *out)
@@ -294,9 +368,9 @@ static int expire_approvals(struct mcp_session *s, json_t *out)
 		next = c->next;
 		if (c->state != CALL_APPROVAL || c->deadline > now)
 			continue;
-		r = cancel_elicitation(c, "approval timed out", out);
+		r = give_up_asking(s, c, SRV_GATE_TIMED_OUT, "approval timed out", out);
 		if (r == 0)
-			r = deny(s, c, SRV_GATE_TIMED_OUT, "denied: no approval before the timeout", out);
+			r = deny(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout", out);
 	}
 	return r;
 }
@@ -383,8 +457,8 @@ int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out)
 	const char *reason = json_string_value(json_object_get(params, "reason"));
 	ses_logf(s, NULL, MCP_LOG_INFO, "%s cancelled by the client: %.120s", tl_name(c->tool), reason ? reason : "");
 	if (c->state == CALL_APPROVAL) {
-		gate_record(s, c, SRV_GATE_ABANDONED);
-		int r = cancel_elicitation(c, "the call was cancelled", out);
+		gate_record(s, c, SRV_GATE_ABANDONED, SRV_BY_NOBODY);
+		int r = give_up_asking(s, c, SRV_GATE_ABANDONED, "the call was cancelled", out);
 		call_end(s, c, SRV_CALL_CANCELLED, NULL, NULL);
 		return r;
 	}
@@ -449,7 +523,8 @@ static int on_done(struct mcp_session *s, struct call *c, const struct evq_event
 	return r < 0 ? r : d;
 }
 
-int call_poll(struct mcp_session *s, json_t *out)
+/* The queued events: output, ends, the approver's answers. */
+static int take_events(struct mcp_session *s, json_t *out, bool *answered)
 {
 	int r = 0;
 	for (struct evq_event *e = evq_take(s->q), *next; e; e = next) {
@@ -460,8 +535,24 @@ int call_poll(struct mcp_session *s, json_t *out)
 		else if (c && e->kind == EVQ_DONE) {
 			int d = on_done(s, c, e, out);
 			r = r < 0 ? r : d;
+		} else if (c && e->kind == EVQ_ANSWER) {
+			int d = on_answer(s, c, e, out);
+			r = r < 0 ? r : d;
+			*answered = true;
 		}
 		evq_event_free(e);
+	}
+	return r;
+}
+
+int call_poll(struct mcp_session *s, json_t *out)
+{
+	bool answered = false;
+	int r = take_events(s, out, &answered);
+	/* An approval started the call: a manager that finished at once has queued its end. */
+	if (answered) {
+		int d = take_events(s, out, &answered);
+		r = r < 0 ? r : d;
 	}
 	int x = expire_approvals(s, out);
 	return r < 0 ? r : x;
@@ -472,7 +563,10 @@ void call_cancel_all(struct mcp_session *s)
 	for (struct call *c = s->calls, *next; c; c = next) {
 		next = c->next;
 		if (c->state == CALL_APPROVAL) {
-			gate_record(s, c, SRV_GATE_ABANDONED);
+			gate_record(s, c, SRV_GATE_ABANDONED, SRV_BY_NOBODY);
+			/* The client is gone: nothing to tell it, but the approver's entry goes. */
+			if (c->via_approver)
+				s->o.approver->cancel(s->o.approver->ctx, c->approver_id, SRV_GATE_ABANDONED);
 			call_end(s, c, SRV_CALL_CANCELLED, NULL, NULL);
 		} else if (!c->cancelled) {
 			c->cancelled = true;
@@ -506,6 +600,21 @@ const char *srv_gate_outcome_name(enum srv_gate_outcome o)
 		return "unavailable";
 	case SRV_GATE_ABANDONED:
 		return "abandoned";
+	}
+	return "unknown";
+}
+
+const char *srv_gate_by_name(enum srv_gate_by by)
+{
+	switch (by) {
+	case SRV_BY_NOBODY:
+		return "nobody";
+	case SRV_BY_ELICITATION:
+		return "elicitation";
+	case SRV_BY_HTTP:
+		return "http";
+	case SRV_BY_TERMINAL:
+		return "terminal";
 	}
 	return "unknown";
 }

@@ -164,6 +164,19 @@ static void link_on_done(void *cookie, struct srv_result *result)
 	evq_link_unref(l);
 }
 
+void evq_link_answer(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by)
+{
+	struct evq_link *l = cookie;
+	struct evq_event *e = calloc(1, sizeof(*e));
+	/* Without memory the call cannot hear its answer: it stays waiting until its deadline, and
+	 * the timeout denies it (fail closed: only an answer that arrived can approve). */
+	if (e) {
+		*e = (struct evq_event){.kind = EVQ_ANSWER, .call_id = l->call_id, .outcome = outcome, .by = by};
+		push(l->q, e);
+	}
+	evq_link_unref(l);
+}
+
 struct evq_link *evq_link_new(struct evq *q, uint64_t call_id, size_t stream_budget)
 {
 	struct evq_link *l = calloc(1, sizeof(*l));

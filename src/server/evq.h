@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/gate.h"
 #include "server/mgr_api.h"
 
 /*
@@ -21,6 +22,7 @@ struct evq_link; /* one operation's sink cookie */
 enum evq_kind {
 	EVQ_OUTPUT, /* a chunk of output (only when the call wants progress) */
 	EVQ_DONE,   /* the operation ended: result is the manager's */
+	EVQ_ANSWER, /* the approver answered (or gave up): outcome, by */
 };
 
 struct evq_event {
@@ -29,6 +31,8 @@ struct evq_event {
 	uint64_t call_id;
 	enum srv_stream stream;
 	struct srv_result *result; /* EVQ_DONE (NULL: the manager ran out of memory) */
+	enum srv_gate_outcome outcome; /* EVQ_ANSWER */
+	enum srv_gate_by by;	       /* EVQ_ANSWER */
 	size_t len;
 	char data[]; /* EVQ_OUTPUT: len bytes */
 };
@@ -56,5 +60,8 @@ void evq_link_not_started(struct evq_link *l);
 /* Output bytes the budget refused so far. */
 uint64_t evq_link_dropped(const struct evq_link *l);
 void evq_link_unref(struct evq_link *l);
+/* An approver's done callback (gate.h) whose cookie is a link: queues EVQ_ANSWER for the link's
+ * call and drops the approver's reference (the link's second one, as the manager's above). */
+void evq_link_answer(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by);
 
 #endif

@@ -16,9 +16,11 @@
  *   DENY   the call never runs; the client gets a tool error carrying reason;
  *   ASK    a human decides: the session sends the client an MCP elicitation/create request (if
  *          the client declared the elicitation capability) showing reason and the arguments,
- *          and waits up to timeout_ms. Only an explicit approval runs the call; a decline, a
- *          cancel, an error answer, silence past the timeout, or a client that cannot ask its
- *          user are all denials.
+ *          and waits up to timeout_ms; or, when the client cannot (or the operator prefers
+ *          otherwise), asks through the session's approver (struct srv_approver below: the
+ *          approval queue behind /v1/approvals, or a terminal prompt). Only an explicit approval
+ *          runs the call; a decline, a cancel, an error answer, silence past the timeout, or no
+ *          way to ask anybody are all denials.
  * check runs on the session's thread and must not block (asking a human is ASK, not a wait
  * inside check).
  */
@@ -39,6 +41,14 @@ enum srv_gate_outcome {
 	SRV_GATE_ABANDONED,	/* the client cancelled the call, or went away, while we waited */
 };
 
+/* Who answered an ASK, for the audit log. */
+enum srv_gate_by {
+	SRV_BY_NOBODY,	    /* the rules decided, or no human answered */
+	SRV_BY_ELICITATION, /* the MCP client's user, through elicitation/create */
+	SRV_BY_HTTP,	    /* a reviewer, through POST /v1/approvals/{id} */
+	SRV_BY_TERMINAL,    /* the operator, at the prompt of an interactive `airlock mcp` */
+};
+
 /* How a tools/call ended, for the audit log. */
 enum srv_call_status {
 	SRV_CALL_OK,		 /* the tool ran and succeeded */
@@ -56,6 +66,9 @@ struct srv_call_end {
 	enum srv_call_status status;
 	bool decided;			  /* the gate was consulted (false for INVALID) */
 	enum srv_gate_outcome approval;	  /* when decided */
+	enum srv_gate_by by;		  /* who answered, when a human was asked and answered */
+	const char *transport;		  /* "stdio", "http", or NULL (the gate's own default) */
+	const char *peer;		  /* the client that sent the call, or NULL (the gate's default) */
 	uint64_t duration_ms;		  /* from the request's arrival */
 	const struct srv_result *result;  /* the manager's result (verdict, resources), or NULL */
 	const char *message;		  /* the error text the client got, or NULL */
@@ -80,6 +93,26 @@ struct srv_gate {
 	void (*finished)(void *ctx, const struct srv_call_end *end);
 };
 
+/*
+ * A way to ask a human outside the MCP protocol: the approval queue (manager/approval.h) that
+ * GET/POST /v1/approvals and the terminal prompt of `airlock mcp` serve.
+ *  - ask registers the question and returns at once: 0 with *id set, or -errno (then done is
+ *    never called). done(cookie, outcome, by) is then called exactly once, from any thread
+ *    (possibly inside cancel, on the caller's thread): APPROVED or DECLINED with who answered,
+ *    or cancel's why. The cookie must stay valid until done ran.
+ *  - cancel(id, why) gives up (SRV_GATE_TIMED_OUT, SRV_GATE_ABANDONED); a no-op when the
+ *    answer already came (done ran or is running elsewhere).
+ */
+typedef void (*srv_approver_done)(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by);
+
+struct srv_approver {
+	void *ctx;
+	int (*ask)(void *ctx, const char *tool, const json_t *args, const char *reason, uint32_t timeout_ms,
+		   srv_approver_done done, void *cookie, uint64_t *id);
+	void (*cancel)(void *ctx, uint64_t id, enum srv_gate_outcome why);
+};
+
 const char *srv_gate_outcome_name(enum srv_gate_outcome o);
+const char *srv_gate_by_name(enum srv_gate_by by);
 
 #endif

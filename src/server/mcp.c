@@ -289,6 +289,11 @@ size_t mcp_session_inflight(const struct mcp_session *s)
 	return s->n_calls;
 }
 
+void mcp_session_set_peer(struct mcp_session *s, const char *peer)
+{
+	snprintf(s->peer, sizeof(s->peer), "%s", peer ? peer : "");
+}
+
 const char *mcp_session_protocol(const struct mcp_session *s)
 {
 	return s->protocol;
@@ -306,6 +311,8 @@ static int check_opts(const struct mcp_opts *o, struct al_error *err)
 		return al_err(err, EINVAL, "mcp: the manager table is incomplete");
 	if (o->gate && !o->gate->check)
 		return al_err(err, EINVAL, "mcp: the gate has no check function");
+	if (o->size > offsetof(struct mcp_opts, approver) && o->approver && (!o->approver->ask || !o->approver->cancel))
+		return al_err(err, EINVAL, "mcp: the approver needs ask and cancel");
 	return 0;
 }
 

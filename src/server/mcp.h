@@ -68,6 +68,12 @@ struct mcp_opts {
 	/* The operator's log (the stdio transport writes it to stderr, never stdout). NULL: none. */
 	void (*log)(void *ctx, enum mcp_log_level level, const char *msg);
 	void *log_ctx;
+	/* Asking a human (gate ASK). By default the client's user through elicitation when the
+	 * client declared it, else the approver, else nobody (a denial). */
+	const struct srv_approver *approver; /* NULL: none; borrowed: must outlive the session */
+	bool approver_first;		     /* the approver even when the client could elicit */
+	bool no_elicitation;		     /* never elicit (the operator chose other channels) */
+	const char *transport;		     /* for the audit hook: "stdio", "http" (NULL: the gate's) */
 };
 
 struct mcp_session;
@@ -94,6 +100,9 @@ int mcp_session_timeout(const struct mcp_session *s);
  * let go of them; nothing is sent for cancelled calls. */
 void mcp_session_cancel_all(struct mcp_session *s);
 size_t mcp_session_inflight(const struct mcp_session *s);
+/* Who sends the messages fed from now on (copied, truncated to 95 bytes; NULL: nobody known):
+ * each tools/call keeps the peer it came from, for the audit hook (srv_call_end.peer). */
+void mcp_session_set_peer(struct mcp_session *s, const char *peer);
 /* The negotiated revision, or NULL before initialize. */
 const char *mcp_session_protocol(const struct mcp_session *s);
 /* Logs msg to the operator's log and, if the client's level admits it, as notifications/message. */

@@ -10,6 +10,7 @@
 #include "server/tools.h"
 
 #define MCP_UTF8_CARRY 4
+#define MCP_PEER_MAX 96
 
 static inline void ses_json_decrefp(json_t **j)
 {
@@ -18,7 +19,7 @@ static inline void ses_json_decrefp(json_t **j)
 #define cleanup_json __attribute__((cleanup(ses_json_decrefp)))
 
 enum call_state {
-	CALL_APPROVAL, /* waiting for the human's answer to our elicitation/create */
+	CALL_APPROVAL, /* waiting for a human: our elicitation/create, or the approver */
 	CALL_RUNNING,  /* started on the manager, waiting for on_done */
 };
 
@@ -32,7 +33,10 @@ struct call {
 	json_t *progress;    /* the client's progressToken, or NULL */
 	enum call_state state;
 	bool cancelled;	     /* the client cancelled it: it gets no response */
-	json_t *elicit_id;   /* CALL_APPROVAL: our request's id */
+	json_t *elicit_id;   /* CALL_APPROVAL through elicitation: our request's id */
+	bool via_approver;   /* CALL_APPROVAL through the approver: */
+	uint64_t approver_id; /* its id there */
+	struct evq_link *alink; /* the approver's cookie (the answer comes as EVQ_ANSWER) */
 	uint64_t deadline;   /* CALL_APPROVAL: when silence becomes a denial */
 	struct evq_link *link;
 	struct srv_op *op;
@@ -40,6 +44,8 @@ struct call {
 	uint64_t started;    /* ses_now() when the request arrived */
 	bool decided;	     /* the gate's outcome is known: */
 	enum srv_gate_outcome approval;
+	enum srv_gate_by by; /* who answered */
+	char peer[MCP_PEER_MAX]; /* the client that sent it (for the audit log) */
 	char carry[2][MCP_UTF8_CARRY]; /* per stream: a character cut by the chunk boundary */
 	size_t carry_len[2];
 };
@@ -62,6 +68,7 @@ struct mcp_session {
 	size_t n_calls;
 	uint64_t next_call_id;
 	uint64_t next_request_id;
+	char peer[MCP_PEER_MAX]; /* mcp_session_set_peer: the sender of the messages fed next */
 };
 
 /* mcp.c */

@@ -10,9 +10,22 @@
 # Hostile programs run only inside `airlock run` (esc_run); nothing here executes them on
 # the host. Host-side files live in al_tmpdir directories under the test's marked root.
 #
-# Environment: AL_ESC_BIN (the built programs), AL_BACKEND (default native; airlock has no
-# --backend flag yet, so any other name is passed as `--backend NAME` and the verdict's
-# "backend" must match).
+# Environment: AL_ESC_BIN (the built programs), AL_BACKEND (native, bwrap, oci or gvisor; default
+# native). lib.sh passes `--backend NAME` to every al_run/al_airlock (ESC_BACKEND_ARGS is for the
+# few places that start "$AL_AIRLOCK_BIN" themselves), the verdict's "backend" must name it, and a
+# backend `airlock check` calls unavailable in this mode (gvisor as an ordinary user) never runs a
+# case: lib.sh asserts its refusal (exit 125) instead.
+#
+# Backends differ in two ways the judges must know (README.md, "Backends"):
+#   - pid 1: native's init is airlock-init, another uid, not dumpable; bwrap's pid 1 is bwrap's own
+#     init, the payload's uid under the same seccomp filter and no_new_privs (esc_init_domain);
+#     under oci and gvisor the payload itself is the container's pid 1.
+#   - gvisor: the payload's system calls go to gVisor's Sentry, a kernel in user space, not to the
+#     host's. With --oci-seccomp the Sentry enforces airlock's profile (enforced.seccomp names it)
+#     and the calls are judged as everywhere; without, a call the Sentry answers (a nested user
+#     namespace, io_uring, syslog) acts on the Sentry's state only, so there the judge is what the
+#     call could reach (esc_unfiltered_answers), never the call alone. Objects of the Sentry's own
+#     (its /dev, sysfs) are esc_sentry_answers.
 
 : "${AL_ESC_BIN:?AL_ESC_BIN must name the directory of the built esc-* programs}"
 AL_BACKEND=${AL_BACKEND:-native}
@@ -45,7 +58,7 @@ esc_run() {
 		shift
 	done
 	[ $# -gt 0 ] && shift
-	al_run run "${ESC_BACKEND_ARGS[@]}" --ro "$ESC_DIR:$ESC" --json "${opts[@]}" -- "$@"
+	al_run run --ro "$ESC_DIR:$ESC" --json "${opts[@]}" -- "$@"
 	esc_parse_verdict "$AL_OUT_FILE"
 }
 
@@ -167,7 +180,7 @@ esc_bg_as_uid() {
 # (the verdict of a trivial run says so); else 1, and callers check that explicit limits are
 # refused instead (fail closed), never run the bomb unguarded by airlock.
 esc_cgroup_limits() {
-	al_run run "${ESC_BACKEND_ARGS[@]}" --json -- /bin/true
+	al_run run --json -- /bin/true
 	[ "$AL_RC" = 0 ] || al_fail "airlock cannot run /bin/true"
 	[ "$(al_json_type "$AL_OUT" enforced.cgroup)" = object ] &&
 		[ "$(al_json_get "$AL_OUT" enforced.cgroup.memory)" = true ] &&
@@ -212,4 +225,174 @@ esc_in_pty() {
 esc_tree_sum() {
 	(cd "$1" && find . -printf '%p %y %m %s %l\n' | LC_ALL=C sort && find . -type f -exec sha256sum {} + | LC_ALL=C sort) |
 		sha256sum | cut -d' ' -f1
+}
+
+# ---------------------------------------------------------------- backends
+
+# esc_gvisor: 0 under --backend gvisor (system calls answered by gVisor's Sentry).
+esc_gvisor() { [ "$AL_BACKEND" = gvisor ]; }
+
+# esc_unfiltered: 0 under gvisor when the last verdict says no seccomp profile was enforced
+# (runsc without --oci-seccomp): then the Sentry answers every call itself.
+esc_unfiltered() { esc_gvisor && [ "$(esc_v enforced.seccomp)" = false ]; }
+
+# esc_unfiltered_answers NAME...: system calls airlock's seccomp profile refuses. Where a profile is
+# enforced (every backend; gvisor with --oci-seccomp, the Sentry enforcing it) they are judged as
+# esc_denied. Under gvisor without one, each may succeed because the Sentry implements it for
+# itself (its own user namespaces, io_uring, syslog buffer): the host kernel never sees the call,
+# and the caller judges what it could reach.
+esc_unfiltered_answers() {
+	if esc_unfiltered; then
+		esc_sentry_answers "$@"
+	else
+		esc_denied "$@"
+	fi
+}
+
+# esc_sentry_answers NAME...: under gvisor, each attempt NAME was reported, and may have
+# succeeded on an object of the Sentry's own (its emulated /dev/fuse and /dev/net/tun, its sysfs,
+# a node in its tmpfs): nothing of the host's is behind it; the caller judges what it could reach.
+# Under every other backend: esc_denied.
+esc_sentry_answers() {
+	local n v said=""
+	if ! esc_gvisor; then
+		esc_denied "$@"
+		return 0
+	fi
+	for n in "$@"; do
+		v=$(esc_kv "$n")
+		[ -n "$v" ] || { esc_dump; al_fail "the program reported nothing for '$n'"; }
+		said="$said $n=$v"
+	done
+	al_pass "gvisor: answered by the Sentry (host kernel never called):$said"
+}
+
+# esc_init_domain: judge what pid 1 is from the program's self-pid= and init-*= lines
+# (esc_report_init in esc.h) and assert it is what the backend promises; prints one word:
+#   airlock-init  (native) not the payload, another uid (as root) and not dumpable: every
+#                 attempt on it stays judged;
+#   same-domain   (bwrap) bwrap's pid 1: the payload's uid, no capability, the same seccomp
+#                 filter and no_new_privs, so writing its memory or its oom_score_adj gains
+#                 nothing the payload does not hold already;
+#   self          (oci, gvisor) the payload is pid 1: "attacks on init" are on itself.
+#                 (oci with airlock-init as the container's pid 1: airlock-init, judged strictly.)
+esc_init_domain() {
+	local self uid cap sc nnp
+	self=$(esc_kv self-pid) uid=$(esc_kv init-uid) cap=$(esc_kv init-CapEff) sc=$(esc_kv init-Seccomp)
+	nnp=$(esc_kv init-NoNewPrivs)
+	[ -n "$self" ] || { esc_dump; al_fail "the program did not report its own pid"; }
+	case "$AL_BACKEND" in
+	native)
+		[ "$self" != 1 ] || esc_escaped "native: the payload is pid 1 (no airlock-init)"
+		# (As root it is another id; as a user the map has one id, so the payload's: then its
+		# being not dumpable is what the caller's judged attempts on /proc/1 test.)
+		[ -n "$uid" ] || al_fail "native: pid 1's status was not readable"
+		echo airlock-init
+		;;
+	bwrap)
+		[ "$self" != 1 ] || al_fail "bwrap: the payload is pid 1, expected bwrap's own init"
+		[ "$uid" = 1000 ] || esc_escaped "bwrap: pid 1 runs as uid '$uid', not the payload's 1000"
+		[ "$cap" = 0000000000000000 ] || esc_escaped "bwrap: pid 1 holds capabilities $cap"
+		[ "$sc" = 2 ] || esc_escaped "bwrap: pid 1 is not under a seccomp filter (Seccomp: $sc): taking it over would shed the filter"
+		[ "$nnp" = 1 ] || esc_escaped "bwrap: pid 1 lacks no_new_privs ($nnp)"
+		echo same-domain
+		;;
+	oci | gvisor)
+		# The payload is the container's pid 1, or runs under airlock-init (oci's ociinit), which
+		# is then judged as native's is.
+		if [ "$self" = 1 ]; then
+			echo self
+		else
+			echo airlock-init
+		fi
+		;;
+	*) al_fail "unknown backend $AL_BACKEND" ;;
+	esac
+}
+
+# esc_tree_tasks PID: how many tasks (threads) the host counts in PID's descendants (not PID):
+# what a pids cgroup counts, seen from outside, whatever the backend makes of its processes.
+esc_tree_tasks() {
+	AL_P=$1 "$AL_PY" -c '
+import os
+root = int(os.environ["AL_P"])
+kids, threads = {}, {}
+for p in os.listdir("/proc"):
+    if not p.isdigit():
+        continue
+    try:
+        st = open("/proc/%s/stat" % p).read()
+        f = st[st.rindex(")") + 2:].split()
+        kids.setdefault(int(f[1]), []).append(int(p))
+        threads[int(p)] = int(f[17])
+    except (OSError, ValueError, IndexError):
+        continue
+n, todo = 0, list(kids.get(root, []))
+while todo:
+    p = todo.pop()
+    n += threads.get(p, 1)
+    todo.extend(kids.get(p, []))
+print(n)
+'
+}
+
+# esc_tree_pids PID: "pid:starttime" of every descendant of PID (to tell later whether one lives).
+esc_tree_pids() {
+	AL_P=$1 "$AL_PY" -c '
+import os
+root = int(os.environ["AL_P"])
+kids, start = {}, {}
+for p in os.listdir("/proc"):
+    if not p.isdigit():
+        continue
+    try:
+        st = open("/proc/%s/stat" % p).read()
+        f = st[st.rindex(")") + 2:].split()
+        kids.setdefault(int(f[1]), []).append(int(p))
+        start[int(p)] = f[19]
+    except (OSError, ValueError, IndexError):
+        continue
+todo = list(kids.get(root, []))
+while todo:
+    p = todo.pop()
+    print("%d:%s" % (p, start[p]))
+    todo.extend(kids.get(p, []))
+'
+}
+
+# esc_alive PID:START...: those of the given processes still alive (same pid, same start time, not a
+# zombie: a zombie runs nothing and holds nothing but its pid until its new parent — often the host's
+# init, after a pid namespace is torn down — reaps it; pgrep -f does not see zombies either).
+esc_alive() {
+	local e pid st
+	for e in "$@"; do
+		pid=${e%%:*} st=${e#*:}
+		[ -r "/proc/$pid/stat" ] || continue
+		[ "$(awk '{ sub(/.*\) /, ""); print $1 == "Z" ? "zombie" : $20 }' "/proc/$pid/stat" 2>/dev/null)" = "$st" ] &&
+			echo "$e($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-80); $(awk '/^(Name|State|PPid):/ { printf "%s ", $2 }' "/proc/$pid/status" 2>/dev/null))"
+	done
+	return 0
+}
+
+# esc_workdir_cap_refused OPTS...: for a backend without the --workdir overlay (`airlock check`:
+# workdir_overlay false; bwrap, oci and gvisor could only bind the directory read-write), `airlock
+# run --workdir DIR --disk N` must be refused by the --disk refusal, which comes first (exit 125, a
+# setup-error naming --disk), and `--workdir DIR` alone by the --workdir one (al_expect_workdir_refused:
+# the set-id files, FIFOs and modes it keeps off the host); nothing is written in DIR and the hostile
+# program never runs. Returns 1 when the backend has the overlay (the caller then runs the attack).
+esc_workdir_cap_refused() {
+	local wd before
+	if ! al_workdir_refused; then
+		return 1
+	fi
+	wd=$(al_tmpdir 0777)
+	before=$(esc_tree_sum "$wd")
+	esc_run "$@" --workdir "$wd" --disk 8M -- "$ESC/esc-fill" /workspace/fill 1
+	al_assert_eq "$ESC_STATUS" refused "--workdir with --disk under $AL_BACKEND (no overlay)"
+	al_assert_contains "$AL_ERR" "the $AL_BACKEND backend cannot cap --workdir with --disk" "the refusal"
+	al_assert_eq "$(al_json_get "$AL_OUT" status)" setup-error "verdict status of the refusal"
+	al_assert_eq "$(esc_tree_sum "$wd")" "$before" "the workdir after the refused job"
+	al_expect_workdir_refused "$wd" --ro "$ESC_DIR:$ESC" "$@" -- "$ESC/esc-fill" /workspace/fill 1
+	al_pass "$AL_BACKEND has no --workdir overlay: --workdir is refused, with --disk or without, so no job writes the host dir"
+	return 0
 }

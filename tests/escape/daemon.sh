@@ -7,6 +7,10 @@
 # killed and removed, a supervisor that does not wait for EOF.
 # Judged from outside: after airlock returns (promptly), no host process carries the daemon's unique marker
 # (pgrep -f is used only to look, never to kill).
+# gvisor: the daemon is a task of the Sentry, not a host process, so no host process carries its marker. Judged
+# there instead: every host process airlock started for the job (the Sentry, the gofer, the ptrace stubs, seen
+# while the job runs) is gone once airlock returns, which takes every task of the Sentry along; the control
+# shows that the job does have such processes while it runs.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 esc_need esc-daemon
@@ -22,12 +26,45 @@ gone() {
 	return 1
 }
 
+if esc_gvisor; then
+	for mode in exit hop wait; do
+		m=$(al_marker)
+		out="$AL_TEST_ROOT/daemon-$mode.json"
+		t0=$(ms)
+		al_airlock run --ro "$ESC_DIR:$ESC" --json --time 2 -- "$ESC/esc-daemon" "$mode" "$m" >"$out" 2>"$out.err" &
+		bg=$!
+		tree=()
+		while kill -0 "$bg" 2>/dev/null; do
+			mapfile -t -O "${#tree[@]}" tree < <(esc_tree_pids "$bg")
+			sleep 0.05
+		done
+		AL_RC=0
+		wait "$bg" || AL_RC=$?
+		t1=$(ms)
+		AL_CMD="airlock run --time 2 -- esc-daemon $mode" AL_OUT_FILE=$out AL_ERR_FILE=$out.err
+		esc_parse_verdict "$out"
+		al_assert_contains "$ESC_OUT" "daemon=" "$mode: the daemon started before the job ended"
+		[ "${#tree[@]}" -gt 2 ] || al_fail "control: the host saw no processes of the gVisor job, so the check proves nothing"
+		if [ "$mode" = wait ]; then
+			al_assert_eq "$ESC_STATUS" timeout "$mode: verdict status"
+		else
+			al_assert_eq "$ESC_STATUS" exited "$mode: verdict status"
+			[ $((t1 - t0)) -lt 1900 ] || esc_escaped "$mode: airlock waited $((t1 - t0)) ms for a daemon after its payload exited"
+		fi
+		sleep 0.2
+		left=$(esc_alive "${tree[@]}")
+		[ -z "$left" ] || esc_escaped "$mode: host processes of the gVisor job outlived it: $left"
+		al_pass "$mode: airlock returned after $((t1 - t0)) ms; none of the $(printf '%s\n' "${tree[@]}" | sort -u | wc -l) host processes of the job is left"
+	done
+	exit 0
+fi
+
 # Control: while a job runs, the host does find its daemon by the marker, so "gone" means gone.
 m=$(al_marker)
-al_airlock run "${ESC_BACKEND_ARGS[@]}" --ro "$ESC_DIR:$ESC" --time 1.5 -- "$ESC/esc-daemon" wait "$m" >/dev/null 2>&1 &
+al_airlock run --ro "$ESC_DIR:$ESC" --time 3 -- "$ESC/esc-daemon" wait "$m" >/dev/null 2>&1 &
 bg=$!
 seen=""
-for _ in $(seq 50); do
+for _ in $(seq 100); do
 	seen=$(pgrep -a -f -- "$m" | grep -v airlock || true)
 	[ -n "$seen" ] && break
 	sleep 0.05

@@ -25,7 +25,10 @@ esc_ran
 esc_expect fill EFBIG
 al_assert_eq "$(esc_kv filled-bytes)" $((2 << 20)) "bytes written under --file-size 2M"
 
-# --workdir: the writes are the host's disk in the end.
+# --workdir: the writes are the host's disk in the end. Without the overlay (bwrap, oci, gvisor could only
+# bind the dir read-write) the cap cannot be had: --workdir --disk is refused, and so is --workdir alone
+# (asserted, nothing written in the dir).
+esc_workdir_cap_refused && exit 0
 wd=$(al_tmpdir 0777)
 esc_run --disk 8M --workdir "$wd" -- "$ESC/esc-fill" /workspace/fill 64
 esc_ran

@@ -45,6 +45,7 @@ static void open_only(const char *path)
 int main(void)
 {
 	esc_init();
+	esc_report_init();
 	static const char *const sysctls[] = {
 		"/proc/sys/kernel/hostname",	   "/proc/sys/kernel/domainname",
 		"/proc/sys/kernel/core_pattern",   "/proc/sys/kernel/modprobe",

@@ -88,6 +88,7 @@ int main(int argc, char **argv)
 	if (read(ready[0], &c, 1) != 1)
 		return 3;
 
+	esc_report_init();
 	attack("init", 1, 1);
 	if (argc > 1)
 		attack("host", (pid_t)esc_num(argv[1]), 1);

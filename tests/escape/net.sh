@@ -5,6 +5,10 @@
 # Defence: empty network namespace (lo down; abstract sockets are per namespace), seccomp (inet/netlink/packet
 # sockets), Landlock ABI 4 (TCP) and ABI 6 (abstract UNIX scope), mount namespace (socket paths).
 # Judged from outside: the listeners record every connection and every byte; they must record nothing.
+# gvisor: runsc --network=none gives the Sentry a network stack of its own (netstack) with only its loopback;
+# a UDP datagram to 127.0.0.1 is accepted by that stack and dropped there, and the Sentry answers netlink
+# route/uevent sockets itself (esc_sentry_answers). The listeners are the judge: they must still hear nothing.
+# Its control (--net host) is refused by this runsc (asserted); the control then runs under native.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 esc_need esc-net
@@ -59,9 +63,15 @@ al_log "listening: tcp 127.0.0.1:$tport udp 127.0.0.1:$uport abstract @$abstract
 
 esc_run -- "$ESC/esc-net" "$tport" "$uport" "$abstract" "$pathsock"
 esc_ran
-esc_denied tcp-127.0.0.1 tcp-0.0.0.0 tcp-127.1.2.3 udp-127.0.0.1 udp-0.0.0.0 abstract-stream abstract-dgram \
-	path-socket path-socket-proc-root abstract-udev socket-raw socket-packet socket-netlink-route \
-	socket-netlink-uevent
+if esc_unfiltered; then
+	esc_sentry_answers udp-127.0.0.1 udp-0.0.0.0 socket-netlink-route socket-netlink-uevent
+	esc_denied tcp-127.0.0.1 tcp-0.0.0.0 tcp-127.1.2.3 abstract-stream abstract-dgram path-socket \
+		path-socket-proc-root abstract-udev socket-raw socket-packet
+else
+	esc_denied tcp-127.0.0.1 tcp-0.0.0.0 tcp-127.1.2.3 udp-127.0.0.1 udp-0.0.0.0 abstract-stream abstract-dgram \
+		path-socket path-socket-proc-root abstract-udev socket-raw socket-packet socket-netlink-route \
+		socket-netlink-uevent
+fi
 esc_denied_matching 'daemon\[[^]]*\]'
 sleep 0.3
 [ ! -s "$log" ] || esc_escaped "the host listeners heard from the sandbox: $(tr '\n' ' ' <"$log")"
@@ -70,10 +80,20 @@ al_pass "the host listeners heard nothing"
 # Control: with the host's network shared and the filters off, the same program reaches every
 # listener, and they record it (harmless: the listeners are this test's own).
 esc_run --net host --seccomp off --landlock off -- "$ESC/esc-net" "$tport" "$uport" "$abstract" "$pathsock"
+if esc_gvisor && [ "$ESC_STATUS" = refused ]; then
+	# runsc 20221219 fails to start with the host's network here ("error converting mounts"): airlock fails
+	# closed (125, asserted). The judge under test is the listeners, whatever runs the program: the control
+	# runs it under the native backend instead.
+	al_log "gvisor --net host is refused here: $(printf '%s' "$AL_ERR" | tail -n 1)"
+	ESC_BACKEND_SAVE=$AL_BACKEND AL_BACKEND=native
+	esc_run --net host --seccomp off --landlock off -- "$ESC/esc-net" "$tport" "$uport" "$abstract" "$pathsock"
+	AL_BACKEND=$ESC_BACKEND_SAVE
+fi
 esc_ran
 al_assert_eq "$(esc_kv tcp-127.0.0.1)" OK "control: TCP with --net host"
 sleep 0.3
-for what in tcp-data udp abstract-data abstract-dgram; do
+heard="tcp-data udp abstract-data abstract-dgram"
+for what in $heard; do
 	grep -q "^$what" "$log" || al_fail "control: the listener did not record '$what': $(tr '\n' ' ' <"$log")"
 done
-al_pass "control: with the defences off the listeners hear TCP, UDP and abstract UNIX, so the judge can fail"
+al_pass "control: with the defences off the listeners hear $heard, so the judge can fail"

@@ -8,6 +8,11 @@
 # Defence: DAC (sysctl files belong to ids outside the sandbox's map), Landlock (no write rights under /proc),
 # no /sys, the UTS and network namespaces.
 # Judged: every attempt fails; from outside, the host's values are the same before and after.
+# Backends: /proc/1 and /proc/self are judged by what pid 1 is (common.sh, esc_init_domain): only an airlock-init pid 1
+# (airlock-init) is another domain, whose oom_score_adj and LSM attributes must stay closed. Under bwrap (bwrap's
+# init: the payload's uid, no capability, same filter) and under oci/gvisor (the payload is pid 1) those three
+# files are the payload's own (raising its own OOM score, an LSM attribute no LSM reads here), logged and not
+# judged; native refuses them with Landlock, which the others do not have. Everything else is judged everywhere.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 esc_need esc-procsys
@@ -22,5 +27,14 @@ host_values() {
 before=$(host_values)
 esc_run -- "$ESC/esc-procsys"
 esc_ran
-esc_denied_matching 'writeback\[[^]]*\]|open-wr\[[^]]*\]'
+dom=$(esc_init_domain) || exit 1
+if [ "$AL_BACKEND" = native ]; then
+	esc_denied_matching 'writeback\[[^]]*\]|open-wr\[[^]]*\]'
+else
+	esc_denied_matching 'writeback\[[^]]*\]|open-wr\[/(sys|proc/sys|proc/sysrq)[^]]*\]'
+	# Another process's oom_score_adj only when pid 1 is another domain. attr/current: the kernel lets
+	# a task write only its own attributes, and no LSM reads them here; native's Landlock refuses the open.
+	[ "$dom" != airlock-init ] || esc_denied 'open-wr[/proc/1/oom_score_adj]'
+	al_log "pid 1 is $dom: not judged: $(printf '%s\n' "$ESC_OUT" | grep -E '^open-wr\[/proc/(1|self)/' | tr '\n' ' ')"
+fi
 al_assert_eq "$(host_values)" "$before" "the host's kernel settings"

@@ -33,9 +33,10 @@ al_assert_eq "$(esc_kv inherited-fds)" 0 "descriptors inherited from airlock"
 # The job did see what it was given: the bound dir is readable, so the refusals are real.
 al_assert_contains "$ESC_OUT" "bound-rel-link=ENOENT" "the host's relative link resolves inside the sandbox's view"
 
-# Control: the same program and judge, with the secret's dir bound, do see the secret. This
-# proves the judge notices a leak (harmless: the file is this test's own).
-esc_run --ro "$top/secret:$top/secret" -- "$ESC/esc-secret" "$top/secret/secret.txt"
+# Control: the same program and judge, with the secret's dir bound (at /ctl: gVisor cannot make a mount
+# point below its own /tmp tmpfs, where the host path lies), do see the secret. This proves the judge
+# notices a leak (harmless: the file is this test's own).
+esc_run --ro "$top/secret:/ctl" -- "$ESC/esc-secret" /ctl/secret.txt
 esc_ran
 al_assert_contains "$ESC_OUT" "secret-file-$m" "control: the program reads the secret when it is bound"
 al_assert_eq "$(esc_kv direct)" OK "control: direct read of a bound secret"

@@ -10,6 +10,10 @@
 # strips set-id bits, skips special files.
 # Judged from outside: the secret and the victim dir are unchanged; the links came back as links; no set-id bit
 # and no FIFO on the host; airlock returned promptly.
+# bwrap, oci, gvisor: there is no overlay and no write-back; the dir could only be bound read-write, so every
+# change — the set-id bit the job sets on its own file, the FIFO — would land on the host as the job left it.
+# These backends refuse --workdir instead (exit 125, before anything runs). Judged there: both jobs are refused
+# with the --workdir message, the program never ran, and the workdir, the secret and the victim dir are unchanged.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 esc_need esc-symlink
@@ -25,6 +29,20 @@ printf 'seed-%s\n' "$m" >"$wd/seed"
 chmod 0666 "$wd/seed"
 sec_before=$(esc_tree_sum "$sec")
 victim_before=$(esc_tree_sum "$victim")
+
+if al_workdir_refused; then
+	wd_before=$(esc_tree_sum "$wd")
+	al_expect_workdir_refused "$wd" --ro "$ESC_DIR:$ESC" --time 20 -- "$ESC/esc-symlink" plant "$sec/secret.txt" "$victim" 1
+	al_expect_workdir_refused "$wd" --ro "$ESC_DIR:$ESC" --time 20 -- "$ESC/esc-symlink" swap
+	al_assert_eq "$(esc_tree_sum "$wd")" "$wd_before" "the workdir after the refused jobs"
+	al_assert_eq "$(esc_tree_sum "$sec")" "$sec_before" "the host secret's dir after the refused jobs"
+	al_assert_eq "$(esc_tree_sum "$victim")" "$victim_before" "the victim dir after the refused jobs"
+	al_assert_eq "$(cat "$wd/seed")" "seed-$m" "the workdir's seed after the refused jobs"
+	setid=$(find "$wd" -perm /6000 -printf '%p %m\n')
+	[ -z "$setid" ] || esc_escaped "set-id files in the workdir: $setid"
+	al_pass "$AL_BACKEND refuses --workdir: no link, set-id file or FIFO can reach the host through it"
+	exit 0
+fi
 
 # ---- job 1: plant
 esc_run --workdir "$wd" --time 20 -- "$ESC/esc-symlink" plant "$sec/secret.txt" "$victim" 1

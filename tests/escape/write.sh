@@ -2,7 +2,8 @@
 # write.sh — attack: change files outside the workspace: a bound read-only dir (overwrite, append, reopen through
 # /proc/self/fd, truncate, chmod, chown, utimes, xattr, rename, unlink, link, create, mkdir, symlink, mkfifo,
 # O_TMPFILE), a host dir that was never bound (by its path, /proc/1/root, ".."), and /, /etc, /usr, /dev, /proc
-# (probed without writing: O_TMPFILE and an append-open that writes nothing).
+# (probed without writing: O_TMPFILE and an append-open that writes nothing). Under oci, /dev (crun's tmpfs, owned by
+# the payload as an ordinary user) must refuse by its read-only mount: EROFS.
 # Defence: read-only bind mounts (EROFS), read-only root tmpfs, mount namespace, Landlock, DAC.
 # Judged from outside: the bound dir's digest and canary, the unbound dir's listing, the host's /etc/passwd.
 . "$(dirname "$0")/../lib.sh"
@@ -28,6 +29,11 @@ esc_denied host-create host-create-proc-root host-create-dotdot host-mkdir
 esc_denied_matching 'tmpfile\[[^]]*\]|append\[[^]]*\]'
 # The read-only mount is what refuses the canary, even though its mode is 0666.
 esc_expect ro-overwrite EROFS EACCES
+if al_backend_is oci; then
+	# crun's /dev is a tmpfs the payload owns as an ordinary user: the read-only remount (OCI
+	# readonlyPaths) is what refuses a file there, not its owner or mode.
+	esc_expect 'tmpfile[/dev]' EROFS
+fi
 
 al_assert_eq "$(cat "$ro/canary")" "canary-$m" "host canary behind the read-only bind"
 al_assert_eq "$(esc_tree_sum "$ro")" "$ro_before" "digest of the read-only bound dir"

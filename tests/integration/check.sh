@@ -233,4 +233,12 @@ for e in errors:
 sys.exit(1 if errors else 0)
 EOF
 "${AS[@]}" env AIRLOCK="$AIRLOCK" python3 -c "$PY" || fail "report disagrees with the host (see above)"
+
+# ---- an unavailable backend says what is missing: runsc needs root on this host (its gofer),
+# not user namespaces, which the native backend uses in the same mode.
+if [ "${AL_TEST_MODE:-root}" = user ] && [ -x /usr/bin/runsc ]; then
+	row=$("${AS[@]}" "$AIRLOCK" check | grep '^gvisor can enforce') || fail "check lists no gvisor row"
+	case "$row" in *" no "*"needs root"*) ;; *) fail "gvisor row as an ordinary user: $row" ;; esac
+	"${AS[@]}" "$AIRLOCK" check | grep -q '^native can enforce  *yes' || fail "native is not available in user mode"
+fi
 echo "ok: airlock check (${AL_TEST_MODE:-root})"

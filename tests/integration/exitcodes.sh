@@ -34,11 +34,15 @@ bad_input() {
 	al_run "$@"
 	al_assert_rc 125
 	errline=$AL_ERR
-	# bwrap's own messages ("bwrap: execvp ...") arrive on the job's stderr before airlock's
-	# line (docs/backends.md, "Errors"): airlock's is still exactly one line, and the last.
-	if al_backend_is bwrap && [ "$errline" != "$(printf '%s\n' "$AL_ERR" | grep -v '^bwrap: ')" ]; then
-		errline=$(printf '%s\n' "$AL_ERR" | grep -v '^bwrap: ' || true)
-		al_assert_eq "$(printf '%s\n' "$AL_ERR" | tail -n 1)" "$errline" "airlock's line after bwrap's"
+	# bwrap's own messages ("bwrap: execvp ...") and runsc's fatal one ("running container:
+	# ... failed to load X: ...") arrive on the job's stderr before airlock's line
+	# (docs/backends.md, "Errors"): airlock's is still exactly one line, and the last.
+	local rt_re=''
+	al_backend_is bwrap && rt_re='^bwrap: '
+	al_backend_is gvisor && rt_re='^running container: '
+	if [ -n "$rt_re" ] && [ "$errline" != "$(printf '%s\n' "$AL_ERR" | grep -v -e "$rt_re")" ]; then
+		errline=$(printf '%s\n' "$AL_ERR" | grep -v -e "$rt_re" || true)
+		al_assert_eq "$(printf '%s\n' "$AL_ERR" | tail -n 1)" "$errline" "airlock's line after $AL_BACKEND's"
 	fi
 	[ "$(printf '%s\n' "$errline" | grep -c .)" = 1 ] || al_fail "expected one error line, got: $AL_ERR"
 	case "$errline" in
@@ -62,6 +66,12 @@ probe_ro=(--ro "$AL_PROBE_DIR:/probe" --rw "$witness:/out")
 	bad_input '/nonexistent/prog' run "${probe_ro[@]}" -- /nonexistent/prog
 	bad_input 'relative-dir-that-does-not-exist' run --workdir relative-dir-that-does-not-exist "${probe_ro[@]}" -- $ran
 	bad_input '/nonexistent' run --ro /nonexistent "${probe_ro[@]}" -- $ran
+	# A backend without the --workdir overlay refuses --workdir (here the world-writable cwd, which
+	# must stay empty: the host dir would have been bound read-write).
+	if al_workdir_refused; then
+		bad_input "the $AL_BACKEND backend cannot take --workdir safely" run --workdir "$cwd" "${probe_ro[@]}" -- \
+			/bin/sh -c "$ran; echo x >/workspace/new; chmod 06755 /workspace/new"
+	fi
 }
 [ ! -e "$cwd/relative-dir-that-does-not-exist" ] || al_fail "--workdir created its missing dir"
 

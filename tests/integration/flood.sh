@@ -27,6 +27,15 @@ limit_kib=8192
 # A sanitized build carries shadow memory and allocator quarantine: its RSS says nothing
 # about airlock's own bound, so there the bound is only a sanity ceiling.
 [ -n "${AL_SANITIZED:-}" ] && limit_kib=131072
+if al_backend_is gvisor; then
+	# ru_maxrss also covers every descendant airlock's monitor reaped: there runsc (a Go
+	# program of about 25 MiB) itself. airlock's own bound is then what the flood adds over
+	# the same job printing nothing.
+	read -r base _ _ <<<"$(maxrss_run "$AL_TEST_ROOT/base.out" "$AL_TEST_ROOT/base.err" run --json -- /bin/true)"
+	[ -n "$base" ] || al_fail "could not measure the runtime's RSS baseline"
+	al_log "gvisor: peak RSS of a silent job (runsc included) ${base} KiB"
+	limit_kib=$((base + limit_kib))
+fi
 total=104857600
 cap=1048576
 out="$AL_TEST_ROOT/flood.out"

@@ -29,7 +29,11 @@ no_leftovers() { # WHAT
 		[ -d "/proc/$pid" ] || printf '%s\n' "$d"
 	done)
 	[ -z "$left" ] || al_fail "$1: bundle directories left behind: $left"
-	left=$(pgrep -f "runsc.*--root=?/tmp/airlock-gvisor" || true)
+	# Only runsc processes whose supervisor is gone: other tests may run gvisor jobs right now.
+	left=$(pgrep -f "runsc.*--root=?/tmp/airlock-gvisor" | while read -r p; do
+		sup=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n 's|.*/tmp/airlock-gvisor\.\([0-9]*\)\..*|\1|p' | head -n 1)
+		[ -n "$sup" ] && [ ! -d "/proc/$sup" ] && [ -d "/proc/$p" ] && printf '%s\n' "$p"
+	done || true)
 	[ -z "$left" ] || al_fail "$1: runsc processes left behind: $(ps -o pid,args -p "${left//$'\n'/,}")"
 	left=$(comm -13 <(printf '%s\n' "$cg0") <(cgroups))
 	[ -z "$left" ] || al_fail "$1: new cgroups left behind (runsc makes them without --ignore-cgroups): $left"
@@ -61,7 +65,8 @@ no_leftovers "normal exits"
 al_probe "${B[@]}" --json -- status
 al_assert_eq "$(j backend)" gvisor "verdict backend"
 al_assert_eq "$(j enforced.kernel)" gvisor "enforced.kernel"
-al_assert_eq "$(j enforced.seccomp)" false "enforced.seccomp (airlock's filter is not loaded)"
+al_assert_eq "$(j enforced.seccomp)" default "enforced.seccomp (the profile as linux.seccomp, runsc --oci-seccomp)"
+al_assert_eq "$(al_kv Seccomp "$(j stdout.data)")" 2 "Seccomp inside gVisor (its kernel's filter mode)"
 al_assert_eq "$(j enforced.landlock)" false "enforced.landlock"
 al_assert_eq "$(j enforced.payload_host_uid)" "$AL_PAYLOAD_HOST_UID" "enforced.payload_host_uid"
 al_assert_eq "$(al_kv uid "$(j stdout.data)")" 1000 "uid inside"
@@ -100,6 +105,14 @@ al_assert_eq "$(cat "$ro/canary")" "canary-$m" "host canary behind --ro"
 al_assert_not_contains "$(cat /etc/passwd)" x$'\n'x "host /etc/passwd"
 al_box "${B[@]}" --disk 8M -- /bin/sh -c 'head -c 12582912 /dev/zero > /workspace/fill; echo rc=$?'
 al_assert_contains "$AL_ERR" "No space left on device" "filling /workspace under --disk 8M"
+# --workdir is refused: no overlay, so the host directory could only be bound read-write and the
+# job's set-id files, FIFOs and modes would land on the host as it left them.
+wd=$(al_tmpdir 0777)
+printf 'seed-%s\n' "$m" >"$wd/seed"
+AL_BACKEND=gvisor al_expect_workdir_refused "$wd" # (this test runs as a native one: the helper then passes --backend)
+al_assert_eq "$(cat "$wd/seed")" "seed-$m" "the --workdir seed after the refusal"
+al_expect_refusal 'cannot cap --workdir with --disk' "${B[@]}" --workdir "$wd" --disk 8M
+no_leftovers "the --workdir refusals"
 
 # ---- the network: a host listener hears nothing
 log="$AL_TEST_ROOT/listen.log"
@@ -138,13 +151,30 @@ refused() { # TOKEN AIRLOCK-RUN-ARGS...
 	printf '%s\n' "$AL_ERR" | grep -qiE -e "$token" || al_fail "the refusal does not name '$token': $AL_ERR"
 	al_pass "refused ($token): $AL_ERR"
 }
-refused 'seccomp' --require seccomp
+refused 'seccomp' --require seccomp --seccomp off
 refused 'landlock' --require landlock
+refused 'pids' --pids 32
+refused 'net host' --net host
 refused 'cgroupns' --require cgroupns
 refused 'egress proxy' --net allow=example.com:443
 refused 'keep-changes' --checkout "$ro" --keep-changes "$AL_TEST_ROOT/kept"
+# gVisor's kernel accepts RLIMIT_CPU but never stops a payload at it: refused, the payload never runs.
+al_expect_refusal 'the gvisor backend cannot enforce --cpu-time' "${B[@]}" --cpu-time 1
 no_leftovers "refusals"
+
+# ---- seccomp: gVisor's kernel enforces the profile (filtered calls fail, strict kills); with
+# the filter off the same calls get gVisor's own answers, so the EPERMs were the filter's.
+if [ -x "$AL_PROBE_DIR/al-try-syscall" ]; then
+	T=/probe/al-try-syscall
+	al_box "${B[@]}" -- "$T" keyctl unshare socket-packet close
+	al_assert_eq "$AL_OUT" "$(printf 'keyctl errno=EPERM\nunshare errno=EPERM\nsocket-packet errno=EPERM\nclose errno=EBADF')" "filtered calls under gvisor"
+	al_box "${B[@]}" --seccomp off -- "$T" keyctl unshare socket-packet close
+	al_assert_eq "$AL_OUT" "$(printf 'keyctl errno=EACCES\nunshare ret=0\nsocket-packet errno=EINVAL\nclose errno=EBADF')" "the same calls with --seccomp off"
+	al_box "${B[@]}" --seccomp strict --json -- "$T" mount
+	al_assert_eq "$(j signal)" 31 "strict: SIGSYS under gvisor"
+	al_assert_eq "$(j seccomp_killed)" true "strict: seccomp_killed under gvisor"
+fi
 
 al_run check --json
 al_assert_eq "$(j backend_layers.gvisor.available)" true "check: gvisor available as root"
-al_assert_eq "$(j backend_layers.gvisor.seccomp)" false "check: gvisor does not load airlock's filter"
+al_assert_eq "$(j backend_layers.gvisor.seccomp)" true "check: gVisor's kernel enforces the profile"

@@ -33,7 +33,11 @@ no_leftovers() { # WHAT
 		[ -d "/proc/$pid" ] || printf '%s\n' "$d"
 	done)
 	[ -z "$left" ] || al_fail "$1: bundle directories left behind: $left"
-	left=$(pgrep -f "^/usr/bin/crun --root /tmp/airlock-oci" || true)
+	# Only crun processes whose supervisor is gone: other tests may run oci jobs right now.
+	left=$(pgrep -f "^/usr/bin/crun --root /tmp/airlock-oci" | while read -r p; do
+		sup=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n 's|^/tmp/airlock-oci\.\([0-9]*\)\..*|\1|p' | head -n 1)
+		[ -n "$sup" ] && [ ! -d "/proc/$sup" ] && [ -d "/proc/$p" ] && printf '%s\n' "$p"
+	done || true)
 	[ -z "$left" ] || al_fail "$1: crun processes left behind: $left"
 	left=$(comm -13 <(printf '%s\n' "$cg0") <(cgroups))
 	[ -z "$left" ] || al_fail "$1: new cgroups left behind: $(printf '%s\n' "$left" | head -5)"
@@ -49,12 +53,18 @@ for n in 0 3 42 255; do
 	al_probe "${B[@]}" -- exit "$n"
 	al_assert_rc "$n"
 done
-# The payload is the container's pid 1 (OCI has no init of ours): a signal shows on a child.
-for sig in 9 15; do
-	al_box "${B[@]}" --json -- /bin/sh -c "$P raise $sig; exit \$?"
+# airlock-init is the container's pid 1 (ociinit.c): the payload's own signals kill it, and
+# its exact wait status comes back, so a shell exiting 128+N is not taken for a signal.
+for sig in 9 15 6; do
+	al_probe "${B[@]}" --json -- raise "$sig"
+	al_assert_rc $((128 + sig))
 	al_assert_eq "$(j status)" signaled "status (signal $sig)"
 	al_assert_eq "$(j signal)" "$sig" "signal"
 done
+al_box "${B[@]}" --json -- /bin/sh -c "$P raise 9; exit \$?"
+al_assert_rc 137
+al_assert_eq "$(j status)" exited "status of a shell exiting 137 (not folded into a signal)"
+al_assert_eq "$(j exit_code)" 137 "exit_code of a shell exiting 137"
 no_leftovers "normal exits"
 al_probe "${B[@]}" --json -- exit 0
 al_assert_eq "$(j backend)" oci "verdict backend"
@@ -135,6 +145,21 @@ for dir in /workspace /tmp /dev/shm; do
 	al_box "${B[@]}" --disk 8M -- /bin/sh -c "head -c 12582912 /dev/zero > $dir/fill; echo rc=\$?"
 	al_assert_contains "$AL_ERR" "No space left on device" "filling $dir under --disk 8M"
 done
+# /dev (the runtime's tmpfs, owned by the payload's uid as an ordinary user) is read-only
+# (readonlyPaths): nothing can be created, unlinked or replaced there, while its nodes still work.
+al_box "${B[@]}" -- /bin/sh -c "$P write /dev/new x; $P write /dev/shm/new x; echo x >/dev/null && echo null=OK"
+al_assert_rc 0
+al_assert_eq "$(al_kv write)" EROFS "creating a file in /dev"
+al_assert_contains "$AL_OUT" "write=OK" "a write to /dev/shm (its own tmpfs) beside it"
+al_assert_eq "$(al_kv null)" OK "writing /dev/null"
+al_probe "${B[@]}" -- read /proc/self/mountinfo
+al_assert_eq "$(printf '%s\n' "$AL_OUT" | awk '$5 == "/dev" { o = $6 } END { sub(/,.*/, "", o); print o }')" ro "the last /dev mount's flags"
+# --workdir is refused: no overlay, so the host directory could only be bound read-write and the
+# job's set-id files, FIFOs and modes would land on the host as it left them.
+wd=$(al_tmpdir 0777)
+printf 'seed-%s\n' "$m" >"$wd/seed"
+AL_BACKEND=oci al_expect_workdir_refused "$wd" # (this test runs as a native one: the helper then passes --backend)
+al_assert_eq "$(cat "$wd/seed")" "seed-$m" "the --workdir seed after the refusal"
 
 # ---- the network: a host listener hears nothing; only lo exists inside
 log="$AL_TEST_ROOT/listen.log"
@@ -282,7 +307,7 @@ refused 'checkout-mode copy' --checkout "$co" --checkout-mode copy
 refused 'keep-changes' --checkout "$co" --keep-changes "$AL_TEST_ROOT/kept"
 refused 'subids' --subids
 refused 'fallback' --fallback
-refused 'disk' --workdir "$wd" --disk 8M
+refused 'cannot cap --workdir with --disk' --workdir "$wd" --disk 8M # (this refusal comes before the --workdir one)
 refused 'seccomp' --require seccomp --seccomp off
 no_leftovers "refusals"
 al_probe "${B[@]}" --require userns,pidns,netns,cgroupns,seccomp,no_new_privs -- exit 0

@@ -68,8 +68,15 @@ proved=0
 for c in $denied $nosys; do
 	[ "${got[$c]:-}" != EPERM ] && [ -n "${got[$c]:-}" ] && proved=$((proved + 1))
 done
-for c in clone-newuser clone-newnet socket-inet socket-packet socket-netlink-audit ioctl-tiocsti bpf keyctl \
-	ptrace perf_event_open userfaultfd io_uring_setup setns unshare clone3; do
+key="clone-newuser clone-newnet socket-inet socket-packet socket-netlink-audit ioctl-tiocsti bpf keyctl
+ptrace perf_event_open userfaultfd io_uring_setup setns unshare clone3"
+if al_backend_is gvisor; then
+	# gVisor's kernel itself answers bpf with EPERM to a caller without CAP_SYS_ADMIN: that
+	# case cannot tell there (asserted, so a change is noticed); the other key ones must.
+	al_assert_eq "${got[bpf]:-}" EPERM "bpf under gvisor with --seccomp off (gVisor's own answer)"
+	key=${key/ bpf/}
+fi
+for c in $key; do
 	[ "${got[$c]:-EPERM}" != EPERM ] || al_fail "$c answers EPERM even with --seccomp off: the check cannot tell"
 done
 [ "$proved" -ge 30 ] || al_fail "only $proved cases tell the filter apart"
@@ -87,7 +94,16 @@ al_assert_rc 0
 al_assert_contains "$AL_OUT" "socket-packet errno=EPERM" "strict: argument-filtered calls fail, not kill"
 # The 32-bit x86 ABI is refused in every profile, by killing.
 al_box --json -- "$T" x32
-al_assert_eq "$(al_json_get "$AL_OUT" seccomp_killed)" true "x32 ABI under the default profile"
+if al_backend_is gvisor; then
+	# gVisor's kernel has no x32 ABI (ENOSYS without a filter; nothing reaches the host's
+	# kernel), and its seccomp rules see the x32 number as an unlisted call: EPERM, no kill.
+	al_assert_eq "$(al_json_get "$AL_OUT" status)" exited "x32 ABI under gvisor: status"
+	al_assert_eq "$(al_json_get "$AL_OUT" stdout.data)" "x32 errno=EPERM" "x32 ABI under gvisor"
+	al_box --seccomp off -- "$T" x32
+	al_assert_eq "$AL_OUT" "x32 errno=ENOSYS" "x32 ABI under gvisor with --seccomp off (gVisor's own refusal)"
+else
+	al_assert_eq "$(al_json_get "$AL_OUT" seccomp_killed)" true "x32 ABI under the default profile"
+fi
 
 # ---- TIOCSTI under a real pseudo-terminal: the job's stdin is the terminal; after it ran,
 # nothing waits in the terminal's input queue. As root, a control pushes a byte the same way

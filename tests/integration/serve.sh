@@ -90,6 +90,65 @@ curl -s "http://127.0.0.1:$PORT/v1/sandboxes/$sb/files?path=" >"$dir/list.json"
 al_assert_contains "$(cat "$dir/list.json")" "made.txt" "the approved exec's file is listed"
 al_assert_not_contains "$(cat "$dir/list.json")" "denied.txt" "the denied exec never ran"
 
+# MCP over HTTP (/mcp), a client without elicitation: its approvals wait in /v1/approvals like
+# the JSON API's. Approved runs; denied never runs (the file it would make does not appear).
+cat >"$dir/mcphttp.py" <<'PY'
+import json, sys, threading, time, urllib.request
+base = "http://127.0.0.1:%s" % sys.argv[1]
+sid, fails = None, []
+def post(msg, timeout=60):
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if sid:
+        h["Mcp-Session-Id"] = sid
+    req = urllib.request.Request(base + "/mcp", json.dumps(msg).encode(), h, method="POST")
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        body = r.read().decode()
+        if r.headers.get("Content-Type", "").startswith("text/event-stream"):
+            msgs = [json.loads(l[5:]) for l in body.splitlines() if l.startswith("data:")]
+            body = json.dumps([m for m in msgs if m.get("id") == msg.get("id")][-1]) if msgs else ""
+        return r.headers.get("Mcp-Session-Id"), json.loads(body) if body else None
+sid, r = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "http-test", "version": "1"}}})
+post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+def call(i, tool, args):
+    return post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool, "arguments": args}})[1]
+sb = call(2, "code_create_sandbox", {"language": "shell"})["result"]["structuredContent"]["sandbox_id"]
+def approvals():
+    with urllib.request.urlopen(base + "/v1/approvals", timeout=10) as r:
+        return json.load(r)["approvals"]
+def decide(i, approve, code):
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=call(i, "code_execute", {"sandbox_id": sb, "language": "shell", "code": code})))
+    t.start()
+    pending = []
+    for _ in range(100):
+        pending = approvals()
+        if pending:
+            break
+        time.sleep(0.1)
+    if not pending or pending[0]["tool"] != "code_execute" or code[:20] not in json.dumps(pending[0]):
+        fails.append("the MCP call is not listed in /v1/approvals: %s" % pending)
+        return None
+    req = urllib.request.Request(base + "/v1/approvals/%d" % pending[0]["id"], json.dumps({"approve": approve}).encode(),
+                                 {"Content-Type": "application/json"}, method="POST")
+    urllib.request.urlopen(req, timeout=10).read()
+    t.join(60)
+    return out.get("r")
+r = decide(3, True, "echo ok > mcp-approved.txt")
+if not r or r["result"].get("isError"):
+    fails.append("approved over /v1/approvals: %s" % r)
+r = decide(4, False, "echo no > mcp-denied.txt")
+if not r or not r["result"].get("isError") or "den" not in json.dumps(r):
+    fails.append("denied over /v1/approvals: %s" % r)
+listing = json.dumps(call(5, "code_list_files", {"sandbox_id": sb}))
+if "mcp-approved.txt" not in listing or "mcp-denied.txt" in listing:
+    fails.append("files after approve/deny: %s" % listing)
+call(6, "code_destroy_sandbox", {"sandbox_id": sb})
+print("\n".join(fails), file=sys.stderr)
+sys.exit(1 if fails else 0)
+PY
+"$AL_PY" "$dir/mcphttp.py" "$PORT" || al_fail "MCP over HTTP with approvals from /v1/approvals (see above)"
+
 # Bad input: the server keeps serving.
 api GET /v1/nope
 al_assert_eq "$CODE" 404 "unknown route"
@@ -110,6 +169,16 @@ wait "$SPID" || rc=$?
 al_assert_eq "$rc" 0 "airlock serve's exit status after SIGTERM"
 al_assert_eq "$(pgrep -f airlock-init -u "$AL_PAYLOAD_HOST_UID" 2>/dev/null | wc -l)" 0 "sandbox processes left"
 al_assert_contains "$(cat "$dir/main.jsonl")" '"tool":"code_execute"' "audit records"
+# Who decided, over which transport, from which client: the JSON API's and /mcp's approvals both
+# came from POST /v1/approvals; the peer is the connection's address.
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep tool=code_execute approval.by=http approval.decision=approved client.transport=http "$dir/main.jsonl" | wc -l)" 2 "approved execs by http"
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep tool=code_execute approval.by=http approval.decision=denied "$dir/main.jsonl" | wc -l)" 2 "denied execs by http"
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep tool=code_create_sandbox approval.by=rule "$dir/main.jsonl" | wc -l)" 3 "sandboxes created without approval: by rule"
+"$AL_PY" -c 'import json,sys
+for l in open(sys.argv[1]):
+    c = json.loads(l)["client"]
+    assert c["transport"] == "http" and c["peer"].startswith("127.0.0.1:"), c' "$dir/main.jsonl" ||
+	al_fail "every record names its HTTP peer"
 
 # A token: no header, a wrong one: 401; the right one: 200.
 printf 'tok-%s\n' "$m" >"$dir/token"

@@ -40,7 +40,7 @@ check(v, "", {
     "enforced": {
         "namespaces": {k: boolean for k in ("user", "pid", "mount", "net", "ipc", "uts", "cgroup")},
         "pivot_root": boolean, "readonly_root": boolean,
-        "id_map": {"mode": lambda x: x in ("range", "single"), "host_base": isint, "count": isint},
+        "id_map": {"mode": lambda x: x in ("range", "single", "pair", "subids"), "host_base": isint, "count": isint},
         "setgroups": lambda x: x in ("deny", "cleared"),
         "payload_uid": isint, "payload_host_uid": isint,
         "no_new_privs": boolean, "capabilities": lambda x: isinstance(x, str),
@@ -85,11 +85,21 @@ al_assert_eq "$(al_json_get "$j" stderr.bytes)" 5 "stderr.bytes"
 al_assert_eq "$AL_ERR" "" "airlock's stderr in capture mode"
 # What the verdict says was enforced matches the SPEC and this run mode.
 for ns in user pid mount net ipc uts cgroup; do
-	al_assert_eq "$(al_json_get "$j" "enforced.namespaces.$ns")" true "enforced.namespaces.$ns"
+	want=true
+	# gVisor's kernel emulates its own cgroupfs: no kernel cgroup namespace (backend_layers.cgroupns)
+	[ "$ns" != cgroup ] || al_backend_is native || al_backend_enforces cgroupns || want=false
+	al_assert_eq "$(al_json_get "$j" "enforced.namespaces.$ns")" "$want" "enforced.namespaces.$ns"
 done
 for k in pivot_root readonly_root no_new_privs; do
-	al_assert_eq "$(al_json_get "$j" "enforced.$k")" true "enforced.$k"
+	want=true
+	# gVisor: the payload's root is gVisor's own mount tree; no pivot_root on the host's kernel
+	[ "$k" != pivot_root ] || ! al_backend_is gvisor || want=false
+	al_assert_eq "$(al_json_get "$j" "enforced.$k")" "$want" "enforced.$k"
 done
+if al_backend_is gvisor; then
+	al_assert_eq "$(al_json_get "$j" enforced.kernel)" gvisor "enforced.kernel (gvisor)"
+	al_assert_eq "$(al_json_get "$j" enforced.platform)" ptrace "enforced.platform (gvisor)"
+fi
 al_assert_eq "$(al_json_get "$j" enforced.capabilities)" none "enforced.capabilities"
 al_assert_eq "$(al_json_get "$j" enforced.environment)" scrubbed "enforced.environment"
 al_assert_eq "$(al_json_get "$j" enforced.network)" none "enforced.network"
@@ -102,6 +112,12 @@ if al_backend_is bwrap; then
 	al_assert_eq "$(al_json_get "$j" enforced.id_map.count)" 1 "enforced.id_map.count (bwrap)"
 	al_assert_eq "$(al_json_get "$j" enforced.setgroups)" deny "enforced.setgroups (bwrap)"
 	al_assert_eq "$(al_json_get "$j" enforced.bwrap)" /usr/bin/bwrap "enforced.bwrap"
+elif al_backend_is oci gvisor && [ "$AL_CALLER_UID" = 0 ]; then
+	# The container maps two ids only: its root to id_base, the sandbox user to id_base+1000.
+	al_assert_eq "$(al_json_get "$j" enforced.id_map.mode)" pair "enforced.id_map.mode ($AL_BACKEND)"
+	al_assert_eq "$(al_json_get "$j" enforced.id_map.host_base)" "$AL_ID_BASE" "enforced.id_map.host_base ($AL_BACKEND)"
+	al_assert_eq "$(al_json_get "$j" enforced.id_map.count)" 2 "enforced.id_map.count ($AL_BACKEND)"
+	al_assert_eq "$(al_json_get "$j" enforced.setgroups)" deny "enforced.setgroups ($AL_BACKEND)"
 elif [ "$AL_CALLER_UID" = 0 ]; then
 	al_assert_eq "$(al_json_get "$j" enforced.id_map.mode)" range "enforced.id_map.mode"
 	al_assert_eq "$(al_json_get "$j" enforced.id_map.host_base)" "$AL_ID_BASE" "enforced.id_map.host_base"
@@ -126,12 +142,22 @@ al_assert_eq "$(al_json_get "$j" enforced.rlimits.fsize)" 1073741824 "enforced.r
 al_assert_eq "$(al_json_get "$j" enforced.rlimits.core)" 0 "enforced.rlimits.core"
 al_assert_eq "$(al_json_get "$j" enforced.rlimits.cpu_s)" null "enforced.rlimits.cpu_s"
 al_assert_eq "$(al_json_get "$j" enforced.rlimits.as)" null "enforced.rlimits.as"
-# Options show up in what was enforced.
-al_probe --json --open-files 64 --file-size 1M --cpu-time 1500ms --address-space 1G -- exit 0
+# Options show up in what was enforced. gVisor's kernel never stops a payload at RLIMIT_CPU, so
+# --cpu-time is refused there (never claimed in enforced.rlimits.cpu_s).
+cpu=(--cpu-time 1500ms)
+if al_backend_is gvisor; then
+	al_expect_refusal 'the gvisor backend cannot enforce --cpu-time' --cpu-time 1500ms
+	cpu=()
+fi
+al_probe --json --open-files 64 --file-size 1M "${cpu[@]}" --address-space 1G -- exit 0
 al_assert_rc 0
 al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.nofile)" 64 "rlimits.nofile with --open-files 64"
 al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.fsize)" 1048576 "rlimits.fsize with --file-size 1M"
-al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.cpu_s)" 2 "rlimits.cpu_s with --cpu-time 1500ms (rounded up)"
+if [ ${#cpu[@]} -gt 0 ]; then
+	al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.cpu_s)" 2 "rlimits.cpu_s with --cpu-time 1500ms (rounded up)"
+else
+	al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.cpu_s)" null "rlimits.cpu_s without --cpu-time (gvisor)"
+fi
 al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.as)" 1073741824 "rlimits.as with --address-space 1G"
 
 # ---- --result-file: the verdict goes to the file, the payload's output streams live

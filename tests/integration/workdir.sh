@@ -8,6 +8,20 @@ AL_GUARD_MEMORY=4G # the 1 GiB upper layer and the written-back page cache, insi
 j() { al_json_get "$AL_OUT" "$1"; }
 if [ "$AL_TEST_MODE" = root ]; then owner=$((AL_ID_BASE + 1000)); else owner=$AL_NOBODY_UID; fi
 
+# Under a backend without the overlay (AL_BACKEND bwrap, oci, gvisor) there is nothing to write
+# back or cap: --workdir is refused, --disk or not, and the directory stays as it was.
+if al_workdir_refused; then
+	wd=$(al_tmpdir 0755)
+	echo old >"$wd/a"
+	ln -s /etc/passwd "$wd/link"
+	chown -R "$owner:$owner" "$wd"
+	al_expect_workdir_refused "$wd"
+	al_expect_workdir_refused "$wd" --time 20 -- /bin/sh -c 'echo new >a; rm link; head -c 1048576 /dev/zero >fill'
+	al_expect_refusal 'cannot cap --workdir with --disk' --disk 1G --workdir "$wd"
+	al_assert_eq "$(cat "$wd/a") $(readlink "$wd/link")" "old /etc/passwd" "the --workdir after the refusals"
+	exit 0
+fi
+
 # ---- changes come back: modified, created, deleted, renamed, links (never followed)
 wd=$(al_tmpdir 0755)
 rm -f "$wd/.airlock-test"

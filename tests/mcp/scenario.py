@@ -160,5 +160,15 @@ recs = [json.loads(l) for l in open(audit) if l.strip()]
 tools_seen = {r.get("tool") for r in recs}
 check(len(recs) >= 20 and {"code_execute", "code_create_sandbox", "code_read_file", "code_write_file",
                            "code_destroy_sandbox"} <= tools_seen, "audit: %d records, tools %s" % (len(recs), sorted(tools_seen)))
-check(not any("persisted" in json.dumps(r) and "content" in json.dumps(r.get("params", {})) and False for r in recs), "audit: parsed")
+writes = [r for r in recs if r.get("tool") == "code_write_file" and "content" in r.get("params", {})]
+check(writes and all(isinstance(r["params"]["content"], dict) and len(r["params"]["content"].get("sha256", "")) == 64
+                     for r in writes), "audit: file content kept as a digest and an excerpt")
+# Who decided, over which transport, for which client (the parent's pid; no terminal here).
+execs = [r for r in recs if r.get("tool") == "code_execute"]
+check(execs and all(r["client"]["transport"] == "stdio" and r["client"]["peer"].startswith("pid %d " % os.getpid())
+                    for r in execs), "audit: transport stdio, peer our pid (%s)" % (execs[:1] and execs[0]["client"]))
+by = {(r["approval"]["decision"], r["approval"]["by"]) for r in execs}
+check(("approved", "elicitation") in by and ("denied", "elicitation") in by, "audit: execs decided by elicitation (%s)" % by)
+check(all(r["approval"]["by"] == "rule" for r in recs if r.get("tool") == "code_create_sandbox"),
+      "audit: code_create_sandbox needs no approval: by rule")
 sys.exit(1 if failures else 0)

@@ -359,6 +359,9 @@ struct fake_gate {
 	char last_tool[64];
 	bool last_had_result;
 	uint64_t last_duration_ms;
+	enum srv_gate_by last_by;   /* of the last call that ended */
+	char last_peer[96];	    /* "" when none */
+	char last_transport[16];    /* "" when none */
 };
 
 static FAKE_UNUSED void fake_gate_check(void *ctx, const char *tool, const json_t *args, struct srv_gate_decision *out)
@@ -388,12 +391,69 @@ static FAKE_UNUSED void fake_gate_finished(void *ctx, const struct srv_call_end 
 	g->finished[end->status]++;
 	g->last_had_result = end->result != NULL;
 	g->last_duration_ms = end->duration_ms;
+	g->last_by = end->by;
+	fake_copy(g->last_peer, sizeof(g->last_peer), end->peer ? end->peer : "");
+	fake_copy(g->last_transport, sizeof(g->last_transport), end->transport ? end->transport : "");
 }
 
 static FAKE_UNUSED struct srv_gate fake_gate_api(struct fake_gate *g)
 {
 	return (struct srv_gate){.ctx = g, .check = fake_gate_check, .record = fake_gate_record,
 				 .finished = fake_gate_finished};
+}
+
+/* ---- an approver (gate.h): remembers the question; the test answers through done ------------ */
+
+struct fake_approver {
+	bool fail; /* ask refuses (-ENOMEM) */
+	int asks, cancels;
+	enum srv_gate_outcome cancel_why;
+	char last_tool[64], last_reason[128];
+	uint32_t last_timeout_ms;
+	uint64_t next_id, id;
+	srv_approver_done done; /* of the question still open, else NULL */
+	void *cookie;
+};
+
+static FAKE_UNUSED int fake_approver_ask(void *ctx, const char *tool, const json_t *args, const char *reason,
+					 uint32_t timeout_ms, srv_approver_done done, void *cookie, uint64_t *id)
+{
+	struct fake_approver *a = ctx;
+	if (a->fail)
+		return -ENOMEM;
+	if (a->done || !json_is_object(args))
+		abort(); /* the tests ask one question at a time, with validated arguments */
+	a->asks++;
+	fake_copy(a->last_tool, sizeof(a->last_tool), tool);
+	fake_copy(a->last_reason, sizeof(a->last_reason), reason);
+	a->last_timeout_ms = timeout_ms;
+	a->done = done;
+	a->cookie = cookie;
+	*id = a->id = ++a->next_id;
+	return 0;
+}
+
+/* Answers the open question (as a reviewer would, from any thread). */
+static FAKE_UNUSED void fake_approver_answer(struct fake_approver *a, enum srv_gate_outcome o, enum srv_gate_by by)
+{
+	srv_approver_done done = a->done;
+	a->done = NULL;
+	if (done)
+		done(a->cookie, o, by);
+}
+
+static FAKE_UNUSED void fake_approver_cancel(void *ctx, uint64_t id, enum srv_gate_outcome why)
+{
+	struct fake_approver *a = ctx;
+	a->cancels++;
+	a->cancel_why = why;
+	if (id == a->id)
+		fake_approver_answer(a, why, SRV_BY_NOBODY); /* like apq_cancel: done, on this thread */
+}
+
+static FAKE_UNUSED struct srv_approver fake_approver_api(struct fake_approver *a)
+{
+	return (struct srv_approver){.ctx = a, .ask = fake_approver_ask, .cancel = fake_approver_cancel};
 }
 
 #endif

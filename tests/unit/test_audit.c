@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "manager/audit.h"
+#include "manager/mgate.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 
@@ -154,6 +155,69 @@ static void test_round_trip(void **state)
 	assert_true(now[4] == '-' && now[10] == 'T' && now[19] == '.' && now[23] == 'Z');
 	assert_true(strncmp(now, "20", 2) == 0);
 	json_decref(all);
+}
+
+/* ---- the gate's records: who decided, over which transport, for which client ---------------------- */
+
+/* One ended call through mgate's audit hook. */
+static void end_call(struct srv_gate *g, const char *tool, const char *args, enum srv_gate_outcome o,
+		     enum srv_gate_by by, const char *transport, const char *peer)
+{
+	json_t *a = json_loads(args, 0, NULL);
+	assert_non_null(a);
+	bool ran = o == SRV_GATE_ALLOWED || o == SRV_GATE_APPROVED;
+	struct srv_call_end e = {.tool = tool, .args = a, .status = ran ? SRV_CALL_OK : SRV_CALL_DENIED,
+				 .decided = true, .approval = o, .by = by, .transport = transport, .peer = peer};
+	g->finished(g->ctx, &e);
+	json_decref(a);
+}
+
+static void test_gate_records(void **state)
+{
+	struct tmp *t = *state;
+	struct cfg *cfg = NULL;
+	struct al_error err = {0};
+	const char *y = "version: 1\napproval: {channels: [http, elicitation]}\n";
+	assert_int_equal(cfg_load_buffer(y, strlen(y), "test", &cfg, &err), 0);
+	struct audit_log *log = open_log(t->path, AL_UNLIMITED, 1, false);
+	struct mgate mg = {.cfg = cfg, .log = log, .transport = "stdio", .peer = "pid 1 (init)"};
+	struct srv_gate g;
+	mgate_init(&mg, &g);
+	const char *exec = "{\"language\":\"shell\",\"code\":\"true\"}";
+	end_call(&g, "code_create_sandbox", "{}", SRV_GATE_ALLOWED, SRV_BY_NOBODY, NULL, NULL);
+	end_call(&g, "code_execute", exec, SRV_GATE_APPROVED, SRV_BY_ELICITATION, NULL, NULL);
+	end_call(&g, "code_execute", exec, SRV_GATE_APPROVED, SRV_BY_HTTP, "http", "127.0.0.1:5000");
+	end_call(&g, "code_execute", exec, SRV_GATE_DECLINED, SRV_BY_TERMINAL, NULL, NULL);
+	end_call(&g, "code_execute", exec, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, NULL, NULL);
+	end_call(&g, "code_execute", exec, SRV_GATE_DENIED, SRV_BY_NOBODY, NULL, NULL);
+	end_call(&g, "code_execute", exec, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY, NULL, NULL);
+	end_call(&g, "code_execute", exec, SRV_GATE_ABANDONED, SRV_BY_NOBODY, NULL, NULL);
+	end_call(&g, "code_execute", exec, SRV_GATE_ALLOWED, SRV_BY_NOBODY, NULL, NULL); /* auto_approve_up_to */
+	audit_close(log);
+	static const char *const want[][2] = {
+		{"approved", "rule"},	  {"approved", "elicitation"}, {"approved", "http"}, {"denied", "terminal"},
+		{"denied", "timeout"},	  {"denied", "auto"},	       {"denied", "unavailable"}, {"denied", "cancelled"},
+		{"approved", "auto"},
+	};
+	struct audit_read_stats rs;
+	json_t *all = read_all(t->path, &rs);
+	assert_int_equal(rs.records, AL_ARRAY_SIZE(want));
+	for (size_t i = 0; i < AL_ARRAY_SIZE(want); i++) {
+		const json_t *r = json_array_get(all, i);
+		assert_string_equal(str_at(r, "approval", "decision"), want[i][0]);
+		assert_string_equal(str_at(r, "approval", "by"), want[i][1]);
+		/* The call's own transport and peer win over the gate's defaults. */
+		assert_string_equal(str_at(r, "client", "transport"), i == 2 ? "http" : "stdio");
+		assert_string_equal(str_at(r, "client", "peer"), i == 2 ? "127.0.0.1:5000" : "pid 1 (init)");
+	}
+	json_decref(all);
+	/* The channels in the order the policy lists them. */
+	struct mgate_channels ch;
+	mgate_channels(&cfg->approval, CFG_CHAN_HTTP, &ch);
+	assert_true(ch.elicitation && ch.other && ch.other_first);
+	mgate_channels(&cfg->approval, CFG_CHAN_TERMINAL, &ch);
+	assert_true(ch.elicitation && !ch.other && !ch.other_first);
+	cfg_free(cfg);
 }
 
 /* ---- what is never written ------------------------------------------------------------------------ */
@@ -556,6 +620,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_gate_records, setup_tmp, teardown_tmp),
 		cmocka_unit_test(test_secrets_dropped),
 		cmocka_unit_test(test_code_digest),
 		cmocka_unit_test_setup_teardown(test_torn_line, setup_tmp, teardown_tmp),

@@ -178,7 +178,7 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nserver: {max_lifetime: 1x}\n", "2:24", "server.max_lifetime: invalid duration '1x'"},
 	{"version: 1\nserver: {pool: {nope: 1}}\n", "2:17", "server.pool.nope: no profile 'nope' in profiles"},
 	{"version: 1\nserver: {pool: {untrusted-code-read: 65}}\n", "2:38", "server.pool.untrusted-code-read: '65' must be a number between 0 and 64"},
-	{"version: 1\nserver: {max_sandboxes: 2, pool: {untrusted-code-read: 2}}\n", "2:9", "server: the pool holds 4 sandboxes, more than max_sandboxes (2)"},
+	{"version: 1\nserver: {max_sandboxes: 2, pool: {untrusted-code-write: 2}}\n", "2:9", "server: the pool holds 4 sandboxes, more than max_sandboxes (2)"},
 	{"version: 1\nserver: {http: {listen: 8080}}\n", "2:25", "server.http.listen: '8080' is not HOST:PORT"},
 	{"version: 1\nserver: {http: {listen: '[::1]:99999'}}\n", "2:25", "server.http.listen: '[::1]:99999' is not HOST:PORT"},
 	{"version: 1\nserver: {http: {listen: '0.0.0.0:8080'}}\n", "2:16", "server.http: listening on '0.0.0.0:8080' (not loopback) needs a token_file"},
@@ -342,7 +342,7 @@ static void test_defaults_manager(void **state)
 	assert_int_equal(c->server.idle_ttl_ms, 600000);
 	assert_int_equal(c->server.max_lifetime_ms, 3600000);
 	assert_int_equal(c->server.npool, 1);
-	assert_string_equal(c->server.pool[0].profile, "untrusted-code-write");
+	assert_string_equal(c->server.pool[0].profile, "untrusted-code-read");
 	assert_int_equal(c->server.pool[0].count, 2);
 	assert_null(c->server.http_listen);
 	assert_null(c->server.http_token_file);
@@ -370,7 +370,7 @@ static void test_manager_file(void **state)
 				"    require_approval: false\n"
 				"approval: {auto_approve_up_to: MEDIUM, deny_above: HIGH, channels: [terminal]}\n"
 				"audit: {path: /var/log/x/audit.jsonl, fsync: false, rotate_size: none, keep: 2}\n"
-				"server: {max_execs: 2, pool: {untrusted-code-read: 1}, http: {listen: '[::]:8421', token_file: /etc/a/tok}}\n");
+				"server: {max_execs: 2, pool: {untrusted-code-write: 1}, http: {listen: '[::]:8421', token_file: /etc/a/tok}}\n");
 	assert_int_equal(c->nrules, 1);
 	const struct cfg_cond *w = c->rules[0].when;
 	assert_true(json_is_integer(w[0].equals) && json_integer_value(w[0].equals) == 12);

@@ -40,6 +40,13 @@ struct env {
 	json_t *out;
 };
 
+/* What env_open gives the session besides the gate (the approver tests set them). */
+static struct {
+	const struct srv_approver *approver;
+	bool approver_first, no_elicitation;
+	const char *transport;
+} env_ask;
+
 static struct env *env_open(bool with_gate, size_t max_message)
 {
 	struct env *e = calloc(1, sizeof(*e));
@@ -55,6 +62,10 @@ static struct env *env_open(bool with_gate, size_t max_message)
 		.server_version = "9.9.9",
 		.max_message = max_message,
 		.now_ms = test_clock,
+		.approver = env_ask.approver,
+		.approver_first = env_ask.approver_first,
+		.no_elicitation = env_ask.no_elicitation,
+		.transport = env_ask.transport,
 	};
 	struct al_error err = {0};
 	if (mcp_session_new(&o, &e->s, &err) < 0)
@@ -1051,6 +1062,136 @@ static void test_approval_other_paths(void **state)
 	env_close(e);
 }
 
+/* A call that needs approval, asked through the approver (no elicitation/create goes out). */
+static void ask_approver(struct env *e, struct fake_approver *a, int id)
+{
+	int before = e->m.total_calls, asks = a->asks;
+	e->g.verdict = SRV_GATE_ASK;
+	e->g.reason = "risk HIGH (rule code-execute)";
+	e->g.timeout_ms = 5000;
+	json_t *out = call(e, id, "code_execute", "{\"sandbox_id\":\"sb-a\",\"language\":\"shell\",\"code\":\"true\"}", NULL);
+	check_wire(out);
+	assert_null(response(out, id));
+	assert_int_equal(count_method(out, "elicitation/create"), 0);
+	assert_int_equal(a->asks, asks + 1);
+	assert_string_equal(a->last_tool, "code_execute");
+	assert_string_equal(a->last_reason, "risk HIGH (rule code-execute)");
+	assert_int_equal(a->last_timeout_ms, 5000);
+	assert_int_equal(mcp_session_timeout(e->s), 5000);
+	assert_int_equal(e->m.total_calls, before); /* nothing runs while the human decides */
+}
+
+/* Answers from another thread, as POST /v1/approvals or the terminal prompt would. */
+struct answer_args {
+	struct fake_approver *a;
+	enum srv_gate_outcome o;
+	enum srv_gate_by by;
+};
+
+static void *answer_thread(void *arg)
+{
+	struct answer_args *x = arg;
+	fake_approver_answer(x->a, x->o, x->by);
+	return NULL;
+}
+
+static json_t *answer_approver(struct env *e, struct fake_approver *a, enum srv_gate_outcome o, enum srv_gate_by by)
+{
+	struct answer_args x = {a, o, by};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, answer_thread, &x), 0);
+	pthread_join(th, NULL);
+	struct pollfd p = {.fd = mcp_session_fd(e->s), .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 1000), 1); /* the answer wakes the transport */
+	return poll_session(e);
+}
+
+static void test_approval_approver(void **state)
+{
+	struct fake_approver a = {0};
+	struct srv_approver api = fake_approver_api(&a);
+	env_ask.approver = &api;
+	env_ask.transport = "http";
+	/* A client without elicitation: the approver asks; approved runs, with who and from where. */
+	struct env *e = env_open(true, 0);
+	initialize(e, "2025-11-25", false);
+	mcp_session_set_peer(e->s, "127.0.0.1:4242");
+	ask_approver(e, &a, 1);
+	json_t *out = answer_approver(e, &a, SRV_GATE_APPROVED, SRV_BY_HTTP);
+	check_tool_result(e, out, 1, TL_EXECUTE, false);
+	assert_int_equal(e->m.calls[FK_EXEC], 1);
+	assert_int_equal(e->g.outcomes[SRV_GATE_APPROVED], 1);
+	assert_int_equal(e->g.last_by, SRV_BY_HTTP);
+	assert_string_equal(e->g.last_peer, "127.0.0.1:4242");
+	assert_string_equal(e->g.last_transport, "http");
+	/* Declined: never runs. */
+	mcp_session_set_peer(e->s, NULL);
+	ask_approver(e, &a, 2);
+	out = answer_approver(e, &a, SRV_GATE_DECLINED, SRV_BY_TERMINAL);
+	check_tool_error(out, 2, "denied: the reviewer did not approve");
+	assert_int_equal(e->g.last_by, SRV_BY_TERMINAL);
+	assert_string_equal(e->g.last_peer, "");
+	/* Silence: at the deadline the question is withdrawn and the call denied; an answer that
+	 * comes later finds nothing to run. */
+	ask_approver(e, &a, 3);
+	uint64_t id3 = a.id;
+	clock_now += 5000;
+	out = poll_session(e);
+	check_tool_error(out, 3, "no approval before the timeout");
+	assert_int_equal(a.cancels, 1);
+	assert_int_equal(a.cancel_why, SRV_GATE_TIMED_OUT);
+	assert_int_equal(e->g.outcomes[SRV_GATE_TIMED_OUT], 1);
+	assert_int_equal(mcp_session_timeout(e->s), -1);
+	/* The client cancels while the reviewer decides: withdrawn, never run, no response. */
+	ask_approver(e, &a, 4);
+	assert_true(a.id != id3);
+	out = feed(e, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":4}}");
+	assert_null(response(out, 4));
+	assert_int_equal(a.cancels, 2);
+	assert_int_equal(a.cancel_why, SRV_GATE_ABANDONED);
+	out = poll_session(e); /* the withdrawal's own answer finds no call */
+	assert_int_equal(json_array_size(out), 0);
+	/* The approver cannot ask: denied at once. */
+	a.fail = true;
+	e->g.verdict = SRV_GATE_ASK;
+	out = call(e, 5, "code_execute", "{\"language\":\"shell\",\"code\":\"true\"}", NULL);
+	check_tool_error(out, 5, "could not be asked");
+	a.fail = false;
+	/* The session ends while a question is open: withdrawn (abandoned), never run. */
+	ask_approver(e, &a, 6);
+	int cancels = a.cancels;
+	assert_int_equal(e->m.calls[FK_EXEC], 1);
+	env_close(e);
+	assert_int_equal(a.cancels, cancels + 1);
+	assert_int_equal(a.cancel_why, SRV_GATE_ABANDONED);
+
+	/* A client that can elicit: elicitation first by default; the approver when it comes first. */
+	e = env_open(true, 0);
+	initialize(e, "2025-11-25", true);
+	json_t *eid;
+	ask(e, 1, &eid);
+	json_decref(eid);
+	env_close(e);
+	env_ask.approver_first = true;
+	e = env_open(true, 0);
+	initialize(e, "2025-11-25", true);
+	ask_approver(e, &a, 1);
+	out = answer_approver(e, &a, SRV_GATE_APPROVED, SRV_BY_TERMINAL);
+	check_tool_result(e, out, 1, TL_EXECUTE, false);
+	env_close(e);
+	/* Elicitation turned off and no approver: nobody to ask, denied with the reason. */
+	env_ask = (__typeof__(env_ask)){.no_elicitation = true};
+	e = env_open(true, 0);
+	initialize(e, "2025-11-25", true);
+	e->g.verdict = SRV_GATE_ASK;
+	out = call(e, 1, "code_execute", "{\"language\":\"shell\",\"code\":\"true\"}", NULL);
+	check_tool_error(out, 1, "the operator turned elicitation off");
+	assert_int_equal(count_method(out, "elicitation/create"), 0);
+	assert_int_equal(e->m.total_calls, 0);
+	env_close(e);
+	env_ask = (__typeof__(env_ask)){0};
+}
+
 /* ---- the stdio transport ---------------------------------------------------------------------- */
 
 struct served {
@@ -1186,6 +1327,7 @@ int main(void)
 		cmocka_unit_test(test_approval_declined),
 		cmocka_unit_test(test_approval_timeout),
 		cmocka_unit_test(test_approval_other_paths),
+		cmocka_unit_test(test_approval_approver),
 		cmocka_unit_test(test_stdio),
 		cmocka_unit_test(test_stdio_eof_cancels),
 	};

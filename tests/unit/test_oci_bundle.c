@@ -202,8 +202,15 @@ static void test_refusals(void **state)
 	assert_int_equal(oci_refuse(p, OCI_RUNSC, true, &err), 0);
 	assert_int_equal(al_policy_require(p, "seccomp", NULL), 0);
 	assert_int_equal(oci_refuse(p, OCI_CRUN, true, &err), 0);
+	/* runsc enforces the profile as linux.seccomp (--oci-seccomp) */
+	assert_int_equal(oci_refuse(p, OCI_RUNSC, true, &err), 0);
+	al_policy_free(p);
+	/* an explicit --pids cannot be a limit on gVisor's guest processes; nor --net host here */
+	p = policy("/bin/true");
+	assert_int_equal(al_policy_set_limit(p, AL_LIMIT_PIDS, 64, NULL), 0);
 	assert_int_equal(oci_refuse(p, OCI_RUNSC, true, &err), -ENOTSUP);
-	assert_non_null(strstr(err.msg, "seccomp"));
+	assert_non_null(strstr(err.msg, "--pids"));
+	assert_int_equal(oci_refuse(p, OCI_CRUN, true, &err), 0);
 	al_policy_free(p);
 	p = policy("/bin/true");
 	assert_int_equal(al_policy_require(p, "landlock", NULL), 0);
@@ -214,6 +221,81 @@ static void test_refusals(void **state)
 	assert_int_equal(al_policy_set_id_base(p, 200000, NULL), 0);
 	assert_int_equal(oci_refuse(p, OCI_CRUN, false, &err), -EPERM);
 	al_policy_free(p);
+}
+
+/* crun's process is airlock-init, the binary bound read-only at OCI_INIT_PATH. */
+static void test_init(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/echo");
+	struct fs_plan plan = {0};
+	struct fs_host host;
+	plan.sendfd_sock = -1;
+	fs_host_probe(&host, &plan, p->rootfs);
+	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
+	char **src = calloc(plan.n + 1, sizeof(*src));
+	assert_non_null(src);
+	for (size_t i = 0; i < plan.n; i++)
+		if (plan.ops[i].kind == FS_FILE)
+			assert_true(asprintf(&src[i], "/bundle/files/%zu", i) > 0);
+	struct oci_opts o = {.runtime = OCI_CRUN, .root = true, .file_src = (const char *const *)src,
+			     .init_src = "/opt/airlock/bin/airlock"};
+	json_t *c = NULL;
+	assert_int_equal(oci_config_build(p, &plan, &o, &c, NULL), 0);
+	json_t *args = json_object_get(json_object_get(c, "process"), "args");
+	assert_string_equal(json_string_value(json_array_get(args, 0)), oci_init_path());
+	assert_string_equal(json_string_value(json_array_get(args, 1)), "--");
+	assert_string_equal(json_string_value(json_array_get(args, 2)), "/bin/echo");
+	json_t *m = mount_at(c, OCI_INIT_PATH);
+	assert_non_null(m);
+	assert_string_equal(json_string_value(json_object_get(m, "source")), "/opt/airlock/bin/airlock");
+	assert_true(has_opt(m, "ro") && has_opt(m, "nosuid") && has_opt(m, "nodev"));
+	json_decref(c);
+	for (size_t i = 0; i < plan.n; i++)
+		free(src[i]);
+	free(src);
+	fs_plan_free(&plan);
+	al_policy_free(p);
+}
+
+/* The action of the first rule naming call, "" if none. */
+static const char *sc_action_of(json_t *sc, const char *call, bool with_args)
+{
+	size_t i, k;
+	json_t *r, *n;
+	json_array_foreach(json_object_get(sc, "syscalls"), i, r)
+	{
+		if ((json_object_get(r, "args") != NULL) != with_args)
+			continue;
+		json_array_foreach(json_object_get(r, "names"), k, n)
+		if (strcmp(json_string_value(n), call) == 0)
+			return json_string_value(json_object_get(r, "action"));
+	}
+	return "";
+}
+
+/* linux.seccomp for runsc: the profile's decisions, default EPERM, strict kills. */
+static void test_oci_seccomp(void **state)
+{
+	(void)state;
+	struct sc_options so = {.profile = AL_SECCOMP_DEFAULT};
+	json_t *sc = NULL;
+	assert_int_equal(oci_seccomp_json(&so, &sc, NULL), 0);
+	assert_string_equal(json_string_value(json_object_get(sc, "defaultAction")), "SCMP_ACT_ERRNO");
+	assert_string_equal(sc_action_of(sc, "read", false), "SCMP_ACT_ALLOW");
+	assert_string_equal(sc_action_of(sc, "clone3", false), "SCMP_ACT_ALLOW"); /* gVisor: ENOSYS itself */
+	assert_string_equal(sc_action_of(sc, "mount", false), "");		  /* the default: EPERM */
+	assert_string_equal(sc_action_of(sc, "ptrace", false), "");
+	assert_string_equal(sc_action_of(sc, "clone", false), "");		 /* only with its argument filter */
+	assert_string_equal(sc_action_of(sc, "clone", true), "SCMP_ACT_ALLOW");
+	assert_string_equal(sc_action_of(sc, "ioctl", true), "SCMP_ACT_ERRNO"); /* TIOCSTI first */
+	assert_string_equal(sc_action_of(sc, "socket", false), "");
+	json_decref(sc);
+	so.profile = AL_SECCOMP_STRICT;
+	assert_int_equal(oci_seccomp_json(&so, &sc, NULL), 0);
+	assert_string_equal(sc_action_of(sc, "mount", false), "SCMP_ACT_KILL");
+	assert_string_equal(sc_action_of(sc, "msgget", false), "");
+	json_decref(sc);
 }
 
 static void test_rootfs_ops(void **state)
@@ -263,7 +345,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_process),	   cmocka_unit_test(test_ids_never_root), cmocka_unit_test(test_mounts),
 		cmocka_unit_test(test_namespaces), cmocka_unit_test(test_refusals),	  cmocka_unit_test(test_rootfs_ops),
-		cmocka_unit_test(test_helpers),
+		cmocka_unit_test(test_helpers),	   cmocka_unit_test(test_init),		  cmocka_unit_test(test_oci_seccomp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

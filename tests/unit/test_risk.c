@@ -314,6 +314,12 @@ static void test_approval_auto(void **state)
 	assert_string_equal(approval_verdict_name(APPROVAL_ASK), "ask");
 	assert_string_equal(approval_by_name(APPROVAL_BY_TIMEOUT), "timeout");
 	assert_string_equal(approval_by_name(APPROVAL_BY_ELICITATION), "elicitation");
+	assert_string_equal(approval_by_name(APPROVAL_BY_HTTP), "http");
+	assert_string_equal(approval_by_name(APPROVAL_BY_TERMINAL), "terminal");
+	assert_string_equal(approval_by_name(APPROVAL_BY_RULE), "rule");
+	assert_string_equal(approval_by_name(APPROVAL_BY_UNAVAILABLE), "unavailable");
+	assert_string_equal(approval_by_name(APPROVAL_BY_CANCELLED), "cancelled");
+	assert_string_equal(approval_by_name(APPROVAL_BY__COUNT), "?");
 
 	/* The same through the configuration: thresholds and channels as loaded. */
 	struct cfg *c = load("version: 1\napproval: {auto_approve_up_to: HIGH, deny_above: HIGH, channels: []}\n");

@@ -35,6 +35,10 @@ int bw_refuse(const struct al_policy *p, bool root, bool cgroupns, struct al_err
 		return al_err(err, ENOTSUP, "the bwrap backend cannot cap --workdir with --disk: bubblewrap 0.8 has no overlay, so the directory is bound read-write and writes reach the host directly (use --backend native)");
 	if (p->nfiles && p->workdir)
 		return al_err(err, EINVAL, "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into --workdir");
+	/* Without write-back the job would write the host directory itself: set-id bits, FIFOs and
+	 * modes would be there as the job left them, while it runs (tests/escape/workdir-links.sh). */
+	if (p->workdir)
+		return al_err(err, ENOTSUP, "the bwrap backend cannot take --workdir safely: bubblewrap 0.8 has no overlay, so the host directory would be bound read-write and the job's set-id files, FIFOs and modes would land on the host as it left them (use --backend native, which copies the changes back with set-id bits dropped, or --checkout)");
 	if (!root && p->id_base != AL_DEFAULT_ID_BASE)
 		return al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
 	return 0; /* every other layer of a floor is always made (the cgroup ones are the supervisor's) */

@@ -29,7 +29,9 @@ static int strv_dup(char ***out, const char *const *list)
 /* runsc in the foreground (`run` waits and exits with the payload's status). The ptrace
  * platform needs no /dev/kvm; --ignore-cgroups: the job's cgroups are the supervisor's, and this
  * runsc would otherwise make cgroups at the root of every hierarchy. --network=none: gVisor's
- * own stack with only its loopback; --network=host hands the sentry the host's. */
+ * own stack with only its loopback; --network=host hands the sentry the host's. --oci-seccomp:
+ * gVisor's kernel enforces config.json's linux.seccomp (airlock's profile as rules, bundle.c)
+ * on the payload's calls; without it runsc would ignore that section. */
 static int runsc_argv(char ***argv, const struct al_policy *p, const char *state, const char *bundle, const char *log,
 		      const char *id)
 {
@@ -38,8 +40,9 @@ static int runsc_argv(char ***argv, const struct al_policy *p, const char *state
 		return -ENAMETOOLONG;
 	return strv_dup(argv, (const char *const[]){OCI_RUNSC_PATH, "--root", state, logarg, "--log-format=json",
 						    p->net == AL_NET_HOST ? "--network=host" : "--network=none",
-						    "--ignore-cgroups", "--platform=ptrace", "run", "--bundle", bundle, id,
-						    NULL});
+						    "--ignore-cgroups", "--platform=ptrace",
+						    p->seccomp != AL_SECCOMP_OFF ? "--oci-seccomp" : "--oci-seccomp=false", "run",
+						    "--bundle", bundle, id, NULL});
 }
 
 static int runsc_enforced(json_t *e, const struct al_policy *p, bool root)

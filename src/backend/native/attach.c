@@ -17,28 +17,9 @@
 #include "util/error.h"
 
 union at_cmsg {
-	char buf[CMSG_SPACE(sizeof(int) * 4)];
+	char buf[CMSG_SPACE(sizeof(int))];
 	struct cmsghdr align;
 };
-
-static int send_request(int sock, char *msg, size_t len, const int *fds, int nfds)
-{
-	struct iovec iov = {.iov_base = msg, .iov_len = len};
-	union at_cmsg u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			   .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	ssize_t n;
-	do
-		n = sendmsg(sock, &m, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-}
 
 /* The reply: 0 and *pidfd, or -errno (init's refusal, or -EPIPE when init is gone). */
 static int recv_reply(int sock, int *pidfd)
@@ -71,18 +52,30 @@ static int recv_reply(int sock, int *pidfd)
 	return 0;
 }
 
+static const char *net_name(int posture)
+{
+	static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_LOOPBACK] = "loopback",
+					    [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allow"};
+	return posture >= 0 && posture <= AL_NET_ALLOW ? names[posture] : "?";
+}
+
 int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
 {
 	struct be_held *h = be_sandbox_held(p->attach);
 	if (!h || h->ctl_sock < 0)
 		return al_err(err, ESRCH, "setup: the sandbox is gone");
+	/* The sandbox's network was fixed when it was made: an exec can go without it, never beyond. */
+	if (p->net != AL_NET_NONE && (int)p->net != h->net)
+		return al_err(err, EPERM, "setup: this sandbox was made with network %s: an exec in it can have that or none, not %s",
+			      net_name(h->net), net_name((int)p->net));
+	uint32_t flags = (io->stdin_fd >= 0 ? NX_STDIN : 0) | (p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
 	char **envp = pol_build_envp(p);
 	cleanup_free char *msg = malloc(NX_MAX_MSG);
 	if (!envp || !msg) {
 		pol_free_strv(envp);
 		return al_err(err, ENOMEM, "out of memory");
 	}
-	int len = nx_encode(p->argv, envp, p->cwd ? p->cwd : AL_WORKSPACE, io->stdin_fd >= 0 ? NX_STDIN : 0, msg,
+	int len = nx_encode(p->argv, envp, p->cwd ? p->cwd : AL_WORKSPACE, flags, msg,
 			    NX_MAX_MSG);
 	pol_free_strv(envp);
 	if (len < 0)
@@ -92,7 +85,7 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		return al_err_sys(err, errno, "setup: pipe");
 	int fds[4] = {io->stdout_fd, io->stderr_fd, status_p[1], io->stdin_fd};
 	pthread_mutex_lock(&h->lock);
-	r = send_request(h->ctl_sock, msg, (size_t)len, fds, io->stdin_fd >= 0 ? 4 : 3);
+	r = nx_send(h->ctl_sock, msg, (size_t)len, fds, io->stdin_fd >= 0 ? 4 : 3);
 	if (r == 0)
 		r = recv_reply(h->ctl_sock, &pidfd);
 	pthread_mutex_unlock(&h->lock);

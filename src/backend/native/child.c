@@ -35,120 +35,13 @@ _Noreturn void nat_die(const struct nat_child *c, enum nat_stage stage, int err,
 	_exit(CHILD_FAIL_EXIT);
 }
 
-static void reset_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-/* Closes every descriptor >= 3 except the n in keep (negative entries are ignored). */
-static int close_all_but(int *keep, int n)
-{
-	for (int i = 1; i < n; i++) /* insertion sort: n is tiny */
-		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	unsigned int from = 3;
-	for (int i = 0; i < n; i++) {
-		if (keep[i] < (int)from)
-			continue;
-		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
-			return -errno;
-		from = (unsigned)keep[i] + 1;
-	}
-	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
-}
-
-static void setup_stdio(const struct nat_child *c)
-{
-	int in = c->stdin_fd;
-	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
-		nat_die(c, NS_STDIO, errno, "/dev/null");
-	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
-		nat_die(c, NS_STDIO, errno, "dup2");
-	/* Close every inherited descriptor but the status pipe and the Landlock ruleset,
-	 * which close themselves at exec (O_CLOEXEC) or before it. */
-	int keep[2] = {c->status_fd, c->landlock_fd};
-	if (close_all_but(keep, 2) < 0)
-		nat_die(c, NS_STDIO, errno, "close_range");
-}
-
-/* execvp with the sandbox's PATH (execvpe would search the supervisor's). */
-static int exec_in_path(const struct nat_child *c)
-{
-	const char *file = c->argv[0];
-	if (strchr(file, '/')) {
-		execve(file, c->argv, c->envp);
-		return errno;
-	}
-	char buf[PATH_MAX];
-	int err = ENOENT;
-	size_t flen = strlen(file);
-	for (const char *p = c->path; *p;) {
-		const char *e = strchrnul(p, ':');
-		size_t dlen = (size_t)(e - p);
-		if (dlen + 1 + flen < sizeof(buf)) {
-			memcpy(buf, p, dlen);
-			buf[dlen] = '/';
-			memcpy(buf + dlen + 1, file, flen + 1);
-			execve(buf, c->argv, c->envp);
-			if (errno != ENOENT && errno != ENOTDIR)
-				err = errno; /* like execvp: report EACCES rather than a later ENOENT */
-		}
-		p = *e ? e + 1 : e;
-	}
-	return err;
-}
-
-static _Noreturn void payload_main(const struct nat_child *c)
-{
-	/* A new session: no controlling terminal, so TIOCSTI cannot push input to ours. */
-	if (setsid() < 0)
-		nat_die(c, NS_SETSID, errno, NULL);
-	reset_signals();
-	setup_stdio(c);
-	int r = rl_apply(c->limits);
-	if (r < 0)
-		nat_die(c, NS_RLIMIT, -r, NULL);
-	/* Bounding and ambient sets go while we still hold CAP_SETPCAP; the uid switch
-	 * then empties the rest, and caps_clear makes sure of it in the single-id mode.
-	 * (An unprivileged fallback never had CAP_SETPCAP, nor any capability to bound.) */
-	if ((r = caps_drop_bounding()) < 0 && !(c->fallback && r == -EPERM))
-		nat_die(c, NS_CAPS, -r, "bounding set");
-	if (c->drop_groups && raw_setgroups_none() < 0)
-		nat_die(c, NS_SETUID, errno, "setgroups");
-	if (raw_setresgid(c->run_gid, c->run_gid, c->run_gid) < 0 || raw_setresuid(c->run_uid, c->run_uid, c->run_uid) < 0)
-		nat_die(c, NS_SETUID, errno, NULL);
-	if ((r = caps_clear()) < 0)
-		nat_die(c, NS_CAPS, -r, "capset");
-	if ((r = caps_no_new_privs()) < 0)
-		nat_die(c, NS_NNP, -r, NULL);
-	if (chdir(c->cwd) < 0)
-		nat_die(c, NS_CHDIR, errno, c->cwd);
-	umask(022);
-	if (c->landlock_fd >= 0 && (r = ll_restrict(c->landlock_fd)) < 0)
-		nat_die(c, NS_LANDLOCK, -r, "landlock_restrict_self");
-	/* Last: from here on only execve runs, so the filter need not allow our own setup. */
-	if (c->seccomp && c->seccomp->prog.len && (r = sc_load(c->seccomp)) < 0)
-		nat_die(c, NS_SECCOMP, -r, c->argv[0]);
-	nat_die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
-}
-
 /* init starts with a copy of every descriptor of the supervisor (which may be a library
  * user with descriptors of its own): keep only the five it needs. */
 static void close_inherited(const struct nat_child *c)
 {
 	int keep[8] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
 		       c->plan ? c->plan->sendfd_sock : -1, c->proxy_sock, c->ctl_sock};
-	if (close_all_but(keep, 8) < 0)
+	if (nat_close_all_but(keep, 8) < 0)
 		nat_die(c, NS_STDIO, errno, "close_range");
 }
 
@@ -211,7 +104,7 @@ static pid_t start_payload(const struct nat_child *c)
 	if (pid < 0)
 		nat_die(c, NS_FORK, errno, NULL);
 	if (pid == 0)
-		payload_main(c); /* resets every signal disposition */
+		nat_payload_main(c); /* resets every signal disposition */
 	close(c->stdout_fd);
 	close(c->stderr_fd);
 	if (c->stdin_fd >= 0)
@@ -280,7 +173,11 @@ _Noreturn void nat_child_main(struct nat_child *c)
 
 _Noreturn void nat_run_payload(struct nat_child *c)
 {
-	pid_t pid = start_payload(c);
+	nat_reap_payload(c, start_payload(c));
+}
+
+_Noreturn void nat_reap_payload(const struct nat_child *c, pid_t pid)
+{
 	for (;;) {
 		int st;
 		struct rusage ru;

@@ -9,11 +9,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define NX_MAGIC 0x616c7831u /* "alx1" */
 #define NX_MAX_MSG 65536     /* the whole request, like a modest ARG_MAX */
 #define NX_MAX_STRS 1024     /* argv + envp entries */
 #define NX_STDIN 1u
+#define NX_NONET 2u /* this exec gets an empty network namespace of its own */
 
 struct nx_hdr {
 	uint32_t magic;
@@ -38,5 +40,15 @@ struct nx_view {
 
 /* Decodes buf[0..len) in place: 0, or -EPROTO for anything malformed. */
 int nx_decode(char *buf, size_t len, struct nx_view *v);
+
+#define NX_MAX_FDS 4 /* stdout, stderr, status [, stdin] */
+
+/* One message with nfds descriptors beside it: 0 or -errno. */
+int nx_send(int sock, char *msg, size_t len, const int *fds, int nfds);
+/* One message into buf: its length (0 at end of file, -errno, -EMSGSIZE when cut), and up to
+ * NX_MAX_FDS descriptors (O_CLOEXEC) in fds; more are closed. Allocates nothing. */
+ssize_t nx_recv(int sock, char *buf, size_t cap, int *fds, int *nfds);
+/* The request's PATH, for finding argv[0] (execvpe would search the supervisor's). */
+const char *nx_env_path(char *const *envp);
 
 #endif

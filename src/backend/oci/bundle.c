@@ -1,9 +1,14 @@
 /* bundle.c — the policy as an OCI bundle's config.json: pure data, built from the native backend's filesystem plan. */
 #include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/netlink.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "bundle.h"
 #include "util/cleanup.h"
@@ -39,6 +44,10 @@ static int refuse_common(const struct al_policy *p, enum oci_runtime rt, bool ro
 		return al_err(err, ENOTSUP, "the %s backend cannot cap --workdir with --disk: it has no overlay, so the directory is bound read-write and writes reach the host directly (use --backend native)", n);
 	if (p->nfiles && p->workdir)
 		return al_err(err, EINVAL, "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into --workdir");
+	/* Without write-back the job would write the host directory itself: set-id bits, FIFOs and
+	 * modes would be there as the job left them, while it runs (tests/escape/workdir-links.sh). */
+	if (p->workdir)
+		return al_err(err, ENOTSUP, "the %s backend cannot take --workdir safely: it has no overlay, so the host directory would be bound read-write and the job's set-id files, FIFOs and modes would land on the host as it left them (use --backend native, which copies the changes back with set-id bits dropped, or --checkout)", n);
 	if (!root && p->id_base != AL_DEFAULT_ID_BASE)
 		return al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
 	return 0;
@@ -47,23 +56,151 @@ static int refuse_common(const struct al_policy *p, enum oci_runtime rt, bool ro
 int oci_refuse(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err)
 {
 	int r = refuse_common(p, rt, root, err);
-	if (r < 0 || rt == OCI_CRUN) {
-		if (r == 0 && (p->require & REQ_SECCOMP) && p->seccomp == AL_SECCOMP_OFF)
-			return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
+	/* Both enforce the profile: crun loads airlock's BPF program, runsc (--oci-seccomp) has
+	 * gVisor's kernel enforce it as linux.seccomp rules (oci_seccomp_json). */
+	if (r == 0 && (p->require & REQ_SECCOMP) && p->seccomp == AL_SECCOMP_OFF)
+		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
+	if (r < 0 || rt == OCI_CRUN)
 		return r;
-	}
 	if (!root)
 		return al_err(err, EPERM, "the gvisor backend needs root here: runsc 20221219 cannot start its gofer as an ordinary user, rootless or in a user namespace (fork/exec /proc/self/exe: invalid argument; use --backend oci, bwrap or native)");
-	/* gVisor: the payload's system calls go to gVisor's own kernel, not the host's; airlock's
-	 * filter is a BPF program for the host kernel, which runsc has no way to take. */
-	if (p->require & REQ_SECCOMP)
-		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce the required layer seccomp: runsc cannot load airlock's BPF filter (the payload's calls reach gVisor's kernel, not the host's; use --backend oci or native)");
+	/* runsc 20221219 with --network=host in a user namespace fails setting up the container's
+	 * mounts ("error converting mounts: operation not permitted"): refused here, by name. */
+	if (p->net == AL_NET_HOST)
+		return al_err(err, ENOTSUP, "the gvisor backend cannot run --net host here: runsc 20221219 cannot share the host's network with a sandbox in a user namespace (use --backend oci, bwrap or native)");
+	/* The job's pids.max counts host tasks: gVisor's sentry threads and its ptrace stubs, not the
+	 * guest's processes one by one; at the limit the sentry stalls instead of failing fork with
+	 * EAGAIN. So an explicit --pids, a promise about the payload's processes, is refused (the
+	 * default limit still bounds what the host runs for the job). */
+	if (p->limits_set & (1u << AL_LIMIT_PIDS))
+		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce --pids as a limit on the payload's processes: they live inside gVisor's kernel, and the job cgroup's pids.max only bounds gVisor's own host tasks (use --backend oci, bwrap or native)");
+	/* gVisor's kernel shows the payload RLIMIT_CPU but never signals at it (runsc 20221219):
+	 * a spin runs on to --time. Refused rather than reported as a limit. */
+	if (p->limits[AL_LIMIT_CPU_MS] != AL_UNLIMITED)
+		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce --cpu-time: gVisor's kernel accepts RLIMIT_CPU but never stops the payload at it (use --time, or --backend oci, bwrap or native)");
 	if (p->require & REQ_CGROUPNS)
 		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce the required layer cgroupns: gVisor emulates its own /sys/fs/cgroup, no kernel cgroup namespace is made (use --backend oci or native)");
 	if (p->require & REQ_PIVOT_ROOT)
 		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce the required layer pivot_root: the payload's root is gVisor's own mount tree (use --backend oci or native)");
 	if (pol_needs_proxy(p))
 		return al_err(err, ENOTSUP, "the gvisor backend cannot serve the egress proxy (--net allow=..., --broker): gVisor's network stack offers no way to hand its listening socket to airlock (use --backend oci, bwrap or native)");
+	return 0;
+}
+
+/* ---- the seccomp profile as linux.seccomp (runsc --oci-seccomp) ----------------------- */
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+/* seccomp.c's: clone may not make namespaces. */
+#define OCI_CLONE_NS_MASK                                                                          \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | \
+	 CLONE_NEWNET | CLONE_NEWTIME)
+
+/* One rule: names, an action, and up to two argument conditions (index, mask, value; masked
+ * equality, as libseccomp's SCMP_CMP_MASKED_EQ: OCI value is the mask, valueTwo the datum). */
+static int sc_rule(json_t *rules, json_t *names, const char *action, int nargs, const uint64_t (*args)[3])
+{
+	json_t *r = names ? json_pack("{s:o,s:s}", "names", names, "action", action) : NULL;
+	json_t *a = nargs ? json_array() : NULL;
+	for (int i = 0; a && i < nargs; i++)
+		if (json_array_append_new(a, json_pack("{s:I,s:I,s:I,s:s}", "index", (json_int_t)args[i][0], "value",
+						       (json_int_t)args[i][1], "valueTwo", (json_int_t)args[i][2], "op",
+						       "SCMP_CMP_MASKED_EQ")) < 0)
+			json_decref(steal_ptr(a));
+	if (!r || (nargs && (!a || json_object_set_new(r, "args", steal_ptr(a)) < 0))) {
+		json_decref(r);
+		json_decref(a);
+		return -ENOMEM;
+	}
+	return json_array_append_new(rules, r) < 0 ? -ENOMEM : 0;
+}
+
+static int sc_rule1(json_t *rules, const char *name, const char *action, int nargs, const uint64_t (*args)[3])
+{
+	return sc_rule(rules, json_pack("[s]", name), action, nargs, args);
+}
+
+/* seccomp.c's add_arg_rules and its ioctl prologue, as OCI rules. Rules for one call are
+ * tried in order (the denials of ioctl before its allow). A name the filter filters by
+ * argument that is not known here fails the build: never a silent allow. */
+static int sc_arg_rules(json_t *rules, const struct sc_options *so, const char *name, struct al_error *err)
+{
+	const uint64_t lo = 0xffffffffULL;
+	int r = 0;
+	if (strcmp(name, "clone") == 0)
+		return sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{0, OCI_CLONE_NS_MASK, 0}});
+	if (strcmp(name, "ioctl") == 0)
+		return sc_rule1(rules, name, "SCMP_ACT_ERRNO", 1, (const uint64_t[][3]){{1, lo, TIOCSTI}}) ?:
+		       sc_rule1(rules, name, "SCMP_ACT_ERRNO", 1, (const uint64_t[][3]){{1, lo, TIOCLINUX}}) ?:
+		       sc_rule1(rules, name, "SCMP_ACT_ALLOW", 0, NULL);
+	if (strcmp(name, "socketpair") == 0)
+		return sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{0, lo, AF_UNIX}});
+	if (strcmp(name, "socket") == 0) {
+		const int fam[] = {AF_UNIX, AF_INET, AF_INET6};
+		for (int i = 0; r == 0 && i < (so->allow_inet ? 3 : 1); i++)
+			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{0, lo, (uint64_t)fam[i]}});
+		if (r == 0 && so->allow_inet)
+			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 2,
+				     (const uint64_t[][3]){{0, lo, AF_NETLINK}, {2, lo, NETLINK_ROUTE}});
+		return r;
+	}
+	if (strcmp(name, "personality") == 0) {
+		/* PER_LINUX and the query everywhere; PER_LINUX32, UNAME26 and both in default */
+		const uint64_t both[] = {0x0, 0xffffffff}, dflt[] = {0x8, 0x20000, 0x20008};
+		for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(both); i++)
+			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{0, lo, both[i]}});
+		for (size_t i = 0; r == 0 && so->profile != AL_SECCOMP_STRICT && i < AL_ARRAY_SIZE(dflt); i++)
+			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{0, lo, dflt[i]}});
+		return r;
+	}
+	return al_err(err, ENOTSUP, "seccomp: no OCI rule for the argument filter of %s", name);
+}
+
+int oci_seccomp_json(const struct sc_options *so, json_t **out, struct al_error *err)
+{
+	*out = NULL;
+	json_t *allow = json_array(), *kill = json_array(), *rules = json_array();
+	int r = allow && kill && rules ? 0 : -ENOMEM, h = sc_horizon();
+	for (int nr = 0; r == 0 && nr <= h; nr++) {
+		cleanup_free char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
+		if (!name)
+			continue;
+		switch (sc_classify(so, name)) {
+		case SC_ACT_ALLOW:
+			r = json_array_append_new(allow, json_string(name)) < 0 ? -ENOMEM : 0;
+			break;
+		case SC_ACT_ARGS:
+			r = sc_arg_rules(rules, so, name, err);
+			break;
+		case SC_ACT_KILL:
+			r = json_array_append_new(kill, json_string(name)) < 0 ? -ENOMEM : 0;
+			break;
+		case SC_ACT_ENOSYS:
+			/* clone3: glibc falls back to clone only on ENOSYS, which this runsc cannot
+			 * return from a rule (every denial is EPERM); gVisor's kernel answers ENOSYS
+			 * for clone3 itself. Other ENOSYS names lie above the horizon: the default. */
+			if (strcmp(name, "clone3") == 0)
+				r = json_array_append_new(allow, json_string(name)) < 0 ? -ENOMEM : 0;
+			break;
+		case SC_ACT_EPERM:
+			break; /* the default action */
+		}
+	}
+	/* SCMP_ACT_KILL (the thread): this runsc has no SCMP_ACT_KILL_PROCESS. */
+	if (r == 0)
+		r = sc_rule(rules, json_incref(allow), "SCMP_ACT_ALLOW", 0, NULL);
+	if (r == 0 && json_array_size(kill))
+		r = sc_rule(rules, json_incref(kill), "SCMP_ACT_KILL", 0, NULL);
+	json_decref(allow);
+	json_decref(kill);
+	json_t *sc = r == 0 ? json_pack("{s:s,s:[s],s:O}", "defaultAction", "SCMP_ACT_ERRNO", "architectures",
+					"SCMP_ARCH_X86_64", "syscalls", rules)
+			    : NULL;
+	json_decref(rules);
+	if (!sc)
+		return r < 0 && err && err->code ? r : al_err(err, ENOMEM, "building linux.seccomp: out of memory");
+	*out = sc;
 	return 0;
 }
 
@@ -299,6 +436,10 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 			   struct al_error *err)
 {
 	json_t *mounts = json_array();
+	/* airlock-init: the binary read-only, never setuid; a file mount point on the rootfs */
+	if (mounts && o->init_src &&
+	    bind_mount(mounts, OCI_INIT_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
+		json_decref(steal_ptr(mounts));
 	for (size_t i = 0; mounts && i < plan->n; i++) {
 		int r = plan_op(mounts, plan, i, p, o);
 		if (r < 0) {
@@ -322,6 +463,10 @@ static json_t *process_json(const struct al_policy *p, const struct oci_opts *o)
 	char **envp = pol_build_envp(p);
 	json_t *env = envp ? strv((const char *const *)envp) : NULL, *args = json_array(), *rl = json_array();
 	pol_free_strv(envp);
+	/* crun: airlock-init first, the payload's command after "--" (ociinit.c) */
+	if (args && o->init_src && (json_array_append_new(args, json_string(OCI_INIT_PATH)) < 0 ||
+				    json_array_append_new(args, json_string("--")) < 0))
+		json_decref(steal_ptr(args));
 	for (int i = 0; args && i < p->argc; i++)
 		if (json_array_append_new(args, json_string(p->argv[i])) < 0)
 			json_decref(steal_ptr(args));
@@ -373,10 +518,16 @@ static json_t *linux_json(const struct al_policy *p, const struct oci_opts *o)
 	static const char *const masked[] = {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
 					     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
 					     "/proc/sched_debug", "/proc/scsi", "/sys/firmware", NULL};
-	static const char *const ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL};
+	/* /dev too, once crun has made its nodes: as an ordinary user the runtime's tmpfs belongs to
+	 * the only mapped id, the payload's, which could otherwise add or replace nodes (/dev/null).
+	 * Its own mounts (pts, shm) stay as they are. */
+	static const char *const ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", "/dev", NULL};
+	json_t *rol = strv(ro);
+	if (rol && o->runtime != OCI_CRUN)
+		json_array_remove(rol, json_array_size(rol) - 1); /* gVisor's /dev is its own, not the host's tmpfs */
 	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "uidMappings", id_map_json(p, o->root), "gidMappings",
 			 id_map_json(p, o->root), "namespaces", namespaces_json(p, o), "maskedPaths", strv(masked),
-			 "readonlyPaths", strv(ro));
+			 "readonlyPaths", rol);
 }
 
 int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o, json_t **out,
@@ -389,6 +540,12 @@ int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, cons
 	json_t *c = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process", process_json(p, o),
 			      "root", "path", "rootfs", "readonly", 1, "hostname",
 			      p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, "mounts", mounts, "linux", linux_json(p, o));
+	json_t *sc = NULL;
+	if (c && o->oci_seccomp && (oci_seccomp_json(o->oci_seccomp, &sc, err) < 0 ||
+				    json_object_set_new(json_object_get(c, "linux"), "seccomp", sc) < 0)) {
+		json_decref(c);
+		return err && err->code ? err->code : al_err(err, ENOMEM, "building config.json: out of memory");
+	}
 	/* crun loads this program as it is, instead of linux.seccomp's rules: airlock's own filter. */
 	if (c && o->runtime == OCI_CRUN && o->seccomp_b64 &&
 	    json_object_set_new(c, "annotations", json_pack("{s:s}", "run.oci.seccomp_bpf_data", o->seccomp_b64)) < 0)

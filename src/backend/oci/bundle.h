@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/native/channel.h"
 #include "backend/native/fsplan.h"
+#include "backend/native/seccomp.h"
 #include "policy/policy.h"
 
 /* Fixed paths, never searched in PATH: a root caller must not run whatever a PATH entry holds. */
@@ -21,6 +22,18 @@ enum oci_runtime {
 	OCI_CRUN,  /* --backend oci: crun, the host kernel behind namespaces and airlock's seccomp filter */
 	OCI_RUNSC, /* --backend gvisor: runsc, gVisor's user-space kernel (ptrace platform) */
 };
+
+/* crun's container process is airlock-init (ociinit.c), the airlock binary bound read-only here;
+ * it runs the payload as pid 2 and writes one record to OCI_INIT_FD (crun --preserve-fds=1). */
+#define OCI_INIT_PATH "/.airlock-init"
+#define OCI_INIT_FD 3
+#define OCI_INIT_FAIL 125 /* init's own failure (the record says more) */
+enum oci_init_kind {
+	OCI_INIT_EXITED = 1,	  /* value: the payload's wait status */
+	OCI_INIT_EXEC_FAILED = 2, /* value: errno of execvp (or fork) */
+};
+/* OCI_INIT_PATH; a reference that also links ociinit.c's constructor into the binary. */
+const char *oci_init_path(void);
 
 /* ---- the bundle (bundle.c, pure) ------------------------------------------------------ */
 
@@ -36,6 +49,8 @@ struct oci_opts {
 	bool root;		    /* the caller is host root: the sandbox's ids map to id_base.. */
 	const char *const *file_src; /* per plan op: the bundle file holding an FS_FILE's text, else NULL */
 	const char *seccomp_b64;     /* crun: airlock's BPF program (base64), NULL for profile "off" */
+	const char *init_src;	     /* crun: the host path of the airlock binary, run as the container's init */
+	const struct sc_options *oci_seccomp; /* runsc: the profile as linux.seccomp rules, NULL for "off" */
 	struct oci_rlimit rlimits[OCI_MAX_RLIMITS];
 	size_t nrlimits;
 };
@@ -49,6 +64,9 @@ int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, cons
 /* Is op i of the plan made in the bundle's rootfs directory (a directory, symlink or mount
  * point of the read-only root), rather than by the runtime inside a mount? */
 bool oci_on_rootfs(const struct fs_plan *plan, size_t i);
+/* The seccomp profile as an OCI linux.seccomp object (runsc --oci-seccomp enforces it in gVisor's
+ * kernel): the same decisions as sc_build, per system call name. *out is a new reference. */
+int oci_seccomp_json(const struct sc_options *so, json_t **out, struct al_error *err);
 /* Standard base64 of n bytes (malloc'd), or NULL when out of memory. */
 char *oci_base64(const void *data, size_t n);
 /* The wait status of a payload whose runtime exited with code (128+N: signal N, as a shell reads it). */
@@ -90,6 +108,7 @@ struct oci_child {
 	int stdout_fd;
 	int stderr_fd;
 	int proxy_sock;		/* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
+	int init_r, init_w;	/* crun: the pipe of airlock-init's record (write end: the container's fd 3); else -1 */
 	bool root;		/* host root: no user namespace of airlock's around the runtime */
 	bool mask_unified;	/* hide the cgroup2 hierarchy of a hybrid layout from the runtime */
 	uid_t uid;		/* the caller's ids, mapped to 0 in airlock's user namespace */

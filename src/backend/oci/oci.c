@@ -26,8 +26,9 @@ static int strv_dup(char ***out, const char *const *list)
 	return v ? 0 : -ENOMEM;
 }
 
-/* crun in the foreground: `run` waits for the payload and exits with its status. Its errors go
+/* crun in the foreground: `run` waits for the container and exits with its status. Its errors go
  * to the log as JSON lines, so the monitor tells them from the payload's own exit codes.
+ * --preserve-fds=1: fd 3, the pipe of airlock-init's record (ociinit.c), reaches the container.
  * --cgroup-manager=disabled: the job's cgroups are the supervisor's (see ocispawn.c). */
 static int crun_argv(char ***argv, const struct al_policy *p, const char *state, const char *bundle, const char *log,
 		     const char *id)
@@ -37,7 +38,8 @@ static int crun_argv(char ***argv, const struct al_policy *p, const char *state,
 	if (snprintf(logarg, sizeof(logarg), "--log=file:%s", log) >= (int)sizeof(logarg))
 		return -ENAMETOOLONG;
 	return strv_dup(argv, (const char *const[]){OCI_CRUN_PATH, "--root", state, logarg, "--log-format=json",
-						    "--cgroup-manager=disabled", "run", "--bundle", bundle, id, NULL});
+						    "--cgroup-manager=disabled", "run", "--preserve-fds=1", "--bundle", bundle, id,
+						    NULL});
 }
 
 static int crun_enforced(json_t *e, const struct al_policy *p, bool root)

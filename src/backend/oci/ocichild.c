@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -147,22 +148,44 @@ static void runtime_mounts(const struct oci_child *c)
 		die(c, NS_TMPFS, errno, "/sys/fs/cgroup/unified");
 }
 
-static void runtime_fds(const struct oci_child *c)
+/* 0, 1, 2 for the runtime (and the container); with airlock-init, its record's pipe as fd
+ * OCI_INIT_FD, inheritable (crun --preserve-fds=1 hands it on). *c is the caller's copy: the
+ * status pipe moves out of the way when it sits where a standard or preserved fd goes. */
+static void runtime_fds(struct oci_child *c)
 {
 	int in = c->stdin_fd;
 	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		die(c, NS_STDIO, errno, "/dev/null");
+	int top = c->init_w >= 0 ? OCI_INIT_FD : 2;
+	if (c->status_fd <= top) {
+		int fd = fcntl(c->status_fd, F_DUPFD_CLOEXEC, top + 1);
+		if (fd < 0)
+			die(c, NS_STDIO, errno, "F_DUPFD");
+		c->status_fd = fd; /* the old number is overwritten or closed below */
+	}
+	if (c->init_w >= 0 && c->init_w <= 2) {
+		int fd = fcntl(c->init_w, F_DUPFD_CLOEXEC, top + 1);
+		if (fd < 0)
+			die(c, NS_STDIO, errno, "F_DUPFD");
+		c->init_w = fd;
+	}
 	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
 		die(c, NS_STDIO, errno, "dup2");
+	if (c->init_w >= 0) {
+		if (c->init_w == OCI_INIT_FD ? fcntl(OCI_INIT_FD, F_SETFD, 0) < 0 : dup2(c->init_w, OCI_INIT_FD) < 0)
+			die(c, NS_STDIO, errno, "the init's record pipe");
+		c->init_w = OCI_INIT_FD;
+	}
 	/* The status pipe stays O_CLOEXEC: it is ours, not the runtime's. */
-	int keep[] = {c->status_fd};
-	if (close_all_but(keep, 1) < 0)
+	int keep[] = {c->status_fd, c->init_w};
+	if (close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 }
 
 /* Pid 1 of the new pid namespace: dies with the monitor, then becomes the runtime. */
-static _Noreturn void exec_runtime(const struct oci_child *c, int alive_r)
+static _Noreturn void exec_runtime(const struct oci_child *parent, int alive_r)
 {
+	struct oci_child copy = *parent, *c = &copy;
 	reset_signals();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(OCI_FAIL_EXIT);
@@ -218,10 +241,30 @@ static bool runtime_error(const struct oci_child *c, char *msg, size_t size)
 	return n > 0 && oci_log_error(buf, (size_t)n, msg, size);
 }
 
+/* airlock-init's record (ociinit.c): every writer is gone once the runtime, pid 1 of its pid
+ * namespace, has been reaped, so this never blocks. */
+static bool init_record(const struct oci_child *c, int32_t rec[2])
+{
+	if (c->init_r < 0)
+		return false;
+	ssize_t n;
+	do
+		n = read(c->init_r, rec, 2 * sizeof(rec[0]));
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)(2 * sizeof(rec[0]));
+}
+
 static _Noreturn void report(const struct oci_child *c, int ws)
 {
 	char msg[1024]; /* classified whole; nat_send keeps its end-user part short */
-	if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && runtime_error(c, msg, sizeof(msg))) {
+	int32_t rec[2];
+	if (init_record(c, rec)) {
+		/* The payload's own end, as the native init sees it: no 128+N folding. */
+		if (rec[0] == OCI_INIT_EXEC_FAILED)
+			nat_send(c->status_fd, NK_ERROR, NS_EXEC, rec[1], 0, c->cmd);
+		else
+			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, rec[1], NULL);
+	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && runtime_error(c, msg, sizeof(msg))) {
 		/* The runtime refused before the command ran: a setup error, not the payload's status. */
 		/* crun: "executable file `X` not found", "open executable: ..."; runsc: "failed to load X: ..." */
 		bool exec = strstr(msg, "executable") || strstr(msg, "failed to load");
@@ -232,7 +275,10 @@ static _Noreturn void report(const struct oci_child *c, int ws)
 		const char *why = msg;
 		for (const char *p = strstr(msg, ": "); p && strlen(p + 2) > 40; p = strstr(p + 2, ": "))
 			why = p + 2;
-		nat_send(c->status_fd, NK_ERROR, exec ? NS_EXEC : NS_FORK, e, 0, exec ? c->cmd : why);
+		/* the stage names the kernel feature in the message: a mount the runtime could not make
+		 * is a bind's, anything else the start of the payload */
+		enum nat_stage st = exec ? NS_EXEC : strstr(msg, "mount") ? NS_BIND : NS_FORK;
+		nat_send(c->status_fd, NK_ERROR, st, e, 0, exec ? c->cmd : why);
 	} else if (WIFEXITED(ws)) {
 		nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, oci_wstatus(WEXITSTATUS(ws)), NULL);
 	} else {
@@ -251,7 +297,7 @@ _Noreturn void oci_monitor_main(const struct oci_child *c)
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-	int keep[] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd, c->proxy_sock};
+	int keep[] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd, c->proxy_sock, c->init_r, c->init_w};
 	if (close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 	char go;
@@ -280,6 +326,8 @@ _Noreturn void oci_monitor_main(const struct oci_child *c)
 		close(c->stdin_fd);
 	if (c->proxy_sock >= 0)
 		close(c->proxy_sock);
+	if (c->init_w >= 0)
+		close(c->init_w); /* so the record's pipe ends when the container does */
 	int ws = 0;
 	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
 		;

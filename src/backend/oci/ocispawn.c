@@ -70,10 +70,13 @@ struct oci_spawn {
 	char bundle[PATH_MAX], state[PATH_MAX], log[PATH_MAX];
 	struct fs_plan plan;
 	struct sc_filter filter;
+	struct sc_options sc; /* runsc: the profile given as linux.seccomp (when sc_on) */
+	bool sc_on;
+	char init_src[PATH_MAX]; /* crun: the airlock binary, the container's init; "" for runsc */
 	char **file_src; /* per plan op */
 	char *seccomp_b64;
 	char **argv;
-	int sync_p[2], status_p[2], px_p[2];
+	int sync_p[2], status_p[2], px_p[2], init_p[2];
 };
 
 static void strv_free(char **v, size_t n)
@@ -88,6 +91,7 @@ static void oci_spawn_free(struct oci_spawn *s, bool remove)
 	al_close_pair(s->sync_p);
 	al_close_pair(s->status_p);
 	al_close_pair(s->px_p);
+	al_close_pair(s->init_p);
 	strv_free(s->file_src, s->plan.n);
 	size_t n = 0;
 	while (s->argv && s->argv[n])
@@ -186,6 +190,12 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 	cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return al_err_sys(err, errno, "setup: the bundle's rootfs");
+	if (s->init_src[0]) {
+		int fd = openat(root, &OCI_INIT_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+		if (fd < 0)
+			return al_err_sys(err, errno, "setup: the mount point %s in the bundle", oci_init_path());
+		close(fd);
+	}
 	for (size_t i = 0; r == 0 && i < s->plan.n; i++) {
 		const struct fs_op *op = &s->plan.ops[i];
 		if (!oci_on_rootfs(&s->plan, i))
@@ -260,6 +270,22 @@ static void rlimits(struct oci_opts *o, const struct al_policy *p)
 	}
 }
 
+/* The airlock binary itself, bound into the container as its init (ociinit.c). A static
+ * binary, so it runs in any root the policy gives the container. */
+static int init_binary(struct oci_spawn *s, struct al_error *err)
+{
+	ssize_t n = readlink("/proc/self/exe", s->init_src, sizeof(s->init_src) - 1);
+	if (n < 0 || n >= (ssize_t)sizeof(s->init_src) - 1)
+		return al_err_sys(err, n < 0 ? errno : ENAMETOOLONG, "setup: the airlock binary for the container's init");
+	s->init_src[n] = 0;
+	static const char deleted[] = " (deleted)";
+	size_t len = (size_t)n;
+	if (len >= sizeof(deleted) - 1 && strcmp(s->init_src + len - (sizeof(deleted) - 1), deleted) == 0)
+		return al_err(err, ENOENT, "setup: the airlock binary %s was replaced or removed while running; the container's init needs it",
+			      s->init_src);
+	return 0;
+}
+
 static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p, bool root,
 		  struct al_error *err)
 {
@@ -273,9 +299,17 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 		struct fs_op *op = &s->plan.ops[i];
 		op->skip = op->kind == FS_BIND && (op->flags & FS_OPTIONAL) && access(op->src, F_OK) < 0;
 	}
+	if (d->runtime == OCI_CRUN && (r = init_binary(s, err)) < 0)
+		return r;
 	if ((r = files(s, err)) < 0 || (r = skeleton(s, err)) < 0)
 		return r;
-	struct oci_opts o = {.runtime = d->runtime, .root = root, .file_src = (const char *const *)s->file_src};
+	struct oci_opts o = {.runtime = d->runtime, .root = root, .file_src = (const char *const *)s->file_src,
+			     .init_src = s->init_src[0] ? s->init_src : NULL};
+	if (d->runtime == OCI_RUNSC && p->seccomp != AL_SECCOMP_OFF) {
+		s->sc = (struct sc_options){.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE};
+		o.oci_seccomp = &s->sc;
+		s->sc_on = true;
+	}
 	if (d->runtime == OCI_CRUN) {
 		struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
 		if ((r = sc_build(&so, &s->filter, err)) < 0)
@@ -335,7 +369,9 @@ static char *enforced_json(const struct oci_runtime_desc *d, const struct al_pol
 			      "setgroups", "deny", "payload_uid", AL_SANDBOX_UID, "payload_host_uid", payload_host_uid(p, root),
 			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network",
 			      pol_net_name(p->net), "rlimits", nat_rlimits_json(p), "seccomp",
-			      s->filter.prog.len ? json_string(sc_profile_name(s->filter.profile)) : json_false(), "landlock", 0,
+			      s->filter.prog.len || s->sc_on ? json_string(sc_profile_name(p->seccomp))
+									     : json_false(),
+			      "landlock", 0,
 			      /* no overlay: the directory itself, read-write, beyond --disk */
 			      "workdir", p->workdir ? "bind" : "none",
 			      /* airlock exec's files: read-only binds of files in the bundle */
@@ -394,6 +430,8 @@ static int prepare(struct oci_spawn *s, const struct oci_runtime_desc *d, const 
 		return al_err_sys(err, errno, "setup: pipe");
 	if (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
 		return al_err_sys(err, errno, "setup: socketpair");
+	if (s->init_src[0] && pipe2(s->init_p, O_CLOEXEC) < 0)
+		return al_err_sys(err, errno, "setup: pipe");
 	static unsigned long counter;
 	char id[64];
 	snprintf(id, sizeof(id), "airlock-%d-%lu", (int)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
@@ -412,7 +450,7 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	if (access(d->path, X_OK) < 0)
 		return al_err(err, ENOENT, "the %s backend needs %s (Debian package %s): %s", d->name, d->path, d->package,
 			      strerror(errno));
-	struct oci_spawn s = {.sync_p = {-1, -1}, .status_p = {-1, -1}, .px_p = {-1, -1}};
+	struct oci_spawn s = {.sync_p = {-1, -1}, .status_p = {-1, -1}, .px_p = {-1, -1}, .init_p = {-1, -1}};
 	s.plan.sendfd_sock = -1;
 	pid_t pid;
 	int pidfd = -1;
@@ -421,7 +459,8 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	struct oci_child c = {
 		.argv = s.argv, .cmd = p->argv[0], .log = s.log, .tmp = s.tmp, .runtime = d->runtime,
 		.sync_fd = s.sync_p[0], .status_fd = s.status_p[1], .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd,
-		.stderr_fd = io->stderr_fd, .proxy_sock = s.px_p[1], .root = root, .mask_unified = hybrid_unified(),
+		.stderr_fd = io->stderr_fd, .proxy_sock = s.px_p[1], .init_r = s.init_p[0], .init_w = s.init_p[1],
+		.root = root, .mask_unified = hybrid_unified(),
 		.uid = getuid(), .gid = getgid(),
 	};
 	if ((r = start(&c, io, &s, &pid, &pidfd, err)) < 0)
@@ -431,7 +470,8 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	out->status_fd = steal_fd(s.status_p[0]);
 	out->enforced_json = enforced_json(d, p, &s, root);
 	out->backend = d->name;
-	out->seccomp_kills = s.filter.prog.len > 0; /* every profile kills foreign-ABI calls */
+	/* crun: every profile kills foreign-ABI calls; runsc: strict kills its always-denied calls */
+	out->seccomp_kills = s.filter.prog.len > 0 || (d->runtime == OCI_RUNSC && p->seccomp == AL_SECCOMP_STRICT);
 	/* The monitor's handler kills the runtime and waits for its pid namespace to empty. */
 	out->kill_signal = SIGTERM;
 	out->upper_sock = -1; /* no overlay, so no upper layer to write back */

@@ -1,0 +1,200 @@
+/* payload.c — the payload's side, from fork to execve, in DESIGN.md's order: setsid, stdio and no
+ * other descriptor, rlimits, no capabilities, the sandbox uid, no_new_privs, Landlock, seccomp last.
+ *
+ * A held sandbox keeps a spare payload (hold.c) that takes every step not depending on the request
+ * ahead of time, seccomp included, then waits on a socket for argv, environment, cwd and its
+ * descriptors: an exec then costs a message, a chdir and the execve. Nothing here allocates. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "child.h"
+#include "execmsg.h"
+#include "rawsys.h"
+#include "rlimits.h"
+
+#define CHILD_FAIL_EXIT 126
+
+/* A step that failed, reported once the status pipe is known (a spare learns it with the request). */
+struct pl_fail {
+	enum nat_stage stage;
+	int err;
+	const char *what;
+};
+
+static int fail(struct pl_fail *f, enum nat_stage stage, int err, const char *what)
+{
+	*f = (struct pl_fail){.stage = stage, .err = err, .what = what};
+	return -1;
+}
+
+static void reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+int nat_close_all_but(int *keep, int n)
+{
+	for (int i = 1; i < n; i++) /* insertion sort: n is tiny */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned int from = 3;
+	for (int i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
+			return -errno;
+		from = (unsigned)keep[i] + 1;
+	}
+	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
+}
+
+static void setup_stdio(const struct nat_child *c)
+{
+	int in = c->stdin_fd;
+	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		nat_die(c, NS_STDIO, errno, "/dev/null");
+	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
+		nat_die(c, NS_STDIO, errno, "dup2");
+	/* Close every inherited descriptor but the status pipe and the Landlock ruleset,
+	 * which close themselves at exec (O_CLOEXEC) or before it. */
+	int keep[2] = {c->status_fd, c->landlock_fd};
+	if (nat_close_all_but(keep, 2) < 0)
+		nat_die(c, NS_STDIO, errno, "close_range");
+}
+
+/* execvp with the sandbox's PATH (execvpe would search the supervisor's). */
+static int exec_in_path(const struct nat_child *c)
+{
+	const char *file = c->argv[0];
+	if (strchr(file, '/')) {
+		execve(file, c->argv, c->envp);
+		return errno;
+	}
+	char buf[PATH_MAX];
+	int err = ENOENT;
+	size_t flen = strlen(file);
+	for (const char *p = c->path; *p;) {
+		const char *e = strchrnul(p, ':');
+		size_t dlen = (size_t)(e - p);
+		if (dlen + 1 + flen < sizeof(buf)) {
+			memcpy(buf, p, dlen);
+			buf[dlen] = '/';
+			memcpy(buf + dlen + 1, file, flen + 1);
+			execve(buf, c->argv, c->envp);
+			if (errno != ENOENT && errno != ENOTDIR)
+				err = errno; /* like execvp: report EACCES rather than a later ENOENT */
+		}
+		p = *e ? e + 1 : e;
+	}
+	return err;
+}
+
+/* rlimits, the bounding set, the uid switch, no capabilities left, no_new_privs. */
+static int drop_privileges(const struct nat_child *c, struct pl_fail *f)
+{
+	int r = rl_apply(c->limits);
+	if (r < 0)
+		return fail(f, NS_RLIMIT, -r, NULL);
+	/* Bounding and ambient sets go while we still hold CAP_SETPCAP; the uid switch
+	 * then empties the rest, and caps_clear makes sure of it in the single-id mode.
+	 * (An unprivileged fallback never had CAP_SETPCAP, nor any capability to bound.) */
+	if ((r = caps_drop_bounding()) < 0 && !(c->fallback && r == -EPERM))
+		return fail(f, NS_CAPS, -r, "bounding set");
+	if (c->drop_groups && raw_setgroups_none() < 0)
+		return fail(f, NS_SETUID, errno, "setgroups");
+	if (raw_setresgid(c->run_gid, c->run_gid, c->run_gid) < 0 || raw_setresuid(c->run_uid, c->run_uid, c->run_uid) < 0)
+		return fail(f, NS_SETUID, errno, NULL);
+	if ((r = caps_clear()) < 0)
+		return fail(f, NS_CAPS, -r, "capset");
+	if ((r = caps_no_new_privs()) < 0)
+		return fail(f, NS_NNP, -r, NULL);
+	return 0;
+}
+
+/* Landlock, then seccomp: from here on only execve (and a spare's last few calls) run, so the
+ * filter need not allow our own setup. */
+static int restrict_self(const struct nat_child *c, const char *what, struct pl_fail *f)
+{
+	umask(022);
+	int r;
+	if (c->landlock_fd >= 0 && (r = ll_restrict(c->landlock_fd)) < 0)
+		return fail(f, NS_LANDLOCK, -r, "landlock_restrict_self");
+	if (c->seccomp && c->seccomp->prog.len && (r = sc_load(c->seccomp)) < 0)
+		return fail(f, NS_SECCOMP, -r, what);
+	return 0;
+}
+
+_Noreturn void nat_payload_main(const struct nat_child *c)
+{
+	/* A new session: no controlling terminal, so TIOCSTI cannot push input to ours. */
+	if (setsid() < 0)
+		nat_die(c, NS_SETSID, errno, NULL);
+	reset_signals();
+	setup_stdio(c);
+	struct pl_fail f = {0};
+	if (drop_privileges(c, &f) < 0)
+		nat_die(c, f.stage, f.err, f.what);
+	if (chdir(c->cwd) < 0)
+		nat_die(c, NS_CHDIR, errno, c->cwd);
+	if (restrict_self(c, c->argv[0], &f) < 0)
+		nat_die(c, f.stage, f.err, f.what);
+	nat_die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
+}
+
+_Noreturn void nat_spare_payload(struct nat_child *c, int sock)
+{
+	struct pl_fail f = {0};
+	/* /dev/null now: after Landlock it may not be openable, and most requests have no stdin. */
+	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null_fd < 0)
+		fail(&f, NS_STDIO, errno, "/dev/null");
+	if (setsid() < 0 && !f.stage)
+		fail(&f, NS_SETSID, errno, NULL);
+	reset_signals();
+	int keep[3] = {sock, null_fd, c->landlock_fd};
+	if (nat_close_all_but(keep, 3) < 0 && !f.stage)
+		fail(&f, NS_STDIO, errno, "close_range");
+	if (!f.stage && drop_privileges(c, &f) == 0)
+		restrict_self(c, "seccomp filter", &f);
+	/* Static: init's stack is small, and this process is a copy of init's memory anyway. */
+	static char buf[NX_MAX_MSG];
+	static struct nx_view v;
+	int fds[NX_MAX_FDS], nfds = 0;
+	ssize_t n = nx_recv(sock, buf, sizeof(buf), fds, &nfds);
+	if (n <= 0)
+		_exit(0); /* never used: the sandbox (or this spare) is going away */
+	/* init checked the request before passing it on; anything else is not ours to run. */
+	if (nx_decode(buf, (size_t)n, &v) < 0 || nfds != ((v.flags & NX_STDIN) ? 4 : 3))
+		_exit(CHILD_FAIL_EXIT);
+	c->stdout_fd = fds[0];
+	c->stderr_fd = fds[1];
+	c->status_fd = fds[2];
+	c->stdin_fd = (v.flags & NX_STDIN) ? fds[3] : null_fd;
+	c->argv = v.argv;
+	c->envp = v.envp;
+	c->path = nx_env_path(v.envp);
+	c->cwd = v.cwd;
+	if (f.stage)
+		nat_die(c, f.stage, f.err, f.what);
+	setup_stdio(c); /* also closes the socket and /dev/null */
+	if (chdir(c->cwd) < 0)
+		nat_die(c, NS_CHDIR, errno, c->cwd);
+	nat_die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
+}

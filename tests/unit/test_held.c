@@ -1,0 +1,312 @@
+/* test_held.c — held sandboxes through the library: each exec runs in a spare payload made ahead
+ * of time (hold.c, payload.c). Results, stdin, failures to start, the spare replaced when it dies,
+ * no descriptor or process left behind. Real sandboxes: runs as root or where user namespaces are
+ * allowed (the integration tests cover the server on top). */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "airlock/airlock.h"
+
+struct fixture {
+	struct al_sandbox *sb;
+};
+
+static int setup(void **state)
+{
+	static struct fixture f;
+	struct al_policy *p = NULL;
+	struct al_error e = {0};
+	assert_int_equal(al_policy_new(&p), 0);
+	int r = al_sandbox_create(p, &f.sb, &e);
+	al_policy_free(p);
+	if (r < 0) {
+		fprintf(stderr, "test_held: cannot create a sandbox here: %s\n", e.msg);
+		return -1;
+	}
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	al_sandbox_destroy(f->sb);
+	return 0;
+}
+
+/* Runs argv in sb with stdin_fd (-1: none) and network posture net (-1: the default); the verdict,
+ * or NULL with *msg set when the spawn is refused. */
+static struct al_verdict *run_net(struct al_sandbox *sb, int net, const char *const *argv, char *msg, size_t cap)
+{
+	struct al_policy *p = NULL;
+	struct al_error e = {0};
+	int argc = 0;
+	while (argv[argc])
+		argc++;
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(al_policy_set_argv(p, argc, argv, &e), 0);
+	assert_int_equal(al_policy_set_sandbox(p, sb, &e), 0);
+	if (net >= 0)
+		assert_int_equal(al_policy_set_network(p, (enum al_net_posture)net, &e), 0);
+	struct al_job *j = NULL;
+	struct al_verdict *v = NULL;
+	if (al_job_spawn(p, NULL, &j, &e) < 0) {
+		snprintf(msg, cap, "%.400s", e.msg);
+		al_policy_free(p);
+		return NULL;
+	}
+	if (al_job_wait(j, &v, &e) < 0)
+		fail_msg("wait: %s", e.msg);
+	al_job_free(j);
+	al_policy_free(p);
+	return v;
+}
+
+/* Runs argv in sb with stdin_fd (-1: none); the verdict. */
+static struct al_verdict *run(struct al_sandbox *sb, int stdin_fd, const char *cwd, const char *const *argv)
+{
+	struct al_policy *p = NULL;
+	struct al_error e = {0};
+	int argc = 0;
+	while (argv[argc])
+		argc++;
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(al_policy_set_argv(p, argc, argv, &e), 0);
+	assert_int_equal(al_policy_set_sandbox(p, sb, &e), 0);
+	if (cwd)
+		assert_int_equal(al_policy_set_cwd(p, cwd, &e), 0);
+	struct al_spawn_opts o = {.size = sizeof(o), .stdin_fd = stdin_fd};
+	struct al_job *j = NULL;
+	struct al_verdict *v = NULL;
+	if (al_job_spawn(p, &o, &j, &e) < 0)
+		fail_msg("spawn: %s", e.msg);
+	if (al_job_wait(j, &v, &e) < 0)
+		fail_msg("wait: %s", e.msg);
+	al_job_free(j);
+	al_policy_free(p);
+	return v;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	for (struct dirent *de; d && (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Every descendant of pid, depth first, into out[]; returns how many. */
+static int descendants(pid_t pid, pid_t *out, int cap, int n)
+{
+	char path[320];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/children", (int)pid, de->d_name);
+		FILE *fp = fopen(path, "re");
+		int c;
+		while (fp && fscanf(fp, "%d", &c) == 1 && n < cap) {
+			out[n++] = c;
+			n = descendants(c, out, cap, n);
+		}
+		if (fp)
+			fclose(fp);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void test_results(void **state)
+{
+	struct fixture *f = *state;
+	struct al_verdict *v = run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "echo hi; echo err >&2; exit 3", NULL});
+	assert_int_equal(v->status, AL_STATUS_EXITED);
+	assert_int_equal(v->exit_code, 3);
+	assert_string_equal(v->out.data, "hi\n");
+	assert_string_equal(v->err.data, "err\n");
+	al_verdict_free(v);
+	/* The payload is confined as in a one-shot sandbox: unprivileged uid, no_new_privs, no caps. */
+	v = run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "id -u; grep -E '^(NoNewPrivs|CapEff)' /proc/self/status; pwd", NULL});
+	assert_int_equal(v->exit_code, 0);
+	assert_string_equal(v->out.data, "1000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n/workspace\n");
+	al_verdict_free(v);
+	/* Files persist between execs; the cwd of the request is honoured. */
+	v = run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "mkdir -p d && echo kept > d/f", NULL});
+	assert_int_equal(v->exit_code, 0);
+	al_verdict_free(v);
+	v = run(f->sb, -1, "/workspace/d", (const char *const[]){"/bin/cat", "f", NULL});
+	assert_int_equal(v->exit_code, 0);
+	assert_string_equal(v->out.data, "kept\n");
+	al_verdict_free(v);
+}
+
+static void test_stdin(void **state)
+{
+	struct fixture *f = *state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "abc", 3), 3);
+	close(p[1]);
+	struct al_verdict *v = run(f->sb, p[0], NULL, (const char *const[]){"/bin/cat", NULL});
+	close(p[0]);
+	assert_int_equal(v->exit_code, 0);
+	assert_string_equal(v->out.data, "abc");
+	al_verdict_free(v);
+	/* Without one, stdin is /dev/null. */
+	v = run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "cat; readlink /proc/self/fd/0", NULL});
+	assert_string_equal(v->out.data, "/dev/null\n");
+	al_verdict_free(v);
+}
+
+static void test_failures(void **state)
+{
+	struct fixture *f = *state;
+	/* A command that does not exist and a cwd that does not exist: a setup error naming it, the
+	 * same as a one-shot sandbox; the sandbox keeps working. */
+	struct al_verdict *v = run(f->sb, -1, NULL, (const char *const[]){"/no/such/cmd", NULL});
+	assert_int_equal(v->status, AL_STATUS_SETUP_ERROR);
+	assert_non_null(strstr(v->setup.msg, "/no/such/cmd"));
+	al_verdict_free(v);
+	v = run(f->sb, -1, "/workspace/missing", (const char *const[]){"/bin/true", NULL});
+	assert_int_equal(v->status, AL_STATUS_SETUP_ERROR);
+	assert_non_null(strstr(v->setup.msg, "/workspace/missing"));
+	al_verdict_free(v);
+	v = run(f->sb, -1, NULL, (const char *const[]){"/bin/true", NULL});
+	assert_int_equal(v->status, AL_STATUS_EXITED);
+	assert_int_equal(v->exit_code, 0);
+	al_verdict_free(v);
+}
+
+/* A spare is made after each exec: a sandbox holds its init and at most one spare (exec init +
+ * payload) between execs, and no descriptor of ours is spent per exec. A spare killed from outside
+ * (as an OOM kill would) is replaced on the next exec. */
+static void test_spare(void **state)
+{
+	struct fixture *f = *state;
+	struct al_verdict *v = run(f->sb, -1, NULL, (const char *const[]){"/bin/true", NULL});
+	al_verdict_free(v);
+	int fds = count_fds();
+	for (int i = 0; i < 30; i++) {
+		v = run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "sleep 100 & exit 0", NULL});
+		assert_int_equal(v->exit_code, 0);
+		al_verdict_free(v);
+	}
+	assert_int_equal(count_fds(), fds);
+	pid_t d[64];
+	int n = 0;
+	for (int tries = 0; tries < 200; tries++) { /* the spare is made just after the exec is handed over */
+		n = descendants(getpid(), d, 64, 0);
+		if (n == 3)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(n, 3); /* init, the spare's exec init, its payload: the sleeps are gone */
+	/* Kill the waiting payload: the next exec still runs. */
+	assert_int_equal(kill(d[2], SIGKILL), 0);
+	usleep(50000);
+	v = run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "echo ok", NULL});
+	assert_int_equal(v->status, AL_STATUS_EXITED);
+	assert_string_equal(v->out.data, "ok\n");
+	al_verdict_free(v);
+}
+
+/* Polls until pid has want descendants (2 s at most); how many it has. */
+static int wait_descendants(int want)
+{
+	pid_t d[64];
+	int n = 0;
+	for (int tries = 0; tries < 200; tries++) {
+		if ((n = descendants(getpid(), d, 64, 0)) == want)
+			break;
+		usleep(10000);
+	}
+	return n;
+}
+
+/* Destroying the sandbox ends its init and its spare; the other sandbox is untouched. */
+static void test_destroy(void **state)
+{
+	(void)state;
+	int n0 = wait_descendants(3); /* the fixture's sandbox: init and its spare */
+	assert_int_equal(n0, 3);
+	struct al_policy *p = NULL;
+	struct al_error e = {0};
+	struct al_sandbox *sb = NULL;
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(al_sandbox_create(p, &sb, &e), 0);
+	al_policy_free(p);
+	struct al_verdict *v = run(sb, -1, NULL, (const char *const[]){"/bin/true", NULL});
+	al_verdict_free(v);
+	assert_int_equal(wait_descendants(n0 + 3), n0 + 3);
+	al_sandbox_destroy(sb);
+	assert_int_equal(wait_descendants(n0), n0);
+}
+
+/* A sandbox made with a network posture: an exec asking for it shares the sandbox's network
+ * namespace (lo up); an exec without gets an empty one of its own; more than the sandbox has is
+ * refused. */
+static void test_network(void **state)
+{
+	(void)state;
+	struct al_policy *p = NULL;
+	struct al_error e = {0};
+	struct al_sandbox *sb = NULL;
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(al_policy_set_network(p, AL_NET_LOOPBACK, &e), 0);
+	assert_int_equal(al_sandbox_create(p, &sb, &e), 0);
+	al_policy_free(p);
+	/* connect() to a closed port: refused with lo up, unreachable in an empty namespace. */
+	const char *const probe[] = {"/bin/sh", "-c", "readlink /proc/self/ns/net; "
+		"python3 -c 'import socket\ntry: socket.create_connection((\"127.0.0.1\", 9), 2)\nexcept OSError as e: print(e.errno)'", NULL};
+	char msg[512] = "", with[2][256], without[2][256];
+	for (int i = 0; i < 2; i++) {
+		struct al_verdict *v = run_net(sb, AL_NET_LOOPBACK, probe, msg, sizeof(msg));
+		assert_non_null(v);
+		assert_int_equal(v->exit_code, 0);
+		snprintf(with[i], sizeof(with[i]), "%s", v->out.data);
+		al_verdict_free(v);
+		v = run_net(sb, -1, probe, msg, sizeof(msg));
+		assert_non_null(v);
+		assert_int_equal(v->exit_code, 0);
+		snprintf(without[i], sizeof(without[i]), "%s", v->out.data);
+		al_verdict_free(v);
+	}
+	assert_string_equal(with[0], with[1]); /* the sandbox's namespace, both times */
+	assert_non_null(strstr(with[0], "\n111\n")); /* ECONNREFUSED */
+	assert_non_null(strstr(without[0], "\n101\n")); /* ENETUNREACH */
+	assert_string_not_equal(without[0], with[0]);
+	assert_string_not_equal(without[0], without[1]); /* a fresh namespace per exec */
+	assert_null(run_net(sb, AL_NET_HOST, probe, msg, sizeof(msg)));
+	assert_non_null(strstr(msg, "made with network loopback"));
+	al_sandbox_destroy(sb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_results),
+		cmocka_unit_test(test_stdin),
+		cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_spare),
+		cmocka_unit_test(test_destroy),
+		cmocka_unit_test(test_network),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
