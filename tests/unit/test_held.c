@@ -291,8 +291,10 @@ static void test_network(void **state)
 	assert_string_equal(with[0], with[1]); /* the sandbox's namespace, both times */
 	assert_non_null(strstr(with[0], "\n111\n")); /* ECONNREFUSED */
 	assert_non_null(strstr(without[0], "\n101\n")); /* ENETUNREACH */
+	/* Not the sandbox's namespace (two execs' own namespaces may share an inode number: the
+	 * first is gone before the second is made, and the kernel reuses the number). */
 	assert_string_not_equal(without[0], with[0]);
-	assert_string_not_equal(without[0], without[1]); /* a fresh namespace per exec */
+	assert_string_not_equal(without[1], with[0]);
 	assert_null(run_net(sb, AL_NET_HOST, probe, msg, sizeof(msg)));
 	assert_non_null(strstr(msg, "made with network loopback"));
 	al_sandbox_destroy(sb);
