@@ -149,7 +149,11 @@ if al_backend_is gvisor; then
 	al_expect_refusal 'the gvisor backend cannot enforce --cpu-time' --cpu-time 1500ms
 	cpu=()
 fi
-al_probe --json --open-files 64 --file-size 1M "${cpu[@]}" --address-space 1G -- exit 0
+# Under oci the container's init is airlock itself, which runs under the payload's rlimits: the
+# ASan build's init needs terabytes of shadow address space, so --address-space is left out there.
+as=(--address-space 1G)
+[ -n "${AL_SANITIZED:-}" ] && al_backend_is oci && as=()
+al_probe --json --open-files 64 --file-size 1M "${cpu[@]}" "${as[@]}" -- exit 0
 al_assert_rc 0
 al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.nofile)" 64 "rlimits.nofile with --open-files 64"
 al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.fsize)" 1048576 "rlimits.fsize with --file-size 1M"
@@ -158,7 +162,9 @@ if [ ${#cpu[@]} -gt 0 ]; then
 else
 	al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.cpu_s)" null "rlimits.cpu_s without --cpu-time (gvisor)"
 fi
-al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.as)" 1073741824 "rlimits.as with --address-space 1G"
+if [ ${#as[@]} -gt 0 ]; then
+	al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.as)" 1073741824 "rlimits.as with --address-space 1G"
+fi
 
 # ---- --result-file: the verdict goes to the file, the payload's output streams live
 rd=$(al_tmpdir 0755)
