@@ -23,15 +23,18 @@ snapshot() { ls -d /tmp/airlock-oci.* 2>/dev/null | while read -r d; do [ -O "$d
 cg0=$(cgroups)
 # Directories that existed before this test (another run's, e.g. a killed monitor's) are not ours.
 tmp0=$(snapshot)
-no_leftovers() { # WHAT
-	local left
-	# New since the test started, and orphaned: airlock-NAME.<supervisor pid>.XXXXXX whose
-	# supervisor is gone (other airlock runs on the machine may hold theirs right now).
-	left=$(comm -13 <(printf '%s\n' "$tmp0" | sort) <(snapshot | sort) | while read -r d; do
+# New since the test started, and orphaned: airlock-NAME.<supervisor pid>.XXXXXX whose
+# supervisor is gone (other airlock runs on the machine may hold theirs right now).
+orphans() {
+	comm -13 <(printf '%s\n' "$tmp0" | sort) <(snapshot | sort) | while read -r d; do
 		pid=${d#*/airlock-*.}
 		pid=${pid%%.*}
 		[ -d "/proc/$pid" ] || printf '%s\n' "$d"
-	done)
+	done
+}
+no_leftovers() { # WHAT
+	local left
+	left=$(orphans)
 	[ -z "$left" ] || al_fail "$1: bundle directories left behind: $left"
 	# Only crun processes whose supervisor is gone: other tests may run oci jobs right now.
 	left=$(pgrep -f "^/usr/bin/crun --root /tmp/airlock-oci" | while read -r p; do
@@ -224,7 +227,8 @@ for _ in $(seq 60); do [ -n "$(al_marker_pids "$m")" ] && break; sleep 0.05; don
 kill -KILL "$bg"
 wait "$bg" 2>/dev/null || true
 al_wait_marker_gone "$m" 3 || al_fail "the payload ($m) outlived its killed supervisor"
-for _ in $(seq 40); do [ -z "$(snapshot)" ] && break; sleep 0.05; done
+# The monitor removes the directory once the runtime is gone: give it time on a loaded machine.
+for _ in $(seq 200); do [ -z "$(orphans)" ] && break; sleep 0.05; done
 no_leftovers "a killed supervisor"
 al_run run "${B[@]}" -- /bin/true # the next airlock removes the dead supervisor's empty cgroups
 left=$(ls -d /sys/fs/cgroup/*/airlock-"$bg"-* 2>/dev/null || true)
