@@ -163,11 +163,26 @@ al_assert_contains "$BODY" "airlock_sandboxes_live" "metrics"
 api DELETE "/v1/sandboxes/$sb"
 al_assert_eq "$CODE" 200 "delete the sandbox: $BODY"
 curl -s -X POST "http://127.0.0.1:$PORT/v1/sandboxes" -d '{}' >/dev/null
+# This server's processes only (pid:start time of every descendant): other tests may run
+# sandboxes of their own under the same uid right now.
+descendants() {
+	local p
+	for p in $(pgrep -P "$1" 2>/dev/null); do
+		echo "$p:$(awk '{print $22}' "/proc/$p/stat" 2>/dev/null)"
+		descendants "$p"
+	done
+}
+procs=$(descendants "$SPID")
+[ -n "$procs" ] || al_fail "no sandbox process under the server before SIGTERM (the check below could not fail)"
 kill -TERM "$SPID"
 rc=0
 wait "$SPID" || rc=$?
 al_assert_eq "$rc" 0 "airlock serve's exit status after SIGTERM"
-al_assert_eq "$(pgrep -f airlock-init -u "$AL_PAYLOAD_HOST_UID" 2>/dev/null | wc -l)" 0 "sandbox processes left"
+left=$(for ps in $procs; do
+	p=${ps%%:*}
+	[ "$(awk '{print $22}' "/proc/$p/stat" 2>/dev/null)" = "${ps#*:}" ] && echo "$p"
+done || true)
+al_assert_eq "$left" "" "the server's processes left after SIGTERM"
 al_assert_contains "$(cat "$dir/main.jsonl")" '"tool":"code_execute"' "audit records"
 # Who decided, over which transport, from which client: the JSON API's and /mcp's approvals both
 # came from POST /v1/approvals; the peer is the connection's address.
