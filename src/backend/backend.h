@@ -50,9 +50,18 @@ int be_oci_spawn(const struct al_policy *p, const struct be_io *io, struct be_pr
 int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 
 /* What an exec needs of its held sandbox (kept by supervisor/sandbox.c). */
+/* A spare payload of a held sandbox, waiting for its exec request (backend/native/hold.c). */
+struct be_spare {
+	int pidfd;  /* its exec init: -1 when there is none */
+	int sock;   /* the payload's request socket */
+	int status; /* the exec init's status records */
+};
+
 struct be_held {
-	int ctl_sock;		   /* to the sandbox's init: one request and its reply at a time */
-	pthread_mutex_t lock;	   /* ... under this lock */
+	int ctl_sock;		   /* to the sandbox's init: spare requests, answered in order */
+	pthread_mutex_t lock;	   /* ... under this lock, which also covers: */
+	struct be_spare spare;	   /* the next exec's payload, when init has made it */
+	bool spare_asked;	   /* init's answer for spare is on its way */
 	const char *enforced_json; /* the sandbox's protections, which every exec inherits */
 	bool seccomp_kills;
 	int net;		   /* the sandbox's posture (enum al_net): an exec may only narrow it */
@@ -60,8 +69,11 @@ struct be_held {
 struct al_sandbox;
 struct be_held *be_sandbox_held(struct al_sandbox *sb);
 
-/* An exec in a held sandbox (backend/native/attach.c): the sandbox's init starts the payload. */
+/* An exec in a held sandbox (backend/native/attach.c): a spare payload the sandbox's init made runs it. */
 int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+/* Initialises h's spare (none), or lets the spare go (its payload exits unused). */
+void be_held_init(struct be_held *h);
+void be_held_release(struct be_held *h);
 
 /* The native backend: our own namespaces (backend/native). */
 int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);

@@ -98,6 +98,7 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 		return al_err(err, ENOMEM, "out of memory");
 	sb->ws_fd = sb->held.ctl_sock = -1;
 	pthread_mutex_init(&sb->held.lock, NULL);
+	be_held_init(&sb->held);
 	int r = job_spawn(p, NULL, true, &sb->job, err);
 	if (r < 0)
 		goto fail;
@@ -160,6 +161,7 @@ void al_sandbox_destroy(struct al_sandbox *sb)
 		close(sb->ws_fd);
 	/* al_job_free kills init (and so every exec, whose pid namespaces nest in its own), reaps
 	 * it, stops the proxy, removes the cgroup and closes the control socket. */
+	be_held_release(&sb->held);
 	al_job_free(sb->job);
 	pthread_mutex_destroy(&sb->held.lock);
 	free(sb);

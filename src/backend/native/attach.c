@@ -1,8 +1,9 @@
-/* attach.c — an exec in a held sandbox, seen from the supervisor: one request to the sandbox's
- * init (hold.c), which answers with the pidfd of the exec's own init. From there the supervisor
- * runs the job as any other: output pipes, status records, deadline (SIGKILL through the pidfd
- * ends the exec's pid namespace), verdict. The exec is not our child, so its usage comes in the
- * status record rather than from waitid. */
+/* attach.c — an exec in a held sandbox, seen from the supervisor: the request goes straight to a
+ * spare payload the sandbox's init made ahead of time (hold.c), and the next spare is asked for at
+ * once, so init is never on an exec's path. From there the supervisor runs the job as any other:
+ * output pipes, status records, deadline (SIGKILL through the pidfd ends the exec's pid
+ * namespace), verdict. The exec is not our child, so its usage comes in the status record rather
+ * than from waitid. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,43 +14,74 @@
 
 #include "backend/backend.h"
 #include "execmsg.h"
+#include "pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
-union at_cmsg {
-	char buf[CMSG_SPACE(sizeof(int))];
-	struct cmsghdr align;
-};
+#define NO_SPARE ((struct be_spare){.pidfd = -1, .sock = -1, .status = -1})
 
-/* The reply: 0 and *pidfd, or -errno (init's refusal, or -EPIPE when init is gone). */
-static int recv_reply(int sock, int *pidfd)
+void be_held_init(struct be_held *h)
+{
+	h->spare = NO_SPARE;
+	h->spare_asked = false;
+}
+
+static void spare_close(struct be_spare *s, bool kill)
+{
+	if (s->pidfd >= 0 && kill)
+		pfd_send_signal(s->pidfd, SIGKILL);
+	int fds[] = {s->pidfd, s->sock, s->status};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	*s = NO_SPARE;
+}
+
+void be_held_release(struct be_held *h)
+{
+	/* Closing its socket is enough: the payload exits unused, and its exec init with it. */
+	spare_close(&h->spare, false);
+}
+
+static int spare_ask(struct be_held *h, uint32_t flags)
+{
+	struct nx_spare_req q = {.magic = NX_SPARE_MAGIC, .flags = flags};
+	return nx_send(h->ctl_sock, (char *)&q, sizeof(q), NULL, 0);
+}
+
+/* init's answer to the oldest request: 0 and *s, or -errno (init's refusal, -EPIPE when it is gone). */
+static int spare_recv(struct be_held *h, struct be_spare *s)
 {
 	struct nx_reply r = {.err = EPROTO};
-	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
-	union at_cmsg u;
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-	do
-		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return n == 0 ? -EPIPE : -errno;
-	int fd = -1;
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	if (n != sizeof(r) || (r.err == 0 && fd < 0)) {
-		if (fd >= 0)
-			close(fd);
-		return -EPROTO;
+	int fds[NX_MAX_FDS], nfds = 0;
+	ssize_t n = nx_recv(h->ctl_sock, (char *)&r, sizeof(r), fds, &nfds);
+	if (n == 0)
+		return -EPIPE;
+	if (n == (ssize_t)sizeof(r) && r.err == 0 && nfds == 3) {
+		*s = (struct be_spare){.pidfd = fds[0], .sock = fds[1], .status = fds[2]};
+		return 0;
 	}
-	if (r.err) {
-		if (fd >= 0)
-			close(fd);
-		return -r.err;
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	return n < 0 ? (int)n : r.err > 0 ? -r.err : -EPROTO;
+}
+
+/* A spare for the next exec: the one asked for after the last exec, or a new one. */
+static int spare_get(struct be_held *h, uint32_t flags, struct be_spare *s)
+{
+	if (h->spare_asked) { /* answers come in order: this one is the sandbox's own spare */
+		h->spare_asked = false;
+		struct be_spare got = NO_SPARE;
+		if (spare_recv(h, &got) == 0)
+			h->spare = got;
 	}
-	*pidfd = fd;
-	return 0;
+	if (!flags && h->spare.pidfd >= 0) {
+		*s = h->spare;
+		h->spare = NO_SPARE;
+		return 0;
+	}
+	int r = spare_ask(h, flags);
+	return r < 0 ? r : spare_recv(h, s);
 }
 
 static const char *net_name(int posture)
@@ -75,31 +107,40 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		pol_free_strv(envp);
 		return al_err(err, ENOMEM, "out of memory");
 	}
-	int len = nx_encode(p->argv, envp, p->cwd ? p->cwd : AL_WORKSPACE, flags, msg,
-			    NX_MAX_MSG);
+	/* Without the sandbox's network: a spare of its own in a new, empty network namespace (a
+	 * payload cannot leave the one it was made in). */
+	uint32_t spare_flags = flags & NX_NONET;
+	flags &= ~NX_NONET;
+	int len = nx_encode(p->argv, envp, p->cwd ? p->cwd : AL_WORKSPACE, flags, msg, NX_MAX_MSG);
 	pol_free_strv(envp);
 	if (len < 0)
 		return al_err(err, -len, "setup: the command and its environment exceed %d bytes", NX_MAX_MSG);
-	int status_p[2] = {-1, -1}, pidfd = -1, r;
-	if (pipe2(status_p, O_CLOEXEC) < 0)
-		return al_err_sys(err, errno, "setup: pipe");
-	int fds[4] = {io->stdout_fd, io->stderr_fd, status_p[1], io->stdin_fd};
+	int fds[3] = {io->stdout_fd, io->stderr_fd, io->stdin_fd}, r = 0;
+	struct be_spare s = NO_SPARE;
 	pthread_mutex_lock(&h->lock);
-	r = nx_send(h->ctl_sock, msg, (size_t)len, fds, io->stdin_fd >= 0 ? 4 : 3);
-	if (r == 0)
-		r = recv_reply(h->ctl_sock, &pidfd);
+	/* A spare that died since it was made (an OOM kill) is replaced once. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if ((r = spare_get(h, spare_flags, &s)) < 0)
+			break;
+		if ((r = nx_send(s.sock, msg, (size_t)len, fds, io->stdin_fd >= 0 ? 3 : 2)) == 0)
+			break;
+		spare_close(&s, true);
+		r = r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED ? -EAGAIN : r;
+	}
+	/* The next exec's spare is made while this one runs. */
+	if (r == 0 && !spare_flags && h->spare.pidfd < 0 && spare_ask(h, 0) == 0)
+		h->spare_asked = true;
 	pthread_mutex_unlock(&h->lock);
-	close(status_p[1]);
 	if (r < 0) {
-		close(status_p[0]);
 		if (r == -EPIPE || r == -ECONNRESET)
 			return al_err(err, ESRCH, "setup: the sandbox is gone (its init exited)");
 		return al_err_sys(err, -r, "setup: starting the command in the sandbox");
 	}
+	close(s.sock); /* the payload has its request */
 	out->pid = 0;
 	out->foreign = true;
-	out->pidfd = pidfd;
-	out->status_fd = status_p[0];
+	out->pidfd = s.pidfd;
+	out->status_fd = s.status;
 	out->kill_signal = SIGKILL; /* the exec's init: its pid namespace dies with it */
 	out->enforced_json = h->enforced_json ? strdup(h->enforced_json) : NULL;
 	out->backend = "native";

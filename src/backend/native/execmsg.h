@@ -1,9 +1,11 @@
-/* execmsg.h — the request a held sandbox's init receives for each exec: argv, environment, cwd.
+/* execmsg.h — a held sandbox's messages (hold.c): the manager asks init for a spare (struct
+ * nx_spare_req); init answers with struct nx_reply and, on success, three descriptors: the spare's
+ * pidfd, its payload's socket and the read end of its status pipe. The exec request then goes to
+ * the spare payload itself: argv, environment, cwd.
  *
  * One SOCK_SEQPACKET message: a header, then argc + envc + 1 NUL-terminated strings (argv...,
- * envp..., cwd). Descriptors travel beside it (SCM_RIGHTS): stdout, stderr, the status pipe,
- * then stdin when NX_STDIN is set. init answers with struct nx_reply and, on success, the
- * exec's pidfd. Decoding allocates nothing: it points into the caller's buffer. */
+ * envp..., cwd). Descriptors travel beside it (SCM_RIGHTS): stdout, stderr, then stdin when
+ * NX_STDIN is set. Decoding allocates nothing: it points into the caller's buffer. */
 #ifndef AL_NATIVE_EXECMSG_H
 #define AL_NATIVE_EXECMSG_H
 
@@ -15,7 +17,13 @@
 #define NX_MAX_MSG 65536     /* the whole request, like a modest ARG_MAX */
 #define NX_MAX_STRS 1024     /* argv + envp entries */
 #define NX_STDIN 1u
-#define NX_NONET 2u /* this exec gets an empty network namespace of its own */
+#define NX_NONET 2u /* a spare in an empty network namespace of its own (nx_spare_req) */
+#define NX_SPARE_MAGIC 0x616c7873u /* "alxs" */
+
+struct nx_spare_req {
+	uint32_t magic;
+	uint32_t flags; /* NX_NONET */
+};
 
 struct nx_hdr {
 	uint32_t magic;
@@ -25,7 +33,7 @@ struct nx_hdr {
 };
 
 struct nx_reply {
-	int32_t err; /* 0: the exec started and its pidfd is attached; else an errno */
+	int32_t err; /* 0: the spare's three descriptors are attached; else an errno */
 };
 
 /* Encodes into buf[0..cap): the message length, or -E2BIG / -EINVAL (empty argv, relative cwd). */
@@ -41,7 +49,7 @@ struct nx_view {
 /* Decodes buf[0..len) in place: 0, or -EPROTO for anything malformed. */
 int nx_decode(char *buf, size_t len, struct nx_view *v);
 
-#define NX_MAX_FDS 4 /* stdout, stderr, status [, stdin] */
+#define NX_MAX_FDS 3 /* stdout, stderr [, stdin]; or a spare's pidfd, socket, status pipe */
 
 /* One message with nfds descriptors beside it: 0 or -errno. */
 int nx_send(int sock, char *msg, size_t len, const int *fds, int nfds);

@@ -1,23 +1,24 @@
 /* hold.c — a held sandbox's init: the namespaces, root and workspace stay; payloads come and go.
  *
  *   manager ──ctl socket (SEQPACKET)──▶ init (pid 1 of the sandbox, sandbox root)
- *      request: argv, env, cwd + stdout, stderr, status pipe [, stdin]     (execmsg.h)
- *      reply:   errno, and the exec's pidfd
- *                                         │ clone3(CLONE_NEWPID), made ahead of the request
+ *      request: a spare, please (flags: without the sandbox's network)       (execmsg.h)
+ *      reply:   errno, or the spare: its pidfd, its payload's socket, its status pipe
+ *                                         │ clone3(CLONE_NEWPID [| CLONE_NEWNET])
  *                                         ▼
  *                                  exec init: pid 1 of a nested pid namespace, with a spare payload
  *                                  (payload.c) already confined — rlimits, ids, no capabilities,
- *                                  no_new_privs, Landlock, seccomp — and waiting for the request.
+ *                                  no_new_privs, Landlock, seccomp — and waiting on its socket.
+ *   manager ──the exec request (argv, env, cwd + stdout, stderr [, stdin])──▶ spare payload
  *                                  The exec init reports the payload's status and usage, exits, and
  *                                  the kernel kills whatever the payload left behind (a setsid
  *                                  double-fork daemon included).
  *
  * So files persist between execs (the workspace tmpfs belongs to init's mount namespace) and
- * processes do not. A spare is made after each exec is handed over (so a sandbox nobody uses holds
- * no spare, and the next exec costs little more than an execve); when there is none, or it died
- * (an OOM kill), one is made on the spot. The manager kills one exec through its pidfd and the
- * whole sandbox by closing the control socket (init exits; PDEATHSIG covers the manager's own
- * death and takes the spare with init). Nothing here allocates: requests are decoded in place.
+ * processes do not. The manager asks for the next spare as soon as it has handed an exec over
+ * (a sandbox nobody uses holds none), and an exec then costs one message and an execve: init is
+ * not on its path. The manager kills one exec through its pidfd and the whole sandbox by closing
+ * the control socket (init exits; PDEATHSIG covers the manager's own death and takes the spares
+ * with init). Nothing here allocates.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,157 +38,59 @@
 #include "rawsys.h"
 #include "util/fdpass.h"
 
-union nx_cmsg1 {
-	char buf[CMSG_SPACE(sizeof(int))];
-	struct cmsghdr align;
-};
-
-static void reply(int sock, int err, int pidfd)
-{
-	struct nx_reply r = {.err = err};
-	if (pidfd < 0) {
-		(void)send(sock, &r, sizeof(r), MSG_NOSIGNAL);
-		return;
-	}
-	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
-	union nx_cmsg1 u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = CMSG_SPACE(sizeof(int))};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &pidfd, sizeof(int));
-	(void)sendmsg(sock, &msg, MSG_NOSIGNAL);
-}
-
-/* A spare: an exec init and its confined payload, waiting for a request. pidfd < 0: none. */
-struct spare {
-	int pidfd;
-	int init_sock;	  /* the exec init learns the status pipe here */
-	int payload_sock; /* the payload gets the request itself here */
-};
-
-/* The exec init: pid 1 of its own pid namespace. It forks the spare payload at once, then waits to
- * learn where to report, and reaps. Killing it (the deadline) ends the pid namespace. */
-static _Noreturn void spare_init_main(struct nat_child *c, int init_sock, int payload_sock)
+/* The exec init: pid 1 of its own pid namespace. It vforks the spare payload at once and then
+ * reaps it, reporting on the status pipe it was made with. Killing it (the deadline) ends the pid
+ * namespace. */
+static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int status_w)
 {
 	/* The sandbox's init going away takes every exec and spare with it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	close(c->ctl_sock);
 	close(c->status_fd);
-	c->ctl_sock = c->status_fd = -1;
+	c->ctl_sock = -1;
+	c->status_fd = status_w;
 	signal(SIGCHLD, SIG_DFL);
 	/* vfork: the payload borrows this process's memory until its execve, which then has no copy
 	 * of a supervisor-sized address space to tear down (that would be on every exec's path). We
-	 * stay suspended until then: the status pipe waits in the socket. The payload writes only its
-	 * own copy of c and the request buffers, which we do not use. */
+	 * stay suspended until then, which costs nothing: there is nothing to do before the payload
+	 * runs. The payload writes only its own copy of c and the request buffers, which we do not use. */
 	struct nat_child pc = *c;
 	pid_t pid = vfork(); // NOLINT(clang-analyzer-security.insecureAPI.vfork): suspending us is the point (above)
 	if (pid < 0)
-		_exit(1); /* init sees the spare gone when it hands a request over */
+		_exit(1); /* the manager sees the spare gone when it hands a request over */
 	if (pid == 0)
 		nat_spare_payload(&pc, payload_sock); // NOLINT(clang-analyzer-unix.Vfork): ends in execve or _exit, writes only pc
 	close(payload_sock);
-	/* Blocks until the spare is used (al_recv_fd would not wait). */
-	char tag;
-	int fds[NX_MAX_FDS], nfds = 0;
-	if (nx_recv(init_sock, &tag, 1, fds, &nfds) <= 0 || nfds != 1)
-		_exit(0); /* never used */
-	close(init_sock);
-	c->status_fd = fds[0];
 	nat_reap_payload(c, pid);
 }
 
-static void drop_spare(struct spare *s)
+/* One spare for the manager: the reply carries 0 and [pidfd, payload socket, status pipe], or
+ * an errno. ns: CLONE_NEWPID, plus CLONE_NEWNET for an exec without the sandbox's network. Init
+ * keeps nothing of it: the manager hands requests to the payload directly, kills the exec through
+ * the pidfd and reads its end from the status pipe. */
+static void serve_spare(struct nat_child *c, uint64_t ns)
 {
-	if (s->pidfd >= 0) {
-		pfd_send_signal(s->pidfd, SIGKILL);
-		close(s->pidfd);
+	struct nx_reply r = {.err = 0};
+	int b[2] = {-1, -1}, st[2] = {-1, -1}, pidfd = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, b) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+		r.err = errno;
+		goto out;
 	}
-	if (s->init_sock >= 0)
-		close(s->init_sock);
-	if (s->payload_sock >= 0)
-		close(s->payload_sock);
-	*s = (struct spare){.pidfd = -1, .init_sock = -1, .payload_sock = -1};
-}
-
-/* ns: CLONE_NEWPID, plus CLONE_NEWNET for an exec without the sandbox's network. */
-static int make_spare(struct nat_child *c, struct spare *s, uint64_t ns)
-{
-	int a[2], b[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, a) < 0)
-		return -errno;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, b) < 0) {
-		int e = errno;
-		close(a[0]);
-		close(a[1]);
-		return -e;
-	}
-	int pidfd = -1;
 	pid_t pid = pfd_clone3(ns, &pidfd, -1);
 	if (pid == 0) {
-		close(a[0]);
 		close(b[0]);
-		spare_init_main(c, a[1], b[1]);
+		close(st[0]);
+		spare_init_main(c, b[1], st[1]);
 	}
-	close(a[1]);
-	close(b[1]);
-	if (pid < 0) {
-		close(a[0]);
-		close(b[0]);
-		return (int)pid;
-	}
-	*s = (struct spare){.pidfd = pidfd, .init_sock = a[0], .payload_sock = b[0]};
-	return 0;
-}
-
-/* The request to the spare's payload, the status pipe to its init: 0, or -errno when it died. */
-static int hand_over(const struct spare *s, char *buf, size_t n, const int *fds, int nfds)
-{
-	int r = nx_send(s->payload_sock, buf, n, fds, nfds);
-	return r < 0 ? r : al_send_fd(s->init_sock, fds[2], 's');
-}
-
-static void serve_one(struct nat_child *c, struct spare *s, char *buf, ssize_t n, int *fds, int nfds)
-{
-	/* Static: 16 KiB of pointers is better off init's small stack. Init serves one request at a time. */
-	static struct nx_view v;
-	int err = EPROTO;
-	bool started = false;
-	struct spare once = {.pidfd = -1, .init_sock = -1, .payload_sock = -1}, *use = s;
-	if (nx_decode(buf, (size_t)n, &v) == 0 && nfds == ((v.flags & NX_STDIN) ? 4 : 3)) {
-		/* Without the sandbox's network: a spare of its own in a new, empty network namespace
-		 * (a payload cannot leave the one it was made in). */
-		if (v.flags & NX_NONET)
-			use = &once;
-		/* A spare that died since it was made (an OOM kill) is replaced once. */
-		for (int attempt = 0; attempt < 2 && !started; attempt++) {
-			int r = use->pidfd >= 0 ? 0 : make_spare(c, use, use == s ? CLONE_NEWPID : CLONE_NEWPID | CLONE_NEWNET);
-			if (r < 0) {
-				err = -r;
-				break;
-			}
-			if (hand_over(use, buf, (size_t)n, fds, nfds) == 0) {
-				started = true;
-			} else {
-				drop_spare(use);
-				err = EAGAIN;
-			}
-		}
-	}
-	reply(c->ctl_sock, started ? 0 : err, started ? use->pidfd : -1);
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-	if (started) {
-		/* Now the exec is the supervisor's: forget it without a signal, and prepare the next. */
-		close(use->pidfd);
-		close(use->init_sock);
-		close(use->payload_sock);
-		*use = (struct spare){.pidfd = -1, .init_sock = -1, .payload_sock = -1};
-		if (use == s)
-			(void)make_spare(c, s, CLONE_NEWPID);
-	}
+	if (pid < 0)
+		r.err = (int)-pid;
+out:;
+	int fds[3] = {pidfd, b[0], st[0]};
+	(void)nx_send(c->ctl_sock, (char *)&r, sizeof(r), fds, r.err ? 0 : 3);
+	int all[] = {pidfd, b[0], b[1], st[0], st[1]};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i] >= 0)
+			close(all[i]);
 }
 
 _Noreturn void nat_hold_main(struct nat_child *c)
@@ -207,19 +110,19 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 	/* Exec inits are never waited for here: the manager holds their pidfds and status pipes. */
 	signal(SIGCHLD, SIG_IGN);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	static char buf[NX_MAX_MSG];
-	struct spare spare = {.pidfd = -1, .init_sock = -1, .payload_sock = -1};
 	for (;;) {
+		struct nx_spare_req q;
 		int fds[NX_MAX_FDS], nfds = 0;
-		ssize_t n = nx_recv(c->ctl_sock, buf, sizeof(buf), fds, &nfds);
+		ssize_t n = nx_recv(c->ctl_sock, (char *)&q, sizeof(q), fds, &nfds);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]); /* a spare request carries none */
 		if (n == 0 || (n < 0 && n != -EMSGSIZE))
 			_exit(0); /* the manager closed the sandbox (or died): everything in it goes */
-		if (n < 0) {
-			reply(c->ctl_sock, EMSGSIZE, -1);
-			for (int i = 0; i < nfds; i++)
-				close(fds[i]);
+		if (n != (ssize_t)sizeof(q) || q.magic != NX_SPARE_MAGIC || (q.flags & ~NX_NONET)) {
+			struct nx_reply r = {.err = EPROTO};
+			(void)send(c->ctl_sock, &r, sizeof(r), MSG_NOSIGNAL);
 			continue;
 		}
-		serve_one(c, &spare, buf, n, fds, nfds);
+		serve_spare(c, CLONE_NEWPID | ((q.flags & NX_NONET) ? CLONE_NEWNET : 0));
 	}
 }

@@ -168,8 +168,8 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 	if (setsid() < 0 && !f.stage)
 		fail(&f, NS_SETSID, errno, NULL);
 	reset_signals();
-	int keep[3] = {sock, null_fd, c->landlock_fd};
-	if (nat_close_all_but(keep, 3) < 0 && !f.stage)
+	int keep[4] = {sock, null_fd, c->landlock_fd, c->status_fd};
+	if (nat_close_all_but(keep, 4) < 0 && !f.stage)
 		fail(&f, NS_STDIO, errno, "close_range");
 	if (!f.stage && drop_privileges(c, &f) == 0)
 		restrict_self(c, "seccomp filter", &f);
@@ -180,13 +180,12 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 	ssize_t n = nx_recv(sock, buf, sizeof(buf), fds, &nfds);
 	if (n <= 0)
 		_exit(0); /* never used: the sandbox (or this spare) is going away */
-	/* init checked the request before passing it on; anything else is not ours to run. */
-	if (nx_decode(buf, (size_t)n, &v) < 0 || nfds != ((v.flags & NX_STDIN) ? 4 : 3))
-		_exit(CHILD_FAIL_EXIT);
+	/* Only the manager holds the other end; anything malformed is not ours to run. */
+	if (nx_decode(buf, (size_t)n, &v) < 0 || nfds != ((v.flags & NX_STDIN) ? 3 : 2))
+		nat_die(c, NS_STDIO, EPROTO, "exec request");
 	c->stdout_fd = fds[0];
 	c->stderr_fd = fds[1];
-	c->status_fd = fds[2];
-	c->stdin_fd = (v.flags & NX_STDIN) ? fds[3] : null_fd;
+	c->stdin_fd = (v.flags & NX_STDIN) ? fds[2] : null_fd;
 	c->argv = v.argv;
 	c->envp = v.envp;
 	c->path = nx_env_path(v.envp);
