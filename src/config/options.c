@@ -20,7 +20,7 @@ const struct al_option al_options[] = {
 	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default none)", true},
 	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default 512M)", true},
 	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default 1024)", true},
-	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth, e.g. 0.5 (cgroup; default none)", true},
+	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth in CPUs, e.g. 0.5 (cgroup; default 0.5; 'none': no cap)", true},
 	{OPT_NET, "net", 0, OK_STRING, "none|loopback|allow=HOST,...|host", "network: none (default), loopback only, allowed host names through the egress proxy, or the host's (explicit, highest risk)", true},
 	{OPT_ALLOW_PRIVATE, "allow-private", 0, OK_STRING, "CIDR,...", "let the proxy reach these loopback/private/link-local addresses (on-premise registries, tests)", true},
 	{OPT_PROXY_HOSTS, "proxy-hosts", 0, OK_STRING, "FILE", "hosts(5) file the proxy's resolver reads before DNS", true},
