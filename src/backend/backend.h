@@ -45,6 +45,8 @@ int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_
 int be_gvisor_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 /* The OCI-runtime backend (backend/oci). */
 int be_oci_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+/* Removes bundle directories of supervisors that are gone (backend/oci/ocistale.c). */
+void be_oci_cleanup_stale(void);
 
 /* No isolation (backend/native/fallback.c): the supervisor's limits and accounting only. */
 int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);

@@ -40,6 +40,9 @@ int cg_kill(struct cg_job *cg);
 int cg_usage(struct cg_job *cg, struct cg_usage *u);
 /* Kills what is left, removes the cgroup(s), frees. Accepts NULL. */
 void cg_destroy(struct cg_job *cg);
+/* Whether owner is alive and started before created (seconds since the epoch): false for a pid
+ * that is gone or was reused since. What cannot be told counts as alive. */
+bool cg_owner_alive_since(pid_t owner, int64_t created);
 /* Removes cgroups left by a crashed airlock (their owner pid is gone). Best effort. */
 void cg_cleanup_stale(void);
 /* For the verdict and `airlock check`: "v2", "v1" or "none", and the controllers used. */

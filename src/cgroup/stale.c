@@ -42,6 +42,11 @@ static bool cg_owner_alive(pid_t owner, int64_t created, int64_t btime)
 	return cg_started_before(start, sysconf(_SC_CLK_TCK), btime, created);
 }
 
+bool cg_owner_alive_since(pid_t owner, int64_t created)
+{
+	return cg_owner_alive(owner, created, cg_boot_time());
+}
+
 static void cg_clean_dir(const char *dir, int64_t btime)
 {
 	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

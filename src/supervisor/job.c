@@ -346,6 +346,7 @@ int al_job_kill(struct al_job *j)
 void al_cleanup_stale(void)
 {
 	cg_cleanup_stale();
+	be_oci_cleanup_stale(); /* after the cgroups: a dead supervisor's monitor is gone by now */
 }
 
 void al_job_free(struct al_job *j)
