@@ -175,6 +175,36 @@ if [ -x "$AL_PROBE_DIR/al-try-syscall" ]; then
 	al_assert_eq "$(j seccomp_killed)" true "strict: seccomp_killed under gvisor"
 fi
 
+# ---- airlock exec: gVisor cannot bind a file inside the /workspace tmpfs (it would make the mount
+# point a directory), so airlock-init, bound read-only, copies the code there as the sandbox user
+# and becomes the payload (still gVisor's pid 1), with the rlimits it was given.
+al_run exec --lang python "${B[@]}" --json -c 'import os
+st = os.stat("main.py")
+print(os.getuid(), sorted(os.listdir(".")), oct(st.st_mode & 0o7777), st.st_uid, os.getpid())
+print(open("main.py").read().splitlines()[0])'
+al_assert_rc 0
+al_assert_eq "$(j backend)" gvisor "exec: backend"
+al_assert_eq "$(j enforced.files)" copied "exec: enforced.files"
+al_assert_eq "$(j stdout.data)" "1000 ['main.py'] 0o644 1000 1"$'\n'"import os" "exec: the code file in /workspace"
+al_run exec --lang python "${B[@]}" --open-files 64 --address-space 1G --file-size 1M -c 'import resource as r
+print(*(r.getrlimit(x)[0] for x in (r.RLIMIT_NOFILE, r.RLIMIT_AS, r.RLIMIT_FSIZE, r.RLIMIT_CORE)))
+try:
+    b = bytearray(2 << 30); print("alloc=ok")
+except MemoryError:
+    print("alloc=MemoryError")'
+al_assert_rc 0
+al_assert_eq "$(printf '%s\n' "$AL_OUT" | head -n 1)" "64 1073741824 1048576 0" "exec: the payload's rlimits (set by the init)"
+al_assert_eq "$(al_kv alloc)" MemoryError "exec: 2G allocation under --address-space 1G"
+al_run exec --lang shell "${B[@]}" -c 'echo "shell $(id -u) $(ls)"; exit 3'
+al_assert_rc 3
+al_assert_eq "$AL_OUT" "shell 1000 main.sh" "exec --lang shell"
+# The code counts against --disk like any file of the workspace: too large, and the init says so.
+big=$(printf 'x%.0s' $(seq 20000))
+al_run exec --lang python "${B[@]}" --disk 8K -c "print(1) # $big"
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "airlock-init: writing /workspace/main.py" "exec: code larger than --disk"
+no_leftovers "airlock exec"
+
 al_run check --json
 al_assert_eq "$(j backend_layers.gvisor.available)" true "check: gvisor available as root"
 al_assert_eq "$(j backend_layers.gvisor.seccomp)" true "check: gVisor's kernel enforces the profile"

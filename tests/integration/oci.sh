@@ -157,6 +157,15 @@ al_assert_contains "$AL_OUT" "write=OK" "a write to /dev/shm (its own tmpfs) bes
 al_assert_eq "$(al_kv null)" OK "writing /dev/null"
 al_probe "${B[@]}" -- read /proc/self/mountinfo
 al_assert_eq "$(printf '%s\n' "$AL_OUT" | awk '$5 == "/dev" { o = $6 } END { sub(/,.*/, "", o); print o }')" ro "the last /dev mount's flags"
+# Made read-only without losing its other flags (crun 1.8.1's readonlyPaths remount dropped
+# nosuid and noexec): every mount at or below /dev is nosuid and noexec, /dev/shm nodev too (the
+# device nodes and /dev itself need dev), and /dev is one mount, not a read-only bind over another.
+bad=$(printf '%s\n' "$AL_OUT" | awk '$5 == "/dev" || index($5, "/dev/") == 1 {
+	o = "," $6 ","
+	if (o !~ /,nosuid,/ || o !~ /,noexec,/ || ($5 == "/dev/shm" && o !~ /,nodev,/)) print $5, $6 }')
+[ -z "$bad" ] || al_fail "mounts under /dev without nosuid/noexec (or nodev on /dev/shm): $bad"
+al_assert_eq "$(printf '%s\n' "$AL_OUT" | awk '$5 == "/dev" { print $6 }')" ro,nosuid,noexec,relatime "/dev's mount flags (one mount)"
+al_pass "/dev and every mount below it keep nosuid,noexec (read from /proc/self/mountinfo)"
 # --workdir is refused: no overlay, so the host directory could only be bound read-write and the
 # job's set-id files, FIFOs and modes would land on the host as it left them.
 wd=$(al_tmpdir 0777)
@@ -233,6 +242,50 @@ no_leftovers "a killed supervisor"
 al_run run "${B[@]}" -- /bin/true # the next airlock removes the dead supervisor's empty cgroups
 left=$(ls -d /sys/fs/cgroup/*/airlock-"$bg"-* 2>/dev/null || true)
 [ -z "$left" ] || al_fail "the killed supervisor's cgroups outlived the next airlock: $left"
+# A monitor killed before it removed its directory (another airlock's start-up cleanup kills a dead
+# supervisor's job cgroup, monitor included): the next airlock removes the directory as well, and
+# never one whose supervisor lives.
+sleep 0 &
+dead=$!
+wait "$dead" || true
+stale=$(mktemp -d "/tmp/airlock-oci.$dead.XXXXXX")
+mkdir "$stale/bundle"
+live=$(mktemp -d "/tmp/airlock-oci.$$.XXXXXX")
+chown -R "$AL_CALLER_UID" "$stale" "$live"
+al_run run "${B[@]}" -- /bin/true
+live_left=false
+[ -d "$live" ] && live_left=true
+rm -rf "$live"
+[ ! -e "$stale" ] || { rm -rf "$stale"; al_fail "a dead supervisor's bundle directory outlived the next airlock"; }
+$live_left || al_fail "a live supervisor's bundle directory was removed"
+al_pass "the next airlock removes a dead supervisor's bundle directory, not a live one's"
+
+# ---- rlimits: the payload's alone. airlock-init (pid 1, ociinit.c) sets them between its fork and
+# the payload's execve and keeps the runtime's own, so a sanitized init still starts under
+# --address-space; RLIMIT_CORE 0 holds for both.
+al_box "${B[@]}" --address-space 1G --open-files 64 --file-size 1M --cpu-time 5 -- /bin/sh -c \
+	'cat /proc/self/limits; echo ==init==; cat /proc/1/limits'
+al_assert_rc 0
+limit() { # self|init NAME: "SOFT HARD" of /proc/PID/limits ("%-25s %-20s %-20s")
+	printf '%s\n' "$AL_OUT" | awk -v part="$1" -v key="$2" 'BEGIN { p = "self" } /^==init==$/ { p = "init"; next }
+		p == part && index($0, key) == 1 { n = split(substr($0, 27), f, / +/); print f[1], f[2]; exit }'
+}
+al_assert_eq "$(limit self "Max address space")" "1073741824 1073741824" "the payload's RLIMIT_AS"
+al_assert_eq "$(limit self "Max open files")" "64 64" "the payload's RLIMIT_NOFILE"
+al_assert_eq "$(limit self "Max file size")" "1048576 1048576" "the payload's RLIMIT_FSIZE"
+al_assert_eq "$(limit self "Max cpu time")" "5 6" "the payload's RLIMIT_CPU"
+al_assert_eq "$(limit self "Max core file size")" "0 0" "the payload's RLIMIT_CORE"
+al_assert_eq "$(limit init "Max address space")" "unlimited unlimited" "airlock-init's RLIMIT_AS (the runtime's)"
+al_assert_eq "$(limit init "Max cpu time")" "unlimited unlimited" "airlock-init's RLIMIT_CPU (the runtime's)"
+[ "$(limit init "Max open files")" != "64 64" ] || al_fail "airlock-init holds the payload's RLIMIT_NOFILE"
+al_assert_eq "$(limit init "Max core file size")" "0 0" "airlock-init's RLIMIT_CORE"
+# And it holds: allocating beyond --address-space fails.
+al_box "${B[@]}" --address-space 256M -- /usr/bin/python3 -c '
+try:
+    b = bytearray(512 << 20); print("alloc=ok")
+except MemoryError:
+    print("alloc=MemoryError")'
+al_assert_eq "$(al_kv alloc)" MemoryError "512M allocation under --address-space 256M (oci)"
 
 # ---- limits: output cap, memory through the job's cgroup, scrubbed environment
 al_probe "${B[@]}" --output-limit 4K --json -- flood 1048576

@@ -50,8 +50,11 @@ if al_backend_is bwrap; then
 	al_pass "/proc/1/cmdline shows only bwrap and the job's own command"
 elif al_backend_is oci; then
 	# crun's container process is airlock-init (the airlock binary bound read-only), which
-	# runs the payload as pid 2: "/.airlock-init -- CMD ARG...".
-	al_assert_eq "$(tr '\0' ' ' <"$AL_OUT_FILE")" "/.airlock-init -- /bin/cat /proc/1/cmdline " "/proc/1/cmdline under oci (airlock-init)"
+	# runs the payload as pid 2 under the job's rlimits: "/.airlock-init --rlimit R:S:H... -- CMD ARG...".
+	cmdline=$(tr '\0' ' ' <"$AL_OUT_FILE")
+	printf '%s\n' "$cmdline" | grep -qxE '/\.airlock-init( --rlimit [0-9]+:[0-9]+:[0-9]+)* -- /bin/cat /proc/1/cmdline ' ||
+		al_fail "/proc/1/cmdline under oci is not 'airlock-init [--rlimit R:S:H]... -- CMD...': $cmdline"
+	al_pass "/proc/1/cmdline under oci shows only airlock-init, the rlimits and the job's own command"
 	# Its descriptors (the pipe of its report) are out of the payload's reach: not dumpable.
 	al_probe -- ls /proc/1/fd
 	al_assert_eq "$(al_kv ls)" EACCES "the payload listing airlock-init's descriptors"

@@ -149,11 +149,9 @@ if al_backend_is gvisor; then
 	al_expect_refusal 'the gvisor backend cannot enforce --cpu-time' --cpu-time 1500ms
 	cpu=()
 fi
-# Under oci the container's init is airlock itself, which runs under the payload's rlimits: the
-# ASan build's init needs terabytes of shadow address space, so --address-space is left out there.
-as=(--address-space 1G)
-[ -n "${AL_SANITIZED:-}" ] && al_backend_is oci && as=()
-al_probe --json --open-files 64 --file-size 1M "${cpu[@]}" "${as[@]}" -- exit 0
+# Under oci the container's init is airlock itself (a sanitized build of it needs terabytes of
+# address space): it sets the rlimits in the payload only, so --address-space is asked everywhere.
+al_probe --json --open-files 64 --file-size 1M "${cpu[@]}" --address-space 1G -- exit 0
 al_assert_rc 0
 al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.nofile)" 64 "rlimits.nofile with --open-files 64"
 al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.fsize)" 1048576 "rlimits.fsize with --file-size 1M"
@@ -162,9 +160,32 @@ if [ ${#cpu[@]} -gt 0 ]; then
 else
 	al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.cpu_s)" null "rlimits.cpu_s without --cpu-time (gvisor)"
 fi
-if [ ${#as[@]} -gt 0 ]; then
-	al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.as)" 1073741824 "rlimits.as with --address-space 1G"
-fi
+al_assert_eq "$(al_json_get "$AL_OUT" enforced.rlimits.as)" 1073741824 "rlimits.as with --address-space 1G"
+# ... and what the payload holds, read from inside (the shell's ulimit: gVisor has no
+# /proc/self/limits). dash: -f in 512-byte blocks, -v in KiB, -t the soft limit in seconds.
+al_box --open-files 64 --file-size 1M "${cpu[@]}" --address-space 1G -- /bin/sh -c \
+	'echo nofile=$(ulimit -n) fsize=$(ulimit -f) as=$(ulimit -v) cpu=$(ulimit -t) core=$(ulimit -c)'
+al_assert_rc 0
+want_cpu=2
+[ ${#cpu[@]} -gt 0 ] || want_cpu=unlimited
+al_assert_eq "$AL_OUT" "nofile=64 fsize=2048 as=1048576 cpu=$want_cpu core=0" "the payload's rlimits, from inside"
+# ... and they hold: an allocation beyond --address-space fails, a write beyond --file-size too.
+al_box --address-space 256M --file-size 64K -- /usr/bin/python3 -c '
+import os, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+try:
+    b = bytearray(512 << 20)
+    print("alloc=ok")
+except MemoryError:
+    print("alloc=MemoryError")
+try:
+    with open("/tmp/big", "wb") as f:
+        f.write(b"x" * (128 << 10))
+    print("write=ok")
+except OSError as e:
+    print("write=" + os.strerror(e.errno))'
+al_assert_eq "$(al_kv alloc)" MemoryError "512M allocation under --address-space 256M"
+al_assert_eq "$(al_kv write)" "File too large" "128K write under --file-size 64K"
 
 # ---- --result-file: the verdict goes to the file, the payload's output streams live
 rd=$(al_tmpdir 0755)

@@ -7,11 +7,13 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "backend/oci/bundle.h"
@@ -40,7 +42,8 @@ static json_t *build(const struct al_policy *p, enum oci_runtime rt, bool root, 
 		if (plan.ops[i].kind == FS_FILE)
 			assert_true(asprintf(&src[i], "/bundle/files/%zu", i) > 0);
 	struct oci_opts o = {.runtime = rt, .root = root, .file_src = (const char *const *)src, .seccomp_b64 = seccomp,
-			     .rlimits = {{"RLIMIT_NOFILE", 64, 64}}, .nrlimits = 1};
+			     .rlimits = {{.type = "RLIMIT_NOFILE", .resource = RLIMIT_NOFILE, .soft = 64, .hard = 64}},
+			     .nrlimits = 1};
 	json_t *c = NULL;
 	struct al_error err = {0};
 	assert_int_equal(oci_config_build(p, &plan, &o, &c, &err), 0);
@@ -223,11 +226,9 @@ static void test_refusals(void **state)
 	al_policy_free(p);
 }
 
-/* crun's process is airlock-init, the binary bound read-only at OCI_INIT_PATH. */
-static void test_init(void **state)
+/* config.json with airlock-init (init_src), for p as runtime rt: NOFILE 64 and CORE 0 as rlimits. */
+static json_t *build_init(const struct al_policy *p, enum oci_runtime rt, bool exec)
 {
-	(void)state;
-	struct al_policy *p = policy("/bin/echo");
 	struct fs_plan plan = {0};
 	struct fs_host host;
 	plan.sendfd_sock = -1;
@@ -238,23 +239,94 @@ static void test_init(void **state)
 	for (size_t i = 0; i < plan.n; i++)
 		if (plan.ops[i].kind == FS_FILE)
 			assert_true(asprintf(&src[i], "/bundle/files/%zu", i) > 0);
-	struct oci_opts o = {.runtime = OCI_CRUN, .root = true, .file_src = (const char *const *)src,
-			     .init_src = "/opt/airlock/bin/airlock"};
+	struct oci_opts o = {.runtime = rt, .root = true, .file_src = (const char *const *)src,
+			     .init_src = "/opt/airlock/bin/airlock", .init_exec = exec, .files_dir = "/bundle/files",
+			     .rlimits = {{.type = "RLIMIT_NOFILE", .resource = RLIMIT_NOFILE, .soft = 64, .hard = 64},
+					 {.type = "RLIMIT_CORE", .resource = RLIMIT_CORE, .soft = 0, .hard = 0}},
+			     .nrlimits = 2};
 	json_t *c = NULL;
 	assert_int_equal(oci_config_build(p, &plan, &o, &c, NULL), 0);
-	json_t *args = json_object_get(json_object_get(c, "process"), "args");
-	assert_string_equal(json_string_value(json_array_get(args, 0)), oci_init_path());
-	assert_string_equal(json_string_value(json_array_get(args, 1)), "--");
-	assert_string_equal(json_string_value(json_array_get(args, 2)), "/bin/echo");
-	json_t *m = mount_at(c, OCI_INIT_PATH);
-	assert_non_null(m);
-	assert_string_equal(json_string_value(json_object_get(m, "source")), "/opt/airlock/bin/airlock");
-	assert_true(has_opt(m, "ro") && has_opt(m, "nosuid") && has_opt(m, "nodev"));
-	json_decref(c);
 	for (size_t i = 0; i < plan.n; i++)
 		free(src[i]);
 	free(src);
 	fs_plan_free(&plan);
+	return c;
+}
+
+/* The strings of a JSON array joined by spaces (static buffer). */
+static const char *joined(json_t *a)
+{
+	static char buf[1024];
+	size_t i, k = 0;
+	json_t *v;
+	buf[0] = 0;
+	json_array_foreach(a, i, v)
+	k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s%s", i ? " " : "", json_string_value(v));
+	return buf;
+}
+
+/* crun's process is airlock-init, the binary bound read-only at OCI_INIT_PATH; the rlimits go
+ * to it as arguments, for the payload alone: process.rlimits keeps only RLIMIT_CORE. */
+static void test_init(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/echo");
+	json_t *c = build_init(p, OCI_CRUN, false);
+	json_t *proc = json_object_get(c, "process");
+	char want[256];
+	snprintf(want, sizeof(want), "%s --rlimit %d:64:64 --rlimit %d:0:0 -- /bin/echo arg one", oci_init_path(),
+		 RLIMIT_NOFILE, RLIMIT_CORE);
+	assert_string_equal(joined(json_object_get(proc, "args")), want);
+	json_t *rl = json_object_get(proc, "rlimits");
+	assert_int_equal(json_array_size(rl), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rl, 0), "type")), "RLIMIT_CORE");
+	json_t *m = mount_at(c, OCI_INIT_PATH);
+	assert_non_null(m);
+	assert_string_equal(json_string_value(json_object_get(m, "source")), "/opt/airlock/bin/airlock");
+	assert_true(has_opt(m, "ro") && has_opt(m, "nosuid") && has_opt(m, "nodev"));
+	assert_null(mount_at(c, OCI_FILES_PATH)); /* crun binds the policy's files in place */
+	json_decref(c);
+	al_policy_free(p);
+}
+
+/* runsc with the policy's files: airlock-init copies them from OCI_FILES_PATH and execs. */
+static void test_init_exec(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/usr/bin/python3");
+	assert_int_equal(al_policy_add_file(p, AL_WORKSPACE "/main.py", "print(1)\n", 9, 0640, NULL), 0);
+	json_t *c = build_init(p, OCI_RUNSC, true);
+	json_t *args = json_object_get(json_object_get(c, "process"), "args");
+	const char *a = joined(args);
+	char want[256];
+	snprintf(want, sizeof(want), "--rlimit %d:0:0 --exec --file " OCI_FILES_PATH "/", RLIMIT_CORE);
+	assert_non_null(strstr(a, want));
+	assert_non_null(strstr(a, " " AL_WORKSPACE "/main.py 640 -- /usr/bin/python3 arg one"));
+	assert_null(mount_at(c, AL_WORKSPACE "/main.py")); /* no bind inside the tmpfs: gVisor refuses it */
+	json_t *m = mount_at(c, OCI_FILES_PATH);
+	assert_non_null(m);
+	assert_string_equal(json_string_value(json_object_get(m, "source")), "/bundle/files");
+	assert_true(has_opt(m, "ro") && has_opt(m, "nosuid") && has_opt(m, "nodev") && has_opt(m, "noexec"));
+	json_decref(c);
+	al_policy_free(p);
+}
+
+/* crun's /dev is read-only through its own mount's options, which crun keeps with nosuid and
+ * noexec (readonlyPaths' remount lost them); gVisor's /dev stays writable for /dev/null. */
+static void test_dev(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/true");
+	json_t *c = build(p, OCI_CRUN, true, NULL);
+	json_t *m = mount_at(c, "/dev");
+	assert_true(has_opt(m, "ro") && has_opt(m, "nosuid") && has_opt(m, "noexec"));
+	assert_null(strstr(joined(json_object_get(json_object_get(c, "linux"), "readonlyPaths")), "/dev"));
+	json_decref(c);
+	c = build(p, OCI_RUNSC, true, NULL);
+	m = mount_at(c, "/dev");
+	assert_false(has_opt(m, "ro"));
+	assert_true(has_opt(m, "nosuid") && has_opt(m, "noexec"));
+	json_decref(c);
 	al_policy_free(p);
 }
 
@@ -290,6 +362,34 @@ static void test_oci_seccomp(void **state)
 	assert_string_equal(sc_action_of(sc, "clone", true), "SCMP_ACT_ALLOW");
 	assert_string_equal(sc_action_of(sc, "ioctl", true), "SCMP_ACT_ERRNO"); /* TIOCSTI first */
 	assert_string_equal(sc_action_of(sc, "socket", false), "");
+	/* No set-id files (issue 8): the calls that set a mode are allowed only by rules that
+	 * require no S_ISUID/S_ISGID in the mode (or, for open/openat, no file made); openat2,
+	 * whose mode no rule can see, falls to the default (EPERM: this runsc ignores errnoRet). */
+	static const char *const mode_calls[] = {"chmod", "fchmod", "fchmodat", "open", "openat", "creat",
+						 "mkdir", "mkdirat", "mknod", "mknodat"};
+	for (size_t i = 0; i < sizeof(mode_calls) / sizeof(mode_calls[0]); i++) {
+		assert_string_equal(sc_action_of(sc, mode_calls[i], false), "");
+		assert_string_equal(sc_action_of(sc, mode_calls[i], true), "SCMP_ACT_ALLOW");
+	}
+	assert_string_equal(sc_action_of(sc, "openat2", false), "");
+	assert_string_equal(sc_action_of(sc, "openat2", true), "");
+	size_t i, n_open = 0;
+	json_t *r;
+	json_array_foreach(json_object_get(sc, "syscalls"), i, r)
+	{
+		if (strcmp(json_string_value(json_array_get(json_object_get(r, "names"), 0)), "openat") != 0)
+			continue;
+		json_t *a = json_array_get(json_object_get(r, "args"), 0);
+		assert_int_equal(json_array_size(json_object_get(r, "args")), 1);
+		assert_string_equal(json_string_value(json_object_get(a, "op")), "SCMP_CMP_MASKED_EQ");
+		assert_int_equal(json_integer_value(json_object_get(a, "valueTwo")), 0);
+		json_int_t idx = json_integer_value(json_object_get(a, "index")),
+			   mask = json_integer_value(json_object_get(a, "value"));
+		/* index 3, the mode: no set-id bit; index 2, the flags: neither O_CREAT nor O_TMPFILE */
+		assert_true((idx == 3 && mask == 06000) || (idx == 2 && mask == (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))));
+		n_open++;
+	}
+	assert_int_equal(n_open, 2);
 	json_decref(sc);
 	so.profile = AL_SECCOMP_STRICT;
 	assert_int_equal(oci_seccomp_json(&so, &sc, NULL), 0);
@@ -345,7 +445,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_process),	   cmocka_unit_test(test_ids_never_root), cmocka_unit_test(test_mounts),
 		cmocka_unit_test(test_namespaces), cmocka_unit_test(test_refusals),	  cmocka_unit_test(test_rootfs_ops),
-		cmocka_unit_test(test_helpers),	   cmocka_unit_test(test_init),		  cmocka_unit_test(test_oci_seccomp),
+		cmocka_unit_test(test_helpers),	   cmocka_unit_test(test_init), cmocka_unit_test(test_init_exec), cmocka_unit_test(test_dev),		  cmocka_unit_test(test_oci_seccomp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,12 @@
 
 #ifndef SYS_clone3
 #define SYS_clone3 435
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
 #endif
 #ifndef SYS_statmount
 #define SYS_statmount 457
@@ -201,6 +208,32 @@ static void classify_spot_checks(void **state)
 	assert_true(sc_horizon() >= 435); /* at least clone3 */
 }
 
+/* Every call that sets a mode is argument-filtered in both profiles (issue 8), openat2 is
+ * ENOSYS, and sc_mode_args names the arguments a translator needs. */
+static void classify_setid_calls(void **state)
+{
+	static const char *const mode_calls[] = {"open", "openat", "creat", "mkdir", "mkdirat", "mknod", "mknodat",
+						 "chmod", "fchmod", "fchmodat"};
+	const struct sc_options *profiles[] = {&DEFAULT, &DEFAULT_INET, &STRICT};
+	for (size_t p = 0; p < 3; p++) {
+		for (size_t i = 0; i < sizeof(mode_calls) / sizeof(mode_calls[0]); i++)
+			assert_int_equal(sc_classify(profiles[p], mode_calls[i]), SC_ACT_ARGS);
+		assert_int_equal(sc_classify(profiles[p], "openat2"), SC_ACT_ENOSYS);
+		/* fchmodat2 (452): filtered where this libseccomp's horizon reaches it, else ENOSYS */
+		enum sc_action a = sc_classify(profiles[p], "fchmodat2");
+		assert_int_equal(a, sc_horizon() >= 452 ? SC_ACT_ARGS : SC_ACT_ENOSYS);
+	}
+	int mode, flags;
+	assert_true(sc_mode_args("openat", &mode, &flags));
+	assert_int_equal(mode, 3);
+	assert_int_equal(flags, 2);
+	assert_true(sc_mode_args("fchmodat2", &mode, &flags));
+	assert_int_equal(mode, 2);
+	assert_int_equal(flags, -1);
+	assert_false(sc_mode_args("read", &mode, &flags));
+	assert_false(sc_mode_args("openat2", &mode, &flags));
+}
+
 /* Over every x86_64 call this libseccomp knows: the always-denied calls are never allowed,
  * strict allows nothing that default does not, and strict kills only what default denies. */
 static void classify_invariants(void **state)
@@ -332,6 +365,141 @@ static void foreign_abis_are_killed(void **state)
 	assert_int_equal(errno_under(&DEFAULT, CALL(-1)), KILLED(SIGSYS)); /* int $0x80 */
 }
 
+/* ---- the loaded filter: no set-id files (issue 8) ---------------------------------- */
+
+struct setid_dir {
+	char dir[64];
+	char file[96];	/* exists, mode 0644 */
+	char fresh[96]; /* never exists before a call that may create it */
+	int dirfd, filefd;
+};
+
+static void setid_dir_open(struct setid_dir *d)
+{
+	strcpy(d->dir, "/tmp/al-test-seccomp-XXXXXX");
+	assert_non_null(mkdtemp(d->dir));
+	snprintf(d->file, sizeof(d->file), "%s/file", d->dir);
+	snprintf(d->fresh, sizeof(d->fresh), "%s/fresh", d->dir);
+	d->filefd = open(d->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	assert_true(d->filefd >= 0);
+	d->dirfd = open(d->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(d->dirfd >= 0);
+}
+
+/* What a call left behind at fresh: its mode bits, or -1 when nothing is there; removed after. */
+static int setid_fresh_mode(struct setid_dir *d)
+{
+	struct stat st;
+	if (lstat(d->fresh, &st) < 0)
+		return -1;
+	if (S_ISDIR(st.st_mode))
+		assert_int_equal(rmdir(d->fresh), 0);
+	else
+		assert_int_equal(unlink(d->fresh), 0);
+	return (int)(st.st_mode & 07777);
+}
+
+static int setid_file_mode(const struct setid_dir *d)
+{
+	struct stat st;
+	assert_int_equal(stat(d->file, &st), 0);
+	return (int)(st.st_mode & 07777);
+}
+
+static void setid_dir_close(struct setid_dir *d)
+{
+	close(d->filefd);
+	close(d->dirfd);
+	assert_int_equal(unlink(d->file), 0);
+	assert_int_equal(rmdir(d->dir), 0);
+}
+
+#define UL(x) ((unsigned long)(x))
+#define HI ((unsigned long)1 << 32) /* garbage the kernel ignores above a 32-bit flags or 16-bit mode */
+
+/* The control: with no filter every one of these makes a set-id file, so the denials below
+ * are the filter's doing (and the judge, a stat, can see a set-id bit). */
+static void off_makes_setid_files(void **state)
+{
+	struct setid_dir d;
+	setid_dir_open(&d);
+	umask(022);
+	assert_int_equal(errno_under(&OFF, CALL(SYS_chmod, UL(d.file), 04755)), 0);
+	assert_int_equal(setid_file_mode(&d), 04755);
+	assert_int_equal(errno_under(&OFF, CALL(SYS_fchmod, UL(d.filefd), 02755)), 0);
+	assert_int_equal(setid_file_mode(&d), 02755);
+	assert_int_equal(errno_under(&OFF, CALL(SYS_open, UL(d.fresh), O_WRONLY | O_CREAT, 04755)), 0);
+	assert_int_equal(setid_fresh_mode(&d), 04755);
+	assert_int_equal(errno_under(&OFF, CALL(SYS_mknod, UL(d.fresh), S_IFREG | 04755, 0)), 0);
+	assert_int_equal(setid_fresh_mode(&d), 04755);
+	setid_dir_close(&d);
+}
+
+static void setid_modes_denied(const struct sc_options *o)
+{
+	struct setid_dir d;
+	setid_dir_open(&d);
+	umask(022);
+	/* changing the mode of an existing file */
+	assert_int_equal(errno_under(o, CALL(SYS_chmod, UL(d.file), 04755)), EPERM);
+	assert_int_equal(errno_under(o, CALL(SYS_chmod, UL(d.file), 02755)), EPERM);
+	assert_int_equal(errno_under(o, CALL(SYS_chmod, UL(d.file), HI | 04755)), EPERM);
+	assert_int_equal(errno_under(o, CALL(SYS_fchmod, UL(d.filefd), 04700)), EPERM);
+	assert_int_equal(errno_under(o, CALL(SYS_fchmodat, UL(AT_FDCWD), UL(d.file), 02700)), EPERM);
+	int want = sc_classify(o, "fchmodat2") == SC_ACT_ENOSYS ? ENOSYS : EPERM;
+	assert_int_equal(errno_under(o, CALL(SYS_fchmodat2, UL(d.dirfd), UL("file"), 04755, 0)), want);
+	assert_int_equal(setid_file_mode(&d), 0644);
+	/* the same calls without a set-id bit: allowed (controls) */
+	assert_int_equal(errno_under(o, CALL(SYS_chmod, UL(d.file), 01755)), 0);
+	assert_int_equal(errno_under(o, CALL(SYS_chmod, UL(d.file), HI | 0755)), 0);
+	assert_int_equal(errno_under(o, CALL(SYS_fchmod, UL(d.filefd), 0700)), 0);
+	assert_int_equal(errno_under(o, CALL(SYS_fchmodat, UL(AT_FDCWD), UL(d.file), 0640)), 0);
+	assert_int_equal(setid_file_mode(&d), 0640);
+	/* making a file, a node or a directory with a set-id mode: refused, nothing made */
+	const struct call make[] = {
+		CALL(SYS_open, UL(d.fresh), O_WRONLY | O_CREAT, 04755),
+		CALL(SYS_open, UL(d.fresh), O_WRONLY | O_CREAT | O_EXCL, HI | 02755),
+		CALL(SYS_open, UL(d.dir), O_WRONLY | O_TMPFILE, 04755),
+		CALL(SYS_openat, UL(d.dirfd), UL("fresh"), O_RDWR | O_CREAT, 06755),
+		CALL(SYS_openat, UL(AT_FDCWD), UL(d.dir), O_RDWR | O_TMPFILE, 02700),
+		CALL(SYS_creat, UL(d.fresh), 04755),
+		CALL(SYS_mknod, UL(d.fresh), S_IFREG | 04755, 0),
+		CALL(SYS_mknodat, UL(d.dirfd), UL("fresh"), S_IFREG | 02755, 0),
+		CALL(SYS_mkdir, UL(d.fresh), 02755),
+		CALL(SYS_mkdirat, UL(d.dirfd), UL("fresh"), 04755),
+	};
+	for (size_t i = 0; i < sizeof(make) / sizeof(make[0]); i++) {
+		int e = errno_under(o, make[i]);
+		if (e != EPERM || setid_fresh_mode(&d) != -1)
+			fail_msg("set-id creation #%zu: errno %d, want EPERM and nothing made", i, e);
+	}
+	/* openat2's mode is out of the filter's sight: ENOSYS, libc falls back to openat */
+	assert_int_equal(errno_under(o, CALL(SYS_openat2, UL(AT_FDCWD), UL(d.fresh), 0, 0)), ENOSYS);
+	/* controls: plain modes, and a set-id "mode" where no file is made (the kernel ignores it) */
+	assert_int_equal(errno_under(o, CALL(SYS_open, UL(d.fresh), O_WRONLY | O_CREAT, 0755)), 0);
+	assert_int_equal(setid_fresh_mode(&d), 0755);
+	assert_int_equal(errno_under(o, CALL(SYS_openat, UL(d.dirfd), UL("file"), O_RDONLY, 04755)), 0);
+	assert_int_equal(errno_under(o, CALL(SYS_openat, UL(d.dirfd), UL("file"), O_RDONLY | HI, 04755)), 0);
+	assert_int_equal(errno_under(o, CALL(SYS_creat, UL(d.fresh), 0600)), 0);
+	assert_int_equal(setid_fresh_mode(&d), 0600);
+	assert_int_equal(errno_under(o, CALL(SYS_mknod, UL(d.fresh), S_IFREG | 0644, 0)), 0);
+	assert_int_equal(setid_fresh_mode(&d), 0644);
+	assert_int_equal(errno_under(o, CALL(SYS_mkdirat, UL(d.dirfd), UL("fresh"), 01777)), 0);
+	assert_int_equal(setid_fresh_mode(&d), 01755);
+	setid_dir_close(&d);
+}
+
+static void default_denies_setid_modes(void **state)
+{
+	setid_modes_denied(&DEFAULT);
+	setid_modes_denied(&DEFAULT_INET);
+}
+
+static void strict_denies_setid_modes(void **state)
+{
+	setid_modes_denied(&STRICT);
+}
+
 /* ---- the loaded filter: strict ----------------------------------------------------- */
 
 static void strict_kills_the_denied_list(void **state)
@@ -385,6 +553,7 @@ int main(void)
 		cmocka_unit_test(names),
 		cmocka_unit_test(classify_spot_checks),
 		cmocka_unit_test(classify_invariants),
+		cmocka_unit_test(classify_setid_calls),
 		cmocka_unit_test(default_controls_pass),
 		cmocka_unit_test(off_gives_kernel_answers),
 		cmocka_unit_test(default_denies_with_eperm),
@@ -394,6 +563,9 @@ int main(void)
 		cmocka_unit_test(io_uring_opt_in),
 		cmocka_unit_test(unknown_calls_get_enosys),
 		cmocka_unit_test(foreign_abis_are_killed),
+		cmocka_unit_test(off_makes_setid_files),
+		cmocka_unit_test(default_denies_setid_modes),
+		cmocka_unit_test(strict_denies_setid_modes),
 		cmocka_unit_test(strict_kills_the_denied_list),
 		cmocka_unit_test(programs_run),
 	};

@@ -14,10 +14,11 @@
  *   2. nr above the horizon: newer than this libseccomp knows, or  ENOSYS        (prologue)
  *      than SC_REVIEWED_MAX, the last number these tables were reviewed against
  *   3. ioctl with cmd TIOCSTI or TIOCLINUX (low 32 bits only)      EPERM         (prologue)
- *   4. clone3                                                      ENOSYS        (libseccomp)
+ *   4. clone3, openat2                                             ENOSYS        (libseccomp)
  *      the always-denied list                                      KILL_PROCESS in strict,
  *                                                                  EPERM (the default) otherwise
  *      the profile's allowlist, some calls with argument filters   ALLOW
+ *      (among them every call that sets a mode: not with S_ISUID or S_ISGID, see mode_filtered)
  *      anything else                                               EPERM         (default action)
  *
  * Why EPERM for known calls and ENOSYS for unknown ones: glibc and the language runtimes
@@ -46,7 +47,9 @@
  * Speed: every allowed call without argument filters reaches an unconditional ALLOW by
  * reading only nr and arch, so Linux ≥ 5.11 records it in its per-filter action cache
  * and skips the filter entirely for it. What still runs BPF (ioctl, clone, socket,
- * personality, denied calls) is compiled as a binary tree (SCMP_FLTATR_CTL_OPTIMIZE=2).
+ * personality, the open/chmod/mkdir/mknod family, denied calls) is compiled as a binary
+ * tree (SCMP_FLTATR_CTL_OPTIMIZE=2). openat is the hot one of those: a few more loads and
+ * jumps per call, the price of keeping set-id files off the host.
  */
 #include "seccomp.h"
 
@@ -64,6 +67,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -102,22 +106,22 @@ struct sc_name {
 static const struct sc_name allowed[] = {
 	/* descriptors and plain I/O */
 	B(read), B(write), B(readv), B(writev), B(pread64), B(pwrite64), B(preadv), B(pwritev),
-	B(preadv2), B(pwritev2), B(lseek), B(open), B(openat), B(openat2), B(creat), B(close),
-	B(close_range), B(dup), B(dup2), B(dup3), B(fcntl), B(flock), B(fsync), B(fdatasync),
-	B(sync), B(syncfs), B(fadvise64), B(fallocate), B(ftruncate), B(truncate), B(sendfile),
-	B(copy_file_range), B(pipe), B(pipe2), D(readahead), D(splice), D(tee), D(vmsplice),
-	D(sync_file_range),
+	B(preadv2), B(pwritev2), B(lseek), B(close), B(close_range), B(dup), B(dup2), B(dup3),
+	B(fcntl), B(flock), B(fsync), B(fdatasync), B(sync), B(syncfs), B(fadvise64), B(fallocate),
+	B(ftruncate), B(truncate), B(sendfile), B(copy_file_range), B(pipe), B(pipe2), D(readahead),
+	D(splice), D(tee), D(vmsplice), D(sync_file_range),
+	/* open, openat, creat: filtered by mode (mode_filtered); openat2: ENOSYS (enosys_always) */
 	/* names and metadata */
 	B(stat), B(fstat), B(lstat), B(newfstatat), B(statx), B(statfs), B(fstatfs), B(access),
 	B(faccessat), B(faccessat2), B(readlink), B(readlinkat), B(getdents), B(getdents64),
-	B(getcwd), B(chdir), B(fchdir), B(mkdir), B(mkdirat), B(rmdir), B(unlink), B(unlinkat),
-	B(rename), B(renameat), B(renameat2), B(link), B(linkat), B(symlink), B(symlinkat),
-	B(chmod), B(fchmod), B(fchmodat), B(fchmodat2), B(chown), B(fchown), B(lchown),
-	B(fchownat), B(umask), B(utime), B(utimes), B(utimensat), B(futimesat), B(mknod),
-	B(mknodat), B(getxattr), B(lgetxattr), B(fgetxattr), B(listxattr), B(llistxattr),
-	B(flistxattr), B(setxattr), B(lsetxattr), B(fsetxattr), B(removexattr), B(lremovexattr),
-	B(fremovexattr), B(getxattrat), B(listxattrat), B(setxattrat), B(removexattrat),
-	D(file_getattr), D(file_setattr), D(cachestat),
+	B(getcwd), B(chdir), B(fchdir), B(rmdir), B(unlink), B(unlinkat), B(rename), B(renameat),
+	B(renameat2), B(link), B(linkat), B(symlink), B(symlinkat), B(chown), B(fchown), B(lchown),
+	B(fchownat), B(umask), B(utime), B(utimes), B(utimensat), B(futimesat), B(getxattr),
+	B(lgetxattr), B(fgetxattr), B(listxattr), B(llistxattr), B(flistxattr), B(setxattr),
+	B(lsetxattr), B(fsetxattr), B(removexattr), B(lremovexattr), B(fremovexattr),
+	B(getxattrat), B(listxattrat), B(setxattrat), B(removexattrat), D(file_getattr),
+	D(file_setattr), D(cachestat),
+	/* mkdir[at], mknod[at], chmod, fchmod, fchmodat[2]: filtered by mode (mode_filtered) */
 	/* memory */
 	B(brk), B(mmap), B(munmap), B(mprotect), B(mremap), B(madvise), B(msync), B(memfd_create),
 	D(mincore), D(mlock), D(mlock2), D(munlock), D(mlockall), D(munlockall), D(membarrier),
@@ -187,6 +191,51 @@ static const char *const denied_always[] = {
 /* Allowed only with the argument filters of add_arg_rules (ioctl: the prologue's). */
 static const char *const arg_filtered[] = {"clone", "ioctl", "socket", "socketpair", "personality"};
 
+/*
+ * Allowed only when they cannot make a set-user-id or set-group-id file (issue 8), in
+ * every profile. Mounts inside are nosuid, but a --rw grant is the host's own directory:
+ * a set-id file the job leaves there is a set-id program on the host, owned by the
+ * payload's host uid (an id of the range payloads share when airlock runs as root, the
+ * caller otherwise), and whoever runs it on the host becomes that uid. So each call that
+ * takes a new mode from an argument passes only if that mode has neither S_ISUID nor
+ * S_ISGID (a masked comparison of bits 10 and 11, which the kernel reads whatever the
+ * register's upper bits hold). The open family also passes when it makes no file
+ * (neither O_CREAT nor O_TMPFILE in the flags: the kernel ignores the mode then), so
+ * glibc's open(path, O_RDONLY) with garbage in the mode register is unaffected.
+ * Denied: EPERM, as the kernel answers a chmod it does not permit.
+ *
+ * nr is the x86_64 number, used when this libseccomp does not know the name (fchmodat2,
+ * 452, is newer than some libseccomp 2.5 builds): such a call is still filtered by
+ * argument, never allowed whole. Above the horizon the prologue answers ENOSYS first
+ * (glibc then uses fchmodat), which is no hole either.
+ *
+ * What is not here, and why that is safe:
+ *  - openat2 carries its mode inside a struct seccomp cannot read: ENOSYS (enosys_always),
+ *    and libc and runtimes fall back to openat, as under Docker's and Chrome's profiles.
+ *  - io_uring (IORING_OP_OPENAT, MKDIRAT…) is denied; allow_io_uring would reopen this.
+ *  - A directory made inside a set-group-id directory inherits S_ISGID from the kernel
+ *    whatever mkdir's mode. Kept: the host made that directory set-group-id itself, and a
+ *    directory's bit only hands its group to new entries; it grants nothing at exec.
+ *  - setxattr of security.capability needs CAP_SETFCAP; the payload holds no capability.
+ *  - rename and link cannot bring a set-id file in from another mount (EXDEV), and chown
+ *    clears the bits. Set-id files the host itself put in a grant are the host's choice.
+ */
+static const struct sc_mode_call {
+	const char *name;
+	int nr;
+	unsigned char mode_arg;
+	int flags_arg; /* -1: the call always applies its mode */
+} mode_filtered[] = {
+	{"open", 2, 2, 1},     {"openat", 257, 3, 2},     {"creat", 85, 1, -1},       {"mkdir", 83, 1, -1},
+	{"mkdirat", 258, 2, -1}, {"mknod", 133, 1, -1},     {"mknodat", 259, 2, -1},    {"chmod", 90, 1, -1},
+	{"fchmod", 91, 1, -1},   {"fchmodat", 268, 2, -1}, {"fchmodat2", 452, 2, -1},
+};
+
+/* Answered ENOSYS in every profile, so programs take their fallback: clone3 (flags in a
+ * struct; glibc falls back to clone, whose flags are filtered) and openat2 (its mode is in
+ * a struct; libc falls back to openat, whose mode is filtered). */
+static const char *const enosys_always[] = {"clone3", "openat2"};
+
 /* Namespace-creating clone flags. CLONE_NEWTIME sits inside clone(2)'s exit-signal byte,
  * where no valid signal (≤ 64) sets it, so requiring it to be zero costs nothing. */
 #define CLONE_NS_MASK                                                                              \
@@ -220,6 +269,22 @@ static bool is_io_uring(const char *name)
 	return strncmp(name, "io_uring_", 9) == 0;
 }
 
+static const struct sc_mode_call *mode_call(const char *name)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(mode_filtered); i++)
+		if (strcmp(mode_filtered[i].name, name) == 0)
+			return &mode_filtered[i];
+	return NULL;
+}
+
+/* NAME's x86_64 number: libseccomp's, else mode_filtered's own; -1 when neither knows it. */
+static int call_nr(const char *name)
+{
+	int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, name);
+	const struct sc_mode_call *m = nr < 0 ? mode_call(name) : NULL;
+	return nr >= 0 ? nr : m ? m->nr : -1;
+}
+
 static unsigned profile_bit(enum al_seccomp_profile p)
 {
 	return p == AL_SECCOMP_STRICT ? IN_STRICT : IN_DEFAULT;
@@ -239,19 +304,29 @@ int sc_horizon(void)
 	return -1;
 }
 
+bool sc_mode_args(const char *name, int *mode_arg, int *flags_arg)
+{
+	const struct sc_mode_call *m = mode_call(name);
+	if (m) {
+		*mode_arg = m->mode_arg;
+		*flags_arg = m->flags_arg;
+	}
+	return m != NULL;
+}
+
 enum sc_action sc_classify(const struct sc_options *o, const char *name)
 {
 	if (o->profile == AL_SECCOMP_OFF)
 		return SC_ACT_ALLOW;
-	int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, name);
-	if (nr < 0 || nr > sc_horizon() || strcmp(name, "clone3") == 0)
+	int nr = call_nr(name);
+	if (nr < 0 || nr > sc_horizon() || in_list(enosys_always, AL_ARRAY_SIZE(enosys_always), name))
 		return SC_ACT_ENOSYS;
 	if (in_list(denied_always, AL_ARRAY_SIZE(denied_always), name)) {
 		if (is_io_uring(name) && o->allow_io_uring)
 			return SC_ACT_ALLOW;
 		return o->profile == AL_SECCOMP_STRICT ? SC_ACT_KILL : SC_ACT_EPERM;
 	}
-	if (in_list(arg_filtered, AL_ARRAY_SIZE(arg_filtered), name))
+	if (in_list(arg_filtered, AL_ARRAY_SIZE(arg_filtered), name) || mode_call(name))
 		return SC_ACT_ARGS;
 	for (size_t i = 0; i < AL_ARRAY_SIZE(allowed); i++)
 		if (strcmp(allowed[i].name, name) == 0)
@@ -279,7 +354,7 @@ const char *sc_action_name(enum sc_action a)
 static int rule(scmp_filter_ctx ctx, int horizon, uint32_t action, const char *name, unsigned n,
 		const struct scmp_arg_cmp *cmp, struct al_error *err)
 {
-	int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, name);
+	int nr = call_nr(name);
 	if (nr < 0 || nr > horizon)
 		return 0;
 	int r = seccomp_rule_add_array(ctx, action, nr, n, cmp);
@@ -289,6 +364,29 @@ static int rule(scmp_filter_ctx ctx, int horizon, uint32_t action, const char *n
 }
 
 #define LO32(arg, value) SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, (uint64_t)(value))
+
+/* mode_filtered: allowed when the mode has no set-id bit, or (open family) when no file is
+ * made. Two rules for one call are alternatives (libseccomp ORs them); anything else falls
+ * to the default action, EPERM, in every profile. */
+static int add_mode_rules(scmp_filter_ctx ctx, int h, struct al_error *err)
+{
+	_Static_assert(SC_CREATE_FLAGS == (O_CREAT | (O_TMPFILE & ~O_DIRECTORY)), "open's creating flags");
+	_Static_assert(SC_SETID_MODE == (S_ISUID | S_ISGID), "the set-id mode bits");
+	int r;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(mode_filtered); i++) {
+		const struct sc_mode_call *m = &mode_filtered[i];
+		const struct scmp_arg_cmp no_setid[] = {SCMP_CMP(m->mode_arg, SCMP_CMP_MASKED_EQ, SC_SETID_MODE, 0)};
+		if ((r = rule(ctx, h, SCMP_ACT_ALLOW, m->name, 1, no_setid, err)) < 0)
+			return r;
+		if (m->flags_arg < 0)
+			continue;
+		const struct scmp_arg_cmp no_create[] = {
+			SCMP_CMP((unsigned)m->flags_arg, SCMP_CMP_MASKED_EQ, SC_CREATE_FLAGS, 0)};
+		if ((r = rule(ctx, h, SCMP_ACT_ALLOW, m->name, 1, no_create, err)) < 0)
+			return r;
+	}
+	return 0;
+}
 
 static int add_arg_rules(scmp_filter_ctx ctx, int h, const struct sc_options *o, struct al_error *err)
 {
@@ -324,7 +422,7 @@ static int add_arg_rules(scmp_filter_ctx ctx, int h, const struct sc_options *o,
 		if ((r = rule(ctx, h, SCMP_ACT_ALLOW, "personality", 1, pers, err)) < 0)
 			return r;
 	}
-	return 0;
+	return add_mode_rules(ctx, h, err);
 }
 
 static int add_rules(scmp_filter_ctx ctx, int h, const struct sc_options *o, struct al_error *err)
@@ -336,7 +434,8 @@ static int add_rules(scmp_filter_ctx ctx, int h, const struct sc_options *o, str
 		/* A table slip must not open a hole: libseccomp would keep an unconditional
 		 * allow and silently drop the argument filters of the same call. */
 		if (in_list(denied_always, AL_ARRAY_SIZE(denied_always), name) ||
-		    in_list(arg_filtered, AL_ARRAY_SIZE(arg_filtered), name))
+		    in_list(arg_filtered, AL_ARRAY_SIZE(arg_filtered), name) || mode_call(name) ||
+		    in_list(enosys_always, AL_ARRAY_SIZE(enosys_always), name))
 			return al_err(err, EINVAL, "seccomp: %s is both in the allowlist and denied or filtered", name);
 		if ((allowed[i].in & in) && (r = rule(ctx, h, SCMP_ACT_ALLOW, name, 0, NULL, err)) < 0)
 			return r;
@@ -351,8 +450,9 @@ static int add_rules(scmp_filter_ctx ctx, int h, const struct sc_options *o, str
 		if (action && (r = rule(ctx, h, action, name, 0, NULL, err)) < 0)
 			return r;
 	}
-	if ((r = rule(ctx, h, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err)) < 0)
-		return r;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(enosys_always); i++)
+		if ((r = rule(ctx, h, SCMP_ACT_ERRNO(ENOSYS), enosys_always[i], 0, NULL, err)) < 0)
+			return r;
 	if ((r = add_arg_rules(ctx, h, o, err)) < 0)
 		return r;
 	for (size_t i = 0; i < AL_ARRAY_SIZE(hot); i++) {

@@ -35,12 +35,21 @@ const char *sc_profile_name(enum al_seccomp_profile p);
  * For tests, reports and "airlock profiles". */
 enum sc_action {
 	SC_ACT_ALLOW,  /* allowed whatever the arguments */
-	SC_ACT_ARGS,   /* allowed with argument filters: clone, ioctl, socket, socketpair, personality */
+	SC_ACT_ARGS,   /* allowed with argument filters: clone, ioctl, socket, socketpair, personality,
+			* and the calls that set a mode (open, openat, creat, mkdir[at], mknod[at],
+			* chmod, fchmod, fchmodat[2]): not with S_ISUID/S_ISGID */
 	SC_ACT_EPERM,  /* known and denied: fails with EPERM */
 	SC_ACT_KILL,   /* always-denied in the strict profile: kills the process (SIGSYS) */
-	SC_ACT_ENOSYS, /* clone3, or unknown to the filter (above sc_horizon()): fails with ENOSYS */
+	SC_ACT_ENOSYS, /* clone3, openat2, or unknown to the filter (above sc_horizon()): fails with ENOSYS */
 };
 enum sc_action sc_classify(const struct sc_options *o, const char *name);
+/* The set-id rule of the calls that set a mode, for translators of the profile (OCI
+ * linux.seccomp): true when NAME is one, with the index of its mode argument and of its
+ * open flags (-1: the call always applies its mode). Such a call is allowed only when
+ * (mode & SC_SETID_MODE) == 0, or when (flags & SC_CREATE_FLAGS) == 0; else EPERM. */
+#define SC_SETID_MODE 06000ULL	       /* S_ISUID | S_ISGID */
+#define SC_CREATE_FLAGS 020000100ULL /* O_CREAT | __O_TMPFILE without O_DIRECTORY */
+bool sc_mode_args(const char *name, int *mode_arg, int *flags_arg);
 const char *sc_action_name(enum sc_action a);
 /* The highest syscall number the filter classifies: min(this libseccomp's newest x86_64
  * call, the number the tables were reviewed against). Anything above it gets ENOSYS. */

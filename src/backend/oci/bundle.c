@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <linux/netlink.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -154,6 +155,16 @@ static int sc_arg_rules(json_t *rules, const struct sc_options *so, const char *
 			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{0, lo, dflt[i]}});
 		return r;
 	}
+	int mode_arg, flags_arg;
+	if (sc_mode_args(name, &mode_arg, &flags_arg)) {
+		/* seccomp.c's mode_filtered: allowed when the mode has no set-id bit, or (the open
+		 * family) when no file is made; otherwise the default action (EPERM). */
+		r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{(uint64_t)mode_arg, SC_SETID_MODE, 0}});
+		if (r == 0 && flags_arg >= 0)
+			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1,
+				     (const uint64_t[][3]){{(uint64_t)flags_arg, SC_CREATE_FLAGS, 0}});
+		return r;
+	}
 	return al_err(err, ENOTSUP, "seccomp: no OCI rule for the argument filter of %s", name);
 }
 
@@ -178,8 +189,12 @@ int oci_seccomp_json(const struct sc_options *so, json_t **out, struct al_error 
 			break;
 		case SC_ACT_ENOSYS:
 			/* clone3: glibc falls back to clone only on ENOSYS, which this runsc cannot
-			 * return from a rule (every denial is EPERM); gVisor's kernel answers ENOSYS
-			 * for clone3 itself. Other ENOSYS names lie above the horizon: the default. */
+			 * return from a rule (every denial is EPERM, errnoRet is ignored); gVisor's
+			 * kernel answers ENOSYS for clone3 itself. openat2 is not let through the same
+			 * way, although this gVisor answers ENOSYS for it too: its mode (a set-id bit)
+			 * is in a struct no rule can read, so a runsc that implements openat2 would be
+			 * a hole. It gets the default, EPERM. Other ENOSYS names lie above the
+			 * horizon: the default as well. */
 			if (strcmp(name, "clone3") == 0)
 				r = json_array_append_new(allow, json_string(name)) < 0 ? -ENOMEM : 0;
 			break;
@@ -362,12 +377,21 @@ static int tmpfs_mount(json_t *mounts, const char *dest, const char *text, unsig
 
 /* The runtime makes /dev itself (a tmpfs with null, zero, full, random, urandom, tty and the
  * fd/stdio/ptmx links: the plan's set); POSIX shared memory, a symlink to /tmp in the native
- * view, gets a tmpfs of --disk bytes of its own, as under bwrap. */
-static int dev_mounts(json_t *mounts, const struct fs_op *op, const struct al_policy *p)
+ * view, gets a tmpfs of --disk bytes of its own, as under bwrap.
+ * crun: /dev read-only, as the plan's FS_SETATTR makes it, once crun has made its nodes: as an
+ * ordinary user the runtime's tmpfs belongs to the only mapped id, the payload's, which could
+ * otherwise add or replace nodes (/dev/null). "ro" on the tmpfs itself, which crun mounts
+ * read-write, fills and then remounts with the mount's own flags (ro,nosuid,noexec): not
+ * readonlyPaths, whose bind-and-remount in crun 1.8.1 drops nosuid and noexec (oci.sh reads
+ * /proc/self/mountinfo). Its own mounts (pts, shm) stay as they are. gVisor's /dev is its own
+ * devtmpfs, not writable by the payload, and a read-only one refuses writes to /dev/null. */
+static int dev_mounts(json_t *mounts, const struct fs_op *op, const struct al_policy *p, const struct oci_opts *o)
 {
 	char shm[64];
 	snprintf(shm, sizeof(shm), "size=%llu,mode=1777", (unsigned long long)p->limits[AL_LIMIT_DISK]);
-	return tmpfs_mount(mounts, "/dev", op->text, op->mflags) ?: tmpfs_mount(mounts, "/dev/shm", shm, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+	unsigned long ro = o->runtime == OCI_CRUN ? MS_RDONLY : 0;
+	return tmpfs_mount(mounts, "/dev", op->text, op->mflags | ro) ?:
+	       tmpfs_mount(mounts, "/dev/shm", shm, MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
 /* Is op i an FS_FILE that the plan then gives to the sandbox user (the policy's files)? */
@@ -400,13 +424,17 @@ static int plan_op(json_t *mounts, const struct fs_plan *plan, size_t i, const s
 		 * binds of files in the bundle, which the sandbox user can read but not change. */
 		if (!o->file_src || !o->file_src[i])
 			return -EBADF;
+		/* runsc: gVisor makes a missing mount point a directory, so a file cannot be bound
+		 * inside the /workspace tmpfs; airlock-init copies the policy's files there instead. */
+		if (o->init_exec && file_owned(plan, i))
+			return 0;
 		return bind_mount(mounts, op->dest, o->file_src[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	case FS_CHOWN:
 		return i > 0 && file_owned(plan, i - 1) ? 0 : -ENOTSUP;
 	case FS_BIND:
 		return bind_mount(mounts, op->dest, op->src, op->attr_set);
 	case FS_TMPFS:
-		return strcmp(op->dest, "dev") == 0 ? dev_mounts(mounts, op, p) : tmpfs_mount(mounts, op->dest, op->text, op->mflags);
+		return strcmp(op->dest, "dev") == 0 ? dev_mounts(mounts, op, p, o) : tmpfs_mount(mounts, op->dest, op->text, op->mflags);
 	case FS_PROC: {
 		json_t *opts = strv((const char *const[]){"nosuid", "nodev", "noexec", NULL});
 		return add_mount(mounts, op->dest, "proc", "proc", opts);
@@ -436,9 +464,13 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 			   struct al_error *err)
 {
 	json_t *mounts = json_array();
-	/* airlock-init: the binary read-only, never setuid; a file mount point on the rootfs */
+	/* airlock-init: the binary read-only, never setuid; a file mount point on the rootfs. With
+	 * init_exec, the bundle's files beside it, read-only: the init copies from there. */
 	if (mounts && o->init_src &&
-	    bind_mount(mounts, OCI_INIT_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
+	    (bind_mount(mounts, OCI_INIT_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0 ||
+	     (o->init_exec && (!o->files_dir || bind_mount(mounts, OCI_FILES_PATH, o->files_dir,
+							   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+							   MOUNT_ATTR_NOEXEC) < 0))))
 		json_decref(steal_ptr(mounts));
 	for (size_t i = 0; mounts && i < plan->n; i++) {
 		int r = plan_op(mounts, plan, i, p, o);
@@ -458,22 +490,67 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 
 /* ---- process and linux -------------------------------------------------------------- */
 
-static json_t *process_json(const struct al_policy *p, const struct oci_opts *o)
+static int append_str(json_t *a, const char *s)
+{
+	return json_array_append_new(a, json_string(s)) < 0 ? -ENOMEM : 0;
+}
+
+/* airlock-init's options (ociinit.c): every rlimit, for the payload alone; with init_exec the
+ * policy's files, copied from the read-only OCI_FILES_PATH into place. */
+static int init_args(json_t *args, const struct fs_plan *plan, const struct oci_opts *o)
+{
+	char buf[96];
+	int r = append_str(args, OCI_INIT_PATH);
+	for (size_t i = 0; r == 0 && i < o->nrlimits; i++) {
+		snprintf(buf, sizeof(buf), "%d:%llu:%llu", o->rlimits[i].resource, (unsigned long long)o->rlimits[i].soft,
+			 (unsigned long long)o->rlimits[i].hard);
+		r = append_str(args, "--rlimit") ?: append_str(args, buf);
+	}
+	if (r == 0 && o->init_exec)
+		r = append_str(args, "--exec");
+	for (size_t i = 0; r == 0 && o->init_exec && i < plan->n; i++) {
+		if (!file_owned(plan, i))
+			continue;
+		const char *base = o->file_src && o->file_src[i] ? strrchr(o->file_src[i], '/') : NULL;
+		if (!base)
+			return -EBADF;
+		cleanup_free char *src = NULL, *dest = abs_dest(plan->ops[i].dest);
+		if (!dest || asprintf(&src, "%s%s", OCI_FILES_PATH, base) < 0) {
+			src = NULL;
+			return -ENOMEM;
+		}
+		snprintf(buf, sizeof(buf), "%o", plan->ops[i].mode & 07777);
+		r = append_str(args, "--file") ?: append_str(args, src) ?: append_str(args, dest) ?: append_str(args, buf);
+	}
+	return r ?: append_str(args, "--");
+}
+
+/* The rlimits runc or runsc sets on the container's process. With airlock-init, which sets
+ * them for the payload alone, only RLIMIT_CORE: the init never dumps core either (ociinit.c). */
+static json_t *rlimits_json(const struct oci_opts *o)
+{
+	json_t *rl = json_array();
+	for (size_t i = 0; rl && i < o->nrlimits; i++) {
+		if (o->init_src && o->rlimits[i].resource != RLIMIT_CORE)
+			continue;
+		if (json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type", o->rlimits[i].type, "soft",
+							(json_int_t)o->rlimits[i].soft, "hard", (json_int_t)o->rlimits[i].hard)) < 0)
+			json_decref(steal_ptr(rl));
+	}
+	return rl;
+}
+
+static json_t *process_json(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o)
 {
 	char **envp = pol_build_envp(p);
-	json_t *env = envp ? strv((const char *const *)envp) : NULL, *args = json_array(), *rl = json_array();
+	json_t *env = envp ? strv((const char *const *)envp) : NULL, *args = json_array(), *rl = rlimits_json(o);
 	pol_free_strv(envp);
-	/* crun: airlock-init first, the payload's command after "--" (ociinit.c) */
-	if (args && o->init_src && (json_array_append_new(args, json_string(OCI_INIT_PATH)) < 0 ||
-				    json_array_append_new(args, json_string("--")) < 0))
+	/* airlock-init first, the payload's command after "--" (ociinit.c) */
+	if (args && o->init_src && init_args(args, plan, o) < 0)
 		json_decref(steal_ptr(args));
 	for (int i = 0; args && i < p->argc; i++)
 		if (json_array_append_new(args, json_string(p->argv[i])) < 0)
 			json_decref(steal_ptr(args));
-	for (size_t i = 0; rl && i < o->nrlimits; i++)
-		if (json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type", o->rlimits[i].type, "soft",
-							(json_int_t)o->rlimits[i].soft, "hard", (json_int_t)o->rlimits[i].hard)) < 0)
-			json_decref(steal_ptr(rl));
 	json_t *none = json_array();
 	/* No capability in any set, no_new_privs: the payload holds nothing, even in its own
 	 * user namespace; the sandbox user is uid/gid 1000 with no supplementary groups. */
@@ -518,16 +595,11 @@ static json_t *linux_json(const struct al_policy *p, const struct oci_opts *o)
 	static const char *const masked[] = {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
 					     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
 					     "/proc/sched_debug", "/proc/scsi", "/sys/firmware", NULL};
-	/* /dev too, once crun has made its nodes: as an ordinary user the runtime's tmpfs belongs to
-	 * the only mapped id, the payload's, which could otherwise add or replace nodes (/dev/null).
-	 * Its own mounts (pts, shm) stay as they are. */
-	static const char *const ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", "/dev", NULL};
-	json_t *rol = strv(ro);
-	if (rol && o->runtime != OCI_CRUN)
-		json_array_remove(rol, json_array_size(rol) - 1); /* gVisor's /dev is its own, not the host's tmpfs */
+	/* (/dev is read-only through its own mount's options: dev_mounts) */
+	static const char *const ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL};
 	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "uidMappings", id_map_json(p, o->root), "gidMappings",
 			 id_map_json(p, o->root), "namespaces", namespaces_json(p, o), "maskedPaths", strv(masked),
-			 "readonlyPaths", rol);
+			 "readonlyPaths", strv(ro));
 }
 
 int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o, json_t **out,
@@ -537,7 +609,7 @@ int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, cons
 	json_t *mounts = mounts_json(p, plan, o, err);
 	if (!mounts)
 		return err && err->code ? err->code : -ENOMEM;
-	json_t *c = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process", process_json(p, o),
+	json_t *c = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process", process_json(p, plan, o),
 			      "root", "path", "rootfs", "readonly", 1, "hostname",
 			      p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, "mounts", mounts, "linux", linux_json(p, o));
 	json_t *sc = NULL;

@@ -24,22 +24,30 @@ enum oci_runtime {
 };
 
 /* crun's container process is airlock-init (ociinit.c), the airlock binary bound read-only here;
- * it runs the payload as pid 2 and writes one record to OCI_INIT_FD (crun --preserve-fds=1). */
+ * it runs the payload as pid 2 and writes one record to OCI_INIT_FD (crun --preserve-fds=1).
+ * Its argv: OCI_INIT_PATH [--rlimit RES:SOFT:HARD]... [--exec [--file SRC DEST MODE]...] -- CMD...
+ * --rlimit: set in the payload only, between fork and execve (RES: the RLIMIT_* number, SOFT and
+ * HARD decimal); --exec (runsc, when the policy has files): no fork and no record, the init
+ * copies each file to DEST (a new file of the sandbox user's, octal MODE) and becomes CMD. */
 #define OCI_INIT_PATH "/.airlock-init"
 #define OCI_INIT_FD 3
 #define OCI_INIT_FAIL 125 /* init's own failure (the record says more) */
+/* runsc: the bundle's files directory, bound read-only, which the --exec init copies from. */
+#define OCI_FILES_PATH "/.airlock-files"
 enum oci_init_kind {
-	OCI_INIT_EXITED = 1,	  /* value: the payload's wait status */
-	OCI_INIT_EXEC_FAILED = 2, /* value: errno of execvp (or fork) */
+	OCI_INIT_EXITED = 1,	    /* value: the payload's wait status */
+	OCI_INIT_EXEC_FAILED = 2,   /* value: errno of execvp (or fork) */
+	OCI_INIT_RLIMIT_FAILED = 3, /* value: errno of setrlimit (EINVAL, ERANGE: a malformed argv) */
 };
 /* OCI_INIT_PATH; a reference that also links ociinit.c's constructor into the binary. */
 const char *oci_init_path(void);
 
 /* ---- the bundle (bundle.c, pure) ------------------------------------------------------ */
 
-/* One process.rlimits entry, already clamped to what the caller may set. */
+/* One rlimit, already clamped to what the caller may set. */
 struct oci_rlimit {
-	const char *type; /* "RLIMIT_NOFILE" ... */
+	const char *type; /* "RLIMIT_NOFILE" ...: process.rlimits' name */
+	int resource;	  /* RLIMIT_NOFILE ...: airlock-init's --rlimit */
 	uint64_t soft, hard;
 };
 #define OCI_MAX_RLIMITS 6
@@ -49,7 +57,10 @@ struct oci_opts {
 	bool root;		    /* the caller is host root: the sandbox's ids map to id_base.. */
 	const char *const *file_src; /* per plan op: the bundle file holding an FS_FILE's text, else NULL */
 	const char *seccomp_b64;     /* crun: airlock's BPF program (base64), NULL for profile "off" */
-	const char *init_src;	     /* crun: the host path of the airlock binary, run as the container's init */
+	const char *init_src;	     /* the host path of the airlock binary, run as the container's init (crun;
+				      * runsc only for the policy's files, with init_exec); NULL: none */
+	bool init_exec;		     /* the init copies the policy's files and becomes the payload (runsc) */
+	const char *files_dir;	     /* the bundle directory holding file_src's files (init_exec binds it) */
 	const struct sc_options *oci_seccomp; /* runsc: the profile as linux.seccomp rules, NULL for "off" */
 	struct oci_rlimit rlimits[OCI_MAX_RLIMITS];
 	size_t nrlimits;

@@ -262,6 +262,8 @@ static _Noreturn void report(const struct oci_child *c, int ws)
 		/* The payload's own end, as the native init sees it: no 128+N folding. */
 		if (rec[0] == OCI_INIT_EXEC_FAILED)
 			nat_send(c->status_fd, NK_ERROR, NS_EXEC, rec[1], 0, c->cmd);
+		else if (rec[0] == OCI_INIT_RLIMIT_FAILED)
+			nat_send(c->status_fd, NK_ERROR, NS_RLIMIT, rec[1], 0, NULL);
 		else
 			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, rec[1], NULL);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && runtime_error(c, msg, sizeof(msg))) {

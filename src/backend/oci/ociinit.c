@@ -14,15 +14,34 @@
  * How it is entered: a constructor, as runc's nsenter enters its C code before the Go
  * runtime: when argv[0] is exactly OCI_INIT_PATH and the process is pid 1, it never returns
  * to main(). Nothing here is a privilege: it runs as the sandbox user, after crun has set
- * up everything (namespaces, no capabilities, no_new_privs, rlimits, airlock's seccomp
- * filter), and does only what the payload could do itself.
+ * up everything (namespaces, no capabilities, no_new_privs, airlock's seccomp filter), and
+ * does only what the payload could do itself.
+ *
+ * The job's rlimits (--rlimit) are the payload's: set in the child between fork and execve,
+ * so the init keeps the runtime's own (a sanitized build of this binary reserves terabytes of
+ * address space and could not start under --address-space). Nothing is lost by that: RLIMIT_AS,
+ * FSIZE, NOFILE and CPU are per process, and the init only waits; RLIMIT_NPROC counts the
+ * processes of the uid, the init included, whoever holds the limit, and only the payload's
+ * forks are checked against it. RLIMIT_CORE 0 alone stays on the init too (process.rlimits,
+ * bundle.c): no core of it is ever written, whatever the host's core_pattern.
+ *
+ * --exec (runsc, only when the policy has files): gVisor cannot bind a file inside the
+ * /workspace tmpfs (its mount point would be made a directory), so the init copies each file
+ * from the read-only OCI_FILES_PATH into place — as the sandbox user, into the tmpfs capped by
+ * --disk, as the native init writes them — sets the rlimits and execs the payload itself: no
+ * fork and no record (runsc passes no descriptor but 0, 1, 2), the payload stays gVisor's pid 1
+ * as without files, and a failure is a line on stderr and exit 127 (exec) or 125 (setup).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,12 +62,178 @@ static int folded(int ws)
 	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws);
 }
 
+/* The init's argv, parsed without allocating (ociinit runs before main, in any container). */
+struct init_args {
+	struct {
+		int res;
+		struct rlimit rl;
+	} rl[OCI_MAX_RLIMITS];
+	size_t nrl;
+	bool exec;
+	char **files; /* nfiles triples SRC DEST MODE */
+	size_t nfiles;
+	char **cmd;
+};
+
+static bool parse_u64(const char *s, char end, const char **next, uint64_t *v)
+{
+	char *e;
+	errno = 0;
+	unsigned long long x = strtoull(s, &e, 10);
+	if (errno || e == s || *e != end || s[0] == '-')
+		return false;
+	*v = x;
+	*next = e + 1;
+	return true;
+}
+
+/* "RES:SOFT:HARD", decimal: the bundle writes them (bundle.c), nothing else does. */
+static bool parse_rlimit(const char *s, int *res, struct rlimit *rl)
+{
+	uint64_t r, soft, hard;
+	if (!parse_u64(s, ':', &s, &r) || !parse_u64(s, ':', &s, &soft) || !parse_u64(s, 0, &s, &hard) ||
+	    r >= RLIM_NLIMITS || soft > hard)
+		return false;
+	*res = (int)r;
+	rl->rlim_cur = soft;
+	rl->rlim_max = hard;
+	return true;
+}
+
+/* The options in their one order, then "--" and the command; EINVAL or ERANGE for anything else. */
+static int parse_args(char **argv, struct init_args *a)
+{
+	size_t i = 1;
+	for (; argv[i] && strcmp(argv[i], "--rlimit") == 0; i += 2) {
+		if (a->nrl == OCI_MAX_RLIMITS)
+			return ERANGE;
+		if (!argv[i + 1] || !parse_rlimit(argv[i + 1], &a->rl[a->nrl].res, &a->rl[a->nrl].rl))
+			return EINVAL;
+		a->nrl++;
+	}
+	if (argv[i] && strcmp(argv[i], "--exec") == 0) {
+		a->exec = true;
+		a->files = &argv[++i];
+		for (; argv[i] && strcmp(argv[i], "--file") == 0; i += 4, a->nfiles++)
+			if (!argv[i + 1] || !argv[i + 2] || !argv[i + 3])
+				return EINVAL;
+	}
+	if (!argv[i] || strcmp(argv[i], "--") != 0 || !argv[i + 1])
+		return EINVAL;
+	a->cmd = &argv[i + 1];
+	return 0;
+}
+
+static int set_rlimits(const struct init_args *a)
+{
+	for (size_t i = 0; i < a->nrl; i++)
+		if (setrlimit(a->rl[i].res, &a->rl[i].rl) < 0)
+			return errno;
+	return 0;
+}
+
+static int copy_fd(int in, int out)
+{
+	char buf[16384];
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : 0;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return w < 0 ? errno : EIO;
+			off += w;
+		}
+	}
+}
+
+/* SRC (read-only, the bundle's) to a new file DEST of the sandbox user's with octal MODE. */
+static int copy_file(char *const f[3])
+{
+	char *e;
+	unsigned long mode = strtoul(f[2], &e, 8);
+	if (*e || e == f[2] || mode > 07777)
+		return EINVAL;
+	int in = open(f[0], O_RDONLY | O_CLOEXEC), out = -1, r = 0;
+	if (in < 0 || (out = open(f[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		r = errno;
+	if (r == 0)
+		r = copy_fd(in, out);
+	/* the mode exactly, whatever the umask, as the native init writes it */
+	if (r == 0 && fchmod(out, (mode_t)mode) < 0)
+		r = errno;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return r;
+}
+
+static void say(const char *what, const char *arg, int e)
+{
+	const char *parts[] = {"airlock-init: ", what, arg ? " " : "", arg ? arg : "", ": ", strerror(e), "\n"};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		ssize_t w = write(2, parts[i], strlen(parts[i]));
+		(void)w;
+	}
+}
+
+/* --exec: files, rlimits, then the payload in place of the init. */
+static _Noreturn void exec_main(const struct init_args *a)
+{
+	for (size_t i = 0; i < a->nfiles; i++) {
+		int e = copy_file(&a->files[4 * i + 1]);
+		if (e) {
+			say("writing", a->files[4 * i + 2], e);
+			_exit(OCI_INIT_FAIL);
+		}
+	}
+	int e = set_rlimits(a);
+	if (e) {
+		say("setting resource limits", NULL, e);
+		_exit(OCI_INIT_FAIL);
+	}
+	execvp(a->cmd[0], a->cmd);
+	say("cannot execute", a->cmd[0], errno);
+	_exit(127);
+}
+
+/* The payload's side of the fork: its rlimits, its session, its command. A failure goes to the
+ * init as a record of its own through ex (close-on-exec: nothing arrives once execve worked). */
+static _Noreturn void child_main(const struct init_args *a, int ex)
+{
+	int32_t rec[2] = {OCI_INIT_RLIMIT_FAILED, set_rlimits(a)};
+	if (rec[1] == 0) {
+		setsid(); /* no controlling terminal, as the native payload */
+		execvp(a->cmd[0], a->cmd);
+		rec[0] = OCI_INIT_EXEC_FAILED;
+		rec[1] = errno;
+	}
+	ssize_t w = write(ex, rec, sizeof(rec));
+	(void)w;
+	_exit(127);
+}
+
 static _Noreturn void init_main(char **argv)
 {
+	struct init_args a;
+	memset(&a, 0, sizeof(a));
+	int e = parse_args(argv, &a);
+	if (e == 0 && a.exec)
+		exec_main(&a);
 	/* Not dumpable: /proc/1/fd (the record's pipe) stays out of the payload's reach, although
 	 * both run as the same user. Close-on-exec: the payload never inherits it. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || fcntl(OCI_INIT_FD, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(OCI_INIT_FAIL);
+	if (e) {
+		put_record(OCI_INIT_RLIMIT_FAILED, e);
+		_exit(OCI_INIT_FAIL);
+	}
 	int ex[2];
 	if (pipe2(ex, O_CLOEXEC) < 0)
 		_exit(OCI_INIT_FAIL);
@@ -59,22 +244,17 @@ static _Noreturn void init_main(char **argv)
 	}
 	if (pid == 0) {
 		close(ex[0]);
-		setsid(); /* no controlling terminal, as the native payload */
-		execvp(argv[0], argv);
-		int e = errno;
-		ssize_t w = write(ex[1], &e, sizeof(e));
-		(void)w;
-		_exit(127);
+		child_main(&a, ex[1]);
 	}
 	close(ex[1]);
-	int e = 0;
+	int32_t rec[2];
 	ssize_t n;
 	do
-		n = read(ex[0], &e, sizeof(e));
+		n = read(ex[0], rec, sizeof(rec));
 	while (n < 0 && errno == EINTR);
 	close(ex[0]);
-	if (n == (ssize_t)sizeof(e)) {
-		put_record(OCI_INIT_EXEC_FAILED, e);
+	if (n == (ssize_t)sizeof(rec)) {
+		put_record(rec[0], rec[1]);
 		_exit(OCI_INIT_FAIL);
 	}
 	/* Reap every process of the container until the payload itself ends; the rest die with
@@ -98,8 +278,8 @@ static _Noreturn void init_main(char **argv)
 __attribute__((constructor(101))) static void oci_init_enter(int argc, char **argv, char **envp)
 {
 	(void)envp;
-	if (argc >= 3 && strcmp(argv[0], OCI_INIT_PATH) == 0 && strcmp(argv[1], "--") == 0 && getpid() == 1)
-		init_main(argv + 2);
+	if (argc >= 3 && strcmp(argv[0], OCI_INIT_PATH) == 0 && strncmp(argv[1], "--", 2) == 0 && getpid() == 1)
+		init_main(argv);
 }
 
 const char *oci_init_path(void)

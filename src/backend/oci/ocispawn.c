@@ -20,9 +20,10 @@
  *     │    dies with the monitor; execve(crun|runsc ... run) with an empty environment. The
  *     │    runtime makes the container: user namespace (the sandbox user is id_base+1000 as
  *     │    root, the caller otherwise; never host root), pid, mount, ipc, uts, network and
- *     │    (crun) cgroup namespaces, the read-only root, no capabilities, no_new_privs, rlimits,
- *     │    and (crun) airlock's own seccomp program; it waits for the payload and exits with
- *     │    its status (128+N for signal N).
+ *     │    (crun) cgroup namespaces, the read-only root, no capabilities, no_new_privs, rlimits
+ *     │    (crun: airlock-init's arguments, set in the payload alone, ociinit.c; runsc: process.rlimits,
+ *     │    or the init's when it copies the policy's files), and (crun) airlock's own seccomp
+ *     │    program; it waits for the payload and exits with its status (128+N for signal N).
  *     │  waits for the runtime; since it was pid 1, the kernel has killed and reaped every
  *     │  other process of the namespace by then (containers, gVisor's sentry and gofer);
  *     │  sends one nat_record (the payload's status, or the runtime's logged error when it
@@ -72,7 +73,8 @@ struct oci_spawn {
 	struct sc_filter filter;
 	struct sc_options sc; /* runsc: the profile given as linux.seccomp (when sc_on) */
 	bool sc_on;
-	char init_src[PATH_MAX]; /* crun: the airlock binary, the container's init; "" for runsc */
+	char init_src[PATH_MAX]; /* the airlock binary, the container's init (crun; runsc with files); "" if none */
+	bool files_mnt;		 /* runsc: the bundle's files directory is bound at OCI_FILES_PATH */
 	char **file_src; /* per plan op */
 	char *seccomp_b64;
 	char **argv;
@@ -196,6 +198,8 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 			return al_err_sys(err, errno, "setup: the mount point %s in the bundle", oci_init_path());
 		close(fd);
 	}
+	if (s->files_mnt && mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0)
+		return al_err_sys(err, errno, "setup: the mount point %s in the bundle", OCI_FILES_PATH);
 	for (size_t i = 0; r == 0 && i < s->plan.n; i++) {
 		const struct fs_op *op = &s->plan.ops[i];
 		if (!oci_on_rootfs(&s->plan, i))
@@ -266,7 +270,7 @@ static void rlimits(struct oci_opts *o, const struct al_policy *p)
 			hard = cur.rlim_max;
 		if (soft > hard)
 			soft = hard;
-		o->rlimits[o->nrlimits++] = (struct oci_rlimit){.type = map[i].type, .soft = soft, .hard = hard};
+		o->rlimits[o->nrlimits++] = (struct oci_rlimit){.type = map[i].type, .resource = map[i].res, .soft = soft, .hard = hard};
 	}
 }
 
@@ -299,12 +303,18 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 		struct fs_op *op = &s->plan.ops[i];
 		op->skip = op->kind == FS_BIND && (op->flags & FS_OPTIONAL) && access(op->src, F_OK) < 0;
 	}
-	if (d->runtime == OCI_CRUN && (r = init_binary(s, err)) < 0)
+	/* crun: airlock-init always (ociinit.c); runsc: only to copy the policy's files into place */
+	bool exec_init = d->runtime == OCI_RUNSC && p->nfiles > 0;
+	if ((d->runtime == OCI_CRUN || exec_init) && (r = init_binary(s, err)) < 0)
 		return r;
+	s->files_mnt = exec_init;
 	if ((r = files(s, err)) < 0 || (r = skeleton(s, err)) < 0)
 		return r;
+	char files_dir[PATH_MAX];
+	if ((r = pathf(files_dir, s->bundle, "files")) < 0)
+		return al_err_sys(err, -r, "setup: the bundle's files");
 	struct oci_opts o = {.runtime = d->runtime, .root = root, .file_src = (const char *const *)s->file_src,
-			     .init_src = s->init_src[0] ? s->init_src : NULL};
+			     .init_src = s->init_src[0] ? s->init_src : NULL, .init_exec = exec_init, .files_dir = files_dir};
 	if (d->runtime == OCI_RUNSC && p->seccomp != AL_SECCOMP_OFF) {
 		s->sc = (struct sc_options){.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE};
 		o.oci_seccomp = &s->sc;
@@ -374,8 +384,9 @@ static char *enforced_json(const struct oci_runtime_desc *d, const struct al_pol
 			      "landlock", 0,
 			      /* no overlay: the directory itself, read-write, beyond --disk */
 			      "workdir", p->workdir ? "bind" : "none",
-			      /* airlock exec's files: read-only binds of files in the bundle */
-			      "files", p->nfiles ? "read-only" : "none", "cgroup", 0);
+			      /* airlock exec's files: read-only binds of files in the bundle (crun), or
+			       * copies of them, the sandbox user's, made by airlock-init (runsc) */
+			      "files", !p->nfiles ? "none" : d->runtime == OCI_RUNSC ? "copied" : "read-only", "cgroup", 0);
 	if (e && d->enforced(e, p, root) < 0)
 		json_decref(steal_ptr(e));
 	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
