@@ -297,7 +297,8 @@ static void read_tty(struct prompt *p)
 		/* Hung up, or we are not in the terminal's foreground (EIO): nobody can answer here any
 		 * more; what waits times out, which is a denial. */
 		p->tty_dead = true;
-		fprintf(stderr, "airlock mcp: the terminal can no longer be read: approvals asked there will time out\n");
+		fprintf(stderr, "airlock mcp: the terminal can no longer be read (%s): approvals asked there will time out\n",
+			n < 0 ? strerror(errno) : "end of file");
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++) {

@@ -118,6 +118,7 @@ enum hx_exec_kind {
 };
 
 #define HX_LATENCY_BUCKETS 12
+#define HX_CREATE_BUCKETS 11
 #define HX_STATUS_CLASSES 6 /* 1xx..5xx, other */
 
 struct hx_metrics {
@@ -125,6 +126,8 @@ struct hx_metrics {
 	uint64_t execs[HX_EXEC__COUNT];
 	uint64_t latency[HX_LATENCY_BUCKETS + 1]; /* per bucket (not cumulative); the last is +Inf */
 	uint64_t latency_count, latency_sum_us;
+	uint64_t create[HX_CREATE_BUCKETS + 1]; /* sandboxes created, by the request's duration */
+	uint64_t create_count, create_sum_us;
 	uint64_t proxy_allowed, proxy_denied;
 	uint64_t approvals[SRV_GATE_ABANDONED + 1];
 	uint64_t calls[TL__COUNT];
@@ -161,6 +164,7 @@ void hx_server_stop(struct hx_server *s);
 void hx_server_free(struct hx_server *s);
 bool hx_stopping(const struct hx_server *s);
 uint64_t hx_now_ms(void);
+uint64_t hx_now_us(void);
 __attribute__((format(printf, 3, 4))) void hx_log(const struct hx_server *s, enum mcp_log_level level,
 						  const char *fmt, ...);
 /* Waits on cv for at most ms (with mu held). */

@@ -8,6 +8,9 @@
 
 /* Exec latency buckets, seconds (the wall time the verdict reports). */
 static const double buckets[HX_LATENCY_BUCKETS] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120};
+/* Sandbox creation, seconds from the request's arrival to its answer: a warm pool's claim is
+ * well under a millisecond, a cold create several. */
+static const double create_buckets[HX_CREATE_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
 
 static const char *const exec_names[HX_EXEC__COUNT] = {
 	[HX_EXEC_EXITED] = "exited",
@@ -98,6 +101,15 @@ void hx_metrics_end(struct hx_metrics *m, const struct srv_call_end *e)
 	int tool = tl_lookup(e->tool);
 	if (tool >= 0)
 		add(&m->calls[tool], 1);
+	if (tool == TL_CREATE_SANDBOX && e->status == SRV_CALL_OK) {
+		uint64_t us = e->duration_us ? e->duration_us : e->duration_ms * 1000;
+		size_t b = 0;
+		while (b < HX_CREATE_BUCKETS && (double)us / 1e6 > create_buckets[b])
+			b++;
+		add(&m->create[b], 1);
+		add(&m->create_count, 1);
+		add(&m->create_sum_us, us);
+	}
 	if (tool != TL_EXECUTE)
 		return;
 	add(&m->execs[exec_kind(e)], 1);
@@ -153,6 +165,23 @@ static void help(struct text *t, const char *name, const char *type, const char 
 	put(t, "# HELP %s %s\n# TYPE %s %s\n", name, what, name, type);
 }
 
+/* A Prometheus histogram from per-bucket counts (n bounds, then +Inf). */
+static void histogram(struct text *t, const char *name, const char *what, const double *bounds, int n,
+		      uint64_t *counts, uint64_t *count, uint64_t *sum_us)
+{
+	help(t, name, "histogram", what);
+	uint64_t cum = 0;
+	for (int i = 0; i <= n; i++) {
+		cum += get(&counts[i]);
+		if (i < n)
+			put(t, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+		else
+			put(t, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+	}
+	put(t, "%s_sum %.6f\n", name, (double)get(sum_us) / 1e6);
+	put(t, "%s_count %llu\n", name, (unsigned long long)get(count));
+}
+
 char *hx_metrics_render(struct hx_server *s, size_t *len)
 {
 	struct hx_metrics *m = &s->metrics;
@@ -174,16 +203,11 @@ char *hx_metrics_render(struct hx_server *s, size_t *len)
 		put(&t, "airlock_execs_total{status=\"%s\"} %llu\n", exec_names[i],
 		    (unsigned long long)get(&m->execs[i]));
 
-	help(&t, "airlock_exec_duration_seconds", "histogram", "Wall-clock time of executions that ran.");
-	uint64_t cum = 0;
-	for (int i = 0; i < HX_LATENCY_BUCKETS; i++) {
-		cum += get(&m->latency[i]);
-		put(&t, "airlock_exec_duration_seconds_bucket{le=\"%g\"} %llu\n", buckets[i], (unsigned long long)cum);
-	}
-	cum += get(&m->latency[HX_LATENCY_BUCKETS]);
-	put(&t, "airlock_exec_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-	put(&t, "airlock_exec_duration_seconds_sum %.6f\n", (double)get(&m->latency_sum_us) / 1e6);
-	put(&t, "airlock_exec_duration_seconds_count %llu\n", (unsigned long long)get(&m->latency_count));
+	histogram(&t, "airlock_exec_duration_seconds", "Wall-clock time of executions that ran.", buckets,
+		  HX_LATENCY_BUCKETS, m->latency, &m->latency_count, &m->latency_sum_us);
+	histogram(&t, "airlock_sandbox_create_seconds",
+		  "Sandboxes created (code_create_sandbox, POST /v1/sandboxes): request to answer, a warm pool's claim included.",
+		  create_buckets, HX_CREATE_BUCKETS, m->create, &m->create_count, &m->create_sum_us);
 
 	help(&t, "airlock_proxy_decisions_total", "counter", "Egress proxy decisions of finished executions.");
 	put(&t, "airlock_proxy_decisions_total{decision=\"allowed\"} %llu\n",

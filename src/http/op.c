@@ -27,7 +27,7 @@ struct hx_call {
 	enum tl_id tool;
 	json_t *args;
 	char *peer;
-	uint64_t started;
+	uint64_t started; /* hx_now_us() when the request arrived */
 	bool decided; /* the gate was consulted: approval holds the outcome */
 	enum srv_gate_outcome approval;
 	enum srv_gate_by by; /* who answered an ASK */
@@ -93,7 +93,7 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 	c->tool = tool;
 	c->args = steal_args;
 	c->peer = peer ? strdup(peer) : NULL;
-	c->started = hx_now_ms();
+	c->started = hx_now_us();
 	c->refs = 1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
@@ -126,7 +126,8 @@ static void end(struct hx_call *c, enum srv_call_status status, const struct srv
 		.by = c->by,
 		.transport = "http",
 		.peer = c->peer,
-		.duration_ms = hx_now_ms() - c->started,
+		.duration_ms = (hx_now_us() - c->started) / 1000,
+		.duration_us = hx_now_us() - c->started,
 		.result = res,
 		.message = msg,
 	};

@@ -26,9 +26,14 @@
 
 uint64_t hx_now_ms(void)
 {
+	return hx_now_us() / 1000;
+}
+
+uint64_t hx_now_us(void)
+{
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 bool hx_stopping(const struct hx_server *s)

@@ -10,11 +10,13 @@
  *     destroy_sandbox: removed from the table at once; freed when its last operation ends
  *
  * Everything shared sits under m->mu: the table, each sandbox's reference count, the counters.
- * An exec holds its sandbox's exec_mu for its whole run, so execs of one sandbox take turns (the
- * code file under /workspace/.airlock is theirs in turn) while other sandboxes run in parallel,
- * up to server.max_execs. A housekeeping thread makes every sandbox (see struct sbm), destroys
- * those idle past server.idle_ttl or older than server.max_lifetime, and keeps the warm pool
- * (server.pool) filled.
+ * An exec holds its sandbox's turn (busy) from writing its code file to its end, so execs of one
+ * sandbox take turns (the code file under /workspace/.airlock is theirs in turn) while other
+ * sandboxes run in parallel, up to server.max_execs. An exec waiting for its turn or a slot gives
+ * up, never to run, when its own wall-clock limit passes (counted from the request), when it is
+ * cancelled, when its sandbox is destroyed or when the server stops. A housekeeping thread makes
+ * every sandbox (see struct sbm), destroys those idle past server.idle_ttl or older than
+ * server.max_lifetime, and keeps the warm pool (server.pool) filled.
  */
 #include "sbmgr.h"
 
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +42,10 @@
 #define SBM_DEFAULT_PROFILE "untrusted-code-read"
 #define SBM_ID_LEN 20
 #define SBM_CODE_DIR ".airlock"
+/* A claimed spare is replaced this long after the claim: cloning a sandbox copies the server's
+ * page tables and takes a CPU, which would otherwise delay the claim's own answer (measured: a
+ * warm create's median 1.3 ms with an immediate refill, 0.23 ms with this delay). */
+#define SBM_REFILL_DELAY_MS 5
 
 /* One held sandbox. */
 struct sbx {
@@ -48,18 +55,19 @@ struct sbx {
 	char *profile;
 	char *net_hosts;      /* the allowlist the sandbox was made with ("" when its posture has no proxy) */
 	enum al_net_posture net;
+	uint64_t exec_timeout_ms; /* limits.timeout of code_create_sandbox: an exec's default wall limit, 0: none */
 	uint64_t created_ms, used_ms;
 	unsigned refs;	      /* the table's (while listed) + each operation's */
 	bool listed;	      /* in m->list (false once destroyed or expired) */
 	bool pooled;	      /* a warm spare nobody has asked for yet */
-	pthread_mutex_t exec_mu;
-	struct al_job *running; /* the exec holding exec_mu, for destroy (under m->mu) */
+	bool busy;		/* an exec holds this sandbox's turn (under m->mu) */
+	struct al_job *running; /* the exec holding the turn, for destroy (under m->mu) */
 };
 
 struct sbm {
 	struct sbm_opts o;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC: operations ended, turns and slots freed, a cancel, mkreq done */
 	struct sbx *list;
 	size_t live;
 	unsigned execs, ops; /* running execs; operations of any kind not yet done */
@@ -70,6 +78,7 @@ struct sbm {
 	bool hk_started;
 	pthread_cond_t hk_cv;	 /* wakes the housekeeper: a request queued, a spare claimed, shutdown */
 	struct mkreq *queue;	 /* sandboxes to make, oldest first */
+	uint64_t refill_after_ms; /* no spare is made before this (now_ms() clock): see SBM_REFILL_DELAY_MS */
 	struct sbm_stats st;
 };
 
@@ -98,6 +107,7 @@ struct srv_op {
 	char **packages;
 	size_t code_len, npackages;
 	uint64_t timeout_ms;
+	uint64_t started_ms; /* when the request was accepted: a queued exec's wait counts from here */
 	bool network;
 	struct srv_limits limits;
 };
@@ -116,7 +126,6 @@ static void sbx_free(struct sbx *s)
 	if (!s)
 		return;
 	al_sandbox_destroy(s->sb);
-	pthread_mutex_destroy(&s->exec_mu);
 	free(s->profile);
 	free(s->net_hosts);
 	free(s);
@@ -146,6 +155,7 @@ static void unlist_locked(struct sbm *m, struct sbx *s)
 			m->st.destroyed++;
 			if (s->running)
 				al_job_kill(s->running);
+			pthread_cond_broadcast(&m->cv); /* an exec waiting for its turn in s gives up */
 			return;
 		}
 }
@@ -273,7 +283,6 @@ static int make_now(struct sbm *m, const char *profile, bool network, const char
 	struct sbx *s = calloc(1, sizeof(*s));
 	if (!s)
 		return al_err(err, ENOMEM, "out of memory");
-	pthread_mutex_init(&s->exec_mu, NULL);
 	s->profile = strdup(profile);
 	s->net_hosts = strdup(hosts ? hosts : "");
 	struct al_policy *p = NULL;
@@ -286,6 +295,7 @@ static int make_now(struct sbm *m, const char *profile, bool network, const char
 		return r;
 	}
 	make_id(s->id);
+	s->exec_timeout_ms = lim->timeout_ms;
 	s->created_ms = s->used_ms = now_ms();
 	s->pooled = pooled;
 	*out = s;
@@ -353,8 +363,10 @@ static struct sbx *claim_pooled(struct sbm *m, const char *profile)
 		s->created_ms = s->used_ms = now_ms();
 		s->refs++;
 	}
-	if (s)
-		pthread_cond_signal(&m->hk_cv); /* refill */
+	if (s) {
+		m->refill_after_ms = now_ms() + SBM_REFILL_DELAY_MS;
+		pthread_cond_signal(&m->hk_cv); /* refill, shortly */
+	}
 	pthread_mutex_unlock(&m->mu);
 	return s;
 }
@@ -384,6 +396,7 @@ static struct srv_op *op_new(struct sbm *m, enum op_kind kind, const struct srv_
 	op->m = m;
 	op->kind = kind;
 	op->sink = *sink;
+	op->started_ms = now_ms();
 	pthread_mutex_init(&op->mu, NULL);
 	return op;
 }
@@ -441,7 +454,6 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 	}
 	struct al_spawn_opts so = {.size = sizeof(so), .stdin_fd = -1, .on_output = output_cb, .on_output_cookie = op};
 	struct al_job *job = NULL;
-	pthread_mutex_lock(&s->exec_mu);
 	r = al_job_spawn(p, &so, &job, err);
 	if (r == 0) {
 		pthread_mutex_lock(&m->mu);
@@ -461,38 +473,103 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 		pthread_mutex_unlock(&m->mu);
 		al_job_free(job);
 	}
-	pthread_mutex_unlock(&s->exec_mu);
 	return r;
 }
 
-/* Waits for an exec slot (server.max_execs); false when the server stops. */
-static bool exec_slot(struct sbm *m)
+/* Under m->mu: whether op was cancelled (lock order: m->mu, then op->mu). */
+static bool cancelled_locked(struct srv_op *op)
 {
-	unsigned max = m->o.cfg->server.max_execs;
-	pthread_mutex_lock(&m->mu);
-	while (!m->stopping && max && m->execs >= max)
-		pthread_cond_wait(&m->cv, &m->mu);
-	bool ok = !m->stopping;
-	if (ok) {
-		m->execs++;
-		m->st.execs_running++;
-	}
-	pthread_mutex_unlock(&m->mu);
-	return ok;
+	pthread_mutex_lock(&op->mu);
+	bool c = op->cancelled;
+	pthread_mutex_unlock(&op->mu);
+	return c;
 }
 
-static void exec_slot_done(struct sbm *m)
+/*
+ * Waits for s's turn and an exec slot (server.max_execs), and takes both: 0, or -errno with err
+ * set when the exec must never run: its wall-clock limit wall_ms (AL_UNLIMITED: none) passed
+ * since the request was accepted (ETIMEDOUT), it was cancelled, its sandbox was destroyed
+ * (persistent sandboxes only: a throwaway one is never listed) or the server stops.
+ */
+static int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, uint64_t wall_ms,
+		     struct al_error *err)
+{
+	unsigned max = m->o.cfg->server.max_execs;
+	uint64_t deadline = wall_ms == AL_UNLIMITED || wall_ms > UINT64_MAX - op->started_ms ? UINT64_MAX
+											       : op->started_ms + wall_ms;
+	int r = 0;
+	pthread_mutex_lock(&m->mu);
+	for (;;) {
+		if (m->stopping) {
+			r = al_err(err, ESHUTDOWN, "the server is shutting down");
+			break;
+		}
+		if (cancelled_locked(op)) {
+			r = al_err(err, ECANCELED, "cancelled before it ran");
+			break;
+		}
+		if (persistent && !s->listed) {
+			r = al_err(err, ENOENT, "sandbox %s was destroyed before the execution could start: it never ran", s->id);
+			break;
+		}
+		if (!s->busy && (!max || m->execs < max)) {
+			s->busy = true;
+			m->execs++;
+			m->st.execs_running++;
+			break;
+		}
+		uint64_t now = now_ms();
+		if (now >= deadline) {
+			char why[96];
+			if (s->busy)
+				snprintf(why, sizeof(why), "another execution of this sandbox was running");
+			else
+				snprintf(why, sizeof(why), "every execution slot was taken (server.max_execs %u)", max);
+			r = al_err(err, ETIMEDOUT, "timed out after %.1f s waiting to start, so the code never ran: %s",
+				   (double)(now - op->started_ms) / 1000.0, why);
+			break;
+		}
+		if (deadline == UINT64_MAX) {
+			pthread_cond_wait(&m->cv, &m->mu);
+		} else {
+			struct timespec t;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			uint64_t left = deadline - now;
+			t.tv_sec += (time_t)(left / 1000);
+			t.tv_nsec += (long)(left % 1000) * 1000000L;
+			if (t.tv_nsec >= 1000000000L) {
+				t.tv_sec++;
+				t.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&m->cv, &m->mu, &t);
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+	return r;
+}
+
+static void exec_turn_done(struct sbm *m, struct sbx *s)
 {
 	pthread_mutex_lock(&m->mu);
+	s->busy = false;
 	m->execs--;
 	m->st.execs_running--;
 	pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);
 }
 
-/* The code file and argv of language lang: interpreted languages read their file from
- * /workspace/.airlock (the client's own files stay untouched), with /workspace importable. */
-static int exec_policy(struct sbm *m, struct sbx *s, const struct srv_op *op, struct al_policy **out, struct al_error *err)
+/* Where an interpreted language's code file goes: beneath .airlock/, so the client's own main.py
+ * stays its own. */
+static void code_path(const struct cfg_language *l, char *rel, size_t cap)
+{
+	snprintf(rel, cap, SBM_CODE_DIR "/%s", l->file);
+}
+
+/* The argv and limits of language lang: interpreted languages read their file from
+ * /workspace/.airlock (the client's own files stay untouched), with /workspace importable. No side
+ * effect: write_code puts the code in, once the exec has its turn. */
+static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, struct al_policy **out,
+		       struct al_error *err)
 {
 	const struct cfg_language *l = cfg_language(m->o.cfg, op->language);
 	if (!l)
@@ -504,10 +581,9 @@ static int exec_policy(struct sbm *m, struct sbx *s, const struct srv_op *op, st
 	r = lang_apply(l, op->code, op->code_len, NULL, 0, p, err);
 	r = r ?: al_policy_add_env(p, "PYTHONPATH=" AL_WORKSPACE, err);
 	r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, err);
-	r = r ?: set_limit_if(p, AL_LIMIT_WALL_MS, op->timeout_ms, err);
-	/* An interpreter reads its file from .airlock/, so the client's own main.py stays its own. */
+	r = r ?: set_limit_if(p, AL_LIMIT_WALL_MS, op->timeout_ms ? op->timeout_ms : s->exec_timeout_ms, err);
 	char rel[300];
-	snprintf(rel, sizeof(rel), SBM_CODE_DIR "/%s", l->file);
+	code_path(l, rel, sizeof(rel));
 	for (int i = 0; r == 0 && !l->compile.n && i < p->argc; i++) {
 		if (strcmp(p->argv[i], l->file) != 0)
 			continue;
@@ -520,22 +596,35 @@ static int exec_policy(struct sbm *m, struct sbx *s, const struct srv_op *op, st
 		p->argv[i] = a;
 		break;
 	}
-	uid_t uid;
-	gid_t gid;
-	al_sandbox_owner(s->sb, &uid, &gid);
-	/* The code file goes in through the workspace descriptor, as the file API's writes do. */
-	struct ws_cred saved;
-	ws_become(uid, gid, &saved);
-	for (size_t i = 0; r == 0 && i < p->nfiles; i++)
-		r = ws_write(al_sandbox_workspace(s->sb), l->compile.n ? p->files[i].dest : rel, p->files[i].data,
-			     p->files[i].len, uid, gid, err);
-	ws_restore(&saved);
 	if (r < 0) {
 		al_policy_free(p);
 		return r;
 	}
 	*out = p;
 	return 0;
+}
+
+/* The code files of exec_policy's p into s's workspace, through the workspace descriptor as the
+ * file API's writes do. Only with s's turn held: the files under .airlock/ are the running exec's. */
+static int write_code(struct sbm *m, struct sbx *s, const struct srv_op *op, const struct al_policy *p,
+		      struct al_error *err)
+{
+	const struct cfg_language *l = cfg_language(m->o.cfg, op->language);
+	if (!l)
+		return al_err(err, ENOENT, "unknown language \"%s\"", op->language);
+	char rel[300];
+	code_path(l, rel, sizeof(rel));
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(s->sb, &uid, &gid);
+	struct ws_cred saved;
+	ws_become(uid, gid, &saved);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < p->nfiles; i++)
+		r = ws_write(al_sandbox_workspace(s->sb), l->compile.n ? p->files[i].dest : rel, p->files[i].data,
+			     p->files[i].len, uid, gid, err);
+	ws_restore(&saved);
+	return r;
 }
 
 /* exec and install: the sandbox named, or a throwaway one made for this call. */
@@ -548,7 +637,7 @@ static void *exec_thread(void *arg)
 	struct sbx *s = NULL;
 	struct al_policy *p = NULL;
 	struct al_verdict *v = NULL;
-	bool throwaway = !op->sandbox_id, slot = false;
+	bool throwaway = !op->sandbox_id, turn = false;
 	int r = 0;
 	if (throwaway) {
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
@@ -576,8 +665,6 @@ static void *exec_thread(void *arg)
 	}
 	if (r == 0 && !s)
 		r = al_err(&err, EIO, "no sandbox");
-	if (r == 0 && !(slot = exec_slot(m)))
-		r = al_err(&err, ESHUTDOWN, "the server is shutting down");
 	if (r == 0 && op->kind == OP_EXEC)
 		r = exec_policy(m, s, op, &p, &err);
 	if (r == 0 && op->kind == OP_INSTALL) {
@@ -607,10 +694,19 @@ static void *exec_thread(void *arg)
 		}
 		free(argv);
 	}
+	if (r == 0 && !p) {
+		al_err(&err, EINVAL, "no policy for this operation");
+		r = -EINVAL;
+	}
+	/* Its turn in the sandbox and a slot, within its own wall-clock limit; then its code goes in. */
+	if (r == 0)
+		turn = (r = exec_turn(m, op, s, !throwaway, al_policy_get_limit(p, AL_LIMIT_WALL_MS), &err)) == 0;
+	if (r == 0 && op->kind == OP_EXEC)
+		r = write_code(m, s, op, p, &err);
 	if (r == 0)
 		r = run_in(op, s, p, op->kind == OP_INSTALL || op->network, &v, &err);
-	if (slot)
-		exec_slot_done(m);
+	if (turn)
+		exec_turn_done(m, s);
 	al_policy_free(p);
 	if (r == 0 && (res = srv_result_new())) {
 		res->verdict = v;
@@ -627,6 +723,20 @@ static void *exec_thread(void *arg)
 		sbx_put(m, s);
 	op_finish(op, res);
 	return NULL;
+}
+
+/* The answer to a create: s's id. s is listed and holds the caller's reference, given up here. */
+static struct srv_result *created(struct sbm *m, struct sbx *s)
+{
+	struct srv_result *res = srv_result_new();
+	if (res && !(res->sandbox_id = strdup(s->id))) {
+		srv_result_free(res);
+		res = NULL;
+	}
+	pthread_mutex_lock(&m->mu);
+	s->refs--; /* the table keeps it */
+	pthread_mutex_unlock(&m->mu);
+	return res;
 }
 
 static void *create_thread(void *arg)
@@ -654,20 +764,7 @@ static void *create_thread(void *arg)
 			s = NULL;
 		}
 	}
-	struct srv_result *res = NULL;
-	if (r < 0 || !s) {
-		res = error_result(r < 0 ? r : -EIO, &err);
-	} else {
-		res = srv_result_new();
-		if (res && !(res->sandbox_id = strdup(s->id))) {
-			srv_result_free(res);
-			res = NULL;
-		}
-		pthread_mutex_lock(&m->mu);
-		s->refs--; /* the table keeps it */
-		pthread_mutex_unlock(&m->mu);
-	}
-	op_finish(op, res);
+	op_finish(op, r < 0 || !s ? error_result(r < 0 ? r : -EIO, &err) : created(m, s));
 	return NULL;
 }
 
@@ -718,7 +815,21 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 		op_free(op);
 		return al_err(err, ENOENT, "unknown profile \"%s\"", req->profile);
 	}
-	return start_thread(m, op, create_thread, out, err);
+	/* A warm spare is only a table entry away: answered here, without a worker thread (whose
+	 * start, stack and malloc arena would cost more than the claim). */
+	struct srv_limits none = {0};
+	pthread_mutex_lock(&m->mu);
+	bool stopping = m->stopping;
+	pthread_mutex_unlock(&m->mu);
+	struct sbx *s = NULL;
+	if (!stopping && !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0)
+		s = claim_pooled(m, op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE);
+	if (!s)
+		return start_thread(m, op, create_thread, out, err);
+	op_free(op);
+	sink->on_done(sink->cookie, created(m, s));
+	*out = NULL;
+	return 0;
 }
 
 static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **out,
@@ -897,6 +1008,11 @@ static void m_cancel(void *ctx, struct srv_op *op)
 	if (op->job)
 		al_job_kill(op->job);
 	pthread_mutex_unlock(&op->mu);
+	/* An exec waiting for its turn checks cancelled under m->mu: taking it here means the
+	 * broadcast cannot fall between that check and its wait. */
+	pthread_mutex_lock(&op->m->mu);
+	pthread_cond_broadcast(&op->m->cv);
+	pthread_mutex_unlock(&op->m->mu);
 }
 
 static void m_release(void *ctx, struct srv_op *op)
@@ -995,9 +1111,15 @@ static void *housekeeper_main(void *arg)
 	pthread_mutex_lock(&m->mu);
 	while (!m->stopping) {
 		serve_queue_locked(m);
-		pthread_mutex_unlock(&m->mu);
-		bool more = refill_one(m);
-		pthread_mutex_lock(&m->mu);
+		uint64_t now = now_ms(), wait_ms = 1000;
+		bool more = false;
+		if (now < m->refill_after_ms) {
+			wait_ms = m->refill_after_ms - now;
+		} else {
+			pthread_mutex_unlock(&m->mu);
+			more = refill_one(m);
+			pthread_mutex_lock(&m->mu);
+		}
 		struct sbx *dead = m->stopping ? NULL : expire_locked(m, now_ms());
 		if (dead) {
 			pthread_mutex_unlock(&m->mu);
@@ -1011,7 +1133,12 @@ static void *housekeeper_main(void *arg)
 		if (!more && !m->queue && !m->stopping) {
 			struct timespec t;
 			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_sec += 1;
+			t.tv_sec += (time_t)(wait_ms / 1000);
+			t.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+			if (t.tv_nsec >= 1000000000L) {
+				t.tv_sec++;
+				t.tv_nsec -= 1000000000L;
+			}
 			pthread_cond_timedwait(&m->hk_cv, &m->mu, &t);
 		}
 	}
@@ -1035,8 +1162,21 @@ int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err)
 	if (!m)
 		return al_err(err, ENOMEM, "out of memory");
 	m->o = *o;
+	/* Each sandbox holds about a dozen descriptors here (control socket, workspace, init's
+	 * pidfd, cgroup directories, its spare's pidfd, socket and status pipe): the usual soft limit
+	 * of 1024 would refuse creates long before server.max_sandboxes. Payloads get their own
+	 * limit (--open-files), whatever ours is. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	pthread_mutex_init(&m->mu, NULL);
-	pthread_cond_init(&m->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* exec_turn's deadlines */
+	pthread_cond_init(&m->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&m->hk_cv, NULL);
 	const char *dp = o->default_profile ? o->default_profile : SBM_DEFAULT_PROFILE;
 	if (!cfg_profile(o->cfg, dp)) {

@@ -70,6 +70,7 @@ struct srv_call_end {
 	const char *transport;		  /* "stdio", "http", or NULL (the gate's own default) */
 	const char *peer;		  /* the client that sent the call, or NULL (the gate's default) */
 	uint64_t duration_ms;		  /* from the request's arrival */
+	uint64_t duration_us;		  /* the same in microseconds where the front end measures them, else 0 */
 	const struct srv_result *result;  /* the manager's result (verdict, resources), or NULL */
 	const char *message;		  /* the error text the client got, or NULL */
 };

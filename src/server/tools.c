@@ -20,6 +20,7 @@
 #define LANGUAGE_PROP                                                                                                  \
 	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\",\"shell\",\"ruby\",\"php\",\"perl\"],"  \
 	"\"description\":\"The interpreter that runs the code.\"}"
+/* code_create_sandbox: the sandbox's network, fixed for its life. */
 #define NETWORK_PROPS                                                                                                  \
 	"\"network_enabled\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Allow outbound "              \
 	"connections, only to allowed_domains (or the profile's list), through an egress proxy. Off by "             \
@@ -27,6 +28,18 @@
 	"\"allowed_domains\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\",\"minLength\":1,"     \
 	"\"maxLength\":253},\"description\":\"Host names the code may reach when network_enabled is true, e.g. "      \
 	"pypi.org or *.pythonhosted.org.\"}"
+/* code_execute: per execution, never more than the sandbox has. */
+#define EXEC_NETWORK_PROPS                                                                                             \
+	"\"network_enabled\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Allow this execution "       \
+	"outbound connections, only to allowed domains, through an egress proxy. Off by default. Decided per "      \
+	"execution: without sandbox_id, the throwaway sandbox is made with this network (allowed_domains, or the "   \
+	"profile's list). With sandbox_id, an execution cannot ask for more network than its sandbox has: the "      \
+	"sandbox must have network (created with network_enabled, or by a profile with an allowlist), and the "    \
+	"execution reaches the sandbox's domains; false (or omitted) runs this execution with no network at all, even in a sandbox that has network.\"},"    \
+	"\"allowed_domains\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\",\"minLength\":1,"     \
+	"\"maxLength\":253},\"description\":\"Host names the code may reach when network_enabled is true, e.g. "      \
+	"pypi.org or *.pythonhosted.org. With sandbox_id: omit it, or give exactly the sandbox's own list (the "      \
+	"domains it was created with); any other list is refused.\"}"
 #define PATH_PROP(what)                                                                                                \
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what "\"}"
 
@@ -34,7 +47,7 @@ static const char execute_input[] =
 	"{\"type\":\"object\",\"properties\":{" LANGUAGE_PROP ","
 	"\"code\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The program's source text.\"},"
 	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":3600,\"description\":\"Wall-clock "
-	"limit in seconds (default: the sandbox's).\"}," NETWORK_PROPS ","
+	"limit in seconds (default: the sandbox's).\"}," EXEC_NETWORK_PROPS ","
 	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Run in this "
 	"persistent sandbox (from code_create_sandbox): files and installed packages stay between calls. "
 	"Without it the code runs in a throwaway sandbox.\"}},"

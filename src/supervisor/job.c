@@ -87,7 +87,10 @@ static int job_arm(struct al_job *j)
 	int r = watch(j->epfd, j->out.fd);
 	r = r ?: watch(j->epfd, j->err.fd);
 	r = r ?: watch(j->epfd, j->proc.pidfd);
-	r = r ?: watch(j->epfd, j->proc.status_fd);
+	/* A held sandbox's exec: its init's record is complete once the pidfd says it exited (it
+	 * writes the record just before): read then, which saves a wake-up per exec. */
+	if (!j->proc.foreign)
+		r = r ?: watch(j->epfd, j->proc.status_fd);
 	if (r == 0 && j->proc.proxy_sock >= 0)
 		r = watch(j->epfd, j->proc.proxy_sock);
 	if (r == 0 && j->wall_limit_ms != AL_UNLIMITED) {
@@ -313,7 +316,7 @@ static void restore_tty(struct al_job *j)
 int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 {
 	/* Run until the sandbox is gone and every channel reached EOF (they do once it is). */
-	while (!j->exited || j->out.fd >= 0 || j->err.fd >= 0 || j->proc.status_fd >= 0) {
+	while (!j->exited || j->out.fd >= 0 || j->err.fd >= 0 || (j->proc.status_fd >= 0 && !j->proc.foreign)) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(j->epfd, evs, 8, -1);
 		if (n < 0 && errno == EINTR)
@@ -323,6 +326,8 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 		for (int i = 0; i < n; i++)
 			on_event(j, evs[i].data.fd);
 	}
+	if (j->proc.foreign && j->proc.status_fd >= 0)
+		read_status(j); /* every writer is gone: the record, then end of file */
 	int r = j->proc.foreign ? 0 : pfd_wait(j->proc.pidfd, &j->si, &j->ru, WEXITED);
 	if (r < 0)
 		return al_err_sys(err, -r, "supervisor: waitid");

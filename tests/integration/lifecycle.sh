@@ -6,7 +6,8 @@
 # lifetime (a hard cap that ends even a busy sandbox and its exec; counted from when a client got
 # the sandbox, not from its time as a spare), the warm pool (creates take a spare, whose init is
 # one of the spares'; the pool is back to N, by /metrics and by the inits), max_sandboxes (429
-# naming the limit; the server keeps serving), max_execs (a second exec waits for the first),
+# naming the limit; the server keeps serving), max_execs (a second exec waits for the first; one
+# queued past its own timeout gives up with an error and never runs),
 # and a server killed with SIGKILL (every process of it ends, payload included; no mount
 # namespace of a sandbox is left; its cgroups stay until the next server removes them; nothing in
 # its TMPDIR). SIGTERM cleanup is serve.sh's. Every wait is a bounded poll; the only time figures
@@ -354,6 +355,27 @@ if [ -z "$a_end" ] || [ -z "$b_start" ] || [ "$b_start" -lt "$a_end" ]; then
 	al_fail "with max_execs 1, b's exec started ($b_start) before a's ended ($a_end)"
 fi
 al_pass "with max_execs 1 the second exec waited for the first ($((b_start - a_end)) ns after)"
+# A queued exec gives up at its own timeout, with an error, and never runs afterwards: b's exec
+# (timeout 1 s) waits behind a's 4 s one; its file never appears, even once a's slot is free.
+bg_exec ea "$a" 'touch a2.start; sleep 4'
+ea=$BGPID
+a2_started() {
+	api GET "/v1/sandboxes/$a/files/a2.start"
+	[ "$CODE" = 200 ]
+}
+wait_for 30 "a's long exec started" a2_started
+api POST "/v1/sandboxes/$b/exec" -H 'Content-Type: application/json' \
+	-d '{"language":"shell","code":"echo late > b.late","timeout":1}'
+al_assert_contains "$BODY" "timed out after" "the queued exec gave up at its timeout: $BODY"
+al_assert_contains "$BODY" "never ran" "the error says the code never ran"
+al_assert_contains "$BODY" "max_execs" "the error names the limit"
+kill -0 "$ea" 2>/dev/null || al_fail "b's exec gave up only after a's ended: not at its own timeout"
+wait "$ea" || true
+al_assert_contains "$(cat "$dir/ea.out")" '"exit_code":0' "a's long exec"
+sleep 1 # the slot is free: a queued exec that had not given up would run now
+api GET "/v1/sandboxes/$b/files/b.late"
+al_assert_eq "$CODE" 404 "the timed-out queued exec never ran (b.late: $BODY)"
+al_pass "a queued exec past its timeout gave up with an error and never ran"
 stop_server limits
 
 # ---------------------------------------------------------------- SIGKILL, then restart

@@ -13,14 +13,9 @@ chmod 0644 "$dir"/*.py
 AL_MCP_PIDS="$dir/pids" "$AL_PY" "$dir/scenario.py" "$dir" "$dir/audit.jsonl" -- "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" ||
 	al_fail "the MCP scenario failed (see above)"
 # The terminal prompt: a pseudo-terminal as airlock mcp's controlling terminal, the protocol on pipes.
-# Opt-in (AL_TTY_APPROVAL=1) until a hang is understood: the first code_create_sandbox of a
-# freshly started airlock mcp that has a controlling terminal sometimes never answers when the
-# machine is busy (two tests at once); alone it passes as root and as a user.
-if [ "${AL_TTY_APPROVAL:-0}" = 1 ]; then
-	confdir=$(al_tmpdir 0755)
-	AL_MCP_PIDS="$dir/pids" "$AL_PY" "$dir/tty_approval.py" "$dir" "$confdir" -- "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" ||
-		al_fail "the terminal approval scenario failed (see above)"
-fi
+confdir=$(al_tmpdir 0755)
+AL_MCP_PIDS="$dir/pids" "$AL_PY" "$dir/tty_approval.py" "$dir" "$confdir" -- "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" ||
+	al_fail "the terminal approval scenario failed (see above)"
 # Job cgroups are named airlock-<supervisor pid>-...: none of the servers' may remain. (setpriv
 # execs airlock, so the pid the client started is the server's.)
 while read -r pid; do

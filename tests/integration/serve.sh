@@ -158,6 +158,9 @@ api DELETE /v1/sandboxes/sb-nope
 [ "$CODE" -ge 400 ] || al_fail "deleting an unknown sandbox: $CODE"
 api GET /metrics
 al_assert_contains "$BODY" "airlock_sandboxes_live" "metrics"
+n=$(printf '%s\n' "$BODY" | sed -n 's/^airlock_sandbox_create_seconds_count //p')
+[ "${n:-0}" -ge 1 ] || al_fail "sandbox creations in the metrics: '$n'"
+al_assert_eq "$(printf '%s\n' "$BODY" | sed -n 's/^airlock_sandbox_create_seconds_bucket{le="+Inf"} //p')" "$n" "every creation in a create-time bucket"
 
 # SIGTERM: every sandbox destroyed, exit 0, nothing of the sandboxes left.
 api DELETE "/v1/sandboxes/$sb"

@@ -50,6 +50,10 @@ class Server:
         pre = None
         if tty:
             self.master, slave = pty.openpty()
+            # Non-blocking: until the server opens /dev/tty nobody holds the slave, and the master
+            # polls as hung up (read: EIO); a blocking read that follows a poll from that moment
+            # would wait forever once the server has opened its terminal and writes nothing.
+            os.set_blocking(self.master, False)
 
             def pre():
                 # start_new_session made us a session leader without a terminal: take this one.
@@ -76,8 +80,10 @@ class Server:
             if fd is self.master:
                 try:
                     self.screen += os.read(self.master, 65536)
-                except OSError:
+                except BlockingIOError:
                     pass
+                except OSError:
+                    time.sleep(0.01)  # EIO: the slave is not open (yet): poll says so at once
             else:
                 chunk = os.read(self.p.stdout.fileno(), 65536)
                 if not chunk:
