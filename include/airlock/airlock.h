@@ -171,6 +171,11 @@ struct al_spawn_opts {
 	 * called on the thread running al_job_wait. Capture and live copies happen as well. */
 	void (*on_output)(void *cookie, int stream, const char *data, size_t len);
 	void *on_output_cookie;
+	/* Optional: a signalfd(2) of the signals that should stop the job (0: none; never one of the
+	 * standard descriptors). When one arrives, even during set-up, the job is killed at once and
+	 * its verdict says status killed with that signal. The CLI's is SIGTERM, SIGINT, SIGHUP,
+	 * SIGQUIT and SIGPIPE, blocked in the caller so none can end the supervisor mid-job. */
+	int stop_fd;
 };
 
 struct al_job; /* opaque: one confined running job and its supervisor state */
@@ -233,6 +238,7 @@ enum al_status {
 	AL_STATUS_OUTPUT_LIMIT,
 	AL_STATUS_SETUP_ERROR,
 	AL_STATUS_OOM, /* the memory limit killed the job */
+	AL_STATUS_KILLED, /* the caller was told to stop (stop_fd: signal) and killed the job */
 };
 
 struct al_stream_result {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -196,6 +197,54 @@ static int emit(const struct front *f, const struct al_verdict *v, int result_fi
 	return 0;
 }
 
+/* The signals that stop a job in order (killed, verdict written, cleaned up, exit 128+N) rather
+ * than end the supervisor where it stands. They stay blocked from here to the exit, so none can
+ * land between two steps; the sandbox's payload unblocks everything before it runs. A closed
+ * output pipe is one of them: `airlock run -- yes | head -1` ends as promptly as bare `yes`. */
+static int block_stop_signals(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE};
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction sa;
+		/* One the caller chose to ignore stays ignored (nohup, a shell's background job). */
+		if (sigaction(sigs[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+			sigaddset(&set, sigs[i]);
+	}
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (fd >= 0 && fd <= 2) { /* never one of the standard descriptors (al_spawn_opts.stop_fd) */
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		fd = hi;
+	}
+	return fd;
+}
+
+/* In human mode the job's stdout stays its own; what airlock did to the job goes to stderr. */
+static void report_end(const struct al_verdict *v, const struct al_policy *p)
+{
+	char sig[32] = "";
+	if (v->signal)
+		snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(v->signal) ? sigabbrev_np(v->signal) : "?");
+	if (v->status == AL_STATUS_KILLED && v->signal != SIGPIPE) /* a closed pipe is no news, as in a shell */
+		fprintf(stderr, "airlock: stopped by %s: the job was killed\n", sig);
+	else if (v->status == AL_STATUS_TIMEOUT)
+		fprintf(stderr, "airlock: killed at the %g s time limit\n",
+			(double)al_policy_get_limit(p, AL_LIMIT_WALL_MS) / 1000.0);
+	else if (v->status == AL_STATUS_OOM)
+		fprintf(stderr, "airlock: killed by the out-of-memory killer at the memory limit\n");
+	if (v->pids_limit_hit)
+		fprintf(stderr, "airlock: the process limit (--pids) was reached: a fork failed\n");
+	if (v->out.truncated || v->err.truncated)
+		fprintf(stderr, "airlock: output truncated at the output limit (%s%s%s)\n", v->out.truncated ? "stdout" : "",
+			v->out.truncated && v->err.truncated ? ", " : "", v->err.truncated ? "stderr" : "");
+	if (v->seccomp_killed)
+		fprintf(stderr, "airlock: the command was killed by the seccomp filter (a forbidden system call)\n");
+}
+
 int front_run(struct front *f)
 {
 	struct al_job *job = NULL;
@@ -205,13 +254,23 @@ int front_run(struct front *f)
 	if (f->result_file && (rfd = open(f->result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return cli_fail("--result-file '%s': %s", f->result_file, strerror(errno));
 	int mode = f->stream >= 0 ? f->stream : f->json ? AL_STREAM_CAPTURE : AL_STREAM_LIVE;
+	int stop_fd = block_stop_signals();
+	if (stop_fd < 0) {
+		if (rfd >= 0)
+			close(rfd);
+		return cli_fail("cannot take the stop signals (signalfd): %s", strerror(errno));
+	}
 	struct al_spawn_opts so = {.size = sizeof(so), .stdin_fd = 0, .stdout_mode = mode, .stderr_mode = mode,
-				   .stdout_live_fd = 1, .stderr_live_fd = 2};
-	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the supervisor mid-job */
+				   .stdout_live_fd = 1, .stderr_live_fd = 2, .stop_fd = stop_fd};
 	al_cleanup_stale();
 	if (f->stdin_null || fcntl(0, F_GETFD) < 0)
 		so.stdin_fd = -1;
-	if (al_job_spawn(f->policy, &so, &job, &e) < 0 || al_job_wait(job, &v, &e) < 0) {
+	int r = al_job_spawn(f->policy, &so, &job, &e);
+	r = r ?: al_job_wait(job, &v, &e);
+	/* Nothing of the job is left (processes, cgroups, directories) before anything is printed:
+	 * a reader that never takes the verdict cannot hold them. */
+	al_job_free(job);
+	if (r < 0) {
 		struct al_verdict fail = {.status = AL_STATUS_SETUP_ERROR,
 					  .backend = al_backend_name(al_policy_get_backend(f->policy)), .setup = e};
 		emit(f, &fail, rfd);
@@ -220,12 +279,14 @@ int front_run(struct front *f)
 		emit(f, v, rfd);
 		if (v->status == AL_STATUS_SETUP_ERROR)
 			cli_fail("%s", v->setup.msg);
+		else if (!f->json)
+			report_end(v, f->policy);
 		rc = al_verdict_exit_code(v);
 	}
 	if (rfd >= 0)
 		close(rfd);
+	close(stop_fd);
 	al_verdict_free(v);
-	al_job_free(job);
 	return rc;
 }
 

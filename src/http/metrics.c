@@ -64,6 +64,8 @@ static enum hx_exec_kind exec_kind(const struct srv_call_end *e)
 			return HX_EXEC_SETUP_ERROR;
 		case AL_STATUS_OOM:
 			return HX_EXEC_OOM;
+		case AL_STATUS_KILLED: /* the server's execs have no stop signal: a cancel */
+			return HX_EXEC_CANCELLED;
 		}
 	}
 	switch (e->status) {

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -76,6 +78,9 @@ static void job_init_pumps(struct al_job *j, const struct al_policy *p, const st
 	}
 	j->out.stream = 1;
 	j->err.stream = 2;
+	j->stop_fd = -1;
+	if (o && o->size >= offsetof(struct al_spawn_opts, stop_fd) + sizeof(int) && o->stop_fd > 2)
+		j->stop_fd = o->stop_fd;
 }
 
 static int job_arm(struct al_job *j)
@@ -93,6 +98,8 @@ static int job_arm(struct al_job *j)
 		r = r ?: watch(j->epfd, j->proc.status_fd);
 	if (r == 0 && j->proc.proxy_sock >= 0)
 		r = watch(j->epfd, j->proc.proxy_sock);
+	if (r == 0 && j->stop_fd >= 0)
+		r = watch(j->epfd, j->stop_fd);
 	if (r == 0 && j->wall_limit_ms != AL_UNLIMITED) {
 		if ((j->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0)
 			return -errno;
@@ -101,6 +108,15 @@ static int job_arm(struct al_job *j)
 		if (timerfd_settime(j->timerfd, 0, &its, NULL) < 0)
 			return -errno;
 		r = watch(j->epfd, j->timerfd);
+	}
+	j->wake_fds[0] = j->timerfd;
+	j->wake_fds[1] = j->stop_fd;
+	struct pump *ps[2] = {&j->out, &j->err};
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+		ps[i]->wake_fds = j->wake_fds;
+		ps[i]->killing = &j->killing;
+		ps[i]->live_is_file = ps[i]->live_fd >= 0 && fstat(ps[i]->live_fd, &st) == 0 && S_ISREG(st.st_mode);
 	}
 	return r;
 }
@@ -252,6 +268,24 @@ static void read_status(struct al_job *j)
 	}
 }
 
+/* The caller was told to stop (SIGTERM, ^C, a hang-up, a closed output pipe): the job is killed
+ * now, in order, and the verdict says so. A job that already ended keeps its own status. */
+static void job_stop(struct al_job *j)
+{
+	struct signalfd_siginfo si;
+	ssize_t n = read(j->stop_fd, &si, sizeof(si));
+	if (n != (ssize_t)sizeof(si))
+		return; /* EAGAIN: another reader took it */
+	epoll_ctl(j->epfd, EPOLL_CTL_DEL, j->stop_fd, NULL);
+	if (j->exited || j->timed_out)
+		return;
+	j->stop_signal = (int)si.ssi_signo;
+	j->killing = true;
+	pfd_send_signal(j->proc.pidfd, j->proc.kill_signal);
+	if (j->cg)
+		cg_kill(j->cg);
+}
+
 static void on_event(struct al_job *j, int fd)
 {
 	if (fd == j->out.fd || fd == j->err.fd) {
@@ -269,9 +303,11 @@ static void on_event(struct al_job *j, int fd)
 		read_status(j);
 	} else if (fd == j->proc.proxy_sock) {
 		job_serve_proxy(j);
+	} else if (fd == j->stop_fd) {
+		job_stop(j);
 	} else if (fd == j->timerfd) {
 		/* The deadline: killing init kills every process of its pid namespace. */
-		j->timed_out = true;
+		j->timed_out = j->killing = true;
 		pfd_send_signal(j->proc.pidfd, j->proc.kill_signal);
 		if (j->cg)
 			cg_kill(j->cg);

@@ -20,10 +20,14 @@ struct al_job {
 	struct be_proc proc;
 	struct pump out, err;
 	int timerfd, epfd;
+	int stop_fd;	     /* the caller's signalfd (al_spawn_opts.stop_fd), or -1 */
+	int stop_signal;     /* the signal that stopped the job through it, or 0 */
 	uint64_t wall_limit_ms;
 	uint64_t disk_limit; /* --disk: also the most a write-back or an export may put on the host */
 	struct timespec start;
 	bool timed_out, exited, reaped;
+	bool killing;	     /* the deadline or a stop killed it: live output no longer waits */
+	int wake_fds[2];     /* timerfd, stop_fd: what a live copy must not block (pump.h) */
 	struct nat_record setup_err; /* first error record, kind == 0 if none */
 	bool have_status;
 	int wstatus;

@@ -2,6 +2,8 @@
 #include "pump.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,10 +26,29 @@ static void keep(struct pump *p, const char *data, size_t n)
 	p->len += n;
 }
 
-static void copy_live(int fd, const char *data, size_t n)
+/* Waits until the live target takes a write; false when a wake descriptor (the deadline, a stop)
+ * comes first, or, once the job is being killed, when it has no room right now. */
+static bool wait_writable(const struct pump *p)
 {
+	struct pollfd pf[3] = {{.fd = p->live_fd, .events = POLLOUT},
+			       {.fd = p->wake_fds[0], .events = POLLIN},
+			       {.fd = p->wake_fds[1], .events = POLLIN}};
+	bool now = p->killing && *p->killing;
+	for (;;) {
+		int n = poll(pf, now ? 1 : 3, now ? 0 : -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n > 0 && pf[0].revents; /* writable, or an error the write will report */
+	}
+}
+
+static void copy_live(const struct pump *p, const char *data, size_t n)
+{
+	bool paced = !p->live_is_file && p->wake_fds;
 	while (n > 0) {
-		ssize_t w = write(fd, data, n);
+		if (paced && !wait_writable(p))
+			return;
+		ssize_t w = write(p->live_fd, data, paced && n > PIPE_BUF ? PIPE_BUF : n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -57,7 +78,7 @@ int pump_read(struct pump *p)
 		if (use > 0 && p->capture)
 			keep(p, chunk, use);
 		if (use > 0 && p->live_fd >= 0)
-			copy_live(p->live_fd, chunk, use);
+			copy_live(p, chunk, use);
 		if (use > 0 && p->on_output)
 			p->on_output(p->cookie, p->stream, chunk, use);
 		p->total += (uint64_t)n;

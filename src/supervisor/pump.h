@@ -17,6 +17,11 @@ struct pump {
 	void (*on_output)(void *cookie, int stream, const char *data, size_t len); /* or NULL */
 	void *cookie;
 	int stream; /* 1 or 2, for on_output */
+	/* Events that must not wait behind a live copy (the deadline's timerfd, the stop signalfd;
+	 * -1 for none): a reader that stops reading cannot hold the supervisor in write(). */
+	const int *wake_fds;   /* two descriptors, or NULL */
+	const bool *killing;   /* set once the job is being killed: then a live copy never waits */
+	bool live_is_file;     /* the live target never blocks (a regular file): no poll needed */
 };
 
 /* Reads what is available. Returns 1 while open, 0 at EOF, -errno on error. */

@@ -26,6 +26,8 @@ const char *al_status_name(enum al_status s)
 		return "setup-error";
 	case AL_STATUS_OOM:
 		return "oom";
+	case AL_STATUS_KILLED:
+		return "killed";
 	}
 	return "unknown";
 }
@@ -45,6 +47,8 @@ int al_verdict_exit_code(const struct al_verdict *v)
 		return 125;
 	case AL_STATUS_OOM:
 		return v->signal ? 128 + v->signal : 137;
+	case AL_STATUS_KILLED:
+		return 128 + v->signal; /* as a shell reports a command ended by that signal */
 	}
 	return 125;
 }
@@ -96,6 +100,9 @@ static void classify(struct al_job *j, struct al_verdict *v)
 	if (j->setup_err.kind == NK_ERROR) {
 		v->status = AL_STATUS_SETUP_ERROR;
 		setup_message(v, &j->setup_err);
+	} else if (j->stop_signal) {
+		v->status = AL_STATUS_KILLED;
+		v->signal = j->stop_signal;
 	} else if (j->timed_out) {
 		v->status = AL_STATUS_TIMEOUT;
 		v->signal = SIGKILL;

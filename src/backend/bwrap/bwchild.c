@@ -311,10 +311,67 @@ static _Noreturn void report(const struct bw_child *c, const struct bw_seen *see
 	_exit(0);
 }
 
+/* Set by SIGTERM (the supervisor's kill, or its death): from then on every child is killed. */
+static volatile sig_atomic_t stopping;
+
+/* SIGKILL to every child of ours, from a signal handler: no allocation, no formatting. */
+static void kill_children(void)
+{
+	int saved = errno;
+	char buf[4096];
+	int fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	long pid = 0;
+	for (const char *p = buf;; p++) {
+		if (*p >= '0' && *p <= '9') {
+			pid = pid * 10 + (*p - '0');
+			continue;
+		}
+		if (pid > 0)
+			kill((pid_t)pid, SIGKILL);
+		pid = 0;
+		if (!*p)
+			break;
+	}
+	errno = saved;
+}
+
+/* bwrap's --die-with-parent is armed by bwrap itself, some time after its start: killing bwrap
+ * before then would orphan the sandbox's pid 1. So a stop kills our children, and as a subreaper
+ * we inherit bwrap's orphans the moment bwrap dies, before the SIGCHLD that says so arrives: each
+ * SIGCHLD then kills them too. No parent-death signal has to be armed in time for this to hold. */
+static void on_signal(int sig)
+{
+	if (sig == SIGTERM)
+		stopping = 1;
+	if (stopping)
+		kill_children();
+}
+
+static void take_stop_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigfillset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	/* A copy of the supervisor, whose front end blocks its own stop signals. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 _Noreturn void bw_monitor_main(const struct bw_child *c)
 {
-	/* If the supervisor dies, the monitor dies, then bwrap, then the sandbox. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* The supervisor's end (its kill, or its death) is the job's end: see on_signal. */
+	take_stop_signals();
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	int keep[BW_MAX_PASS + 10] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
 				      c->json_r, c->json_w, c->err_r, c->err_w, c->proxy_sock};
 	size_t n = 10;

@@ -29,8 +29,9 @@
  * stdout (payload → supervisor, directly), proxy (a socket pair: the listening socket, from
  * bwrap's process before its exec → supervisor). The monitor exits only once everything it
  * started is reaped, so its pidfd reporting the exit means the sandbox is gone. On the
- * deadline the supervisor SIGKILLs the monitor and the job's cgroup; without a cgroup the
- * chain of parent-death signals (monitor → bwrap → bwrap's pid 1) still takes everything down.
+ * deadline or a stop the supervisor sends SIGTERM to the monitor (also its parent-death signal)
+ * and kills the job's cgroup; the monitor kills bwrap and, as subreaper, whatever bwrap orphans
+ * (its pid 1, when bwrap had not yet armed --die-with-parent), so no cgroup is needed for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -294,7 +295,7 @@ int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_
 	out->enforced_json = enforced_json(p, &s, cgroupns);
 	out->backend = "bwrap";
 	out->seccomp_kills = s.filter.prog.len > 0; /* every profile kills foreign-ABI calls */
-	out->kill_signal = SIGKILL;
+	out->kill_signal = SIGTERM; /* the monitor kills its children and reaps them (bwchild.c) */
 	out->upper_sock = -1; /* no overlay, so no upper layer to write back */
 	out->proxy_sock = steal_fd(s.px_p[0]);
 out:

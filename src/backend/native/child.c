@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <limits.h>
 #include <signal.h>
@@ -161,6 +162,10 @@ _Noreturn void nat_child_main(struct nat_child *c)
 	int r = uns_enter(&c->map);
 	if (r < 0)
 		nat_die(c, NS_CREDS, -r, NULL);
+	/* Becoming sandbox root changed our credentials, and the kernel clears the parent-death
+	 * signal on such a change: arm it again. A supervisor that died in between is caught by
+	 * the lifeline (nat_reap_payload), which does not depend on it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* The cgroup namespace starts now, after the supervisor placed us in the job's cgroup,
 	 * so the job sees its own cgroup as the root. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
@@ -176,19 +181,47 @@ _Noreturn void nat_run_payload(struct nat_child *c)
 	nat_reap_payload(c, start_payload(c));
 }
 
+static void on_sigchld(int sig)
+{
+	(void)sig; /* only to interrupt ppoll */
+}
+
+/* The lifeline: only the supervisor holds the read end of the status pipe, so our write end
+ * reports POLLERR once it is gone, however it went (SIGKILL, a crash, a re-parent): unlike the
+ * parent-death signal, no credential change, setsid or exec of ours can disarm it. */
+static bool supervisor_gone(int status_fd, const sigset_t *wait_mask)
+{
+	struct pollfd pfd = {.fd = status_fd, .events = 0};
+	int n = ppoll(&pfd, 1, NULL, wait_mask);
+	return n > 0 && (pfd.revents & (POLLERR | POLLHUP | POLLNVAL));
+}
+
 _Noreturn void nat_reap_payload(const struct nat_child *c, pid_t pid)
 {
+	/* SIGCHLD stays blocked except inside ppoll, so no exit slips between a wait4 and the
+	 * wait for the next event. */
+	sigset_t chld, wait_mask;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &wait_mask);
+	sigdelset(&wait_mask, SIGCHLD);
+	struct sigaction sa = {.sa_handler = on_sigchld};
+	sigaction(SIGCHLD, &sa, NULL);
 	for (;;) {
 		int st;
 		struct rusage ru;
-		pid_t w = wait4(-1, &st, 0, &ru);
-		if (w == pid) {
+		pid_t w;
+		while ((w = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+			if (w != pid)
+				continue; /* an orphan of the payload's: reaped, so its pid is free */
 			nat_send_exit(c->status_fd, st, &ru);
 			/* init's exit kills everything left in the namespace. */
 			_exit(0);
 		}
 		if (w < 0 && errno != EINTR)
 			nat_die(c, NS_FORK, errno, "waitpid");
+		if (supervisor_gone(c->status_fd, &wait_mask))
+			_exit(0); /* nobody to report to: our exit ends every process of the namespace */
 	}
 }
 

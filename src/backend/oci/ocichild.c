@@ -298,6 +298,12 @@ _Noreturn void oci_monitor_main(const struct oci_child *c)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
+	/* A copy of the supervisor, whose front end blocks its stop signals (SIGTERM among them)
+	 * to take them in order: the monitor must take its own at once. */
+	sigset_t term;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &term, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	int keep[] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd, c->proxy_sock, c->init_r, c->init_w};
 	if (close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)

@@ -1,0 +1,155 @@
+#!/bin/bash
+# killsafe.sh — nothing of a job outlives airlock, whatever ends airlock: SIGTERM, SIGINT, SIGHUP,
+# SIGQUIT (in order: the job killed, a "killed" verdict, cleanup, exit 128+N), SIGKILL (the sandbox
+# notices its supervisor is gone), a closed output pipe (SIGPIPE). Each at each phase: during
+# set-up, while the payload runs (with a setsid daemon that ignores every signal), while it floods
+# its output (to a reader and to a reader that stalled). Judged from outside: the job's processes
+# are gone within a second, its cgroups and directories with it (after SIGKILL: once the next
+# airlock has started, the only process that can remove them), and the verdict says killed.
+# Runs under every backend of the conformance matrix, as root and as an unprivileged user.
+. "$(dirname "$0")/../lib.sh"
+
+RD=$(al_tmpdir 0777)
+fifo="$RD/out.fifo"
+
+# The supervisor's leftovers on the host: job cgroups named after its pid in any hierarchy, and
+# the OCI backends' bundle directories.
+leftovers() {
+	local pid=$1
+	find /sys/fs/cgroup -maxdepth 8 -type d -name "airlock-$pid-*" 2>/dev/null || true
+	ls -d "${TMPDIR:-/tmp}"/airlock-*."$pid".* /tmp/airlock-*."$pid".* 2>/dev/null || true
+}
+
+# wait_running MARKER: until the payload's daemon (named MARKER) runs; fails after 10 s.
+wait_running() {
+	local i
+	for i in $(seq 200); do
+		[ -n "$(al_marker_pids "$1")" ] && return 0
+		sleep 0.05
+	done
+	al_fail "the payload never started (no process named $1)"
+}
+
+# airlock_dfl ARGS...: `airlock run` with default dispositions of the stop signals (a background
+# job of a script starts with SIGINT and SIGQUIT ignored, and airlock keeps what its caller ignores).
+# It execs: call it only where a subshell runs it (in the background, in a pipeline), so that the
+# pid the test signals is airlock's own.
+airlock_dfl() {
+	local be=()
+	[ "$AL_BACKEND" = native ] || be=(--backend "$AL_BACKEND")
+	exec env --default-signal=INT,QUIT,HUP,TERM,PIPE "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run "${be[@]}" "$@"
+}
+
+# start_job OUT MARKER PAYLOAD...: airlock in the background (verdict in $RD/v.json), pid in JOB.
+start_job() {
+	local out=$1
+	shift 2
+	rm -f "$RD/v.json"
+	airlock_dfl --ro "$AL_PROBE_DIR:/probe" --time 60 --result-file "$RD/v.json" -- "$@" >"$out" 2>"$RD/err" &
+	JOB=$!
+}
+
+# finish CASE SIG MARKER PHASE: the supervisor got SIG; judge what is left.
+finish() {
+	local what=$1 sig=$2 m=$3 phase=$4 rc=0 num
+	num=$(kill -l "$sig")
+	wait "$JOB" || rc=$?
+	al_assert_eq "$rc" $((128 + num)) "$what: airlock's exit status"
+	al_wait_marker_gone "$m" 1 || al_fail "$what: the job outlived airlock by over a second"
+	if [ "$sig" = KILL ]; then
+		# Only the next airlock can remove what a SIGKILLed one made; it does so at its start.
+		al_run run -- /bin/true
+		al_assert_rc 0
+	elif [ "$phase" != setup ]; then
+		al_assert_eq "$(al_json_get "$(cat "$RD/v.json")" status)" killed "$what: verdict status"
+		al_assert_eq "$(al_json_get "$(cat "$RD/v.json")" signal)" "$num" "$what: verdict signal"
+	elif [ -s "$RD/v.json" ]; then
+		al_assert_eq "$(al_json_get "$(cat "$RD/v.json")" status)" killed "$what: verdict status"
+	fi
+	local left
+	left=$(leftovers "$JOB")
+	[ -z "$left" ] || al_fail "$what: left behind: $left"
+	al_pass "$what: exit $rc, no process, cgroup or directory left"
+}
+
+daemon_payload() { echo "$P" daemon "$1" 120 120; }
+
+# ---- while the payload runs: a daemon (setsid, double fork, every signal ignored) and its parent
+for sig in TERM INT HUP QUIT KILL; do
+	m=$(al_marker)
+	# shellcheck disable=SC2046
+	start_job "$RD/out" "$m" $(daemon_payload "$m")
+	wait_running "$m"
+	kill -s "$sig" "$JOB"
+	finish "SIG$sig while running" "$sig" "$m" running
+done
+
+# ---- during set-up: the signal arrives a few milliseconds after airlock started
+delays=(0.002 0.005 0.01 0.03)
+i=0
+for sig in TERM INT HUP KILL TERM KILL; do
+	m=$(al_marker)
+	# shellcheck disable=SC2046
+	start_job "$RD/out" "$m" $(daemon_payload "$m")
+	sleep "${delays[$((i % 4))]}"
+	i=$((i + 1))
+	kill -s "$sig" "$JOB"
+	finish "SIG$sig during set-up" "$sig" "$m" setup
+done
+
+# ---- while the payload floods its output, read at full speed and not read at all
+for sig in TERM KILL; do
+	for reader in reading stalled; do
+		m=$(al_marker)
+		rm -f "$fifo"
+		mkfifo -m 0666 "$fifo"
+		if [ "$reader" = reading ]; then
+			cat "$fifo" >/dev/null &
+			rpid=$!
+		else
+			exec 7<>"$fifo" # holds the pipe open and never reads: the supervisor's writes would block
+		fi
+		start_job "$fifo" "$m" /bin/sh -c "$P daemon $m 120 0 >/dev/null; exec $P flood 100000000000"
+		wait_running "$m"
+		sleep 0.3
+		kill -s "$sig" "$JOB"
+		finish "SIG$sig while flooding ($reader)" "$sig" "$m" flood
+		if [ "$reader" = reading ]; then
+			wait "$rpid" 2>/dev/null || true
+		else
+			exec 7>&-
+		fi
+	done
+done
+
+# ---- a closed output pipe: `airlock run -- flood | head -c 10` ends at once, like bare
+m=$(al_marker)
+rm -f "$RD/v.json"
+rc=$( (airlock_dfl --ro "$AL_PROBE_DIR:/probe" --time 60 --result-file "$RD/v.json" -- \
+	/bin/sh -c "$P daemon $m 120 0 >/dev/null; exec $P flood 100000000000" 2>"$RD/err" | head -c 10 >/dev/null
+	echo "${PIPESTATUS[0]}") )
+al_assert_eq "$rc" 141 "closed output pipe: airlock's exit status (128+SIGPIPE)"
+al_assert_eq "$(al_json_get "$(cat "$RD/v.json")" status)" killed "closed output pipe: verdict status"
+al_assert_eq "$(al_json_get "$(cat "$RD/v.json")" signal)" 13 "closed output pipe: verdict signal"
+al_wait_marker_gone "$m" 1 || al_fail "closed output pipe: the job outlived airlock"
+al_assert_not_contains "$(cat "$RD/err")" "airlock:" "closed output pipe: nothing said on stderr (as in a shell)"
+al_pass "closed output pipe: exit 141, the job gone, the verdict written"
+
+# ---- a signal the caller ignores stays ignored (nohup): the job runs on
+rm -f "$RD/v.json"
+(trap '' HUP; exec "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run "${AL_BACKEND_ARGS[@]}" --result-file "$RD/v.json" -- /bin/sh -c 'sleep 1; echo survived') >"$RD/out" 2>"$RD/err" &
+JOB=$!
+sleep 0.5
+kill -s HUP "$JOB"
+rc=0
+wait "$JOB" || rc=$?
+al_assert_eq "$rc" 0 "SIGHUP ignored by the caller: airlock's exit status"
+al_assert_eq "$(cat "$RD/out")" survived "SIGHUP ignored by the caller: the job ran to its end"
+
+# ---- human mode says what airlock did, on stderr only
+start_job "$RD/out" x /bin/sleep 60
+sleep 0.5
+kill -s TERM "$JOB"
+wait "$JOB" || true
+al_assert_contains "$(cat "$RD/err")" "airlock: stopped by SIGTERM" "stderr names the stop"
+al_assert_eq "$(cat "$RD/out")" "" "stdout stays the job's"
