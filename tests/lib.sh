@@ -100,24 +100,28 @@ al_write() { { printf '%s\n' "$2" >"$1"; } 2>/dev/null; }
 
 # Fill AL_GUARD_DIRS with freshly made cgroup dirs that limit pids and memory, or
 # print the reason and return 1. v2 when /sys/fs/cgroup is cgroup2 with both controllers,
-# else the v1 per-controller hierarchies (as on hybrid hosts).
+# else the v1 per-controller hierarchies (as on hybrid hosts). In user mode the guard is also
+# delegated to the unprivileged user, as a service manager delegates a subtree (al_delegate),
+# with the cpu controller too: airlock's default limits must be enforced or refused.
 al_guard_setup() {
-	local name="airlock-test.$$.$RANDOM" fstype rel dir parent ctrl
+	local name="airlock-test.$$.$RANDOM" fstype rel dir parent ctrl ctrls="pids memory"
+	[ "$AL_TEST_MODE" != user ] || ctrls="pids memory cpu"
 	AL_GUARD_DIRS=()
 	fstype=$(stat -f -c %T /sys/fs/cgroup 2>/dev/null || echo none)
 	if [ "$fstype" = cgroup2fs ]; then
 		rel=$(al_cg_rel "")
 		if [ "$rel" = / ]; then
 			parent=/sys/fs/cgroup
-			al_write "$parent/cgroup.subtree_control" "+pids +memory" ||
-				{ AL_GUARD_WHY="cannot enable pids+memory in the v2 root"; return 1; }
+			al_write "$parent/cgroup.subtree_control" "$(printf '+%s ' $ctrls)" ||
+				{ AL_GUARD_WHY="cannot enable $ctrls in the v2 root"; return 1; }
 		else
 			# A non-root cgroup holding processes (ours) cannot delegate controllers
 			# (no internal processes), so the guard becomes a sibling of our cgroup;
 			# our cgroup listing both controllers proves the parent delegates them.
 			parent=$(dirname "/sys/fs/cgroup$rel")
-			for ctrl in pids memory; do
+			for ctrl in $ctrls; do
 				grep -qw "$ctrl" "/sys/fs/cgroup$rel/cgroup.controllers" 2>/dev/null ||
+					al_write "$parent/cgroup.subtree_control" "+$ctrl" ||
 					{ AL_GUARD_WHY="v2 controller $ctrl not delegated to $rel"; return 1; }
 			done
 		fi
@@ -126,9 +130,10 @@ al_guard_setup() {
 		AL_GUARD_DIRS+=("$dir")
 		al_write "$dir/pids.max" 512 || { AL_GUARD_WHY="cannot set $dir/pids.max"; return 1; }
 		al_write "$dir/memory.max" "${AL_GUARD_MEMORY:-2G}" || { AL_GUARD_WHY="cannot set $dir/memory.max"; return 1; }
-		return 0
+		al_delegate "$dir" cgroup.procs cgroup.threads cgroup.subtree_control
+		return
 	fi
-	for ctrl in pids memory; do
+	for ctrl in $ctrls; do
 		[ -f "/sys/fs/cgroup/$ctrl/cgroup.procs" ] ||
 			{ AL_GUARD_WHY="no v1 $ctrl hierarchy at /sys/fs/cgroup/$ctrl and no cgroup2 root"; return 1; }
 		rel=$(al_cg_rel "$ctrl")
@@ -141,7 +146,21 @@ al_guard_setup() {
 	al_write "${AL_GUARD_DIRS[0]}/pids.max" 512 || { AL_GUARD_WHY="cannot set pids.max"; return 1; }
 	al_write "${AL_GUARD_DIRS[1]}/memory.limit_in_bytes" "${AL_GUARD_MEMORY:-2G}" ||
 		{ AL_GUARD_WHY="cannot set memory.limit_in_bytes"; return 1; }
-	return 0
+	for dir in "${AL_GUARD_DIRS[@]}"; do
+		al_delegate "$dir" cgroup.procs tasks || return 1
+	done
+}
+
+# al_delegate DIR FILE...: in user mode, hand the cgroup DIR to the unprivileged user (the
+# directory and the files that delegation needs; its own limits stay root's).
+al_delegate() {
+	local dir=$1 f
+	shift
+	[ "$AL_TEST_MODE" = user ] || return 0
+	for f in "" "$@"; do
+		chown "$AL_NOBODY_UID:$AL_NOBODY_GID" "$dir/$f" 2>/dev/null ||
+			{ AL_GUARD_WHY="cannot delegate $dir/$f to uid $AL_NOBODY_UID"; return 1; }
+	done
 }
 
 # Pids in the guard cgroups and any cgroups below them (airlock may make its own).

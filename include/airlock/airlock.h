@@ -148,6 +148,12 @@ int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err);
  * namespaces, with a throwaway workspace directory; always reported. Off by default; refused
  * when the floor requires any namespace or pivot_root, or the kernel lacks Landlock. */
 int al_policy_allow_fallback(struct al_policy *p, bool allow, struct al_error *err);
+/* Default memory, pids and cpu limits (those not set explicitly) that the host cannot enforce —
+ * no delegated cgroup — are refused unless this allows running without them; the verdict then
+ * lists them (limits_not_applied). Explicit limits are always enforced or refused. */
+/* The limit's name, as its flag and configuration key spell it ("memory", "pids", "cpus", ...). */
+const char *al_limit_name(enum al_limit which);
+int al_policy_allow_best_effort_limits(struct al_policy *p, bool allow, struct al_error *err);
 /* A floor of protections, e.g. "userns,netns,seccomp,landlock>=4,cgroup-memory". Below it,
  * spawning fails and names what is missing. Repeated calls add to the floor. */
 int al_policy_require(struct al_policy *p, const char *spec, struct al_error *err);
@@ -263,6 +269,9 @@ struct al_verdict {
 	uint64_t oom_kills;
 	bool pids_limit_hit;
 	bool seccomp_killed; /* the payload was killed by the seccomp filter (SIGSYS) */
+	/* Default limits the host could not enforce, run without because the policy allows
+	 * best-effort limits: bit (1 << enum al_limit) each (AL_LIMIT_MEMORY, _PIDS, _CPUS). */
+	uint32_t limits_not_applied;
 	/* --workdir: the job's changes, applied to the host directory when it ended. */
 	bool workdir_written;
 	uint64_t workdir_files, workdir_deleted, workdir_bytes;

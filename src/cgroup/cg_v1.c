@@ -92,6 +92,7 @@ static void cg_v1_cpu(int dirfd, struct cg_usage *u)
 		u->user_s = us;
 		u->system_s = ss;
 	}
+	u->cpu_accounted = have_total || us > 0 || ss > 0;
 }
 
 static void cg_v1_mem(int dirfd, struct cg_usage *u)

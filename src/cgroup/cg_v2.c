@@ -163,7 +163,7 @@ void cg_v2_account(int dirfd, unsigned ctrls, struct cg_usage *u)
 	uint64_t v;
 	/* cpu.stat's usage fields are there without the cpu controller (core accounting). */
 	if ((ctrls & CG_BIT(HOST_CG_CPUACCT)) && cg_read_at(dirfd, "cpu.stat", buf, sizeof(buf)) > 0)
-		cg_parse_cpu_stat(buf, &u->user_s, &u->system_s);
+		u->cpu_accounted = cg_parse_cpu_stat(buf, &u->user_s, &u->system_s) == 0;
 	if (ctrls & CG_BIT(HOST_CG_MEMORY)) {
 		/* memory.peak appeared in 5.19; before it the peak is unknown (0). */
 		/* NOLINTNEXTLINE(cert-err34-c): a number the kernel wrote into a cgroup file, not input to validate */

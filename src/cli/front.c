@@ -223,6 +223,19 @@ static int block_stop_signals(void)
 	return fd;
 }
 
+/* Best-effort limits: the defaults the host could not enforce, named on stderr in every mode. */
+static void report_not_applied(const struct al_verdict *v)
+{
+	if (!v->limits_not_applied)
+		return;
+	char names[96] = "";
+	for (int l = 0; l < AL_LIMIT__COUNT; l++)
+		if (v->limits_not_applied & (1u << l))
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", names[0] ? ", " : "",
+				 al_limit_name((enum al_limit)l));
+	fprintf(stderr, "airlock: WARNING: best-effort limits: NOT applied (no delegated cgroup for them): %s\n", names);
+}
+
 /* In human mode the job's stdout stays its own; what airlock did to the job goes to stderr. */
 static void report_end(const struct al_verdict *v, const struct al_policy *p)
 {
@@ -277,6 +290,7 @@ int front_run(struct front *f)
 		rc = cli_fail("%s", e.msg);
 	} else {
 		emit(f, v, rfd);
+		report_not_applied(v);
 		if (v->status == AL_STATUS_SETUP_ERROR)
 			cli_fail("%s", v->setup.msg);
 		else if (!f->json)

@@ -24,6 +24,7 @@ static const enum opt_id limit_ids[CFG_LIM__COUNT] = {
 	[CFG_LIM_PIDS] = OPT_PIDS,		 [CFG_LIM_DISK] = OPT_DISK,
 	[CFG_LIM_OUTPUT] = OPT_OUTPUT_LIMIT,	 [CFG_LIM_OPEN_FILES] = OPT_OPEN_FILES,
 	[CFG_LIM_FILE_SIZE] = OPT_FILE_SIZE,	 [CFG_LIM_ADDRESS_SPACE] = OPT_ADDRESS_SPACE,
+	[CFG_LIM_BEST_EFFORT] = OPT_BEST_EFFORT,
 };
 
 const struct al_option *cfg_limit_option(enum cfg_limit_key k)
@@ -318,7 +319,7 @@ static int conv_limits(struct conv *c, const struct cfg_node *map, const char *p
 			k++;
 		if (k == CFG_LIM__COUNT) {
 			r = conv_bad(c->err, EINVAL, e->key_mark, sub, "unknown key (expected time, cpu-time, memory, cpus, pids, "
-					    "disk, output-limit, open-files, file-size or address-space)");
+					    "disk, output-limit, open-files, file-size, address-space or best-effort-limits)");
 			break;
 		}
 		const struct al_option *o = cfg_limit_option(k);
@@ -868,10 +869,10 @@ int cfg_apply_limits(const struct cfg_limits *l, struct al_policy *p, bool as_de
 			return r;
 		}
 	}
-	/* opt_apply marks what it sets as explicitly requested, and the job refuses to run
-	 * without an explicit limit it cannot enforce. Limits from the configuration replace the
-	 * built-in defaults and keep their standing: enforced where the host can, reported where
-	 * it cannot; so airlock still runs where cgroups are not delegated, as before. */
+	/* opt_apply marks what it sets as explicitly requested. Limits from the configuration
+	 * replace the built-in defaults and keep their standing: a default the host cannot enforce
+	 * is refused all the same, unless limits.best-effort-limits allows running without it (and
+	 * then the verdict names it); an explicit one is never run without. */
 	if (as_defaults)
 		p->limits_set = explicit_before;
 	return 0;

@@ -33,6 +33,7 @@ const struct al_option al_options[] = {
 	{OPT_LANDLOCK, "landlock", 0, OK_STRING, "on|off", "Landlock filesystem/network/scope rules (default on, where the kernel has it)", true},
 	{OPT_REQUIRE, "require", 0, OK_STRING, "LAYER,...", "refuse to run unless these are enforced, e.g. userns,seccomp,landlock>=4,cgroup-memory", true},
 	{OPT_FALLBACK, "fallback", 0, OK_FLAG, NULL, "without user namespaces, run on Landlock + seccomp + rlimits + no_new_privs alone (reported)", true},
+	{OPT_BEST_EFFORT, "best-effort-limits", 0, OK_FLAG, NULL, "run even where the default memory, pids and cpu limits cannot be enforced (no delegated cgroup), naming each one not applied", true},
 	{OPT_SUBIDS, "subids", 0, OK_FLAG, NULL, "as a user: also map your subordinate ids (newuidmap) around the sandbox user", true},
 	{OPT_WORKDIR, "workdir", 0, OK_STRING, "DIR", "bind host DIR read-write at /workspace (default: a throwaway tmpfs)", true},
 	{OPT_CHECKOUT, "checkout", 0, OK_STRING, "DIR[:DEST]", "a checkout at DEST (default /workspace/src), read-only or a throwaway copy (--checkout-mode)", true},
@@ -191,6 +192,11 @@ int opt_apply(struct al_policy *p, const struct al_option *o, const char *value,
 			return al_policy_use_subids(p, true, err);
 		if (o->id == OPT_PROXY_HTTP)
 			return al_policy_set_proxy_http(p, true, err);
+		if (o->id == OPT_BEST_EFFORT) { /* also the configuration's limits.best-effort-limits: true|false */
+			if (value && strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+				return al_err(err, EINVAL, "--best-effort-limits: expected true or false, not '%s'", value);
+			return al_policy_allow_best_effort_limits(p, !value || strcmp(value, "true") == 0, err);
+		}
 		return o->id == OPT_FALLBACK ? al_policy_allow_fallback(p, true, err) : 0;
 	}
 	if (r == 0 && o->id == OPT_PROXY_CONNS)

@@ -35,6 +35,11 @@ static const char *const limit_names[AL_LIMIT__COUNT] = {
 	[AL_LIMIT_CPUS] = "cpus",
 };
 
+const char *al_limit_name(enum al_limit which)
+{
+	return (unsigned)which < AL_LIMIT__COUNT ? limit_names[which] : "unknown";
+}
+
 int al_policy_new(struct al_policy **out)
 {
 	struct al_policy *p = calloc(1, sizeof(*p));
@@ -483,6 +488,13 @@ int al_policy_allow_fallback(struct al_policy *p, bool allow, struct al_error *e
 {
 	(void)err;
 	p->fallback = allow;
+	return 0;
+}
+
+int al_policy_allow_best_effort_limits(struct al_policy *p, bool allow, struct al_error *err)
+{
+	(void)err;
+	p->limits_best_effort = allow;
 	return 0;
 }
 

@@ -75,6 +75,7 @@ struct al_policy {
 	uint32_t require;	  /* enum pol_req bits */
 	int require_landlock_abi; /* minimum Landlock ABI when REQ_LANDLOCK */
 	bool fallback;		  /* without user namespaces, run on Landlock + seccomp alone */
+	bool limits_best_effort;  /* default cgroup limits the host cannot enforce are reported, not refused */
 	bool subids;		  /* unprivileged: also map the caller's subordinate ids */
 	enum al_net_posture net;
 	enum al_backend backend;

@@ -127,21 +127,54 @@ static bool explicit_limit(const struct al_policy *p, enum al_limit l)
 	return (p->limits_set & (1u << l)) && p->limits[l] != AL_UNLIMITED;
 }
 
-/* The job's cgroup: explicitly set limits and the floor's cgroup layers are required, the
- * defaults are applied where the host allows and reported either way. */
+/* A limit with a value is enforced or the job refused, unless it is a default and the policy
+ * allows best-effort limits (then the verdict names it as not applied). */
+static bool must_enforce(const struct al_policy *p, enum al_limit l)
+{
+	return explicit_limit(p, l) || (!p->limits_best_effort && p->limits[l] != AL_UNLIMITED);
+}
+
+const enum al_limit cg_limits_of[3] = {AL_LIMIT_MEMORY, AL_LIMIT_PIDS, AL_LIMIT_CPUS};
+
+/* Some cgroup limit is required only because it is a default (not set, not in the floor). */
+static bool default_only(const struct al_policy *p)
+{
+	for (int l = 0; l < 3; l++)
+		if (p->limits[cg_limits_of[l]] != AL_UNLIMITED && !explicit_limit(p, cg_limits_of[l]))
+			return true;
+	return false;
+}
+
+/* A default that cannot be enforced is refused, never dropped: say how to get it, or how to
+ * run without it knowingly. */
+static void default_limit_hint(struct al_error *err)
+{
+	char was[AL_ERROR_MAX];
+	snprintf(was, sizeof(was), "%s", err->msg);
+	al_err(err, err->code, "a default limit cannot be enforced: delegate a cgroup to this user "
+			       "(systemd-run --user --scope -p Delegate=yes), set it to none, or pass "
+			       "--best-effort-limits (%.140s)", was);
+}
+
+/* The job's cgroup: limits with a value are required (see must_enforce), as are the floor's
+ * cgroup layers. */
 static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_error *err)
 {
 	struct cg_limits lim = {
 		.memory_bytes = p->limits[AL_LIMIT_MEMORY],
 		.pids = p->limits[AL_LIMIT_PIDS],
 		.cpu_millis = p->limits[AL_LIMIT_CPUS],
-		.need_memory = explicit_limit(p, AL_LIMIT_MEMORY) || (p->require & REQ_CGROUP_MEMORY),
-		.need_pids = explicit_limit(p, AL_LIMIT_PIDS) || (p->require & REQ_CGROUP_PIDS),
-		.need_cpu = explicit_limit(p, AL_LIMIT_CPUS) || (p->require & REQ_CGROUP_CPU),
+		.need_memory = must_enforce(p, AL_LIMIT_MEMORY) || (p->require & REQ_CGROUP_MEMORY),
+		.need_pids = must_enforce(p, AL_LIMIT_PIDS) || (p->require & REQ_CGROUP_PIDS),
+		.need_cpu = must_enforce(p, AL_LIMIT_CPUS) || (p->require & REQ_CGROUP_CPU),
 	};
 	if ((p->require & REQ_CGROUP_CPU) && lim.cpu_millis == AL_UNLIMITED)
 		return al_err(err, EINVAL, "--require cgroup-cpu needs a --cpus limit");
+	for (int l = 0; l < 3; l++)
+		j->cg_wanted[l] = p->limits[cg_limits_of[l]] != AL_UNLIMITED;
 	int r = cg_create(&lim, &j->cg, err);
+	if (r < 0 && !p->limits_best_effort && default_only(p))
+		default_limit_hint(err);
 	if (r < 0)
 		al_err_prefix(err, "setup");
 	return r;

@@ -35,6 +35,7 @@ struct al_job {
 	struct rusage ru;
 	double wall_s;
 	struct cg_job *cg; /* NULL when no cgroup could be (or needed to be) used */
+	bool cg_wanted[3];  /* memory, pids, cpus (cg_limits_of) had a value: to report what was not applied */
 	struct cg_usage cgu;
 	bool have_cgu;
 	bool wrote_back; /* a --workdir overlay's changes were applied (wb describes them) */
@@ -46,6 +47,9 @@ struct al_job {
 	struct px *px;	     /* the egress proxy, NULL when the posture has none */
 	bool proxy_served;   /* its listening socket arrived from the sandbox */
 };
+
+/* The limits a job cgroup enforces, in the order of al_job.cg_wanted. */
+extern const enum al_limit cg_limits_of[3];
 
 /* al_job_spawn, or with hold a held sandbox's init (sandbox.c). */
 int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool hold, struct al_job **out,

@@ -162,12 +162,20 @@ int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	if (j->have_cgu) {
 		/* The cgroup sees the whole tree, including processes nobody reaped. */
 		v->cgroup_used = true;
-		v->user_s = j->cgu.user_s;
-		v->system_s = j->cgu.system_s;
+		if (j->cgu.cpu_accounted) { /* else the rusage of init (a delegated v1 tree may lack cpuacct) */
+			v->user_s = j->cgu.user_s;
+			v->system_s = j->cgu.system_s;
+		}
 		v->peak_memory_bytes = j->cgu.peak_memory_bytes;
 		v->oom_kills = j->cgu.oom_kills;
 		v->pids_limit_hit = j->cgu.pids_limit_hit;
 	}
+	/* What a cgroup would have enforced and did not: only defaults get this far unapplied. */
+	bool applied[3] = {j->have_cgu && j->cgu.memory_limited, j->have_cgu && j->cgu.pids_limited,
+			   j->have_cgu && j->cgu.cpu_limited};
+	for (int l = 0; l < 3; l++)
+		if (j->cg_wanted[l] && !applied[l])
+			v->limits_not_applied |= 1u << cg_limits_of[l];
 	if (j->wrote_back) {
 		v->workdir_written = true;
 		v->workdir_files = j->wb.files;
@@ -282,6 +290,11 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 	json_object_set_new(o, "oom_kills", v->cgroup_used ? json_integer((json_int_t)v->oom_kills) : json_null());
 	json_object_set_new(o, "pids_limit_hit", v->cgroup_used ? json_boolean(v->pids_limit_hit) : json_null());
 	json_object_set_new(o, "seccomp_killed", json_boolean(v->seccomp_killed));
+	json_t *na = json_array();
+	for (int l = 0; na && l < AL_LIMIT__COUNT; l++)
+		if (v->limits_not_applied & (1u << l))
+			json_array_append_new(na, json_string(al_limit_name((enum al_limit)l)));
+	json_object_set_new(o, "limits_not_applied", na ? na : json_null());
 	if (v->workdir_written)
 		json_object_set_new(o, "workdir", json_pack("{s:I,s:I,s:I,s:o}", "files", (json_int_t)v->workdir_files,
 							     "deleted", (json_int_t)v->workdir_deleted, "bytes",

@@ -31,7 +31,7 @@ stream = {"bytes": isint, "kept": isint, "truncated": lambda x: isinstance(x, bo
 boolean = lambda x: isinstance(x, bool)
 check(v, "", {
     "version": lambda x: x == 1,
-    "status": lambda x: x in ("exited", "signaled", "timeout", "output-limit", "setup-error"),
+    "status": lambda x: x in ("exited", "signaled", "timeout", "output-limit", "killed", "oom", "setup-error"),
     "exit_code": intnull, "signal": intnull,
     "wall_time_s": isnum, "cpu_user_s": isnum, "cpu_system_s": isnum,
     "peak_rss_kib": isint,
