@@ -215,8 +215,9 @@ static int plan_op(struct bw_argv *a, const struct fs_plan *plan, size_t i, cons
 		return op_bind(a, op);
 	case FS_TMPFS:
 		return op_tmpfs(a, op);
-	case FS_PROC:
-		return push(a, "--proc") ?: push_dest(a, op->dest);
+	case FS_PROC: /* bwrap mounts it read-write: remounted as the plan says */
+		return push(a, "--proc") ?: push_dest(a, op->dest) ?:
+		       ((op->mflags & MS_RDONLY) ? push(a, "--remount-ro") ?: push_dest(a, op->dest) : 0);
 	case FS_SETATTR:
 		return op_setattr(a, op, p);
 	case FS_OVERLAY:

@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -260,7 +261,9 @@ static int prepare(struct bw_spawn *s, const struct al_policy *p, bool cgroupns,
 	if (r < 0 || (r = make_data(s, p, err)) < 0)
 		return r;
 	if ((r = pipe_high(s->sync_p)) < 0 || (r = pipe_high(s->status_p)) < 0 || (r = pipe_high(s->json_p)) < 0 ||
-	    (r = pipe_high(s->err_p)) < 0)
+	    (r = pipe_high(s->err_p)) < 0 ||
+	    /* The payload's stderr: openable as /dev/stderr by its uid, like the job's pipes (job.c). */
+	    (fchmod(s->err_p[1], 0622) < 0 && (r = -errno) < 0))
 		return al_err_sys(err, -r, "setup: pipe");
 	if (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
 		return al_err_sys(err, errno, "setup: socketpair");

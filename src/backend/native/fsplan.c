@@ -196,8 +196,11 @@ static int plan_proc_dev(struct fs_plan *plan)
 		{"/dev/stderr", "/proc/self/fd/2"}, {"/dev/shm", "/tmp"},
 	};
 	int r = mkdir_op(plan, "/proc", 0555);
+	/* Read-only: /proc/PID/mem writes ignore page protection (FOLL_FORCE), so a writable /proc
+	 * would let the payload patch its own read-only code and data. Every backend applies this
+	 * one mount, Landlock or not; nothing an ordinary program does needs to write /proc. */
 	r = r ?: add(plan, (struct fs_op){.kind = FS_PROC, .dest = "proc",
-					  .mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC});
+					  .mflags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC});
 	r = r ?: mkdir_op(plan, "/dev", 0755);
 	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = "dev", .text = "mode=0755,size=64k",
 					  .mflags = MS_NOSUID | MS_NOEXEC});

@@ -436,7 +436,8 @@ static int plan_op(json_t *mounts, const struct fs_plan *plan, size_t i, const s
 	case FS_TMPFS:
 		return strcmp(op->dest, "dev") == 0 ? dev_mounts(mounts, op, p, o) : tmpfs_mount(mounts, op->dest, op->text, op->mflags);
 	case FS_PROC: {
-		json_t *opts = strv((const char *const[]){"nosuid", "nodev", "noexec", NULL});
+		json_t *opts = strv((op->mflags & MS_RDONLY) ? (const char *const[]){"ro", "nosuid", "nodev", "noexec", NULL}
+							    : (const char *const[]){"nosuid", "nodev", "noexec", NULL});
 		return add_mount(mounts, op->dest, "proc", "proc", opts);
 	}
 	case FS_DEVPTS: {
