@@ -7,8 +7,13 @@
 command -v bwrap >/dev/null || al_fail "bwrap is needed to simulate a host without user namespaces"
 
 # fb ARGS...: airlock with user namespaces disabled (the caller's identity is uid 1000 in bwrap's
-# own namespace: root in user mode is nobody, so the payload is never host root there).
+# own namespace: root in user mode is nobody, so the payload is never host root there). Such a
+# host (an unprivileged container) delegates no cgroup either: the default limits run best effort,
+# knowingly (limits.sh proves they are refused otherwise).
 fb() {
+	local sub=$1
+	shift
+	set -- "$sub" --best-effort-limits "$@"
 	AL_RUN_N=$((AL_RUN_N + 1))
 	AL_CMD="[no userns] airlock $*"
 	AL_OUT_FILE="$AL_TEST_ROOT/run$AL_RUN_N.out"
