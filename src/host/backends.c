@@ -75,6 +75,8 @@ static void oci_layers(const struct al_host_report *r, enum host_layers_backend 
 									    : "user namespaces are unavailable");
 		namespaces(r, out);
 		out->has[HOST_LAYER_SECCOMP] = out->available && r->seccomp.filter; /* run.oci.seccomp_bpf_data */
+		/* airlock-init, the container's first process, applies the native ruleset (ociinit.c) */
+		out->has[HOST_LAYER_LANDLOCK] = out->available && r->landlock_abi > 0;
 		out->has[HOST_LAYER_EGRESS_PROXY] = out->available && r->ns[HOST_NS_NET].ok;
 	} else {
 		/* runsc 20221219 starts its gofer only as root here: rootless runsc (and runsc in a

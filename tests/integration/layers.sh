@@ -52,7 +52,7 @@ fi
 # ---- Landlock holds where the namespaces alone would not: with the host's network, an abstract
 # UNIX socket of the host is reachable by name; Landlock ABI 6's scope refuses the connect. The
 # control run without Landlock connects (the listener sees it), so the judge can fail.
-if al_backend_is native && [ "$abi" -ge 6 ]; then
+if [ -z "$no_ll" ] && [ "$abi" -ge 6 ]; then
 	name="airlock-layers-$(al_marker)"
 	log="$AL_TEST_ROOT/abstract.log"
 	al_bg "$AL_PY" -c '

@@ -72,7 +72,9 @@ no_leftovers "normal exits"
 al_probe "${B[@]}" --json -- exit 0
 al_assert_eq "$(j backend)" oci "verdict backend"
 al_assert_eq "$(j enforced.runtime)" /usr/bin/crun "enforced.runtime"
-al_assert_eq "$(j enforced.landlock)" false "enforced.landlock (crun has none)"
+# airlock-init, the container's first process, applies the native backend's ruleset.
+al_assert_eq "$(j enforced.landlock.fs)" true "enforced.landlock.fs (applied by airlock-init)"
+al_assert_eq "$(j enforced.landlock.fs_rights)" writes "enforced.landlock.fs_rights"
 al_assert_eq "$(j enforced.seccomp)" default "enforced.seccomp"
 al_assert_eq "$(j enforced.no_new_privs)" true "enforced.no_new_privs"
 for ns in user pid mount net ipc uts cgroup; do
@@ -367,7 +369,9 @@ refused() { # TOKEN AIRLOCK-RUN-ARGS...
 }
 co=$(al_tmpdir 0755)
 wd=$(al_tmpdir 0777)
-refused 'landlock' --require landlock
+# Landlock is airlock-init's (layers.sh proves it holds under oci: the ABI-6 scope on a host socket).
+al_probe "${B[@]}" --require landlock -- exit 0
+al_assert_rc 0
 refused 'checkout-mode copy' --checkout "$co" --checkout-mode copy
 refused 'keep-changes' --checkout "$co" --keep-changes "$AL_TEST_ROOT/kept"
 refused 'subids' --subids
@@ -391,7 +395,7 @@ fi
 al_run check --json
 al_assert_rc 0
 al_assert_eq "$(j backend_layers.oci.available)" true "check: oci available"
-al_assert_eq "$(j backend_layers.oci.landlock)" false "check: crun cannot do Landlock"
+al_assert_eq "$(j backend_layers.oci.landlock)" true "check: crun's airlock-init applies Landlock"
 al_assert_eq "$(j backend_layers.oci.seccomp)" true "check: crun loads airlock's filter"
 al_assert_eq "$(j backend_layers.oci.egress_proxy)" true "check: oci serves the egress proxy"
 no_leftovers "the whole test"

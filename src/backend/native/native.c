@@ -137,15 +137,26 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 	if (l->landlock_abi > LL_ABI_MAX)
 		l->landlock_abi = LL_ABI_MAX; /* newer rights stay unhandled: report what we use */
 	l->landlock_on = p->landlock && l->landlock_abi > 0;
-	if (p->require & REQ_LANDLOCK) {
-		if (!p->landlock)
-			return al_err(err, EPERM, "required layer landlock is off in this policy (--landlock off)");
-		if (l->landlock_abi < p->require_landlock_abi)
-			return al_err(err, EPERM, "required layer landlock>=%d is not available: this kernel offers Landlock ABI %d",
-				      p->require_landlock_abi, l->landlock_abi);
-	}
-	if (!l->landlock_on)
+	if ((r = nat_landlock_floor(p, l->landlock_abi, err)) < 0 || !l->landlock_on)
+		return r;
+	r = nat_landlock_spec(p, &l->landlock, &l->ll_paths, &l->ll_npaths);
+	return r < 0 ? al_err(err, -r, "setup: Landlock rules: out of memory") : 0;
+}
+
+int nat_landlock_floor(const struct al_policy *p, int abi, struct al_error *err)
+{
+	if (!(p->require & REQ_LANDLOCK))
 		return 0;
+	if (!p->landlock)
+		return al_err(err, EPERM, "required layer landlock is off in this policy (--landlock off)");
+	if (abi < p->require_landlock_abi)
+		return al_err(err, EPERM, "required layer landlock>=%d is not available: this kernel offers Landlock ABI %d",
+			      p->require_landlock_abi, abi);
+	return 0;
+}
+
+int nat_landlock_spec(const struct al_policy *p, struct ll_spec *spec, struct ll_path **paths, size_t *npaths)
+{
 	const char **ro = calloc(p->nbinds + 2, sizeof(*ro)), **rw = calloc(p->nbinds + 2, sizeof(*rw));
 	size_t nro = 0, nrw = 0;
 	for (size_t i = 0; ro && rw && i < p->nbinds; i++) {
@@ -159,18 +170,17 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 		rw[nrw++] = p->checkout_dest;
 	else if (ro && rw && p->checkout)
 		ro[nro++] = p->checkout_dest;
-	r = ro && rw ? ll_default_paths(&l->ll_paths, &l->ll_npaths, ro, nro, rw, nrw) : -ENOMEM;
+	int r = ro && rw ? ll_default_paths(paths, npaths, ro, nro, rw, nrw) : -ENOMEM;
 	free(ro);
 	free(rw);
 	if (r < 0)
-		return al_err(err, -r, "setup: Landlock rules: out of memory");
+		return r;
 	/* Posture "none": no TCP at all; abstract sockets and signals stay inside the sandbox
 	 * (also under "host": the host's abstract sockets, X11 or D-Bus, stay out of reach). */
 	/* The mount namespace already decides what can be read (and / is readable anyway):
 	 * Landlock guards writes, TCP and scope, and read-only opens skip its path walk. */
-	l->landlock = (struct ll_spec){.paths = l->ll_paths, .npaths = l->ll_npaths, .deny_tcp = p->net == AL_NET_NONE,
-				       .scope = true,
-				       .writes_only = true};
+	*spec = (struct ll_spec){.paths = *paths, .npaths = *npaths, .deny_tcp = p->net == AL_NET_NONE, .scope = true,
+				 .writes_only = true};
 	return 0;
 }
 

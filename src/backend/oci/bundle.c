@@ -27,8 +27,10 @@ static const char *rt_name(enum oci_runtime rt)
 static int refuse_common(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err)
 {
 	const char *n = rt_name(rt);
-	if (p->require & REQ_LANDLOCK)
-		return al_err(err, ENOTSUP, "the %s backend cannot enforce the required layer landlock: the runtime has no Landlock support (use --backend native)", n);
+	/* crun's container runs airlock-init first, which applies the native ruleset; gVisor's kernel
+	 * has no Landlock. */
+	if ((p->require & REQ_LANDLOCK) && rt == OCI_RUNSC)
+		return al_err(err, ENOTSUP, "the %s backend cannot enforce the required layer landlock: gVisor's kernel has no Landlock (use --backend oci or native)", n);
 	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
 		return al_err(err, EPERM, "required layer netns conflicts with --net host");
 	if (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY)
@@ -506,6 +508,20 @@ static int init_args(json_t *args, const struct fs_plan *plan, const struct oci_
 		snprintf(buf, sizeof(buf), "%d:%llu:%llu", o->rlimits[i].resource, (unsigned long long)o->rlimits[i].soft,
 			 (unsigned long long)o->rlimits[i].hard);
 		r = append_str(args, "--rlimit") ?: append_str(args, buf);
+	}
+	if (r == 0 && o->landlock) {
+		const struct ll_spec *l = o->landlock;
+		snprintf(buf, sizeof(buf), "%s%s%s-", l->deny_tcp ? "t" : "", l->scope ? "s" : "", l->writes_only ? "w" : "");
+		r = append_str(args, "--landlock-set") ?: append_str(args, buf);
+	}
+	for (size_t i = 0; r == 0 && o->landlock && i < o->landlock->npaths; i++) {
+		const struct ll_path *l = &o->landlock->paths[i];
+		cleanup_free char *rule = NULL;
+		if (asprintf(&rule, "%s%s:%s", l->writable ? "w" : "r", l->optional ? "?" : "", l->path) < 0) {
+			rule = NULL;
+			return -ENOMEM;
+		}
+		r = append_str(args, "--landlock") ?: append_str(args, rule);
 	}
 	if (r == 0 && o->init_exec)
 		r = append_str(args, "--exec");

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/native/channel.h"
 #include "backend/native/fsplan.h"
+#include "backend/native/landlock.h"
 #include "backend/native/seccomp.h"
 #include "policy/policy.h"
 
@@ -25,9 +26,13 @@ enum oci_runtime {
 
 /* crun's container process is airlock-init (ociinit.c), the airlock binary bound read-only here;
  * it runs the payload as pid 2 and writes one record to OCI_INIT_FD (crun --preserve-fds=1).
- * Its argv: OCI_INIT_PATH [--rlimit RES:SOFT:HARD]... [--exec [--file SRC DEST MODE]...] -- CMD...
+ * Its argv: OCI_INIT_PATH [--rlimit RES:SOFT:HARD]... [--landlock-set FLAGS [--landlock MODE:PATH]...]
+ * [--exec [--file SRC DEST MODE]...] -- CMD...
  * --rlimit: set in the payload only, between fork and execve (RES: the RLIMIT_* number, SOFT and
- * HARD decimal); --exec (runsc, when the policy has files): no fork and no record, the init
+ * HARD decimal); --landlock: the native backend's ruleset (nat_landlock_spec), one rule each (MODE
+ * "w" or "r", "?" after it when the path is optional), after --landlock-set's FLAGS (the spec's
+ * "t" deny_tcp, "s" scope, "w" writes_only, then "-"), built by the init and enforced by the
+ * payload after its rlimits; --exec (runsc, when the policy has files): no fork and no record, the init
  * copies each file to DEST (a new file of the sandbox user's, octal MODE) and becomes CMD. */
 #define OCI_INIT_PATH "/.airlock-init"
 #define OCI_INIT_FD 3
@@ -38,7 +43,9 @@ enum oci_init_kind {
 	OCI_INIT_EXITED = 1,	    /* value: the payload's wait status */
 	OCI_INIT_EXEC_FAILED = 2,   /* value: errno of execvp (or fork) */
 	OCI_INIT_RLIMIT_FAILED = 3, /* value: errno of setrlimit (EINVAL, ERANGE: a malformed argv) */
+	OCI_INIT_LANDLOCK_FAILED = 4, /* value: errno of building or enforcing the Landlock ruleset */
 };
+#define OCI_MAX_LANDLOCK 96 /* rules the init takes (the layout's ~20 plus the policy's binds) */
 /* OCI_INIT_PATH; a reference that also links ociinit.c's constructor into the binary. */
 const char *oci_init_path(void);
 
@@ -64,6 +71,7 @@ struct oci_opts {
 	const struct sc_options *oci_seccomp; /* runsc: the profile as linux.seccomp rules, NULL for "off" */
 	struct oci_rlimit rlimits[OCI_MAX_RLIMITS];
 	size_t nrlimits;
+	const struct ll_spec *landlock; /* crun: the payload's ruleset, applied by airlock-init; NULL: none */
 };
 
 /* Why a policy cannot run under this runtime; 0 if it can. */

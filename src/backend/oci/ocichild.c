@@ -264,6 +264,8 @@ static _Noreturn void report(const struct oci_child *c, int ws)
 			nat_send(c->status_fd, NK_ERROR, NS_EXEC, rec[1], 0, c->cmd);
 		else if (rec[0] == OCI_INIT_RLIMIT_FAILED)
 			nat_send(c->status_fd, NK_ERROR, NS_RLIMIT, rec[1], 0, NULL);
+		else if (rec[0] == OCI_INIT_LANDLOCK_FAILED)
+			nat_send(c->status_fd, NK_ERROR, NS_LANDLOCK, rec[1], 0, "ruleset");
 		else
 			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, rec[1], NULL);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && runtime_error(c, msg, sizeof(msg))) {

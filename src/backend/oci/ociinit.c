@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/native/landlock.h"
 #include "bundle.h"
 
 static void put_record(int kind, int value)
@@ -69,6 +70,9 @@ struct init_args {
 		struct rlimit rl;
 	} rl[OCI_MAX_RLIMITS];
 	size_t nrl;
+	bool landlock; /* --landlock-set given: spec and rules below */
+	struct ll_spec spec;
+	struct ll_path rules[OCI_MAX_LANDLOCK];
 	bool exec;
 	char **files; /* nfiles triples SRC DEST MODE */
 	size_t nfiles;
@@ -100,6 +104,39 @@ static bool parse_rlimit(const char *s, int *res, struct rlimit *rl)
 	return true;
 }
 
+/* "FLAGS-": t deny_tcp, s scope, w writes_only (bundle.c writes it, nothing else does). */
+static int parse_landlock_set(const char *s, struct init_args *a)
+{
+	a->landlock = true;
+	a->spec.paths = a->rules;
+	for (; *s && *s != '-'; s++) {
+		if (*s == 't')
+			a->spec.deny_tcp = true;
+		else if (*s == 's')
+			a->spec.scope = true;
+		else if (*s == 'w')
+			a->spec.writes_only = true;
+		else
+			return -1;
+	}
+	return *s == '-' && !s[1] ? 0 : -1;
+}
+
+/* "w:PATH", "r?:PATH": writable or not, optional or not, an absolute path (borrowed from argv). */
+static int parse_landlock_rule(const char *s, struct ll_path *l)
+{
+	if (*s != 'w' && *s != 'r')
+		return -1;
+	l->writable = *s++ == 'w';
+	l->optional = *s == '?';
+	if (l->optional)
+		s++;
+	if (*s++ != ':' || *s != '/')
+		return -1;
+	l->path = s;
+	return 0;
+}
+
 /* The options in their one order, then "--" and the command; EINVAL or ERANGE for anything else. */
 static int parse_args(char **argv, struct init_args *a)
 {
@@ -110,6 +147,14 @@ static int parse_args(char **argv, struct init_args *a)
 		if (!argv[i + 1] || !parse_rlimit(argv[i + 1], &a->rl[a->nrl].res, &a->rl[a->nrl].rl))
 			return EINVAL;
 		a->nrl++;
+	}
+	if (argv[i] && strcmp(argv[i], "--landlock-set") == 0) {
+		if (!argv[i + 1] || parse_landlock_set(argv[i + 1], a) < 0)
+			return EINVAL;
+		for (i += 2; argv[i] && strcmp(argv[i], "--landlock") == 0; i += 2)
+			if (!argv[i + 1] || a->spec.npaths == OCI_MAX_LANDLOCK ||
+			    parse_landlock_rule(argv[i + 1], &a->rules[a->spec.npaths++]) < 0)
+				return EINVAL;
 	}
 	if (argv[i] && strcmp(argv[i], "--exec") == 0) {
 		a->exec = true;
@@ -205,9 +250,15 @@ static _Noreturn void exec_main(const struct init_args *a)
 
 /* The payload's side of the fork: its rlimits, its session, its command. A failure goes to the
  * init as a record of its own through ex (close-on-exec: nothing arrives once execve worked). */
-static _Noreturn void child_main(const struct init_args *a, int ex)
+static _Noreturn void child_main(const struct init_args *a, int ex, int ruleset)
 {
 	int32_t rec[2] = {OCI_INIT_RLIMIT_FAILED, set_rlimits(a)};
+	/* After the rlimits, as the native payload: crun's no_new_privs lets us restrict ourselves. */
+	int r = rec[1] == 0 && ruleset >= 0 ? ll_restrict(ruleset) : 0;
+	if (r < 0) {
+		rec[0] = OCI_INIT_LANDLOCK_FAILED;
+		rec[1] = -r;
+	}
 	if (rec[1] == 0) {
 		setsid(); /* no controlling terminal, as the native payload */
 		execvp(a->cmd[0], a->cmd);
@@ -234,6 +285,17 @@ static _Noreturn void init_main(char **argv)
 		put_record(OCI_INIT_RLIMIT_FAILED, e);
 		_exit(OCI_INIT_FAIL);
 	}
+	/* The ruleset is built here, where every path of the container exists (as the native init
+	 * builds it after pivot_root), and enforced by the payload alone. */
+	int ruleset = -1;
+	if (a.landlock) {
+		struct ll_result res;
+		ruleset = ll_build(&a.spec, &res);
+		if (ruleset < 0) {
+			put_record(OCI_INIT_LANDLOCK_FAILED, -ruleset);
+			_exit(OCI_INIT_FAIL);
+		}
+	}
 	int ex[2];
 	if (pipe2(ex, O_CLOEXEC) < 0)
 		_exit(OCI_INIT_FAIL);
@@ -244,9 +306,11 @@ static _Noreturn void init_main(char **argv)
 	}
 	if (pid == 0) {
 		close(ex[0]);
-		child_main(&a, ex[1]);
+		child_main(&a, ex[1], ruleset);
 	}
 	close(ex[1]);
+	if (ruleset >= 0)
+		close(ruleset);
 	int32_t rec[2];
 	ssize_t n;
 	do

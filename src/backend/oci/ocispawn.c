@@ -77,6 +77,9 @@ struct oci_spawn {
 	bool files_mnt;		 /* runsc: the bundle's files directory is bound at OCI_FILES_PATH */
 	char **file_src; /* per plan op */
 	char *seccomp_b64;
+	struct ll_spec landlock; /* crun: the payload's ruleset (airlock-init applies it), when ll_abi > 0 */
+	struct ll_path *ll_paths;
+	int ll_abi;		 /* 0: no Landlock (gvisor, --landlock off, or the kernel has none) */
 	char **argv;
 	int sync_p[2], status_p[2], px_p[2], init_p[2];
 };
@@ -101,6 +104,7 @@ static void oci_spawn_free(struct oci_spawn *s, bool remove)
 	strv_free(s->argv, n);
 	free(s->seccomp_b64);
 	sc_free(&s->filter);
+	free(s->ll_paths);
 	fs_plan_free(&s->plan);
 	if (remove && s->tmp[0])
 		al_remove_tree(s->tmp);
@@ -274,6 +278,30 @@ static void rlimits(struct oci_opts *o, const struct al_policy *p)
 	}
 }
 
+/* crun: the native backend's Landlock ruleset, which airlock-init (the container's first process,
+ * under crun's no_new_privs) builds and the payload enforces; the same floor as native. */
+static int oci_landlock(struct oci_spawn *s, const struct al_policy *p, struct al_error *err)
+{
+	int abi = ll_abi();
+	if (abi > LL_ABI_MAX)
+		abi = LL_ABI_MAX;
+	int r = nat_landlock_floor(p, abi, err);
+	if (r < 0 || !p->landlock || abi == 0)
+		return r;
+	size_t n = 0;
+	if ((r = nat_landlock_spec(p, &s->landlock, &s->ll_paths, &n)) < 0)
+		return al_err(err, -r, "setup: Landlock rules: out of memory");
+	if (n > OCI_MAX_LANDLOCK)
+		return al_err(err, E2BIG, "setup: %zu Landlock rules, more than the container's init takes (%d)", n,
+			      OCI_MAX_LANDLOCK);
+	/* Every rule optional: the container lacks some of the native layout (no /dev/pts without a
+	 * terminal), and a rule left out grants nothing, so a missing path only takes access away. */
+	for (size_t i = 0; i < n; i++)
+		s->ll_paths[i].optional = true;
+	s->ll_abi = abi;
+	return 0;
+}
+
 /* The airlock binary itself, bound into the container as its init (ociinit.c). A static
  * binary, so it runs in any root the policy gives the container. */
 static int init_binary(struct oci_spawn *s, struct al_error *err)
@@ -330,6 +358,9 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 		o.seccomp_b64 = s->seccomp_b64;
 	}
 	rlimits(&o, p);
+	if (d->runtime == OCI_CRUN && (r = oci_landlock(s, p, err)) < 0)
+		return r;
+	o.landlock = s->ll_abi ? &s->landlock : NULL;
 	json_t *cfg;
 	if ((r = oci_config_build(p, &s->plan, &o, &cfg, err)) < 0)
 		return r;
@@ -373,7 +404,7 @@ static json_int_t payload_host_uid(const struct al_policy *p, bool root)
 static char *enforced_json(const struct oci_runtime_desc *d, const struct al_policy *p, const struct oci_spawn *s,
 			   bool root)
 {
-	json_t *e = json_pack("{s:s,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:b,s:s,s:s,s:b}", "runtime", d->path,
+	json_t *e = json_pack("{s:s,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:s,s:b}", "runtime", d->path,
 			      "id_map", "mode", root ? "pair" : "single", "host_base",
 			      root ? (json_int_t)p->id_base : (json_int_t)getuid(), "count", (json_int_t)(root ? 2 : 1),
 			      "setgroups", "deny", "payload_uid", AL_SANDBOX_UID, "payload_host_uid", payload_host_uid(p, root),
@@ -381,7 +412,7 @@ static char *enforced_json(const struct oci_runtime_desc *d, const struct al_pol
 			      pol_net_name(p->net), "rlimits", nat_rlimits_json(p), "seccomp",
 			      s->filter.prog.len || s->sc_on ? json_string(sc_profile_name(p->seccomp))
 									     : json_false(),
-			      "landlock", 0,
+			      "landlock", nat_landlock_json(s->ll_abi ? &s->landlock : NULL, s->ll_abi),
 			      /* no overlay: the directory itself, read-write, beyond --disk */
 			      "workdir", p->workdir ? "bind" : "none",
 			      /* airlock exec's files: read-only binds of files in the bundle (crun), or
