@@ -185,7 +185,7 @@ grep -q '^tcp-data' "$log" || al_fail "control: the listener did not record the 
 al_probe "${B[@]}" -- connect 127.0.0.1 "$AL_LISTEN_TCP"
 al_assert_rc 1
 al_assert_eq "$(al_kv socket)" EPERM "socket inside (seccomp: no inet sockets under --net none)"
-al_probe "${B[@]}" --seccomp off -- connect 127.0.0.1 "$AL_LISTEN_TCP"
+al_probe "${B[@]}" --seccomp off --landlock off -- connect 127.0.0.1 "$AL_LISTEN_TCP"
 al_assert_rc 1
 al_assert_eq "$(al_kv connect)" ECONNREFUSED "connect inside, namespace only"
 al_probe "${B[@]}" --seccomp off -- udp-send 127.0.0.1 "$AL_LISTEN_UDP"

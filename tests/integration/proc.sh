@@ -50,9 +50,10 @@ if al_backend_is bwrap; then
 	al_pass "/proc/1/cmdline shows only bwrap and the job's own command"
 elif al_backend_is oci; then
 	# crun's container process is airlock-init (the airlock binary bound read-only), which
-	# runs the payload as pid 2 under the job's rlimits: "/.airlock-init --rlimit R:S:H... -- CMD ARG...".
+	# runs the payload as pid 2 under the job's rlimits and Landlock rules (paths inside the sandbox):
+	# "/.airlock-init --rlimit R:S:H... --landlock-set FLAGS --landlock MODE:PATH... -- CMD ARG...".
 	cmdline=$(tr '\0' ' ' <"$AL_OUT_FILE")
-	printf '%s\n' "$cmdline" | grep -qxE '/\.airlock-init( --rlimit [0-9]+:[0-9]+:[0-9]+)* -- /bin/cat /proc/1/cmdline ' ||
+	printf '%s\n' "$cmdline" | grep -qxE '/\.airlock-init( --rlimit [0-9]+:[0-9]+:[0-9]+)*( --landlock-set [tsw]*-( --landlock [rw]\??:/[^ ]*)*)? -- /bin/cat /proc/1/cmdline ' ||
 		al_fail "/proc/1/cmdline under oci is not 'airlock-init [--rlimit R:S:H]... -- CMD...': $cmdline"
 	al_pass "/proc/1/cmdline under oci shows only airlock-init, the rlimits and the job's own command"
 	# Its descriptors (the pipe of its report) are out of the payload's reach: not dumpable.

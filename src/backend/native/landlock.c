@@ -263,6 +263,8 @@ static const struct ll_path default_paths[] = {
 	{"/dev/null", true, true},    {"/dev/zero", true, true},     {"/dev/full", true, true},
 	{"/dev/random", true, true},  {"/dev/urandom", true, true},  {"/dev/tty", true, true},
 	{"/dev/pts", true, false},     {"/dev/ptmx", true, true},
+	/* native: a link to /tmp; oci: a tmpfs of its own, capped by --disk like /tmp */
+	{"/dev/shm", true, true},
 };
 
 int ll_default_paths(struct ll_path **out, size_t *n, const char *const *extra_ro, size_t nro,
