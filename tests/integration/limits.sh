@@ -79,28 +79,20 @@ done
 # ---- a caller without a delegated cgroup (user mode): the default memory, pids and cpu limits
 # are never dropped silently. They are refused, naming the way out; with --best-effort-limits the
 # job runs and both the verdict and stderr name each limit not applied; an explicit limit stays
-# refused. (The harness delegates the guard to the user; a root-owned child of it is not.)
+# refused. (The harness delegates the guard to the test's user; another user gets nothing.)
 if [ "$AL_TEST_MODE" = user ] && [ "$(id -u)" = 0 ] && [ "$AL_BACKEND" != gvisor ]; then
-	# undelegated CMD...: CMD in a fresh root-owned cgroup below ours, in every hierarchy.
+	# undelegated ARGS...: airlock run as another unprivileged user, to whom nothing is delegated
+	# (the guard is the test user's).
 	undelegated() {
-		(
-			while IFS=: read -r ctrls rel; do
-				case "$ctrls" in "" | memory | pids | cpu | cpu,cpuacct | cpuacct,cpu) ;; *) continue ;; esac
-				d=/sys/fs/cgroup/${ctrls:-}${ctrls:+/}${rel#/}
-				[ -n "$ctrls" ] || [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || continue
-				d="${d%/}/nodeleg.$BASHPID"
-				mkdir -p "$d" && echo "$BASHPID" >"$d/cgroup.procs"
-			done < <(awk -F: '{print $2 ":" $3}' /proc/self/cgroup)
-			exec "$@"
-		)
+		setpriv --reuid=65533 --regid=65533 --clear-groups -- "$AL_AIRLOCK_BIN" run "${AL_BACKEND_ARGS[@]}" "$@"
 	}
 	AL_RC=0
-	undelegated "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run "${AL_BACKEND_ARGS[@]}" -- /bin/true >"$AL_TEST_ROOT/nd.out" 2>"$AL_TEST_ROOT/nd.err" || AL_RC=$?
+	undelegated -- /bin/true >"$AL_TEST_ROOT/nd.out" 2>"$AL_TEST_ROOT/nd.err" || AL_RC=$?
 	al_assert_eq "$AL_RC" 125 "default limits without a delegated cgroup: refused"
 	al_assert_contains "$(cat "$AL_TEST_ROOT/nd.err")" "--best-effort-limits" "the refusal names the way out"
 	al_assert_contains "$(cat "$AL_TEST_ROOT/nd.err")" "Delegate=yes" "the refusal names delegation"
 	AL_RC=0
-	undelegated "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run "${AL_BACKEND_ARGS[@]}" --best-effort-limits --json -- /bin/echo ran >"$AL_TEST_ROOT/nd.out" 2>"$AL_TEST_ROOT/nd.err" || AL_RC=$?
+	undelegated --best-effort-limits --json -- /bin/echo ran >"$AL_TEST_ROOT/nd.out" 2>"$AL_TEST_ROOT/nd.err" || AL_RC=$?
 	al_assert_eq "$AL_RC" 0 "--best-effort-limits without a delegated cgroup: runs"
 	v=$(cat "$AL_TEST_ROOT/nd.out")
 	al_assert_eq "$(al_json_get "$v" stdout.data)" ran "best effort: the command ran"
@@ -108,10 +100,10 @@ if [ "$AL_TEST_MODE" = user ] && [ "$(id -u)" = 0 ] && [ "$AL_BACKEND" != gvisor
 	al_assert_contains "$(cat "$AL_TEST_ROOT/nd.err")" "NOT applied" "best effort: stderr names what was not applied"
 	al_assert_contains "$(cat "$AL_TEST_ROOT/nd.err")" "memory, pids, cpus" "best effort: stderr lists the limits"
 	AL_RC=0
-	undelegated "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run "${AL_BACKEND_ARGS[@]}" --best-effort-limits --memory 64M -- /bin/true >/dev/null 2>"$AL_TEST_ROOT/nd.err" || AL_RC=$?
+	undelegated --best-effort-limits --memory 64M -- /bin/true >/dev/null 2>"$AL_TEST_ROOT/nd.err" || AL_RC=$?
 	al_assert_eq "$AL_RC" 125 "an explicit --memory without a cgroup: refused even with best effort"
 	AL_RC=0
-	undelegated "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run "${AL_BACKEND_ARGS[@]}" --memory none --pids none --cpus none --json -- /bin/true >"$AL_TEST_ROOT/nd.out" 2>/dev/null || AL_RC=$?
+	undelegated --memory none --pids none --cpus none --json -- /bin/true >"$AL_TEST_ROOT/nd.out" 2>/dev/null || AL_RC=$?
 	al_assert_eq "$AL_RC" 0 "limits set to none need no cgroup"
 	al_assert_eq "$(al_json_get "$(cat "$AL_TEST_ROOT/nd.out")" limits_not_applied)" '[]' "nothing asked, nothing unapplied"
 	al_pass "default limits without a delegated cgroup: refused, or run best-effort and reported"
