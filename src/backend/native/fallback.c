@@ -61,9 +61,11 @@ static int refuse(const struct al_policy *p, int clone_errno, struct al_error *e
 	if (p->seccomp == AL_SECCOMP_OFF)
 		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s), and the fallback needs seccomp",
 			      strerror(clone_errno));
-	if (p->net == AL_NET_LOOPBACK || p->net == AL_NET_ALLOW)
-		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --net %s needs a network namespace",
-			      strerror(clone_errno), pol_net_name(p->net));
+	/* "none" runs here without any inet socket (seccomp, Landlock): there is no private lo to
+	 * give the job, and the host's is not its to use. The proxy lives on that private lo. */
+	if (pol_needs_proxy(p))
+		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --net %s%s needs a network namespace",
+			      strerror(clone_errno), pol_net_name(p->net), p->net == AL_NET_NONE ? " with --broker" : "");
 	if (p->checkout)
 		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --checkout needs a mount namespace",
 			      strerror(clone_errno));

@@ -316,12 +316,12 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 	struct oci_opts o = {.runtime = d->runtime, .root = root, .file_src = (const char *const *)s->file_src,
 			     .init_src = s->init_src[0] ? s->init_src : NULL, .init_exec = exec_init, .files_dir = files_dir};
 	if (d->runtime == OCI_RUNSC && p->seccomp != AL_SECCOMP_OFF) {
-		s->sc = (struct sc_options){.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE};
+		s->sc = (struct sc_options){.profile = p->seccomp, .allow_inet = true};
 		o.oci_seccomp = &s->sc;
 		s->sc_on = true;
 	}
 	if (d->runtime == OCI_CRUN) {
-		struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
+		struct sc_options so = {.profile = p->seccomp, .allow_inet = true, .allow_io_uring = false};
 		if ((r = sc_build(&so, &s->filter, err)) < 0)
 			return r;
 		if (s->filter.prog.len &&
