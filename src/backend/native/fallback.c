@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,7 +250,8 @@ static int fb_write_files(const struct al_policy *p, const struct fb_state *s, u
 		const char *base = strrchr(f->dest, '/') + 1;
 		int dir = open(s->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		int fd = dir < 0 ? -1 : openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, f->mode);
-		bool ok = fd >= 0 && write(fd, f->data, f->len) == (ssize_t)f->len &&
+		/* fchmod: the file's own mode, whatever the caller's umask. */
+		bool ok = fd >= 0 && write(fd, f->data, f->len) == (ssize_t)f->len && fchmod(fd, f->mode) == 0 &&
 			  (geteuid() != 0 || fchown(fd, uid, gid) == 0);
 		int e = errno;
 		if (fd >= 0)

@@ -157,6 +157,8 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 					       "/etc/alternatives", "/etc/services", "/etc/protocols",
 					       "/etc/mime.types"};
 	int r = mkdir_op(plan, "/etc", 0755);
+	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */
+	r = r ?: mkdir_op(plan, "/etc/ssl", 0755);
 	r = r ?: file_op(plan, "/etc/passwd",
 			 ownf(plan,
 			      "root:x:0:0:root:/root:/bin/sh\n"

@@ -553,9 +553,10 @@ static json_t *process_json(const struct al_policy *p, const struct fs_plan *pla
 			json_decref(steal_ptr(args));
 	json_t *none = json_array();
 	/* No capability in any set, no_new_privs: the payload holds nothing, even in its own
-	 * user namespace; the sandbox user is uid/gid 1000 with no supplementary groups. */
-	json_t *proc = json_pack("{s:b,s:{s:i,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0, "user",
-				 "uid", AL_SANDBOX_UID, "gid", AL_SANDBOX_UID, "args", args, "env", env, "cwd",
+	 * user namespace; the sandbox user is uid/gid 1000 with no supplementary groups, umask 022
+	 * (as the native payload's), whatever the caller's. */
+	json_t *proc = json_pack("{s:b,s:{s:i,s:i,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0, "user",
+				 "uid", AL_SANDBOX_UID, "gid", AL_SANDBOX_UID, "umask", 022, "args", args, "env", env, "cwd",
 				 p->cwd ? p->cwd : AL_WORKSPACE, "capabilities", "bounding", none, "effective", none,
 				 "inheritable", none, "permitted", none, "ambient", none, "noNewPrivileges", 1, "rlimits", rl);
 	json_decref(none); /* each set holds its own reference ("O") */

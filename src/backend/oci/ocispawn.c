@@ -140,7 +140,8 @@ static int mkdirs(int root, const char *rel, mode_t mode)
 		p = strchr(p + 1, '/');
 		if (p)
 			*p = 0;
-		if (mkdirat(root, buf, mode) < 0 && errno != EEXIST)
+		/* The exact mode, whatever the umask: only for a directory made here. */
+		if (mkdirat(root, buf, mode) == 0 ? fchmodat(root, buf, mode, 0) < 0 : errno != EEXIST)
 			return -errno;
 		if (p)
 			*p = '/';
@@ -173,12 +174,9 @@ static int mount_point(int root, const struct fs_op *op)
 	if (r < 0)
 		return r;
 	if (dir)
-		return mkdirat(root, op->dest, 0755) < 0 && errno != EEXIST ? -errno : 0;
-	int fd = openat(root, op->dest, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return 0;
+		return mkdirs(root, op->dest, 0755);
+	cleanup_close int fd = openat(root, op->dest, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return fd < 0 || fchmod(fd, 0644) < 0 ? -errno : 0;
 }
 
 /* The root's skeleton in the rootfs directory: what the runtime mounts over, and the
@@ -193,12 +191,11 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 	if (root < 0)
 		return al_err_sys(err, errno, "setup: the bundle's rootfs");
 	if (s->init_src[0]) {
-		int fd = openat(root, &OCI_INIT_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
-		if (fd < 0)
+		cleanup_close int fd = openat(root, &OCI_INIT_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+		if (fd < 0 || fchmod(fd, 0755) < 0)
 			return al_err_sys(err, errno, "setup: the mount point %s in the bundle", oci_init_path());
-		close(fd);
 	}
-	if (s->files_mnt && mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0)
+	if (s->files_mnt && (mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0 || fchmodat(root, &OCI_FILES_PATH[1], 0755, 0) < 0))
 		return al_err_sys(err, errno, "setup: the mount point %s in the bundle", OCI_FILES_PATH);
 	for (size_t i = 0; r == 0 && i < s->plan.n; i++) {
 		const struct fs_op *op = &s->plan.ops[i];
@@ -221,7 +218,7 @@ static int files(struct oci_spawn *s, struct al_error *err)
 {
 	char dir[PATH_MAX];
 	int r = pathf(dir, s->bundle, "files");
-	if (r < 0 || mkdir(dir, 0755) < 0)
+	if (r < 0 || mkdir(dir, 0755) < 0 || chmod(dir, 0755) < 0)
 		return al_err_sys(err, r < 0 ? -r : errno, "setup: the bundle's files");
 	if (!(s->file_src = calloc(s->plan.n + 1, sizeof(*s->file_src))))
 		return al_err(err, ENOMEM, "out of memory");
@@ -359,7 +356,7 @@ static int make_dirs(struct oci_spawn *s, const struct oci_runtime_desc *d, stru
 	/* 0711: gVisor's gofer runs as the sandbox's root id and must reach the rootfs. */
 	int r = chmod(s->tmp, 0711) < 0 ? -errno : 0;
 	r = r ?: pathf(s->bundle, s->tmp, "bundle") ?: pathf(s->state, s->tmp, "state") ?: pathf(s->log, s->tmp, "log");
-	if (r == 0 && (mkdir(s->bundle, 0711) < 0 || chmod(s->bundle, 0711) < 0 || mkdir(s->state, 0700) < 0))
+	if (r == 0 && (mkdir(s->bundle, 0711) < 0 || chmod(s->bundle, 0711) < 0 || mkdir(s->state, 0700) < 0 || chmod(s->state, 0700) < 0))
 		r = -errno;
 	return r < 0 ? al_err_sys(err, -r, "setup: the %s bundle directory", d->name) : 0;
 }
