@@ -174,7 +174,7 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 	 * Landlock guards writes, TCP and scope, and read-only opens skip its path walk. */
 	l->landlock = (struct ll_spec){.paths = l->ll_paths, .npaths = l->ll_npaths, .deny_tcp = false,
 				       .scope = true,
-				       .writes_only = true};
+				       .writes_only = true, .mqueue = true};
 	return 0;
 }
 
