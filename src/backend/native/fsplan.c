@@ -240,7 +240,7 @@ static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, const c
 	r = r ?: mkdir_op(plan, work, 0700);
 	r = r ?: bind(plan, src, low, RO_ATTRS, 0);
 	r = r ?: add(plan, (struct fs_op){.kind = FS_OVERLAY, .dest = dest + 1,
-					  .text = ownf(plan, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", low + 1,
+					  .text = ownf(plan, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr,xino=on", low + 1,
 						       data + 1, work + 1),
 					  .mflags = MS_NOSUID | MS_NODEV});
 	if (tag)
