@@ -124,7 +124,7 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		pol_free_strv(envp);
 		return al_err(err, ENOMEM, "out of memory");
 	}
-	/* Without the sandbox's network: a spare of its own in a new, empty network namespace (a
+	/* Without the sandbox's network: a spare of its own in a new network namespace, only lo (a
 	 * payload cannot leave the one it was made in). */
 	uint32_t spare_flags = flags & NX_NONET;
 	flags &= ~NX_NONET;

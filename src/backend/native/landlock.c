@@ -139,7 +139,26 @@ static int open_rule_path(const char *path)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int add_fd_rule(int ruleset, int fd, const struct ll_path *p, int abi, uint64_t handled);
+/* Adds the rule for fd (an O_PATH or mount descriptor of p) and closes fd. */
+static int add_fd_rule(int ruleset, int fd, const struct ll_path *p, int abi, uint64_t handled)
+{
+	struct stat st;
+	int r = 0;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	struct landlock_path_beneath_attr attr = {
+		.allowed_access = ll_fs_rule_rights(abi, p->writable, S_ISDIR(st.st_mode)) & handled,
+		.parent_fd = fd,
+	};
+	/* A read-only rule grants nothing when reads are not handled: nothing to add. */
+	if (attr.allowed_access && syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0) < 0)
+		r = -errno;
+out:
+	close(fd);
+	return r;
+}
 
 static int add_path_rule(int ruleset, const struct ll_path *p, int abi, uint64_t handled)
 {
@@ -165,27 +184,6 @@ static void add_mqueue_rule(int ruleset, int abi, uint64_t handled)
 		return;
 	static const struct ll_path mq = {"mqueue", true, true};
 	(void)add_fd_rule(ruleset, mnt, &mq, abi, handled); /* closes mnt */
-}
-
-/* Adds the rule for fd (an O_PATH or mount descriptor of p) and closes fd. */
-static int add_fd_rule(int ruleset, int fd, const struct ll_path *p, int abi, uint64_t handled)
-{
-	struct stat st;
-	int r = 0;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto out;
-	}
-	struct landlock_path_beneath_attr attr = {
-		.allowed_access = ll_fs_rule_rights(abi, p->writable, S_ISDIR(st.st_mode)) & handled,
-		.parent_fd = fd,
-	};
-	/* A read-only rule grants nothing when reads are not handled: nothing to add. */
-	if (attr.allowed_access && syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &attr, 0) < 0)
-		r = -errno;
-out:
-	close(fd);
-	return r;
 }
 
 int ll_build(const struct ll_spec *spec, struct ll_result *res)
