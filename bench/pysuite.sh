@@ -9,8 +9,9 @@
 #
 # Usage: bench/pysuite.sh [MODULE...]     (default: the subset below)
 # Environment: AIRLOCK (default build/airlock), AIRLOCK_OPTS (extra `airlock run` options, e.g.
-# "--backend bwrap"), ONLY=bare|inside (run one side; the other column says "-"), TIMEOUT (per
-# module and side, seconds, default 900), BENCH_RESULTS=DIR (keep each run's output there).
+# "--backend bwrap"), ONLY=bare|inside (run one side; the other column says "-"; ONLY=report runs
+# nothing and prints the table from the outputs already in BENCH_RESULTS), TIMEOUT (per module and
+# side, seconds, default 900), BENCH_RESULTS=DIR (keep each run's output there).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
@@ -42,11 +43,14 @@ result() {
 	printf '%s\n' "${r:-CRASHED(rc $(cat "$1.rc"))}"
 }
 
-# failed FILE: the test ids that failed or errored (regrtest -v lines "test_x (mod.Class.test_x) ... FAIL").
-failed() {
-	grep -aE '\.\.\. (FAIL|ERROR)$' "$1" | sed -E 's/ \.\.\. (FAIL|ERROR)$//; s/^([a-z_0-9]+) \(([^)]*)\)/\2/' |
-		sed -E 's/^[^ ]*\.([A-Za-z0-9_]+\.[A-Za-z0-9_]+)$/\1/' | LC_ALL=C sort -u
+# ids FILE ERE: the test ids whose verdict matches ERE (regrtest -v lines "test_x (mod.Class.test_x)
+# ... FAIL"), as Class.test_x.
+ids() {
+	{ grep -aE "^[A-Za-z_0-9]+ \([^)]*\) \.\.\. ($2)" "$1" || true; } | sed -E 's/^[A-Za-z_0-9]+ \(([^)]*)\).*/\1/' |
+		sed -E 's/^.*\.([A-Za-z0-9_]+\.[A-Za-z0-9_]+)$/\1/' | LC_ALL=C sort -u
 }
+failed() { ids "$1" 'FAIL$|ERROR$'; }
+skipped() { ids "$1" 'skipped'; }
 
 run_one() { # SIDE MODULE
 	local f="$out/$2.$1"
@@ -65,19 +69,22 @@ run_one() { # SIDE MODULE
 
 printf '# %s, airlock %s %s, %s, python %s\n' "$(date -u '+%F %H:%M UTC')" "$airlock" "${opts[*]}" \
 	"$(id -un)" "$("$py" -c 'import sys; print(sys.version.split()[0])')"
-printf '%-34s %-14s %-14s %s\n' module bare inside "failed inside only"
+printf '%-32s %-22s %-22s %s\n' module "bare (skipped)" "inside (skipped)" "failed (F) or skipped (S) inside only"
 for m in "${modules[@]}"; do
 	for side in bare inside; do
 		[[ -n ${ONLY:-} && $ONLY != "$side" ]] || run_one "$side" "$m"
 	done
 	b=-
 	i=-
-	[[ ! -f "$out/$m.bare.rc" ]] || b="$(result "$out/$m.bare") $(cat "$out/$m.bare.secs")s"
-	[[ ! -f "$out/$m.inside.rc" ]] || i="$(result "$out/$m.inside") $(cat "$out/$m.inside.secs")s"
+	[[ ! -f "$out/$m.bare.rc" ]] ||
+		b="$(result "$out/$m.bare") $(cat "$out/$m.bare.secs")s ($(skipped "$out/$m.bare" | wc -l))"
+	[[ ! -f "$out/$m.inside.rc" ]] ||
+		i="$(result "$out/$m.inside") $(cat "$out/$m.inside.secs")s ($(skipped "$out/$m.inside" | wc -l))"
 	only=""
 	if [[ -f "$out/$m.bare.rc" && -f "$out/$m.inside.rc" ]]; then
-		only=$(LC_ALL=C comm -13 <(failed "$out/$m.bare") <(failed "$out/$m.inside") | tr '\n' ' ')
+		only=$({ LC_ALL=C comm -13 <(failed "$out/$m.bare") <(failed "$out/$m.inside") | sed 's/^/F:/'
+			LC_ALL=C comm -13 <(skipped "$out/$m.bare") <(skipped "$out/$m.inside") | sed 's/^/S:/'; } | tr '\n' ' ')
 	fi
-	printf '%-34s %-14s %-14s %s\n' "$m" "${b% *}" "${i% *}" "$only"
+	printf '%-32s %-22s %-22s %s\n' "$m" "$b" "$i" "$only"
 done
 echo "# outputs in $out"
