@@ -103,10 +103,10 @@ const char *al_backend_name(enum al_backend backend);
 
 /* What the job may reach over the network. */
 enum al_net_posture {
-	AL_NET_NONE,	 /* an empty network namespace, lo down (default) */
-	AL_NET_LOOPBACK, /* its own network namespace with lo up: talks to itself, nothing leaves */
-	AL_NET_HOST,	 /* the host's network: explicit opt-in only, the highest risk */
-	AL_NET_ALLOW,	 /* lo up plus the egress proxy on 127.0.0.1:AL_PROXY_PORT: allowed host names only */
+	AL_NET_NONE,  /* a private network namespace with only lo, up: the job talks to itself over
+		       * 127.0.0.1 and ::1 and reaches nothing else (default; "loopback" is a synonym) */
+	AL_NET_HOST,  /* the host's network: explicit opt-in only, the highest risk */
+	AL_NET_ALLOW, /* lo up plus the egress proxy on 127.0.0.1:AL_PROXY_PORT: allowed host names only */
 };
 int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, struct al_error *err);
 
@@ -127,7 +127,7 @@ int al_policy_set_proxy_limits(struct al_policy *p, uint32_t max_conns, uint64_t
 /* A credential broker: "NAME=https://HOST[:PORT][/BASE],header=HEADER[,scheme=WORD],
  * env=VAR|file=PATH[,ca=CAFILE]". The secret is read now and stays in the supervisor; the job
  * reaches the upstream at $AIRLOCK_BROKER_<NAME>_URL through the proxy port. Needs --net
- * loopback or allow=. */
+ * none (the default) or allow=, not host. */
 int al_policy_add_broker(struct al_policy *p, const char *spec, struct al_error *err);
 
 /* The system call filter applied last before execve. */

@@ -419,7 +419,9 @@ static int check_registry_ref(struct conv *c, const struct cfg_node *it, const c
 
 static int p_network(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_LOOPBACK] = "loopback", [AL_NET_HOST] = "host"};
+	/* "loopback" is a synonym of "none" (a private lo, up, and nothing else). */
+	static const char *const names[] = {"none", "loopback", "host"};
+	static const enum al_net_posture postures[] = {AL_NET_NONE, AL_NET_NONE, AL_NET_HOST};
 	struct cfg_profile *p = obj;
 	if (v->kind == CFG_SEQ) {
 		int r = conv_strv(c, v, path, &p->registries, check_registry_ref, NULL);
@@ -432,7 +434,7 @@ static int p_network(struct conv *c, const struct cfg_node *v, const char *path,
 		return conv_bad(c->err, EINVAL, v->mark, path, "expected none, loopback, host or a list of registry names");
 	int r = conv_pick(c, v, path, names, AL_ARRAY_SIZE(names));
 	if (r >= 0)
-		p->net = (enum al_net_posture)r;
+		p->net = postures[r];
 	return r < 0 ? r : 0;
 }
 

@@ -21,7 +21,7 @@ const struct al_option al_options[] = {
 	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default 512M)", true},
 	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default 1024)", true},
 	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth in CPUs, e.g. 0.5 (cgroup; default 0.5; 'none': no cap)", true},
-	{OPT_NET, "net", 0, OK_STRING, "none|loopback|allow=HOST,...|host", "network: none (default), loopback only, allowed host names through the egress proxy, or the host's (explicit, highest risk)", true},
+	{OPT_NET, "net", 0, OK_STRING, "none|allow=HOST,...|host", "network: none (default: a private lo, up, and nothing else; 'loopback' is a synonym), allowed host names through the egress proxy, or the host's (explicit, highest risk)", true},
 	{OPT_ALLOW_PRIVATE, "allow-private", 0, OK_STRING, "CIDR,...", "let the proxy reach these loopback/private/link-local addresses (on-premise registries, tests)", true},
 	{OPT_PROXY_HOSTS, "proxy-hosts", 0, OK_STRING, "FILE", "hosts(5) file the proxy's resolver reads before DNS", true},
 	{OPT_PROXY_HTTP, "proxy-http", 0, OK_FLAG, NULL, "the proxy also forwards plain-HTTP requests to allowed hosts (default: CONNECT only)", true},
@@ -135,11 +135,11 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 	if (id == OPT_BROKER)
 		return al_policy_add_broker(p, value, err);
 	if (id == OPT_NET) {
-		static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_LOOPBACK] = "loopback",
-						    [AL_NET_HOST] = "host"};
-		for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
-			if (strcmp(value, names[i]) == 0)
-				return al_policy_set_network(p, (enum al_net_posture)i, err);
+		/* "loopback" names what "none" is since issue 14 (lo up, nothing else): a synonym. */
+		if (strcmp(value, "none") == 0 || strcmp(value, "loopback") == 0)
+			return al_policy_set_network(p, AL_NET_NONE, err);
+		if (strcmp(value, "host") == 0)
+			return al_policy_set_network(p, AL_NET_HOST, err);
 		if (strncmp(value, "allow=", 6) == 0)
 			return al_policy_allow_hosts(p, value + 6, err);
 		return al_err(err, EINVAL, "--net: unknown posture '%s' (expected none, loopback, allow=HOST,... or host)", value);

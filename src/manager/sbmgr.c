@@ -437,7 +437,7 @@ static void output_cb(void *cookie, int stream, const char *data, size_t len)
 }
 
 /* Runs policy p (argv set by the caller) in s, streaming output: 0 and *v, or -errno. With network,
- * the sandbox's posture; without, the exec gets an empty network namespace of its own. */
+ * the sandbox's posture; without, the exec gets a network namespace of its own (lo only, up). */
 static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool network, struct al_verdict **v,
 		  struct al_error *err)
 {

@@ -86,7 +86,10 @@ static int open_parent(int ws, char *rel, uid_t uid, gid_t gid, const char **lea
 				return al_err(err, EACCES, "path escapes the workspace: %s", shown);
 			}
 			if (mkdirat(dir, part, 0755) == 0) {
-				if (fchownat(dir, part, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+				/* 0755 exactly, whatever the server's umask (a directory made here
+				 * cannot be a symlink yet, and the sandbox user gets it next). */
+				if (fchmodat(dir, part, 0755, 0) < 0 ||
+				    fchownat(dir, part, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
 					int e = errno;
 					close(dir);
 					return al_err_sys(err, e, "giving %s to the sandbox user", shown);
@@ -124,13 +127,21 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 		return dir;
 	if (!leaf || !*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
 		return al_err(err, EINVAL, "not a file name: %s", path);
-	/* O_NOFOLLOW: a symlink the sandbox left at the leaf is refused, never followed. */
-	cleanup_close int fd = beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+	/* O_NOFOLLOW: a symlink the sandbox left at the leaf is refused, never followed. A new
+	 * file gets 0644 exactly, whatever the server's umask; an existing one keeps its mode. */
+	bool made = true;
+	cleanup_close int fd = beneath(dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+	if (fd == -EEXIST) {
+		made = false;
+		fd = beneath(dir, leaf, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0);
+	}
 	if (fd < 0)
 		return path_error(err, -fd, path);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return al_err(err, EINVAL, "not a regular file: %s", path);
+	if (made && fchmod(fd, 0644) < 0)
+		return al_err_sys(err, errno, "the mode of %s", path);
 	if (fchown(fd, uid, gid) < 0)
 		return al_err_sys(err, errno, "giving %s to the sandbox user", path);
 	for (const char *p = data; len > 0;) {

@@ -19,7 +19,6 @@ int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, stru
 {
 	switch (posture) {
 	case AL_NET_NONE:
-	case AL_NET_LOOPBACK:
 	case AL_NET_HOST:
 	case AL_NET_ALLOW:
 		p->net = posture;
@@ -33,8 +32,6 @@ const char *pol_net_name(enum al_net_posture n)
 	switch (n) {
 	case AL_NET_NONE:
 		return "none";
-	case AL_NET_LOOPBACK:
-		return "loopback";
 	case AL_NET_HOST:
 		return "host";
 	case AL_NET_ALLOW:
@@ -146,7 +143,7 @@ int al_policy_add_broker(struct al_policy *p, const char *spec, struct al_error 
 
 bool pol_needs_proxy(const struct al_policy *p)
 {
-	return p->net == AL_NET_ALLOW || (p->net == AL_NET_LOOPBACK && al_broker_count(pol_brokers(p)) > 0);
+	return p->net == AL_NET_ALLOW || (p->net == AL_NET_NONE && al_broker_count(pol_brokers(p)) > 0);
 }
 
 void pol_free_net(struct al_policy *p)

@@ -79,7 +79,7 @@ struct al_policy {
 	bool subids;		  /* unprivileged: also map the caller's subordinate ids */
 	enum al_net_posture net;
 	enum al_backend backend;
-	/* The egress proxy (AL_NET_ALLOW; brokers also with AL_NET_LOOPBACK): see netpolicy.c. */
+	/* The egress proxy (AL_NET_ALLOW; brokers also with AL_NET_NONE): see netpolicy.c. */
 	struct al_allowlist *allow;
 	struct al_cidr_list *allow_private;
 	struct pol_brokers *brokers; /* shared with running proxies: see pol_brokers_ref */

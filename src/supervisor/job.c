@@ -189,8 +189,8 @@ static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_err
 /* The egress proxy is made before the sandbox, so a policy it cannot serve is refused early. */
 static int job_proxy(struct al_job *j, const struct al_policy *p, struct al_error *err)
 {
-	if (pol_brokers(p) && p->net != AL_NET_LOOPBACK && p->net != AL_NET_ALLOW)
-		return al_err(err, EINVAL, "--broker needs --net loopback or --net allow=...: brokers are reached through the proxy port on the sandbox's loopback");
+	if (pol_brokers(p) && p->net == AL_NET_HOST)
+		return al_err(err, EINVAL, "--broker needs --net none or --net allow=..., not host: brokers are reached through the proxy port on the sandbox's own loopback");
 	if (!pol_needs_proxy(p))
 		return 0;
 	struct px_config cfg = {

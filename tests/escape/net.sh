@@ -2,8 +2,9 @@
 # net.sh — attack: reach the host over the network from the default posture (none): a TCP and a UDP listener on
 # 127.0.0.1, an abstract UNIX listener ("\0airlock-escape-RANDOM", stream and datagram), a path UNIX socket in an
 # unbound temp dir, the host daemons' sockets (D-Bus, Docker, systemd, ...), raw/packet/netlink sockets.
-# Defence: empty network namespace (lo down; abstract sockets are per namespace), seccomp (inet/netlink/packet
-# sockets), Landlock ABI 4 (TCP) and ABI 6 (abstract UNIX scope), mount namespace (socket paths).
+# Defence: a network namespace of the job's own holding only lo, up (the host's 127.0.0.1 ports are closed
+# ports there; abstract sockets are per namespace), seccomp (raw/packet/other netlink sockets), Landlock ABI 6
+# (abstract UNIX scope), mount namespace (socket paths).
 # Judged from outside: the listeners record every connection and every byte; they must record nothing.
 # gvisor: runsc --network=none gives the Sentry a network stack of its own (netstack) with only its loopback;
 # a UDP datagram to 127.0.0.1 is accepted by that stack and dropped there, and the Sentry answers netlink
@@ -14,6 +15,18 @@
 esc_need esc-net
 
 log="$AL_TEST_ROOT/listen.log"
+
+# own_ns "NAME...": attempts that may succeed inside the job's own network namespace (lo only): each
+# was reported; the host listeners are the judge of whether anything left the namespace.
+own_ns() {
+	local n v said=""
+	for n in $1; do
+		v=$(esc_kv "$n")
+		[ -n "$v" ] || { esc_dump; al_fail "the program reported nothing for '$n'"; }
+		said="$said $n=$v"
+	done
+	al_pass "answered inside the job's own network namespace:$said"
+}
 sockdir=$(al_tmpdir 0777)
 abstract="airlock-escape-$(al_marker)$RANDOM"
 pathsock="$sockdir/esc.sock"
@@ -63,15 +76,19 @@ al_log "listening: tcp 127.0.0.1:$tport udp 127.0.0.1:$uport abstract @$abstract
 
 esc_run -- "$ESC/esc-net" "$tport" "$uport" "$abstract" "$pathsock"
 esc_ran
+# TCP to the host listener's port reaches the job's own lo (up, every backend), where nothing
+# listens: refused. A datagram there, and an rtnetlink socket (what getaddrinfo reads), succeed in
+# the job's own namespace: reported, and the listeners below judge that nothing left it.
+own_ns "udp-127.0.0.1 udp-0.0.0.0 socket-netlink-route"
 if esc_unfiltered; then
-	esc_sentry_answers udp-127.0.0.1 udp-0.0.0.0 socket-netlink-route socket-netlink-uevent
+	esc_sentry_answers socket-netlink-uevent
 	esc_denied tcp-127.0.0.1 tcp-0.0.0.0 tcp-127.1.2.3 abstract-stream abstract-dgram path-socket \
 		path-socket-proc-root abstract-udev socket-raw socket-packet
 else
-	esc_denied tcp-127.0.0.1 tcp-0.0.0.0 tcp-127.1.2.3 udp-127.0.0.1 udp-0.0.0.0 abstract-stream abstract-dgram \
-		path-socket path-socket-proc-root abstract-udev socket-raw socket-packet socket-netlink-route \
-		socket-netlink-uevent
+	esc_denied tcp-127.0.0.1 tcp-0.0.0.0 tcp-127.1.2.3 abstract-stream abstract-dgram \
+		path-socket path-socket-proc-root abstract-udev socket-raw socket-packet socket-netlink-uevent
 fi
+for n in tcp-127.0.0.1 tcp-0.0.0.0 tcp-127.1.2.3; do esc_expect "$n" ECONNREFUSED; done
 esc_denied_matching 'daemon\[[^]]*\]'
 sleep 0.3
 [ ! -s "$log" ] || esc_escaped "the host listeners heard from the sandbox: $(tr '\n' ' ' <"$log")"

@@ -48,6 +48,35 @@ al_assert_eq "$(j workdir.error)" null "verdict workdir.error"
 al_pass "changes written back: $(j workdir)"
 touch "$wd/.airlock-test"
 
+# ---- inode numbers: what readdir reports (os.scandir, find, du, rsync, git) is what stat reports,
+# for the host's files and directories (the overlay's lower layer), ones the job made (its upper
+# layer) and ones it changed (copied up), and every entry has /workspace's st_dev. Without xino
+# the overlay, whose layers are on two filesystems, reports the lower directories' real inode
+# numbers in readdir but numbers of its own in stat.
+wd=$(al_tmpdir 0755)
+rm -f "$wd/.airlock-test"
+mkdir -p "$wd/d1/d2"
+echo a >"$wd/f1"
+echo b >"$wd/d1/f2"
+chown -R "$owner:$owner" "$wd"
+al_run run --workdir "$wd" -- /usr/bin/python3 -c '
+import os
+os.mkdir("/workspace/new"); open("/workspace/new/f", "w").close(); open("/workspace/d1/f2", "a").write("c")
+bad, n, devs = [], 0, set()
+for root, dirs, files in os.walk("/workspace"):
+    for e in os.scandir(root):
+        st = os.stat(e.path, follow_symlinks=False)
+        n += 1; devs.add(st.st_dev)
+        if e.inode() != st.st_ino:
+            bad.append("%s: readdir %d, stat %d" % (e.path, e.inode(), st.st_ino))
+devs.add(os.stat("/workspace").st_dev)
+print("entries=%d devices=%d" % (n, len(devs)))
+print("\n".join(bad) or "consistent")'
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "entries=6 devices=1
+consistent" "readdir vs stat in a --workdir"
+touch "$wd/.airlock-test"
+
 # ---- the cap: 1.2 GiB written against --disk 1G
 wd=$(al_tmpdir 0755)
 chown "$owner:$owner" "$wd"

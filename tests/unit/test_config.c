@@ -486,8 +486,9 @@ static void test_merge(void **state)
 				"limits: {memory: 1G, pids: 100}\n"
 				"network:\n  registries:\n    pypi: [pypi.internal]\n    crates: [crates.io]\n"
 				"profiles:\n"
-				"  untrusted-code-read: {network: loopback}\n"
+				"  untrusted-code-read: {network: host}\n"
 				"  fresh: {}\n"
+				"  lo: {network: loopback}\n"
 				"languages:\n"
 				"  python: {env: {PYTHONUNBUFFERED: '1'}}\n"
 				"  c: {compile: []}\n");
@@ -503,7 +504,7 @@ static void test_merge(void **state)
 	assert_string_equal(c->registries[2].name, "crates");
 	/* A profile key overridden, the profile's other keys kept. */
 	const struct cfg_profile *rd = cfg_profile(c, "untrusted-code-read");
-	assert_int_equal(rd->net, AL_NET_LOOPBACK);
+	assert_int_equal(rd->net, AL_NET_HOST);
 	assert_int_equal(rd->filesystem, CFG_FS_CHECKOUT_RO);
 	assert_int_equal(rd->require.n, 5);
 	/* A new profile starts from the strict end of every knob. */
@@ -511,6 +512,8 @@ static void test_merge(void **state)
 	assert_non_null(fresh);
 	assert_true(fresh->namespaces);
 	assert_int_equal(fresh->net, AL_NET_NONE);
+	/* "loopback" is a synonym of "none" (a private lo, up, and nothing else). */
+	assert_int_equal(cfg_profile(c, "lo")->net, AL_NET_NONE);
 	assert_int_equal(fresh->filesystem, CFG_FS_WORKSPACE);
 	assert_int_equal(fresh->seccomp, AL_SECCOMP_DEFAULT);
 	/* Mappings inside entries merge too; the language keeps its command and file. */
@@ -519,7 +522,7 @@ static void test_merge(void **state)
 	assert_int_equal(py->nenv, 2);
 	assert_string_equal(py->env[1].name, "PYTHONUNBUFFERED");
 	assert_int_equal(cfg_language(c, "c")->compile.n, 0);
-	assert_int_equal(c->nprofiles, 4);
+	assert_int_equal(c->nprofiles, 5);
 	cfg_free(c);
 
 	/* The defaults' own marks: a file that breaks a reference into them is named where it is. */

@@ -259,9 +259,9 @@ static void test_destroy(void **state)
 	assert_int_equal(wait_descendants(n0), n0);
 }
 
-/* A sandbox made with a network posture: an exec asking for it shares the sandbox's network
- * namespace (lo up); an exec without gets an empty one of its own; more than the sandbox has is
- * refused. */
+/* A sandbox made with a network posture (allow: its proxy listens on 127.0.0.1:3128 in the
+ * sandbox's namespace): an exec asking for it shares that namespace; an exec without gets one of
+ * its own holding only lo, up ("none"); more than the sandbox has is refused. */
 static void test_network(void **state)
 {
 	(void)state;
@@ -269,34 +269,46 @@ static void test_network(void **state)
 	struct al_error e = {0};
 	struct al_sandbox *sb = NULL;
 	assert_int_equal(al_policy_new(&p), 0);
-	assert_int_equal(al_policy_set_network(p, AL_NET_LOOPBACK, &e), 0);
+	assert_int_equal(al_policy_allow_hosts(p, "example.invalid", &e), 0);
 	assert_int_equal(al_sandbox_create(p, &sb, &e), 0);
 	al_policy_free(p);
-	/* connect() to a closed port: refused with lo up, unreachable in an empty namespace. */
-	const char *const probe[] = {"/bin/sh", "-c", "readlink /proc/self/ns/net; "
-		"python3 -c 'import socket\ntry: socket.create_connection((\"127.0.0.1\", 9), 2)\nexcept OSError as e: print(e.errno)'", NULL};
+	/* connect() to the proxy's port, then a server of the exec's own on 127.0.0.1 and ::1: the
+	 * proxy answers in the sandbox's namespace only (0); in the exec's own namespace the port is
+	 * refused (111: lo up; an lo down would say 101, unreachable) and its own echo works. */
+	const char *const probe[] = {"/bin/sh", "-c", "readlink /proc/self/ns/net; python3 -c '"
+		"import socket\n"
+		"try: socket.create_connection((\"127.0.0.1\", 3128), 2).close(); print(0)\n"
+		"except OSError as e: print(e.errno)\n"
+		"for fam, host in ((socket.AF_INET, \"127.0.0.1\"), (socket.AF_INET6, \"::1\")):\n"
+		"    s = socket.socket(fam); s.bind((host, 0)); s.listen()\n"
+		"    c = socket.create_connection((host, s.getsockname()[1]), 2); a, _ = s.accept()\n"
+		"    c.sendall(b\"x\"); print(fam, a.recv(1).decode())'", NULL};
 	char msg[512] = "", with[2][256], without[2][256];
 	for (int i = 0; i < 2; i++) {
-		struct al_verdict *v = run_net(sb, AL_NET_LOOPBACK, probe, msg, sizeof(msg));
+		struct al_verdict *v = run_net(sb, AL_NET_ALLOW, probe, msg, sizeof(msg));
 		assert_non_null(v);
 		assert_int_equal(v->exit_code, 0);
 		snprintf(with[i], sizeof(with[i]), "%s", v->out.data);
+		assert_non_null(strstr(v->enforced_json, "\"network\":\"allow\""));
 		al_verdict_free(v);
 		v = run_net(sb, -1, probe, msg, sizeof(msg));
 		assert_non_null(v);
 		assert_int_equal(v->exit_code, 0);
 		snprintf(without[i], sizeof(without[i]), "%s", v->out.data);
+		assert_non_null(strstr(v->enforced_json, "\"network\":\"none\""));
+		assert_non_null(strstr(v->enforced_json, "\"loopback\":\"up\""));
 		al_verdict_free(v);
 	}
 	assert_string_equal(with[0], with[1]); /* the sandbox's namespace, both times */
-	assert_non_null(strstr(with[0], "\n111\n")); /* ECONNREFUSED */
-	assert_non_null(strstr(without[0], "\n101\n")); /* ENETUNREACH */
+	assert_non_null(strstr(with[0], "\n0\n"));	    /* the proxy's port answers */
+	assert_non_null(strstr(without[0], "\n111\n")); /* ECONNREFUSED: lo up, no proxy there */
+	assert_non_null(strstr(without[0], "\n2 x\n10 x\n")); /* its own echo, IPv4 and IPv6 */
 	/* Not the sandbox's namespace (two execs' own namespaces may share an inode number: the
 	 * first is gone before the second is made, and the kernel reuses the number). */
 	assert_string_not_equal(without[0], with[0]);
 	assert_string_not_equal(without[1], with[0]);
 	assert_null(run_net(sb, AL_NET_HOST, probe, msg, sizeof(msg)));
-	assert_non_null(strstr(msg, "made with network loopback"));
+	assert_non_null(strstr(msg, "made with network allow"));
 	al_sandbox_destroy(sb);
 }
 

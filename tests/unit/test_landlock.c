@@ -526,7 +526,7 @@ static void test_default_paths(void **state)
 	}
 	/* Nothing else is writable: the system, /etc, /proc and /dev itself stay read-only. */
 	static const char *const writable[] = {"/workspace", "/tmp", "/dev/pts", "/dev/null", "/dev/zero",
-					       "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/shm",
+					       "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/shm", "/dev/mqueue",
 					       "/workspace/out", "/srv/cache"};
 	for (size_t i = 0; i < n; i++) {
 		assert_true(v[i].path[0] == '/');
@@ -536,7 +536,7 @@ static void test_default_paths(void **state)
 		if (!ok)
 			fail_msg("%s is writable", v[i].path);
 	}
-	assert_int_equal(n, 22 + 3); /* "/" and the 21 layout paths, then the binds */
+	assert_int_equal(n, 23 + 3); /* "/" and the 22 layout paths, then the binds */
 	assert_ptr_equal(v[n - 1].path, rw[1]); /* borrowed, not copied */
 	free(v);
 	assert_int_equal(ll_default_paths(&v, &n, NULL, 0, NULL, 0), 0);

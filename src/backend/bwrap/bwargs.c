@@ -203,7 +203,10 @@ static int plan_op(struct bw_argv *a, const struct fs_plan *plan, size_t i, cons
 		return 0;
 	switch (op->kind) {
 	case FS_MKDIR:
-		return 0; /* bwrap makes every mount point and its parents itself */
+		/* bwrap would make it as a parent of a mount point, with a mode of its own choosing
+		 * (0700 for /etc/ssl): the plan's mode instead, exactly (bwrap chmods after --dir). */
+		return push(a, "--perms") ?: pushf(a, "%04o", (unsigned)(op->mode & 07777)) ?: push(a, "--dir") ?:
+		       push_dest(a, op->dest);
 	case FS_SYMLINK:
 		return PUSHV(a, "--symlink", op->text) ?: push_dest(a, op->dest);
 	case FS_FILE:

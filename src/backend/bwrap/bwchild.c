@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,6 +167,10 @@ static _Noreturn void exec_bwrap(const struct bw_child *c, pid_t monitor)
 	 * --die-with-parent takes the sandbox along. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != monitor)
 		_exit(BW_FAIL_EXIT);
+	/* bwrap makes its directories and files with its own default modes (0755, 0644 where no
+	 * --perms says otherwise) less the umask, and the payload inherits the umask: 022, as the
+	 * native payload has, whatever the caller's (077 would leave /etc unreadable, 000 writable). */
+	umask(022);
 	static char *const empty_env[] = {NULL};
 	execve(BW_PATH, c->argv, empty_env);
 	die(c, NS_FORK, errno, "exec " BW_PATH);

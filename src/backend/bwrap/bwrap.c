@@ -134,7 +134,7 @@ static int make_data(struct bw_spawn *s, const struct al_policy *p, struct al_er
 			r = s->file_fds[i] = data_fd(s, op->text, op->len ? op->len : strlen(op->text));
 	}
 	s->seccomp_fd = -1;
-	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
+	struct sc_options so = {.profile = p->seccomp, .allow_inet = true, .allow_io_uring = false};
 	if (r >= 0 && (r = sc_build(&so, &s->filter, err)) < 0)
 		return r;
 	/* bwrap loads the raw sock_filter array as it is (--seccomp FD). */

@@ -6,6 +6,7 @@
  * than from waitid. */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,9 +87,25 @@ static int spare_get(struct be_held *h, uint32_t flags, struct be_spare *s)
 
 static const char *net_name(int posture)
 {
-	static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_LOOPBACK] = "loopback",
-					    [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allow"};
+	static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allow"};
 	return posture >= 0 && posture <= AL_NET_ALLOW ? names[posture] : "?";
+}
+
+/* The sandbox's enforced object, told for this exec: one without the sandbox's network ran in a
+ * namespace of its own holding only lo, up ("none"), whatever the sandbox was made with. */
+static char *exec_enforced(const char *held, bool own_net)
+{
+	if (!held)
+		return NULL;
+	if (!own_net)
+		return strdup(held);
+	json_t *e = json_loads(held, 0, NULL);
+	char *s = NULL;
+	if (e && json_object_set_new(e, "network", json_string("none")) == 0 &&
+	    json_object_set_new(e, "loopback", json_string("up")) == 0)
+		s = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+	return s;
 }
 
 int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
@@ -107,7 +124,7 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		pol_free_strv(envp);
 		return al_err(err, ENOMEM, "out of memory");
 	}
-	/* Without the sandbox's network: a spare of its own in a new, empty network namespace (a
+	/* Without the sandbox's network: a spare of its own in a new network namespace, only lo (a
 	 * payload cannot leave the one it was made in). */
 	uint32_t spare_flags = flags & NX_NONET;
 	flags &= ~NX_NONET;
@@ -142,7 +159,7 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	out->pidfd = s.pidfd;
 	out->status_fd = s.status;
 	out->kill_signal = SIGKILL; /* the exec's init: its pid namespace dies with it */
-	out->enforced_json = h->enforced_json ? strdup(h->enforced_json) : NULL;
+	out->enforced_json = exec_enforced(h->enforced_json, spare_flags & NX_NONET);
 	out->backend = "native";
 	out->seccomp_kills = h->seccomp_kills;
 	return 0;

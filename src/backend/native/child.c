@@ -149,6 +149,10 @@ _Noreturn void nat_child_main(struct nat_child *c)
 {
 	/* If the supervisor dies, init dies, and with it every process of the namespace. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* Every directory, file and tmpfs of the layout states its mode (fsplan.c, mnt.c): the
+	 * caller's umask (077 in hardened units) must not strip them, or the payload could not
+	 * read /etc. The payload sets its own umask (payload.c). */
+	umask(0);
 	close_inherited(c);
 	hide_cmdline();
 	struct mnt_fail f = {0};

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,9 +62,11 @@ static int refuse(const struct al_policy *p, int clone_errno, struct al_error *e
 	if (p->seccomp == AL_SECCOMP_OFF)
 		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s), and the fallback needs seccomp",
 			      strerror(clone_errno));
-	if (p->net == AL_NET_LOOPBACK || p->net == AL_NET_ALLOW)
-		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --net %s needs a network namespace",
-			      strerror(clone_errno), pol_net_name(p->net));
+	/* "none" runs here without any inet socket (seccomp, Landlock): there is no private lo to
+	 * give the job, and the host's is not its to use. The proxy lives on that private lo. */
+	if (pol_needs_proxy(p))
+		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --net %s%s needs a network namespace",
+			      strerror(clone_errno), pol_net_name(p->net), p->net == AL_NET_NONE ? " with --broker" : "");
 	if (p->checkout)
 		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --checkout needs a mount namespace",
 			      strerror(clone_errno));
@@ -247,7 +250,8 @@ static int fb_write_files(const struct al_policy *p, const struct fb_state *s, u
 		const char *base = strrchr(f->dest, '/') + 1;
 		int dir = open(s->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		int fd = dir < 0 ? -1 : openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, f->mode);
-		bool ok = fd >= 0 && write(fd, f->data, f->len) == (ssize_t)f->len &&
+		/* fchmod: the file's own mode, whatever the caller's umask. */
+		bool ok = fd >= 0 && write(fd, f->data, f->len) == (ssize_t)f->len && fchmod(fd, f->mode) == 0 &&
 			  (geteuid() != 0 || fchown(fd, uid, gid) == 0);
 		int e = errno;
 		if (fd >= 0)

@@ -157,6 +157,8 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 					       "/etc/alternatives", "/etc/services", "/etc/protocols",
 					       "/etc/mime.types"};
 	int r = mkdir_op(plan, "/etc", 0755);
+	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */
+	r = r ?: mkdir_op(plan, "/etc/ssl", 0755);
 	r = r ?: file_op(plan, "/etc/passwd",
 			 ownf(plan,
 			      "root:x:0:0:root:/root:/bin/sh\n"
@@ -241,7 +243,7 @@ static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, const c
 	r = r ?: mkdir_op(plan, work, 0700);
 	r = r ?: bind(plan, src, low, RO_ATTRS, 0);
 	r = r ?: add(plan, (struct fs_op){.kind = FS_OVERLAY, .dest = dest + 1,
-					  .text = ownf(plan, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", low + 1,
+					  .text = ownf(plan, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr,xino=on", low + 1,
 						       data + 1, work + 1),
 					  .mflags = MS_NOSUID | MS_NODEV});
 	if (tag)

@@ -33,6 +33,7 @@
 #include "channel.h"
 #include "child.h"
 #include "execmsg.h"
+#include "net.h"
 #include "pidfd.h"
 #include "policy/policy.h"
 #include "rawsys.h"
@@ -40,8 +41,9 @@
 
 /* The exec init: pid 1 of its own pid namespace. It vforks the spare payload at once and then
  * reaps it, reporting on the status pipe it was made with. Killing it (the deadline) ends the pid
- * namespace. */
-static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int status_w)
+ * namespace. own_net: the spare has a network namespace of its own (an exec without the
+ * sandbox's network), whose lo it brings up as "none" promises. */
+static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int status_w, bool own_net)
 {
 	/* The sandbox's init going away takes every exec and spare with it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -50,6 +52,11 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 	c->ctl_sock = -1;
 	c->status_fd = status_w;
 	signal(SIGCHLD, SIG_DFL);
+	/* Safe: this namespace is new and empty, owned by the sandbox's user namespace (so init's
+	 * capabilities there suffice); lo is all it will ever hold. */
+	int r;
+	if (own_net && (r = net_lo_up()) < 0)
+		nat_die(c, NS_NET, -r, "lo of the exec's own network namespace");
 	/* vfork: the payload borrows this process's memory until its execve, which then has no copy
 	 * of a supervisor-sized address space to tear down (that would be on every exec's path). We
 	 * stay suspended until then, which costs nothing: there is nothing to do before the payload
@@ -80,7 +87,7 @@ static void serve_spare(struct nat_child *c, uint64_t ns)
 	if (pid == 0) {
 		close(b[0]);
 		close(st[0]);
-		spare_init_main(c, b[1], st[1]);
+		spare_init_main(c, b[1], st[1], ns & CLONE_NEWNET);
 	}
 	if (pid < 0)
 		r.err = (int)-pid;

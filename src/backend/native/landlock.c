@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,11 +139,9 @@ static int open_rule_path(const char *path)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int add_path_rule(int ruleset, const struct ll_path *p, int abi, uint64_t handled)
+/* Adds the rule for fd (an O_PATH or mount descriptor of p) and closes fd. */
+static int add_fd_rule(int ruleset, int fd, const struct ll_path *p, int abi, uint64_t handled)
 {
-	int fd = open_rule_path(p->path);
-	if (fd < 0)
-		return fd;
 	struct stat st;
 	int r = 0;
 	if (fstat(fd, &st) < 0) {
@@ -159,6 +158,32 @@ static int add_path_rule(int ruleset, const struct ll_path *p, int abi, uint64_t
 out:
 	close(fd);
 	return r;
+}
+
+static int add_path_rule(int ruleset, const struct ll_path *p, int abi, uint64_t handled)
+{
+	int fd = open_rule_path(p->path);
+	return fd < 0 ? fd : add_fd_rule(ruleset, fd, p, abi, handled);
+}
+
+/* A read-write rule on the root of this IPC namespace's mqueue filesystem. A detached mount
+ * of it (fsopen/fsmount: nothing appears in the sandbox's tree) has the same superblock, so
+ * the same root inode, as the namespace's internal mount that mq_open uses: Landlock's rule
+ * binds to that inode and covers every queue. Safe: the namespace is the sandbox's own, its
+ * queues are the job's, and mqueue holds nothing else. */
+static void add_mqueue_rule(int ruleset, int abi, uint64_t handled)
+{
+	int fs = (int)syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return;
+	int mnt = -1;
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	close(fs);
+	if (mnt < 0)
+		return;
+	static const struct ll_path mq = {"mqueue", true, true};
+	(void)add_fd_rule(ruleset, mnt, &mq, abi, handled); /* closes mnt */
 }
 
 int ll_build(const struct ll_spec *spec, struct ll_result *res)
@@ -215,6 +240,8 @@ int ll_build(const struct ll_spec *spec, struct ll_result *res)
 			goto fail;
 		}
 	}
+	if (spec->mqueue)
+		add_mqueue_rule(rs, abi, handled);
 	for (size_t i = 0; attr.handled_access_net && i < spec->ntcp_connect_ports; i++) {
 		struct ll_net_port_attr na = {.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
 					      .port = spec->tcp_connect_ports[i]};
@@ -265,6 +292,8 @@ static const struct ll_path default_paths[] = {
 	{"/dev/pts", true, false},     {"/dev/ptmx", true, true},
 	/* native: a link to /tmp; oci: a tmpfs of its own, capped by --disk like /tmp */
 	{"/dev/shm", true, true},
+	/* oci: the IPC namespace's mqueue filesystem (bundle.c; native adds its root itself) */
+	{"/dev/mqueue", true, true},
 };
 
 int ll_default_paths(struct ll_path **out, size_t *n, const char *const *extra_ro, size_t nro,

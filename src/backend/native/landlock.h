@@ -38,6 +38,11 @@ struct ll_spec {
 	 * anyway): Landlock then skips its path walk on every read-only open, which is what a
 	 * syscall-heavy job pays for. The fallback, without a mount namespace, handles all. */
 	bool writes_only;
+	/* Grant the POSIX message queues of init's IPC namespace (mq_open creates and opens
+	 * files of that namespace's internal mqueue filesystem, which Landlock's write rules
+	 * would otherwise refuse). Only where the IPC namespace is the sandbox's own. Best
+	 * effort: a kernel that cannot mount mqueue leaves mq_open refused (EACCES). */
+	bool mqueue;
 };
 
 /* What was applied, for the verdict. */

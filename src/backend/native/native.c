@@ -77,7 +77,7 @@ json_t *nat_rlimits_json(const struct al_policy *p)
 static char *enforced_json(const struct al_policy *p, const struct uns_map *m, const struct nat_layers *l)
 {
 	json_t *rl = nat_rlimits_json(p);
-	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:b}",
+	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b}",
 			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST, "ipc", 1, "uts", 1, "cgroup", 1,
 			      "pivot_root", 1, "readonly_root", 1,
 			      "id_map", "mode", m->range ? "range" : m->subids ? "subids" : "single", "host_base", (json_int_t)m->host_base,
@@ -86,7 +86,7 @@ static char *enforced_json(const struct al_policy *p, const struct uns_map *m, c
 			      "payload_uid", AL_SANDBOX_UID,
 			      "payload_host_uid", (json_int_t)uns_host_uid(m, AL_SANDBOX_UID),
 			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network", pol_net_name(p->net),
-			      "rlimits", rl, "seccomp",
+			      "loopback", p->net == AL_NET_HOST ? "host" : "up", "rlimits", rl, "seccomp",
 			      l->seccomp.prog.len ? json_string(sc_profile_name(l->seccomp.profile)) : json_false(),
 			      "landlock", nat_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi), "cgroup", 0);
 	char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
@@ -129,7 +129,9 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 		return al_err(err, EINVAL, "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into --workdir");
 	if (p->keep_changes && !(p->checkout && p->checkout_mode == AL_CHECKOUT_COPY))
 		return al_err(err, EINVAL, "--keep-changes needs --checkout DIR with --checkout-mode copy");
-	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
+	/* inet sockets in every posture: under "none" they reach only the job's own lo (the
+	 * namespace holds nothing else), as they would under Docker's or bubblewrap's. */
+	struct sc_options so = {.profile = p->seccomp, .allow_inet = true, .allow_io_uring = false};
 	int r = sc_build(&so, &l->seccomp, err);
 	if (r < 0)
 		return r;
@@ -175,12 +177,14 @@ int nat_landlock_spec(const struct al_policy *p, struct ll_spec *spec, struct ll
 	free(rw);
 	if (r < 0)
 		return r;
-	/* Posture "none": no TCP at all; abstract sockets and signals stay inside the sandbox
-	 * (also under "host": the host's abstract sockets, X11 or D-Bus, stay out of reach). */
+	/* TCP is the network namespace's business (under "none" it holds only the job's own lo,
+	 * which a port rule could not tell from the host's); abstract sockets and signals stay
+	 * inside the sandbox (also under "host": the host's abstract sockets, X11 or D-Bus, stay
+	 * out of reach). */
 	/* The mount namespace already decides what can be read (and / is readable anyway):
 	 * Landlock guards writes, TCP and scope, and read-only opens skip its path walk. */
-	*spec = (struct ll_spec){.paths = *paths, .npaths = *npaths, .deny_tcp = p->net == AL_NET_NONE, .scope = true,
-				 .writes_only = true};
+	*spec = (struct ll_spec){.paths = *paths, .npaths = *npaths, .deny_tcp = false, .scope = true,
+				 .writes_only = true, .mqueue = true};
 	return 0;
 }
 
@@ -236,7 +240,7 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		.staging = "/tmp", .sync_fd = sync_p[0], .status_fd = status_p[1],
 		.stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
 		.landlock = layers.landlock_on ? &layers.landlock : NULL, .landlock_fd = -1,
-		.seccomp = &layers.seccomp, .lo_up = p->net == AL_NET_LOOPBACK || p->net == AL_NET_ALLOW,
+		.seccomp = &layers.seccomp, .lo_up = p->net != AL_NET_HOST,
 		.proxy_sock = px_p[1], .ctl_sock = ctl_p[1],
 	};
 	if (p->subids && geteuid() == 0) {

@@ -99,7 +99,7 @@ struct sc_name {
  * modify_ldt (LDT bugs, only 16-bit code wants it), fanotify_mark (useless without
  * fanotify_init), memfd_secret, remap_file_pages, epoll_*_old (never implemented),
  * and the NUMA calls moby gives only to CAP_SYS_NICE. Strict is what bash, coreutils and
- * python3 (numpy included) need: no SysV/POSIX message IPC, AIO, inotify, splice
+ * python3 (numpy included) need, plus the IPC namespace's own objects: no AIO, inotify, splice
  * family, memory locking and pkeys, id changes, scheduler/IO-priority setters,
  * nested seccomp/Landlock. Names this libseccomp does not know are skipped.
  */
@@ -160,10 +160,13 @@ static const struct sc_name allowed[] = {
 	D(inotify_init), D(inotify_init1), D(inotify_add_watch), D(inotify_rm_watch),
 	/* asynchronous I/O (io_uring is separate: opt-in) */
 	D(io_setup), D(io_destroy), D(io_submit), D(io_cancel), D(io_getevents), D(io_pgetevents),
-	/* IPC: the sandbox has its own IPC namespace */
-	D(shmget), D(shmat), D(shmdt), D(shmctl), D(semget), D(semop), D(semtimedop), D(semctl),
-	D(msgget), D(msgsnd), D(msgrcv), D(msgctl), D(mq_open), D(mq_unlink), D(mq_timedsend),
-	D(mq_timedreceive), D(mq_notify), D(mq_getsetattr),
+	/* IPC, in both profiles: System V shared memory, semaphores, message queues and POSIX
+	 * message queues all live in the IPC namespace, which is the sandbox's own (the host's
+	 * and other sandboxes' objects are out of reach, and everything goes with the namespace);
+	 * their memory is charged to the job's cgroup. PHP's sysvshm, PostgreSQL, numerics use them. */
+	B(shmget), B(shmat), B(shmdt), B(shmctl), B(semget), B(semop), B(semtimedop), B(semctl),
+	B(msgget), B(msgsnd), B(msgrcv), B(msgctl), B(mq_open), B(mq_unlink), B(mq_timedsend),
+	B(mq_timedreceive), B(mq_notify), B(mq_getsetattr),
 	/* sockets (socket and socketpair themselves are argument-filtered) */
 	B(connect), B(accept), B(accept4), B(bind), B(listen), B(getsockname), B(getpeername),
 	B(getsockopt), B(setsockopt), B(sendto), B(recvfrom), B(sendmsg), B(recvmsg),

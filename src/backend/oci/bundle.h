@@ -31,7 +31,8 @@ enum oci_runtime {
  * --rlimit: set in the payload only, between fork and execve (RES: the RLIMIT_* number, SOFT and
  * HARD decimal); --landlock: the native backend's ruleset (nat_landlock_spec), one rule each (MODE
  * "w" or "r", "?" after it when the path is optional), after --landlock-set's FLAGS (the spec's
- * "t" deny_tcp, "s" scope, "w" writes_only, then "-"), built by the init and enforced by the
+ * "t" deny_tcp, "s" scope, "w" writes_only, then "-"; POSIX queues through the layout's
+ * /dev/mqueue rule, bundle.c mounting the namespace's mqueue there), built by the init and enforced by the
  * payload after its rlimits; --exec (runsc, when the policy has files): no fork and no record, the init
  * copies each file to DEST (a new file of the sandbox user's, octal MODE) and becomes CMD. */
 #define OCI_INIT_PATH "/.airlock-init"

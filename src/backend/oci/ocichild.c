@@ -200,6 +200,9 @@ static _Noreturn void exec_runtime(const struct oci_child *parent, int alive_r)
 	/* Also covers the runtime's own exec; the container gets noNewPrivileges anyway. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die(c, NS_NNP, errno, NULL);
+	/* The runtime makes mount points and /dev with its default modes less the umask: 022, as
+	 * the native init's layout has, whatever the caller's (process.user.umask sets the payload's). */
+	umask(022);
 	static char *const empty_env[] = {NULL};
 	execve(c->argv[0], c->argv, empty_env);
 	die(c, NS_FORK, errno, c->argv[0]);

@@ -144,7 +144,8 @@ static int mkdirs(int root, const char *rel, mode_t mode)
 		p = strchr(p + 1, '/');
 		if (p)
 			*p = 0;
-		if (mkdirat(root, buf, mode) < 0 && errno != EEXIST)
+		/* The exact mode, whatever the umask: only for a directory made here. */
+		if (mkdirat(root, buf, mode) == 0 ? fchmodat(root, buf, mode, 0) < 0 : errno != EEXIST)
 			return -errno;
 		if (p)
 			*p = '/';
@@ -177,12 +178,9 @@ static int mount_point(int root, const struct fs_op *op)
 	if (r < 0)
 		return r;
 	if (dir)
-		return mkdirat(root, op->dest, 0755) < 0 && errno != EEXIST ? -errno : 0;
-	int fd = openat(root, op->dest, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return 0;
+		return mkdirs(root, op->dest, 0755);
+	cleanup_close int fd = openat(root, op->dest, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return fd < 0 || fchmod(fd, 0644) < 0 ? -errno : 0;
 }
 
 /* The root's skeleton in the rootfs directory: what the runtime mounts over, and the
@@ -197,12 +195,11 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 	if (root < 0)
 		return al_err_sys(err, errno, "setup: the bundle's rootfs");
 	if (s->init_src[0]) {
-		int fd = openat(root, &OCI_INIT_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
-		if (fd < 0)
+		cleanup_close int fd = openat(root, &OCI_INIT_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+		if (fd < 0 || fchmod(fd, 0755) < 0)
 			return al_err_sys(err, errno, "setup: the mount point %s in the bundle", oci_init_path());
-		close(fd);
 	}
-	if (s->files_mnt && mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0)
+	if (s->files_mnt && (mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0 || fchmodat(root, &OCI_FILES_PATH[1], 0755, 0) < 0))
 		return al_err_sys(err, errno, "setup: the mount point %s in the bundle", OCI_FILES_PATH);
 	for (size_t i = 0; r == 0 && i < s->plan.n; i++) {
 		const struct fs_op *op = &s->plan.ops[i];
@@ -225,7 +222,7 @@ static int files(struct oci_spawn *s, struct al_error *err)
 {
 	char dir[PATH_MAX];
 	int r = pathf(dir, s->bundle, "files");
-	if (r < 0 || mkdir(dir, 0755) < 0)
+	if (r < 0 || mkdir(dir, 0755) < 0 || chmod(dir, 0755) < 0)
 		return al_err_sys(err, r < 0 ? -r : errno, "setup: the bundle's files");
 	if (!(s->file_src = calloc(s->plan.n + 1, sizeof(*s->file_src))))
 		return al_err(err, ENOMEM, "out of memory");
@@ -298,6 +295,10 @@ static int oci_landlock(struct oci_spawn *s, const struct al_policy *p, struct a
 	 * terminal), and a rule left out grants nothing, so a missing path only takes access away. */
 	for (size_t i = 0; i < n; i++)
 		s->ll_paths[i].optional = true;
+	/* The native init reaches the mqueue root with a detached mount (fsopen), which the filter
+	 * crun loads before airlock-init runs may kill: the bundle mounts it at /dev/mqueue instead,
+	 * a path of the layout's rules (bundle.c). */
+	s->landlock.mqueue = false;
 	s->ll_abi = abi;
 	return 0;
 }
@@ -344,12 +345,12 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 	struct oci_opts o = {.runtime = d->runtime, .root = root, .file_src = (const char *const *)s->file_src,
 			     .init_src = s->init_src[0] ? s->init_src : NULL, .init_exec = exec_init, .files_dir = files_dir};
 	if (d->runtime == OCI_RUNSC && p->seccomp != AL_SECCOMP_OFF) {
-		s->sc = (struct sc_options){.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE};
+		s->sc = (struct sc_options){.profile = p->seccomp, .allow_inet = true};
 		o.oci_seccomp = &s->sc;
 		s->sc_on = true;
 	}
 	if (d->runtime == OCI_CRUN) {
-		struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net != AL_NET_NONE, .allow_io_uring = false};
+		struct sc_options so = {.profile = p->seccomp, .allow_inet = true, .allow_io_uring = false};
 		if ((r = sc_build(&so, &s->filter, err)) < 0)
 			return r;
 		if (s->filter.prog.len &&
@@ -390,7 +391,7 @@ static int make_dirs(struct oci_spawn *s, const struct oci_runtime_desc *d, stru
 	/* 0711: gVisor's gofer runs as the sandbox's root id and must reach the rootfs. */
 	int r = chmod(s->tmp, 0711) < 0 ? -errno : 0;
 	r = r ?: pathf(s->bundle, s->tmp, "bundle") ?: pathf(s->state, s->tmp, "state") ?: pathf(s->log, s->tmp, "log");
-	if (r == 0 && (mkdir(s->bundle, 0711) < 0 || chmod(s->bundle, 0711) < 0 || mkdir(s->state, 0700) < 0))
+	if (r == 0 && (mkdir(s->bundle, 0711) < 0 || chmod(s->bundle, 0711) < 0 || mkdir(s->state, 0700) < 0 || chmod(s->state, 0700) < 0))
 		r = -errno;
 	return r < 0 ? al_err_sys(err, -r, "setup: the %s bundle directory", d->name) : 0;
 }
