@@ -620,9 +620,14 @@ static int write_code(struct sbm *m, struct sbx *s, const struct srv_op *op, con
 	struct ws_cred saved;
 	ws_become(uid, gid, &saved);
 	int r = 0;
-	for (size_t i = 0; r == 0 && i < p->nfiles; i++)
-		r = ws_write(al_sandbox_workspace(s->sb), l->compile.n ? p->files[i].dest : rel, p->files[i].data,
-			     p->files[i].len, uid, gid, err);
+	/* The code files are ours: a FIFO or symlink the last exec's code left in their place is
+	 * removed (never opened: that could block this thread), so one exec cannot break the next. */
+	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
+		const char *dest = l->compile.n ? p->files[i].dest : rel;
+		r = ws_clear_special(al_sandbox_workspace(s->sb), dest, uid, gid, err);
+		if (r >= 0)
+			r = ws_write(al_sandbox_workspace(s->sb), dest, p->files[i].data, p->files[i].len, uid, gid, err);
+	}
 	ws_restore(&saved);
 	return r;
 }

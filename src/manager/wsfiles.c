@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,7 +71,42 @@ static int check_path(const char *path, struct al_error *err)
 	return 0;
 }
 
-/* Opens (creating as needed) the parent directory of rel, beneath ws. */
+/* Refuses, before anything is created, a path that is not a plain relative name: ".." anywhere
+ * (a refused "d1/d2/../../../x" must not leave d1/d2 behind), an empty leaf, "." as the leaf. */
+static int check_names(const char *rel, const char *shown, struct al_error *err)
+{
+	const char *leaf = strrchr(rel, '/');
+	leaf = leaf ? leaf + 1 : rel;
+	if (!*leaf || strcmp(leaf, ".") == 0)
+		return al_err(err, EINVAL, "not a file name: %s", shown);
+	for (const char *p = rel; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return al_err(err, EACCES, "path escapes the workspace: %s", shown);
+		p += n;
+		p += *p == '/';
+	}
+	return 0;
+}
+
+/* One directory beneath dir, made if missing with mode 0755 whatever the server's umask (the
+ * sandbox user must be able to enter it; umask 077 would make it 0700), owned by the sandbox's user. */
+static int make_dir(int dir, const char *part, uid_t uid, gid_t gid, const char *shown, struct al_error *err)
+{
+	if (mkdirat(dir, part, 0755) == 0) {
+		/* Not yet reachable by the sandbox in a state it could race: it is its owner's anyway. */
+		if (fchmodat(dir, part, 0755, 0) < 0 || fchownat(dir, part, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return al_err_sys(err, errno, "giving %s to the sandbox user", shown);
+	} else if (errno != EEXIST) {
+		return path_error(err, errno, shown);
+	}
+	int next = beneath(dir, part, O_PATH | O_DIRECTORY, 0);
+	return next < 0 ? (next == -ENOTDIR ? al_err(err, ENOTDIR, "not a directory on the way to %s", shown)
+					    : path_error(err, -next, shown))
+			: next;
+}
+
+/* Opens (creating as needed) the parent directory of rel (checked by check_names), beneath ws. */
 static int open_parent(int ws, char *rel, uid_t uid, gid_t gid, const char **leaf, const char *shown,
 		       struct al_error *err)
 {
@@ -81,31 +117,42 @@ static int open_parent(int ws, char *rel, uid_t uid, gid_t gid, const char **lea
 	while ((slash = strchr(part, '/'))) {
 		*slash = 0;
 		if (*part && strcmp(part, ".") != 0) {
-			if (strcmp(part, "..") == 0) {
-				close(dir);
-				return al_err(err, EACCES, "path escapes the workspace: %s", shown);
-			}
-			if (mkdirat(dir, part, 0755) == 0) {
-				if (fchownat(dir, part, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-					int e = errno;
-					close(dir);
-					return al_err_sys(err, e, "giving %s to the sandbox user", shown);
-				}
-			} else if (errno != EEXIST) {
-				int e = errno;
-				close(dir);
-				return path_error(err, e, shown);
-			}
-			int next = beneath(dir, part, O_PATH | O_DIRECTORY, 0);
+			int next = make_dir(dir, part, uid, gid, shown, err);
 			close(dir);
 			if (next < 0)
-				return path_error(err, -next, shown);
+				return next;
 			dir = next;
 		}
 		part = slash + 1;
 	}
 	*leaf = part;
 	return dir;
+}
+
+/* The leaf, for writing: a new regular file (0644 whatever the umask), or an existing regular
+ * file, truncated. Never blocks and never follows: O_NONBLOCK makes a FIFO without a reader fail
+ * with ENXIO (and one with a reader open at once), O_NOFOLLOW refuses a symlink, and anything that
+ * is not a regular file is refused after fstat, before a byte is written or it is truncated. */
+static int open_leaf(int dir, const char *leaf, uid_t uid, gid_t gid, const char *shown, struct al_error *err)
+{
+	const int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+	int fd = beneath(dir, leaf, flags | O_CREAT | O_EXCL, 0644);
+	bool made = fd >= 0;
+	if (fd == -EEXIST)
+		fd = beneath(dir, leaf, flags, 0);
+	if (fd == -ENXIO || fd == -ELOOP || fd == -EISDIR || fd == -EOPNOTSUPP || fd == -ENODEV)
+		return al_err(err, EINVAL, "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)", shown);
+	if (fd < 0)
+		return path_error(err, -fd, shown);
+	cleanup_close int owned = fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return al_err(err, EINVAL, "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)", shown);
+	if (made && (fchmod(fd, 0644) < 0 || fchown(fd, uid, gid) < 0))
+		return al_err_sys(err, errno, "giving %s to the sandbox user", shown);
+	if (!made && ftruncate(fd, 0) < 0)
+		return al_err_sys(err, errno, "truncating %s", shown);
+	return steal_fd(owned);
 }
 
 int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, gid_t gid, struct al_error *err)
@@ -118,21 +165,15 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	cleanup_free char *rel = strdup(relative(path));
 	if (!rel)
 		return al_err(err, ENOMEM, "out of memory");
+	if ((r = check_names(rel, path, err)) < 0)
+		return r;
 	const char *leaf = NULL;
 	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
 	if (dir < 0)
 		return dir;
-	if (!leaf || !*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
-		return al_err(err, EINVAL, "not a file name: %s", path);
-	/* O_NOFOLLOW: a symlink the sandbox left at the leaf is refused, never followed. */
-	cleanup_close int fd = beneath(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+	cleanup_close int fd = open_leaf(dir, leaf, uid, gid, path, err);
 	if (fd < 0)
-		return path_error(err, -fd, path);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return al_err(err, EINVAL, "not a regular file: %s", path);
-	if (fchown(fd, uid, gid) < 0)
-		return al_err_sys(err, errno, "giving %s to the sandbox user", path);
+		return fd;
 	for (const char *p = data; len > 0;) {
 		ssize_t w = write(fd, p, len);
 		if (w < 0 && errno == EINTR)
@@ -248,4 +289,27 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 	*entries = v;
 	*n = k;
 	return 0;
+}
+
+int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	cleanup_free char *rel = strdup(relative(path));
+	if (!rel)
+		return al_err(err, ENOMEM, "out of memory");
+	if ((r = check_names(rel, path, err)) < 0)
+		return r;
+	const char *leaf = NULL;
+	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
+	if (dir < 0)
+		return dir;
+	struct stat st;
+	if (fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+		return 0;
+	/* unlinkat on the entry, never on what it points to: a symlink goes, its target stays. */
+	if (unlinkat(dir, leaf, 0) < 0 && errno != ENOENT)
+		return al_err_sys(err, errno, "removing %s", path);
+	return 1;
 }

@@ -148,6 +148,10 @@ _Noreturn void nat_child_main(struct nat_child *c)
 {
 	/* If the supervisor dies, init dies, and with it every process of the namespace. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* The plan gives every directory and file its mode: the supervisor's umask (077 under a
+	 * hardened service unit) must not narrow them, or the sandbox user cannot read /etc. The
+	 * payload sets its own (022) before it runs. */
+	umask(0);
 	close_inherited(c);
 	hide_cmdline();
 	struct mnt_fail f = {0};
