@@ -231,6 +231,10 @@ static void listed(struct hx_call *c, const struct srv_result *r, struct hx_resp
 void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
 	const char *path = rq->lookup ? rq->lookup(rq->lookup_ctx, HX_QUERY, "path") : NULL;
+	if (path && (!txt_utf8_valid(path, strlen(path)) || strstr(path, "\xc0\x80"))) {
+		hx_error(rs, 400, "the path argument is not valid UTF-8 (or holds %%00)");
+		return;
+	}
 	json_t *args = json_pack("{s:s}", "sandbox_id", caps[0]);
 	if (args && path && *path && !set_str(args, "path", path)) {
 		json_decref(args);

@@ -263,6 +263,13 @@ static void fill_request(struct MHD_Connection *conn, const char *url, const cha
 				  .too_large = c && c->too_large, .peer = c && c->peer[0] ? c->peer : NULL};
 }
 
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *text)
+{
+	(void)cls;
+	(void)conn;
+	return hx_unescape(text);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -373,7 +380,8 @@ int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
 		MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l.addr,
 				 MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
 				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-				 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+				 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
+				 MHD_OPTION_END);
 	if (!d) {
 		hx_server_free(s);
 		return al_err(err, EADDRINUSE, "http: cannot listen on %s (in use, or not an address of this host)",

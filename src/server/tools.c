@@ -334,9 +334,26 @@ static int check_content(const json_t *args, char *msg)
 	return n < 0 ? (int)n : 0;
 }
 
+/* JSON strings may hold \u0000; the manager takes C strings, which would end there ("config.py\u0000.txt"
+ * would write config.py): refuse such a path or id rather than act on a shorter one. */
+static int check_nul(const json_t *args, char *msg)
+{
+	static const char *const names[] = {"path", "sandbox_id"};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++) {
+		const json_t *v = json_object_get(args, names[i]);
+		if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(msg, SCH_MSG_MAX, "%s: a NUL character is not allowed", names[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX])
 {
 	int r = sch_validate(c->input[id], args, msg);
+	if (r == 0)
+		r = check_nul(args, msg);
 	if (r < 0)
 		return r;
 	switch (id) {
@@ -506,7 +523,7 @@ bool tl_is_request_error(int neg_errno)
 {
 	static const int request_errnos[] = {EINVAL, ENOENT, ENOTDIR, EISDIR, EXDEV, ELOOP, EACCES, EPERM, EEXIST,
 					     EFBIG, E2BIG, ENAMETOOLONG, EBUSY, EAGAIN, ENOSPC, EDQUOT, ENOTEMPTY,
-					     ETIMEDOUT, ESRCH, EMLINK, ENOTSUP, EROFS, EOVERFLOW};
+					     ETIMEDOUT, ESRCH, EMLINK, ENOTSUP, EROFS, EOVERFLOW, ERANGE};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(request_errnos); i++)
 		if (-neg_errno == request_errnos[i])
 			return true;
