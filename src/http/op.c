@@ -517,6 +517,19 @@ static int fill(struct hx_call *c)
 	return r < 0 ? r : 1;
 }
 
+/* The server stops while the call runs: the client learns it from a last line (rather than from a
+ * cut connection that looks like a network fault), and the execution is killed. */
+static int emit_stopped(struct hx_call *c)
+{
+	static const char msg[] = "the server is stopping: the execution was stopped before it ended";
+	cancel_op(c);
+	for (int k = 0; k < 2; k++)
+		c->carry_len[k] = 0;
+	c->eof = true;
+	end(c, SRV_CALL_CANCELLED, NULL, msg);
+	return emit(c, "error", json_pack("{s:s,s:i,s:b}", "error", msg, "status", 503, "stopped", 1));
+}
+
 static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 {
 	struct hx_call *c = ctx;
@@ -532,7 +545,12 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 		if (r == 0 && block && !hx_stopping(c->s))
 			hx_cond_wait_ms(&c->cv, &c->mu, HX_WAIT_SLICE_MS);
 		pthread_mutex_unlock(&c->mu);
-		if (r < 0 || (r == 0 && hx_stopping(c->s)))
+		if (r == 0 && hx_stopping(c->s)) {
+			if (emit_stopped(c) < 0)
+				return HX_STREAM_ERROR;
+			continue;
+		}
+		if (r < 0)
 			return HX_STREAM_ERROR;
 		if (r == 0 && !block)
 			return 0;
