@@ -62,6 +62,8 @@ struct hx_response {
 	char *body;	   /* malloc'd, len bytes; or NULL */
 	size_t len;
 	const struct hx_stream_ops *ops; /* instead of body: a stream */
+	bool has_fd;			 /* instead of body: len bytes of the regular file fd (owned) */
+	int fd;
 	void *stream;
 	char session[HX_SESSION_ID_LEN + 1]; /* Mcp-Session-Id to send, or "" */
 	char allow[64];			     /* 405: the Allow header, or "" */

@@ -308,6 +308,15 @@ static int start(struct hx_call *c, const void *raw, size_t raw_len, struct al_e
 			.len = raw_len,
 		};
 		r = m->write_file(m->ctx, &req, &sink, &c->op, err);
+	} else if (c->tool == TL_READ_FILE) {
+		/* The open file rather than its bytes: the response streams it (memory per request stays
+		 * bounded, whatever the file's size). */
+		struct srv_path_req req = {
+			.sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
+			.path = json_string_value(json_object_get(c->args, "path")),
+			.want_fd = true,
+		};
+		r = m->read_file(m->ctx, &req, &sink, &c->op, err);
 	} else {
 		r = tl_start(m, c->tool, c->args, &sink, &c->op, err);
 	}

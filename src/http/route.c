@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http/hx.h"
 #include "server/text.h"
@@ -123,6 +124,8 @@ void hx_response_clear(struct hx_response *rs)
 	free(rs->body);
 	if (rs->ops)
 		rs->ops->free(rs->stream);
+	if (rs->has_fd)
+		close(rs->fd);
 	memset(rs, 0, sizeof(*rs));
 }
 

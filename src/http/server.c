@@ -213,6 +213,13 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs
 			return MHD_NO;
 		}
 		rs = held;
+	} else if (rs->has_fd) {
+		/* From the file in bounded pieces (sendfile, or MHD's own buffer): a 16 MiB read costs the
+		 * server no 16 MiB. A file that shrank meanwhile ends the connection early. */
+		r = MHD_create_response_from_fd64(rs->len, rs->fd);
+		if (!r)
+			return MHD_NO;
+		rs->has_fd = false; /* MHD closes it with the response */
 	} else {
 		r = MHD_create_response_from_buffer(rs->len, rs->body ? rs->body : (void *)"",
 						    rs->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);

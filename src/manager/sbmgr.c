@@ -922,12 +922,15 @@ static int m_read(void *ctx, const struct srv_path_req *req, const struct srv_si
 		return -ENOENT;
 	char *data = NULL;
 	size_t len = 0;
+	int fd = -1;
 	uid_t uid;
 	gid_t gid;
 	struct ws_cred saved;
 	al_sandbox_owner(s->sb, &uid, &gid);
 	ws_become(uid, gid, &saved);
-	int r = ws_read(al_sandbox_workspace(s->sb), req->path, &data, &len, err);
+	/* want_fd: the caller streams the file from the descriptor, in bounded pieces. */
+	int r = req->want_fd ? ws_open(al_sandbox_workspace(s->sb), req->path, &fd, &len, err)
+			     : ws_read(al_sandbox_workspace(s->sb), req->path, &data, &len, err);
 	ws_restore(&saved);
 	sbx_put(ctx, s);
 	if (r < 0)
@@ -936,8 +939,11 @@ static int m_read(void *ctx, const struct srv_path_req *req, const struct srv_si
 	if (res) {
 		res->data = data;
 		res->len = len;
+		res->fd = fd;
 	} else {
 		free(data);
+		if (fd >= 0)
+			close(fd);
 	}
 	sink->on_done(sink->cookie, res);
 	*out = NULL;

@@ -187,13 +187,16 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	return 0;
 }
 
-int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err)
+int ws_open(int ws, const char *path, int *fd_out, size_t *size, struct al_error *err)
 {
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
 	const char *rel = relative(path);
-	cleanup_close int fd = beneath(ws, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	/* O_NONBLOCK: a FIFO opens at once (and is then refused), instead of waiting for a writer. */
+	cleanup_close int fd = beneath(ws, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd == -ELOOP)
+		return al_err(err, EINVAL, "not a regular file: %s (a symlink)", path);
 	if (fd < 0)
 		return path_error(err, -fd, path);
 	struct stat st;
@@ -201,12 +204,24 @@ int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error 
 		return al_err(err, EISDIR, "not a regular file: %s", path);
 	if ((uint64_t)st.st_size > WS_MAX_FILE)
 		return al_err(err, EFBIG, "file too big: %lld bytes (at most %u)", (long long)st.st_size, WS_MAX_FILE);
-	char *buf = malloc((size_t)st.st_size + 1);
+	*size = (size_t)st.st_size;
+	*fd_out = steal_fd(fd);
+	return 0;
+}
+
+int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err)
+{
+	size_t size = 0;
+	cleanup_close int fd = -1;
+	int r = ws_open(ws, path, &fd, &size, err);
+	if (r < 0)
+		return r;
+	char *buf = malloc(size + 1);
 	if (!buf)
 		return al_err(err, ENOMEM, "out of memory");
 	size_t got = 0;
-	while (got <= (size_t)st.st_size) { /* the file may change while we read: stop at the cap */
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
+	while (got <= size) { /* the file may change while we read: stop at the cap */
+		ssize_t n = read(fd, buf + got, size + 1 - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -217,7 +232,7 @@ int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error 
 			break;
 		got += (size_t)n;
 	}
-	if (got > (size_t)st.st_size) {
+	if (got > size) {
 		free(buf);
 		return al_err(err, EFBIG, "file grew while being read: %s", path);
 	}

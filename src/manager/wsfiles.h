@@ -32,6 +32,9 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 /* Removes what sits at path if it is neither a regular file nor a directory (a FIFO, socket,
  * device or symlink the sandbox planted): 1 when it removed one, 0 when there was nothing to do. */
 int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_error *err);
+/* Opens path (a regular file of at most WS_MAX_FILE bytes) for reading: *fd (O_CLOEXEC) and its size
+ * when opened. The descriptor reads the file whatever the calling thread's identity later. */
+int ws_open(int ws, const char *path, int *fd, size_t *size, struct al_error *err);
 /* Reads path (a regular file of at most WS_MAX_FILE bytes) into a malloc'd *data. */
 int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err);
 /* Lists directory path (NULL or "": the workspace) into a malloc'd array of entries. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/text.h"
 #include "util/cleanup.h"
@@ -646,7 +647,10 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
 
 struct srv_result *srv_result_new(void)
 {
-	return calloc(1, sizeof(struct srv_result));
+	struct srv_result *r = calloc(1, sizeof(struct srv_result));
+	if (r)
+		r->fd = -1;
+	return r;
 }
 
 void srv_result_free(struct srv_result *r)
@@ -654,6 +658,8 @@ void srv_result_free(struct srv_result *r)
 	if (!r)
 		return;
 	al_verdict_free(r->verdict);
+	if (r->fd >= 0)
+		close(r->fd);
 	free(r->sandbox_id);
 	free(r->data);
 	for (size_t i = 0; i < r->n_entries; i++)
