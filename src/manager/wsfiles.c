@@ -167,7 +167,7 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 		return al_err(err, ENOMEM, "out of memory");
 	if ((r = check_names(rel, path, err)) < 0)
 		return r;
-	const char *leaf = NULL;
+	const char *leaf = "";
 	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
 	if (dir < 0)
 		return dir;
@@ -316,7 +316,7 @@ int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_e
 		return al_err(err, ENOMEM, "out of memory");
 	if ((r = check_names(rel, path, err)) < 0)
 		return r;
-	const char *leaf = NULL;
+	const char *leaf = "";
 	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
 	if (dir < 0)
 		return dir;
