@@ -34,6 +34,7 @@
 
 #include "config/language.h"
 #include "config/profile.h"
+#include "manager/install.h"
 #include "manager/wsfiles.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -673,31 +674,8 @@ static void *exec_thread(void *arg)
 	if (r == 0 && op->kind == OP_EXEC)
 		r = exec_policy(m, s, op, &p, &err);
 	if (r == 0 && op->kind == OP_INSTALL) {
-		/* pip --user and npm install land under /workspace (HOME), which persists. */
-		size_t n = op->npackages + 6, k = 0;
-		const char **argv = calloc(n, sizeof(*argv));
-		if (!argv || al_policy_new(&p) < 0) {
-			r = al_err(&err, ENOMEM, "out of memory");
-		} else {
-			if (strcmp(op->manager, "pip") == 0) {
-				argv[k++] = "python3";
-				argv[k++] = "-m";
-				argv[k++] = "pip";
-				argv[k++] = "install";
-				argv[k++] = "--user";
-			} else {
-				argv[k++] = "npm";
-				argv[k++] = "install";
-				argv[k++] = "--no-fund";
-			}
-			argv[k++] = "--";
-			for (size_t i = 0; i < op->npackages; i++)
-				argv[k++] = op->packages[i];
-			r = al_policy_set_argv(p, (int)k, argv, &err);
-			r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, &err);
-			r = r ?: al_policy_set_limit(p, AL_LIMIT_WALL_MS, 300000, &err);
-		}
-		free(argv);
+		struct inst_net net = {.posture = s->net, .hosts = s->net_hosts ? s->net_hosts : ""};
+		r = inst_policy(m->o.cfg, op->manager, op->packages, op->npackages, &net, &p, &err);
 	}
 	if (r == 0 && !p) {
 		al_err(&err, EINVAL, "no policy for this operation");

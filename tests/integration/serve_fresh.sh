@@ -121,6 +121,26 @@ al_assert_eq "$(printf '%s\n' "$OUT" | sed -n '3,$p' | awk '{print $1}' | tr '\n
 al_assert_contains "$(printf '%s\n' "$OUT" | sed -n 3p)" "airlock-init" "the exec's init is pid 1: $OUT"
 al_assert_contains "$(printf '%s\n' "$OUT" | sed -n 5p)" "sleep 30" "the exec's background process: $OUT"
 
+# code_install_package: without a route to the registry, refused at once and saying so (npm
+# retried for 71 s); pip installs into the workspace despite Debian's PEP 668 marker, and a later
+# exec imports the package (a wheel from the workspace: no registry needed).
+for mgr in pip npm; do
+	t0=$(date +%s%N)
+	api POST "/v1/sandboxes/$sb/packages" -d "{\"manager\":\"$mgr\",\"packages\":[\"left-pad\"]}"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	al_assert_contains "$BODY" "no network" "$mgr install in a sandbox without network: $CODE"
+	[ "$ms" -lt 3000 ] || al_fail "$mgr install without network took $ms ms to fail"
+done
+whl=airlock_demo-1.0-py3-none-any.whl
+"$AL_PY" "$AL_SRC/tests/mcp/mkwheel.py" "whl-$m" "$dir/$whl"
+api PUT "/v1/sandboxes/$sb/files/$whl" --data-binary "@$dir/$whl"
+al_assert_eq "$CODE" 200 "PUT the wheel: $BODY"
+api POST "/v1/sandboxes/$sb/packages" -d "{\"manager\":\"pip\",\"packages\":[\"/workspace/$whl\"]}" -m 120
+al_assert_contains "$BODY" '"exit_code":0' "pip install of a wheel on Debian 12 (PEP 668)"
+req='{"language":"python","code":"import airlock_demo; print(airlock_demo.MARK)"}'
+api POST "/v1/sandboxes/$sb/exec" -d "$req" -m 30
+al_assert_contains "$BODY" "\"stdout\":\"whl-$m\\n\"" "a later exec imports the installed package"
+
 # Bad requests: 4xx, and a refused path creates nothing.
 api PUT "/v1/sandboxes/$sb/files/bad%ff%fe.txt" --data-binary x
 al_assert_eq "$CODE" 400 "a URL path that is not UTF-8: $BODY"
