@@ -120,6 +120,8 @@ al_assert_contains "$OUT" "ps-rc=0" "ps in a held exec"
 al_assert_eq "$(printf '%s\n' "$OUT" | sed -n '3,$p' | awk '{print $1}' | tr '\n' ' ')" "1 2 3 4 " "the pids ps sees in a held exec: $OUT"
 al_assert_contains "$(printf '%s\n' "$OUT" | sed -n 3p)" "airlock-init" "the exec's init is pid 1: $OUT"
 al_assert_contains "$(printf '%s\n' "$OUT" | sed -n 5p)" "sleep 30" "the exec's background process: $OUT"
+run "$sb" 'awk '"'"'$2 == "/proc" { o = $4 } END { print o }'"'"' /proc/self/mounts'
+al_assert_contains "$OUT" "ro," "the exec's own /proc is read-only"
 
 # code_install_package: without a route to the registry, refused at once and saying so (npm
 # retried for 71 s); pip installs into the workspace despite Debian's PEP 668 marker, and a later

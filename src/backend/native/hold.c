@@ -55,8 +55,9 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 	 * own): with the sandbox's /proc, /proc/self named a pid of the outer namespace, ps failed
 	 * ("lookup self") and showed the sandbox's other inits. Mounted over the sandbox's /proc,
 	 * which stays beneath it unreachable (the payload holds no capability to unmount); Landlock's
-	 * read-only /proc rule still covers it (the walk up passes the old mount's root). */
-	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	 * read-only /proc rule still covers it (the walk up passes the old mount's root). Read-only
+	 * as the sandbox's own (no /proc/self/mem writes, no oom_score_adj games). */
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL) < 0)
 		nat_die(c, NS_PROC, errno, "/proc of the exec");
 	/* vfork: the payload borrows this process's memory until its execve, which then has no copy
 	 * of a supervisor-sized address space to tear down (that would be on every exec's path). We
