@@ -673,8 +673,8 @@ static void *exec_thread(void *arg)
 		r = al_err(&err, EIO, "no sandbox");
 	if (r == 0 && op->kind == OP_EXEC)
 		r = exec_policy(m, s, op, &p, &err);
-	if (r == 0 && op->kind == OP_INSTALL) {
-		struct inst_net net = {.posture = s->net, .hosts = s->net_hosts ? s->net_hosts : ""};
+	if (r == 0 && s && op->kind == OP_INSTALL) {
+		struct inst_net net = {.posture = s->net, .hosts = s->net_hosts};
 		r = inst_policy(m->o.cfg, op->manager, op->packages, op->npackages, &net, &p, &err);
 	}
 	if (r == 0 && !p) {
