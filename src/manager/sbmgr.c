@@ -620,9 +620,11 @@ static int write_code(struct sbm *m, struct sbx *s, const struct srv_op *op, con
 	al_sandbox_owner(s->sb, &uid, &gid);
 	struct ws_cred saved;
 	ws_become(uid, gid, &saved);
-	int r = 0;
-	/* The code files are ours: a FIFO or symlink the last exec's code left in their place is
-	 * removed (never opened: that could block this thread), so one exec cannot break the next. */
+	/* The code files and their directory are ours: a FIFO or symlink the last exec's code left in
+	 * their place is removed (never opened: that could block this thread), so one exec cannot
+	 * break the next. */
+	int r = ws_clear_special(al_sandbox_workspace(s->sb), SBM_CODE_DIR, uid, gid, err);
+	r = r < 0 ? r : 0;
 	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
 		const char *dest = l->compile.n ? p->files[i].dest : rel;
 		r = ws_clear_special(al_sandbox_workspace(s->sb), dest, uid, gid, err);
