@@ -459,10 +459,12 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 	if (r == 0) {
 		pthread_mutex_lock(&m->mu);
 		s->running = job;
+		/* Destroyed or stopping since the turn was taken: unlist_locked found no job to kill. */
+		bool gone = m->stopping || (op->sandbox_id && !s->listed);
 		pthread_mutex_unlock(&m->mu);
 		pthread_mutex_lock(&op->mu);
 		op->job = job;
-		if (op->cancelled)
+		if (op->cancelled || gone)
 			al_job_kill(job);
 		pthread_mutex_unlock(&op->mu);
 		r = al_job_wait(job, v, err);
