@@ -90,20 +90,25 @@ static int check_names(const char *rel, const char *shown, struct al_error *err)
 }
 
 /* One directory beneath dir, made if missing with mode 0755 whatever the server's umask (the
- * sandbox user must be able to enter it; umask 077 would make it 0700), owned by the sandbox's user. */
+ * sandbox user must be able to enter it; umask 077 would make it 0700), owned by the sandbox's
+ * user. The mode and owner are set through the descriptor, never by name: code running in the
+ * sandbox could swap the new directory for a symlink to a host file of the server's user. */
 static int make_dir(int dir, const char *part, uid_t uid, gid_t gid, const char *shown, struct al_error *err)
 {
-	if (mkdirat(dir, part, 0755) == 0) {
-		/* Not yet reachable by the sandbox in a state it could race: it is its owner's anyway. */
-		if (fchmodat(dir, part, 0755, 0) < 0 || fchownat(dir, part, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-			return al_err_sys(err, errno, "giving %s to the sandbox user", shown);
-	} else if (errno != EEXIST) {
+	bool made = mkdirat(dir, part, 0755) == 0;
+	if (!made && errno != EEXIST)
 		return path_error(err, errno, shown);
+	/* O_PATH for one that existed (it may deny reading); fchmod needs a real descriptor. */
+	int next = beneath(dir, part, (made ? O_RDONLY : O_PATH) | O_DIRECTORY, 0);
+	if (next < 0)
+		return next == -ENOTDIR ? al_err(err, ENOTDIR, "not a directory on the way to %s", shown)
+					: path_error(err, -next, shown);
+	if (made && (fchmod(next, 0755) < 0 || fchown(next, uid, gid) < 0)) {
+		int e = errno;
+		close(next);
+		return al_err_sys(err, e, "giving %s to the sandbox user", shown);
 	}
-	int next = beneath(dir, part, O_PATH | O_DIRECTORY, 0);
-	return next < 0 ? (next == -ENOTDIR ? al_err(err, ENOTDIR, "not a directory on the way to %s", shown)
-					    : path_error(err, -next, shown))
-			: next;
+	return next;
 }
 
 /* Opens (creating as needed) the parent directory of rel (checked by check_names), beneath ws. */
