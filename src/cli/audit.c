@@ -108,14 +108,31 @@ static char *log_path(const char *arg)
 	return r < 0 ? NULL : path;
 }
 
+/* path, if it is a regular file: -EINVAL for anything else. O_NONBLOCK: opening a FIFO (with no
+ * writer) or a device must not hang the command; a regular file ignores the flag. */
+static int open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 static int open_log(const char *path, int *fd)
 {
 	if (strcmp(path, "-") == 0) {
 		*fd = dup(0);
 		return *fd < 0 ? cli_fail("audit: standard input: %s", strerror(errno)) : 0;
 	}
-	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	return *fd < 0 ? cli_fail("audit: %s: %s", path, strerror(errno)) : 0;
+	*fd = open_regular(path);
+	if (*fd == -EINVAL)
+		return cli_fail("audit: %s: not a regular file (an audit log is one; use - for standard input)", path);
+	return *fd < 0 ? cli_fail("audit: %s: %s", path, strerror(-*fd)) : 0;
 }
 
 /* ---- tail -------------------------------------------------------------------------------------- */
@@ -192,7 +209,7 @@ static int follow(const char *path, int fd, uint64_t offset)
 			/* Rotated: drain the old file (a racing record lands there), then switch. */
 			if (print_new(path, fd, &offset) != 0)
 				return AL_EXIT_FAILURE;
-			int nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+			int nfd = open_regular(path);
 			if (nfd >= 0) {
 				close(fd);
 				fd = nfd;

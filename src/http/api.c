@@ -1,5 +1,6 @@
 /* api.c — the JSON API's routes: each one a tool call with the arguments the MCP tool would get. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,18 @@ void api_write(struct hx_server *s, const struct hx_request *rq, char *const cap
 
 static void read_ok(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
+	if (r->fd >= 0) { /* streamed from the file: the result keeps (and closes) its own descriptor */
+		rs->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+		if (rs->fd < 0) {
+			hx_error(rs, 503, "out of file descriptors");
+			return;
+		}
+		rs->has_fd = true;
+		rs->len = r->len;
+		rs->status = 200;
+		rs->type = "application/octet-stream";
+		return;
+	}
 	rs->body = malloc(r->len ? r->len : 1);
 	if (!rs->body) {
 		hx_error(rs, 500, "out of memory");
@@ -231,6 +244,10 @@ static void listed(struct hx_call *c, const struct srv_result *r, struct hx_resp
 void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
 	const char *path = rq->lookup ? rq->lookup(rq->lookup_ctx, HX_QUERY, "path") : NULL;
+	if (path && (!txt_utf8_valid(path, strlen(path)) || strstr(path, "\xc0\x80"))) {
+		hx_error(rs, 400, "the path argument is not valid UTF-8 (or holds %%00)");
+		return;
+	}
 	json_t *args = json_pack("{s:s}", "sandbox_id", caps[0]);
 	if (args && path && *path && !set_str(args, "path", path)) {
 		json_decref(args);

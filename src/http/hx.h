@@ -62,6 +62,8 @@ struct hx_response {
 	char *body;	   /* malloc'd, len bytes; or NULL */
 	size_t len;
 	const struct hx_stream_ops *ops; /* instead of body: a stream */
+	bool has_fd;			 /* instead of body: len bytes of the regular file fd (owned) */
+	int fd;
 	void *stream;
 	char session[HX_SESSION_ID_LEN + 1]; /* Mcp-Session-Id to send, or "" */
 	char allow[64];			     /* 405: the Allow header, or "" */
@@ -78,6 +80,10 @@ size_t hx_body_limit(const struct hx_server *s, const char *method, const char *
 /* The whole request: prechecks, then the route's handler. Always fills rs. */
 void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
 void hx_response_clear(struct hx_response *rs);
+/* Percent-decodes s in place (libmicrohttpd's unescaper for paths and query arguments) and returns
+ * the new length. %00 becomes the overlong pair C0 80, which is not UTF-8: hx_handle then refuses
+ * the request (400) instead of a C string ending there ("config.py%00.txt" is not "config.py"). */
+size_t hx_unescape(char *s);
 
 /* Response builders (on ENOMEM they fall back to a static 500 without body). */
 __attribute__((format(printf, 3, 4))) void hx_error(struct hx_response *rs, int status, const char *fmt, ...);

@@ -308,6 +308,15 @@ static int start(struct hx_call *c, const void *raw, size_t raw_len, struct al_e
 			.len = raw_len,
 		};
 		r = m->write_file(m->ctx, &req, &sink, &c->op, err);
+	} else if (c->tool == TL_READ_FILE) {
+		/* The open file rather than its bytes: the response streams it (memory per request stays
+		 * bounded, whatever the file's size). */
+		struct srv_path_req req = {
+			.sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
+			.path = json_string_value(json_object_get(c->args, "path")),
+			.want_fd = true,
+		};
+		r = m->read_file(m->ctx, &req, &sink, &c->op, err);
 	} else {
 		r = tl_start(m, c->tool, c->args, &sink, &c->op, err);
 	}
@@ -517,6 +526,19 @@ static int fill(struct hx_call *c)
 	return r < 0 ? r : 1;
 }
 
+/* The server stops while the call runs: the client learns it from a last line (rather than from a
+ * cut connection that looks like a network fault), and the execution is killed. */
+static int emit_stopped(struct hx_call *c)
+{
+	static const char msg[] = "the server is stopping: the execution was stopped before it ended";
+	cancel_op(c);
+	for (int k = 0; k < 2; k++)
+		c->carry_len[k] = 0;
+	c->eof = true;
+	end(c, SRV_CALL_CANCELLED, NULL, msg);
+	return emit(c, "error", json_pack("{s:s,s:i,s:b}", "error", msg, "status", 503, "stopped", 1));
+}
+
 static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 {
 	struct hx_call *c = ctx;
@@ -532,7 +554,12 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 		if (r == 0 && block && !hx_stopping(c->s))
 			hx_cond_wait_ms(&c->cv, &c->mu, HX_WAIT_SLICE_MS);
 		pthread_mutex_unlock(&c->mu);
-		if (r < 0 || (r == 0 && hx_stopping(c->s)))
+		if (r == 0 && hx_stopping(c->s)) {
+			if (emit_stopped(c) < 0)
+				return HX_STREAM_ERROR;
+			continue;
+		}
+		if (r < 0)
 			return HX_STREAM_ERROR;
 		if (r == 0 && !block)
 			return 0;

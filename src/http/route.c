@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http/hx.h"
+#include "server/text.h"
 #include "util/cleanup.h"
 
 /* A pattern is matched segment by segment: "{}" takes one non-empty segment, "{*}" (last) takes
@@ -122,6 +124,8 @@ void hx_response_clear(struct hx_response *rs)
 	free(rs->body);
 	if (rs->ops)
 		rs->ops->free(rs->stream);
+	if (rs->has_fd)
+		close(rs->fd);
 	memset(rs, 0, sizeof(*rs));
 }
 
@@ -177,6 +181,7 @@ int hx_status_of_errno(int neg_errno)
 	case ESRCH:
 		return 404;
 	case EINVAL:
+	case ERANGE: /* a number out of its range ("cpus": 1e-300) */
 	case ENOTDIR:
 	case EISDIR:
 	case EXDEV:
@@ -247,15 +252,61 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 	return 0;
 }
 
+static unsigned hex(char c)
+{
+	return c >= '0' && c <= '9' ? (unsigned)(c - '0')
+	       : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+	       : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+				      : 16u;
+}
+
 static char *capture(const char *path, const size_t c[2])
 {
 	return c[1] > c[0] ? strndup(path + c[0], c[1] - c[0]) : NULL;
 }
 
+/* A decoded URL that no handler can take: a NUL (%00, which hx_unescape turns into the overlong
+ * C0 80 so that C strings cannot silently end there) or bytes that are not UTF-8 (paths, ids and
+ * JSON strings are UTF-8). 1 when rs got the 400. */
+static int bad_url(const char *path, struct hx_response *rs)
+{
+	if (strstr(path, "\xc0\x80")) {
+		hx_error(rs, 400, "a NUL byte (%%00) in the URL");
+		return 1;
+	}
+	if (!txt_utf8_valid(path, strlen(path))) {
+		hx_error(rs, 400, "the URL path is not valid UTF-8");
+		return 1;
+	}
+	return 0;
+}
+
+size_t hx_unescape(char *s)
+{
+	char *out = s;
+	for (const char *in = s; *in;) {
+		unsigned hi, lo;
+		if (in[0] == '%' && (hi = hex(in[1])) < 16 && (lo = hex(in[2])) < 16) {
+			unsigned char b = (unsigned char)(hi << 4 | lo);
+			if (b == 0) { /* 3 characters in, 2 bytes out: it fits in place */
+				*out++ = (char)0xc0;
+				*out++ = (char)0x80;
+			} else {
+				*out++ = (char)b;
+			}
+			in += 3;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = 0;
+	return (size_t)(out - s);
+}
+
 void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
 {
 	memset(rs, 0, sizeof(*rs));
-	if (hx_precheck(s, rq, rs) == 0) {
+	if (bad_url(rq->path ? rq->path : "", rs) == 0 && hx_precheck(s, rq, rs) == 0) {
 		size_t caps[MAX_CAPS][2] = {{0}};
 		bool known;
 		const struct route *r = find(rq->method, rq->path, caps, &known, NULL, 0);

@@ -213,6 +213,13 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs
 			return MHD_NO;
 		}
 		rs = held;
+	} else if (rs->has_fd) {
+		/* From the file in bounded pieces (sendfile, or MHD's own buffer): a 16 MiB read costs the
+		 * server no 16 MiB. A file that shrank meanwhile ends the connection early. */
+		r = MHD_create_response_from_fd64(rs->len, rs->fd);
+		if (!r)
+			return MHD_NO;
+		rs->has_fd = false; /* MHD closes it with the response */
 	} else {
 		r = MHD_create_response_from_buffer(rs->len, rs->body ? rs->body : (void *)"",
 						    rs->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -261,6 +268,13 @@ static void fill_request(struct MHD_Connection *conn, const char *url, const cha
 	*rq = (struct hx_request){.method = method, .path = url, .lookup = lookup, .lookup_ctx = conn,
 				  .body = c ? c->body : NULL, .len = c ? c->len : 0,
 				  .too_large = c && c->too_large, .peer = c && c->peer[0] ? c->peer : NULL};
+}
+
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *text)
+{
+	(void)cls;
+	(void)conn;
+	return hx_unescape(text);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -373,7 +387,8 @@ int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
 		MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l.addr,
 				 MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
 				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-				 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+				 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
+				 MHD_OPTION_END);
 	if (!d) {
 		hx_server_free(s);
 		return al_err(err, EADDRINUSE, "http: cannot listen on %s (in use, or not an address of this host)",

@@ -83,6 +83,28 @@ static int open_file(const char *path, int *out, struct al_error *err)
 	return r;
 }
 
+/* Creates the missing directories above path (absolute), mode 0700 whatever the umask: on a fresh
+ * machine /var/log/airlock (or ~/.local/state/airlock) does not exist yet, and the log holds every
+ * request's parameters, so only its owner may list it. Existing directories are left as they are
+ * (the operator's choice); a component that is not a directory fails the open that follows. */
+static int make_parents(const char *path, struct al_error *err)
+{
+	cleanup_free char *dir = strdup(path);
+	if (!dir)
+		return al_err(err, ENOMEM, "audit: out of memory");
+	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = 0;
+		if (mkdir(dir, 0700) == 0) {
+			if (chmod(dir, 0700) < 0)
+				return al_err_sys(err, errno, "audit: %s", dir);
+		} else if (errno != EEXIST) {
+			return al_err_sys(err, errno, "audit: creating the directory %s", dir);
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
 /* Does path still name the file we hold? Not after another process rotated it. */
 static bool still_ours(const struct audit_log *l)
 {
@@ -209,7 +231,7 @@ int audit_open(const struct audit_options *o, struct audit_log **out, struct al_
 		free(l);
 		return al_err(err, r, "audit: mutex: %s", strerror(r));
 	}
-	if ((r = open_file(l->path, &l->fd, err)) < 0) {
+	if ((r = make_parents(l->path, err)) < 0 || (r = open_file(l->path, &l->fd, err)) < 0) {
 		audit_close(l);
 		return r;
 	}

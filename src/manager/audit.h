@@ -27,7 +27,8 @@
  *    "truncated": whether there was more}: the digest proves which code ran, the excerpt lets a
  *    human recognise it, and neither lets a reviewer's terminal be driven by it.
  *
- * Writing: the file is opened O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode 0600
+ * Writing: missing directories above the file are created (0700); the file is opened
+ * O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode 0600
  * when created (an existing file keeps the mode its operator gave it). Each record is one
  * write(2) of the whole line.
  *  - Threads: a mutex serializes records (and rotation) within a process.

@@ -34,6 +34,7 @@
 
 #include "config/language.h"
 #include "config/profile.h"
+#include "manager/install.h"
 #include "manager/wsfiles.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -458,10 +459,12 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 	if (r == 0) {
 		pthread_mutex_lock(&m->mu);
 		s->running = job;
+		/* Destroyed or stopping since the turn was taken: unlist_locked found no job to kill. */
+		bool gone = m->stopping || (op->sandbox_id && !s->listed);
 		pthread_mutex_unlock(&m->mu);
 		pthread_mutex_lock(&op->mu);
 		op->job = job;
-		if (op->cancelled)
+		if (op->cancelled || gone)
 			al_job_kill(job);
 		pthread_mutex_unlock(&op->mu);
 		r = al_job_wait(job, v, err);
@@ -619,10 +622,17 @@ static int write_code(struct sbm *m, struct sbx *s, const struct srv_op *op, con
 	al_sandbox_owner(s->sb, &uid, &gid);
 	struct ws_cred saved;
 	ws_become(uid, gid, &saved);
-	int r = 0;
-	for (size_t i = 0; r == 0 && i < p->nfiles; i++)
-		r = ws_write(al_sandbox_workspace(s->sb), l->compile.n ? p->files[i].dest : rel, p->files[i].data,
-			     p->files[i].len, uid, gid, err);
+	/* The code files and their directory are ours: a FIFO or symlink the last exec's code left in
+	 * their place is removed (never opened: that could block this thread), so one exec cannot
+	 * break the next. */
+	int r = ws_clear_special(al_sandbox_workspace(s->sb), SBM_CODE_DIR, uid, gid, err);
+	r = r < 0 ? r : 0;
+	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
+		const char *dest = l->compile.n ? p->files[i].dest : rel;
+		r = ws_clear_special(al_sandbox_workspace(s->sb), dest, uid, gid, err);
+		if (r >= 0)
+			r = ws_write(al_sandbox_workspace(s->sb), dest, p->files[i].data, p->files[i].len, uid, gid, err);
+	}
 	ws_restore(&saved);
 	return r;
 }
@@ -667,32 +677,9 @@ static void *exec_thread(void *arg)
 		r = al_err(&err, EIO, "no sandbox");
 	if (r == 0 && op->kind == OP_EXEC)
 		r = exec_policy(m, s, op, &p, &err);
-	if (r == 0 && op->kind == OP_INSTALL) {
-		/* pip --user and npm install land under /workspace (HOME), which persists. */
-		size_t n = op->npackages + 6, k = 0;
-		const char **argv = calloc(n, sizeof(*argv));
-		if (!argv || al_policy_new(&p) < 0) {
-			r = al_err(&err, ENOMEM, "out of memory");
-		} else {
-			if (strcmp(op->manager, "pip") == 0) {
-				argv[k++] = "python3";
-				argv[k++] = "-m";
-				argv[k++] = "pip";
-				argv[k++] = "install";
-				argv[k++] = "--user";
-			} else {
-				argv[k++] = "npm";
-				argv[k++] = "install";
-				argv[k++] = "--no-fund";
-			}
-			argv[k++] = "--";
-			for (size_t i = 0; i < op->npackages; i++)
-				argv[k++] = op->packages[i];
-			r = al_policy_set_argv(p, (int)k, argv, &err);
-			r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, &err);
-			r = r ?: al_policy_set_limit(p, AL_LIMIT_WALL_MS, 300000, &err);
-		}
-		free(argv);
+	if (r == 0 && s && op->kind == OP_INSTALL) {
+		struct inst_net net = {.posture = s->net, .hosts = s->net_hosts};
+		r = inst_policy(m->o.cfg, op->manager, op->packages, op->npackages, &net, &p, &err);
 	}
 	if (r == 0 && !p) {
 		al_err(&err, EINVAL, "no policy for this operation");
@@ -917,12 +904,15 @@ static int m_read(void *ctx, const struct srv_path_req *req, const struct srv_si
 		return -ENOENT;
 	char *data = NULL;
 	size_t len = 0;
+	int fd = -1;
 	uid_t uid;
 	gid_t gid;
 	struct ws_cred saved;
 	al_sandbox_owner(s->sb, &uid, &gid);
 	ws_become(uid, gid, &saved);
-	int r = ws_read(al_sandbox_workspace(s->sb), req->path, &data, &len, err);
+	/* want_fd: the caller streams the file from the descriptor, in bounded pieces. */
+	int r = req->want_fd ? ws_open(al_sandbox_workspace(s->sb), req->path, &fd, &len, err)
+			     : ws_read(al_sandbox_workspace(s->sb), req->path, &data, &len, err);
 	ws_restore(&saved);
 	sbx_put(ctx, s);
 	if (r < 0)
@@ -931,8 +921,11 @@ static int m_read(void *ctx, const struct srv_path_req *req, const struct srv_si
 	if (res) {
 		res->data = data;
 		res->len = len;
+		res->fd = fd;
 	} else {
 		free(data);
+		if (fd >= 0)
+			close(fd);
 	}
 	sink->on_done(sink->cookie, res);
 	*out = NULL;

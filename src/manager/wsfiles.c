@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,7 +71,47 @@ static int check_path(const char *path, struct al_error *err)
 	return 0;
 }
 
-/* Opens (creating as needed) the parent directory of rel, beneath ws. */
+/* Refuses, before anything is created, a path that is not a plain relative name: ".." anywhere
+ * (a refused "d1/d2/../../../x" must not leave d1/d2 behind), an empty leaf, "." as the leaf. */
+static int check_names(const char *rel, const char *shown, struct al_error *err)
+{
+	const char *leaf = strrchr(rel, '/');
+	leaf = leaf ? leaf + 1 : rel;
+	if (!*leaf || strcmp(leaf, ".") == 0)
+		return al_err(err, EINVAL, "not a file name: %s", shown);
+	for (const char *p = rel; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return al_err(err, EACCES, "path escapes the workspace: %s", shown);
+		p += n;
+		p += *p == '/';
+	}
+	return 0;
+}
+
+/* One directory beneath dir, made if missing with mode 0755 whatever the server's umask (the
+ * sandbox user must be able to enter it; umask 077 would make it 0700), owned by the sandbox's
+ * user. The mode and owner are set through the descriptor, never by name: code running in the
+ * sandbox could swap the new directory for a symlink to a host file of the server's user. */
+static int make_dir(int dir, const char *part, uid_t uid, gid_t gid, const char *shown, struct al_error *err)
+{
+	bool made = mkdirat(dir, part, 0755) == 0;
+	if (!made && errno != EEXIST)
+		return path_error(err, errno, shown);
+	/* O_PATH for one that existed (it may deny reading); fchmod needs a real descriptor. */
+	int next = beneath(dir, part, (made ? O_RDONLY : O_PATH) | O_DIRECTORY, 0);
+	if (next < 0)
+		return next == -ENOTDIR ? al_err(err, ENOTDIR, "not a directory on the way to %s", shown)
+					: path_error(err, -next, shown);
+	if (made && (fchmod(next, 0755) < 0 || fchown(next, uid, gid) < 0)) {
+		int e = errno;
+		close(next);
+		return al_err_sys(err, e, "giving %s to the sandbox user", shown);
+	}
+	return next;
+}
+
+/* Opens (creating as needed) the parent directory of rel (checked by check_names), beneath ws. */
 static int open_parent(int ws, char *rel, uid_t uid, gid_t gid, const char **leaf, const char *shown,
 		       struct al_error *err)
 {
@@ -81,34 +122,42 @@ static int open_parent(int ws, char *rel, uid_t uid, gid_t gid, const char **lea
 	while ((slash = strchr(part, '/'))) {
 		*slash = 0;
 		if (*part && strcmp(part, ".") != 0) {
-			if (strcmp(part, "..") == 0) {
-				close(dir);
-				return al_err(err, EACCES, "path escapes the workspace: %s", shown);
-			}
-			if (mkdirat(dir, part, 0755) == 0) {
-				/* 0755 exactly, whatever the server's umask (a directory made here
-				 * cannot be a symlink yet, and the sandbox user gets it next). */
-				if (fchmodat(dir, part, 0755, 0) < 0 ||
-				    fchownat(dir, part, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-					int e = errno;
-					close(dir);
-					return al_err_sys(err, e, "giving %s to the sandbox user", shown);
-				}
-			} else if (errno != EEXIST) {
-				int e = errno;
-				close(dir);
-				return path_error(err, e, shown);
-			}
-			int next = beneath(dir, part, O_PATH | O_DIRECTORY, 0);
+			int next = make_dir(dir, part, uid, gid, shown, err);
 			close(dir);
 			if (next < 0)
-				return path_error(err, -next, shown);
+				return next;
 			dir = next;
 		}
 		part = slash + 1;
 	}
 	*leaf = part;
 	return dir;
+}
+
+/* The leaf, for writing: a new regular file (0644 whatever the umask), or an existing regular
+ * file, truncated. Never blocks and never follows: O_NONBLOCK makes a FIFO without a reader fail
+ * with ENXIO (and one with a reader open at once), O_NOFOLLOW refuses a symlink, and anything that
+ * is not a regular file is refused after fstat, before a byte is written or it is truncated. */
+static int open_leaf(int dir, const char *leaf, uid_t uid, gid_t gid, const char *shown, struct al_error *err)
+{
+	const int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+	int fd = beneath(dir, leaf, flags | O_CREAT | O_EXCL, 0644);
+	bool made = fd >= 0;
+	if (fd == -EEXIST)
+		fd = beneath(dir, leaf, flags, 0);
+	if (fd == -ENXIO || fd == -ELOOP || fd == -EISDIR || fd == -EOPNOTSUPP || fd == -ENODEV)
+		return al_err(err, EINVAL, "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)", shown);
+	if (fd < 0)
+		return path_error(err, -fd, shown);
+	cleanup_close int owned = fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return al_err(err, EINVAL, "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)", shown);
+	if (made && (fchmod(fd, 0644) < 0 || fchown(fd, uid, gid) < 0))
+		return al_err_sys(err, errno, "giving %s to the sandbox user", shown);
+	if (!made && ftruncate(fd, 0) < 0)
+		return al_err_sys(err, errno, "truncating %s", shown);
+	return steal_fd(owned);
 }
 
 int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, gid_t gid, struct al_error *err)
@@ -121,29 +170,15 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	cleanup_free char *rel = strdup(relative(path));
 	if (!rel)
 		return al_err(err, ENOMEM, "out of memory");
-	const char *leaf = NULL;
+	if ((r = check_names(rel, path, err)) < 0)
+		return r;
+	const char *leaf = "";
 	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
 	if (dir < 0)
 		return dir;
-	if (!leaf || !*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
-		return al_err(err, EINVAL, "not a file name: %s", path);
-	/* O_NOFOLLOW: a symlink the sandbox left at the leaf is refused, never followed. A new
-	 * file gets 0644 exactly, whatever the server's umask; an existing one keeps its mode. */
-	bool made = true;
-	cleanup_close int fd = beneath(dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-	if (fd == -EEXIST) {
-		made = false;
-		fd = beneath(dir, leaf, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0);
-	}
+	cleanup_close int fd = open_leaf(dir, leaf, uid, gid, path, err);
 	if (fd < 0)
-		return path_error(err, -fd, path);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return al_err(err, EINVAL, "not a regular file: %s", path);
-	if (made && fchmod(fd, 0644) < 0)
-		return al_err_sys(err, errno, "the mode of %s", path);
-	if (fchown(fd, uid, gid) < 0)
-		return al_err_sys(err, errno, "giving %s to the sandbox user", path);
+		return fd;
 	for (const char *p = data; len > 0;) {
 		ssize_t w = write(fd, p, len);
 		if (w < 0 && errno == EINTR)
@@ -157,13 +192,16 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	return 0;
 }
 
-int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err)
+int ws_open(int ws, const char *path, int *fd_out, size_t *size, struct al_error *err)
 {
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
 	const char *rel = relative(path);
-	cleanup_close int fd = beneath(ws, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	/* O_NONBLOCK: a FIFO opens at once (and is then refused), instead of waiting for a writer. */
+	cleanup_close int fd = beneath(ws, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd == -ELOOP)
+		return al_err(err, EINVAL, "not a regular file: %s (a symlink)", path);
 	if (fd < 0)
 		return path_error(err, -fd, path);
 	struct stat st;
@@ -171,12 +209,24 @@ int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error 
 		return al_err(err, EISDIR, "not a regular file: %s", path);
 	if ((uint64_t)st.st_size > WS_MAX_FILE)
 		return al_err(err, EFBIG, "file too big: %lld bytes (at most %u)", (long long)st.st_size, WS_MAX_FILE);
-	char *buf = malloc((size_t)st.st_size + 1);
+	*size = (size_t)st.st_size;
+	*fd_out = steal_fd(fd);
+	return 0;
+}
+
+int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err)
+{
+	size_t size = 0;
+	cleanup_close int fd = -1;
+	int r = ws_open(ws, path, &fd, &size, err);
+	if (r < 0)
+		return r;
+	char *buf = malloc(size + 1);
 	if (!buf)
 		return al_err(err, ENOMEM, "out of memory");
 	size_t got = 0;
-	while (got <= (size_t)st.st_size) { /* the file may change while we read: stop at the cap */
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
+	while (got <= size) { /* the file may change while we read: stop at the cap */
+		ssize_t n = read(fd, buf + got, size + 1 - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -187,7 +237,7 @@ int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error 
 			break;
 		got += (size_t)n;
 	}
-	if (got > (size_t)st.st_size) {
+	if (got > size) {
 		free(buf);
 		return al_err(err, EFBIG, "file grew while being read: %s", path);
 	}
@@ -259,4 +309,27 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 	*entries = v;
 	*n = k;
 	return 0;
+}
+
+int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	cleanup_free char *rel = strdup(relative(path));
+	if (!rel)
+		return al_err(err, ENOMEM, "out of memory");
+	if ((r = check_names(rel, path, err)) < 0)
+		return r;
+	const char *leaf = "";
+	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
+	if (dir < 0)
+		return dir;
+	struct stat st;
+	if (fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+		return 0;
+	/* unlinkat on the entry, never on what it points to: a symlink goes, its target stays. */
+	if (unlinkat(dir, leaf, 0) < 0 && errno != ENOENT)
+		return al_err_sys(err, errno, "removing %s", path);
+	return 1;
 }

@@ -25,8 +25,16 @@ struct ws_cred {
 void ws_become(uid_t uid, gid_t gid, struct ws_cred *saved);
 void ws_restore(const struct ws_cred *saved);
 
-/* Writes data as path (parents created, 0755; file 0644), owned by uid:gid. */
+/* Writes data as path (parents created, 0755; a new file 0644; both whatever the umask), owned by
+ * uid:gid. Only a regular file is written: a FIFO, socket, device or symlink at path is refused
+ * (EINVAL) without blocking; a path with ".." is refused before any parent is created. */
 int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, gid_t gid, struct al_error *err);
+/* Removes what sits at path if it is neither a regular file nor a directory (a FIFO, socket,
+ * device or symlink the sandbox planted): 1 when it removed one, 0 when there was nothing to do. */
+int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_error *err);
+/* Opens path (a regular file of at most WS_MAX_FILE bytes) for reading: *fd (O_CLOEXEC) and its size
+ * when opened. The descriptor reads the file whatever the calling thread's identity later. */
+int ws_open(int ws, const char *path, int *fd, size_t *size, struct al_error *err);
 /* Reads path (a regular file of at most WS_MAX_FILE bytes) into a malloc'd *data. */
 int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err);
 /* Lists directory path (NULL or "": the workspace) into a malloc'd array of entries. */

@@ -93,6 +93,7 @@ struct srv_write_req {
 struct srv_path_req {
 	const char *sandbox_id;
 	const char *path;
+	bool want_fd; /* read_file: answer with result->fd (the open file) instead of its bytes */
 };
 
 enum srv_file_type {
@@ -116,7 +117,8 @@ struct srv_result {
 	struct al_verdict *verdict; /* exec and install_package: what the program did */
 	char *sandbox_id;	    /* create: the new sandbox; exec: the sandbox used, if persistent */
 	char *data;		    /* read_file: the file's bytes */
-	size_t len;
+	size_t len;		    /* read_file: their count (with want_fd: the file's size when opened) */
+	int fd;			    /* read_file with want_fd: the file open for reading, else -1 (closed by srv_result_free) */
 	struct srv_file_entry *entries; /* list_files */
 	size_t n_entries;
 	uint64_t bytes; /* write_file: bytes written */

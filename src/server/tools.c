@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/text.h"
 #include "util/cleanup.h"
@@ -334,9 +335,26 @@ static int check_content(const json_t *args, char *msg)
 	return n < 0 ? (int)n : 0;
 }
 
+/* JSON strings may hold \u0000; the manager takes C strings, which would end there ("config.py\u0000.txt"
+ * would write config.py): refuse such a path or id rather than act on a shorter one. */
+static int check_nul(const json_t *args, char *msg)
+{
+	static const char *const names[] = {"path", "sandbox_id"};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++) {
+		const json_t *v = json_object_get(args, names[i]);
+		if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(msg, SCH_MSG_MAX, "%s: a NUL character is not allowed", names[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX])
 {
 	int r = sch_validate(c->input[id], args, msg);
+	if (r == 0)
+		r = check_nul(args, msg);
 	if (r < 0)
 		return r;
 	switch (id) {
@@ -506,7 +524,7 @@ bool tl_is_request_error(int neg_errno)
 {
 	static const int request_errnos[] = {EINVAL, ENOENT, ENOTDIR, EISDIR, EXDEV, ELOOP, EACCES, EPERM, EEXIST,
 					     EFBIG, E2BIG, ENAMETOOLONG, EBUSY, EAGAIN, ENOSPC, EDQUOT, ENOTEMPTY,
-					     ETIMEDOUT, ESRCH, EMLINK, ENOTSUP, EROFS, EOVERFLOW};
+					     ETIMEDOUT, ESRCH, EMLINK, ENOTSUP, EROFS, EOVERFLOW, ERANGE};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(request_errnos); i++)
 		if (-neg_errno == request_errnos[i])
 			return true;
@@ -629,7 +647,10 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
 
 struct srv_result *srv_result_new(void)
 {
-	return calloc(1, sizeof(struct srv_result));
+	struct srv_result *r = calloc(1, sizeof(struct srv_result));
+	if (r)
+		r->fd = -1;
+	return r;
 }
 
 void srv_result_free(struct srv_result *r)
@@ -637,6 +658,8 @@ void srv_result_free(struct srv_result *r)
 	if (!r)
 		return;
 	al_verdict_free(r->verdict);
+	if (r->fd >= 0)
+		close(r->fd);
 	free(r->sandbox_id);
 	free(r->data);
 	for (size_t i = 0; i < r->n_entries; i++)

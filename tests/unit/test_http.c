@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "http/http.h"
+#include "http/hx.h"
 #include "http_fake.h"
 #include "manager/approval.h"
 
@@ -334,6 +335,12 @@ static void test_health_and_errors(void **state)
 		     "limit");
 	/* A body on a route that takes none is over its limit of 0. */
 	expect_error(e, "GET", "/v1/health", NULL, "x", 413, NULL);
+	/* A decoded path that is not UTF-8, or holds %00: 400 before any handler (never a 500, never
+	 * a C string cut at the NUL: the manager is not called, see total_calls below). */
+	expect_error(e, "GET", "/v1/sandboxes/sb-a/files/a%ff%fe", NULL, NULL, 400, "UTF-8");
+	expect_error(e, "PUT", "/v1/sandboxes/sb-a/files/config.py%00.txt", NULL, "x", 400, "%00");
+	expect_error(e, "GET", "/v1/sandboxes/sb-a/files?path=%ff", NULL, NULL, 400, "UTF-8");
+	expect_error(e, "GET", "/v1/sandboxes/sb-a/files?path=a%00b", NULL, NULL, 400, "%00");
 	assert_int_equal(hf_get(&e->m.total_calls), 0);
 	env_close(e);
 }
@@ -937,10 +944,27 @@ static void test_mcp_stop(void **state)
 	env_close(e);
 }
 
+/* The unescaper libmicrohttpd calls: %XX decoded in place, %00 as the overlong C0 80, broken
+ * escapes kept as they are. */
+static void test_unescape(void **state)
+{
+	(void)state;
+	char a[] = "a%20b%2Fc%41";
+	assert_int_equal(hx_unescape(a), 6);
+	assert_string_equal(a, "a b/cA");
+	char b[] = "config.py%00.txt";
+	assert_int_equal(hx_unescape(b), 15);
+	assert_memory_equal(b, "config.py\xc0\x80.txt", 16);
+	char c[] = "%zz%4%";
+	assert_int_equal(hx_unescape(c), 6);
+	assert_string_equal(c, "%zz%4%");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_health_and_errors),
+		cmocka_unit_test(test_unescape),
 		cmocka_unit_test(test_sandbox_routes),
 		cmocka_unit_test(test_file_limit),
 		cmocka_unit_test(test_exec_stream),

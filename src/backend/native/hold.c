@@ -3,9 +3,9 @@
  *   manager ──ctl socket (SEQPACKET)──▶ init (pid 1 of the sandbox, sandbox root)
  *      request: a spare, please (flags: without the sandbox's network)       (execmsg.h)
  *      reply:   errno, or the spare: its pidfd, its payload's socket, its status pipe
- *                                         │ clone3(CLONE_NEWPID [| CLONE_NEWNET])
+ *                                         │ clone3(CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWNET])
  *                                         ▼
- *                                  exec init: pid 1 of a nested pid namespace, with a spare payload
+ *                                  exec init: pid 1 of a nested pid namespace, its own /proc, with a spare payload
  *                                  (payload.c) already confined — rlimits, ids, no capabilities,
  *                                  no_new_privs, Landlock, seccomp — and waiting on its socket.
  *   manager ──the exec request (argv, env, cwd + stdout, stderr [, stdin])──▶ spare payload
@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -57,6 +58,14 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 	int r;
 	if (own_net && (r = net_lo_up()) < 0)
 		nat_die(c, NS_NET, -r, "lo of the exec's own network namespace");
+	/* A /proc of this exec's own pid namespace (we are its pid 1, in a mount namespace of our
+	 * own): with the sandbox's /proc, /proc/self named a pid of the outer namespace, ps failed
+	 * ("lookup self") and showed the sandbox's other inits. Mounted over the sandbox's /proc,
+	 * which stays beneath it unreachable (the payload holds no capability to unmount); Landlock's
+	 * read-only /proc rule still covers it (the walk up passes the old mount's root). Read-only
+	 * as the sandbox's own (no /proc/self/mem writes, no oom_score_adj games). */
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL) < 0)
+		nat_die(c, NS_PROC, errno, "/proc of the exec");
 	/* vfork: the payload borrows this process's memory until its execve, which then has no copy
 	 * of a supervisor-sized address space to tear down (that would be on every exec's path). We
 	 * stay suspended until then, which costs nothing: there is nothing to do before the payload
@@ -72,7 +81,8 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 }
 
 /* One spare for the manager: the reply carries 0 and [pidfd, payload socket, status pipe], or
- * an errno. ns: CLONE_NEWPID, plus CLONE_NEWNET for an exec without the sandbox's network. Init
+ * an errno. ns: CLONE_NEWPID | CLONE_NEWNS (for the exec's own /proc), plus CLONE_NEWNET for an
+ * exec without the sandbox's network. Init
  * keeps nothing of it: the manager hands requests to the payload directly, kills the exec through
  * the pidfd and reads its end from the status pipe. */
 static void serve_spare(struct nat_child *c, uint64_t ns)
@@ -130,6 +140,6 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 			(void)send(c->ctl_sock, &r, sizeof(r), MSG_NOSIGNAL);
 			continue;
 		}
-		serve_spare(c, CLONE_NEWPID | ((q.flags & NX_NONET) ? CLONE_NEWNET : 0));
+		serve_spare(c, CLONE_NEWPID | CLONE_NEWNS | ((q.flags & NX_NONET) ? CLONE_NEWNET : 0));
 	}
 }
