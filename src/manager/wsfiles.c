@@ -160,20 +160,28 @@ static int open_leaf(int dir, const char *leaf, uid_t uid, gid_t gid, const char
 	return steal_fd(owned);
 }
 
-int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, gid_t gid, struct al_error *err)
+/* The checked path's parent directory, made as needed (open_parent); *rel (free it) holds *leaf. */
+static int checked_parent(int ws, const char *path, uid_t uid, gid_t gid, char **rel, const char **leaf,
+			  struct al_error *err)
 {
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
+	if (!(*rel = strdup(relative(path))))
+		return al_err(err, ENOMEM, "out of memory");
+	if ((r = check_names(*rel, path, err)) < 0)
+		return r;
+	*leaf = "";
+	return open_parent(ws, *rel, uid, gid, leaf, path, err);
+}
+
+int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, gid_t gid, struct al_error *err)
+{
 	if (len > WS_MAX_FILE)
 		return al_err(err, EFBIG, "file too big: %zu bytes (at most %u)", len, WS_MAX_FILE);
-	cleanup_free char *rel = strdup(relative(path));
-	if (!rel)
-		return al_err(err, ENOMEM, "out of memory");
-	if ((r = check_names(rel, path, err)) < 0)
-		return r;
-	const char *leaf = "";
-	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
+	cleanup_free char *rel = NULL;
+	const char *leaf;
+	cleanup_close int dir = checked_parent(ws, path, uid, gid, &rel, &leaf, err);
 	if (dir < 0)
 		return dir;
 	cleanup_close int fd = open_leaf(dir, leaf, uid, gid, path, err);
@@ -313,16 +321,9 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 
 int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_error *err)
 {
-	int r = check_path(path, err);
-	if (r < 0)
-		return r;
-	cleanup_free char *rel = strdup(relative(path));
-	if (!rel)
-		return al_err(err, ENOMEM, "out of memory");
-	if ((r = check_names(rel, path, err)) < 0)
-		return r;
-	const char *leaf = "";
-	cleanup_close int dir = open_parent(ws, rel, uid, gid, &leaf, path, err);
+	cleanup_free char *rel = NULL;
+	const char *leaf;
+	cleanup_close int dir = checked_parent(ws, path, uid, gid, &rel, &leaf, err);
 	if (dir < 0)
 		return dir;
 	struct stat st;
