@@ -278,12 +278,11 @@ int front_run(struct front *f)
 	al_cleanup_stale();
 	if (f->stdin_null || fcntl(0, F_GETFD) < 0)
 		so.stdin_fd = -1;
-	int r = al_job_spawn(f->policy, &so, &job, &e);
-	r = r ?: al_job_wait(job, &v, &e);
+	bool ok = al_job_spawn(f->policy, &so, &job, &e) == 0 && al_job_wait(job, &v, &e) == 0 && v;
 	/* Nothing of the job is left (processes, cgroups, directories) before anything is printed:
 	 * a reader that never takes the verdict cannot hold them. */
 	al_job_free(job);
-	if (r < 0) {
+	if (!ok) {
 		struct al_verdict fail = {.status = AL_STATUS_SETUP_ERROR,
 					  .backend = al_backend_name(al_policy_get_backend(f->policy)), .setup = e};
 		emit(f, &fail, rfd);

@@ -180,7 +180,7 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	if (len > WS_MAX_FILE)
 		return al_err(err, EFBIG, "file too big: %zu bytes (at most %u)", len, WS_MAX_FILE);
 	cleanup_free char *rel = NULL;
-	const char *leaf;
+	const char *leaf = "";
 	cleanup_close int dir = checked_parent(ws, path, uid, gid, &rel, &leaf, err);
 	if (dir < 0)
 		return dir;
@@ -322,7 +322,7 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_error *err)
 {
 	cleanup_free char *rel = NULL;
-	const char *leaf;
+	const char *leaf = "";
 	cleanup_close int dir = checked_parent(ws, path, uid, gid, &rel, &leaf, err);
 	if (dir < 0)
 		return dir;
