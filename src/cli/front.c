@@ -251,7 +251,7 @@ static void report_end(const struct al_verdict *v, const struct al_policy *p)
 		fprintf(stderr, "airlock: killed by the out-of-memory killer at the memory limit\n");
 	if (v->pids_limit_hit)
 		fprintf(stderr, "airlock: the process limit (--pids) was reached: a fork failed\n");
-	if (v->out.truncated || v->err.truncated)
+	if ((v->out.truncated || v->err.truncated) && v->status != AL_STATUS_KILLED) /* a stopped job's output is cut anyway */
 		fprintf(stderr, "airlock: output truncated at the output limit (%s%s%s)\n", v->out.truncated ? "stdout" : "",
 			v->out.truncated && v->err.truncated ? ", " : "", v->err.truncated ? "stderr" : "");
 	if (v->seccomp_killed)
