@@ -17,9 +17,20 @@ try:
 except OSError as e:
     print("write /etc:", e.strerror)
 print("secrets visible:", os.path.exists("/root"))'
-echo "\$ airlock run --json -- python3 -c '...'"
+# As an ordinary user the default memory, pids and cpu limits need a delegated cgroup: a user
+# systemd gives one (a scope with Delegate=yes); without it the demo runs them best effort, and
+# airlock says on stderr which were not applied.
+run=(./build/airlock run --json)
+if [ "$(id -u)" != 0 ]; then
+	if systemd-run --user --scope -q -p Delegate=yes true 2>/dev/null; then
+		run=(systemd-run --user --scope -q -p Delegate=yes "${run[@]}")
+	else
+		run+=(--best-effort-limits)
+	fi
+fi
+echo "\$ ${run[*]#./build/} -- python3 -c '...'"
 set +e
-./build/airlock run --json -- python3 -c "$code" > /tmp/airlock-demo.json
+"${run[@]}" -- python3 -c "$code" > /tmp/airlock-demo.json
 rc=$?
 set -e
 python3 - /tmp/airlock-demo.json <<'PY'
