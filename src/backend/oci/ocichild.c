@@ -99,14 +99,17 @@ static int write_map(const char *file, unsigned id)
 /* The runtime's surroundings, made by the monitor for itself and its one child:
  *  - an ordinary caller gets a user namespace in which it is 0 (so crun and runsc run as
  *    "root" of it, and map the sandbox user to hostID 0 there: the caller);
- *  - a mount namespace, private, for the runtime's own /proc and the cgroup mask;
+ *  - a mount namespace, private, for the runtime's own /proc and the cgroup mask: the runtime's
+ *    alone (exec_runtime), never the monitor's. A runtime killed while it sets the container up
+ *    leaves mounts over the bundle in its namespace; had the monitor shared it, those would make
+ *    its removal of the bundle directory fail (EBUSY), leaving the directory on the host;
  *  - a pid namespace whose pid 1 is the runtime: when the runtime ends, the kernel kills
  *    everything else of the job, containers and gVisor's processes included;
  *  - for the egress proxy, a network namespace with lo up whose listening socket goes to
  *    the supervisor; the container keeps it (it asks for no network namespace of its own). */
 static void surroundings(const struct oci_child *c)
 {
-	int flags = CLONE_NEWNS | CLONE_NEWPID | (c->proxy_sock >= 0 ? CLONE_NEWNET : 0), r;
+	int flags = CLONE_NEWPID | (c->proxy_sock >= 0 ? CLONE_NEWNET : 0), r;
 	if (!c->root) {
 		if (unshare(CLONE_NEWUSER | flags) < 0)
 			die(c, NS_CREDS, errno, "a user namespace for the runtime");
@@ -195,6 +198,10 @@ static _Noreturn void exec_runtime(const struct oci_child *parent, int alive_r)
 	if (poll(&pf, 1, 0) != 0)
 		_exit(OCI_FAIL_EXIT);
 	close(alive_r);
+	/* Our own mount namespace (see surroundings): the user namespace it is made in, if any, is
+	 * the monitor's, in which we hold every capability. */
+	if (unshare(CLONE_NEWNS) < 0)
+		die(c, NS_PROPAGATION, errno, "a mount namespace for the runtime");
 	runtime_mounts(c);
 	runtime_fds(c);
 	/* Also covers the runtime's own exec; the container gets noNewPrivileges anyway. */
