@@ -130,3 +130,13 @@ rw=$(al_tmpdir 0777)
 al_probe --rw "$rw:/out" -- write /out/x "rw-$m"
 al_assert_rc 0
 al_assert_eq "$(cat "$rw/x" 2>/dev/null)" "rw-$m" "host copy of a --rw write"
+
+# ---- a private devpts on every backend: a pseudo-terminal pair opens (os.openpty, pty, script,
+# expect need /dev/ptmx, a link into it), and its ptys are not the host's.
+al_run run -- /usr/bin/python3 -c '
+import os
+m, s = os.openpty()
+os.write(m, b"pty-ok\n")
+print(os.read(s, 16).decode().strip(), os.ttyname(s))'
+al_assert_rc 0
+al_assert_contains "$AL_OUT" "pty-ok /dev/pts/0" "a pty pair inside (the first of a devpts of its own)"

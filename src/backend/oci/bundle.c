@@ -416,10 +416,12 @@ static bool file_owned(const struct fs_plan *plan, size_t i)
 	       strcmp(plan->ops[i + 1].dest, plan->ops[i].dest) == 0;
 }
 
-/* Devices and /dev links come with the runtime's /dev; only binds the policy asked for are a user's. */
+/* Devices and /dev links come with the runtime's /dev; only binds the policy asked for are a
+ * user's. The private devpts is the plan's too: the runtime mounts none unless the spec lists it
+ * (without it os.openpty(), script and expect fail with ENOENT: /dev/ptmx points into it). */
 static bool from_dev_setup(const struct fs_op *op)
 {
-	if (!under(op->dest, "dev") || strcmp(op->dest, "dev") == 0)
+	if (!under(op->dest, "dev") || strcmp(op->dest, "dev") == 0 || op->kind == FS_DEVPTS)
 		return false;
 	return op->kind != FS_BIND || !(op->attr_set & MOUNT_ATTR_NODEV);
 }

@@ -205,8 +205,11 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 		const struct fs_op *op = &s->plan.ops[i];
 		if (!oci_on_rootfs(&s->plan, i))
 			continue;
+		/* At most 0755: the bundle sits in the host's /tmp, and no directory of it may be
+		 * writable by another host user (the plan's /tmp is 01777: the tmpfs mounted over it
+		 * carries that mode inside). */
 		if (op->kind == FS_MKDIR)
-			r = mkdirs(root, op->dest, op->mode & 0777);
+			r = mkdirs(root, op->dest, op->mode & 0755);
 		else if (op->kind == FS_SYMLINK)
 			r = parent_dirs(root, op->dest) ?: symlinkat(op->text, root, op->dest) < 0 ? -errno : 0;
 		else
