@@ -20,11 +20,12 @@ leftovers() {
 	ls -d "${TMPDIR:-/tmp}"/airlock-*."$pid".* /tmp/airlock-*."$pid".* 2>/dev/null || true
 }
 
-# wait_running MARKER: until the payload's daemon (named MARKER) runs; fails after 10 s.
+# wait_running MARKER: until the payload's daemon runs (it names itself MARKER: the supervisor and
+# monitors carry MARKER in their command lines too, long before the payload starts); fails after 10 s.
 wait_running() {
 	local i
 	for i in $(seq 200); do
-		[ -n "$(al_marker_pids "$1")" ] && return 0
+		[ -n "$(al_marker_pids "$1" | awk -v m="$1" '$2 == m')" ] && return 0
 		sleep 0.05
 	done
 	al_fail "the payload never started (no process named $1)"
