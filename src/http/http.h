@@ -6,9 +6,9 @@
 #include <stdint.h>
 
 #include "airlock/airlock.h"
-#include "server/gate.h"
+#include "manager/gate.h"
 #include "server/mcp.h"
-#include "server/mgr_api.h"
+#include "manager/api.h"
 
 /*
  * Theory of operation
@@ -29,7 +29,7 @@
  *
  * JSON API. Each route maps to one MCP tool (POST /v1/sandboxes -> code_create_sandbox, ...)
  * with the arguments the tool would get; they are validated against the tool's schema, passed
- * through the gate exactly like a tools/call, then started on the manager table (mgr_api.h).
+ * through the gate exactly like a tools/call, then started on the manager table (manager/api.h).
  * The manager's callbacks queue into a per-request object (op.c) under its mutex and signal a
  * condition variable the request's thread waits on. exec streams NDJSON lines (or SSE events)
  * from that queue, then a final result line. ASK from the gate: with an approval queue the

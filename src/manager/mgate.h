@@ -4,7 +4,7 @@
 
 #include "config/config.h"
 #include "manager/audit.h"
-#include "server/gate.h"
+#include "manager/gate.h"
 
 struct mgate {
 	const struct cfg *cfg;	/* the rules and the approval policy */

@@ -58,7 +58,7 @@ static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id t
 	return c;
 }
 
-/* Unlinks and frees c. A running operation is released to the manager first (see mgr_api.h:
+/* Unlinks and frees c. A running operation is released to the manager first (see manager/api.h:
  * release may come before on_done; the manager keeps its handle until both happened). */
 static void call_free(struct mcp_session *s, struct call *c)
 {
@@ -581,40 +581,4 @@ void call_free_all(struct mcp_session *s)
 	call_cancel_all(s);
 	while (s->calls)
 		call_end(s, s->calls, SRV_CALL_CANCELLED, NULL, NULL);
-}
-
-const char *srv_gate_outcome_name(enum srv_gate_outcome o)
-{
-	switch (o) {
-	case SRV_GATE_ALLOWED:
-		return "allowed";
-	case SRV_GATE_DENIED:
-		return "denied";
-	case SRV_GATE_APPROVED:
-		return "approved";
-	case SRV_GATE_DECLINED:
-		return "declined";
-	case SRV_GATE_TIMED_OUT:
-		return "timed-out";
-	case SRV_GATE_UNAVAILABLE:
-		return "unavailable";
-	case SRV_GATE_ABANDONED:
-		return "abandoned";
-	}
-	return "unknown";
-}
-
-const char *srv_gate_by_name(enum srv_gate_by by)
-{
-	switch (by) {
-	case SRV_BY_NOBODY:
-		return "nobody";
-	case SRV_BY_ELICITATION:
-		return "elicitation";
-	case SRV_BY_HTTP:
-		return "http";
-	case SRV_BY_TERMINAL:
-		return "terminal";
-	}
-	return "unknown";
 }

@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/gate.h"
-#include "server/mgr_api.h"
+#include "manager/gate.h"
+#include "manager/api.h"
 
 /*
  * Threads: the manager calls a sink from any thread; the sink only copies the event into the

@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "airlock/airlock.h"
-#include "server/gate.h"
-#include "server/mgr_api.h"
+#include "manager/gate.h"
+#include "manager/api.h"
 
 /*
  * Theory of operation

@@ -1,12 +1,12 @@
-/* gate.h — the risk/approval hook every tool call passes before the manager sees it. */
-#ifndef AL_SERVER_GATE_H
-#define AL_SERVER_GATE_H
+/* gate.h — the risk/approval/audit hook every tool call passes before the manager sees it. */
+#ifndef AL_MANAGER_GATE_H
+#define AL_MANAGER_GATE_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/mgr_api.h"
+#include "manager/api.h"
 
 /*
  * The MCP session calls gate->check for every tools/call whose arguments are valid, before
