@@ -23,7 +23,7 @@
 #include "manager/audit.h"
 #include "manager/mgate.h"
 #include "manager/sbmgr.h"
-#include "server/mcp.h"
+#include "mcp/mcp.h"
 #include "util/cleanup.h"
 
 static const char mcp_usage[] =

@@ -7,7 +7,7 @@
 
 #include "airlock/airlock.h"
 #include "manager/gate.h"
-#include "server/mcp.h"
+#include "mcp/mcp.h"
 #include "manager/api.h"
 
 /*

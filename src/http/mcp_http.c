@@ -15,7 +15,7 @@
 
 #include "http/hx.h"
 #include "manager/approval.h"
-#include "server/jsonrpc.h"
+#include "mcp/jsonrpc.h"
 #include "util/cleanup.h"
 
 /*

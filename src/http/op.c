@@ -8,7 +8,7 @@
 
 #include "http/hx.h"
 #include "manager/approval.h"
-#include "server/text.h"
+#include "mcp/text.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

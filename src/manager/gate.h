@@ -10,7 +10,7 @@
 
 /*
  * The MCP session calls gate->check for every tools/call whose arguments are valid, before
- * anything reaches the manager (src/server/mcp.c, "APPROVAL GATE"). The risk rules and the audit
+ * anything reaches the manager (src/mcp/call.c, "APPROVAL GATE"). The risk rules and the audit
  * log (src/manager/) implement it:
  *   ALLOW  the call runs;
  *   DENY   the call never runs; the client gets a tool error carrying reason;

@@ -1,5 +1,5 @@
 /* test_jsonrpc.c — unit tests for the MCP layer's pure parts: JSON-RPC parsing and building,
- * UTF-8 repair, base64, and the JSON Schema subset (src/server/jsonrpc.c, text.c, schema.c). */
+ * UTF-8 repair, base64, and the JSON Schema subset (src/mcp/jsonrpc.c, text.c, schema.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,9 +11,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "server/jsonrpc.h"
-#include "server/schema.h"
-#include "server/text.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/schema.h"
+#include "mcp/text.h"
 
 static struct jr_message parse_ok(const char *s)
 {

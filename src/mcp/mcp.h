@@ -1,6 +1,6 @@
 /* mcp.h — a Model Context Protocol server session, independent of its transport, and the stdio transport. */
-#ifndef AL_SERVER_MCP_H
-#define AL_SERVER_MCP_H
+#ifndef AL_MCP_MCP_H
+#define AL_MCP_MCP_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
 /* tools.h — the MCP tools airlock serves: their schemas, argument checks, manager calls and results. */
-#ifndef AL_SERVER_TOOLS_H
-#define AL_SERVER_TOOLS_H
+#ifndef AL_MCP_TOOLS_H
+#define AL_MCP_TOOLS_H
 
 #include <jansson.h>
 #include <stdbool.h>
 
 #include "manager/api.h"
-#include "server/schema.h"
+#include "mcp/schema.h"
 
 enum tl_id {
 	TL_EXECUTE,

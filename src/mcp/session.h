@@ -1,13 +1,13 @@
 /* session.h — the MCP session's internals, shared by mcp.c (lifecycle, dispatch) and call.c (tools/call). */
-#ifndef AL_SERVER_SESSION_H
-#define AL_SERVER_SESSION_H
+#ifndef AL_MCP_SESSION_H
+#define AL_MCP_SESSION_H
 
 #include <stdbool.h>
 
-#include "server/evq.h"
-#include "server/jsonrpc.h"
-#include "server/mcp.h"
-#include "server/tools.h"
+#include "mcp/evq.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+#include "mcp/tools.h"
 
 #define MCP_UTF8_CARRY 4
 #define MCP_PEER_MAX 96

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/session.h"
-#include "server/text.h"
+#include "mcp/session.h"
+#include "mcp/text.h"
 #include "util/cleanup.h"
 
 /* How much of the arguments the human sees in the approval request. */

@@ -1,5 +1,5 @@
 /* mcp.c — the MCP session's lifecycle (initialize, version negotiation) and message dispatch. */
-#include "server/mcp.h"
+#include "mcp/mcp.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/session.h"
+#include "mcp/session.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

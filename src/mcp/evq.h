@@ -1,6 +1,6 @@
 /* evq.h — the thread-safe queue that carries the manager's callbacks to the MCP session's thread. */
-#ifndef AL_SERVER_EVQ_H
-#define AL_SERVER_EVQ_H
+#ifndef AL_MCP_EVQ_H
+#define AL_MCP_EVQ_H
 
 #include <stddef.h>
 #include <stdint.h>
