@@ -8,7 +8,7 @@
 
 #include "http/hx.h"
 #include "manager/approval.h"
-#include "mcp/text.h"
+#include "service/text.h"
 #include "util/cleanup.h"
 
 static const char *header(const struct hx_request *rq, const char *name)

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #include "http/http.h"
-#include "mcp/tools.h"
+#include "service/tools.h"
 
 #define HX_DEFAULT_MAX_BODY ((size_t)1 << 20)
 #define HX_DEFAULT_MAX_FILE ((size_t)16 << 20)

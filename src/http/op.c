@@ -8,7 +8,7 @@
 
 #include "http/hx.h"
 #include "manager/approval.h"
-#include "mcp/text.h"
+#include "service/text.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "mcp/session.h"
-#include "mcp/text.h"
+#include "service/text.h"
 #include "util/cleanup.h"
 
 /* How much of the arguments the human sees in the approval request. */

@@ -7,7 +7,7 @@
 #include "mcp/evq.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
-#include "mcp/tools.h"
+#include "service/tools.h"
 
 #define MCP_UTF8_CARRY 4
 #define MCP_PEER_MAX 96

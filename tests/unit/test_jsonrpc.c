@@ -1,5 +1,5 @@
 /* test_jsonrpc.c — unit tests for the MCP layer's pure parts: JSON-RPC parsing and building,
- * UTF-8 repair, base64, and the JSON Schema subset (src/mcp/jsonrpc.c, text.c, schema.c). */
+ * UTF-8 repair, base64, and the JSON Schema subset (src/mcp/jsonrpc.c, src/service/text.c, schema.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 
 #include "mcp/jsonrpc.h"
-#include "mcp/schema.h"
-#include "mcp/text.h"
+#include "service/schema.h"
+#include "service/text.h"
 
 static struct jr_message parse_ok(const char *s)
 {

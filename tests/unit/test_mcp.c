@@ -19,8 +19,8 @@
 #include "mcp_fake.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
-#include "mcp/schema.h"
-#include "mcp/tools.h"
+#include "service/schema.h"
+#include "service/tools.h"
 #include "util/cleanup.h"
 
 static uint64_t clock_now = 1000000;

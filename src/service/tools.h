@@ -1,12 +1,12 @@
-/* tools.h — the MCP tools airlock serves: their schemas, argument checks, manager calls and results. */
-#ifndef AL_MCP_TOOLS_H
-#define AL_MCP_TOOLS_H
+/* tools.h — the tools airlock serves on every transport (MCP, the JSON API): their schemas, argument checks, manager calls and results. */
+#ifndef AL_SERVICE_TOOLS_H
+#define AL_SERVICE_TOOLS_H
 
 #include <jansson.h>
 #include <stdbool.h>
 
 #include "manager/api.h"
-#include "mcp/schema.h"
+#include "service/schema.h"
 
 enum tl_id {
 	TL_EXECUTE,

@@ -1,6 +1,6 @@
 /* tools.c — the tool table: one JSON Schema per tool (published and enforced), the manager call
  * it turns into, and the structured result it gives back. */
-#include "mcp/tools.h"
+#include "service/tools.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp/text.h"
+#include "service/text.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

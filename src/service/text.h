@@ -1,6 +1,6 @@
-/* text.h — bytes to JSON text for the MCP layer: lossy UTF-8, streaming UTF-8 carry, base64. */
-#ifndef AL_MCP_TEXT_H
-#define AL_MCP_TEXT_H
+/* text.h — bytes to JSON text for every transport: lossy UTF-8, streaming UTF-8 carry, base64. */
+#ifndef AL_SERVICE_TEXT_H
+#define AL_SERVICE_TEXT_H
 
 #include <jansson.h>
 #include <stdbool.h>
