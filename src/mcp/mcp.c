@@ -42,6 +42,12 @@ uint64_t ses_now(const struct mcp_session *s)
 	return s->o.now_ms(s->o.now_ctx);
 }
 
+/* The runner's clock is the session's (which tests inject). */
+static uint64_t session_us(void *ctx)
+{
+	return ses_now(ctx) * 1000;
+}
+
 /* ---- replies ------------------------------------------------------------------------------ */
 
 static int append(json_t *out, json_t *msg)
@@ -346,6 +352,8 @@ int mcp_session_new(const struct mcp_opts *opts, struct mcp_session **out, struc
 	r = tl_catalog_load(&s->cat, msg);
 	if (r < 0)
 		return al_err(err, -r, "mcp: tool schemas: %s", r == -ENOMEM ? "out of memory" : msg);
+	s->rn = (struct svc_runner){.mgr = s->o.mgr, .gate = s->o.gate, .observer = s->o.observer, .cat = &s->cat,
+				    .transport = s->o.transport, .now_us = session_us, .now_ctx = s};
 	r = evq_new(&s->q);
 	if (r < 0) {
 		tl_catalog_clear(&s->cat);

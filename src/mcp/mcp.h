@@ -9,6 +9,7 @@
 #include "airlock/airlock.h"
 #include "manager/gate.h"
 #include "manager/api.h"
+#include "service/runner.h"
 
 /*
  * Theory of operation
@@ -74,6 +75,7 @@ struct mcp_opts {
 	bool approver_first;		     /* the approver even when the client could elicit */
 	bool no_elicitation;		     /* never elicit (the operator chose other channels) */
 	const char *transport;		     /* for the audit hook: "stdio", "http" (NULL: the gate's) */
+	const struct svc_observer *observer; /* watches every call (the /metrics counters); NULL: none */
 };
 
 struct mcp_session;
