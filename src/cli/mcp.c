@@ -5,14 +5,12 @@
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
 #include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
@@ -440,22 +438,6 @@ static int parse_args(int argc, char **argv, const char **profile, const char **
 	return -1;
 }
 
-/* Before any thread exists, so that every thread inherits the mask: SIGTERM and SIGINT arrive on
- * the returned signalfd only, and a closed pipe is an error return, not a death. A terminal we
- * are in the background of answers EIO rather than stopping us (SIGTTIN). */
-static int stop_signals(void)
-{
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGTTIN, SIG_IGN);
-	signal(SIGTTOU, SIG_IGN);
-	return signalfd(-1, &set, SFD_CLOEXEC);
-}
-
 int cli_mcp(int argc, char **argv)
 {
 	if (cli_take_config(&argc, argv, true) != 0)
@@ -474,9 +456,9 @@ int cli_mcp(int argc, char **argv)
 	struct mcp_opts mo = {.size = sizeof(mo), .server_version = AIRLOCK_VERSION, .log = log_stderr,
 			      .transport = "stdio"};
 	struct channel_choice cc = {.mode = &mode, .tty = tty, .mo = &mo};
-	int sfd = stop_signals();
+	int sfd = service_stop_signals(true);
 	if (sfd < 0) {
-		cli_fail("mcp: signalfd: %s", strerror(errno));
+		cli_fail("mcp: signalfd: %s", strerror(-sfd));
 		goto out;
 	}
 	char peer[128];

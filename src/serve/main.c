@@ -6,13 +6,11 @@
  * static for start-up speed; `airlock serve` execs this program from its own directory. */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "http/http.h"
@@ -129,18 +127,6 @@ static int parse(struct serve *s, int argc, char **argv)
 	return -1;
 }
 
-/* Before any thread exists, so every thread inherits the mask (see cli/mcp.c). */
-static int stop_signals(void)
-{
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	return signalfd(-1, &set, SFD_CLOEXEC);
-}
-
 /* The HTTP front end on the service. approval.channels: elicitation for MCP clients that can, the
  * queue behind /v1/approvals for everyone else (the JSON API, MCP clients without elicitation),
  * in the listed order. A channel left out is never used: without "http", a call that needs
@@ -181,9 +167,9 @@ int main(int argc, char **argv)
 	rc = 125;
 	struct al_error e = {0};
 	struct service *svc = NULL;
-	int sfd = stop_signals();
+	int sfd = service_stop_signals(false);
 	if (sfd < 0) {
-		fail("signalfd: %s", strerror(errno));
+		fail("signalfd: %s", strerror(-sfd));
 		goto out;
 	}
 	struct service_opts so = {.size = sizeof(so), .config = s.config, .profile = s.profile, .audit = s.audit,

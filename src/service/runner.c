@@ -205,7 +205,7 @@ static void decide(struct svc_call *c, enum srv_gate_outcome outcome, enum srv_g
 		o->decided(o->ctx, outcome);
 }
 
-static const char *denial_text(enum srv_gate_outcome o)
+const char *svc_denial_text(enum srv_gate_outcome o)
 {
 	switch (o) {
 	case SRV_GATE_DECLINED:
@@ -213,7 +213,7 @@ static const char *denial_text(enum srv_gate_outcome o)
 	case SRV_GATE_TIMED_OUT:
 		return "denied: no approval before the timeout";
 	case SRV_GATE_ABANDONED:
-		return "denied: the call was abandoned while it waited for approval";
+		return "denied: the server stopped while the call waited for approval";
 	case SRV_GATE_UNAVAILABLE:
 		return "denied: this call needs a human's approval, and nobody can be asked";
 	case SRV_GATE_ALLOWED:
@@ -244,7 +244,7 @@ enum svc_step svc_call_begin(struct svc_call *c, const struct svc_port *port, vo
 		decide(c, SRV_GATE_ALLOWED, SRV_BY_NOBODY);
 		return start(c, ref);
 	case SRV_GATE_ASK: {
-		snprintf(text, sizeof(text), "%s", denial_text(SRV_GATE_UNAVAILABLE));
+		snprintf(text, sizeof(text), "%s", svc_denial_text(SRV_GATE_UNAVAILABLE));
 		int r = port->ask(owner, &c->d, text, sizeof(text));
 		if (r == 0)
 			return SVC_ASKING;
@@ -271,7 +271,7 @@ enum svc_step svc_call_answer(struct svc_call *c, enum srv_gate_outcome outcome,
 		return start(c, ref);
 	}
 	decide(c, outcome, by);
-	return refuse(c, ref, SRV_CALL_DENIED, -EPERM, text ? text : denial_text(outcome));
+	return refuse(c, ref, SRV_CALL_DENIED, -EPERM, text ? text : svc_denial_text(outcome));
 }
 
 void svc_call_abandon(struct svc_call *c)

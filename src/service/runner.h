@@ -123,6 +123,9 @@ void svc_call_cancel(struct svc_call *c);
  * text, or NULL). Only the first call counts. */
 void svc_call_end(struct svc_call *c, enum srv_call_status status, const struct srv_result *res, const char *msg);
 
+/* The runner's words for a denial by a human's (or the clock's) outcome. */
+const char *svc_denial_text(enum srv_gate_outcome o);
+
 enum tl_id svc_call_tool(const struct svc_call *c);
 const json_t *svc_call_args(const struct svc_call *c);
 /* What the rules said about the call (valid once svc_call_begin classified it). */

@@ -1,13 +1,31 @@
 /* service.c — service_open/service_close: what `airlock mcp` and `airlock serve` both need, in the order it must be opened. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "service/service.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+
+int service_stop_signals(bool background_tty)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (background_tty) {
+		signal(SIGTTIN, SIG_IGN);
+		signal(SIGTTOU, SIG_IGN);
+	}
+	int fd = signalfd(-1, &set, SFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
 
 static int open_audit(struct service *svc, const char *path, struct al_error *err)
 {

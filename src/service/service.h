@@ -48,6 +48,12 @@ struct service {
 	char peer[128];
 };
 
+/* Before any thread exists (so every thread inherits the mask): SIGTERM and SIGINT arrive on the
+ * returned signalfd only, and a closed pipe is an error return, not a death. With background_tty,
+ * a terminal we are in the background of answers EIO rather than stopping us (SIGTTIN, SIGTTOU).
+ * The signalfd (O_CLOEXEC), or -errno. */
+int service_stop_signals(bool background_tty);
+
 /* Loads the configuration, opens the audit log and the approval queue, clears what a killed
  * predecessor left behind, starts the manager. 0, or -errno with err set (the message names
  * what failed, without a program prefix). *out is freed by service_close. */
