@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "http/hx.h"
-#include "manager/approval.h"
+#include "service/approval.h"
 #include "service/text.h"
 #include "util/cleanup.h"
 

@@ -14,7 +14,7 @@
 #include <openssl/crypto.h>
 
 #include "http/hx.h"
-#include "manager/approval.h"
+#include "service/approval.h"
 #include "mcp/jsonrpc.h"
 #include "util/cleanup.h"
 

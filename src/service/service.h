@@ -8,10 +8,10 @@
 #include "airlock/airlock.h"
 #include "config/config.h"
 #include "manager/api.h"
-#include "manager/approval.h"
+#include "service/approval.h"
 #include "manager/audit.h"
 #include "manager/gate.h"
-#include "manager/mgate.h"
+#include "service/mgate.h"
 #include "manager/sbmgr.h"
 
 /* Size-prefixed so it can grow. Every pointer is borrowed for service_open only (what the

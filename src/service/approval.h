@@ -1,6 +1,6 @@
 /* approval.h — the queue of tool calls waiting for a human's decision, shared by every front end that can ask. */
-#ifndef AL_MANAGER_APPROVAL_H
-#define AL_MANAGER_APPROVAL_H
+#ifndef AL_SERVICE_APPROVAL_H
+#define AL_SERVICE_APPROVAL_H
 
 #include <jansson.h>
 #include <stdbool.h>
