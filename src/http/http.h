@@ -38,9 +38,9 @@
  *
  * MCP. POST /mcp carries one JSON-RPC message. initialize creates an mcp_session (same manager
  * table, same gate, same metrics observer) and returns its Mcp-Session-Id; later requests must
- * carry it (400 without, 404 when unknown or ended). Notifications and responses get 202. A request gets one
- * application/json response when its answer is ready at once (or the client accepts only
- * JSON), else a text/event-stream carrying progress notifications, log messages and
+ * carry it (400 without, 404 when unknown or ended). Notifications and responses get 202. A
+ * request gets one application/json response when its answer is ready at once (or the client
+ * accepts only JSON), else a text/event-stream carrying progress notifications, log messages and
  * elicitation requests, then the response. An ASK for a session whose client cannot elicit
  * waits in the approvals queue, like a JSON API call. GET /mcp is 405: the server offers no
  * standalone stream (the 2025-11-25 and 2025-06-18 transports allow exactly that answer; every
