@@ -13,7 +13,6 @@
 #include "util/error.h"
 
 #define STOP_GRACE_MS 5000 /* after a stop, how long a request waits for a cancelled operation */
-#define UTF8_CARRY 4
 
 struct chunk {
 	struct chunk *next;
@@ -49,8 +48,7 @@ struct hx_call {
 	bool sse, eof;
 	char *pending;
 	size_t pending_len, pending_off;
-	char carry[2][UTF8_CARRY];
-	size_t carry_len[2];
+	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
 };
 
 static void call_destroy(struct hx_call *c)
@@ -365,16 +363,10 @@ static int emit(struct hx_call *c, const char *name, json_t *steal)
 static int emit_output(struct hx_call *c, enum srv_stream stream, const char *data, size_t len, bool final)
 {
 	int k = stream == SRV_STDERR;
-	size_t have = c->carry_len[k];
-	cleanup_free char *joined = malloc(have + len + 1);
-	if (!joined)
+	cleanup_free char *joined = NULL;
+	size_t send;
+	if (txt_carry_take(&c->carry[k], data, len, final, &joined, &send) < 0)
 		return -ENOMEM;
-	memcpy(joined, c->carry[k], have);
-	if (len)
-		memcpy(joined + have, data, len);
-	size_t total = have + len, send = final ? total : txt_utf8_complete(joined, total);
-	c->carry_len[k] = total - send;
-	memcpy(c->carry[k], joined + send, total - send);
 	if (!send)
 		return 0;
 	return emit(c, "output",
@@ -385,7 +377,7 @@ static int emit_result(struct hx_call *c)
 {
 	int r = 0;
 	for (int k = 0; k < 2 && r == 0; k++)
-		if (c->carry_len[k])
+		if (c->carry[k].len)
 			r = emit_output(c, k ? SRV_STDERR : SRV_STDOUT, "", 0, true);
 	if (r < 0)
 		return r;
@@ -441,7 +433,7 @@ static int emit_stopped(struct hx_call *c)
 	static const char msg[] = "the server is stopping: the execution was stopped before it ended";
 	svc_call_cancel(c->sc);
 	for (int k = 0; k < 2; k++)
-		c->carry_len[k] = 0;
+		c->carry[k].len = 0;
 	c->eof = true;
 	svc_call_end(c->sc, SRV_CALL_CANCELLED, NULL, msg);
 	return emit(c, "error", json_pack("{s:s,s:i,s:b}", "error", msg, "status", 503, "stopped", 1));

@@ -471,15 +471,10 @@ static int send_progress(struct mcp_session *s, struct call *c, enum srv_stream 
 			 bool final, json_t *out)
 {
 	int k = stream == SRV_STDERR;
-	size_t have = c->carry_len[k];
-	cleanup_free char *joined = malloc(have + n + 1);
-	if (!joined)
+	cleanup_free char *joined = NULL;
+	size_t send;
+	if (txt_carry_take(&c->carry[k], buf, n, final, &joined, &send) < 0)
 		return -ENOMEM;
-	memcpy(joined, c->carry[k], have);
-	memcpy(joined + have, buf, n);
-	size_t total = have + n, send = final ? total : txt_utf8_complete(joined, total);
-	c->carry_len[k] = total - send;
-	memcpy(c->carry[k], joined + send, total - send);
 	if (!send)
 		return 0;
 	c->streamed += send;
@@ -510,7 +505,7 @@ static int on_done(struct mcp_session *s, struct call *c, const struct evq_event
 	int r = 0;
 	/* What the carry still holds (a stream that ended mid-character) goes out, repaired. */
 	for (int k = 0; c->progress && k < 2 && r == 0; k++)
-		if (c->carry_len[k])
+		if (c->carry[k].len)
 			r = send_progress(s, c, k ? SRV_STDERR : SRV_STDOUT, "", 0, true, out);
 	if (evq_link_dropped(c->link))
 		ses_logf(s, out, MCP_LOG_INFO, "%s: %llu output bytes not streamed (the result has them, capped)",

@@ -8,9 +8,9 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "service/runner.h"
+#include "service/text.h"
 #include "service/tools.h"
 
-#define MCP_UTF8_CARRY 4
 #define MCP_PEER_MAX 96
 
 static inline void ses_json_decrefp(json_t **j)
@@ -43,8 +43,7 @@ struct call {
 	uint64_t deadline;   /* CALL_APPROVAL: when silence becomes a denial */
 	struct evq_link *link;
 	uint64_t streamed;   /* bytes sent as progress: the (increasing) progress value */
-	char carry[2][MCP_UTF8_CARRY]; /* per stream: a character cut by the chunk boundary */
-	size_t carry_len[2];
+	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
 };
 
 enum session_state {
