@@ -5,25 +5,19 @@
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
 #include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "config/config.h"
-#include "manager/approval.h"
-#include "manager/audit.h"
-#include "manager/mgate.h"
-#include "manager/sbmgr.h"
-#include "server/mcp.h"
+#include "mcp/mcp.h"
+#include "service/service.h"
 #include "util/cleanup.h"
 
 static const char mcp_usage[] =
@@ -378,24 +372,33 @@ static void prompt_stop(struct prompt *p)
 
 /* ---- the command ------------------------------------------------------------------------------ */
 
-/* The session's approval channels from --approve, else from approval.channels. tty is /dev/tty
- * or -1. Adjusts the policy (cfg is ours): with --approve, only the chosen channels count. */
-static int channels(struct cfg *cfg, const struct approve_mode *m, int tty, struct mcp_opts *mo, bool *use_tty)
+/* The session's approval channels from --approve, else from approval.channels. */
+struct channel_choice {
+	const struct approve_mode *mode;
+	int tty; /* /dev/tty or -1 */
+	struct mcp_opts *mo;
+	bool use_tty;
+};
+
+/* service_opts.adjust: with --approve, only the chosen channels count (cfg is the service's). */
+static int channels(void *ctx, struct cfg *cfg)
 {
+	struct channel_choice *cc = ctx;
+	const struct approve_mode *m = cc->mode;
 	struct cfg_approval *a = &cfg->approval;
 	if (!m->given) {
 		struct mgate_channels ch;
 		mgate_channels(a, CFG_CHAN_TERMINAL, &ch);
-		*use_tty = ch.other && tty >= 0;
-		mo->no_elicitation = !ch.elicitation;
-		mo->approver_first = ch.other_first;
+		cc->use_tty = ch.other && cc->tty >= 0;
+		cc->mo->no_elicitation = !ch.elicitation;
+		cc->mo->approver_first = ch.other_first;
 		return 0;
 	}
-	if (m->terminal && tty < 0)
+	if (m->terminal && cc->tty < 0)
 		return cli_fail("mcp: --approve terminal: no controlling terminal (/dev/tty cannot be opened)");
-	*use_tty = m->terminal;
-	mo->no_elicitation = !m->elicitation;
-	mo->approver_first = m->terminal_first;
+	cc->use_tty = m->terminal;
+	cc->mo->no_elicitation = !m->elicitation;
+	cc->mo->approver_first = m->terminal_first;
 	/* Nobody to ask (auto=LEVEL, deny): the policy decides alone, denying what it cannot approve. */
 	a->channel_bits = (m->elicitation ? 1u << CFG_CHAN_ELICITATION : 0) | (m->terminal ? 1u << CFG_CHAN_TERMINAL : 0);
 	if (m->auto_level_set)
@@ -446,85 +449,47 @@ int cli_mcp(int argc, char **argv)
 		return rc;
 	rc = AL_EXIT_FAILURE;
 	struct al_error e = {0};
-	struct cfg *cfg = NULL;
-	struct audit_log *log = NULL;
-	struct sbm *m = NULL;
-	struct apq *q = NULL;
+	struct service *svc = NULL;
 	struct prompt pr = {.stop = -1};
-	int sfd = -1;
 	/* The controlling terminal, if any; O_NOCTTY: never acquire one. */
 	cleanup_close int tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
-	cleanup_free char *fallback = NULL;
-	bool use_tty = false;
 	struct mcp_opts mo = {.size = sizeof(mo), .server_version = AIRLOCK_VERSION, .log = log_stderr,
 			      .transport = "stdio"};
-	if (cfg_load(cli_config_path(), &cfg, &e) < 0) {
-		cli_fail("%s", e.msg);
+	struct channel_choice cc = {.mode = &mode, .tty = tty, .mo = &mo};
+	int sfd = service_stop_signals(true);
+	if (sfd < 0) {
+		cli_fail("mcp: signalfd: %s", strerror(-sfd));
 		goto out;
 	}
-	if (channels(cfg, &mode, tty, &mo, &use_tty) != 0)
-		goto out;
-	if (!audit_path && !cfg->audit.path && audit_default_path(geteuid() == 0, &fallback) < 0) {
-		cli_fail("mcp: no audit log path (set audit.path or --audit)");
-		goto out;
-	}
-	struct audit_options ao;
-	audit_options_from_cfg(&cfg->audit, fallback, &ao);
-	if (audit_path)
-		ao.path = audit_path;
-	if (audit_open(&ao, &log, &e) < 0) {
-		cli_fail("mcp: %s", e.msg);
-		goto out;
-	}
-	/* Before any thread exists, so that every thread inherits the mask: SIGTERM and SIGINT
-	 * arrive on the signalfd only, and a closed pipe is an error return, not a death. A
-	 * terminal we are in the background of answers EIO rather than stopping us (SIGTTIN). */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGTTIN, SIG_IGN);
-	signal(SIGTTOU, SIG_IGN);
-	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
-		cli_fail("mcp: signalfd: %s", strerror(errno));
+	char peer[128];
+	stdio_peer(peer, sizeof(peer));
+	struct service_opts so = {.size = sizeof(so), .config = cli_config_path(), .profile = profile,
+				  .audit = audit_path, .transport = "stdio", .peer = peer,
+				  .adjust = channels, .adjust_ctx = &cc};
+	int r = service_open(&so, &svc, &e);
+	if (r < 0) {
+		if (r != -ECANCELED)
+			cli_fail("mcp: %s", e.msg);
 		goto out;
 	}
 	struct srv_approver approver;
-	if (use_tty) {
-		if (apq_new(&q) < 0 || prompt_start(&pr, q, tty) < 0) {
+	if (cc.use_tty) {
+		if (prompt_start(&pr, svc->approvals, tty) < 0) {
 			cli_fail("mcp: cannot start the terminal prompt");
 			goto out;
 		}
-		apq_approver(q, &approver);
+		apq_approver(svc->approvals, &approver);
 		mo.approver = &approver;
 	}
-	al_cleanup_stale();
-	struct sbm_opts so = {.size = sizeof(so), .cfg = cfg, .default_profile = profile};
-	if (sbm_new(&so, &m, &e) < 0) {
-		cli_fail("mcp: %s", e.msg);
-		goto out;
-	}
-	struct srv_mgr_api api;
-	sbm_api(m, &api);
-	char peer[128];
-	stdio_peer(peer, sizeof(peer));
-	struct mgate mg = {.cfg = cfg, .log = log, .transport = "stdio", .peer = peer};
-	struct srv_gate gate;
-	mgate_init(&mg, &gate);
-	mo.mgr = &api;
-	mo.gate = &gate;
+	mo.mgr = &svc->api;
+	mo.gate = &svc->gate;
 	if (mcp_serve_stdio(&mo, 0, 1, sfd, &e) < 0)
 		cli_fail("mcp: %s", e.msg);
 	else
 		rc = 0;
 out:
 	prompt_stop(&pr); /* the session withdrew its questions when it ended */
-	apq_free(q);
-	sbm_free(m); /* every sandbox is destroyed: no process, cgroup or workspace is left */
-	audit_close(log);
-	cfg_free(cfg);
+	service_close(svc);
 	if (sfd >= 0)
 		close(sfd);
 	return rc;

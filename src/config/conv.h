@@ -1,4 +1,4 @@
-/* conv.h — internal to src/config: the helpers that turn the merged YAML tree into a struct cfg, shared by config.c and manager.c. */
+/* conv.h — internal to src/config: the helpers that turn the merged YAML tree into a struct cfg, shared by config.c and server.c. */
 #ifndef AL_CONFIG_CONV_H
 #define AL_CONFIG_CONV_H
 
@@ -52,7 +52,7 @@ void conv_strv_free(struct cfg_strv *s);
 /* An absolute host path without "." or ".." parts (a conv_strv check; obj unused). */
 int conv_host_path(struct conv *c, const struct cfg_node *it, const char *ipath, void *obj);
 
-/* The manager's sections (manager.c): top-level handlers and their release. */
+/* The server's sections (server.c): top-level handlers and their release. */
 int conv_rules(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
 int conv_approval(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
 int conv_audit(struct conv *c, const struct cfg_node *v, const char *path, void *obj);

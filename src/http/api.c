@@ -7,8 +7,8 @@
 #include <strings.h>
 
 #include "http/hx.h"
-#include "manager/approval.h"
-#include "server/text.h"
+#include "service/approval.h"
+#include "service/text.h"
 #include "util/cleanup.h"
 
 static const char *header(const struct hx_request *rq, const char *name)

@@ -6,9 +6,9 @@
 #include <stdint.h>
 
 #include "airlock/airlock.h"
-#include "server/gate.h"
-#include "server/mcp.h"
-#include "server/mgr_api.h"
+#include "manager/gate.h"
+#include "mcp/mcp.h"
+#include "manager/api.h"
 
 /*
  * Theory of operation
@@ -28,8 +28,8 @@
  * the token cannot make the server buffer anything.
  *
  * JSON API. Each route maps to one MCP tool (POST /v1/sandboxes -> code_create_sandbox, ...)
- * with the arguments the tool would get; they are validated against the tool's schema, passed
- * through the gate exactly like a tools/call, then started on the manager table (mgr_api.h).
+ * with the arguments the tool would get, and runs on the same call runner as a tools/call
+ * (service/runner.h: schema, risk rules, approval, the manager table, the audit record).
  * The manager's callbacks queue into a per-request object (op.c) under its mutex and signal a
  * condition variable the request's thread waits on. exec streams NDJSON lines (or SSE events)
  * from that queue, then a final result line. ASK from the gate: with an approval queue the
@@ -37,10 +37,10 @@
  * without one, ASK is a denial. A denied request never reaches the manager.
  *
  * MCP. POST /mcp carries one JSON-RPC message. initialize creates an mcp_session (same manager
- * table, same gate) and returns its Mcp-Session-Id; later requests must carry it (400 without,
- * 404 when unknown or ended). Notifications and responses get 202. A request gets one
- * application/json response when its answer is ready at once (or the client accepts only
- * JSON), else a text/event-stream carrying progress notifications, log messages and
+ * table, same gate, same metrics observer) and returns its Mcp-Session-Id; later requests must
+ * carry it (400 without, 404 when unknown or ended). Notifications and responses get 202. A
+ * request gets one application/json response when its answer is ready at once (or the client
+ * accepts only JSON), else a text/event-stream carrying progress notifications, log messages and
  * elicitation requests, then the response. An ASK for a session whose client cannot elicit
  * waits in the approvals queue, like a JSON API call. GET /mcp is 405: the server offers no
  * standalone stream (the 2025-11-25 and 2025-06-18 transports allow exactly that answer; every

@@ -11,7 +11,8 @@
 #include <sys/types.h>
 
 #include "http/http.h"
-#include "server/tools.h"
+#include "service/runner.h"
+#include "service/tools.h"
 
 #define HX_DEFAULT_MAX_BODY ((size_t)1 << 20)
 #define HX_DEFAULT_MAX_FILE ((size_t)16 << 20)
@@ -155,8 +156,8 @@ struct hx_server {
 	bool loopback;	    /* listening on a loopback address only */
 	bool has_token;
 	unsigned char token_digest[32]; /* SHA-256 of the token */
-	const struct srv_gate *inner;	/* the operator's gate, or NULL */
-	struct srv_gate gate;		/* inner wrapped: counts approvals and calls for /metrics */
+	struct svc_observer observer;	/* counts approvals and ended calls for /metrics */
+	struct svc_runner rn;		/* the JSON API's calls (the MCP sessions have their own) */
 	struct tl_catalog cat;
 	struct hx_metrics metrics;
 	struct hx_sessions *sessions;

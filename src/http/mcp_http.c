@@ -14,8 +14,8 @@
 #include <openssl/crypto.h>
 
 #include "http/hx.h"
-#include "manager/approval.h"
-#include "server/jsonrpc.h"
+#include "service/approval.h"
+#include "mcp/jsonrpc.h"
 #include "util/cleanup.h"
 
 /*
@@ -225,7 +225,7 @@ static int session_new(struct hx_server *s, struct msession **out)
 	struct mcp_opts mo = {
 		.size = sizeof(mo),
 		.mgr = s->o.mgr,
-		.gate = &s->gate,
+		.gate = s->o.gate,
 		.server_version = s->o.server_version,
 		.max_message = s->o.max_message,
 		.approval_timeout_ms = s->o.approval_timeout_ms,
@@ -235,6 +235,7 @@ static int session_new(struct hx_server *s, struct msession **out)
 		.approver_first = s->o.mcp_queue_first,
 		.no_elicitation = s->o.mcp_no_elicitation,
 		.transport = "http",
+		.observer = &s->observer,
 	};
 	struct al_error err = {0};
 	int r = mcp_session_new(&mo, &ms->s, &err);

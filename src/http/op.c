@@ -1,5 +1,5 @@
-/* op.c — one JSON API request as a tool call: schema check, approval gate, the manager's asynchronous
- * operation, and its result as one response or as a stream of NDJSON lines / SSE events. */
+/* op.c — one JSON API request on the call runner (service/runner.h), translated: a reviewer's wait, the
+ * manager's output, and the result as one response or as a stream of NDJSON lines / SSE events. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -7,13 +7,12 @@
 #include <string.h>
 
 #include "http/hx.h"
-#include "manager/approval.h"
-#include "server/text.h"
+#include "service/approval.h"
+#include "service/text.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
 #define STOP_GRACE_MS 5000 /* after a stop, how long a request waits for a cancelled operation */
-#define UTF8_CARRY 4
 
 struct chunk {
 	struct chunk *next;
@@ -27,15 +26,10 @@ struct hx_call {
 	enum tl_id tool;
 	json_t *args;
 	char *peer;
-	uint64_t started; /* hx_now_us() when the request arrived */
-	bool decided; /* the gate was consulted: approval holds the outcome */
-	enum srv_gate_outcome approval;
-	enum srv_gate_by by; /* who answered an ASK */
-	bool ended; /* the audit hook (gate->finished) heard how it ended */
-	struct srv_op *op;
-	bool running;	/* the manager accepted the operation (its on_done will come) */
-	bool cancelled; /* cancel(op) was called */
+	struct svc_call *sc; /* the runner's side: approval, the manager's operation, the audit record */
 	bool want_output;
+	uint64_t ask_id;       /* the approval queue's entry, while a human is asked */
+	uint64_t ask_deadline; /* hx_now_ms() when silence becomes a denial */
 
 	/* Shared with the manager's threads and the approval queue's resolver: under mu. */
 	pthread_mutex_t mu;
@@ -54,8 +48,7 @@ struct hx_call {
 	bool sse, eof;
 	char *pending;
 	size_t pending_len, pending_off;
-	char carry[2][UTF8_CARRY];
-	size_t carry_len[2];
+	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
 };
 
 static void call_destroy(struct hx_call *c)
@@ -85,15 +78,24 @@ static void call_unref(struct hx_call *c)
 struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer)
 {
 	struct hx_call *c = steal_args ? calloc(1, sizeof(*c)) : NULL;
-	if (!c) {
+	/* Nobody is known on the JSON API yet (issue 16 names the token's or the socket peer's). */
+	const struct svc_principal who = {.kind = SVC_PRINCIPAL_ANONYMOUS, .uid = (uid_t)-1};
+	if (c) {
+		c->sc = svc_call_new(&s->rn, tool, steal_args, &who, peer);
+		c->peer = peer ? strdup(peer) : NULL;
+	}
+	if (!c || !c->sc || (peer && !c->peer)) {
+		if (c)
+			svc_call_free(c->sc);
+		if (c)
+			free(c->peer);
+		free(c);
 		json_decref(steal_args);
 		return NULL;
 	}
 	c->s = s;
 	c->tool = tool;
 	c->args = steal_args;
-	c->peer = peer ? strdup(peer) : NULL;
-	c->started = hx_now_us();
 	c->refs = 1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
@@ -108,145 +110,6 @@ const json_t *hx_call_args(const struct hx_call *c)
 enum tl_id hx_call_tool(const struct hx_call *c)
 {
 	return c->tool;
-}
-
-/* ---- the audit hook ------------------------------------------------------------------------- */
-
-static void end(struct hx_call *c, enum srv_call_status status, const struct srv_result *res, const char *msg)
-{
-	if (c->ended)
-		return;
-	c->ended = true;
-	struct srv_call_end e = {
-		.tool = tl_name(c->tool),
-		.args = c->args,
-		.status = status,
-		.decided = c->decided,
-		.approval = c->approval,
-		.by = c->by,
-		.transport = "http",
-		.peer = c->peer,
-		.duration_ms = (hx_now_us() - c->started) / 1000,
-		.duration_us = hx_now_us() - c->started,
-		.result = res,
-		.message = msg,
-	};
-	c->s->gate.finished(c->s->gate.ctx, &e);
-}
-
-static void record(struct hx_call *c, enum srv_gate_outcome o, enum srv_gate_by by)
-{
-	c->decided = true;
-	c->approval = o;
-	c->by = by;
-	c->s->gate.record(c->s->gate.ctx, tl_name(c->tool), c->args, o);
-}
-
-/* ---- the approval gate ---------------------------------------------------------------------- */
-
-static void approval_done(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by)
-{
-	struct hx_call *c = cookie;
-	pthread_mutex_lock(&c->mu);
-	c->answered = true;
-	c->answer = outcome;
-	c->answer_by = by;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu); /* c may be gone from here on: the waiter owns it */
-}
-
-/* Registers the call in the approval queue and waits for a decision, its deadline, or a stop. */
-static enum srv_gate_outcome ask_and_wait(struct hx_call *c, const struct srv_gate_decision *d, enum srv_gate_by *by)
-{
-	struct apq *q = c->s->o.approvals;
-	uint32_t timeout = d->timeout_ms ? d->timeout_ms : c->s->o.approval_timeout_ms;
-	uint64_t id;
-	if (apq_ask(q, tl_name(c->tool), c->args, d->reason, timeout, approval_done, c, &id) < 0)
-		return SRV_GATE_UNAVAILABLE;
-	hx_log(c->s, MCP_LOG_NOTICE, "%s from %s waits for approval %llu", tl_name(c->tool), c->peer ? c->peer : "?",
-	       (unsigned long long)id);
-	uint64_t deadline = hx_now_ms() + timeout;
-	bool gave_up = false;
-	pthread_mutex_lock(&c->mu);
-	while (!c->answered) {
-		uint64_t now = hx_now_ms();
-		if (!gave_up && (now >= deadline || hx_stopping(c->s))) {
-			/* Outside our lock: apq_cancel calls approval_done, which takes it. A resolver
-			 * that won the race calls it instead; either way answered becomes true. */
-			gave_up = true;
-			pthread_mutex_unlock(&c->mu);
-			apq_cancel(q, id, now >= deadline ? SRV_GATE_TIMED_OUT : SRV_GATE_ABANDONED);
-			pthread_mutex_lock(&c->mu);
-			continue;
-		}
-		uint64_t left = deadline > now ? deadline - now : 0;
-		hx_cond_wait_ms(&c->cv, &c->mu, left < HX_WAIT_SLICE_MS ? (int)left + 1 : HX_WAIT_SLICE_MS);
-	}
-	enum srv_gate_outcome o = c->answer;
-	*by = c->answer_by;
-	pthread_mutex_unlock(&c->mu);
-	return o;
-}
-
-static const char *denial_text(enum srv_gate_outcome o)
-{
-	switch (o) {
-	case SRV_GATE_DECLINED:
-		return "denied: a reviewer did not approve this call";
-	case SRV_GATE_TIMED_OUT:
-		return "denied: no approval before the timeout";
-	case SRV_GATE_ABANDONED:
-		return "denied: the server stopped while the call waited for approval";
-	case SRV_GATE_UNAVAILABLE:
-		return "denied: this call needs a human's approval, and this server has no approval queue";
-	case SRV_GATE_ALLOWED:
-	case SRV_GATE_APPROVED:
-	case SRV_GATE_DENIED:
-		break;
-	}
-	return "denied";
-}
-
-/* APPROVAL GATE: the one place where risk rules see a JSON API call before the manager does.
- * 0 lets the call run; 1 filled rs with the denial (403) and ended the call. */
-static int gate(struct hx_call *c, struct hx_response *rs)
-{
-	const struct srv_gate *g = c->s->inner;
-	struct srv_gate_decision d = {.verdict = SRV_GATE_DENY};
-	if (g)
-		g->check(g->ctx, tl_name(c->tool), c->args, &d);
-	else
-		d.verdict = SRV_GATE_ALLOW; /* no risk rules configured: the operator's choice */
-	d.reason[sizeof(d.reason) - 1] = 0;
-	enum srv_gate_outcome o;
-	enum srv_gate_by by = SRV_BY_NOBODY;
-	switch (d.verdict) {
-	case SRV_GATE_ALLOW:
-		record(c, SRV_GATE_ALLOWED, SRV_BY_NOBODY);
-		return 0;
-	case SRV_GATE_ASK:
-		o = c->s->o.approvals ? ask_and_wait(c, &d, &by) : SRV_GATE_UNAVAILABLE;
-		record(c, o, by);
-		if (o == SRV_GATE_APPROVED)
-			return 0;
-		break;
-	case SRV_GATE_DENY:
-	default: /* a verdict we do not know is a denial: fail closed */
-		o = SRV_GATE_DENIED;
-		record(c, o, SRV_BY_NOBODY);
-		break;
-	}
-	char text[SRV_GATE_REASON_MAX + 128];
-	if (o == SRV_GATE_DENIED)
-		snprintf(text, sizeof(text), "denied: %s", d.reason[0] ? d.reason : "the risk rules refuse this call");
-	else
-		snprintf(text, sizeof(text), "%s%s%s%s", denial_text(o), d.reason[0] ? " (" : "", d.reason,
-			 d.reason[0] ? ")" : "");
-	json_t *reason = json_string(text);
-	hx_json(rs, 403, json_pack("{s:o,s:s}", "error", reason ? reason : json_string("denied"), "approval",
-				  srv_gate_outcome_name(o)));
-	end(c, SRV_CALL_DENIED, NULL, text);
-	return 1;
 }
 
 /* ---- the manager's callbacks (any thread) --------------------------------------------------- */
@@ -289,54 +152,91 @@ static void sink_done(void *cookie, struct srv_result *result)
 		call_destroy(c); /* the request went away first: nobody wants the result */
 }
 
-/* ---- running -------------------------------------------------------------------------------- */
-
-static int start(struct hx_call *c, const void *raw, size_t raw_len, struct al_error *err)
+static void approval_done(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by)
 {
-	const struct srv_mgr_api *m = c->s->o.mgr;
-	struct srv_sink sink = {.on_output = sink_output, .on_done = sink_done, .cookie = c};
+	struct hx_call *c = cookie;
 	pthread_mutex_lock(&c->mu);
-	c->refs++; /* the manager's, dropped by sink_done */
-	pthread_mutex_unlock(&c->mu);
-	int r;
-	if (c->tool == TL_WRITE_FILE && raw) {
-		/* The bytes as they came: no base64 round trip for a raw PUT body. */
-		struct srv_write_req req = {
-			.sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
-			.path = json_string_value(json_object_get(c->args, "path")),
-			.data = raw,
-			.len = raw_len,
-		};
-		r = m->write_file(m->ctx, &req, &sink, &c->op, err);
-	} else if (c->tool == TL_READ_FILE) {
-		/* The open file rather than its bytes: the response streams it (memory per request stays
-		 * bounded, whatever the file's size). */
-		struct srv_path_req req = {
-			.sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
-			.path = json_string_value(json_object_get(c->args, "path")),
-			.want_fd = true,
-		};
-		r = m->read_file(m->ctx, &req, &sink, &c->op, err);
-	} else {
-		r = tl_start(m, c->tool, c->args, &sink, &c->op, err);
+	c->answered = true;
+	c->answer = outcome;
+	c->answer_by = by;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu); /* c may be gone from here on: the waiter owns it */
+}
+
+/* ---- the port: how the runner reaches this request's reviewer and sink ---------------------- */
+
+/* The JSON API's words for a human's (or the clock's) no, with what the rules found. */
+static void denial(const struct hx_call *c, enum srv_gate_outcome o, char *out, size_t cap)
+{
+	const char *reason = svc_call_reason(c->sc);
+	const char *text = o == SRV_GATE_UNAVAILABLE
+				   ? "denied: this call needs a human's approval, and this server has no approval queue"
+				   : svc_denial_text(o);
+	snprintf(out, cap, "%s%s%s%s", text, reason[0] ? " (" : "", reason, reason[0] ? ")" : "");
+}
+
+/* Registers the call in the approval queue; the request's thread then waits (wait_answer). */
+static int port_ask(void *owner, const struct srv_gate_decision *d, char *why, size_t cap)
+{
+	struct hx_call *c = owner;
+	struct apq *q = c->s->o.approvals;
+	uint32_t timeout = d->timeout_ms ? d->timeout_ms : c->s->o.approval_timeout_ms;
+	if (!q || apq_ask(q, tl_name(c->tool), c->args, d->reason, timeout, approval_done, c, &c->ask_id) < 0) {
+		denial(c, SRV_GATE_UNAVAILABLE, why, cap);
+		return -EPERM;
 	}
-	if (r < 0) {
-		c->op = NULL;
-		call_unref(c); /* the manager will never call on_done */
-		return r;
-	}
-	c->running = true;
+	hx_log(c->s, MCP_LOG_NOTICE, "%s from %s waits for approval %llu", tl_name(c->tool), c->peer ? c->peer : "?",
+	       (unsigned long long)c->ask_id);
+	c->ask_deadline = hx_now_ms() + timeout;
 	return 0;
 }
 
-static void cancel_op(struct hx_call *c)
+static int port_sink(void *owner, struct srv_sink *out)
 {
-	const struct srv_mgr_api *m = c->s->o.mgr;
-	if (c->running && c->op && !c->cancelled && m->cancel) {
-		c->cancelled = true;
-		m->cancel(m->ctx, c->op);
-	}
+	struct hx_call *c = owner;
+	pthread_mutex_lock(&c->mu);
+	c->refs++; /* the manager's, dropped by sink_done */
+	pthread_mutex_unlock(&c->mu);
+	*out = (struct srv_sink){.on_output = sink_output, .on_done = sink_done, .cookie = c};
+	return 0;
 }
+
+static void port_unsink(void *owner)
+{
+	call_unref(owner); /* the manager will never call on_done */
+}
+
+static const struct svc_port request_port = {.ask = port_ask, .sink = port_sink, .unsink = port_unsink};
+
+/* Waits for the reviewer's decision, its deadline, or a stop; then hands it to the runner. */
+static enum svc_step wait_answer(struct hx_call *c, struct svc_refusal *ref)
+{
+	bool gave_up = false;
+	pthread_mutex_lock(&c->mu);
+	while (!c->answered) {
+		uint64_t now = hx_now_ms();
+		if (!gave_up && (now >= c->ask_deadline || hx_stopping(c->s))) {
+			/* Outside our lock: apq_cancel calls approval_done, which takes it. A resolver
+			 * that won the race calls it instead; either way answered becomes true. */
+			gave_up = true;
+			pthread_mutex_unlock(&c->mu);
+			apq_cancel(c->s->o.approvals, c->ask_id,
+				   now >= c->ask_deadline ? SRV_GATE_TIMED_OUT : SRV_GATE_ABANDONED);
+			pthread_mutex_lock(&c->mu);
+			continue;
+		}
+		uint64_t left = c->ask_deadline > now ? c->ask_deadline - now : 0;
+		hx_cond_wait_ms(&c->cv, &c->mu, left < HX_WAIT_SLICE_MS ? (int)left + 1 : HX_WAIT_SLICE_MS);
+	}
+	enum srv_gate_outcome o = c->answer;
+	enum srv_gate_by by = c->answer_by;
+	pthread_mutex_unlock(&c->mu);
+	char text[SVC_TEXT_MAX];
+	denial(c, o, text, sizeof(text));
+	return svc_call_answer(c->sc, o, by, text, ref);
+}
+
+/* ---- running -------------------------------------------------------------------------------- */
 
 /* Waits for on_done. On a stop, cancels the operation and waits a grace period more. */
 static int wait_done(struct hx_call *c)
@@ -346,7 +246,7 @@ static int wait_done(struct hx_call *c)
 	while (!c->done) {
 		if (hx_stopping(c->s) && !give_up) {
 			pthread_mutex_unlock(&c->mu);
-			cancel_op(c);
+			svc_call_cancel(c->sc);
 			give_up = hx_now_ms() + STOP_GRACE_MS;
 			pthread_mutex_lock(&c->mu);
 			continue;
@@ -360,52 +260,58 @@ static int wait_done(struct hx_call *c)
 	return done ? 0 : -ECANCELED;
 }
 
-/* The request is over: stop what still runs, hand the operation back, end the audit record. */
+/* The request is over: stop what still runs; the runner hands the operation back and ends the
+ * audit record of a call that did not end (CANCELLED). */
 static void call_release(struct hx_call *c)
 {
-	const struct srv_mgr_api *m = c->s->o.mgr;
 	pthread_mutex_lock(&c->mu);
 	bool done = c->done;
 	pthread_mutex_unlock(&c->mu);
 	if (!done)
-		cancel_op(c);
-	if (c->running && c->op && m->release)
-		m->release(m->ctx, c->op);
-	c->op = NULL;
-	end(c, SRV_CALL_CANCELLED, NULL, NULL);
+		svc_call_cancel(c->sc);
+	svc_call_free(c->sc);
+	c->sc = NULL;
 	call_unref(c);
 }
 
-/* Schema and cross-field checks: the same as a tools/call. 1 when rs got the 400. */
-static int validate(struct hx_call *c, struct hx_response *rs)
+/* A call the runner refused (and recorded), as the JSON API answers it. */
+static void refused(const struct svc_refusal *ref, struct hx_response *rs)
 {
-	char why[SCH_MSG_MAX];
-	int r = tl_check_args(&c->s->cat, c->tool, c->args, why);
-	if (r == 0)
-		return 0;
-	if (r == -ENOMEM) {
-		hx_error(rs, 500, "out of memory");
-		end(c, SRV_CALL_REQUEST_FAILED, NULL, "out of memory");
-	} else {
-		hx_error(rs, 400, "invalid request: %s", why);
-		end(c, SRV_CALL_INVALID, NULL, why);
+	switch (ref->status) {
+	case SRV_CALL_INVALID:
+		hx_error(rs, 400, "invalid request: %s", ref->text);
+		return;
+	case SRV_CALL_DENIED: {
+		json_t *reason = json_string(ref->text);
+		hx_json(rs, 403, json_pack("{s:o,s:s}", "error", reason ? reason : json_string("denied"), "approval",
+					  srv_gate_outcome_name(ref->approval)));
+		return;
 	}
-	return 1;
+	case SRV_CALL_OK:
+	case SRV_CALL_PROGRAM_FAILED:
+	case SRV_CALL_REQUEST_FAILED:
+	case SRV_CALL_CANCELLED:
+		break;
+	}
+	hx_error(rs, hx_status_of_errno(ref->error), "%s", ref->text[0] ? ref->text : "the request failed");
 }
 
-/* Validation, gate and start; 1 when rs holds the refusal. */
+/* Validation, the gate (waiting for a reviewer when the rules ask one) and the start; 1 when rs
+ * holds the refusal. */
 static int begin(struct hx_call *c, const void *raw, size_t raw_len, struct hx_response *rs)
 {
-	if (validate(c, rs) || gate(c, rs))
-		return 1;
-	struct al_error err = {0};
-	int r = start(c, raw, raw_len, &err);
-	if (r < 0) {
-		hx_error(rs, hx_status_of_errno(r), "%s", err.msg[0] ? err.msg : "the request failed");
-		end(c, SRV_CALL_REQUEST_FAILED, NULL, err.msg);
-		return 1;
+	struct svc_refusal ref;
+	enum svc_step step = SVC_REFUSED;
+	if (svc_call_validate(c->sc, &ref) == 0) {
+		svc_call_payload(c->sc, raw, raw_len, c->tool == TL_READ_FILE);
+		step = svc_call_begin(c->sc, &request_port, c, &ref);
+		if (step == SVC_ASKING)
+			step = wait_answer(c, &ref);
 	}
-	return 0;
+	if (step == SVC_RUNNING)
+		return 0;
+	refused(&ref, rs);
+	return 1;
 }
 
 void hx_call_run(struct hx_call *c, const void *raw, size_t raw_len, hx_ok_fn ok, struct hx_response *rs)
@@ -415,14 +321,14 @@ void hx_call_run(struct hx_call *c, const void *raw, size_t raw_len, hx_ok_fn ok
 			hx_error(rs, 503, "the server is stopping");
 		} else if (!c->result) {
 			hx_error(rs, 500, "the manager ran out of memory");
-			end(c, SRV_CALL_REQUEST_FAILED, NULL, "out of memory");
+			svc_call_end(c->sc, SRV_CALL_REQUEST_FAILED, NULL, "out of memory");
 		} else if (c->result->error) {
 			const char *msg = c->result->err.msg[0] ? c->result->err.msg : "the request failed";
 			hx_error(rs, hx_status_of_errno(c->result->error), "%s", msg);
-			end(c, SRV_CALL_REQUEST_FAILED, c->result, msg);
+			svc_call_end(c->sc, SRV_CALL_REQUEST_FAILED, c->result, msg);
 		} else {
 			ok(c, c->result, rs);
-			end(c, rs->status < 300 ? SRV_CALL_OK : SRV_CALL_REQUEST_FAILED, c->result, NULL);
+			svc_call_end(c->sc, rs->status < 300 ? SRV_CALL_OK : SRV_CALL_REQUEST_FAILED, c->result, NULL);
 		}
 	}
 	call_release(c);
@@ -457,16 +363,10 @@ static int emit(struct hx_call *c, const char *name, json_t *steal)
 static int emit_output(struct hx_call *c, enum srv_stream stream, const char *data, size_t len, bool final)
 {
 	int k = stream == SRV_STDERR;
-	size_t have = c->carry_len[k];
-	cleanup_free char *joined = malloc(have + len + 1);
-	if (!joined)
+	cleanup_free char *joined = NULL;
+	size_t send;
+	if (txt_carry_take(&c->carry[k], data, len, final, &joined, &send) < 0)
 		return -ENOMEM;
-	memcpy(joined, c->carry[k], have);
-	if (len)
-		memcpy(joined + have, data, len);
-	size_t total = have + len, send = final ? total : txt_utf8_complete(joined, total);
-	c->carry_len[k] = total - send;
-	memcpy(c->carry[k], joined + send, total - send);
 	if (!send)
 		return 0;
 	return emit(c, "output",
@@ -477,7 +377,7 @@ static int emit_result(struct hx_call *c)
 {
 	int r = 0;
 	for (int k = 0; k < 2 && r == 0; k++)
-		if (c->carry_len[k])
+		if (c->carry[k].len)
 			r = emit_output(c, k ? SRV_STDERR : SRV_STDOUT, "", 0, true);
 	if (r < 0)
 		return r;
@@ -485,7 +385,7 @@ static int emit_result(struct hx_call *c)
 	if (!res || res->error) {
 		const char *msg = !res ? "the manager ran out of memory"
 				       : (res->err.msg[0] ? res->err.msg : "the request failed");
-		end(c, SRV_CALL_REQUEST_FAILED, res, msg);
+		svc_call_end(c->sc, SRV_CALL_REQUEST_FAILED, res, msg);
 		return emit(c, "error", json_pack("{s:s,s:i}", "error", msg, "status",
 						  res ? hx_status_of_errno(res->error) : 500));
 	}
@@ -495,7 +395,7 @@ static int emit_result(struct hx_call *c)
 	r = sc ? emit(c, "result", json_pack("{s:O,s:I}", "result", sc, "stream_dropped_bytes", (json_int_t)c->dropped))
 	       : -ENOMEM;
 	json_decref(full);
-	end(c, failed ? SRV_CALL_PROGRAM_FAILED : SRV_CALL_OK, res, NULL);
+	svc_call_end(c->sc, failed ? SRV_CALL_PROGRAM_FAILED : SRV_CALL_OK, res, NULL);
 	return r;
 }
 
@@ -531,11 +431,11 @@ static int fill(struct hx_call *c)
 static int emit_stopped(struct hx_call *c)
 {
 	static const char msg[] = "the server is stopping: the execution was stopped before it ended";
-	cancel_op(c);
+	svc_call_cancel(c->sc);
 	for (int k = 0; k < 2; k++)
-		c->carry_len[k] = 0;
+		c->carry[k].len = 0;
 	c->eof = true;
-	end(c, SRV_CALL_CANCELLED, NULL, msg);
+	svc_call_end(c->sc, SRV_CALL_CANCELLED, NULL, msg);
 	return emit(c, "error", json_pack("{s:s,s:i,s:b}", "error", msg, "status", 503, "stopped", 1));
 }
 

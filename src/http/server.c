@@ -1,4 +1,4 @@
-/* server.c — http_serve: the server's state, the counting gate, and libmicrohttpd's glue (sockets,
+/* server.c — http_serve: the server's state, the metrics observer, and libmicrohttpd's glue (sockets,
  * bodies, responses); every decision is made by the dispatcher in route.c. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -69,33 +69,18 @@ void hx_log(const struct hx_server *s, enum mcp_log_level level, const char *fmt
 	s->o.log(s->o.log_ctx, level, msg);
 }
 
-/* ---- the counting gate ---------------------------------------------------------------------- */
+/* ---- the metrics observer ------------------------------------------------------------------- */
 
-/* Wraps the operator's gate for both the JSON API and the MCP sessions, so /metrics counts every
+/* Watches the call runner of the JSON API and of every MCP session, so /metrics counts every
  * approval outcome and every ended call once, whichever transport carried it. */
-static void gate_check(void *ctx, const char *tool, const json_t *args, struct srv_gate_decision *out)
+static void observe_decided(void *ctx, enum srv_gate_outcome outcome)
 {
-	struct hx_server *s = ctx;
-	if (s->inner)
-		s->inner->check(s->inner->ctx, tool, args, out);
-	else
-		out->verdict = SRV_GATE_ALLOW;
+	hx_metrics_approval(&((struct hx_server *)ctx)->metrics, outcome);
 }
 
-static void gate_record(void *ctx, const char *tool, const json_t *args, enum srv_gate_outcome outcome)
+static void observe_ended(void *ctx, const struct srv_call_end *end)
 {
-	struct hx_server *s = ctx;
-	hx_metrics_approval(&s->metrics, outcome);
-	if (s->inner && s->inner->record)
-		s->inner->record(s->inner->ctx, tool, args, outcome);
-}
-
-static void gate_finished(void *ctx, const struct srv_call_end *end)
-{
-	struct hx_server *s = ctx;
-	hx_metrics_end(&s->metrics, end);
-	if (s->inner && s->inner->finished)
-		s->inner->finished(s->inner->ctx, end);
+	hx_metrics_end(&((struct hx_server *)ctx)->metrics, end);
 }
 
 /* ---- the state ------------------------------------------------------------------------------ */
@@ -130,8 +115,9 @@ int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **o
 	if (s->has_token)
 		SHA256((const unsigned char *)s->o.token, strlen(s->o.token), s->token_digest);
 	s->o.token = NULL; /* only the digest is kept */
-	s->inner = o->gate;
-	s->gate = (struct srv_gate){.ctx = s, .check = gate_check, .record = gate_record, .finished = gate_finished};
+	s->observer = (struct svc_observer){.ctx = s, .decided = observe_decided, .ended = observe_ended};
+	s->rn = (struct svc_runner){.mgr = s->o.mgr, .gate = s->o.gate, .observer = &s->observer, .cat = &s->cat,
+				    .transport = "http"};
 	char msg[SCH_MSG_MAX];
 	int r = tl_catalog_load(&s->cat, msg);
 	if (r < 0) {

@@ -22,7 +22,7 @@
  * Bounds (the arguments are hostile; the patterns are the operator's, and may be careless):
  * every pcre2_match runs with a match limit, a depth limit and a heap limit, which bound the
  * backtracking at one start position; the patterns carry a callout at their start
- * (config/manager.c) that checks a deadline shared by all patterns of one classification, which
+ * (config/server.c) that checks a deadline shared by all patterns of one classification, which
  * bounds the number of start positions tried. A condition that cannot be decided within these
  * bounds makes the request CRITICAL with approval required (`undecided`): input that exhausts
  * the matcher must never lower its own risk.

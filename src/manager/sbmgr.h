@@ -1,6 +1,6 @@
 /* sbmgr.h — the sandbox manager behind airlock serve and airlock mcp: held sandboxes by id, execs on
  * worker threads, the workspace file API, limits and expiry. It implements the srv_mgr_api table
- * (server/mgr_api.h) that the MCP session and the HTTP API drive. */
+ * (manager/api.h) that the MCP session and the HTTP API drive. */
 #ifndef AL_MANAGER_SBMGR_H
 #define AL_MANAGER_SBMGR_H
 
@@ -9,7 +9,7 @@
 
 #include "airlock/airlock.h"
 #include "config/config.h"
-#include "server/mgr_api.h"
+#include "manager/api.h"
 
 struct sbm_opts {
 	size_t size;		     /* sizeof(struct sbm_opts) */

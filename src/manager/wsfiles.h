@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "airlock/airlock.h"
-#include "server/mgr_api.h"
+#include "manager/api.h"
 
 #define WS_MAX_FILE (16u << 20) /* read and write limit per call */
 

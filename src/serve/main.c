@@ -6,21 +6,15 @@
  * static for start-up speed; `airlock serve` execs this program from its own directory. */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "config/config.h"
 #include "http/http.h"
-#include "manager/approval.h"
-#include "manager/audit.h"
-#include "manager/mgate.h"
-#include "manager/sbmgr.h"
+#include "service/service.h"
 #include "util/cleanup.h"
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:8080"
@@ -47,6 +41,7 @@ static const char usage[] =
 struct serve {
 	const char *config, *listen, *token_file, *profile, *audit, *port_file;
 	struct sbm *m;
+	char token[SERVE_TOKEN_MAX]; /* a secret: never printed, wiped at exit */
 };
 
 static void log_stderr(void *ctx, enum mcp_log_level level, const char *msg)
@@ -132,6 +127,37 @@ static int parse(struct serve *s, int argc, char **argv)
 	return -1;
 }
 
+/* The HTTP front end on the service. approval.channels: elicitation for MCP clients that can, the
+ * queue behind /v1/approvals for everyone else (the JSON API, MCP clients without elicitation),
+ * in the listed order. A channel left out is never used: without "http", a call that needs
+ * approval over the JSON API is denied rather than parked where no reviewer is expected to look. */
+static int serve_http(struct serve *s, struct service *svc, const char *token, int sfd)
+{
+	struct al_error e = {0};
+	const struct cfg *cfg = svc->cfg;
+	struct mgate_channels ch;
+	mgate_channels(&cfg->approval, CFG_CHAN_HTTP, &ch);
+	struct http_opts ho = {
+		.size = sizeof(ho), .listen = s->listen ? s->listen : cfg->server.http_listen ? cfg->server.http_listen : SERVE_DEFAULT_LISTEN,
+		.token = token[0] ? token : NULL, .mgr = &svc->api, .gate = &svc->gate, .approvals = ch.other ? svc->approvals : NULL,
+		.server_version = AIRLOCK_VERSION, .stats = stats, .stats_ctx = s, .ready = ready, .ready_ctx = s,
+		.log = log_stderr, .mcp_no_elicitation = !ch.elicitation, .mcp_queue_first = ch.other_first,
+	};
+	if (http_serve(&ho, sfd, &e) < 0)
+		return fail("%s", e.msg);
+	return 0;
+}
+
+/* service_opts.adjust: the token file is read before anything is opened (a bad one changes nothing). */
+static int take_token(void *ctx, struct cfg *cfg)
+{
+	struct serve *s = ctx;
+	const char *tf = s->token_file ? s->token_file : cfg->server.http_token_file;
+	if (tf && read_token(tf, s->token, sizeof(s->token)) < 0)
+		return fail("cannot read the token file %s (it must hold the token on its first line)", tf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct serve s = {0};
@@ -140,78 +166,25 @@ int main(int argc, char **argv)
 		return rc;
 	rc = 125;
 	struct al_error e = {0};
-	struct cfg *cfg = NULL;
-	struct audit_log *log = NULL;
-	struct apq *q = NULL;
-	int sfd = -1;
-	char token[SERVE_TOKEN_MAX] = "";
-	cleanup_free char *fallback = NULL;
-	if (cfg_load(s.config, &cfg, &e) < 0) {
-		fail("%s", e.msg);
+	struct service *svc = NULL;
+	int sfd = service_stop_signals(false);
+	if (sfd < 0) {
+		fail("signalfd: %s", strerror(-sfd));
 		goto out;
 	}
-	const char *tf = s.token_file ? s.token_file : cfg->server.http_token_file;
-	int r = tf ? read_token(tf, token, sizeof(token)) : 0;
+	struct service_opts so = {.size = sizeof(so), .config = s.config, .profile = s.profile, .audit = s.audit,
+				  .transport = "http", .adjust = take_token, .adjust_ctx = &s};
+	int r = service_open(&so, &svc, &e);
 	if (r < 0) {
-		fail("cannot read the token file %s (it must hold the token on its first line)", tf);
+		if (r != -ECANCELED)
+			fail("%s", e.msg);
 		goto out;
 	}
-	if (!s.audit && !cfg->audit.path && audit_default_path(geteuid() == 0, &fallback) < 0) {
-		fail("%s", "no audit log path (set audit.path or --audit)");
-		goto out;
-	}
-	struct audit_options ao;
-	audit_options_from_cfg(&cfg->audit, fallback, &ao);
-	if (s.audit)
-		ao.path = s.audit;
-	if (audit_open(&ao, &log, &e) < 0 || apq_new(&q) < 0) {
-		fail("%s", log ? "out of memory" : e.msg);
-		goto out;
-	}
-	/* Before any thread exists, so every thread inherits the mask (see cli/mcp.c). */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
-		fail("signalfd: %s", strerror(errno));
-		goto out;
-	}
-	al_cleanup_stale();
-	struct sbm_opts so = {.size = sizeof(so), .cfg = cfg, .default_profile = s.profile};
-	if (sbm_new(&so, &s.m, &e) < 0) {
-		fail("%s", e.msg);
-		goto out;
-	}
-	struct srv_mgr_api api;
-	sbm_api(s.m, &api);
-	struct mgate mg = {.cfg = cfg, .log = log, .transport = "http"};
-	struct srv_gate gate;
-	mgate_init(&mg, &gate);
-	/* approval.channels: elicitation for MCP clients that can, the queue behind /v1/approvals
-	 * for everyone else (the JSON API, MCP clients without elicitation), in the listed order. A
-	 * channel left out is never used: without "http", a call that needs approval over the JSON
-	 * API is denied rather than parked where no reviewer is expected to look. */
-	struct mgate_channels ch;
-	mgate_channels(&cfg->approval, CFG_CHAN_HTTP, &ch);
-	struct http_opts ho = {
-		.size = sizeof(ho), .listen = s.listen ? s.listen : cfg->server.http_listen ? cfg->server.http_listen : SERVE_DEFAULT_LISTEN,
-		.token = token[0] ? token : NULL, .mgr = &api, .gate = &gate, .approvals = ch.other ? q : NULL,
-		.server_version = AIRLOCK_VERSION, .stats = stats, .stats_ctx = &s, .ready = ready, .ready_ctx = &s,
-		.log = log_stderr, .mcp_no_elicitation = !ch.elicitation, .mcp_queue_first = ch.other_first,
-	};
-	if (http_serve(&ho, sfd, &e) < 0)
-		fail("%s", e.msg);
-	else
-		rc = 0;
+	s.m = svc->mgr;
+	rc = serve_http(&s, svc, s.token, sfd);
 out:
-	sbm_free(s.m); /* every sandbox is destroyed: no process, cgroup or workspace is left */
-	apq_free(q);
-	audit_close(log);
-	cfg_free(cfg);
-	explicit_bzero(token, sizeof(token));
+	service_close(svc); /* every sandbox is destroyed: no process, cgroup or workspace is left */
+	explicit_bzero(s.token, sizeof(s.token));
 	if (sfd >= 0)
 		close(sfd);
 	return rc;

@@ -15,7 +15,7 @@
 
 #include "../unit/mcp_fake.h"
 #include "http/hx.h"
-#include "manager/approval.h"
+#include "service/approval.h"
 
 #define MAX_HEADERS 32
 #define MAX_QUERY 8

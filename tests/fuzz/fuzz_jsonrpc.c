@@ -1,4 +1,4 @@
-/* fuzz_jsonrpc.c — fuzz target for the MCP session (src/server/): arbitrary bytes as a sequence of
+/* fuzz_jsonrpc.c — fuzz target for the MCP session (src/mcp/): arbitrary bytes as a sequence of
  * messages, against a fake manager and gate. No crash, no leak, every answer valid JSON-RPC, and a
  * call the gate did not allow never reaches the manager. */
 #include <stdint.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "../unit/mcp_fake.h"
-#include "server/jsonrpc.h"
-#include "server/mcp.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

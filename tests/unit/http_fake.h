@@ -29,7 +29,7 @@ HF_WRAP(hf_read, struct srv_path_req, fake_read)
 HF_WRAP(hf_list, struct srv_path_req, fake_list)
 HF_WRAP(hf_destroy, struct srv_path_req, fake_destroy)
 
-/* mgr_api.h allows cancel at any time before release, even after the manager called on_done (the
+/* manager/api.h allows cancel at any time before release, even after the manager called on_done (the
  * client went away at that moment); mcp_fake.h aborts on that, so it is filtered here. */
 static FAKE_UNUSED void hf_cancel(void *ctx, struct srv_op *op)
 {

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "manager/audit.h"
-#include "manager/mgate.h"
+#include "service/mgate.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 

@@ -24,7 +24,7 @@
 #include "http/http.h"
 #include "http/hx.h"
 #include "http_fake.h"
-#include "manager/approval.h"
+#include "service/approval.h"
 
 /* ---- the server in a thread ------------------------------------------------------------------ */
 

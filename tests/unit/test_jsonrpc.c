@@ -1,5 +1,5 @@
 /* test_jsonrpc.c — unit tests for the MCP layer's pure parts: JSON-RPC parsing and building,
- * UTF-8 repair, base64, and the JSON Schema subset (src/server/jsonrpc.c, text.c, schema.c). */
+ * UTF-8 repair, base64, and the JSON Schema subset (src/mcp/jsonrpc.c, src/service/text.c, schema.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,9 +11,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "server/jsonrpc.h"
-#include "server/schema.h"
-#include "server/text.h"
+#include "mcp/jsonrpc.h"
+#include "service/schema.h"
+#include "service/text.h"
 
 static struct jr_message parse_ok(const char *s)
 {
@@ -125,6 +125,24 @@ static void test_utf8(void **state)
 	assert_int_equal(txt_utf8_complete("\xf0\x9f\x98\x80", 4), 4);
 	assert_int_equal(txt_utf8_complete("\x80\x80\x80\x80", 4), 4);
 	assert_int_equal(txt_utf8_complete("", 0), 0);
+	/* The carry joins a character split over two chunks; at the end it lets go of what it held. */
+	struct txt_carry c = {0};
+	char *out = NULL;
+	size_t n = 9;
+	assert_int_equal(txt_carry_take(&c, "a\xf0\x9f", 3, false, &out, &n), 0);
+	assert_int_equal(n, 1);
+	assert_memory_equal(out, "a", 1);
+	assert_int_equal(c.len, 2);
+	free(out);
+	assert_int_equal(txt_carry_take(&c, "\x98\x80z\xc3", 4, false, &out, &n), 0);
+	assert_int_equal(n, 5);
+	assert_memory_equal(out, "\xf0\x9f\x98\x80z", 5);
+	free(out);
+	assert_int_equal(txt_carry_take(&c, NULL, 0, true, &out, &n), 0);
+	assert_int_equal(n, 1);
+	assert_memory_equal(out, "\xc3", 1);
+	assert_int_equal(c.len, 0);
+	free(out);
 }
 
 static void b64(const char *plain, size_t n, const char *enc)

@@ -1,4 +1,4 @@
-/* test_mcp.c — unit tests for the MCP session (src/server/): a JSON-RPC client drives it against a
+/* test_mcp.c — unit tests for the MCP session (src/mcp/): a JSON-RPC client drives it against a
  * fake manager and a fake approval gate. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "mcp_fake.h"
-#include "server/jsonrpc.h"
-#include "server/mcp.h"
-#include "server/schema.h"
-#include "server/tools.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+#include "service/schema.h"
+#include "service/tools.h"
 #include "util/cleanup.h"
 
 static uint64_t clock_now = 1000000;

@@ -1,4 +1,4 @@
-/* manager.c — the configuration of `airlock serve`: risk rules (regexes compiled here, once), approval policy, audit log and server limits. */
+/* server.c — the configuration of `airlock serve`: risk rules (regexes compiled here, once), approval policy, audit log and server limits. */
 #include "config/config.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8

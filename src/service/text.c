@@ -1,5 +1,5 @@
 /* text.c — UTF-8 checking and repair and base64, so program output and file bytes can travel as JSON. */
-#include "server/text.h"
+#include "service/text.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -88,6 +88,23 @@ size_t txt_utf8_complete(const char *buf, size_t n)
 		return need > back ? n - back : n;
 	}
 	return n;
+}
+
+int txt_carry_take(struct txt_carry *c, const char *buf, size_t n, bool final, char **out, size_t *out_len)
+{
+	size_t total = c->len + n;
+	char *joined = malloc(total + 1);
+	if (!joined)
+		return -ENOMEM;
+	memcpy(joined, c->held, c->len);
+	if (n)
+		memcpy(joined + c->len, buf, n);
+	size_t send = final ? total : txt_utf8_complete(joined, total);
+	c->len = total - send;
+	memcpy(c->held, joined + send, c->len);
+	*out = joined;
+	*out_len = send;
+	return 0;
 }
 
 static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

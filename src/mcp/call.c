@@ -1,12 +1,12 @@
-/* call.c — tools/call from request to response: validation, the approval gate (with MCP elicitation),
- * the manager's asynchronous operation, progress, cancellation. */
+/* call.c — tools/call on the wire: the runner (service/runner.h) validates, classifies, approves, runs
+ * and audits; this file translates: elicitation, the approver's events, progress, cancellation. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/session.h"
-#include "server/text.h"
+#include "mcp/session.h"
+#include "service/text.h"
 #include "util/cleanup.h"
 
 /* How much of the arguments the human sees in the approval request. */
@@ -38,18 +38,18 @@ static struct call *find_by_elicitation(const struct mcp_session *s, const json_
 	return NULL;
 }
 
-static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id tool, json_t *args, json_t *token)
+static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id tool, struct svc_call *sc,
+			     json_t *token)
 {
 	struct call *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
+	c->s = s;
 	c->id = ++s->next_call_id;
 	c->req_id = json_incref(req_id);
 	c->tool = tool;
-	c->args = json_incref(args);
+	c->sc = sc;
 	c->progress = json_incref(token);
-	c->started = ses_now(s);
-	memcpy(c->peer, s->peer, sizeof(c->peer));
 	c->next = s->calls;
 	if (s->calls)
 		s->calls->prev = c;
@@ -58,8 +58,8 @@ static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id t
 	return c;
 }
 
-/* Unlinks and frees c. A running operation is released to the manager first (see mgr_api.h:
- * release may come before on_done; the manager keeps its handle until both happened). */
+/* Unlinks and frees c; the runner ends a call that did not end (CANCELLED) and releases its
+ * operation to the manager. */
 static void call_free(struct mcp_session *s, struct call *c)
 {
 	if (c->prev)
@@ -69,49 +69,13 @@ static void call_free(struct mcp_session *s, struct call *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	s->n_calls--;
-	if (c->op && s->o.mgr->release)
-		s->o.mgr->release(s->o.mgr->ctx, c->op);
+	svc_call_free(c->sc);
 	evq_link_unref(c->link);
 	evq_link_unref(c->alink);
 	json_decref(c->req_id);
-	json_decref(c->args);
 	json_decref(c->progress);
 	json_decref(c->elicit_id);
 	free(c);
-}
-
-static void gate_record(struct mcp_session *s, struct call *c, enum srv_gate_outcome outcome, enum srv_gate_by by)
-{
-	const struct srv_gate *g = s->o.gate;
-	c->decided = true;
-	c->approval = outcome;
-	c->by = by;
-	if (g && g->record)
-		g->record(g->ctx, tl_name(c->tool), c->args, outcome);
-}
-
-/* Every call ends here: the audit hook hears how, then the record goes. */
-static void call_end(struct mcp_session *s, struct call *c, enum srv_call_status status,
-		     const struct srv_result *res, const char *msg)
-{
-	const struct srv_gate *g = s->o.gate;
-	if (g && g->finished) {
-		struct srv_call_end e = {
-			.tool = tl_name(c->tool),
-			.args = c->args,
-			.status = status,
-			.decided = c->decided,
-			.approval = c->approval,
-			.by = c->by,
-			.transport = s->o.transport,
-			.peer = c->peer[0] ? c->peer : NULL,
-			.duration_ms = ses_now(s) - c->started,
-			.result = res,
-			.message = msg,
-		};
-		g->finished(g->ctx, &e);
-	}
-	call_free(s, c);
 }
 
 /* ---- finishing ---------------------------------------------------------------------------- */
@@ -121,7 +85,8 @@ static int finish_tool_error(struct mcp_session *s, struct call *c, enum srv_cal
 			     json_t *out)
 {
 	int r = ses_reply(out, c->req_id, tl_error_result(text));
-	call_end(s, c, status, NULL, text);
+	svc_call_end(c->sc, status, NULL, text);
+	call_free(s, c);
 	return r;
 }
 
@@ -134,7 +99,8 @@ static int finish_failure(struct mcp_session *s, struct call *c, int rc, const c
 	ses_logf(s, out, MCP_LOG_ERROR, "%s failed: %s", tl_name(c->tool), msg[0] ? msg : "internal error");
 	int r = ses_reply_error(out, c->req_id, JR_INTERNAL_ERROR, "%s failed: %s", tl_name(c->tool),
 				msg[0] ? msg : "internal error");
-	call_end(s, c, SRV_CALL_REQUEST_FAILED, NULL, msg);
+	svc_call_end(c->sc, SRV_CALL_REQUEST_FAILED, NULL, msg);
+	call_free(s, c);
 	return r;
 }
 
@@ -144,40 +110,54 @@ static int finish_done(struct mcp_session *s, struct call *c, const struct srv_r
 		return finish_failure(s, c, -ENOMEM, "the manager ran out of memory", out);
 	if (res->error)
 		return finish_failure(s, c, res->error, res->err.msg, out);
-	json_t *result = tl_result(c->tool, c->args, res);
+	json_t *result = tl_result(c->tool, svc_call_args(c->sc), res);
 	if (!result)
 		return finish_failure(s, c, -ENOMEM, "out of memory building the result", out);
 	bool failed = json_is_true(json_object_get(result, "isError"));
 	int r = ses_reply(out, c->req_id, result);
-	call_end(s, c, failed ? SRV_CALL_PROGRAM_FAILED : SRV_CALL_OK, res, NULL);
+	svc_call_end(c->sc, failed ? SRV_CALL_PROGRAM_FAILED : SRV_CALL_OK, res, NULL);
+	call_free(s, c);
 	return r;
 }
 
-/* ---- running ------------------------------------------------------------------------------ */
-
-static int start(struct mcp_session *s, struct call *c, json_t *out)
+/* What the runner said, on the wire: a call that waits or runs needs nothing sent now; a refused
+ * one (already ended and recorded by the runner) gets its answer and goes. */
+static int translate(struct mcp_session *s, struct call *c, enum svc_step step, const struct svc_refusal *ref,
+		     json_t *out)
 {
-	struct srv_sink sink;
-	struct al_error err = {0};
-	c->link = evq_link_new(s->q, c->id, c->progress ? s->o.stream_budget : 0);
-	if (!c->link)
-		return finish_failure(s, c, -ENOMEM, "out of memory", out);
-	evq_link_sink(c->link, &sink);
-	c->state = CALL_RUNNING;
-	int r = tl_start(s->o.mgr, c->tool, c->args, &sink, &c->op, &err);
-	if (r < 0) {
-		evq_link_not_started(c->link);
-		c->op = NULL;
-		return finish_failure(s, c, r, err.msg, out);
+	switch (step) {
+	case SVC_ASKING:
+		c->state = CALL_APPROVAL;
+		return 0;
+	case SVC_RUNNING:
+		c->state = CALL_RUNNING;
+		return 0;
+	case SVC_REFUSED:
+		break;
 	}
-	return 0;
+	if (ref->status == SRV_CALL_DENIED)
+		ses_logf(s, out, MCP_LOG_NOTICE, "%s %s", tl_name(c->tool), ref->text);
+	return ref->status == SRV_CALL_DENIED ? finish_tool_error(s, c, SRV_CALL_DENIED, ref->text, out)
+					      : finish_failure(s, c, ref->error, ref->text, out);
 }
 
-/* ---- the approval gate and its elicitation ----------------------------------------------- */
+/* The runner's calls that may reach the port (ask, sink) see the turn's messages through c->out. */
+static int begin(struct mcp_session *s, struct call *c, json_t *out);
+static int answer(struct mcp_session *s, struct call *c, enum srv_gate_outcome o, enum srv_gate_by by,
+		  const char *text, json_t *out)
+{
+	struct svc_refusal ref;
+	c->out = out;
+	enum svc_step step = svc_call_answer(c->sc, o, by, text, &ref);
+	c->out = NULL;
+	return translate(s, c, step, &ref, out);
+}
+
+/* ---- the port: how the runner reaches this session's human and sink --------------------- */
 
 static char *approval_message(const struct call *c, const char *reason)
 {
-	cleanup_free char *args = json_dumps(c->args, JSON_COMPACT);
+	cleanup_free char *args = json_dumps(svc_call_args(c->sc), JSON_COMPACT);
 	if (!args)
 		return NULL;
 	size_t n = strlen(args);
@@ -201,6 +181,7 @@ static json_t *approval_schema(void)
 			 "required", "approve");
 }
 
+/* Through MCP elicitation: an elicitation/create request to the client, answered in call_answer. */
 static int ask_human(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, json_t *out)
 {
 	cleanup_free char *msg = approval_message(c, d->reason);
@@ -212,56 +193,79 @@ static int ask_human(struct mcp_session *s, struct call *c, const struct srv_gat
 								 approval_schema()))
 					  : NULL;
 	if (!req || json_array_append_new(out, req) < 0)
-		return finish_failure(s, c, -ENOMEM, "out of memory asking for approval", out);
-	c->state = CALL_APPROVAL;
+		return -ENOMEM;
 	c->deadline = ses_now(s) + (d->timeout_ms ? d->timeout_ms : s->o.approval_timeout_ms);
-	return ses_logf(s, out, MCP_LOG_NOTICE, "%s waits for approval", tl_name(c->tool));
+	(void)ses_logf(s, out, MCP_LOG_NOTICE, "%s waits for approval", tl_name(c->tool)); /* the question is out */
+	return 0;
 }
 
-static int deny(struct mcp_session *s, struct call *c, enum srv_gate_outcome outcome, enum srv_gate_by by,
-		const char *text, json_t *out)
+/* Through the approver (the approval queue, a terminal prompt). Its answer arrives as an
+ * EVQ_ANSWER event for c->id; until then c waits like an elicitation, with the same deadline. */
+static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, char *why,
+			size_t cap)
 {
-	gate_record(s, c, outcome, by);
-	ses_logf(s, out, MCP_LOG_NOTICE, "%s %s", tl_name(c->tool), text);
-	return finish_tool_error(s, c, SRV_CALL_DENIED, text, out);
+	const struct srv_approver *a = s->o.approver;
+	uint32_t timeout = d->timeout_ms ? d->timeout_ms : s->o.approval_timeout_ms;
+	c->alink = evq_link_new(s->q, c->id, 0);
+	if (!c->alink)
+		return -ENOMEM;
+	int r = a->ask(a->ctx, tl_name(c->tool), svc_call_args(c->sc), d->reason, timeout, evq_link_answer, c->alink,
+		       &c->approver_id);
+	if (r < 0) {
+		evq_link_not_started(c->alink); /* the approver's reference: done will never come */
+		snprintf(why, cap, "denied: this call needs a human's approval, and it could not be asked for");
+		return -EPERM;
+	}
+	c->via_approver = true;
+	c->deadline = ses_now(s) + timeout;
+	(void)ses_logf(s, c->out, MCP_LOG_NOTICE, "%s waits for approval %llu (%s)", tl_name(c->tool),
+		       (unsigned long long)c->approver_id, d->reason);
+	return 0;
 }
 
-static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, json_t *out);
-
-/* APPROVAL GATE: the one place where risk rules see a call before the manager does. A call that
- * is not allowed here never reaches start(). */
-static int gate(struct mcp_session *s, struct call *c, json_t *out)
+static int port_ask(void *owner, const struct srv_gate_decision *d, char *why, size_t cap)
 {
-	struct srv_gate_decision d = {.verdict = SRV_GATE_DENY};
-	if (s->o.gate)
-		s->o.gate->check(s->o.gate->ctx, tl_name(c->tool), c->args, &d);
-	else
-		d.verdict = SRV_GATE_ALLOW; /* no risk rules configured: the operator's choice */
-	d.reason[sizeof(d.reason) - 1] = 0;
-	char text[SRV_GATE_REASON_MAX + 160];
-	switch (d.verdict) {
-	case SRV_GATE_ALLOW:
-		gate_record(s, c, SRV_GATE_ALLOWED, SRV_BY_NOBODY);
-		return start(s, c, out);
-	case SRV_GATE_ASK: {
-		bool elicit = s->client_elicits && !s->o.no_elicitation;
-		if (elicit && !(s->o.approver && s->o.approver_first))
-			return ask_human(s, c, &d, out);
-		if (s->o.approver)
-			return ask_approver(s, c, &d, out);
-		snprintf(text, sizeof(text), "denied: this call needs a human's approval (%s), and nobody can be asked (%s)",
-			 d.reason[0] ? d.reason : "risk rules",
-			 s->client_elicits ? "the operator turned elicitation off"
-					   : "this client has no elicitation capability, and no other channel is set up");
-		return deny(s, c, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY, text, out);
-	}
-	case SRV_GATE_DENY:
-		break;
-	}
-	/* Anything else, including a verdict we do not know, is a denial: fail closed. */
-	snprintf(text, sizeof(text), "denied: %s", d.reason[0] ? d.reason : "the risk rules refuse this call");
-	return deny(s, c, SRV_GATE_DENIED, SRV_BY_NOBODY, text, out);
+	struct call *c = owner;
+	struct mcp_session *s = c->s;
+	bool elicit = s->client_elicits && !s->o.no_elicitation;
+	if (elicit && !(s->o.approver && s->o.approver_first))
+		return ask_human(s, c, d, c->out) < 0 ? -ENOMEM : 0;
+	if (s->o.approver)
+		return ask_approver(s, c, d, why, cap);
+	snprintf(why, cap, "denied: this call needs a human's approval (%s), and nobody can be asked (%s)",
+		 d->reason[0] ? d->reason : "risk rules",
+		 s->client_elicits ? "the operator turned elicitation off"
+				   : "this client has no elicitation capability, and no other channel is set up");
+	return -EPERM;
 }
+
+static int port_sink(void *owner, struct srv_sink *out)
+{
+	struct call *c = owner;
+	c->link = evq_link_new(c->s->q, c->id, c->progress ? c->s->o.stream_budget : 0);
+	if (!c->link)
+		return -ENOMEM;
+	evq_link_sink(c->link, out);
+	return 0;
+}
+
+static void port_unsink(void *owner)
+{
+	evq_link_not_started(((struct call *)owner)->link);
+}
+
+static const struct svc_port session_port = {.ask = port_ask, .sink = port_sink, .unsink = port_unsink};
+
+static int begin(struct mcp_session *s, struct call *c, json_t *out)
+{
+	struct svc_refusal ref;
+	c->out = out;
+	enum svc_step step = svc_call_begin(c->sc, &session_port, c, &ref);
+	c->out = NULL;
+	return translate(s, c, step, &ref, out);
+}
+
+/* ---- the human's answers ------------------------------------------------------------------ */
 
 /* Tells the client we no longer wait for our elicitation (the spec's way to give up on a request). */
 static int cancel_elicitation(const struct call *c, const char *reason, json_t *out)
@@ -284,54 +288,28 @@ static int give_up_asking(struct mcp_session *s, const struct call *c, enum srv_
 	return 0;
 }
 
-/* Asks through the approver (the approval queue, a terminal prompt). Its answer arrives as an
- * EVQ_ANSWER event for c->id; until then c waits like an elicitation, with the same deadline. */
-static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, json_t *out)
-{
-	const struct srv_approver *a = s->o.approver;
-	uint32_t timeout = d->timeout_ms ? d->timeout_ms : s->o.approval_timeout_ms;
-	c->alink = evq_link_new(s->q, c->id, 0);
-	if (!c->alink)
-		return finish_failure(s, c, -ENOMEM, "out of memory asking for approval", out);
-	int r = a->ask(a->ctx, tl_name(c->tool), c->args, d->reason, timeout, evq_link_answer, c->alink,
-		       &c->approver_id);
-	if (r < 0) {
-		evq_link_not_started(c->alink); /* the approver's reference: done will never come */
-		return deny(s, c, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY,
-			    "denied: this call needs a human's approval, and it could not be asked for", out);
-	}
-	c->via_approver = true;
-	c->state = CALL_APPROVAL;
-	c->deadline = ses_now(s) + timeout;
-	return ses_logf(s, out, MCP_LOG_NOTICE, "%s waits for approval %llu (%s)", tl_name(c->tool),
-			(unsigned long long)c->approver_id, d->reason);
-}
-
 /* The approver's answer. A late one (the call timed out or was cancelled meanwhile) finds no
  * call waiting and is dropped: only an approval that came in time runs anything. */
 static int on_answer(struct mcp_session *s, struct call *c, const struct evq_event *e, json_t *out)
 {
 	if (c->state != CALL_APPROVAL || !c->via_approver)
 		return 0;
-	if (e->outcome == SRV_GATE_APPROVED) {
-		gate_record(s, c, SRV_GATE_APPROVED, e->by);
-		ses_logf(s, out, MCP_LOG_NOTICE, "%s approved (%s)", tl_name(c->tool), srv_gate_by_name(e->by));
-		return start(s, c, out);
-	}
 	switch (e->outcome) {
-	case SRV_GATE_DECLINED:
-		return deny(s, c, SRV_GATE_DECLINED, e->by, "denied: the reviewer did not approve this call", out);
-	case SRV_GATE_TIMED_OUT:
-		return deny(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout", out);
-	case SRV_GATE_ALLOWED:
 	case SRV_GATE_APPROVED:
+		ses_logf(s, out, MCP_LOG_NOTICE, "%s approved (%s)", tl_name(c->tool), srv_gate_by_name(e->by));
+		return answer(s, c, SRV_GATE_APPROVED, e->by, NULL, out);
+	case SRV_GATE_DECLINED:
+		return answer(s, c, SRV_GATE_DECLINED, e->by, "denied: the reviewer did not approve this call", out);
+	case SRV_GATE_TIMED_OUT:
+		return answer(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout", out);
+	case SRV_GATE_ALLOWED:
 	case SRV_GATE_DENIED:
 	case SRV_GATE_UNAVAILABLE:
 	case SRV_GATE_ABANDONED:
 		break;
 	}
-	return deny(s, c, SRV_GATE_ABANDONED, SRV_BY_NOBODY,
-		    "denied: the approval was withdrawn before anybody answered (the server is stopping)", out);
+	return answer(s, c, SRV_GATE_ABANDONED, SRV_BY_NOBODY,
+		      "denied: the approval was withdrawn before anybody answered (the server is stopping)", out);
 }
 
 /* Only an explicit "accept" with approve: true runs the call. */
@@ -350,14 +328,13 @@ int call_answer(struct mcp_session *s, const struct jr_message *m, json_t *out)
 	if (!c)
 		return ses_logf(s, NULL, MCP_LOG_DEBUG, "ignored a response to no request of ours");
 	if (approved(m)) {
-		gate_record(s, c, SRV_GATE_APPROVED, SRV_BY_ELICITATION);
 		ses_logf(s, out, MCP_LOG_NOTICE, "%s approved by the user", tl_name(c->tool));
-		return start(s, c, out);
+		return answer(s, c, SRV_GATE_APPROVED, SRV_BY_ELICITATION, NULL, out);
 	}
 	if (m->kind == JR_ERROR)
-		return deny(s, c, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY,
-			    "denied: the client could not ask its user for approval", out);
-	return deny(s, c, SRV_GATE_DECLINED, SRV_BY_ELICITATION, "denied: the user did not approve this call", out);
+		return answer(s, c, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY,
+			      "denied: the client could not ask its user for approval", out);
+	return answer(s, c, SRV_GATE_DECLINED, SRV_BY_ELICITATION, "denied: the user did not approve this call", out);
 }
 
 static int expire_approvals(struct mcp_session *s, json_t *out)
@@ -370,7 +347,7 @@ static int expire_approvals(struct mcp_session *s, json_t *out)
 			continue;
 		r = give_up_asking(s, c, SRV_GATE_TIMED_OUT, "approval timed out", out);
 		if (r == 0)
-			r = deny(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout", out);
+			r = answer(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout", out);
 	}
 	return r;
 }
@@ -399,19 +376,20 @@ static int progress_token(const json_t *params, json_t **token)
 static int invalid_arguments(struct mcp_session *s, const struct jr_message *m, enum tl_id tool, const char *why,
 			     json_t *out)
 {
-	char text[SCH_MSG_MAX + 64];
+	char text[SVC_TEXT_MAX + 64];
 	snprintf(text, sizeof(text), "invalid arguments for %s: %s", tl_name(tool), why);
-	const struct srv_gate *g = s->o.gate;
-	if (g && g->finished) {
-		struct srv_call_end e = {.tool = tl_name(tool),
-					 .args = json_object_get(m->params, "arguments"),
-					 .status = SRV_CALL_INVALID,
-					 .message = text};
-		g->finished(g->ctx, &e);
-	}
 	if (strcmp(s->protocol, MCP_PROTOCOL_PREVIOUS) <= 0)
 		return ses_reply_error(out, m->id, JR_INVALID_PARAMS, "%s", text);
 	return ses_reply(out, m->id, tl_error_result(text));
+}
+
+/* The call's principal: the session's peer when the transport named one (stdio: the parent
+ * process), else anonymous. */
+static struct svc_principal principal(const struct mcp_session *s)
+{
+	return (struct svc_principal){.kind = s->peer[0] ? SVC_PRINCIPAL_PEER : SVC_PRINCIPAL_ANONYMOUS,
+				      .name = s->peer[0] ? s->peer : NULL,
+				      .uid = (uid_t)-1};
 }
 
 int call_tools_call(struct mcp_session *s, const struct jr_message *m, json_t *out)
@@ -434,18 +412,40 @@ int call_tools_call(struct mcp_session *s, const struct jr_message *m, json_t *o
 	cleanup_json json_t *empty = args ? NULL : json_object();
 	if (!args && !(args = empty))
 		return -ENOMEM;
-	char why[SCH_MSG_MAX];
-	int r = tl_check_args(&s->cat, (enum tl_id)tool, args, why);
-	if (r == -ENOMEM)
-		return r;
-	if (r < 0)
-		return invalid_arguments(s, m, (enum tl_id)tool, why, out);
-	if (s->n_calls >= s->o.max_inflight)
-		return ses_reply(out, m->id, tl_error_result("too many calls in flight: wait for one to finish"));
-	struct call *c = call_new(s, m->id, (enum tl_id)tool, args, token);
-	if (!c)
+	struct svc_principal who = principal(s);
+	struct svc_call *sc = svc_call_new(&s->rn, (enum tl_id)tool, args, &who, s->peer[0] ? s->peer : NULL);
+	if (!sc)
 		return -ENOMEM;
-	return gate(s, c, out);
+	struct svc_refusal ref;
+	int r = svc_call_validate(sc, &ref);
+	if (r < 0) {
+		svc_call_free(sc);
+		return r == -ENOMEM ? r : invalid_arguments(s, m, (enum tl_id)tool, ref.text, out);
+	}
+	if (s->n_calls >= s->o.max_inflight) {
+		svc_call_free(sc); /* never begun: no record */
+		return ses_reply(out, m->id, tl_error_result("too many calls in flight: wait for one to finish"));
+	}
+	struct call *c = call_new(s, m->id, (enum tl_id)tool, sc, token);
+	if (!c) {
+		svc_call_free(sc);
+		return -ENOMEM;
+	}
+	return begin(s, c, out);
+}
+
+/* A call waiting for a human is over (the client cancelled it, or went away): the runner records
+ * the abandon, the asking channel forgets the question. */
+static int abandon(struct mcp_session *s, struct call *c, json_t *out)
+{
+	svc_call_abandon(c->sc);
+	int r = 0;
+	if (out)
+		r = give_up_asking(s, c, SRV_GATE_ABANDONED, "the call was cancelled", out);
+	else if (c->via_approver) /* the client is gone: nothing to tell it, but the approver's entry goes */
+		s->o.approver->cancel(s->o.approver->ctx, c->approver_id, SRV_GATE_ABANDONED);
+	call_free(s, c);
+	return r;
 }
 
 int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out)
@@ -456,16 +456,11 @@ int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out)
 		return 0; /* unknown or finished: the spec says to ignore it */
 	const char *reason = json_string_value(json_object_get(params, "reason"));
 	ses_logf(s, NULL, MCP_LOG_INFO, "%s cancelled by the client: %.120s", tl_name(c->tool), reason ? reason : "");
-	if (c->state == CALL_APPROVAL) {
-		gate_record(s, c, SRV_GATE_ABANDONED, SRV_BY_NOBODY);
-		int r = give_up_asking(s, c, SRV_GATE_ABANDONED, "the call was cancelled", out);
-		call_end(s, c, SRV_CALL_CANCELLED, NULL, NULL);
-		return r;
-	}
+	if (c->state == CALL_APPROVAL)
+		return abandon(s, c, out);
 	/* The manager stops the work and still reports on_done; the response is never sent. */
 	c->cancelled = true;
-	if (c->op && s->o.mgr->cancel)
-		s->o.mgr->cancel(s->o.mgr->ctx, c->op);
+	svc_call_cancel(c->sc);
 	return 0;
 }
 
@@ -476,15 +471,10 @@ static int send_progress(struct mcp_session *s, struct call *c, enum srv_stream 
 			 bool final, json_t *out)
 {
 	int k = stream == SRV_STDERR;
-	size_t have = c->carry_len[k];
-	cleanup_free char *joined = malloc(have + n + 1);
-	if (!joined)
+	cleanup_free char *joined = NULL;
+	size_t send;
+	if (txt_carry_take(&c->carry[k], buf, n, final, &joined, &send) < 0)
 		return -ENOMEM;
-	memcpy(joined, c->carry[k], have);
-	memcpy(joined + have, buf, n);
-	size_t total = have + n, send = final ? total : txt_utf8_complete(joined, total);
-	c->carry_len[k] = total - send;
-	memcpy(c->carry[k], joined + send, total - send);
 	if (!send)
 		return 0;
 	c->streamed += send;
@@ -508,13 +498,14 @@ static int on_output(struct mcp_session *s, struct call *c, const struct evq_eve
 static int on_done(struct mcp_session *s, struct call *c, const struct evq_event *e, json_t *out)
 {
 	if (c->cancelled) {
-		call_end(s, c, SRV_CALL_CANCELLED, e->result, NULL);
+		svc_call_end(c->sc, SRV_CALL_CANCELLED, e->result, NULL);
+		call_free(s, c);
 		return 0;
 	}
 	int r = 0;
 	/* What the carry still holds (a stream that ended mid-character) goes out, repaired. */
 	for (int k = 0; c->progress && k < 2 && r == 0; k++)
-		if (c->carry_len[k])
+		if (c->carry[k].len)
 			r = send_progress(s, c, k ? SRV_STDERR : SRV_STDOUT, "", 0, true, out);
 	if (evq_link_dropped(c->link))
 		ses_logf(s, out, MCP_LOG_INFO, "%s: %llu output bytes not streamed (the result has them, capped)",
@@ -563,15 +554,10 @@ void call_cancel_all(struct mcp_session *s)
 	for (struct call *c = s->calls, *next; c; c = next) {
 		next = c->next;
 		if (c->state == CALL_APPROVAL) {
-			gate_record(s, c, SRV_GATE_ABANDONED, SRV_BY_NOBODY);
-			/* The client is gone: nothing to tell it, but the approver's entry goes. */
-			if (c->via_approver)
-				s->o.approver->cancel(s->o.approver->ctx, c->approver_id, SRV_GATE_ABANDONED);
-			call_end(s, c, SRV_CALL_CANCELLED, NULL, NULL);
+			abandon(s, c, NULL);
 		} else if (!c->cancelled) {
 			c->cancelled = true;
-			if (c->op && s->o.mgr->cancel)
-				s->o.mgr->cancel(s->o.mgr->ctx, c->op);
+			svc_call_cancel(c->sc);
 		}
 	}
 }
@@ -580,41 +566,5 @@ void call_free_all(struct mcp_session *s)
 {
 	call_cancel_all(s);
 	while (s->calls)
-		call_end(s, s->calls, SRV_CALL_CANCELLED, NULL, NULL);
-}
-
-const char *srv_gate_outcome_name(enum srv_gate_outcome o)
-{
-	switch (o) {
-	case SRV_GATE_ALLOWED:
-		return "allowed";
-	case SRV_GATE_DENIED:
-		return "denied";
-	case SRV_GATE_APPROVED:
-		return "approved";
-	case SRV_GATE_DECLINED:
-		return "declined";
-	case SRV_GATE_TIMED_OUT:
-		return "timed-out";
-	case SRV_GATE_UNAVAILABLE:
-		return "unavailable";
-	case SRV_GATE_ABANDONED:
-		return "abandoned";
-	}
-	return "unknown";
-}
-
-const char *srv_gate_by_name(enum srv_gate_by by)
-{
-	switch (by) {
-	case SRV_BY_NOBODY:
-		return "nobody";
-	case SRV_BY_ELICITATION:
-		return "elicitation";
-	case SRV_BY_HTTP:
-		return "http";
-	case SRV_BY_TERMINAL:
-		return "terminal";
-	}
-	return "unknown";
+		call_free(s, s->calls); /* the runner ends each as CANCELLED */
 }

@@ -1,6 +1,6 @@
 /* mgate.c — every tool call is classified by the configured risk rules; the approval policy allows,
  * denies, or asks a human (the session does the asking); when the call ends, one audit record. */
-#include "mgate.h"
+#include "service/mgate.h"
 
 #include <stdint.h>
 #include <stdio.h>

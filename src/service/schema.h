@@ -1,6 +1,6 @@
 /* schema.h — the small JSON Schema (2020-12) subset the MCP tools publish, and a validator for it. */
-#ifndef AL_SERVER_SCHEMA_H
-#define AL_SERVER_SCHEMA_H
+#ifndef AL_SERVICE_SCHEMA_H
+#define AL_SERVICE_SCHEMA_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* jsonrpc.h — one JSON-RPC 2.0 message at a time: strict parsing, error objects, encoding. */
-#ifndef AL_SERVER_JSONRPC_H
-#define AL_SERVER_JSONRPC_H
+#ifndef AL_MCP_JSONRPC_H
+#define AL_MCP_JSONRPC_H
 
 #include <jansson.h>
 #include <stddef.h>

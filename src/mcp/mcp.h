@@ -1,14 +1,15 @@
 /* mcp.h — a Model Context Protocol server session, independent of its transport, and the stdio transport. */
-#ifndef AL_SERVER_MCP_H
-#define AL_SERVER_MCP_H
+#ifndef AL_MCP_MCP_H
+#define AL_MCP_MCP_H
 
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "airlock/airlock.h"
-#include "server/gate.h"
-#include "server/mgr_api.h"
+#include "manager/gate.h"
+#include "manager/api.h"
+#include "service/runner.h"
 
 /*
  * Theory of operation
@@ -74,6 +75,7 @@ struct mcp_opts {
 	bool approver_first;		     /* the approver even when the client could elicit */
 	bool no_elicitation;		     /* never elicit (the operator chose other channels) */
 	const char *transport;		     /* for the audit hook: "stdio", "http" (NULL: the gate's) */
+	const struct svc_observer *observer; /* watches every call (the /metrics counters); NULL: none */
 };
 
 struct mcp_session;

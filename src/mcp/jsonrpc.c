@@ -1,5 +1,5 @@
 /* jsonrpc.c — strict JSON-RPC 2.0 parsing and building for the MCP server; bounded, never trusts its input. */
-#include "server/jsonrpc.h"
+#include "mcp/jsonrpc.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* schema.c — validates tool arguments against the JSON Schema the tool publishes (a strict subset). */
-#include "server/schema.h"
+#include "service/schema.h"
 
 #include <errno.h>
 #include <math.h>

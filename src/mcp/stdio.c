@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/jsonrpc.h"
-#include "server/mcp.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

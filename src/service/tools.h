@@ -1,12 +1,12 @@
-/* tools.h — the MCP tools airlock serves: their schemas, argument checks, manager calls and results. */
-#ifndef AL_SERVER_TOOLS_H
-#define AL_SERVER_TOOLS_H
+/* tools.h — the tools airlock serves on every transport (MCP, the JSON API): their schemas, argument checks, manager calls and results. */
+#ifndef AL_SERVICE_TOOLS_H
+#define AL_SERVICE_TOOLS_H
 
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "server/mgr_api.h"
-#include "server/schema.h"
+#include "manager/api.h"
+#include "service/schema.h"
 
 enum tl_id {
 	TL_EXECUTE,
@@ -39,7 +39,7 @@ const char *tl_name(enum tl_id id);
  * package names that are not options). 0, or -EINVAL with a message for the model. */
 int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX]);
 
-/* Starts the tool on the manager (args passed tl_check_args); see mgr_api.h for the contract. */
+/* Starts the tool on the manager (args passed tl_check_args); see manager/api.h for the contract. */
 int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const struct srv_sink *sink,
 	     struct srv_op **op, struct al_error *err);
 

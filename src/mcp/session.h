@@ -1,15 +1,16 @@
 /* session.h — the MCP session's internals, shared by mcp.c (lifecycle, dispatch) and call.c (tools/call). */
-#ifndef AL_SERVER_SESSION_H
-#define AL_SERVER_SESSION_H
+#ifndef AL_MCP_SESSION_H
+#define AL_MCP_SESSION_H
 
 #include <stdbool.h>
 
-#include "server/evq.h"
-#include "server/jsonrpc.h"
-#include "server/mcp.h"
-#include "server/tools.h"
+#include "mcp/evq.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+#include "service/runner.h"
+#include "service/text.h"
+#include "service/tools.h"
 
-#define MCP_UTF8_CARRY 4
 #define MCP_PEER_MAX 96
 
 static inline void ses_json_decrefp(json_t **j)
@@ -23,13 +24,15 @@ enum call_state {
 	CALL_RUNNING,  /* started on the manager, waiting for on_done */
 };
 
-/* One tools/call in flight. */
+/* One tools/call in flight: the wire's side of a runner call (service/runner.h). */
 struct call {
 	struct call *next, *prev;
+	struct mcp_session *s;
 	uint64_t id;	     /* ours, for the manager's events */
 	json_t *req_id;	     /* the client's request id */
 	enum tl_id tool;
-	json_t *args;	     /* validated arguments */
+	struct svc_call *sc; /* the runner's side: arguments, approval, the manager's operation */
+	json_t *out;	     /* while the runner is called: the turn's messages (for the port) */
 	json_t *progress;    /* the client's progressToken, or NULL */
 	enum call_state state;
 	bool cancelled;	     /* the client cancelled it: it gets no response */
@@ -39,15 +42,8 @@ struct call {
 	struct evq_link *alink; /* the approver's cookie (the answer comes as EVQ_ANSWER) */
 	uint64_t deadline;   /* CALL_APPROVAL: when silence becomes a denial */
 	struct evq_link *link;
-	struct srv_op *op;
 	uint64_t streamed;   /* bytes sent as progress: the (increasing) progress value */
-	uint64_t started;    /* ses_now() when the request arrived */
-	bool decided;	     /* the gate's outcome is known: */
-	enum srv_gate_outcome approval;
-	enum srv_gate_by by; /* who answered */
-	char peer[MCP_PEER_MAX]; /* the client that sent it (for the audit log) */
-	char carry[2][MCP_UTF8_CARRY]; /* per stream: a character cut by the chunk boundary */
-	size_t carry_len[2];
+	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
 };
 
 enum session_state {
@@ -59,6 +55,7 @@ enum session_state {
 struct mcp_session {
 	struct mcp_opts o;
 	struct tl_catalog cat;
+	struct svc_runner rn; /* every tools/call of the session runs here */
 	struct evq *q;
 	enum session_state state;
 	const char *protocol;	 /* negotiated revision (static string) */

@@ -1,12 +1,12 @@
 /* approval.h — the queue of tool calls waiting for a human's decision, shared by every front end that can ask. */
-#ifndef AL_MANAGER_APPROVAL_H
-#define AL_MANAGER_APPROVAL_H
+#ifndef AL_SERVICE_APPROVAL_H
+#define AL_SERVICE_APPROVAL_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/gate.h"
+#include "manager/gate.h"
 
 /*
  * When the risk rules answer ASK, the front end that received the call (the HTTP JSON API, or

@@ -1,5 +1,5 @@
 /* evq.c — a mutex-protected FIFO plus an eventfd: the only place where manager threads meet the session. */
-#include "server/evq.h"
+#include "mcp/evq.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* approval.c — the approval queue: pending calls listed for reviewers, each decided exactly once. */
-#include "manager/approval.h"
+#include "service/approval.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
-/* text.h — bytes to JSON text for the MCP layer: lossy UTF-8, streaming UTF-8 carry, base64. */
-#ifndef AL_SERVER_TEXT_H
-#define AL_SERVER_TEXT_H
+/* text.h — bytes to JSON text for every transport: lossy UTF-8, streaming UTF-8 carry, base64. */
+#ifndef AL_SERVICE_TEXT_H
+#define AL_SERVICE_TEXT_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -19,6 +19,17 @@ json_t *txt_json_lossy(const char *s, size_t n);
  * mangled: returns how many bytes of buf[0..n) end on a character boundary (the rest, at most 3
  * bytes, should be held back and prepended to the next chunk). */
 size_t txt_utf8_complete(const char *buf, size_t n);
+
+/* One stream's character that a chunk boundary cut short, held back for the next chunk. */
+struct txt_carry {
+	char held[4];
+	size_t len;
+};
+
+/* What a stream's chunk buf[0..n) sends now: what c held, then buf, without a last character cut
+ * short (c holds that back; with final, nothing is held: the stream ended). *out is malloc'd
+ * (free it) with *out_len bytes, possibly 0. 0, or -ENOMEM. */
+int txt_carry_take(struct txt_carry *c, const char *buf, size_t n, bool final, char **out, size_t *out_len);
 
 /* Standard base64 (RFC 4648, with padding). Encode: malloc'd NUL-terminated text or NULL.
  * Decode: strict (no whitespace, correct padding); returns the length or -EINVAL / -ENOMEM. */

@@ -1,17 +1,17 @@
-/* gate.h — the risk/approval hook every tool call passes before the manager sees it. */
-#ifndef AL_SERVER_GATE_H
-#define AL_SERVER_GATE_H
+/* gate.h — the risk/approval/audit hook every tool call passes before the manager sees it. */
+#ifndef AL_MANAGER_GATE_H
+#define AL_MANAGER_GATE_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/mgr_api.h"
+#include "manager/api.h"
 
 /*
- * The MCP session calls gate->check for every tools/call whose arguments are valid, before
- * anything reaches the manager (src/server/mcp.c, "APPROVAL GATE"). The risk rules and the audit
- * log (src/manager/) implement it:
+ * The call runner calls gate->check for every call whose arguments are valid, whatever its
+ * transport, before anything reaches the manager (src/service/runner.c, "APPROVAL GATE"). The
+ * risk rules and the audit log implement it (src/service/mgate.c):
  *   ALLOW  the call runs;
  *   DENY   the call never runs; the client gets a tool error carrying reason;
  *   ASK    a human decides: the session sends the client an MCP elicitation/create request (if
@@ -95,7 +95,7 @@ struct srv_gate {
 };
 
 /*
- * A way to ask a human outside the MCP protocol: the approval queue (manager/approval.h) that
+ * A way to ask a human outside the MCP protocol: the approval queue (service/approval.h) that
  * GET/POST /v1/approvals and the terminal prompt of `airlock mcp` serve.
  *  - ask registers the question and returns at once: 0 with *id set, or -errno (then done is
  *    never called). done(cookie, outcome, by) is then called exactly once, from any thread

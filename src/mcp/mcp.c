@@ -1,5 +1,5 @@
 /* mcp.c — the MCP session's lifecycle (initialize, version negotiation) and message dispatch. */
-#include "server/mcp.h"
+#include "mcp/mcp.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/session.h"
+#include "mcp/session.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -40,6 +40,12 @@ static uint64_t monotonic_ms(void *ctx)
 uint64_t ses_now(const struct mcp_session *s)
 {
 	return s->o.now_ms(s->o.now_ctx);
+}
+
+/* The runner's clock is the session's (which tests inject). */
+static uint64_t session_us(void *ctx)
+{
+	return ses_now(ctx) * 1000;
 }
 
 /* ---- replies ------------------------------------------------------------------------------ */
@@ -346,6 +352,8 @@ int mcp_session_new(const struct mcp_opts *opts, struct mcp_session **out, struc
 	r = tl_catalog_load(&s->cat, msg);
 	if (r < 0)
 		return al_err(err, -r, "mcp: tool schemas: %s", r == -ENOMEM ? "out of memory" : msg);
+	s->rn = (struct svc_runner){.mgr = s->o.mgr, .gate = s->o.gate, .observer = s->o.observer, .cat = &s->cat,
+				    .transport = s->o.transport, .now_us = session_us, .now_ctx = s};
 	r = evq_new(&s->q);
 	if (r < 0) {
 		tl_catalog_clear(&s->cat);

@@ -1,15 +1,14 @@
 /* tools.c — the tool table: one JSON Schema per tool (published and enforced), the manager call
  * it turns into, and the structured result it gives back. */
-#include "server/tools.h"
+#include "service/tools.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "server/text.h"
+#include "service/text.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -643,27 +642,4 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
 	}
 	return json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text, "structuredContent",
 			 structured, "isError", is_error);
-}
-
-struct srv_result *srv_result_new(void)
-{
-	struct srv_result *r = calloc(1, sizeof(struct srv_result));
-	if (r)
-		r->fd = -1;
-	return r;
-}
-
-void srv_result_free(struct srv_result *r)
-{
-	if (!r)
-		return;
-	al_verdict_free(r->verdict);
-	if (r->fd >= 0)
-		close(r->fd);
-	free(r->sandbox_id);
-	free(r->data);
-	for (size_t i = 0; i < r->n_entries; i++)
-		free(r->entries[i].name);
-	free(r->entries);
-	free(r);
 }

@@ -1,12 +1,12 @@
 /* evq.h — the thread-safe queue that carries the manager's callbacks to the MCP session's thread. */
-#ifndef AL_SERVER_EVQ_H
-#define AL_SERVER_EVQ_H
+#ifndef AL_MCP_EVQ_H
+#define AL_MCP_EVQ_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/gate.h"
-#include "server/mgr_api.h"
+#include "manager/gate.h"
+#include "manager/api.h"
 
 /*
  * Threads: the manager calls a sink from any thread; the sink only copies the event into the

@@ -1,10 +1,10 @@
 /* mgate.h — the approval gate of airlock's servers: risk rules decide, the audit log records. */
-#ifndef AL_MANAGER_MGATE_H
-#define AL_MANAGER_MGATE_H
+#ifndef AL_SERVICE_MGATE_H
+#define AL_SERVICE_MGATE_H
 
 #include "config/config.h"
 #include "manager/audit.h"
-#include "server/gate.h"
+#include "manager/gate.h"
 
 struct mgate {
 	const struct cfg *cfg;	/* the rules and the approval policy */

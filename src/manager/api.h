@@ -1,6 +1,6 @@
-/* mgr_api.h — the sandbox manager as the MCP layer sees it: a table of asynchronous operations. */
-#ifndef AL_SERVER_MGR_API_H
-#define AL_SERVER_MGR_API_H
+/* api.h — the sandbox manager's contract with the front ends above it: a table of asynchronous operations. */
+#ifndef AL_MANAGER_API_H
+#define AL_MANAGER_API_H
 
 #include <stdbool.h>
 #include <stddef.h>

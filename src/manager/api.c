@@ -1,0 +1,64 @@
+/* api.c — what the manager's contract (api.h, gate.h) defines beyond types: results and names. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "manager/gate.h"
+
+struct srv_result *srv_result_new(void)
+{
+	struct srv_result *r = calloc(1, sizeof(struct srv_result));
+	if (r)
+		r->fd = -1;
+	return r;
+}
+
+void srv_result_free(struct srv_result *r)
+{
+	if (!r)
+		return;
+	al_verdict_free(r->verdict);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->sandbox_id);
+	free(r->data);
+	for (size_t i = 0; i < r->n_entries; i++)
+		free(r->entries[i].name);
+	free(r->entries);
+	free(r);
+}
+
+const char *srv_gate_outcome_name(enum srv_gate_outcome o)
+{
+	switch (o) {
+	case SRV_GATE_ALLOWED:
+		return "allowed";
+	case SRV_GATE_DENIED:
+		return "denied";
+	case SRV_GATE_APPROVED:
+		return "approved";
+	case SRV_GATE_DECLINED:
+		return "declined";
+	case SRV_GATE_TIMED_OUT:
+		return "timed-out";
+	case SRV_GATE_UNAVAILABLE:
+		return "unavailable";
+	case SRV_GATE_ABANDONED:
+		return "abandoned";
+	}
+	return "unknown";
+}
+
+const char *srv_gate_by_name(enum srv_gate_by by)
+{
+	switch (by) {
+	case SRV_BY_NOBODY:
+		return "nobody";
+	case SRV_BY_ELICITATION:
+		return "elicitation";
+	case SRV_BY_HTTP:
+		return "http";
+	case SRV_BY_TERMINAL:
+		return "terminal";
+	}
+	return "unknown";
+}
