@@ -32,6 +32,7 @@ struct hx_call {
 	enum srv_gate_outcome approval;
 	enum srv_gate_by by; /* who answered an ASK */
 	bool ended; /* the audit hook (gate->finished) heard how it ended */
+	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted */
 	struct srv_op *op;
 	bool running;	/* the manager accepted the operation (its on_done will come) */
 	bool cancelled; /* cancel(op) was called */
@@ -126,6 +127,8 @@ static void end(struct hx_call *c, enum srv_call_status status, const struct srv
 		.by = c->by,
 		.transport = "http",
 		.peer = c->peer,
+		.principal = c->peer, /* the peer until principals come */
+		.call_id = c->call_id[0] ? c->call_id : NULL,
 		.duration_ms = (hx_now_us() - c->started) / 1000,
 		.duration_us = hx_now_us() - c->started,
 		.result = res,
@@ -393,10 +396,23 @@ static int validate(struct hx_call *c, struct hx_response *rs)
 	return 1;
 }
 
-/* Validation, gate and start; 1 when rs holds the refusal. */
+/* The durable start record (gate->admit); 1 when rs got the 503 naming the audit log. */
+static int admit(struct hx_call *c, struct hx_response *rs)
+{
+	struct al_error err = {0};
+	struct srv_call_start st = {.tool = tl_name(c->tool), .args = c->args, .approval = c->approval, .by = c->by,
+				    .transport = "http", .peer = c->peer, .principal = c->peer};
+	if (srv_gate_admit(&c->s->gate, &st, c->call_id, &err) == 0)
+		return 0;
+	hx_error(rs, 503, "%s", err.msg);
+	end(c, SRV_CALL_REQUEST_FAILED, NULL, err.msg);
+	return 1;
+}
+
+/* Validation, gate, audit and start; 1 when rs holds the refusal. */
 static int begin(struct hx_call *c, const void *raw, size_t raw_len, struct hx_response *rs)
 {
-	if (validate(c, rs) || gate(c, rs))
+	if (validate(c, rs) || gate(c, rs) || admit(c, rs))
 		return 1;
 	struct al_error err = {0};
 	int r = start(c, raw, raw_len, &err);

@@ -98,6 +98,12 @@ static void gate_finished(void *ctx, const struct srv_call_end *end)
 		s->inner->finished(s->inner->ctx, end);
 }
 
+static int gate_admit(void *ctx, struct srv_call_start *start, struct al_error *err)
+{
+	struct hx_server *s = ctx;
+	return s->inner && s->inner->admit ? s->inner->admit(s->inner->ctx, start, err) : 0;
+}
+
 /* ---- the state ------------------------------------------------------------------------------ */
 
 int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **out, struct al_error *err)
@@ -131,7 +137,8 @@ int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **o
 		SHA256((const unsigned char *)s->o.token, strlen(s->o.token), s->token_digest);
 	s->o.token = NULL; /* only the digest is kept */
 	s->inner = o->gate;
-	s->gate = (struct srv_gate){.ctx = s, .check = gate_check, .record = gate_record, .finished = gate_finished};
+	s->gate = (struct srv_gate){.ctx = s, .check = gate_check, .record = gate_record, .finished = gate_finished,
+				    .admit = gate_admit};
 	char msg[SCH_MSG_MAX];
 	int r = tl_catalog_load(&s->cat, msg);
 	if (r < 0) {

@@ -105,6 +105,8 @@ static void call_end(struct mcp_session *s, struct call *c, enum srv_call_status
 			.by = c->by,
 			.transport = s->o.transport,
 			.peer = c->peer[0] ? c->peer : NULL,
+			.principal = c->peer[0] ? c->peer : NULL, /* the peer until principals come */
+			.call_id = c->call_id[0] ? c->call_id : NULL,
 			.duration_ms = ses_now(s) - c->started,
 			.result = res,
 			.message = msg,
@@ -159,6 +161,11 @@ static int start(struct mcp_session *s, struct call *c, json_t *out)
 {
 	struct srv_sink sink;
 	struct al_error err = {0};
+	struct srv_call_start st = {.tool = tl_name(c->tool), .args = c->args, .approval = c->approval, .by = c->by,
+				    .transport = s->o.transport, .peer = c->peer[0] ? c->peer : NULL,
+				    .principal = c->peer[0] ? c->peer : NULL};
+	if (srv_gate_admit(s->o.gate, &st, c->call_id, &err) < 0)
+		return finish_tool_error(s, c, SRV_CALL_REQUEST_FAILED, err.msg, out);
 	c->link = evq_link_new(s->q, c->id, c->progress ? s->o.stream_budget : 0);
 	if (!c->link)
 		return finish_failure(s, c, -ENOMEM, "out of memory", out);
@@ -617,4 +624,18 @@ const char *srv_gate_by_name(enum srv_gate_by by)
 		return "terminal";
 	}
 	return "unknown";
+}
+
+int srv_gate_admit(const struct srv_gate *g, struct srv_call_start *start, char call_id[SRV_CALL_ID_MAX],
+		   struct al_error *err)
+{
+	call_id[0] = 0;
+	if (!g || !g->admit)
+		return 0;
+	int r = g->admit(g->ctx, start, err);
+	if (r < 0)
+		return r;
+	memcpy(call_id, start->call_id, SRV_CALL_ID_MAX);
+	call_id[SRV_CALL_ID_MAX - 1] = 0;
+	return 0;
 }

@@ -46,6 +46,7 @@ struct call {
 	enum srv_gate_outcome approval;
 	enum srv_gate_by by; /* who answered */
 	char peer[MCP_PEER_MAX]; /* the client that sent it (for the audit log) */
+	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted */
 	char carry[2][MCP_UTF8_CARRY]; /* per stream: a character cut by the chunk boundary */
 	size_t carry_len[2];
 };
