@@ -13,11 +13,7 @@ command -v unshare >/dev/null || al_skip "unshare is missing"
 # The harness runs every mode as root (user mode drops to an unprivileged uid for airlock only):
 # root mounts the small tmpfs, the server runs as the mode's user.
 [ "$(id -u)" = 0 ] || al_fail "the full-disk namespace needs root to mount its tmpfs"
-serve_bin=$(dirname "$AIRLOCK")/airlock-serve
-[ -x "$serve_bin" ] || al_fail "airlock-serve is not built beside airlock"
-if [ "$AL_AIRLOCK_BIN" != "$AIRLOCK" ]; then
-	install -m 0755 "$serve_bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
-fi
+al_serve_bin
 dir=$(al_tmpdir 0777)
 m=$(al_marker)
 confdir=$(al_tmpdir 0755)
