@@ -54,7 +54,7 @@ int audit_default_path(bool privileged, char **out)
 
 /* Writers hold LOCK_SH on the file while they append, heal() LOCK_EX while it judges and repairs
  * the end: a reader's pread is not serialized with another process's write, and could otherwise
- * take a record being copied in for a torn one. rotate() takes LOCK_EX too. */
+ * take a record being copied in for a torn one. rotate() takes LOCK_EX too. Callers unlock. */
 static int lock_file(int fd, int op)
 {
 	while (flock(fd, op) < 0)
@@ -76,10 +76,12 @@ static int append_line(int fd, const char *line, size_t len)
 	if ((size_t)n == len)
 		return 0;
 	/* O_APPEND left the offset just past our bytes: they end the file unless another process
-	 * appended since, and then they can only be ended, not removed. */
+	 * appended since, and then they can only be ended, not removed. LOCK_EX (converted from the
+	 * caller's LOCK_SH) keeps other writers out between that check and the truncation. */
 	off_t end = lseek(fd, 0, SEEK_CUR);
 	struct stat st;
-	if (end >= n && fstat(fd, &st) == 0 && st.st_size == end && ftruncate(fd, end - n) == 0)
+	if (end >= n && lock_file(fd, LOCK_EX) == 0 && fstat(fd, &st) == 0 && st.st_size == end &&
+	    ftruncate(fd, end - n) == 0)
 		return -ENOSPC;
 	(void)!write(fd, "\n", 1);
 	return -ENOSPC;
@@ -128,7 +130,7 @@ static int heal(int fd, const char *path, struct al_error *err)
 static int open_file(const char *path, int *out, struct al_error *err)
 {
 	/* O_NOFOLLOW: a symlink planted at the path cannot redirect the log. O_NONBLOCK: a FIFO there
-	 * cannot hang us (regular files ignore it). O_RDWR: heal() reads the last byte. */
+	 * cannot hang us (regular files ignore it). O_RDWR: heal() reads the last line. */
 	cleanup_close int fd =
 		open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, AUDIT_FILE_MODE);
 	struct stat st;
