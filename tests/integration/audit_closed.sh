@@ -3,9 +3,9 @@
 # private mount namespace around the server), airlock serve refuses a code_execute with a 503 that
 # names the audit log, the code never runs (the file it would create does not exist afterwards),
 # /v1/health says degraded and the metric counts it; freed space, the next call runs and is
-# recorded, whole. A torn tail left by hand is repaired on start (terminated and marked), and a
-# server killed with SIGKILL during a long exec leaves that exec's start record. airlock mcp over
-# stdio refuses the same way.
+# recorded, whole; MCP over HTTP is refused the same way. A torn tail left by hand is repaired on
+# start (terminated and marked), and a server killed with SIGKILL during a long exec leaves that
+# exec's start record. airlock mcp over stdio refuses the same way.
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -115,6 +115,26 @@ al_assert_contains "$BODY" "audit log" "the refusal names the audit log"
 al_assert_eq "$(stat -c %s "$L")" "$before" "the refused record's bytes were cut off again"
 check_log "$L"
 al_assert_not_contains "$(cat "$L")" "refused-$m" "no record of a call that did not run"
+# The same over MCP on HTTP (/mcp): a tool error naming the audit log.
+cat >"$dir/mcphttp.py" <<'PY'
+import json, sys, urllib.request
+base, sb, code = "http://127.0.0.1:%s/mcp" % sys.argv[1], sys.argv[2], sys.argv[3]
+hdr = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+def post(msg):
+    with urllib.request.urlopen(urllib.request.Request(base, json.dumps(msg).encode(), hdr), timeout=60) as r:
+        hdr.setdefault("Mcp-Session-Id", r.headers.get("Mcp-Session-Id"))
+        body = r.read().decode()
+    return [json.loads(l[5:]) for l in body.splitlines() if l.startswith("data:")] or [json.loads(body or "null")]
+post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+      "capabilities": {}, "clientInfo": {"name": "audit-closed", "version": "1"}}})
+post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+args = {"sandbox_id": sb, "language": "shell", "code": code}
+print(json.dumps(post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                       "params": {"name": "code_execute", "arguments": args}})[-1]))
+PY
+r=$("$AL_PY" "$dir/mcphttp.py" "$PORT" "$SB" "echo refused > refused-mcp-$m") || al_fail "MCP over HTTP: $r"
+al_assert_contains "$r" '"isError": true' "MCP over HTTP: the call the audit log cannot record is an error"
+al_assert_contains "$r" "audit log" "MCP over HTTP: the error names the audit log"
 api GET /v1/health
 al_assert_eq "$CODE" 503 "health while the audit log fails: $BODY"
 al_assert_contains "$BODY" '"status":"degraded"' "health says degraded"
@@ -129,6 +149,7 @@ run "touch ran-$m; ls"
 al_assert_eq "$CODE" 200 "an exec once the disk has room: $BODY"
 al_assert_contains "$OUT" "ran-$m" "the code of the call after the refusal ran (it can be seen)"
 al_assert_not_contains "$OUT" "refused-$m" "the refused code never ran"
+al_assert_not_contains "$OUT" "refused-mcp-$m" "the code refused over MCP never ran"
 api GET /v1/health
 al_assert_eq "$CODE" 200 "health once the log is written again: $BODY"
 [ "$(metric airlock_audit_failures_total)" -ge "$failures" ] || al_fail "the failure count went down"
