@@ -285,6 +285,15 @@ int audit_open(const struct audit_options *o, struct audit_log **out, struct al_
 		audit_close(l);
 		return r;
 	}
+	/* A log created just now exists for good only once its directory is synced: the first start
+	 * record's fdatasync covers the file's data, not its name. A directory we may not open, or
+	 * a filesystem that cannot sync one, is no failure of the log; an I/O error is. */
+	r = sync_dir(l->path);
+	if (r == -EIO || r == -ENOSPC) {
+		r = al_err_sys(err, -r, "audit: syncing the directory of %s", l->path);
+		audit_close(l);
+		return r;
+	}
 	*out = l;
 	return 0;
 }

@@ -59,7 +59,8 @@
  *    crash mid-write) is ended with one, and a torn or invalid last line gets a "repair" record
  *    after it. The torn bytes are kept, not truncated: they are evidence, and readers skip them.
  *  - fsync: fdatasync(2) after each record, before audit_write returns, when configured; always
- *    after a start record, which must be durable before its call runs.
+ *    after a start record, which must be durable before its call runs. audit_open syncs the
+ *    log's directory once, so that a log it created keeps its name after a crash.
  *  - Rotation by size: before a record that would take the file past rotate_bytes, path.N-1 is
  *    renamed to path.N ... path to path.1 (path.keep is replaced, so keep files remain) and a
  *    new path is created. Processes sharing a log serialize rotation with flock(2) on the file
