@@ -666,6 +666,15 @@ al_listen_stop() {
 	wait "$AL_LISTEN_PID" 2>/dev/null || true
 }
 
+# al_serve_bin: the airlock-serve binary beside the airlock this mode runs (user mode: a 0755 copy
+# beside the airlock copy); fails when it was not built.
+al_serve_bin() {
+	local b
+	b=$(dirname "$AIRLOCK")/airlock-serve
+	[ -x "$b" ] || al_fail "airlock-serve is not built beside airlock"
+	[ "$AL_AIRLOCK_BIN" = "$AIRLOCK" ] || install -m 0755 "$b" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
+}
+
 # al_marker: a unique word (<= 15 chars, so it also fits a process's comm).
 al_marker() { printf 'alm%05d%05d\n' "$(($$ % 100000))" "$RANDOM"; }
 

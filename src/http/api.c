@@ -61,10 +61,19 @@ static void run(struct hx_server *s, const struct hx_request *rq, enum tl_id too
 
 /* ---- service routes ------------------------------------------------------------------------- */
 
+/* A server whose audit log fails refuses every call that would run: 503 "degraded", so a balancer
+ * sends work elsewhere, with the reason for the operator. */
 void api_health(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
-	hx_json(rs, 200, json_pack("{s:s,s:s,s:I}", "status", hx_stopping(s) ? "stopping" : "ok", "version",
-				   s->o.server_version, "mcp_sessions", (json_int_t)hx_sessions_count(s)));
+	struct srv_gate_health h = {0};
+	if (s->o.gate && s->o.gate->health)
+		s->o.gate->health(s->o.gate->ctx, &h);
+	h.reason[sizeof(h.reason) - 1] = 0;
+	json_t *o = json_pack("{s:s,s:s,s:I}", "status", hx_stopping(s) ? "stopping" : h.degraded ? "degraded" : "ok",
+			      "version", s->o.server_version, "mcp_sessions", (json_int_t)hx_sessions_count(s));
+	if (o && h.degraded)
+		json_object_set_new(o, "reason", json_string(h.reason));
+	hx_json(rs, h.degraded ? 503 : 200, o);
 }
 
 void api_metrics(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)

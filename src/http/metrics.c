@@ -231,6 +231,13 @@ char *hx_metrics_render(struct hx_server *s, size_t *len)
 	for (int i = 0; i < HX_STATUS_CLASSES; i++)
 		put(&t, "airlock_http_requests_total{code=\"%s\"} %llu\n", classes[i],
 		    (unsigned long long)get(&m->requests[i]));
+	struct srv_gate_health h = {0};
+	if (s->o.gate && s->o.gate->health)
+		s->o.gate->health(s->o.gate->ctx, &h);
+	help(&t, "airlock_audit_failures_total", "counter", "Audit records that could not be written.");
+	put(&t, "airlock_audit_failures_total %llu\n", (unsigned long long)h.audit_failures);
+	help(&t, "airlock_audit_degraded", "gauge", "1 while the audit log cannot be written (calls are refused).");
+	put(&t, "airlock_audit_degraded %d\n", h.degraded ? 1 : 0);
 	help(&t, "airlock_mcp_sessions_opened_total", "counter", "MCP sessions initialized over HTTP.");
 	put(&t, "airlock_mcp_sessions_opened_total %llu\n", (unsigned long long)get(&m->sessions_opened));
 	if (t.failed) {

@@ -293,7 +293,8 @@ static void refused(const struct svc_refusal *ref, struct hx_response *rs)
 	case SRV_CALL_CANCELLED:
 		break;
 	}
-	hx_error(rs, hx_status_of_errno(ref->error), "%s", ref->text[0] ? ref->text : "the request failed");
+	hx_error(rs, ref->unavailable ? 503 : hx_status_of_errno(ref->error), "%s",
+		 ref->text[0] ? ref->text : "the request failed");
 }
 
 /* Validation, the gate (waiting for a reviewer when the rules ask one) and the start; 1 when rs

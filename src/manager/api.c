@@ -1,5 +1,6 @@
 /* api.c — what the manager's contract (api.h, gate.h) defines beyond types: results and names. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "manager/gate.h"
@@ -61,4 +62,18 @@ const char *srv_gate_by_name(enum srv_gate_by by)
 		return "terminal";
 	}
 	return "unknown";
+}
+
+int srv_gate_admit(const struct srv_gate *g, struct srv_call_start *start, char call_id[SRV_CALL_ID_MAX],
+		   struct al_error *err)
+{
+	call_id[0] = 0;
+	if (!g || !g->admit)
+		return 0;
+	int r = g->admit(g->ctx, start, err);
+	if (r < 0)
+		return r;
+	memcpy(call_id, start->call_id, SRV_CALL_ID_MAX);
+	call_id[SRV_CALL_ID_MAX - 1] = 0;
+	return 0;
 }

@@ -1,4 +1,4 @@
-/* audit.c — the audit log's writer: one write(2) per record on an O_APPEND descriptor, fsync and size rotation (see audit.h for the guarantees). */
+/* audit.c — the audit log's writer: one write(2) per record on an O_APPEND descriptor, fsync, size rotation, a torn tail repaired on open, and the writer's health (see audit.h for the guarantees). */
 #include "manager/audit.h"
 
 #include <errno.h>
@@ -21,6 +21,7 @@ struct audit_log {
 	bool fsync;
 	uint64_t rotate_bytes;
 	unsigned keep;
+	struct audit_health health; /* under lock */
 };
 
 void audit_options_from_cfg(const struct cfg_audit *a, const char *fallback, struct audit_options *o)
@@ -51,25 +52,85 @@ int audit_default_path(bool privileged, char **out)
 
 /* ---- the file ------------------------------------------------------------------------------- */
 
+/* Writers hold LOCK_SH on the file while they append, heal() LOCK_EX while it judges and repairs
+ * the end: a reader's pread is not serialized with another process's write, and could otherwise
+ * take a record being copied in for a torn one. rotate() takes LOCK_EX too. Callers unlock. */
+static int lock_file(int fd, int op)
+{
+	while (flock(fd, op) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+/* One line appended whole, or -errno (a short write is -ENOSPC; its bytes are cut off again
+ * when nobody appended after them, else the line is ended so the next record starts afresh). */
+static int append_line(int fd, const char *line, size_t len)
+{
+	ssize_t n;
+	do
+		n = write(fd, line, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == len)
+		return 0;
+	/* O_APPEND left the offset just past our bytes: they end the file unless another process
+	 * appended since, and then they can only be ended, not removed. LOCK_EX (converted from the
+	 * caller's LOCK_SH) keeps other writers out between that check and the truncation. */
+	off_t end = lseek(fd, 0, SEEK_CUR);
+	struct stat st;
+	if (end >= n && lock_file(fd, LOCK_EX) == 0 && fstat(fd, &st) == 0 && st.st_size == end &&
+	    ftruncate(fd, end - n) == 0)
+		return -ENOSPC;
+	(void)!write(fd, "\n", 1);
+	return -ENOSPC;
+}
+
 /* A crash mid-write leaves the last line unterminated: end it, so the next record is not glued
- * to it (readers then skip the torn line alone). */
-static int heal(int fd, const char *path, struct al_error *err)
+ * to it, and say so in a "repair" record; an invalid last line gets the record alone. The torn
+ * bytes stay (readers skip them): cutting them off would destroy what a crash left behind. */
+static int judge_and_repair(int fd, const char *path, struct al_error *err)
 {
 	struct stat st;
-	char last = '\n';
 	if (fstat(fd, &st) < 0)
 		return al_err_sys(err, errno, "audit: %s", path);
-	if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) < 0)
+	size_t want = (uint64_t)st.st_size > AUDIT_LINE_MAX + 1 ? AUDIT_LINE_MAX + 1 : (size_t)st.st_size;
+	off_t from = st.st_size - (off_t)want;
+	cleanup_free char *buf = malloc(want ? want : 1);
+	if (!buf)
+		return al_err(err, ENOMEM, "audit: out of memory");
+	ssize_t got = want ? pread(fd, buf, want, from) : 0;
+	if (got < 0)
 		return al_err_sys(err, errno, "audit: %s", path);
-	if (last != '\n' && write(fd, "\n", 1) != 1)
-		return al_err_sys(err, errno ? errno : EIO, "audit: %s: ending a torn line", path);
-	return 0;
+	struct audit_tail t;
+	audit_tail_check(buf, (size_t)got, from == 0, &t);
+	if (t.kind == AUDIT_TAIL_OK)
+		return 0;
+	json_t *rec = audit_repair_json(&t, (uint64_t)from + t.offset);
+	cleanup_free char *text = rec ? json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(rec);
+	cleanup_free char *line = NULL;
+	if (!text || asprintf(&line, "%s%s\n", t.kind == AUDIT_TAIL_UNTERMINATED ? "\n" : "", text) < 0)
+		return al_err(err, ENOMEM, "audit: out of memory");
+	int r = append_line(fd, line, strlen(line));
+	return r < 0 ? al_err_sys(err, -r, "audit: %s: repairing a torn last line", path) : 0;
+}
+
+static int heal(int fd, const char *path, struct al_error *err)
+{
+	int r = lock_file(fd, LOCK_EX);
+	if (r < 0)
+		return al_err_sys(err, -r, "audit: locking %s", path);
+	r = judge_and_repair(fd, path, err);
+	flock(fd, LOCK_UN);
+	return r;
 }
 
 static int open_file(const char *path, int *out, struct al_error *err)
 {
 	/* O_NOFOLLOW: a symlink planted at the path cannot redirect the log. O_NONBLOCK: a FIFO there
-	 * cannot hang us (regular files ignore it). O_RDWR: heal() reads the last byte. */
+	 * cannot hang us (regular files ignore it). O_RDWR: heal() reads the last line. */
 	cleanup_close int fd =
 		open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, AUDIT_FILE_MODE);
 	struct stat st;
@@ -147,18 +208,10 @@ static int shift(const struct audit_log *l, struct al_error *err)
 	return 0;
 }
 
-static int lock_file(int fd)
-{
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
-}
-
 /* Rotates unless another process did while we waited for the lock; then holds the new file. */
 static int rotate(struct audit_log *l, struct al_error *err)
 {
-	int r = lock_file(l->fd);
+	int r = lock_file(l->fd, LOCK_EX);
 	if (r < 0)
 		return al_err_sys(err, -r, "audit: locking %s", l->path);
 	if (still_ours(l)) {
@@ -188,22 +241,19 @@ static int prepare(struct audit_log *l, size_t len, struct al_error *err)
 	return rotate(l, err);
 }
 
-/* One write(2): records stay whole (audit.h). A partial one is ended with a newline so it
- * remains one torn line, never the start of the next record. */
-static int write_line(struct audit_log *l, const char *line, size_t len, struct al_error *err)
+/* One write(2): records stay whole (audit.h); sync: durable before we return. */
+static int write_line(struct audit_log *l, const char *line, size_t len, bool sync, struct al_error *err)
 {
-	ssize_t n;
-	do
-		n = write(l->fd, line, len);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return al_err_sys(err, errno, "audit: writing %s", l->path);
-	if ((size_t)n < len) {
-		(void)!write(l->fd, "\n", 1);
-		return al_err(err, EIO, "audit: %s: short write (%zd of %zu bytes; disk full or file too large?)", l->path,
-			      n, len);
-	}
-	if (l->fsync && fdatasync(l->fd) < 0)
+	int r = lock_file(l->fd, LOCK_SH);
+	if (r < 0)
+		return al_err_sys(err, -r, "audit: locking %s", l->path);
+	r = append_line(l->fd, line, len);
+	flock(l->fd, LOCK_UN);
+	if (r == -ENOSPC)
+		return al_err(err, ENOSPC, "audit: %s: no space left for a record of %zu bytes", l->path, len);
+	if (r < 0)
+		return al_err_sys(err, -r, "audit: writing %s", l->path);
+	if ((sync || l->fsync) && fdatasync(l->fd) < 0)
 		return al_err_sys(err, errno, "audit: fdatasync %s", l->path);
 	return 0;
 }
@@ -235,6 +285,15 @@ int audit_open(const struct audit_options *o, struct audit_log **out, struct al_
 		audit_close(l);
 		return r;
 	}
+	/* A log created just now exists for good only once its directory is synced: the first start
+	 * record's fdatasync covers the file's data, not its name. A directory we may not open, or
+	 * a filesystem that cannot sync one, is no failure of the log; an I/O error is. */
+	r = sync_dir(l->path);
+	if (r == -EIO || r == -ENOSPC) {
+		r = al_err_sys(err, -r, "audit: syncing the directory of %s", l->path);
+		audit_close(l);
+		return r;
+	}
 	*out = l;
 	return 0;
 }
@@ -250,25 +309,24 @@ void audit_close(struct audit_log *l)
 	free(l);
 }
 
-/* The record as one line: compact JSON and its newline (malloc'd). */
+/* The record as one line: compact JSON and its newline (malloc'd), shrunk to AUDIT_LINE_MAX
+ * (readers skip longer lines: writing one would lose the record silently). */
 static int encode(const struct audit_record *rec, char **line, size_t *len, struct al_error *err)
 {
 	json_t *j = NULL;
 	int r = audit_record_json(rec, &j, err);
 	if (r < 0)
 		return r;
-	char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	r = audit_shrink(j, AUDIT_LINE_MAX);
+	char *text = r == 0 ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(j);
+	if (r == -E2BIG)
+		return al_err(err, E2BIG, "audit: a record longer than %u bytes, even shrunk", AUDIT_LINE_MAX);
 	size_t n = text ? strlen(text) : 0;
 	char *grown = text ? realloc(text, n + 2) : NULL;
 	if (!grown) {
 		free(text);
 		return al_err(err, ENOMEM, "audit: out of memory");
-	}
-	/* Readers skip longer lines: writing one would lose the record silently. */
-	if (n + 1 > AUDIT_LINE_MAX) {
-		free(grown);
-		return al_err(err, E2BIG, "audit: a record of %zu bytes (at most %u)", n + 1, AUDIT_LINE_MAX);
 	}
 	grown[n] = '\n';
 	grown[n + 1] = 0;
@@ -277,16 +335,39 @@ static int encode(const struct audit_record *rec, char **line, size_t *len, stru
 	return 0;
 }
 
+/* Under l->lock: the outcome of one record, for audit_health. */
+static void note(struct audit_log *l, int r, const struct al_error *err)
+{
+	if (r == 0) {
+		l->health.degraded = false;
+		l->health.error = 0;
+		l->health.reason[0] = 0;
+		return;
+	}
+	l->health.degraded = true;
+	l->health.error = r;
+	l->health.failures++;
+	snprintf(l->health.reason, sizeof(l->health.reason), "%s", err && err->msg[0] ? err->msg : strerror(-r));
+}
+
 int audit_write(struct audit_log *l, const struct audit_record *rec, struct al_error *err)
 {
+	struct al_error local = {0};
+	struct al_error *e = err ? err : &local;
 	cleanup_free char *line = NULL;
 	size_t len = 0;
-	int r = encode(rec, &line, &len, err);
-	if (r < 0)
-		return r;
+	int r = encode(rec, &line, &len, e);
 	pthread_mutex_lock(&l->lock);
-	r = prepare(l, len, err);
-	r = r ?: write_line(l, line, len, err);
+	r = r ?: prepare(l, len, e);
+	r = r ?: write_line(l, line, len, rec->event == AUDIT_EVENT_START, e);
+	note(l, r, e);
 	pthread_mutex_unlock(&l->lock);
 	return r;
+}
+
+void audit_health(struct audit_log *l, struct audit_health *out)
+{
+	pthread_mutex_lock(&l->lock);
+	*out = l->health;
+	pthread_mutex_unlock(&l->lock);
 }

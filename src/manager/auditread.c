@@ -1,4 +1,4 @@
-/* auditread.c — the audit log's reader: whole records are delivered, torn and invalid lines skipped and counted. */
+/* auditread.c — the audit log's reader: whole records are delivered, torn and invalid lines skipped and counted; the check of a file's last line. */
 #include "manager/audit.h"
 
 #include <errno.h>
@@ -126,4 +126,32 @@ int audit_read(int fd, audit_record_fn fn, void *data, struct audit_read_stats *
 	}
 	free(rd.line);
 	return r;
+}
+
+/* ---- the last line ---------------------------------------------------------------------------- */
+
+void audit_tail_check(const char *buf, size_t len, bool whole, struct audit_tail *out)
+{
+	*out = (struct audit_tail){.kind = AUDIT_TAIL_OK};
+	size_t end = len;
+	bool terminated = len > 0 && buf[len - 1] == '\n';
+	while (end > 0 && buf[end - 1] == '\n') /* trailing empty lines: readers ignore them */
+		end--;
+	if (end == 0)
+		return;
+	size_t start = end;
+	while (start > 0 && buf[start - 1] != '\n')
+		start--;
+	out->offset = start;
+	out->bytes = end - start;
+	if (!terminated) {
+		out->kind = AUDIT_TAIL_UNTERMINATED;
+		return;
+	}
+	/* No newline before it within the window: longer than any record a writer makes. */
+	bool overlong = start == 0 && !whole;
+	json_t *rec = overlong ? NULL : json_loadb(buf + start, end - start, 0, NULL);
+	if (!json_is_object(rec))
+		out->kind = AUDIT_TAIL_INVALID;
+	json_decref(rec);
 }

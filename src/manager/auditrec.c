@@ -1,4 +1,4 @@
-/* auditrec.c — one audit record as JSON: its time, client, parameters reduced (code digested, secrets dropped), decision and result. Pure. */
+/* auditrec.c — one audit record as JSON: its time, event, client, parameters reduced (code digested, secrets dropped), decision and result; shrunk to fit a line. Pure. */
 #include "manager/audit.h"
 
 #include <ctype.h>
@@ -250,6 +250,7 @@ static json_t *approval_json(const struct audit_record *rec)
 	bool ok = o != NULL;
 	put(o, "decision", json_string(decided ? decisions[rec->decision] : decisions[AUDIT_NOT_DECIDED]), &ok);
 	put(o, "by", decided ? json_string(approval_by_name(rec->by)) : json_null(), &ok);
+	put(o, "approver", str_or_null(decided ? rec->approver : NULL), &ok);
 	if (!ok)
 		json_decref(o);
 	return ok ? o : NULL;
@@ -260,15 +261,22 @@ static json_t *copy_or_null(const json_t *v)
 	return v ? json_deep_copy(v) : json_null();
 }
 
+static const char *const event_names[] = {
+	[AUDIT_EVENT_CALL] = "call", [AUDIT_EVENT_START] = "start", [AUDIT_EVENT_END] = "end"};
+
 int audit_record_json(const struct audit_record *rec, json_t **out, struct al_error *err)
 {
 	char when[32];
 	format_time(rec->time, when);
 	json_t *o = json_object(), *dropped = NULL;
 	bool ok = o != NULL;
+	bool paired = rec->event == AUDIT_EVENT_START || rec->event == AUDIT_EVENT_END;
 	put(o, "time", json_string(when), &ok);
-	put(o, "client", json_pack("{s:o, s:o}", "transport", str_or_null(rec->transport), "peer", str_or_null(rec->peer)),
-	    &ok);
+	put(o, "event", json_string(event_names[paired ? rec->event : AUDIT_EVENT_CALL]), &ok);
+	if (paired)
+		put(o, "call_id", str_or_null(rec->call_id), &ok);
+	put(o, "client", json_pack("{s:o, s:o, s:o}", "transport", str_or_null(rec->transport), "peer",
+				   str_or_null(rec->peer), "principal", str_or_null(rec->principal)), &ok);
 	put(o, "sandbox", str_or_null(rec->sandbox), &ok);
 	put(o, "tool", str_or_null(rec->tool), &ok);
 	put(o, "params", audit_params(rec->params, &dropped), &ok);
@@ -288,4 +296,48 @@ int audit_record_json(const struct audit_record *rec, json_t **out, struct al_er
 	}
 	*out = o;
 	return 0;
+}
+
+/* ---- records that must fit one line --------------------------------------------------------- */
+
+static size_t compact_len(const json_t *j)
+{
+	cleanup_free char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	return text ? strlen(text) : SIZE_MAX;
+}
+
+int audit_shrink(json_t *rec, size_t max)
+{
+	static const char *const bulky[] = {"params", "proxy", "resources"};
+	json_t *names = NULL;
+	size_t len = compact_len(rec);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(bulky) && len != SIZE_MAX && len + 1 > max; i++) {
+		const json_t *v = json_object_get(rec, bulky[i]);
+		if (!v || json_is_null(v))
+			continue;
+		/* The digest still proves what the field held; only its text is given up. */
+		json_t *d = digest(v);
+		if (!names && !(names = json_array())) {
+			json_decref(d);
+			return -ENOMEM;
+		}
+		if (!d || json_object_set_new(rec, bulky[i], d) < 0 ||
+		    json_array_append_new(names, json_string(bulky[i])) < 0 ||
+		    json_object_set(rec, "truncated", names) < 0) {
+			json_decref(names);
+			return -ENOMEM;
+		}
+		len = compact_len(rec);
+	}
+	json_decref(names);
+	return len == SIZE_MAX ? -ENOMEM : len + 1 > max ? -E2BIG : 0;
+}
+
+json_t *audit_repair_json(const struct audit_tail *t, uint64_t at)
+{
+	char when[32];
+	format_time((struct timespec){0, 0}, when);
+	return json_pack("{s:s, s:s, s:{s:I, s:I, s:s}}", "time", when, "event", "repair", "repair", "offset",
+			 (json_int_t)at, "bytes", (json_int_t)t->bytes, "kind",
+			 t->kind == AUDIT_TAIL_UNTERMINATED ? "unterminated" : "invalid");
 }

@@ -69,6 +69,8 @@ struct srv_call_end {
 	enum srv_gate_by by;		  /* who answered, when a human was asked and answered */
 	const char *transport;		  /* "stdio", "http", or NULL (the gate's own default) */
 	const char *peer;		  /* the client that sent the call, or NULL (the gate's default) */
+	const char *principal;		  /* whom the call acts for, or NULL (the peer) */
+	const char *call_id;		  /* what admit named its start record, or NULL (never admitted) */
 	uint64_t duration_ms;		  /* from the request's arrival */
 	uint64_t duration_us;		  /* the same in microseconds where the front end measures them, else 0 */
 	const struct srv_result *result;  /* the manager's result (verdict, resources), or NULL */
@@ -76,6 +78,27 @@ struct srv_call_end {
 };
 
 #define SRV_GATE_REASON_MAX 256
+#define SRV_CALL_ID_MAX 40
+
+/* A call that passed the gate, about to run (admit below). Pointers are borrowed for the call. */
+struct srv_call_start {
+	const char *tool;
+	const json_t *args;
+	enum srv_gate_outcome approval; /* SRV_GATE_ALLOWED or SRV_GATE_APPROVED */
+	enum srv_gate_by by;		/* who approved, when a human did */
+	const char *transport;		/* as in srv_call_end */
+	const char *peer;
+	const char *principal;
+	const char *approver;		/* the human who approved, when known, or NULL */
+	char call_id[SRV_CALL_ID_MAX];	/* out: the start record's id ("" when none was written) */
+};
+
+/* What the gate's audit log is doing, for /v1/health and /metrics. */
+struct srv_gate_health {
+	bool degraded;			  /* the audit log cannot be written now: calls are refused */
+	uint64_t audit_failures;	  /* audit records that could not be written */
+	char reason[SRV_GATE_REASON_MAX]; /* when degraded */
+};
 
 struct srv_gate_decision {
 	enum srv_gate_verdict verdict;
@@ -92,7 +115,18 @@ struct srv_gate {
 	/* Optional: told once per tools/call of a known tool when it ends, however it ends (the
 	 * audit log's one record per request). Runs on the session's thread; must not block. */
 	void (*finished)(void *ctx, const struct srv_call_end *end);
+	/* Optional: called once for a call that passed the gate, right before the manager gets it,
+	 * on the session's thread (it blocks until its audit record is durable). 0 lets it run; a
+	 * -errno refuses it (err says why, naming the audit log): the runner answers with that error
+	 * (HTTP 503, an MCP tool error) and ends the call without running anything. */
+	int (*admit)(void *ctx, struct srv_call_start *start, struct al_error *err);
+	/* Optional: fills *out (zeroed by the caller). Any thread. */
+	void (*health)(void *ctx, struct srv_gate_health *out);
 };
+
+/* AUDIT GATE: g->admit when there is one (else 0); call_id gets start->call_id. */
+int srv_gate_admit(const struct srv_gate *g, struct srv_call_start *start, char call_id[SRV_CALL_ID_MAX],
+		   struct al_error *err);
 
 /*
  * A way to ask a human outside the MCP protocol: the approval queue (service/approval.h) that

@@ -1,10 +1,17 @@
 /* mgate.c — every tool call is classified by the configured risk rules; the approval policy allows,
- * denies, or asks a human (the session does the asking); when the call ends, one audit record. */
+ * denies, or asks a human (the session does the asking); a call that may run first gets its durable
+ * start record (or is refused), and when any call ends, one more audit record. */
 #include "service/mgate.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/error.h"
 
 #include "manager/risk.h"
 
@@ -47,16 +54,16 @@ static const char *status_name(enum srv_call_status s)
 
 /* Who decided, for the audit log: the rule, the policy, a human on one channel, or the clock. d is
  * the call's classification (NULL when it could not be repeated). */
-static enum approval_by by_of(const struct srv_call_end *end, const struct risk_decision *d)
+static enum approval_by by_of(enum srv_gate_outcome approval, enum srv_gate_by by, const struct risk_decision *d)
 {
-	switch (end->approval) {
+	switch (approval) {
 	case SRV_GATE_ALLOWED:
 		return d && !d->needs_approval ? APPROVAL_BY_RULE : APPROVAL_BY_AUTO;
 	case SRV_GATE_DENIED:
 		return APPROVAL_BY_AUTO;
 	case SRV_GATE_APPROVED:
 	case SRV_GATE_DECLINED:
-		switch (end->by) {
+		switch (by) {
 		case SRV_BY_ELICITATION:
 			return APPROVAL_BY_ELICITATION;
 		case SRV_BY_HTTP:
@@ -85,6 +92,7 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 	struct risk_decision d;
 	struct al_error err = {0};
 	bool classified = json_is_object(end->args) && risk_classify(g->cfg, end->tool, end->args, &d, &err) == 0;
+	const char *peer = end->peer ? end->peer : g->peer;
 	const json_t *sid = json_is_object(end->args) ? json_object_get(end->args, "sandbox_id") : NULL;
 	const char *sandbox = json_is_string(sid) ? json_string_value(sid)
 			    : end->result && end->result->sandbox_id ? end->result->sandbox_id : NULL;
@@ -103,20 +111,73 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 				: (end->approval == SRV_GATE_ALLOWED || end->approval == SRV_GATE_APPROVED) ? AUDIT_APPROVED
 													    : AUDIT_DENIED;
 	struct audit_record rec = {
-		.transport = end->transport ? end->transport : g->transport, .peer = end->peer ? end->peer : g->peer,
-		.sandbox = sandbox, .tool = end->tool, .params = end->args,
-		.risk = classified ? &d : NULL, .decision = dec, .by = by_of(end, classified ? &d : NULL),
-		.status = status_name(end->status), .duration_ms = end->duration_ms, .resources = res, .proxy = proxy,
+		.event = end->call_id ? AUDIT_EVENT_END : AUDIT_EVENT_CALL, .call_id = end->call_id,
+		.transport = end->transport ? end->transport : g->transport, .peer = peer,
+		.principal = end->principal ? end->principal : peer, .sandbox = sandbox, .tool = end->tool,
+		.params = end->args, .risk = classified ? &d : NULL, .decision = dec,
+		.by = by_of(end->approval, end->by, classified ? &d : NULL), .status = status_name(end->status),
+		.duration_ms = end->duration_ms, .resources = res, .proxy = proxy,
 	};
-	/* A failing audit log is reported by the log itself (stderr); the call's answer stands. */
+	/* Best effort: the call already ran (its start record is durable) or never will. A failure is
+	 * counted by the log and shows in audit_health; the call's answer stands. */
 	(void)audit_write(g->log, &rec, &err);
 	json_decref(res);
 	json_decref(proxy);
 }
 
+/* AUDIT GATE: the start record is written and synced before the call runs; if it cannot be,
+ * the call does not run (DESIGN.md: "without a durable audit record nothing runs"). */
+static int g_admit(void *ctx, struct srv_call_start *st, struct al_error *err)
+{
+	struct mgate *g = ctx;
+	st->call_id[0] = 0;
+	if (!g->log)
+		return 0; /* the operator configured no audit log: nothing to be durable in */
+	struct risk_decision d;
+	struct al_error e = {0};
+	bool classified = json_is_object(st->args) && risk_classify(g->cfg, st->tool, st->args, &d, &e) == 0;
+	const json_t *sid = json_is_object(st->args) ? json_object_get(st->args, "sandbox_id") : NULL;
+	const char *peer = st->peer ? st->peer : g->peer;
+	char id[SRV_CALL_ID_MAX];
+	snprintf(id, sizeof(id), "%s-%llu", g->id_prefix,
+		 (unsigned long long)__atomic_add_fetch(&g->next_id, 1, __ATOMIC_RELAXED));
+	struct audit_record rec = {
+		.event = AUDIT_EVENT_START, .call_id = id, .transport = st->transport ? st->transport : g->transport,
+		.peer = peer, .principal = st->principal ? st->principal : peer, .sandbox = json_string_value(sid),
+		.tool = st->tool, .params = st->args, .risk = classified ? &d : NULL, .decision = AUDIT_APPROVED,
+		.by = by_of(st->approval, st->by, classified ? &d : NULL), .approver = st->approver,
+		.status = "started",
+	};
+	int r = audit_write(g->log, &rec, &e);
+	if (r < 0)
+		return al_err(err, -r, "refused: the audit log cannot record the call (%s)", e.msg);
+	snprintf(st->call_id, sizeof(st->call_id), "%s", id);
+	return 0;
+}
+
+static void g_health(void *ctx, struct srv_gate_health *out)
+{
+	struct mgate *g = ctx;
+	struct audit_health h = {0};
+	if (!g->log)
+		return;
+	audit_health(g->log, &h);
+	out->degraded = h.degraded;
+	out->audit_failures = h.failures;
+	if (h.degraded)
+		snprintf(out->reason, sizeof(out->reason), "the audit log cannot be written: %.200s", h.reason);
+}
+
 void mgate_init(struct mgate *g, struct srv_gate *out)
 {
-	*out = (struct srv_gate){.ctx = g, .check = g_check, .finished = g_finished};
+	uint32_t rnd = 0;
+	/* The prefix tells this server's call ids from an earlier run's (a counter restarts at 1). */
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd = (uint32_t)time(NULL) ^ (uint32_t)getpid();
+	snprintf(g->id_prefix, sizeof(g->id_prefix), "%08x", rnd);
+	g->next_id = 0;
+	*out = (struct srv_gate){
+		.ctx = g, .check = g_check, .finished = g_finished, .admit = g_admit, .health = g_health};
 }
 
 void mgate_channels(const struct cfg_approval *a, enum cfg_channel other, struct mgate_channels *out)

@@ -1,4 +1,4 @@
-/* mgate.h — the approval gate of airlock's servers: risk rules decide, the audit log records. */
+/* mgate.h — the approval gate of airlock's servers: risk rules decide, the audit log records (and no call runs without its durable start record). */
 #ifndef AL_SERVICE_MGATE_H
 #define AL_SERVICE_MGATE_H
 
@@ -11,6 +11,9 @@ struct mgate {
 	struct audit_log *log;	/* NULL: no audit log */
 	const char *transport;	/* "stdio", "http": unless the call names its own */
 	const char *peer;	/* the client, or NULL: unless the call names its own */
+	/* Set by mgate_init: call ids are "<random prefix>-<counter>", unique across restarts. */
+	char id_prefix[12];
+	uint64_t next_id; /* atomic */
 };
 
 /* A gate whose ctx is g (borrowed: it must outlive the sessions). */

@@ -29,6 +29,7 @@ struct svc_call {
 	bool want_fd;
 	struct srv_op *op;
 	bool running, cancelled;
+	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted ("" before) */
 };
 
 static uint64_t monotonic_us(void *ctx)
@@ -96,6 +97,8 @@ void svc_call_end(struct svc_call *c, enum srv_call_status status, const struct 
 		.by = c->by,
 		.transport = c->rn->transport,
 		.peer = c->peer,
+		.principal = c->who.name,
+		.call_id = c->call_id[0] ? c->call_id : NULL,
 		.duration_ms = us / 1000,
 		.duration_us = us,
 		.result = res,
@@ -162,11 +165,21 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 	return tl_start(m, c->tool, c->args, sink, &c->op, err);
 }
 
-/* BEFORE RUN: the one point where a call, approved on whatever transport, reaches the manager. */
+/* BEFORE RUN: the one point where a call, approved on whatever transport, reaches the manager —
+ * and only once its start record is durable in the audit log (srv_gate_admit): a call the log
+ * cannot record does not run (the service is unavailable: HTTP 503, an MCP tool error). */
 static enum svc_step start(struct svc_call *c, struct svc_refusal *ref)
 {
 	struct srv_sink sink;
 	struct al_error err = {0};
+	struct srv_call_start st = {.tool = tl_name(c->tool), .args = c->args, .approval = c->approval, .by = c->by,
+				    .transport = c->rn->transport, .peer = c->peer, .principal = c->who.name};
+	int a = srv_gate_admit(c->rn->gate, &st, c->call_id, &err);
+	if (a < 0) {
+		enum svc_step step = refuse(c, ref, SRV_CALL_REQUEST_FAILED, a, err.msg);
+		ref->unavailable = true;
+		return step;
+	}
 	if (c->port->sink(c->owner, &sink) < 0)
 		return refuse(c, ref, SRV_CALL_REQUEST_FAILED, -ENOMEM, "out of memory");
 	int r = start_op(c, &sink, &err);

@@ -86,6 +86,7 @@ struct svc_refusal {
 	enum srv_call_status status;	/* INVALID, DENIED, or REQUEST_FAILED */
 	enum srv_gate_outcome approval; /* DENIED: how the approval ended */
 	int error;			/* INVALID: -EINVAL; REQUEST_FAILED: the -errno (-ENOMEM: ours) */
+	bool unavailable;		/* REQUEST_FAILED: the service cannot run calls now (its audit log) */
 	char text[SVC_TEXT_MAX];	/* for the client */
 };
 

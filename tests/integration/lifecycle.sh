@@ -16,11 +16,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
-serve_bin=$(dirname "$AIRLOCK")/airlock-serve
-[ -x "$serve_bin" ] || al_fail "airlock-serve is not built beside airlock"
-if [ "$AL_AIRLOCK_BIN" != "$AIRLOCK" ]; then # user mode: a 0755 copy beside the airlock copy
-	install -m 0755 "$serve_bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
-fi
+al_serve_bin
 dir=$(al_tmpdir 0777)
 cfgdir=$(al_tmpdir 0755) # as root, a config file anyone but root could change is refused
 # Job cgroups exist only where the server may make them: as root here (the unprivileged

@@ -6,11 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
-serve_bin=$(dirname "$AIRLOCK")/airlock-serve
-[ -x "$serve_bin" ] || al_fail "airlock-serve is not built beside airlock"
-if [ "$AL_AIRLOCK_BIN" != "$AIRLOCK" ]; then # user mode: a 0755 copy beside the airlock copy
-	install -m 0755 "$serve_bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
-fi
+al_serve_bin
 dir=$(al_tmpdir 0777)
 m=$(al_marker)
 
@@ -188,10 +184,12 @@ done || true)
 al_assert_eq "$left" "" "the server's processes left after SIGTERM"
 al_assert_contains "$(cat "$dir/main.jsonl")" '"tool":"code_execute"' "audit records"
 # Who decided, over which transport, from which client: the JSON API's and /mcp's approvals both
-# came from POST /v1/approvals; the peer is the connection's address.
-al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep tool=code_execute approval.by=http approval.decision=approved client.transport=http "$dir/main.jsonl" | wc -l)" 2 "approved execs by http"
+# came from POST /v1/approvals; the peer is the connection's address. A call that ran has a start
+# and an end record (event=end), one that never ran a single one.
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute approval.by=http approval.decision=approved client.transport=http "$dir/main.jsonl" | wc -l)" 2 "approved execs by http"
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=start tool=code_execute approval.by=http "$dir/main.jsonl" | wc -l)" 2 "approved execs' start records"
 al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep tool=code_execute approval.by=http approval.decision=denied "$dir/main.jsonl" | wc -l)" 2 "denied execs by http"
-al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep tool=code_create_sandbox approval.by=rule "$dir/main.jsonl" | wc -l)" 3 "sandboxes created without approval: by rule"
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_create_sandbox approval.by=rule "$dir/main.jsonl" | wc -l)" 3 "sandboxes created without approval: by rule"
 "$AL_PY" -c 'import json,sys
 for l in open(sys.argv[1]):
     c = json.loads(l)["client"]

@@ -14,11 +14,7 @@
 command -v curl >/dev/null || al_skip "curl is missing"
 command -v unshare >/dev/null || al_skip "unshare is missing"
 [ "$(id -u)" = 0 ] || al_skip "the fresh-machine namespace needs root to mount its tmpfs"
-serve_bin=$(dirname "$AIRLOCK")/airlock-serve
-[ -x "$serve_bin" ] || al_fail "airlock-serve is not built beside airlock"
-if [ "$AL_AIRLOCK_BIN" != "$AIRLOCK" ]; then
-	install -m 0755 "$serve_bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
-fi
+al_serve_bin
 dir=$(al_tmpdir 0777)
 m=$(al_marker)
 home="$dir/home"

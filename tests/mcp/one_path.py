@@ -214,11 +214,20 @@ for t, got in answers.items():
 
 # ---- the audit records ---------------------------------------------------------------------------------------
 
+STARTS = set()
+
+
 def records(path, transport_of):
-    """{(transport, call name): [records]} for the calls of this test."""
+    """{(transport, call name): [final records]} for the calls of this test; the call ids of their
+    start records (a call that ran has one, written before it ran) go to STARTS."""
     out = {}
     for line in open(path):
         rec = json.loads(line)
+        if rec.get("event") == "start":
+            STARTS.add(rec.get("call_id"))
+            continue
+        if rec.get("event") not in ("end", "call"):
+            continue
         code = rec.get("params", {}).get("code") or {}
         for name in CODE:
             if OUT[name] in json.dumps(code):
@@ -254,6 +263,9 @@ for name in CODE:
         check(len(rs) == 1, "%s: exactly one audit record for the %s call (%d)" % (t, name, len(rs)))
         if rs:
             per[t] = fields(rs[0])
+            ran = rs[0]["approval"]["decision"] == "approved"
+            check(not ran or rs[0].get("call_id") in STARTS,
+                  "%s: the %s call ran after its start record (%s)" % (t, name, rs[0].get("call_id")))
             expect_by = {"allowed": "rule", "forbidden": "auto", "asked": by[t]}.get(name)
             if expect_by:
                 check(rs[0]["approval"]["by"] == expect_by,

@@ -228,7 +228,7 @@ s.close()
 
 # The audit log: who decided, over which transport, for which client.
 recs = [json.loads(line) for line in open(audit) if line.strip()]
-execs = [r for r in recs if r["tool"] == "code_execute"]
+execs = [r for r in recs if r["tool"] == "code_execute" and r.get("event") != "start"]
 by = [(r["approval"]["decision"], r["approval"]["by"]) for r in execs]
 check(by == [("approved", "terminal"), ("denied", "terminal"), ("denied", "timeout"), ("denied", "auto"),
              ("approved", "auto"), ("denied", "unavailable")], "audit: who decided each exec (%s)" % by)
@@ -241,5 +241,6 @@ creates = [r for r in recs if r["tool"] == "code_create_sandbox"]
 check(creates and all(r["approval"]["by"] == "rule" for r in creates), "audit: no approval needed: by rule")
 g = subprocess.run(cmd + ["audit", "grep", "approval.by=terminal", "client.transport=stdio", audit],
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-check(g.returncode == 0 and len(g.stdout.splitlines()) == 2, "airlock audit grep approval.by=terminal: 2 records")
+# The approved exec's start and end records, and the declined one's single record.
+check(g.returncode == 0 and len(g.stdout.splitlines()) == 3, "airlock audit grep approval.by=terminal: 3 records")
 sys.exit(1 if failures else 0)

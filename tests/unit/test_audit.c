@@ -1,4 +1,4 @@
-/* test_audit.c — unit tests for the audit log: records round-trip, secrets dropped, code digested, torn lines skipped, rotation, whole lines from threads and processes. */
+/* test_audit.c — unit tests for the audit log: records round-trip, secrets dropped, code digested, torn lines skipped and repaired, rotation, whole lines from threads and processes, start records and a full disk. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -338,11 +340,18 @@ static void test_torn_line(void **state)
 	write_rec(log, &rec);
 	audit_close(log);
 	all = read_all(t->path, &st);
-	assert_int_equal(st.records, 4);
+	/* Each reopen marked what it found: the torn tail, then the invalid "[1,2]". */
+	assert_int_equal(st.records, 6);
 	assert_int_equal(st.skipped, 3);
 	assert_false(st.torn_tail);
 	assert_int_equal(st.consumed, (uint64_t)(stat(t->path, &sb), sb.st_size));
-	assert_string_equal(str_at(json_array_get(all, 2), "sandbox", NULL), "after");
+	assert_string_equal(str_at(json_array_get(all, 2), "event", NULL), "repair");
+	assert_string_equal(str_at(json_array_get(all, 2), "repair", "kind"), "unterminated");
+	assert_string_equal(str_at(json_array_get(all, 3), "sandbox", NULL), "after");
+	assert_string_equal(str_at(json_array_get(all, 4), "repair", "kind"), "invalid");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(all, 4), "repair"), "bytes")),
+			 5);
+	assert_string_equal(str_at(json_array_get(all, 5), "sandbox", NULL), "after");
 	json_decref(all);
 
 	/* An overlong line is skipped without holding it all in memory. */
@@ -352,7 +361,7 @@ static void test_torn_line(void **state)
 	append_raw(t->path, huge);
 	append_raw(t->path, "{\"ok\":1}\n");
 	all = read_all(t->path, &st);
-	assert_int_equal(st.records, 5);
+	assert_int_equal(st.records, 7);
 	assert_int_equal(st.skipped, 4);
 	json_decref(all);
 }
@@ -616,6 +625,147 @@ static void test_default_path(void **state)
 	assert_int_equal(o.keep, 4);
 }
 
+/* ---- failing closed: start records, a full disk, the end of a file, records that must fit -------- */
+
+static void test_tail_check(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *buf;
+		bool whole;
+		enum audit_tail_kind kind;
+		size_t offset, bytes;
+	} cases[] = {
+		{"", true, AUDIT_TAIL_OK, 0, 0},
+		{"{\"a\":1}\n", true, AUDIT_TAIL_OK, 0, 0},
+		{"{\"a\":1}\n\n\n", true, AUDIT_TAIL_OK, 0, 0},
+		{"{\"a\":1}\n{\"b\"", true, AUDIT_TAIL_UNTERMINATED, 8, 4},
+		{"{\"a\":1}\n{\"b\":2}", true, AUDIT_TAIL_UNTERMINATED, 8, 7}, /* valid JSON, but no newline */
+		{"{\"a\":1}\nxx\n\n", true, AUDIT_TAIL_INVALID, 8, 2},
+		{"{\"a\":1}\n[1]\n", true, AUDIT_TAIL_INVALID, 8, 3},
+		{"{\"a\":1}\n", false, AUDIT_TAIL_INVALID, 0, 7}, /* fills the window: longer than a record */
+		{"x\n{\"a\":1}\n", false, AUDIT_TAIL_OK, 0, 0},
+		{"{\"a\"", false, AUDIT_TAIL_UNTERMINATED, 0, 4},
+	};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(cases); i++) {
+		struct audit_tail t;
+		audit_tail_check(cases[i].buf, strlen(cases[i].buf), cases[i].whole, &t);
+		if (t.kind != cases[i].kind || (t.kind != AUDIT_TAIL_OK &&
+						 (t.offset != cases[i].offset || t.bytes != cases[i].bytes)))
+			fail_msg("case %zu: kind %d offset %zu bytes %zu", i, t.kind, t.offset, t.bytes);
+	}
+}
+
+/* One admit through mgate with RLIMIT_FSIZE at room bytes past the log's end: the disk is full. */
+static int admit_full(const char *path, const struct srv_gate *g, struct srv_call_start *st, off_t room,
+		      struct al_error *err)
+{
+	struct stat sb;
+	struct rlimit old, lim;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = (struct rlimit){.rlim_cur = (rlim_t)(sb.st_size + room), .rlim_max = old.rlim_max};
+	void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	int r = g->admit(g->ctx, st, err);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, was);
+	struct stat after;
+	assert_int_equal(stat(path, &after), 0);
+	/* Nothing of the refused record stays: not even the bytes a short write put there. */
+	assert_int_equal(after.st_size, sb.st_size);
+	return r;
+}
+
+static void test_start_records(void **state)
+{
+	struct tmp *t = *state;
+	struct cfg *cfg = NULL;
+	struct al_error err = {0};
+	assert_int_equal(cfg_load_buffer("version: 1\n", 11, "test", &cfg, &err), 0);
+	struct audit_log *log = open_log(t->path, AL_UNLIMITED, 1, false);
+	struct mgate mg = {.cfg = cfg, .log = log, .transport = "stdio"};
+	struct srv_gate g;
+	mgate_init(&mg, &g);
+	json_t *args = json_pack("{s:s,s:s}", "language", "shell", "code", "touch /marker");
+	struct srv_call_start st = {.tool = "code_execute", .args = args, .approval = SRV_GATE_APPROVED,
+				    .by = SRV_BY_HTTP, .transport = "http", .peer = "127.0.0.1:1",
+				    .principal = "uid 1000", .approver = "alice"};
+	assert_int_equal(g.admit(g.ctx, &st, &err), 0);
+	char first[SRV_CALL_ID_MAX];
+	memcpy(first, st.call_id, sizeof(first));
+	assert_true(first[0]);
+	struct srv_call_end e = {.tool = "code_execute", .args = args, .status = SRV_CALL_OK, .decided = true,
+				 .approval = SRV_GATE_APPROVED, .by = SRV_BY_HTTP, .transport = "http",
+				 .peer = "127.0.0.1:1", .principal = "uid 1000", .call_id = first};
+	g.finished(g.ctx, &e);
+
+	/* A short write (100 bytes of room), then no room at all: refused, counted, degraded. */
+	assert_int_equal(admit_full(t->path, &g, &st, 100, &err), -ENOSPC);
+	assert_non_null(strstr(err.msg, "audit log"));
+	assert_int_equal(st.call_id[0], 0);
+	assert_int_equal(admit_full(t->path, &g, &st, 0, &err), -EFBIG);
+	struct srv_gate_health h = {0};
+	g.health(g.ctx, &h);
+	assert_true(h.degraded);
+	assert_int_equal(h.audit_failures, 2);
+	assert_non_null(strstr(h.reason, "audit log"));
+	/* Room again: the next call is admitted, the log is healthy, the failures stay counted. */
+	assert_int_equal(g.admit(g.ctx, &st, &err), 0);
+	assert_string_not_equal(st.call_id, first);
+	memset(&h, 0, sizeof(h));
+	g.health(g.ctx, &h);
+	assert_false(h.degraded);
+	assert_int_equal(h.audit_failures, 2);
+	audit_close(log);
+	json_decref(args);
+	cfg_free(cfg);
+
+	struct audit_read_stats rs;
+	json_t *all = read_all(t->path, &rs);
+	assert_int_equal(rs.records, 3);
+	assert_int_equal(rs.skipped, 0);
+	static const char *const events[] = {"start", "end", "start"};
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(str_at(json_array_get(all, i), "event", NULL), events[i]);
+	const json_t *r0 = json_array_get(all, 0);
+	assert_string_equal(str_at(r0, "call_id", NULL), first);
+	assert_string_equal(str_at(json_array_get(all, 1), "call_id", NULL), first);
+	assert_string_equal(str_at(r0, "client", "principal"), "uid 1000");
+	assert_string_equal(str_at(r0, "client", "transport"), "http");
+	assert_string_equal(str_at(r0, "approval", "approver"), "alice");
+	assert_string_equal(str_at(r0, "approval", "by"), "http");
+	assert_string_equal(str_at(r0, "result", "status"), "started");
+	assert_non_null(json_object_get(json_object_get(json_object_get(r0, "params"), "code"), "sha256"));
+	json_decref(all);
+}
+
+static void test_shrink(void **state)
+{
+	struct tmp *t = *state;
+	size_t n = (size_t)2 << 20;
+	cleanup_free char *big = malloc(n + 1);
+	assert_non_null(big);
+	memset(big, 'a', n);
+	big[n] = 0;
+	json_t *p = json_pack("{s:s}", "blob", big);
+	struct audit_log *log = open_log(t->path, AL_UNLIMITED, 1, false);
+	struct audit_record rec = {.transport = "http", .tool = "code_write_file", .params = p, .status = "ok"};
+	write_rec(log, &rec);
+	audit_close(log);
+	json_decref(p);
+	struct audit_read_stats rs;
+	json_t *all = read_all(t->path, &rs);
+	assert_int_equal(rs.records, 1);
+	assert_int_equal(rs.skipped, 0);
+	const json_t *r = json_array_get(all, 0);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(r, "truncated"), 0)), "params");
+	const json_t *d = json_object_get(r, "params");
+	assert_int_equal(json_integer_value(json_object_get(d, "bytes")), n + 11); /* {"blob":"..."} */
+	assert_int_equal(strlen(json_string_value(json_object_get(d, "sha256"))), 64);
+	json_decref(all);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +781,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_processes_rotating, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_open_refusals, setup_tmp, teardown_tmp),
 		cmocka_unit_test(test_default_path),
+		cmocka_unit_test(test_tail_check),
+		cmocka_unit_test_setup_teardown(test_start_records, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_shrink, setup_tmp, teardown_tmp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
