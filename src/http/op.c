@@ -27,6 +27,7 @@ struct hx_call {
 	enum tl_id tool;
 	json_t *args;
 	char *peer;
+	char *principal; /* who made the call: owns what it creates, never approves it */
 	uint64_t started; /* hx_now_us() when the request arrived */
 	bool decided; /* the gate was consulted: approval holds the outcome */
 	enum srv_gate_outcome approval;
@@ -67,6 +68,7 @@ static void call_destroy(struct hx_call *c)
 	srv_result_free(c->result);
 	json_decref(c->args);
 	free(c->peer);
+	free(c->principal);
 	free(c->pending);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
@@ -82,7 +84,8 @@ static void call_unref(struct hx_call *c)
 		call_destroy(c);
 }
 
-struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer)
+struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer,
+			    const char *principal)
 {
 	struct hx_call *c = steal_args ? calloc(1, sizeof(*c)) : NULL;
 	if (!c) {
@@ -93,6 +96,13 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 	c->tool = tool;
 	c->args = steal_args;
 	c->peer = peer ? strdup(peer) : NULL;
+	c->principal = strdup(principal ? principal : "");
+	if (!c->principal) {
+		json_decref(steal_args);
+		free(c->peer);
+		free(c);
+		return NULL;
+	}
 	c->started = hx_now_us();
 	c->refs = 1;
 	pthread_mutex_init(&c->mu, NULL);
@@ -161,7 +171,9 @@ static enum srv_gate_outcome ask_and_wait(struct hx_call *c, const struct srv_ga
 	struct apq *q = c->s->o.approvals;
 	uint32_t timeout = d->timeout_ms ? d->timeout_ms : c->s->o.approval_timeout_ms;
 	uint64_t id;
-	if (apq_ask(q, tl_name(c->tool), c->args, d->reason, timeout, approval_done, c, &id) < 0)
+	struct srv_question qn = {.tool = tl_name(c->tool), .args = c->args, .reason = d->reason,
+				  .timeout_ms = timeout, .principal = c->principal};
+	if (apq_ask(q, &qn, approval_done, c, &id) < 0)
 		return SRV_GATE_UNAVAILABLE;
 	hx_log(c->s, MCP_LOG_NOTICE, "%s from %s waits for approval %llu", tl_name(c->tool), c->peer ? c->peer : "?",
 	       (unsigned long long)id);
@@ -302,6 +314,7 @@ static int start(struct hx_call *c, const void *raw, size_t raw_len, struct al_e
 	if (c->tool == TL_WRITE_FILE && raw) {
 		/* The bytes as they came: no base64 round trip for a raw PUT body. */
 		struct srv_write_req req = {
+			.owner = c->principal,
 			.sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
 			.path = json_string_value(json_object_get(c->args, "path")),
 			.data = raw,
@@ -312,13 +325,14 @@ static int start(struct hx_call *c, const void *raw, size_t raw_len, struct al_e
 		/* The open file rather than its bytes: the response streams it (memory per request stays
 		 * bounded, whatever the file's size). */
 		struct srv_path_req req = {
+			.owner = c->principal,
 			.sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
 			.path = json_string_value(json_object_get(c->args, "path")),
 			.want_fd = true,
 		};
 		r = m->read_file(m->ctx, &req, &sink, &c->op, err);
 	} else {
-		r = tl_start(m, c->tool, c->args, &sink, &c->op, err);
+		r = tl_start(m, c->tool, c->args, c->principal, &sink, &c->op, err);
 	}
 	if (r < 0) {
 		c->op = NULL;

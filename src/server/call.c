@@ -50,6 +50,7 @@ static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id t
 	c->progress = json_incref(token);
 	c->started = ses_now(s);
 	memcpy(c->peer, s->peer, sizeof(c->peer));
+	memcpy(c->principal, s->principal, sizeof(c->principal));
 	c->next = s->calls;
 	if (s->calls)
 		s->calls->prev = c;
@@ -164,7 +165,7 @@ static int start(struct mcp_session *s, struct call *c, json_t *out)
 		return finish_failure(s, c, -ENOMEM, "out of memory", out);
 	evq_link_sink(c->link, &sink);
 	c->state = CALL_RUNNING;
-	int r = tl_start(s->o.mgr, c->tool, c->args, &sink, &c->op, &err);
+	int r = tl_start(s->o.mgr, c->tool, c->args, c->principal, &sink, &c->op, &err);
 	if (r < 0) {
 		evq_link_not_started(c->link);
 		c->op = NULL;
@@ -293,8 +294,9 @@ static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_
 	c->alink = evq_link_new(s->q, c->id, 0);
 	if (!c->alink)
 		return finish_failure(s, c, -ENOMEM, "out of memory asking for approval", out);
-	int r = a->ask(a->ctx, tl_name(c->tool), c->args, d->reason, timeout, evq_link_answer, c->alink,
-		       &c->approver_id);
+	struct srv_question qn = {.tool = tl_name(c->tool), .args = c->args, .reason = d->reason,
+				  .timeout_ms = timeout, .principal = c->principal[0] ? c->principal : NULL};
+	int r = a->ask(a->ctx, &qn, evq_link_answer, c->alink, &c->approver_id);
 	if (r < 0) {
 		evq_link_not_started(c->alink); /* the approver's reference: done will never come */
 		return deny(s, c, SRV_GATE_UNAVAILABLE, SRV_BY_NOBODY,

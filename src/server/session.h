@@ -46,6 +46,7 @@ struct call {
 	enum srv_gate_outcome approval;
 	enum srv_gate_by by; /* who answered */
 	char peer[MCP_PEER_MAX]; /* the client that sent it (for the audit log) */
+	char principal[MCP_PEER_MAX]; /* who sent it: owns what it creates, never approves it */
 	char carry[2][MCP_UTF8_CARRY]; /* per stream: a character cut by the chunk boundary */
 	size_t carry_len[2];
 };
@@ -69,6 +70,7 @@ struct mcp_session {
 	uint64_t next_call_id;
 	uint64_t next_request_id;
 	char peer[MCP_PEER_MAX]; /* mcp_session_set_peer: the sender of the messages fed next */
+	char principal[MCP_PEER_MAX]; /* mcp_session_set_principal: whose they are */
 };
 
 /* mcp.c */
