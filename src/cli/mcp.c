@@ -158,8 +158,11 @@ static void stdio_peer(char *out, size_t cap)
  *  - Type-ahead is discarded when a question appears (tcflush), so a key pressed before the
  *    prompt cannot approve it. Only "y" or "yes" approves; anything else but an empty line asks
  *    again; an empty line or "n" denies.
- *  - What is shown comes from the queue's reduced arguments: code is an escaped excerpt, and
- *    everything else is printed as ASCII-only JSON, so a request cannot drive the terminal.
+ *  - The whole request is shown: every argument as ASCII-only JSON, and the code in full with
+ *    invisible and control characters spelled \u{XXXX} (apq_visible), so a request can neither
+ *    drive the terminal nor hide a line behind padding or a bidirectional override. Code longer
+ *    than a page is paged (Enter: next page); "y" is accepted only once the last page was shown,
+ *    and the approval names the digest of exactly the request shown.
  */
 struct prompt {
 	struct apq *q;
@@ -167,6 +170,10 @@ struct prompt {
 	int stop; /* eventfd */
 	bool tty_dead;
 	uint64_t cur; /* the question on screen, 0: none */
+	char digest[APQ_DIGEST_LEN + 1]; /* of the request on screen */
+	char *code;	  /* its code as shown (apq_visible), malloc'd, or NULL */
+	size_t code_off;  /* how much of it was shown */
+	unsigned code_line;
 	char line[64];
 	size_t len;
 	bool overlong;
@@ -203,15 +210,35 @@ static void ascii(const char *in, char *out, size_t cap)
 	out[i] = 0;
 }
 
+#define PAGE_LINES 40
+
+/* The next page of the code on screen; then the question, or how to see more. */
+static void page(struct prompt *p)
+{
+	for (unsigned n = 0; p->code && p->code[p->code_off] && n < PAGE_LINES; n++) {
+		const char *l = p->code + p->code_off;
+		size_t len = strcspn(l, "\n");
+		say(p, "  %5u | %.*s\r\n", ++p->code_line, (int)(len > 3000 ? 3000 : len), l);
+		for (size_t off = 3000; off < len; off += 3000) /* one long line, in pieces the buffer holds */
+			say(p, "        | %.*s\r\n", (int)(len - off > 3000 ? 3000 : len - off), l + off);
+		p->code_off += len + (l[len] == '\n');
+	}
+	if (p->code && p->code[p->code_off])
+		say(p, "-- more below line %u: Enter shows the next page, n denies --\r\n", p->code_line);
+	else
+		say(p, "Run it? [y/N] (no answer in time denies it): ");
+}
+
 static void show(struct prompt *p, const json_t *item)
 {
-	const json_t *args = json_object_get(item, "arguments");
-	const json_t *code = json_object_get(args, "code");
+	const json_t *args = json_object_get(item, "request");
 	const char *sb = json_string_value(json_object_get(args, "sandbox_id"));
-	char tool[64], reason[SRV_GATE_REASON_MAX], sandbox[80];
+	char tool[64], reason[SRV_GATE_REASON_MAX], sandbox[80], who[96];
 	ascii(json_string_value(json_object_get(item, "tool")), tool, sizeof(tool));
 	ascii(json_string_value(json_object_get(item, "reason")), reason, sizeof(reason));
+	ascii(json_string_value(json_object_get(item, "principal")), who, sizeof(who));
 	ascii(sb, sandbox, sizeof(sandbox));
+	ascii(json_string_value(json_object_get(item, "digest")), p->digest, sizeof(p->digest));
 	json_t *rest = json_deep_copy(args);
 	json_object_del(rest, "code");
 	json_object_del(rest, "sandbox_id");
@@ -219,25 +246,26 @@ static void show(struct prompt *p, const json_t *item)
 	json_decref(rest);
 	long long timeout_s = (json_integer_value(json_object_get(item, "timeout_ms")) -
 			       json_integer_value(json_object_get(item, "age_ms")) + 999) / 1000;
+	free(p->code);
+	const char *code = json_string_value(json_object_get(item, "code_visible"));
+	p->code = code ? strdup(code) : NULL;
+	p->code_off = 0;
+	p->code_line = 0;
 	(void)tcflush(p->tty, TCIFLUSH); /* type-ahead must not answer a question not yet shown */
-	say(p, "\r\nairlock mcp: approval needed (request %llu)\r\n  tool:      %s\r\n  risk:      %s\r\n  sandbox:   %s\r\n",
-	    (unsigned long long)p->cur, tool, reason, sb ? sandbox : "a new throwaway sandbox");
-	if (json_is_object(code)) {
-		/* The excerpt is escaped by audit_params: no control or bidirectional characters. */
-		cleanup_free char *excerpt = json_dumps(json_object_get(code, "excerpt"), JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
-		say(p, "  code:      %s%s (%lld bytes, sha256 %.16s...)\r\n", excerpt ? excerpt : "?",
-		    json_is_true(json_object_get(code, "truncated")) ? "..." : "",
-		    (long long)json_integer_value(json_object_get(code, "bytes")),
-		    json_string_value(json_object_get(code, "sha256")) ? json_string_value(json_object_get(code, "sha256")) : "?");
-	}
-	say(p, "  arguments: %s\r\nRun it? [y/N] (no answer within %lld s denies it): ", other ? other : "{}",
-	    timeout_s > 0 ? timeout_s : 0);
+	say(p, "\r\nairlock mcp: approval needed (request %llu, %lld s left)\r\n  tool:      %s\r\n  risk:      %s\r\n"
+	       "  caller:    %s\r\n  sandbox:   %s\r\n  arguments: %s\r\n  digest:    %s\r\n",
+	    (unsigned long long)p->cur, timeout_s > 0 ? timeout_s : 0, tool, reason, who[0] ? who : "?",
+	    sb ? sandbox : "a new throwaway sandbox", other ? other : "{}", p->digest);
+	if (p->code)
+		say(p, "  code (%lld bytes; invisible characters shown as \\u{XXXX}):\r\n",
+		    (long long)json_integer_value(json_object_get(item, "code_bytes")));
+	page(p);
 }
 
 /* The queue changed: the question on screen may be gone; the next one may be due. */
 static void refresh(struct prompt *p)
 {
-	json_t *list = apq_list(p->q);
+	json_t *list = apq_list(p->q, NULL);
 	if (!list)
 		return;
 	bool still = false;
@@ -268,11 +296,21 @@ static void answer(struct prompt *p, const char *line)
 			say(p, "airlock mcp: nothing is waiting for an answer.\r\n");
 		return;
 	}
+	bool more = p->code && p->code[p->code_off];
+	if (more && !*line) {
+		page(p);
+		return;
+	}
+	if (more && yes) {
+		say(p, "Read the whole code first: Enter shows the next page (n denies).\r\n");
+		return;
+	}
 	if (!yes && !no) {
 		say(p, "Please answer y or n: ");
 		return;
 	}
-	if (apq_resolve(p->q, p->cur, yes, SRV_BY_TERMINAL) < 0)
+	struct apq_decision d = {.id = p->cur, .approve = yes, .by = SRV_BY_TERMINAL, .digest = p->digest};
+	if (apq_resolve(p->q, &d) < 0)
 		say(p, "airlock mcp: too late: request %llu is no longer waiting; it will not run.\r\n",
 		    (unsigned long long)p->cur);
 	else
@@ -368,6 +406,8 @@ static void prompt_stop(struct prompt *p)
 	pthread_join(p->th, NULL);
 	close(p->stop);
 	p->stop = -1;
+	free(p->code);
+	p->code = NULL;
 }
 
 /* ---- the command ------------------------------------------------------------------------------ */

@@ -207,6 +207,10 @@ struct cfg_server {
 	size_t npool;
 	char *http_listen;     /* "HOST:PORT" or "[V6]:PORT", or NULL */
 	char *http_token_file; /* absolute, or NULL */
+	char *http_approver_token_file; /* absolute, or NULL */
+	char *socket;	       /* the Unix socket: absolute, "none", or NULL (the default) */
+	unsigned *approver_uids; /* Unix socket peers that decide approvals (NULL: root only) */
+	size_t napprover_uids;
 };
 
 struct cfg {

@@ -121,6 +121,10 @@ const char cfg_default_yaml[] =
 	"  idle_ttl: 10m\n"
 	"  max_lifetime: 1h\n"
 	"  pool: {untrusted-code-read: 2}\n"
-	"  # listen: unset, HTTP only with `airlock serve --http ADDR`. Off loopback, a token_file\n"
-	"  # (the bearer token clients must send) is required.\n"
+	"  # socket: unset, the default Unix socket (/run/airlock/serve.sock as root,\n"
+	"  # $XDG_RUNTIME_DIR/airlock/serve.sock otherwise), mode 0600; its peers are known by uid.\n"
+	"  # approver_uids: who may decide approvals over the socket (default: [0]).\n"
+	"  # http: listen unset, TCP only with `airlock serve --http ADDR`, and then always with\n"
+	"  # bearer tokens: token_file (clients; generated on first start if missing) and\n"
+	"  # approver_token_file (approvers: separate credentials that decide, never run).\n"
 	"  http: {}\n";

@@ -290,7 +290,21 @@ static void manager(struct dumper *d, const struct cfg *c)
 		key_str(d, "listen", s->http_listen);
 	if (s->http_token_file)
 		key_str(d, "token_file", s->http_token_file);
+	if (s->http_approver_token_file)
+		key_str(d, "approver_token_file", s->http_approver_token_file);
 	map_end(d);
+	if (s->socket)
+		key_str(d, "socket", s->socket);
+	if (s->approver_uids) {
+		scalar(d, "approver_uids");
+		seq_start(d);
+		for (size_t i = 0; i < s->napprover_uids; i++) {
+			char text[16];
+			snprintf(text, sizeof(text), "%u", s->approver_uids[i]);
+			scalar(d, text);
+		}
+		seq_end(d);
+	}
 	map_end(d);
 }
 

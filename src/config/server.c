@@ -79,6 +79,9 @@ void cfg_manager_free(struct cfg *c)
 	free(c->server.pool);
 	free(c->server.http_listen);
 	free(c->server.http_token_file);
+	free(c->server.http_approver_token_file);
+	free(c->server.socket);
+	free(c->server.approver_uids);
 }
 
 /* ---- shared value parsers ------------------------------------------------------------ */
@@ -546,16 +549,56 @@ static int h_token_file(struct conv *c, const struct cfg_node *v, const char *pa
 	return r ?: conv_copy_str(c, v, path, &c->cfg->server.http_token_file);
 }
 
+static int h_approver_token_file(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	r = r ?: conv_host_path(c, v, path, NULL);
+	return r ?: conv_copy_str(c, v, path, &c->cfg->server.http_approver_token_file);
+}
+
+/* TCP always needs tokens (a missing client token file is generated on first start, see
+ * airlock serve): there is no listener without an identity to check. */
 static int s_http(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const struct field fields[] = {{"listen", h_listen}, {"token_file", h_token_file}};
+	static const struct field fields[] = {{"listen", h_listen},
+					      {"token_file", h_token_file},
+					      {"approver_token_file", h_approver_token_file}};
 	bool loopback = true;
-	int r = conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), &loopback);
-	/* Off loopback, anyone who can reach the port could run code: a bearer token is a must. */
-	if (r == 0 && !loopback && !c->cfg->server.http_token_file)
-		r = conv_bad(c->err, EINVAL, v->mark, path, "listening on '%.64s' (not loopback) needs a token_file",
-			     c->cfg->server.http_listen);
-	return r;
+	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), &loopback);
+}
+
+static int s_socket(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	if (r == 0 && strcmp(v->text, "none") != 0)
+		r = conv_host_path(c, v, path, NULL);
+	return r ?: conv_copy_str(c, v, path, &c->cfg->server.socket);
+}
+
+static int s_approver_uids(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	struct cfg_server *s = &c->cfg->server;
+	int r = conv_want(c, v, CFG_SEQ, path);
+	if (r < 0)
+		return r;
+	free(s->approver_uids);
+	s->napprover_uids = 0;
+	if (!(s->approver_uids = calloc(v->n + 1, sizeof(unsigned))))
+		return oom(c);
+	for (size_t i = 0; i < v->n; i++) {
+		char ipath[128];
+		snprintf(ipath, sizeof(ipath), "%.80s[%zu]", path, i);
+		const struct cfg_node *it = v->ents[i].value;
+		if ((r = conv_want(c, it, CFG_SCALAR, ipath)) < 0)
+			return r;
+		char *end;
+		errno = 0;
+		unsigned long uid = strtoul(it->text, &end, 10);
+		if (!*it->text || *end || errno || it->text[0] == '-' || uid >= 0xffffffffUL)
+			return conv_bad(c->err, EINVAL, it->mark, ipath, "'%.32s' is not a uid", it->text);
+		s->approver_uids[s->napprover_uids++] = (unsigned)uid;
+	}
+	return 0;
 }
 
 int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
@@ -563,6 +606,7 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 	static const struct field fields[] = {
 		{"max_sandboxes", s_max_sandboxes}, {"max_execs", s_max_execs}, {"idle_ttl", s_idle_ttl},
 		{"max_lifetime", s_max_lifetime},   {"pool", s_pool},		{"http", s_http},
+		{"socket", s_socket},		    {"approver_uids", s_approver_uids},
 	};
 	struct cfg_server *s = &c->cfg->server;
 	int r = conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);

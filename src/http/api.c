@@ -51,7 +51,7 @@ static bool set_str(json_t *o, const char *key, const char *value)
 static void run(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args, hx_ok_fn ok,
 		struct hx_response *rs)
 {
-	struct hx_call *c = hx_call_new(s, tool, args, rq->peer);
+	struct hx_call *c = hx_call_new(s, tool, args, rq->peer, rq->who->name);
 	if (!c) {
 		hx_error(rs, 500, "out of memory");
 		return;
@@ -150,7 +150,7 @@ oom:
 static void stream(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
 		   struct hx_response *rs)
 {
-	struct hx_call *c = hx_call_new(s, tool, args, rq->peer);
+	struct hx_call *c = hx_call_new(s, tool, args, rq->peer, rq->who->name);
 	if (!c)
 		hx_error(rs, 500, "out of memory");
 	else
@@ -196,7 +196,7 @@ void api_write(struct hx_server *s, const struct hx_request *rq, char *const cap
 	json_t *args = content ? json_pack("{s:s,s:s,s:o,s:s}", "sandbox_id", caps[0], "path", caps[1], "content",
 					   content, "encoding", text ? "utf-8" : "base64")
 			       : NULL;
-	struct hx_call *c = args ? hx_call_new(s, TL_WRITE_FILE, args, rq->peer) : NULL;
+	struct hx_call *c = args ? hx_call_new(s, TL_WRITE_FILE, args, rq->peer, rq->who->name) : NULL;
 	if (!c) {
 		hx_error(rs, 500, "out of memory");
 		return;
@@ -272,7 +272,9 @@ void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps
 
 void api_approvals(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
-	json_t *list = s->o.approvals ? apq_list(s->o.approvals) : json_array();
+	/* An approver sees every pending call; anybody else only their own (what they wait for). */
+	const char *only = rq->who->approver ? NULL : rq->who->name;
+	json_t *list = s->o.approvals ? apq_list(s->o.approvals, only) : json_array();
 	if (!list)
 		hx_error(rs, 500, "out of memory");
 	else
@@ -292,18 +294,31 @@ void api_decide(struct hx_server *s, const struct hx_request *rq, char *const ca
 	if (!body)
 		return;
 	json_t *approve = json_object_get(body, "approve");
+	const json_t *digest = json_object_get(body, "digest");
 	bool yes = json_is_true(approve);
-	bool valid = json_is_boolean(approve);
+	bool valid = json_is_boolean(approve) && (!digest || json_is_string(digest));
+	cleanup_free char *dg = digest ? strdup(json_string_value(digest)) : NULL;
 	json_decref(body);
 	if (!valid) {
-		hx_error(rs, 400, "the body must be {\"approve\": true} or {\"approve\": false}");
+		hx_error(rs, 400, "the body must be {\"approve\": true, \"digest\": \"sha256:...\"} or {\"approve\": false}");
 		return;
 	}
-	if (!s->o.approvals || apq_resolve(s->o.approvals, id, yes, SRV_BY_HTTP) < 0) {
+	struct apq_decision d = {.id = id, .approve = yes, .by = SRV_BY_HTTP, .decider = rq->who->name, .digest = dg};
+	int r = s->o.approvals ? apq_resolve(s->o.approvals, &d) : -ENOENT;
+	if (r == -EPERM) {
+		hx_error(rs, 403, "%s made call %llu: nobody approves their own call", rq->who->name, id);
+		return;
+	}
+	if (r == -ESTALE) {
+		hx_error(rs, 409, "approval %llu: an approval must name the digest of the request it approves (GET "
+				  "/v1/approvals shows it); %s",
+			 id, dg ? "this one names another request" : "none was given");
+		return;
+	}
+	if (r < 0) {
 		hx_error(rs, 404, "no pending approval %llu", id);
 		return;
 	}
-	hx_log(s, MCP_LOG_NOTICE, "approval %llu %s over HTTP by %s", id, yes ? "granted" : "declined",
-	       rq->peer ? rq->peer : "?");
+	hx_log(s, MCP_LOG_NOTICE, "approval %llu %s over HTTP by %s", id, yes ? "granted" : "declined", rq->who->name);
 	hx_json(rs, 200, json_pack("{s:I,s:b}", "id", (json_int_t)id, "approved", yes));
 }

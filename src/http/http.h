@@ -2,8 +2,10 @@
 #ifndef AL_HTTP_HTTP_H
 #define AL_HTTP_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "airlock/airlock.h"
 #include "manager/gate.h"
@@ -62,12 +64,23 @@ struct http_stats {
 	uint64_t execs_running;
 };
 
+/* One bearer token and the principal it names. */
+struct http_token {
+	char *name;  /* the principal: "token:NAME" in the audit log and the approval queue */
+	char *token; /* the secret */
+	bool approver;	   /* an approver's token (--approver-token-file): decides approvals, runs nothing */
+};
+
 /* Size-prefixed so it can grow. Zero means default. Everything is borrowed: it must outlive
  * http_serve. */
 struct http_opts {
 	size_t size;			/* sizeof(struct http_opts) */
-	const char *listen;		/* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080"; port 0: any */
-	const char *token;		/* bearer token; NULL or "": none (loopback only) */
+	const char *listen;		/* TCP: "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080"; port 0: any; NULL: none */
+	const char *unix_path;		/* the Unix socket (mode 0600; its peers are uids); NULL: none */
+	const struct http_token *tokens; /* required on TCP: every TCP request needs one of these */
+	size_t ntokens;
+	const uid_t *approver_uids;	/* Unix socket peers that may decide approvals (NULL: root only) */
+	size_t n_approver_uids;
 	const struct srv_mgr_api *mgr;	/* required */
 	const struct srv_gate *gate;	/* NULL: every valid call is allowed */
 	struct apq *approvals;		/* NULL: an ASK is a denial on the JSON API */
@@ -95,6 +108,20 @@ struct http_opts {
 	bool mcp_no_queue;
 	bool mcp_queue_first;
 };
+
+/*
+ * Token files. One credential per line: "TOKEN" (its principal is named after the file's
+ * basename and line: "clients.token#1") or "NAME TOKEN"; blank lines and lines starting with '#'
+ * are skipped. Tokens are at least 16 characters of printable ASCII without spaces. The file
+ * must be a regular file (no link followed) that neither its group nor others may read or write,
+ * as config files already are: a token others can read is no credential.
+ * http_tokens_load appends the file's tokens to *tokens and *n (free with http_tokens_free, which
+ * wipes the secrets); http_token_generate creates path (mode 0600, never over an existing file,
+ * its directory made 0700 if missing) holding one random 256-bit token.
+ */
+int http_tokens_load(const char *path, bool approver, struct http_token **tokens, size_t *n, struct al_error *err);
+void http_tokens_free(struct http_token *tokens, size_t n);
+int http_token_generate(const char *path, struct al_error *err);
 
 /*
  * Serves until stop_fd (e.g. a signalfd; required) becomes readable, then stops accepting,

@@ -33,6 +33,15 @@ enum hx_kind {
 	HX_QUERY,
 };
 
+/* Who sent a request: the peer's uid on the Unix socket (SO_PEERCRED), a named bearer token on
+ * TCP. Filled by hx_precheck; a handler never sees a request without one. */
+#define HX_PRINCIPAL_MAX 80
+struct hx_principal {
+	char name[HX_PRINCIPAL_MAX]; /* "uid:1000", "token:alice"; "" only on a server with no credential at all */
+	bool client;		     /* may create sandboxes and MCP sessions, and use its own */
+	bool approver;		     /* may list every pending approval and decide those of others */
+};
+
 /* One request as the dispatcher sees it; every pointer is borrowed for the call. */
 struct hx_request {
 	const char *method;
@@ -43,7 +52,10 @@ struct hx_request {
 	const char *body;
 	size_t len;
 	bool too_large; /* the body went past the route's limit and was discarded */
-	const char *peer; /* "127.0.0.1:41234", or NULL */
+	const char *peer; /* "127.0.0.1:41234", "uid 1000" (Unix socket), or NULL */
+	bool local;	  /* came through the Unix socket: uid is the peer's (SO_PEERCRED) */
+	uid_t uid;
+	struct hx_principal *who; /* filled by hx_precheck (required: the caller's storage) */
 };
 
 #define HX_STREAM_END ((ssize_t)-1)
@@ -103,7 +115,8 @@ struct hx_listen {
 
 /* "127.0.0.1:8080", "[::1]:0", "localhost:8080" (127.0.0.1); numeric only, no DNS. */
 int hx_parse_listen(const char *spec, struct hx_listen *out, struct al_error *err);
-/* 0 when Host, Origin and the token let the request in; else fills rs (403 or 401), returns 1. */
+/* 0 when Host, Origin and the credentials let the request in, with *rq->who filled; else fills rs
+ * (403 or 401) and returns 1. */
 int hx_check_access(const struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
 /* Whether host (a Host header's value, or an Origin's authority) names this machine's loopback. */
 bool hx_loopback_host(const char *host, size_t len);
@@ -151,11 +164,18 @@ char *hx_metrics_render(struct hx_server *s, size_t *len);
 
 struct hx_sessions;
 
+/* A bearer token as the server keeps it: only its digest. */
+struct hx_token {
+	unsigned char digest[32]; /* SHA-256 */
+	char name[HX_PRINCIPAL_MAX];
+	bool approver;
+};
+
 struct hx_server {
 	struct http_opts o; /* defaults filled in */
-	bool loopback;	    /* listening on a loopback address only */
-	bool has_token;
-	unsigned char token_digest[32]; /* SHA-256 of the token */
+	bool loopback;	    /* the TCP listener is on a loopback address only */
+	struct hx_token *tokens; /* o.tokens, digested */
+	size_t ntokens;
 	struct svc_observer observer;	/* counts approvals and ended calls for /metrics */
 	struct svc_runner rn;		/* the JSON API's calls (the MCP sessions have their own) */
 	struct tl_catalog cat;
@@ -200,8 +220,10 @@ void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2
 
 struct hx_call;
 
-/* A call of tool with args (consumed even on failure). NULL on ENOMEM. */
-struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer);
+/* A call of tool with args (consumed even on failure) from peer, made by principal (owner of what it
+ * creates). NULL on ENOMEM. */
+struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer,
+			    const char *principal);
 /* Runs the whole request with a non-streamed answer: validation, gate, manager, wait, the response
  * (built by ok() from the result), the audit hook. raw: write_file's bytes (else from args). */
 typedef void (*hx_ok_fn)(struct hx_call *c, const struct srv_result *r, struct hx_response *rs);

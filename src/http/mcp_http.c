@@ -48,6 +48,7 @@ struct waiter {
 struct msession {
 	struct hx_server *srv;
 	char id[HX_SESSION_ID_LEN + 1];
+	char owner[HX_PRINCIPAL_MAX]; /* the principal that initialized it: nobody else may use it */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct mcp_session *s;
@@ -132,7 +133,9 @@ static void session_put(struct hx_server *s, struct msession *ms)
 
 /* The session with that id, with a reference; NULL when unknown or ended. The comparison runs
  * over every entry in constant time per entry: the timing tells nothing of other sessions' ids. */
-static struct msession *session_get(struct hx_server *s, const char *id)
+/* The session id, if who owns it: another principal's session is as unknown as a made-up id (a
+ * session id seen in a log or a shared proxy is not a credential). */
+static struct msession *session_get(struct hx_server *s, const char *id, const struct hx_principal *who)
 {
 	struct hx_sessions *t = s->sessions;
 	struct msession *found = NULL;
@@ -140,7 +143,7 @@ static struct msession *session_get(struct hx_server *s, const char *id)
 		return NULL;
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++)
-		if (CRYPTO_memcmp(t->v[i]->id, id, HX_SESSION_ID_LEN) == 0)
+		if (CRYPTO_memcmp(t->v[i]->id, id, HX_SESSION_ID_LEN) == 0 && strcmp(t->v[i]->owner, who->name) == 0)
 			found = t->v[i];
 	if (found)
 		found->refs++;
@@ -537,6 +540,8 @@ static void initialize(struct hx_server *s, const struct hx_request *rq, const s
 		hx_error(rs, 500, "cannot create a session");
 		return;
 	}
+	snprintf(ms->owner, sizeof(ms->owner), "%s", rq->who->name);
+	mcp_session_set_principal(ms->s, rq->who->name);
 	struct waiter *w = waiter_new(m, false);
 	if (!w) {
 		session_put(s, ms);
@@ -599,7 +604,7 @@ static void post(struct hx_server *s, const struct hx_request *rq, struct hx_res
 		jr_message_clear(&m);
 		return;
 	}
-	struct msession *ms = sid ? session_get(s, sid) : NULL;
+	struct msession *ms = sid ? session_get(s, sid, rq->who) : NULL;
 	if (!sid)
 		hx_error(rs, 400, "Mcp-Session-Id header required (send initialize first)");
 	else if (!ms)
@@ -638,7 +643,7 @@ void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2
 	}
 	if (strcmp(rq->method, "DELETE") == 0) {
 		const char *sid = header(rq, "Mcp-Session-Id");
-		struct msession *ms = sid ? session_get(s, sid) : NULL;
+		struct msession *ms = sid ? session_get(s, sid, rq->who) : NULL;
 		if (!sid) {
 			hx_error(rs, 400, "Mcp-Session-Id header required");
 			return;

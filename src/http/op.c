@@ -75,11 +75,18 @@ static void call_unref(struct hx_call *c)
 		call_destroy(c);
 }
 
-struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer)
+struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer,
+			    const char *principal)
 {
 	struct hx_call *c = steal_args ? calloc(1, sizeof(*c)) : NULL;
-	/* Nobody is known on the JSON API yet (issue 16 names the token's or the socket peer's). */
-	const struct svc_principal who = {.kind = SVC_PRINCIPAL_ANONYMOUS, .uid = (uid_t)-1};
+	/* The principal auth.c authenticated: a token's name or the socket peer's uid ("" only on a
+	 * server that has no credential at all: the in-process tests). */
+	bool token = principal && strncmp(principal, "token:", 6) == 0;
+	const struct svc_principal who = {
+		.kind = token ? SVC_PRINCIPAL_TOKEN : principal && *principal ? SVC_PRINCIPAL_PEER : SVC_PRINCIPAL_ANONYMOUS,
+		.name = principal && *principal ? principal : NULL,
+		.uid = (uid_t)-1,
+	};
 	if (c) {
 		c->sc = svc_call_new(&s->rn, tool, steal_args, &who, peer);
 		c->peer = peer ? strdup(peer) : NULL;
@@ -181,7 +188,9 @@ static int port_ask(void *owner, const struct srv_gate_decision *d, char *why, s
 	struct hx_call *c = owner;
 	struct apq *q = c->s->o.approvals;
 	uint32_t timeout = d->timeout_ms ? d->timeout_ms : c->s->o.approval_timeout_ms;
-	if (!q || apq_ask(q, tl_name(c->tool), c->args, d->reason, timeout, approval_done, c, &c->ask_id) < 0) {
+	struct srv_question qn = {.tool = tl_name(c->tool), .args = c->args, .reason = d->reason,
+				  .timeout_ms = timeout, .principal = svc_call_principal(c->sc)->name};
+	if (!q || apq_ask(q, &qn, approval_done, c, &c->ask_id) < 0) {
 		denial(c, SRV_GATE_UNAVAILABLE, why, cap);
 		return -EPERM;
 	}

@@ -17,23 +17,26 @@ struct route {
 	const char *pattern;
 	hx_handler fn;
 	enum { BODY_NONE, BODY_JSON, BODY_FILE, BODY_MESSAGE } body;
+	/* Who may: any principal (what it sees is its own), clients (sandboxes, MCP sessions: their
+	 * own), approvers (decisions on others' calls). */
+	enum { ROLE_ANY, ROLE_CLIENT, ROLE_APPROVER } role;
 };
 
 static const struct route routes[] = {
-	{"GET", "/v1/health", api_health, BODY_NONE},
-	{"GET", "/metrics", api_metrics, BODY_NONE},
-	{"POST", "/v1/sandboxes", api_create, BODY_JSON},
-	{"DELETE", "/v1/sandboxes/{}", api_destroy, BODY_NONE},
-	{"POST", "/v1/sandboxes/{}/exec", api_exec, BODY_JSON},
-	{"POST", "/v1/sandboxes/{}/packages", api_install, BODY_JSON},
-	{"GET", "/v1/sandboxes/{}/files", api_list, BODY_NONE},
-	{"GET", "/v1/sandboxes/{}/files/{*}", api_read, BODY_NONE},
-	{"PUT", "/v1/sandboxes/{}/files/{*}", api_write, BODY_FILE},
-	{"GET", "/v1/approvals", api_approvals, BODY_NONE},
-	{"POST", "/v1/approvals/{}", api_decide, BODY_JSON},
-	{"POST", "/mcp", hx_mcp, BODY_MESSAGE},
-	{"DELETE", "/mcp", hx_mcp, BODY_NONE},
-	{"GET", "/mcp", hx_mcp, BODY_NONE}, /* answers 405 itself: the spec lets a server refuse the GET stream */
+	{"GET", "/v1/health", api_health, BODY_NONE, ROLE_ANY},
+	{"GET", "/metrics", api_metrics, BODY_NONE, ROLE_ANY},
+	{"POST", "/v1/sandboxes", api_create, BODY_JSON, ROLE_CLIENT},
+	{"DELETE", "/v1/sandboxes/{}", api_destroy, BODY_NONE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/exec", api_exec, BODY_JSON, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/packages", api_install, BODY_JSON, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/files", api_list, BODY_NONE, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/files/{*}", api_read, BODY_NONE, ROLE_CLIENT},
+	{"PUT", "/v1/sandboxes/{}/files/{*}", api_write, BODY_FILE, ROLE_CLIENT},
+	{"GET", "/v1/approvals", api_approvals, BODY_NONE, ROLE_ANY},
+	{"POST", "/v1/approvals/{}", api_decide, BODY_JSON, ROLE_APPROVER},
+	{"POST", "/mcp", hx_mcp, BODY_MESSAGE, ROLE_CLIENT},
+	{"DELETE", "/mcp", hx_mcp, BODY_NONE, ROLE_CLIENT},
+	{"GET", "/mcp", hx_mcp, BODY_NONE, ROLE_CLIENT}, /* answers 405 itself: the spec lets a server refuse the GET stream */
 };
 
 #define MAX_CAPS 2
@@ -241,6 +244,11 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 		hx_error(rs, 405, "method %.16s not allowed on %.200s (allowed: %s)", rq->method ? rq->method : "",
 			 path, allow);
 		snprintf(rs->allow, sizeof(rs->allow), "%s", allow);
+		return 1;
+	}
+	if ((r->role == ROLE_CLIENT && !rq->who->client) || (r->role == ROLE_APPROVER && !rq->who->approver)) {
+		hx_error(rs, 403, "%s may not %s %.200s (%s)", rq->who->name, rq->method, path,
+			 r->role == ROLE_CLIENT ? "an approver's credential runs nothing" : "only approvers decide approvals");
 		return 1;
 	}
 	const char *cl = header(rq, "Content-Length");

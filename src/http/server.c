@@ -2,12 +2,16 @@
  * bodies, responses); every decision is made by the dispatcher in route.c. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,22 +115,34 @@ int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **o
 	if (!s->o.server_version)
 		s->o.server_version = "0";
 	s->loopback = loopback;
-	s->has_token = s->o.token && *s->o.token;
-	if (s->has_token)
-		SHA256((const unsigned char *)s->o.token, strlen(s->o.token), s->token_digest);
-	s->o.token = NULL; /* only the digest is kept */
+	/* Only digests are kept: the secrets stay with the caller, who wipes them. */
+	s->tokens = o->ntokens ? calloc(o->ntokens, sizeof(*s->tokens)) : NULL;
+	if (o->ntokens && !s->tokens) {
+		free(s);
+		return al_err(err, ENOMEM, "http: out of memory");
+	}
+	for (size_t i = 0; i < o->ntokens; i++) {
+		const struct http_token *t = &o->tokens[i];
+		SHA256((const unsigned char *)t->token, strlen(t->token), s->tokens[i].digest);
+		snprintf(s->tokens[i].name, sizeof(s->tokens[i].name), "%s", t->name ? t->name : "");
+		s->tokens[i].approver = t->approver;
+	}
+	s->ntokens = o->ntokens;
+	s->o.tokens = NULL;
 	s->observer = (struct svc_observer){.ctx = s, .decided = observe_decided, .ended = observe_ended};
 	s->rn = (struct svc_runner){.mgr = s->o.mgr, .gate = s->o.gate, .observer = &s->observer, .cat = &s->cat,
 				    .transport = "http"};
 	char msg[SCH_MSG_MAX];
 	int r = tl_catalog_load(&s->cat, msg);
 	if (r < 0) {
+		free(s->tokens);
 		free(s);
 		return al_err(err, -r, "http: tool schemas: %s", msg);
 	}
 	r = hx_sessions_new(s);
 	if (r < 0) {
 		tl_catalog_clear(&s->cat);
+		free(s->tokens);
 		free(s);
 		return al_err_sys(err, -r, "http: sessions");
 	}
@@ -146,6 +162,8 @@ void hx_server_free(struct hx_server *s)
 		return;
 	hx_sessions_free(s);
 	tl_catalog_clear(&s->cat);
+	explicit_bzero(s->tokens, s->ntokens * sizeof(*s->tokens));
+	free(s->tokens);
 	free(s);
 }
 
@@ -157,6 +175,8 @@ struct conn {
 	size_t len, cap, limit;
 	bool too_large;
 	char peer[64];
+	bool local; /* the Unix socket: uid is the peer's */
+	uid_t uid;
 };
 
 static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
@@ -229,10 +249,30 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs
 	return ret;
 }
 
+/* The Unix socket peer's uid, as the kernel recorded it at connect(2). false on TCP. */
+static bool local_peer(struct MHD_Connection *conn, uid_t *uid)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	int domain = 0;
+	socklen_t dl = sizeof(domain);
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) < 0 || domain != AF_UNIX ||
+	    getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
+		return false;
+	*uid = cred.uid;
+	return true;
+}
+
 static void peer_of(struct MHD_Connection *conn, char *out, size_t cap)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	out[0] = 0;
+	uid_t uid;
+	if (local_peer(conn, &uid)) {
+		snprintf(out, cap, "uid %u (unix socket)", (unsigned)uid);
+		return;
+	}
 	if (!ci || !ci->client_addr)
 		return;
 	char host[INET6_ADDRSTRLEN] = "";
@@ -249,11 +289,14 @@ static void peer_of(struct MHD_Connection *conn, char *out, size_t cap)
 }
 
 static void fill_request(struct MHD_Connection *conn, const char *url, const char *method, const struct conn *c,
-			 struct hx_request *rq)
+			 struct hx_principal *who, struct hx_request *rq)
 {
 	*rq = (struct hx_request){.method = method, .path = url, .lookup = lookup, .lookup_ctx = conn,
 				  .body = c ? c->body : NULL, .len = c ? c->len : 0,
-				  .too_large = c && c->too_large, .peer = c && c->peer[0] ? c->peer : NULL};
+				  .too_large = c && c->too_large, .peer = c && c->peer[0] ? c->peer : NULL, .who = who};
+	rq->local = c ? c->local : local_peer(conn, &rq->uid);
+	if (c)
+		rq->uid = c->uid;
 }
 
 static size_t unescape(void *cls, struct MHD_Connection *conn, char *text)
@@ -270,10 +313,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct conn *c = *con_cls;
 	struct hx_request rq;
 	struct hx_response rs = {0};
+	struct hx_principal who;
 	if (!c) {
 		/* First call: headers only. Refuse what needs no body to refuse (no token, wrong
 		 * Host, unknown route, a declared length over the limit) before reading any of it. */
-		fill_request(conn, url, method, NULL, &rq);
+		fill_request(conn, url, method, NULL, &who, &rq);
 		if (hx_precheck(s, &rq, &rs)) {
 			hx_metrics_request(&s->metrics, rs.status);
 			enum MHD_Result ret = queue(conn, &rs);
@@ -285,6 +329,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_NO;
 		c->limit = hx_body_limit(s, method, url);
 		peer_of(conn, c->peer, sizeof(c->peer));
+		c->local = rq.local;
+		c->uid = rq.uid;
 		*con_cls = c;
 		return MHD_YES;
 	}
@@ -313,7 +359,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		c->len += n;
 		return MHD_YES;
 	}
-	fill_request(conn, url, method, c, &rq);
+	fill_request(conn, url, method, c, &who, &rq);
 	hx_handle(s, &rq, &rs);
 	enum MHD_Result ret = queue(conn, &rs);
 	hx_response_clear(&rs);
@@ -346,6 +392,66 @@ static void drain(struct MHD_Daemon *d)
 	}
 }
 
+/* A listening Unix socket at path, mode 0600: bound, made private, and only then listening, so no
+ * connect(2) can slip in while it still had the umask's mode. A stale socket left by a killed
+ * server is replaced; a live one (something accepts on it) or any other file is refused. */
+static int unix_listen(const char *path, int *out, struct al_error *err)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(a.sun_path))
+		return al_err(err, ENAMETOOLONG, "http: socket path %s is too long", path);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return al_err_sys(err, errno, "http: socket");
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return al_err(err, EEXIST, "http: %s exists and is not a socket", path);
+		cleanup_close int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0)
+			return al_err(err, EADDRINUSE, "http: another server listens on %s", path);
+		if (unlink(path) < 0)
+			return al_err_sys(err, errno, "http: cannot remove the stale socket %s", path);
+	}
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return al_err_sys(err, errno, "http: cannot bind %s", path);
+	if (fchmodat(AT_FDCWD, path, 0600, 0) < 0 || listen(fd, 128) < 0) {
+		int e = errno;
+		unlink(path);
+		return al_err_sys(err, e, "http: cannot listen on %s", path);
+	}
+	*out = steal_fd(fd);
+	return 0;
+}
+
+static struct MHD_Daemon *start_daemon(struct hx_server *s, const struct hx_listen *l, int listen_fd)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
+	if (l && l->v6)
+		flags |= MHD_USE_IPv6;
+	/* One connection limit for both listeners would let one door starve the other: each gets it. */
+	if (l)
+		return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+					(const struct sockaddr *)&l->addr, MHD_OPTION_CONNECTION_LIMIT,
+					(unsigned)s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+					(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+					MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
+				MHD_OPTION_END);
+}
+
+static void stop_daemon(struct MHD_Daemon *d)
+{
+	if (!d)
+		return;
+	drain(d);
+	MHD_stop_daemon(d);
+}
+
 int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
 {
 	struct hx_listen l;
@@ -353,48 +459,54 @@ int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
 		return al_err(err, EINVAL, "http: no manager");
 	if (stop_fd < 0)
 		return al_err(err, EINVAL, "http: a stop descriptor is required");
-	int r = hx_parse_listen(o->listen, &l, err);
+	if (!o->listen && !o->unix_path)
+		return al_err(err, EINVAL, "http: nowhere to listen (no socket path, no TCP address)");
+	int r = o->listen ? hx_parse_listen(o->listen, &l, err) : 0;
 	if (r < 0)
 		return r;
-	/* Anyone who can reach a non-loopback address could run code: never without a token. */
-	if (!l.loopback && !(o->token && *o->token))
-		return al_err(err, EPERM,
-			      "http: listening on %s (not loopback) needs a bearer token: set one, or listen on "
-			      "127.0.0.1",
-			      o->listen);
+	/* On TCP a token is the only identity a request can have: any local user (or anyone who can
+	 * reach the port) could otherwise run code and approve it. Never without one. */
+	if (o->listen && o->ntokens == 0)
+		return al_err(err, EPERM, "http: listening on %s needs bearer tokens (--token-file)", o->listen);
 	struct hx_server *s = NULL;
-	r = hx_server_new(o, l.loopback, &s, err);
+	r = hx_server_new(o, o->listen && l.loopback, &s, err);
 	if (r < 0 || !s)
 		return r < 0 ? r : -EINVAL;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
-	if (l.v6)
-		flags |= MHD_USE_IPv6;
-	struct MHD_Daemon *d =
-		MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&l.addr,
-				 MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
-				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-				 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
-				 MHD_OPTION_END);
-	if (!d) {
-		hx_server_free(s);
-		return al_err(err, EADDRINUSE, "http: cannot listen on %s (in use, or not an address of this host)",
-			      o->listen);
+	int ufd = -1;
+	struct MHD_Daemon *tcp = NULL, *local = NULL;
+	if (o->unix_path && (r = unix_listen(o->unix_path, &ufd, err)) < 0)
+		goto out;
+	if (ufd >= 0 && !(local = start_daemon(s, NULL, ufd))) {
+		close(ufd);
+		r = al_err(err, EIO, "http: cannot serve on %s", o->unix_path);
+		goto out;
 	}
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	if (o->listen && !(tcp = start_daemon(s, &l, -1))) {
+		r = al_err(err, EADDRINUSE, "http: cannot listen on %s (in use, or not an address of this host)",
+			   o->listen);
+		goto out;
+	}
+	const union MHD_DaemonInfo *di = tcp ? MHD_get_daemon_info(tcp, MHD_DAEMON_INFO_BIND_PORT) : NULL;
 	uint16_t port = di ? di->port : 0;
-	hx_log(s, MCP_LOG_NOTICE, "listening on %s (port %u)%s", o->listen, port,
-	       s->has_token ? ", bearer token required" : "");
+	if (local)
+		hx_log(s, MCP_LOG_NOTICE, "listening on %s (mode 0600; peers are known by uid)", o->unix_path);
+	if (tcp)
+		hx_log(s, MCP_LOG_NOTICE, "listening on %s (port %u), bearer token required", o->listen, port);
 	if (o->ready)
 		o->ready(o->ready_ctx, port);
 	while ((r = hx_pump(s, stop_fd, PUMP_MAX_WAIT_MS)) == 0)
 		;
 	if (r < 0)
 		hx_log(s, MCP_LOG_ERROR, "the pump failed: %s", strerror(-r));
+	r = 0;
+out:
 	/* Stop: blocked requests see the flag within HX_WAIT_SLICE_MS and end their streams, so
 	 * MHD_stop_daemon's join of the connection threads does not wait on them. */
 	hx_server_stop(s);
-	drain(d);
-	MHD_stop_daemon(d);
+	stop_daemon(tcp);
+	stop_daemon(local);
+	if (local)
+		unlink(o->unix_path);
 	hx_server_free(s);
-	return 0;
+	return r;
 }

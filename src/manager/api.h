@@ -40,6 +40,11 @@
  *    reads too slowly.
  */
 
+/* Every request names the principal making it (owner: "uid:1000", "token:alice"; NULL is "", the
+ * anonymous principal of a server without any). A sandbox belongs to the principal that created
+ * it: a request naming another principal's sandbox fails exactly as an unknown id does. */
+#define SRV_OWNER_MAX 96
+
 enum srv_stream {
 	SRV_STDOUT = 1,
 	SRV_STDERR = 2,
@@ -56,6 +61,7 @@ struct srv_limits {
 };
 
 struct srv_create_req {
+	const char *owner;
 	const char *profile;  /* NULL: the manager's default profile */
 	const char *language; /* NULL: none preselected; else one of the language names */
 	bool network_enabled;
@@ -65,6 +71,7 @@ struct srv_create_req {
 };
 
 struct srv_exec_req {
+	const char *owner;
 	const char *sandbox_id; /* NULL: a throwaway sandbox, destroyed when the call ends */
 	const char *language;	/* python, javascript, shell, ruby, php, perl */
 	const char *code;	/* code_len bytes, valid UTF-8, no NUL */
@@ -76,6 +83,7 @@ struct srv_exec_req {
 };
 
 struct srv_install_req {
+	const char *owner;
 	const char *sandbox_id;
 	const char *manager;		/* "pip" or "npm" */
 	const char *const *packages;	/* n_packages specs; none starts with '-' (no option injection) */
@@ -83,6 +91,7 @@ struct srv_install_req {
 };
 
 struct srv_write_req {
+	const char *owner;
 	const char *sandbox_id;
 	const char *path; /* as the client gave it: resolve beneath the workspace (RESOLVE_BENEATH) */
 	const void *data;
@@ -91,6 +100,7 @@ struct srv_write_req {
 
 /* read_file, list_files (path NULL: the workspace root), destroy_sandbox (path NULL). */
 struct srv_path_req {
+	const char *owner;
 	const char *sandbox_id;
 	const char *path;
 	bool want_fd; /* read_file: answer with result->fd (the open file) instead of its bytes */

@@ -140,10 +140,19 @@ int srv_gate_admit(const struct srv_gate *g, struct srv_call_start *start, char 
  */
 typedef void (*srv_approver_done)(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by);
 
+/* One question to a human: a call (tool, args: borrowed), what it is asked about, how long the
+ * asker waits, and the principal that made it (NULL: unknown; never allowed to approve it). */
+struct srv_question {
+	const char *tool;
+	const json_t *args;
+	const char *reason;
+	uint32_t timeout_ms;
+	const char *principal;
+};
+
 struct srv_approver {
 	void *ctx;
-	int (*ask)(void *ctx, const char *tool, const json_t *args, const char *reason, uint32_t timeout_ms,
-		   srv_approver_done done, void *cookie, uint64_t *id);
+	int (*ask)(void *ctx, const struct srv_question *q, srv_approver_done done, void *cookie, uint64_t *id);
 	void (*cancel)(void *ctx, uint64_t id, enum srv_gate_outcome why);
 };
 

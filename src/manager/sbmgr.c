@@ -52,6 +52,7 @@
 struct sbx {
 	struct sbx *next;
 	char id[SBM_ID_LEN + 1];
+	char owner[SRV_OWNER_MAX]; /* the principal that created or claimed it ("" for a spare) */
 	struct al_sandbox *sb;
 	char *profile;
 	char *net_hosts;      /* the allowlist the sandbox was made with ("" when its posture has no proxy) */
@@ -105,6 +106,7 @@ struct srv_op {
 	struct al_job *job; /* the running job, for cancel */
 	/* The request, copied. */
 	char *sandbox_id, *language, *code, *profile, *hosts, *manager;
+	char owner[SRV_OWNER_MAX]; /* the requesting principal: it may only use its own sandboxes */
 	char **packages;
 	size_t code_len, npackages;
 	uint64_t timeout_ms;
@@ -161,11 +163,13 @@ static void unlist_locked(struct sbm *m, struct sbx *s)
 		}
 }
 
-static struct sbx *sbx_get(struct sbm *m, const char *id, struct al_error *err)
+/* The sandbox id, if owner owns it. Another principal's sandbox is "no sandbox", in the very words
+ * of an unknown id: an answer must not confirm that an id it may not use exists. */
+static struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_error *err)
 {
 	pthread_mutex_lock(&m->mu);
 	struct sbx *s = m->list;
-	while (s && (s->pooled || strcmp(s->id, id) != 0))
+	while (s && (s->pooled || strcmp(s->id, id) != 0 || strcmp(s->owner, owner ? owner : "") != 0))
 		s = s->next;
 	if (s) {
 		s->refs++;
@@ -352,7 +356,13 @@ static int list_sandbox(struct sbm *m, struct sbx *s, struct al_error *err)
 }
 
 /* A pooled spare of this profile, claimed (NULL if none is ready). */
-static struct sbx *claim_pooled(struct sbm *m, const char *profile)
+static void set_owner(struct sbx *s, const char *owner)
+{
+	snprintf(s->owner, sizeof(s->owner), "%s", owner ? owner : "");
+}
+
+/* A warm spare of profile, now owner's (with the caller's reference), or NULL. */
+static struct sbx *claim_pooled(struct sbm *m, const char *profile, const char *owner)
 {
 	pthread_mutex_lock(&m->mu);
 	struct sbx *s = m->list;
@@ -361,6 +371,7 @@ static struct sbx *claim_pooled(struct sbm *m, const char *profile)
 	if (s) {
 		/* Its lifetime (server.max_lifetime) starts now: time as a spare is not the client's. */
 		s->pooled = false;
+		set_owner(s, owner); /* under the lock: nobody sees it unowned once it is not a spare */
 		s->created_ms = s->used_ms = now_ms();
 		s->refs++;
 	}
@@ -652,7 +663,7 @@ static void *exec_thread(void *arg)
 	if (throwaway) {
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 		struct srv_limits lim = {0};
-		s = op->network ? NULL : claim_pooled(m, profile);
+		s = op->network ? NULL : claim_pooled(m, profile, op->owner);
 		if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
 			s->refs = 1;
 			pthread_mutex_lock(&m->mu);
@@ -665,7 +676,7 @@ static void *exec_thread(void *arg)
 			s->refs--;
 			pthread_mutex_unlock(&m->mu);
 		}
-	} else if (!(s = sbx_get(m, op->sandbox_id, &err))) {
+	} else if (!(s = sbx_get(m, op->sandbox_id, op->owner, &err))) {
 		r = -ENOENT;
 	} else if (op->network && s->net != AL_NET_ALLOW) {
 		r = al_err(&err, EPERM, "sandbox %s was created without network access: create one with network_enabled", s->id);
@@ -737,7 +748,7 @@ static void *create_thread(void *arg)
 	bool plain = !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0;
 	int r = 0;
 	if (plain)
-		s = claim_pooled(m, profile); /* listed, with our reference */
+		s = claim_pooled(m, profile, op->owner); /* listed, with our reference */
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
 	bool full = !s && max && m->live >= max; /* checked again when listed: this spares a build */
@@ -746,6 +757,7 @@ static void *create_thread(void *arg)
 		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
 	if (!s && !full && (r = new_sandbox(m, profile, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
 		s->refs = 1; /* ours; list_sandbox adds the table's */
+		set_owner(s, op->owner); /* before it is listed: never visible without its owner */
 		if ((r = list_sandbox(m, s, &err)) < 0) {
 			sbx_free(s);
 			s = NULL;
@@ -792,6 +804,7 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 		return al_err(err, ENOMEM, "out of memory");
 	op->network = req->network_enabled;
 	op->limits = req->limits;
+	snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
 	op->profile = req->profile ? strdup(req->profile) : NULL;
 	op->hosts = join_hosts(req->allowed_domains, req->n_allowed_domains);
 	if ((req->profile && !op->profile) || !op->hosts) {
@@ -810,7 +823,8 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	pthread_mutex_unlock(&m->mu);
 	struct sbx *s = NULL;
 	if (!stopping && !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0)
-		s = claim_pooled(m, op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE);
+		s = claim_pooled(m, op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE,
+				 req->owner);
 	if (!s)
 		return start_thread(m, op, create_thread, out, err);
 	op_free(op);
@@ -829,6 +843,7 @@ static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_si
 	if (!op)
 		return al_err(err, ENOMEM, "out of memory");
 	op->sandbox_id = req->sandbox_id ? strdup(req->sandbox_id) : NULL;
+	snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
 	op->language = strdup(req->language);
 	op->code = malloc(req->code_len + 1);
 	op->code_len = req->code_len;
@@ -859,6 +874,7 @@ static int m_install(void *ctx, const struct srv_install_req *req, const struct 
 	if (!op)
 		return al_err(err, ENOMEM, "out of memory");
 	op->sandbox_id = strdup(req->sandbox_id);
+	snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
 	op->manager = strdup(req->manager);
 	op->packages = calloc(req->n_packages + 1, sizeof(char *));
 	bool ok = op->sandbox_id && op->manager && op->packages;
@@ -875,7 +891,7 @@ static int m_install(void *ctx, const struct srv_install_req *req, const struct 
 static int m_write(void *ctx, const struct srv_write_req *req, const struct srv_sink *sink, struct srv_op **out,
 		   struct al_error *err)
 {
-	struct sbx *s = sbx_get(ctx, req->sandbox_id, err);
+	struct sbx *s = sbx_get(ctx, req->sandbox_id, req->owner, err);
 	if (!s)
 		return -ENOENT;
 	uid_t uid;
@@ -899,7 +915,7 @@ static int m_write(void *ctx, const struct srv_write_req *req, const struct srv_
 static int m_read(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **out,
 		  struct al_error *err)
 {
-	struct sbx *s = sbx_get(ctx, req->sandbox_id, err);
+	struct sbx *s = sbx_get(ctx, req->sandbox_id, req->owner, err);
 	if (!s)
 		return -ENOENT;
 	char *data = NULL;
@@ -935,7 +951,7 @@ static int m_read(void *ctx, const struct srv_path_req *req, const struct srv_si
 static int m_list(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **out,
 		  struct al_error *err)
 {
-	struct sbx *s = sbx_get(ctx, req->sandbox_id, err);
+	struct sbx *s = sbx_get(ctx, req->sandbox_id, req->owner, err);
 	if (!s)
 		return -ENOENT;
 	struct srv_file_entry *e = NULL;
@@ -968,7 +984,7 @@ static int m_destroy(void *ctx, const struct srv_path_req *req, const struct srv
 		     struct al_error *err)
 {
 	struct sbm *m = ctx;
-	struct sbx *s = sbx_get(m, req->sandbox_id, err);
+	struct sbx *s = sbx_get(m, req->sandbox_id, req->owner, err);
 	if (!s)
 		return -ENOENT;
 	pthread_mutex_lock(&m->mu);

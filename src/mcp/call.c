@@ -209,8 +209,9 @@ static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_
 	c->alink = evq_link_new(s->q, c->id, 0);
 	if (!c->alink)
 		return -ENOMEM;
-	int r = a->ask(a->ctx, tl_name(c->tool), svc_call_args(c->sc), d->reason, timeout, evq_link_answer, c->alink,
-		       &c->approver_id);
+	struct srv_question qn = {.tool = tl_name(c->tool), .args = svc_call_args(c->sc), .reason = d->reason,
+				  .timeout_ms = timeout, .principal = svc_call_principal(c->sc)->name};
+	int r = a->ask(a->ctx, &qn, evq_link_answer, c->alink, &c->approver_id);
 	if (r < 0) {
 		evq_link_not_started(c->alink); /* the approver's reference: done will never come */
 		snprintf(why, cap, "denied: this call needs a human's approval, and it could not be asked for");
@@ -383,13 +384,17 @@ static int invalid_arguments(struct mcp_session *s, const struct jr_message *m, 
 	return ses_reply(out, m->id, tl_error_result(text));
 }
 
-/* The call's principal: the session's peer when the transport named one (stdio: the parent
- * process), else anonymous. */
+/* The call's principal: the one the transport authenticated (mcp_session_set_principal: stdio's
+ * uid, an HTTP token's name or socket peer's uid), else anonymous. It owns the sandboxes its
+ * calls create and never approves them. */
 static struct svc_principal principal(const struct mcp_session *s)
 {
-	return (struct svc_principal){.kind = s->peer[0] ? SVC_PRINCIPAL_PEER : SVC_PRINCIPAL_ANONYMOUS,
-				      .name = s->peer[0] ? s->peer : NULL,
-				      .uid = (uid_t)-1};
+	bool token = strncmp(s->principal, "token:", 6) == 0;
+	return (struct svc_principal){
+		.kind = token ? SVC_PRINCIPAL_TOKEN : s->principal[0] ? SVC_PRINCIPAL_PEER : SVC_PRINCIPAL_ANONYMOUS,
+		.name = s->principal[0] ? s->principal : NULL,
+		.uid = (uid_t)-1,
+	};
 }
 
 int call_tools_call(struct mcp_session *s, const struct jr_message *m, json_t *out)

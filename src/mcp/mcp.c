@@ -300,6 +300,11 @@ void mcp_session_set_peer(struct mcp_session *s, const char *peer)
 	snprintf(s->peer, sizeof(s->peer), "%s", peer ? peer : "");
 }
 
+void mcp_session_set_principal(struct mcp_session *s, const char *principal)
+{
+	snprintf(s->principal, sizeof(s->principal), "%s", principal ? principal : "");
+}
+
 const char *mcp_session_protocol(const struct mcp_session *s)
 {
 	return s->protocol;

@@ -105,6 +105,10 @@ size_t mcp_session_inflight(const struct mcp_session *s);
 /* Who sends the messages fed from now on (copied, truncated to 95 bytes; NULL: nobody known):
  * each tools/call keeps the peer it came from, for the audit hook (srv_call_end.peer). */
 void mcp_session_set_peer(struct mcp_session *s, const char *peer);
+/* The principal the transport authenticated for the messages fed from now on ("uid:1000",
+ * "token:alice"; copied; NULL: nobody known). Its calls create sandboxes it owns, may use only
+ * those, and can never be approved by the same principal. */
+void mcp_session_set_principal(struct mcp_session *s, const char *principal);
 /* The negotiated revision, or NULL before initialize. */
 const char *mcp_session_protocol(const struct mcp_session *s);
 /* Logs msg to the operator's log and, if the client's level admits it, as notifications/message. */

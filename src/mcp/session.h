@@ -66,6 +66,7 @@ struct mcp_session {
 	uint64_t next_call_id;
 	uint64_t next_request_id;
 	char peer[MCP_PEER_MAX]; /* mcp_session_set_peer: the sender of the messages fed next */
+	char principal[MCP_PEER_MAX]; /* mcp_session_set_principal: whose they are */
 };
 
 /* mcp.c */

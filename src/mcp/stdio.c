@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -217,6 +218,10 @@ int mcp_serve_stdio(const struct mcp_opts *opts, int in_fd, int out_fd, int stop
 	int r = mcp_session_new(opts, &l.s, err);
 	if (r < 0)
 		return r;
+	/* Over stdio the client is whoever started us: our own uid is its principal. */
+	char who[32];
+	snprintf(who, sizeof(who), "uid:%u", (unsigned)getuid());
+	mcp_session_set_principal(l.s, who);
 	l.rd.max = opts->max_message ? opts->max_message : JR_DEFAULT_MAX_MESSAGE;
 	l.rd.cap = l.rd.max + READ_CHUNK; /* a whole line of max bytes plus one read always fits */
 	l.rd.buf = malloc(l.rd.cap);

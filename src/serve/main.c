@@ -6,42 +6,57 @@
  * static for start-up speed; `airlock serve` execs this program from its own directory. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "http/http.h"
 #include "service/service.h"
 #include "util/cleanup.h"
-
-#define SERVE_DEFAULT_LISTEN "127.0.0.1:8080"
-#define SERVE_TOKEN_MAX 4096
+#include "util/error.h"
+#include "util/fsutil.h"
 
 static const char usage[] =
-	"Usage: airlock serve [--http ADDR] [--token-file FILE] [--profile NAME] [--audit FILE]\n"
+	"Usage: airlock serve [--socket PATH|none] [--http ADDR] [--token-file FILE]\n"
+	"                     [--approver-token-file FILE] [--profile NAME] [--audit FILE]\n"
 	"                     [--port-file FILE] [--config FILE]\n"
 	"\n"
 	"Keeps sandboxes for agents and serves them over HTTP: MCP (streamable HTTP) at /mcp,\n"
 	"a JSON API under /v1 (docs/openapi.yaml), approvals at /v1/approvals, Prometheus\n"
 	"metrics at /metrics.\n"
 	"\n"
-	"  --http ADDR        where to listen (default: server.http.listen, else " SERVE_DEFAULT_LISTEN ");\n"
-	"                     anything but loopback requires a token\n"
-	"  --token-file FILE  the bearer token clients must send (default: server.http.token_file)\n"
+	"Every request has a principal, who owns the sandboxes and MCP sessions it creates (others\n"
+	"get 404) and never approves its own calls. By default the server listens on a Unix socket\n"
+	"only (mode 0600), whose peers are known by uid; TCP always needs a bearer token.\n"
+	"\n"
+	"  --socket PATH      the Unix socket (default: server.socket, else /run/airlock/serve.sock\n"
+	"                     as root, $XDG_RUNTIME_DIR/airlock/serve.sock otherwise); none: no socket\n"
+	"  --http ADDR        also listen on TCP (default: server.http.listen, else no TCP)\n"
+	"  --token-file FILE  client tokens for TCP, one per line, \"TOKEN\" or \"NAME TOKEN\"\n"
+	"                     (default: server.http.token_file, else /var/lib/airlock/serve.token as\n"
+	"                     root, ~/.config/airlock/serve.token); created with one new token if\n"
+	"                     missing; refused if its group or others may read it\n"
+	"  --approver-token-file FILE  approver tokens for TCP (decide approvals, run nothing)\n"
 	"  --profile NAME     profile of sandboxes created without one (default untrusted-code-read)\n"
 	"  --audit FILE       the audit log (default: audit.path, else /var/log/airlock/audit.jsonl\n"
 	"                     as root, ~/.local/state/airlock/audit.jsonl)\n"
-	"  --port-file FILE   write the bound port there once listening (for port 0)\n"
+	"  --port-file FILE   write the bound TCP port there once listening (for port 0)\n"
 	"\n"
 	"SIGTERM or SIGINT destroys every sandbox and exits 0.\n";
 
+_Static_assert(sizeof(uid_t) == sizeof(unsigned), "server.approver_uids holds uids as unsigned");
+
 struct serve {
-	const char *config, *listen, *token_file, *profile, *audit, *port_file;
+	const char *config, *listen, *token_file, *approver_token_file, *socket, *profile, *audit, *port_file;
+	char *socket_default, *token_default;
+	struct http_token *tokens;
+	size_t ntokens;
 	struct sbm *m;
-	char token[SERVE_TOKEN_MAX]; /* a secret: never printed, wiped at exit */
 };
 
 static void log_stderr(void *ctx, enum mcp_log_level level, const char *msg)
@@ -61,7 +76,10 @@ static void stats(void *ctx, struct http_stats *out)
 static void ready(void *ctx, uint16_t port)
 {
 	struct serve *s = ctx;
-	fprintf(stderr, "airlock serve: listening on port %u\n", (unsigned)port);
+	if (s->socket)
+		fprintf(stderr, "airlock serve: listening on %s\n", s->socket);
+	if (port)
+		fprintf(stderr, "airlock serve: listening on port %u\n", (unsigned)port);
 	if (!s->port_file)
 		return;
 	cleanup_free char *tmp = NULL;
@@ -87,18 +105,55 @@ static int fail(const char *fmt, ...)
 	return 125;
 }
 
-/* The token file's first line (a secret: never printed). */
-static int read_token(const char *path, char *buf, size_t cap)
+/* The defaults of a server run by this user: the socket beside other per-user runtime files, the
+ * token beside other per-user configuration (root: system-wide places). */
+static int default_paths(struct serve *s)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	bool ok = fgets(buf, (int)cap, f) != NULL;
-	fclose(f);
-	if (!ok)
-		return -ENODATA;
-	buf[strcspn(buf, "\r\n")] = 0;
-	return buf[0] ? 0 : -ENODATA;
+	bool root = geteuid() == 0;
+	const char *run = getenv("XDG_RUNTIME_DIR"), *conf = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	int n = 0;
+	if (root)
+		n = asprintf(&s->socket_default, "/run/airlock/serve.sock");
+	else if (run && run[0] == '/')
+		n = asprintf(&s->socket_default, "%s/airlock/serve.sock", run);
+	if (n >= 0 && root)
+		n = asprintf(&s->token_default, "/var/lib/airlock/serve.token");
+	else if (n >= 0 && conf && conf[0] == '/')
+		n = asprintf(&s->token_default, "%s/airlock/serve.token", conf);
+	else if (n >= 0 && home && home[0] == '/')
+		n = asprintf(&s->token_default, "%s/.config/airlock/serve.token", home);
+	return n < 0 ? -ENOMEM : 0;
+}
+
+/* Client tokens (generated if the file is missing) and approver tokens, for a TCP listener. */
+static int load_tokens(struct serve *s, const struct cfg *cfg, struct al_error *e)
+{
+	const char *tf = s->token_file ? s->token_file : cfg->server.http_token_file ? cfg->server.http_token_file
+											  : s->token_default;
+	const char *af = s->approver_token_file ? s->approver_token_file : cfg->server.http_approver_token_file;
+	if (!tf)
+		return al_err(e, EINVAL, "TCP needs a token file: --token-file FILE (no HOME to default to)");
+	struct stat st;
+	if (lstat(tf, &st) < 0 && errno == ENOENT) {
+		int r = http_token_generate(tf, e);
+		if (r < 0)
+			return r;
+		fprintf(stderr, "airlock serve: generated a client token in %s (mode 0600): clients send it as "
+				"\"Authorization: Bearer <token>\"\n",
+			tf);
+	}
+	int r = http_tokens_load(tf, false, &s->tokens, &s->ntokens, e);
+	if (r == 0 && af)
+		r = http_tokens_load(af, true, &s->tokens, &s->ntokens, e);
+	return r;
+}
+
+/* The socket's directory: /run/airlock for root (others may look up the socket, whose own mode
+ * decides), a private one under XDG_RUNTIME_DIR for a user. */
+static int socket_dir(const char *path, struct al_error *e)
+{
+	int r = al_make_parents(path, geteuid() == 0 ? 0755 : 0700);
+	return r < 0 ? al_err_sys(e, -r, "cannot create the directories above %s", path) : 0;
 }
 
 static int parse(struct serve *s, int argc, char **argv)
@@ -107,13 +162,16 @@ static int parse(struct serve *s, int argc, char **argv)
 		{"http", required_argument, NULL, 'H'},	     {"token-file", required_argument, NULL, 't'},
 		{"profile", required_argument, NULL, 'p'},   {"audit", required_argument, NULL, 'a'},
 		{"port-file", required_argument, NULL, 'P'}, {"config", required_argument, NULL, 'c'},
+		{"socket", required_argument, NULL, 'S'},    {"approver-token-file", required_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "+H:t:p:a:P:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+H:t:p:a:P:c:S:A:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'H': s->listen = optarg; break;
 		case 't': s->token_file = optarg; break;
+		case 'S': s->socket = optarg; break;
+		case 'A': s->approver_token_file = optarg; break;
 		case 'p': s->profile = optarg; break;
 		case 'a': s->audit = optarg; break;
 		case 'P': s->port_file = optarg; break;
@@ -131,30 +189,43 @@ static int parse(struct serve *s, int argc, char **argv)
  * queue behind /v1/approvals for everyone else (the JSON API, MCP clients without elicitation),
  * in the listed order. A channel left out is never used: without "http", a call that needs
  * approval over the JSON API is denied rather than parked where no reviewer is expected to look. */
-static int serve_http(struct serve *s, struct service *svc, const char *token, int sfd)
+static int serve_http(struct serve *s, struct service *svc, int sfd)
 {
 	struct al_error e = {0};
 	const struct cfg *cfg = svc->cfg;
 	struct mgate_channels ch;
 	mgate_channels(&cfg->approval, CFG_CHAN_HTTP, &ch);
 	struct http_opts ho = {
-		.size = sizeof(ho), .listen = s->listen ? s->listen : cfg->server.http_listen ? cfg->server.http_listen : SERVE_DEFAULT_LISTEN,
-		.token = token[0] ? token : NULL, .mgr = &svc->api, .gate = &svc->gate, .approvals = ch.other ? svc->approvals : NULL,
-		.server_version = AIRLOCK_VERSION, .stats = stats, .stats_ctx = s, .ready = ready, .ready_ctx = s,
-		.log = log_stderr, .mcp_no_elicitation = !ch.elicitation, .mcp_queue_first = ch.other_first,
+		.size = sizeof(ho), .listen = s->listen, .unix_path = s->socket, .tokens = s->tokens,
+		.ntokens = s->ntokens, .approver_uids = (const uid_t *)cfg->server.approver_uids,
+		.n_approver_uids = cfg->server.napprover_uids, .mgr = &svc->api, .gate = &svc->gate,
+		.approvals = ch.other ? svc->approvals : NULL, .server_version = AIRLOCK_VERSION, .stats = stats,
+		.stats_ctx = s, .ready = ready, .ready_ctx = s, .log = log_stderr, .mcp_no_elicitation = !ch.elicitation,
+		.mcp_queue_first = ch.other_first,
 	};
 	if (http_serve(&ho, sfd, &e) < 0)
 		return fail("%s", e.msg);
 	return 0;
 }
 
-/* service_opts.adjust: the token file is read before anything is opened (a bad one changes nothing). */
-static int take_token(void *ctx, struct cfg *cfg)
+/* service_opts.adjust: where to listen and with which tokens, settled before anything is opened
+ * (a bad token file, or nowhere to listen, changes nothing). */
+static int listeners(void *ctx, struct cfg *cfg)
 {
 	struct serve *s = ctx;
-	const char *tf = s->token_file ? s->token_file : cfg->server.http_token_file;
-	if (tf && read_token(tf, s->token, sizeof(s->token)) < 0)
-		return fail("cannot read the token file %s (it must hold the token on its first line)", tf);
+	struct al_error e = {0};
+	if (default_paths(s) < 0)
+		return fail("out of memory");
+	if (!s->listen)
+		s->listen = cfg->server.http_listen;
+	if (!s->socket)
+		s->socket = cfg->server.socket ? cfg->server.socket : s->socket_default;
+	if (s->socket && strcmp(s->socket, "none") == 0)
+		s->socket = NULL;
+	if (!s->socket && !s->listen)
+		return fail("nowhere to listen: no XDG_RUNTIME_DIR for the default socket; give --socket PATH or --http ADDR");
+	if ((s->listen && load_tokens(s, cfg, &e) < 0) || (s->socket && socket_dir(s->socket, &e) < 0))
+		return fail("%s", e.msg);
 	return 0;
 }
 
@@ -173,7 +244,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	struct service_opts so = {.size = sizeof(so), .config = s.config, .profile = s.profile, .audit = s.audit,
-				  .transport = "http", .adjust = take_token, .adjust_ctx = &s};
+				  .transport = "http", .adjust = listeners, .adjust_ctx = &s};
 	int r = service_open(&so, &svc, &e);
 	if (r < 0) {
 		if (r != -ECANCELED)
@@ -181,10 +252,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	s.m = svc->mgr;
-	rc = serve_http(&s, svc, s.token, sfd);
+	rc = serve_http(&s, svc, sfd);
 out:
 	service_close(svc); /* every sandbox is destroyed: no process, cgroup or workspace is left */
-	explicit_bzero(s.token, sizeof(s.token));
+	http_tokens_free(s.tokens, s.ntokens);
+	free(s.socket_default);
+	free(s.token_default);
 	if (sfd >= 0)
 		close(sfd);
 	return rc;

@@ -3,11 +3,14 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/sha.h>
 
 #include "manager/audit.h"
 
@@ -15,7 +18,11 @@ struct apq_entry {
 	struct apq_entry *next;
 	uint64_t id;
 	char *tool, *reason;
-	json_t *args; /* reduced (audit_params) */
+	char *asker;  /* the principal that made the call ("" when the transport named none) */
+	json_t *args; /* reduced (audit_params): the short view */
+	json_t *full; /* the arguments exactly as they will run */
+	char digest[APQ_DIGEST_LEN + 1];
+	size_t code_len;
 	uint64_t asked_ms;
 	uint32_t timeout_ms;
 	apq_done_fn done;
@@ -51,7 +58,9 @@ static void entry_free(struct apq_entry *e)
 		return;
 	free(e->tool);
 	free(e->reason);
+	free(e->asker);
 	json_decref(e->args);
+	json_decref(e->full);
 	free(e);
 }
 
@@ -91,21 +100,42 @@ void apq_free(struct apq *q)
 	free(q);
 }
 
-int apq_ask(struct apq *q, const char *tool, const json_t *args, const char *reason, uint32_t timeout_ms,
-	    apq_done_fn done, void *cookie, uint64_t *id_out)
+/* "sha256:<hex>" of the request as it will run: the tool and its arguments, serialized with sorted
+ * keys, so that the same request always has the same digest and any change of a byte changes it. */
+static int request_digest(const char *tool, const json_t *full, char out[APQ_DIGEST_LEN + 1])
+{
+	json_t *req = json_pack("{s:s,s:O}", "tool", tool, "arguments", full);
+	char *text = req ? json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) : NULL;
+	json_decref(req);
+	if (!text)
+		return -ENOMEM;
+	unsigned char d[SHA256_DIGEST_LENGTH];
+	SHA256((const unsigned char *)text, strlen(text), d);
+	free(text);
+	int n = snprintf(out, APQ_DIGEST_LEN + 1, "sha256:");
+	for (size_t i = 0; i < sizeof(d); i++)
+		n += snprintf(out + n, APQ_DIGEST_LEN + 1 - (size_t)n, "%02x", d[i]);
+	return 0;
+}
+
+int apq_ask(struct apq *q, const struct srv_question *qn, apq_done_fn done, void *cookie, uint64_t *id_out)
 {
 	struct apq_entry *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	e->tool = strdup(tool ? tool : "");
-	e->reason = strdup(reason ? reason : "");
-	e->args = args ? audit_params(args, NULL) : json_object();
-	if (!e->tool || !e->reason || !e->args) {
+	e->tool = strdup(qn->tool ? qn->tool : "");
+	e->reason = strdup(qn->reason ? qn->reason : "");
+	e->asker = strdup(qn->principal ? qn->principal : "");
+	e->args = qn->args ? audit_params(qn->args, NULL) : json_object();
+	e->full = qn->args ? json_deep_copy(qn->args) : json_object();
+	if (!e->tool || !e->reason || !e->asker || !e->args || !e->full ||
+	    request_digest(e->tool, e->full, e->digest) < 0) {
 		entry_free(e);
 		return -ENOMEM;
 	}
+	e->code_len = json_string_length(json_object_get(e->full, "code"));
 	e->asked_ms = mono_ms();
-	e->timeout_ms = timeout_ms;
+	e->timeout_ms = qn->timeout_ms;
 	e->done = done;
 	e->cookie = cookie;
 	pthread_mutex_lock(&q->mu);
@@ -154,21 +184,53 @@ void apq_cancel(struct apq *q, uint64_t id, enum srv_gate_outcome why)
 	entry_free(e);
 }
 
-int apq_resolve(struct apq *q, uint64_t id, bool approve, enum srv_gate_by by)
+int apq_resolve(struct apq *q, const struct apq_decision *d)
 {
 	pthread_mutex_lock(&q->mu);
-	struct apq_entry *e = take(q, id);
+	struct apq_entry *e = NULL;
+	for (e = q->head; e && e->id != d->id; e = e->next)
+		;
+	int r = !e ? -ENOENT : 0;
+	/* Nobody approves their own call: an agent holding both a client and a reviewer channel
+	 * must not be able to wave its own code through. The decider is the principal the
+	 * transport authenticated, never a name the request chose. */
+	if (r == 0 && d->decider && e->asker[0] && strcmp(d->decider, e->asker) == 0)
+		r = -EPERM;
+	/* An approval names the exact request it approves (the digest the reviewer was shown);
+	 * a decline needs none: refusing is always safe. */
+	if (r == 0 && d->approve && (!d->digest || strcmp(d->digest, e->digest) != 0))
+		r = -ESTALE;
+	if (r == 0)
+		e = take(q, d->id);
 	pthread_mutex_unlock(&q->mu);
-	if (!e)
-		return -ENOENT;
+	if (r < 0)
+		return r;
 	changed(q);
 	/* Outside the lock: done() wakes a waiter that may call back into the queue. */
-	e->done(e->cookie, approve ? SRV_GATE_APPROVED : SRV_GATE_DECLINED, by);
+	e->done(e->cookie, d->approve ? SRV_GATE_APPROVED : SRV_GATE_DECLINED, d->by);
 	entry_free(e);
 	return 0;
 }
 
-json_t *apq_list(struct apq *q)
+static json_t *entry_json(const struct apq_entry *e, uint64_t now)
+{
+	json_t *item = json_pack("{s:I,s:s,s:s,s:O,s:O,s:s,s:I,s:s,s:I,s:I}", "id", (json_int_t)e->id, "tool",
+				 e->tool, "reason", e->reason, "arguments", e->args, "request", e->full, "digest",
+				 e->digest, "code_bytes", (json_int_t)e->code_len, "principal", e->asker, "age_ms",
+				 (json_int_t)(now - e->asked_ms), "timeout_ms", (json_int_t)e->timeout_ms);
+	const char *code = json_string_value(json_object_get(e->full, "code"));
+	if (item && code) {
+		char *shown = apq_visible(code, e->code_len);
+		if (!shown || json_object_set_new(item, "code_visible", json_string(shown)) < 0) {
+			json_decref(item);
+			item = NULL;
+		}
+		free(shown);
+	}
+	return item;
+}
+
+json_t *apq_list(struct apq *q, const char *only)
 {
 	json_t *list = json_array();
 	if (!list)
@@ -176,10 +238,9 @@ json_t *apq_list(struct apq *q)
 	uint64_t now = mono_ms();
 	pthread_mutex_lock(&q->mu);
 	for (struct apq_entry *e = q->head; e; e = e->next) {
-		json_t *item = json_pack("{s:I,s:s,s:s,s:O,s:I,s:I}", "id", (json_int_t)e->id, "tool", e->tool,
-					 "reason", e->reason, "arguments", e->args, "age_ms",
-					 (json_int_t)(now - e->asked_ms), "timeout_ms", (json_int_t)e->timeout_ms);
-		if (json_array_append_new(list, item) < 0) {
+		if (only && strcmp(only, e->asker) != 0)
+			continue;
+		if (json_array_append_new(list, entry_json(e, now)) < 0) {
 			json_decref(list);
 			list = NULL;
 			break;
@@ -187,6 +248,60 @@ json_t *apq_list(struct apq *q)
 	}
 	pthread_mutex_unlock(&q->mu);
 	return list;
+}
+
+/* Appends c as "\u{XXXX}" when a reviewer could not see it: C0 and C1 controls other than
+ * newline and tab, DEL, and the invisible or direction-changing code points (zero-width
+ * characters, bidirectional overrides and isolates, the BOM) that can make code read
+ * differently from how it runs. Everything else is itself. */
+static bool invisible(uint32_t c)
+{
+	return (c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7f && c <= 0x9f) || (c >= 0x200b && c <= 0x200f) ||
+	       (c >= 0x202a && c <= 0x202e) || (c >= 0x2060 && c <= 0x2069) || c == 0xfeff || c == 0x00ad ||
+	       c == 0x180e || (c >= 0xe0000 && c <= 0xe007f);
+}
+
+/* Decodes one UTF-8 sequence of s[0..n) (valid UTF-8: the schema checked it); *len its bytes. */
+static uint32_t decode(const unsigned char *s, size_t n, size_t *len)
+{
+	size_t k = s[0] < 0x80 ? 1 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	if (k > n)
+		k = n;
+	uint32_t c = k == 1 ? s[0] : s[0] & (0x3f >> (k - 1));
+	for (size_t i = 1; i < k; i++)
+		c = c << 6 | (s[i] & 0x3f);
+	*len = k;
+	return c;
+}
+
+char *apq_visible(const char *s, size_t n)
+{
+	size_t cap = n + 1, used = 0;
+	char *out = malloc(cap);
+	for (size_t i = 0, k = 0; out && i < n; i += k) {
+		uint32_t c = decode((const unsigned char *)s + i, n - i, &k);
+		char esc[16];
+		const char *add = s + i;
+		size_t len = k;
+		if (invisible(c)) {
+			len = (size_t)snprintf(esc, sizeof(esc), "\\u{%04X}", (unsigned)c);
+			add = esc;
+		}
+		if (used + len + 1 > cap) {
+			cap = (used + len + 1) * 2;
+			char *grown = realloc(out, cap);
+			if (!grown) {
+				free(out);
+				return NULL;
+			}
+			out = grown;
+		}
+		memcpy(out + used, add, len);
+		used += len;
+	}
+	if (out)
+		out[used] = 0;
+	return out;
 }
 
 size_t apq_pending(struct apq *q)
@@ -210,10 +325,9 @@ void apq_drain(struct apq *q)
 	}
 }
 
-static int approver_ask(void *ctx, const char *tool, const json_t *args, const char *reason, uint32_t timeout_ms,
-			srv_approver_done done, void *cookie, uint64_t *id)
+static int approver_ask(void *ctx, const struct srv_question *qn, srv_approver_done done, void *cookie, uint64_t *id)
 {
-	return apq_ask(ctx, tool, args, reason, timeout_ms, done, cookie, id);
+	return apq_ask(ctx, qn, done, cookie, id);
 }
 
 static void approver_cancel(void *ctx, uint64_t id, enum srv_gate_outcome why)

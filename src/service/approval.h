@@ -40,19 +40,38 @@ int apq_new(struct apq **out);
 /* Every entry still pending ends with done(SRV_GATE_ABANDONED, SRV_BY_NOBODY). */
 void apq_free(struct apq *q);
 
-/* Registers a pending approval of tool with args (borrowed; a reduced copy is kept), reason (what
- * the human is asked about) and timeout_ms (reported to reviewers; the waiter enforces it).
- * *id_out gets its id. 0 or -ENOMEM (done is then never called). */
-int apq_ask(struct apq *q, const char *tool, const json_t *args, const char *reason, uint32_t timeout_ms,
-	    apq_done_fn done, void *cookie, uint64_t *id_out);
+/* "sha256:" and 64 hex digits. */
+#define APQ_DIGEST_LEN 71
+
+/* Registers a pending approval of qn->tool with qn->args (borrowed; copies are kept), reason (what
+ * the human is asked about), timeout_ms (reported to reviewers; the waiter enforces it) and the
+ * principal that made the call (nobody may approve their own). *id_out gets its id. 0 or -ENOMEM
+ * (done is then never called). */
+int apq_ask(struct apq *q, const struct srv_question *qn, apq_done_fn done, void *cookie, uint64_t *id_out);
 /* The waiter gives up on id (timed out, abandoned): done(why) unless it was already decided. */
 void apq_cancel(struct apq *q, uint64_t id, enum srv_gate_outcome why);
-/* The pending approvals, oldest first: [{id, tool, reason, arguments, age_ms, timeout_ms}].
- * New reference; NULL on ENOMEM. */
-json_t *apq_list(struct apq *q);
-/* A human decided: done(SRV_GATE_APPROVED or SRV_GATE_DECLINED, by). 0, or -ENOENT when id is
- * unknown or already decided (or cancelled). */
-int apq_resolve(struct apq *q, uint64_t id, bool approve, enum srv_gate_by by);
+/* The pending approvals, oldest first (only those asked by principal `only`, unless NULL):
+ * [{id, tool, reason, arguments (reduced, as in the audit log), request (the arguments exactly as
+ * they will run), digest (of tool + request: what an approval must name), code_bytes, code_visible
+ * (the code with invisible and control characters spelled \u{XXXX}), principal, age_ms,
+ * timeout_ms}]. New reference; NULL on ENOMEM. */
+json_t *apq_list(struct apq *q, const char *only);
+
+/* A human's decision on one pending approval. */
+struct apq_decision {
+	uint64_t id;
+	bool approve;
+	enum srv_gate_by by;  /* SRV_BY_HTTP, SRV_BY_TERMINAL */
+	const char *decider;  /* the principal deciding, or NULL (the operator's own terminal) */
+	const char *digest;   /* approve: the request's digest as the reviewer was shown it */
+};
+/* done(SRV_GATE_APPROVED or SRV_GATE_DECLINED, by) and 0; or, leaving the entry pending: -ENOENT
+ * (unknown id, already decided or cancelled), -EPERM (the decider made the call), -ESTALE (an
+ * approval without the request's digest, or naming another). */
+int apq_resolve(struct apq *q, const struct apq_decision *d);
+/* s[0..n) (UTF-8) with every invisible or control character but newline and tab spelled
+ * \u{XXXX}; malloc'd, NULL on ENOMEM. What a reviewer reads is what runs. */
+char *apq_visible(const char *s, size_t n);
 /* How many are pending. */
 size_t apq_pending(struct apq *q);
 /* Readable after a change (an eventfd, non-blocking, O_CLOEXEC); apq_drain resets it. */

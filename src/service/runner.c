@@ -153,16 +153,19 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 	const char *path = json_string_value(json_object_get(c->args, "path"));
 	if (c->tool == TL_WRITE_FILE && c->raw) {
 		/* The bytes as they came: no base64 round trip for a raw PUT body. */
-		struct srv_write_req req = {.sandbox_id = sandbox, .path = path, .data = c->raw, .len = c->raw_len};
+		struct srv_write_req req = {.owner = c->who.name, .sandbox_id = sandbox, .path = path, .data = c->raw,
+					    .len = c->raw_len};
 		return m->write_file(m->ctx, &req, sink, &c->op, err);
 	}
 	if (c->tool == TL_READ_FILE && c->want_fd) {
 		/* The open file rather than its bytes: the transport streams it (memory per request
 		 * stays bounded, whatever the file's size). */
-		struct srv_path_req req = {.sandbox_id = sandbox, .path = path, .want_fd = true};
+		struct srv_path_req req = {.owner = c->who.name, .sandbox_id = sandbox, .path = path, .want_fd = true};
 		return m->read_file(m->ctx, &req, sink, &c->op, err);
 	}
-	return tl_start(m, c->tool, c->args, sink, &c->op, err);
+	/* The sandboxes a call may use are its principal's: the manager answers any other id as
+	 * unknown. */
+	return tl_start(m, c->tool, c->args, c->who.name, sink, &c->op, err);
 }
 
 /* BEFORE RUN: the one point where a call, approved on whatever transport, reaches the manager —

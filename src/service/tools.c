@@ -137,8 +137,8 @@ static const char sandbox_output[] = "{\"type\":\"object\",\"properties\":{\"san
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
-typedef int (*start_fn)(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
-			struct srv_op **op, struct al_error *err);
+typedef int (*start_fn)(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			const struct srv_sink *sink, struct srv_op **op, struct al_error *err);
 typedef json_t *(*result_fn)(const json_t *args, const struct srv_result *r, bool *is_error);
 
 struct tool_def {
@@ -149,19 +149,19 @@ struct tool_def {
 	result_fn result;
 };
 
-static int start_execute(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+static int start_execute(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
 			 struct al_error *);
-static int start_install(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+static int start_install(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
 			 struct al_error *);
-static int start_write(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+static int start_write(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
 		       struct al_error *);
-static int start_read(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+static int start_read(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
 		      struct al_error *);
-static int start_list(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+static int start_list(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
 		      struct al_error *);
-static int start_create(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+static int start_create(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
 			struct al_error *);
-static int start_destroy(const struct srv_mgr_api *, const json_t *, const struct srv_sink *, struct srv_op **,
+static int start_destroy(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
 			 struct al_error *);
 static json_t *result_verdict(const json_t *, const struct srv_result *, bool *);
 static json_t *result_write(const json_t *, const struct srv_result *, bool *);
@@ -397,12 +397,13 @@ static uint64_t seconds_ms(const json_t *v)
 	return v ? (uint64_t)ceil(json_number_value(v) * 1000.0) : 0;
 }
 
-static int start_execute(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+static int start_execute(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 			 struct srv_op **op, struct al_error *err)
 {
 	int rc;
 	const json_t *code = json_object_get(args, "code");
 	struct srv_exec_req req = {
+		.owner = owner,
 		.sandbox_id = str_arg(args, "sandbox_id"),
 		.language = str_arg(args, "language"),
 		.code = json_string_value(code),
@@ -418,11 +419,11 @@ static int start_execute(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->exec(m->ctx, &req, sink, op, err);
 }
 
-static int start_install(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+static int start_install(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 			 struct srv_op **op, struct al_error *err)
 {
 	int rc;
-	struct srv_install_req req = {.sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
+	struct srv_install_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
 	cleanup_free const char **pkgs = strings_of(json_object_get(args, "packages"), &req.n_packages, &rc);
 	if (rc < 0)
 		return al_err(err, ENOMEM, "out of memory");
@@ -430,12 +431,12 @@ static int start_install(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->install_package(m->ctx, &req, sink, op, err);
 }
 
-static int start_write(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+static int start_write(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 		       struct srv_op **op, struct al_error *err)
 {
 	const json_t *content = json_object_get(args, "content");
 	const char *enc = str_arg(args, "encoding");
-	struct srv_write_req req = {.sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	struct srv_write_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
 	cleanup_free unsigned char *bytes = NULL;
 	if (enc && strcmp(enc, "base64") == 0) {
 		long n = txt_base64_decode(json_string_value(content), json_string_length(content), &bytes);
@@ -450,17 +451,17 @@ static int start_write(const struct srv_mgr_api *m, const json_t *args, const st
 	return m->write_file(m->ctx, &req, sink, op, err);
 }
 
-static int start_read(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+static int start_read(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 		      struct srv_op **op, struct al_error *err)
 {
-	struct srv_path_req req = {.sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	struct srv_path_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
 	return m->read_file(m->ctx, &req, sink, op, err);
 }
 
-static int start_list(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+static int start_list(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 		      struct srv_op **op, struct al_error *err)
 {
-	struct srv_path_req req = {.sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	struct srv_path_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
 	return m->list_files(m->ctx, &req, sink, op, err);
 }
 
@@ -478,11 +479,12 @@ static void limits_of(const json_t *l, struct srv_limits *out)
 	out->timeout_ms = seconds_ms(json_object_get(l, "timeout"));
 }
 
-static int start_create(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
-			struct srv_op **op, struct al_error *err)
+static int start_create(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
 	int rc;
 	struct srv_create_req req = {
+		.owner = owner,
 		.profile = str_arg(args, "profile"),
 		.language = str_arg(args, "language"),
 		.network_enabled = flag_arg(args, "network_enabled"),
@@ -496,19 +498,19 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const s
 	return m->create_sandbox(m->ctx, &req, sink, op, err);
 }
 
-static int start_destroy(const struct srv_mgr_api *m, const json_t *args, const struct srv_sink *sink,
+static int start_destroy(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 			 struct srv_op **op, struct al_error *err)
 {
-	struct srv_path_req req = {.sandbox_id = str_arg(args, "sandbox_id")};
+	struct srv_path_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id")};
 	return m->destroy_sandbox(m->ctx, &req, sink, op, err);
 }
 
-int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const struct srv_sink *sink,
-	     struct srv_op **op, struct al_error *err)
+int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
+	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
 	if (id >= TL__COUNT)
 		return al_err(err, EINVAL, "no such tool");
-	return tools[id].start(m, args, sink, op, err);
+	return tools[id].start(m, args, owner, sink, op, err);
 }
 
 /* ---- results -------------------------------------------------------------------------------- */

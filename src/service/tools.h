@@ -39,9 +39,10 @@ const char *tl_name(enum tl_id id);
  * package names that are not options). 0, or -EINVAL with a message for the model. */
 int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX]);
 
-/* Starts the tool on the manager (args passed tl_check_args); see manager/api.h for the contract. */
-int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const struct srv_sink *sink,
-	     struct srv_op **op, struct al_error *err);
+/* Starts the tool on the manager (args passed tl_check_args) for principal owner; see manager/api.h for
+ * the contract. */
+int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
+	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err);
 
 /* The CallToolResult for a finished operation: structuredContent, its JSON as text content, and
  * isError when the program failed or the request did (result->error). NULL on ENOMEM. */

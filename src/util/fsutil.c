@@ -1,9 +1,13 @@
-/* fsutil.c — tree removal without following links or crossing mounts (nftw FTW_PHYS|FTW_MOUNT). */
+/* fsutil.c — tree removal without following links or crossing mounts (nftw FTW_PHYS|FTW_MOUNT), and
+ * parent directories made with exact modes. */
 #include "fsutil.h"
 
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -18,4 +22,22 @@ int al_remove_tree(const char *path)
 {
 	int r = nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 	return r < 0 ? -errno : r;
+}
+
+int al_make_parents(const char *path, unsigned mode)
+{
+	char *dir = strdup(path);
+	if (!dir)
+		return -ENOMEM;
+	int r = 0;
+	for (char *p = strchr(dir + 1, '/'); p && r == 0; p = strchr(p + 1, '/')) {
+		*p = 0;
+		if (mkdir(dir, (mode_t)mode) == 0)
+			r = chmod(dir, (mode_t)mode) < 0 ? -errno : 0;
+		else if (errno != EEXIST)
+			r = -errno;
+		*p = '/';
+	}
+	free(dir);
+	return r;
 }

@@ -5,8 +5,10 @@
  *   METHOD SP PATH[?QUERY] LF (Header: value LF)* LF body
  * A header value "$SID" becomes the Mcp-Session-Id of the last response that had one, so one input
  * can initialize an MCP session and use it. Flags: bits 0-1 the gate's verdict (allow, deny, ask,
- * no gate), bit 2 a bearer token ("t0ken") is required, bit 3 an approval queue exists (asks
- * time out after 1 ms), bit 4 the server is not on loopback. */
+ * no gate), bit 2 bearer tokens are required (client "t0ken-0123456789", approver
+ * "r3viewer-0123456789"), bit 3 an approval queue exists (asks time out after 1 ms), bit 4 the
+ * server is not on loopback, bit 5 the requests come through the Unix socket as root. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +46,7 @@ static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
 }
 
 /* Splits one request in place (text is NUL-terminated; the body may hold NULs up to end). */
-static void one(struct hx_server *s, char *text, char *end, char sid[HX_SESSION_ID_LEN + 1])
+static void one(struct hx_server *s, char *text, char *end, char sid[HX_SESSION_ID_LEN + 1], bool local)
 {
 	struct req r = {.sid = sid};
 	char *nl = memchr(text, '\n', (size_t)(end - text));
@@ -84,6 +86,7 @@ static void one(struct hx_server *s, char *text, char *end, char sid[HX_SESSION_
 	}
 	if (p < end)
 		p++;
+	struct hx_principal who;
 	struct hx_request rq = {
 		.method = text,
 		.path = path,
@@ -92,6 +95,8 @@ static void one(struct hx_server *s, char *text, char *end, char sid[HX_SESSION_
 		.body = p < end ? p : NULL,
 		.len = p < end ? (size_t)(end - p) : 0,
 		.peer = "127.0.0.1:1",
+		.who = &who,
+		.local = local, /* the Unix socket, as root */
 	};
 	rq.too_large = rq.len > hx_body_limit(s, rq.method, rq.path);
 	if (rq.too_large)
@@ -127,11 +132,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct apq *q = NULL;
 	if ((flags & 8) && apq_new(&q) < 0)
 		return 0;
+	char client[] = "t0ken-0123456789", reviewer[] = "r3viewer-0123456789", cn[] = "agent", rn[] = "reviewer";
+	struct http_token tokens[2] = {{.name = cn, .token = client}, {.name = rn, .token = reviewer, .approver = true}};
 	struct http_opts o = {
 		.size = sizeof(o),
 		.mgr = &api,
 		.gate = (flags & 3) == 3 ? NULL : &gate,
-		.token = (flags & 4) ? "t0ken" : NULL,
+		.tokens = (flags & 4) ? tokens : NULL,
+		.ntokens = (flags & 4) ? 2 : 0,
 		.approvals = q,
 		.max_body = 4096,
 		.max_file = 8192,
@@ -154,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *next = memmem(p, (size_t)(end - p), "\n===\n", 5);
 		char *stop = next ? next : end;
 		*stop = 0;
-		one(s, p, stop, sid);
+		one(s, p, stop, sid, (flags & 32) != 0);
 		p = next ? next + 5 : end;
 	}
 	free(copy);

@@ -408,25 +408,26 @@ struct fake_approver {
 	bool fail; /* ask refuses (-ENOMEM) */
 	int asks, cancels;
 	enum srv_gate_outcome cancel_why;
-	char last_tool[64], last_reason[128];
+	char last_tool[64], last_reason[128], last_principal[96];
 	uint32_t last_timeout_ms;
 	uint64_t next_id, id;
 	srv_approver_done done; /* of the question still open, else NULL */
 	void *cookie;
 };
 
-static FAKE_UNUSED int fake_approver_ask(void *ctx, const char *tool, const json_t *args, const char *reason,
-					 uint32_t timeout_ms, srv_approver_done done, void *cookie, uint64_t *id)
+static FAKE_UNUSED int fake_approver_ask(void *ctx, const struct srv_question *q, srv_approver_done done,
+					 void *cookie, uint64_t *id)
 {
 	struct fake_approver *a = ctx;
 	if (a->fail)
 		return -ENOMEM;
-	if (a->done || !json_is_object(args))
+	if (a->done || !json_is_object(q->args))
 		abort(); /* the tests ask one question at a time, with validated arguments */
 	a->asks++;
-	fake_copy(a->last_tool, sizeof(a->last_tool), tool);
-	fake_copy(a->last_reason, sizeof(a->last_reason), reason);
-	a->last_timeout_ms = timeout_ms;
+	fake_copy(a->last_tool, sizeof(a->last_tool), q->tool);
+	fake_copy(a->last_reason, sizeof(a->last_reason), q->reason);
+	fake_copy(a->last_principal, sizeof(a->last_principal), q->principal ? q->principal : "");
+	a->last_timeout_ms = q->timeout_ms;
 	a->done = done;
 	a->cookie = cookie;
 	*id = a->id = ++a->next_id;

@@ -181,9 +181,10 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nserver: {max_sandboxes: 2, pool: {untrusted-code-write: 2}}\n", "2:9", "server: the pool holds 4 sandboxes, more than max_sandboxes (2)"},
 	{"version: 1\nserver: {http: {listen: 8080}}\n", "2:25", "server.http.listen: '8080' is not HOST:PORT"},
 	{"version: 1\nserver: {http: {listen: '[::1]:99999'}}\n", "2:25", "server.http.listen: '[::1]:99999' is not HOST:PORT"},
-	{"version: 1\nserver: {http: {listen: '0.0.0.0:8080'}}\n", "2:16", "server.http: listening on '0.0.0.0:8080' (not loopback) needs a token_file"},
+	{"version: 1\nserver: {socket: run/s.sock}\n", "2:18", "server.socket: 'run/s.sock' must be an absolute path"},
+	{"version: 1\nserver: {approver_uids: [0, -1]}\n", "2:29", "server.approver_uids[1]: '-1' is not a uid"},
 	{"version: 1\nserver: {http: {listen: '127.0.0.1:8080', token_file: tok}}\n", "2:55", "server.http.token_file: 'tok' must be an absolute path"},
-	{"version: 1\nserver: {http: {port: 1}}\n", "2:17", "server.http.port: unknown key (expected listen, token_file)"},
+	{"version: 1\nserver: {http: {port: 1}}\n", "2:17", "server.http.port: unknown key (expected listen, token_file, approver_token_file)"},
 	{"version: 1\nserver: {workers: 1}\n", "2:10", "server.workers: unknown key"},
 };
 

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,7 +46,15 @@ struct env {
 	int rc;
 	struct al_error err;
 	const char *token; /* what the client sends */
+	struct http_token tokens[2]; /* the client's and the reviewer's */
+	char client_token[64], reviewer_token[64];
+	char client_name[8], reviewer_name[16];
+	char sock[108];		     /* the Unix socket */
+	bool via_unix;		     /* requests go through the socket (as our own uid) */
 };
+
+#define CLIENT_TOKEN "client-token-0123456789"
+#define REVIEWER_TOKEN "reviewer-token-0123456789"
 
 static void on_ready(void *ctx, uint16_t port)
 {
@@ -74,7 +84,7 @@ static void stats(void *ctx, struct http_stats *out)
 }
 
 struct env_opts {
-	const char *token;
+	const char *token; /* the client's token (default CLIENT_TOKEN) */
 	bool gate, queue;
 	size_t max_file, max_body;
 };
@@ -89,10 +99,19 @@ static struct env *env_open(const struct env_opts *eo)
 	fake_add_sandbox(&e->m, "sb-a");
 	if (eo->queue)
 		assert_int_equal(apq_new(&e->q), 0);
+	snprintf(e->client_token, sizeof(e->client_token), "%s", eo->token ? eo->token : CLIENT_TOKEN);
+	snprintf(e->reviewer_token, sizeof(e->reviewer_token), "%s", REVIEWER_TOKEN);
+	snprintf(e->client_name, sizeof(e->client_name), "agent");
+	snprintf(e->reviewer_name, sizeof(e->reviewer_name), "reviewer");
+	e->tokens[0] = (struct http_token){.name = e->client_name, .token = e->client_token};
+	e->tokens[1] = (struct http_token){.name = e->reviewer_name, .token = e->reviewer_token, .approver = true};
+	snprintf(e->sock, sizeof(e->sock), "/tmp/test_http.%d.%p.sock", (int)getpid(), (void *)e);
 	e->o = (struct http_opts){
 		.size = sizeof(e->o),
 		.listen = "127.0.0.1:0",
-		.token = eo->token,
+		.unix_path = e->sock,
+		.tokens = e->tokens,
+		.ntokens = 2,
 		.mgr = &e->api,
 		.gate = eo->gate ? &e->gate : NULL,
 		.approvals = e->q,
@@ -103,7 +122,7 @@ static struct env *env_open(const struct env_opts *eo)
 		.ready = on_ready,
 		.ready_ctx = e,
 	};
-	e->token = eo->token;
+	e->token = eo->token ? eo->token : CLIENT_TOKEN;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	assert_int_equal(pipe2(e->stop, O_CLOEXEC), 0);
@@ -123,6 +142,7 @@ static void env_close(struct env *e)
 	assert_int_equal(write(e->stop[1], "x", 1), 1);
 	pthread_join(e->th, NULL);
 	assert_int_equal(e->rc, 0);
+	assert_int_equal(access(e->sock, F_OK), -1); /* the socket went with the server */
 	/* Whatever the server started, it released; the fake freed what was also done. */
 	pthread_mutex_lock(&hf_mu);
 	while (e->m.ops)
@@ -153,8 +173,16 @@ static void resp_clear(struct resp *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int connect_to(struct env *e)
+static int connect_as(struct env *e, bool via_unix)
 {
+	if (via_unix) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(fd >= 0);
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", e->sock);
+		assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		return fd;
+	}
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(fd >= 0);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(e->port)};
@@ -173,22 +201,34 @@ static void send_all(int fd, const char *p, size_t n)
 	}
 }
 
-/* Sends one request (Connection: close). headers: extra lines, each ending in \r\n. */
-static int send_req(struct env *e, const char *method, const char *path, const char *headers, const char *body,
-		    size_t blen)
+static int connect_to(struct env *e)
 {
-	int fd = connect_to(e);
+	return connect_as(e, e->via_unix);
+}
+
+/* Sends one request (Connection: close) with token (or none), through the Unix socket or TCP.
+ * headers: extra lines, each ending in \r\n. */
+static int send_as(struct env *e, const char *token, bool via_unix, const char *method, const char *path,
+		   const char *headers, const char *body, size_t blen)
+{
+	int fd = connect_as(e, via_unix);
 	char head[4096];
 	int n = snprintf(head, sizeof(head),
 			 "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n%s%s%s%s"
 			 "Content-Length: %zu\r\n\r\n",
-			 method, path, e->port, e->token ? "Authorization: Bearer " : "", e->token ? e->token : "",
-			 e->token ? "\r\n" : "", headers ? headers : "", blen);
+			 method, path, e->port, token ? "Authorization: Bearer " : "", token ? token : "",
+			 token ? "\r\n" : "", headers ? headers : "", blen);
 	assert_true(n > 0 && (size_t)n < sizeof(head));
 	send_all(fd, head, (size_t)n);
 	if (blen)
 		send_all(fd, body, blen);
 	return fd;
+}
+
+static int send_req(struct env *e, const char *method, const char *path, const char *headers, const char *body,
+		    size_t blen)
+{
+	return send_as(e, e->token, e->via_unix, method, path, headers, body, blen);
 }
 
 /* Reads whatever arrives within ms (or until EOF); appends to *buf. Returns false at EOF. */
@@ -244,9 +284,10 @@ static void parse(char *raw, size_t len, struct resp *r)
 	}
 }
 
-static struct resp request(struct env *e, const char *method, const char *path, const char *headers, const char *body)
+static struct resp request_as(struct env *e, const char *token, bool via_unix, const char *method, const char *path,
+			      const char *headers, const char *body)
 {
-	int fd = send_req(e, method, path, headers, body, body ? strlen(body) : 0);
+	int fd = send_as(e, token, via_unix, method, path, headers, body, body ? strlen(body) : 0);
 	char *raw = NULL;
 	size_t len = 0;
 	read_all(fd, &raw, &len);
@@ -255,6 +296,11 @@ static struct resp request(struct env *e, const char *method, const char *path, 
 	parse(raw, len, &r);
 	free(raw);
 	return r;
+}
+
+static struct resp request(struct env *e, const char *method, const char *path, const char *headers, const char *body)
+{
+	return request_as(e, e->token, e->via_unix, method, path, headers, body);
 }
 
 /* The value of a response header, or NULL (static buffer). */
@@ -446,8 +492,8 @@ static void test_file_limit(void **state)
 	char head[256];
 	snprintf(head, sizeof(head),
 		 "PUT /v1/sandboxes/sb-a/files/big HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n"
-		 "Transfer-Encoding: chunked\r\n\r\n",
-		 e->port);
+		 "Authorization: Bearer %s\r\nTransfer-Encoding: chunked\r\n\r\n",
+		 e->port, e->token);
 	send_all(fd, head, strlen(head));
 	memset(big, 'y', sizeof(big));
 	for (int i = 0; i < 3; i++) {
@@ -632,9 +678,12 @@ static void test_host_origin(void **state)
 
 /* ---- approvals ------------------------------------------------------------------------------- */
 
+/* A request on a thread of its own, as the client (token, or the Unix socket with via_unix). */
 struct bg {
 	struct env *e;
 	const char *path, *body;
+	const char *token;
+	bool via_unix;
 	struct resp r;
 	pthread_t th;
 };
@@ -642,14 +691,16 @@ struct bg {
 static void *bg_request(void *arg)
 {
 	struct bg *b = arg;
-	b->r = request(b->e, "POST", b->path, NULL, b->body);
+	b->r = request_as(b->e, b->via_unix ? NULL : b->token ? b->token : CLIENT_TOKEN, b->via_unix, "POST", b->path,
+			  NULL, b->body);
 	return NULL;
 }
 
-static uint64_t pending_id(struct env *e)
+/* The first pending approval, as the reviewer sees it; *digest gets what an approval must name. */
+static uint64_t pending_id(struct env *e, char digest[80])
 {
 	for (int i = 0; i < 500; i++) {
-		struct resp r = request(e, "GET", "/v1/approvals", NULL, NULL);
+		struct resp r = request_as(e, REVIEWER_TOKEN, false, "GET", "/v1/approvals", NULL, NULL);
 		assert_int_equal(r.status, 200);
 		json_t *j = body_json(&r);
 		json_t *first = json_array_get(json_object_get(j, "approvals"), 0);
@@ -657,9 +708,13 @@ static uint64_t pending_id(struct env *e)
 		if (first) {
 			assert_string_equal(json_string_value(json_object_get(first, "tool")), "code_execute");
 			assert_string_equal(json_string_value(json_object_get(first, "reason")), "HIGH: network");
-			/* The code is shown reduced: a digest and an excerpt. */
-			json_t *code = json_object_get(json_object_get(first, "arguments"), "code");
-			assert_int_equal(json_string_length(json_object_get(code, "sha256")), 64);
+			assert_string_equal(json_string_value(json_object_get(first, "principal")), "token:agent");
+			/* The request exactly as it will run, and its digest. */
+			assert_non_null(json_object_get(json_object_get(first, "request"), "code"));
+			const char *d = json_string_value(json_object_get(first, "digest"));
+			assert_non_null(d);
+			assert_int_equal(strlen(d), 71);
+			snprintf(digest, 80, "%s", d);
 		}
 		json_decref(j);
 		resp_clear(&r);
@@ -669,6 +724,14 @@ static uint64_t pending_id(struct env *e)
 	}
 	fail_msg("no pending approval");
 	return 0;
+}
+
+/* POST /v1/approvals/{id} with body, as the reviewer. */
+static struct resp decide(struct env *e, uint64_t id, const char *body)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/approvals/%llu", (unsigned long long)id);
+	return request_as(e, REVIEWER_TOKEN, false, "POST", path, NULL, body);
 }
 
 static void test_approvals(void **state)
@@ -681,12 +744,33 @@ static void test_approvals(void **state)
 
 	/* Granted: the call runs. */
 	assert_int_equal(pthread_create(&b.th, NULL, bg_request, &b), 0);
-	uint64_t id = pending_id(e);
+	char digest[80], body[160];
+	uint64_t id = pending_id(e, digest);
 	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 0); /* not before the decision */
 	char path[64];
 	snprintf(path, sizeof(path), "/v1/approvals/%llu", (unsigned long long)id);
-	expect_error(e, "POST", path, NULL, "{\"approve\":\"yes\"}", 400, "approve");
-	struct resp r = request(e, "POST", path, NULL, "{\"approve\":true}");
+	/* The client sees its own pending call, and cannot decide it (nor any other). */
+	struct resp r = request(e, "GET", "/v1/approvals", NULL, NULL);
+	assert_non_null(strstr(r.body, digest));
+	resp_clear(&r);
+	expect_error(e, "POST", path, NULL, "{\"approve\":true}", 403, "only approvers");
+	/* The reviewer runs nothing. */
+	e->token = REVIEWER_TOKEN;
+	expect_error(e, "POST", "/v1/sandboxes", NULL, "{}", 403, "runs nothing");
+	e->token = CLIENT_TOKEN;
+	r = decide(e, id, "{\"approve\":\"yes\"}");
+	assert_int_equal(r.status, 400);
+	resp_clear(&r);
+	/* An approval names the request it approves: none, or another's digest, approves nothing. */
+	r = decide(e, id, "{\"approve\":true}");
+	assert_int_equal(r.status, 409);
+	resp_clear(&r);
+	r = decide(e, id, "{\"approve\":true,\"digest\":\"sha256:0000000000000000000000000000000000000000000000000000000000000000\"}");
+	assert_int_equal(r.status, 409);
+	resp_clear(&r);
+	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 0);
+	snprintf(body, sizeof(body), "{\"approve\":true,\"digest\":\"%s\"}", digest);
+	r = decide(e, id, body);
 	assert_int_equal(r.status, 200);
 	resp_clear(&r);
 	pthread_join(b.th, NULL);
@@ -695,13 +779,14 @@ static void test_approvals(void **state)
 	resp_clear(&b.r);
 	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 1);
 	assert_int_equal(hf_get(&e->g.outcomes[SRV_GATE_APPROVED]), 1);
-	expect_error(e, "POST", path, NULL, "{\"approve\":true}", 404, "no pending"); /* decided once */
+	r = decide(e, id, body);
+	assert_int_equal(r.status, 404); /* decided once */
+	resp_clear(&r);
 
 	/* Declined: 403, never reaches the manager. */
 	assert_int_equal(pthread_create(&b.th, NULL, bg_request, &b), 0);
-	id = pending_id(e);
-	snprintf(path, sizeof(path), "/v1/approvals/%llu", (unsigned long long)id);
-	r = request(e, "POST", path, NULL, "{\"approve\":false}");
+	id = pending_id(e, digest);
+	r = decide(e, id, "{\"approve\":false}");
 	assert_int_equal(r.status, 200);
 	resp_clear(&r);
 	pthread_join(b.th, NULL);
@@ -722,8 +807,10 @@ static void test_approvals(void **state)
 	assert_int_equal(apq_pending(e->q), 0);
 	assert_int_equal(hf_get(&e->g.outcomes[SRV_GATE_TIMED_OUT]), 1);
 	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_DENIED]), 2);
+	e->token = REVIEWER_TOKEN;
 	expect_error(e, "POST", "/v1/approvals/abc", NULL, "{\"approve\":true}", 400, "number");
 	expect_error(e, "POST", "/v1/approvals/77", NULL, "{\"approve\":true}", 404, NULL);
+	e->token = CLIENT_TOKEN;
 
 	/* The rules deny: 403 with the reason. */
 	e->g.verdict = SRV_GATE_DENY;
@@ -747,6 +834,60 @@ static void test_approvals(void **state)
 	assert_non_null(strstr(r.body, "airlock_proxy_decisions_total{decision=\"denied\"} 0\n"));
 	assert_non_null(strstr(r.body, "# TYPE airlock_exec_duration_seconds histogram\n"));
 	resp_clear(&r);
+	env_close(e);
+}
+
+/* The Unix socket: the peer's uid is the principal; it never approves its own call, and another
+ * principal's client does not even see it waiting. */
+static void test_unix_principal(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){.gate = true, .queue = true});
+	e->g.verdict = SRV_GATE_ASK;
+	e->g.reason = "HIGH: network";
+	e->g.timeout_ms = 10000;
+	struct stat st;
+	assert_int_equal(stat(e->sock, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	struct bg b = {.e = e, .path = "/v1/sandboxes/sb-a/exec", .body = "{\"command\":\"curl example.com\"}",
+		       .via_unix = true};
+	assert_int_equal(pthread_create(&b.th, NULL, bg_request, &b), 0);
+	char digest[80] = "", body[160], who[32];
+	uint64_t id;
+	/* pending_id asserts the principal "token:agent": look for ours instead. */
+	for (id = 0; !id;) {
+		struct resp r = request_as(e, REVIEWER_TOKEN, false, "GET", "/v1/approvals", NULL, NULL);
+		json_t *j = body_json(&r);
+		json_t *first = json_array_get(json_object_get(j, "approvals"), 0);
+		id = (uint64_t)json_integer_value(json_object_get(first, "id"));
+		snprintf(who, sizeof(who), "uid:%u", (unsigned)getuid());
+		if (first) {
+			assert_string_equal(json_string_value(json_object_get(first, "principal")), who);
+			snprintf(digest, sizeof(digest), "%s", json_string_value(json_object_get(first, "digest")));
+		}
+		json_decref(j);
+		resp_clear(&r);
+		usleep(10000);
+	}
+	/* Another client does not see it. */
+	struct resp r = request(e, "GET", "/v1/approvals", NULL, NULL);
+	assert_null(strstr(r.body, digest));
+	resp_clear(&r);
+	/* The caller itself (root is an approver by default) cannot approve it. */
+	snprintf(body, sizeof(body), "{\"approve\":true,\"digest\":\"%s\"}", digest);
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/approvals/%llu", (unsigned long long)id);
+	r = request_as(e, NULL, true, "POST", path, NULL, body);
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(r.body, getuid() == 0 ? "own call" : "only approvers"));
+	resp_clear(&r);
+	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 0);
+	r = decide(e, id, body);
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	pthread_join(b.th, NULL);
+	assert_int_equal(b.r.status, 200);
+	resp_clear(&b.r);
+	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 1);
 	env_close(e);
 }
 
@@ -974,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_host_origin),
 		cmocka_unit_test(test_approvals),
 		cmocka_unit_test(test_approval_unavailable),
+		cmocka_unit_test(test_unix_principal),
 		cmocka_unit_test(test_mcp),
 		cmocka_unit_test(test_mcp_stop),
 	};
