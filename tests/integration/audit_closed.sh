@@ -37,7 +37,7 @@ start_server() {
 	shift 2
 	rm -f "$dir/$name.port"
 	(exec "$@" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/auto.yaml" --http 127.0.0.1:0 \
-		--port-file "$dir/$name.port" --audit "$log" 2>"$dir/$name.err") &
+		--socket none --token-file "$dir/token" --port-file "$dir/$name.port" --audit "$log" 2>"$dir/$name.err") &
 	SPID=$!
 	AL_BG_PIDS+=("$SPID")
 	for _ in $(seq 100); do
@@ -47,6 +47,7 @@ start_server() {
 	done
 	[ -s "$dir/$name.port" ] || { cat "$dir/$name.err" >&2; al_fail "airlock serve ($name) did not start"; }
 	PORT=$(cat "$dir/$name.port")
+	al_serve_auth "$dir/token"
 }
 
 stop_server() {
@@ -117,9 +118,10 @@ check_log "$L"
 al_assert_not_contains "$(cat "$L")" "refused-$m" "no record of a call that did not run"
 # The same over MCP on HTTP (/mcp): a tool error naming the audit log.
 cat >"$dir/mcphttp.py" <<'PY'
-import json, sys, urllib.request
+import json, os, sys, urllib.request
 base, sb, code = "http://127.0.0.1:%s/mcp" % sys.argv[1], sys.argv[2], sys.argv[3]
-hdr = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+hdr = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+       "Authorization": "Bearer " + os.environ["AL_TOKEN"]}
 def post(msg):
     with urllib.request.urlopen(urllib.request.Request(base, json.dumps(msg).encode(), hdr), timeout=60) as r:
         hdr.setdefault("Mcp-Session-Id", r.headers.get("Mcp-Session-Id"))

@@ -51,7 +51,8 @@ start_server() {
 	mkdir -m 0777 "$dir/$name.tmp"
 	rm -f "$dir/$name.port"
 	TMPDIR="$dir/$name.tmp" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$cfgdir/$name.yaml" \
-		--http 127.0.0.1:0 --port-file "$dir/$name.port" --audit "$dir/$name.jsonl" 2>"$dir/$name.err" &
+		--http 127.0.0.1:0 --socket none --token-file "$dir/token" --port-file "$dir/$name.port" \
+		--audit "$dir/$name.jsonl" 2>"$dir/$name.err" &
 	SPID=$!
 	AL_BG_PIDS+=("$SPID")
 	for _ in $(seq 150); do
@@ -60,6 +61,7 @@ start_server() {
 	done
 	[ -s "$dir/$name.port" ] || { cat "$dir/$name.err" >&2; al_fail "airlock serve ($name) did not start"; }
 	PORT=$(cat "$dir/$name.port")
+	al_serve_auth "$dir/token"
 	al_log "server $name: pid $SPID port $PORT"
 }
 

@@ -15,7 +15,8 @@ cp "$AL_SRC/tests/mcp/client.py" "$AL_SRC/tests/mcp/one_path.py" "$dir/"
 chmod 0644 "$dir"/*.py
 confdir=$(al_tmpdir 0755)
 m=$(al_marker)
-AL_MCP_PIDS="$dir/pids" "$AL_PY" "$dir/one_path.py" "$dir" "$confdir" "$m" -- "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" ||
+reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
+AL_REVIEWER_FILE="$dir/reviewer.token" AL_REVIEWER_TOKEN=$reviewer AL_MCP_PIDS="$dir/pids" "$AL_PY" "$dir/one_path.py" "$dir" "$confdir" "$m" -- "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" ||
 	al_fail "the same calls over three transports differ (see above)"
 # Job cgroups are named airlock-<supervisor pid>-...: none of the servers' may remain.
 [ -s "$dir/pids" ] || al_fail "the client recorded no server pid"

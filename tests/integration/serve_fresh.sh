@@ -61,7 +61,7 @@ check_audit() {
 # ---- airlock serve ------------------------------------------------------------------------------
 
 (exec "${fresh[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/auto.yaml" --http 127.0.0.1:0 --port-file "$dir/port" \
-	2>"$dir/serve.err") &
+	--token-file "$dir/token" 2>"$dir/serve.err") &
 SPID=$!
 AL_BG_PIDS+=("$SPID")
 for _ in $(seq 100); do
@@ -72,6 +72,16 @@ done
 [ -s "$dir/port" ] || { cat "$dir/serve.err" >&2; al_fail "airlock serve did not start on a fresh machine"; }
 PORT=$(cat "$dir/port")
 url="http://127.0.0.1:$PORT"
+al_serve_auth "$dir/token" # TCP needs a token: the fresh server generated one (mode 0600)
+al_assert_eq "$(stat -c %a "$dir/token")" 600 "the generated token's mode"
+if [ "$AL_CALLER_UID" = 0 ]; then
+	# Root's default listener is the Unix socket in /run/airlock, which did not exist: made, mode
+	# 0600, and it answers (as seen through the server's own mount namespace).
+	sock=/proc/$SPID/root/run/airlock/serve.sock
+	al_assert_eq "$(stat -c %a "$sock")" 600 "the socket's mode"
+	al_assert_eq "$(curl -q -s -m 10 -o /dev/null -w '%{http_code}' --unix-socket "$sock" http://airlock/v1/health)" 200 \
+		"health over the Unix socket, without a token"
+fi
 
 # api METHOD PATH [CURL ARGS...]: sets CODE and BODY (10 s at most: nothing here may block).
 api() {

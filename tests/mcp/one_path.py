@@ -87,7 +87,10 @@ class Serve:
     def __init__(self, audit):
         port_file = os.path.join(work, "serve.port")
         self.err = open(os.path.join(work, "serve.err"), "w")
+        token_file = os.path.join(work, "serve.token")  # TCP needs tokens: the server generates the client's
         self.p = subprocess.Popen(cmd + ["serve", "--config", config, "--audit", audit, "--http", "127.0.0.1:0",
+                                         "--socket", "none", "--token-file", token_file,
+                                         "--approver-token-file", os.environ["AL_REVIEWER_FILE"],
                                          "--port-file", port_file], stderr=self.err)
         pids = os.environ.get("AL_MCP_PIDS")
         if pids:
@@ -98,10 +101,12 @@ class Serve:
                 break
             time.sleep(0.05)
         self.base = "http://127.0.0.1:%s" % open(port_file).read().strip()
+        self.client = {"Authorization": "Bearer " + open(token_file).read().split()[-1]}
+        self.reviewer = {"Authorization": "Bearer " + os.environ["AL_REVIEWER_TOKEN"]}
         self.sid = None
 
     def request(self, method, path, body=None, headers=None, timeout=60):
-        h = {"Content-Type": "application/json"}
+        h = {"Content-Type": "application/json", **self.client}
         h.update(headers or {})
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.base + path, data, h, method=method)
@@ -126,10 +131,11 @@ class Serve:
     def approve_next(self):
         """Approves the first call waiting in /v1/approvals (waits for one); its id, or None."""
         for _ in range(200):
-            _, _, body = self.request("GET", "/v1/approvals")
+            _, _, body = self.request("GET", "/v1/approvals", headers=self.reviewer)
             pending = json.loads(body)["approvals"]
             if pending:
-                self.request("POST", "/v1/approvals/%d" % pending[0]["id"], {"approve": True})
+                self.request("POST", "/v1/approvals/%d" % pending[0]["id"],
+                             {"approve": True, "digest": pending[0]["digest"]}, self.reviewer)
                 return pending[0]
             time.sleep(0.05)
         return None
