@@ -833,12 +833,27 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	return 0;
 }
 
+/* A named sandbox that does not exist (or is another principal's) fails the start call itself, as
+ * the file operations do: the client gets its 404 at once, not a stream that ends in an error. The
+ * worker looks it up again (it may be destroyed meanwhile). */
+static int known(struct sbm *m, const char *id, const char *owner, struct al_error *err)
+{
+	struct sbx *s = id ? sbx_get(m, id, owner, err) : NULL;
+	if (id && !s)
+		return -ENOENT;
+	if (s)
+		sbx_put(m, s);
+	return 0;
+}
+
 static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **out,
 		  struct al_error *err)
 {
 	struct sbm *m = ctx;
 	if (!cfg_language(m->o.cfg, req->language))
 		return al_err(err, ENOENT, "unknown language \"%s\"", req->language);
+	if (known(m, req->sandbox_id, req->owner, err) < 0)
+		return -ENOENT;
 	struct srv_op *op = op_new(m, OP_EXEC, sink);
 	if (!op)
 		return al_err(err, ENOMEM, "out of memory");
@@ -870,6 +885,8 @@ static int m_install(void *ctx, const struct srv_install_req *req, const struct 
 	for (size_t i = 0; i < req->n_packages; i++)
 		if (!req->packages[i][0] || req->packages[i][0] == '-')
 			return al_err(err, EINVAL, "bad package name \"%s\"", req->packages[i]);
+	if (known(m, req->sandbox_id, req->owner, err) < 0)
+		return -ENOENT;
 	struct srv_op *op = op_new(m, OP_INSTALL, sink);
 	if (!op)
 		return al_err(err, ENOMEM, "out of memory");

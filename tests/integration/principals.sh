@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# principals.sh — who may do what on airlock serve (issue 16), judged from outside as distinct
+# tokens and local users: TCP without a token is 401; a client's sandboxes and MCP sessions are
+# 404 to another client; a reviewer's token runs nothing and a client's decides nothing; the
+# reviewer sees the whole request (a tail hidden behind padding, an invisible character spelled
+# out) and an approval naming another digest approves nothing (the code never ran); the Unix
+# socket is 0600, refuses another local user, and names its peer by uid, who cannot approve its
+# own call; the audit log names each principal.
+. "$(dirname "$0")/../lib.sh"
+
+command -v curl >/dev/null || al_skip "curl is missing"
+al_serve_bin
+dir=$(al_tmpdir 0777)
+confdir=$(al_tmpdir 0755)
+m=$(al_marker)
+cat >"$confdir/p.yaml" <<'EOF'
+version: 1
+rules:
+- name: asked
+  tools: [code_execute]
+  when:
+  - param: code
+    matches: asked
+  risk: HIGH
+  approval_timeout: 60s
+- name: the-rest
+  tools: ["*"]
+  risk: LOW
+  require_approval: false
+approval:
+  deny_above: HIGH
+  channels: [http]
+EOF
+chmod 0644 "$confdir/p.yaml"
+
+alice=$(al_token_file "$dir/alice.token" alice)
+bob=$(al_token_file "$dir/bob.token" bob)
+cat "$dir/alice.token" "$dir/bob.token" >"$dir/clients.token"
+chmod 0600 "$dir/clients.token"
+chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/clients.token"
+reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
+sock="$dir/serve.sock"
+"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" --http 127.0.0.1:0 --port-file "$dir/port" \
+	--socket "$sock" --token-file "$dir/clients.token" --approver-token-file "$dir/reviewer.token" \
+	--audit "$dir/audit.jsonl" 2>"$dir/serve.err" &
+SPID=$!
+AL_BG_PIDS+=("$SPID")
+for _ in $(seq 100); do
+	[ -s "$dir/port" ] && break
+	sleep 0.1
+done
+[ -s "$dir/port" ] || { cat "$dir/serve.err" >&2; al_fail "airlock serve did not start"; }
+PORT=$(cat "$dir/port")
+
+# as TOKEN METHOD PATH [CURL ARGS...]: a request with that token (none: ""); sets CODE and BODY.
+as() {
+	local t=$1 method=$2 path=$3
+	shift 3
+	local auth=()
+	[ -z "$t" ] || auth=(-H "Authorization: Bearer $t")
+	BODY=$(curl -q -s -m 30 -o - -w '\n%{http_code}' -X "$method" "${auth[@]}" "http://127.0.0.1:$PORT$path" "$@") || true
+	CODE=${BODY##*$'\n'}
+	BODY=${BODY%$'\n'*}
+}
+json() { printf '%s' "$BODY" | "$AL_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# ---- TCP: a token or nothing --------------------------------------------------------------------
+as "" GET /v1/health
+al_assert_eq "$CODE" 401 "TCP without a token"
+as "wrong-$m-0123456789abcdef" GET /v1/health
+al_assert_eq "$CODE" 401 "TCP with a wrong token"
+
+# ---- ownership: another client's sandbox is unknown to bob -------------------------------------
+as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"language": "shell"}'
+al_assert_eq "$CODE" 201 "alice creates a sandbox: $BODY"
+sb=$(json 'd["sandbox_id"]')
+as "$alice" PUT "/v1/sandboxes/$sb/files/secret.txt" --data-binary "alice-$m"
+al_assert_eq "$CODE" 200 "alice writes her file"
+as "$bob" GET "/v1/sandboxes/sb-not-$m/files/secret.txt"
+unknown=$BODY
+al_assert_eq "$CODE" 404 "bob reads an id that never existed"
+as "$bob" GET "/v1/sandboxes/$sb/files/secret.txt"
+al_assert_eq "$CODE" 404 "bob reads alice's file"
+al_assert_eq "$(printf '%s' "$BODY" | sed "s/$sb/ID/")" "$(printf '%s' "$unknown" | sed "s/sb-not-$m/ID/")" \
+	"bob's answer for alice's sandbox is the answer for an unknown id"
+as "$bob" PUT "/v1/sandboxes/$sb/files/secret.txt" --data-binary "bob-$m"
+al_assert_eq "$CODE" 404 "bob overwrites alice's file"
+as "$bob" GET "/v1/sandboxes/$sb/files"
+al_assert_eq "$CODE" 404 "bob lists alice's workspace"
+as "$bob" POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo bob-$m > bob.txt\"}"
+al_assert_eq "$CODE" 404 "bob runs code in alice's sandbox"
+as "$bob" DELETE "/v1/sandboxes/$sb"
+al_assert_eq "$CODE" 404 "bob destroys alice's sandbox"
+as "$alice" GET "/v1/sandboxes/$sb/files/secret.txt"
+al_assert_eq "$CODE:$BODY" "200:alice-$m" "alice's file after bob's attempts"
+as "$alice" GET "/v1/sandboxes/$sb/files"
+al_assert_not_contains "$BODY" "bob.txt" "bob's code never ran in alice's sandbox"
+
+# An MCP session is its initializer's: bob with alice's session id is 404.
+mcp_init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"p","version":"1"}}}'
+sid=$(curl -q -s -m 30 -D - -o /dev/null -H "Authorization: Bearer $alice" -H 'Content-Type: application/json' \
+	-H 'Accept: application/json, text/event-stream' -d "$mcp_init" "http://127.0.0.1:$PORT/mcp" |
+	tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+[ -n "$sid" ] || al_fail "alice's MCP session has no id"
+as "$bob" POST /mcp -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' \
+	-H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+al_assert_eq "$CODE" 404 "bob uses alice's MCP session"
+as "$alice" POST /mcp -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' \
+	-H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+al_assert_eq "$CODE" 202 "alice uses her MCP session"
+
+# ---- roles ----------------------------------------------------------------------------------------
+as "$reviewer" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+al_assert_eq "$CODE" 403 "a reviewer's token creates a sandbox"
+as "$alice" POST /v1/approvals/1 -H 'Content-Type: application/json' -d '{"approve": true}'
+al_assert_eq "$CODE" 403 "a client's token decides an approval"
+
+# ---- the whole request, bound by its digest --------------------------------------------------
+# Padding hides the tail of a one-line preview; a right-to-left override reorders what a terminal
+# shows. The reviewer must see both, and only the request shown may run.
+pad=$(printf '%*s' 3000 '')
+code="echo asked-$m;$pad touch hidden-$m # $(printf '\u202e')txt.exe"
+body=$(CODE_TEXT=$code "$AL_PY" -c 'import json,os; print(json.dumps({"language": "shell", "code": os.environ["CODE_TEXT"]}))')
+curl -q -s -m 90 -o "$dir/asked.out" -H "Authorization: Bearer $alice" -H 'Content-Type: application/json' \
+	-d "$body" "http://127.0.0.1:$PORT/v1/sandboxes/$sb/exec" &
+cpid=$!
+id=
+for _ in $(seq 100); do
+	as "$reviewer" GET /v1/approvals
+	id=$(json 'd["approvals"][0]["id"] if d["approvals"] else ""')
+	[ -n "$id" ] && break
+	sleep 0.1
+done
+[ -n "$id" ] || al_fail "alice's call is not waiting for approval"
+al_assert_contains "$(json 'd["approvals"][0]["request"]["code"]')" "touch hidden-$m" "the reviewer sees the padded tail"
+al_assert_contains "$(json 'd["approvals"][0]["code_visible"]')" '\u{202E}' "the override is spelled out"
+al_assert_eq "$(json 'd["approvals"][0]["code_bytes"]')" "$(printf '%s' "$code" | wc -c)" "the code's size"
+al_assert_eq "$(json 'd["approvals"][0]["principal"]')" "token:alice" "who asks"
+digest=$(json 'd["approvals"][0]["digest"]')
+as "$bob" GET /v1/approvals
+al_assert_eq "$(json 'len(d["approvals"])')" 0 "bob sees none of alice's pending calls"
+as "$alice" GET /v1/approvals
+al_assert_eq "$(json 'd["approvals"][0]["digest"]')" "$digest" "alice sees her own pending call"
+other=sha256:$(printf 'another request' | sha256sum | cut -d' ' -f1)
+as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$other\"}"
+al_assert_eq "$CODE" 409 "an approval naming another request's digest"
+as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d '{"approve": true}'
+al_assert_eq "$CODE" 409 "an approval naming no digest"
+as "$alice" GET "/v1/sandboxes/$sb/files"
+al_assert_not_contains "$BODY" "hidden-$m" "nothing ran before the approval"
+as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$digest\"}"
+al_assert_eq "$CODE" 200 "the reviewer approves what was shown"
+wait "$cpid" || true
+al_assert_contains "$(cat "$dir/asked.out")" "asked-$m" "the approved call ran"
+as "$alice" GET "/v1/sandboxes/$sb/files"
+al_assert_contains "$BODY" "hidden-$m" "what ran is the whole request the reviewer saw"
+
+# ---- the Unix socket ---------------------------------------------------------------------------
+al_assert_eq "$(stat -c '%a %u' "$sock")" "600 $AL_CALLER_UID" "the socket's mode and owner"
+rc=0
+setpriv --reuid=65533 --regid=65533 --clear-groups -- curl -q -s -m 10 --unix-socket "$sock" http://airlock/v1/health \
+	>/dev/null 2>&1 || rc=$?
+al_assert_eq "$rc" 7 "another local user connects to the socket (curl: 7, could not connect)"
+# The server's own uid is a client there, known by uid, without any token.
+lcurl() { "${AL_SETPRIV[@]}" curl -q -s -m 90 --unix-socket "$sock" "$@"; }
+out=$(lcurl -o - -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' -d '{}' http://airlock/v1/sandboxes)
+al_assert_eq "${out##*$'\n'}" 201 "a sandbox over the socket: $out"
+lsb=$(printf '%s' "${out%$'\n'*}" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+lcurl -o "$dir/local.out" -X POST -H 'Content-Type: application/json' -d "{\"command\": \"echo asked-local-$m\"}" \
+	"http://airlock/v1/sandboxes/$lsb/exec" &
+cpid=$!
+id=
+for _ in $(seq 100); do
+	as "$reviewer" GET /v1/approvals
+	id=$(json 'd["approvals"][0]["id"] if d["approvals"] else ""')
+	[ -n "$id" ] && break
+	sleep 0.1
+done
+[ -n "$id" ] || al_fail "the socket peer's call is not waiting for approval"
+al_assert_eq "$(json 'd["approvals"][0]["principal"]')" "uid:$AL_CALLER_UID" "the socket peer's principal"
+digest=$(json 'd["approvals"][0]["digest"]')
+out=$(lcurl -o - -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' \
+	-d "{\"approve\": true, \"digest\": \"$digest\"}" "http://airlock/v1/approvals/$id")
+al_assert_eq "${out##*$'\n'}" 403 "the caller approves its own call"
+if [ "$AL_CALLER_UID" = 0 ]; then
+	al_assert_contains "$out" "own call" "root is an approver, but not of its own call"
+fi
+as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$digest\"}"
+al_assert_eq "$CODE" 200 "the reviewer approves the socket peer's call"
+wait "$cpid" || true
+al_assert_contains "$(cat "$dir/local.out")" "asked-local-$m" "the socket peer's approved call ran"
+# Alice's token gets nothing of the socket peer's sandbox either.
+as "$alice" GET "/v1/sandboxes/$lsb/files"
+al_assert_eq "$CODE" 404 "alice lists the socket peer's workspace"
+
+# ---- the audit log names every principal -----------------------------------------------------
+kill -TERM "$SPID"
+wait "$SPID" || al_fail "airlock serve did not exit 0 on SIGTERM"
+[ ! -e "$sock" ] || al_fail "the socket is left after the server stopped"
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute client.principal=token:alice approval.decision=approved "$dir/audit.jsonl" | wc -l)" 1 \
+	"alice's approved exec, by principal"
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute "client.principal=uid:$AL_CALLER_UID" "$dir/audit.jsonl" | wc -l)" 1 \
+	"the socket peer's exec, by uid"
+al_pass "principals and roles"
