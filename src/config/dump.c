@@ -295,6 +295,12 @@ static void manager(struct dumper *d, const struct cfg *c)
 	map_end(d);
 	if (s->socket)
 		key_str(d, "socket", s->socket);
+	scalar(d, "quota");
+	map_start(d);
+	key_uint(d, "sessions", s->quota_sessions ? s->quota_sessions : CFG_QUOTA_SESSIONS);
+	key_uint(d, "sandboxes", s->quota_sandboxes ? s->quota_sandboxes : CFG_QUOTA_SANDBOXES);
+	key_uint(d, "execs", s->quota_execs ? s->quota_execs : CFG_QUOTA_EXECS);
+	map_end(d);
 	if (s->approver_uids) {
 		scalar(d, "approver_uids");
 		seq_start(d);

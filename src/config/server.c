@@ -469,6 +469,28 @@ static int s_max_execs(struct conv *c, const struct cfg_node *v, const char *pat
 	return count(c, v, path, 1, 4096, &c->cfg->server.max_execs);
 }
 
+static int q_sessions(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return count(c, v, path, 1, 4096, &c->cfg->server.quota_sessions);
+}
+
+static int q_sandboxes(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return count(c, v, path, 1, 65536, &c->cfg->server.quota_sandboxes);
+}
+
+static int q_execs(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return count(c, v, path, 1, 4096, &c->cfg->server.quota_execs);
+}
+
+/* Per principal: one client filling the server's tables locks every other client out. */
+static int s_quota(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	static const struct field fields[] = {{"sessions", q_sessions}, {"sandboxes", q_sandboxes}, {"execs", q_execs}};
+	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);
+}
+
 static int s_idle_ttl(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	struct cfg_server *s = &c->cfg->server;
@@ -606,7 +628,7 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 	static const struct field fields[] = {
 		{"max_sandboxes", s_max_sandboxes}, {"max_execs", s_max_execs}, {"idle_ttl", s_idle_ttl},
 		{"max_lifetime", s_max_lifetime},   {"pool", s_pool},		{"http", s_http},
-		{"socket", s_socket},		    {"approver_uids", s_approver_uids},
+		{"socket", s_socket},		    {"approver_uids", s_approver_uids}, {"quota", s_quota},
 	};
 	struct cfg_server *s = &c->cfg->server;
 	int r = conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);

@@ -260,8 +260,14 @@ static int session_publish(struct hx_server *s, struct msession *ms)
 {
 	struct hx_sessions *t = s->sessions;
 	int r = 0;
+	unsigned mine = 0;
 	pthread_mutex_lock(&t->mu);
-	if (t->n >= t->cap || hx_stopping(s)) {
+	for (size_t i = 0; i < t->n; i++)
+		mine += strcmp(t->v[i]->owner, ms->owner) == 0;
+	/* Per principal first: one client's flood of initialize calls must leave room for others. */
+	if (s->o.max_sessions_per_principal && mine >= s->o.max_sessions_per_principal) {
+		r = -EDQUOT;
+	} else if (t->n >= t->cap || hx_stopping(s)) {
 		r = -EBUSY;
 	} else {
 		t->v[t->n++] = ms;
@@ -557,7 +563,10 @@ static void initialize(struct hx_server *s, const struct hx_request *rq, const s
 	bool ok = w->answered && json_object_get(answer, "result");
 	if (!w->answered)
 		hx_error(rs, 500, "initialize was not answered");
-	else if (ok && session_publish(s, ms) < 0)
+	else if (ok && (r = session_publish(s, ms)) == -EDQUOT)
+		hx_error(rs, 429, "quota reached: %s holds %u MCP sessions (server.quota.sessions): end one (DELETE /mcp)",
+			 rq->who->name[0] ? rq->who->name : "this client", s->o.max_sessions_per_principal);
+	else if (ok && r < 0)
 		hx_error(rs, 503, "too many MCP sessions (at most %u)", s->o.max_sessions);
 	else {
 		json_answer(w, rs);

@@ -35,6 +35,7 @@
 #include "config/language.h"
 #include "config/profile.h"
 #include "manager/install.h"
+#include "manager/quota.h"
 #include "manager/wsfiles.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -82,6 +83,7 @@ struct sbm {
 	struct mkreq *queue;	 /* sandboxes to make, oldest first */
 	uint64_t refill_after_ms; /* no spare is made before this (now_ms() clock): see SBM_REFILL_DELAY_MS */
 	struct sbm_stats st;
+	struct mq_table execs_of; /* executions (queued or running) per principal: server.quota.execs */
 };
 
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
@@ -107,6 +109,7 @@ struct srv_op {
 	/* The request, copied. */
 	char *sandbox_id, *language, *code, *profile, *hosts, *manager;
 	char owner[SRV_OWNER_MAX]; /* the requesting principal: it may only use its own sandboxes */
+	bool counted;		   /* holds one of its principal's executions (m->execs_of) */
 	char **packages;
 	size_t code_len, npackages;
 	uint64_t timeout_ms;
@@ -334,12 +337,38 @@ static int new_sandbox(struct sbm *m, const char *profile, bool network, const c
 }
 
 /* Lists s (with the table's reference) unless the live limit is reached. */
+/* How many sandboxes owner holds (listed, not spares). Call with m->mu held. */
+static unsigned owned_locked(const struct sbm *m, const char *owner)
+{
+	unsigned n = 0;
+	for (const struct sbx *s = m->list; s; s = s->next)
+		n += !s->pooled && strcmp(s->owner, owner) == 0;
+	return n;
+}
+
+static unsigned quota_sandboxes(const struct sbm *m)
+{
+	unsigned q = m->o.cfg->server.quota_sandboxes;
+	return q ? q : CFG_QUOTA_SANDBOXES;
+}
+
+static int over_quota(const struct sbm *m, const char *owner, struct al_error *err)
+{
+	return al_err(err, EAGAIN, "quota reached: %s holds %u sandboxes (server.quota.sandboxes): destroy one first",
+		      owner[0] ? owner : "this client", quota_sandboxes(m));
+}
+
 static int list_sandbox(struct sbm *m, struct sbx *s, struct al_error *err)
 {
 	if (!s)
 		return al_err(err, EINVAL, "no sandbox");
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
+	/* One principal filling the table would lock every other one out: each holds its quota. */
+	if (!m->stopping && owned_locked(m, s->owner) >= quota_sandboxes(m)) {
+		pthread_mutex_unlock(&m->mu);
+		return over_quota(m, s->owner, err);
+	}
 	if (m->stopping || (max && m->live >= max)) {
 		pthread_mutex_unlock(&m->mu);
 		return m->stopping ? al_err(err, ESHUTDOWN, "the server is shutting down")
@@ -361,11 +390,13 @@ static void set_owner(struct sbx *s, const char *owner)
 	snprintf(s->owner, sizeof(s->owner), "%s", owner ? owner : "");
 }
 
-/* A warm spare of profile, now owner's (with the caller's reference), or NULL. */
-static struct sbx *claim_pooled(struct sbm *m, const char *profile, const char *owner)
+/* A warm spare of profile, now owner's (with the caller's reference), or NULL — also when owner
+ * holds its quota of sandboxes already (keep: the claim is listed as owner's, not a throwaway; the
+ * caller's own make-and-list then answers with the quota's error). */
+static struct sbx *claim_pooled(struct sbm *m, const char *profile, const char *owner, bool keep)
 {
 	pthread_mutex_lock(&m->mu);
-	struct sbx *s = m->list;
+	struct sbx *s = keep && owned_locked(m, owner ? owner : "") >= quota_sandboxes(m) ? NULL : m->list;
 	while (s && !(s->pooled && strcmp(s->profile, profile) == 0))
 		s = s->next;
 	if (s) {
@@ -417,6 +448,9 @@ static struct srv_op *op_new(struct sbm *m, enum op_kind kind, const struct srv_
 static void op_finish(struct srv_op *op, struct srv_result *res)
 {
 	struct sbm *m = op->m;
+	char owner[SRV_OWNER_MAX];
+	bool counted = op->counted;
+	memcpy(owner, op->owner, sizeof(owner)); /* op may be freed below */
 	op->sink.on_done(op->sink.cookie, res);
 	pthread_mutex_lock(&op->mu);
 	op->done = true;
@@ -426,6 +460,8 @@ static void op_finish(struct srv_op *op, struct srv_result *res)
 	if (gone)
 		op_free(op);
 	pthread_mutex_lock(&m->mu);
+	if (counted)
+		mq_give(&m->execs_of, owner);
 	m->ops--;
 	pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);
@@ -663,7 +699,7 @@ static void *exec_thread(void *arg)
 	if (throwaway) {
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 		struct srv_limits lim = {0};
-		s = op->network ? NULL : claim_pooled(m, profile, op->owner);
+		s = op->network ? NULL : claim_pooled(m, profile, op->owner, false);
 		if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
 			s->refs = 1;
 			pthread_mutex_lock(&m->mu);
@@ -748,7 +784,7 @@ static void *create_thread(void *arg)
 	bool plain = !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0;
 	int r = 0;
 	if (plain)
-		s = claim_pooled(m, profile, op->owner); /* listed, with our reference */
+		s = claim_pooled(m, profile, op->owner, true); /* listed, with our reference */
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
 	bool full = !s && max && m->live >= max; /* checked again when listed: this spares a build */
@@ -770,12 +806,24 @@ static void *create_thread(void *arg)
 static int start_thread(struct sbm *m, struct srv_op *op, void *(*fn)(void *), struct srv_op **out,
 			struct al_error *err)
 {
+	unsigned qe = m->o.cfg->server.quota_execs ? m->o.cfg->server.quota_execs : CFG_QUOTA_EXECS;
 	pthread_mutex_lock(&m->mu);
 	if (m->stopping) {
 		pthread_mutex_unlock(&m->mu);
 		op_free(op);
 		return al_err(err, ESHUTDOWN, "the server is shutting down");
 	}
+	/* Executions a principal has queued or running: one client's flood waits in nobody's way. */
+	int q = op->kind == OP_CREATE ? 0 : mq_take(&m->execs_of, op->owner, qe);
+	if (q < 0) {
+		pthread_mutex_unlock(&m->mu);
+		int e = q == -EAGAIN ? al_err(err, EAGAIN, "quota reached: %s runs %u executions at once (server.quota.execs)",
+					       op->owner[0] ? op->owner : "this client", qe)
+				     : al_err(err, ENOMEM, "out of memory");
+		op_free(op);
+		return e;
+	}
+	op->counted = op->kind != OP_CREATE;
 	m->ops++;
 	pthread_mutex_unlock(&m->mu);
 	pthread_attr_t a;
@@ -787,6 +835,8 @@ static int start_thread(struct sbm *m, struct srv_op *op, void *(*fn)(void *), s
 	if (r != 0) {
 		pthread_mutex_lock(&m->mu);
 		m->ops--;
+		if (op->counted)
+			mq_give(&m->execs_of, op->owner);
 		pthread_mutex_unlock(&m->mu);
 		op_free(op);
 		return al_err(err, r, "cannot start a worker thread");
@@ -824,7 +874,7 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	struct sbx *s = NULL;
 	if (!stopping && !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0)
 		s = claim_pooled(m, op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE,
-				 req->owner);
+				 req->owner, true);
 	if (!s)
 		return start_thread(m, op, create_thread, out, err);
 	op_free(op);
@@ -1253,6 +1303,7 @@ void sbm_free(struct sbm *m)
 	while (m->ops > 0)
 		pthread_cond_wait(&m->cv, &m->mu);
 	pthread_mutex_unlock(&m->mu);
+	mq_clear(&m->execs_of);
 	pthread_mutex_destroy(&m->mu);
 	pthread_cond_destroy(&m->cv);
 	pthread_cond_destroy(&m->hk_cv);

@@ -30,6 +30,13 @@ rules:
 approval:
   deny_above: HIGH
   channels: [http]
+server:
+  max_sandboxes: 16
+  max_execs: 8
+  idle_ttl: 10m
+  max_lifetime: 1h
+  pool: {}
+  quota: {sessions: 2, sandboxes: 2, execs: 1}
 EOF
 chmod 0644 "$confdir/p.yaml"
 
@@ -193,11 +200,41 @@ al_assert_contains "$(cat "$dir/local.out")" "asked-local-$m" "the socket peer's
 as "$alice" GET "/v1/sandboxes/$lsb/files"
 al_assert_eq "$CODE" 404 "alice lists the socket peer's workspace"
 
+# ---- quotas: one principal's flood leaves room for the others --------------------------------------
+mcp_sessions() { # TOKEN N: N initialize calls; prints their HTTP codes
+	for _ in $(seq "$2"); do
+		curl -q -s -m 30 -o /dev/null -w '%{http_code} ' -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+			-H 'Accept: application/json, text/event-stream' -d "$mcp_init" "http://127.0.0.1:$PORT/mcp"
+	done
+}
+al_assert_eq "$(mcp_sessions "$bob" 3)" "200 200 429 " "bob's MCP sessions beyond his quota of 2"
+al_assert_eq "$(mcp_sessions "$alice" 1)" "200 " "alice's second session while bob is at his quota"
+codes=
+for _ in 1 2 3; do
+	as "$bob" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+	codes="$codes$CODE "
+	[ "$CODE" = 201 ] && bsb=$(json 'd["sandbox_id"]')
+done
+al_assert_eq "$codes" "201 201 429 " "bob's sandboxes beyond his quota of 2"
+al_assert_contains "$BODY" "quota" "the refusal names the quota"
+as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+al_assert_eq "$CODE" 201 "alice's second sandbox while bob is at his quota"
+curl -q -s -m 60 -o /dev/null -H "Authorization: Bearer $bob" -H 'Content-Type: application/json' \
+	-d '{"command": "sleep 3"}' "http://127.0.0.1:$PORT/v1/sandboxes/$bsb/exec" &
+lpid=$!
+sleep 1
+as "$bob" POST "/v1/sandboxes/$bsb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo second-$m\"}"
+al_assert_eq "$CODE" 429 "bob's second execution while his first runs (quota 1)"
+as "$alice" POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo alice-$m\"}"
+al_assert_eq "$CODE" 200 "alice's execution meanwhile"
+al_assert_contains "$BODY" "alice-$m" "alice's execution ran"
+wait "$lpid" || true
+
 # ---- the audit log names every principal -----------------------------------------------------
 kill -TERM "$SPID"
 wait "$SPID" || al_fail "airlock serve did not exit 0 on SIGTERM"
 [ ! -e "$sock" ] || al_fail "the socket is left after the server stopped"
-al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute client.principal=token:alice approval.decision=approved "$dir/audit.jsonl" | wc -l)" 1 \
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute client.principal=token:alice approval.by=http approval.decision=approved "$dir/audit.jsonl" | wc -l)" 1 \
 	"alice's approved exec, by principal"
 al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute "client.principal=uid:$AL_CALLER_UID" "$dir/audit.jsonl" | wc -l)" 1 \
 	"the socket peer's exec, by uid"
