@@ -254,6 +254,8 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 	/* An exec in a held sandbox uses the sandbox's proxy and cgroup. */
 	if (!p->attach && ((r = job_proxy(j, p, err)) < 0 || (r = job_cgroup(j, p, err)) < 0))
 		goto fail;
+	if (p->attach && (r = job_exec_acct_start(j, p, err)) < 0)
+		goto fail;
 	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1], .cg = j->cg,
 			  .hold = hold};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
@@ -409,6 +411,7 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	j->reaped = true;
 	restore_tty(j);
 	px_stop(j->px); /* every client is gone with the sandbox: this only collects the records */
+	job_exec_acct_end(j);
 	if (j->cg && cg_usage(j->cg, &j->cgu) == 0)
 		j->have_cgu = true;
 	job_write_back(j);

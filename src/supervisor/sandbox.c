@@ -35,6 +35,11 @@ struct be_held *be_sandbox_held(struct al_sandbox *sb)
 	return sb ? &sb->held : NULL;
 }
 
+struct al_job *sandbox_job(struct al_sandbox *sb)
+{
+	return sb ? sb->job : NULL;
+}
+
 int al_policy_set_sandbox(struct al_policy *p, struct al_sandbox *sb, struct al_error *err)
 {
 	if (sb && !al_sandbox_alive(sb))

@@ -8,12 +8,14 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "cgroup/cgroup.h"
 #include "execmsg.h"
 #include "pidfd.h"
 #include "util/cleanup.h"
@@ -85,6 +87,49 @@ static int spare_get(struct be_held *h, uint32_t flags, struct be_spare *s)
 	return r < 0 ? r : spare_recv(h, s);
 }
 
+/* The host pid of a pidfd's process, from /proc/self/fdinfo: -errno when it is gone. */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -errno;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nPid:");
+	long pid = p ? strtol(p + 5, NULL, 10) : -1;
+	return pid > 0 ? (pid_t)pid : -ESRCH;
+}
+
+/*
+ * Moves a spare — its exec init and the payload waiting under it (nothing else exists before the
+ * request) — into the exec's own cgroup (a child of the sandbox's), so the verdict accounts for
+ * this exec alone. Safe: both stay beneath the sandbox's cgroup and under its limits, and the
+ * payload runs nothing until its request, sent only after this.
+ */
+static int spare_into_cgroup(const struct be_spare *s, struct cg_job *cg, struct al_error *err)
+{
+	pid_t init = pidfd_pid(s->pidfd);
+	if (init < 0)
+		return al_err_sys(err, -init, "setup: the spare's exec init");
+	int r = cg_attach(cg, init, err);
+	char path[80], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
+	cleanup_close int fd = r < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (r == 0 && n <= 0)
+		return al_err_sys(err, n < 0 ? errno : ESRCH, "setup: the spare's payload (%s)", path);
+	buf[n > 0 ? n : 0] = 0;
+	for (char *p = buf, *end; r == 0 && *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		r = cg_attach(cg, (pid_t)pid, err);
+	}
+	return r;
+}
+
 static const char *net_name(int posture)
 {
 	static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allow"};
@@ -132,14 +177,17 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	pol_free_strv(envp);
 	if (len < 0)
 		return al_err(err, -len, "setup: the command and its environment exceed %d bytes", NX_MAX_MSG);
-	int fds[3] = {io->stdout_fd, io->stderr_fd, io->stdin_fd}, r = 0;
+	int fds[3] = {io->stdout_fd, io->stderr_fd, io->stdin_fd}, r = 0, cr = 0;
 	struct be_spare s = NO_SPARE;
 	pthread_mutex_lock(&h->lock);
 	/* A spare that died since it was made (an OOM kill) is replaced once. */
 	for (int attempt = 0; attempt < 2; attempt++) {
+		cr = 0;
 		if ((r = spare_get(h, spare_flags, &s)) < 0)
 			break;
-		if ((r = nx_send(s.sock, msg, (size_t)len, fds, io->stdin_fd >= 0 ? 3 : 2)) == 0)
+		if (io->cg && (cr = spare_into_cgroup(&s, io->cg, err)) < 0)
+			r = -EPIPE; /* dead, or not (wholly) moved: never run it, take the next one */
+		if (r == 0 && (r = nx_send(s.sock, msg, (size_t)len, fds, io->stdin_fd >= 0 ? 3 : 2)) == 0)
 			break;
 		spare_close(&s, true);
 		r = r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED ? -EAGAIN : r;
@@ -148,6 +196,8 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	if (r == 0 && !spare_flags && h->spare.pidfd < 0 && spare_ask(h, 0) == 0)
 		h->spare_asked = true;
 	pthread_mutex_unlock(&h->lock);
+	if (r < 0 && cr < 0)
+		return cr; /* err says which process could not join the exec's cgroup */
 	if (r < 0) {
 		if (r == -EPIPE || r == -ECONNRESET)
 			return al_err(err, ESRCH, "setup: the sandbox is gone (its init exited)");

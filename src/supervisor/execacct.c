@@ -1,0 +1,50 @@
+/* execacct.c — an exec in a held sandbox accounted as airlock run's job is: a cgroup of its own beneath the sandbox's, and its share of the sandbox's egress proxy.
+ *
+ * Why a child cgroup: the sandbox's cgroup holds its init, its spares and every exec made so far,
+ * so its peak memory, OOM kills and CPU time are the sandbox's life, not this exec's. The child
+ * sets no limit (the sandbox's bound the exec, as they were enforced when it was made) and is
+ * read and removed by the same code as any job's cgroup, so the verdict's status (oom included),
+ * CPU time, peak memory, pids-limit hit and enforced.cgroup come out as airlock run's do.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "job.h"
+#include "policy/policy.h"
+#include "util/error.h"
+
+/* How long the exec's end waits for its proxy connections to finish: its processes are gone, so
+ * each connection thread sees its client's end closed at once unless a resolver holds it. */
+#define EXEC_PX_WAIT_MS 500
+
+int job_exec_acct_start(struct al_job *j, const struct al_policy *p, struct al_error *err)
+{
+	struct al_job *sj = sandbox_job(p->attach);
+	if (!sj)
+		return al_err(err, ESRCH, "setup: the sandbox is gone");
+	/* The limits that bound the exec are the sandbox's: what it wanted, and (its cgroup) got. */
+	memcpy(j->cg_wanted, sj->cg_wanted, sizeof(j->cg_wanted));
+	if (sj->cg) {
+		int r = cg_create_child(sj->cg, &j->cg, err);
+		if (r < 0) {
+			al_err_prefix(err, "setup: the exec's own cgroup");
+			return r;
+		}
+	}
+	if (p->net == AL_NET_ALLOW && sj->px) {
+		j->held_px = sj->px;
+		j->held_px_served = sj->proxy_served;
+		struct px *before = NULL;
+		if (px_take(sj->px, &j->start, 0, &before) == 0)
+			px_free(before); /* made before this exec: no exec's (execs of a sandbox take turns) */
+	}
+	return 0;
+}
+
+void job_exec_acct_end(struct al_job *j)
+{
+	if (!j->held_px || j->px)
+		return;
+	if (px_take(j->held_px, &j->start, EXEC_PX_WAIT_MS, &j->px) == 0)
+		j->proxy_served = j->held_px_served;
+}
