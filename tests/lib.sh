@@ -707,6 +707,51 @@ al_wait_marker_gone() {
 # al_host_uid PID: real uid of a host process (first field of its Uid: line).
 al_host_uid() { awk '/^Uid:/ { print $2 }' "/proc/$1/status"; }
 
+# al_http_host DIR: a test HTTP server on the host's loopback answering "hello <path>" to every
+# GET, each path served appended to DIR/access.log. Sets AL_HTTP_PORT.
+al_http_host() {
+	rm -f "$1/http.port"
+	al_bg "$AL_PY" -c '
+import http.server, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("hello " + self.path + "\n").encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        with open(sys.argv[1] + "/access.log", "a") as f: f.write(self.path + "\n")
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1] + "/http.port.tmp", "w").write("%d\n" % s.server_address[1])
+os.rename(sys.argv[1] + "/http.port.tmp", sys.argv[1] + "/http.port")
+s.serve_forever()
+' "$1"
+	for _ in $(seq 100); do [ -s "$1/http.port" ] && break; sleep 0.05; done
+	[ -s "$1/http.port" ] || al_fail "the test HTTP host did not start"
+	AL_HTTP_PORT=$(cat "$1/http.port")
+}
+
+# al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
+# mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
+# waits for its port. Sets AL_SERVE_PID and AL_SERVE_URL.
+al_serve_start() {
+	local d=$1 bin
+	shift
+	bin=$(dirname "$AIRLOCK")/airlock-serve
+	[ -x "$bin" ] || al_fail "airlock-serve is not built beside airlock"
+	[ "$AL_AIRLOCK_BIN" = "$AIRLOCK" ] || install -m 0755 "$bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
+	rm -f "$d/serve.port"
+	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --http 127.0.0.1:0 --port-file "$d/serve.port" "$@" 2>"$d/serve.err" &
+	AL_SERVE_PID=$!
+	AL_BG_PIDS+=("$AL_SERVE_PID")
+	for _ in $(seq 100); do
+		[ -s "$d/serve.port" ] && break
+		kill -0 "$AL_SERVE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -s "$d/serve.port" ] || { cat "$d/serve.err" >&2; al_fail "airlock serve did not start"; }
+	AL_SERVE_URL="http://127.0.0.1:$(cat "$d/serve.port")"
+}
+
 # ---------------------------------------------------------------- entry
 
 # shellcheck disable=SC2031
