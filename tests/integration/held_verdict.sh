@@ -75,6 +75,16 @@ for peak in "$(r peak_memory_bytes)" "$(r verdict.peak_memory_bytes)" "$(al_json
 	[ "$peak" != null ] && [ "$peak" -gt $((40 << 20)) ] && [ "$peak" -le $((64 << 20)) ] ||
 		al_fail "peak memory of an allocation bomb under 64M: $peak"
 done
+# Field by field (nested too): all equal but the measurements and the output the result carries apart.
+diff=$("$AL_PY" -c 'import json, sys
+def flat(o, p=""):
+    if isinstance(o, dict):
+        for k, v in o.items(): yield from flat(v, p + "." + k)
+    else: yield p, o
+a, b = (dict(flat(json.loads(x))) for x in sys.argv[1:3])
+measured = {".cpu_user_s", ".cpu_system_s", ".peak_memory_bytes", ".peak_rss_kib", ".wall_time_s", ".stdout.data", ".stderr.data"}
+print(" ".join("%s=%s/%s" % (k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in measured and a.get(k) != b.get(k)))' "$(r verdict)" "$AL_OUT")
+al_assert_eq "$diff" "" "fields of the held verdict that differ from airlock run --json's (held/run)"
 al_assert_eq "$(keys "$(r verdict)")" "$(keys "$AL_OUT")" "the held verdict's keys against airlock run --json's"
 al_assert_eq "$(keys "$(r verdict.enforced)")" "$(keys "$(al_json_get "$AL_OUT" enforced)")" "enforced keys"
 al_assert_eq "$(r verdict.enforced.cgroup)" "$(al_json_get "$AL_OUT" enforced.cgroup)" "enforced.cgroup"
