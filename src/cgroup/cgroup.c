@@ -342,6 +342,17 @@ int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err)
 	return 0;
 }
 
+int cg_pids_max_count(struct cg_job *cg, uint64_t *n)
+{
+	char buf[256];
+	for (int i = 0; cg && i < cg->nh; i++)
+		if (cg->h[i].ctrls & CG_BIT(HOST_CG_PIDS)) {
+			int r = cg_read_at(cg->h[i].fd, "pids.events", buf, sizeof(buf));
+			return r < 0 ? r : cg_parse_keyed(buf, "max", n);
+		}
+	return -ENOENT;
+}
+
 int cg_kill(struct cg_job *cg)
 {
 	int r = 0;

@@ -40,6 +40,8 @@ int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err);
  * enforced. On v2 the parent's processes first move into the leaf CG_V2_HELD (the
  * no-internal-process rule). Free it with cg_destroy, before its parent. */
 int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err);
+/* pids.events "max" of the job's pids cgroup: forks refused at a limit so far (0 and *n, or -errno). */
+int cg_pids_max_count(struct cg_job *cg, uint64_t *n);
 /* Kills every process in the job's cgroup(s) (cgroup.kill on v2 where available). */
 int cg_kill(struct cg_job *cg);
 /* Reads accounting; call after the job ended, before cg_destroy. */

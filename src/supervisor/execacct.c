@@ -30,6 +30,8 @@ int job_exec_acct_start(struct al_job *j, const struct al_policy *p, struct al_e
 			al_err_prefix(err, "setup: the exec's own cgroup");
 			return r;
 		}
+		j->held_cg = sj->cg;
+		j->have_held_pids = cg_pids_max_count(sj->cg, &j->held_pids_max) == 0;
 	}
 	if (p->net == AL_NET_ALLOW && sj->px) {
 		j->held_px = sj->px;
@@ -43,6 +45,12 @@ int job_exec_acct_start(struct al_job *j, const struct al_policy *p, struct al_e
 
 void job_exec_acct_end(struct al_job *j)
 {
+	/* v1 and v2 before Linux 6.10 count a refused fork in the forking cgroup (the exec's); v2
+	 * since counts it only where the limit is, the sandbox's cgroup, which no other exec uses
+	 * meanwhile (execs of a sandbox take turns). */
+	uint64_t n;
+	if (j->have_cgu && j->have_held_pids && cg_pids_max_count(j->held_cg, &n) == 0 && n > j->held_pids_max)
+		j->cgu.pids_limit_hit = true;
 	if (!j->held_px || j->px)
 		return;
 	if (px_take(j->held_px, &j->start, EXEC_PX_WAIT_MS, &j->px) == 0)

@@ -411,9 +411,9 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	j->reaped = true;
 	restore_tty(j);
 	px_stop(j->px); /* every client is gone with the sandbox: this only collects the records */
-	job_exec_acct_end(j);
 	if (j->cg && cg_usage(j->cg, &j->cgu) == 0)
 		j->have_cgu = true;
+	job_exec_acct_end(j);
 	job_write_back(j);
 	return jv_build(j, out, err);
 }
