@@ -4,7 +4,9 @@
  * so its peak memory, OOM kills and CPU time are the sandbox's life, not this exec's. The child
  * sets no limit (the sandbox's bound the exec, as they were enforced when it was made) and is
  * read and removed by the same code as any job's cgroup, so the verdict's status (oom included),
- * CPU time, peak memory, pids-limit hit and enforced.cgroup come out as airlock run's do.
+ * CPU time, peak memory, pids-limit hit and enforced.cgroup come out as airlock run's do. The
+ * backend makes it with the exec's spare, ahead of the exec where it can (attach.c), and hands it
+ * over in be_proc.cg.
  */
 #include <errno.h>
 #include <string.h>
@@ -24,15 +26,8 @@ int job_exec_acct_start(struct al_job *j, const struct al_policy *p, struct al_e
 		return al_err(err, ESRCH, "setup: the sandbox is gone");
 	/* The limits that bound the exec are the sandbox's: what it wanted, and (its cgroup) got. */
 	memcpy(j->cg_wanted, sj->cg_wanted, sizeof(j->cg_wanted));
-	if (sj->cg) {
-		int r = cg_create_child(sj->cg, &j->cg, err);
-		if (r < 0) {
-			al_err_prefix(err, "setup: the exec's own cgroup");
-			return r;
-		}
-		j->held_cg = sj->cg;
-		j->have_held_pids = cg_pids_max_count(sj->cg, &j->held_pids_max) == 0;
-	}
+	j->held_cg = sj->cg;
+	j->have_held_pids = sj->cg && cg_pids_max_count(sj->cg, &j->held_pids_max) == 0;
 	if (p->net == AL_NET_ALLOW && sj->px) {
 		j->held_px = sj->px;
 		j->held_px_served = sj->proxy_served;

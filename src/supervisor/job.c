@@ -260,6 +260,7 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 			  .hold = hold};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_spawn(p, &io, &j->proc, err);
+	j->cg = p->attach ? j->proc.cg : j->cg; /* an exec's own, made by attach.c */
 	close(op[1]);
 	close(ep[1]);
 	op[1] = ep[1] = -1;
@@ -461,6 +462,8 @@ void al_job_free(struct al_job *j)
 	pump_free(&j->out);
 	pump_free(&j->err);
 	cg_destroy(j->cg);
+	if (j->proc.held)
+		be_held_exec_done(j->proc.held);
 	free(j->proc.enforced_json);
 	free(j->proc.workdir);
 	free(j->proc.keep_changes);
