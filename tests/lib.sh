@@ -707,12 +707,13 @@ al_wait_marker_gone() {
 # al_host_uid PID: real uid of a host process (first field of its Uid: line).
 al_host_uid() { awk '/^Uid:/ { print $2 }' "/proc/$1/status"; }
 
-# al_http_host DIR: a test HTTP server on the host's loopback answering "hello <path>" to every
-# GET, each path served appended to DIR/access.log. Sets AL_HTTP_PORT.
+# al_http_host DIR [TLS]: a test HTTP server on the host's loopback answering "hello <path>" to
+# every GET, each path served appended to DIR/access.log; with TLS, a second one speaking HTTPS
+# with DIR/srv.pem and DIR/srv.key. Sets AL_HTTP_PORT (and AL_TLS_PORT).
 al_http_host() {
 	rm -f "$1/http.port"
 	al_bg "$AL_PY" -c '
-import http.server, os, sys
+import http.server, os, ssl, sys, threading
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = ("hello " + self.path + "\n").encode()
@@ -720,14 +721,18 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *a):
         with open(sys.argv[1] + "/access.log", "a") as f: f.write(self.path + "\n")
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-open(sys.argv[1] + "/http.port.tmp", "w").write("%d\n" % s.server_address[1])
+servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), H) for _ in range(1 + (sys.argv[2] == "TLS"))]
+if len(servers) == 2:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[1] + "/srv.pem", sys.argv[1] + "/srv.key")
+    servers[1].socket = ctx.wrap_socket(servers[1].socket, server_side=True)
+for s in servers: threading.Thread(target=s.serve_forever, daemon=True).start()
+open(sys.argv[1] + "/http.port.tmp", "w").write(" ".join(str(s.server_address[1]) for s in servers) + "\n")
 os.rename(sys.argv[1] + "/http.port.tmp", sys.argv[1] + "/http.port")
-s.serve_forever()
-' "$1"
+threading.Event().wait()
+' "$1" "${2:-}"
 	for _ in $(seq 100); do [ -s "$1/http.port" ] && break; sleep 0.05; done
 	[ -s "$1/http.port" ] || al_fail "the test HTTP host did not start"
-	AL_HTTP_PORT=$(cat "$1/http.port")
+	read -r AL_HTTP_PORT AL_TLS_PORT <"$1/http.port"
 }
 
 # al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
