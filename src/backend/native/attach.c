@@ -3,7 +3,9 @@
  * once, so init is never on an exec's path. From there the supervisor runs the job as any other:
  * output pipes, status records, deadline (SIGKILL through the pidfd ends the exec's pid
  * namespace), verdict. The exec is not our child, so its usage comes in the status record rather
- * than from waitid. */
+ * than from waitid. Each exec runs in a cgroup of its own beneath the sandbox's, which accounts
+ * for it alone (peak memory, OOM kills, CPU time); once an exec is over, a thread readies the next
+ * spare in a new one (ready_main), since moving a process between cgroups is slow. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
