@@ -71,6 +71,7 @@ struct be_held {
 	int net;		   /* the sandbox's posture (enum al_net): an exec may only narrow it */
 	struct cg_job *cg;	   /* the sandbox's cgroup (the supervisor's), or NULL: execs get none */
 	struct cg_job *spare_cg;   /* spare's own cgroup, spare in it (NULL: made at its exec) */
+	struct cg_job *done_cg;	   /* the last exec's cgroup, read and to be removed */
 	bool readying;		   /* a thread readies the next spare (attach.c): wait on ready_cv */
 	pthread_cond_t ready_cv;
 };
@@ -83,8 +84,9 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
  * readying it is done. */
 void be_held_init(struct be_held *h);
 void be_held_release(struct be_held *h);
-/* An exec of h is over and its cgroup removed: the next spare is readied now, in a thread. */
-void be_held_exec_done(struct be_held *h);
+/* An exec of h is over and its cgroup cg (taken over) read: a thread removes it and readies the
+ * next spare. */
+void be_held_exec_done(struct be_held *h, struct cg_job *cg);
 
 /* The native backend: our own namespaces (backend/native). */
 int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);

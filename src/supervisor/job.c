@@ -461,9 +461,10 @@ void al_job_free(struct al_job *j)
 			close(fds[i]);
 	pump_free(&j->out);
 	pump_free(&j->err);
-	cg_destroy(j->cg);
-	if (j->proc.held)
-		be_held_exec_done(j->proc.held);
+	if (j->proc.held) /* an exec in a held sandbox: its cgroup is removed off its path */
+		be_held_exec_done(j->proc.held, j->cg);
+	else
+		cg_destroy(j->cg);
 	free(j->proc.enforced_json);
 	free(j->proc.workdir);
 	free(j->proc.keep_changes);

@@ -29,7 +29,7 @@ void be_held_init(struct be_held *h)
 {
 	h->spare = NO_SPARE;
 	h->spare_asked = h->readying = false;
-	h->spare_cg = NULL;
+	h->spare_cg = h->done_cg = NULL;
 	pthread_cond_init(&h->ready_cv, NULL);
 }
 
@@ -58,8 +58,10 @@ void be_held_release(struct be_held *h)
 	pthread_mutex_unlock(&h->lock);
 	/* Closing its socket is enough: the payload exits unused, and its exec init with it. */
 	spare_close(&h->spare, false);
-	cg_destroy(h->spare_cg); /* before the sandbox's own, which cannot go while it is there */
-	h->spare_cg = NULL;
+	/* Before the sandbox's own cgroup, which cannot go while they are there. */
+	cg_destroy(h->spare_cg);
+	cg_destroy(h->done_cg);
+	h->spare_cg = h->done_cg = NULL;
 	pthread_cond_destroy(&h->ready_cv);
 }
 
@@ -179,14 +181,16 @@ static int spare_cgroup(struct be_held *h, const struct be_spare *s, struct cg_j
  * moves the spare into a cgroup of its own. Moving a process between cgroups waits for an RCU
  * grace period (the kernel's threadgroup lock): measured 13 ms per exec here when execs were
  * 0.2 s apart, most of an exec's start had it stayed on its path. It starts once the last exec is
- * over (be_held_exec_done): the wait holds the kernel's cgroup mutex, which that exec's cgroup
- * removal needs. Everything under h->lock.
+ * over (be_held_exec_done), whose cgroup it removes first: the wait holds the kernel's cgroup
+ * mutex, which that removal needs. Everything under h->lock.
  */
 static void *ready_main(void *arg)
 {
 	struct be_held *h = arg;
 	struct be_spare got = NO_SPARE;
 	pthread_mutex_lock(&h->lock);
+	cg_destroy(h->done_cg); /* kills what is left (nothing: the exec's pid namespace is gone), removes */
+	h->done_cg = NULL;
 	if (h->spare_asked) {
 		h->spare_asked = false;
 		if (spare_recv(h, &got) == 0)
@@ -201,17 +205,26 @@ static void *ready_main(void *arg)
 	return NULL;
 }
 
-void be_held_exec_done(struct be_held *h)
+void be_held_exec_done(struct be_held *h, struct cg_job *cg)
 {
 	pthread_mutex_lock(&h->lock);
+	if (h->readying || h->done_cg) {
+		cg_destroy(cg); /* execs overlapped: this one's cgroup goes now */
+		cg = NULL;
+	}
+	h->done_cg = cg;
 	/* Without a thread the next exec does the work; without a cgroup there is nothing slow. */
-	if (h->spare_asked && !h->readying && h->cg) {
+	if ((h->done_cg || h->spare_asked) && !h->readying && h->cg) {
 		pthread_attr_t a;
 		pthread_t t;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		h->readying = pthread_create(&t, &a, ready_main, h) == 0;
 		pthread_attr_destroy(&a);
+	}
+	if (!h->readying) { /* no thread: removed here */
+		cg_destroy(h->done_cg);
+		h->done_cg = NULL;
 	}
 	pthread_mutex_unlock(&h->lock);
 }
