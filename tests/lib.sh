@@ -740,6 +740,56 @@ al_wait_marker_gone() {
 # al_host_uid PID: real uid of a host process (first field of its Uid: line).
 al_host_uid() { awk '/^Uid:/ { print $2 }' "/proc/$1/status"; }
 
+# al_http_host DIR [TLS]: a test HTTP server on the host's loopback answering "hello <path>" to
+# every GET, each path served appended to DIR/access.log; with TLS, a second one speaking HTTPS
+# with DIR/srv.pem and DIR/srv.key. Sets AL_HTTP_PORT (and AL_TLS_PORT).
+al_http_host() {
+	rm -f "$1/http.port"
+	al_bg "$AL_PY" -c '
+import http.server, os, ssl, sys, threading
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("hello " + self.path + "\n").encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        with open(sys.argv[1] + "/access.log", "a") as f: f.write(self.path + "\n")
+servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), H) for _ in range(1 + (sys.argv[2] == "TLS"))]
+if len(servers) == 2:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[1] + "/srv.pem", sys.argv[1] + "/srv.key")
+    servers[1].socket = ctx.wrap_socket(servers[1].socket, server_side=True)
+for s in servers: threading.Thread(target=s.serve_forever, daemon=True).start()
+open(sys.argv[1] + "/http.port.tmp", "w").write(" ".join(str(s.server_address[1]) for s in servers) + "\n")
+os.rename(sys.argv[1] + "/http.port.tmp", sys.argv[1] + "/http.port")
+threading.Event().wait()
+' "$1" "${2:-}"
+	for _ in $(seq 100); do [ -s "$1/http.port" ] && break; sleep 0.05; done
+	[ -s "$1/http.port" ] || al_fail "the test HTTP host did not start"
+	read -r AL_HTTP_PORT AL_TLS_PORT <"$1/http.port"
+}
+
+# al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
+# mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
+# waits for its port. Sets AL_SERVE_PID and AL_SERVE_URL.
+al_serve_start() {
+	local d=$1 bin
+	shift
+	bin=$(dirname "$AIRLOCK")/airlock-serve
+	[ -x "$bin" ] || al_fail "airlock-serve is not built beside airlock"
+	[ "$AL_AIRLOCK_BIN" = "$AIRLOCK" ] || install -m 0755 "$bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
+	rm -f "$d/serve.port"
+	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --http 127.0.0.1:0 --port-file "$d/serve.port" "$@" 2>"$d/serve.err" &
+	AL_SERVE_PID=$!
+	AL_BG_PIDS+=("$AL_SERVE_PID")
+	for _ in $(seq 100); do
+		[ -s "$d/serve.port" ] && break
+		kill -0 "$AL_SERVE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -s "$d/serve.port" ] || { cat "$d/serve.err" >&2; al_fail "airlock serve did not start"; }
+	AL_SERVE_URL="http://127.0.0.1:$(cat "$d/serve.port")"
+}
+
 # ---------------------------------------------------------------- entry
 
 # shellcheck disable=SC2031

@@ -34,6 +34,8 @@ struct be_proc {
 	int proxy_sock;	     /* -1, or where the egress proxy's listening socket arrives (SCM_RIGHTS) */
 	int ctl_sock;	     /* -1, or a held sandbox's control socket (native, policy->hold) */
 	bool foreign;	     /* pid is not our child (an exec in a held sandbox): no waitid */
+	struct cg_job *cg;   /* an exec in a held sandbox: its own cgroup, the supervisor's from now on */
+	struct be_held *held; /* an exec in a held sandbox: be_held_exec_done once it is over */
 };
 
 /* Spawns through the policy's backend (backend.c): the one entry the supervisor calls. */
@@ -67,15 +69,24 @@ struct be_held {
 	const char *enforced_json; /* the sandbox's protections, which every exec inherits */
 	bool seccomp_kills;
 	int net;		   /* the sandbox's posture (enum al_net): an exec may only narrow it */
+	struct cg_job *cg;	   /* the sandbox's cgroup (the supervisor's), or NULL: execs get none */
+	struct cg_job *spare_cg;   /* spare's own cgroup, spare in it (NULL: made at its exec) */
+	struct cg_job *done_cg;	   /* the last exec's cgroup, read and to be removed */
+	bool readying;		   /* a thread readies the next spare (attach.c): wait on ready_cv */
+	pthread_cond_t ready_cv;
 };
 struct al_sandbox;
 struct be_held *be_sandbox_held(struct al_sandbox *sb);
 
 /* An exec in a held sandbox (backend/native/attach.c): a spare payload the sandbox's init made runs it. */
 int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
-/* Initialises h's spare (none), or lets the spare go (its payload exits unused). */
+/* Initialises h's spare (none), or lets the spare go (its payload exits unused) once the thread
+ * readying it is done. */
 void be_held_init(struct be_held *h);
 void be_held_release(struct be_held *h);
+/* An exec of h is over and its cgroup cg (taken over) read: a thread removes it and readies the
+ * next spare. */
+void be_held_exec_done(struct be_held *h, struct cg_job *cg);
 
 /* The native backend: our own namespaces (backend/native). */
 int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);

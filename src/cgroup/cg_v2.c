@@ -39,20 +39,20 @@ static int cg_v2_move(pid_t pid, void *arg)
 	return r == -ESRCH ? 0 : r; /* it exited meanwhile */
 }
 
-/* Moves every process of base into base/CG_V2_SELF; new forks land in the next round. */
-static int cg_v2_vacate(int base_fd, const char *base, struct al_error *err)
+/* Moves every process of base into base/leaf; new forks land in the next round. */
+static int cg_v2_vacate(int base_fd, const char *base, const char *leaf, struct al_error *err)
 {
-	if (mkdirat(base_fd, CG_V2_SELF, 0755) < 0 && errno != EEXIST)
-		return al_err_sys(err, errno, "mkdir %s/%s", base, CG_V2_SELF);
-	cleanup_close int self_fd = openat(base_fd, CG_V2_SELF, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (mkdirat(base_fd, leaf, 0755) < 0 && errno != EEXIST)
+		return al_err_sys(err, errno, "mkdir %s/%s", base, leaf);
+	cleanup_close int self_fd = openat(base_fd, leaf, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (self_fd < 0)
-		return al_err_sys(err, errno, "open %s/%s", base, CG_V2_SELF);
+		return al_err_sys(err, errno, "open %s/%s", base, leaf);
 	for (int round = 0; round < 20; round++) {
 		int n = cg_for_each_pid(base_fd, cg_v2_move, &self_fd);
 		if (n == 0)
 			return 0;
 		if (n < 0)
-			return al_err_sys(err, -n, "moving the processes of %s into %s", base, CG_V2_SELF);
+			return al_err_sys(err, -n, "moving the processes of %s into %s", base, leaf);
 	}
 	return al_err(err, EBUSY, "processes keep appearing in %s", base);
 }
@@ -107,7 +107,7 @@ int cg_v2_prepare(const char *base, unsigned want, unsigned *got, int why[HOST_C
 	 * beside processes, but that makes base a thread root, and then no domain child of it
 	 * (airlock.self included) can take processes. */
 	if (missing && !root && cg_has_procs(base_fd) > 0) {
-		int r = cg_v2_vacate(base_fd, base, err);
+		int r = cg_v2_vacate(base_fd, base, CG_V2_SELF, err);
 		if (r == -EOPNOTSUPP)
 			al_err_prefix(err, "%s holds processes and has threaded controllers enabled (%s)", base, cur);
 		if (r < 0)
@@ -121,6 +121,29 @@ int cg_v2_prepare(const char *base, unsigned want, unsigned *got, int why[HOST_C
 		return al_err_sys(err, errno, "open %s/%s", base, CG_V2_JOBS);
 	*got = cg_v2_enable(fd, in_base, why);
 	*jobs_fd = fd;
+	return 0;
+}
+
+int cg_v2_nest(int dir_fd, const char *path, unsigned ctrls, struct al_error *err)
+{
+	unsigned want = ctrls & (CG_BIT(HOST_CG_MEMORY) | CG_BIT(HOST_CG_PIDS) | CG_BIT(HOST_CG_CPU));
+	char cur[256] = "";
+	cg_read_at(dir_fd, "cgroup.subtree_control", cur, sizeof(cur));
+	bool missing = false;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(cg_v2_ctrls); i++)
+		missing |= (want & CG_BIT(cg_v2_ctrls[i])) && !host_cg_list_has(cur, host_cg_ctrl_name(cg_v2_ctrls[i]));
+	if (!missing)
+		return 0; /* done by an earlier child */
+	/* Safe: the processes stay beneath the job cgroup, under its limits; only we could move them. */
+	int r = cg_v2_vacate(dir_fd, path, CG_V2_HELD, err);
+	if (r < 0)
+		return r;
+	int why[HOST_CG__COUNT] = {0};
+	unsigned got = cg_v2_enable(dir_fd, want, why);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(cg_v2_ctrls); i++)
+		if ((want & CG_BIT(cg_v2_ctrls[i])) && !(got & CG_BIT(cg_v2_ctrls[i])))
+			return al_err_sys(err, why[cg_v2_ctrls[i]] ? why[cg_v2_ctrls[i]] : EPERM, "enabling %s for the children of %s",
+					  host_cg_ctrl_name(cg_v2_ctrls[i]), path);
 	return 0;
 }
 

@@ -84,7 +84,7 @@ __attribute__((format(printf, 3, 4))) static void cg_fmt(char *buf, size_t size,
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, size, fmt, ap);
+	vsnprintf(buf, size, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized): va_start is right above
 	va_end(ap);
 }
 
@@ -297,6 +297,32 @@ fail:
 	return r;
 }
 
+int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err)
+{
+	*out = NULL;
+	struct cg_job *cg = cg_job_new();
+	if (!cg)
+		return al_err(err, ENOMEM, "cgroup: out of memory");
+	cg->enf = parent->enf;
+	int r = 0;
+	for (int i = 0; r == 0 && i < parent->nh; i++) {
+		const struct cg_hier *ph = &parent->h[i];
+		if (ph->version == 2 && (r = cg_v2_nest(ph->fd, ph->path, ph->ctrls, err)) < 0) {
+			al_err_prefix(err, "cgroup");
+			break;
+		}
+		int fd = fcntl(ph->fd, F_DUPFD_CLOEXEC, 3);
+		r = fd < 0 ? al_err_sys(err, errno, "cgroup: %s", ph->path)
+			   : cg_add_hier(cg, ph->version, ph->ctrls, fd, ph->path, err);
+	}
+	if (r < 0) {
+		cg_destroy(cg);
+		return r;
+	}
+	*out = cg;
+	return 0;
+}
+
 /* ---- use -------------------------------------------------------------------------- */
 
 int cg_clone_fd(const struct cg_job *cg)
@@ -314,6 +340,17 @@ int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err)
 			return al_err_sys(err, -r, "cgroup: moving pid %d into %s", (int)pid, cg->h[i].path);
 	}
 	return 0;
+}
+
+int cg_pids_max_count(struct cg_job *cg, uint64_t *n)
+{
+	char buf[256];
+	for (int i = 0; cg && i < cg->nh; i++)
+		if (cg->h[i].ctrls & CG_BIT(HOST_CG_PIDS)) {
+			int r = cg_read_at(cg->h[i].fd, "pids.events", buf, sizeof(buf));
+			return r < 0 ? r : cg_parse_keyed(buf, "max", n);
+		}
+	return -ENOENT;
 }
 
 int cg_kill(struct cg_job *cg)
@@ -360,6 +397,8 @@ void cg_destroy(struct cg_job *cg)
 		if (h->fd >= 0) {
 			/* rmdir fails with EBUSY while a dying task still counts; give it up to 1 s. */
 			for (;;) {
+				if (h->version == 2) /* cg_create_child's leaf, if it made one */
+					(void)unlinkat(h->fd, CG_V2_HELD, AT_REMOVEDIR);
 				if (unlinkat(h->parent_fd, cg->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
 					break;
 				if (errno != EBUSY)

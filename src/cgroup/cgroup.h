@@ -35,6 +35,13 @@ int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error 
 int cg_clone_fd(const struct cg_job *cg);
 /* v1 (and v2 without CLONE_INTO_CGROUP): move pid into the job's cgroups, before it is released. */
 int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err);
+/* A child cgroup of parent in each of its hierarchies, to account one part of the job apart (an exec
+ * in a held sandbox): it sets no limit (the parent's bound it) and reports the parent's as
+ * enforced. On v2 the parent's processes first move into the leaf CG_V2_HELD (the
+ * no-internal-process rule). Free it with cg_destroy, before its parent. */
+int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err);
+/* pids.events "max" of the job's pids cgroup: forks refused at a limit so far (0 and *n, or -errno). */
+int cg_pids_max_count(struct cg_job *cg, uint64_t *n);
 /* Kills every process in the job's cgroup(s) (cgroup.kill on v2 where available). */
 int cg_kill(struct cg_job *cg);
 /* Reads accounting; call after the job ended, before cg_destroy. */
@@ -64,6 +71,7 @@ const char *cg_job_path(const struct cg_job *cg, enum host_cg_ctrl c);
 #define CG_CPU_PERIOD_US 100000ULL /* v1 cpu.cfs_period_us and the v2 cpu.max period */
 #define CG_V2_JOBS "airlock.jobs"  /* v2: holds the job cgroups, controllers enabled for them */
 #define CG_V2_SELF "airlock.self"  /* v2: the leaf our delegated cgroup's processes move into */
+#define CG_V2_HELD "airlock.held"  /* v2: the leaf a job cgroup's own processes move into (cg_create_child) */
 
 /* "airlock-<owner>-<counter>-<8 hex>". Returns the length or -ENAMETOOLONG. */
 int cg_name_format(char *buf, size_t size, pid_t owner, unsigned long counter, uint32_t rnd);
@@ -121,6 +129,9 @@ int cg_detect(struct host_cgroups *hc, struct al_error *err);
  * *got: the controllers enabled; why[c]: errno of each wanted one that could not be. */
 int cg_v2_prepare(const char *base, unsigned want, unsigned *got, int why[HOST_CG__COUNT], int *jobs_fd,
 		  struct al_error *err);
+/* v2: makes the job cgroup dir_fd (path) able to have children with its controllers ctrls:
+ * its processes move into CG_V2_HELD and the controllers are enabled for its children. */
+int cg_v2_nest(int dir_fd, const char *path, unsigned ctrls, struct al_error *err);
 int cg_v2_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct cg_enforced *e, struct al_error *err);
 void cg_v2_account(int dirfd, unsigned ctrls, struct cg_usage *u);
 int cg_v1_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct cg_enforced *e, struct al_error *err);

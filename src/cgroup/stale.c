@@ -47,18 +47,43 @@ bool cg_owner_alive_since(pid_t owner, int64_t created)
 	return cg_owner_alive(owner, created, cg_boot_time());
 }
 
+/* A directory stream of dfd's directory (a descriptor of its own: dfd stays for the *at calls). */
+static DIR *cg_opendir_at(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
+/* The cgroups inside a dead job's (a held sandbox's: its execs', and on v2 the leaf of its init,
+ * cg_create_child): killed and removed, one level deep as cg_create_child makes them. */
+static void cg_clean_children(int job_fd, int version)
+{
+	DIR *d = cg_opendir_at(job_fd);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		cleanup_close int fd = openat(job_fd, de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		cg_kill_dir(fd, version);
+		cg_wait_empty(fd, 200);
+		(void)unlinkat(job_fd, de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
 static void cg_clean_dir(const char *dir, int64_t btime)
 {
-	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
+	cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : cg_opendir_at(dfd);
+	if (!d)
 		return;
-	int lfd = dup(dfd); /* fdopendir takes its fd over; dfd stays for the *at calls */
-	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-	if (!d) {
-		if (lfd >= 0)
-			close(lfd);
-		return;
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		pid_t owner;
@@ -75,6 +100,7 @@ static void cg_clean_dir(const char *dir, int64_t btime)
 		bool v2 = faccessat(fd, "cgroup.events", F_OK, 0) == 0;
 		cg_kill_dir(fd, v2 ? 2 : 1);
 		cg_wait_empty(fd, 200);
+		cg_clean_children(fd, v2 ? 2 : 1);
 		(void)unlinkat(dfd, de->d_name, AT_REMOVEDIR); /* still busy: the next start tries again */
 	}
 	closedir(d);

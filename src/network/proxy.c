@@ -40,6 +40,8 @@ struct px {
 	struct px_record *recs;
 	size_t nrecs;
 	struct px_stats st;
+	struct px_stats taken; /* st at the last px_take */
+	unsigned gen;	       /* px_take calls so far */
 };
 
 static void px_destroy(struct px *px)
@@ -123,7 +125,8 @@ static void *conn_thread(void *arg)
 	for (size_t i = 0; i < px->cfg.max_conns; i++)
 		if (px->conns[i] == c)
 			px->conns[i] = NULL;
-	add_record(px, &c->rec);
+	if (c->gen == px->gen)
+		add_record(px, &c->rec);
 	close(c->client);
 	if (c->upstream >= 0)
 		close(c->upstream);
@@ -164,6 +167,7 @@ static int spawn_conn(struct px *px, int fd)
 		return -EBUSY;
 	}
 	px->conns[slot] = c;
+	c->gen = px->gen;
 	px->active++;
 	px->refs++;
 	px->st.connections++;
@@ -275,11 +279,16 @@ int px_serve(struct px *px, int listen_fd)
 	return 0;
 }
 
-static void wait_threads(struct px *px)
+static void wait_threads(struct px *px, int ms)
 {
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += PX_STOP_WAIT_MS / 1000;
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
 	while (px->active > 0)
 		if (pthread_cond_timedwait(&px->cv, &px->mu, &dl) == ETIMEDOUT)
 			break;
@@ -307,7 +316,7 @@ void px_stop(struct px *px)
 		if (c->upstream >= 0)
 			shutdown(c->upstream, SHUT_RDWR);
 	}
-	wait_threads(px);
+	wait_threads(px, PX_STOP_WAIT_MS);
 	px->st.unfinished = px->active;
 	px->frozen = true;
 	pthread_mutex_unlock(&px->mu);
@@ -330,4 +339,50 @@ void px_free(struct px *px)
 		return;
 	px_stop(px);
 	px_unref(px);
+}
+
+/* What b counted since a. */
+static struct px_stats stats_since(const struct px_stats *b, const struct px_stats *a)
+{
+	return (struct px_stats){
+		.connections = b->connections - a->connections, .allowed = b->allowed - a->allowed,
+		.denied = b->denied - a->denied, .errors = b->errors - a->errors, .malformed = b->malformed - a->malformed,
+		.over_limit = b->over_limit - a->over_limit, .records_dropped = b->records_dropped - a->records_dropped,
+	};
+}
+
+int px_take(struct px *px, const struct timespec *t0, int wait_ms, struct px **out)
+{
+	*out = NULL;
+	struct px *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	pthread_mutex_init(&o->mu, NULL);
+	pthread_cond_init(&o->cv, NULL);
+	o->refs = 1;
+	o->stopping = o->frozen = true;
+	o->listen_fd = o->stop_efd = -1;
+	pthread_mutex_lock(&px->mu);
+	if (wait_ms > 0)
+		wait_threads(px, wait_ms);
+	o->recs = calloc(px->nrecs ? px->nrecs : 1, sizeof(*o->recs));
+	if (!o->recs) {
+		pthread_mutex_unlock(&px->mu);
+		px_destroy(o);
+		return -ENOMEM;
+	}
+	double shift = (double)(t0->tv_sec - px->cfg.t0.tv_sec) + (double)(t0->tv_nsec - px->cfg.t0.tv_nsec) / 1e9;
+	for (size_t i = 0; i < px->nrecs; i++) {
+		o->recs[i] = px->recs[i];
+		o->recs[i].start_s -= shift;
+	}
+	o->nrecs = px->nrecs;
+	o->st = stats_since(&px->st, &px->taken);
+	o->st.unfinished = px->active;
+	px->nrecs = 0;
+	px->taken = px->st;
+	px->gen++;
+	pthread_mutex_unlock(&px->mu);
+	*out = o;
+	return 0;
 }

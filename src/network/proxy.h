@@ -51,12 +51,21 @@ void px_stop(struct px *px);
 const struct px_record *px_records(const struct px *px, size_t *n);
 struct px_stats px_get_stats(const struct px *px);
 void px_free(struct px *px);
+/*
+ * A held sandbox's proxy serves all its execs, one after another: an exec takes the records made
+ * since the last take (moved into *out, a stopped proxy that px_records and px_get_stats read as
+ * any job's, counters included), so each attempt is reported once, by the exec that made it, and
+ * the record limit is each exec's own. Connections still open wait up to wait_ms; those left are
+ * counted unfinished and never reported later. Start times become relative to t0.
+ */
+int px_take(struct px *px, const struct timespec *t0, int wait_ms, struct px **out);
 
 /* ---- internal: shared by proxy.c and pxconn.c -------------------------------------- */
 struct px_conn {
 	struct px *px;
 	int client;   /* accepted socket, non-blocking */
 	int upstream; /* -1 until connected */
+	unsigned gen; /* px_take's generation when accepted: a record of an earlier one is dropped */
 	struct px_record rec;
 };
 /* Serves one connection to its end and fills c->rec (pxconn.c). */

@@ -104,7 +104,7 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 				"peak_rss_kib", (json_int_t)v->peak_rss_kib, "stdout_bytes", (json_int_t)v->out.bytes,
 				"stderr_bytes", (json_int_t)v->err.bytes);
 		json_t *px = v->proxy_json ? json_loads(v->proxy_json, 0, NULL) : NULL;
-		proxy = json_incref(json_object_get(px, "connections"));
+		proxy = json_incref(json_object_get(px, "records")); /* the array audit.h promises */
 		json_decref(px);
 	}
 	enum audit_decision dec = !end->decided ? AUDIT_NOT_DECIDED

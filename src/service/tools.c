@@ -114,7 +114,9 @@ static const char verdict_output[] =
 	"\"required\":[\"wall_s\",\"cpu_user_s\",\"cpu_system_s\"]},"
 	"\"peak_memory_bytes\":" NULLABLE_INT ",\"oom_killed\":{\"type\":\"boolean\"},"
 	"\"backend\":{\"type\":\"string\"},\"sandbox_id\":{\"type\":[\"string\",\"null\"]},"
-	"\"error\":{\"type\":[\"string\",\"null\"]}},"
+	"\"error\":{\"type\":[\"string\",\"null\"]},\"verdict\":{\"type\":\"object\",\"description\":\"The "
+	"verdict of airlock run --json (without the output): CPU, peak memory, OOM and pids-limit hits, enforced "
+	"layers, proxy decisions.\"}},"
 	"\"required\":[\"status\",\"exit_code\",\"signal\",\"stdout\",\"stderr\",\"truncated\",\"output_bytes\","
 	"\"timing\",\"oom_killed\",\"sandbox_id\",\"error\"]}";
 
@@ -542,10 +544,21 @@ static json_t *nullable_int(bool have, long long v)
 	return have ? json_integer(v) : json_null();
 }
 
+/* airlock run --json's verdict, built by the same code, without the output that stdout and
+ * stderr above already carry. */
+static json_t *run_verdict(const struct al_verdict *v)
+{
+	cleanup_free char *s = NULL;
+	json_t *o = al_verdict_to_json(v, &s, NULL) == 0 ? json_loads(s, 0, NULL) : NULL;
+	json_object_del(json_object_get(o, "stdout"), "data");
+	json_object_del(json_object_get(o, "stderr"), "data");
+	return o ? o : json_null();
+}
+
 static json_t *verdict_json(const struct al_verdict *v, const char *sandbox_id)
 {
 	bool exited = v->status == AL_STATUS_EXITED || (v->status == AL_STATUS_OUTPUT_LIMIT && !v->signal);
-	return json_pack("{s:s,s:o,s:o,s:o,s:o,s:{s:b,s:b},s:{s:I,s:I},s:{s:f,s:f,s:f},s:o,s:b,s:s,s:o,s:o}",
+	json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:{s:b,s:b},s:{s:I,s:I},s:{s:f,s:f,s:f},s:o,s:b,s:s,s:o,s:o}",
 			 "status", al_status_name(v->status), "exit_code", nullable_int(exited, v->exit_code), "signal",
 			 nullable_int(v->signal != 0, v->signal), "stdout", lossy_stream(&v->out), "stderr",
 			 lossy_stream(&v->err), "truncated", "stdout", v->out.truncated, "stderr", v->err.truncated,
@@ -556,6 +569,9 @@ static json_t *verdict_json(const struct al_verdict *v, const char *sandbox_id)
 			 v->backend ? v->backend : "native", "sandbox_id",
 			 sandbox_id ? json_string(sandbox_id) : json_null(), "error",
 			 v->status == AL_STATUS_SETUP_ERROR ? json_string(v->setup.msg) : json_null());
+	if (o)
+		json_object_set_new(o, "verdict", run_verdict(v));
+	return o;
 }
 
 static json_t *result_verdict(const json_t *args, const struct srv_result *r, bool *is_error)

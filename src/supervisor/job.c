@@ -254,10 +254,13 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 	/* An exec in a held sandbox uses the sandbox's proxy and cgroup. */
 	if (!p->attach && ((r = job_proxy(j, p, err)) < 0 || (r = job_cgroup(j, p, err)) < 0))
 		goto fail;
+	if (p->attach && (r = job_exec_acct_start(j, p, err)) < 0)
+		goto fail;
 	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1], .cg = j->cg,
 			  .hold = hold};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_spawn(p, &io, &j->proc, err);
+	j->cg = p->attach ? j->proc.cg : j->cg; /* an exec's own, made by attach.c */
 	close(op[1]);
 	close(ep[1]);
 	op[1] = ep[1] = -1;
@@ -411,6 +414,7 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	px_stop(j->px); /* every client is gone with the sandbox: this only collects the records */
 	if (j->cg && cg_usage(j->cg, &j->cgu) == 0)
 		j->have_cgu = true;
+	job_exec_acct_end(j);
 	job_write_back(j);
 	return jv_build(j, out, err);
 }
@@ -457,7 +461,10 @@ void al_job_free(struct al_job *j)
 			close(fds[i]);
 	pump_free(&j->out);
 	pump_free(&j->err);
-	cg_destroy(j->cg);
+	if (j->proc.held) /* an exec in a held sandbox: its cgroup is removed off its path */
+		be_held_exec_done(j->proc.held, j->cg);
+	else
+		cg_destroy(j->cg);
 	free(j->proc.enforced_json);
 	free(j->proc.workdir);
 	free(j->proc.keep_changes);

@@ -44,7 +44,13 @@ struct al_job {
 	struct wb_stats kc;
 	int tty_fd;	     /* the caller's terminal handed to the job as stdin, or -1 */
 	struct termios tty;  /* its settings before the job, restored after it */
-	struct px *px;	     /* the egress proxy, NULL when the posture has none */
+	struct px *px;	     /* the egress proxy, NULL when the posture has none; an exec in a held
+			      * sandbox: its share of the sandbox's proxy's records (execacct.c) */
+	struct px *held_px;  /* an exec in a held sandbox with its network: the sandbox's proxy */
+	bool held_px_served;
+	struct cg_job *held_cg; /* an exec in a held sandbox: the sandbox's cgroup (borrowed) */
+	uint64_t held_pids_max;	/* its pids.events max when the exec started */
+	bool have_held_pids;
 	bool proxy_served;   /* its listening socket arrived from the sandbox */
 };
 
@@ -56,6 +62,15 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 	      struct al_error *err);
 /* Takes the egress proxy's listening socket from the sandbox (ready on proc.proxy_sock) and serves it. */
 void job_serve_proxy(struct al_job *j);
+
+/* The held sandbox's own job (its init's), for its execs' accounting. */
+struct al_job *sandbox_job(struct al_sandbox *sb);
+/* An exec in a held sandbox (policy->attach): its own cgroup beneath the sandbox's and its share
+ * of the sandbox's proxy, accounted as al_job_spawn's job is (execacct.c). */
+int job_exec_acct_start(struct al_job *j, const struct al_policy *p, struct al_error *err);
+/* At the exec's end, after its cgroup was read: the proxy's records made since the start move
+ * into j->px; a fork refused at the sandbox's pids limit counts as the exec's. */
+void job_exec_acct_end(struct al_job *j);
 
 /* The proxy's records as a JSON object (malloc'd), or NULL when the job had no proxy. */
 char *jv_proxy_json(const struct al_job *j);

@@ -35,6 +35,11 @@ struct be_held *be_sandbox_held(struct al_sandbox *sb)
 	return sb ? &sb->held : NULL;
 }
 
+struct al_job *sandbox_job(struct al_sandbox *sb)
+{
+	return sb ? sb->job : NULL;
+}
+
 int al_policy_set_sandbox(struct al_policy *p, struct al_sandbox *sb, struct al_error *err)
 {
 	if (sb && !al_sandbox_alive(sb))
@@ -106,6 +111,7 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	sb->held.enforced_json = sb->job->proc.enforced_json;
 	sb->held.seccomp_kills = sb->job->proc.seccomp_kills;
 	sb->held.net = (int)p->net;
+	sb->held.cg = sb->job->cg; /* each exec gets a cgroup of its own beneath it (attach.c) */
 	if ((r = wait_ready(sb, err)) == -EPIPE) {
 		/* The job's verdict turns init's status record into the usual setup message. */
 		struct al_verdict *v = NULL;

@@ -152,21 +152,8 @@ al_assert_eq "$inside" "lo " "interfaces inside"
 # ---- the allowlist posture: the egress proxy's namespace is airlock's, bwrap runs inside it.
 # A host HTTP server on loopback, named allowed.test and denied.test by a test hosts file.
 srv=$(al_tmpdir)
-al_bg "$AL_PY" -c '
-import http.server, os, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("hello " + self.path + "\n").encode()
-        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        with open(sys.argv[2], "a") as f: f.write(self.path + "\n")
-s = http.server.HTTPServer(("127.0.0.1", 0), H)
-open(sys.argv[1] + ".tmp", "w").write("%d\n" % s.server_address[1]); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-s.serve_forever()
-' "$srv/port" "$srv/access.log"
-for _ in $(seq 100); do [ -s "$srv/port" ] && break; sleep 0.05; done
-read -r port <"$srv/port" || al_fail "the test HTTP server did not start"
+al_http_host "$srv"
+port=$AL_HTTP_PORT
 printf '127.0.0.1 allowed.test denied.test\n' >"$srv/hosts"
 chmod 0644 "$srv/hosts"
 px=(--proxy-hosts "$srv/hosts" --net "allow=allowed.test:$port" --allow-private 127.0.0.1/32 --proxy-http)

@@ -31,26 +31,8 @@ openssl x509 -req -in "$dir/srv.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAc
 chmod 0644 "$dir"/*
 
 # One HTTP and one HTTPS server on the host's loopback; each answers "hello <path>".
-al_bg "$AL_PY" -c '
-import http.server, os, ssl, sys, threading
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("hello " + self.path + "\n").encode()
-        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        with open(sys.argv[2] + "/access.log", "a") as f: f.write(self.path + "\n")
-plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-tls = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[2] + "/srv.pem", sys.argv[2] + "/srv.key")
-tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
-for s in (plain, tls): threading.Thread(target=s.serve_forever, daemon=True).start()
-open(sys.argv[1] + ".tmp", "w").write("%d %d\n" % (plain.server_address[1], tls.server_address[1]))
-os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-threading.Event().wait()
-' "$dir/ports" "$dir"
-for _ in $(seq 100); do [ -s "$dir/ports" ] && break; sleep 0.05; done
-read -r HTTP_PORT TLS_PORT <"$dir/ports"
+al_http_host "$dir" TLS
+HTTP_PORT=$AL_HTTP_PORT TLS_PORT=$AL_TLS_PORT
 
 printf '127.0.0.1 good.test loop.test\n10.99.1.2 private.test\n' >"$dir/hosts"
 chmod 0644 "$dir/hosts"

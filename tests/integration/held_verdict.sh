@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# held_verdict.sh — an exec in a held sandbox (airlock serve) reports what airlock run --json
+# reports for the same program (issue 15): an allocation bomb is "oom" with oom_killed true and a
+# peak memory in both, a normal exec has its own peak memory and CPU time, the verdict's key set is
+# airlock run's; and the egress proxy's decisions of a held exec reach the audit record and
+# airlock_proxy_decisions_total. Test host: an HTTP server on the host's loopback, named
+# "localhost" in the sandbox's allowlist (allow-private 127.0.0.1/32 in the test's configuration).
+. "$(dirname "$0")/../lib.sh"
+
+command -v curl >/dev/null || al_skip "curl is missing"
+dir=$(al_tmpdir 0777)
+m=$(al_marker)
+al_http_host "$dir" # the test host
+HPORT=$AL_HTTP_PORT
+
+confdir=$(al_tmpdir 0755) # a config's directory may be writable by its owner only
+cat >"$confdir/config.yaml" <<EOF
+version: 1
+approval:
+  auto_approve_up_to: CRITICAL
+network:
+  registries:
+    testhost: ["localhost:$HPORT"]
+  allow-private: [127.0.0.1/32]
+profiles:
+  nettest:
+    namespaces: true
+    network: [testhost]
+    filesystem: workspace
+    seccomp: default
+    require: [userns, pidns, mntns, netns, seccomp]
+EOF
+chmod 0644 "$confdir/config.yaml"
+al_serve_start "$dir" --config "$confdir/config.yaml" --audit "$dir/audit.jsonl"
+url=$AL_SERVE_URL
+
+# api METHOD PATH [CURL ARGS...]: sets CODE and BODY.
+api() {
+	local method=$1 path=$2
+	shift 2
+	BODY=$(curl -s -m 60 -o - -w '\n%{http_code}' -X "$method" "$url$path" -H 'Content-Type: application/json' "$@") || true
+	CODE=${BODY##*$'\n'}
+	BODY=${BODY%$'\n'*}
+}
+# create JSON: a sandbox; prints its id.
+create() {
+	api POST /v1/sandboxes -d "$1"
+	al_assert_eq "$CODE" 201 "create a sandbox $1: $BODY"
+	al_json_get "$BODY" sandbox_id
+}
+# run SB LANG CODE [NET]: an exec; RES gets its result object (the final NDJSON line's).
+run() {
+	local req
+	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":sys.argv[1],"code":sys.argv[2],"network_enabled":sys.argv[3]=="net"}))' "$2" "$3" "${4:-}")
+	api POST "/v1/sandboxes/$1/exec" -d "$req"
+	RES=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["result"]))') ||
+		al_fail "no result line for exec in $1 ($CODE): $(printf '%s' "$BODY" | head -c 600)"
+}
+r() { al_json_get "$RES" "$1"; }
+keys() { "$AL_PY" -c 'import json,sys; print(" ".join(sorted(json.loads(sys.argv[1]))))' "$1"; }
+
+# ---- an allocation bomb: "oom" in a held sandbox as in airlock run, with its peak memory
+bomb='b = []
+while True:
+    b.append("x" * (1 << 20))'
+sb=$(create '{"limits":{"memory_mb":64}}')
+run "$sb" python "$bomb"
+al_run run --json --memory 64M -- /usr/bin/python3 -c "$bomb"
+al_assert_eq "$(al_json_get "$AL_OUT" status)" oom "airlock run's status"
+al_assert_eq "$(r status)/$(r oom_killed)" "oom/true" "the held exec's status and oom_killed"
+al_assert_eq "$(r verdict.status)/$(r verdict.signal)" "oom/9" "the held exec's verdict"
+[ "$(r verdict.oom_kills)" -ge 1 ] || al_fail "held exec: oom_kills $(r verdict.oom_kills)"
+for peak in "$(r peak_memory_bytes)" "$(r verdict.peak_memory_bytes)" "$(al_json_get "$AL_OUT" peak_memory_bytes)"; do
+	# Near the 64 MiB limit: the exec's own peak, not the sandbox's life.
+	[ "$peak" != null ] && [ "$peak" -gt $((40 << 20)) ] && [ "$peak" -le $((64 << 20)) ] ||
+		al_fail "peak memory of an allocation bomb under 64M: $peak"
+done
+# Field by field (nested too): all equal but the measurements and the output the result carries apart.
+diff=$("$AL_PY" -c 'import json, sys
+def flat(o, p=""):
+    if isinstance(o, dict):
+        for k, v in o.items(): yield from flat(v, p + "." + k)
+    else: yield p, o
+a, b = (dict(flat(json.loads(x))) for x in sys.argv[1:3])
+measured = {".cpu_user_s", ".cpu_system_s", ".peak_memory_bytes", ".peak_rss_kib", ".wall_time_s", ".stdout.data", ".stderr.data"}
+print(" ".join("%s=%s/%s" % (k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in measured and a.get(k) != b.get(k)))' "$(r verdict)" "$AL_OUT")
+al_assert_eq "$diff" "" "fields of the held verdict that differ from airlock run --json's (held/run)"
+al_assert_eq "$(keys "$(r verdict)")" "$(keys "$AL_OUT")" "the held verdict's keys against airlock run --json's"
+al_assert_eq "$(keys "$(r verdict.enforced)")" "$(keys "$(al_json_get "$AL_OUT" enforced)")" "enforced keys"
+al_assert_eq "$(r verdict.enforced.cgroup)" "$(al_json_get "$AL_OUT" enforced.cgroup)" "enforced.cgroup"
+al_pass "an allocation bomb is oom in a held sandbox as in airlock run"
+
+# ---- the next exec of the same sandbox: its own figures, not the bomb's
+run "$sb" python 'import time
+x = "y" * (8 << 20)
+t = time.process_time()
+while time.process_time() - t < 0.3: pass
+print("done")'
+al_assert_eq "$(r status)/$(r stdout)" "exited/done" "a normal exec after the bomb"
+peak=$(r peak_memory_bytes)
+[ "$peak" != null ] && [ "$peak" -gt $((8 << 20)) ] && [ "$peak" -lt $((40 << 20)) ] ||
+	al_fail "peak memory of an exec holding 8 MiB: $peak (the bomb's peak leaked into it?)"
+cpu=$("$AL_PY" -c 'import json,sys; t=json.loads(sys.argv[1])["timing"]; print(t["cpu_user_s"]+t["cpu_system_s"])' "$RES")
+"$AL_PY" -c 'import sys; sys.exit(not 0.25 <= float(sys.argv[1]) < 5)' "$cpu" || al_fail "CPU time of a 0.3 s busy loop: $cpu"
+al_assert_eq "$(r oom_killed)/$(r verdict.oom_kills)/$(r verdict.pids_limit_hit)" "false/0/false" "no OOM, no pids-limit hit"
+al_pass "a normal exec reports its own peak memory ($peak) and CPU time ($cpu s)"
+
+# ---- pids: a fork bomb held at the sandbox's limit is a pids-limit hit of that exec
+sbp=$(create '{"limits":{"pids":16}}')
+run "$sbp" shell 'for i in $(seq 40); do sleep 2 & done 2>/dev/null; echo forked'
+al_assert_eq "$(r verdict.pids_limit_hit)" true "pids_limit_hit of an exec forking past the sandbox's pids limit"
+run "$sbp" shell 'echo calm'
+al_assert_eq "$(r verdict.pids_limit_hit)" false "pids_limit_hit of the next exec"
+al_pass "pids-limit hits are counted per exec"
+
+# ---- proxy decisions of a held exec: in the verdict, the audit record and /metrics
+sbn=$(create '{"profile":"nettest","network_enabled":true}')
+code="curl -sS --noproxy '' -p http://localhost:$HPORT/ok-$m; curl -sS -p -o /dev/null -w '%{http_code}\n' http://denied.test/ 2>&1 | grep -o 'CONNECT tunnel failed, response [0-9]*'; true"
+run "$sbn" shell "$code" net
+al_assert_contains "$(r stdout)" "hello /ok-$m" "what curl fetched through the held sandbox's proxy"
+al_assert_contains "$(r stdout)" "response 403" "the denied name"
+al_assert_contains "$(cat "$dir/access.log")" "/ok-$m" "the test host's log"
+al_assert_eq "$(r verdict.proxy.allowed)/$(r verdict.proxy.denied)" "1/1" "the exec's proxy counters"
+al_assert_eq "$(r verdict.proxy.records.0.decision)/$(r verdict.proxy.records.0.host)" "allowed/localhost" "record 0"
+al_assert_eq "$(r verdict.proxy.records.1.decision)/$(r verdict.proxy.records.1.host)" "denied/denied.test" "record 1"
+# The audit record of that exec carries both decisions.
+rec=$(grep '"tool":"code_execute"' "$dir/audit.jsonl" | grep "\"sandbox\":\"$sbn\"" | tail -n 1)
+[ -n "$rec" ] || al_fail "no audit record of the exec in $sbn: $(tail -n 3 "$dir/audit.jsonl")"
+al_assert_eq "$(al_json_get "$rec" proxy.0.decision)/$(al_json_get "$rec" proxy.0.host)" "allowed/localhost" "audit: the allowed connection"
+al_assert_eq "$(al_json_get "$rec" proxy.1.decision)/$(al_json_get "$rec" proxy.1.host)" "denied/denied.test" "audit: the denied connection"
+# A second exec reports its own attempts only, not the first's again.
+run "$sbn" shell "curl -sS -p -o /dev/null http://denied.test/ 2>/dev/null; true" net
+al_assert_eq "$(r verdict.proxy.allowed)/$(r verdict.proxy.denied)/$(r verdict.proxy.connections)" "0/1/1" "the second exec's own counters"
+api GET /metrics
+al_assert_contains "$BODY" 'airlock_proxy_decisions_total{decision="allowed"} 1' "metrics: allowed"
+al_assert_contains "$BODY" 'airlock_proxy_decisions_total{decision="denied"} 2' "metrics: denied"
+al_pass "proxy decisions of held execs are in their verdicts, the audit log and /metrics"
+
+kill -TERM "$AL_SERVE_PID"
+wait "$AL_SERVE_PID" || true
