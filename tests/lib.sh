@@ -770,7 +770,8 @@ threading.Event().wait()
 
 # al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
 # mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
-# waits for its port. Sets AL_SERVE_PID and AL_SERVE_URL.
+# waits for its port; later curls send the client token it generated (al_serve_auth). Sets
+# AL_SERVE_PID and AL_SERVE_URL.
 al_serve_start() {
 	local d=$1 bin
 	shift
@@ -778,7 +779,8 @@ al_serve_start() {
 	[ -x "$bin" ] || al_fail "airlock-serve is not built beside airlock"
 	[ "$AL_AIRLOCK_BIN" = "$AIRLOCK" ] || install -m 0755 "$bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
 	rm -f "$d/serve.port"
-	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --http 127.0.0.1:0 --port-file "$d/serve.port" "$@" 2>"$d/serve.err" &
+	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --http 127.0.0.1:0 --socket none --token-file "$d/serve.token" \
+		--port-file "$d/serve.port" "$@" 2>"$d/serve.err" &
 	AL_SERVE_PID=$!
 	AL_BG_PIDS+=("$AL_SERVE_PID")
 	for _ in $(seq 100); do
@@ -788,6 +790,7 @@ al_serve_start() {
 	done
 	[ -s "$d/serve.port" ] || { cat "$d/serve.err" >&2; al_fail "airlock serve did not start"; }
 	AL_SERVE_URL="http://127.0.0.1:$(cat "$d/serve.port")"
+	al_serve_auth "$d/serve.token"
 }
 
 # ---------------------------------------------------------------- entry
