@@ -699,6 +699,19 @@ al_token_file() {
 	printf '%s\n' "$t"
 }
 
+# al_orphan_dirs BEFORE NOW: of the directories in NOW (airlock-NAME.<supervisor pid>.XXXXXX, one
+# per line) that were not in BEFORE, those whose supervisor is gone and that are still there (other
+# airlock runs on the machine may hold theirs right now; one that removed its own and exited between
+# the listing and this check left nothing).
+al_orphan_dirs() {
+	comm -13 <(printf '%s\n' "$1" | sort) <(printf '%s\n' "$2" | sort) | while read -r d; do
+		[ -n "$d" ] || continue
+		pid=${d#*/airlock-*.}
+		pid=${pid%%.*}
+		[ -d "/proc/$pid" ] || [ ! -e "$d" ] || printf '%s\n' "$d"
+	done
+}
+
 # al_marker: a unique word (<= 15 chars, so it also fits a process's comm).
 al_marker() { printf 'alm%05d%05d\n' "$(($$ % 100000))" "$RANDOM"; }
 

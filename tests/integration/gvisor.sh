@@ -23,11 +23,7 @@ no_leftovers() { # WHAT
 	local left
 	# New since the test started, and orphaned: airlock-NAME.<supervisor pid>.XXXXXX whose
 	# supervisor is gone (other airlock runs on the machine may hold theirs right now).
-	left=$(comm -13 <(printf '%s\n' "$tmp0" | sort) <(snapshot | sort) | while read -r d; do
-		pid=${d#*/airlock-*.}
-		pid=${pid%%.*}
-		[ -d "/proc/$pid" ] || printf '%s\n' "$d"
-	done)
+	left=$(al_orphan_dirs "$tmp0" "$(snapshot)")
 	[ -z "$left" ] || al_fail "$1: bundle directories left behind: $left"
 	# Only runsc processes whose supervisor is gone: other tests may run gvisor jobs right now.
 	left=$(pgrep -f "runsc.*--root=?/tmp/airlock-gvisor" | while read -r p; do

@@ -25,13 +25,7 @@ cg0=$(cgroups)
 tmp0=$(snapshot)
 # New since the test started, and orphaned: airlock-NAME.<supervisor pid>.XXXXXX whose
 # supervisor is gone (other airlock runs on the machine may hold theirs right now).
-orphans() {
-	comm -13 <(printf '%s\n' "$tmp0" | sort) <(snapshot | sort) | while read -r d; do
-		pid=${d#*/airlock-*.}
-		pid=${pid%%.*}
-		[ -d "/proc/$pid" ] || printf '%s\n' "$d"
-	done
-}
+orphans() { al_orphan_dirs "$tmp0" "$(snapshot)"; }
 no_leftovers() { # WHAT
 	local left
 	left=$(orphans)
