@@ -43,6 +43,7 @@ struct hx_call {
 	bool answered; /* the approval queue called back */
 	enum srv_gate_outcome answer;
 	enum srv_gate_by answer_by;
+	char approver[96]; /* who answered ("" : nobody named) */
 
 	/* The stream (the connection's thread only). */
 	bool sse, eof;
@@ -159,13 +160,14 @@ static void sink_done(void *cookie, struct srv_result *result)
 		call_destroy(c); /* the request went away first: nobody wants the result */
 }
 
-static void approval_done(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by)
+static void approval_done(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by, const char *approver)
 {
 	struct hx_call *c = cookie;
 	pthread_mutex_lock(&c->mu);
 	c->answered = true;
 	c->answer = outcome;
 	c->answer_by = by;
+	snprintf(c->approver, sizeof(c->approver), "%s", approver ? approver : "");
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu); /* c may be gone from here on: the waiter owns it */
 }
@@ -239,9 +241,12 @@ static enum svc_step wait_answer(struct hx_call *c, struct svc_refusal *ref)
 	}
 	enum srv_gate_outcome o = c->answer;
 	enum srv_gate_by by = c->answer_by;
+	char approver[sizeof(c->approver)];
+	memcpy(approver, c->approver, sizeof(approver));
 	pthread_mutex_unlock(&c->mu);
 	char text[SVC_TEXT_MAX];
 	denial(c, o, text, sizeof(text));
+	svc_call_set_approver(c->sc, approver[0] ? approver : NULL);
 	return svc_call_answer(c->sc, o, by, text, ref);
 }
 

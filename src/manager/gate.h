@@ -70,6 +70,7 @@ struct srv_call_end {
 	const char *transport;		  /* "stdio", "http", or NULL (the gate's own default) */
 	const char *peer;		  /* the client that sent the call, or NULL (the gate's default) */
 	const char *principal;		  /* whom the call acts for, or NULL (the peer) */
+	const char *approver;		  /* the principal who approved or declined it, when known */
 	const char *call_id;		  /* what admit named its start record, or NULL (never admitted) */
 	uint64_t duration_ms;		  /* from the request's arrival */
 	uint64_t duration_us;		  /* the same in microseconds where the front end measures them, else 0 */
@@ -138,7 +139,10 @@ int srv_gate_admit(const struct srv_gate *g, struct srv_call_start *start, char 
  *  - cancel(id, why) gives up (SRV_GATE_TIMED_OUT, SRV_GATE_ABANDONED); a no-op when the
  *    answer already came (done ran or is running elsewhere).
  */
-typedef void (*srv_approver_done)(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by);
+/* approver: the principal that decided ("token:reviewer", "uid:0"), NULL when nobody did or the
+ * operator's own terminal did (by says which). */
+typedef void (*srv_approver_done)(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by,
+				  const char *approver);
 
 /* One question to a human: a call (tool, args: borrowed), what it is asked about, how long the
  * asker waits, and the principal that made it (NULL: unknown; never allowed to approve it). */

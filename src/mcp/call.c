@@ -295,6 +295,7 @@ static int on_answer(struct mcp_session *s, struct call *c, const struct evq_eve
 {
 	if (c->state != CALL_APPROVAL || !c->via_approver)
 		return 0;
+	svc_call_set_approver(c->sc, e->approver[0] ? e->approver : NULL);
 	switch (e->outcome) {
 	case SRV_GATE_APPROVED:
 		ses_logf(s, out, MCP_LOG_NOTICE, "%s approved (%s)", tl_name(c->tool), srv_gate_by_name(e->by));

@@ -164,7 +164,7 @@ static void link_on_done(void *cookie, struct srv_result *result)
 	evq_link_unref(l);
 }
 
-void evq_link_answer(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by)
+void evq_link_answer(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by, const char *approver)
 {
 	struct evq_link *l = cookie;
 	struct evq_event *e = calloc(1, sizeof(*e));
@@ -172,6 +172,7 @@ void evq_link_answer(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_
 	 * the timeout denies it (fail closed: only an answer that arrived can approve). */
 	if (e) {
 		*e = (struct evq_event){.kind = EVQ_ANSWER, .call_id = l->call_id, .outcome = outcome, .by = by};
+		snprintf(e->approver, sizeof(e->approver), "%s", approver ? approver : "");
 		push(l->q, e);
 	}
 	evq_link_unref(l);

@@ -33,6 +33,7 @@ struct evq_event {
 	struct srv_result *result; /* EVQ_DONE (NULL: the manager ran out of memory) */
 	enum srv_gate_outcome outcome; /* EVQ_ANSWER */
 	enum srv_gate_by by;	       /* EVQ_ANSWER */
+	char approver[96];	       /* EVQ_ANSWER: who decided, or "" */
 	size_t len;
 	char data[]; /* EVQ_OUTPUT: len bytes */
 };
@@ -62,6 +63,6 @@ uint64_t evq_link_dropped(const struct evq_link *l);
 void evq_link_unref(struct evq_link *l);
 /* An approver's done callback (gate.h) whose cookie is a link: queues EVQ_ANSWER for the link's
  * call and drops the approver's reference (the link's second one, as the manager's above). */
-void evq_link_answer(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by);
+void evq_link_answer(void *cookie, enum srv_gate_outcome outcome, enum srv_gate_by by, const char *approver);
 
 #endif

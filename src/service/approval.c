@@ -91,7 +91,7 @@ void apq_free(struct apq *q)
 	pthread_mutex_unlock(&q->mu);
 	while (e) {
 		struct apq_entry *next = e->next;
-		e->done(e->cookie, SRV_GATE_ABANDONED, SRV_BY_NOBODY);
+		e->done(e->cookie, SRV_GATE_ABANDONED, SRV_BY_NOBODY, NULL);
 		entry_free(e);
 		e = next;
 	}
@@ -180,7 +180,7 @@ void apq_cancel(struct apq *q, uint64_t id, enum srv_gate_outcome why)
 	if (!e)
 		return; /* already decided: its done() ran (or is running) on the resolver's thread */
 	changed(q);
-	e->done(e->cookie, why, SRV_BY_NOBODY);
+	e->done(e->cookie, why, SRV_BY_NOBODY, NULL);
 	entry_free(e);
 }
 
@@ -207,7 +207,7 @@ int apq_resolve(struct apq *q, const struct apq_decision *d)
 		return r;
 	changed(q);
 	/* Outside the lock: done() wakes a waiter that may call back into the queue. */
-	e->done(e->cookie, d->approve ? SRV_GATE_APPROVED : SRV_GATE_DECLINED, d->by);
+	e->done(e->cookie, d->approve ? SRV_GATE_APPROVED : SRV_GATE_DECLINED, d->by, d->decider);
 	entry_free(e);
 	return 0;
 }

@@ -115,7 +115,8 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 		.transport = end->transport ? end->transport : g->transport, .peer = peer,
 		.principal = end->principal ? end->principal : peer, .sandbox = sandbox, .tool = end->tool,
 		.params = end->args, .risk = classified ? &d : NULL, .decision = dec,
-		.by = by_of(end->approval, end->by, classified ? &d : NULL), .status = status_name(end->status),
+		.by = by_of(end->approval, end->by, classified ? &d : NULL), .approver = end->approver,
+		.status = status_name(end->status),
 		.duration_ms = end->duration_ms, .resources = res, .proxy = proxy,
 	};
 	/* Best effort: the call already ran (its start record is durable) or never will. A failure is

@@ -30,6 +30,7 @@ struct svc_call {
 	struct srv_op *op;
 	bool running, cancelled;
 	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted ("" before) */
+	char approver[96];		/* the principal who answered an ASK ("" : none named) */
 };
 
 static uint64_t monotonic_us(void *ctx)
@@ -98,6 +99,7 @@ void svc_call_end(struct svc_call *c, enum srv_call_status status, const struct 
 		.transport = c->rn->transport,
 		.peer = c->peer,
 		.principal = c->who.name,
+		.approver = c->approver[0] ? c->approver : NULL,
 		.call_id = c->call_id[0] ? c->call_id : NULL,
 		.duration_ms = us / 1000,
 		.duration_us = us,
@@ -176,7 +178,8 @@ static enum svc_step start(struct svc_call *c, struct svc_refusal *ref)
 	struct srv_sink sink;
 	struct al_error err = {0};
 	struct srv_call_start st = {.tool = tl_name(c->tool), .args = c->args, .approval = c->approval, .by = c->by,
-				    .transport = c->rn->transport, .peer = c->peer, .principal = c->who.name};
+				    .transport = c->rn->transport, .peer = c->peer, .principal = c->who.name,
+				    .approver = c->approver[0] ? c->approver : NULL};
 	int a = srv_gate_admit(c->rn->gate, &st, c->call_id, &err);
 	if (a < 0) {
 		enum svc_step step = refuse(c, ref, SRV_CALL_REQUEST_FAILED, a, err.msg);
@@ -276,6 +279,11 @@ enum svc_step svc_call_begin(struct svc_call *c, const struct svc_port *port, vo
 	decide(c, SRV_GATE_DENIED, SRV_BY_NOBODY);
 	snprintf(text, sizeof(text), "denied: %s", c->d.reason[0] ? c->d.reason : "the risk rules refuse this call");
 	return refuse(c, ref, SRV_CALL_DENIED, -EPERM, text);
+}
+
+void svc_call_set_approver(struct svc_call *c, const char *approver)
+{
+	snprintf(c->approver, sizeof(c->approver), "%s", approver ? approver : "");
 }
 
 /* Only an explicit approval runs the call: any other outcome, known or not, denies it. */

@@ -116,6 +116,8 @@ enum svc_step svc_call_begin(struct svc_call *c, const struct svc_port *port, vo
  * (NULL: the runner's words) as the denial the client gets. */
 enum svc_step svc_call_answer(struct svc_call *c, enum srv_gate_outcome outcome, enum srv_gate_by by,
 			      const char *text, struct svc_refusal *ref);
+/* Who answered (before svc_call_answer): the principal the approval queue names, for the audit log. */
+void svc_call_set_approver(struct svc_call *c, const char *approver);
 /* The client went away or cancelled while a human was being asked: ends it as CANCELLED. */
 void svc_call_abandon(struct svc_call *c);
 /* Asks the manager to stop the running operation (at most once; its on_done still comes). */

@@ -234,8 +234,10 @@ wait "$lpid" || true
 kill -TERM "$SPID"
 wait "$SPID" || al_fail "airlock serve did not exit 0 on SIGTERM"
 [ ! -e "$sock" ] || al_fail "the socket is left after the server stopped"
-al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute client.principal=token:alice approval.by=http approval.decision=approved "$dir/audit.jsonl" | wc -l)" 1 \
-	"alice's approved exec, by principal"
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute client.principal=token:alice approval.by=http approval.decision=approved approval.approver=token:reviewer "$dir/audit.jsonl" | wc -l)" 1 \
+	"alice's approved exec, by principal and approver"
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=start tool=code_execute client.principal=token:alice approval.approver=token:reviewer "$dir/audit.jsonl" | wc -l)" 1 \
+	"its start record names the approver too"
 al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute "client.principal=uid:$AL_CALLER_UID" "$dir/audit.jsonl" | wc -l)" 1 \
 	"the socket peer's exec, by uid"
 al_pass "principals and roles"

@@ -440,7 +440,7 @@ static FAKE_UNUSED void fake_approver_answer(struct fake_approver *a, enum srv_g
 	srv_approver_done done = a->done;
 	a->done = NULL;
 	if (done)
-		done(a->cookie, o, by);
+		done(a->cookie, o, by, by == SRV_BY_NOBODY ? NULL : "fake-reviewer");
 }
 
 static FAKE_UNUSED void fake_approver_cancel(void *ctx, uint64_t id, enum srv_gate_outcome why)
