@@ -6,11 +6,9 @@
 #include <string.h>
 
 #include "mcp/session.h"
+#include "service/approval.h"
 #include "service/text.h"
 #include "util/cleanup.h"
-
-/* How much of the arguments the human sees in the approval request. */
-#define APPROVAL_ARGS_MAX 2000
 
 /* ---- call records ------------------------------------------------------------------------- */
 
@@ -155,20 +153,31 @@ static int answer(struct mcp_session *s, struct call *c, enum srv_gate_outcome o
 
 /* ---- the port: how the runner reaches this session's human and sink --------------------- */
 
+/* The whole request, as the human will approve it: the code in full with every invisible or
+ * control character spelled \\u{XXXX} (padding cannot push a tail out of view, an override cannot
+ * reorder what is read), the other arguments as ASCII JSON, and the digest of exactly this
+ * request. Never cut: a client that shows less shows the digest to look it up by. */
 static char *approval_message(const struct call *c, const char *reason)
 {
-	cleanup_free char *args = json_dumps(svc_call_args(c->sc), JSON_COMPACT);
-	if (!args)
+	const json_t *args = svc_call_args(c->sc);
+	char digest[APQ_DIGEST_LEN + 1];
+	if (apq_digest(tl_name(c->tool), args, digest) < 0)
 		return NULL;
-	size_t n = strlen(args);
-	const char *ellipsis = "";
-	if (n > APPROVAL_ARGS_MAX) {
-		n = txt_utf8_complete(args, APPROVAL_ARGS_MAX);
-		ellipsis = "...";
-	}
+	const json_t *code = json_object_get(args, "code");
+	cleanup_free char *shown = code ? apq_visible(json_string_value(code), json_string_length(code)) : NULL;
+	json_t *rest = json_deep_copy(args);
+	json_object_del(rest, "code");
+	cleanup_free char *other = rest ? json_dumps(rest, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_SORT_KEYS) : NULL;
+	json_decref(rest);
+	if (!other || (code && !shown))
+		return NULL;
+	cleanup_free char *code_part = NULL;
+	if (code && asprintf(&code_part, "\nCode (%zu bytes, in full; invisible characters shown as \\u{XXXX}):\n%s",
+			     json_string_length(code), shown) < 0)
+		return NULL;
 	char *msg = NULL;
-	if (asprintf(&msg, "airlock: allow %s?\n%s\nArguments: %.*s%s", tl_name(c->tool),
-		     reason[0] ? reason : "This call needs your approval.", (int)n, args, ellipsis) < 0)
+	if (asprintf(&msg, "airlock: allow %s?\n%s\nRequest digest: %s\nArguments: %s%s", tl_name(c->tool),
+		     reason[0] ? reason : "This call needs your approval.", digest, other, code_part ? code_part : "") < 0)
 		return NULL;
 	return msg;
 }

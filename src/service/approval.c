@@ -102,7 +102,7 @@ void apq_free(struct apq *q)
 
 /* "sha256:<hex>" of the request as it will run: the tool and its arguments, serialized with sorted
  * keys, so that the same request always has the same digest and any change of a byte changes it. */
-static int request_digest(const char *tool, const json_t *full, char out[APQ_DIGEST_LEN + 1])
+int apq_digest(const char *tool, const json_t *full, char out[APQ_DIGEST_LEN + 1])
 {
 	json_t *req = json_pack("{s:s,s:O}", "tool", tool, "arguments", full);
 	char *text = req ? json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) : NULL;
@@ -129,7 +129,7 @@ int apq_ask(struct apq *q, const struct srv_question *qn, apq_done_fn done, void
 	e->args = qn->args ? audit_params(qn->args, NULL) : json_object();
 	e->full = qn->args ? json_deep_copy(qn->args) : json_object();
 	if (!e->tool || !e->reason || !e->asker || !e->args || !e->full ||
-	    request_digest(e->tool, e->full, e->digest) < 0) {
+	    apq_digest(e->tool, e->full, e->digest) < 0) {
 		entry_free(e);
 		return -ENOMEM;
 	}

@@ -69,6 +69,8 @@ struct apq_decision {
  * (unknown id, already decided or cancelled), -EPERM (the decider made the call), -ESTALE (an
  * approval without the request's digest, or naming another). */
 int apq_resolve(struct apq *q, const struct apq_decision *d);
+/* The digest of tool with args as they will run (e->digest of apq_list): 0 or -ENOMEM. */
+int apq_digest(const char *tool, const json_t *args, char out[APQ_DIGEST_LEN + 1]);
 /* s[0..n) (UTF-8) with every invisible or control character but newline and tab spelled
  * \u{XXXX}; malloc'd, NULL on ENOMEM. What a reviewer reads is what runs. */
 char *apq_visible(const char *s, size_t n);
