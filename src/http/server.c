@@ -25,6 +25,7 @@
 #define PUMP_MAX_WAIT_MS 1000 /* the pump's longest sleep: idle sessions are looked at this often */
 #define CONNECTION_TIMEOUT_S 120 /* an idle keep-alive connection (not one waiting for us) */
 #define DRAIN_MS 3000		 /* on stop, how long requests in flight get to send their answer */
+#define REQUEST_BODY_MS 60000	 /* a body trickled in slower than this ends its connection */
 
 /* ---- small shared helpers ------------------------------------------------------------------- */
 
@@ -177,6 +178,7 @@ struct conn {
 	char peer[64];
 	bool local; /* the Unix socket: uid is the peer's */
 	uid_t uid;
+	uint64_t started_ms; /* the headers' arrival: the body must follow within REQUEST_BODY_MS */
 };
 
 static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
@@ -331,12 +333,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		peer_of(conn, c->peer, sizeof(c->peer));
 		c->local = rq.local;
 		c->uid = rq.uid;
+		c->started_ms = hx_now_ms();
 		*con_cls = c;
 		return MHD_YES;
 	}
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
+		/* A client trickling its body keeps a thread: each byte resets the idle timeout, so the
+		 * whole body gets one deadline. */
+		if (hx_now_ms() - c->started_ms > REQUEST_BODY_MS)
+			return MHD_NO;
 		if (c->too_large || c->len + n > c->limit) {
 			/* Chunked bodies have no declared length: count, discard, answer 413 at the end. */
 			c->too_large = true;
@@ -430,11 +437,17 @@ static struct MHD_Daemon *start_daemon(struct hx_server *s, const struct hx_list
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
 	if (l && l->v6)
 		flags |= MHD_USE_IPv6;
-	/* One connection limit for both listeners would let one door starve the other: each gets it. */
+	/* One connection limit for both listeners would let one door starve the other: each gets its
+	 * own, so a flood of idle TCP connections never locks out the socket's peers (root, the
+	 * default approver, among them). On TCP one address may hold three quarters of the slots at
+	 * most: a remote flooder leaves room for everyone else (on loopback every local process is
+	 * one address: the socket is then the door that stays open). */
+	unsigned per_ip = s->o.max_connections - s->o.max_connections / 4;
 	if (l)
 		return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
 					(const struct sockaddr *)&l->addr, MHD_OPTION_CONNECTION_LIMIT,
-					(unsigned)s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+					(unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					per_ip ? per_ip : 1u, MHD_OPTION_CONNECTION_TIMEOUT,
 					(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 					MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
