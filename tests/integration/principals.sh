@@ -70,6 +70,17 @@ as() {
 	BODY=${BODY%$'\n'*}
 }
 json() { printf '%s' "$BODY" | "$AL_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+# pending WHAT: waits until the reviewer sees a pending call; sets id (BODY holds the list).
+pending() {
+	id=
+	for _ in $(seq 100); do
+		as "$reviewer" GET /v1/approvals
+		id=$(json 'd["approvals"][0]["id"] if d["approvals"] else ""')
+		[ -n "$id" ] && return 0
+		sleep 0.1
+	done
+	al_fail "$1 is not waiting for approval"
+}
 
 # ---- TCP: a token or nothing --------------------------------------------------------------------
 as "" GET /v1/health
@@ -131,14 +142,7 @@ body=$(CODE_TEXT=$code "$AL_PY" -c 'import json,os; print(json.dumps({"language"
 curl -q -s -m 90 -o "$dir/asked.out" -H "Authorization: Bearer $alice" -H 'Content-Type: application/json' \
 	-d "$body" "http://127.0.0.1:$PORT/v1/sandboxes/$sb/exec" &
 cpid=$!
-id=
-for _ in $(seq 100); do
-	as "$reviewer" GET /v1/approvals
-	id=$(json 'd["approvals"][0]["id"] if d["approvals"] else ""')
-	[ -n "$id" ] && break
-	sleep 0.1
-done
-[ -n "$id" ] || al_fail "alice's call is not waiting for approval"
+pending "alice's call"
 al_assert_contains "$(json 'd["approvals"][0]["request"]["code"]')" "touch hidden-$m" "the reviewer sees the padded tail"
 al_assert_contains "$(json 'd["approvals"][0]["code_visible"]')" '\u{202E}' "the override is spelled out"
 al_assert_eq "$(json 'd["approvals"][0]["code_bytes"]')" "$(printf '%s' "$code" | wc -c)" "the code's size"
@@ -176,14 +180,7 @@ lsb=$(printf '%s' "${out%$'\n'*}" | "$AL_PY" -c 'import json,sys; print(json.loa
 lcurl -o "$dir/local.out" -X POST -H 'Content-Type: application/json' -d "{\"command\": \"echo asked-local-$m\"}" \
 	"http://airlock/v1/sandboxes/$lsb/exec" &
 cpid=$!
-id=
-for _ in $(seq 100); do
-	as "$reviewer" GET /v1/approvals
-	id=$(json 'd["approvals"][0]["id"] if d["approvals"] else ""')
-	[ -n "$id" ] && break
-	sleep 0.1
-done
-[ -n "$id" ] || al_fail "the socket peer's call is not waiting for approval"
+pending "the socket peer's call"
 al_assert_eq "$(json 'd["approvals"][0]["principal"]')" "uid:$AL_CALLER_UID" "the socket peer's principal"
 digest=$(json 'd["approvals"][0]["digest"]')
 out=$(lcurl -o - -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' \
