@@ -202,7 +202,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 		.max_sessions_per_principal = cfg->server.quota_sessions ? cfg->server.quota_sessions : CFG_QUOTA_SESSIONS,
 		.approvals = ch.other ? svc->approvals : NULL, .server_version = AIRLOCK_VERSION, .stats = stats,
 		.stats_ctx = s, .ready = ready, .ready_ctx = s, .log = log_stderr, .mcp_no_elicitation = !ch.elicitation,
-		.mcp_queue_first = ch.other_first,
+		.mcp_queue_first = ch.other_first, .audit_path = svc->audit_path, .cfg = cfg,
 	};
 	if (http_serve(&ho, sfd, &e) < 0)
 		return fail("%s", e.msg);
