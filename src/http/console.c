@@ -128,7 +128,7 @@ void api_audit(struct hx_server *s, const struct hx_request *rq, char *const cap
 	struct audit_query q = {.principal = query(rq, "principal"), .tool = query(rq, "tool"),
 				.decision = query(rq, "decision"), .since = query(rq, "since"),
 				.until = query(rq, "until"), .limit = limit};
-	q.ring = calloc(limit, sizeof(*q.ring));
+	q.ring = calloc(limit, sizeof(json_t *));
 	cleanup_close int fd = open(s->o.audit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (!q.ring || fd < 0) {
 		free(q.ring);

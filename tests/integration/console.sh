@@ -8,54 +8,29 @@
 
 command -v curl >/dev/null || al_skip "curl is missing"
 command -v chromium >/dev/null || al_skip "chromium is missing (scripts/deps.sh installs it)"
-al_serve_bin
-dir=$(al_tmpdir 0777)
-confdir=$(al_tmpdir 0755)
 m=$(al_marker)
+confdir=$(al_tmpdir 0755)
+dir=$(al_tmpdir 0777)
+# The first rule whose pattern matches decides: "quick-" calls time out after 3 s.
 cat >"$confdir/c.yaml" <<'EOF'
 version: 1
+approval: {deny_above: CRITICAL, channels: [http]}
 rules:
-- name: quick
-  tools: [code_execute]
-  when:
-  - param: code
-    matches: "quick-"
-  risk: HIGH
-  approval_timeout: 3s
-- name: asked
-  tools: [code_execute]
-  when:
-  - param: code
-    matches: "touch"
-  risk: HIGH
-  approval_timeout: 60s
-- name: the-rest
-  tools: ["*"]
-  risk: LOW
-  require_approval: false
-approval:
-  deny_above: CRITICAL
-  channels: [http]
+- {name: quick, tools: [code_execute], risk: HIGH, approval_timeout: 3s, when: [{param: code, matches: "quick-"}]}
+- {name: asked, tools: [code_execute], risk: HIGH, approval_timeout: 60s, when: [{param: code, matches: touch}]}
+- {name: the-rest, tools: ["*"], risk: LOW, require_approval: false}
 EOF
 chmod 0644 "$confdir/c.yaml"
 
-client=$(al_token_file "$dir/alice.token" alice)
+client=$(al_token_file "$dir/serve.token" alice)
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
-"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/c.yaml" --http 127.0.0.1:0 --port-file "$dir/port" \
-	--socket none --token-file "$dir/alice.token" --approver-token-file "$dir/reviewer.token" \
-	--audit "$dir/audit.jsonl" 2>"$dir/serve.err" &
-AL_BG_PIDS+=("$!")
-for _ in $(seq 100); do
-	[ -s "$dir/port" ] && break
-	sleep 0.1
-done
-[ -s "$dir/port" ] || { cat "$dir/serve.err" >&2; al_fail "airlock serve did not start"; }
+al_serve_start "$dir" --config "$confdir/c.yaml" --approver-token-file "$dir/reviewer.token" --audit "$dir/audit.jsonl"
 
 shots="$(dirname "$AIRLOCK")/artifacts/console/$AL_TEST_MODE"
 mkdir -p "$shots"
 rc=0
-AL_URL="http://127.0.0.1:$(cat "$dir/port")" AL_CLIENT=$client AL_REVIEWER=$reviewer AL_MARK=$m AL_SHOTS=$shots \
-	AL_PROFILE="$dir/chromium" timeout 240 "$AL_PY" "$(dirname "$0")/../console/drive.py" || rc=$?
+AL_URL=$AL_SERVE_URL AL_CLIENT=$client AL_REVIEWER=$reviewer AL_MARK=$m AL_SHOTS=$shots AL_PROFILE="$dir/chromium" \
+	timeout 240 "$AL_PY" "$(dirname "$0")/../console/drive.py" || rc=$?
 [ "$rc" = 0 ] || { tail -n 20 "$dir/serve.err" >&2; al_fail "the console's checks failed (above)"; }
 for v in login approvals approvals-phone-dark audit; do
 	[ -s "$shots/console-$v.png" ] || al_fail "no screenshot of the $v view"
