@@ -150,10 +150,14 @@ def run(b, sb):
     check(f"approved-{M}.txt" in files(sb), "its side effect is there")
 
     # ---- deny, with the keyboard on the focused card
-    ex = Exec(sb, f"touch denied-{M}.txt")
+    hostile = "<img src=x onerror=window.pwned=1><script>window.pwned=2</script>"
+    ex = Exec(sb, f"touch denied-{M}.txt # {hostile}")
     item, _ = pending(f"denied-{M}")
     check(item is not None and card_of(b, item) is True, "a second call shows")
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
+    check(hostile in b.eval(f"document.querySelector('{sel} .code').textContent"), "markup in the code is shown as text")
+    check(b.eval(f"document.querySelectorAll('{sel} img, {sel} script').length === 0 && window.pwned === undefined"),
+          "and never becomes an element or runs")
     b.eval(f"document.querySelector('{sel}').focus(); true")
     b.key("d")
     ex.join(60)
