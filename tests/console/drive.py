@@ -209,6 +209,15 @@ def run(b, sb):
     check(b.wait("[...document.querySelectorAll('#audit details')].some(d => d.dataset.by === 'timeout')", 5) is True,
           "the denied filter finds the timeout")
 
+    # ---- the audit route's filters, from outside
+    s, body, _ = http("GET", "/v1/audit?since=2999-01-01T00:00:00.000Z", REVIEWER)
+    check(s == 200 and json.loads(body)["records"] == [], "no record since a future time")
+    s, body, _ = http("GET", "/v1/audit?principal=token:alice&limit=2", REVIEWER)
+    recs = json.loads(body)["records"] if s == 200 else []
+    check(len(recs) == 2 and all(r["client"]["principal"] == "token:alice" for r in recs), "limit and principal hold")
+    s, _, _ = http("GET", "/v1/audit?limit=0", REVIEWER)
+    check(s == 400, "limit 0 is refused")
+
 
 if __name__ == "__main__":
     try:
