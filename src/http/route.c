@@ -239,11 +239,12 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 	char allow[64];
 	const char *path = rq->path ? rq->path : "";
 	const struct route *r = find(rq->method, path, caps, &known, allow, sizeof(allow));
-	/* A public route still passes the Host and Origin checks (no page of another site gets it
-	 * by DNS rebinding), and its handler gets the anonymous principal, which may do nothing. */
+	/* A public route still passes the Host and Origin checks on TCP (no page of another site gets
+	 * it by DNS rebinding; a browser cannot open the Unix socket), and its handler gets the
+	 * anonymous principal, which may do nothing. */
 	if (r && r->role == ROLE_PUBLIC) {
 		*rq->who = (struct hx_principal){0};
-		return hx_check_origin(s, rq, rs);
+		return !rq->local && hx_check_origin(s, rq, rs);
 	}
 	if (hx_check_access(s, rq, rs))
 		return 1;
