@@ -180,3 +180,17 @@ void api_rules(struct hx_server *s, const struct hx_request *rq, char *const cap
 	else
 		hx_json(rs, 200, json_pack("{s:o}", "rules", list));
 }
+
+/* ---- GET /v1/admin/sandboxes ------------------------------------------------------------------ */
+
+/* Every principal's live sandboxes with their usage. Approvers only (the route's role): a client
+ * sees its own and nobody else's, not even their ids. */
+void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
+			 struct hx_response *rs)
+{
+	json_t *list = s->o.sandboxes ? s->o.sandboxes(s->o.sandboxes_ctx) : json_array();
+	if (!list)
+		hx_error(rs, 500, "out of memory");
+	else
+		hx_json(rs, 200, json_pack("{s:o}", "sandboxes", list));
+}

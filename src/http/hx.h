@@ -221,6 +221,8 @@ void api_decide(struct hx_server *s, const struct hx_request *rq, char *const ca
 void api_console(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_audit(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_rules(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
+			 struct hx_response *rs);
 void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 
 /* ---- one tool call on the manager (op.c) ---------------------------------------------------- */

@@ -192,6 +192,16 @@ def run(b, sb):
     check(ex.result is not None and ex.result[0] != 200, "the timed-out call was refused")
     check(f"quick-{M}.txt" not in files(sb), "the timed-out call did not run")
 
+    # ---- the sandboxes view: every principal's, with its cgroup's figures
+    s, _, _ = http("GET", "/v1/admin/sandboxes", CLIENT)
+    check(s == 403, "a client's token lists no other principal's sandboxes (403)")
+    b.eval("document.querySelector('.tab[data-view=\"sandboxes\"]').click(); true")
+    row = f"#sandboxes tr[data-id=\"{sb}\"]"
+    cells = b.wait(f"document.querySelector('{row}') && [...document.querySelectorAll('{row} td')].map(t => t.textContent)", 5)
+    check(bool(cells) and cells[1] == "token:alice" and cells[3].startswith("none"), f"the sandbox, its owner and network ({cells})")
+    check(bool(cells) and cells[8].endswith("iB") and cells[9].endswith("iB"), "its memory now and at peak")
+    b.screenshot(os.path.join(SHOTS, "console-sandboxes.png"))
+
     # ---- the audit view finds the decision
     b.eval("document.querySelector('.tab[data-view=\"audit\"]').click(); true")
     b.eval("{ const f = document.getElementById('audit-form'); f.elements.decision.value = 'approved';"

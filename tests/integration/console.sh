@@ -32,7 +32,7 @@ rc=0
 AL_URL=$AL_SERVE_URL AL_CLIENT=$client AL_REVIEWER=$reviewer AL_MARK=$m AL_SHOTS=$shots AL_PROFILE="$dir/chromium" \
 	timeout 240 "$AL_PY" "$(dirname "$0")/../console/drive.py" || rc=$?
 [ "$rc" = 0 ] || { tail -n 20 "$dir/serve.err" >&2; al_fail "the console's checks failed (above)"; }
-for v in login approvals approvals-phone-dark audit; do
+for v in login approvals approvals-phone-dark sandboxes audit; do
 	[ -s "$shots/console-$v.png" ] || al_fail "no screenshot of the $v view"
 done
 al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute approval.by=http approval.decision=approved \

@@ -89,6 +89,7 @@ function show(view) {
   for (const b of document.querySelectorAll('.tab')) b.setAttribute('aria-pressed', String(b.dataset.view === view));
   for (const v of document.querySelectorAll('.view')) v.hidden = v.id !== 'view-' + view;
   if (view === 'audit') loadAudit();
+  if (view === 'sandboxes') loadSandboxes();
 }
 
 // ---- approvals ------------------------------------------------------------------------------
@@ -330,6 +331,41 @@ async function decide(li, approve) {
   li.dataset.outcome = r.status === 409 ? 'refused' : 'error';
   out.className = 'outcome refused';
   out.textContent = (r.status === 409 ? 'Refused: the request changed. ' : r.status === 404 ? 'Gone (decided or expired). ' : 'Failed. ') + msg;
+}
+
+// ---- sandboxes -------------------------------------------------------------------------------
+
+const SANDBOX_POLL_MS = 2000;
+
+function duration(ms) {
+  const s = Math.floor(ms / 1000);
+  return s < 60 ? s + ' s' : s < 3600 ? Math.floor(s / 60) + ' min' : (s / 3600).toFixed(1) + ' h';
+}
+
+function bytes(n) {
+  if (n === null || n === undefined) return '—';
+  return n < 1 << 20 ? (n / 1024).toFixed(0) + ' KiB' : (n / (1 << 20)).toFixed(1) + ' MiB';
+}
+
+async function loadSandboxes() {
+  clearTimeout(state.sandboxTimer);
+  if (state.view !== 'sandboxes') return;
+  const r = await api('GET', '/v1/admin/sandboxes');
+  if (refused(r)) return;
+  const body = $('sandboxes').tBodies[0];
+  if (r.status === 200 && r.data) {
+    body.replaceChildren(...r.data.sandboxes.map((x) => el('tr', {'data-id': x.id},
+      el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}),
+      el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'num', text: duration(x.age_ms)}),
+      el('td', {class: 'num', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
+      el('td', {class: 'num', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
+      el('td', {class: 'num', text: bytes(x.memory_bytes)}), el('td', {class: 'num', text: bytes(x.peak_memory_bytes)}))));
+    $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
+    document.body.dataset.sandboxes = String(r.data.sandboxes.length);
+  } else {
+    $('sandboxes-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
+  }
+  state.sandboxTimer = setTimeout(loadSandboxes, SANDBOX_POLL_MS);
 }
 
 // ---- audit ----------------------------------------------------------------------------------
