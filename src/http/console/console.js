@@ -356,10 +356,10 @@ async function loadSandboxes() {
   if (r.status === 200 && r.data) {
     body.replaceChildren(...r.data.sandboxes.map((x) => el('tr', {'data-id': x.id},
       el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}),
-      el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'num', text: duration(x.age_ms)}),
-      el('td', {class: 'num', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
-      el('td', {class: 'num', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
-      el('td', {class: 'num', text: bytes(x.memory_bytes)}), el('td', {class: 'num', text: bytes(x.peak_memory_bytes)}))));
+      el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
+      el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
+      el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
+      el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}))));
     $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
     document.body.dataset.sandboxes = String(r.data.sandboxes.length);
   } else {
