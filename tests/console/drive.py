@@ -1,4 +1,4 @@
-"""drive.py — the approver's console judged in headless Chromium: sign-in, a live pending call, approve, deny, a changed request, a timeout, the audit view; screenshots of each view.
+"""drive.py — the approver's console judged in headless Chromium: sign-in, a live pending call, approve, deny, a changed request, a timeout, the sandboxes and audit views; screenshots of each view.
 
 Environment: AL_URL (the server), AL_CLIENT and AL_REVIEWER (tokens), AL_MARK (a marker), AL_SHOTS
 (screenshot directory), AL_PROFILE (Chromium's profile directory). Prints FAIL lines and exits 1.
@@ -113,10 +113,8 @@ def sign_in(b):
           "the token is in session storage, no cookie")
 
 
-def run(b, sb):
-    sign_in(b)
-
-    # ---- a pending call appears within a second, with the whole padded code and the marked pattern
+def step_approve(b, sb):
+    """A pending call appears within a second, with the whole padded code and the marked pattern; approve runs it."""
     pad = " " * 3000
     code = f"echo approved-{M};{pad} touch approved-{M}.txt # \u202etxt.exe\nprint\tdone"
     ex = Exec(sb, code)
@@ -149,7 +147,9 @@ def run(b, sb):
           "clicking approve runs the call")
     check(f"approved-{M}.txt" in files(sb), "its side effect is there")
 
-    # ---- deny, with the keyboard on the focused card
+
+def step_deny(b, sb):
+    """Deny, with the keyboard on the focused card; markup in the code stays text."""
     hostile = "<img src=x onerror=window.pwned=1><script>window.pwned=2</script>"
     ex = Exec(sb, f"touch denied-{M}.txt # {hostile}")
     item, _ = pending(f"denied-{M}")
@@ -166,7 +166,9 @@ def run(b, sb):
           "the card says denied")
     check(f"denied-{M}.txt" not in files(sb), "the denied call did not run")
 
-    # ---- a decision on a changed request is refused (the page holds another request's digest)
+
+def step_changed(b, sb):
+    """A decision on a changed request is refused (the page holds another request's digest)."""
     ex = Exec(sb, f"touch changed-{M}.txt")
     item, _ = pending(f"changed-{M}")
     check(item is not None and card_of(b, item) is True, "a third call shows")
@@ -180,7 +182,9 @@ def run(b, sb):
     http("POST", f"/v1/approvals/{item['id']}", REVIEWER, {"approve": False})
     ex.join(60)
 
-    # ---- silence past the rule's timeout is a denial
+
+def step_timeout(b, sb):
+    """Silence past the rule's timeout is a denial."""
     ex = Exec(sb, f"touch quick-{M}.txt")
     item, _ = pending(f"quick-{M}")
     check(item is not None and card_of(b, item) is True, "a call under a 3 s rule shows")
@@ -192,7 +196,9 @@ def run(b, sb):
     check(ex.result is not None and ex.result[0] != 200, "the timed-out call was refused")
     check(f"quick-{M}.txt" not in files(sb), "the timed-out call did not run")
 
-    # ---- the sandboxes view: every principal's, with its cgroup's figures
+
+def step_sandboxes(b, sb):
+    """The sandboxes view: every principal's, with its cgroup's figures."""
     s, _, _ = http("GET", "/v1/admin/sandboxes", CLIENT)
     check(s == 403, "a client's token lists no other principal's sandboxes (403)")
     b.eval("document.querySelector('.tab[data-view=\"sandboxes\"]').click(); true")
@@ -202,7 +208,9 @@ def run(b, sb):
     check(bool(cells) and cells[8].endswith("iB") and cells[9].endswith("iB"), "its memory now and at peak")
     b.screenshot(os.path.join(SHOTS, "console-sandboxes.png"))
 
-    # ---- the audit view finds the decision
+
+def step_audit(b, sb):
+    """The audit view finds the decision."""
     b.eval("document.querySelector('.tab[data-view=\"audit\"]').click(); true")
     b.eval("{ const f = document.getElementById('audit-form'); f.elements.decision.value = 'approved';"
            "f.elements.tool.value = 'code_execute'; f.requestSubmit(); true }")
@@ -219,7 +227,9 @@ def run(b, sb):
     check(b.wait("[...document.querySelectorAll('#audit details')].some(d => d.dataset.by === 'timeout')", 5) is True,
           "the denied filter finds the timeout")
 
-    # ---- the audit route's filters, from outside
+
+def step_audit_route(b, sb):
+    """The audit route's filters, from outside."""
     s, body, _ = http("GET", "/v1/audit?since=2999-01-01T00:00:00.000Z", REVIEWER)
     check(s == 200 and json.loads(body)["records"] == [], "no record since a future time")
     s, body, _ = http("GET", "/v1/audit?principal=token:alice&limit=2", REVIEWER)
@@ -227,6 +237,17 @@ def run(b, sb):
     check(len(recs) == 2 and all(r["client"]["principal"] == "token:alice" for r in recs), "limit and principal hold")
     s, _, _ = http("GET", "/v1/audit?limit=0", REVIEWER)
     check(s == 400, "limit 0 is refused")
+
+
+def run(b, sb):
+    sign_in(b)
+    step_approve(b, sb)
+    step_deny(b, sb)
+    step_changed(b, sb)
+    step_timeout(b, sb)
+    step_sandboxes(b, sb)
+    step_audit(b, sb)
+    step_audit_route(b, sb)
 
 
 if __name__ == "__main__":
