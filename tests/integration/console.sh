@@ -2,8 +2,9 @@
 # console.sh — the approver's console (issue 21) in headless Chromium, driven over the DevTools
 # protocol by tests/console/drive.py: the page refuses a client's token and takes the approver's; a
 # pending call shows within a second with its whole padded code and the rule's pattern marked;
-# approve runs it, deny (the d key) and a timeout do not, a changed request is refused; the audit
-# view finds the decision. Screenshots land in the build directory's artifacts/console.
+# approve runs it, deny (the d key) and a timeout do not, a changed request is refused; the
+# sandboxes view lists the client's sandbox with its memory; the audit view finds the decision.
+# Screenshots land in the build directory's artifacts/console.
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
