@@ -3,7 +3,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev libyaml-dev libssl-dev libpcre2-dev libmicrohttpd-dev
-      openssl curl
+      openssl curl chromium
       python3 python3-numpy perl bash util-linux uidmap iproute2 time procps
       bubblewrap runsc crun hyperfine gnuplot-nox man-db ruby php-cli
       cppcheck clang-tidy clang libclang-rt-14-dev)

@@ -230,6 +230,14 @@ void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid);
 bool al_sandbox_alive(const struct al_sandbox *sb);
 /* The protections applied (JSON object, owned by the sandbox). */
 const char *al_sandbox_enforced(const struct al_sandbox *sb);
+/* What the sandbox's cgroup counted so far, its execs included (the approver's console). */
+struct al_sandbox_usage {
+	double cpu_s;		    /* user + system CPU time (-1 if not accounted) */
+	uint64_t memory_bytes;	    /* in use now (0 if unknown) */
+	uint64_t peak_memory_bytes; /* the peak (0 if unknown) */
+};
+/* 0, or -ENOTSUP when the sandbox has no cgroup of its own. */
+int al_sandbox_usage(struct al_sandbox *sb, struct al_sandbox_usage *out);
 /* Kills everything in the sandbox, removes its cgroup and workspace, frees it. NULL is a no-op. */
 void al_sandbox_destroy(struct al_sandbox *sb);
 /* Runs jobs of this policy in sb (borrowed: it must outlive the jobs); NULL: a new sandbox each. */

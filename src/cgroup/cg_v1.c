@@ -101,6 +101,8 @@ static void cg_v1_mem(int dirfd, struct cg_usage *u)
 	uint64_t v;
 	if (cg_v1_u64(dirfd, "memory.max_usage_in_bytes", &v))
 		u->peak_memory_bytes = v;
+	if (cg_v1_u64(dirfd, "memory.usage_in_bytes", &v))
+		u->memory_bytes = v;
 	if (cg_read_at(dirfd, "memory.oom_control", buf, sizeof(buf)) > 0 && cg_parse_oom_control(buf, &v) == 0)
 		u->oom_kills = v;
 	else if (cg_v1_u64(dirfd, "memory.failcnt", &v) && v > 0)

@@ -192,6 +192,9 @@ void cg_v2_account(int dirfd, unsigned ctrls, struct cg_usage *u)
 		/* NOLINTNEXTLINE(cert-err34-c): a number the kernel wrote into a cgroup file, not input to validate */
 		if (cg_read_at(dirfd, "memory.peak", buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, &v) == 1)
 			u->peak_memory_bytes = v;
+		/* NOLINTNEXTLINE(cert-err34-c): as above */
+		if (cg_read_at(dirfd, "memory.current", buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, &v) == 1)
+			u->memory_bytes = v;
 		if (cg_read_at(dirfd, "memory.events", buf, sizeof(buf)) > 0 && cg_parse_memory_events(buf, &v) == 0)
 			u->oom_kills = v;
 	}

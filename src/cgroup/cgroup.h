@@ -20,6 +20,7 @@ struct cg_usage {
 	double user_s, system_s;    /* the whole tree's CPU time, when cpu_accounted */
 	bool cpu_accounted;	    /* a cpuacct (v1) or cpu.stat (v2) figure was read */
 	uint64_t peak_memory_bytes; /* the whole tree's peak (0 if unknown) */
+	uint64_t memory_bytes;	    /* the whole tree's use now (0 if unknown) */
 	uint64_t oom_kills;
 	bool pids_limit_hit;
 	bool memory_limited, pids_limited, cpu_limited; /* what was actually enforced */

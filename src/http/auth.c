@@ -124,7 +124,7 @@ static bool same_host(const char *a, const char *b)
  * browser cannot add the Authorization header cross-site without a CORS preflight, which this
  * server never grants (it sends no Access-Control-* header).
  */
-static int check_origin(const struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
+int hx_check_origin(const struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
 {
 	const char *host = rq->lookup ? rq->lookup(rq->lookup_ctx, HX_HEADER, "Host") : NULL;
 	const char *origin = rq->lookup ? rq->lookup(rq->lookup_ctx, HX_HEADER, "Origin") : NULL;
@@ -212,7 +212,7 @@ static int check_credentials(const struct hx_server *s, const struct hx_request 
 int hx_check_access(const struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
 {
 	/* A browser cannot open a Unix socket: Host and Origin matter on TCP only. */
-	return (!rq->local && check_origin(s, rq, rs)) || check_credentials(s, rq, rs);
+	return (!rq->local && hx_check_origin(s, rq, rs)) || check_credentials(s, rq, rs);
 }
 
 /* ---- token files ---------------------------------------------------------------------------- */

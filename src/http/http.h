@@ -108,6 +108,12 @@ struct http_opts {
 	bool mcp_no_elicitation;
 	bool mcp_no_queue;
 	bool mcp_queue_first;
+	/* The approver's console (GET /v1/audit, /v1/console/rules; NULL: those answer 404 and []). */
+	const char *audit_path;	 /* the audit log the service writes */
+	const struct cfg *cfg;	 /* its risk rules */
+	/* GET /v1/admin/sandboxes: every principal's sandboxes as a JSON array (NULL: none listed). */
+	json_t *(*sandboxes)(void *ctx);
+	void *sandboxes_ctx;
 };
 
 /*

@@ -81,6 +81,7 @@ struct hx_response {
 	char session[HX_SESSION_ID_LEN + 1]; /* Mcp-Session-Id to send, or "" */
 	char allow[64];			     /* 405: the Allow header, or "" */
 	bool challenge;			     /* 401: WWW-Authenticate: Bearer */
+	const char *csp;		     /* a page's Content-Security-Policy (static string), or NULL */
 };
 
 struct hx_server;
@@ -118,6 +119,8 @@ int hx_parse_listen(const char *spec, struct hx_listen *out, struct al_error *er
 /* 0 when Host, Origin and the credentials let the request in, with *rq->who filled; else fills rs
  * (403 or 401) and returns 1. */
 int hx_check_access(const struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
+/* Only the Host and Origin part of hx_check_access (the public routes' check). */
+int hx_check_origin(const struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
 /* Whether host (a Host header's value, or an Origin's authority) names this machine's loopback. */
 bool hx_loopback_host(const char *host, size_t len);
 
@@ -214,6 +217,12 @@ void api_read(struct hx_server *s, const struct hx_request *rq, char *const caps
 void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_approvals(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_decide(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* The approver's console (console.c). */
+void api_console(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_audit(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_rules(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
+			 struct hx_response *rs);
 void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 
 /* ---- one tool call on the manager (op.c) ---------------------------------------------------- */

@@ -18,8 +18,9 @@ struct route {
 	hx_handler fn;
 	enum { BODY_NONE, BODY_JSON, BODY_FILE, BODY_MESSAGE } body;
 	/* Who may: any principal (what it sees is its own), clients (sandboxes, MCP sessions: their
-	 * own), approvers (decisions on others' calls). */
-	enum { ROLE_ANY, ROLE_CLIENT, ROLE_APPROVER } role;
+	 * own), approvers (decisions on others' calls); public: nobody's credential (the console's
+	 * files, which hold no data). */
+	enum { ROLE_ANY, ROLE_CLIENT, ROLE_APPROVER, ROLE_PUBLIC } role;
 };
 
 static const struct route routes[] = {
@@ -34,6 +35,11 @@ static const struct route routes[] = {
 	{"PUT", "/v1/sandboxes/{}/files/{*}", api_write, BODY_FILE, ROLE_CLIENT},
 	{"GET", "/v1/approvals", api_approvals, BODY_NONE, ROLE_ANY},
 	{"POST", "/v1/approvals/{}", api_decide, BODY_JSON, ROLE_APPROVER},
+	{"GET", "/v1/audit", api_audit, BODY_NONE, ROLE_APPROVER},
+	{"GET", "/v1/console/rules", api_rules, BODY_NONE, ROLE_APPROVER},
+	{"GET", "/v1/admin/sandboxes", api_admin_sandboxes, BODY_NONE, ROLE_APPROVER},
+	{"GET", "/console", api_console, BODY_NONE, ROLE_PUBLIC},
+	{"GET", "/console/{}", api_console, BODY_NONE, ROLE_PUBLIC},
 	{"POST", "/mcp", hx_mcp, BODY_MESSAGE, ROLE_CLIENT},
 	{"DELETE", "/mcp", hx_mcp, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/mcp", hx_mcp, BODY_NONE, ROLE_CLIENT}, /* answers 405 itself: the spec lets a server refuse the GET stream */
@@ -229,13 +235,20 @@ static const char *header(const struct hx_request *rq, const char *name)
 
 int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
 {
-	if (hx_check_access(s, rq, rs))
-		return 1;
 	size_t caps[MAX_CAPS][2];
 	bool known;
 	char allow[64];
 	const char *path = rq->path ? rq->path : "";
 	const struct route *r = find(rq->method, path, caps, &known, allow, sizeof(allow));
+	/* A public route still passes the Host and Origin checks on TCP (no page of another site gets
+	 * it by DNS rebinding; a browser cannot open the Unix socket), and its handler gets the
+	 * anonymous principal, which may do nothing. */
+	if (r && r->role == ROLE_PUBLIC) {
+		*rq->who = (struct hx_principal){0};
+		return !rq->local && hx_check_origin(s, rq, rs);
+	}
+	if (hx_check_access(s, rq, rs))
+		return 1;
 	if (!r && !known) {
 		hx_error(rs, 404, "no such resource: %.200s", path);
 		return 1;
@@ -248,7 +261,8 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 	}
 	if ((r->role == ROLE_CLIENT && !rq->who->client) || (r->role == ROLE_APPROVER && !rq->who->approver)) {
 		hx_error(rs, 403, "%s may not %s %.200s (%s)", rq->who->name, rq->method, path,
-			 r->role == ROLE_CLIENT ? "an approver's credential runs nothing" : "only approvers decide approvals");
+			 r->role == ROLE_CLIENT ? "an approver's credential runs nothing"
+					      : "only approvers decide approvals and read the audit log");
 		return 1;
 	}
 	const char *cl = header(rq, "Content-Length");

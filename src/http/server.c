@@ -246,6 +246,12 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs
 	if (held)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (rs->csp) {
+		MHD_add_response_header(r, "Content-Security-Policy", rs->csp);
+		MHD_add_response_header(r, "X-Frame-Options", "DENY");
+		MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	}
 	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rs->status, r);
 	MHD_destroy_response(r);
 	return ret;

@@ -4,6 +4,7 @@
 #ifndef AL_MANAGER_SBMGR_H
 #define AL_MANAGER_SBMGR_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,5 +31,9 @@ void sbm_free(struct sbm *m);
 /* The operation table for the MCP session / HTTP front end (ctx = m). */
 void sbm_api(struct sbm *m, struct srv_mgr_api *api);
 void sbm_stats(struct sbm *m, struct sbm_stats *st);
+/* Every principal's sandboxes (spares left out), for the approver's console: [{id, owner, profile,
+ * network, hosts, age_ms, idle_ms, exec_running, cpu_s, memory_bytes, peak_memory_bytes}] (usage
+ * from the sandbox's cgroup, null when unknown). NULL on ENOMEM. */
+json_t *sbm_list_all(struct sbm *m);
 
 #endif

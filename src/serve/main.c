@@ -73,6 +73,12 @@ static void stats(void *ctx, struct http_stats *out)
 				   .execs_running = st.execs_running};
 }
 
+/* The approver's console's sandbox view: every principal's. */
+static json_t *sandboxes(void *ctx)
+{
+	return sbm_list_all(((struct serve *)ctx)->m);
+}
+
 static void ready(void *ctx, uint16_t port)
 {
 	struct serve *s = ctx;
@@ -202,7 +208,8 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 		.max_sessions_per_principal = cfg->server.quota_sessions ? cfg->server.quota_sessions : CFG_QUOTA_SESSIONS,
 		.approvals = ch.other ? svc->approvals : NULL, .server_version = AIRLOCK_VERSION, .stats = stats,
 		.stats_ctx = s, .ready = ready, .ready_ctx = s, .log = log_stderr, .mcp_no_elicitation = !ch.elicitation,
-		.mcp_queue_first = ch.other_first,
+		.mcp_queue_first = ch.other_first, .audit_path = svc->audit_path, .cfg = cfg,
+		.sandboxes = sandboxes, .sandboxes_ctx = s,
 	};
 	if (http_serve(&ho, sfd, &e) < 0)
 		return fail("%s", e.msg);

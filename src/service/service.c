@@ -36,6 +36,9 @@ static int open_audit(struct service *svc, const char *path, struct al_error *er
 	audit_options_from_cfg(&svc->cfg->audit, fallback, &ao);
 	if (path)
 		ao.path = path;
+	svc->audit_path = strdup(ao.path);
+	if (!svc->audit_path)
+		return al_err(err, ENOMEM, "out of memory");
 	return audit_open(&ao, &svc->log, err);
 }
 
@@ -80,6 +83,7 @@ void service_close(struct service *svc)
 	sbm_free(svc->mgr); /* every sandbox is destroyed: no process, cgroup or workspace is left */
 	apq_free(svc->approvals);
 	audit_close(svc->log);
+	free(svc->audit_path);
 	cfg_free(svc->cfg);
 	free(svc);
 }

@@ -40,6 +40,7 @@ struct service_opts {
 struct service {
 	struct cfg *cfg;
 	struct audit_log *log;
+	char *audit_path; /* the log's file, for readers (the console's GET /v1/audit) */
 	struct apq *approvals;
 	struct sbm *mgr;
 	struct srv_mgr_api api; /* the manager's operation table */

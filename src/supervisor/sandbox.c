@@ -159,6 +159,18 @@ bool al_sandbox_alive(const struct al_sandbox *sb)
 	return poll(&pf, 1, 0) == 0;
 }
 
+int al_sandbox_usage(struct al_sandbox *sb, struct al_sandbox_usage *out)
+{
+	*out = (struct al_sandbox_usage){.cpu_s = -1};
+	struct cg_usage u;
+	if (!sb->job || !sb->job->cg || cg_usage(sb->job->cg, &u) < 0)
+		return -ENOTSUP;
+	out->cpu_s = u.cpu_accounted ? u.user_s + u.system_s : -1;
+	out->memory_bytes = u.memory_bytes;
+	out->peak_memory_bytes = u.peak_memory_bytes;
+	return 0;
+}
+
 void al_sandbox_destroy(struct al_sandbox *sb)
 {
 	if (!sb)

@@ -1,0 +1,437 @@
+// console.js — the approver's console: polls pending approvals and decides them by digest, reads the audit log.
+// Everything shown comes from requests under review, hostile by definition: it enters the page
+// as text nodes only (textContent, never innerHTML), so no value can become markup or script.
+'use strict';
+
+const POLL_MS = 500; // a new call shows within a second
+const TOKEN_KEY = 'airlock.approver-token';
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  token: sessionStorage.getItem(TOKEN_KEY) || '',
+  view: 'approvals',
+  cards: new Map(), // approval id -> {li, item, deadline, countdown}
+  rules: new Map(), // rule name -> rule
+  polling: null,
+};
+
+// el('span', {class: 'x'}, 'text', child...): an element with attributes and text or element children.
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  return e;
+}
+
+// The token travels in the Authorization header of each request, never in a cookie: a page of
+// another site can make the browser send cookies, not this header (no CORS is ever granted).
+async function api(method, path, body) {
+  const headers = {};
+  if (state.token) headers.Authorization = 'Bearer ' + state.token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    cache: 'no-store', credentials: 'omit'});
+  let data = null;
+  try { data = await r.json(); } catch (e) { data = null; }
+  return {status: r.status, data};
+}
+
+// ---- sign-in ---------------------------------------------------------------------------------
+
+function showLogin(message) {
+  stopPolling();
+  document.body.dataset.state = 'login';
+  $('login').hidden = false;
+  for (const v of document.querySelectorAll('.view')) v.hidden = true;
+  $('login-error').textContent = message || '';
+  $('signout').hidden = true;
+  $('who').textContent = '';
+  $('token').focus();
+}
+
+function signedIn() {
+  document.body.dataset.state = 'ready';
+  $('login').hidden = true;
+  $('signout').hidden = !state.token;
+  $('who').textContent = state.token ? 'approver token' : 'local approver';
+  show(state.view);
+  loadRules();
+  startPolling();
+}
+
+// A request the server refused as unauthenticated or not an approver's: back to the token form.
+function refused(r) {
+  if (r.status === 401 || r.status === 403) {
+    const why = r.status === 401 ? 'The server does not know this token.' : 'This credential is not an approver\'s.';
+    showLogin(state.token || r.status === 403 ? why : '');
+    return true;
+  }
+  return false;
+}
+
+async function tryToken(token) {
+  state.token = token;
+  // The audit route answers approvers only: a client's token is told apart from an approver's.
+  const r = await api('GET', '/v1/audit?limit=1');
+  if (refused(r)) return;
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  signedIn();
+}
+
+// ---- views ----------------------------------------------------------------------------------
+
+function show(view) {
+  state.view = view;
+  for (const b of document.querySelectorAll('.tab')) b.setAttribute('aria-pressed', String(b.dataset.view === view));
+  for (const v of document.querySelectorAll('.view')) v.hidden = v.id !== 'view-' + view;
+  if (view === 'audit') loadAudit();
+  if (view === 'sandboxes') loadSandboxes();
+}
+
+// ---- approvals ------------------------------------------------------------------------------
+
+async function loadRules() {
+  const r = await api('GET', '/v1/console/rules');
+  if (r.status !== 200 || !r.data) return;
+  state.rules = new Map(r.data.rules.map((x) => [x.name, x]));
+  for (const c of state.cards.values()) c.li.replaceWith(c.li = card(c.item));
+}
+
+function startPolling() {
+  stopPolling();
+  const tick = async () => {
+    try {
+      const r = await api('GET', '/v1/approvals');
+      if (refused(r)) return;
+      if (r.status === 200 && r.data) {
+        update(r.data.approvals || []);
+        $('approvals-status').textContent = r.data.enabled ? '' : 'This server has no approvals queue (approval.channels lacks http).';
+      }
+    } catch (e) {
+      $('approvals-status').textContent = 'The server does not answer; retrying.';
+    }
+    if (state.polling) state.polling = setTimeout(tick, POLL_MS);
+  };
+  state.polling = setTimeout(tick, 0);
+}
+
+function stopPolling() {
+  if (state.polling) clearTimeout(state.polling);
+  state.polling = null;
+}
+
+// Cards already shown keep their element (and keyboard focus); new ones are appended, decided or
+// expired ones leave.
+function update(list) {
+  const now = Date.now();
+  const seen = new Set();
+  for (const item of list) {
+    seen.add(item.id);
+    const c = state.cards.get(item.id);
+    if (c && c.item.digest === item.digest) continue;
+    const li = card(item);
+    if (c) c.li.replaceWith(li);
+    else $('approvals').append(li);
+    state.cards.set(item.id, {li, item, deadline: now + item.timeout_ms - item.age_ms});
+  }
+  for (const [id, c] of state.cards) {
+    if (seen.has(id) || c.decided) continue;
+    c.li.remove();
+    state.cards.delete(id);
+  }
+  $('pending-count').textContent = String(list.length);
+  $('approvals-empty').hidden = list.length > 0;
+  document.body.dataset.pending = String(list.length);
+  countdown();
+}
+
+function parseReason(reason) {
+  const m = /^risk (\w+) \(rule (.*?)\)/.exec(reason || '');
+  return m ? {level: m[1], rule: m[2]} : {level: '?', rule: '?'};
+}
+
+function fact(dl, name, value, cls) {
+  dl.append(el('dt', {text: name}), el('dd', cls ? {class: cls} : {}, ...(Array.isArray(value) ? value : [value])));
+}
+
+function card(item) {
+  const why = parseReason(item.reason);
+  const req = item.request || {};
+  const li = el('li', {class: 'card', tabindex: '0', 'data-id': String(item.id), 'aria-label': 'call ' + item.id + ' by ' + item.principal});
+  li.dataset.digest = item.digest;
+  const dl = el('dl', {class: 'facts'});
+  fact(dl, 'Principal', item.principal || '(anonymous)');
+  fact(dl, 'Tool', item.tool);
+  fact(dl, 'Risk', why.level, 'risk risk-' + why.level);
+  fact(dl, 'Rule', why.rule, 'rule');
+  const net = req.network_enabled === true;
+  fact(dl, 'Network', net ? 'enabled' : 'none (loopback only)');
+  if (net) fact(dl, 'Domains', Array.isArray(req.allowed_domains) && req.allowed_domains.length ? req.allowed_domains.join(', ') : '(the profile\'s allowlist)');
+  for (const [k, v] of Object.entries(req)) {
+    if (['code', 'network_enabled', 'allowed_domains'].includes(k)) continue;
+    fact(dl, k, typeof v === 'string' ? v : JSON.stringify(v));
+  }
+  fact(dl, 'Code', (item.code_bytes || 0) + ' bytes');
+  fact(dl, 'Digest', item.digest, 'digest');
+  fact(dl, 'Time left', el('span', {class: 'countdown'}));
+  li.append(dl);
+  const marks = patternMarks(why.rule, req, dl);
+  if (typeof req.code === 'string') li.append(codeView(req.code, marks));
+  const ok = el('button', {type: 'button', class: 'approve', text: 'Approve (a)'});
+  const no = el('button', {type: 'button', class: 'deny', text: 'Deny (d)'});
+  ok.addEventListener('click', () => decide(li, true));
+  no.addEventListener('click', () => decide(li, false));
+  li.append(el('div', {class: 'actions'}, ok, no, el('span', {class: 'outcome', role: 'status'})));
+  return li;
+}
+
+// Marks where the deciding rule's patterns match the code. PCRE and JavaScript agree on the
+// patterns rules use; one JavaScript cannot compile is said so, not silently left unmarked.
+function patternMarks(ruleName, req, dl) {
+  const rule = state.rules.get(ruleName);
+  const marks = [];
+  if (!rule) return marks;
+  for (const c of rule.when || []) {
+    if (c.matches === undefined) continue;
+    let src = c.matches, flags = 'g';
+    const inline = /^\(\?([imsx]+)\)/.exec(src);
+    if (inline) { src = src.slice(inline[0].length); flags += inline[1].replace('x', ''); }
+    let re;
+    try { re = new RegExp(src, flags); } catch (e) { fact(dl, 'Pattern', c.matches + ' (cannot be marked here)'); continue; }
+    fact(dl, 'Pattern', c.param + ' ~ ' + c.matches, 'pattern');
+    if (c.param !== 'code' || typeof req.code !== 'string') continue;
+    for (let m; (m = re.exec(req.code)) !== null;) {
+      if (m[0].length === 0) { re.lastIndex++; continue; }
+      marks.push([m.index, m.index + m[0].length]);
+    }
+  }
+  return marks;
+}
+
+const KEYWORDS = 'import|from|def|class|return|if|elif|else|for|while|in|not|and|or|try|except|finally|with|as|' +
+  'lambda|yield|pass|break|continue|raise|global|None|True|False|function|const|let|var|new|async|await|' +
+  'then|do|done|fi|case|esac|export|require|of|exec|eval';
+const TOKENS = new RegExp('(#[^\\n]*|//[^\\n]*)|("(?:[^"\\\\\\n]|\\\\.)*"|\'(?:[^\'\\\\\\n]|\\\\.)*\'|`(?:[^`\\\\]|\\\\.)*`)' +
+  '|\\b(\\d+(?:\\.\\d+)?)\\b|\\b(' + KEYWORDS + ')\\b', 'g');
+
+// A syntax class per UTF-16 unit of code: comments, strings, numbers, keywords (a light touch
+// across Python, JavaScript and shell; the marks and the visible characters are what matter).
+function highlight(code) {
+  const cls = new Array(code.length).fill('');
+  for (let m; (m = TOKENS.exec(code)) !== null;) {
+    const name = m[1] ? 'com' : m[2] ? 'str' : m[3] ? 'num' : 'kw';
+    for (let i = m.index; i < m.index + m[0].length; i++) cls[i] = name;
+  }
+  return cls;
+}
+
+// Characters that change how code reads without showing: C0 and C1 controls, DEL, zero-width and
+// bidirectional controls, the soft hyphen, the byte order mark.
+function invisible(cp) {
+  return (cp < 0x20 && cp !== 0x0a && cp !== 0x09) || (cp >= 0x7f && cp <= 0x9f) || cp === 0xad ||
+    (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) ||
+    cp === 0xfeff || cp === 0x180e || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
+}
+
+const hex = (cp) => cp.toString(16).toUpperCase().padStart(4, '0');
+
+// One source line as spans: runs of spaces visible (two or more as dots, long ones as a counted
+// badge), tabs as arrows, invisible characters spelled \u{XXXX}, pattern matches in <mark>.
+function lineNodes(code, from, to, syn, marked) {
+  const td = el('td', {class: 'src'});
+  let i = from;
+  const put = (text, cls, at) => {
+    const span = el(marked[at] ? 'mark' : 'span', cls ? {class: cls} : {}, text);
+    td.append(span);
+  };
+  while (i < to) {
+    const cp = code.codePointAt(i);
+    const w = cp > 0xffff ? 2 : 1;
+    if (code[i] === ' ') {
+      let j = i;
+      while (j < to && code[j] === ' ') j++;
+      const n = j - i;
+      if (n === 1 && j < to) put(' ', syn[i], i);
+      else if (n <= 16) put('\u00b7'.repeat(n), 'ws', i);
+      else put('\u2423\u00d7' + n, 'ws-run', i);
+      i = j;
+      continue;
+    }
+    if (code[i] === '\t') { put('\u2192   ', 'ws', i); i++; continue; }
+    if (invisible(cp)) {
+      const s = el(marked[i] ? 'mark' : 'span', {class: 'ctl', title: 'U+' + hex(cp)}, '\\u{' + hex(cp) + '}');
+      td.append(s);
+      i += w;
+      continue;
+    }
+    let j = i + w;
+    while (j < to && syn[j] === syn[i] && marked[j] === marked[i] && code[j] !== ' ' && code[j] !== '\t' &&
+      !invisible(code.codePointAt(j))) j += code.codePointAt(j) > 0xffff ? 2 : 1;
+    put(code.slice(i, j), syn[i], i);
+    i = j;
+  }
+  return td;
+}
+
+function codeView(code, marks) {
+  const syn = highlight(code);
+  const marked = new Uint8Array(code.length);
+  for (const [a, b] of marks) marked.fill(1, a, b);
+  const body = el('tbody');
+  let start = 0, n = 1;
+  for (;;) {
+    const end = code.indexOf('\n', start);
+    const stop = end < 0 ? code.length : end;
+    body.append(el('tr', {}, el('td', {class: 'ln', text: String(n++)}), lineNodes(code, start, stop, syn, marked)));
+    if (end < 0) break;
+    start = end + 1;
+  }
+  const pre = el('div', {class: 'code', role: 'region', 'aria-label': 'the code, every character shown'}, el('table', {}, body));
+  pre.dataset.marks = String(marks.length);
+  return pre;
+}
+
+function countdown() {
+  const now = Date.now();
+  for (const c of state.cards.values()) {
+    const span = c.li.querySelector('.countdown');
+    if (!span || c.decided) continue;
+    const left = Math.max(0, Math.round((c.deadline - now) / 1000));
+    span.textContent = left > 0 ? Math.floor(left / 60) + ':' + String(left % 60).padStart(2, '0') : 'expired: a denial';
+    span.classList.toggle('low', left <= 10);
+  }
+}
+
+// The decision names the digest of the request on screen: if the call in the queue is not that
+// request any more, the server refuses it (409) and nothing runs.
+async function decide(li, approve) {
+  const id = li.dataset.id;
+  const c = state.cards.get(Number(id));
+  if (!c || c.decided) return;
+  const out = li.querySelector('.outcome');
+  out.className = 'outcome';
+  out.textContent = approve ? 'Approving…' : 'Denying…';
+  const body = approve ? {approve: true, digest: li.dataset.digest} : {approve: false};
+  const r = await api('POST', '/v1/approvals/' + encodeURIComponent(id), body);
+  if (r.status === 200 || r.status === 204) {
+    c.decided = true;
+    li.classList.add('gone');
+    li.dataset.outcome = approve ? 'approved' : 'denied';
+    out.textContent = approve ? 'Approved: it runs.' : 'Denied.';
+    for (const b of li.querySelectorAll('button')) b.disabled = true;
+    setTimeout(() => { li.remove(); state.cards.delete(c.item.id); }, 4000);
+    return;
+  }
+  if (r.status === 401) { refused(r); return; }
+  const msg = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
+  li.dataset.outcome = r.status === 409 ? 'refused' : 'error';
+  out.className = 'outcome refused';
+  out.textContent = (r.status === 409 ? 'Refused: the request changed. ' : r.status === 404 ? 'Gone (decided or expired). ' : 'Failed. ') + msg;
+}
+
+// ---- sandboxes -------------------------------------------------------------------------------
+
+const SANDBOX_POLL_MS = 2000;
+
+function duration(ms) {
+  const s = Math.floor(ms / 1000);
+  return s < 60 ? s + ' s' : s < 3600 ? Math.floor(s / 60) + ' min' : (s / 3600).toFixed(1) + ' h';
+}
+
+function bytes(n) {
+  if (n === null || n === undefined) return '—';
+  return n < 1 << 20 ? (n / 1024).toFixed(0) + ' KiB' : (n / (1 << 20)).toFixed(1) + ' MiB';
+}
+
+async function loadSandboxes() {
+  clearTimeout(state.sandboxTimer);
+  if (state.view !== 'sandboxes') return;
+  const r = await api('GET', '/v1/admin/sandboxes');
+  if (refused(r)) return;
+  const body = $('sandboxes').tBodies[0];
+  if (r.status === 200 && r.data) {
+    body.replaceChildren(...r.data.sandboxes.map((x) => el('tr', {'data-id': x.id},
+      el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}),
+      el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
+      el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
+      el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
+      el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}))));
+    $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
+    document.body.dataset.sandboxes = String(r.data.sandboxes.length);
+  } else {
+    $('sandboxes-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
+  }
+  state.sandboxTimer = setTimeout(loadSandboxes, SANDBOX_POLL_MS);
+}
+
+// ---- audit ----------------------------------------------------------------------------------
+
+function isoOf(local) {
+  if (!local) return '';
+  const d = new Date(local);
+  return isNaN(d) ? '' : d.toISOString();
+}
+
+async function loadAudit() {
+  const f = $('audit-form').elements;
+  const q = new URLSearchParams();
+  q.set('limit', f.limit.value || '100');
+  for (const k of ['principal', 'tool', 'decision']) if (f[k].value) q.set(k, f[k].value);
+  if (isoOf(f.since.value)) q.set('since', isoOf(f.since.value));
+  if (isoOf(f.until.value)) q.set('until', isoOf(f.until.value));
+  const r = await api('GET', '/v1/audit?' + q.toString());
+  if (refused(r)) return;
+  const list = $('audit');
+  list.replaceChildren();
+  if (r.status !== 200 || !r.data) {
+    $('audit-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
+    return;
+  }
+  const recs = r.data.records.slice().reverse();
+  $('audit-status').textContent = recs.length + ' records, newest first' + (r.data.skipped ? ' (' + r.data.skipped + ' torn lines skipped)' : '');
+  document.body.dataset.auditCount = String(recs.length);
+  for (const rec of recs) list.append(record(rec));
+}
+
+function record(rec) {
+  const ap = rec.approval || {};
+  const s = el('summary', {},
+    el('span', {text: rec.time || ''}), el('span', {text: rec.event || ''}),
+    el('span', {text: (rec.client && rec.client.principal) || ''}), el('span', {text: rec.tool || ''}),
+    el('span', {class: 'risk risk-' + ((rec.risk && rec.risk.level) || ''), text: (rec.risk && rec.risk.level) || ''}),
+    el('span', {class: 'dec-' + (ap.decision || ''), text: (ap.decision || '') + (ap.by ? ' by ' + ap.by : '') + (ap.approver ? ' (' + ap.approver + ')' : '')}),
+    el('span', {text: (rec.result && rec.result.status) || ''}));
+  const d = el('details', {class: 'record'}, s, el('pre', {text: JSON.stringify(rec, null, 2)}));
+  d.dataset.tool = rec.tool || '';
+  d.dataset.decision = ap.decision || '';
+  d.dataset.by = ap.by || '';
+  return el('li', {}, d);
+}
+
+// ---- wiring ---------------------------------------------------------------------------------
+
+function onKey(ev) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const li = ev.target.closest && ev.target.closest('.card');
+  if (!li || ev.target !== li) return; // typing elsewhere is typing
+  if (ev.key === 'a') { ev.preventDefault(); decide(li, true); }
+  if (ev.key === 'd') { ev.preventDefault(); decide(li, false); }
+}
+
+function init() {
+  $('login-form').addEventListener('submit', (ev) => { ev.preventDefault(); tryToken($('token').value.trim()); $('token').value = ''; });
+  $('signout').addEventListener('click', () => { sessionStorage.removeItem(TOKEN_KEY); state.token = ''; showLogin(''); });
+  for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => show(b.dataset.view));
+  $('audit-form').addEventListener('submit', (ev) => { ev.preventDefault(); loadAudit(); });
+  $('approvals').addEventListener('keydown', onKey);
+  setInterval(countdown, 250);
+  // With no token saved the page may still be the approver's: through a forwarded Unix socket
+  // the server names the peer by uid. Otherwise the first request answers 401 and asks for one.
+  tryToken(state.token);
+}
+
+document.addEventListener('DOMContentLoaded', init);

@@ -1,0 +1,259 @@
+"""drive.py — the approver's console judged in headless Chromium: sign-in, a live pending call, approve, deny, a changed request, a timeout, the sandboxes and audit views; screenshots of each view.
+
+Environment: AL_URL (the server), AL_CLIENT and AL_REVIEWER (tokens), AL_MARK (a marker), AL_SHOTS
+(screenshot directory), AL_PROFILE (Chromium's profile directory). Prints FAIL lines and exits 1.
+"""
+import json
+import os
+import re
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cdp import Browser  # noqa: E402
+
+URL, CLIENT, REVIEWER, M = (os.environ[k] for k in ("AL_URL", "AL_CLIENT", "AL_REVIEWER", "AL_MARK"))
+SHOTS = os.environ["AL_SHOTS"]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def http(method, path, token, body=None, timeout=90):
+    data = json.dumps(body).encode() if body is not None else None
+    rq = urllib.request.Request(URL + path, data=data, method=method)
+    if token:
+        rq.add_header("Authorization", "Bearer " + token)
+    if data is not None:
+        rq.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(rq, timeout=timeout) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+class Exec(threading.Thread):
+    """A client's call that blocks while it waits for a decision."""
+
+    def __init__(self, sandbox, code):
+        super().__init__(daemon=True)
+        self.sandbox, self.code, self.result = sandbox, code, None
+        self.start()
+
+    def run(self):
+        self.result = http("POST", f"/v1/sandboxes/{self.sandbox}/exec", CLIENT, {"language": "shell", "code": self.code})
+
+
+def pending(expect_code):
+    """Waits until the server lists a pending call holding expect_code; returns (item, when)."""
+    for _ in range(500):
+        s, body, _ = http("GET", "/v1/approvals", REVIEWER)
+        for a in json.loads(body)["approvals"] if s == 200 else []:
+            if expect_code in a["request"].get("code", ""):
+                return a, time.monotonic()
+        time.sleep(0.02)
+    return None, None
+
+
+def files(sandbox):
+    s, body, _ = http("GET", f"/v1/sandboxes/{sandbox}/files", CLIENT)
+    return body
+
+
+def card_of(b, item, seconds=3.0):
+    return b.wait(f"!!document.querySelector('#approvals .card[data-id=\"{item['id']}\"]')", seconds)
+
+
+def main():
+    # ---- the page itself: public, strict, holding no data
+    s, page, h = http("GET", "/console", None)
+    check(s == 200 and "console.js" in page, "GET /console without credentials serves the page")
+    csp = h.get("Content-Security-Policy", "")
+    check("script-src 'self'" in csp and "default-src 'none'" in csp and "frame-ancestors 'none'" in csp,
+          "the page's Content-Security-Policy: " + csp)
+    inline = re.findall(r"<script(?![^>]*\ssrc=)|<[^>]*\s(?:on\w+|style)\s*=|<style", page)
+    check(not inline, f"no inline script, handler or style in the page {inline}")
+    s, _, _ = http("GET", "/v1/audit", None)
+    check(s == 401, "the audit route without a token: 401")
+    s, _, _ = http("GET", "/v1/audit", CLIENT)
+    check(s == 403, "the audit route with a client's token: 403")
+
+    s, body, _ = http("POST", "/v1/sandboxes", CLIENT, {"language": "shell"})
+    check(s == 201, "the client creates a sandbox")
+    sb = json.loads(body)["sandbox_id"]
+
+    b = Browser(os.environ["AL_PROFILE"])
+    try:
+        run(b, sb)
+    finally:
+        b.close()
+
+
+def sign_in(b):
+    b.goto(URL + "/console")
+    check(b.wait("document.body.dataset.state === 'login'", 5) is True, "without a token the page asks for one")
+    check(b.eval("document.getElementById('approvals').children.length") == 0, "and shows no approval")
+    b.screenshot(os.path.join(SHOTS, "console-login.png"))
+    b.eval(f"document.getElementById('token').value = {json.dumps(CLIENT)}; "
+           "document.getElementById('login-form').requestSubmit(); true")
+    check(b.wait("document.getElementById('login-error').textContent.includes('not an approver')", 5) is not None,
+          "a client's token is refused: not an approver's")
+    b.eval(f"document.getElementById('token').value = {json.dumps(REVIEWER)}; "
+           "document.getElementById('login-form').requestSubmit(); true")
+    check(b.wait("document.body.dataset.state === 'ready'", 5) is True, "the approver's token signs in")
+    check(b.eval("sessionStorage.getItem('airlock.approver-token') !== null && document.cookie === ''"),
+          "the token is in session storage, no cookie")
+
+
+def step_approve(b, sb):
+    """A pending call appears within a second, with the whole padded code and the marked pattern; approve runs it."""
+    pad = " " * 3000
+    code = f"echo approved-{M};{pad} touch approved-{M}.txt # \u202etxt.exe\nprint\tdone"
+    ex = Exec(sb, code)
+    item, listed = pending(f"approved-{M}")
+    check(item is not None, "the server lists the pending call")
+    shown = card_of(b, item)
+    lag = time.monotonic() - listed
+    check(shown is True and lag < 1.0, f"the page shows it within a second ({lag:.2f} s)")
+    sel = f"#approvals .card[data-id=\"{item['id']}\"]"
+    text = b.eval(f"document.querySelector('{sel}').innerText")
+    for want in ("token:alice", "code_execute", "HIGH", "asked", "none (loopback only)", item["digest"]):
+        check(want in text, f"the card shows {want!r}")
+    check(f"touch approved-{M}.txt" in text.replace("\n", ""), "the tail behind the padding is on the card")
+    check("\u2423\u00d73001" in text, "the 3001-space run is shown and counted")
+    check("\\u{202E}" in text, "the right-to-left override is spelled out")
+    check("\u2192" in text, "the tab is visible")
+    check(b.eval(f"document.querySelectorAll('{sel} td.ln').length") == 2, "two numbered lines")
+    marks = b.eval(f"[...document.querySelectorAll('{sel} mark')].map(m => m.textContent)")
+    check(marks == ["touch"], f"the rule's pattern is marked: {marks}")
+    check(b.eval(f"/^[0-9]+:[0-9]{{2}}$/.test(document.querySelector('{sel} .countdown').textContent)"),
+          "a countdown shows the time left")
+    b.screenshot(os.path.join(SHOTS, "console-approvals.png"))
+    b.viewport(390, 844, mobile=True, dark=True)
+    b.screenshot(os.path.join(SHOTS, "console-approvals-phone-dark.png"))
+    b.viewport(1200, 900)
+    check(f"approved-{M}.txt" not in files(sb), "nothing ran before the decision")
+    b.eval(f"document.querySelector('{sel} button.approve').click(); true")
+    ex.join(60)
+    check(ex.result is not None and ex.result[0] == 200 and f"approved-{M}" in ex.result[1],
+          "clicking approve runs the call")
+    check(f"approved-{M}.txt" in files(sb), "its side effect is there")
+
+
+def step_deny(b, sb):
+    """Deny, with the keyboard on the focused card; markup in the code stays text."""
+    hostile = "<img src=x onerror=window.pwned=1><script>window.pwned=2</script>"
+    ex = Exec(sb, f"touch denied-{M}.txt # {hostile}")
+    item, _ = pending(f"denied-{M}")
+    check(item is not None and card_of(b, item) is True, "a second call shows")
+    sel = f"#approvals .card[data-id=\"{item['id']}\"]"
+    check(hostile in b.eval(f"document.querySelector('{sel} .code').textContent"), "markup in the code is shown as text")
+    check(b.eval(f"document.querySelectorAll('{sel} img, {sel} script').length === 0 && window.pwned === undefined"),
+          "and never becomes an element or runs")
+    b.eval(f"document.querySelector('{sel}').focus(); true")
+    b.key("d")
+    ex.join(60)
+    check(ex.result is not None and ex.result[0] != 200, f"d denies the focused call ({ex.result and ex.result[0]})")
+    check(b.eval(f"document.querySelector('{sel}') && document.querySelector('{sel}').dataset.outcome") in ("denied", None),
+          "the card says denied")
+    check(f"denied-{M}.txt" not in files(sb), "the denied call did not run")
+
+
+def step_changed(b, sb):
+    """A decision on a changed request is refused (the page holds another request's digest)."""
+    ex = Exec(sb, f"touch changed-{M}.txt")
+    item, _ = pending(f"changed-{M}")
+    check(item is not None and card_of(b, item) is True, "a third call shows")
+    sel = f"#approvals .card[data-id=\"{item['id']}\"]"
+    b.eval(f"document.querySelector('{sel}').dataset.digest = 'sha256:' + '0'.repeat(64); "
+           f"document.querySelector('{sel} button.approve').click(); true")
+    check(b.wait(f"document.querySelector('{sel}').dataset.outcome === 'refused'", 5) is True,
+          "approving a changed request is refused")
+    check("changed" in b.eval(f"document.querySelector('{sel} .outcome').textContent"), "and the page says so")
+    check(f"changed-{M}.txt" not in files(sb), "the changed request did not run")
+    http("POST", f"/v1/approvals/{item['id']}", REVIEWER, {"approve": False})
+    ex.join(60)
+
+
+def step_timeout(b, sb):
+    """Silence past the rule's timeout is a denial."""
+    ex = Exec(sb, f"touch quick-{M}.txt")
+    item, _ = pending(f"quick-{M}")
+    check(item is not None and card_of(b, item) is True, "a call under a 3 s rule shows")
+    sel = f"#approvals .card[data-id=\"{item['id']}\"]"
+    left = b.eval(f"document.querySelector('{sel} .countdown').textContent")
+    check(left in ("0:03", "0:02", "0:01"), f"its countdown starts at the rule's timeout ({left})")
+    check(b.wait(f"!document.querySelector('{sel}')", 8) is True, "it leaves the page when it times out")
+    ex.join(60)
+    check(ex.result is not None and ex.result[0] != 200, "the timed-out call was refused")
+    check(f"quick-{M}.txt" not in files(sb), "the timed-out call did not run")
+
+
+def step_sandboxes(b, sb):
+    """The sandboxes view: every principal's, with its cgroup's figures."""
+    s, _, _ = http("GET", "/v1/admin/sandboxes", CLIENT)
+    check(s == 403, "a client's token lists no other principal's sandboxes (403)")
+    b.eval("document.querySelector('.tab[data-view=\"sandboxes\"]').click(); true")
+    row = f"#sandboxes tr[data-id=\"{sb}\"]"
+    cells = b.wait(f"document.querySelector('{row}') && [...document.querySelectorAll('{row} td')].map(t => t.textContent)", 5)
+    check(bool(cells) and cells[1] == "token:alice" and cells[3].startswith("none"), f"the sandbox, its owner and network ({cells})")
+    check(bool(cells) and cells[8].endswith("iB") and cells[9].endswith("iB"), "its memory now and at peak")
+    b.screenshot(os.path.join(SHOTS, "console-sandboxes.png"))
+
+
+def step_audit(b, sb):
+    """The audit view finds the decision."""
+    b.eval("document.querySelector('.tab[data-view=\"audit\"]').click(); true")
+    b.eval("{ const f = document.getElementById('audit-form'); f.elements.decision.value = 'approved';"
+           "f.elements.tool.value = 'code_execute'; f.requestSubmit(); true }")
+    found = b.wait("[...document.querySelectorAll('#audit details')].filter(d => d.dataset.by === 'http').length", 5)
+    check(bool(found), f"the audit view lists the approved call ({found})")
+    b.eval("{ const d = [...document.querySelectorAll('#audit details')].find(d => d.dataset.by === 'http'); d.open = true; true }")
+    detail = b.eval("[...document.querySelectorAll('#audit details[open] pre')].map(p => p.textContent).join('')")
+    check(f"approved-{M}" in detail and "token:reviewer" in detail, "its record expands to JSON naming the approver")
+    check(b.eval("[...document.querySelectorAll('#audit details')].every(d => d.dataset.decision === 'approved')"),
+          "the decision filter holds")
+    b.screenshot(os.path.join(SHOTS, "console-audit.png"))
+    b.eval("{ const f = document.getElementById('audit-form'); f.elements.decision.value = 'denied';"
+           "f.elements.tool.value = ''; f.requestSubmit(); true }")
+    check(b.wait("[...document.querySelectorAll('#audit details')].some(d => d.dataset.by === 'timeout')", 5) is True,
+          "the denied filter finds the timeout")
+
+
+def step_audit_route(b, sb):
+    """The audit route's filters, from outside."""
+    s, body, _ = http("GET", "/v1/audit?since=2999-01-01T00:00:00.000Z", REVIEWER)
+    check(s == 200 and json.loads(body)["records"] == [], "no record since a future time")
+    s, body, _ = http("GET", "/v1/audit?principal=token:alice&limit=2", REVIEWER)
+    recs = json.loads(body)["records"] if s == 200 else []
+    check(len(recs) == 2 and all(r["client"]["principal"] == "token:alice" for r in recs), "limit and principal hold")
+    s, _, _ = http("GET", "/v1/audit?limit=0", REVIEWER)
+    check(s == 400, "limit 0 is refused")
+
+
+def run(b, sb):
+    sign_in(b)
+    step_approve(b, sb)
+    step_deny(b, sb)
+    step_changed(b, sb)
+    step_timeout(b, sb)
+    step_sandboxes(b, sb)
+    step_audit(b, sb)
+    step_audit_route(b, sb)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:  # a driver failure is a test failure, never a skip
+        failures.append(repr(e))
+        print("FAIL " + repr(e), flush=True)
+    sys.exit(1 if failures else 0)

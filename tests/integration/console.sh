@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# console.sh — the approver's console (issue 21) in headless Chromium, driven over the DevTools
+# protocol by tests/console/drive.py: the page refuses a client's token and takes the approver's; a
+# pending call shows within a second with its whole padded code and the rule's pattern marked;
+# approve runs it, deny (the d key) and a timeout do not, a changed request is refused; the
+# sandboxes view lists the client's sandbox with its memory; the audit view finds the decision.
+# Screenshots land in the build directory's artifacts/console.
+. "$(dirname "$0")/../lib.sh"
+
+command -v curl >/dev/null || al_skip "curl is missing"
+command -v chromium >/dev/null || al_skip "chromium is missing (scripts/deps.sh installs it)"
+m=$(al_marker)
+confdir=$(al_tmpdir 0755)
+dir=$(al_tmpdir 0777)
+# The first rule whose pattern matches decides: "quick-" calls time out after 3 s.
+cat >"$confdir/c.yaml" <<'EOF'
+version: 1
+approval: {deny_above: CRITICAL, channels: [http]}
+rules:
+- {name: quick, tools: [code_execute], risk: HIGH, approval_timeout: 3s, when: [{param: code, matches: "quick-"}]}
+- {name: asked, tools: [code_execute], risk: HIGH, approval_timeout: 60s, when: [{param: code, matches: touch}]}
+- {name: the-rest, tools: ["*"], risk: LOW, require_approval: false}
+EOF
+chmod 0644 "$confdir/c.yaml"
+
+client=$(al_token_file "$dir/serve.token" alice)
+reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
+al_serve_start "$dir" --config "$confdir/c.yaml" --approver-token-file "$dir/reviewer.token" --audit "$dir/audit.jsonl"
+
+shots="$(dirname "$AIRLOCK")/artifacts/console/$AL_TEST_MODE"
+mkdir -p "$shots"
+rc=0
+AL_URL=$AL_SERVE_URL AL_CLIENT=$client AL_REVIEWER=$reviewer AL_MARK=$m AL_SHOTS=$shots AL_PROFILE="$dir/chromium" \
+	timeout 240 "$AL_PY" "$(dirname "$0")/../console/drive.py" || rc=$?
+[ "$rc" = 0 ] || { tail -n 20 "$dir/serve.err" >&2; al_fail "the console's checks failed (above)"; }
+for v in login approvals approvals-phone-dark sandboxes audit; do
+	[ -s "$shots/console-$v.png" ] || al_fail "no screenshot of the $v view"
+done
+al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute approval.by=http approval.decision=approved \
+	approval.approver=token:reviewer "$dir/audit.jsonl" | grep -c "approved-$m")" 1 "the audit log holds the console's approval"
+al_pass "the approver's console"
