@@ -214,7 +214,10 @@ def step_audit(b, sb):
     b.eval("document.querySelector('.tab[data-view=\"audit\"]').click(); true")
     b.eval("{ const f = document.getElementById('audit-form'); f.elements.decision.value = 'approved';"
            "f.elements.tool.value = 'code_execute'; f.requestSubmit(); true }")
-    found = b.wait("[...document.querySelectorAll('#audit details')].filter(d => d.dataset.by === 'http').length", 5)
+    # The filtered list replaces the unfiltered one when its fetch returns: wait for that list.
+    found = b.wait("(() => { const ds = [...document.querySelectorAll('#audit details')];"
+                   " return ds.length && ds.every(d => d.dataset.decision === 'approved')"
+                   " && ds.filter(d => d.dataset.by === 'http').length; })()", 5)
     check(bool(found), f"the audit view lists the approved call ({found})")
     b.eval("{ const d = [...document.querySelectorAll('#audit details')].find(d => d.dataset.by === 'http'); d.open = true; true }")
     detail = b.eval("[...document.querySelectorAll('#audit details[open] pre')].map(p => p.textContent).join('')")
