@@ -235,8 +235,9 @@ static bool name_ok(const char *t)
 	return n > 0 && n < HX_PRINCIPAL_MAX - 8 && strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-#@") == n;
 }
 
-/* The file's bytes, if it is a regular file only its owner may read or write. */
-static int read_private(const char *path, char **out, struct al_error *err)
+/* The file's bytes (*len of them, NUL-terminated), if it is a regular file only its owner may read
+ * or write. */
+static int read_private(const char *path, char **out, size_t *len, struct al_error *err)
 {
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
@@ -261,6 +262,7 @@ static int read_private(const char *path, char **out, struct al_error *err)
 	}
 	buf[n] = 0;
 	*out = buf;
+	*len = (size_t)n;
 	return 0;
 }
 
@@ -308,16 +310,17 @@ static int parse_line(const char *path, unsigned line, char *text, bool approver
 int http_tokens_load(const char *path, bool approver, struct http_token **tokens, size_t *n, struct al_error *err)
 {
 	char *buf = NULL;
-	int r = read_private(path, &buf, err);
-	if (r < 0)
-		return r;
+	size_t len = 0;
+	int r = read_private(path, &buf, &len, err);
+	if (r < 0 || !buf)
+		return r < 0 ? r : -EIO;
 	size_t before = *n;
 	unsigned line = 0;
 	for (char *save = NULL, *l = strtok_r(buf, "\r\n", &save); l && r == 0; l = strtok_r(NULL, "\r\n", &save))
 		r = parse_line(path, ++line, l, approver, tokens, n, err);
 	if (r == 0 && *n == before)
 		r = al_err(err, ENODATA, "token file %s holds no token", path);
-	explicit_bzero(buf, strlen(buf));
+	explicit_bzero(buf, len); /* the whole file: strtok_r cut it into lines */
 	free(buf);
 	return r;
 }
@@ -340,7 +343,8 @@ int http_token_generate(const char *path, struct al_error *err)
 	char text[2 * sizeof(raw) + 2];
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(text + 2 * i, 3, "%02x", raw[i]);
-	strcat(text, "\n");
+	text[2 * sizeof(raw)] = '\n';
+	text[2 * sizeof(raw) + 1] = 0;
 	explicit_bzero(raw, sizeof(raw));
 	int r = path[0] == '/' ? al_make_parents(path, 0700) : 0;
 	if (r < 0)

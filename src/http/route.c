@@ -174,6 +174,7 @@ void hx_error(struct hx_response *rs, int status, const char *fmt, ...)
 	char msg[AL_ERROR_MAX + 64];
 	va_list ap;
 	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive: ap was just started */
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	/* The message may quote what the client sent: json_string refuses invalid UTF-8. */
@@ -328,18 +329,19 @@ size_t hx_unescape(char *s)
 void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
 {
 	memset(rs, 0, sizeof(*rs));
-	if (bad_url(rq->path ? rq->path : "", rs) == 0 && hx_precheck(s, rq, rs) == 0) {
+	const char *path = rq->path ? rq->path : "";
+	if (bad_url(path, rs) == 0 && hx_precheck(s, rq, rs) == 0) {
 		size_t caps[MAX_CAPS][2] = {{0}};
 		bool known;
-		const struct route *r = find(rq->method, rq->path, caps, &known, NULL, 0);
+		const struct route *r = find(rq->method, path, caps, &known, NULL, 0);
 		if (rq->too_large || (r->body == BODY_NONE && rq->len)) {
 			if (rq->too_large)
 				hx_error(rs, 413, "request body over the limit of %zu bytes",
-					 hx_body_limit(s, rq->method, rq->path));
+					 hx_body_limit(s, rq->method, path));
 			else
 				hx_error(rs, 400, "this request takes no body");
 		} else {
-			char *c[MAX_CAPS] = {capture(rq->path, caps[0]), capture(rq->path, caps[1])};
+			char *c[MAX_CAPS] = {capture(path, caps[0]), capture(path, caps[1])};
 			if ((caps[0][1] && !c[0]) || (caps[1][1] && !c[1]))
 				out_of_memory(rs);
 			else
