@@ -228,8 +228,8 @@ int store_stage_commit(struct img_store *s, struct store_stage *st, const char *
 		return al_err_sys(err, -r, "image.json");
 	if (fchmodat(st->fd, "rootfs", 0555, 0) < 0)
 		return al_err_sys(err, errno, "make the root read-only");
-	snprintf(dst, sizeof(dst), "%s/sha256/%s", s->path, digest + 7);
-	if (rename(st->path, dst) < 0) {
+	snprintf(dst, sizeof(dst), "sha256/%s", digest + 7);
+	if (renameat(AT_FDCWD, st->path, s->dirfd, dst) < 0) {
 		if (errno != EEXIST && errno != ENOTEMPTY)
 			return al_err_sys(err, errno, "store %s", digest);
 		store_stage_abort(st); /* the same digest is already stored: the same tree */
