@@ -50,7 +50,7 @@ static int parse(int argc, char **argv, struct image_args *a)
 	struct al_error e = {0};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 's')
 			a->store = optarg;
 		else if (c == 'm' && al_parse_size(optarg, &a->lim.max_bytes, &e) < 0)
