@@ -79,7 +79,7 @@ static int parse(int argc, char **argv, struct image_args *a)
 /* NAME from FILE: its base name without the archive's suffixes. */
 static void default_name(const char *src, char *name, size_t size)
 {
-	const char *base = strrchr(src, '/');
+	const char *base;
 	size_t n = strlen(src);
 	while (n > 1 && src[n - 1] == '/')
 		n--;

@@ -38,8 +38,8 @@ static int check_spec(const struct img_build_spec *sp, struct al_error *err)
 		return al_err(err, EINVAL, "suite '%s': not a suite name", sp->suite);
 	if (sp->variant && !word_ok(sp->variant))
 		return al_err(err, EINVAL, "variant '%s': not an mmdebstrap variant", sp->variant);
-	if (sp->mirror && strncmp(sp->mirror, "http://", 7) && strncmp(sp->mirror, "https://", 8) &&
-	    strncmp(sp->mirror, "file:///", 8))
+	if (sp->mirror && strncmp(sp->mirror, "http://", 7) != 0 && strncmp(sp->mirror, "https://", 8) != 0 &&
+	    strncmp(sp->mirror, "file:///", 8) != 0)
 		return al_err(err, EINVAL, "mirror '%s': an http(s):// or file:/// URL expected", sp->mirror);
 	return 0;
 }

@@ -39,9 +39,9 @@ int unpack_outer(int fd, int destfd, const struct img_limits *lim, struct al_err
  * that runs as drop_uid (when airlock is root) and strips every write bit at the end. */
 int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop_uid,
 		  struct al_error *err);
-/* Removes name beneath dfd (a tree too), never following a link; restores write bits of our
- * own read-only directories on the way. 0 (also when absent) or -errno. */
-int unpack_rm_at(int dfd, const char *name);
+/* Removes path (a tree too), never following a link nor crossing a mount; gives our own
+ * read-only directories their write bits back first. 0 (also when absent) or -errno. */
+int unpack_rm_tree(const char *path);
 /* Checks an archive member's name: relative after dropping "./", no "..", no empty part. Pure. */
 int unpack_check_name(const char *name, struct al_error *err);
 

@@ -99,7 +99,9 @@ int img_import(struct img_store *s, const char *src, const char *name, const str
 	if (sfd >= 0)
 		close(sfd);
 	r = r ?: import_unpack(&st, plan.layer_fds, plan.nlayers, lim, err);
-	(void)unpack_rm_at(st.fd, "src");
+	char srcdir[PATH_MAX];
+	snprintf(srcdir, sizeof(srcdir), "%s/src", st.path);
+	(void)unpack_rm_tree(srcdir);
 	struct import_info in = {.name = name, .digest = plan.digest, .source = src, .format = plan.format,
 				 .config = plan.config, .nlayers = plan.nlayers};
 	r = r ?: import_commit(s, &st, &in, err);

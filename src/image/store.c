@@ -185,7 +185,7 @@ void store_stage_abort(struct store_stage *st)
 	if (st->fd >= 0)
 		close(st->fd);
 	if (st->path[0])
-		(void)unpack_rm_at(AT_FDCWD, st->path);
+		(void)unpack_rm_tree(st->path);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
 	st->fd = st->lock_fd = -1;
@@ -337,12 +337,13 @@ static bool named(struct img_store *s, const char *hex, const char *skip)
 /* Moves sha256/<hex> to tmp/ (so no new sandbox finds it) and removes it. Lock held by caller. */
 static int drop_content(struct img_store *s, const char *hex)
 {
-	char from[96], to[96];
+	char from[96], to[96], path[PATH_MAX];
 	snprintf(from, sizeof(from), "sha256/%s", hex);
 	snprintf(to, sizeof(to), "tmp/rm-%.16s-%d", hex, (int)getpid());
 	if (renameat(s->dirfd, from, s->dirfd, to) < 0)
 		return -errno;
-	return unpack_rm_at(s->dirfd, to);
+	snprintf(path, sizeof(path), "%s/%s", s->path, to);
+	return unpack_rm_tree(path);
 }
 
 int img_remove(struct img_store *s, const char *name, struct al_error *err)
@@ -384,7 +385,9 @@ static int gc_tmp(struct img_store *s, unsigned *freed)
 			close(lfd);
 			continue; /* an import in progress */
 		}
-		if (unpack_rm_at(tfd, de->d_name) == 0)
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/tmp/%s", s->path, de->d_name);
+		if (unpack_rm_tree(path) == 0)
 			(*freed)++;
 		if (lfd >= 0)
 			close(lfd);

@@ -13,6 +13,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -29,6 +30,7 @@
 #include "image/imgint.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 
 #define WHITEOUT ".wh."
 #define OPAQUE ".wh..wh..opq"
@@ -40,18 +42,21 @@ static void archive_freep(struct archive **a)
 }
 #define cleanup_archive __attribute__((cleanup(archive_freep)))
 
-/* Normalises a member name into out: "./" prefixes and a trailing "/" dropped; "" is the root. */
+/* Normalises a member name into out: "./" prefixes and a trailing "/" dropped; "" is the root.
+ * Each refusal returns its code itself (not al_err's), so the static analyzer can see that
+ * out is set whenever 0 is returned. */
 static int norm_name(const char *in, char *out, size_t size, struct al_error *err)
 {
+	out[0] = 0;
 	if (*in == '/')
-		return al_err(err, EPERM, "member '%s': an absolute name: refused", in);
+		return (void)al_err(err, EPERM, "member '%s': an absolute name: refused", in), -EPERM;
 	while (in[0] == '.' && in[1] == '/')
 		in += 2 + strspn(in + 2, "/");
 	size_t n = strlen(in);
 	while (n && in[n - 1] == '/')
 		n--;
 	if (n >= size)
-		return al_err(err, ENAMETOOLONG, "member '%.64s...': name too long", in);
+		return (void)al_err(err, ENAMETOOLONG, "member '%.64s...': name too long", in), -ENAMETOOLONG;
 	memcpy(out, in, n);
 	out[n] = 0;
 	if (strcmp(out, ".") == 0)
@@ -59,9 +64,9 @@ static int norm_name(const char *in, char *out, size_t size, struct al_error *er
 	for (const char *p = out; *p;) {
 		size_t len = strcspn(p, "/");
 		if (len == 0 || (len == 1 && p[0] == '.'))
-			return al_err(err, EPERM, "member '%s': an empty or '.' part: refused", in);
+			return (void)al_err(err, EPERM, "member '%s': an empty or '.' part: refused", in), -EPERM;
 		if (len == 2 && p[0] == '.' && p[1] == '.')
-			return al_err(err, EPERM, "member '%s': a '..' part leads outside the root: refused", in);
+			return (void)al_err(err, EPERM, "member '%s': a '..' part leads outside the root: refused", in), -EPERM;
 		p += len + (p[len] == '/');
 	}
 	return 0;
@@ -159,32 +164,27 @@ int unpack_outer(int fd, int destfd, const struct img_limits *lim, struct al_err
 	return r;
 }
 
-/* ---- removal (whiteouts, and the store's rm): fd-relative, never following a link ---- */
+/* ---- removal (whiteouts, and the store's rm): never following a link nor crossing a mount ---- */
 
-int unpack_rm_at(int dfd, const char *name)
+static int make_writable(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)f;
+	/* Our own read-only trees have their write bits stripped: give them back to empty them.
+	 * Only real directories (FTW_PHYS: a link is reported as one, never followed). */
+	if (type == FTW_D && (st->st_mode & 0700) != 0700)
+		(void)chmod(path, (st->st_mode & 07777) | 0700);
+	return 0;
+}
+
+int unpack_rm_tree(const char *path)
 {
 	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	/* Our own read-only trees have their write bits stripped: give them back to empty them. */
-	(void)fchmod(fd, (st.st_mode & 07777) | 0700);
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	struct dirent *de;
-	int r = 0;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			r = unpack_rm_at(dirfd(d), de->d_name) ?: r;
-	closedir(d);
-	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : r;
+		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+	(void)nftw(path, make_writable, 16, FTW_PHYS | FTW_MOUNT);
+	return al_remove_tree(path);
 }
 
 /* Opens a directory beneath the root (".", the child's cwd) without meeting a symlink.
@@ -209,32 +209,52 @@ static int open_parent(char *rel, const char **base)
 	return fd;
 }
 
+/* Empties the directory dir (relative to the root, our cwd; "" is the root). */
+static int clear_dir(const char *dir)
+{
+	DIR *d = opendir(*dir ? dir : ".");
+	struct dirent *de;
+	char path[PATH_MAX];
+	int r = d ? 0 : -errno;
+	while (d && (de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		int n = snprintf(path, sizeof(path), "%s%s%s", dir, *dir ? "/" : "", de->d_name);
+		r = (n < 0 || (size_t)n >= sizeof(path) ? -ENAMETOOLONG : unpack_rm_tree(path)) ?: r;
+	}
+	if (d)
+		closedir(d);
+	return r;
+}
+
 static int whiteout(char *rel, struct al_error *err)
 {
-	const char *base;
-	cleanup_close int pfd = open_parent(rel, &base);
+	const char *base = rel;
+	int pfd = open_parent(rel, &base);
 	if (pfd == -ENOENT)
 		return 0; /* nothing below to hide */
 	if (pfd < 0)
 		return al_err_sys(err, -pfd, "whiteout '%s': its parent is not a directory beneath the root", rel);
-	cleanup_close int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return al_err_sys(err, errno, "whiteout '%s'", rel);
+	close(pfd);
+	/* The parent is a real directory beneath the root (no link on the way): paths from the
+	 * root's cwd reach it, and only this child writes the tree. */
+	size_t blen = strlen(base);
+	if (blen < strlen(WHITEOUT) || strncmp(base, WHITEOUT, strlen(WHITEOUT)) != 0)
+		return al_err(err, EINVAL, "'%s' is not a whiteout", rel);
 	const char *victim = base + strlen(WHITEOUT);
-	if (strcmp(base, OPAQUE) != 0 && (!*victim || !strcmp(victim, ".") || !strcmp(victim, "..")))
+	bool names_nothing = blen == strlen(WHITEOUT) || strcmp(victim, ".") == 0 || strcmp(victim, "..") == 0;
+	size_t plen = (size_t)(base - rel);
+	char path[PATH_MAX];
+	if (strcmp(base, OPAQUE) == 0) {
+		snprintf(path, sizeof(path), "%.*s", (int)(plen ? plen - 1 : 0), rel);
+		int r = clear_dir(path);
+		return r < 0 ? al_err_sys(err, -r, "opaque directory '%s'", rel) : 0;
+	}
+	if (names_nothing)
 		return al_err(err, EPERM, "whiteout '%s' names no file: refused", rel);
-	if (strcmp(base, OPAQUE) != 0)
-		return unpack_rm_at(dfd, victim);
-	/* An opaque directory: what the lower layers put in it is hidden. */
-	DIR *d = fdopendir(dup(dfd));
-	struct dirent *de;
-	int r = d ? 0 : -errno;
-	while (d && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			r = unpack_rm_at(dfd, de->d_name) ?: r;
-	if (d)
-		closedir(d);
-	return r < 0 ? al_err_sys(err, -r, "opaque directory '%s'", rel) : 0;
+	snprintf(path, sizeof(path), "%.*s%s", (int)plen, rel, victim);
+	int r = unpack_rm_tree(path);
+	return r < 0 ? al_err_sys(err, -r, "whiteout '%s'", rel) : 0;
 }
 
 /* ---- one layer ---- */
@@ -366,7 +386,9 @@ static int layer_pass2(int fd, struct budget *b, struct al_error *err)
 	int r = 0, h;
 	while (r == 0 && (h = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		r = norm_name(archive_entry_pathname(e), rel, sizeof(rel), err);
-		if (r < 0 || !*rel || is_whiteout(rel))
+		if (r < 0)
+			break;
+		if (!*rel || is_whiteout(rel))
 			continue;
 		archive_entry_set_pathname(e, rel);
 		r = check_place(e, rel, err);
@@ -379,30 +401,20 @@ static int layer_pass2(int fd, struct budget *b, struct al_error *err)
 	return r;
 }
 
-/* The end state: no write bit anywhere (the store is read-only; rm gives them back). */
-static int strip_writes(int dfd)
+static int strip_one(const char *path, const struct stat *st, int type, struct FTW *f)
 {
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
+	(void)f;
+	/* FTW_PHYS: links are reported as such and skipped, never followed. */
+	if ((type == FTW_F || type == FTW_D) && chmod(path, st->st_mode & 01555) < 0)
 		return -errno;
-	}
-	struct dirent *de;
-	int r = 0;
-	while ((de = readdir(d))) {
-		struct stat st;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode))
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			r = sub < 0 ? -errno : strip_writes(sub) ?: r;
-		}
-		if (fchmodat(dirfd(d), de->d_name, st.st_mode & 01555, 0) < 0)
-			r = -errno;
-	}
-	closedir(d);
-	return r;
+	return 0;
+}
+
+/* The end state: no write bit anywhere (the store is read-only; rm gives them back). */
+static int strip_writes(void)
+{
+	int r = nftw(".", strip_one, 16, FTW_PHYS | FTW_MOUNT);
+	return r < 0 ? -errno : r;
 }
 
 /* The child: drop to the unpack id, apply each layer, strip write bits. Never returns. */
@@ -424,7 +436,7 @@ static void child(const int *fds, size_t n, const char *rootfs, const struct img
 		if (r < 0)
 			al_err_prefix(&e, "layer %zu of %zu", i + 1, n);
 	}
-	if (r == 0 && (r = strip_writes(open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC))) < 0)
+	if (r == 0 && (r = strip_writes()) < 0)
 		al_err_sys(&e, -r, "make the tree read-only");
 	if (write(wfd, &e, sizeof(e)) != (ssize_t)sizeof(e))
 		_exit(2);

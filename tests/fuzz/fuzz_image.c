@@ -39,7 +39,7 @@ static char dir[64];
 
 static void remove_scratch(void)
 {
-	(void)unpack_rm_at(AT_FDCWD, dir);
+	(void)unpack_rm_tree(dir);
 }
 
 /* A scratch directory per process (cleaned at every input, removed at exit). */
@@ -51,7 +51,7 @@ static int scratch(void)
 			abort();
 		atexit(remove_scratch);
 	}
-	(void)unpack_rm_at(AT_FDCWD, dir);
+	(void)unpack_rm_tree(dir);
 	if (mkdir(dir, 0700) < 0)
 		abort();
 	return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
