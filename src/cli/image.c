@@ -37,6 +37,20 @@ struct image_args {
 	int first; /* index of the first operand */
 };
 
+/* The string options, by getopt value: where each one goes. */
+static const char **string_slot(struct image_args *a, int c)
+{
+	switch (c) {
+	case 's': return &a->store;
+	case 'p': return &a->packages;
+	case 'S': return &a->suite;
+	case 'M': return &a->mirror;
+	case 'V': return &a->variant;
+	case 'r': return &a->recipe;
+	default: return NULL;
+	}
+}
+
 static int parse(int argc, char **argv, struct image_args *a)
 {
 	static const struct option opts[] = {
@@ -51,20 +65,11 @@ static int parse(int argc, char **argv, struct image_args *a)
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 's')
-			a->store = optarg;
+		const char **slot = string_slot(a, c);
+		if (slot)
+			*slot = optarg;
 		else if (c == 'm' && al_parse_size(optarg, &a->lim.max_bytes, &e) < 0)
 			return -cli_fail("--max-size: %s", e.msg);
-		else if (c == 'p')
-			a->packages = optarg;
-		else if (c == 'S')
-			a->suite = optarg;
-		else if (c == 'M')
-			a->mirror = optarg;
-		else if (c == 'V')
-			a->variant = optarg;
-		else if (c == 'r')
-			a->recipe = optarg;
 		else if (c == 'j')
 			a->json = true;
 		else if (c == 'h')
