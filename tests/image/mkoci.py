@@ -37,6 +37,8 @@ def base_layer(variant):
         for applet in ("sh", "cat", "ls", "echo", "id", "stat", "sleep", "true", "test"):
             tar.addfile(ti("usr/bin/" + applet, tarfile.SYMTYPE, link="busybox"))
         tar.addfile(ti("bin", tarfile.SYMTYPE, link="usr/bin"))
+        # The languages table's shell is bash: busybox's sh stands in for it.
+        add_file(tar, "usr/bin/bash", b'#!/usr/bin/busybox sh\nexec /usr/bin/busybox sh "$@"\n', 0o755)
         add_file(tar, "usr/share/gone.txt", b"lower\n")
         add_file(tar, "usr/share/opq/old.txt", b"lower\n")
         add_file(tar, "etc/image-release", b"mkoci busybox\n")
