@@ -17,7 +17,8 @@
 /* The source as a directory: DIR itself, or FILE's members copied into stage/src. */
 static int open_source(const char *src, struct store_stage *st, const struct img_limits *lim, struct al_error *err)
 {
-	cleanup_close int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a fifo given by mistake is refused below, not waited on. */
+	cleanup_close int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat sb;
 	if (fd < 0 || fstat(fd, &sb) < 0)
 		return al_err_sys(err, errno, "%s", src);

@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <linux/openat2.h>
 #include <openssl/evp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +23,21 @@
 
 int oci_open_beneath(int dirfd, const char *rel, int flags)
 {
-	/* RESOLVE_BENEATH + NO_SYMLINKS: a hostile tree cannot point us at a host file. */
-	/* openat2 refuses O_NOCTTY beside O_PATH. */
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | (flags & O_PATH ? 0 : O_NOCTTY)),
+	/* RESOLVE_BENEATH + NO_SYMLINKS: a hostile tree cannot point us at a host file. A file to
+	 * read must be a regular one: a fifo would block us, a device never end (O_NONBLOCK lets
+	 * the open return so that fstat can tell). openat2 refuses O_NOCTTY beside O_PATH. */
+	bool file = !(flags & (O_PATH | O_DIRECTORY));
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | (file ? O_NOCTTY | O_NONBLOCK : 0)),
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (file && (fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close((int)fd);
+		return -EINVAL;
+	}
+	return (int)fd;
 }
 
 int oci_sha256_fd(int fd, char out[IMG_DIGEST_LEN], uint64_t *size)

@@ -13,17 +13,20 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
-#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -417,15 +420,33 @@ static int strip_writes(void)
 	return r < 0 ? -errno : r;
 }
 
-/* The child: drop to the unpack id, apply each layer, strip write bits. Never returns. */
+/* As root, the child first sees nothing but the tree it fills: a private mount namespace whose
+ * root is the staging rootfs (pivot_root, the old root detached). So even a libarchive bug that
+ * runs code as the unpack id cannot reach the store's other images (owned by that id too) nor
+ * anything else on the host. */
+static int confine(const char *rootfs)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0 || chdir(rootfs) < 0 ||
+	    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		return -errno;
+	return 0;
+}
+
+/* The child: confine itself, drop to the unpack id, apply each layer, strip write bits. Never
+ * returns. */
 static void child(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop, int wfd)
 {
 	struct al_error e = {0};
 	struct budget b = {.lim = lim};
 	int r = 0;
-	if (getuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(drop, drop, drop) < 0 || setresuid(drop, drop, drop) < 0))
+	bool root = getuid() == 0;
+	if (root && (r = confine(rootfs)) < 0)
+		al_err_sys(&e, -r, "confine the unpacking child to %s", rootfs);
+	if (r == 0 && root &&
+	    (setgroups(0, NULL) < 0 || setresgid(drop, drop, drop) < 0 || setresuid(drop, drop, drop) < 0))
 		r = al_err_sys(&e, errno, "drop to the unpack id %u", (unsigned)drop);
-	if (r == 0 && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || chdir(rootfs) < 0))
+	if (r == 0 && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || (!root && chdir(rootfs) < 0)))
 		r = al_err_sys(&e, errno, "enter %s", rootfs);
 	/* A backstop for the size budget: no single file can grow past the image limit. */
 	struct rlimit fsz = {lim->max_bytes + 1, lim->max_bytes + 1};
