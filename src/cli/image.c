@@ -1,4 +1,5 @@
 /* image.c — `airlock image import|build|ls|inspect|rm|gc`: the image store's front end. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +130,7 @@ static int do_ls(struct img_store *s, struct image_args *a)
 	struct al_error e = {0};
 	if (!a->json)
 		printf("%-24s %-19s %11s\n", "NAME", "DIGEST", "SIZE");
-	return img_list(s, print_entry, &a->json, &e) < 0 ? cli_fail("image ls: %s", e.msg) : 0;
+	return s && img_list(s, print_entry, &a->json, &e) < 0 ? cli_fail("image ls: %s", e.msg) : 0;
 }
 
 static int do_one(struct img_store *s, const char *verb, int argc, char **argv, int first)
@@ -262,7 +263,10 @@ int cli_image(int argc, char **argv)
 	struct img_store s;
 	struct al_error e = {0};
 	bool writes = strcmp(verb, "ls") != 0 && strcmp(verb, "inspect") != 0;
-	if (img_store_open(&s, a.store, writes, &e) < 0)
+	r = img_store_open(&s, a.store, writes, &e);
+	if (r == -ENOENT && strcmp(verb, "ls") == 0)
+		return do_ls(NULL, &a); /* no store yet: no images */
+	if (r < 0)
 		return cli_fail("image %s: %s", verb, e.msg);
 	if (!strcmp(verb, "import"))
 		r = do_import(&s, &a, argc - 1, argv + 1);

@@ -8,8 +8,9 @@
  * refused; set-user-id, set-group-id and sticky bits are removed; owners and extended attributes
  * (so file capabilities) are never restored; the sum of the members' sizes (as their headers
  * claim, so a sparse 10 GB claim counts as 10 GB) is bounded before a byte is written. The
- * layers are applied by a forked child that, when airlock runs as root, first becomes
- * IMG_UNPACK_ID — an id no host process uses — so a libarchive bug cannot write as root. */
+ * layers are applied by a forked child that, when airlock runs as root, first confines itself
+ * to the tree it fills (a private mount namespace rooted there) and becomes IMG_UNPACK_ID — an id
+ * no host process uses — so a libarchive bug can neither write as root nor reach the host. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
