@@ -55,6 +55,19 @@ new.txt
 hello" "$b: the image's tree and Env, not the host's /usr, and not writable"
 	al_assert_eq "$(j image.digest)" "$digest" "$b: the verdict names the image digest"
 done
+# exec and a profile's image: key; the posture stays the profile's (no network under it).
+al_run exec --image bb --lang shell -c 'cat /usr/share/hello.txt'
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "hello from the top layer" "exec --image"
+confdir=$(al_tmpdir 0755)
+printf 'version: 1\nprofiles:\n  on-bb:\n    image: bb\n' >"$confdir/p.yaml"
+chmod 0644 "$confdir/p.yaml"
+al_run run --json --config "$confdir/p.yaml" --profile on-bb -- sh -c 'cat /usr/share/hello.txt'
+al_assert_rc 0
+al_assert_eq "$(j image.digest)" "$digest" "a profile's image"
+al_assert_eq "$(j enforced.network)" none "the profile's posture"
+al_run run --config "$confdir/p.yaml" --profile on-bb --net host -- sh -c 'echo ran'
+al_assert_rc 125
 al_run run --image nosuch -- sh -c 'echo ran'
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "no image named 'nosuch'" "an unknown image"
