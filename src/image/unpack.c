@@ -224,7 +224,9 @@ static int clear_dir(const char *dir)
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		int n = snprintf(path, sizeof(path), "%s%s%s", dir, *dir ? "/" : "", de->d_name);
-		r = (n < 0 || (size_t)n >= sizeof(path) ? -ENAMETOOLONG : unpack_rm_tree(path)) ?: r;
+		int one = n < 0 || (size_t)n >= sizeof(path) ? -ENAMETOOLONG : unpack_rm_tree(path);
+		if (one < 0)
+			r = one; /* go on: remove what can be removed, report the last failure */
 	}
 	if (d)
 		closedir(d);

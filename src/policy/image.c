@@ -14,7 +14,7 @@
  * an image: they belong to the network posture (which an image never changes). */
 static int add_defaults(struct al_policy *p, char *const *env, struct al_error *err)
 {
-	for (size_t i = 0; env[i] && i < IMG_ENV_MAX; i++) {
+	for (size_t i = 0; i < IMG_ENV_MAX && env[i]; i++) {
 		size_t n = strcspn(env[i], "=");
 		bool set = false;
 		for (size_t j = 0; j < p->nenv && !set; j++)
