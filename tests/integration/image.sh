@@ -132,3 +132,13 @@ sd=$(printf '%s' "$AL_OUT" | awk '{print $2}')
 al_assert_eq "$(stat -c %a "$AIRLOCK_IMAGES/sha256/${sd#sha256:}/rootfs/usr/bin/suid")" 555 "a set-id file stored 0555"
 [ -z "$(find "$AIRLOCK_IMAGES/sha256" -perm /6000 | head -1)" ] || al_fail "a set-id file in the store"
 al_pass "no set-id bit reaches the store"
+
+# gc: an interrupted import (no lock held) and content no name keeps are removed.
+"${AL_SETPRIV[@]}" mkdir "$AIRLOCK_IMAGES/tmp/new-stale"
+rm -f "$AIRLOCK_IMAGES/names/bbdir"
+al_run image gc
+al_assert_rc 0
+[ ! -e "$AIRLOCK_IMAGES/tmp/new-stale" ] || al_fail "gc left an interrupted import"
+[ ! -e "$AIRLOCK_IMAGES/sha256/${digest#sha256:}" ] || al_fail "gc left unnamed content"
+[ -d "$AIRLOCK_IMAGES/sha256/${sd#sha256:}" ] || al_fail "gc removed named content"
+al_pass "gc removes what nothing names"
