@@ -1,7 +1,8 @@
 #!/bin/bash
 # image_build.sh — `airlock image build`: a Debian environment from a recipe, made by mmdebstrap
-# from the Debian archive, runs `import pandas` where the host has no pandas; bad recipes are
-# refused before mmdebstrap runs. Takes a few minutes (one download of python3-pandas).
+# from the Debian archive, runs `import pandas` from the image (where the host has no pandas,
+# also not without it); a rebuild has the same digest (SOURCE_DATE_EPOCH); bad recipes are
+# refused before mmdebstrap runs. Takes a few minutes (two builds of python3-pandas).
 AL_GUARD_TIMEOUT=${AL_GUARD_TIMEOUT:-840}
 . "$(dirname "$0")/../lib.sh"
 
@@ -57,3 +58,9 @@ al_assert_eq "$(j packages.0)" python3-pandas "inspect records the packages"
 al_assert_eq "$(j source_date_epoch)" 1704067200 "and the SOURCE_DATE_EPOCH of the build"
 [ -z "$(find "$AIRLOCK_IMAGES/sha256" -perm /6000 | head -1)" ] || al_fail "a set-id file in the built image"
 al_pass "a Debian environment built with mmdebstrap runs what the host lacks"
+
+# Reproducible: the same recipe against the same archive gives the same tarball, so the same digest.
+al_run image build --recipe "$work/recipe.yaml"
+al_assert_rc 0
+al_assert_eq "$(printf '%s' "$AL_OUT" | awk '{print $2}')" "$digest" "a rebuild's digest"
+al_pass "rebuilds are reproducible"
