@@ -70,6 +70,8 @@ int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *
 /* The policy's image digest and name, or NULL (owned by the policy). */
 const char *al_policy_image_digest(const struct al_policy *p);
 const char *al_policy_image_name(const struct al_policy *p);
+/* The image's default command (its config's Entrypoint then Cmd), NULL-terminated, or NULL. */
+const char *const *al_policy_image_argv(const struct al_policy *p);
 /* A file the sandbox starts with: data[0..len) at DEST (beneath /workspace, e.g. the code of
  * `airlock exec`), owned by the sandbox user. Copied; at most 64 MiB in all. */
 int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, size_t len, unsigned mode,

@@ -90,6 +90,7 @@ struct img_ref {
 	char digest[IMG_DIGEST_LEN];
 	char *rootfs;  /* absolute host path of the read-only tree */
 	char **env;    /* the config's Env, "NAME=VALUE", NULL-terminated (may be empty) */
+	char **argv;   /* the config's Entrypoint then Cmd, NULL-terminated (may be empty) */
 	char *workdir; /* the config's WorkingDir, or NULL */
 	int lock_fd;
 };

@@ -423,20 +423,33 @@ int img_gc(struct img_store *s, unsigned *freed, struct al_error *err)
 
 /* ---- opening for a sandbox ---- */
 
+/* Appends the strings of a JSON array to a NULL-terminated vector (*n entries so far). */
+static void add_strings(char **v, size_t *n, const json_t *arr)
+{
+	size_t i;
+	const json_t *x;
+	json_array_foreach(arr, i, x) {
+		if (json_is_string(x))
+			v[(*n)++] = strdup(json_string_value(x));
+	}
+}
+
 static int ref_defaults(struct img_ref *ref, const char *meta, struct al_error *err)
 {
-	json_t *j = json_loads(meta, 0, NULL), *cfg = json_object_get(j, "config"), *env, *v;
-	env = json_object_get(cfg, "Env");
-	size_t i, n = 0;
+	json_t *j = json_loads(meta, 0, NULL), *cfg = json_object_get(j, "config");
+	json_t *env = json_object_get(cfg, "Env"), *ep = json_object_get(cfg, "Entrypoint"), *cmd = json_object_get(cfg, "Cmd");
+	size_t n = 0, k = 0;
 	ref->env = calloc(json_array_size(env) + 1, sizeof(char *));
-	json_array_foreach(env, i, v) {
-		if (ref->env && json_is_string(v) && strchr(json_string_value(v), '='))
-			ref->env[n++] = strdup(json_string_value(v));
+	ref->argv = calloc(json_array_size(ep) + json_array_size(cmd) + 1, sizeof(char *));
+	if (ref->env && ref->argv) {
+		add_strings(ref->env, &n, env);
+		add_strings(ref->argv, &k, ep);
+		add_strings(ref->argv, &k, cmd);
 	}
 	const char *wd = json_string_value(json_object_get(cfg, "WorkingDir"));
 	ref->workdir = wd && *wd ? strdup(wd) : NULL;
 	json_decref(j);
-	return ref->env ? 0 : al_err(err, ENOMEM, "out of memory");
+	return ref->env && ref->argv ? 0 : al_err(err, ENOMEM, "out of memory");
 }
 
 int img_open(struct img_store *s, const char *name, struct img_ref *ref, struct al_error *err)
@@ -479,6 +492,9 @@ void img_ref_close(struct img_ref *ref)
 	for (size_t i = 0; ref->env && ref->env[i]; i++)
 		free(ref->env[i]);
 	free(ref->env);
+	for (size_t i = 0; ref->argv && ref->argv[i]; i++)
+		free(ref->argv[i]);
+	free(ref->argv);
 	free(ref->name);
 	free(ref->rootfs);
 	free(ref->workdir);

@@ -67,3 +67,8 @@ const char *al_policy_image_name(const struct al_policy *p)
 {
 	return p->image ? p->image->name : NULL;
 }
+
+const char *const *al_policy_image_argv(const struct al_policy *p)
+{
+	return p->image && p->image->argv && p->image->argv[0] ? (const char *const *)p->image->argv : NULL;
+}

@@ -108,7 +108,7 @@ def oci(variant):
     layers = [(l1gz, "application/vnd.oci.image.layer.v1.tar+gzip"), (l2, "application/vnd.oci.image.layer.v1.tar")]
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"], "WorkingDir": "/", "Cmd": ["sh"]},
+        "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"], "WorkingDir": "/", "Entrypoint": ["echo"], "Cmd": ["image-cmd"]},
         "rootfs": {"type": "layers", "diff_ids": [sha(l1raw), sha(l2)]},
     }).encode()
     manifest = json.dumps({

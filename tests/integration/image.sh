@@ -55,6 +55,10 @@ new.txt
 hello" "$b: the image's tree and Env, not the host's /usr, and not writable"
 	al_assert_eq "$(j image.digest)" "$digest" "$b: the verdict names the image digest"
 done
+# Without a command, the image's Entrypoint and Cmd run.
+al_run run --image bb
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "image-cmd" "the image's Entrypoint + Cmd"
 # exec and a profile's image: key; the posture stays the profile's (no network under it).
 al_run exec --image bb --lang shell -c 'cat /usr/share/hello.txt'
 al_assert_rc 0
