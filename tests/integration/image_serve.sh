@@ -24,41 +24,45 @@ profiles:
 EOF
 chmod 0644 "$confdir/images.yaml"
 
-rm -f "$dir/port"
 "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/images.yaml" --http 127.0.0.1:0 \
 	--port-file "$dir/port" --audit "$dir/audit.jsonl" 2>"$dir/serve.err" &
 AL_BG_PIDS+=("$!")
-for _ in $(seq 100); do
-	[ -s "$dir/port" ] && break
-	sleep 0.1
-done
-[ -s "$dir/port" ] || { cat "$dir/serve.err" >&2; al_fail "airlock serve did not start"; }
-PORT=$(cat "$dir/port")
-api() {
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -s -o - -w '\n%{http_code}' -X "$method" "http://127.0.0.1:$PORT$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
+timeout 10 sh -c 'until [ -s "$1" ]; do sleep 0.1; done' wait "$dir/port" ||
+	{ cat "$dir/serve.err" >&2; al_fail "airlock serve did not start"; }
+
+# call METHOD PATH [JSON]: prints "CODE BODY" (urllib: one request, no retries).
+call() {
+	"$AL_PY" - "$(cat "$dir/port")" "$@" <<'PY'
+import sys, urllib.request, urllib.error
+port, method, path = sys.argv[1:4]
+data = sys.argv[4].encode() if len(sys.argv) > 4 else None
+req = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path), data=data, method=method,
+                             headers={"Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req, timeout=60) as r:
+        print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+PY
 }
 
-api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"profile":"imgs","image":"nosuch"}'
-al_assert_contains "$CODE" 4 "an image the profile does not offer: a client error ($BODY)"
-al_assert_contains "$BODY" "does not offer" "the refusal names the reason"
-api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"profile":"untrusted-code-read","image":"bb"}'
-al_assert_contains "$CODE" 4 "a profile without images offers none ($BODY)"
-api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"profile":"imgs","image":"bb"}'
-al_assert_eq "$CODE" 201 "create a sandbox on the image: $BODY"
-sb=$(printf '%s' "$BODY" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
-api POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' \
-	-d '{"language":"shell","code":"cat /usr/share/hello.txt; test -e /usr/lib/python3 || echo no-host-usr"}'
-al_assert_contains "$BODY" "hello from the top layer" "the sandbox runs on the image's tree"
-al_assert_contains "$BODY" "no-host-usr" "and not on the host's /usr"
+out=$(call POST /v1/sandboxes '{"profile":"imgs","image":"nosuch"}')
+al_assert_contains "${out%% *}" 4 "an image the profile does not offer: a client error ($out)"
+al_assert_contains "$out" "does not offer" "the refusal names the reason"
+out=$(call POST /v1/sandboxes '{"profile":"untrusted-code-read","image":"bb"}')
+al_assert_contains "${out%% *}" 4 "a profile without images offers none ($out)"
+out=$(call POST /v1/sandboxes '{"profile":"imgs","image":"bb"}')
+al_assert_eq "${out%% *}" 201 "create a sandbox on the image: $out"
+sb=$(printf '%s' "${out#* }" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+out=$(call POST "/v1/sandboxes/$sb/exec" \
+	'{"language":"shell","code":"cat /usr/share/hello.txt; test -e /usr/lib/python3 || echo no-host-usr"}')
+al_assert_contains "$out" "hello from the top layer" "the sandbox runs on the image's tree"
+al_assert_contains "$out" "no-host-usr" "and not on the host's /usr"
 al_run image rm bb
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "in use" "rm of the image of a live sandbox is refused"
-api DELETE "/v1/sandboxes/$sb"
-al_assert_contains "$CODE" 20 "destroy the sandbox"
+out=$(call DELETE "/v1/sandboxes/$sb")
+al_assert_contains "${out%% *}" 20 "destroy the sandbox"
 al_run image rm bb
 al_assert_rc 0
 al_pass "the service's image argument: offered images only, the posture the profile's"
