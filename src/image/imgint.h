@@ -7,9 +7,11 @@
 
 #include "image/image.h"
 
-/* Host id that unpacks untrusted layers when airlock runs as root: the sandbox range's
- * "nobody" (id_base + 65534), an id no host process runs as. */
-#define IMG_UNPACK_ID (1879048192u + 65534u)
+/* Host id that unpacks untrusted layers when airlock runs as root, and so owns the stored trees:
+ * just below the default sandbox range (1879048192, AL_DEFAULT_ID_BASE), an id no host process
+ * runs as and no sandbox maps. Inside a sandbox its files show as the overflow id (nobody), like
+ * the host's root-owned /usr, and even a sandbox's own root could not write them. */
+#define IMG_UNPACK_ID (1879048192u - 2u)
 
 /* ---- oci.c: manifests, configs and digests (reads only) ---- */
 
