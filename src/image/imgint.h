@@ -37,6 +37,8 @@ int oci_open_beneath(int dirfd, const char *rel, int flags);
 /* Copies the regular files of the tar on fd (an oci-archive or docker save) beneath destfd:
  * names checked (relative, no "..", no symlinks), total size bounded. */
 int unpack_outer(int fd, int destfd, const struct img_limits *lim, struct al_error *err);
+/* unpack_outer in the same confined child as the layers, into the empty directory dir. */
+int unpack_outer_confined(int fd, const char *dir, const struct img_limits *lim, uid_t drop_uid, struct al_error *err);
 /* Applies the layers in order onto the empty directory rootfs (an absolute path), in a child
  * that runs as drop_uid (when airlock is root) and strips every write bit at the end. */
 int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop_uid,

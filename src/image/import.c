@@ -26,17 +26,21 @@ static int open_source(const char *src, struct store_stage *st, const struct img
 		return steal_fd(fd);
 	if (!S_ISREG(sb.st_mode))
 		return al_err(err, EINVAL, "%s: neither a directory (OCI layout) nor an archive file", src);
-	if (mkdirat(st->fd, "src", 0700) < 0)
+	/* The outer archive is parsed by libarchive too: in the confined, unprivileged child. */
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/src", st->path);
+	if (mkdirat(st->fd, "src", 0700) < 0 ||
+	    (geteuid() == 0 && fchownat(st->fd, "src", IMG_UNPACK_ID, IMG_UNPACK_ID, AT_SYMLINK_NOFOLLOW) < 0))
 		return al_err_sys(err, errno, "staging");
-	cleanup_close int dfd = openat(st->fd, "src", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return al_err_sys(err, errno, "staging");
-	int r = unpack_outer(fd, dfd, lim, err);
+	int r = unpack_outer_confined(fd, dir, lim, IMG_UNPACK_ID, err);
 	if (r < 0) {
 		al_err_prefix(err, "%s", src);
 		return r;
 	}
-	return steal_fd(dfd);
+	/* What the child wrote is read with openat2 beneath this directory, no symlink followed,
+	 * regular files only (oci_open_beneath). */
+	int dfd = openat(st->fd, "src", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return dfd < 0 ? al_err_sys(err, errno, "staging") : dfd;
 }
 
 /* image.json: what inspect shows and what --image takes as defaults (Env, WorkingDir...). */

@@ -7,10 +7,11 @@
  * hard link's target likewise and must be a regular file; device nodes, fifos and sockets are
  * refused; set-user-id, set-group-id and sticky bits are removed; owners and extended attributes
  * (so file capabilities) are never restored; the sum of the members' sizes (as their headers
- * claim, so a sparse 10 GB claim counts as 10 GB) is bounded before a byte is written. The
- * layers are applied by a forked child that, when airlock runs as root, first confines itself
- * to the tree it fills (a private mount namespace rooted there) and becomes IMG_UNPACK_ID — an id
- * no host process uses — so a libarchive bug can neither write as root nor reach the host. */
+ * claim, so a sparse 10 GB claim counts as 10 GB) is bounded before a byte is written. Every
+ * archive (an oci-archive or docker save, then each layer) is read by a forked child that, when
+ * airlock runs as root, first confines itself to the directory it fills (a private mount
+ * namespace rooted there) and becomes IMG_UNPACK_ID — an id no host process uses and no sandbox
+ * maps — so a libarchive bug can neither write as root nor reach the host. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
@@ -436,39 +437,60 @@ static int confine(const char *rootfs)
 	return 0;
 }
 
-/* The child: confine itself, drop to the unpack id, apply each layer, strip write bits. Never
- * returns. */
-static void child(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop, int wfd)
+/* What a confined child does in its directory (its cwd): fills it from fds. */
+struct job {
+	const int *fds;
+	size_t n;
+	const struct img_limits *lim;
+	bool outer; /* the outer archive (fds[0]) into regular files; else the layers */
+};
+
+static int run_job(const struct job *j, struct al_error *e)
+{
+	if (j->outer) {
+		int dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int r = dfd < 0 ? al_err_sys(e, errno, "open the staging directory") : unpack_outer(j->fds[0], dfd, j->lim, e);
+		if (dfd >= 0)
+			close(dfd);
+		return r;
+	}
+	struct budget b = {.lim = j->lim};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < j->n; i++) {
+		r = layer_pass1(j->fds[i], &b, e) ?: layer_pass2(j->fds[i], &b, e);
+		if (r < 0)
+			al_err_prefix(e, "layer %zu of %zu", i + 1, j->n);
+	}
+	if (r == 0 && (r = strip_writes()) < 0)
+		al_err_sys(e, -r, "make the tree read-only");
+	return r;
+}
+
+/* The child: confine itself to dir, drop to the unpack id, do the job. Never returns. */
+static void child(const struct job *j, const char *dir, uid_t drop, int wfd)
 {
 	struct al_error e = {0};
-	struct budget b = {.lim = lim};
 	int r = 0;
 	bool root = getuid() == 0;
-	if (root && (r = confine(rootfs)) < 0)
-		al_err_sys(&e, -r, "confine the unpacking child to %s", rootfs);
+	if (root && (r = confine(dir)) < 0)
+		al_err_sys(&e, -r, "confine the unpacking child to %s", dir);
 	if (r == 0 && root &&
 	    (setgroups(0, NULL) < 0 || setresgid(drop, drop, drop) < 0 || setresuid(drop, drop, drop) < 0))
 		r = al_err_sys(&e, errno, "drop to the unpack id %u", (unsigned)drop);
-	if (r == 0 && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || (!root && chdir(rootfs) < 0)))
-		r = al_err_sys(&e, errno, "enter %s", rootfs);
+	if (r == 0 && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || (!root && chdir(dir) < 0)))
+		r = al_err_sys(&e, errno, "enter %s", dir);
 	/* A backstop for the size budget: no single file can grow past the image limit. */
-	struct rlimit fsz = {lim->max_bytes + 1, lim->max_bytes + 1};
+	struct rlimit fsz = {j->lim->max_bytes + 1, j->lim->max_bytes + 1};
 	(void)setrlimit(RLIMIT_FSIZE, &fsz);
 	umask(022);
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		r = layer_pass1(fds[i], &b, &e) ?: layer_pass2(fds[i], &b, &e);
-		if (r < 0)
-			al_err_prefix(&e, "layer %zu of %zu", i + 1, n);
-	}
-	if (r == 0 && (r = strip_writes()) < 0)
-		al_err_sys(&e, -r, "make the tree read-only");
+	if (r == 0)
+		r = run_job(j, &e);
 	if (write(wfd, &e, sizeof(e)) != (ssize_t)sizeof(e))
 		_exit(2);
 	_exit(r < 0 ? 1 : 0);
 }
 
-int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop_uid,
-		  struct al_error *err)
+static int in_child(const struct job *j, const char *dir, uid_t drop_uid, struct al_error *err)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -480,7 +502,7 @@ int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img
 	}
 	if (pid == 0) {
 		close(p[0]);
-		child(fds, n, rootfs, lim, drop_uid, p[1]);
+		child(j, dir, drop_uid, p[1]);
 	}
 	close(p[1]);
 	struct al_error ce = {0};
@@ -496,4 +518,17 @@ int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img
 		return al_err(err, -ce.code, "%s", ce.msg);
 	}
 	return al_err(err, EIO, "the unpacking child failed (status %#x)", (unsigned)st);
+}
+
+int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop_uid,
+		  struct al_error *err)
+{
+	struct job j = {.fds = fds, .n = n, .lim = lim};
+	return in_child(&j, rootfs, drop_uid, err);
+}
+
+int unpack_outer_confined(int fd, const char *dir, const struct img_limits *lim, uid_t drop_uid, struct al_error *err)
+{
+	struct job j = {.fds = &fd, .n = 1, .lim = lim, .outer = true};
+	return in_child(&j, dir, drop_uid, err);
 }
