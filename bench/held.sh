@@ -13,5 +13,5 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # shellcheck disable=SC2046 # pkg-config prints several words on purpose
 gcc -O2 -Iinclude bench/held.c -o "$tmp/held" "$build/src/libairlock_core.a" \
-	$(pkg-config --libs jansson libseccomp yaml-0.1 openssl libpcre2-8) -lpthread -lm
+	$(pkg-config --libs jansson libseccomp yaml-0.1 openssl libpcre2-8 libarchive) -lpthread -lm
 "$tmp/held" "${1:-300}" "${2:-100}"

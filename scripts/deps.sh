@@ -3,6 +3,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev libyaml-dev libssl-dev libpcre2-dev libmicrohttpd-dev
+      libarchive-dev libacl1-dev libzstd-dev liblz4-dev libbz2-dev liblzma-dev zlib1g-dev nettle-dev mmdebstrap busybox-static
       openssl curl chromium
       python3 python3-numpy perl bash util-linux uidmap iproute2 time procps
       bubblewrap runsc crun hyperfine gnuplot-nox man-db ruby php-cli

@@ -63,6 +63,15 @@ int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, b
 /* The system directories (/usr, /bin, /lib..., and /etc's ld.so.cache, certificates,
  * alternatives) come from DIR, e.g. an unpacked distribution tree, instead of the host. */
 int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err);
+/* The rootfs is the image NAME (or "sha256:<hex>") of the image store (`airlock image`): its
+ * read-only tree, its config's Env as defaults; the image is locked against removal while the
+ * policy lives. The posture never changes with the image. */
+int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *err);
+/* The policy's image digest and name, or NULL (owned by the policy). */
+const char *al_policy_image_digest(const struct al_policy *p);
+const char *al_policy_image_name(const struct al_policy *p);
+/* The image's default command (its config's Entrypoint then Cmd), NULL-terminated, or NULL. */
+const char *const *al_policy_image_argv(const struct al_policy *p);
 /* A file the sandbox starts with: data[0..len) at DEST (beneath /workspace, e.g. the code of
  * `airlock exec`), owned by the sandbox user. Copied; at most 64 MiB in all. */
 int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, size_t len, unsigned mode,
@@ -289,6 +298,8 @@ struct al_verdict {
 	uint64_t changes_files, changes_deleted, changes_bytes;
 	char changes_error[256];
 	const char *backend;
+	char image[72];		/* the image's digest ("sha256:<hex>"), or "" without --image */
+	char image_name[128];
 	struct al_error setup;	/* when status == AL_STATUS_SETUP_ERROR */
 	char *enforced_json;	/* JSON object naming each protection applied */
 	char *proxy_json;	/* JSON object: the egress proxy's counters and connection records, or NULL */

@@ -84,13 +84,13 @@ static int load_code(struct front *f, int argc, char **argv, int first, char **c
 	return r;
 }
 
-static int list_languages(const struct cfg *c)
+static int list_languages(const struct cfg *c, const struct al_policy *p)
 {
 	for (size_t i = 0; i < c->nlanguages; i++) {
 		const struct cfg_language *l = &c->languages[i];
 		char buf[512];
 		const char *why;
-		bool ok = lang_available(l, buf, sizeof(buf), &why);
+		bool ok = lang_available(l, p, buf, sizeof(buf), &why);
 		printf("%-12s %-10s %s\n", l->name, ok ? "available" : "missing", ok ? buf : why);
 	}
 	return 0;
@@ -135,7 +135,7 @@ int cli_exec(int argc, char **argv)
 	else if (!f.list && !f.lang)
 		rc = cli_fail("exec: --lang LANG is required (see 'airlock exec --list')");
 	else if ((rc = front_build(&f, CFG_DEFAULT_EXEC_PROFILE)) == 0)
-		rc = f.list ? list_languages(f.cfg) : exec_job(&f, argc, argv, first);
+		rc = f.list ? list_languages(f.cfg, f.policy) : exec_job(&f, argc, argv, first);
 	front_free(&f);
 	return rc;
 }

@@ -19,6 +19,7 @@ static const char usage[] =
 	"  config check [FILE|-]            validate a configuration file\n"
 	"  config dump                      print the effective configuration as YAML\n"
 	"  audit tail|grep ...              read the server's audit log\n"
+	"  image import|build|ls|inspect|rm|gc  images: OCI imports, Debian builds ('airlock image help')\n"
 	"  mcp [--profile P] [--audit FILE] serve MCP on stdin/stdout (persistent sandboxes)\n"
 	"  serve [--http ADDR] ...          serve sandboxes over HTTP: MCP, JSON API, approvals\n"
 	"  help                             show this help\n"
@@ -64,6 +65,8 @@ int main(int argc, char **argv)
 		return cli_config(argc - 1, argv + 1);
 	if (strcmp(cmd, "audit") == 0)
 		return cli_audit(argc - 1, argv + 1);
+	if (strcmp(cmd, "image") == 0)
+		return cli_image(argc - 1, argv + 1);
 	if (strcmp(cmd, "mcp") == 0)
 		return cli_mcp(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)

@@ -13,6 +13,7 @@
 
 #include "config/conv.h"
 #include "config/yaml.h"
+#include "image/image.h"
 #include "network/allowlist.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -66,6 +67,8 @@ static void profile_free(struct cfg_profile *p)
 	conv_strv_free(&p->registries);
 	conv_strv_free(&p->require);
 	free(p->rootfs);
+	free(p->image);
+	conv_strv_free(&p->images);
 	limits_free(&p->limits);
 }
 
@@ -491,6 +494,27 @@ static int p_rootfs(struct conv *c, const struct cfg_node *v, const char *path, 
 	return r ?: conv_copy_str(c, v, path, &((struct cfg_profile *)obj)->rootfs);
 }
 
+/* An image name of the store (whether it is there is checked when a sandbox uses it). */
+static int check_image(struct conv *c, const struct cfg_node *it, const char *ipath, void *obj)
+{
+	(void)obj;
+	if (img_name_valid(it->text) || img_digest_valid(it->text))
+		return 0;
+	return conv_bad(c->err, EINVAL, it->mark, ipath, "'%.64s' is not an image name", it->text);
+}
+
+static int p_image(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	r = r ?: check_image(c, v, path, NULL);
+	return r ?: conv_copy_str(c, v, path, &((struct cfg_profile *)obj)->image);
+}
+
+static int p_images(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return conv_strv(c, v, path, &((struct cfg_profile *)obj)->images, check_image, NULL);
+}
+
 static int p_limits(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	return conv_limits(c, v, path, &((struct cfg_profile *)obj)->limits);
@@ -501,7 +525,7 @@ static int conv_profile(struct conv *c, const struct cfg_entry *e, const char *s
 	static const struct field fields[] = {
 		{"namespaces", p_namespaces}, {"network", p_network}, {"filesystem", p_filesystem},
 		{"seccomp", p_seccomp},	      {"require", p_require}, {"rootfs", p_rootfs},
-		{"limits", p_limits},
+		{"image", p_image},	      {"images", p_images},   {"limits", p_limits},
 	};
 	struct cfg_profile *p = &c->cfg->profiles[i];
 	/* The strict end of every knob a profile leaves out. */

@@ -99,6 +99,8 @@ struct cfg_profile {
 	uint32_t require_bits;	 /* the same, parsed by pol_parse_require (enum pol_req) */
 	int require_landlock_abi;
 	char *rootfs; /* absolute host directory used instead of the host's system dirs, or NULL */
+	char *image;  /* an image of the store (`airlock image`) as the rootfs, or NULL */
+	struct cfg_strv images; /* the images a service client may ask for (besides image) */
 	struct cfg_limits limits; /* resource overrides of this profile */
 };
 

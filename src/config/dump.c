@@ -156,6 +156,10 @@ static void profile(struct dumper *d, const struct cfg_profile *p)
 	key_strv(d, "require", &p->require);
 	if (p->rootfs)
 		key_str(d, "rootfs", p->rootfs);
+	if (p->image)
+		key_str(d, "image", p->image);
+	if (p->images.n)
+		key_strv(d, "images", &p->images);
 	if (any_limit(&p->limits)) {
 		scalar(d, "limits");
 		limits(d, &p->limits);

@@ -3,9 +3,13 @@
 #include "config/language.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "policy/policy.h"
@@ -109,26 +113,40 @@ int lang_apply(const struct cfg_language *l, const char *code, size_t len, char 
 	return r;
 }
 
+/* Is path (absolute, as the sandbox sees it) an executable file under root ("" for the host)?
+ * Under an image, links resolve as inside it (RESOLVE_IN_ROOT), not against the host. */
+static bool executable(const char *root, const char *path)
+{
+	if (!*root)
+		return access(path, X_OK) == 0;
+	cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	cleanup_close int fd = rfd < 0 ? -1 : (int)syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
 /* Where PATH would find prog (or prog itself when it has a slash: it lives in the workspace). */
-static bool found(const char *prog, char *buf, size_t cap)
+static bool found(const char *root, const char *prog, char *buf, size_t cap)
 {
 	if (strchr(prog, '/')) {
 		snprintf(buf, cap, "%s", prog);
-		return prog[0] != '/' || access(prog, X_OK) == 0;
+		return prog[0] != '/' || executable(root, prog);
 	}
 	for (size_t i = 0; i < sizeof(search_dirs) / sizeof(search_dirs[0]); i++) {
 		snprintf(buf, cap, "%s/%s", search_dirs[i], prog);
-		if (access(buf, X_OK) == 0)
+		if (executable(root, buf))
 			return true;
 	}
 	return false;
 }
 
-bool lang_available(const struct cfg_language *l, char *buf, size_t cap, const char **why)
+bool lang_available(const struct cfg_language *l, const struct al_policy *p, char *buf, size_t cap, const char **why)
 {
 	const char *first = l->compile.n ? l->compile.v[0] : l->command.v[0];
-	if (!found(first, buf, cap)) {
-		snprintf(buf, cap, "%s not found in PATH", first);
+	const char *root = p && p->rootfs ? p->rootfs : "";
+	if (!found(root, first, buf, cap)) {
+		snprintf(buf, cap, "%s not found in PATH%s", first, *root ? " of the image or rootfs" : "");
 		*why = buf;
 		return false;
 	}

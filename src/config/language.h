@@ -13,7 +13,8 @@
 int lang_apply(const struct cfg_language *l, const char *code, size_t len, char *const *args, size_t nargs,
 	       struct al_policy *p, struct al_error *err);
 
-/* Is the language runnable here? When not, *why names the missing program (static text in buf). */
-bool lang_available(const struct cfg_language *l, char *buf, size_t cap, const char **why);
+/* Is the language runnable under p (on the host, or in p's image or rootfs; p may be NULL)?
+ * When not, *why names the missing program (text in buf). */
+bool lang_available(const struct cfg_language *l, const struct al_policy *p, char *buf, size_t cap, const char **why);
 
 #endif

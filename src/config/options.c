@@ -44,6 +44,7 @@ const struct al_option al_options[] = {
 	{OPT_ENV, "env", 'e', OK_STRING, "NAME[=VALUE]", "pass NAME through from this environment, or set it", true},
 	{OPT_HOSTNAME, "hostname", 0, OK_STRING, "NAME", "hostname inside (default airlock)", true},
 	{OPT_ROOTFS, "rootfs", 0, OK_STRING, "DIR", "system directories (/usr, /bin, /lib, ...) from DIR, e.g. an unpacked distribution, instead of the host's", true},
+	{OPT_IMAGE, "image", 0, OK_STRING, "NAME", "system directories from the image NAME of the image store ('airlock image ls'), its Env as defaults; the verdict names its digest", true},
 	{OPT_CWD, "cwd", 0, OK_STRING, "DIR", "working directory inside (default /workspace)", true},
 	{OPT_ID_BASE, "id-base", 0, OK_COUNT, "ID", "as root: host uid/gid of sandbox id 0; 65536 ids are mapped (default 1879048192)", true},
 	{OPT_CONFIG, "config", 0, OK_STRING, "FILE", "read FILE instead of /etc/airlock/config.yaml (or ~/.config/airlock/config.yaml): its limits are the defaults these flags override", false},
@@ -117,6 +118,8 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_policy_set_cwd(p, value, err);
 	if (id == OPT_ROOTFS)
 		return al_policy_set_rootfs(p, value, err);
+	if (id == OPT_IMAGE)
+		return al_policy_set_image(p, value, err);
 	if (id == OPT_REQUIRE)
 		return al_policy_require(p, value, err);
 	if (id == OPT_CHECKOUT)

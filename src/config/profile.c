@@ -51,6 +51,8 @@ int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, struct 
 		r = al_policy_require(p, pr->require.v[i], err);
 	if (r == 0 && pr->rootfs)
 		r = al_policy_set_rootfs(p, pr->rootfs, err);
+	if (r == 0 && pr->image)
+		r = al_policy_set_image(p, pr->image, err);
 	r = r ?: cfg_apply_limits(&pr->limits, p, true, err);
 	if (r < 0)
 		al_err_prefix(err, "profile %s", pr->name);
@@ -89,6 +91,17 @@ int cfg_profile_allows(const struct cfg_profile *pr, const struct al_option *o, 
 		why = "its checkout is not a copy";
 	if (!why)
 		return 0;
-	return al_err(err, EPERM, "profile %s does not allow --%s%s%s: %s (only memory, cpus, pids, disk, time, output and the rootfs may be overridden)",
+	return al_err(err, EPERM, "profile %s does not allow --%s%s%s: %s (only memory, cpus, pids, disk, time, output and the rootfs or image may be overridden)",
 		      pr->name, o->name, value ? " " : "", value ? value : "", why);
+}
+
+int cfg_profile_image_allowed(const struct cfg_profile *pr, const char *name, struct al_error *err)
+{
+	if (pr->image && strcmp(pr->image, name) == 0)
+		return 0;
+	for (size_t i = 0; i < pr->images.n; i++)
+		if (strcmp(pr->images.v[i], name) == 0)
+			return 0;
+	return al_err(err, EPERM, "profile %s does not offer the image '%.64s' (its images: the operator's list)", pr->name,
+		      name);
 }

@@ -26,4 +26,8 @@ int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, struct 
 int cfg_profile_allows(const struct cfg_profile *pr, const struct al_option *o, const char *value,
 		       struct al_error *err);
 
+/* May a service client ask for the image name under this profile? Only the profile's image and
+ * its images list (the operator's choice); 0 or -EPERM. The posture is the profile's either way. */
+int cfg_profile_image_allowed(const struct cfg_profile *pr, const char *name, struct al_error *err);
+
 #endif

@@ -63,6 +63,7 @@ struct srv_limits {
 struct srv_create_req {
 	const char *owner;
 	const char *profile;  /* NULL: the manager's default profile */
+	const char *image;    /* NULL: the profile's; else one of the profile's images (config) */
 	const char *language; /* NULL: none preselected; else one of the language names */
 	bool network_enabled;
 	const char *const *allowed_domains; /* n_allowed_domains host names (empty: the profile's list) */

@@ -89,7 +89,7 @@ struct sbm {
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
 struct mkreq {
 	struct mkreq *next;
-	const char *profile, *hosts;
+	const char *profile, *hosts, *image;
 	bool network, done;
 	const struct srv_limits *lim;
 	struct sbx *s;
@@ -110,6 +110,7 @@ struct srv_op {
 	char *sandbox_id, *language, *code, *profile, *hosts, *manager;
 	char owner[SRV_OWNER_MAX]; /* the requesting principal: it may only use its own sandboxes */
 	bool counted;		   /* holds one of its principal's executions (m->execs_of) */
+	char *image; /* create: an image the profile offers (issue 18), or NULL */
 	char **packages;
 	size_t code_len, npackages;
 	uint64_t timeout_ms;
@@ -245,7 +246,7 @@ static int set_limit_if(struct al_policy *p, enum al_limit l, uint64_t v, struct
 
 /* The creation policy: configuration limits, the profile's posture, the client's knobs; with
  * network, the client's hosts through the egress proxy (the profile's registries stay allowed). */
-static int create_policy(struct sbm *m, const char *profile, bool network, const char *hosts,
+static int create_policy(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
 			 const struct srv_limits *lim, struct al_policy **out, enum al_net_posture *net,
 			 struct al_error *err)
 {
@@ -261,6 +262,9 @@ static int create_policy(struct sbm *m, const char *profile, bool network, const
 		return al_err(err, -r, "out of memory");
 	r = cfg_apply_limits(&c->limits, p, true, err);
 	r = r ?: cfg_apply_profile(c, pr, p, err);
+	/* An image changes the system directories only; the posture stays the profile's. */
+	if (r == 0 && image)
+		r = cfg_profile_image_allowed(pr, image, err) ?: al_policy_set_image(p, image, err);
 	r = r ?: set_limit_if(p, AL_LIMIT_MEMORY, lim->memory_bytes, err);
 	r = r ?: set_limit_if(p, AL_LIMIT_CPUS, lim->milli_cpus, err);
 	r = r ?: set_limit_if(p, AL_LIMIT_PIDS, lim->pids, err);
@@ -285,7 +289,7 @@ static int create_policy(struct sbm *m, const char *profile, bool network, const
 	return 0;
 }
 
-static int make_now(struct sbm *m, const char *profile, bool network, const char *hosts,
+static int make_now(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
 		    const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
 {
 	struct sbx *s = calloc(1, sizeof(*s));
@@ -295,7 +299,7 @@ static int make_now(struct sbm *m, const char *profile, bool network, const char
 	s->net_hosts = strdup(hosts ? hosts : "");
 	struct al_policy *p = NULL;
 	int r = s->profile && s->net_hosts ? 0 : al_err(err, ENOMEM, "out of memory");
-	r = r ?: create_policy(m, profile, network, hosts, lim, &p, &s->net, err);
+	r = r ?: create_policy(m, profile, image, network, hosts, lim, &p, &s->net, err);
 	r = r ?: al_sandbox_create(p, &s->sb, err);
 	al_policy_free(p);
 	if (r < 0) {
@@ -311,12 +315,12 @@ static int make_now(struct sbm *m, const char *profile, bool network, const char
 }
 
 /* Makes a sandbox on the housekeeper's thread (see struct sbm) and waits for it. */
-static int new_sandbox(struct sbm *m, const char *profile, bool network, const char *hosts,
+static int new_sandbox(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
 		       const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
 {
 	if (m->hk_started && pthread_equal(pthread_self(), m->hk))
-		return make_now(m, profile, network, hosts, lim, pooled, out, err);
-	struct mkreq q = {.profile = profile, .hosts = hosts, .network = network, .lim = lim};
+		return make_now(m, profile, image, network, hosts, lim, pooled, out, err);
+	struct mkreq q = {.profile = profile, .image = image, .hosts = hosts, .network = network, .lim = lim};
 	pthread_mutex_lock(&m->mu);
 	if (m->stopping) {
 		pthread_mutex_unlock(&m->mu);
@@ -422,6 +426,7 @@ static void op_free(struct srv_op *op)
 	free(op->language);
 	free(op->code);
 	free(op->profile);
+	free(op->image);
 	free(op->hosts);
 	free(op->manager);
 	for (size_t i = 0; i < op->npackages; i++)
@@ -700,7 +705,7 @@ static void *exec_thread(void *arg)
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 		struct srv_limits lim = {0};
 		s = op->network ? NULL : claim_pooled(m, profile, op->owner, false);
-		if (!s && (r = new_sandbox(m, profile, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
+		if (!s && (r = new_sandbox(m, profile, NULL, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
 			s->refs = 1;
 			pthread_mutex_lock(&m->mu);
 			m->st.created++;
@@ -781,7 +786,7 @@ static void *create_thread(void *arg)
 	struct sbx *s = NULL;
 	const char *profile = op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 	struct srv_limits none = {0};
-	bool plain = !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0;
+	bool plain = !op->network && !op->image && memcmp(&op->limits, &none, sizeof(none)) == 0;
 	int r = 0;
 	if (plain)
 		s = claim_pooled(m, profile, op->owner, true); /* listed, with our reference */
@@ -791,7 +796,7 @@ static void *create_thread(void *arg)
 	pthread_mutex_unlock(&m->mu);
 	if (full)
 		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
-	if (!s && !full && (r = new_sandbox(m, profile, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
+	if (!s && !full && (r = new_sandbox(m, profile, op->image, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
 		s->refs = 1; /* ours; list_sandbox adds the table's */
 		set_owner(s, op->owner); /* before it is listed: never visible without its owner */
 		if ((r = list_sandbox(m, s, &err)) < 0) {
@@ -856,8 +861,9 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	op->limits = req->limits;
 	snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
 	op->profile = req->profile ? strdup(req->profile) : NULL;
+	op->image = req->image ? strdup(req->image) : NULL;
 	op->hosts = join_hosts(req->allowed_domains, req->n_allowed_domains);
-	if ((req->profile && !op->profile) || !op->hosts) {
+	if ((req->profile && !op->profile) || (req->image && !op->image) || !op->hosts) {
 		op_free(op);
 		return al_err(err, EINVAL, "bad allowed_domains (a host name may not contain ',')");
 	}
@@ -872,7 +878,7 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	bool stopping = m->stopping;
 	pthread_mutex_unlock(&m->mu);
 	struct sbx *s = NULL;
-	if (!stopping && !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0)
+	if (!stopping && !op->network && !op->image && memcmp(&op->limits, &none, sizeof(none)) == 0)
 		s = claim_pooled(m, op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE,
 				 req->owner, true);
 	if (!s)
@@ -1156,7 +1162,7 @@ static bool refill_one(struct sbm *m)
 		struct sbx *s = NULL;
 		struct al_error err = {0};
 		struct srv_limits lim = {0};
-		if (make_now(m, c->pool[i].profile, false, NULL, &lim, true, &s, &err) < 0)
+		if (make_now(m, c->pool[i].profile, NULL, false, NULL, &lim, true, &s, &err) < 0)
 			return false; /* the next sweep tries again */
 		if (list_sandbox(m, s, &err) < 0) {
 			sbx_free(s);
@@ -1174,7 +1180,7 @@ static void serve_queue_locked(struct sbm *m)
 		struct mkreq *q = m->queue;
 		m->queue = q->next;
 		pthread_mutex_unlock(&m->mu);
-		q->r = make_now(m, q->profile, q->network, q->hosts, q->lim, false, &q->s, &q->err);
+		q->r = make_now(m, q->profile, q->image, q->network, q->hosts, q->lim, false, &q->s, &q->err);
 		pthread_mutex_lock(&m->mu);
 		q->done = true;
 		pthread_cond_broadcast(&m->cv);

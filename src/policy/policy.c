@@ -88,6 +88,7 @@ void al_policy_free(struct al_policy *p)
 	free(p->keep_changes);
 	free(p->hostname);
 	free(p->rootfs);
+	pol_free_image(p);
 	free(p->cwd);
 	pol_free_net(p);
 	free(p);
@@ -615,6 +616,7 @@ int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *
 	if (strcmp(real, "/") == 0)
 		return al_err(err, EINVAL, "--rootfs '/': that is the host's own tree (leave --rootfs out)");
 	free(p->rootfs);
+	pol_free_image(p); /* a rootfs given later replaces the image's */
 	p->rootfs = steal_ptr(real);
 	return 0;
 }

@@ -62,6 +62,7 @@ struct al_policy {
 	char *workdir; /* canonical host dir bound at /workspace, or NULL for a tmpfs */
 	char *hostname;
 	char *rootfs;	     /* canonical host dir whose /usr, /bin, /lib... replace the host's, or NULL */
+	struct img_ref *image; /* the image rootfs comes from (its lock held while the policy lives), or NULL */
 	char *checkout;	     /* canonical host dir, or NULL */
 	char *checkout_dest; /* inside path */
 	enum al_checkout_mode checkout_mode;
@@ -111,5 +112,7 @@ int pol_check_inside_path(const char *path, struct al_error *err);
 char **pol_build_envp(const struct al_policy *p);
 const char *pol_net_name(enum al_net_posture n);
 void pol_free_strv(char **v);
+/* Releases the policy's image (its lock too). */
+void pol_free_image(struct al_policy *p);
 
 #endif

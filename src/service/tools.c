@@ -81,6 +81,9 @@ static const char create_input[] =
 	"{\"type\":\"object\",\"properties\":{"
 	"\"profile\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"A profile name "
 	"(default: the server's default profile). A profile fixes the posture; limits only tune resources.\"},"
+	"\"image\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":127,\"description\":\"An image the "
+	"profile offers (the operator's images list): its system directories instead of the host's. The "
+	"posture is the profile's either way.\"},"
 	LANGUAGE_PROP "," NETWORK_PROPS ","
 	"\"limits\":{\"type\":\"object\",\"description\":\"Resource limits (defaults: the profile's).\","
 	"\"properties\":{"
@@ -488,6 +491,7 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const c
 	struct srv_create_req req = {
 		.owner = owner,
 		.profile = str_arg(args, "profile"),
+		.image = str_arg(args, "image"),
 		.language = str_arg(args, "language"),
 		.network_enabled = flag_arg(args, "network_enabled"),
 	};

@@ -242,6 +242,10 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 		j->tty_fd = opts->stdin_fd;
 	j->wall_limit_ms = al_policy_get_limit(p, AL_LIMIT_WALL_MS);
 	j->disk_limit = al_policy_get_limit(p, AL_LIMIT_DISK);
+	if (al_policy_image_digest(p)) {
+		snprintf(j->image, sizeof(j->image), "%s", al_policy_image_digest(p));
+		snprintf(j->image_name, sizeof(j->image_name), "%s", al_policy_image_name(p));
+	}
 	job_init_pumps(j, p, opts);
 	int op[2] = {-1, -1}, ep[2] = {-1, -1}, r;
 	if ((r = make_pipe(op)) < 0 || (r = make_pipe(ep)) < 0) {

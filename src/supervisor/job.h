@@ -24,6 +24,7 @@ struct al_job {
 	int stop_signal;     /* the signal that stopped the job through it, or 0 */
 	uint64_t wall_limit_ms;
 	uint64_t disk_limit; /* --disk: also the most a write-back or an export may put on the host */
+	char image[72], image_name[128]; /* the policy's image, for the verdict ("" without) */
 	struct timespec start;
 	bool timed_out, exited, reaped;
 	bool killing;	     /* the deadline or a stop killed it: live output no longer waits */

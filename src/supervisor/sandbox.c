@@ -8,6 +8,7 @@
  * closes the control socket (init exits, and with it every process of the sandbox) and frees the
  * job (reap, cgroup removal, proxy stop). */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "airlock/airlock.h"
+#include "image/image.h"
 #include "job.h"
 #include "policy/policy.h"
 #include "util/error.h"
@@ -26,6 +28,7 @@ struct al_sandbox {
 	struct al_job *job; /* the held init */
 	struct be_held held;
 	int ws_fd;
+	int image_lock; /* the image's lock, dup'd (the same open file: its LOCK_SH), or -1 */
 	uid_t uid;
 	gid_t gid;
 };
@@ -102,6 +105,8 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	if (!sb)
 		return al_err(err, ENOMEM, "out of memory");
 	sb->ws_fd = sb->held.ctl_sock = -1;
+	/* The sandbox outlives the policy it was made from: it keeps the image from removal. */
+	sb->image_lock = p->image ? fcntl(p->image->lock_fd, F_DUPFD_CLOEXEC, 3) : -1;
 	pthread_mutex_init(&sb->held.lock, NULL);
 	be_held_init(&sb->held);
 	int r = job_spawn(p, NULL, true, &sb->job, err);
@@ -177,6 +182,8 @@ void al_sandbox_destroy(struct al_sandbox *sb)
 		return;
 	if (sb->ws_fd >= 0)
 		close(sb->ws_fd);
+	if (sb->image_lock >= 0)
+		close(sb->image_lock);
 	/* al_job_free kills init (and so every exec, whose pid namespaces nest in its own), reaps
 	 * it, stops the proxy, removes the cgroup and closes the control socket. */
 	be_held_release(&sb->held);

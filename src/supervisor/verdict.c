@@ -191,6 +191,8 @@ int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
 		memcpy(v->changes_error, j->kc.error, sizeof(v->changes_error));
 	}
 	v->backend = j->proc.backend;
+	memcpy(v->image, j->image, sizeof(v->image));
+	memcpy(v->image_name, j->image_name, sizeof(v->image_name));
 	v->enforced_json = enforced_with_cgroup(j);
 	v->proxy_json = jv_proxy_json(j);
 	*out = v;
@@ -305,6 +307,8 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 							     "deleted", (json_int_t)v->changes_deleted, "bytes",
 							     (json_int_t)v->changes_bytes, "error",
 							     v->changes_error[0] ? json_string(v->changes_error) : json_null()));
+	if (v->image[0])
+		json_object_set_new(o, "image", json_pack("{s:s,s:s}", "name", v->image_name, "digest", v->image));
 	json_t *enf = v->enforced_json ? json_loads(v->enforced_json, 0, NULL) : NULL;
 	json_object_set_new(o, "enforced", enf ? enf : json_object());
 	json_t *px = v->proxy_json ? json_loads(v->proxy_json, 0, NULL) : NULL;

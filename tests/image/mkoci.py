@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+# mkoci.py — assembles OCI images from busybox-static for the image tests: good ones and hostile ones.
+#
+# Usage: mkoci.py FORMAT OUT [VARIANT]
+#   FORMAT  layout (a directory), oci-archive (a tar of the layout) or docker (docker save)
+#   VARIANT good (default) or one hostile case: dotdot, absolute, symlink-parent, hardlink-out,
+#           device, fifo, setuid (accepted, bits dropped), digest-mismatch, truncated, sparse10g,
+#           whiteout-dotdot, bigfile
+import gzip
+import hashlib
+import io
+import json
+import os
+import sys
+import tarfile
+
+BUSYBOX = "/bin/busybox"
+
+
+def ti(name, kind=tarfile.REGTYPE, size=0, mode=0o644, link=""):
+    t = tarfile.TarInfo(name)
+    t.type, t.size, t.mode, t.linkname, t.mtime = kind, size, mode, link, 1700000000
+    return t
+
+
+def add_file(tar, name, data, mode=0o644):
+    tar.addfile(ti(name, size=len(data), mode=mode), io.BytesIO(data))
+
+
+def base_layer(variant):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for d in ("usr", "usr/bin", "usr/share", "usr/share/opq", "etc", "tmp"):
+            tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=0o755))
+        with open(BUSYBOX, "rb") as f:
+            add_file(tar, "usr/bin/busybox", f.read(), 0o755)
+        for applet in ("sh", "cat", "ls", "echo", "id", "stat", "sleep", "true", "test"):
+            tar.addfile(ti("usr/bin/" + applet, tarfile.SYMTYPE, link="busybox"))
+        tar.addfile(ti("bin", tarfile.SYMTYPE, link="usr/bin"))
+        # The languages table's shell is bash: busybox's sh stands in for it.
+        add_file(tar, "usr/bin/bash", b'#!/usr/bin/busybox sh\nexec /usr/bin/busybox sh "$@"\n', 0o755)
+        add_file(tar, "usr/share/gone.txt", b"lower\n")
+        add_file(tar, "usr/share/opq/old.txt", b"lower\n")
+        add_file(tar, "etc/image-release", b"mkoci busybox\n")
+        hostile(tar, variant)
+    return buf.getvalue()
+
+
+def hostile(tar, variant):
+    if variant == "dotdot":
+        add_file(tar, "usr/../../../tmp/airlock-escape-dotdot", b"escaped\n")
+    elif variant == "absolute":
+        add_file(tar, "/tmp/airlock-escape-absolute", b"escaped\n")
+    elif variant == "symlink-parent":
+        tar.addfile(ti("usr/evil", tarfile.SYMTYPE, link="/tmp"))
+        add_file(tar, "usr/evil/airlock-escape-symlink", b"escaped\n")
+    elif variant == "hardlink-out":
+        tar.addfile(ti("usr/shadow", tarfile.LNKTYPE, link="../etc/shadow"))
+    elif variant == "hardlink-abs":
+        tar.addfile(ti("usr/shadow", tarfile.LNKTYPE, link="/etc/shadow"))
+    elif variant == "device":
+        t = ti("usr/mem", tarfile.CHRTYPE, mode=0o666)
+        t.devmajor, t.devminor = 1, 1
+        tar.addfile(t)
+    elif variant == "fifo":
+        tar.addfile(ti("usr/fifo", tarfile.FIFOTYPE))
+    elif variant == "setuid":
+        add_file(tar, "usr/bin/suid", b"#!/bin/sh\n", 0o6755)
+    elif variant == "whiteout-dotdot":
+        add_file(tar, "usr/../.wh.etc", b"")
+
+
+def top_layer():
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        add_file(tar, "usr/share/hello.txt", b"hello from the top layer\n")
+        add_file(tar, "usr/share/.wh.gone.txt", b"")
+        tar.addfile(ti("usr/share/opq/", tarfile.DIRTYPE, mode=0o755))
+        add_file(tar, "usr/share/opq/.wh..wh..opq", b"")
+        add_file(tar, "usr/share/opq/new.txt", b"upper\n")
+    return buf.getvalue()
+
+
+def sparse_claim():
+    """A tar header claiming a 10 GB member, followed by 1 KiB of it and nothing more."""
+    enc = (tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+    return ti("usr/", tarfile.DIRTYPE, mode=0o755).tobuf(*enc) + ti("usr/huge", size=10 << 30).tobuf(*enc) + b"\0" * 1024
+
+
+def sha(b):
+    return "sha256:" + hashlib.sha256(b).hexdigest()
+
+
+def blobs_for(variant):
+    l1 = base_layer(variant)
+    if variant == "sparse10g":
+        l1 = sparse_claim()
+    if variant == "bigfile":
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            add_file(tar, "big.bin", b"\0" * (3 << 20))
+        l1 = buf.getvalue()
+    return [gzip.compress(l1, mtime=0), l1], top_layer()
+
+
+def oci(variant):
+    (l1gz, l1raw), l2 = blobs_for(variant)
+    layers = [(l1gz, "application/vnd.oci.image.layer.v1.tar+gzip"), (l2, "application/vnd.oci.image.layer.v1.tar")]
+    config = json.dumps({
+        "architecture": "amd64", "os": "linux",
+        "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"], "WorkingDir": "/", "Entrypoint": ["echo"], "Cmd": ["image-cmd"]},
+        "rootfs": {"type": "layers", "diff_ids": [sha(l1raw), sha(l2)]},
+    }).encode()
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha(config), "size": len(config)},
+        "layers": [{"mediaType": m, "digest": sha(b), "size": len(b)} for b, m in layers],
+    }).encode()
+    index = json.dumps({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sha(manifest), "size": len(manifest),
+        "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}).encode()
+    files = {"oci-layout": b'{"imageLayoutVersion":"1.0.0"}', "index.json": index}
+    for b in (config, manifest, l1gz, l2):
+        files["blobs/sha256/" + sha(b)[7:]] = b
+    if variant == "digest-mismatch":
+        files["blobs/sha256/" + sha(l1gz)[7:]] = l1gz[:-8] + b"tampered"
+    if variant == "truncated":
+        files["blobs/sha256/" + sha(l1gz)[7:]] = l1gz[: len(l1gz) // 2]
+    return files
+
+
+def docker(variant):
+    (_, l1), l2 = blobs_for(variant)
+    config = json.dumps({
+        "architecture": "amd64", "os": "linux", "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"]},
+        "rootfs": {"type": "layers", "diff_ids": [sha(l1), sha(l2)]},
+    }).encode()
+    cfgname = sha(config)[7:] + ".json"
+    manifest = json.dumps([{"Config": cfgname, "RepoTags": ["mkoci:latest"],
+                            "Layers": ["l1/layer.tar", "l2/layer.tar"]}]).encode()
+    files = {"manifest.json": manifest, cfgname: config, "l1/layer.tar": l1, "l2/layer.tar": l2}
+    if variant == "digest-mismatch":
+        files["l1/layer.tar"] = l1[:-8] + b"tampered"
+    if variant == "truncated":
+        files["l1/layer.tar"] = l1[: len(l1) // 2]
+    return files
+
+
+def write_tar(path, files):
+    with tarfile.open(path, "w") as tar:
+        for name, data in files.items():
+            add_file(tar, name, data)
+
+
+def main():
+    fmt, out = sys.argv[1], sys.argv[2]
+    variant = sys.argv[3] if len(sys.argv) > 3 else "good"
+    files = docker(variant) if fmt == "docker" else oci(variant)
+    if fmt == "layout":
+        for name, data in files.items():
+            os.makedirs(os.path.dirname(os.path.join(out, name)), exist_ok=True)
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(data)
+    else:
+        write_tar(out, files)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+#!/bin/bash
+# image.sh — `airlock image`: OCI images the test assembles from busybox-static (an oci-archive,
+# a layout directory, a docker save) are imported with their layers, whiteouts and Env, run on
+# every backend with the verdict naming the digest; sandboxes of one image share its store;
+# rm of an image in use is refused; hostile archives are refused and leave nothing behind.
+. "$(dirname "$0")/../lib.sh"
+
+j() { al_json_get "$AL_OUT" "$1"; }
+[ -x /bin/busybox ] || al_skip "busybox-static is not installed (scripts/deps.sh)"
+mk() { "$AL_PY" "$AL_SRC/tests/image/mkoci.py" "$@"; }
+work=$(al_tmpdir 0777)
+export AIRLOCK_IMAGES=$work/store
+mk oci-archive "$work/bb.tar"
+mk layout "$work/bbdir"
+mk docker "$work/bbd.tar"
+chmod -R a+rX "$work"
+
+al_run image import "$work/bb.tar" bb
+al_assert_rc 0
+digest=$(printf '%s' "$AL_OUT" | awk '{print $2}')
+al_assert_contains "$digest" "sha256:" "the import names the digest"
+al_run image import "$work/bbdir" bbdir
+al_assert_rc 0
+al_assert_contains "$AL_OUT" "$digest" "a layout directory of the same image: the same digest"
+al_run image import "$work/bbd.tar"
+al_assert_rc 0
+al_assert_contains "$AL_OUT" "bbd sha256:" "docker save, named after the file"
+dd=$(printf '%s' "$AL_OUT" | awk '{print $2}')
+al_run image ls
+al_assert_contains "$AL_OUT" "bbdir" "ls"
+al_run image inspect bb
+al_assert_eq "$(j digest)" "$digest" "inspect: the digest"
+al_assert_contains "$(j config.Env)" "IMAGE_GREETING=hello" "inspect: the config's Env"
+al_pass "an oci-archive, a layout and a docker save are imported"
+
+# The store: read-only, never set-id, content addressed by the manifest digest.
+root=$AIRLOCK_IMAGES/sha256/${digest#sha256:}/rootfs
+[ -z "$(find "$root" ! -type l -perm /222 | head -1)" ] || al_fail "a writable file in the store: $(find "$root" ! -type l -perm /222 | head -3)"
+al_assert_eq "$(cat "$root/usr/share/hello.txt")" "hello from the top layer" "the top layer's file"
+[ ! -e "$root/usr/share/gone.txt" ] || al_fail "a whiteout did not remove gone.txt"
+al_assert_eq "$(ls "$root/usr/share/opq")" "new.txt" "an opaque directory hides the lower layer's files"
+al_pass "layers applied in order, whiteouts honoured, the tree read-only"
+
+# Every backend runs the same image (or, where it is unavailable in this mode, refuses).
+for b in native bwrap oci gvisor; do
+	if [ "$b" != native ] && [ "$(al_backend_layer available "$b")" != true ]; then
+		al_run run --backend "$b" --image bb -- sh -c 'echo ran'
+		al_assert_rc 125
+		continue
+	fi
+	al_run run --json --backend "$b" --image bb -- sh -c 'cat /usr/share/hello.txt; ls /usr/share/opq; echo "$IMAGE_GREETING"; test -e /usr/lib/python3 && echo host-usr; echo x >/usr/share/hello.txt 2>/dev/null && echo wrote; exit 0'
+	al_assert_rc 0
+	al_assert_eq "$(j stdout.data)" "hello from the top layer
+new.txt
+hello" "$b: the image's tree and Env, not the host's /usr, and not writable"
+	al_assert_eq "$(j image.digest)" "$digest" "$b: the verdict names the image digest"
+done
+# Without a command, the image's Entrypoint and Cmd run.
+al_run run --image bb
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "image-cmd" "the image's Entrypoint + Cmd"
+# exec and a profile's image: key; the posture stays the profile's (no network under it).
+al_run exec --image bb --lang shell -c 'cat /usr/share/hello.txt'
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "hello from the top layer" "exec --image"
+confdir=$(al_tmpdir 0755)
+printf 'version: 1\nprofiles:\n  on-bb:\n    image: bb\n' >"$confdir/p.yaml"
+chmod 0644 "$confdir/p.yaml"
+al_run run --json --config "$confdir/p.yaml" --profile on-bb -- sh -c 'cat /usr/share/hello.txt'
+al_assert_rc 0
+al_assert_eq "$(j image.digest)" "$digest" "a profile's image"
+al_assert_eq "$(j enforced.network)" none "the profile's posture"
+al_run run --config "$confdir/p.yaml" --profile on-bb --net host -- sh -c 'echo ran'
+al_assert_rc 125
+al_run run --image nosuch -- sh -c 'echo ran'
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "no image named 'nosuch'" "an unknown image"
+al_pass "the image runs on every backend"
+
+# Two concurrent sandboxes of one image share its store (the same inode: one page cache), and
+# an image in use cannot be removed.
+ino=$(stat -c %i "$AIRLOCK_IMAGES/sha256/${dd#sha256:}/rootfs/usr/bin/busybox")
+for i in 1 2; do
+	al_airlock run --image bbd -- sh -c 'stat -c %i /usr/bin/busybox; sleep 3' >"$work/c$i.out" 2>&1 &
+done
+for _ in $(seq 50); do [ -s "$work/c1.out" ] && [ -s "$work/c2.out" ] && break; sleep 0.1; done
+al_run image ls
+al_assert_contains "$(printf '%s\n' "$AL_OUT" | grep '^bbd ')" "in use" "ls shows the image in use"
+al_run image rm bbd
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "in use" "rm of an image in use is refused"
+al_run image gc
+al_assert_rc 0
+wait
+al_assert_eq "$(cat "$work/c1.out")" "$ino" "sandbox 1 sees the store's own file"
+al_assert_eq "$(cat "$work/c2.out")" "$ino" "sandbox 2 sees the store's own file"
+al_run image rm bbd
+al_assert_rc 0
+[ ! -e "$AIRLOCK_IMAGES/sha256/${dd#sha256:}" ] || al_fail "rm left the content behind"
+al_run image rm bb
+al_assert_rc 0
+[ -d "$AIRLOCK_IMAGES/sha256/${digest#sha256:}" ] || al_fail "rm of one name removed content another name keeps"
+al_pass "sandboxes share the store; an image in use is never removed"
+
+# Hostile archives: refused with a clear error, nothing left in the store nor on the host.
+setup_state() { (cd "$AIRLOCK_IMAGES" && find . -mindepth 1 | sort | md5sum); }
+before=$(setup_state)
+for v in dotdot absolute symlink-parent hardlink-out hardlink-abs device fifo whiteout-dotdot digest-mismatch truncated sparse10g; do
+	for f in oci-archive docker; do
+		rm -f "$work/h.tar"
+		mk "$f" "$work/h.tar" "$v"
+		chmod a+r "$work/h.tar"
+		al_run image import "$work/h.tar" "h-$v"
+		al_assert_rc 125
+		al_assert_contains "$AL_ERR" "refused" "$v ($f): a clear refusal"
+		al_assert_eq "$(setup_state)" "$before" "$v ($f): the store is as it was"
+	done
+done
+mk layout "$work/hd" digest-mismatch
+chmod -R a+rX "$work/hd"
+al_run image import "$work/hd" h-layout
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "digest mismatch" "a layout with a tampered blob"
+al_assert_eq "$(setup_state)" "$before" "the store is as it was"
+for w in dotdot absolute symlink; do
+	[ ! -e "/tmp/airlock-escape-$w" ] || al_fail "an escape wrote /tmp/airlock-escape-$w"
+done
+al_pass "hostile archives are refused and leave nothing behind"
+
+# Set-id bits are dropped, not kept.
+mk oci-archive "$work/s.tar" setuid
+chmod a+r "$work/s.tar"
+al_run image import "$work/s.tar" suid
+al_assert_rc 0
+sd=$(printf '%s' "$AL_OUT" | awk '{print $2}')
+al_assert_eq "$(stat -c %a "$AIRLOCK_IMAGES/sha256/${sd#sha256:}/rootfs/usr/bin/suid")" 555 "a set-id file stored 0555"
+[ -z "$(find "$AIRLOCK_IMAGES/sha256" -perm /6000 | head -1)" ] || al_fail "a set-id file in the store"
+al_pass "no set-id bit reaches the store"
+
+# gc: an interrupted import (no lock held) and content no name keeps are removed.
+"${AL_SETPRIV[@]}" mkdir "$AIRLOCK_IMAGES/tmp/new-stale"
+rm -f "$AIRLOCK_IMAGES/names/bbdir"
+al_run image gc
+al_assert_rc 0
+[ ! -e "$AIRLOCK_IMAGES/tmp/new-stale" ] || al_fail "gc left an interrupted import"
+[ ! -e "$AIRLOCK_IMAGES/sha256/${digest#sha256:}" ] || al_fail "gc left unnamed content"
+[ -d "$AIRLOCK_IMAGES/sha256/${sd#sha256:}" ] || al_fail "gc removed named content"
+al_pass "gc removes what nothing names"

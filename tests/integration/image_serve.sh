@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# image_serve.sh — POST /v1/sandboxes with "image": a sandbox on an image the profile offers runs
+# its code on the image's tree; an image the profile does not offer is refused; the image stays
+# locked against rm while the sandbox lives.
+. "$(dirname "$0")/../lib.sh"
+
+command -v curl >/dev/null || al_skip "curl is missing"
+[ -x /bin/busybox ] || al_skip "busybox-static is not installed (scripts/deps.sh)"
+al_serve_bin
+dir=$(al_tmpdir 0777)
+export AIRLOCK_IMAGES=$dir/store
+"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$dir/bb.tar"
+chmod a+r "$dir/bb.tar"
+al_run image import "$dir/bb.tar" bb
+al_assert_rc 0
+confdir=$(al_tmpdir 0755)
+cat >"$confdir/images.yaml" <<'EOF'
+version: 1
+approval:
+  auto_approve_up_to: CRITICAL
+profiles:
+  imgs:
+    images: [bb]
+EOF
+chmod 0644 "$confdir/images.yaml"
+
+al_serve_start "$dir" --config "$confdir/images.yaml" --audit "$dir/audit.jsonl"
+
+# call METHOD PATH [JSON]: prints "CODE BODY" (urllib: one request, no retries).
+call() {
+	"$AL_PY" - "$AL_SERVE_URL" "$@" <<'PY'
+import os, sys, urllib.request, urllib.error
+url, method, path = sys.argv[1:4]
+data = sys.argv[4].encode() if len(sys.argv) > 4 else None
+req = urllib.request.Request(url + path, data=data, method=method,
+                             headers={"Content-Type": "application/json",
+                                      "Authorization": "Bearer " + os.environ["AL_TOKEN"]})
+try:
+    with urllib.request.urlopen(req, timeout=60) as r:
+        print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+PY
+}
+
+out=$(call POST /v1/sandboxes '{"profile":"imgs","image":"nosuch"}')
+al_assert_eq "${out%% *}" 403 "an image the profile does not offer: refused ($out)"
+al_assert_contains "$out" "does not offer" "the refusal names the reason"
+out=$(call POST /v1/sandboxes '{"profile":"untrusted-code-read","image":"bb"}')
+al_assert_contains "${out%% *}" 4 "a profile without images offers none ($out)"
+out=$(call POST /v1/sandboxes '{"profile":"imgs","image":"bb"}')
+al_assert_eq "${out%% *}" 201 "create a sandbox on the image: $out"
+sb=$(printf '%s' "${out#* }" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+out=$(call POST "/v1/sandboxes/$sb/exec" \
+	'{"language":"shell","code":"cat /usr/share/hello.txt; test -e /usr/lib/python3 || echo no-host-usr"}')
+al_assert_contains "$out" "hello from the top layer" "the sandbox runs on the image's tree"
+al_assert_contains "$out" "no-host-usr" "and not on the host's /usr"
+al_run image rm bb
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "in use" "rm of the image of a live sandbox is refused"
+out=$(call DELETE "/v1/sandboxes/$sb")
+al_assert_contains "${out%% *}" 20 "destroy the sandbox"
+al_run image rm bb
+al_assert_rc 0
+al_pass "the service's image argument: offered images only, the posture the profile's"

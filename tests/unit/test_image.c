@@ -1,0 +1,99 @@
+/* test_image.c — unit tests for the image layer's pure checks: names, digests, archive member names, the profile's images. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+
+#include "config/profile.h"
+#include "image/imgint.h"
+
+static void test_names(void **state)
+{
+	(void)state;
+	static const char *const good[] = {"bb", "busybox:latest", "py3.11", "a_b-c@d+e", "0x"};
+	static const char *const bad[] = {"", "-x", ".hidden", "a/b", "..", "a b", "x\n", ":tag"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!img_name_valid(good[i]))
+			fail_msg("'%s' refused", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (img_name_valid(bad[i]))
+			fail_msg("'%s' accepted", bad[i]);
+	char longname[IMG_NAME_MAX + 1];
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[IMG_NAME_MAX] = 0;
+	assert_false(img_name_valid(longname));
+	longname[IMG_NAME_MAX - 1] = 0;
+	assert_true(img_name_valid(longname));
+}
+
+static void test_digests(void **state)
+{
+	(void)state;
+	char d[80] = "sha256:";
+	memset(d + 7, 'a', 64);
+	d[71] = 0;
+	assert_true(img_digest_valid(d));
+	d[8] = 'A'; /* lowercase only: the digest is also a path */
+	assert_false(img_digest_valid(d));
+	d[8] = '/';
+	assert_false(img_digest_valid(d));
+	assert_false(img_digest_valid("sha256:abc"));
+	assert_false(img_digest_valid("sha512:aaaa"));
+}
+
+static void expect_member(const char *name, int want)
+{
+	struct al_error err = {0};
+	int r = unpack_check_name(name, &err);
+	if (r != want)
+		fail_msg("unpack_check_name(\"%s\") = %d, want %d (%s)", name, r, want, err.msg);
+	if (r < 0 && (err.code != r || !err.msg[0]))
+		fail_msg("unpack_check_name(\"%s\"): no message", name);
+}
+
+static void test_members(void **state)
+{
+	(void)state;
+	expect_member("usr/bin/busybox", 0);
+	expect_member("./usr/bin/", 0);
+	expect_member("usr/share/.wh..wh..opq", 0);
+	expect_member("a..b/..c", 0);
+	expect_member("/etc/passwd", -EPERM);
+	expect_member("../etc/passwd", -EPERM);
+	expect_member("usr/../../x", -EPERM);
+	expect_member("usr/..", -EPERM);
+	expect_member("usr//bin", -EPERM);
+	expect_member("usr/./bin", -EPERM);
+	expect_member("./", -EINVAL); /* the root itself is no file */
+	expect_member("", -EINVAL);
+}
+
+static void test_profile_images(void **state)
+{
+	(void)state;
+	char *list[] = {"bb", "py"};
+	struct cfg_profile pr = {.name = "p", .image = "base", .images = {list, 2}};
+	struct al_error err = {0};
+	assert_int_equal(cfg_profile_image_allowed(&pr, "base", &err), 0);
+	assert_int_equal(cfg_profile_image_allowed(&pr, "py", &err), 0);
+	assert_int_equal(cfg_profile_image_allowed(&pr, "other", &err), -EPERM);
+	assert_non_null(strstr(err.msg, "does not offer"));
+	struct cfg_profile none = {.name = "n"};
+	assert_int_equal(cfg_profile_image_allowed(&none, "bb", &err), -EPERM);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_digests),
+		cmocka_unit_test(test_members),
+		cmocka_unit_test(test_profile_images),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
