@@ -214,12 +214,13 @@ struct cfg_server {
 	unsigned *approver_uids; /* Unix socket peers that decide approvals (NULL: root only) */
 	size_t napprover_uids;
 	/* quota: what one principal may hold at once (0: the default, CFG_QUOTA_*) */
-	unsigned quota_sessions, quota_sandboxes, quota_execs;
+	unsigned quota_sessions, quota_sandboxes, quota_execs, quota_connections;
 };
 
 #define CFG_QUOTA_SESSIONS 16
 #define CFG_QUOTA_SANDBOXES 32
 #define CFG_QUOTA_EXECS 4
+#define CFG_QUOTA_CONNECTIONS 64
 
 struct cfg {
 	char *source; /* the file merged over the defaults ("-" read as "<stdin>"), or NULL */

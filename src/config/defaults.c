@@ -124,7 +124,7 @@ const char cfg_default_yaml[] =
 	"  # socket: unset, the default Unix socket (/run/airlock/serve.sock as root,\n"
 	"  # $XDG_RUNTIME_DIR/airlock/serve.sock otherwise), mode 0600; its peers are known by uid.\n"
 	"  # approver_uids: who may decide approvals over the socket (default: [0]).\n"
-	"  quota: {sessions: 16, sandboxes: 32, execs: 4} # per principal, at once\n"
+	"  quota: {sessions: 16, sandboxes: 32, execs: 4, connections: 64} # per principal, at once\n"
 	"  # http: listen unset, TCP only with `airlock serve --http ADDR`, and then always with\n"
 	"  # bearer tokens: token_file (clients; generated on first start if missing) and\n"
 	"  # approver_token_file (approvers: separate credentials that decide, never run).\n"

@@ -304,6 +304,7 @@ static void manager(struct dumper *d, const struct cfg *c)
 	key_uint(d, "sessions", s->quota_sessions ? s->quota_sessions : CFG_QUOTA_SESSIONS);
 	key_uint(d, "sandboxes", s->quota_sandboxes ? s->quota_sandboxes : CFG_QUOTA_SANDBOXES);
 	key_uint(d, "execs", s->quota_execs ? s->quota_execs : CFG_QUOTA_EXECS);
+	key_uint(d, "connections", s->quota_connections ? s->quota_connections : CFG_QUOTA_CONNECTIONS);
 	map_end(d);
 	if (s->approver_uids) {
 		scalar(d, "approver_uids");

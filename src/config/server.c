@@ -484,10 +484,18 @@ static int q_execs(struct conv *c, const struct cfg_node *v, const char *path, v
 	return count(c, v, path, 1, 4096, &c->cfg->server.quota_execs);
 }
 
+static int q_connections(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return count(c, v, path, 1, 4096, &c->cfg->server.quota_connections);
+}
+
 /* Per principal: one client filling the server's tables locks every other client out. */
 static int s_quota(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const struct field fields[] = {{"sessions", q_sessions}, {"sandboxes", q_sandboxes}, {"execs", q_execs}};
+	static const struct field fields[] = {{"sessions", q_sessions},
+					      {"sandboxes", q_sandboxes},
+					      {"execs", q_execs},
+					      {"connections", q_connections}};
 	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);
 }
 

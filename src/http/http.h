@@ -89,6 +89,7 @@ struct http_opts {
 	size_t max_message;		/* one MCP message (0: 4 MiB) */
 	unsigned max_sessions;		/* MCP sessions at once (0: 64) */
 	unsigned max_sessions_per_principal; /* of one principal (0: no limit but max_sessions) */
+	unsigned max_connections_per_principal; /* open connections one principal has used (0: no limit) */
 	unsigned max_connections;	/* concurrent connections (0: 256) */
 	uint32_t approval_timeout_ms;	/* ASK whose decision names no timeout (0: 60 s) */
 	uint32_t session_idle_ms;	/* an MCP session unused this long is ended (0: 1 hour) */

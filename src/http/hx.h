@@ -4,6 +4,7 @@
 #define AL_HTTP_HX_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <sys/types.h>
 
 #include "http/http.h"
+#include "manager/quota.h"
 #include "service/runner.h"
 #include "service/tools.h"
 
@@ -81,6 +83,7 @@ struct hx_response {
 	char session[HX_SESSION_ID_LEN + 1]; /* Mcp-Session-Id to send, or "" */
 	char allow[64];			     /* 405: the Allow header, or "" */
 	bool challenge;			     /* 401: WWW-Authenticate: Bearer */
+	bool close;			     /* Connection: close (a connection over its principal's quota) */
 	const char *csp;		     /* a page's Content-Security-Policy (static string), or NULL */
 };
 
@@ -180,6 +183,8 @@ struct hx_server {
 	struct hx_token *tokens; /* o.tokens, digested */
 	size_t ntokens;
 	struct svc_observer observer;	/* counts approvals and ended calls for /metrics */
+	pthread_mutex_t conns_mu;
+	struct mq_table conns;		/* open connections per principal (max_connections_per_principal) */
 	struct svc_runner rn;		/* the JSON API's calls (the MCP sessions have their own) */
 	struct tl_catalog cat;
 	struct hx_metrics metrics;

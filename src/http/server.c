@@ -130,6 +130,7 @@ int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **o
 	}
 	s->ntokens = o->ntokens;
 	s->o.tokens = NULL;
+	pthread_mutex_init(&s->conns_mu, NULL);
 	s->observer = (struct svc_observer){.ctx = s, .decided = observe_decided, .ended = observe_ended};
 	s->rn = (struct svc_runner){.mgr = s->o.mgr, .gate = s->o.gate, .observer = &s->observer, .cat = &s->cat,
 				    .transport = "http"};
@@ -165,6 +166,8 @@ void hx_server_free(struct hx_server *s)
 	tl_catalog_clear(&s->cat);
 	explicit_bzero(s->tokens, s->ntokens * sizeof(*s->tokens));
 	free(s->tokens);
+	mq_clear(&s->conns);
+	pthread_mutex_destroy(&s->conns_mu);
 	free(s);
 }
 
@@ -180,6 +183,53 @@ struct conn {
 	uid_t uid;
 	uint64_t started_ms; /* the headers' arrival: the body must follow within REQUEST_BODY_MS */
 };
+
+/* One connection (its socket context): the principal that first used it, counted against that
+ * principal's connections until it closes. */
+struct conn_owner {
+	char name[HX_PRINCIPAL_MAX];
+	bool counted;
+};
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct hx_server *s = cls;
+	(void)conn;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		*socket_context = calloc(1, sizeof(struct conn_owner)); /* NULL: this connection goes uncounted */
+		return;
+	}
+	struct conn_owner *o = *socket_context;
+	if (o && o->counted) {
+		pthread_mutex_lock(&s->conns_mu);
+		mq_give(&s->conns, o->name);
+		pthread_mutex_unlock(&s->conns_mu);
+	}
+	free(o);
+	*socket_context = NULL;
+}
+
+/* The connection's first authenticated request names its principal: one more connection of it,
+ * unless it holds its quota already (1: refused). Later requests on the connection count nothing:
+ * a connection is charged once, to whoever used it first. */
+static int charge_connection(struct hx_server *s, struct MHD_Connection *conn, const struct hx_principal *who)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn_owner *o = ci ? ci->socket_context : NULL;
+	if (!o || o->counted || !s->o.max_connections_per_principal)
+		return 0;
+	pthread_mutex_lock(&s->conns_mu);
+	int r = mq_take(&s->conns, who->name, s->o.max_connections_per_principal);
+	pthread_mutex_unlock(&s->conns_mu);
+	if (r == -EAGAIN)
+		return 1;
+	if (r == 0) {
+		snprintf(o->name, sizeof(o->name), "%s", who->name);
+		o->counted = true;
+	}
+	return 0; /* -ENOMEM: uncounted rather than refused */
+}
 
 static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
 {
@@ -243,6 +293,8 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
 	if (rs->challenge)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"airlock\"");
+	if (rs->close)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (held)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
@@ -326,7 +378,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* First call: headers only. Refuse what needs no body to refuse (no token, wrong
 		 * Host, unknown route, a declared length over the limit) before reading any of it. */
 		fill_request(conn, url, method, NULL, &who, &rq);
-		if (hx_precheck(s, &rq, &rs)) {
+		if (hx_precheck(s, &rq, &rs) == 0 && charge_connection(s, conn, &who)) {
+			hx_error(&rs, 429, "quota reached: %s holds %u connections (server.quota.connections): close one",
+				 who.name[0] ? who.name : "this client", s->o.max_connections_per_principal);
+			rs.close = true;
+		}
+		if (rs.status) {
 			hx_metrics_request(&s->metrics, rs.status);
 			enum MHD_Result ret = queue(conn, &rs);
 			hx_response_clear(&rs);
@@ -454,12 +511,12 @@ static struct MHD_Daemon *start_daemon(struct hx_server *s, const struct hx_list
 					(const struct sockaddr *)&l->addr, MHD_OPTION_CONNECTION_LIMIT,
 					(unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 					per_ip ? per_ip : 1u, MHD_OPTION_CONNECTION_TIMEOUT,
-					(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+					(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 					MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
 				MHD_OPTION_END);
 }
 

@@ -206,6 +206,8 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 		.ntokens = s->ntokens, .approver_uids = (const uid_t *)cfg->server.approver_uids,
 		.n_approver_uids = cfg->server.napprover_uids, .mgr = &svc->api, .gate = &svc->gate,
 		.max_sessions_per_principal = cfg->server.quota_sessions ? cfg->server.quota_sessions : CFG_QUOTA_SESSIONS,
+		.max_connections_per_principal =
+			cfg->server.quota_connections ? cfg->server.quota_connections : CFG_QUOTA_CONNECTIONS,
 		.approvals = ch.other ? svc->approvals : NULL, .server_version = AIRLOCK_VERSION, .stats = stats,
 		.stats_ctx = s, .ready = ready, .ready_ctx = s, .log = log_stderr, .mcp_no_elicitation = !ch.elicitation,
 		.mcp_queue_first = ch.other_first, .audit_path = svc->audit_path, .cfg = cfg,

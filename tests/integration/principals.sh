@@ -36,7 +36,7 @@ server:
   idle_ttl: 10m
   max_lifetime: 1h
   pool: {}
-  quota: {sessions: 2, sandboxes: 2, execs: 1}
+  quota: {sessions: 2, sandboxes: 2, execs: 1, connections: 4}
 EOF
 chmod 0644 "$confdir/p.yaml"
 
@@ -226,6 +226,29 @@ as "$alice" POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d
 al_assert_eq "$CODE" 200 "alice's execution meanwhile"
 al_assert_contains "$BODY" "alice-$m" "alice's execution ran"
 wait "$lpid" || true
+
+# Connections: a principal's fifth open connection is refused (429, closed); others' are not.
+cat >"$dir/conns.py" <<'PY'
+import http.client, sys
+port, bob, alice = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def get(c, token):
+    c.request("GET", "/v1/health", headers={"Authorization": "Bearer " + token})
+    r = c.getresponse()
+    r.read()
+    return r.status
+held = [http.client.HTTPConnection("127.0.0.1", port, timeout=10) for _ in range(4)]
+codes = [get(c, bob) for c in held]
+fifth = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+codes.append(get(fifth, bob))
+codes.append(get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), alice))
+held[0].close()
+import time
+time.sleep(0.5)
+codes.append(get(http.client.HTTPConnection("127.0.0.1", port, timeout=10), bob))
+print(" ".join(map(str, codes)))
+PY
+al_assert_eq "$("$AL_PY" "$dir/conns.py" "$PORT" "$bob" "$alice")" "200 200 200 200 429 200 200" \
+	"bob's four connections, his fifth, alice's, and bob's again once one closed"
 
 # ---- a flood of idle TCP connections leaves the socket open ---------------------------------------
 # One address may hold 192 of the TCP listener's 256 slots; the socket's slots are its own.
