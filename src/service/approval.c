@@ -278,7 +278,9 @@ char *apq_visible(const char *s, size_t n)
 {
 	size_t cap = n + 1, used = 0;
 	char *out = malloc(cap);
-	for (size_t i = 0, k = 0; out && i < n; i += k) {
+	if (!out)
+		return NULL;
+	for (size_t i = 0, k = 0; i < n; i += k) {
 		uint32_t c = decode((const unsigned char *)s + i, n - i, &k);
 		char esc[16];
 		const char *add = s + i;
@@ -299,8 +301,7 @@ char *apq_visible(const char *s, size_t n)
 		memcpy(out + used, add, len);
 		used += len;
 	}
-	if (out)
-		out[used] = 0;
+	out[used] = 0;
 	return out;
 }
 
