@@ -230,6 +230,9 @@ void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid);
 bool al_sandbox_alive(const struct al_sandbox *sb);
 /* The protections applied (JSON object, owned by the sandbox). */
 const char *al_sandbox_enforced(const struct al_sandbox *sb);
+/* OOM kills in the sandbox's cgroup so far (all its execs together): 0 and *out, or -errno
+ * (-ENOENT: no cgroup). A caller compares two readings around one piece of work. */
+int al_sandbox_oom_kills(const struct al_sandbox *sb, uint64_t *out);
 /* Kills everything in the sandbox, removes its cgroup and workspace, frees it. NULL is a no-op. */
 void al_sandbox_destroy(struct al_sandbox *sb);
 /* Runs jobs of this policy in sb (borrowed: it must outlive the jobs); NULL: a new sandbox each. */

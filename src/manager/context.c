@@ -469,8 +469,15 @@ static char *cell_json(const struct ctx *c, const struct cell_run *cr, bool rest
 	return s;
 }
 
-static bool is_oom(const struct cell_run *cr, const struct al_verdict *death)
+/* Whether the cell ran out of memory: the sandbox cgroup's OOM kills went up while it ran (the
+ * kernel or any process of the cell; an exec running beside it in the same sandbox would count
+ * too), the kernel's verdict says so, or Python raised MemoryError. */
+static bool is_oom(const struct cell_run *cr, const struct al_verdict *death, const struct ctx_env *env,
+		   uint64_t ooms_before)
 {
+	uint64_t ooms = 0;
+	if (ooms_before != UINT64_MAX && al_sandbox_oom_kills(env->sb, &ooms) == 0 && ooms > ooms_before)
+		return true;
 	if (death && (death->status == AL_STATUS_OOM || death->oom_kills))
 		return true;
 	/* Python's own MemoryError (an address-space limit): the heap is in doubt, start clean. */
@@ -502,6 +509,8 @@ static struct al_verdict *cell_verdict(struct cell_run *cr, const struct al_verd
 	if (oom) {
 		v->status = AL_STATUS_OOM;
 		v->oom_kills = death && death->oom_kills ? death->oom_kills : 1;
+		v->exit_code = 0;
+		v->signal = SIGKILL;
 	} else if (cr->timed_out) {
 		v->status = AL_STATUS_TIMEOUT;
 	} else if (cr->cancelled) {
@@ -613,6 +622,9 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 		ctx_give(cs, c);
 		return r;
 	}
+	uint64_t ooms_before = UINT64_MAX;
+	if (al_sandbox_oom_kills(env->sb, &ooms_before) < 0)
+		ooms_before = UINT64_MAX;
 	uint64_t t0 = now_ms();
 	cell_loop(c, req, wall_ms == AL_UNLIMITED ? UINT64_MAX : t0 + wall_ms, &cr);
 	double wall_s = (double)(now_ms() - t0) / 1000.0;
@@ -621,7 +633,7 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 		pthread_join(c->pump, NULL);
 		c->pumping = false;
 	}
-	bool oom = is_oom(&cr, c->death);
+	bool oom = is_oom(&cr, c->death, env, ooms_before);
 	struct srv_result *res = srv_result_new();
 	if (res) {
 		res->verdict = cell_verdict(&cr, c->death, oom, wall_s);

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 import traceback
-import types
 
 if os.getppid() != 1:  # only as a payload, beneath its exec's init: kill_others sweeps the pid namespace
     sys.exit("airlock kernel: not in an exec's pid namespace")
@@ -177,21 +176,33 @@ def take_figures():
         STATE["images"].append({"mime": "image/png", "data": data, "width": int(w), "height": int(h)})
 
 
-def _backend_attr(name):
-    from matplotlib.backends import backend_agg
-    if name in ("FigureCanvas", "FigureCanvasAgg"):
-        return backend_agg.FigureCanvasAgg
-    if name == "FigureManager":
-        return backend_agg.FigureManager
-    raise AttributeError(name)
+class _InlineBackend:
+    """A matplotlib backend module, made when matplotlib imports it: Agg drawing, and show()
+    hands the figures to the cell's result."""
+
+    def find_spec(self, name, path, target=None):
+        import importlib.util
+        return importlib.util.spec_from_loader(name, self) if name == "airlock_inline" else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, mod):
+        from matplotlib import backend_bases
+        from matplotlib.backends import backend_agg
+        mod.FigureCanvas = backend_agg.FigureCanvasAgg
+        mod.FigureManager = getattr(backend_agg, "FigureManager", backend_bases.FigureManagerBase)
+        mod.show = lambda *a, **k: take_figures()
 
 
-_backend = types.ModuleType("airlock_inline")
-_backend.__getattr__ = _backend_attr
-_backend.show = lambda *a, **k: take_figures()
-sys.modules["airlock_inline"] = _backend
+sys.meta_path.insert(0, _InlineBackend())
 os.environ["MPLBACKEND"] = "module://airlock_inline"
 os.environ.setdefault("MPLCONFIGDIR", "/tmp/.airlock-mpl")
+os.environ.setdefault("XDG_CACHE_HOME", "/tmp/.airlock-cache")  # caches stay out of the cell's file list
+# Debian's matplotlib looks for its rc file in /etc only, which the sandbox does not show.
+_RC = "/usr/share/matplotlib/mpl-data/matplotlibrc"
+if "MATPLOTLIBRC" not in os.environ and os.path.exists(_RC):
+    os.environ["MATPLOTLIBRC"] = _RC
 
 
 # ---- one cell ----
