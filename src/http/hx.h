@@ -215,6 +215,11 @@ void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps
 void api_approvals(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_decide(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* Interpreter contexts (ctxapi.c). */
+void api_ctx_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_ctx_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_ctx_restart(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_ctx_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 
 /* ---- one tool call on the manager (op.c) ---------------------------------------------------- */
 
