@@ -62,7 +62,7 @@ static uint64_t now_ms(void)
 
 bool ctx_language_supported(const char *language)
 {
-	return language && strcmp(language, "python") == 0;
+	return language && (strcmp(language, "python") == 0 || strcmp(language, "shell") == 0);
 }
 
 int ctx_set_new(struct ctx_set **out)
@@ -121,9 +121,15 @@ static void kernel_stop(struct ctx *c)
 /* The kernel's policy: an exec's limits and environment, the language's interpreter with the
  * embedded kernel as its -c program, no wall-clock or CPU-time limit of its own (each cell has
  * its deadline here; the sandbox's cgroup bounds memory and processes). */
-static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l, struct al_policy **out,
-			 struct al_error *err)
+static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l, const char *language,
+			 struct al_policy **out, struct al_error *err)
 {
+	/* Every kernel is the Python driver; a shell context's cells run in the shell language's
+	 * interpreter, started by it. */
+	const struct cfg_language *sh = cfg_language(env->cfg, "shell");
+	char lang_env[64], shell_env[256];
+	snprintf(lang_env, sizeof(lang_env), "AL_KERNEL_LANGUAGE=%s", language);
+	snprintf(shell_env, sizeof(shell_env), "AL_KERNEL_SHELL=%s", sh && sh->command.n ? sh->command.v[0] : "bash");
 	struct al_policy *p = NULL;
 	int r = al_policy_new(&p);
 	if (r < 0)
@@ -135,6 +141,8 @@ static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_CPU_MS, AL_UNLIMITED, err);
 	r = r ?: al_policy_add_env(p, "PYTHONPATH=" AL_WORKSPACE, err);
 	r = r ?: al_policy_add_env(p, "AL_KERNEL_WORKSPACE=" AL_WORKSPACE, err);
+	r = r ?: al_policy_add_env(p, lang_env, err);
+	r = r ?: al_policy_add_env(p, shell_env, err);
 	for (size_t i = 0; r == 0 && i < l->nenv; i++) {
 		char kv[1024];
 		snprintf(kv, sizeof(kv), "%s=%s", l->env[i].name, l->env[i].value);
@@ -240,11 +248,11 @@ static int frame_write(int sock, char type, const void *data, size_t len)
 
 static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env *env, struct al_error *err)
 {
-	const struct cfg_language *l = cfg_language(env->cfg, c->language);
+	const struct cfg_language *l = cfg_language(env->cfg, "python");
 	if (!l || !l->command.n)
-		return al_err(err, ENOENT, "unknown language \"%s\"", c->language);
+		return al_err(err, ENOENT, "no python language configured: contexts need it for their kernel");
 	struct al_policy *p = NULL;
-	int r = kernel_policy(env, l, &p, err);
+	int r = kernel_policy(env, l, c->language, &p, err);
 	if (r < 0)
 		return r;
 	int sv[2];

@@ -49,15 +49,17 @@
 	"\"description\":\"A named interpreter context of the sandbox (default: the language's own).\"}"
 #define CONTEXT_EXEC_PROPS                                                                                             \
 	CONTEXT_ID_PROP ",\"fresh\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id, "  \
-	"Python runs as a cell of an interpreter context that keeps its variables and imports between calls, and "  \
-	"returns the last expression's value, figures (PNG) and changed files. true runs a new process instead.\"}"
+	"Python and shell run as cells of an interpreter context that keeps its state between calls (Python: "  \
+	"variables and imports; shell: variables, functions, aliases, directory) and returns the last expression's " \
+	"value, figures (PNG) and changed files. Every process a cell starts ends with it. true runs a new "  \
+	"process instead.\"}"
 
 static const char context_input[] =
 	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
 	"\"action\":{\"type\":\"string\",\"enum\":[\"create\",\"list\",\"restart\",\"delete\"],"
 	"\"description\":\"create a context (language, optional context_id), list them, restart one (its state is "
 	"lost) or delete one.\"},"
-	"\"language\":{\"type\":\"string\",\"enum\":[\"python\"],\"description\":\"create: the interpreter.\"},"
+	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\"],\"description\":\"create: the interpreter.\"},"
 	CONTEXT_ID_PROP "},"
 	"\"required\":[\"sandbox_id\",\"action\"],\"additionalProperties\":false}";
 

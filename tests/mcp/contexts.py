@@ -206,6 +206,14 @@ def scenario(t):
     v = cell(r).get("value") or {}
     check(v.get("type") == "DataFrame" and "a  b  c" in v.get("text", "") and "<table" in (v.get("html") or ""),
           "%s: a DataFrame comes back as a text table and HTML (%s)" % (n, v))
+    # Shell contexts: variables, functions and the directory carry over; background jobs do not.
+    t.execute(a, "S=7; g() { echo g$1; }; mkdir -p sub && cd sub", language="shell")
+    r, _ = t.execute(a, "(sleep 300; : %s) &\necho $S $(g 1) $PWD" % mark, language="shell")
+    check(r.get("stdout") == "7 g1 /workspace/sub\n" and cell(r).get("context_id") == "shell",
+          "%s: a shell context keeps variables, functions and its directory (%r)" % (n, r.get("stdout")))
+    check(marker_pids() == [], "%s: a shell cell's background job ends with the cell (%s)" % (n, marker_pids()))
+    r, _ = t.execute(a, "echo \"[$S]\"", language="shell", fresh=True)
+    check(r.get("stdout") == "[]\n", "%s: a fresh shell exec sees no context state" % n)
     # Named contexts: created, separate, listed, deleted.
     r = t.context(a, "create", context_id="second", language="python")
     check(r.get("context_id") == "second", "%s: a named context is created (%s)" % (n, r))
@@ -215,10 +223,10 @@ def scenario(t):
     r, _ = t.execute(a, "'q' in globals()")
     check(value(r) == "False", "%s: the default context does not see it" % n)
     names = sorted(c["context_id"] for c in t.context(a, "list").get("contexts", []))
-    check(names == ["python", "second"], "%s: both contexts are listed (%s)" % (n, names))
+    check(names == ["python", "second", "shell"], "%s: the contexts are listed (%s)" % (n, names))
     r = t.context(a, "delete", context_id="second")
     names = sorted(c["context_id"] for c in t.context(a, "list").get("contexts", []))
-    check(names == ["python"], "%s: a deleted context is gone (%s)" % (n, names))
+    check(names == ["python", "shell"], "%s: a deleted context is gone (%s)" % (n, names))
 
 
 for T in (Mcp, Api):

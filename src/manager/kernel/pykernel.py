@@ -13,6 +13,7 @@ import queue
 import resource
 import signal
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -28,6 +29,8 @@ OWN_OUT, OWN_ERR = os.dup(1), os.dup(2)  # the kernel's own streams, restored af
 SEND_LOCK = threading.Lock()
 MAIN_TID = threading.main_thread().ident
 WS = os.environ.pop("AL_KERNEL_WORKSPACE", "/workspace")
+LANGUAGE = os.environ.pop("AL_KERNEL_LANGUAGE", "python")
+SHELL = os.environ.pop("AL_KERNEL_SHELL", "bash")
 STATE = {"in_cell": False, "interrupted": False, "killed": 0, "images": [], "image_bytes": 0,
          "images_dropped": 0, "image_max": 0}
 
@@ -274,6 +277,41 @@ def run(code):
     return eval(compile(last, name, "eval"), NS) if last is not None else None
 
 
+# ---- shell contexts: each cell a fresh bash that starts from the last cell's saved state ----
+
+STATE_DIR = None
+SHELL_PRELUDE = r"""
+__al_base=" $(compgen -v | tr '\n' ' ') "
+__al_save() {
+  local __al_n
+  {
+    for __al_n in $(compgen -v); do
+      case "$__al_base" in *" $__al_n "*) continue ;; esac
+      case "$__al_n" in __al_*) continue ;; esac
+      declare -p "$__al_n" 2>/dev/null
+    done
+    declare -f
+    alias -p
+    printf 'cd %q\n' "$PWD"
+  } >"$__AL_STATE.new" 2>/dev/null && mv -f "$__AL_STATE.new" "$__AL_STATE"
+}
+[ -f "$__AL_STATE" ] && . "$__AL_STATE" 2>/dev/null
+trap __al_save EXIT
+"""
+
+
+def run_shell(code):
+    """Variables, functions, aliases and the directory carry over; processes never do."""
+    global STATE_DIR
+    if STATE_DIR is None:
+        import tempfile
+        STATE_DIR = tempfile.mkdtemp(prefix=".airlock-shell-")
+    env = dict(os.environ, __AL_STATE=os.path.join(STATE_DIR, "state.sh"))
+    script = SHELL_PRELUDE + code + "\n"
+    rc = subprocess.call([SHELL, "-c", script], env=env, cwd=WS)
+    return rc
+
+
 def usage():
     a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return a.ru_utime + b.ru_utime, a.ru_stime + b.ru_stime
@@ -289,7 +327,11 @@ def cell(req):
     with Capture():
         STATE["in_cell"] = True
         try:
-            value = run(req["code"])
+            if LANGUAGE == "shell":
+                res["exit_code"] = run_shell(req["code"])
+                value = None
+            else:
+                value = run(req["code"])
             if value is not None:
                 NS["_"] = value
                 res["value"] = display(value, text_max)
