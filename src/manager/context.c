@@ -32,6 +32,7 @@
 #define CTX_ID_MAX 64
 
 extern const char ctx_pykernel[]; /* kernel/pykernel.py, embedded by cmake/embed.cmake */
+extern const char ctx_jskernel[]; /* kernel/jskernel.js */
 
 struct ctx {
 	struct ctx *next;
@@ -62,7 +63,8 @@ static uint64_t now_ms(void)
 
 bool ctx_language_supported(const char *language)
 {
-	return language && (strcmp(language, "python") == 0 || strcmp(language, "shell") == 0);
+	return language && (strcmp(language, "python") == 0 || strcmp(language, "shell") == 0 ||
+			    strcmp(language, "javascript") == 0);
 }
 
 int ctx_set_new(struct ctx_set **out)
@@ -124,8 +126,9 @@ static void kernel_stop(struct ctx *c)
 static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l, const char *language,
 			 struct al_policy **out, struct al_error *err)
 {
-	/* Every kernel is the Python driver; a shell context's cells run in the shell language's
-	 * interpreter, started by it. */
+	/* The Python driver is also the shell's kernel: a shell context's cells run in the shell
+	 * language's interpreter, started by it. JavaScript has a kernel of its own. */
+	bool js = strcmp(language, "javascript") == 0;
 	const struct cfg_language *sh = cfg_language(env->cfg, "shell");
 	char lang_env[64], shell_env[256];
 	snprintf(lang_env, sizeof(lang_env), "AL_KERNEL_LANGUAGE=%s", language);
@@ -134,7 +137,7 @@ static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l
 	int r = al_policy_new(&p);
 	if (r < 0)
 		return al_err(err, -r, "out of memory");
-	const char *argv[] = {l->command.v[0], "-c", ctx_pykernel};
+	const char *argv[] = {l->command.v[0], js ? "-e" : "-c", js ? ctx_jskernel : ctx_pykernel};
 	r = al_policy_set_argv(p, 3, argv, err);
 	r = r ?: cfg_apply_limits(&env->cfg->limits, p, true, err);
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_WALL_MS, AL_UNLIMITED, err);
@@ -248,9 +251,10 @@ static int frame_write(int sock, char type, const void *data, size_t len)
 
 static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env *env, struct al_error *err)
 {
-	const struct cfg_language *l = cfg_language(env->cfg, "python");
+	const char *kernel_lang = strcmp(c->language, "javascript") == 0 ? "javascript" : "python";
+	const struct cfg_language *l = cfg_language(env->cfg, kernel_lang);
 	if (!l || !l->command.n)
-		return al_err(err, ENOENT, "no python language configured: contexts need it for their kernel");
+		return al_err(err, ENOENT, "no %s language configured: a %s context needs it", kernel_lang, c->language);
 	struct al_policy *p = NULL;
 	int r = kernel_policy(env, l, c->language, &p, err);
 	if (r < 0)
@@ -596,10 +600,13 @@ static int kernel_ready(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 	return kernel_start(cs, c, env, err);
 }
 
-static int send_cell(struct ctx *c, const struct ctx_cell_req *req, size_t cap)
+/* The cell's request; timeout_ms lets a kernel that cannot be interrupted (JavaScript's) stop the
+ * cell itself, shortly before the manager's own deadline would interrupt it. */
+static int send_cell(struct ctx *c, const struct ctx_cell_req *req, size_t cap, uint64_t wall_ms)
 {
-	json_t *x = json_pack("{s:s%,s:I,s:I}", "code", req->code, req->code_len, "text_max", (json_int_t)cap,
-			      "image_max", (json_int_t)CTX_IMAGE_MAX);
+	json_int_t t = wall_ms == AL_UNLIMITED || wall_ms > INT32_MAX ? 0 : (json_int_t)wall_ms;
+	json_t *x = json_pack("{s:s%,s:I,s:I,s:I}", "code", req->code, req->code_len, "text_max", (json_int_t)cap,
+			      "image_max", (json_int_t)CTX_IMAGE_MAX, "timeout_ms", t);
 	char *s = x ? json_dumps(x, JSON_COMPACT) : NULL;
 	json_decref(x);
 	if (!s)
@@ -623,7 +630,7 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	uint64_t wall_ms, cap;
 	exec_limits(env, &wall_ms, &cap);
 	struct cell_run cr = {.cap = (size_t)cap};
-	if (r == 0 && (r = send_cell(c, req, cr.cap)) < 0)
+	if (r == 0 && (r = send_cell(c, req, cr.cap, wall_ms)) < 0)
 		al_err(err, -r, "the %s kernel does not take cells", c->language);
 	if (r < 0) {
 		kernel_stop(c);

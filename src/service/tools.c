@@ -49,8 +49,8 @@
 	"\"description\":\"A named interpreter context of the sandbox (default: the language's own).\"}"
 #define CONTEXT_EXEC_PROPS                                                                                             \
 	CONTEXT_ID_PROP ",\"fresh\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id, "  \
-	"Python and shell run as cells of an interpreter context that keeps its state between calls (Python: "  \
-	"variables and imports; shell: variables, functions, aliases, directory) and returns the last expression's " \
+	"Python, JavaScript and shell run as cells of an interpreter context that keeps its state between calls "  \
+	"(variables and imports; for shell: variables, functions, aliases, directory) and returns the last expression's " \
 	"value, figures (PNG) and changed files. Every process a cell starts ends with it. true runs a new "  \
 	"process instead.\"}"
 
@@ -59,7 +59,7 @@ static const char context_input[] =
 	"\"action\":{\"type\":\"string\",\"enum\":[\"create\",\"list\",\"restart\",\"delete\"],"
 	"\"description\":\"create a context (language, optional context_id), list them, restart one (its state is "
 	"lost) or delete one.\"},"
-	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\"],\"description\":\"create: the interpreter.\"},"
+	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\",\"javascript\"],\"description\":\"create: the interpreter.\"},"
 	CONTEXT_ID_PROP "},"
 	"\"required\":[\"sandbox_id\",\"action\"],\"additionalProperties\":false}";
 

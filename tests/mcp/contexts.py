@@ -214,6 +214,17 @@ def scenario(t):
     check(marker_pids() == [], "%s: a shell cell's background job ends with the cell (%s)" % (n, marker_pids()))
     r, _ = t.execute(a, "echo \"[$S]\"", language="shell", fresh=True)
     check(r.get("stdout") == "[]\n", "%s: a fresh shell exec sees no context state" % n)
+    # JavaScript contexts: state, values, a timeout that keeps the state, children gone.
+    t.execute(a, "var jx = 20; const cp = require('child_process')", language="javascript")
+    r, _ = t.execute(a, "cp.spawn('sh', ['-c', 'sleep 300; : %s'], {detached: true}); [jx + 1, typeof x]" % mark,
+                     language="javascript")
+    check(value(r) == "[ 21, 'undefined' ]", "%s: a JavaScript context keeps its state, apart (%s)" % (n, value(r)))
+    check(marker_pids() == [], "%s: a JavaScript cell's child ends with the cell (%s)" % (n, marker_pids()))
+    r, _ = t.execute(a, "while (true) {}", language="javascript", timeout=1)
+    check(r.get("status") == "timeout" and cell(r).get("state") == "kept",
+          "%s: a timed-out JavaScript cell keeps the state (%s)" % (n, cell(r)))
+    r, _ = t.execute(a, "jx", language="javascript")
+    check(value(r) == "20", "%s: ... and it is still there (%s)" % (n, value(r)))
     # Named contexts: created, separate, listed, deleted.
     r = t.context(a, "create", context_id="second", language="python")
     check(r.get("context_id") == "second", "%s: a named context is created (%s)" % (n, r))
@@ -223,10 +234,10 @@ def scenario(t):
     r, _ = t.execute(a, "'q' in globals()")
     check(value(r) == "False", "%s: the default context does not see it" % n)
     names = sorted(c["context_id"] for c in t.context(a, "list").get("contexts", []))
-    check(names == ["python", "second", "shell"], "%s: the contexts are listed (%s)" % (n, names))
+    check(names == ["javascript", "python", "second", "shell"], "%s: the contexts are listed (%s)" % (n, names))
     r = t.context(a, "delete", context_id="second")
     names = sorted(c["context_id"] for c in t.context(a, "list").get("contexts", []))
-    check(names == ["python", "shell"], "%s: a deleted context is gone (%s)" % (n, names))
+    check(names == ["javascript", "python", "shell"], "%s: a deleted context is gone (%s)" % (n, names))
 
 
 for T in (Mcp, Api):
