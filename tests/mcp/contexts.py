@@ -240,10 +240,33 @@ def scenario(t):
     check(names == ["javascript", "python", "shell"], "%s: a deleted context is gone (%s)" % (n, names))
 
 
+def cancel_scenario(t):
+    """MCP's notifications/cancelled interrupts the cell: its processes end, its context keeps its state."""
+    sid = t.create()
+    t.execute(sid, "kept = 'yes'")
+    c = t.c
+    rid = c.start("tools/call", {"name": "code_execute", "arguments": {
+        "sandbox_id": sid, "language": "python",
+        "code": "import subprocess\nsubprocess.run(['sh', '-c', 'sleep 60; : %s'])" % mark}})
+    end = time.time() + 20
+    while not marker_pids() and time.time() < end:
+        time.sleep(0.05)
+    check(marker_pids() != [], "mcp-stdio: the cell to cancel runs")
+    c.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+    end = time.time() + 10
+    while marker_pids() and time.time() < end:
+        time.sleep(0.05)
+    check(marker_pids() == [], "mcp-stdio: a cancelled cell's processes are gone")
+    r, _ = t.execute(sid, "kept")
+    check(value(r) == "'yes'", "mcp-stdio: the context survives the cancel (%s)" % cell(r))
+
+
 for T in (Mcp, Api):
     t = T()
     try:
         scenario(t)
+        if T is Mcp:
+            cancel_scenario(t)
     finally:
         t.close()
 check(marker_pids() == [], "nothing of the cells is left once the servers ended")

@@ -101,7 +101,8 @@ def interrupt():
         return
     STATE["interrupted"] = True
     kill_others()  # first: os.system() ignores SIGINT while its child runs
-    signal.pthread_kill(MAIN_TID, signal.SIGINT)
+    if STATE["in_cell"]:  # outside the cell's own code SIGINT is ignored anyway (see cell())
+        signal.pthread_kill(MAIN_TID, signal.SIGINT)
 
 
 def reader(q):
@@ -326,6 +327,7 @@ def cell(req):
     u0, s0 = usage()
     with Capture():
         STATE["in_cell"] = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             if LANGUAGE == "shell":
                 res["exit_code"] = run_shell(req["code"])
@@ -346,6 +348,8 @@ def cell(req):
             res["exit_code"] = 1
             sys.stderr.write(res["error"]["traceback"])
         finally:
+            # A late interrupt must not land in the kernel's own code: from here on it is ignored.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             STATE["in_cell"] = False
         take_figures()
     u1, s1 = usage()
@@ -358,14 +362,17 @@ def cell(req):
 
 
 def main():
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for f in (sys.stdout, sys.stderr):
         f.reconfigure(line_buffering=True)
     q = queue.Queue()
     threading.Thread(target=reader, args=(q,), daemon=True).start()
     send(b"h", json.dumps({"pid": os.getpid(), "version": sys.version.split()[0]}).encode())
     while True:
-        req = q.get()
+        try:
+            req = q.get()
+        except KeyboardInterrupt:
+            continue
         try:
             res = cell(req)
         except KeyboardInterrupt:  # a late interrupt, after the cell's own code
