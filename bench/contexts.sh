@@ -12,22 +12,15 @@ build=${BUILD_DIR:-build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 chmod 0755 "$tmp"
-cat >"$tmp/bench.yaml" <<YAML
-version: 1
-rules:
-- name: all
-  tools: ["*"]
-  risk: LOW
-  require_approval: false
-audit:
-  fsync: false
-YAML
 AUDIT=$tmp/audit.jsonl AIRLOCK=$(realpath "$build/airlock") RUNS=${RUNS:-200} CONF=$tmp/bench.yaml python3 - <<'PY'
 import os, statistics, subprocess, sys, time
 sys.path.insert(0, "tests/mcp")
 from client import Client
 
 runs = int(os.environ["RUNS"])
+with open(os.environ["CONF"], "w") as f:  # approvals off (every tool LOW), audit records unsynced
+    f.write('version: 1\nrules: [{name: all, tools: ["*"], risk: LOW, require_approval: false}]\n'
+            'audit: {fsync: false}\n')
 c = Client([os.environ["AIRLOCK"], "mcp", "--config", os.environ["CONF"], "--audit", os.environ["AUDIT"]])
 c.initialize()
 sid = c.call("code_create_sandbox", {})["result"]["structuredContent"]["sandbox_id"]

@@ -4,17 +4,6 @@
 
 #include "http/hx.h"
 
-static void answered(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
-{
-	json_t *full = tl_result(TL_CONTEXT, hx_call_args(c), r);
-	json_t *sc = json_object_get(full, "structuredContent");
-	if (sc)
-		hx_json(rs, 200, json_incref(sc));
-	else
-		hx_error(rs, 500, "out of memory");
-	json_decref(full);
-}
-
 /* Calls code_context with action on sandbox caps[0] (context caps[1] when given), plus the body's
  * language and context_id for create. */
 static void context_call(struct hx_server *s, const struct hx_request *rq, const char *action, char *const caps[2],
@@ -39,7 +28,7 @@ static void context_call(struct hx_server *s, const struct hx_request *rq, const
 	if (!c)
 		hx_error(rs, 500, "out of memory");
 	else
-		hx_call_run(c, NULL, 0, answered, rs);
+		hx_call_run(c, NULL, 0, hx_ok_structured, rs);
 }
 
 void api_ctx_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)

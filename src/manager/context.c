@@ -552,6 +552,7 @@ static bool valid_id(const char *id)
 static int ctx_take(struct ctx_set *cs, const char *id, const char *language, bool create, struct ctx **out,
 		    struct al_error *err)
 {
+	*out = NULL;
 	if (!valid_id(id))
 		return al_err(err, EINVAL, "bad context_id \"%s\" (1-64 of A-Z a-z 0-9 _ . -)", id);
 	pthread_mutex_lock(&cs->mu);
@@ -566,9 +567,13 @@ static int ctx_take(struct ctx_set *cs, const char *id, const char *language, bo
 		c->next = cs->list;
 		cs->list = c;
 	}
-	if (!c)
-		r = create ? al_err(err, ENOMEM, "out of memory") : al_err(err, ENOENT, "no context \"%s\"", id);
-	else if (language && strcmp(c->language, language) != 0)
+	if (!c) {
+		if (create)
+			al_err(err, ENOMEM, "out of memory");
+		else
+			al_err(err, ENOENT, "no context \"%s\"", id);
+		r = create ? -ENOMEM : -ENOENT;
+	} else if (language && strcmp(c->language, language) != 0)
 		r = al_err(err, EINVAL, "context \"%s\" runs %s, not %s", id, c->language, language);
 	else if (c->busy)
 		r = al_err(err, EBUSY, "context \"%s\" is running another cell: wait for it, or use fresh", id);
@@ -623,8 +628,8 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 		return al_err(err, ENOENT, "no interpreter context for %s (use fresh)", req->language);
 	struct ctx *c = NULL;
 	int r = ctx_take(cs, req->context_id ? req->context_id : req->language, req->language, true, &c, err);
-	if (r < 0)
-		return r;
+	if (r < 0 || !c)
+		return r < 0 ? r : -EIO;
 	bool fresh = false;
 	r = kernel_ready(cs, c, env, &fresh, err);
 	uint64_t wall_ms, cap;
@@ -710,8 +715,8 @@ static int manage_one(struct ctx_set *cs, const struct ctx_env *env, const struc
 		return al_err(err, EINVAL, "unknown action \"%s\" (create, list, restart, delete)", act);
 	struct ctx *c = NULL;
 	int r = ctx_take(cs, id, create ? req->language : NULL, create, &c, err);
-	if (r < 0)
-		return r;
+	if (r < 0 || !c)
+		return r < 0 ? r : -EIO;
 	if (create && c->restarts) {
 		ctx_give(cs, c);
 		return al_err(err, EEXIST, "context \"%s\" exists", id);
