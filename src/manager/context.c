@@ -82,6 +82,8 @@ int ctx_set_new(struct ctx_set **out)
 struct pump_arg {
 	struct ctx_set *cs;
 	struct ctx *c;
+	struct al_job *job; /* c->job may be cleared (kernel_stop) while this waits */
+	int sock;
 };
 
 static void *pump_main(void *arg)
@@ -90,27 +92,31 @@ static void *pump_main(void *arg)
 	free(arg);
 	struct al_verdict *v = NULL;
 	struct al_error err = {0};
-	(void)al_job_wait(a.c->job, &v, &err);
+	(void)al_job_wait(a.job, &v, &err);
 	pthread_mutex_lock(&a.cs->mu);
 	a.c->death = v;
 	a.c->dead = true;
 	pthread_mutex_unlock(&a.cs->mu);
 	/* A cell reading frames sees EOF now, whatever the kernel left in flight. */
-	shutdown(a.c->sock, SHUT_RDWR);
+	shutdown(a.sock, SHUT_RDWR);
 	return NULL;
 }
 
 /* Stops c's kernel (if any) and forgets it: killed, pump joined, freed. c must not be running a
- * cell on another thread (busy held by the caller, or the set being freed). */
-static void kernel_stop(struct ctx *c)
+ * cell on another thread (busy held by the caller, or the set being freed). c->job leaves the
+ * list's view under the lock first: ctx_set_kill never kills a freed job. */
+static void kernel_stop(struct ctx_set *cs, struct ctx *c)
 {
-	if (c->job)
-		al_job_kill(c->job);
+	pthread_mutex_lock(&cs->mu);
+	struct al_job *job = c->job;
+	c->job = NULL;
+	pthread_mutex_unlock(&cs->mu);
+	if (job)
+		al_job_kill(job);
 	if (c->pumping)
 		pthread_join(c->pump, NULL);
 	c->pumping = false;
-	al_job_free(c->job);
-	c->job = NULL;
+	al_job_free(job);
 	if (c->sock >= 0)
 		close(c->sock);
 	c->sock = -1;
@@ -265,23 +271,26 @@ static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 		return al_err(err, errno, "socketpair");
 	}
 	struct al_spawn_opts so = {.size = sizeof(so), .stdin_fd = sv[1]};
-	r = al_job_spawn(p, &so, &c->job, err);
+	struct al_job *job = NULL;
+	r = al_job_spawn(p, &so, &job, err);
 	al_policy_free(p);
 	close(sv[1]); /* the kernel holds its own copy */
 	if (r < 0) {
 		close(sv[0]);
-		c->job = NULL;
 		return r;
 	}
+	pthread_mutex_lock(&cs->mu); /* ctx_set_kill reads it under the lock */
+	c->job = job;
+	pthread_mutex_unlock(&cs->mu);
 	c->sock = sv[0];
 	struct timeval snd = {.tv_sec = 5};
 	(void)setsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd));
 	struct pump_arg *a = malloc(sizeof(*a));
 	if (a)
-		*a = (struct pump_arg){cs, c};
+		*a = (struct pump_arg){cs, c, c->job, c->sock};
 	if (!a || pthread_create(&c->pump, NULL, pump_main, a) != 0) {
 		free(a);
-		kernel_stop(c);
+		kernel_stop(cs, c);
 		return al_err(err, EAGAIN, "cannot start the kernel's supervisor thread");
 	}
 	c->pumping = true;
@@ -293,7 +302,7 @@ static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 	free(body);
 	if (r == 1 && t == 'h')
 		return 0;
-	kernel_stop(c);
+	kernel_stop(cs, c);
 	return al_err(err, EIO, "the %s kernel did not start (%s)", c->language,
 		      r == -ETIMEDOUT ? "no answer in time" : "it ended or spoke out of turn");
 }
@@ -601,7 +610,7 @@ static int kernel_ready(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 	*fresh = !alive;
 	if (alive)
 		return 0;
-	kernel_stop(c);
+	kernel_stop(cs, c);
 	return kernel_start(cs, c, env, err);
 }
 
@@ -638,7 +647,7 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	if (r == 0 && (r = send_cell(c, req, cr.cap, wall_ms)) < 0)
 		al_err(err, -r, "the %s kernel does not take cells", c->language);
 	if (r < 0) {
-		kernel_stop(c);
+		kernel_stop(cs, c);
 		ctx_give(cs, c);
 		return r;
 	}
@@ -660,7 +669,7 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 		res->cell_json = cell_json(c, &cr, fresh && c->restarts > 1, oom);
 	}
 	if (cr.lost || oom)
-		kernel_stop(c); /* the next cell starts a clean kernel */
+		kernel_stop(cs, c); /* the next cell starts a clean kernel */
 	ctx_give(cs, c);
 	json_decref(cr.res);
 	free(cr.buf[0]);
@@ -690,7 +699,7 @@ static json_t *ctx_list_json(struct ctx_set *cs)
 /* Takes c off the list and frees it (the caller holds it busy). */
 static void ctx_delete(struct ctx_set *cs, struct ctx *c)
 {
-	kernel_stop(c);
+	kernel_stop(cs, c);
 	pthread_mutex_lock(&cs->mu);
 	for (struct ctx **pp = &cs->list; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -726,7 +735,7 @@ static int manage_one(struct ctx_set *cs, const struct ctx_env *env, const struc
 		*answer = json_pack("{s:s,s:b}", "context_id", id, "deleted", 1);
 		return 0;
 	}
-	kernel_stop(c); /* restart: whatever it held is gone */
+	kernel_stop(cs, c); /* restart: whatever it held is gone */
 	r = kernel_start(cs, c, env, err);
 	if (r < 0 && create)
 		ctx_delete(cs, c);
@@ -760,6 +769,17 @@ int ctx_manage(struct ctx_set *cs, const struct ctx_env *env, const struct srv_c
 	return 0;
 }
 
+void ctx_set_kill(struct ctx_set *cs)
+{
+	if (!cs)
+		return;
+	pthread_mutex_lock(&cs->mu);
+	for (struct ctx *c = cs->list; c; c = c->next)
+		if (c->job)
+			al_job_kill(c->job);
+	pthread_mutex_unlock(&cs->mu);
+}
+
 void ctx_set_free(struct ctx_set *cs)
 {
 	if (!cs)
@@ -767,7 +787,7 @@ void ctx_set_free(struct ctx_set *cs)
 	while (cs->list) {
 		struct ctx *c = cs->list;
 		cs->list = c->next;
-		kernel_stop(c);
+		kernel_stop(cs, c);
 		free(c);
 	}
 	pthread_mutex_destroy(&cs->mu);

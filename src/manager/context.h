@@ -55,6 +55,9 @@ struct ctx_cell_req {
 bool ctx_language_supported(const char *language);
 
 int ctx_set_new(struct ctx_set **out);
+/* Kills every kernel now, without waiting (the sandbox is being destroyed: a running cell ends
+ * with its state lost). Safe from any thread, under the manager's lock. */
+void ctx_set_kill(struct ctx_set *cs);
 /* Kills every kernel and frees the set (before the sandbox it ran in is destroyed). */
 void ctx_set_free(struct ctx_set *cs);
 

@@ -164,6 +164,7 @@ static void unlist_locked(struct sbm *m, struct sbx *s)
 			m->st.destroyed++;
 			if (s->running)
 				al_job_kill(s->running);
+			ctx_set_kill(s->ctxs); /* its contexts' kernels too: a running cell ends here */
 			pthread_cond_broadcast(&m->cv); /* an exec waiting for its turn in s gives up */
 			return;
 		}
@@ -878,7 +879,13 @@ static void *cell_thread(void *arg)
 			struct ctx_cell_req q = {.language = op->language, .context_id = op->context_id, .code = op->code,
 						 .code_len = op->code_len, .cancel_fd = op->cancel_fd,
 						 .on_output = output_cb, .cookie = op};
-			r = ctx_run_cell(cs, &env, &q, &res, &err);
+			/* A cell is an exec for the server's limits: it takes the sandbox's turn and a slot
+			 * (server.max_execs), waiting at most its own time limit (none set: until cancelled). */
+			r = exec_turn(m, op, s, true, env.timeout_ms ? env.timeout_ms : AL_UNLIMITED, &err);
+			if (r == 0) {
+				r = ctx_run_cell(cs, &env, &q, &res, &err);
+				exec_turn_done(m, s);
+			}
 		} else {
 			struct srv_context_req q = {.sandbox_id = op->sandbox_id, .action = op->action,
 						    .language = op->language, .context_id = op->context_id};
