@@ -195,6 +195,11 @@ def scenario(t):
           "%s: an OOM cell is reported as oom (%s %s)" % (n, r.get("status"), cell(r)))
     r, _ = t.execute(a, "'w' in globals(), 6 * 7")
     check(value(r) == "(False, 42)", "%s: after OOM the context runs clean (%s)" % (n, value(r)))
+    # Output stays bounded by the output limit (1 MiB by default); the context carries on.
+    r, _ = t.execute(a, "print('y' * (3 << 20))\n7")
+    check(r.get("truncated", {}).get("stdout") is True and len(r.get("stdout", "")) <= (1 << 20) and
+          r.get("output_bytes", {}).get("stdout") == (3 << 20) + 1 and value(r) == "7",
+          "%s: a cell's output is capped, counted, and the cell still answers (%d kept)" % (n, len(r.get("stdout", ""))))
     # Rich results: a figure as PNG, a DataFrame as a table, changed files with sizes.
     r, images = t.execute(a, "import matplotlib.pyplot as plt\nplt.figure(figsize=(4, 3))\nplt.plot([1, 3, 2])\n"
                              "plt.show()\nopen('data.csv', 'w').write('a,b\\n1,2\\n')")
