@@ -470,22 +470,31 @@ static json_t *sane_error(const json_t *e, size_t cap)
 			 bounded_string(json_object_get(e, "traceback"), cap));
 }
 
-/* The cell's own part of the result, re-encoded key by key from the kernel's answer. */
+json_t *ctx_answer(const json_t *r, size_t cap)
+{
+	return json_pack("{s:o,s:o,s:o,s:I,s:o,s:b,s:b,s:I}", "value", sane_value(json_object_get(r, "value"), cap),
+			 "error", sane_error(json_object_get(r, "error"), cap), "images",
+			 sane_images(json_object_get(r, "images")), "images_dropped",
+			 json_integer_value(json_object_get(r, "images_dropped")), "files",
+			 sane_files(json_object_get(r, "files")), "files_truncated",
+			 json_is_true(json_object_get(r, "files_truncated")), "interrupted",
+			 json_is_true(json_object_get(r, "interrupted")), "processes_killed",
+			 json_integer_value(json_object_get(r, "processes_killed")));
+}
+
+/* The cell's part of the result: the kernel's answer (ctx_answer) and what the manager knows. */
 static char *cell_json(const struct ctx *c, const struct cell_run *cr, bool restarted, bool oom)
 {
-	const json_t *r = cr->res;
-	json_t *o = json_pack("{s:s,s:s,s:i,s:s,s:b,s:o,s:o,s:o,s:I,s:o,s:b,s:b,s:I}", "context_id", c->id, "language",
-			      c->language, "execution_count", (int)c->cells, "state",
-			      cr->lost || oom ? "lost" : "kept", "restarted", restarted, "value",
-			      sane_value(json_object_get(r, "value"), cr->cap), "error",
-			      sane_error(json_object_get(r, "error"), cr->cap), "images",
-			      sane_images(json_object_get(r, "images")), "images_dropped",
-			      json_integer_value(json_object_get(r, "images_dropped")), "files",
-			      sane_files(json_object_get(r, "files")), "files_truncated",
-			      json_is_true(json_object_get(r, "files_truncated")), "interrupted",
-			      json_is_true(json_object_get(r, "interrupted")) || cr->timed_out || cr->cancelled,
-			      "processes_killed", json_integer_value(json_object_get(r, "processes_killed")));
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_t *o = ctx_answer(cr->res, cr->cap);
+	int r = o ? 0 : -1;
+	r = r ?: json_object_set_new(o, "context_id", json_string(c->id));
+	r = r ?: json_object_set_new(o, "language", json_string(c->language));
+	r = r ?: json_object_set_new(o, "execution_count", json_integer(c->cells));
+	r = r ?: json_object_set_new(o, "state", json_string(cr->lost || oom ? "lost" : "kept"));
+	r = r ?: json_object_set_new(o, "restarted", json_boolean(restarted));
+	if (r == 0 && (cr->timed_out || cr->cancelled))
+		r = json_object_set_new(o, "interrupted", json_true());
+	char *s = r == 0 ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return s;
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "airlock/airlock.h"
 #include "config/config.h"
 #include "manager/api.h"
@@ -70,5 +72,10 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
  * The answer is JSON text in (*out)->cell_json. */
 int ctx_manage(struct ctx_set *cs, const struct ctx_env *env, const struct srv_context_req *req,
 	       struct srv_result **out, struct al_error *err);
+
+/* Pure, for the fuzz target: a kernel's 'r' answer (any JSON, the sandbox's word) re-encoded key
+ * by key: value and error texts cut at cap bytes, images only those that look like PNG within the
+ * image limit, at most 200 files. A new reference, or NULL on ENOMEM. */
+json_t *ctx_answer(const json_t *answer, size_t cap);
 
 #endif
