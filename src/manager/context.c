@@ -123,7 +123,6 @@ static void kernel_stop(struct ctx_set *cs, struct ctx *c)
 	al_verdict_free(c->death);
 	c->death = NULL;
 	c->dead = false;
-	c->cells = 0;
 }
 
 /* The kernel's policy: an exec's limits and environment, the language's interpreter with the
@@ -148,6 +147,8 @@ static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l
 	r = r ?: cfg_apply_limits(&env->cfg->limits, p, true, err);
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_WALL_MS, AL_UNLIMITED, err);
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_CPU_MS, AL_UNLIMITED, err);
+	/* Cells' output travels in frames; the kernel's own streams only carry its last words. */
+	r = r ?: al_policy_set_limit(p, AL_LIMIT_OUTPUT, 64 << 10, err);
 	r = r ?: al_policy_add_env(p, "PYTHONPATH=" AL_WORKSPACE, err);
 	r = r ?: al_policy_add_env(p, "AL_KERNEL_WORKSPACE=" AL_WORKSPACE, err);
 	r = r ?: al_policy_add_env(p, lang_env, err);
@@ -294,7 +295,10 @@ static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 		return al_err(err, EAGAIN, "cannot start the kernel's supervisor thread");
 	}
 	c->pumping = true;
+	pthread_mutex_lock(&cs->mu); /* the counters are listed under the lock */
 	c->restarts++;
+	c->cells = 0;
+	pthread_mutex_unlock(&cs->mu);
 	char t = 0;
 	char *body = NULL;
 	size_t len = 0;
@@ -500,8 +504,9 @@ static char *cell_json(const struct ctx *c, const struct cell_run *cr, bool rest
 }
 
 /* Whether the cell ran out of memory: the sandbox cgroup's OOM kills went up while it ran (the
- * kernel or any process of the cell; an exec running beside it in the same sandbox would count
- * too), the kernel's verdict says so, or Python raised MemoryError. */
+ * kernel or any process of the cell: the manager gives a sandbox's execs and cells turns, so
+ * nothing else of this sandbox ran meanwhile), the kernel's verdict says so, or Python raised
+ * MemoryError. */
 static bool is_oom(const struct cell_run *cr, const struct al_verdict *death, const struct ctx_env *env,
 		   uint64_t ooms_before)
 {
@@ -666,7 +671,9 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	uint64_t t0 = now_ms();
 	cell_loop(c, req, wall_ms == AL_UNLIMITED ? UINT64_MAX : t0 + wall_ms, &cr);
 	double wall_s = (double)(now_ms() - t0) / 1000.0;
+	pthread_mutex_lock(&cs->mu);
 	c->cells++;
+	pthread_mutex_unlock(&cs->mu);
 	if (cr.lost && c->pumping) { /* its verdict (OOM, exit status) says how it ended */
 		pthread_join(c->pump, NULL);
 		c->pumping = false;
