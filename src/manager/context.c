@@ -30,6 +30,9 @@
 #define CTX_IMAGE_MAX (4u << 20)   /* base64 bytes of images per cell */
 #define CTX_FRAME_MAX (64u << 20)  /* no frame from a kernel is bigger: a larger one ends it */
 #define CTX_ID_MAX 64
+/* Contexts per sandbox: each kernel costs the server a supervising thread, so a client may not
+ * make them without bound (the sandbox's cgroup bounds only what runs inside). */
+#define CTX_PER_SANDBOX 16
 
 extern const char ctx_pykernel[]; /* kernel/pykernel.py, embedded by cmake/embed.cmake */
 extern const char ctx_jskernel[]; /* kernel/jskernel.js */
@@ -580,9 +583,16 @@ static int ctx_take(struct ctx_set *cs, const char *id, const char *language, bo
 		return al_err(err, EINVAL, "bad context_id \"%s\" (1-64 of A-Z a-z 0-9 _ . -)", id);
 	pthread_mutex_lock(&cs->mu);
 	struct ctx *c = cs->list;
+	unsigned n = 0;
+	for (struct ctx *k = cs->list; k; k = k->next)
+		n++;
 	while (c && strcmp(c->id, id) != 0)
 		c = c->next;
 	int r = 0;
+	if (!c && create && n >= CTX_PER_SANDBOX) {
+		pthread_mutex_unlock(&cs->mu);
+		return al_err(err, EAGAIN, "limit reached: %d contexts in this sandbox (delete one first)", CTX_PER_SANDBOX);
+	}
 	if (!c && create && (c = calloc(1, sizeof(*c)))) {
 		snprintf(c->id, sizeof(c->id), "%s", id);
 		snprintf(c->language, sizeof(c->language), "%s", language);

@@ -240,6 +240,10 @@ def scenario(t):
     check(value(r) == "False", "%s: the default context does not see it" % n)
     names = sorted(c["context_id"] for c in t.context(a, "list").get("contexts", []))
     check(names == ["javascript", "python", "second", "shell"], "%s: the contexts are listed (%s)" % (n, names))
+    made = [t.context(b, "create", context_id="c%d" % i, language="shell").get("context_id") for i in range(15)]
+    r = t.context(b, "create", context_id="one-too-many", language="shell")
+    check(None not in made and "limit reached" in r.get("error", ""),
+          "%s: 16 contexts per sandbox, then a clear refusal (%s)" % (n, r))
     r = t.context(a, "delete", context_id="second")
     names = sorted(c["context_id"] for c in t.context(a, "list").get("contexts", []))
     check(names == ["javascript", "python", "shell"], "%s: a deleted context is gone (%s)" % (n, names))
