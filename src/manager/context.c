@@ -309,9 +309,19 @@ static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 	free(body);
 	if (r == 1 && t == 'h')
 		return 0;
+	/* Its last words (a missing interpreter, a seccomp refusal) tell the operator why. */
+	al_job_kill(c->job);
+	pthread_join(c->pump, NULL);
+	c->pumping = false;
+	const struct al_verdict *d = c->death;
+	const char *last = !d ? NULL : d->status == AL_STATUS_SETUP_ERROR ? d->setup.msg : d->err.data;
+	char why[200] = "";
+	if (last && *last)
+		snprintf(why, sizeof(why), ": %.*s", (int)strcspn(last, "\n"), last);
+	al_err(err, EIO, "the %s kernel did not start (%s)%s", c->language,
+	       r == -ETIMEDOUT ? "no answer in time" : "it ended or spoke out of turn", why);
 	kernel_stop(cs, c);
-	return al_err(err, EIO, "the %s kernel did not start (%s)", c->language,
-		      r == -ETIMEDOUT ? "no answer in time" : "it ended or spoke out of turn");
+	return -EIO;
 }
 
 /* ---- cells -------------------------------------------------------------------------------- */
