@@ -963,6 +963,11 @@ static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_si
 	op->code[req->code_len] = 0;
 	if (cell_wanted(req))
 		return start_cell(m, op, req, out, err);
+	if (req->context_id && !req->fresh) { /* named a context it cannot have: say so, never run elsewhere */
+		op_free(op);
+		return al_err(err, EINVAL, "context_id needs a sandbox_id, a language with contexts (python, javascript, "
+					   "shell) and no network_enabled");
+	}
 	return start_thread(m, op, exec_thread, out, err);
 }
 

@@ -230,6 +230,8 @@ def scenario(t):
           "%s: a timed-out JavaScript cell keeps the state (%s)" % (n, cell(r)))
     r, _ = t.execute(a, "jx", language="javascript")
     check(value(r) == "20", "%s: ... and it is still there (%s)" % (n, value(r)))
+    r, _ = t.execute(a, "puts 1", language="ruby", context_id="second")
+    check("context_id needs" in r.get("error", ""), "%s: a context for a language without one is refused (%s)" % (n, r))
     # Named contexts: created, separate, listed, deleted.
     r = t.context(a, "create", context_id="second", language="python")
     check(r.get("context_id") == "second", "%s: a named context is created (%s)" % (n, r))
