@@ -247,6 +247,9 @@ struct al_sandbox_usage {
 };
 /* 0, or -ENOTSUP when the sandbox has no cgroup of its own. */
 int al_sandbox_usage(struct al_sandbox *sb, struct al_sandbox_usage *out);
+/* OOM kills in the sandbox's cgroup so far (all its execs together): 0 and *out, or -errno
+ * (-ENOENT: no cgroup). A caller compares two readings around one piece of work. */
+int al_sandbox_oom_kills(const struct al_sandbox *sb, uint64_t *out);
 /* Kills everything in the sandbox, removes its cgroup and workspace, frees it. NULL is a no-op. */
 void al_sandbox_destroy(struct al_sandbox *sb);
 /* Runs jobs of this policy in sb (borrowed: it must outlive the jobs); NULL: a new sandbox each. */

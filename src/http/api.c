@@ -239,9 +239,9 @@ void api_read(struct hx_server *s, const struct hx_request *rq, char *const caps
 		run(s, rq, TL_READ_FILE, args, read_ok, rs);
 }
 
-static void listed(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+void hx_ok_structured(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
-	json_t *full = tl_result(TL_LIST_FILES, hx_call_args(c), r);
+	json_t *full = tl_result(hx_call_tool(c), hx_call_args(c), r);
 	json_t *sc = json_object_get(full, "structuredContent");
 	if (sc)
 		hx_json(rs, 200, json_incref(sc));
@@ -265,7 +265,7 @@ void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps
 	if (!args)
 		hx_error(rs, 500, "out of memory");
 	else
-		run(s, rq, TL_LIST_FILES, args, listed, rs);
+		run(s, rq, TL_LIST_FILES, args, hx_ok_structured, rs);
 }
 
 /* ---- approvals ------------------------------------------------------------------------------ */

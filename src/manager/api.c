@@ -21,6 +21,7 @@ void srv_result_free(struct srv_result *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	free(r->sandbox_id);
+	free(r->cell_json);
 	free(r->data);
 	for (size_t i = 0; i < r->n_entries; i++)
 		free(r->entries[i].name);

@@ -81,6 +81,20 @@ struct srv_exec_req {
 	bool network_enabled;
 	const char *const *allowed_domains;
 	size_t n_allowed_domains;
+	/* Interpreter contexts (manager/context.h): in a sandbox, a language with a kernel runs as a
+	 * cell of its default context, or of context_id; fresh runs a new process as before. */
+	bool fresh;
+	const char *context_id;
+};
+
+/* Interpreter contexts of a sandbox: action "create" (language, context_id), "list", "restart"
+ * and "delete" (context_id). */
+struct srv_context_req {
+	const char *owner;
+	const char *sandbox_id;
+	const char *action;
+	const char *language;
+	const char *context_id;
 };
 
 struct srv_install_req {
@@ -133,6 +147,7 @@ struct srv_result {
 	struct srv_file_entry *entries; /* list_files */
 	size_t n_entries;
 	uint64_t bytes; /* write_file: bytes written */
+	char *cell_json; /* a cell of a context: its value, error, images, files (JSON object); contexts: the answer */
 };
 
 struct srv_result *srv_result_new(void);
@@ -164,6 +179,8 @@ struct srv_mgr_api {
 			  struct al_error *err);
 	int (*destroy_sandbox)(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink,
 			       struct srv_op **op, struct al_error *err);
+	int (*context)(void *ctx, const struct srv_context_req *req, const struct srv_sink *sink, struct srv_op **op,
+		       struct al_error *err);
 	void (*cancel)(void *ctx, struct srv_op *op);
 	void (*release)(void *ctx, struct srv_op *op);
 };

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -34,6 +35,7 @@
 
 #include "config/language.h"
 #include "config/profile.h"
+#include "manager/context.h"
 #include "manager/install.h"
 #include "manager/quota.h"
 #include "manager/wsfiles.h"
@@ -65,6 +67,7 @@ struct sbx {
 	bool pooled;	      /* a warm spare nobody has asked for yet */
 	bool busy;		/* an exec holds this sandbox's turn (under m->mu) */
 	struct al_job *running; /* the exec holding the turn, for destroy (under m->mu) */
+	struct ctx_set *ctxs;	/* interpreter contexts (context.c), made by the first cell (under m->mu) */
 };
 
 struct sbm {
@@ -97,7 +100,7 @@ struct mkreq {
 	struct al_error err;
 };
 
-enum op_kind { OP_CREATE, OP_EXEC, OP_INSTALL, OP_DESTROY };
+enum op_kind { OP_CREATE, OP_EXEC, OP_INSTALL, OP_DESTROY, OP_CELL, OP_CONTEXT };
 
 struct srv_op {
 	struct sbm *m;
@@ -115,6 +118,8 @@ struct srv_op {
 	size_t code_len, npackages;
 	uint64_t timeout_ms;
 	uint64_t started_ms; /* when the request was accepted: a queued exec's wait counts from here */
+	char *context_id, *action; /* OP_CELL, OP_CONTEXT */
+	int cancel_fd;		   /* OP_CELL: an eventfd m_cancel makes readable, or -1 */
 	bool network;
 	struct srv_limits limits;
 };
@@ -132,6 +137,7 @@ static void sbx_free(struct sbx *s)
 {
 	if (!s)
 		return;
+	ctx_set_free(s->ctxs); /* the kernels run in s->sb */
 	al_sandbox_destroy(s->sb);
 	free(s->profile);
 	free(s->net_hosts);
@@ -162,6 +168,7 @@ static void unlist_locked(struct sbm *m, struct sbx *s)
 			m->st.destroyed++;
 			if (s->running)
 				al_job_kill(s->running);
+			ctx_set_kill(s->ctxs); /* its contexts' kernels too: a running cell ends here */
 			pthread_cond_broadcast(&m->cv); /* an exec waiting for its turn in s gives up */
 			return;
 		}
@@ -429,6 +436,10 @@ static void op_free(struct srv_op *op)
 	free(op->image);
 	free(op->hosts);
 	free(op->manager);
+	free(op->context_id);
+	free(op->action);
+	if (op->cancel_fd >= 0)
+		close(op->cancel_fd);
 	for (size_t i = 0; i < op->npackages; i++)
 		free(op->packages[i]);
 	free(op->packages);
@@ -445,6 +456,7 @@ static struct srv_op *op_new(struct sbm *m, enum op_kind kind, const struct srv_
 	op->kind = kind;
 	op->sink = *sink;
 	op->started_ms = now_ms();
+	op->cancel_fd = -1;
 	pthread_mutex_init(&op->mu, NULL);
 	return op;
 }
@@ -902,6 +914,107 @@ static int known(struct sbm *m, const char *id, const char *owner, struct al_err
 	return 0;
 }
 
+/* ---- interpreter contexts (context.c does the work; this is the sandbox's side) ---------------- */
+
+/* Whether an exec request is a cell: in a sandbox, a language with a kernel, not fresh. Cells have
+ * no network (a kernel's pid and network namespaces are its own): network_enabled runs fresh. */
+static bool cell_wanted(const struct srv_exec_req *req)
+{
+	return req->sandbox_id && !req->fresh && !req->network_enabled && ctx_language_supported(req->language);
+}
+
+/* s's contexts, made on first use: 0, or -ENOMEM. */
+static int sbx_contexts(struct sbm *m, struct sbx *s, struct ctx_set **out)
+{
+	pthread_mutex_lock(&m->mu);
+	int r = s->ctxs ? 0 : ctx_set_new(&s->ctxs);
+	*out = s->ctxs;
+	pthread_mutex_unlock(&m->mu);
+	return r;
+}
+
+static void *cell_thread(void *arg)
+{
+	struct srv_op *op = arg;
+	struct sbm *m = op->m;
+	struct al_error err = {0};
+	struct srv_result *res = NULL;
+	struct ctx_set *cs = NULL;
+	struct sbx *s = sbx_get(m, op->sandbox_id, op->owner, &err);
+	int r = !s ? -ENOENT : sbx_contexts(m, s, &cs) < 0 ? al_err(&err, ENOMEM, "out of memory") : 0;
+	if (r == 0) {
+		struct ctx_env env = {.sb = s->sb, .cfg = m->o.cfg, .timeout_ms = op->timeout_ms ?: s->exec_timeout_ms};
+		if (op->kind == OP_CELL) {
+			struct ctx_cell_req q = {.language = op->language, .context_id = op->context_id, .code = op->code,
+						 .code_len = op->code_len, .cancel_fd = op->cancel_fd,
+						 .on_output = output_cb, .cookie = op};
+			/* A cell is an exec for the server's limits: it takes the sandbox's turn and a slot
+			 * (server.max_execs), waiting at most its own time limit (none set: until cancelled). */
+			r = exec_turn(m, op, s, true, env.timeout_ms ? env.timeout_ms : AL_UNLIMITED, &err);
+			if (r == 0) {
+				r = ctx_run_cell(cs, &env, &q, &res, &err);
+				exec_turn_done(m, s);
+			}
+			/* No kernel for this language in this sandbox (its root lacks the interpreter the
+			 * kernel needs, e.g. an image without python3): the default context's cell runs
+			 * as a fresh exec instead, as before contexts; a named context is an error. */
+			if (r == -ENOEXEC && !op->context_id) {
+				sbx_put(m, s);
+				op->kind = OP_EXEC;
+				return exec_thread(op);
+			}
+		} else {
+			struct srv_context_req q = {.sandbox_id = op->sandbox_id, .action = op->action,
+						    .language = op->language, .context_id = op->context_id};
+			r = ctx_manage(cs, &env, &q, &res, &err);
+		}
+	}
+	if (r == 0 && !(res->sandbox_id = strdup(s->id)))
+		r = al_err(&err, ENOMEM, "out of memory");
+	if (r < 0) {
+		srv_result_free(res);
+		res = error_result(r, &err);
+	}
+	if (s)
+		sbx_put(m, s);
+	op_finish(op, res);
+	return NULL;
+}
+
+static int start_cell(struct sbm *m, struct srv_op *op, const struct srv_exec_req *req, struct srv_op **out,
+		      struct al_error *err)
+{
+	op->kind = OP_CELL;
+	op->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	op->context_id = req->context_id ? strdup(req->context_id) : NULL;
+	if (op->cancel_fd < 0 || (req->context_id && !op->context_id)) {
+		op_free(op);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	return start_thread(m, op, cell_thread, out, err);
+}
+
+static int m_context(void *ctx, const struct srv_context_req *req, const struct srv_sink *sink, struct srv_op **out,
+		     struct al_error *err)
+{
+	struct sbm *m = ctx;
+	if (!req->sandbox_id || !req->action)
+		return al_err(err, EINVAL, "contexts live in a sandbox: sandbox_id and action are required");
+	struct srv_op *op = op_new(m, OP_CONTEXT, sink);
+	if (!op)
+		return al_err(err, ENOMEM, "out of memory");
+	snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
+	op->sandbox_id = strdup(req->sandbox_id);
+	op->action = strdup(req->action);
+	op->language = req->language ? strdup(req->language) : NULL;
+	op->context_id = req->context_id ? strdup(req->context_id) : NULL;
+	if (!op->sandbox_id || !op->action || (req->language && !op->language) || (req->context_id && !op->context_id)) {
+		op_free(op);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	return start_thread(m, op, cell_thread, out, err);
+}
+
 static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **out,
 		  struct al_error *err)
 {
@@ -927,6 +1040,13 @@ static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_si
 	}
 	memcpy(op->code, req->code, req->code_len);
 	op->code[req->code_len] = 0;
+	if (cell_wanted(req))
+		return start_cell(m, op, req, out, err);
+	if (req->context_id && !req->fresh) { /* named a context it cannot have: say so, never run elsewhere */
+		op_free(op);
+		return al_err(err, EINVAL, "context_id needs a sandbox_id, a language with contexts (python, javascript, "
+					   "shell) and no network_enabled");
+	}
 	return start_thread(m, op, exec_thread, out, err);
 }
 
@@ -1089,6 +1209,8 @@ static void m_cancel(void *ctx, struct srv_op *op)
 	op->cancelled = true;
 	if (op->job)
 		al_job_kill(op->job);
+	if (op->cancel_fd >= 0) /* a cell: interrupted first, its kernel killed only if that fails */
+		(void)eventfd_write(op->cancel_fd, 1);
 	pthread_mutex_unlock(&op->mu);
 	/* An exec waiting for its turn checks cancelled under m->mu: taking it here means the
 	 * broadcast cannot fall between that check and its wait. */
@@ -1115,7 +1237,7 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 	*api = (struct srv_mgr_api){
 		.ctx = m, .create_sandbox = m_create, .exec = m_exec, .install_package = m_install,
 		.write_file = m_write, .read_file = m_read, .list_files = m_list, .destroy_sandbox = m_destroy,
-		.cancel = m_cancel, .release = m_release,
+		.context = m_context, .cancel = m_cancel, .release = m_release,
 	};
 }
 

@@ -43,6 +43,29 @@
 #define PATH_PROP(what)                                                                                                \
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what "\"}"
 
+/* Interpreter contexts (manager/context.h): a sandbox's Python code runs as a cell of a context. */
+#define CONTEXT_ID_PROP                                                                                                \
+	"\"context_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"      \
+	"\"description\":\"A named interpreter context of the sandbox (default: the language's own).\"}"
+#define CONTEXT_EXEC_PROPS                                                                                             \
+	CONTEXT_ID_PROP ",\"fresh\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id, "  \
+	"Python, JavaScript and shell run as cells of an interpreter context that keeps its state between calls "  \
+	"(variables and imports; for shell: variables, functions, aliases, directory) and returns the last expression's " \
+	"value, figures (PNG) and changed files. Every process a cell starts ends with it. true runs a new "  \
+	"process instead.\"}"
+
+static const char context_input[] =
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
+	"\"action\":{\"type\":\"string\",\"enum\":[\"create\",\"list\",\"restart\",\"delete\"],"
+	"\"description\":\"create a context (language, optional context_id), list them, restart one (its state is "
+	"lost) or delete one.\"},"
+	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\",\"javascript\"],\"description\":\"create: the interpreter.\"},"
+	CONTEXT_ID_PROP "},"
+	"\"required\":[\"sandbox_id\",\"action\"],\"additionalProperties\":false}";
+
+static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
+				     "\"contexts\":{\"type\":\"array\"},\"context_id\":{\"type\":\"string\"}}}";
+
 static const char execute_input[] =
 	"{\"type\":\"object\",\"properties\":{" LANGUAGE_PROP ","
 	"\"code\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The program's source text.\"},"
@@ -50,7 +73,7 @@ static const char execute_input[] =
 	"limit in seconds (default: the sandbox's).\"}," EXEC_NETWORK_PROPS ","
 	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Run in this "
 	"persistent sandbox (from code_create_sandbox): files and installed packages stay between calls. "
-	"Without it the code runs in a throwaway sandbox.\"}},"
+	"Without it the code runs in a throwaway sandbox.\"}," CONTEXT_EXEC_PROPS "},"
 	"\"required\":[\"language\",\"code\"],\"additionalProperties\":false}";
 
 static const char install_input[] =
@@ -173,6 +196,9 @@ static json_t *result_write(const json_t *, const struct srv_result *, bool *);
 static json_t *result_read(const json_t *, const struct srv_result *, bool *);
 static json_t *result_list(const json_t *, const struct srv_result *, bool *);
 static json_t *result_sandbox(const json_t *, const struct srv_result *, bool *);
+static int start_context(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+			 struct srv_op **, struct al_error *);
+static json_t *result_context(const json_t *, const struct srv_result *, bool *);
 
 static const struct tool_def tools[TL__COUNT] = {
 	[TL_EXECUTE] = {"code_execute", "Run code in a sandbox",
@@ -215,6 +241,13 @@ static const struct tool_def tools[TL__COUNT] = {
 				"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
 				"\"openWorldHint\":false}",
 				start_destroy, result_sandbox},
+	[TL_CONTEXT] = {"code_context", "Manage interpreter contexts",
+			"Creates, lists, restarts or deletes the interpreter contexts of a sandbox: long-lived "
+			"interpreters whose state (variables, imports) code_execute cells share.",
+			context_input, context_output,
+			"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,"
+			"\"openWorldHint\":false}",
+			start_context, result_context},
 };
 
 int tl_lookup(const char *name)
@@ -372,6 +405,7 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 	case TL_READ_FILE:
 	case TL_LIST_FILES:
 	case TL_DESTROY_SANDBOX:
+	case TL_CONTEXT:
 	case TL__COUNT:
 		break;
 	}
@@ -415,6 +449,8 @@ static int start_execute(const struct srv_mgr_api *m, const json_t *args, const 
 		.code_len = json_string_length(code),
 		.timeout_ms = seconds_ms(json_object_get(args, "timeout")),
 		.network_enabled = flag_arg(args, "network_enabled"),
+		.fresh = flag_arg(args, "fresh"),
+		.context_id = str_arg(args, "context_id"),
 	};
 	cleanup_free const char **domains =
 		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
@@ -511,6 +547,17 @@ static int start_destroy(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->destroy_sandbox(m->ctx, &req, sink, op, err);
 }
 
+static int start_context(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
+{
+	if (!m->context)
+		return al_err(err, ENOTSUP, "this server has no interpreter contexts");
+	struct srv_context_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"),
+				      .action = str_arg(args, "action"), .language = str_arg(args, "language"),
+				      .context_id = str_arg(args, "context_id")};
+	return m->context(m->ctx, &req, sink, op, err);
+}
+
 int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
 	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
@@ -585,7 +632,40 @@ static json_t *result_verdict(const json_t *args, const struct srv_result *r, bo
 	const struct al_verdict *v = r->verdict;
 	/* Anything but a clean exit 0 is the program failing: the model should see it as an error. */
 	*is_error = !(v->status == AL_STATUS_EXITED && v->exit_code == 0);
-	return verdict_json(v, r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id"));
+	json_t *o = verdict_json(v, r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id"));
+	json_t *cell = r->cell_json ? json_loads(r->cell_json, 0, NULL) : NULL;
+	if (o && cell && json_object_set_new(o, "cell", cell) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *result_context(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	json_t *o = r->cell_json ? json_loads(r->cell_json, 0, NULL) : json_object();
+	const char *id = r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id");
+	if (o && json_object_set_new(o, "sandbox_id", json_string(id ? id : "")) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* A cell's figures as MCP image content; in the text copy, a note replaces each image's bytes. */
+static int add_images(json_t *content, json_t *text_copy)
+{
+	json_t *ims = json_object_get(json_object_get(text_copy, "cell"), "images");
+	size_t i;
+	json_t *im;
+	json_array_foreach(ims, i, im) {
+		json_t *item = json_pack("{s:s,s:O,s:s}", "type", "image", "data", json_object_get(im, "data"),
+					 "mimeType", "image/png");
+		if (!item || json_array_append_new(content, item) < 0 ||
+		    json_object_set_new(im, "data", json_string("(the image content block)")) < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static json_t *result_write(const json_t *args, const struct srv_result *r, bool *is_error)
@@ -657,11 +737,24 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
 		return NULL;
 	/* The spec asks for the structured result's JSON as text too, for clients that predate
 	 * structuredContent. */
-	cleanup_free char *text = json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	json_t *copy = json_deep_copy(structured);
+	json_t *images = json_array();
+	int rc = copy && images ? add_images(images, copy) : -ENOMEM;
+	cleanup_free char *text = rc == 0 ? json_dumps(copy, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	json_decref(copy);
 	if (!text) {
+		json_decref(images);
 		json_decref(structured);
 		return NULL;
 	}
-	return json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text, "structuredContent",
-			 structured, "isError", is_error);
+	/* json_pack releases structured ("o") on failure as well. */
+	json_t *out = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text,
+				"structuredContent", structured, "isError", is_error);
+	if (!out) {
+		json_decref(images);
+		return NULL;
+	}
+	json_array_extend(json_object_get(out, "content"), images);
+	json_decref(images);
+	return out;
 }

@@ -51,6 +51,17 @@ int al_policy_set_sandbox(struct al_policy *p, struct al_sandbox *sb, struct al_
 	return 0;
 }
 
+int al_sandbox_oom_kills(const struct al_sandbox *sb, uint64_t *out)
+{
+	struct cg_usage u = {0};
+	if (!sb || !sb->job || !sb->job->cg)
+		return -ENOENT;
+	int r = cg_usage(sb->job->cg, &u); /* reads counters only: fine while the sandbox runs */
+	if (r == 0)
+		*out = u.oom_kills;
+	return r;
+}
+
 /* The sandbox user's host ids, from what the backend reported. */
 static void read_owner(struct al_sandbox *sb)
 {

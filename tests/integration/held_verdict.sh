@@ -49,9 +49,11 @@ create() {
 	al_json_get "$BODY" sandbox_id
 }
 # run SB LANG CODE [NET]: an exec; RES gets its result object (the final NDJSON line's).
+# run SANDBOX LANGUAGE CODE [net]: a fresh exec (not a cell of an interpreter context: this test is
+# about an exec's verdict); sets RES.
 run() {
 	local req
-	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":sys.argv[1],"code":sys.argv[2],"network_enabled":sys.argv[3]=="net"}))' "$2" "$3" "${4:-}")
+	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":sys.argv[1],"code":sys.argv[2],"network_enabled":sys.argv[3]=="net","fresh":True}))' "$2" "$3" "${4:-}")
 	api POST "/v1/sandboxes/$1/exec" -d "$req"
 	RES=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["result"]))') ||
 		al_fail "no result line for exec in $1 ($CODE): $(printf '%s' "$BODY" | head -c 600)"

@@ -99,7 +99,8 @@ create() {
 # run SB CODE: a shell exec; OUT gets its stdout (from the final result line), CODE the HTTP status.
 run() {
 	local req
-	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[1]}))' "$2")
+	# fresh: each a held exec of its own (what this file checks), not a cell of the shell context.
+	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[1],"fresh":True}))' "$2")
 	api POST "/v1/sandboxes/$1/exec" -d "$req" -m 30
 	OUT=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys
 r = json.load(sys.stdin).get("result") or {}
