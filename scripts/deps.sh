@@ -9,6 +9,7 @@ pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-d
       bubblewrap runsc crun hyperfine gnuplot-nox man-db ruby php-cli
       cppcheck clang-tidy clang libclang-rt-14-dev)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -23,4 +24,11 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The official MCP SDK, the tests' MCP client (tests/mcp/sdk: the versions its lock file names),
+# from the npm registry; not when the lock file's tree is already in place.
+if ! cmp -s tests/mcp/sdk/package-lock.json tests/mcp/sdk/node_modules/.airlock-lock 2>/dev/null; then
+  (cd tests/mcp/sdk && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+   cp package-lock.json node_modules/.airlock-lock)
 fi
