@@ -1043,8 +1043,12 @@ static void test_mcp(void **state)
 	assert_int_equal(r.status, 400);
 	resp_clear(&r);
 
-	/* The MCP call went through the same gate and the same metrics. */
-	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_OK]), 1);
+	/* The MCP call went through the same gate and the same metrics, after the session's own
+	 * sandbox was made for it (a code_create_sandbox of the session's principal); DELETE destroyed
+	 * that sandbox. */
+	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_OK]), 2);
+	assert_int_equal(e->m.calls[FK_CREATE], 1);
+	assert_int_equal(e->m.calls[FK_DESTROY], 1);
 	r = request(e, "GET", "/metrics", NULL, NULL);
 	assert_non_null(strstr(r.body, "airlock_execs_total{status=\"exited\"} 1\n"));
 	assert_non_null(strstr(r.body, "airlock_mcp_sessions_opened_total 1\n"));
