@@ -1,0 +1,256 @@
+"""session.py — an MCP session's own sandbox, seen from outside: an agent that never names a sandbox
+writes a file, runs code that reads it and writes another, and reads that back, over stdio and over
+HTTP; explicit sandboxes keep working beside it; GET /v1/sandboxes lists the caller's own sandboxes
+and never another principal's; when the session ends (end of input, DELETE /mcp), the sandbox's
+processes and workspace are gone.
+
+The sandbox is found on the host by what its code reports: its network namespace (inode numbers
+are the same inside and out) and its workspace's device (a tmpfs only the sandbox's
+namespace and the server's descriptor keep alive).
+
+Usage: session.py WORKDIR CONFIGDIR MARKER -- AIRLOCK_COMMAND...
+Environment: AL_ALICE_TOKEN, AL_BOB_TOKEN (their lines are in WORKDIR/clients.token)."""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from client import Client
+
+work, confdir, mark = sys.argv[1], sys.argv[2], sys.argv[3]
+cmd = sys.argv[sys.argv.index("--") + 1:]
+failures = []
+
+config = os.path.join(confdir, "session.yaml")
+with open(config, "w") as f:
+    f.write("""version: 1
+rules:
+- name: everything
+  tools: ["*"]
+  risk: LOW
+  require_approval: false
+""")
+os.chmod(config, 0o644)
+
+# The code the agent runs: reads the file it wrote, writes one, and says where it ran.
+PROBE = ("cat in.txt; echo; echo made-%s > out.txt; readlink /proc/self/ns/net; "
+         "stat -c %%d /workspace" % mark)
+
+
+def check(cond, what):
+    print(("ok: " if cond else "FAIL: ") + what, file=sys.stderr)
+    if not cond:
+        failures.append(what)
+
+
+def sc(r):
+    return (r or {}).get("result", {}).get("structuredContent") or {}
+
+
+def ok(r):
+    return r is not None and "result" in r and not r["result"].get("isError")
+
+
+# ---- what the host sees of a sandbox -------------------------------------------------------------
+
+def ns_holders(ns_links):
+    """Host pids in any of these namespaces ("net:[...]": each exec has its own pid and mount
+    namespaces, but all of them join the held sandbox's network namespace, which its init keeps)."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        for kind in ("net",):
+            try:
+                if os.readlink("/proc/%s/ns/%s" % (p, kind)) in ns_links:
+                    found.append(int(p))
+            except OSError:
+                pass
+    return found
+
+
+def fds_on(pid, dev):
+    """pid's descriptors on device dev (the workspace's tmpfs)."""
+    n = 0
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                if os.stat("/proc/%d/fd/%s" % (pid, fd)).st_dev == dev:
+                    n += 1
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return n
+
+
+def where(r):
+    """(sandbox id, namespace links, workspace device) from PROBE's result."""
+    lines = sc(r).get("stdout", "").split("\n")
+    links = [l for l in lines if l.startswith("net:[")]
+    devs = [l for l in lines if l.isdigit()]
+    return sc(r).get("sandbox_id"), links, int(devs[-1]) if devs else None
+
+
+def gone(links, pid, dev, seconds=10):
+    end = time.time() + seconds
+    while time.time() < end:
+        if not ns_holders(links) and (pid is None or fds_on(pid, dev) == 0):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def agent(call):
+    """The calls of an agent that never heard of sandbox ids; returns the execute's result."""
+    r = call("code_write_file", {"path": "in.txt", "content": "written-" + mark})
+    check(ok(r) and sc(r).get("bytes") == len("written-" + mark), "code_write_file without sandbox_id (%s)" % json.dumps(r)[:300])
+    ex = call("code_execute", {"language": "shell", "code": PROBE})
+    out = sc(ex).get("stdout", "")
+    check(ok(ex) and out.startswith("written-" + mark), "code_execute without sandbox_id sees the written file (%s)" % json.dumps(ex)[:400])
+    r = call("code_read_file", {"path": "out.txt"})
+    check(ok(r) and sc(r).get("content") == "made-%s\n" % mark, "code_read_file without sandbox_id reads what the code wrote (%s)" % json.dumps(r)[:300])
+    r = call("code_list_files", {})
+    names = sorted(e["name"] for e in sc(r).get("entries", []))
+    check("in.txt" in names and "out.txt" in names, "code_list_files without sandbox_id: %s" % names)
+    return ex
+
+
+def explicit_ids_work(call, own):
+    sb = sc(call("code_create_sandbox", {})).get("sandbox_id")
+    check(bool(sb) and sb != own, "code_create_sandbox: another sandbox (%s, the session's is %s)" % (sb, own))
+    r = call("code_read_file", {"sandbox_id": sb, "path": "in.txt"})
+    check(r["result"].get("isError") is True, "the explicit sandbox does not have the session's files")
+    r = call("code_execute", {"sandbox_id": sb, "language": "shell", "code": "echo x-%s > f; cat f" % mark})
+    check(ok(r) and sc(r).get("sandbox_id") == sb and sc(r).get("stdout") == "x-%s\n" % mark, "code_execute with an explicit sandbox_id")
+    r = call("code_destroy_sandbox", {"sandbox_id": sb})
+    check(ok(r), "code_destroy_sandbox of the explicit sandbox")
+    # Network without a sandbox_id is still a throwaway sandbox made with that network.
+    r = call("code_execute", {"language": "shell", "code": "test -e in.txt && echo seen || echo fresh",
+                              "network_enabled": True, "allowed_domains": ["example.invalid"]})
+    check(ok(r) and sc(r).get("sandbox_id") is None and sc(r).get("stdout") == "fresh\n",
+          "code_execute with network and no sandbox_id: a throwaway sandbox (%s)" % json.dumps(r)[:300])
+
+
+# ---- MCP on stdio: the session ends at end of input ----------------------------------------------
+
+def over_stdio():
+    c = Client(cmd + ["mcp", "--config", config, "--audit", os.path.join(work, "stdio.jsonl")], elicit=False)
+    try:
+        c.initialize()
+        tools = {t["name"]: t for t in c.request("tools/list")["result"]["tools"]}
+        for t in ("code_write_file", "code_read_file", "code_list_files", "code_install_package", "code_execute"):
+            s = tools[t]["inputSchema"]
+            check("sandbox_id" not in s.get("required", []) and "session" in tools[t]["description"],
+                  "%s: sandbox_id optional, the session's sandbox described" % t)
+        check("sandbox_id" in tools["code_destroy_sandbox"]["inputSchema"]["required"], "code_destroy_sandbox still needs an id")
+        own, links, dev = where(agent(lambda t, a: c.call(t, a)))
+        check(own is not None and len(links) == 1 and dev is not None, "stdio: the sandbox reported its namespaces and workspace")
+        check(len(ns_holders(links)) > 0, "stdio: while the session lives, its sandbox has processes on the host")
+        check(fds_on(c.p.pid, dev) > 0, "stdio: while the session lives, the server holds its workspace")
+        explicit_ids_work(lambda t, a: c.call(t, a), own)
+    finally:
+        check(c.close() == 0, "stdio: airlock mcp exits 0 at end of input")
+    check(gone(links, None, dev), "stdio: after end of input no process is left in the session's sandbox")
+
+
+# ---- airlock serve: MCP over HTTP for alice, the JSON API for bob --------------------------------
+
+class Serve:
+    def __init__(self):
+        port_file = os.path.join(work, "serve.port")
+        self.err = open(os.path.join(work, "serve.err"), "w")
+        self.p = subprocess.Popen(cmd + ["serve", "--config", config, "--audit", os.path.join(work, "serve.jsonl"),
+                                         "--http", "127.0.0.1:0", "--socket", "none",
+                                         "--token-file", os.path.join(work, "clients.token"),
+                                         "--port-file", port_file], stderr=self.err)
+        for _ in range(200):
+            if os.path.exists(port_file) and open(port_file).read().strip():
+                break
+            time.sleep(0.05)
+        self.base = "http://127.0.0.1:%s" % open(port_file).read().strip()
+        self.sid = None
+
+    def request(self, who, method, path, body=None, headers=None, timeout=60):
+        h = {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["AL_%s_TOKEN" % who.upper()]}
+        h.update(headers or {})
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data, h, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.headers, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read().decode()
+
+    def mcp(self, msg):
+        h = {"Accept": "application/json, text/event-stream"}
+        if self.sid:
+            h["Mcp-Session-Id"] = self.sid
+        _, headers, body = self.request("alice", "POST", "/mcp", msg, h)
+        self.sid = headers.get("Mcp-Session-Id") or self.sid
+        if headers.get("Content-Type", "").startswith("text/event-stream"):
+            msgs = [json.loads(l[5:]) for l in body.splitlines() if l.startswith("data:")]
+            mine = [m for m in msgs if m.get("id") == msg.get("id")]
+            return mine[-1] if mine else None
+        return json.loads(body) if body else None
+
+    def listed(self, who):
+        code, _, body = self.request(who, "GET", "/v1/sandboxes")
+        check(code == 200, "GET /v1/sandboxes as %s: 200 (%d %s)" % (who, code, body[:200]))
+        return {s["id"]: s for s in json.loads(body).get("sandboxes", [])} if code == 200 else {}
+
+    def stop(self):
+        self.p.terminate()
+        rc = self.p.wait(60)
+        self.err.close()
+        return rc
+
+
+def over_http(s):
+    s.mcp({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "session", "version": "1"}}})
+    s.mcp({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    ids = iter(range(2, 100))
+
+    def call(tool, args):
+        return s.mcp({"jsonrpc": "2.0", "id": next(ids), "method": "tools/call",
+                      "params": {"name": tool, "arguments": args}})
+
+    check(s.listed("alice") == {}, "GET /v1/sandboxes: alice has none before her first call")
+    own, links, dev = where(agent(call))
+    check(own is not None and len(links) == 1 and dev is not None, "HTTP: the sandbox reported its namespaces and workspace")
+    mine = s.listed("alice")
+    entry = mine.get(own, {})
+    check(set(mine) == {own}, "GET /v1/sandboxes lists alice's session sandbox (%s)" % list(mine))
+    check(entry.get("profile") and entry.get("created_at", "").endswith("Z") and entry.get("last_used_at", "").endswith("Z")
+          and entry.get("busy") is False, "the listing has profile, times and busy: %s" % entry)
+    # bob: his own sandbox through the JSON API; he never sees alice's, nor can he use it.
+    code, _, body = s.request("bob", "POST", "/v1/sandboxes", {})
+    bobs = json.loads(body).get("sandbox_id") if code == 201 else None
+    check(bobs is not None, "bob creates a sandbox over the JSON API (%d %s)" % (code, body[:200]))
+    check(set(s.listed("bob")) == {bobs}, "GET /v1/sandboxes as bob: only his own")
+    check(set(s.listed("alice")) == {own}, "GET /v1/sandboxes as alice: never bob's")
+    code, _, _ = s.request("bob", "GET", "/v1/sandboxes/%s/files/out.txt" % own)
+    check(code == 404, "bob reading alice's session sandbox: 404 (%d)" % code)
+    check(len(ns_holders(links)) > 0 and fds_on(s.p.pid, dev) > 0, "HTTP: while the session lives, its sandbox is there")
+    # DELETE /mcp ends the session and its sandbox.
+    code, _, _ = s.request("alice", "DELETE", "/mcp", headers={"Mcp-Session-Id": s.sid})
+    check(code == 204, "DELETE /mcp: 204 (%d)" % code)
+    check(gone(links, s.p.pid, dev), "HTTP: after DELETE /mcp no process is left in the session's sandbox and the "
+                                     "server no longer holds its workspace")
+    check(own not in s.listed("alice"), "GET /v1/sandboxes: the ended session's sandbox is not listed")
+    check(set(s.listed("bob")) == {bobs}, "bob's sandbox lives on")
+
+
+over_stdio()
+srv = Serve()
+try:
+    over_http(srv)
+finally:
+    check(srv.stop() == 0, "airlock serve stops cleanly")
+if failures:
+    print("%d check(s) failed" % len(failures), file=sys.stderr)
+    sys.exit(1)
