@@ -1,0 +1,73 @@
+"""install.py — code_install_package end to end against a registry the test serves (registry.py, in a
+network namespace of its own, reached through the egress proxy under the names pypi.org and
+files.pythonhosted.org): an agent that never names a sandbox installs a package into its session's
+sandbox, and a later code_execute imports it; without a route to the registry the same install
+fails at once, saying why.
+
+Usage: install.py WORKDIR CONFIG MARKER -- AIRLOCK_COMMAND...
+(WORKDIR holds ca.pem, the test CA that signed the registry's certificate, and registry.log.)"""
+import json
+import os
+import sys
+import time
+
+from client import Client
+
+work, config, mark = sys.argv[1], sys.argv[2], sys.argv[3]
+cmd = sys.argv[sys.argv.index("--") + 1:]
+failures = []
+
+
+def check(cond, what):
+    print(("ok: " if cond else "FAIL: ") + what, file=sys.stderr)
+    if not cond:
+        failures.append(what)
+
+
+def sc(r):
+    return (r or {}).get("result", {}).get("structuredContent") or {}
+
+
+def ok(r):
+    return r is not None and "result" in r and not r["result"].get("isError")
+
+
+def mcp(profile=None):
+    extra = ["--profile", profile] if profile else []
+    c = Client(cmd + ["mcp", "--config", config, "--audit", os.path.join(work, "audit.jsonl")] + extra, elicit=False)
+    c.initialize()
+    return c
+
+
+# The sandbox's profile allows the pypi registry's names; pip trusts the test CA through its user
+# configuration in the workspace (HOME), which the agent writes like any file.
+c = mcp("untrusted-code-write")
+try:
+    r = c.call("code_write_file", {"path": "test-ca.pem", "content": open(os.path.join(work, "ca.pem")).read()})
+    check(ok(r), "the test CA written into the session's sandbox")
+    r = c.call("code_write_file", {"path": ".config/pip/pip.conf", "content": "[global]\ncert = /workspace/test-ca.pem\n"})
+    check(ok(r), "pip's user configuration written")
+    r = c.call("code_install_package", {"manager": "pip", "packages": ["airlock-demo"]}, timeout=300)
+    check(ok(r) and sc(r).get("exit_code") == 0, "pip install airlock-demo through the proxy (%s)" % json.dumps(sc(r))[:1500])
+    log = open(os.path.join(work, "registry.log")).read() if os.path.exists(os.path.join(work, "registry.log")) else ""
+    check("pypi.org /simple/airlock-demo/" in log and "files.pythonhosted.org /packages/airlock_demo-1.0" in log,
+          "the registry served the index page and the wheel: %r" % log)
+    r = c.call("code_execute", {"language": "python", "code": "import airlock_demo; print(airlock_demo.MARK)"})
+    check(ok(r) and sc(r).get("stdout") == mark + "\n", "a later code_execute imports the package (%s)" % json.dumps(sc(r))[:600])
+finally:
+    check(c.close() == 0, "airlock mcp exits 0")
+
+# No route: the default profile has no network; the install says so at once (pip would retry).
+c = mcp()
+try:
+    t0 = time.time()
+    r = c.call("code_install_package", {"manager": "pip", "packages": ["airlock-demo"]}, timeout=60)
+    took = time.time() - t0
+    text = json.dumps(r)
+    check(r["result"].get("isError") is True and "no network" in text and took < 10,
+          "without a route the install fails at once (%.1f s): %s" % (took, text[:300]))
+finally:
+    check(c.close() == 0, "airlock mcp exits 0")
+if failures:
+    print("%d check(s) failed" % len(failures), file=sys.stderr)
+    sys.exit(1)
