@@ -6,10 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 al_serve_bin
-dir=$(al_tmpdir)
-chmod 0777 "$dir"
-cp "$AL_SRC/tests/mcp/client.py" "$AL_SRC/tests/mcp/session.py" "$dir/"
-chmod 0644 "$dir"/*.py
+dir=$(al_mcp_dir session.py)
 confdir=$(al_tmpdir 0755)
 m=$(al_marker)
 # Two client principals in one token file: token:alice and token:bob.

@@ -11,27 +11,10 @@ import os
 import sys
 import time
 
-from client import Client
+from client import Client, check, finish, structured as sc, succeeded as ok
 
 work, config, mark = sys.argv[1], sys.argv[2], sys.argv[3]
 cmd = sys.argv[sys.argv.index("--") + 1:]
-failures = []
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what, file=sys.stderr)
-    if not cond:
-        failures.append(what)
-
-
-def sc(r):
-    return (r or {}).get("result", {}).get("structuredContent") or {}
-
-
-def ok(r):
-    return r is not None and "result" in r and not r["result"].get("isError")
-
-
 def mcp(profile=None):
     extra = ["--profile", profile] if profile else []
     c = Client(cmd + ["mcp", "--config", config, "--audit", os.path.join(work, "audit.jsonl")] + extra, elicit=False)
@@ -68,6 +51,4 @@ try:
           "without a route the install fails at once (%.1f s): %s" % (took, text[:300]))
 finally:
     check(c.close() == 0, "airlock mcp exits 0")
-if failures:
-    print("%d check(s) failed" % len(failures), file=sys.stderr)
-    sys.exit(1)
+finish()

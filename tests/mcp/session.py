@@ -4,25 +4,21 @@ HTTP; explicit sandboxes keep working beside it; GET /v1/sandboxes lists the cal
 and never another principal's; when the session ends (end of input, DELETE /mcp), the sandbox's
 processes and workspace are gone.
 
-The sandbox is found on the host by what its code reports: its network namespace (inode numbers
-are the same inside and out) and its workspace's device (a tmpfs only the sandbox's
-namespace and the server's descriptor keep alive).
+The sandbox is found on the host by its network namespace, which its code reports (inode numbers
+are the same inside and out), and its workspace (a tmpfs only the sandbox's namespaces and the
+server's descriptor keep alive) by the file the agent's code made in it, through that descriptor.
 
 Usage: session.py WORKDIR CONFIGDIR MARKER -- AIRLOCK_COMMAND...
 Environment: AL_ALICE_TOKEN, AL_BOB_TOKEN (their lines are in WORKDIR/clients.token)."""
 import json
 import os
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
-from client import Client
+from client import Client, Http, ServeProcess, check, finish, structured as sc, succeeded as ok
 
 work, confdir, mark = sys.argv[1], sys.argv[2], sys.argv[3]
 cmd = sys.argv[sys.argv.index("--") + 1:]
-failures = []
 
 config = os.path.join(confdir, "session.yaml")
 with open(config, "w") as f:
@@ -36,22 +32,8 @@ rules:
 os.chmod(config, 0o644)
 
 # The code the agent runs: reads the file it wrote, writes one, and says where it ran.
-PROBE = ("cat in.txt; echo; echo made-%s > out.txt; readlink /proc/self/ns/net; "
-         "stat -c %%d /workspace" % mark)
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what, file=sys.stderr)
-    if not cond:
-        failures.append(what)
-
-
-def sc(r):
-    return (r or {}).get("result", {}).get("structuredContent") or {}
-
-
-def ok(r):
-    return r is not None and "result" in r and not r["result"].get("isError")
+PROBE = "cat in.txt; echo; echo made-%s > out.txt; readlink /proc/self/ns/net" % mark
+MADE = "made-%s\n" % mark
 
 
 # ---- what the host sees of a sandbox -------------------------------------------------------------
@@ -72,35 +54,37 @@ def ns_holders(ns_links):
     return found
 
 
-def fds_on(pid, dev):
-    """pid's descriptors on device dev (the workspace's tmpfs)."""
+def fds_on(pid, made):
+    """pid's descriptors that open the session's workspace: a directory holding out.txt as the
+    agent's code wrote it."""
     n = 0
     try:
-        for fd in os.listdir("/proc/%d/fd" % pid):
-            try:
-                if os.stat("/proc/%d/fd/%s" % (pid, fd)).st_dev == dev:
-                    n += 1
-            except OSError:
-                pass
+        fds = os.listdir("/proc/%d/fd" % pid)
     except OSError:
-        pass
+        return 0
+    for fd in fds:
+        try:
+            with open("/proc/%d/fd/%s/out.txt" % (pid, fd)) as f:
+                n += f.read() == made
+        except OSError:
+            pass
     return n
 
 
 def where(r):
-    """(sandbox id, namespace links, workspace device) from PROBE's result."""
+    """(sandbox id, namespace links) from PROBE's result."""
     lines = sc(r).get("stdout", "").split("\n")
-    links = [l for l in lines if l.startswith("net:[")]
-    devs = [l for l in lines if l.isdigit()]
-    return sc(r).get("sandbox_id"), links, int(devs[-1]) if devs else None
+    return sc(r).get("sandbox_id"), [l for l in lines if l.startswith("net:[")]
 
 
-def gone(links, pid, dev, seconds=10):
+def gone(links, pid, seconds=10):
     end = time.time() + seconds
     while time.time() < end:
-        if not ns_holders(links) and (pid is None or fds_on(pid, dev) == 0):
+        if not ns_holders(links) and (pid is None or fds_on(pid, MADE) == 0):
             return True
         time.sleep(0.1)
+    print("left: processes %s in %s, %d workspace descriptors" % (ns_holders(links), links,
+          fds_on(pid, MADE) if pid else 0), file=sys.stderr)
     return False
 
 
@@ -147,72 +131,40 @@ def over_stdio():
             check("sandbox_id" not in s.get("required", []) and "session" in tools[t]["description"],
                   "%s: sandbox_id optional, the session's sandbox described" % t)
         check("sandbox_id" in tools["code_destroy_sandbox"]["inputSchema"]["required"], "code_destroy_sandbox still needs an id")
-        own, links, dev = where(agent(lambda t, a: c.call(t, a)))
-        check(own is not None and len(links) == 1 and dev is not None, "stdio: the sandbox reported its namespaces and workspace")
+        own, links = where(agent(lambda t, a: c.call(t, a)))
+        check(own is not None and len(links) == 1, "stdio: the sandbox reported its network namespace")
         check(len(ns_holders(links)) > 0, "stdio: while the session lives, its sandbox has processes on the host")
-        check(fds_on(c.p.pid, dev) > 0, "stdio: while the session lives, the server holds its workspace")
+        check(fds_on(c.p.pid, MADE) > 0, "stdio: while the session lives, the server holds its workspace")
         explicit_ids_work(lambda t, a: c.call(t, a), own)
     finally:
         check(c.close() == 0, "stdio: airlock mcp exits 0 at end of input")
-    check(gone(links, None, dev), "stdio: after end of input no process is left in the session's sandbox")
+    check(gone(links, None), "stdio: after end of input no process is left in the session's sandbox")
 
 
 # ---- airlock serve: MCP over HTTP for alice, the JSON API for bob --------------------------------
 
-class Serve:
-    def __init__(self):
-        port_file = os.path.join(work, "serve.port")
-        self.err = open(os.path.join(work, "serve.err"), "w")
-        self.p = subprocess.Popen(cmd + ["serve", "--config", config, "--audit", os.path.join(work, "serve.jsonl"),
-                                         "--http", "127.0.0.1:0", "--socket", "none",
-                                         "--token-file", os.path.join(work, "clients.token"),
-                                         "--port-file", port_file], stderr=self.err)
-        for _ in range(200):
-            if os.path.exists(port_file) and open(port_file).read().strip():
-                break
-            time.sleep(0.05)
-        self.base = "http://127.0.0.1:%s" % open(port_file).read().strip()
-        self.sid = None
+class Serve(ServeProcess):
+    """airlock serve with two client principals: token:alice (an MCP session) and token:bob."""
 
-    def request(self, who, method, path, body=None, headers=None, timeout=60):
-        h = {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["AL_%s_TOKEN" % who.upper()]}
-        h.update(headers or {})
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data, h, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return r.status, r.headers, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.headers, e.read().decode()
+    def __init__(self):
+        super().__init__(cmd, work, ["--config", config, "--audit", os.path.join(work, "serve.jsonl"),
+                                     "--token-file", os.path.join(work, "clients.token")])
+        self.as_ = {who: Http(self.base, os.environ["AL_%s_TOKEN" % who.upper()]) for who in ("alice", "bob")}
+
+    def request(self, who, method, path, body=None, headers=None):
+        return self.as_[who].request(method, path, body, headers)
 
     def mcp(self, msg):
-        h = {"Accept": "application/json, text/event-stream"}
-        if self.sid:
-            h["Mcp-Session-Id"] = self.sid
-        _, headers, body = self.request("alice", "POST", "/mcp", msg, h)
-        self.sid = headers.get("Mcp-Session-Id") or self.sid
-        if headers.get("Content-Type", "").startswith("text/event-stream"):
-            msgs = [json.loads(l[5:]) for l in body.splitlines() if l.startswith("data:")]
-            mine = [m for m in msgs if m.get("id") == msg.get("id")]
-            return mine[-1] if mine else None
-        return json.loads(body) if body else None
+        """alice's MCP session."""
+        return self.as_["alice"].mcp(msg)
 
     def listed(self, who):
         code, _, body = self.request(who, "GET", "/v1/sandboxes")
         check(code == 200, "GET /v1/sandboxes as %s: 200 (%d %s)" % (who, code, body[:200]))
         return {s["id"]: s for s in json.loads(body).get("sandboxes", [])} if code == 200 else {}
 
-    def stop(self):
-        self.p.terminate()
-        rc = self.p.wait(60)
-        self.err.close()
-        return rc
-
-
 def over_http(s):
-    s.mcp({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "session", "version": "1"}}})
-    s.mcp({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    s.as_["alice"].initialize("session")
     ids = iter(range(2, 100))
 
     def call(tool, args):
@@ -220,8 +172,8 @@ def over_http(s):
                       "params": {"name": tool, "arguments": args}})
 
     check(s.listed("alice") == {}, "GET /v1/sandboxes: alice has none before her first call")
-    own, links, dev = where(agent(call))
-    check(own is not None and len(links) == 1 and dev is not None, "HTTP: the sandbox reported its namespaces and workspace")
+    own, links = where(agent(call))
+    check(own is not None and len(links) == 1, "HTTP: the sandbox reported its network namespace")
     mine = s.listed("alice")
     entry = mine.get(own, {})
     check(set(mine) == {own}, "GET /v1/sandboxes lists alice's session sandbox (%s)" % list(mine))
@@ -235,11 +187,11 @@ def over_http(s):
     check(set(s.listed("alice")) == {own}, "GET /v1/sandboxes as alice: never bob's")
     code, _, _ = s.request("bob", "GET", "/v1/sandboxes/%s/files/out.txt" % own)
     check(code == 404, "bob reading alice's session sandbox: 404 (%d)" % code)
-    check(len(ns_holders(links)) > 0 and fds_on(s.p.pid, dev) > 0, "HTTP: while the session lives, its sandbox is there")
+    check(len(ns_holders(links)) > 0 and fds_on(s.p.pid, MADE) > 0, "HTTP: while the session lives, its sandbox is there")
     # DELETE /mcp ends the session and its sandbox.
-    code, _, _ = s.request("alice", "DELETE", "/mcp", headers={"Mcp-Session-Id": s.sid})
+    code, _, _ = s.request("alice", "DELETE", "/mcp", headers={"Mcp-Session-Id": s.as_["alice"].sid})
     check(code == 204, "DELETE /mcp: 204 (%d)" % code)
-    check(gone(links, s.p.pid, dev), "HTTP: after DELETE /mcp no process is left in the session's sandbox and the "
+    check(gone(links, s.p.pid), "HTTP: after DELETE /mcp no process is left in the session's sandbox and the "
                                      "server no longer holds its workspace")
     check(own not in s.listed("alice"), "GET /v1/sandboxes: the ended session's sandbox is not listed")
     check(set(s.listed("bob")) == {bobs}, "bob's sandbox lives on")
@@ -251,6 +203,4 @@ try:
     over_http(srv)
 finally:
     check(srv.stop() == 0, "airlock serve stops cleanly")
-if failures:
-    print("%d check(s) failed" % len(failures), file=sys.stderr)
-    sys.exit(1)
+finish()
