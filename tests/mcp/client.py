@@ -184,6 +184,22 @@ class Http:
 
 # ---- a scenario's checks ------------------------------------------------------------------------
 
+def scenario_args():
+    """A scenario's command line, ARGS... -- AIRLOCK_COMMAND...: (ARGS, the airlock command)."""
+    cut = sys.argv.index("--")
+    return sys.argv[1:cut], sys.argv[cut + 1:]
+
+
+def write_config(confdir, name, text):
+    """An airlock configuration file in confdir (writable by root only, as root airlock requires),
+    readable by every mode's user; its path."""
+    path = os.path.join(confdir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
+
+
 failures = []
 
 

@@ -11,14 +11,11 @@ import sys
 import threading
 import time
 
-from client import Client, Http, ServeProcess, check, finish
+from client import Client, Http, ServeProcess, check, finish, scenario_args, write_config
 
-work, confdir, mark = sys.argv[1], sys.argv[2], sys.argv[3]
-cmd = sys.argv[sys.argv.index("--") + 1:]
+(work, confdir, mark), cmd = scenario_args()
 
-config = os.path.join(confdir, "one-path.yaml")
-with open(config, "w") as f:
-    f.write("""version: 1
+config = write_config(confdir, "one-path.yaml", """version: 1
 rules:
 - name: one-path-forbidden
   tools: [code_execute]
@@ -41,7 +38,6 @@ approval:
   deny_above: HIGH
   channels: [elicitation, http]
 """)
-os.chmod(config, 0o644)
 
 # The calls, by name: the code each runs (the marker and the name make each record findable).
 CODE = {name: "echo %s-%s" % (mark, name) for name in ("allowed", "forbidden", "asked", "invalid")}

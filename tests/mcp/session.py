@@ -15,21 +15,17 @@ import os
 import sys
 import time
 
-from client import Client, Http, ServeProcess, check, finish, structured as sc, succeeded as ok
+from client import Client, Http, ServeProcess, check, finish, scenario_args, write_config, structured as sc, succeeded as ok
 
-work, confdir, mark = sys.argv[1], sys.argv[2], sys.argv[3]
-cmd = sys.argv[sys.argv.index("--") + 1:]
+(work, confdir, mark), cmd = scenario_args()
 
-config = os.path.join(confdir, "session.yaml")
-with open(config, "w") as f:
-    f.write("""version: 1
+config = write_config(confdir, "session.yaml", """version: 1
 rules:
 - name: everything
   tools: ["*"]
   risk: LOW
   require_approval: false
 """)
-os.chmod(config, 0o644)
 
 # The code the agent runs: reads the file it wrote, writes one, and says where it ran.
 PROBE = "cat in.txt; echo; echo made-%s > out.txt; readlink /proc/self/ns/net" % mark
