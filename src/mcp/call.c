@@ -61,6 +61,14 @@ struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id tool, st
  * operation to the manager. */
 void call_free(struct mcp_session *s, struct call *c)
 {
+	if (s->own_making == c) {
+		/* The session ends before its sandbox was made (a transport that does not wait for its
+		 * calls, as stdio does): made later, it is its principal's like any other and goes with
+		 * server.idle_ttl; say so rather than lose it silently. */
+		s->own_making = NULL;
+		(void)ses_logf(s, NULL, MCP_LOG_WARNING,
+			       "the session ended while its own sandbox was being made: it expires unused (server.idle_ttl)");
+	}
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -88,6 +96,7 @@ static int finish_own(struct mcp_session *s, struct call *c, enum srv_call_statu
 	if (status == SRV_CALL_OK && res && res->sandbox_id)
 		snprintf(id, sizeof(id), "%s", res->sandbox_id);
 	svc_call_end(c->sc, status, res, text);
+	s->own_making = NULL; /* ended: call_free below is no early end */
 	call_free(s, c);
 	return own_made(s, id[0] ? id : NULL, text ? text : "the manager made no sandbox", out);
 }
