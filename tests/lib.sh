@@ -666,39 +666,6 @@ al_listen_stop() {
 	wait "$AL_LISTEN_PID" 2>/dev/null || true
 }
 
-# al_serve_bin: the airlock-serve binary beside the airlock this mode runs (user mode: a 0755 copy
-# beside the airlock copy); fails when it was not built.
-al_serve_bin() {
-	local b
-	b=$(dirname "$AIRLOCK")/airlock-serve
-	[ -x "$b" ] || al_fail "airlock-serve is not built beside airlock"
-	[ "$AL_AIRLOCK_BIN" = "$AIRLOCK" ] || install -m 0755 "$b" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
-}
-
-# al_serve_auth TOKEN_FILE: TCP needs a bearer token: the client token airlock serve generated (or
-# read) in TOKEN_FILE is sent by every later curl of this test (a .curlrc under CURL_HOME; `curl -q`
-# as the first argument sends none) and is in AL_TOKEN for other clients.
-al_serve_auth() {
-	local t home
-	t=$(head -n1 "$1" 2>/dev/null) || true
-	[ -n "$t" ] || al_fail "no client token in $1"
-	home=$(dirname "$1")/.curl
-	mkdir -p "$home"
-	printf 'header = "Authorization: Bearer %s"\n' "${t##* }" >"$home/.curlrc"
-	export CURL_HOME=$home AL_TOKEN=${t##* }
-}
-
-# al_token_file PATH NAME: a token file for airlock serve (one "NAME TOKEN" line, mode 0600, owned
-# by the uid the server runs as); prints the token.
-al_token_file() {
-	local t
-	t=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	printf '%s %s\n' "$2" "$t" >"$1"
-	chmod 0600 "$1"
-	chown "$AL_CALLER_UID:$AL_CALLER_GID" "$1"
-	printf '%s\n' "$t"
-}
-
 # al_test_certs DIR NAME...: a test CA (DIR/ca.pem, ca.key) and a server certificate for the names
 # (DIR/srv.pem, srv.key) that it signed, for TLS test hosts only the test's clients trust.
 al_test_certs() {
@@ -744,6 +711,39 @@ al_netns_host_del() {
 	ip link del "$AL_NS_VETH" 2>/dev/null || true
 	ip netns del "$AL_NS" 2>/dev/null || true
 	trap al_inner_cleanup EXIT
+}
+
+# al_serve_bin: the airlock-serve binary beside the airlock this mode runs (user mode: a 0755 copy
+# beside the airlock copy); fails when it was not built.
+al_serve_bin() {
+	local b
+	b=$(dirname "$AIRLOCK")/airlock-serve
+	[ -x "$b" ] || al_fail "airlock-serve is not built beside airlock"
+	[ "$AL_AIRLOCK_BIN" = "$AIRLOCK" ] || install -m 0755 "$b" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
+}
+
+# al_serve_auth TOKEN_FILE: TCP needs a bearer token: the client token airlock serve generated (or
+# read) in TOKEN_FILE is sent by every later curl of this test (a .curlrc under CURL_HOME; `curl -q`
+# as the first argument sends none) and is in AL_TOKEN for other clients.
+al_serve_auth() {
+	local t home
+	t=$(head -n1 "$1" 2>/dev/null) || true
+	[ -n "$t" ] || al_fail "no client token in $1"
+	home=$(dirname "$1")/.curl
+	mkdir -p "$home"
+	printf 'header = "Authorization: Bearer %s"\n' "${t##* }" >"$home/.curlrc"
+	export CURL_HOME=$home AL_TOKEN=${t##* }
+}
+
+# al_token_file PATH NAME: a token file for airlock serve (one "NAME TOKEN" line, mode 0600, owned
+# by the uid the server runs as); prints the token.
+al_token_file() {
+	local t
+	t=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	printf '%s %s\n' "$2" "$t" >"$1"
+	chmod 0600 "$1"
+	chown "$AL_CALLER_UID:$AL_CALLER_GID" "$1"
+	printf '%s\n' "$t"
 }
 
 # al_marker: a unique word (<= 15 chars, so it also fits a process's comm).
