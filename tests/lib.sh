@@ -666,6 +666,53 @@ al_listen_stop() {
 	wait "$AL_LISTEN_PID" 2>/dev/null || true
 }
 
+# al_test_certs DIR NAME...: a test CA (DIR/ca.pem, ca.key) and a server certificate for the names
+# (DIR/srv.pem, srv.key) that it signed, for TLS test hosts only the test's clients trust.
+al_test_certs() {
+	local d=$1 san
+	shift
+	san=$(printf 'DNS:%s,' "$@")
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=airlock-test-ca -keyout "$d/ca.key" \
+		-out "$d/ca.pem" 2>/dev/null || al_fail "openssl: no test CA"
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=$1" -keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null
+	printf 'subjectAltName=%s\n' "${san%,}" >"$d/ext"
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+		-extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null || al_fail "openssl: no server certificate for $*"
+}
+
+# al_mcp_dir SCRIPT...: a temporary directory the mode's user may write (audit logs, port files)
+# holding tests/mcp/client.py and these scripts of tests/mcp; prints its path.
+al_mcp_dir() {
+	local d f
+	d=$(al_tmpdir)
+	chmod 0777 "$d"
+	for f in client.py "$@"; do install -m 0644 "$AL_SRC/tests/mcp/$f" "$d/$f"; done
+	printf '%s\n' "$d"
+}
+
+# al_netns_host NET: (root) a test host in a network namespace of its own, joined to ours by a
+# veth pair on the /30 NET (10.213.77.0): we are .1, it is .2 (AL_NS_ADDR); run its servers with
+# `ip netns exec "$AL_NS"`. Both go at exit, or earlier with al_netns_host_del.
+al_netns_host() {
+	AL_NS="al$(al_marker)"
+	AL_NS_VETH="${AL_NS:0:11}h"
+	AL_NS_ADDR="${1%.0}.2"
+	trap 'al_netns_host_del; al_inner_cleanup' EXIT
+	ip netns add "$AL_NS"
+	ip link add "$AL_NS_VETH" type veth peer name eth0 netns "$AL_NS"
+	ip addr add "${1%.0}.1/30" dev "$AL_NS_VETH"
+	ip link set "$AL_NS_VETH" up
+	ip -n "$AL_NS" addr add "$AL_NS_ADDR/30" dev eth0
+	ip -n "$AL_NS" link set eth0 up
+	ip -n "$AL_NS" link set lo up
+}
+
+al_netns_host_del() {
+	ip link del "$AL_NS_VETH" 2>/dev/null || true
+	ip netns del "$AL_NS" 2>/dev/null || true
+	trap al_inner_cleanup EXIT
+}
+
 # al_serve_bin: the airlock-serve binary beside the airlock this mode runs (user mode: a 0755 copy
 # beside the airlock copy); fails when it was not built.
 al_serve_bin() {

@@ -214,6 +214,8 @@ typedef void (*hx_handler)(struct hx_server *s, const struct hx_request *rq, cha
 void api_health(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_metrics(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* GET /v1/sandboxes: the caller's own live sandboxes. */
+void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_exec(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_install(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_destroy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);

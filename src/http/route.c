@@ -26,6 +26,7 @@ struct route {
 static const struct route routes[] = {
 	{"GET", "/v1/health", api_health, BODY_NONE, ROLE_ANY},
 	{"GET", "/metrics", api_metrics, BODY_NONE, ROLE_ANY},
+	{"GET", "/v1/sandboxes", api_sandboxes, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes", api_create, BODY_JSON, ROLE_CLIENT},
 	{"DELETE", "/v1/sandboxes/{}", api_destroy, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/exec", api_exec, BODY_JSON, ROLE_CLIENT},

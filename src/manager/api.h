@@ -44,6 +44,8 @@
  * anonymous principal of a server without any). A sandbox belongs to the principal that created
  * it: a request naming another principal's sandbox fails exactly as an unknown id does. */
 #define SRV_OWNER_MAX 96
+/* A sandbox id's bytes with its NUL (the tools' schema allows 128). */
+#define SRV_SANDBOX_ID_MAX 129
 
 enum srv_stream {
 	SRV_STDOUT = 1,
@@ -153,6 +155,15 @@ struct srv_result {
 struct srv_result *srv_result_new(void);
 void srv_result_free(struct srv_result *r);
 
+/* One live sandbox, as list_sandboxes describes it to its owner. */
+struct srv_sandbox_info {
+	char id[SRV_SANDBOX_ID_MAX];
+	char profile[64];
+	uint64_t created_unix_ms; /* wall clock (ms since the epoch) */
+	uint64_t used_unix_ms;	  /* its last use: an operation started or ended */
+	bool busy;		  /* an exec runs in it now */
+};
+
 struct srv_op; /* the manager's handle of one running operation; opaque to the session */
 
 struct srv_sink {
@@ -183,6 +194,10 @@ struct srv_mgr_api {
 		       struct al_error *err);
 	void (*cancel)(void *ctx, struct srv_op *op);
 	void (*release)(void *ctx, struct srv_op *op);
+	/* Synchronous and optional (NULL: the manager cannot list): owner's live sandboxes (never a
+	 * spare, never another principal's) in *out (malloc'd, free()) and *n. 0 or -ENOMEM. */
+	int (*list_sandboxes)(void *ctx, const char *owner, struct srv_sandbox_info **out, size_t *n,
+			      struct al_error *err);
 };
 
 #endif

@@ -178,6 +178,10 @@ static void unlist_locked(struct sbm *m, struct sbx *s)
  * of an unknown id: an answer must not confirm that an id it may not use exists. */
 static struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_error *err)
 {
+	if (!id) { /* a transport without a session sandbox passed none */
+		al_err(err, EINVAL, "this call needs a sandbox_id");
+		return NULL;
+	}
 	pthread_mutex_lock(&m->mu);
 	struct sbx *s = m->list;
 	while (s && (s->pooled || strcmp(s->id, id) != 0 || strcmp(s->owner, owner ? owner : "") != 0))
@@ -1232,12 +1236,48 @@ static void m_release(void *ctx, struct srv_op *op)
 		op_free(op);
 }
 
+/* The monotonic stamps of the table, on the wall clock (what a client can read). */
+static uint64_t unix_ms(uint64_t mono_ms, uint64_t mono_now, uint64_t wall_now)
+{
+	return wall_now - (mono_now >= mono_ms ? mono_now - mono_ms : 0);
+}
+
+/* Only owner's listed sandboxes: a spare (owner "") or another principal's never shows. */
+static int m_list_sandboxes(void *ctx, const char *owner, struct srv_sandbox_info **out, size_t *n,
+			    struct al_error *err)
+{
+	struct sbm *m = ctx;
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	uint64_t wall_now = (uint64_t)wall.tv_sec * 1000 + (uint64_t)wall.tv_nsec / 1000000, mono_now = now_ms();
+	const char *who = owner ? owner : "";
+	pthread_mutex_lock(&m->mu);
+	size_t k = 0, cap = m->live ? m->live : 1;
+	struct srv_sandbox_info *v = calloc(cap, sizeof(*v));
+	for (struct sbx *s = m->list; v && s && k < cap; s = s->next) {
+		if (s->pooled || strcmp(s->owner, who) != 0)
+			continue;
+		snprintf(v[k].id, sizeof(v[k].id), "%s", s->id);
+		snprintf(v[k].profile, sizeof(v[k].profile), "%s", s->profile);
+		v[k].created_unix_ms = unix_ms(s->created_ms, mono_now, wall_now);
+		v[k].used_unix_ms = unix_ms(s->used_ms, mono_now, wall_now);
+		v[k].busy = s->busy;
+		k++;
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (!v)
+		return al_err(err, ENOMEM, "out of memory");
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 {
 	*api = (struct srv_mgr_api){
 		.ctx = m, .create_sandbox = m_create, .exec = m_exec, .install_package = m_install,
 		.write_file = m_write, .read_file = m_read, .list_files = m_list, .destroy_sandbox = m_destroy,
-		.context = m_context, .cancel = m_cancel, .release = m_release,
+		.context = m_context, .cancel = m_cancel, .release = m_release, .list_sandboxes = m_list_sandboxes,
 	};
 }
 

@@ -36,8 +36,7 @@ static struct call *find_by_elicitation(const struct mcp_session *s, const json_
 	return NULL;
 }
 
-static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id tool, struct svc_call *sc,
-			     json_t *token)
+struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id tool, struct svc_call *sc, json_t *token)
 {
 	struct call *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -58,8 +57,16 @@ static struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id t
 
 /* Unlinks and frees c; the runner ends a call that did not end (CANCELLED) and releases its
  * operation to the manager. */
-static void call_free(struct mcp_session *s, struct call *c)
+void call_free(struct mcp_session *s, struct call *c)
 {
+	if (s->own_making == c) {
+		/* The session ends before its sandbox was made (a transport that does not wait for its
+		 * calls, as stdio does): made later, it is its principal's like any other and goes with
+		 * server.idle_ttl; say so rather than lose it silently. */
+		s->own_making = NULL;
+		(void)ses_logf(s, NULL, MCP_LOG_WARNING,
+			       "the session ended while its own sandbox was being made: it expires unused (server.idle_ttl)");
+	}
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -78,21 +85,45 @@ static void call_free(struct mcp_session *s, struct call *c)
 
 /* ---- finishing ---------------------------------------------------------------------------- */
 
+/* The session's own create call answers nobody: its end makes (or fails to make) the sandbox the
+ * calls waiting for it run in. */
+static int finish_own(struct mcp_session *s, struct call *c, enum srv_call_status status,
+		      const struct srv_result *res, const char *text, json_t *out)
+{
+	char id[SRV_SANDBOX_ID_MAX] = "";
+	if (status == SRV_CALL_OK && res && res->sandbox_id)
+		snprintf(id, sizeof(id), "%s", res->sandbox_id);
+	svc_call_end(c->sc, status, res, text);
+	s->own_making = NULL; /* ended: call_free below is no early end */
+	call_free(s, c);
+	return own_made(s, id[0] ? id : NULL, text ? text : "the manager made no sandbox", out);
+}
+
 /* Answers c with a tool error (isError) and ends it. */
 static int finish_tool_error(struct mcp_session *s, struct call *c, enum srv_call_status status, const char *text,
 			     json_t *out)
 {
+	if (c->own_create)
+		return finish_own(s, c, status, NULL, text, out);
+	char buf[SVC_TEXT_MAX + 160];
+	if (c->uses_own && status == SRV_CALL_REQUEST_FAILED)
+		text = own_failed(s, c, text, buf, sizeof(buf));
 	int r = ses_reply(out, c->req_id, tl_error_result(text));
 	svc_call_end(c->sc, status, NULL, text);
 	call_free(s, c);
 	return r;
 }
 
+int call_fail(struct mcp_session *s, struct call *c, enum srv_call_status status, const char *text, json_t *out)
+{
+	return finish_tool_error(s, c, status, text, out);
+}
+
 /* A failure of the manager: the request's fault is a tool error the model can act on; the
  * server's fault (out of memory, I/O) is a JSON-RPC internal error. */
 static int finish_failure(struct mcp_session *s, struct call *c, int rc, const char *msg, json_t *out)
 {
-	if (tl_is_request_error(rc))
+	if (tl_is_request_error(rc) || c->own_create)
 		return finish_tool_error(s, c, SRV_CALL_REQUEST_FAILED, msg[0] ? msg : "the request failed", out);
 	ses_logf(s, out, MCP_LOG_ERROR, "%s failed: %s", tl_name(c->tool), msg[0] ? msg : "internal error");
 	int r = ses_reply_error(out, c->req_id, JR_INTERNAL_ERROR, "%s failed: %s", tl_name(c->tool),
@@ -108,6 +139,10 @@ static int finish_done(struct mcp_session *s, struct call *c, const struct srv_r
 		return finish_failure(s, c, -ENOMEM, "the manager ran out of memory", out);
 	if (res->error)
 		return finish_failure(s, c, res->error, res->err.msg, out);
+	if (c->own_create)
+		return finish_own(s, c, SRV_CALL_OK, res, NULL, out);
+	if (c->tool == TL_DESTROY_SANDBOX)
+		own_destroyed(s, json_string_value(json_object_get(svc_call_args(c->sc), "sandbox_id")));
 	json_t *result = tl_result(c->tool, svc_call_args(c->sc), res);
 	if (!result)
 		return finish_failure(s, c, -ENOMEM, "out of memory building the result", out);
@@ -140,7 +175,6 @@ static int translate(struct mcp_session *s, struct call *c, enum svc_step step, 
 }
 
 /* The runner's calls that may reach the port (ask, sink) see the turn's messages through c->out. */
-static int begin(struct mcp_session *s, struct call *c, json_t *out);
 static int answer(struct mcp_session *s, struct call *c, enum srv_gate_outcome o, enum srv_gate_by by,
 		  const char *text, json_t *out)
 {
@@ -266,7 +300,7 @@ static void port_unsink(void *owner)
 
 static const struct svc_port session_port = {.ask = port_ask, .sink = port_sink, .unsink = port_unsink};
 
-static int begin(struct mcp_session *s, struct call *c, json_t *out)
+int call_begin(struct mcp_session *s, struct call *c, json_t *out)
 {
 	struct svc_refusal ref;
 	c->out = out;
@@ -397,7 +431,7 @@ static int invalid_arguments(struct mcp_session *s, const struct jr_message *m, 
 /* The call's principal: the one the transport authenticated (mcp_session_set_principal: stdio's
  * uid, an HTTP token's name or socket peer's uid), else anonymous. It owns the sandboxes its
  * calls create and never approves them. */
-static struct svc_principal principal(const struct mcp_session *s)
+struct svc_principal call_principal(const struct mcp_session *s)
 {
 	bool token = strncmp(s->principal, "token:", 6) == 0;
 	return (struct svc_principal){
@@ -427,7 +461,7 @@ int call_tools_call(struct mcp_session *s, const struct jr_message *m, json_t *o
 	cleanup_json json_t *empty = args ? NULL : json_object();
 	if (!args && !(args = empty))
 		return -ENOMEM;
-	struct svc_principal who = principal(s);
+	struct svc_principal who = call_principal(s);
 	struct svc_call *sc = svc_call_new(&s->rn, (enum tl_id)tool, args, &who, s->peer[0] ? s->peer : NULL);
 	if (!sc)
 		return -ENOMEM;
@@ -446,7 +480,7 @@ int call_tools_call(struct mcp_session *s, const struct jr_message *m, json_t *o
 		svc_call_free(sc);
 		return -ENOMEM;
 	}
-	return begin(s, c, out);
+	return own_wanted(c) ? own_route(s, c, out) : call_begin(s, c, out);
 }
 
 /* A call waiting for a human is over (the client cancelled it, or went away): the runner records
@@ -471,6 +505,10 @@ int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out)
 		return 0; /* unknown or finished: the spec says to ignore it */
 	const char *reason = json_string_value(json_object_get(params, "reason"));
 	ses_logf(s, NULL, MCP_LOG_INFO, "%s cancelled by the client: %.120s", tl_name(c->tool), reason ? reason : "");
+	if (c->state == CALL_SANDBOX) {
+		call_free(s, c); /* never begun: nothing ran, nothing to record */
+		return 0;
+	}
 	if (c->state == CALL_APPROVAL)
 		return abandon(s, c, out);
 	/* The manager stops the work and still reports on_done; the response is never sent. */
@@ -512,6 +550,9 @@ static int on_output(struct mcp_session *s, struct call *c, const struct evq_eve
 
 static int on_done(struct mcp_session *s, struct call *c, const struct evq_event *e, json_t *out)
 {
+	/* Even cancelled (the session ends), the session's sandbox must be known to be destroyed. */
+	if (c->own_create && c->cancelled)
+		return finish_done(s, c, e->result, out);
 	if (c->cancelled) {
 		svc_call_end(c->sc, SRV_CALL_CANCELLED, e->result, NULL);
 		call_free(s, c);
@@ -539,6 +580,7 @@ static int take_events(struct mcp_session *s, json_t *out, bool *answered)
 		if (c && e->kind == EVQ_OUTPUT && r == 0)
 			r = on_output(s, c, e, out);
 		else if (c && e->kind == EVQ_DONE) {
+			*answered |= c->own_create; /* the calls waiting for the session's sandbox began */
 			int d = on_done(s, c, e, out);
 			r = r < 0 ? r : d;
 		} else if (c && e->kind == EVQ_ANSWER) {
@@ -555,8 +597,10 @@ int call_poll(struct mcp_session *s, json_t *out)
 {
 	bool answered = false;
 	int r = take_events(s, out, &answered);
-	/* An approval started the call: a manager that finished at once has queued its end. */
-	if (answered) {
+	/* An approval started the call, or the session's sandbox the calls waiting for it: a manager
+	 * that finished at once has queued their ends. (Bounded: each round needs a new start.) */
+	for (int round = 0; answered && round < 4; round++) {
+		answered = false;
 		int d = take_events(s, out, &answered);
 		r = r < 0 ? r : d;
 	}
@@ -568,7 +612,9 @@ void call_cancel_all(struct mcp_session *s)
 {
 	for (struct call *c = s->calls, *next; c; c = next) {
 		next = c->next;
-		if (c->state == CALL_APPROVAL) {
+		if (c->state == CALL_SANDBOX) {
+			call_free(s, c);
+		} else if (c->state == CALL_APPROVAL) {
 			abandon(s, c, NULL);
 		} else if (!c->cancelled) {
 			c->cancelled = true;

@@ -20,10 +20,12 @@ static const char *const level_names[] = {"debug",    "info",  "notice", "warnin
 static const char default_instructions[] =
 	"airlock runs untrusted code in isolated Linux sandboxes. Use code_execute to run a program "
 	"(python, javascript, shell, ruby, php or perl); it has no network unless network_enabled is "
-	"true, and then only to allowed_domains. For work that spans several calls, create a sandbox "
-	"with code_create_sandbox and pass its sandbox_id: files and installed packages persist until "
-	"code_destroy_sandbox. Paths are relative to the sandbox's workspace. Some calls need a human's "
-	"approval and may be denied.";
+	"true, and then only to allowed_domains. This session has its own sandbox: every call without "
+	"a sandbox_id (code_write_file, code_execute, code_read_file, code_list_files, "
+	"code_install_package) uses it, so files and installed packages persist from call to call until "
+	"the session ends. For more sandboxes, or other profiles and limits, create one with "
+	"code_create_sandbox and pass its sandbox_id. Paths are relative to the sandbox's workspace. "
+	"Some calls need a human's approval and may be denied.";
 
 const char *mcp_log_level_name(enum mcp_log_level level)
 {
@@ -373,6 +375,7 @@ void mcp_session_free(struct mcp_session *s)
 	if (!s)
 		return;
 	call_free_all(s);
+	own_destroy(s); /* after its calls: none of them uses it any more */
 	evq_close(s->q);
 	evq_unref(s->q);
 	tl_catalog_clear(&s->cat);

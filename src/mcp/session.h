@@ -20,6 +20,7 @@ static inline void ses_json_decrefp(json_t **j)
 #define cleanup_json __attribute__((cleanup(ses_json_decrefp)))
 
 enum call_state {
+	CALL_SANDBOX,  /* not begun: waits for the session's own sandbox, being made (own.c) */
 	CALL_APPROVAL, /* waiting for a human: our elicitation/create, or the approver */
 	CALL_RUNNING,  /* started on the manager, waiting for on_done */
 };
@@ -36,6 +37,8 @@ struct call {
 	json_t *progress;    /* the client's progressToken, or NULL */
 	enum call_state state;
 	bool cancelled;	     /* the client cancelled it: it gets no response */
+	bool own_create;     /* the session's code_create_sandbox for its own sandbox: answers nobody */
+	bool uses_own;	     /* its sandbox_id is the session's own sandbox (own.c put it there) */
 	json_t *elicit_id;   /* CALL_APPROVAL through elicitation: our request's id */
 	bool via_approver;   /* CALL_APPROVAL through the approver: */
 	uint64_t approver_id; /* its id there */
@@ -67,6 +70,11 @@ struct mcp_session {
 	uint64_t next_request_id;
 	char peer[MCP_PEER_MAX]; /* mcp_session_set_peer: the sender of the messages fed next */
 	char principal[MCP_PEER_MAX]; /* mcp_session_set_principal: whose they are */
+	/* The session's own sandbox (own.c): used by every call that names none, made by the first
+	 * such call, destroyed with the session. */
+	char own_id[SRV_SANDBOX_ID_MAX];  /* "" until made */
+	char own_owner[SRV_OWNER_MAX];	  /* the principal that made it (its owner in the manager) */
+	struct call *own_making;	  /* the create call in flight, or NULL */
 };
 
 /* mcp.c */
@@ -77,11 +85,32 @@ __attribute__((format(printf, 4, 5))) int ses_logf(struct mcp_session *s, json_t
 uint64_t ses_now(const struct mcp_session *s);
 
 /* call.c */
+struct call *call_new(struct mcp_session *s, json_t *req_id, enum tl_id tool, struct svc_call *sc, json_t *token);
+void call_free(struct mcp_session *s, struct call *c);
+int call_begin(struct mcp_session *s, struct call *c, json_t *out);
+int call_fail(struct mcp_session *s, struct call *c, enum srv_call_status status, const char *text, json_t *out);
+struct svc_principal call_principal(const struct mcp_session *s);
 int call_tools_call(struct mcp_session *s, const struct jr_message *m, json_t *out);
 int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out);
 int call_answer(struct mcp_session *s, const struct jr_message *m, json_t *out);
 int call_poll(struct mcp_session *s, json_t *out);
 void call_cancel_all(struct mcp_session *s);
 void call_free_all(struct mcp_session *s);
+
+/* own.c: the session's own sandbox */
+/* Whether c names no sandbox and runs in the session's own (1), or not (0). */
+bool own_wanted(const struct call *c);
+/* Begins c in the session's sandbox, first making it (c waits in CALL_SANDBOX meanwhile). */
+int own_route(struct mcp_session *s, struct call *c, json_t *out);
+/* The session's create call ended: id is the new sandbox (NULL: it failed, why says why). */
+int own_made(struct mcp_session *s, const char *id, const char *why, json_t *out);
+/* A call in the session's sandbox failed with msg: if the sandbox itself is gone (expired,
+ * destroyed by code_destroy_sandbox), the session forgets it. Returns the text to answer with
+ * (msg, or msg with a note written to buf). */
+const char *own_failed(struct mcp_session *s, const struct call *c, const char *msg, char *buf, size_t cap);
+/* code_destroy_sandbox of id succeeded: if it was the session's own, the session forgets it. */
+void own_destroyed(struct mcp_session *s, const char *id);
+/* The session ends: its sandbox is destroyed (its processes killed, its workspace gone). */
+void own_destroy(struct mcp_session *s);
 
 #endif

@@ -148,6 +148,18 @@ void svc_call_payload(struct svc_call *c, const void *raw, size_t len, bool want
 	c->want_fd = want_fd;
 }
 
+int svc_call_set_sandbox(struct svc_call *c, const char *id)
+{
+	json_t *args = json_copy(c->args); /* shallow: the caller's object stays as it sent it */
+	if (!args || json_object_set_new(args, "sandbox_id", json_string(id)) < 0) {
+		json_decref(args);
+		return -ENOMEM;
+	}
+	json_decref(c->args);
+	c->args = args;
+	return 0;
+}
+
 static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_error *err)
 {
 	const struct srv_mgr_api *m = c->rn->mgr;

@@ -111,6 +111,10 @@ int svc_call_validate(struct svc_call *c, struct svc_refusal *ref);
 /* raw: write_file's bytes as they came (instead of the arguments' content); want_fd: read_file
  * answers with the open file. Set before svc_call_begin; raw is borrowed until the start. */
 void svc_call_payload(struct svc_call *c, const void *raw, size_t len, bool want_fd);
+/* The call runs in sandbox id (the transport's session sandbox for a call that named none): set
+ * in the call's own copy of its arguments, so the rules, the approval and the audit record see
+ * the sandbox it acts on. Before svc_call_begin; 0 or -ENOMEM. */
+int svc_call_set_sandbox(struct svc_call *c, const char *id);
 enum svc_step svc_call_begin(struct svc_call *c, const struct svc_port *port, void *owner, struct svc_refusal *ref);
 /* The human's answer to SVC_ASKING: APPROVED starts the call; anything else denies it, with text
  * (NULL: the runner's words) as the denial the client gets. */

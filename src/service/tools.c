@@ -16,7 +16,12 @@
 
 #define SANDBOX_ID_PROP                                                                                                \
 	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                                       \
-	"\"description\":\"A sandbox made by code_create_sandbox.\"}"
+	"\"description\":\"A sandbox made by code_create_sandbox. Omit it to use this session's own sandbox "      \
+	"(made on first use, destroyed when the session ends).\"}"
+/* code_destroy_sandbox: always an explicit id (the session's own goes with the session). */
+#define DESTROY_ID_PROP                                                                                                \
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                                       \
+	"\"description\":\"The sandbox to destroy.\"}"
 #define LANGUAGE_PROP                                                                                                  \
 	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\",\"shell\",\"ruby\",\"php\",\"perl\"],"  \
 	"\"description\":\"The interpreter that runs the code.\"}"
@@ -32,7 +37,7 @@
 #define EXEC_NETWORK_PROPS                                                                                             \
 	"\"network_enabled\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Allow this execution "       \
 	"outbound connections, only to allowed domains, through an egress proxy. Off by default. Decided per "      \
-	"execution: without sandbox_id, the throwaway sandbox is made with this network (allowed_domains, or the "   \
+	"execution: without sandbox_id, the code runs in a throwaway sandbox made with this network (allowed_domains, or the "   \
 	"profile's list). With sandbox_id, an execution cannot ask for more network than its sandbox has: the "      \
 	"sandbox must have network (created with network_enabled, or by a profile with an allowlist), and the "    \
 	"execution reaches the sandbox's domains; false (or omitted) runs this execution with no network at all, even in a sandbox that has network.\"},"    \
@@ -61,7 +66,7 @@ static const char context_input[] =
 	"lost) or delete one.\"},"
 	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\",\"javascript\"],\"description\":\"create: the interpreter.\"},"
 	CONTEXT_ID_PROP "},"
-	"\"required\":[\"sandbox_id\",\"action\"],\"additionalProperties\":false}";
+	"\"required\":[\"action\"],\"additionalProperties\":false}";
 
 static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
 				     "\"contexts\":{\"type\":\"array\"},\"context_id\":{\"type\":\"string\"}}}";
@@ -73,7 +78,9 @@ static const char execute_input[] =
 	"limit in seconds (default: the sandbox's).\"}," EXEC_NETWORK_PROPS ","
 	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Run in this "
 	"persistent sandbox (from code_create_sandbox): files and installed packages stay between calls. "
-	"Without it the code runs in a throwaway sandbox.\"}," CONTEXT_EXEC_PROPS "},"
+	"Without it the code runs in this session's own sandbox (made on first use, destroyed when the "
+	"session ends), where the files of code_write_file are; with network_enabled and no sandbox_id, "
+	"in a throwaway sandbox with that network.\"}," CONTEXT_EXEC_PROPS "},"
 	"\"required\":[\"language\",\"code\"],\"additionalProperties\":false}";
 
 static const char install_input[] =
@@ -82,23 +89,23 @@ static const char install_input[] =
 	"\"packages\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":64,\"items\":{\"type\":\"string\","
 	"\"minLength\":1,\"maxLength\":256},\"description\":\"Package specs, e.g. numpy or requests==2.32.3 "
 	"(no options).\"}},"
-	"\"required\":[\"sandbox_id\",\"manager\",\"packages\"],\"additionalProperties\":false}";
+	"\"required\":[\"manager\",\"packages\"],\"additionalProperties\":false}";
 
 static const char write_input[] =
 	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "," PATH_PROP("File path beneath the workspace.") ","
 	"\"content\":{\"type\":\"string\",\"description\":\"The file's new content.\"},"
 	"\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"default\":\"utf-8\","
 	"\"description\":\"How content is encoded.\"}},"
-	"\"required\":[\"sandbox_id\",\"path\",\"content\"],\"additionalProperties\":false}";
+	"\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
 
 static const char read_input[] =
 	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "," PATH_PROP("File path beneath the workspace.") "},"
-	"\"required\":[\"sandbox_id\",\"path\"],\"additionalProperties\":false}";
+	"\"required\":[\"path\"],\"additionalProperties\":false}";
 
 static const char list_input[] =
 	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
 	PATH_PROP("Directory beneath the workspace (default: the workspace itself).") "},"
-	"\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
+	"\"additionalProperties\":false}";
 
 static const char create_input[] =
 	"{\"type\":\"object\",\"properties\":{"
@@ -118,7 +125,7 @@ static const char create_input[] =
 	"wall-clock limit of each execution, seconds.\"}},\"additionalProperties\":false}},"
 	"\"additionalProperties\":false}";
 
-static const char destroy_input[] = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "},"
+static const char destroy_input[] = "{\"type\":\"object\",\"properties\":{" DESTROY_ID_PROP "},"
 				    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
 
 #define NULLABLE_INT "{\"type\":[\"integer\",\"null\"]}"
@@ -203,34 +210,43 @@ static json_t *result_context(const json_t *, const struct srv_result *, bool *)
 static const struct tool_def tools[TL__COUNT] = {
 	[TL_EXECUTE] = {"code_execute", "Run code in a sandbox",
 			"Runs a program (Python, JavaScript, shell, Ruby, PHP or Perl) in an isolated sandbox: no "
-			"network unless enabled, no access to the host, bounded time, memory and output. Returns "
-			"stdout, stderr, the exit code and how the program ended; isError is true when it did not "
-			"exit with 0.",
+			"network unless enabled, no access to the host, bounded time, memory and output. Without "
+			"sandbox_id it runs in this session's own sandbox, so files written with code_write_file "
+			"are there and files it makes stay for later calls. Returns stdout, stderr, the exit code "
+			"and how the program ended; isError is true when it did not exit with 0.",
 			execute_input, verdict_output, "{\"readOnlyHint\":false,\"destructiveHint\":true,"
 						       "\"idempotentHint\":false,\"openWorldHint\":true}",
 			start_execute, result_verdict},
 	[TL_INSTALL_PACKAGE] = {"code_install_package", "Install packages into a sandbox",
-				"Installs pip or npm packages into a persistent sandbox's workspace, through the "
-				"network allowlist of that registry.",
+				"Installs pip or npm packages into a sandbox's workspace (without sandbox_id: this "
+				"session's own sandbox), through the network allowlist of that registry; later "
+				"code_execute calls in the same sandbox can import them.",
 				install_input, verdict_output,
 				"{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
 				"\"openWorldHint\":true}",
 				start_install, result_verdict},
 	[TL_WRITE_FILE] = {"code_write_file", "Write a file in a sandbox",
-			   "Creates or replaces a file beneath a sandbox's workspace.", write_input, write_output,
+			   "Creates or replaces a file beneath a sandbox's workspace (without sandbox_id: this session's "
+			   "own sandbox, where code_execute without sandbox_id runs).",
+			   write_input, write_output,
 			   "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
 			   "\"openWorldHint\":false}",
 			   start_write, result_write},
 	[TL_READ_FILE] = {"code_read_file", "Read a file from a sandbox",
-			  "Reads a file beneath a sandbox's workspace; binary content comes back as base64.",
+			  "Reads a file beneath a sandbox's workspace (without sandbox_id: this session's own "
+			  "sandbox); binary content comes back as base64.",
 			  read_input, read_output, "{\"readOnlyHint\":true,\"openWorldHint\":false}", start_read,
 			  result_read},
 	[TL_LIST_FILES] = {"code_list_files", "List files in a sandbox",
-			   "Lists a directory beneath a sandbox's workspace.", list_input, list_output,
+			   "Lists a directory beneath a sandbox's workspace (without sandbox_id: this session's own "
+			   "sandbox).",
+			   list_input, list_output,
 			   "{\"readOnlyHint\":true,\"openWorldHint\":false}", start_list, result_list},
 	[TL_CREATE_SANDBOX] = {"code_create_sandbox", "Create a persistent sandbox",
-			       "Creates a sandbox whose files and installed packages persist across code_execute "
-			       "calls until code_destroy_sandbox (or its idle timeout). Returns its sandbox_id.",
+			       "Creates another sandbox whose files and installed packages persist across code_execute "
+			       "calls until code_destroy_sandbox (or its idle timeout); pass its sandbox_id to use it. "
+			       "Not needed for one workspace: calls without sandbox_id share this session's own sandbox. "
+			       "Returns its sandbox_id.",
 			       create_input, sandbox_output,
 			       "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,"
 			       "\"openWorldHint\":false}",

@@ -10,12 +10,7 @@ command -v curl >/dev/null || al_skip "curl is not installed"
 
 j() { al_json_get "$AL_OUT" "$1"; }
 dir=$(al_tmpdir)
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=airlock-test-ca -keyout "$dir/ca.key" \
-	-out "$dir/ca.pem" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$dir/srv.key" -out "$dir/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:localhost\n' >"$dir/ext"
-openssl x509 -req -in "$dir/srv.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
-	-extfile "$dir/ext" -out "$dir/srv.pem" 2>/dev/null
+al_test_certs "$dir" localhost
 # A second CA the upstream's certificate does not chain to.
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca -keyout "$dir/other.key" \
 	-out "$dir/other.pem" 2>/dev/null

@@ -9,10 +9,7 @@ serve_bin=$(dirname "$AIRLOCK")/airlock-serve
 if [ "$AL_AIRLOCK_BIN" != "$AIRLOCK" ]; then # user mode: a 0755 copy beside the airlock copy
 	install -m 0755 "$serve_bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
 fi
-dir=$(al_tmpdir)
-chmod 0777 "$dir"
-cp "$AL_SRC/tests/mcp/client.py" "$AL_SRC/tests/mcp/one_path.py" "$dir/"
-chmod 0644 "$dir"/*.py
+dir=$(al_mcp_dir one_path.py)
 confdir=$(al_tmpdir 0755)
 m=$(al_marker)
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)

@@ -22,12 +22,7 @@ rec() { al_json_get "$AL_OUT" "proxy.records.${2:-0}.$1"; }
 
 dir=$(al_tmpdir)
 # A CA and a server certificate for good.test, so curl inside verifies TLS through CONNECT.
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=airlock-test-ca -keyout "$dir/ca.key" \
-	-out "$dir/ca.pem" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj /CN=good.test -keyout "$dir/srv.key" -out "$dir/srv.csr" 2>/dev/null
-printf 'subjectAltName=DNS:good.test\n' >"$dir/ext"
-openssl x509 -req -in "$dir/srv.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
-	-extfile "$dir/ext" -out "$dir/srv.pem" 2>/dev/null
+al_test_certs "$dir" good.test
 chmod 0644 "$dir"/*
 
 # One HTTP and one HTTPS server on the host's loopback; each answers "hello <path>".
@@ -124,18 +119,8 @@ al_pass "garbage gets 4xx, idle clients 408, the limit 503, and the proxy keeps 
 
 # ---- as root: a test host in a network namespace of our own, on a private range
 if [ "$AL_TEST_MODE" = root ] && [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
-	ns="al$(al_marker)"
-	hv="${ns:0:11}h"
-	cleanup_ns() { ip link del "$hv" 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; }
-	trap 'cleanup_ns; al_inner_cleanup' EXIT
-	ip netns add "$ns"
-	ip link add "$hv" type veth peer name eth0 netns "$ns"
-	ip addr add 10.213.77.1/30 dev "$hv"
-	ip link set "$hv" up
-	ip -n "$ns" addr add 10.213.77.2/30 dev eth0
-	ip -n "$ns" link set eth0 up
-	ip -n "$ns" link set lo up
-	al_bg ip netns exec "$ns" "$AL_PY" -c '
+	al_netns_host 10.213.77.0
+	al_bg ip netns exec "$AL_NS" "$AL_PY" -c '
 import http.server
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -151,8 +136,7 @@ http.server.HTTPServer(("10.213.77.2", 8080), H).serve_forever()'
 		curl -sS -p http://registry.test:8080/
 	al_assert_eq "$(j stdout.data)" "netns host" "a private test host with allow_private"
 	al_assert_eq "$(rec address 0)" 10.213.77.2 "the address connected to"
-	cleanup_ns
-	trap al_inner_cleanup EXIT
+	al_netns_host_del
 	al_pass "a test host in its own network namespace: refused, then allowed by allow_private"
 fi
 

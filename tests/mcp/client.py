@@ -1,10 +1,14 @@
 """client.py — a small MCP client over stdio for airlock's tests: newline-delimited JSON-RPC,
-elicitation answered by a policy the test sets (approve, decline, or stay silent)."""
+elicitation answered by a policy the test sets (approve, decline, or stay silent); a principal's
+client of airlock serve over HTTP (Http); and the checks a scenario records (check, finish)."""
 import json
 import os
 import select
 import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 
 LATEST = "2025-11-25"
 PREVIOUS = "2025-06-18"
@@ -108,3 +112,115 @@ class Client:
     def close(self, timeout=30):
         self.p.stdin.close()
         return self.p.wait(timeout)
+
+
+class ServeProcess:
+    """airlock serve on a free loopback port: cmd is the airlock command, args serve's own (tokens,
+    config, audit); its stderr goes to WORK/serve.err, its pid to $AL_MCP_PIDS (the harness checks
+    what it left behind)."""
+
+    def __init__(self, cmd, work, args):
+        port_file = os.path.join(work, "serve.port")
+        self.err = open(os.path.join(work, "serve.err"), "w")
+        self.p = subprocess.Popen(cmd + ["serve", "--http", "127.0.0.1:0", "--socket", "none", "--port-file", port_file]
+                                  + args, stderr=self.err)
+        pids = os.environ.get("AL_MCP_PIDS")
+        if pids:
+            with open(pids, "a") as f:
+                f.write("%d\n" % self.p.pid)
+        for _ in range(200):
+            if os.path.exists(port_file) and open(port_file).read().strip():
+                break
+            time.sleep(0.05)
+        self.base = "http://127.0.0.1:%s" % open(port_file).read().strip()
+
+    def stop(self):
+        self.p.terminate()
+        rc = self.p.wait(60)
+        self.err.close()
+        return rc
+
+
+class Http:
+    """One principal (its bearer token) talking to airlock serve over TCP: the JSON API (request)
+    and MCP over streamable HTTP (mcp: one JSON-RPC message; the response to it, from a JSON body
+    or the SSE stream)."""
+
+    def __init__(self, base, token):
+        self.base = base
+        self.auth = {"Authorization": "Bearer " + token}
+        self.sid = None  # the MCP session, once initialize gave one
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        h = {"Content-Type": "application/json", **self.auth}
+        h.update(headers or {})
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data, h, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.headers, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read().decode()
+
+    def initialize(self, name):
+        """Opens an MCP session (no elicitation declared)."""
+        r = self.mcp({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}})
+        self.mcp({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r
+
+    def mcp(self, msg):
+        h = {"Accept": "application/json, text/event-stream"}
+        if self.sid:
+            h["Mcp-Session-Id"] = self.sid
+        _, headers, body = self.request("POST", "/mcp", msg, h)
+        self.sid = headers.get("Mcp-Session-Id") or self.sid
+        if headers.get("Content-Type", "").startswith("text/event-stream"):
+            msgs = [json.loads(l[5:]) for l in body.splitlines() if l.startswith("data:")]
+            mine = [m for m in msgs if m.get("id") == msg.get("id")]
+            return mine[-1] if mine else None
+        return json.loads(body) if body else None
+
+
+# ---- a scenario's checks ------------------------------------------------------------------------
+
+def scenario_args():
+    """A scenario's command line, ARGS... -- AIRLOCK_COMMAND...: (ARGS, the airlock command)."""
+    cut = sys.argv.index("--")
+    return sys.argv[1:cut], sys.argv[cut + 1:]
+
+
+def write_config(confdir, name, text):
+    """An airlock configuration file in confdir (writable by root only, as root airlock requires),
+    readable by every mode's user; its path."""
+    path = os.path.join(confdir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
+
+
+failures = []
+
+
+def check(cond, what):
+    """Records one check (printed either way); finish() fails the scenario if any failed."""
+    print(("ok: " if cond else "FAIL: ") + what, file=sys.stderr)
+    if not cond:
+        failures.append(what)
+
+
+def finish():
+    if failures:
+        print("%d check(s) failed:\n%s" % (len(failures), "\n".join(failures)), file=sys.stderr)
+    sys.exit(1 if failures else 0)
+
+
+def structured(r):
+    """A tools/call response's structuredContent ({} when there is none)."""
+    return (r or {}).get("result", {}).get("structuredContent") or {}
+
+
+def succeeded(r):
+    """A tools/call response that is a result without isError."""
+    return r is not None and "result" in r and not r["result"].get("isError")

@@ -7,22 +7,15 @@ Usage: one_path.py WORKDIR CONFIGDIR MARKER -- AIRLOCK_COMMAND...
 (CONFIGDIR: writable by root only, as a root airlock requires of a configuration's directory.)"""
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 
-from client import Client
+from client import Client, Http, ServeProcess, check, finish, scenario_args, write_config
 
-work, confdir, mark = sys.argv[1], sys.argv[2], sys.argv[3]
-cmd = sys.argv[sys.argv.index("--") + 1:]
-failures = []
+(work, confdir, mark), cmd = scenario_args()
 
-config = os.path.join(confdir, "one-path.yaml")
-with open(config, "w") as f:
-    f.write("""version: 1
+config = write_config(confdir, "one-path.yaml", """version: 1
 rules:
 - name: one-path-forbidden
   tools: [code_execute]
@@ -45,17 +38,10 @@ approval:
   deny_above: HIGH
   channels: [elicitation, http]
 """)
-os.chmod(config, 0o644)
 
 # The calls, by name: the code each runs (the marker and the name make each record findable).
 CODE = {name: "echo %s-%s" % (mark, name) for name in ("allowed", "forbidden", "asked", "invalid")}
 OUT = {name: "%s-%s" % (mark, name) for name in CODE}
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what, file=sys.stderr)
-    if not cond:
-        failures.append(what)
 
 
 def exec_args(sb, name):
@@ -85,48 +71,12 @@ def over_stdio(audit):
 
 class Serve:
     def __init__(self, audit):
-        port_file = os.path.join(work, "serve.port")
-        self.err = open(os.path.join(work, "serve.err"), "w")
         token_file = os.path.join(work, "serve.token")  # TCP needs tokens: the server generates the client's
-        self.p = subprocess.Popen(cmd + ["serve", "--config", config, "--audit", audit, "--http", "127.0.0.1:0",
-                                         "--socket", "none", "--token-file", token_file,
-                                         "--approver-token-file", os.environ["AL_REVIEWER_FILE"],
-                                         "--port-file", port_file], stderr=self.err)
-        pids = os.environ.get("AL_MCP_PIDS")
-        if pids:
-            with open(pids, "a") as f:
-                f.write("%d\n" % self.p.pid)
-        for _ in range(200):
-            if os.path.exists(port_file) and open(port_file).read().strip():
-                break
-            time.sleep(0.05)
-        self.base = "http://127.0.0.1:%s" % open(port_file).read().strip()
-        self.client = {"Authorization": "Bearer " + open(token_file).read().split()[-1]}
+        self.srv = ServeProcess(cmd, work, ["--config", config, "--audit", audit, "--token-file", token_file,
+                                            "--approver-token-file", os.environ["AL_REVIEWER_FILE"]])
+        self.http = Http(self.srv.base, open(token_file).read().split()[-1])
+        self.request, self.mcp, self.stop = self.http.request, self.http.mcp, self.srv.stop
         self.reviewer = {"Authorization": "Bearer " + os.environ["AL_REVIEWER_TOKEN"]}
-        self.sid = None
-
-    def request(self, method, path, body=None, headers=None, timeout=60):
-        h = {"Content-Type": "application/json", **self.client}
-        h.update(headers or {})
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data, h, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return r.status, r.headers, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.headers, e.read().decode()
-
-    def mcp(self, msg):
-        h = {"Accept": "application/json, text/event-stream"}
-        if self.sid:
-            h["Mcp-Session-Id"] = self.sid
-        _, headers, body = self.request("POST", "/mcp", msg, h)
-        self.sid = headers.get("Mcp-Session-Id") or self.sid
-        if headers.get("Content-Type", "").startswith("text/event-stream"):
-            msgs = [json.loads(l[5:]) for l in body.splitlines() if l.startswith("data:")]
-            mine = [m for m in msgs if m.get("id") == msg.get("id")]
-            return mine[-1] if mine else None
-        return json.loads(body) if body else None
 
     def approve_next(self):
         """Approves the first call waiting in /v1/approvals (waits for one); its id, or None."""
@@ -140,13 +90,6 @@ class Serve:
             time.sleep(0.05)
         return None
 
-    def stop(self):
-        self.p.terminate()
-        rc = self.p.wait(60)
-        self.err.close()
-        return rc
-
-
 def in_thread(fn):
     out = {}
     t = threading.Thread(target=lambda: out.update(r=fn()))
@@ -156,9 +99,7 @@ def in_thread(fn):
 
 def over_mcp_http(s):
     got = {}
-    s.mcp({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "one-path", "version": "1"}}})
-    s.mcp({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    s.http.initialize("one-path")
     ids = iter(range(2, 100))
 
     def call(tool, args):
@@ -292,5 +233,4 @@ for name, (level, rule, decision, status) in expect.items():
         check(f["risk"]["level"] == level and f["risk"]["rule"] == rule and f["decision"] == decision,
               "the %s call: risk %s by rule %s, %s (%s)" % (name, level, rule, decision, json.dumps(f)))
 
-print("\n".join(failures), file=sys.stderr)
-sys.exit(1 if failures else 0)
+finish()

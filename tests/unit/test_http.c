@@ -363,6 +363,7 @@ static void test_health_and_errors(void **state)
 	resp_clear(&r);
 
 	expect_error(e, "GET", "/nope", NULL, NULL, 404, "no such resource");
+	expect_error(e, "GET", "/v1/sandboxes", NULL, NULL, 501, "cannot list sandboxes"); /* the fake has no list */
 	expect_error(e, "GET", "/v1/sandboxes/sb-a/nothing", NULL, NULL, 404, NULL);
 	r = request(e, "PUT", "/v1/health", NULL, NULL);
 	assert_int_equal(r.status, 405);
@@ -1043,8 +1044,12 @@ static void test_mcp(void **state)
 	assert_int_equal(r.status, 400);
 	resp_clear(&r);
 
-	/* The MCP call went through the same gate and the same metrics. */
-	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_OK]), 1);
+	/* The MCP call went through the same gate and the same metrics, after the session's own
+	 * sandbox was made for it (a code_create_sandbox of the session's principal); DELETE destroyed
+	 * that sandbox. */
+	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_OK]), 2);
+	assert_int_equal(e->m.calls[FK_CREATE], 1);
+	assert_int_equal(e->m.calls[FK_DESTROY], 1);
 	r = request(e, "GET", "/metrics", NULL, NULL);
 	assert_non_null(strstr(r.body, "airlock_execs_total{status=\"exited\"} 1\n"));
 	assert_non_null(strstr(r.body, "airlock_mcp_sessions_opened_total 1\n"));
@@ -1080,6 +1085,9 @@ static void test_mcp_stop(void **state)
 	assert_int_equal(hf_get(&e->m.cancels), 1);
 	assert_int_equal(hf_get(&e->m.releases), 1);
 	assert_int_equal(hf_get(&e->m.live_ops), 0);
+	/* The call ran in the session's own sandbox, which the stop destroyed with the session. */
+	assert_int_equal(hf_get(&e->m.calls[FK_CREATE]), 1);
+	assert_int_equal(hf_get(&e->m.calls[FK_DESTROY]), 1);
 	assert_int_equal(pipe2(e->stop, O_CLOEXEC), 0);
 	assert_int_equal(pthread_create(&e->th, NULL, serve_thread, e), 0);
 	env_close(e);

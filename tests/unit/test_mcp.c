@@ -423,6 +423,70 @@ static void test_execute(void **state)
 	env_close(e);
 }
 
+/* Calls without sandbox_id share the session's own sandbox: made once, by the first of them, through
+ * the runner (the gate and the audit hook see a code_create_sandbox), and destroyed with the session. */
+static void test_own_sandbox(void **state)
+{
+	struct env *e = env_open(true, 0);
+	e->g.verdict = SRV_GATE_ALLOW;
+	initialize(e, "2025-11-25", false);
+	json_t *out = call(e, 1, "code_write_file", "{\"path\":\"in.txt\",\"content\":\"x\"}", NULL);
+	check_tool_result(e, out, 1, TL_WRITE_FILE, false);
+	assert_int_equal(e->m.calls[FK_CREATE], 1);
+	assert_string_equal(e->g.last_tool, "code_write_file");
+	assert_int_equal(e->g.finished[SRV_CALL_OK], 2); /* the create, then the write */
+	out = call(e, 2, "code_execute", "{\"language\":\"shell\",\"code\":\"cat in.txt\"}", NULL);
+	json_t *sc = check_tool_result(e, out, 2, TL_EXECUTE, false);
+	assert_string_equal(json_string_value(json_object_get(sc, "sandbox_id")), "sb-1");
+	assert_string_equal(e->m.last_sandbox, "sb-1");
+	out = call(e, 3, "code_read_file", "{\"path\":\"in.txt\"}", NULL);
+	check_tool_result(e, out, 3, TL_READ_FILE, false);
+	out = call(e, 4, "code_list_files", "{}", NULL);
+	check_tool_result(e, out, 4, TL_LIST_FILES, false);
+	out = call(e, 5, "code_install_package", "{\"manager\":\"pip\",\"packages\":[\"x\"]}", NULL);
+	check_tool_result(e, out, 5, TL_INSTALL_PACKAGE, false);
+	assert_int_equal(e->m.calls[FK_CREATE], 1);
+	/* Explicit ids keep working; network without an id keeps its throwaway sandbox. */
+	out = call(e, 6, "code_execute", "{\"language\":\"shell\",\"code\":\"true\",\"sandbox_id\":\"sb-a\"}", NULL);
+	sc = check_tool_result(e, out, 6, TL_EXECUTE, false);
+	assert_string_equal(json_string_value(json_object_get(sc, "sandbox_id")), "sb-a");
+	out = call(e, 7, "code_execute", "{\"language\":\"shell\",\"code\":\"true\",\"network_enabled\":true}", NULL);
+	sc = check_tool_result(e, out, 7, TL_EXECUTE, false);
+	assert_true(json_is_null(json_object_get(sc, "sandbox_id")));
+	/* Gone (destroyed here; expired would read the same): the failing call says so, the next
+	 * one gets a new sandbox. */
+	out = call(e, 8, "code_destroy_sandbox", "{\"sandbox_id\":\"sb-1\"}", NULL);
+	check_tool_result(e, out, 8, TL_DESTROY_SANDBOX, false);
+	out = call(e, 9, "code_list_files", "{}", NULL);
+	check_tool_result(e, out, 9, TL_LIST_FILES, false);
+	assert_int_equal(e->m.calls[FK_CREATE], 2);
+	assert_true(fake_has_sandbox(&e->m, "sb-2"));
+	int destroys = e->m.calls[FK_DESTROY];
+	mcp_session_free(e->s);
+	e->s = NULL;
+	assert_int_equal(e->m.calls[FK_DESTROY], destroys + 1);
+	assert_false(fake_has_sandbox(&e->m, "sb-2"));
+	assert_true(fake_has_sandbox(&e->m, "sb-a"));
+	env_close(e);
+}
+
+/* The session's sandbox cannot be made: the calls waiting for it fail with the reason, and the
+ * next call tries again. */
+static void test_own_sandbox_fails(void **state)
+{
+	struct env *e = env_open(false, 0);
+	initialize(e, "2025-11-25", false);
+	e->m.fail_errno = EAGAIN;
+	json_t *out = call(e, 1, "code_list_files", "{}", NULL);
+	check_tool_error(out, 1, "this session's sandbox could not be made: fake failure");
+	assert_int_equal(e->m.calls[FK_LIST], 0);
+	e->m.fail_errno = 0;
+	out = call(e, 2, "code_list_files", "{}", NULL);
+	check_tool_result(e, out, 2, TL_LIST_FILES, false);
+	assert_int_equal(e->m.calls[FK_LIST], 1);
+	env_close(e);
+}
+
 static void test_sandbox_tools(void **state)
 {
 	struct env *e = env_open(false, 0);
@@ -545,7 +609,7 @@ static const struct bad_args bad_args[] = {
 	 "encoding"},
 	{"code_read_file", "{\"sandbox_id\":\"sb-a\"}", "missing required property \"path\""},
 	{"code_read_file", "{\"sandbox_id\":\"sb-a\",\"path\":\"\"}", "path: must be at least 1"},
-	{"code_list_files", "{}", "sandbox_id"},
+	{"code_destroy_sandbox", "{}", "missing required property \"sandbox_id\""},
 	{"code_create_sandbox", "{\"limits\":{\"memory_mb\":1}}", "limits.memory_mb: must be at least 16"},
 	{"code_create_sandbox", "{\"limits\":{\"memory_mb\":64.5}}", "limits.memory_mb: expected integer"},
 	{"code_create_sandbox", "{\"limits\":{\"swap\":1}}", "unknown property \"swap\""},
@@ -599,7 +663,7 @@ static void test_bad_calls(void **state)
 	out = call(e, 6, "code_list_files", "{\"sandbox_id\":\"sb-a\"}", "\"meta\"");
 	assert_int_equal(error_code(out, 6), JR_INVALID_PARAMS);
 	/* No arguments at all is an empty object: here, a missing required property. */
-	out = feed(e, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"code_list_files\"}}");
+	out = feed(e, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"code_destroy_sandbox\"}}");
 	check_tool_error(out, 7, "sandbox_id");
 	out = feed(e, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/list\"}");
 	assert_int_equal(error_code(out, 8), JR_METHOD_NOT_FOUND);
@@ -1320,6 +1384,8 @@ int main(void)
 		cmocka_unit_test(test_tools_list),
 		cmocka_unit_test(test_execute),
 		cmocka_unit_test(test_sandbox_tools),
+		cmocka_unit_test(test_own_sandbox),
+		cmocka_unit_test(test_own_sandbox_fails),
 		cmocka_unit_test(test_request_failures),
 		cmocka_unit_test(test_schema_violations),
 		cmocka_unit_test(test_bad_calls),
