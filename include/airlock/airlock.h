@@ -33,17 +33,17 @@ struct al_policy; /* opaque: what the job may see and use */
 /* Limits. A value of AL_UNLIMITED lifts the limit (where the policy allows). */
 #define AL_UNLIMITED UINT64_MAX
 enum al_limit {
-	AL_LIMIT_WALL_MS,     /* wall clock, milliseconds (default 30 s) */
-	AL_LIMIT_CPU_MS,      /* RLIMIT_CPU, milliseconds rounded up to seconds (default unlimited) */
-	AL_LIMIT_OUTPUT,      /* bytes kept per stream (default 1 MiB) */
-	AL_LIMIT_DISK,	      /* bytes: size of the /workspace and /tmp tmpfs (default 1 GiB) */
-	AL_LIMIT_NOFILE,      /* RLIMIT_NOFILE (default 1024) */
-	AL_LIMIT_FSIZE,	      /* RLIMIT_FSIZE bytes (default 1 GiB) */
-	AL_LIMIT_AS,	      /* RLIMIT_AS bytes (default unlimited) */
-	AL_LIMIT_NPROC,	      /* RLIMIT_NPROC (default unlimited; cgroups do this properly) */
-	AL_LIMIT_MEMORY,      /* cgroup memory limit, bytes, swap disabled (default 512 MiB) */
-	AL_LIMIT_PIDS,	      /* cgroup pids limit (default 1024) */
-	AL_LIMIT_CPUS,	      /* cgroup CPU bandwidth in milli-CPUs, e.g. 500 = half a CPU (default unlimited) */
+	AL_LIMIT_WALL_MS, /* wall clock, milliseconds (default 30 s) */
+	AL_LIMIT_CPU_MS,  /* RLIMIT_CPU, milliseconds rounded up to seconds (default unlimited) */
+	AL_LIMIT_OUTPUT,  /* bytes kept per stream (default 1 MiB) */
+	AL_LIMIT_DISK,	  /* bytes: size of the /workspace and /tmp tmpfs (default 1 GiB) */
+	AL_LIMIT_NOFILE,  /* RLIMIT_NOFILE (default 1024) */
+	AL_LIMIT_FSIZE,	  /* RLIMIT_FSIZE bytes (default 1 GiB) */
+	AL_LIMIT_AS,	  /* RLIMIT_AS bytes (default unlimited) */
+	AL_LIMIT_NPROC,	  /* RLIMIT_NPROC (default unlimited; cgroups do this properly) */
+	AL_LIMIT_MEMORY,  /* cgroup memory limit, bytes, swap disabled (default 512 MiB) */
+	AL_LIMIT_PIDS,	  /* cgroup pids limit (default 1024) */
+	AL_LIMIT_CPUS,	  /* cgroup CPU bandwidth in milli-CPUs, e.g. 500 = half a CPU (default unlimited) */
 	AL_LIMIT__COUNT,
 };
 
@@ -58,8 +58,7 @@ uint64_t al_policy_get_limit(const struct al_policy *p, enum al_limit which);
 /* "NAME" passes the caller's value through (if set); "NAME=VALUE" sets it. */
 int al_policy_add_env(struct al_policy *p, const char *spec, struct al_error *err);
 /* Bind SRC (host) at DEST (absolute, inside). DEST NULL means the same path. */
-int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable,
-		       struct al_error *err);
+int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable, struct al_error *err);
 /* The system directories (/usr, /bin, /lib..., and /etc's ld.so.cache, certificates,
  * alternatives) come from DIR, e.g. an unpacked distribution tree, instead of the host. */
 int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err);
@@ -176,11 +175,11 @@ enum al_stream_mode {
 
 /* Size-prefixed so it can grow (like clone3's struct clone_args). Zero means default. */
 struct al_spawn_opts {
-	size_t size;		      /* sizeof(struct al_spawn_opts) */
-	int stdin_fd;		      /* payload's stdin; -1: /dev/null */
+	size_t size;  /* sizeof(struct al_spawn_opts) */
+	int stdin_fd; /* payload's stdin; -1: /dev/null */
 	enum al_stream_mode stdout_mode;
 	enum al_stream_mode stderr_mode;
-	int stdout_live_fd;	      /* target for AL_STREAM_LIVE */
+	int stdout_live_fd; /* target for AL_STREAM_LIVE */
 	int stderr_live_fd;
 	/* Optional: every chunk of output as it arrives (stream 1 or 2), up to the output limit;
 	 * called on the thread running al_job_wait. Capture and live copies happen as well. */
@@ -263,22 +262,22 @@ enum al_status {
 	AL_STATUS_TIMEOUT,
 	AL_STATUS_OUTPUT_LIMIT,
 	AL_STATUS_SETUP_ERROR,
-	AL_STATUS_OOM, /* the memory limit killed the job */
+	AL_STATUS_OOM,	  /* the memory limit killed the job */
 	AL_STATUS_KILLED, /* the caller was told to stop (stop_fd: signal) and killed the job */
 };
 
 struct al_stream_result {
-	uint64_t bytes;	 /* everything the job wrote */
-	bool truncated;	 /* bytes > kept */
-	char *data;	 /* captured bytes (capture mode), NUL-terminated; may be NULL */
-	size_t kept;	 /* length of data */
+	uint64_t bytes; /* everything the job wrote */
+	bool truncated; /* bytes > kept */
+	char *data;	/* captured bytes (capture mode), NUL-terminated; may be NULL */
+	size_t kept;	/* length of data */
 };
 
 /* Plain data so callers can read it; al_verdict_free releases it. */
 struct al_verdict {
 	enum al_status status;
-	int exit_code;	   /* valid when the payload exited (also with output-limit) */
-	int signal;	   /* valid when killed by a signal */
+	int exit_code; /* valid when the payload exited (also with output-limit) */
+	int signal;    /* valid when killed by a signal */
 	double wall_s;
 	double user_s, system_s;
 	uint64_t peak_rss_kib;
@@ -301,11 +300,11 @@ struct al_verdict {
 	uint64_t changes_files, changes_deleted, changes_bytes;
 	char changes_error[256];
 	const char *backend;
-	char image[72];		/* the image's digest ("sha256:<hex>"), or "" without --image */
+	char image[72]; /* the image's digest ("sha256:<hex>"), or "" without --image */
 	char image_name[128];
-	struct al_error setup;	/* when status == AL_STATUS_SETUP_ERROR */
-	char *enforced_json;	/* JSON object naming each protection applied */
-	char *proxy_json;	/* JSON object: the egress proxy's counters and connection records, or NULL */
+	struct al_error setup; /* when status == AL_STATUS_SETUP_ERROR */
+	char *enforced_json;   /* JSON object naming each protection applied */
+	char *proxy_json;      /* JSON object: the egress proxy's counters and connection records, or NULL */
 };
 
 void al_verdict_free(struct al_verdict *v);

@@ -11,8 +11,8 @@
 struct cg_job;
 
 struct be_io {
-	int stdin_fd;	   /* -1: /dev/null */
-	int stdout_fd;	   /* write ends of the supervisor's pipes (>= 3) */
+	int stdin_fd;  /* -1: /dev/null */
+	int stdout_fd; /* write ends of the supervisor's pipes (>= 3) */
 	int stderr_fd;
 	struct cg_job *cg; /* the job's cgroup (owned by the supervisor), or NULL */
 	bool hold;	   /* a held sandbox: init keeps it and serves exec requests (native only) */
@@ -20,21 +20,21 @@ struct be_io {
 
 struct be_proc {
 	pid_t pid;
-	int pidfd;	     /* exits when the whole sandbox is gone */
-	int status_fd;	     /* read end of the nat_record channel; EOF once the sandbox is gone */
-	char *enforced_json; /* malloc'd JSON object: each protection actually applied */
-	const char *backend; /* static name */
-	bool seccomp_kills;  /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
-	int kill_signal;     /* what ends the whole job when sent to pid (SIGKILL to a pid-ns init) */
-	char *cleanup_dir;   /* malloc'd: a host directory the job used, removed after it */
-	int upper_sock;	     /* -1, or where the --workdir overlay's upper layer arrives (SCM_RIGHTS) */
-	char *workdir;	     /* malloc'd: the host directory the upper layer's changes go back to */
-	char *checkout;	     /* malloc'd: the checkout a --keep-changes export is compared with */
-	char *keep_changes;  /* malloc'd: where a copied checkout's changes are exported, or NULL */
-	int proxy_sock;	     /* -1, or where the egress proxy's listening socket arrives (SCM_RIGHTS) */
-	int ctl_sock;	     /* -1, or a held sandbox's control socket (native, policy->hold) */
-	bool foreign;	     /* pid is not our child (an exec in a held sandbox): no waitid */
-	struct cg_job *cg;   /* an exec in a held sandbox: its own cgroup, the supervisor's from now on */
+	int pidfd;	      /* exits when the whole sandbox is gone */
+	int status_fd;	      /* read end of the nat_record channel; EOF once the sandbox is gone */
+	char *enforced_json;  /* malloc'd JSON object: each protection actually applied */
+	const char *backend;  /* static name */
+	bool seccomp_kills;   /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
+	int kill_signal;      /* what ends the whole job when sent to pid (SIGKILL to a pid-ns init) */
+	char *cleanup_dir;    /* malloc'd: a host directory the job used, removed after it */
+	int upper_sock;	      /* -1, or where the --workdir overlay's upper layer arrives (SCM_RIGHTS) */
+	char *workdir;	      /* malloc'd: the host directory the upper layer's changes go back to */
+	char *checkout;	      /* malloc'd: the checkout a --keep-changes export is compared with */
+	char *keep_changes;   /* malloc'd: where a copied checkout's changes are exported, or NULL */
+	int proxy_sock;	      /* -1, or where the egress proxy's listening socket arrives (SCM_RIGHTS) */
+	int ctl_sock;	      /* -1, or a held sandbox's control socket (native, policy->hold) */
+	bool foreign;	      /* pid is not our child (an exec in a held sandbox): no waitid */
+	struct cg_job *cg;    /* an exec in a held sandbox: its own cgroup, the supervisor's from now on */
 	struct be_held *held; /* an exec in a held sandbox: be_held_exec_done once it is over */
 };
 
@@ -68,11 +68,11 @@ struct be_held {
 	bool spare_asked;	   /* init's answer for spare is on its way */
 	const char *enforced_json; /* the sandbox's protections, which every exec inherits */
 	bool seccomp_kills;
-	int net;		   /* the sandbox's posture (enum al_net): an exec may only narrow it */
-	struct cg_job *cg;	   /* the sandbox's cgroup (the supervisor's), or NULL: execs get none */
-	struct cg_job *spare_cg;   /* spare's own cgroup, spare in it (NULL: made at its exec) */
-	struct cg_job *done_cg;	   /* the last exec's cgroup, read and to be removed */
-	bool readying;		   /* a thread readies the next spare (attach.c): wait on ready_cv */
+	int net;		 /* the sandbox's posture (enum al_net): an exec may only narrow it */
+	struct cg_job *cg;	 /* the sandbox's cgroup (the supervisor's), or NULL: execs get none */
+	struct cg_job *spare_cg; /* spare's own cgroup, spare in it (NULL: made at its exec) */
+	struct cg_job *done_cg;	 /* the last exec's cgroup, read and to be removed */
+	bool readying;		 /* a thread readies the next spare (attach.c): wait on ready_cv */
 	pthread_cond_t ready_cv;
 };
 struct al_sandbox;

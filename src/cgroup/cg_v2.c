@@ -142,8 +142,9 @@ int cg_v2_nest(int dir_fd, const char *path, unsigned ctrls, struct al_error *er
 	unsigned got = cg_v2_enable(dir_fd, want, why);
 	for (size_t i = 0; i < AL_ARRAY_SIZE(cg_v2_ctrls); i++)
 		if ((want & CG_BIT(cg_v2_ctrls[i])) && !(got & CG_BIT(cg_v2_ctrls[i])))
-			return al_err_sys(err, why[cg_v2_ctrls[i]] ? why[cg_v2_ctrls[i]] : EPERM, "enabling %s for the children of %s",
-					  host_cg_ctrl_name(cg_v2_ctrls[i]), path);
+			return al_err_sys(err, why[cg_v2_ctrls[i]] ? why[cg_v2_ctrls[i]] : EPERM,
+					  "enabling %s for the children of %s", host_cg_ctrl_name(cg_v2_ctrls[i]),
+					  path);
 	return 0;
 }
 

@@ -202,8 +202,8 @@ static int cg_add_v1(struct cg_job *cg, const struct host_cgroups *hc, enum host
 }
 
 /* Sets up v2 for the controllers that use it; those it cannot give fall to NONE with a reason. */
-static int cg_setup_v2(struct cg_job *cg, struct host_cgroups *hc, const struct cg_limits *lim, int why[],
-		       char *v2msg, size_t v2size, struct al_error *err)
+static int cg_setup_v2(struct cg_job *cg, struct host_cgroups *hc, const struct cg_limits *lim, int why[], char *v2msg,
+		       size_t v2size, struct al_error *err)
 {
 	unsigned want = 0, got = 0, used = 0;
 	for (int c = 0; c < HOST_CG__COUNT; c++)
@@ -277,7 +277,8 @@ int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error 
 		if (hc->use[c] == HOST_CG_NONE && cg_needed(lim, c)) {
 			char why_s[AL_ERROR_MAX - 64];
 			cg_why(hc, c, why[c], v2msg, why_s, sizeof(why_s));
-			r = al_err(err, why[c] ? why[c] : EPERM, "cgroup %s: no writable v1 or v2 %s controller for this user (%s)",
+			r = al_err(err, why[c] ? why[c] : EPERM,
+				   "cgroup %s: no writable v1 or v2 %s controller for this user (%s)",
 				   host_cg_ctrl_name(c), host_cg_ctrl_name(c), why_s);
 			goto fail;
 		}

@@ -10,9 +10,9 @@
 #include "host/host.h"
 
 struct cg_limits {
-	uint64_t memory_bytes;	/* AL_UNLIMITED: none (swap is always disabled when set) */
-	uint64_t pids;		/* AL_UNLIMITED: none */
-	uint64_t cpu_millis;	/* AL_UNLIMITED: none; 500 = half a CPU */
+	uint64_t memory_bytes;		       /* AL_UNLIMITED: none (swap is always disabled when set) */
+	uint64_t pids;			       /* AL_UNLIMITED: none */
+	uint64_t cpu_millis;		       /* AL_UNLIMITED: none; 500 = half a CPU */
 	bool need_memory, need_pids, need_cpu; /* explicitly requested: fail rather than skip */
 };
 
@@ -24,7 +24,7 @@ struct cg_usage {
 	uint64_t oom_kills;
 	bool pids_limit_hit;
 	bool memory_limited, pids_limited, cpu_limited; /* what was actually enforced */
-	int version;		    /* 1 or 2 (per the memory controller), 0 if none */
+	int version;					/* 1 or 2 (per the memory controller), 0 if none */
 };
 
 struct cg_job; /* opaque */
@@ -68,11 +68,11 @@ const char *cg_job_path(const struct cg_job *cg, enum host_cg_ctrl c);
 
 /* ---- additions: pure helpers (no side effects; unit-tested) ------------------------ */
 
-#define CG_NAME_PREFIX "airlock-"
-#define CG_CPU_PERIOD_US 100000ULL /* v1 cpu.cfs_period_us and the v2 cpu.max period */
-#define CG_V2_JOBS "airlock.jobs"  /* v2: holds the job cgroups, controllers enabled for them */
-#define CG_V2_SELF "airlock.self"  /* v2: the leaf our delegated cgroup's processes move into */
-#define CG_V2_HELD "airlock.held"  /* v2: the leaf a job cgroup's own processes move into (cg_create_child) */
+#define CG_NAME_PREFIX	 "airlock-"
+#define CG_CPU_PERIOD_US 100000ULL	/* v1 cpu.cfs_period_us and the v2 cpu.max period */
+#define CG_V2_JOBS	 "airlock.jobs" /* v2: holds the job cgroups, controllers enabled for them */
+#define CG_V2_SELF	 "airlock.self" /* v2: the leaf our delegated cgroup's processes move into */
+#define CG_V2_HELD	 "airlock.held" /* v2: the leaf a job cgroup's own processes move into (cg_create_child) */
 
 /* "airlock-<owner>-<counter>-<8 hex>". Returns the length or -ENAMETOOLONG. */
 int cg_name_format(char *buf, size_t size, pid_t owner, unsigned long counter, uint32_t rnd);

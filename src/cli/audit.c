@@ -18,29 +18,28 @@
 #include "util/cleanup.h"
 
 #define FOLLOW_POLL_MS 200
-#define TAIL_MAX 1000000 /* records tail keeps in memory */
+#define TAIL_MAX       1000000 /* records tail keeps in memory */
 
-static const char audit_usage[] =
-	"Usage: airlock audit tail [-n N] [-f|--follow] [FILE]\n"
-	"       airlock audit grep FIELD=VALUE... [FILE]\n"
-	"\n"
-	"tail   print the last N records (default 10); --follow then prints new records as\n"
-	"       they are written (across rotations) until interrupted\n"
-	"grep   print the records whose FIELD equals VALUE (every FIELD=VALUE given must\n"
-	"       hold). FIELD is a dotted path: event (start and end of a call that ran,\n"
-	"       call for one that did not, repair), call_id, tool, sandbox, risk.level,\n"
-	"       risk.rule, client.transport, client.peer, client.principal,\n"
-	"       approval.decision, approval.by (rule, auto, elicitation, http, terminal,\n"
-	"       timeout, unavailable, cancelled), result.status, params.language, ...\n"
-	"       Strings compare exactly; numbers, true, false and null by their JSON text\n"
-	"\n"
-	"FILE (- reads standard input) defaults to the configuration's audit.path, else\n"
-	"/var/log/airlock/audit.jsonl as root and $XDG_STATE_HOME/airlock/audit.jsonl\n"
-	"(~/.local/state/...) otherwise. Records print as compact JSON lines with every\n"
-	"non-ASCII and control character escaped, so nothing a request held can drive the\n"
-	"terminal. Torn or invalid lines (left by a crash mid-write) are skipped, and\n"
-	"counted on standard error.\n"
-	"Exit status: 0; grep: 1 when no record matched; 125 on error.\n";
+static const char audit_usage[] = "Usage: airlock audit tail [-n N] [-f|--follow] [FILE]\n"
+				  "       airlock audit grep FIELD=VALUE... [FILE]\n"
+				  "\n"
+				  "tail   print the last N records (default 10); --follow then prints new records as\n"
+				  "       they are written (across rotations) until interrupted\n"
+				  "grep   print the records whose FIELD equals VALUE (every FIELD=VALUE given must\n"
+				  "       hold). FIELD is a dotted path: event (start and end of a call that ran,\n"
+				  "       call for one that did not, repair), call_id, tool, sandbox, risk.level,\n"
+				  "       risk.rule, client.transport, client.peer, client.principal,\n"
+				  "       approval.decision, approval.by (rule, auto, elicitation, http, terminal,\n"
+				  "       timeout, unavailable, cancelled), result.status, params.language, ...\n"
+				  "       Strings compare exactly; numbers, true, false and null by their JSON text\n"
+				  "\n"
+				  "FILE (- reads standard input) defaults to the configuration's audit.path, else\n"
+				  "/var/log/airlock/audit.jsonl as root and $XDG_STATE_HOME/airlock/audit.jsonl\n"
+				  "(~/.local/state/...) otherwise. Records print as compact JSON lines with every\n"
+				  "non-ASCII and control character escaped, so nothing a request held can drive the\n"
+				  "terminal. Torn or invalid lines (left by a crash mid-write) are skipped, and\n"
+				  "counted on standard error.\n"
+				  "Exit status: 0; grep: 1 when no record matched; 125 on error.\n";
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
@@ -102,7 +101,8 @@ static char *log_path(const char *arg)
 		cli_fail("%s", e.msg);
 		return NULL;
 	}
-	int r = c->audit.path ? ((path = strdup(c->audit.path)) ? 0 : -ENOMEM) : audit_default_path(geteuid() == 0, &path);
+	int r = c->audit.path ? ((path = strdup(c->audit.path)) ? 0 : -ENOMEM)
+			      : audit_default_path(geteuid() == 0, &path);
 	cfg_free(c);
 	if (r < 0)
 		cli_fail("audit: %s", r == -ENOMEM ? "out of memory" : "no audit.path configured and no $HOME");
@@ -248,8 +248,11 @@ static int tail(const char *path, size_t n, bool follow_it)
 static int cmd_tail(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"lines", required_argument, NULL, 'n'}, {"follow", no_argument, NULL, 'f'},
-		{"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0},
+		{"lines", required_argument, NULL, 'n'},
+		{"follow", no_argument, NULL, 'f'},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	uint64_t n = 10;
 	bool follow_it = false;
@@ -312,7 +315,9 @@ static const json_t *lookup(const json_t *rec, const char *path, size_t len)
 		snprintf(key, sizeof(key), "%.*s", (int)part, path);
 		char *end;
 		unsigned long i = strtoul(key, &end, 10);
-		v = json_is_object(v) ? json_object_get(v, key) : json_is_array(v) && !*end && *key ? json_array_get(v, i) : NULL;
+		v = json_is_object(v)			? json_object_get(v, key)
+		    : json_is_array(v) && !*end && *key ? json_array_get(v, i)
+							: NULL;
 		path += part + (part < len);
 		len -= part + (part < len);
 	}
@@ -325,7 +330,8 @@ static bool holds(const json_t *rec, const struct filter *f)
 	if (!v)
 		return false;
 	if (json_is_string(v))
-		return strlen(json_string_value(v)) == json_string_length(v) && strcmp(json_string_value(v), f->value) == 0;
+		return strlen(json_string_value(v)) == json_string_length(v) &&
+		       strcmp(json_string_value(v), f->value) == 0;
 	cleanup_free char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_PRESERVE_ORDER);
 	return text && strcmp(text, f->value) == 0;
 }
@@ -381,7 +387,8 @@ static int cmd_grep(int argc, char **argv)
 		}
 	}
 	if (g.n == 0)
-		return cli_fail("audit grep: give at least one FIELD=VALUE (usage: airlock audit grep FIELD=VALUE... [FILE])");
+		return cli_fail(
+			"audit grep: give at least one FIELD=VALUE (usage: airlock audit grep FIELD=VALUE... [FILE])");
 	cleanup_free char *path = log_path(file);
 	return path ? grep(path, &g) : AL_EXIT_FAILURE;
 }

@@ -83,9 +83,12 @@ static void check_userns(struct check_table *t, const struct al_host_report *r)
 	}
 	bool both = u->newuidmap[0] && u->newgidmap[0];
 	bool priv = u->newuidmap_privileged && u->newgidmap_privileged;
-	check_add(t, "newuidmap/newgidmap", yesno(both), "%s, %s%s", u->newuidmap[0] ? u->newuidmap : "newuidmap absent",
+	check_add(t, "newuidmap/newgidmap", yesno(both), "%s, %s%s",
+		  u->newuidmap[0] ? u->newuidmap : "newuidmap absent",
 		  u->newgidmap[0] ? u->newgidmap : "newgidmap absent",
-		  !both ? "" : priv ? " (setuid or file caps)" : " (not privileged: cannot map id ranges)");
+		  !both	 ? ""
+		  : priv ? " (setuid or file caps)"
+			 : " (not privileged: cannot map id ranges)");
 	for (int ns = 0; ns < HOST_NS__COUNT; ns++) {
 		char feature[40];
 		snprintf(feature, sizeof(feature), "namespace %s", host_ns_name(ns));
@@ -98,9 +101,10 @@ static void check_lsm(struct check_table *t, const struct al_host_report *r)
 	if (r->landlock_abi > 0)
 		check_add(t, "landlock", "yes", "ABI %d", r->landlock_abi);
 	else
-		check_add(t, "landlock", "no", "%s", r->landlock_err == EOPNOTSUPP ? "built in but disabled at boot"
-						   : r->landlock_err == ENOSYS   ? "not built into this kernel"
-										 : strerror(r->landlock_err));
+		check_add(t, "landlock", "no", "%s",
+			  r->landlock_err == EOPNOTSUPP ? "built in but disabled at boot"
+			  : r->landlock_err == ENOSYS	? "not built into this kernel"
+							: strerror(r->landlock_err));
 	const struct host_seccomp *s = &r->seccomp;
 	char acts[256] = "";
 	for (int a = 0; a < HOST_SECCOMP__COUNT; a++)
@@ -122,7 +126,8 @@ static void check_hier(struct check_table *t, const char *feature, const struct 
 	else if (!h->found)
 		check_add(t, feature, "no", "mounted at %s, but our cgroup is not visible there", h->mount);
 	else
-		check_add(t, feature, "yes", "%s, %s%s", h->dir, h->writable ? "writable" : "not writable by us", extra);
+		check_add(t, feature, "yes", "%s, %s%s", h->dir, h->writable ? "writable" : "not writable by us",
+			  extra);
 }
 
 static void check_cgroup(struct check_table *t, const struct al_host_report *r)
@@ -153,8 +158,11 @@ static void check_cgroup(struct check_table *t, const struct al_host_report *r)
 		snprintf(use + len, sizeof(use) - len, "%s%s=%s", len ? " " : "", host_cg_ctrl_name(c), v ? v : "none");
 		usable += v != NULL;
 	}
-	check_add(t, "cgroup controllers usable", usable == HOST_CG__COUNT ? "yes" : usable ? "partial" : "no", "%s",
-		  use);
+	check_add(t, "cgroup controllers usable",
+		  usable == HOST_CG__COUNT ? "yes"
+		  : usable		   ? "partial"
+					   : "no",
+		  "%s", use);
 }
 
 static void check_other(struct check_table *t, const struct al_host_report *r)

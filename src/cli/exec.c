@@ -100,7 +100,8 @@ static int known_languages(const struct cfg *c, const char *name)
 {
 	char known[512] = "";
 	for (size_t i = 0; i < c->nlanguages; i++)
-		snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "", c->languages[i].name);
+		snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+			 c->languages[i].name);
 	return cli_fail("exec: unknown language '%s' (known: %s)", name, known);
 }
 

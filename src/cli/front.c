@@ -35,7 +35,8 @@ void front_print_options(bool exec)
 		char flag[64], shortf[8] = "    ";
 		if (o->short_name)
 			snprintf(shortf, sizeof(shortf), "-%c, ", o->short_name);
-		snprintf(flag, sizeof(flag), "%s--%s%s%s", shortf, o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		snprintf(flag, sizeof(flag), "%s--%s%s%s", shortf, o->name, o->metavar ? " " : "",
+			 o->metavar ? o->metavar : "");
 		printf("  %-34s %s\n", flag, o->help);
 	}
 }
@@ -158,7 +159,9 @@ static int apply_profile(struct front *f, const char *name, struct al_error *e)
 		if (cfg_profile_allows(pr, f->flags[i].o, f->flags[i].arg, e) < 0)
 			return cli_fail("%s", e->msg);
 	if (!pr->namespaces)
-		fprintf(stderr, "airlock: WARNING: profile %s: NO ISOLATION. The command runs with the host's filesystem and network (local development only).\n",
+		fprintf(stderr,
+			"airlock: WARNING: profile %s: NO ISOLATION. The command runs with the host's filesystem and "
+			"network (local development only).\n",
 			pr->name);
 	return 0;
 }
@@ -233,7 +236,8 @@ static void report_not_applied(const struct al_verdict *v)
 		if (v->limits_not_applied & (1u << l))
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", names[0] ? ", " : "",
 				 al_limit_name((enum al_limit)l));
-	fprintf(stderr, "airlock: WARNING: best-effort limits: NOT applied (no delegated cgroup for them): %s\n", names);
+	fprintf(stderr, "airlock: WARNING: best-effort limits: NOT applied (no delegated cgroup for them): %s\n",
+		names);
 }
 
 /* In human mode the job's stdout stays its own; what airlock did to the job goes to stderr. */
@@ -251,9 +255,11 @@ static void report_end(const struct al_verdict *v, const struct al_policy *p)
 		fprintf(stderr, "airlock: killed by the out-of-memory killer at the memory limit\n");
 	if (v->pids_limit_hit)
 		fprintf(stderr, "airlock: the process limit (--pids) was reached: a fork failed\n");
-	if ((v->out.truncated || v->err.truncated) && v->status != AL_STATUS_KILLED) /* a stopped job's output is cut anyway */
-		fprintf(stderr, "airlock: output truncated at the output limit (%s%s%s)\n", v->out.truncated ? "stdout" : "",
-			v->out.truncated && v->err.truncated ? ", " : "", v->err.truncated ? "stderr" : "");
+	if ((v->out.truncated || v->err.truncated) &&
+	    v->status != AL_STATUS_KILLED) /* a stopped job's output is cut anyway */
+		fprintf(stderr, "airlock: output truncated at the output limit (%s%s%s)\n",
+			v->out.truncated ? "stdout" : "", v->out.truncated && v->err.truncated ? ", " : "",
+			v->err.truncated ? "stderr" : "");
 	if (v->seccomp_killed)
 		fprintf(stderr, "airlock: the command was killed by the seccomp filter (a forbidden system call)\n");
 }
@@ -273,8 +279,13 @@ int front_run(struct front *f)
 			close(rfd);
 		return cli_fail("cannot take the stop signals (signalfd): %s", strerror(errno));
 	}
-	struct al_spawn_opts so = {.size = sizeof(so), .stdin_fd = 0, .stdout_mode = mode, .stderr_mode = mode,
-				   .stdout_live_fd = 1, .stderr_live_fd = 2, .stop_fd = stop_fd};
+	struct al_spawn_opts so = {.size = sizeof(so),
+				   .stdin_fd = 0,
+				   .stdout_mode = mode,
+				   .stderr_mode = mode,
+				   .stdout_live_fd = 1,
+				   .stderr_live_fd = 2,
+				   .stop_fd = stop_fd};
 	al_cleanup_stale();
 	if (f->stdin_null || fcntl(0, F_GETFD) < 0)
 		so.stdin_fd = -1;
@@ -284,7 +295,8 @@ int front_run(struct front *f)
 	al_job_free(job);
 	if (!ok) {
 		struct al_verdict fail = {.status = AL_STATUS_SETUP_ERROR,
-					  .backend = al_backend_name(al_policy_get_backend(f->policy)), .setup = e};
+					  .backend = al_backend_name(al_policy_get_backend(f->policy)),
+					  .setup = e};
 		emit(f, &fail, rfd);
 		rc = cli_fail("%s", e.msg);
 	} else {

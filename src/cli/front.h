@@ -22,7 +22,7 @@ struct front {
 	int result_fd;
 	const char *result_file;
 	/* what to build */
-	const char *profile; /* --profile, or NULL */
+	const char *profile;	  /* --profile, or NULL */
 	struct front_flag *flags; /* policy options, applied after the profile, in order */
 	size_t nflags;
 	/* exec only */

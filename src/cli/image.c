@@ -42,24 +42,31 @@ struct image_args {
 static const char **string_slot(struct image_args *a, int c)
 {
 	switch (c) {
-	case 's': return &a->store;
-	case 'p': return &a->packages;
-	case 'S': return &a->suite;
-	case 'M': return &a->mirror;
-	case 'V': return &a->variant;
-	case 'r': return &a->recipe;
-	default: return NULL;
+	case 's':
+		return &a->store;
+	case 'p':
+		return &a->packages;
+	case 'S':
+		return &a->suite;
+	case 'M':
+		return &a->mirror;
+	case 'V':
+		return &a->variant;
+	case 'r':
+		return &a->recipe;
+	default:
+		return NULL;
 	}
 }
 
 static int parse(int argc, char **argv, struct image_args *a)
 {
 	static const struct option opts[] = {
-		{"store", required_argument, NULL, 's'},   {"max-size", required_argument, NULL, 'm'},
+		{"store", required_argument, NULL, 's'},    {"max-size", required_argument, NULL, 'm'},
 		{"packages", required_argument, NULL, 'p'}, {"suite", required_argument, NULL, 'S'},
-		{"mirror", required_argument, NULL, 'M'},  {"variant", required_argument, NULL, 'V'},
-		{"recipe", required_argument, NULL, 'r'},  {"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},	   {NULL, 0, NULL, 0},
+		{"mirror", required_argument, NULL, 'M'},   {"variant", required_argument, NULL, 'V'},
+		{"recipe", required_argument, NULL, 'r'},   {"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
 	};
 	*a = (struct image_args){.lim = {IMG_DEFAULT_MAX_BYTES, IMG_DEFAULT_MAX_ENTRIES}};
 	struct al_error e = {0};
@@ -205,7 +212,8 @@ static int load_recipe(const char *file, struct img_build_spec *sp)
 	fclose(f);
 	struct cfg_node *root = NULL;
 	struct al_error e = {0};
-	if (!buf || n > CFG_MAX_BYTES || cfg_yaml_parse(buf, n, file, &root, &e) < 0 || !root || root->kind != CFG_MAP) {
+	if (!buf || n > CFG_MAX_BYTES || cfg_yaml_parse(buf, n, file, &root, &e) < 0 || !root ||
+	    root->kind != CFG_MAP) {
 		cfg_node_free(root);
 		return cli_fail("image build: %s: %s", file, e.msg[0] ? e.msg : "not a recipe (a YAML mapping)");
 	}

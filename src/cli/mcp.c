@@ -169,10 +169,10 @@ struct prompt {
 	int tty;
 	int stop; /* eventfd */
 	bool tty_dead;
-	uint64_t cur; /* the question on screen, 0: none */
+	uint64_t cur;			 /* the question on screen, 0: none */
 	char digest[APQ_DIGEST_LEN + 1]; /* of the request on screen */
-	char *code;	  /* its code as shown (apq_visible), malloc'd, or NULL */
-	size_t code_off;  /* how much of it was shown */
+	char *code;			 /* its code as shown (apq_visible), malloc'd, or NULL */
+	size_t code_off;		 /* how much of it was shown */
 	unsigned code_line;
 	char line[64];
 	size_t len;
@@ -245,15 +245,17 @@ static void show(struct prompt *p, const json_t *item)
 	cleanup_free char *other = rest ? json_dumps(rest, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_SORT_KEYS) : NULL;
 	json_decref(rest);
 	long long timeout_s = (json_integer_value(json_object_get(item, "timeout_ms")) -
-			       json_integer_value(json_object_get(item, "age_ms")) + 999) / 1000;
+			       json_integer_value(json_object_get(item, "age_ms")) + 999) /
+			      1000;
 	free(p->code);
 	const char *code = json_string_value(json_object_get(item, "code_visible"));
 	p->code = code ? strdup(code) : NULL;
 	p->code_off = 0;
 	p->code_line = 0;
 	(void)tcflush(p->tty, TCIFLUSH); /* type-ahead must not answer a question not yet shown */
-	say(p, "\r\nairlock mcp: approval needed (request %llu, %lld s left)\r\n  tool:      %s\r\n  risk:      %s\r\n"
-	       "  caller:    %s\r\n  sandbox:   %s\r\n  arguments: %s\r\n  digest:    %s\r\n",
+	say(p,
+	    "\r\nairlock mcp: approval needed (request %llu, %lld s left)\r\n  tool:      %s\r\n  risk:      %s\r\n"
+	    "  caller:    %s\r\n  sandbox:   %s\r\n  arguments: %s\r\n  digest:    %s\r\n",
 	    (unsigned long long)p->cur, timeout_s > 0 ? timeout_s : 0, tool, reason, who[0] ? who : "?",
 	    sb ? sandbox : "a new throwaway sandbox", other ? other : "{}", p->digest);
 	if (p->code)
@@ -271,11 +273,12 @@ static void refresh(struct prompt *p)
 	bool still = false;
 	size_t i;
 	json_t *item;
-	json_array_foreach (list, i, item)
+	json_array_foreach(list, i, item)
 		if ((uint64_t)json_integer_value(json_object_get(item, "id")) == p->cur)
 			still = true;
 	if (p->cur && !still) {
-		say(p, "\r\nairlock mcp: request %llu is no longer waiting (timed out or cancelled): it will not run.\r\n",
+		say(p,
+		    "\r\nairlock mcp: request %llu is no longer waiting (timed out or cancelled): it will not run.\r\n",
 		    (unsigned long long)p->cur);
 		p->cur = 0;
 	}
@@ -329,7 +332,8 @@ static void read_tty(struct prompt *p)
 		/* Hung up, or we are not in the terminal's foreground (EIO): nobody can answer here any
 		 * more; what waits times out, which is a denial. */
 		p->tty_dead = true;
-		fprintf(stderr, "airlock mcp: the terminal can no longer be read (%s): approvals asked there will time out\n",
+		fprintf(stderr,
+			"airlock mcp: the terminal can no longer be read (%s): approvals asked there will time out\n",
 			n < 0 ? strerror(errno) : "end of file");
 		return;
 	}
@@ -440,7 +444,8 @@ static int channels(void *ctx, struct cfg *cfg)
 	cc->mo->no_elicitation = !m->elicitation;
 	cc->mo->approver_first = m->terminal_first;
 	/* Nobody to ask (auto=LEVEL, deny): the policy decides alone, denying what it cannot approve. */
-	a->channel_bits = (m->elicitation ? 1u << CFG_CHAN_ELICITATION : 0) | (m->terminal ? 1u << CFG_CHAN_TERMINAL : 0);
+	a->channel_bits =
+		(m->elicitation ? 1u << CFG_CHAN_ELICITATION : 0) | (m->terminal ? 1u << CFG_CHAN_TERMINAL : 0);
 	if (m->auto_level_set)
 		a->auto_approve_up_to = m->auto_level;
 	return 0;
@@ -449,8 +454,10 @@ static int channels(void *ctx, struct cfg *cfg)
 static int parse_args(int argc, char **argv, const char **profile, const char **audit_path, struct approve_mode *m)
 {
 	static const struct option opts[] = {
-		{"profile", required_argument, NULL, 'p'}, {"audit", required_argument, NULL, 'a'},
-		{"approve", required_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
+		{"profile", required_argument, NULL, 'p'},
+		{"audit", required_argument, NULL, 'a'},
+		{"approve", required_argument, NULL, 'A'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
@@ -493,8 +500,8 @@ int cli_mcp(int argc, char **argv)
 	struct prompt pr = {.stop = -1};
 	/* The controlling terminal, if any; O_NOCTTY: never acquire one. */
 	cleanup_close int tty = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
-	struct mcp_opts mo = {.size = sizeof(mo), .server_version = AIRLOCK_VERSION, .log = log_stderr,
-			      .transport = "stdio"};
+	struct mcp_opts mo = {
+		.size = sizeof(mo), .server_version = AIRLOCK_VERSION, .log = log_stderr, .transport = "stdio"};
 	struct channel_choice cc = {.mode = &mode, .tty = tty, .mo = &mo};
 	int sfd = service_stop_signals(true);
 	if (sfd < 0) {
@@ -503,9 +510,14 @@ int cli_mcp(int argc, char **argv)
 	}
 	char peer[128];
 	stdio_peer(peer, sizeof(peer));
-	struct service_opts so = {.size = sizeof(so), .config = cli_config_path(), .profile = profile,
-				  .audit = audit_path, .transport = "stdio", .peer = peer,
-				  .adjust = channels, .adjust_ctx = &cc};
+	struct service_opts so = {.size = sizeof(so),
+				  .config = cli_config_path(),
+				  .profile = profile,
+				  .audit = audit_path,
+				  .transport = "stdio",
+				  .peer = peer,
+				  .adjust = channels,
+				  .adjust_ctx = &cc};
 	int r = service_open(&so, &svc, &e);
 	if (r < 0) {
 		if (r != -ECANCELED)

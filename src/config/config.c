@@ -20,11 +20,16 @@
 #include "util/error.h"
 
 static const enum opt_id limit_ids[CFG_LIM__COUNT] = {
-	[CFG_LIM_TIME] = OPT_TIME,		 [CFG_LIM_CPU_TIME] = OPT_CPU_TIME,
-	[CFG_LIM_MEMORY] = OPT_MEMORY,		 [CFG_LIM_CPUS] = OPT_CPUS,
-	[CFG_LIM_PIDS] = OPT_PIDS,		 [CFG_LIM_DISK] = OPT_DISK,
-	[CFG_LIM_OUTPUT] = OPT_OUTPUT_LIMIT,	 [CFG_LIM_OPEN_FILES] = OPT_OPEN_FILES,
-	[CFG_LIM_FILE_SIZE] = OPT_FILE_SIZE,	 [CFG_LIM_ADDRESS_SPACE] = OPT_ADDRESS_SPACE,
+	[CFG_LIM_TIME] = OPT_TIME,
+	[CFG_LIM_CPU_TIME] = OPT_CPU_TIME,
+	[CFG_LIM_MEMORY] = OPT_MEMORY,
+	[CFG_LIM_CPUS] = OPT_CPUS,
+	[CFG_LIM_PIDS] = OPT_PIDS,
+	[CFG_LIM_DISK] = OPT_DISK,
+	[CFG_LIM_OUTPUT] = OPT_OUTPUT_LIMIT,
+	[CFG_LIM_OPEN_FILES] = OPT_OPEN_FILES,
+	[CFG_LIM_FILE_SIZE] = OPT_FILE_SIZE,
+	[CFG_LIM_ADDRESS_SPACE] = OPT_ADDRESS_SPACE,
 	[CFG_LIM_BEST_EFFORT] = OPT_BEST_EFFORT,
 };
 
@@ -219,8 +224,9 @@ int conv_pick(struct conv *c, const struct cfg_node *n, const char *path, const 
 int conv_bool(struct conv *c, const struct cfg_node *n, const char *path, bool *out)
 {
 	static const char *const names[] = {"false", "true"};
-	int r = n->kind == CFG_SCALAR && !n->plain ? conv_bad(c->err, EINVAL, n->mark, path, "expected true or false, unquoted")
-						   : conv_pick(c, n, path, names, 2);
+	int r = n->kind == CFG_SCALAR && !n->plain
+			? conv_bad(c->err, EINVAL, n->mark, path, "expected true or false, unquoted")
+			: conv_pick(c, n, path, names, 2);
 	if (r >= 0)
 		*out = r == 1;
 	return r < 0 ? r : 0;
@@ -228,8 +234,8 @@ int conv_bool(struct conv *c, const struct cfg_node *n, const char *path, bool *
 
 /* Refuses unknown keys, then converts the known ones in the table's order (so a key may rely on
  * an earlier one, as profiles rely on network.registries, whatever the file's order). */
-int conv_fields(struct conv *c, const struct cfg_node *map, const char *path, const struct field *f,
-		       size_t nf, void *obj)
+int conv_fields(struct conv *c, const struct cfg_node *map, const char *path, const struct field *f, size_t nf,
+		void *obj)
 {
 	int r = conv_want(c, map, CFG_MAP, path);
 	for (size_t i = 0; r == 0 && i < map->n; i++) {
@@ -258,19 +264,21 @@ int conv_fields(struct conv *c, const struct cfg_node *map, const char *path, co
 int conv_check_name(struct conv *c, const char *name, struct cfg_mark m, const char *path)
 {
 	size_t n = strlen(name);
-	bool ok = n > 0 && n <= CFG_NAME_MAX && ((name[0] >= 'a' && name[0] <= 'z') ||
-						 (name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= '0' && name[0] <= '9'));
+	bool ok = n > 0 && n <= CFG_NAME_MAX &&
+		  ((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+		   (name[0] >= '0' && name[0] <= '9'));
 	for (size_t i = 0; ok && i < n; i++)
 		ok = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", name[i]) != NULL;
 	if (ok)
 		return 0;
 	return conv_bad(c->err, EINVAL, m, path,
-			"invalid name (1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit)", CFG_NAME_MAX);
+			"invalid name (1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit)",
+			CFG_NAME_MAX);
 }
 
 /* A mapping of user-chosen names: calls fn for each entry i of count with its checked name. */
 int conv_named(struct conv *c, const struct cfg_node *map, const char *path,
-		      int (*fn)(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i))
+	       int (*fn)(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i))
 {
 	int r = conv_want(c, map, CFG_MAP, path);
 	if (r == 0 && map->n > CFG_MAX_ENTRIES)
@@ -286,7 +294,7 @@ int conv_named(struct conv *c, const struct cfg_node *map, const char *path,
 
 /* A list of strings, each checked by check (may be NULL) before it is kept. */
 int conv_strv(struct conv *c, const struct cfg_node *seq, const char *path, struct cfg_strv *out,
-		     int (*check)(struct conv *c, const struct cfg_node *item, const char *ipath, void *obj), void *obj)
+	      int (*check)(struct conv *c, const struct cfg_node *item, const char *ipath, void *obj), void *obj)
 {
 	int r = conv_want(c, seq, CFG_SEQ, path);
 	if (r < 0)
@@ -321,15 +329,17 @@ static int conv_limits(struct conv *c, const struct cfg_node *map, const char *p
 		while (k < CFG_LIM__COUNT && strcmp(cfg_limit_option(k)->name, e->key) != 0)
 			k++;
 		if (k == CFG_LIM__COUNT) {
-			r = conv_bad(c->err, EINVAL, e->key_mark, sub, "unknown key (expected time, cpu-time, memory, cpus, pids, "
-					    "disk, output-limit, open-files, file-size, address-space or best-effort-limits)");
+			r = conv_bad(c->err, EINVAL, e->key_mark, sub,
+				     "unknown key (expected time, cpu-time, memory, cpus, pids, "
+				     "disk, output-limit, open-files, file-size, address-space or best-effort-limits)");
 			break;
 		}
 		const struct al_option *o = cfg_limit_option(k);
 		struct al_error e2 = {0};
 		char flag[40];
 		snprintf(flag, sizeof(flag), "--%s", o->name);
-		if ((r = conv_want(c, e->value, CFG_SCALAR, sub)) == 0 && opt_apply(c->scratch, o, e->value->text, &e2) < 0)
+		if ((r = conv_want(c, e->value, CFG_SCALAR, sub)) == 0 &&
+		    opt_apply(c->scratch, o, e->value->text, &e2) < 0)
 			r = conv_bad(c->err, -e2.code, e->value->mark, sub, "%s", detail(&e2, flag));
 		if (r == 0)
 			r = conv_copy_str(c, e->value, sub, &l->text[k]);
@@ -429,12 +439,14 @@ static int p_network(struct conv *c, const struct cfg_node *v, const char *path,
 	if (v->kind == CFG_SEQ) {
 		int r = conv_strv(c, v, path, &p->registries, check_registry_ref, NULL);
 		if (r == 0 && p->registries.n == 0)
-			r = conv_bad(c->err, EINVAL, v->mark, path, "an empty list of registries allows nothing: say none");
+			r = conv_bad(c->err, EINVAL, v->mark, path,
+				     "an empty list of registries allows nothing: say none");
 		p->net = AL_NET_ALLOW;
 		return r;
 	}
 	if (v->kind != CFG_SCALAR || cfg_node_is_null(v))
-		return conv_bad(c->err, EINVAL, v->mark, path, "expected none, loopback, host or a list of registry names");
+		return conv_bad(c->err, EINVAL, v->mark, path,
+				"expected none, loopback, host or a list of registry names");
 	int r = conv_pick(c, v, path, names, AL_ARRAY_SIZE(names));
 	if (r >= 0)
 		p->net = postures[r];
@@ -451,8 +463,8 @@ static int p_filesystem(struct conv *c, const struct cfg_node *v, const char *pa
 
 static int p_seccomp(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const char *const names[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",
-					    [AL_SECCOMP_OFF] = "off"};
+	static const char *const names[] = {
+		[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict", [AL_SECCOMP_OFF] = "off"};
 	int r = conv_pick(c, v, path, names, AL_ARRAY_SIZE(names));
 	if (r >= 0)
 		((struct cfg_profile *)obj)->seccomp = (enum al_seccomp_profile)r;
@@ -484,7 +496,7 @@ int conv_host_path(struct conv *c, const struct cfg_node *it, const char *ipath,
 	if (it->text[0] == '/' && pol_check_inside_path(it->text, &e) == 0)
 		return 0;
 	return conv_bad(c->err, EINVAL, it->mark, ipath, "'%.64s' must be an absolute path without '.' or '..' parts",
-		   it->text);
+			it->text);
 }
 
 static int p_rootfs(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
@@ -529,15 +541,16 @@ static int conv_profile(struct conv *c, const struct cfg_entry *e, const char *s
 	};
 	struct cfg_profile *p = &c->cfg->profiles[i];
 	/* The strict end of every knob a profile leaves out. */
-	*p = (struct cfg_profile){.namespaces = true, .net = AL_NET_NONE, .filesystem = CFG_FS_WORKSPACE,
-				  .seccomp = AL_SECCOMP_DEFAULT};
+	*p = (struct cfg_profile){
+		.namespaces = true, .net = AL_NET_NONE, .filesystem = CFG_FS_WORKSPACE, .seccomp = AL_SECCOMP_DEFAULT};
 	if (!(p->name = strdup(e->key)))
 		return al_err(c->err, ENOMEM, "out of memory");
 	c->cfg->nprofiles = i + 1;
 	int r = conv_fields(c, e->value, sub, fields, AL_ARRAY_SIZE(fields), p);
 	/* Without namespaces there is nothing to build a private network or filesystem view in. */
 	if (r == 0 && !p->namespaces && (p->net != AL_NET_HOST || p->filesystem != CFG_FS_HOST))
-		r = conv_bad(c->err, EINVAL, e->value->mark, sub, "namespaces: false needs network: host and filesystem: host");
+		r = conv_bad(c->err, EINVAL, e->value->mark, sub,
+			     "namespaces: false needs network: host and filesystem: host");
 	return r;
 }
 
@@ -572,8 +585,8 @@ static int l_compile(struct conv *c, const struct cfg_node *v, const char *path,
 static int l_file(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	int r = conv_want(c, v, CFG_SCALAR, path);
-	if (r == 0 && (!v->text[0] || strchr(v->text, '/') || strcmp(v->text, ".") == 0 ||
-		       strcmp(v->text, "..") == 0 || strlen(v->text) > NAME_MAX))
+	if (r == 0 && (!v->text[0] || strchr(v->text, '/') || strcmp(v->text, ".") == 0 || strcmp(v->text, "..") == 0 ||
+		       strlen(v->text) > NAME_MAX))
 		r = conv_bad(c->err, EINVAL, v->mark, path, "'%.64s' is not a plain file name", v->text);
 	return r ?: conv_copy_str(c, v, path, &((struct cfg_language *)obj)->file);
 }
@@ -644,8 +657,8 @@ static int conv_version(struct conv *c, const struct cfg_node *v, const char *pa
 {
 	int r = conv_want(c, v, CFG_SCALAR, path);
 	if (r == 0 && (!v->plain || strcmp(v->text, "1") != 0))
-		r = conv_bad(c->err, EINVAL, v->mark, path, "unsupported version '%.16s' (this airlock reads version %d)",
-			v->text, CFG_VERSION);
+		r = conv_bad(c->err, EINVAL, v->mark, path,
+			     "unsupported version '%.16s' (this airlock reads version %d)", v->text, CFG_VERSION);
 	return r;
 }
 
@@ -657,9 +670,9 @@ static int conv_top_limits(struct conv *c, const struct cfg_node *v, const char 
 static int convert(const struct cfg_node *root, struct cfg *cfg, struct al_error *err)
 {
 	static const struct field fields[] = {
-		{"version", conv_version},     {"limits", conv_top_limits}, {"network", conv_network},
-		{"profiles", conv_profiles},   {"languages", conv_languages}, {"rules", conv_rules},
-		{"approval", conv_approval},   {"audit", conv_audit},	      {"server", conv_server},
+		{"version", conv_version},   {"limits", conv_top_limits},   {"network", conv_network},
+		{"profiles", conv_profiles}, {"languages", conv_languages}, {"rules", conv_rules},
+		{"approval", conv_approval}, {"audit", conv_audit},	    {"server", conv_server},
 	};
 	struct conv c = {.cfg = cfg, .err = err};
 	if (al_policy_new(&c.scratch) < 0)
@@ -674,12 +687,14 @@ static int check_document(const struct cfg_node *root, const char *name, struct 
 {
 	struct cfg_mark top = {name, 1, 1};
 	if (!root)
-		return conv_bad(err, EINVAL, top, "version", "missing: a config file starts with 'version: %d'", CFG_VERSION);
+		return conv_bad(err, EINVAL, top, "version", "missing: a config file starts with 'version: %d'",
+				CFG_VERSION);
 	if (root->kind != CFG_MAP)
 		return conv_bad(err, EINVAL, root->mark, "(top level)", "expected a mapping of keys");
 	const struct cfg_node *v = cfg_node_get(root, "version");
 	if (!v)
-		return conv_bad(err, EINVAL, root->mark, "version", "missing: a config file starts with 'version: %d'", CFG_VERSION);
+		return conv_bad(err, EINVAL, root->mark, "version", "missing: a config file starts with 'version: %d'",
+				CFG_VERSION);
 	struct conv c = {.err = err};
 	return conv_version(&c, v, "version", NULL);
 }
@@ -736,13 +751,15 @@ static int check_entry(const struct stat *st, uid_t trusted, bool sticky_ok, con
 		       struct al_error *err)
 {
 	if (st->st_uid != 0 && st->st_uid != trusted)
-		return al_err(err, EPERM, "%s: %s belongs to uid %u; a config is trusted like a program, so only root may own it",
+		return al_err(err, EPERM,
+			      "%s: %s belongs to uid %u; a config is trusted like a program, so only root may own it",
 			      path, what, (unsigned)st->st_uid);
 	/* A sticky directory (like /tmp) above the file's own lets others add entries but not
 	 * rename or remove ours, which is all this walk needs. */
 	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(sticky_ok && (st->st_mode & S_ISVTX)))
-		return al_err(err, EPERM, "%s: %s is writable by group or others (mode %04o); only root may change a config",
-			      path, what, (unsigned)(st->st_mode & 07777));
+		return al_err(err, EPERM,
+			      "%s: %s is writable by group or others (mode %04o); only root may change a config", path,
+			      what, (unsigned)(st->st_mode & 07777));
 	return 0;
 }
 

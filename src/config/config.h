@@ -29,8 +29,8 @@
 #include "airlock/airlock.h"
 #include "config/options.h"
 
-#define CFG_VERSION 1
-#define CFG_NAME_MAX 64	    /* registry, profile and language names */
+#define CFG_VERSION	1
+#define CFG_NAME_MAX	64   /* registry, profile and language names */
 #define CFG_MAX_ENTRIES 1024 /* registries, profiles, languages: each */
 #define CFG_SYSTEM_FILE "/etc/airlock/config.yaml"
 /* Tests relocate the system file's "/etc" (never honoured for anything else). */
@@ -98,9 +98,9 @@ struct cfg_profile {
 	struct cfg_strv require; /* layers as written, one per entry */
 	uint32_t require_bits;	 /* the same, parsed by pol_parse_require (enum pol_req) */
 	int require_landlock_abi;
-	char *rootfs; /* absolute host directory used instead of the host's system dirs, or NULL */
-	char *image;  /* an image of the store (`airlock image`) as the rootfs, or NULL */
-	struct cfg_strv images; /* the images a service client may ask for (besides image) */
+	char *rootfs;		  /* absolute host directory used instead of the host's system dirs, or NULL */
+	char *image;		  /* an image of the store (`airlock image`) as the rootfs, or NULL */
+	struct cfg_strv images;	  /* the images a service client may ask for (besides image) */
 	struct cfg_limits limits; /* resource overrides of this profile */
 };
 
@@ -147,9 +147,12 @@ struct json_t;
 /* Regexes are compiled with a callout numbered CFG_REGEX_CALLOUT before the pattern, called at
  * every start position: the matcher (risk.c) uses it to stop at a deadline. */
 #define CFG_REGEX_CALLOUT 1
-#define CFG_REGEX_MAX 4096 /* bytes of one pattern */
+#define CFG_REGEX_MAX	  4096 /* bytes of one pattern */
 
-enum cfg_cond_op { CFG_COND_EQUALS, CFG_COND_MATCHES };
+enum cfg_cond_op {
+	CFG_COND_EQUALS,
+	CFG_COND_MATCHES
+};
 
 /* One condition on a request parameter: a top-level key of the tool's arguments. */
 struct cfg_cond {
@@ -168,19 +171,24 @@ struct cfg_rule {
 	struct cfg_cond *when;
 	size_t nwhen;
 	enum cfg_risk risk;
-	char *timeout;	     /* approval_timeout as written, or NULL: approval.default_timeout */
-	uint64_t timeout_ms; /* its value, 0 when NULL */
+	char *timeout;		   /* approval_timeout as written, or NULL: approval.default_timeout */
+	uint64_t timeout_ms;	   /* its value, 0 when NULL */
 	bool require_approval;	   /* resolved: as written, else true for HIGH and CRITICAL */
 	bool require_approval_set; /* written in the file (the dump repeats only what was written) */
 };
 
 /* Interactive approval channels, in the order a server should prefer them. */
-enum cfg_channel { CFG_CHAN_ELICITATION, CFG_CHAN_HTTP, CFG_CHAN_TERMINAL, CFG_CHAN__COUNT };
+enum cfg_channel {
+	CFG_CHAN_ELICITATION,
+	CFG_CHAN_HTTP,
+	CFG_CHAN_TERMINAL,
+	CFG_CHAN__COUNT
+};
 const char *cfg_channel_name(enum cfg_channel ch);
 
 struct cfg_approval {
-	enum cfg_risk default_risk;	/* requests no rule matches */
-	char *default_timeout;		/* rules without approval_timeout (as written) */
+	enum cfg_risk default_risk; /* requests no rule matches */
+	char *default_timeout;	    /* rules without approval_timeout (as written) */
 	uint64_t default_timeout_ms;
 	enum cfg_risk auto_approve_up_to; /* needing approval at or below: approved without asking */
 	enum cfg_risk deny_above;	  /* above: denied without asking */
@@ -189,11 +197,11 @@ struct cfg_approval {
 };
 
 struct cfg_audit {
-	char *path;	      /* absolute, or NULL: the server's default (audit_default_path) */
-	bool fsync;	      /* fdatasync after every record */
-	char *rotate_size;    /* as written ("64M", "none") */
+	char *path;	       /* absolute, or NULL: the server's default (audit_default_path) */
+	bool fsync;	       /* fdatasync after every record */
+	char *rotate_size;     /* as written ("64M", "none") */
 	uint64_t rotate_bytes; /* AL_UNLIMITED: never rotate */
-	unsigned keep;	      /* rotated files kept: path.1 ... path.keep */
+	unsigned keep;	       /* rotated files kept: path.1 ... path.keep */
 };
 
 struct cfg_pool {
@@ -207,19 +215,19 @@ struct cfg_server {
 	uint64_t idle_ttl_ms, max_lifetime_ms;
 	struct cfg_pool *pool; /* ready sandboxes per profile */
 	size_t npool;
-	char *http_listen;     /* "HOST:PORT" or "[V6]:PORT", or NULL */
-	char *http_token_file; /* absolute, or NULL */
+	char *http_listen;		/* "HOST:PORT" or "[V6]:PORT", or NULL */
+	char *http_token_file;		/* absolute, or NULL */
 	char *http_approver_token_file; /* absolute, or NULL */
-	char *socket;	       /* the Unix socket: absolute, "none", or NULL (the default) */
-	unsigned *approver_uids; /* Unix socket peers that decide approvals (NULL: root only) */
+	char *socket;			/* the Unix socket: absolute, "none", or NULL (the default) */
+	unsigned *approver_uids;	/* Unix socket peers that decide approvals (NULL: root only) */
 	size_t napprover_uids;
 	/* quota: what one principal may hold at once (0: the default, CFG_QUOTA_*) */
 	unsigned quota_sessions, quota_sandboxes, quota_execs, quota_connections;
 };
 
-#define CFG_QUOTA_SESSIONS 16
-#define CFG_QUOTA_SANDBOXES 32
-#define CFG_QUOTA_EXECS 4
+#define CFG_QUOTA_SESSIONS    16
+#define CFG_QUOTA_SANDBOXES   32
+#define CFG_QUOTA_EXECS	      4
 #define CFG_QUOTA_CONNECTIONS 64
 
 struct cfg {

@@ -25,8 +25,8 @@ struct field {
 
 /* "file:line:column: key.path: message" in err, control characters of the untrusted text
  * replaced; returns -code. */
-__attribute__((format(printf, 5, 6))) int conv_bad(struct al_error *err, int code, struct cfg_mark m,
-						   const char *path, const char *fmt, ...);
+__attribute__((format(printf, 5, 6))) int conv_bad(struct al_error *err, int code, struct cfg_mark m, const char *path,
+						   const char *fmt, ...);
 /* out = path + "." + key (key capped), out has PATH_BUF bytes. */
 void conv_join(char *out, const char *path, const char *key);
 /* 0 when n is a non-null node of that kind, else an error naming what was found. */

@@ -67,7 +67,8 @@ static void scalar_styled(struct dumper *d, const char *s, yaml_scalar_style_t s
 	yaml_event_t ev;
 	if (style == YAML_ANY_SCALAR_STYLE && (!*s || !strcmp(s, "~") || !strcasecmp(s, "null")))
 		style = YAML_SINGLE_QUOTED_SCALAR_STYLE;
-	int ok = yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)(uintptr_t)s, (int)strlen(s), 1, 1, style);
+	int ok =
+		yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)(uintptr_t)s, (int)strlen(s), 1, 1, style);
 	emit(d, &ev, ok);
 }
 
@@ -142,8 +143,8 @@ static void network(struct dumper *d, const struct cfg *c)
 
 static void profile(struct dumper *d, const struct cfg_profile *p)
 {
-	static const char *const seccomp[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",
-					      [AL_SECCOMP_OFF] = "off"};
+	static const char *const seccomp[] = {
+		[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict", [AL_SECCOMP_OFF] = "off"};
 	scalar(d, p->name);
 	map_start(d);
 	key_str(d, "namespaces", p->namespaces ? "true" : "false");

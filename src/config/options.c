@@ -11,48 +11,91 @@
 #include "util/error.h"
 
 const struct al_option al_options[] = {
-	{OPT_TIME, "time", 't', OK_DURATION, "DURATION", "wall-clock limit; kills the whole sandbox (default 30s; 'none')", true},
-	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default none)", true},
-	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE", "bytes kept per stream; the rest is counted (default 1M)", true},
+	{OPT_TIME, "time", 't', OK_DURATION, "DURATION",
+	 "wall-clock limit; kills the whole sandbox (default 30s; 'none')", true},
+	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default none)",
+	 true},
+	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE",
+	 "bytes kept per stream; the rest is counted (default 1M)", true},
 	{OPT_DISK, "disk", 0, OK_SIZE, "SIZE", "size of the /workspace and /tmp tmpfs (default 1G)", true},
 	{OPT_OPEN_FILES, "open-files", 0, OK_COUNT, "N", "open file descriptors, RLIMIT_NOFILE (default 1024)", true},
-	{OPT_FILE_SIZE, "file-size", 0, OK_SIZE, "SIZE", "largest file the job may write, RLIMIT_FSIZE (default 1G)", true},
-	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default none)", true},
+	{OPT_FILE_SIZE, "file-size", 0, OK_SIZE, "SIZE", "largest file the job may write, RLIMIT_FSIZE (default 1G)",
+	 true},
+	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default none)",
+	 true},
 	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default 512M)", true},
 	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default 1024)", true},
-	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth in CPUs, e.g. 0.5 (cgroup; default 0.5; 'none': no cap)", true},
-	{OPT_NET, "net", 0, OK_STRING, "none|allow=HOST,...|host", "network: none (default: a private lo, up, and nothing else; 'loopback' is a synonym), allowed host names through the egress proxy, or the host's (explicit, highest risk)", true},
-	{OPT_ALLOW_PRIVATE, "allow-private", 0, OK_STRING, "CIDR,...", "let the proxy reach these loopback/private/link-local addresses (on-premise registries, tests)", true},
-	{OPT_PROXY_HOSTS, "proxy-hosts", 0, OK_STRING, "FILE", "hosts(5) file the proxy's resolver reads before DNS", true},
-	{OPT_PROXY_HTTP, "proxy-http", 0, OK_FLAG, NULL, "the proxy also forwards plain-HTTP requests to allowed hosts (default: CONNECT only)", true},
+	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth in CPUs, e.g. 0.5 (cgroup; default 0.5; 'none': no cap)",
+	 true},
+	{OPT_NET, "net", 0, OK_STRING, "none|allow=HOST,...|host",
+	 "network: none (default: a private lo, up, and nothing else; 'loopback' is a synonym), allowed host names "
+	 "through the egress proxy, or the host's (explicit, highest risk)",
+	 true},
+	{OPT_ALLOW_PRIVATE, "allow-private", 0, OK_STRING, "CIDR,...",
+	 "let the proxy reach these loopback/private/link-local addresses (on-premise registries, tests)", true},
+	{OPT_PROXY_HOSTS, "proxy-hosts", 0, OK_STRING, "FILE", "hosts(5) file the proxy's resolver reads before DNS",
+	 true},
+	{OPT_PROXY_HTTP, "proxy-http", 0, OK_FLAG, NULL,
+	 "the proxy also forwards plain-HTTP requests to allowed hosts (default: CONNECT only)", true},
 	{OPT_PROXY_CONNS, "proxy-conns", 0, OK_COUNT, "N", "concurrent proxy connections (default 64)", true},
-	{OPT_PROXY_IDLE, "proxy-idle", 0, OK_DURATION, "DURATION", "a proxy connection with no traffic this long is closed (default 60s)", true},
-	{OPT_BROKER, "broker", 0, OK_STRING, "NAME=URL,header=H,env=VAR|file=F", "credential broker: the proxy adds a secret header towards an https upstream (see airlock(1))", true},
-	{OPT_BACKEND, "backend", 0, OK_STRING, "native|bwrap|gvisor|oci", "the boundary: airlock's own (default), bubblewrap, gVisor's runsc, or an OCI runtime (crun); refused, never replaced, when it cannot enforce the policy", true},
-	{OPT_SECCOMP, "seccomp", 0, OK_STRING, "default|strict|off", "system call filter profile (default: default)", true},
-	{OPT_LANDLOCK, "landlock", 0, OK_STRING, "on|off", "Landlock filesystem/network/scope rules (default on, where the kernel has it)", true},
-	{OPT_REQUIRE, "require", 0, OK_STRING, "LAYER,...", "refuse to run unless these are enforced, e.g. userns,seccomp,landlock>=4,cgroup-memory", true},
-	{OPT_FALLBACK, "fallback", 0, OK_FLAG, NULL, "without user namespaces, run on Landlock + seccomp + rlimits + no_new_privs alone (reported)", true},
-	{OPT_BEST_EFFORT, "best-effort-limits", 0, OK_FLAG, NULL, "run even where the default memory, pids and cpu limits cannot be enforced (no delegated cgroup), naming each one not applied", true},
-	{OPT_SUBIDS, "subids", 0, OK_FLAG, NULL, "as a user: also map your subordinate ids (newuidmap) around the sandbox user", true},
-	{OPT_WORKDIR, "workdir", 0, OK_STRING, "DIR", "bind host DIR read-write at /workspace (default: a throwaway tmpfs)", true},
-	{OPT_CHECKOUT, "checkout", 0, OK_STRING, "DIR[:DEST]", "a checkout at DEST (default /workspace/src), read-only or a throwaway copy (--checkout-mode)", true},
-	{OPT_CHECKOUT_MODE, "checkout-mode", 0, OK_STRING, "ro|copy", "ro: bound read-only (default); copy: a read-write copy discarded afterwards, the source never written", true},
-	{OPT_KEEP_CHANGES, "keep-changes", 0, OK_STRING, "DIR", "with --checkout-mode copy: export the changed files as a tree into DIR (new or empty)", true},
+	{OPT_PROXY_IDLE, "proxy-idle", 0, OK_DURATION, "DURATION",
+	 "a proxy connection with no traffic this long is closed (default 60s)", true},
+	{OPT_BROKER, "broker", 0, OK_STRING, "NAME=URL,header=H,env=VAR|file=F",
+	 "credential broker: the proxy adds a secret header towards an https upstream (see airlock(1))", true},
+	{OPT_BACKEND, "backend", 0, OK_STRING, "native|bwrap|gvisor|oci",
+	 "the boundary: airlock's own (default), bubblewrap, gVisor's runsc, or an OCI runtime (crun); refused, never "
+	 "replaced, when it cannot enforce the policy",
+	 true},
+	{OPT_SECCOMP, "seccomp", 0, OK_STRING, "default|strict|off", "system call filter profile (default: default)",
+	 true},
+	{OPT_LANDLOCK, "landlock", 0, OK_STRING, "on|off",
+	 "Landlock filesystem/network/scope rules (default on, where the kernel has it)", true},
+	{OPT_REQUIRE, "require", 0, OK_STRING, "LAYER,...",
+	 "refuse to run unless these are enforced, e.g. userns,seccomp,landlock>=4,cgroup-memory", true},
+	{OPT_FALLBACK, "fallback", 0, OK_FLAG, NULL,
+	 "without user namespaces, run on Landlock + seccomp + rlimits + no_new_privs alone (reported)", true},
+	{OPT_BEST_EFFORT, "best-effort-limits", 0, OK_FLAG, NULL,
+	 "run even where the default memory, pids and cpu limits cannot be enforced (no delegated cgroup), naming each "
+	 "one not applied",
+	 true},
+	{OPT_SUBIDS, "subids", 0, OK_FLAG, NULL,
+	 "as a user: also map your subordinate ids (newuidmap) around the sandbox user", true},
+	{OPT_WORKDIR, "workdir", 0, OK_STRING, "DIR",
+	 "bind host DIR read-write at /workspace (default: a throwaway tmpfs)", true},
+	{OPT_CHECKOUT, "checkout", 0, OK_STRING, "DIR[:DEST]",
+	 "a checkout at DEST (default /workspace/src), read-only or a throwaway copy (--checkout-mode)", true},
+	{OPT_CHECKOUT_MODE, "checkout-mode", 0, OK_STRING, "ro|copy",
+	 "ro: bound read-only (default); copy: a read-write copy discarded afterwards, the source never written", true},
+	{OPT_KEEP_CHANGES, "keep-changes", 0, OK_STRING, "DIR",
+	 "with --checkout-mode copy: export the changed files as a tree into DIR (new or empty)", true},
 	{OPT_RO, "ro", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-only at DEST (default: the same path)", true},
 	{OPT_RW, "rw", 0, OK_STRING, "SRC[:DEST]", "bind host SRC read-write at DEST", true},
 	{OPT_ENV, "env", 'e', OK_STRING, "NAME[=VALUE]", "pass NAME through from this environment, or set it", true},
 	{OPT_HOSTNAME, "hostname", 0, OK_STRING, "NAME", "hostname inside (default airlock)", true},
-	{OPT_ROOTFS, "rootfs", 0, OK_STRING, "DIR", "system directories (/usr, /bin, /lib, ...) from DIR, e.g. an unpacked distribution, instead of the host's", true},
-	{OPT_IMAGE, "image", 0, OK_STRING, "NAME", "system directories from the image NAME of the image store ('airlock image ls'), its Env as defaults; the verdict names its digest", true},
+	{OPT_ROOTFS, "rootfs", 0, OK_STRING, "DIR",
+	 "system directories (/usr, /bin, /lib, ...) from DIR, e.g. an unpacked distribution, instead of the host's",
+	 true},
+	{OPT_IMAGE, "image", 0, OK_STRING, "NAME",
+	 "system directories from the image NAME of the image store ('airlock image ls'), its Env as defaults; the "
+	 "verdict names its digest",
+	 true},
 	{OPT_CWD, "cwd", 0, OK_STRING, "DIR", "working directory inside (default /workspace)", true},
-	{OPT_ID_BASE, "id-base", 0, OK_COUNT, "ID", "as root: host uid/gid of sandbox id 0; 65536 ids are mapped (default 1879048192)", true},
-	{OPT_CONFIG, "config", 0, OK_STRING, "FILE", "read FILE instead of /etc/airlock/config.yaml (or ~/.config/airlock/config.yaml): its limits are the defaults these flags override", false},
-	{OPT_PROFILE, "profile", 'p', OK_STRING, "NAME", "a profile from the configuration (none, untrusted-code-read, untrusted-code-write, ...): it fixes the posture; flags may then change only resource knobs and the rootfs", false},
-	{OPT_LANG, "lang", 'l', OK_STRING, "LANG", "exec: the language (python, javascript, shell, ruby, php, perl, c, ...)", false},
+	{OPT_ID_BASE, "id-base", 0, OK_COUNT, "ID",
+	 "as root: host uid/gid of sandbox id 0; 65536 ids are mapped (default 1879048192)", true},
+	{OPT_CONFIG, "config", 0, OK_STRING, "FILE",
+	 "read FILE instead of /etc/airlock/config.yaml (or ~/.config/airlock/config.yaml): its limits are the "
+	 "defaults these flags override",
+	 false},
+	{OPT_PROFILE, "profile", 'p', OK_STRING, "NAME",
+	 "a profile from the configuration (none, untrusted-code-read, untrusted-code-write, ...): it fixes the "
+	 "posture; flags may then change only resource knobs and the rootfs",
+	 false},
+	{OPT_LANG, "lang", 'l', OK_STRING, "LANG",
+	 "exec: the language (python, javascript, shell, ruby, php, perl, c, ...)", false},
 	{OPT_CODE, "code", 'c', OK_STRING, "CODE", "exec: the code itself (else FILE, or - for standard input)", false},
 	{OPT_LIST, "list", 0, OK_FLAG, NULL, "exec: list the languages and whether this host has them", false},
-	{OPT_STREAM, "stream", 0, OK_STRING, "live|capture", "copy output as it comes, or keep it for the verdict (default: capture with --json)", false},
+	{OPT_STREAM, "stream", 0, OK_STRING, "live|capture",
+	 "copy output as it comes, or keep it for the verdict (default: capture with --json)", false},
 	{OPT_JSON, "json", 0, OK_FLAG, NULL, "print the verdict as one JSON object on stdout", false},
 	{OPT_RESULT_FD, "result-fd", 0, OK_COUNT, "N", "write the verdict JSON to descriptor N", false},
 	{OPT_RESULT_FILE, "result-file", 0, OK_STRING, "FILE", "write the verdict JSON to FILE", false},
@@ -70,11 +113,11 @@ const struct al_option *opt_find(enum opt_id id)
 
 /* Which policy limit each numeric option sets (stored +1 so that 0 means "none"). */
 static const int limit_plus1[OPT__COUNT] = {
-	[OPT_TIME] = AL_LIMIT_WALL_MS + 1,	    [OPT_CPU_TIME] = AL_LIMIT_CPU_MS + 1,
-	[OPT_OUTPUT_LIMIT] = AL_LIMIT_OUTPUT + 1,   [OPT_DISK] = AL_LIMIT_DISK + 1,
-	[OPT_OPEN_FILES] = AL_LIMIT_NOFILE + 1,	    [OPT_FILE_SIZE] = AL_LIMIT_FSIZE + 1,
-	[OPT_ADDRESS_SPACE] = AL_LIMIT_AS + 1,	    [OPT_MEMORY] = AL_LIMIT_MEMORY + 1,
-	[OPT_PIDS] = AL_LIMIT_PIDS + 1,		    [OPT_CPUS] = AL_LIMIT_CPUS + 1,
+	[OPT_TIME] = AL_LIMIT_WALL_MS + 1,	  [OPT_CPU_TIME] = AL_LIMIT_CPU_MS + 1,
+	[OPT_OUTPUT_LIMIT] = AL_LIMIT_OUTPUT + 1, [OPT_DISK] = AL_LIMIT_DISK + 1,
+	[OPT_OPEN_FILES] = AL_LIMIT_NOFILE + 1,	  [OPT_FILE_SIZE] = AL_LIMIT_FSIZE + 1,
+	[OPT_ADDRESS_SPACE] = AL_LIMIT_AS + 1,	  [OPT_MEMORY] = AL_LIMIT_MEMORY + 1,
+	[OPT_PIDS] = AL_LIMIT_PIDS + 1,		  [OPT_CPUS] = AL_LIMIT_CPUS + 1,
 };
 
 static int apply_bind(struct al_policy *p, const char *value, bool writable, struct al_error *err)
@@ -127,7 +170,8 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 	if (id == OPT_CHECKOUT_MODE) {
 		if (strcmp(value, "ro") != 0 && strcmp(value, "copy") != 0)
 			return al_err(err, EINVAL, "--checkout-mode: expected ro or copy, not '%s'", value);
-		return al_policy_set_checkout_mode(p, strcmp(value, "ro") == 0 ? AL_CHECKOUT_RO : AL_CHECKOUT_COPY, err);
+		return al_policy_set_checkout_mode(p, strcmp(value, "ro") == 0 ? AL_CHECKOUT_RO : AL_CHECKOUT_COPY,
+						   err);
 	}
 	if (id == OPT_KEEP_CHANGES)
 		return al_policy_set_keep_changes(p, value, err);
@@ -145,18 +189,21 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 			return al_policy_set_network(p, AL_NET_HOST, err);
 		if (strncmp(value, "allow=", 6) == 0)
 			return al_policy_allow_hosts(p, value + 6, err);
-		return al_err(err, EINVAL, "--net: unknown posture '%s' (expected none, loopback, allow=HOST,... or host)", value);
+		return al_err(err, EINVAL,
+			      "--net: unknown posture '%s' (expected none, loopback, allow=HOST,... or host)", value);
 	}
 	if (id == OPT_BACKEND) {
-		static const enum al_backend all[] = {AL_BACKEND_NATIVE, AL_BACKEND_BWRAP, AL_BACKEND_GVISOR, AL_BACKEND_OCI};
+		static const enum al_backend all[] = {AL_BACKEND_NATIVE, AL_BACKEND_BWRAP, AL_BACKEND_GVISOR,
+						      AL_BACKEND_OCI};
 		for (size_t i = 0; i < AL_ARRAY_SIZE(all); i++)
 			if (strcmp(value, al_backend_name(all[i])) == 0)
 				return al_policy_set_backend(p, all[i], err);
-		return al_err(err, EINVAL, "--backend: unknown backend '%s' (expected native, bwrap, gvisor or oci)", value);
+		return al_err(err, EINVAL, "--backend: unknown backend '%s' (expected native, bwrap, gvisor or oci)",
+			      value);
 	}
 	if (id == OPT_SECCOMP) {
-		static const char *const names[] = {[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict",
-						    [AL_SECCOMP_OFF] = "off"};
+		static const char *const names[] = {
+			[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict", [AL_SECCOMP_OFF] = "off"};
 		for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
 			if (strcmp(value, names[i]) == 0)
 				return al_policy_set_seccomp(p, (enum al_seccomp_profile)i, err);
@@ -197,7 +244,8 @@ int opt_apply(struct al_policy *p, const struct al_option *o, const char *value,
 			return al_policy_set_proxy_http(p, true, err);
 		if (o->id == OPT_BEST_EFFORT) { /* also the configuration's limits.best-effort-limits: true|false */
 			if (value && strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
-				return al_err(err, EINVAL, "--best-effort-limits: expected true or false, not '%s'", value);
+				return al_err(err, EINVAL, "--best-effort-limits: expected true or false, not '%s'",
+					      value);
 			return al_policy_allow_best_effort_limits(p, !value || strcmp(value, "true") == 0, err);
 		}
 		return o->id == OPT_FALLBACK ? al_policy_allow_fallback(p, true, err) : 0;

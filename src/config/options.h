@@ -6,7 +6,14 @@
 
 #include "airlock/airlock.h"
 
-enum opt_kind { OK_SIZE, OK_DURATION, OK_COUNT, OK_CPUS, OK_STRING, OK_FLAG };
+enum opt_kind {
+	OK_SIZE,
+	OK_DURATION,
+	OK_COUNT,
+	OK_CPUS,
+	OK_STRING,
+	OK_FLAG
+};
 
 enum opt_id {
 	OPT_TIME,

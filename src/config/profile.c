@@ -45,8 +45,8 @@ int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, struct 
 	r = r ?: apply_network(c, pr, p, err);
 	r = r ?: al_policy_set_seccomp(p, pr->seccomp, err);
 	if (r == 0 && (pr->filesystem == CFG_FS_CHECKOUT_RO || pr->filesystem == CFG_FS_CHECKOUT_COPY))
-		r = al_policy_set_checkout_mode(p, pr->filesystem == CFG_FS_CHECKOUT_COPY ? AL_CHECKOUT_COPY : AL_CHECKOUT_RO,
-						err);
+		r = al_policy_set_checkout_mode(
+			p, pr->filesystem == CFG_FS_CHECKOUT_COPY ? AL_CHECKOUT_COPY : AL_CHECKOUT_RO, err);
 	for (size_t i = 0; r == 0 && i < pr->require.n; i++)
 		r = al_policy_require(p, pr->require.v[i], err);
 	if (r == 0 && pr->rootfs)
@@ -62,16 +62,16 @@ int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, struct 
 /* Knobs no flag may turn under a profile: each would widen what the job can see or reach. */
 static bool widening(enum opt_id id)
 {
-	static const enum opt_id knobs[] = {OPT_NET, OPT_ALLOW_PRIVATE, OPT_PROXY_HOSTS, OPT_PROXY_HTTP, OPT_BROKER,
-					    OPT_RO,  OPT_RW,		OPT_WORKDIR,	 OPT_FALLBACK};
+	static const enum opt_id knobs[] = {OPT_NET,	    OPT_ALLOW_PRIVATE, OPT_PROXY_HOSTS,
+					    OPT_PROXY_HTTP, OPT_BROKER,	       OPT_RO,
+					    OPT_RW,	    OPT_WORKDIR,       OPT_FALLBACK};
 	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
 		if (knobs[i] == id)
 			return true;
 	return false;
 }
 
-int cfg_profile_allows(const struct cfg_profile *pr, const struct al_option *o, const char *value,
-		       struct al_error *err)
+int cfg_profile_allows(const struct cfg_profile *pr, const struct al_option *o, const char *value, struct al_error *err)
 {
 	bool checkout = pr->filesystem == CFG_FS_CHECKOUT_RO || pr->filesystem == CFG_FS_CHECKOUT_COPY;
 	const char *want = pr->filesystem == CFG_FS_CHECKOUT_COPY ? "copy" : "ro";
@@ -91,7 +91,9 @@ int cfg_profile_allows(const struct cfg_profile *pr, const struct al_option *o, 
 		why = "its checkout is not a copy";
 	if (!why)
 		return 0;
-	return al_err(err, EPERM, "profile %s does not allow --%s%s%s: %s (only memory, cpus, pids, disk, time, output and the rootfs or image may be overridden)",
+	return al_err(err, EPERM,
+		      "profile %s does not allow --%s%s%s: %s (only memory, cpus, pids, disk, time, output and the "
+		      "rootfs or image may be overridden)",
 		      pr->name, o->name, value ? " " : "", value ? value : "", why);
 }
 
@@ -102,6 +104,6 @@ int cfg_profile_image_allowed(const struct cfg_profile *pr, const char *name, st
 	for (size_t i = 0; i < pr->images.n; i++)
 		if (strcmp(pr->images.v[i], name) == 0)
 			return 0;
-	return al_err(err, EPERM, "profile %s does not offer the image '%.64s' (its images: the operator's list)", pr->name,
-		      name);
+	return al_err(err, EPERM, "profile %s does not offer the image '%.64s' (its images: the operator's list)",
+		      pr->name, name);
 }

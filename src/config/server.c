@@ -15,11 +15,11 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
-#define MAX_CONDS 64		     /* conditions of one rule */
-#define MAX_TIMEOUT_MS (24ULL * 3600 * 1000) /* an approval nobody answers within a day will not come */
+#define MAX_CONDS	64			   /* conditions of one rule */
+#define MAX_TIMEOUT_MS	(24ULL * 3600 * 1000)	   /* an approval nobody answers within a day will not come */
 #define MAX_LIFETIME_MS (30ULL * 24 * 3600 * 1000) /* idle_ttl and max_lifetime: a month */
-#define MAX_POOL 64		     /* ready sandboxes of one profile */
-#define MIN_ROTATE (64ULL << 10)     /* a smaller log would rotate every few records */
+#define MAX_POOL	64			   /* ready sandboxes of one profile */
+#define MIN_ROTATE	(64ULL << 10)		   /* a smaller log would rotate every few records */
 
 static const char *const risk_names[CFG_RISK__COUNT] = {"LOW", "MEDIUM", "HIGH", "CRITICAL"};
 
@@ -101,8 +101,8 @@ static int duration(struct conv *c, const struct cfg_node *v, const char *path, 
 		return conv_bad(c->err, -e.code, v->mark, path, "%s", e.msg);
 	/* "none" parses as unlimited: a timeout or a lifetime must end. */
 	if (r == 0 && (*ms == AL_UNLIMITED || *ms > max_ms))
-		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be a duration of at most %llu hours", v->text,
-				(unsigned long long)(max_ms / 3600000));
+		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be a duration of at most %llu hours",
+				v->text, (unsigned long long)(max_ms / 3600000));
 	return r ?: conv_copy_str(c, v, path, text);
 }
 
@@ -115,8 +115,8 @@ static int count(struct conv *c, const struct cfg_node *v, const char *path, uin
 	if (r == 0 && al_parse_count(v->text, UINT64_MAX - 1, &n, &e) < 0)
 		return conv_bad(c->err, -e.code, v->mark, path, "%s", e.msg);
 	if (r == 0 && (n < lo || n > hi))
-		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be a number between %llu and %llu", v->text,
-				(unsigned long long)lo, (unsigned long long)hi);
+		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be a number between %llu and %llu",
+				v->text, (unsigned long long)lo, (unsigned long long)hi);
 	if (r == 0)
 		*out = (unsigned)n;
 	return r;
@@ -159,7 +159,8 @@ static int c_equals(struct conv *c, const struct cfg_node *v, const char *path, 
 {
 	struct cfg_cond *k = obj;
 	if (v->kind != CFG_SCALAR)
-		return conv_bad(c->err, EINVAL, v->mark, path, "expected a string, number, true, false or null, not a %s",
+		return conv_bad(c->err, EINVAL, v->mark, path,
+				"expected a string, number, true, false or null, not a %s",
 				v->kind == CFG_MAP ? "mapping" : "list");
 	json_t *j = NULL;
 	if (cfg_node_is_null(v))
@@ -215,12 +216,14 @@ static int c_matches(struct conv *c, const struct cfg_node *v, const char *path,
 	struct cfg_cond *k = obj;
 	int r = conv_want(c, v, CFG_SCALAR, path);
 	if (r == 0 && !v->text[0])
-		r = conv_bad(c->err, EINVAL, v->mark, path, "an empty pattern matches every string: say what to look for");
+		r = conv_bad(c->err, EINVAL, v->mark, path,
+			     "an empty pattern matches every string: say what to look for");
 	if (r == 0 && strlen(v->text) > CFG_REGEX_MAX)
 		r = conv_bad(c->err, E2BIG, v->mark, path, "a pattern of more than %d bytes", CFG_REGEX_MAX);
 	/* (*LIMIT_MATCH=...), (*UTF) and friends must open a pattern: ours opens with the callout. */
 	if (r == 0 && strncmp(v->text, "(*", 2) == 0)
-		r = conv_bad(c->err, EINVAL, v->mark, path, "options such as (*UTF) are not accepted: airlock sets them");
+		r = conv_bad(c->err, EINVAL, v->mark, path,
+			     "options such as (*UTF) are not accepted: airlock sets them");
 	r = r ?: compile(c, v, path, &k->re);
 	k->op = CFG_COND_MATCHES;
 	return r ?: conv_copy_str(c, v, path, &k->pattern);
@@ -233,8 +236,8 @@ static int conv_cond(struct conv *c, const struct cfg_node *v, const char *path,
 	if (r == 0 && !k->param)
 		r = conv_bad(c->err, EINVAL, v->mark, path, "needs a param");
 	if (r == 0 && !k->equals == !k->re)
-		r = conv_bad(c->err, EINVAL, v->mark, path, k->re ? "give equals or matches, not both"
-								  : "needs equals or matches");
+		r = conv_bad(c->err, EINVAL, v->mark, path,
+			     k->re ? "give equals or matches, not both" : "needs equals or matches");
 	return r;
 }
 
@@ -254,9 +257,11 @@ static int check_tool(struct conv *c, const struct cfg_node *it, const char *ipa
 	for (size_t i = 0; i < cfg_ntools; i++)
 		if (strcmp(it->text, cfg_tools[i]) == 0)
 			return 0;
-	return conv_bad(c->err, EINVAL, it->mark, ipath, "unknown tool '%.64s' (expected \"*\" or one of code_execute, "
+	return conv_bad(c->err, EINVAL, it->mark, ipath,
+			"unknown tool '%.64s' (expected \"*\" or one of code_execute, "
 			"code_install_package, code_write_file, code_read_file, code_list_files, code_destroy_sandbox, "
-			"code_create_sandbox)", it->text);
+			"code_create_sandbox)",
+			it->text);
 }
 
 static int r_tools(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
@@ -267,7 +272,8 @@ static int r_tools(struct conv *c, const struct cfg_node *v, const char *path, v
 		r = conv_bad(c->err, EINVAL, v->mark, path, "an empty list of tools: the rule would never apply");
 	for (size_t i = 0; r == 0 && rule->tools.n > 1 && i < rule->tools.n; i++)
 		if (strcmp(rule->tools.v[i], "*") == 0)
-			r = conv_bad(c->err, EINVAL, v->ents[i].value->mark, path, "\"*\" already names every tool: give it alone");
+			r = conv_bad(c->err, EINVAL, v->ents[i].value->mark, path,
+				     "\"*\" already names every tool: give it alone");
 	return r;
 }
 
@@ -309,12 +315,19 @@ static int r_require(struct conv *c, const struct cfg_node *v, const char *path,
 static int conv_rule(struct conv *c, const struct cfg_node *v, const char *path, struct cfg_rule *rule)
 {
 	static const struct field fields[] = {
-		{"name", r_name}, {"tools", r_tools},		  {"when", r_when},
-		{"risk", r_risk}, {"approval_timeout", r_timeout}, {"require_approval", r_require},
+		{"name", r_name},
+		{"tools", r_tools},
+		{"when", r_when},
+		{"risk", r_risk},
+		{"approval_timeout", r_timeout},
+		{"require_approval", r_require},
 	};
 	rule->risk = CFG_RISK_NONE;
 	int r = conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), rule);
-	const char *missing = !rule->name ? "a name" : !rule->tools.n ? "tools" : rule->risk == CFG_RISK_NONE ? "a risk" : NULL;
+	const char *missing = !rule->name		    ? "a name"
+			      : !rule->tools.n		    ? "tools"
+			      : rule->risk == CFG_RISK_NONE ? "a risk"
+							    : NULL;
 	if (r == 0 && missing)
 		r = conv_bad(c->err, EINVAL, v->mark, path, "needs %s", missing);
 	/* Who must approve is the rule's call; unsaid, only HIGH and CRITICAL wait for a human. */
@@ -333,8 +346,8 @@ static int unique_names(struct conv *c, const struct cfg_node *v, const char *pa
 				const struct cfg_node *name = cfg_node_get(v->ents[i].value, "name");
 				char ipath[PATH_BUF + 16];
 				snprintf(ipath, sizeof(ipath), "%s[%zu].name", path, i);
-				return conv_bad(c->err, EINVAL, name->mark, ipath, "'%.64s' is also the name of rules[%zu]",
-						rules[i].name, j);
+				return conv_bad(c->err, EINVAL, name->mark, ipath,
+						"'%.64s' is also the name of rules[%zu]", rules[i].name, j);
 			}
 	return 0;
 }
@@ -438,7 +451,8 @@ static int au_rotate(struct conv *c, const struct cfg_node *v, const char *path,
 	if (r == 0 && al_parse_size(v->text, &a->rotate_bytes, &e) < 0)
 		return conv_bad(c->err, -e.code, v->mark, path, "%s", e.msg);
 	if (r == 0 && a->rotate_bytes < MIN_ROTATE)
-		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be at least 64K (or none: never rotate)", v->text);
+		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be at least 64K (or none: never rotate)",
+				v->text);
 	return r ?: conv_copy_str(c, v, path, &a->rotate_size);
 }
 
@@ -590,9 +604,8 @@ static int h_approver_token_file(struct conv *c, const struct cfg_node *v, const
  * airlock serve): there is no listener without an identity to check. */
 static int s_http(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const struct field fields[] = {{"listen", h_listen},
-					      {"token_file", h_token_file},
-					      {"approver_token_file", h_approver_token_file}};
+	static const struct field fields[] = {
+		{"listen", h_listen}, {"token_file", h_token_file}, {"approver_token_file", h_approver_token_file}};
 	bool loopback = true;
 	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), &loopback);
 }
@@ -634,14 +647,23 @@ static int s_approver_uids(struct conv *c, const struct cfg_node *v, const char 
 int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	static const struct field fields[] = {
-		{"max_sandboxes", s_max_sandboxes}, {"max_execs", s_max_execs}, {"idle_ttl", s_idle_ttl},
-		{"max_lifetime", s_max_lifetime},   {"pool", s_pool},		{"http", s_http},
-		{"socket", s_socket},		    {"approver_uids", s_approver_uids}, {"quota", s_quota},
+		{"max_sandboxes", s_max_sandboxes},
+		{"max_execs", s_max_execs},
+		{"idle_ttl", s_idle_ttl},
+		{"max_lifetime", s_max_lifetime},
+		{"pool", s_pool},
+		{"http", s_http},
+		{"socket", s_socket},
+		{"approver_uids", s_approver_uids},
+		{"quota", s_quota},
 	};
 	struct cfg_server *s = &c->cfg->server;
 	int r = conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);
-	const char *missing = !s->max_sandboxes ? "max_sandboxes" : !s->max_execs ? "max_execs"
-				: !s->idle_ttl	? "idle_ttl" : !s->max_lifetime ? "max_lifetime" : NULL;
+	const char *missing = !s->max_sandboxes	 ? "max_sandboxes"
+			      : !s->max_execs	 ? "max_execs"
+			      : !s->idle_ttl	 ? "idle_ttl"
+			      : !s->max_lifetime ? "max_lifetime"
+						 : NULL;
 	if (r == 0 && missing)
 		return conv_bad(c->err, EINVAL, v->mark, path, "needs %s", missing);
 	uint64_t pooled = 0;
@@ -649,7 +671,8 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 		pooled += s->pool[i].count;
 	/* Pooled sandboxes are live ones: a pool the limit cannot hold would never fill. */
 	if (r == 0 && pooled > s->max_sandboxes)
-		r = conv_bad(c->err, ERANGE, v->mark, path, "the pool holds %llu sandboxes, more than max_sandboxes (%u)",
-			     (unsigned long long)pooled, s->max_sandboxes);
+		r = conv_bad(c->err, ERANGE, v->mark, path,
+			     "the pool holds %llu sandboxes, more than max_sandboxes (%u)", (unsigned long long)pooled,
+			     s->max_sandboxes);
 	return r;
 }

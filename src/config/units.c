@@ -75,9 +75,20 @@ static int parse_scaled(const char *s, const struct unit *units, size_t n, bool 
 int al_parse_size(const char *s, uint64_t *out, struct al_error *err)
 {
 	static const struct unit units[] = {
-		{"", 1},	    {"b", 1},		{"k", 1ULL << 10},  {"kb", 1ULL << 10}, {"kib", 1ULL << 10},
-		{"m", 1ULL << 20},  {"mb", 1ULL << 20}, {"mib", 1ULL << 20}, {"g", 1ULL << 30},	 {"gb", 1ULL << 30},
-		{"gib", 1ULL << 30}, {"t", 1ULL << 40},	{"tb", 1ULL << 40}, {"tib", 1ULL << 40},
+		{"", 1},
+		{"b", 1},
+		{"k", 1ULL << 10},
+		{"kb", 1ULL << 10},
+		{"kib", 1ULL << 10},
+		{"m", 1ULL << 20},
+		{"mb", 1ULL << 20},
+		{"mib", 1ULL << 20},
+		{"g", 1ULL << 30},
+		{"gb", 1ULL << 30},
+		{"gib", 1ULL << 30},
+		{"t", 1ULL << 40},
+		{"tb", 1ULL << 40},
+		{"tib", 1ULL << 40},
 	};
 	if (!s || !*s)
 		return al_err(err, EINVAL, "empty size");
@@ -89,7 +100,8 @@ int al_parse_size(const char *s, uint64_t *out, struct al_error *err)
 	if (r == -ERANGE)
 		return al_err(err, ERANGE, "size '%s' is too large", s);
 	if (r < 0)
-		return al_err(err, EINVAL, "invalid size '%s' (expected a number with an optional K, M, G or T suffix)", s);
+		return al_err(err, EINVAL, "invalid size '%s' (expected a number with an optional K, M, G or T suffix)",
+			      s);
 	return 0;
 }
 
@@ -109,7 +121,9 @@ int al_parse_duration_ms(const char *s, uint64_t *out, struct al_error *err)
 	if (r == -ERANGE)
 		return al_err(err, ERANGE, "duration '%s' is too large", s);
 	if (r < 0)
-		return al_err(err, EINVAL, "invalid duration '%s' (expected a positive number with an optional ms, s, m or h suffix)", s);
+		return al_err(
+			err, EINVAL,
+			"invalid duration '%s' (expected a positive number with an optional ms, s, m or h suffix)", s);
 	if (ms == 0)
 		return al_err(err, EINVAL, "duration '%s' must be positive", s);
 	*out = ms;

@@ -48,7 +48,8 @@ static void where(const struct builder *b, const char *key, char *out, size_t si
 		else if (f)
 			len += (size_t)snprintf(out + len, size - len, "[%zu]", f->index);
 		else if (parent->node->kind == CFG_MAP && (key || parent->key))
-			len += (size_t)snprintf(out + len, size - len, "%s%.64s", len ? "." : "", key ? key : parent->key);
+			len += (size_t)snprintf(out + len, size - len, "%s%.64s", len ? "." : "",
+						key ? key : parent->key);
 		else if (parent->node->kind == CFG_SEQ)
 			len += (size_t)snprintf(out + len, size - len, "[%zu]", parent->node->n);
 	}
@@ -57,7 +58,7 @@ static void where(const struct builder *b, const char *key, char *out, size_t si
 /* "file:line:column: where: message", control characters replaced: a message must not be able
  * to drive the terminal it is printed on. */
 __attribute__((format(printf, 5, 6))) static int fail(struct al_error *err, int code, struct cfg_mark m,
-						       const struct builder *b, const char *fmt, ...)
+						      const struct builder *b, const char *fmt, ...)
 {
 	char msg[AL_ERROR_MAX], path[160] = "";
 	va_list ap;
@@ -152,8 +153,8 @@ static int on_scalar(struct builder *b, const yaml_event_t *ev, struct cfg_mark 
 		free(copy);
 		return al_err(err, ENOMEM, "out of memory");
 	}
-	*n = (struct cfg_node){.kind = CFG_SCALAR, .mark = m, .text = copy,
-			       .plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE};
+	*n = (struct cfg_node){
+		.kind = CFG_SCALAR, .mark = m, .text = copy, .plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE};
 	return attach(b, n, err);
 }
 
@@ -165,7 +166,8 @@ static int on_start(struct builder *b, const yaml_event_t *ev, struct cfg_mark m
 	if (r < 0 || (r = count_node(b, m, err)) < 0)
 		return r;
 	if (wants_key(b))
-		return fail(err, EINVAL, m, b, "a mapping key must be a string, not a %s", map ? "mapping" : "sequence");
+		return fail(err, EINVAL, m, b, "a mapping key must be a string, not a %s",
+			    map ? "mapping" : "sequence");
 	if (b->depth == CFG_MAX_DEPTH)
 		return fail(err, EINVAL, m, b, "nested deeper than %d levels", CFG_MAX_DEPTH);
 	struct cfg_node *n = calloc(1, sizeof(*n));

@@ -12,7 +12,11 @@
 #define CFG_MAX_DEPTH 16	 /* nesting of sequences and mappings */
 #define CFG_MAX_NODES 65536	 /* scalars, sequences and mappings in one document */
 
-enum cfg_node_kind { CFG_SCALAR, CFG_SEQ, CFG_MAP };
+enum cfg_node_kind {
+	CFG_SCALAR,
+	CFG_SEQ,
+	CFG_MAP
+};
 
 /* Where a node starts: 1-based line and column; file is the name given to the parser (not owned). */
 struct cfg_mark {
@@ -32,8 +36,8 @@ struct cfg_entry {
 struct cfg_node {
 	enum cfg_node_kind kind;
 	struct cfg_mark mark;
-	bool plain;	     /* scalar written without quotes: only these can mean null, true or false */
-	char *text;	     /* scalar: the value, NUL-terminated (embedded NULs are refused) */
+	bool plain;		/* scalar written without quotes: only these can mean null, true or false */
+	char *text;		/* scalar: the value, NUL-terminated (embedded NULs are refused) */
 	struct cfg_entry *ents; /* sequence items or mapping pairs, in document order */
 	size_t n, cap;
 };

@@ -36,9 +36,10 @@ const char *host_layer_name(enum host_layer l)
 
 const char *host_layers_backend_name(enum host_layers_backend b)
 {
-	static const char *const names[HOST_LAYERS__COUNT] = {
-		[HOST_LAYERS_NATIVE] = "native", [HOST_LAYERS_BWRAP] = "bwrap", [HOST_LAYERS_GVISOR] = "gvisor",
-		[HOST_LAYERS_OCI] = "oci"};
+	static const char *const names[HOST_LAYERS__COUNT] = {[HOST_LAYERS_NATIVE] = "native",
+							      [HOST_LAYERS_BWRAP] = "bwrap",
+							      [HOST_LAYERS_GVISOR] = "gvisor",
+							      [HOST_LAYERS_OCI] = "oci"};
 	return (unsigned)b < HOST_LAYERS__COUNT ? names[b] : "?";
 }
 
@@ -49,8 +50,9 @@ static void namespaces(const struct al_host_report *r, struct host_layers *out)
 		enum host_layer layer;
 		enum host_ns ns;
 	} map[] = {
-		{HOST_LAYER_USERNS, HOST_NS_USER}, {HOST_LAYER_PIDNS, HOST_NS_PID}, {HOST_LAYER_MNTNS, HOST_NS_MOUNT},
-		{HOST_LAYER_NETNS, HOST_NS_NET},   {HOST_LAYER_IPCNS, HOST_NS_IPC}, {HOST_LAYER_UTSNS, HOST_NS_UTS},
+		{HOST_LAYER_USERNS, HOST_NS_USER},     {HOST_LAYER_PIDNS, HOST_NS_PID},
+		{HOST_LAYER_MNTNS, HOST_NS_MOUNT},     {HOST_LAYER_NETNS, HOST_NS_NET},
+		{HOST_LAYER_IPCNS, HOST_NS_IPC},       {HOST_LAYER_UTSNS, HOST_NS_UTS},
 		{HOST_LAYER_CGROUPNS, HOST_NS_CGROUP},
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -81,11 +83,12 @@ static void oci_layers(const struct al_host_report *r, enum host_layers_backend 
 	} else {
 		/* runsc 20221219 starts its gofer only as root here: rootless runsc (and runsc in a
 		 * user namespace of airlock's) fails with "fork/exec /proc/self/exe: invalid argument". */
-		out->available = runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc") && r->euid == 0 &&
-				 r->ns[HOST_NS_USER].ok;
+		out->available =
+			runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc") && r->euid == 0 && r->ns[HOST_NS_USER].ok;
 		snprintf(out->why, sizeof(out->why), "%s",
 			 !runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc") ? "/usr/bin/runsc is missing"
-			 : r->euid != 0 ? "runsc needs root here (its gofer cannot start as an ordinary user or in a user namespace)"
+			 : r->euid != 0 ? "runsc needs root here (its gofer cannot start as an ordinary user or in a "
+					  "user namespace)"
 					: "user namespaces are unavailable");
 		namespaces(r, out);
 		/* gVisor's kernel has its own cgroupfs, no kernel cgroup namespace. The seccomp

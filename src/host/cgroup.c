@@ -51,8 +51,7 @@ static void host_hier_inspect(struct host_cg_hier *h, int *dirfd_out)
 	if (fd < 0)
 		return;
 	h->found = true;
-	h->writable = faccessat(fd, ".", W_OK, AT_EACCESS) == 0 &&
-		      faccessat(fd, "cgroup.procs", W_OK, AT_EACCESS) == 0;
+	h->writable = faccessat(fd, ".", W_OK, AT_EACCESS) == 0 && faccessat(fd, "cgroup.procs", W_OK, AT_EACCESS) == 0;
 	if (dirfd_out)
 		*dirfd_out = fd;
 	else

@@ -45,7 +45,8 @@ static void host_probe_overlay(struct al_host_report *r)
 	if (r->overlay.listed)
 		host_probe_overlay_userns(&r->overlay.userns_mount);
 	else
-		r->overlay.userns_mount = (struct host_probe_res){.ran = true, .err = ENODEV, .step = "/proc/filesystems"};
+		r->overlay.userns_mount =
+			(struct host_probe_res){.ran = true, .err = ENODEV, .step = "/proc/filesystems"};
 }
 
 int host_probe(struct al_host_report *r, struct al_error *err)
@@ -211,7 +212,8 @@ static json_t *host_layers_json(const struct al_host_report *r)
 		host_backend_layers(r, b, &l);
 		json_t *e = json_pack("{s:b}", "available", l.available);
 		if (e && b == HOST_LAYERS_BWRAP &&
-		    (json_object_set_new(e, "path", host_str_or_null(r->bwrap_version[0] ? "/usr/bin/bwrap" : NULL)) < 0 ||
+		    (json_object_set_new(e, "path", host_str_or_null(r->bwrap_version[0] ? "/usr/bin/bwrap" : NULL)) <
+			     0 ||
 		     json_object_set_new(e, "version", host_str_or_null(r->bwrap_version)) < 0)) {
 			json_decref(e);
 			e = NULL;
@@ -233,18 +235,18 @@ static json_t *host_report_json(const struct al_host_report *r)
 {
 	char ovl[160];
 	host_res_describe(&r->overlay.userns_mount, ovl, sizeof(ovl));
-	json_t *overlay = json_pack("{s:b, s:b, s:o}", "listed", r->overlay.listed, "userns_mount",
-				    r->overlay.userns_mount.ok, "error",
-				    r->overlay.userns_mount.ok ? json_null() : json_string(ovl));
+	json_t *overlay =
+		json_pack("{s:b, s:b, s:o}", "listed", r->overlay.listed, "userns_mount", r->overlay.userns_mount.ok,
+			  "error", r->overlay.userns_mount.ok ? json_null() : json_string(ovl));
 	json_t *kvm = json_pack("{s:b, s:b, s:o}", "present", r->kvm.present, "usable", r->kvm.usable, "error",
 				host_errno_json(r->kvm.usable ? 0 : r->kvm.err));
 	json_t *landlock = json_pack("{s:i, s:o}", "abi", r->landlock_abi, "error",
 				     host_errno_json(r->landlock_abi ? 0 : r->landlock_err));
 	return json_pack("{s:i, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "version", 1, "kernel",
 			 r->kernel, "euid", (json_int_t)r->euid, "user_namespaces", host_userns_json(&r->userns),
-			 "namespaces", host_ns_json(r), "landlock", landlock, "seccomp",
-			 host_seccomp_json(&r->seccomp), "cgroup", host_cg_json(r), "overlayfs", overlay, "kvm", kvm,
-			 "backends", host_backends_json(r), "backend_layers", host_layers_json(r));
+			 "namespaces", host_ns_json(r), "landlock", landlock, "seccomp", host_seccomp_json(&r->seccomp),
+			 "cgroup", host_cg_json(r), "overlayfs", overlay, "kvm", kvm, "backends", host_backends_json(r),
+			 "backend_layers", host_layers_json(r));
 }
 
 int host_report_to_json(const struct al_host_report *r, char **out)

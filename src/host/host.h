@@ -34,10 +34,10 @@ enum host_cg_layout {
 
 /* One mounted hierarchy: the unified one, or the v1 one that holds a controller. */
 struct host_cg_hier {
-	bool mounted;	    /* a mount of this hierarchy is visible in our mount namespace */
-	bool member;	    /* /proc/self/cgroup names our cgroup in it */
-	bool found;	    /* dir exists */
-	bool writable;	    /* we may create a child cgroup under dir and move processes there */
+	bool mounted;	      /* a mount of this hierarchy is visible in our mount namespace */
+	bool member;	      /* /proc/self/cgroup names our cgroup in it */
+	bool found;	      /* dir exists */
+	bool writable;	      /* we may create a child cgroup under dir and move processes there */
 	char mount[PATH_MAX]; /* mount point (first mount wins) */
 	char root[PATH_MAX];  /* mountinfo "root": the part of the hierarchy the mount shows */
 	char own[PATH_MAX];   /* our cgroup within the hierarchy, from /proc/self/cgroup */
@@ -50,7 +50,7 @@ struct host_cgroups {
 	struct host_cg_hier v2;
 	char v2_controllers[256]; /* cgroup.controllers of v2.dir, space-separated */
 	char v2_subtree[256];	  /* cgroup.subtree_control of v2.dir */
-	bool v1_any; /* some v1 hierarchy with a real controller (any, not only ours) is mounted */
+	bool v1_any;		  /* some v1 hierarchy with a real controller (any, not only ours) is mounted */
 	struct host_cg_hier v1[HOST_CG__COUNT];
 	enum host_cg_version use[HOST_CG__COUNT]; /* the version airlock uses per controller */
 };
@@ -84,10 +84,10 @@ int host_fs_listed(FILE *f, const char *name, bool *out);
 
 /* The outcome of one probe run in a forked child: ok, or the step that failed and why. */
 struct host_probe_res {
-	bool ran;	    /* false: not applicable here (e.g. "as root" when not root) */
+	bool ran; /* false: not applicable here (e.g. "as root" when not root) */
 	bool ok;
-	int err;	    /* positive errno of the failing step */
-	const char *step;   /* static name of the failing step, or NULL */
+	int err;	  /* positive errno of the failing step */
+	const char *step; /* static name of the failing step, or NULL */
 };
 
 enum host_ns {
@@ -130,12 +130,12 @@ struct host_userns {
 	struct host_probe_res as_root;	    /* ran only when we are root */
 	struct host_probe_res unprivileged; /* as uid/gid 65534 when root, else as ourselves */
 	unsigned unpriv_uid;
-	long max_user_namespaces;	     /* /proc/sys/user/max_user_namespaces; -1 absent */
-	long unprivileged_userns_clone;	     /* Debian's kernel.unprivileged_userns_clone; -1 absent */
-	long apparmor_restrict_userns;	     /* Ubuntu's kernel.apparmor_restrict_unprivileged_userns; -1 absent */
-	char newuidmap[PATH_MAX];	     /* "" when absent */
+	long max_user_namespaces;	/* /proc/sys/user/max_user_namespaces; -1 absent */
+	long unprivileged_userns_clone; /* Debian's kernel.unprivileged_userns_clone; -1 absent */
+	long apparmor_restrict_userns;	/* Ubuntu's kernel.apparmor_restrict_unprivileged_userns; -1 absent */
+	char newuidmap[PATH_MAX];	/* "" when absent */
 	char newgidmap[PATH_MAX];
-	bool newuidmap_privileged;	     /* setuid root or file capabilities: it can map ranges */
+	bool newuidmap_privileged; /* setuid root or file capabilities: it can map ranges */
 	bool newgidmap_privileged;
 };
 
@@ -158,8 +158,8 @@ struct al_host_report {
 	unsigned euid;
 	struct host_userns userns;
 	struct host_probe_res ns[HOST_NS__COUNT]; /* unshare(CLONE_NEWUSER | type) as ourselves */
-	int landlock_abi;			   /* 0: absent or disabled */
-	int landlock_err;			   /* errno of the version query when abi is 0 */
+	int landlock_abi;			  /* 0: absent or disabled */
+	int landlock_err;			  /* errno of the version query when abi is 0 */
 	struct host_seccomp seccomp;
 	struct host_cgroups cg;
 	int cg_err; /* detection failed part-way (cg holds what was found) */
@@ -203,10 +203,10 @@ enum host_layer {
 	HOST_LAYER_LANDLOCK,
 	HOST_LAYER_CGROUP_LIMITS, /* memory, pids or cpu through the job's cgroup */
 	HOST_LAYER_NO_NEW_PRIVS,
-	HOST_LAYER_CAPS,	  /* every capability dropped */
-	HOST_LAYER_DISK_CAP,	  /* /tmp and /workspace as size-capped tmpfs */
-	HOST_LAYER_EGRESS_PROXY,  /* --net allow=... */
-	HOST_LAYER_CHECKOUT_COPY, /* --checkout-mode copy */
+	HOST_LAYER_CAPS,	    /* every capability dropped */
+	HOST_LAYER_DISK_CAP,	    /* /tmp and /workspace as size-capped tmpfs */
+	HOST_LAYER_EGRESS_PROXY,    /* --net allow=... */
+	HOST_LAYER_CHECKOUT_COPY,   /* --checkout-mode copy */
 	HOST_LAYER_WORKDIR_OVERLAY, /* --workdir behind an overlay capped by --disk */
 	HOST_LAYER__COUNT,
 };

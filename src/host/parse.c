@@ -17,7 +17,7 @@ static const char *const ctrl_names[HOST_CG__COUNT] = {
 /* Every v1 controller the kernel has had; mount options that are not in this list
  * (rw, noprefix, name=systemd, release_agent=...) do not make a hierarchy a controller one. */
 static const char *const v1_controllers[] = {
-	"cpuset", "cpu",       "cpuacct", "blkio",   "io",	"memory", "devices", "freezer",
+	"cpuset",  "cpu",	 "cpuacct",  "blkio",	"io",	"memory", "devices", "freezer",
 	"net_cls", "perf_event", "net_prio", "hugetlb", "pids", "rdma",	  "misc",
 };
 

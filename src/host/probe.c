@@ -172,10 +172,14 @@ static const struct {
 	const char *name;
 	int flag;
 } ns_types[HOST_NS__COUNT] = {
-	[HOST_NS_USER] = {"user", 0},		   [HOST_NS_PID] = {"pid", CLONE_NEWPID},
-	[HOST_NS_MOUNT] = {"mount", CLONE_NEWNS},  [HOST_NS_NET] = {"net", CLONE_NEWNET},
-	[HOST_NS_IPC] = {"ipc", CLONE_NEWIPC},	   [HOST_NS_UTS] = {"uts", CLONE_NEWUTS},
-	[HOST_NS_CGROUP] = {"cgroup", CLONE_NEWCGROUP}, [HOST_NS_TIME] = {"time", CLONE_NEWTIME},
+	[HOST_NS_USER] = {"user", 0},
+	[HOST_NS_PID] = {"pid", CLONE_NEWPID},
+	[HOST_NS_MOUNT] = {"mount", CLONE_NEWNS},
+	[HOST_NS_NET] = {"net", CLONE_NEWNET},
+	[HOST_NS_IPC] = {"ipc", CLONE_NEWIPC},
+	[HOST_NS_UTS] = {"uts", CLONE_NEWUTS},
+	[HOST_NS_CGROUP] = {"cgroup", CLONE_NEWCGROUP},
+	[HOST_NS_TIME] = {"time", CLONE_NEWTIME},
 };
 
 const char *host_ns_name(enum host_ns ns)

@@ -70,7 +70,10 @@ void api_health(struct hx_server *s, const struct hx_request *rq, char *const ca
 	if (s->o.gate && s->o.gate->health)
 		s->o.gate->health(s->o.gate->ctx, &h);
 	h.reason[sizeof(h.reason) - 1] = 0;
-	json_t *o = json_pack("{s:s,s:s,s:I}", "status", hx_stopping(s) ? "stopping" : h.degraded ? "degraded" : "ok",
+	json_t *o = json_pack("{s:s,s:s,s:I}", "status",
+			      hx_stopping(s) ? "stopping"
+			      : h.degraded   ? "degraded"
+					     : "ok",
 			      "version", s->o.server_version, "mcp_sessions", (json_int_t)hx_sessions_count(s));
 	if (o && h.degraded)
 		json_object_set_new(o, "reason", json_string(h.reason));
@@ -350,7 +353,8 @@ void api_decide(struct hx_server *s, const struct hx_request *rq, char *const ca
 	cleanup_free char *dg = digest ? strdup(json_string_value(digest)) : NULL;
 	json_decref(body);
 	if (!valid) {
-		hx_error(rs, 400, "the body must be {\"approve\": true, \"digest\": \"sha256:...\"} or {\"approve\": false}");
+		hx_error(rs, 400,
+			 "the body must be {\"approve\": true, \"digest\": \"sha256:...\"} or {\"approve\": false}");
 		return;
 	}
 	struct apq_decision d = {.id = id, .approve = yes, .by = SRV_BY_HTTP, .decider = rq->who->name, .digest = dg};
@@ -360,8 +364,9 @@ void api_decide(struct hx_server *s, const struct hx_request *rq, char *const ca
 		return;
 	}
 	if (r == -ESTALE) {
-		hx_error(rs, 409, "approval %llu: an approval must name the digest of the request it approves (GET "
-				  "/v1/approvals shows it); %s",
+		hx_error(rs, 409,
+			 "approval %llu: an approval must name the digest of the request it approves (GET "
+			 "/v1/approvals shows it); %s",
 			 id, dg ? "this one names another request" : "none was given");
 		return;
 	}

@@ -217,7 +217,7 @@ int hx_check_access(const struct hx_server *s, const struct hx_request *rq, stru
 
 /* ---- token files ---------------------------------------------------------------------------- */
 
-#define TOKEN_MIN 16
+#define TOKEN_MIN      16
 #define TOKEN_FILE_MAX 65536
 
 static bool token_ok(const char *t)
@@ -232,7 +232,8 @@ static bool token_ok(const char *t)
 static bool name_ok(const char *t)
 {
 	size_t n = strlen(t);
-	return n > 0 && n < HX_PRINCIPAL_MAX - 8 && strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-#@") == n;
+	return n > 0 && n < HX_PRINCIPAL_MAX - 8 &&
+	       strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-#@") == n;
 }
 
 /* The file's bytes (*len of them, NUL-terminated), if it is a regular file only its owner may read
@@ -282,8 +283,8 @@ static int add_token(const char *name, const char *token, bool approver, struct 
 	return 0;
 }
 
-static int parse_line(const char *path, unsigned line, char *text, bool approver, struct http_token **tokens,
-		      size_t *n, struct al_error *err)
+static int parse_line(const char *path, unsigned line, char *text, bool approver, struct http_token **tokens, size_t *n,
+		      struct al_error *err)
 {
 	text += strspn(text, " \t");
 	if (!*text || *text == '#')
@@ -302,7 +303,8 @@ static int parse_line(const char *path, unsigned line, char *text, bool approver
 			      path, line, TOKEN_MIN);
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp((*tokens)[i].token, token) == 0)
-			return al_err(err, EINVAL, "token file %s:%u: this token is already %s's: one credential, one principal",
+			return al_err(err, EINVAL,
+				      "token file %s:%u: this token is already %s's: one credential, one principal",
 				      path, line, (*tokens)[i].name);
 	return add_token(name, token, approver, tokens, n) < 0 ? al_err(err, ENOMEM, "out of memory") : 0;
 }

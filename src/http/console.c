@@ -13,7 +13,7 @@
 #include "util/cleanup.h"
 
 #define AUDIT_LIMIT_DEFAULT 100
-#define AUDIT_LIMIT_MAX 1000
+#define AUDIT_LIMIT_MAX	    1000
 
 /*
  * The page runs no script but its own file (no inline script or style, nothing from elsewhere),
@@ -22,7 +22,7 @@
  * is inserted as text nodes only, never as markup, so even a CSP bypass has nothing to run.
  */
 static const char console_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-				   "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+				  "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 static const char *type_of(const char *name)
 {
@@ -78,7 +78,8 @@ static int audit_keep(json_t *rec, const char *line, size_t len, void *data)
 	struct audit_query *q = data;
 	const char *t = json_string_value(json_object_get(rec, "time"));
 	/* Times are ISO 8601 in UTC with a fixed layout: their text order is their time order. */
-	if ((q->since && *q->since && (!t || strcmp(t, q->since) < 0)) || (q->until && *q->until && (!t || strcmp(t, q->until) > 0)))
+	if ((q->since && *q->since && (!t || strcmp(t, q->since) < 0)) ||
+	    (q->until && *q->until && (!t || strcmp(t, q->until) > 0)))
 		return 0;
 	if (!field_is(rec, "client", "principal", q->principal) || !field_is(rec, NULL, "tool", q->tool) ||
 	    !field_is(rec, "approval", "decision", q->decision))
@@ -125,9 +126,12 @@ void api_audit(struct hx_server *s, const struct hx_request *rq, char *const cap
 		hx_error(rs, 400, "limit must be a number from 1 to %d", AUDIT_LIMIT_MAX);
 		return;
 	}
-	struct audit_query q = {.principal = query(rq, "principal"), .tool = query(rq, "tool"),
-				.decision = query(rq, "decision"), .since = query(rq, "since"),
-				.until = query(rq, "until"), .limit = limit};
+	struct audit_query q = {.principal = query(rq, "principal"),
+				.tool = query(rq, "tool"),
+				.decision = query(rq, "decision"),
+				.since = query(rq, "since"),
+				.until = query(rq, "until"),
+				.limit = limit};
 	q.ring = calloc(limit, sizeof(json_t *));
 	cleanup_close int fd = open(s->o.audit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (!q.ring || fd < 0) {
@@ -185,8 +189,7 @@ void api_rules(struct hx_server *s, const struct hx_request *rq, char *const cap
 
 /* Every principal's live sandboxes with their usage. Approvers only (the route's role): a client
  * sees its own and nobody else's, not even their ids. */
-void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
-			 struct hx_response *rs)
+void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
 	json_t *list = s->o.sandboxes ? s->o.sandboxes(s->o.sandboxes_ctx) : json_array();
 	if (!list)

@@ -17,7 +17,8 @@ static void context_call(struct hx_server *s, const struct hx_request *rq, const
 		if (!json_is_object(body)) {
 			json_decref(body);
 			json_decref(args);
-			hx_error(rs, 400, "the body must be a JSON object: {\"language\": \"python\", \"context_id\": \"...\"}");
+			hx_error(rs, 400,
+				 "the body must be a JSON object: {\"language\": \"python\", \"context_id\": \"...\"}");
 			return;
 		}
 		json_object_update(args, body); /* the schema refuses anything else */

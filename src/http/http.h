@@ -66,34 +66,34 @@ struct http_stats {
 
 /* One bearer token and the principal it names. */
 struct http_token {
-	char *name;  /* the principal: "token:NAME" in the audit log and the approval queue */
-	char *token; /* the secret */
-	bool approver;	   /* an approver's token (--approver-token-file): decides approvals, runs nothing */
+	char *name;    /* the principal: "token:NAME" in the audit log and the approval queue */
+	char *token;   /* the secret */
+	bool approver; /* an approver's token (--approver-token-file): decides approvals, runs nothing */
 };
 
 /* Size-prefixed so it can grow. Zero means default. Everything is borrowed: it must outlive
  * http_serve. */
 struct http_opts {
-	size_t size;			/* sizeof(struct http_opts) */
-	const char *listen;		/* TCP: "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080"; port 0: any; NULL: none */
-	const char *unix_path;		/* the Unix socket (mode 0600; its peers are uids); NULL: none */
+	size_t size;	       /* sizeof(struct http_opts) */
+	const char *listen;    /* TCP: "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080"; port 0: any; NULL: none */
+	const char *unix_path; /* the Unix socket (mode 0600; its peers are uids); NULL: none */
 	const struct http_token *tokens; /* required on TCP: every TCP request needs one of these */
 	size_t ntokens;
-	const uid_t *approver_uids;	/* Unix socket peers that may decide approvals (NULL: root only) */
+	const uid_t *approver_uids; /* Unix socket peers that may decide approvals (NULL: root only) */
 	size_t n_approver_uids;
-	const struct srv_mgr_api *mgr;	/* required */
-	const struct srv_gate *gate;	/* NULL: every valid call is allowed */
-	struct apq *approvals;		/* NULL: an ASK is a denial on the JSON API */
-	size_t max_body;		/* JSON request bodies (0: 1 MiB) */
-	size_t max_file;		/* PUT file bodies (0: 16 MiB) */
-	size_t max_message;		/* one MCP message (0: 4 MiB) */
-	unsigned max_sessions;		/* MCP sessions at once (0: 64) */
-	unsigned max_sessions_per_principal; /* of one principal (0: no limit but max_sessions) */
+	const struct srv_mgr_api *mgr;		/* required */
+	const struct srv_gate *gate;		/* NULL: every valid call is allowed */
+	struct apq *approvals;			/* NULL: an ASK is a denial on the JSON API */
+	size_t max_body;			/* JSON request bodies (0: 1 MiB) */
+	size_t max_file;			/* PUT file bodies (0: 16 MiB) */
+	size_t max_message;			/* one MCP message (0: 4 MiB) */
+	unsigned max_sessions;			/* MCP sessions at once (0: 64) */
+	unsigned max_sessions_per_principal;	/* of one principal (0: no limit but max_sessions) */
 	unsigned max_connections_per_principal; /* open connections one principal has used (0: no limit) */
-	unsigned max_connections;	/* concurrent connections (0: 256) */
-	uint32_t approval_timeout_ms;	/* ASK whose decision names no timeout (0: 60 s) */
-	uint32_t session_idle_ms;	/* an MCP session unused this long is ended (0: 1 hour) */
-	const char *server_version;	/* MCP serverInfo.version (NULL: "0") */
+	unsigned max_connections;		/* concurrent connections (0: 256) */
+	uint32_t approval_timeout_ms;		/* ASK whose decision names no timeout (0: 60 s) */
+	uint32_t session_idle_ms;		/* an MCP session unused this long is ended (0: 1 hour) */
+	const char *server_version;		/* MCP serverInfo.version (NULL: "0") */
 	/* /metrics gauges (NULL: reported as 0). Called on a connection thread; must not block long. */
 	void (*stats)(void *ctx, struct http_stats *out);
 	void *stats_ctx;
@@ -110,8 +110,8 @@ struct http_opts {
 	bool mcp_no_queue;
 	bool mcp_queue_first;
 	/* The approver's console (GET /v1/audit, /v1/console/rules; NULL: those answer 404 and []). */
-	const char *audit_path;	 /* the audit log the service writes */
-	const struct cfg *cfg;	 /* its risk rules */
+	const char *audit_path; /* the audit log the service writes */
+	const struct cfg *cfg;	/* its risk rules */
 	/* GET /v1/admin/sandboxes: every principal's sandboxes as a JSON array (NULL: none listed). */
 	json_t *(*sandboxes)(void *ctx);
 	void *sandboxes_ctx;

@@ -16,17 +16,17 @@
 #include "service/runner.h"
 #include "service/tools.h"
 
-#define HX_DEFAULT_MAX_BODY ((size_t)1 << 20)
-#define HX_DEFAULT_MAX_FILE ((size_t)16 << 20)
+#define HX_DEFAULT_MAX_BODY    ((size_t)1 << 20)
+#define HX_DEFAULT_MAX_FILE    ((size_t)16 << 20)
 #define HX_DEFAULT_MAX_MESSAGE ((size_t)4 << 20)
-#define HX_DEFAULT_SESSIONS 64
+#define HX_DEFAULT_SESSIONS    64
 #define HX_DEFAULT_CONNECTIONS 256
 #define HX_DEFAULT_APPROVAL_MS 60000
-#define HX_DEFAULT_IDLE_MS 3600000
-#define HX_SESSION_ID_LEN 32   /* hex characters of 128 random bits */
-#define HX_WAIT_SLICE_MS 250   /* blocked request threads look at the stop flag this often */
-#define HX_KEEPALIVE_MS 15000  /* an idle SSE stream gets a comment this often */
-#define HX_STREAM_BUDGET ((size_t)1 << 20) /* exec output queued for one slow client at most */
+#define HX_DEFAULT_IDLE_MS     3600000
+#define HX_SESSION_ID_LEN      32		 /* hex characters of 128 random bits */
+#define HX_WAIT_SLICE_MS       250		 /* blocked request threads look at the stop flag this often */
+#define HX_KEEPALIVE_MS	       15000		 /* an idle SSE stream gets a comment this often */
+#define HX_STREAM_BUDGET       ((size_t)1 << 20) /* exec output queued for one slow client at most */
 
 /* ---- requests and responses (route.c) ------------------------------------------------------ */
 
@@ -53,14 +53,14 @@ struct hx_request {
 	void *lookup_ctx;
 	const char *body;
 	size_t len;
-	bool too_large; /* the body went past the route's limit and was discarded */
+	bool too_large;	  /* the body went past the route's limit and was discarded */
 	const char *peer; /* "127.0.0.1:41234", "uid 1000" (Unix socket), or NULL */
 	bool local;	  /* came through the Unix socket: uid is the peer's (SO_PEERCRED) */
 	uid_t uid;
 	struct hx_principal *who; /* filled by hx_precheck (required: the caller's storage) */
 };
 
-#define HX_STREAM_END ((ssize_t)-1)
+#define HX_STREAM_END	((ssize_t)-1)
 #define HX_STREAM_ERROR ((ssize_t)-2)
 
 /* A body produced while the request runs. read copies up to max bytes into buf and returns how
@@ -73,8 +73,8 @@ struct hx_stream_ops {
 
 struct hx_response {
 	int status;
-	const char *type;  /* Content-Type (static string), or NULL without a body */
-	char *body;	   /* malloc'd, len bytes; or NULL */
+	const char *type; /* Content-Type (static string), or NULL without a body */
+	char *body;	  /* malloc'd, len bytes; or NULL */
 	size_t len;
 	const struct hx_stream_ops *ops; /* instead of body: a stream */
 	bool has_fd;			 /* instead of body: len bytes of the regular file fd (owned) */
@@ -144,8 +144,8 @@ enum hx_exec_kind {
 };
 
 #define HX_LATENCY_BUCKETS 12
-#define HX_CREATE_BUCKETS 11
-#define HX_STATUS_CLASSES 6 /* 1xx..5xx, other */
+#define HX_CREATE_BUCKETS  11
+#define HX_STATUS_CLASSES  6 /* 1xx..5xx, other */
 
 struct hx_metrics {
 	uint64_t requests[HX_STATUS_CLASSES];
@@ -178,14 +178,14 @@ struct hx_token {
 };
 
 struct hx_server {
-	struct http_opts o; /* defaults filled in */
-	bool loopback;	    /* the TCP listener is on a loopback address only */
+	struct http_opts o;	 /* defaults filled in */
+	bool loopback;		 /* the TCP listener is on a loopback address only */
 	struct hx_token *tokens; /* o.tokens, digested */
 	size_t ntokens;
-	struct svc_observer observer;	/* counts approvals and ended calls for /metrics */
+	struct svc_observer observer; /* counts approvals and ended calls for /metrics */
 	pthread_mutex_t conns_mu;
-	struct mq_table conns;		/* open connections per principal (max_connections_per_principal) */
-	struct svc_runner rn;		/* the JSON API's calls (the MCP sessions have their own) */
+	struct mq_table conns; /* open connections per principal (max_connections_per_principal) */
+	struct svc_runner rn;  /* the JSON API's calls (the MCP sessions have their own) */
 	struct tl_catalog cat;
 	struct hx_metrics metrics;
 	struct hx_sessions *sessions;
@@ -200,8 +200,8 @@ void hx_server_free(struct hx_server *s);
 bool hx_stopping(const struct hx_server *s);
 uint64_t hx_now_ms(void);
 uint64_t hx_now_us(void);
-__attribute__((format(printf, 3, 4))) void hx_log(const struct hx_server *s, enum mcp_log_level level,
-						  const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void hx_log(const struct hx_server *s, enum mcp_log_level level, const char *fmt,
+						  ...);
 /* Waits on cv for at most ms (with mu held). */
 void hx_cond_wait_ms(void *cv, void *mu, int ms);
 
@@ -228,8 +228,7 @@ void api_decide(struct hx_server *s, const struct hx_request *rq, char *const ca
 void api_console(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_audit(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_rules(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
-void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
-			 struct hx_response *rs);
+void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 /* Interpreter contexts (ctxapi.c). */
 void api_ctx_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);

@@ -63,7 +63,7 @@ struct hx_sessions {
 	pthread_mutex_t mu;
 	struct msession **v;
 	size_t n, cap;
-	int wake_fd; /* tells the pump the set of sessions changed */
+	int wake_fd;		   /* tells the pump the set of sessions changed */
 	struct srv_approver queue; /* the approvals queue, for sessions whose client cannot elicit */
 };
 
@@ -306,7 +306,7 @@ static void route(struct msession *ms, json_t *out)
 {
 	size_t i;
 	json_t *msg;
-	json_array_foreach (out, i, msg) {
+	json_array_foreach(out, i, msg) {
 		struct waiter *w = route_target(ms, msg);
 		if (!w)
 			continue; /* no stream to carry it (see above) */
@@ -371,7 +371,7 @@ static int take_mail(struct mstream *m)
 {
 	size_t i;
 	json_t *msg;
-	json_array_foreach (m->w->mail, i, msg) {
+	json_array_foreach(m->w->mail, i, msg) {
 		char *line = NULL;
 		ssize_t n = jr_encode(msg, &line);
 		if (n < 0)
@@ -488,8 +488,8 @@ static struct waiter *waiter_new(const struct jr_message *m, bool sse)
 
 /* A request: its answer as JSON when ready at once (or when the client takes only JSON), else an
  * SSE stream of everything routed to it up to the answer. ms's reference passes to the stream. */
-static void request(struct hx_server *s, struct msession *ms, const struct hx_request *rq,
-		    const struct jr_message *m, struct hx_response *rs)
+static void request(struct hx_server *s, struct msession *ms, const struct hx_request *rq, const struct jr_message *m,
+		    struct hx_response *rs)
 {
 	const char *accept = header(rq, "Accept");
 	bool sse = accept && strcasestr(accept, "text/event-stream");
@@ -564,7 +564,8 @@ static void initialize(struct hx_server *s, const struct hx_request *rq, const s
 	if (!w->answered)
 		hx_error(rs, 500, "initialize was not answered");
 	else if (ok && (r = session_publish(s, ms)) == -EDQUOT)
-		hx_error(rs, 429, "quota reached: %s holds %u MCP sessions (server.quota.sessions): end one (DELETE /mcp)",
+		hx_error(rs, 429,
+			 "quota reached: %s holds %u MCP sessions (server.quota.sessions): end one (DELETE /mcp)",
 			 rq->who->name[0] ? rq->who->name : "this client", s->o.max_sessions_per_principal);
 	else if (ok && r < 0)
 		hx_error(rs, 503, "too many MCP sessions (at most %u)", s->o.max_sessions);

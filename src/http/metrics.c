@@ -10,19 +10,15 @@
 static const double buckets[HX_LATENCY_BUCKETS] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120};
 /* Sandbox creation, seconds from the request's arrival to its answer: a warm pool's claim is
  * well under a millisecond, a cold create several. */
-static const double create_buckets[HX_CREATE_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
+static const double create_buckets[HX_CREATE_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+							 0.05,	 0.1,	0.25,	1,     5};
 
 static const char *const exec_names[HX_EXEC__COUNT] = {
-	[HX_EXEC_EXITED] = "exited",
-	[HX_EXEC_SIGNALED] = "signaled",
-	[HX_EXEC_TIMEOUT] = "timeout",
-	[HX_EXEC_OUTPUT_LIMIT] = "output-limit",
-	[HX_EXEC_SETUP_ERROR] = "setup-error",
-	[HX_EXEC_OOM] = "oom",
-	[HX_EXEC_DENIED] = "denied",
-	[HX_EXEC_FAILED] = "failed",
-	[HX_EXEC_CANCELLED] = "cancelled",
-	[HX_EXEC_INVALID] = "invalid",
+	[HX_EXEC_EXITED] = "exited",	       [HX_EXEC_SIGNALED] = "signaled",
+	[HX_EXEC_TIMEOUT] = "timeout",	       [HX_EXEC_OUTPUT_LIMIT] = "output-limit",
+	[HX_EXEC_SETUP_ERROR] = "setup-error", [HX_EXEC_OOM] = "oom",
+	[HX_EXEC_DENIED] = "denied",	       [HX_EXEC_FAILED] = "failed",
+	[HX_EXEC_CANCELLED] = "cancelled",     [HX_EXEC_INVALID] = "invalid",
 };
 
 static void add(uint64_t *c, uint64_t n)
@@ -168,8 +164,8 @@ static void help(struct text *t, const char *name, const char *type, const char 
 }
 
 /* A Prometheus histogram from per-bucket counts (n bounds, then +Inf). */
-static void histogram(struct text *t, const char *name, const char *what, const double *bounds, int n,
-		      uint64_t *counts, uint64_t *count, uint64_t *sum_us)
+static void histogram(struct text *t, const char *name, const char *what, const double *bounds, int n, uint64_t *counts,
+		      uint64_t *count, uint64_t *sum_us)
 {
 	help(t, name, "histogram", what);
 	uint64_t cum = 0;
@@ -208,7 +204,8 @@ char *hx_metrics_render(struct hx_server *s, size_t *len)
 	histogram(&t, "airlock_exec_duration_seconds", "Wall-clock time of executions that ran.", buckets,
 		  HX_LATENCY_BUCKETS, m->latency, &m->latency_count, &m->latency_sum_us);
 	histogram(&t, "airlock_sandbox_create_seconds",
-		  "Sandboxes created (code_create_sandbox, POST /v1/sandboxes): request to answer, a warm pool's claim included.",
+		  "Sandboxes created (code_create_sandbox, POST /v1/sandboxes): request to answer, a warm pool's claim "
+		  "included.",
 		  create_buckets, HX_CREATE_BUCKETS, m->create, &m->create_count, &m->create_sum_us);
 
 	help(&t, "airlock_proxy_decisions_total", "counter", "Egress proxy decisions of finished executions.");

@@ -84,7 +84,9 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 	 * server that has no credential at all: the in-process tests). */
 	bool token = principal && strncmp(principal, "token:", 6) == 0;
 	const struct svc_principal who = {
-		.kind = token ? SVC_PRINCIPAL_TOKEN : principal && *principal ? SVC_PRINCIPAL_PEER : SVC_PRINCIPAL_ANONYMOUS,
+		.kind = token			  ? SVC_PRINCIPAL_TOKEN
+			: principal && *principal ? SVC_PRINCIPAL_PEER
+						  : SVC_PRINCIPAL_ANONYMOUS,
 		.name = principal && *principal ? principal : NULL,
 		.uid = (uid_t)-1,
 	};
@@ -190,8 +192,11 @@ static int port_ask(void *owner, const struct srv_gate_decision *d, char *why, s
 	struct hx_call *c = owner;
 	struct apq *q = c->s->o.approvals;
 	uint32_t timeout = d->timeout_ms ? d->timeout_ms : c->s->o.approval_timeout_ms;
-	struct srv_question qn = {.tool = tl_name(c->tool), .args = c->args, .reason = d->reason,
-				  .timeout_ms = timeout, .principal = svc_call_principal(c->sc)->name};
+	struct srv_question qn = {.tool = tl_name(c->tool),
+				  .args = c->args,
+				  .reason = d->reason,
+				  .timeout_ms = timeout,
+				  .principal = svc_call_principal(c->sc)->name};
 	if (!q || apq_ask(q, &qn, approval_done, c, &c->ask_id) < 0) {
 		denial(c, SRV_GATE_UNAVAILABLE, why, cap);
 		return -EPERM;
@@ -297,8 +302,9 @@ static void refused(const struct svc_refusal *ref, struct hx_response *rs)
 		return;
 	case SRV_CALL_DENIED: {
 		json_t *reason = json_string(ref->text);
-		hx_json(rs, 403, json_pack("{s:o,s:s}", "error", reason ? reason : json_string("denied"), "approval",
-					  srv_gate_outcome_name(ref->approval)));
+		hx_json(rs, 403,
+			json_pack("{s:o,s:s}", "error", reason ? reason : json_string("denied"), "approval",
+				  srv_gate_outcome_name(ref->approval)));
 		return;
 	}
 	case SRV_CALL_OK:
@@ -401,8 +407,8 @@ static int emit_result(struct hx_call *c)
 		const char *msg = !res ? "the manager ran out of memory"
 				       : (res->err.msg[0] ? res->err.msg : "the request failed");
 		svc_call_end(c->sc, SRV_CALL_REQUEST_FAILED, res, msg);
-		return emit(c, "error", json_pack("{s:s,s:i}", "error", msg, "status",
-						  res ? hx_status_of_errno(res->error) : 500));
+		return emit(c, "error",
+			    json_pack("{s:s,s:i}", "error", msg, "status", res ? hx_status_of_errno(res->error) : 500));
 	}
 	json_t *full = tl_result(c->tool, c->args, res);
 	json_t *sc = json_object_get(full, "structuredContent");

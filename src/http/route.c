@@ -16,11 +16,21 @@ struct route {
 	const char *method;
 	const char *pattern;
 	hx_handler fn;
-	enum { BODY_NONE, BODY_JSON, BODY_FILE, BODY_MESSAGE } body;
+	enum {
+		BODY_NONE,
+		BODY_JSON,
+		BODY_FILE,
+		BODY_MESSAGE
+	} body;
 	/* Who may: any principal (what it sees is its own), clients (sandboxes, MCP sessions: their
 	 * own), approvers (decisions on others' calls); public: nobody's credential (the console's
 	 * files, which hold no data). */
-	enum { ROLE_ANY, ROLE_CLIENT, ROLE_APPROVER, ROLE_PUBLIC } role;
+	enum {
+		ROLE_ANY,
+		ROLE_CLIENT,
+		ROLE_APPROVER,
+		ROLE_PUBLIC
+	} role;
 };
 
 static const struct route routes[] = {
@@ -47,7 +57,8 @@ static const struct route routes[] = {
 	{"GET", "/console/{}", api_console, BODY_NONE, ROLE_PUBLIC},
 	{"POST", "/mcp", hx_mcp, BODY_MESSAGE, ROLE_CLIENT},
 	{"DELETE", "/mcp", hx_mcp, BODY_NONE, ROLE_CLIENT},
-	{"GET", "/mcp", hx_mcp, BODY_NONE, ROLE_CLIENT}, /* answers 405 itself: the spec lets a server refuse the GET stream */
+	{"GET", "/mcp", hx_mcp, BODY_NONE,
+	 ROLE_CLIENT}, /* answers 405 itself: the spec lets a server refuse the GET stream */
 };
 
 #define MAX_CAPS 2
@@ -268,7 +279,7 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 	if ((r->role == ROLE_CLIENT && !rq->who->client) || (r->role == ROLE_APPROVER && !rq->who->approver)) {
 		hx_error(rs, 403, "%s may not %s %.200s (%s)", rq->who->name, rq->method, path,
 			 r->role == ROLE_CLIENT ? "an approver's credential runs nothing"
-					      : "only approvers decide approvals and read the audit log");
+						: "only approvers decide approvals and read the audit log");
 		return 1;
 	}
 	const char *cl = header(rq, "Content-Length");
@@ -282,7 +293,7 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 
 static unsigned hex(char c)
 {
-	return c >= '0' && c <= '9' ? (unsigned)(c - '0')
+	return c >= '0' && c <= '9'   ? (unsigned)(c - '0')
 	       : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
 	       : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
 				      : 16u;

@@ -22,10 +22,10 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
-#define PUMP_MAX_WAIT_MS 1000 /* the pump's longest sleep: idle sessions are looked at this often */
-#define CONNECTION_TIMEOUT_S 120 /* an idle keep-alive connection (not one waiting for us) */
-#define DRAIN_MS 3000		 /* on stop, how long requests in flight get to send their answer */
-#define REQUEST_BODY_MS 60000	 /* a body trickled in slower than this ends its connection */
+#define PUMP_MAX_WAIT_MS     1000  /* the pump's longest sleep: idle sessions are looked at this often */
+#define CONNECTION_TIMEOUT_S 120   /* an idle keep-alive connection (not one waiting for us) */
+#define DRAIN_MS	     3000  /* on stop, how long requests in flight get to send their answer */
+#define REQUEST_BODY_MS	     60000 /* a body trickled in slower than this ends its connection */
 
 /* ---- small shared helpers ------------------------------------------------------------------- */
 
@@ -132,8 +132,8 @@ int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **o
 	s->o.tokens = NULL;
 	pthread_mutex_init(&s->conns_mu, NULL);
 	s->observer = (struct svc_observer){.ctx = s, .decided = observe_decided, .ended = observe_ended};
-	s->rn = (struct svc_runner){.mgr = s->o.mgr, .gate = s->o.gate, .observer = &s->observer, .cat = &s->cat,
-				    .transport = "http"};
+	s->rn = (struct svc_runner){
+		.mgr = s->o.mgr, .gate = s->o.gate, .observer = &s->observer, .cat = &s->cat, .transport = "http"};
 	char msg[SCH_MSG_MAX];
 	int r = tl_catalog_load(&s->cat, msg);
 	if (r < 0) {
@@ -351,9 +351,15 @@ static void peer_of(struct MHD_Connection *conn, char *out, size_t cap)
 static void fill_request(struct MHD_Connection *conn, const char *url, const char *method, const struct conn *c,
 			 struct hx_principal *who, struct hx_request *rq)
 {
-	*rq = (struct hx_request){.method = method, .path = url, .lookup = lookup, .lookup_ctx = conn,
-				  .body = c ? c->body : NULL, .len = c ? c->len : 0,
-				  .too_large = c && c->too_large, .peer = c && c->peer[0] ? c->peer : NULL, .who = who};
+	*rq = (struct hx_request){.method = method,
+				  .path = url,
+				  .lookup = lookup,
+				  .lookup_ctx = conn,
+				  .body = c ? c->body : NULL,
+				  .len = c ? c->len : 0,
+				  .too_large = c && c->too_large,
+				  .peer = c && c->peer[0] ? c->peer : NULL,
+				  .who = who};
 	rq->local = c ? c->local : local_peer(conn, &rq->uid);
 	if (c)
 		rq->uid = c->uid;
@@ -379,7 +385,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		 * Host, unknown route, a declared length over the limit) before reading any of it. */
 		fill_request(conn, url, method, NULL, &who, &rq);
 		if (hx_precheck(s, &rq, &rs) == 0 && charge_connection(s, conn, &who)) {
-			hx_error(&rs, 429, "quota reached: %s holds %u connections (server.quota.connections): close one",
+			hx_error(&rs, 429,
+				 "quota reached: %s holds %u connections (server.quota.connections): close one",
 				 who.name[0] ? who.name : "this client", s->o.max_connections_per_principal);
 			rs.close = true;
 		}
@@ -507,17 +514,17 @@ static struct MHD_Daemon *start_daemon(struct hx_server *s, const struct hx_list
 	 * one address: the socket is then the door that stays open). */
 	unsigned per_ip = s->o.max_connections - s->o.max_connections / 4;
 	if (l)
-		return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-					(const struct sockaddr *)&l->addr, MHD_OPTION_CONNECTION_LIMIT,
-					(unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-					per_ip ? per_ip : 1u, MHD_OPTION_CONNECTION_TIMEOUT,
-					(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-					MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
+		return MHD_start_daemon(
+			flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&l->addr,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+			per_ip ? per_ip : 1u, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+			MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
-				MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+				on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
 }
 
 static void stop_daemon(struct MHD_Daemon *d)

@@ -119,8 +119,8 @@ static json_t *build_extra(const struct img_build_spec *sp, uint64_t epoch)
 	json_t *pk = json_array();
 	for (size_t i = 0; sp->packages[i]; i++)
 		json_array_append_new(pk, json_string(sp->packages[i]));
-	return json_pack("{s:o, s:s, s:s?, s:I}", "packages", pk, "suite", sp->suite ? sp->suite : "bookworm",
-			 "mirror", sp->mirror, "source_date_epoch", (json_int_t)epoch);
+	return json_pack("{s:o, s:s, s:s?, s:I}", "packages", pk, "suite", sp->suite ? sp->suite : "bookworm", "mirror",
+			 sp->mirror, "source_date_epoch", (json_int_t)epoch);
 }
 
 int img_build(struct img_store *s, const struct img_build_spec *spec, const struct img_limits *lim,
@@ -144,9 +144,14 @@ int img_build(struct img_store *s, const struct img_build_spec *spec, const stru
 	r = r ?: import_unpack(&st, &tfd, 1, lim, err);
 	(void)unlinkat(st.fd, "build.tar", 0);
 	json_t *extra = r == 0 ? build_extra(spec, epoch) : NULL;
-	struct import_info in = {.name = spec->name, .digest = dg, .source = "mmdebstrap", .format = "debian",
-				 .config = "{\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"]}}",
-				 .nlayers = 1, .extra = extra};
+	struct import_info in = {.name = spec->name,
+				 .digest = dg,
+				 .source = "mmdebstrap",
+				 .format = "debian",
+				 .config = "{\"config\":{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/"
+					   "bin:/sbin:/bin\"]}}",
+				 .nlayers = 1,
+				 .extra = extra};
 	r = r ?: import_commit(s, &st, &in, err);
 	json_decref(extra);
 	if (r == 0)

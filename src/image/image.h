@@ -10,9 +10,9 @@
 
 /* "sha256:" + 64 hex digits + NUL */
 #define IMG_DIGEST_LEN 72
-#define IMG_NAME_MAX 128
+#define IMG_NAME_MAX   128
 /* Defaults of struct img_limits: what one image may unpack to. */
-#define IMG_DEFAULT_MAX_BYTES (4ull << 30)
+#define IMG_DEFAULT_MAX_BYTES	(4ull << 30)
 #define IMG_DEFAULT_MAX_ENTRIES 1000000ull
 
 /* An open store. Layout beneath path:
@@ -52,11 +52,11 @@ int img_import(struct img_store *s, const char *src, const char *name, const str
 /* A Debian environment made by mmdebstrap. Strings are the caller's. */
 struct img_build_spec {
 	char *name;
-	char *suite;	  /* default bookworm */
-	char *mirror;	  /* default: mmdebstrap's own (the Debian archive) */
-	char *variant;	  /* default apt */
-	char **packages;  /* NULL-terminated */
-	uint64_t epoch;	  /* SOURCE_DATE_EPOCH; 0: IMG_DEFAULT_EPOCH, so rebuilds are reproducible */
+	char *suite;	 /* default bookworm */
+	char *mirror;	 /* default: mmdebstrap's own (the Debian archive) */
+	char *variant;	 /* default apt */
+	char **packages; /* NULL-terminated */
+	uint64_t epoch;	 /* SOURCE_DATE_EPOCH; 0: IMG_DEFAULT_EPOCH, so rebuilds are reproducible */
 };
 #define IMG_DEFAULT_EPOCH 1704067200u /* 2024-01-01T00:00:00Z */
 /* Called with each line mmdebstrap prints (progress), from the calling thread. */
@@ -74,8 +74,7 @@ struct img_entry {
 	bool in_use;
 };
 /* Calls fn for each name in the store (sorted); 0 or -errno. */
-int img_list(struct img_store *s, int (*fn)(void *ctx, const struct img_entry *e), void *ctx,
-	     struct al_error *err);
+int img_list(struct img_store *s, int (*fn)(void *ctx, const struct img_entry *e), void *ctx, struct al_error *err);
 /* The image's image.json text (malloc'd, caller frees) for name or "sha256:<hex>". */
 int img_inspect(struct img_store *s, const char *name, char **json, struct al_error *err);
 /* Removes a name, and its content when no other name refers to it. Refused (-EBUSY) while a

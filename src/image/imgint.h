@@ -20,7 +20,7 @@ struct oci_plan {
 	char digest[IMG_DIGEST_LEN]; /* the image's: its manifest's (docker save: its config's) */
 	char *config;		     /* the config blob's JSON text, or NULL */
 	size_t nlayers;
-	int *layer_fds; /* each layer blob opened read-only; its digest verified */
+	int *layer_fds;	    /* each layer blob opened read-only; its digest verified */
 	const char *format; /* "oci" or "docker-save" */
 };
 /* Reads the OCI layout or docker-save tree beneath srcfd (index.json or manifest.json),

@@ -107,8 +107,12 @@ int img_import(struct img_store *s, const char *src, const char *name, const str
 	char srcdir[PATH_MAX];
 	snprintf(srcdir, sizeof(srcdir), "%s/src", st.path);
 	(void)unpack_rm_tree(srcdir);
-	struct import_info in = {.name = name, .digest = plan.digest, .source = src, .format = plan.format,
-				 .config = plan.config, .nlayers = plan.nlayers};
+	struct import_info in = {.name = name,
+				 .digest = plan.digest,
+				 .source = src,
+				 .format = plan.format,
+				 .config = plan.config,
+				 .nlayers = plan.nlayers};
 	r = r ?: import_commit(s, &st, &in, err);
 	if (r == 0)
 		snprintf(digest, IMG_DIGEST_LEN, "%s", plan.digest);

@@ -17,9 +17,8 @@
 #include "util/error.h"
 
 /* Manifests, indexes and configs are small; a bigger one is not an image we read. */
-#define OCI_JSON_MAX (4u << 20)
+#define OCI_JSON_MAX   (4u << 20)
 #define OCI_MAX_LAYERS 256
-
 
 int oci_open_beneath(int dirfd, const char *rel, int flags)
 {
@@ -88,7 +87,8 @@ static int open_blob(int srcfd, const char *digest, json_int_t want_size, struct
 	if (r < 0)
 		return al_err_sys(err, -r, "blob %s", digest);
 	if (strcmp(got, digest) != 0)
-		return al_err(err, EBADMSG, "blob %s: digest mismatch (its content hashes to %s): refused", digest, got);
+		return al_err(err, EBADMSG, "blob %s: digest mismatch (its content hashes to %s): refused", digest,
+			      got);
 	if (want_size >= 0 && (uint64_t)want_size != size)
 		return al_err(err, EBADMSG, "blob %s: %llu bytes where its descriptor says %lld: refused", digest,
 			      (unsigned long long)size, (long long)want_size);
@@ -277,8 +277,8 @@ static int load_docker(int srcfd, int mfd, struct oci_plan *plan, struct al_erro
 			return fd;
 		r = oci_sha256_fd(fd, got, NULL);
 		if (r == 0 && (!want || strcmp(got, want) != 0))
-			r = al_err(err, EBADMSG, "layer %s: digest mismatch (%s, the config says %s): refused", rel, got,
-				   want ? want : "nothing");
+			r = al_err(err, EBADMSG, "layer %s: digest mismatch (%s, the config says %s): refused", rel,
+				   got, want ? want : "nothing");
 		if (r < 0) {
 			close(fd);
 			return r;

@@ -89,8 +89,9 @@ void img_store_close(struct img_store *s)
 bool img_name_valid(const char *name)
 {
 	size_t n = strlen(name);
-	if (n == 0 || n >= IMG_NAME_MAX || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
-					     (name[0] >= '0' && name[0] <= '9')))
+	if (n == 0 || n >= IMG_NAME_MAX ||
+	    !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+	      (name[0] >= '0' && name[0] <= '9')))
 		return false;
 	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+-") == n;
 }
@@ -437,7 +438,8 @@ static void add_strings(char **v, size_t *n, const json_t *arr)
 static int ref_defaults(struct img_ref *ref, const char *meta, struct al_error *err)
 {
 	json_t *j = json_loads(meta, 0, NULL), *cfg = json_object_get(j, "config");
-	json_t *env = json_object_get(cfg, "Env"), *ep = json_object_get(cfg, "Entrypoint"), *cmd = json_object_get(cfg, "Cmd");
+	json_t *env = json_object_get(cfg, "Env"), *ep = json_object_get(cfg, "Entrypoint"),
+	       *cmd = json_object_get(cfg, "Cmd");
 	size_t n = 0, k = 0;
 	ref->env = calloc(json_array_size(env) + 1, sizeof(char *));
 	ref->argv = calloc(json_array_size(ep) + json_array_size(cmd) + 1, sizeof(char *));

@@ -38,7 +38,7 @@
 #include "util/fsutil.h"
 
 #define WHITEOUT ".wh."
-#define OPAQUE ".wh..wh..opq"
+#define OPAQUE	 ".wh..wh..opq"
 
 static void archive_freep(struct archive **a)
 {
@@ -71,7 +71,8 @@ static int norm_name(const char *in, char *out, size_t size, struct al_error *er
 		if (len == 0 || (len == 1 && p[0] == '.'))
 			return (void)al_err(err, EPERM, "member '%s': an empty or '.' part: refused", in), -EPERM;
 		if (len == 2 && p[0] == '.' && p[1] == '.')
-			return (void)al_err(err, EPERM, "member '%s': a '..' part leads outside the root: refused", in), -EPERM;
+			return (void)al_err(err, EPERM, "member '%s': a '..' part leads outside the root: refused", in),
+			       -EPERM;
 		p += len + (p[len] == '/');
 	}
 	return 0;
@@ -154,12 +155,13 @@ int unpack_outer(int fd, int destfd, const struct img_limits *lim, struct al_err
 			continue; /* directories are made as needed; links are never needed here */
 		uint64_t size = (uint64_t)archive_entry_size(e);
 		if (size > lim->max_bytes - total)
-			return al_err(err, EFBIG, "member '%s' (%llu bytes) goes past the %llu-byte limit: refused", rel,
-				      (unsigned long long)size, (unsigned long long)lim->max_bytes);
+			return al_err(err, EFBIG, "member '%s' (%llu bytes) goes past the %llu-byte limit: refused",
+				      rel, (unsigned long long)size, (unsigned long long)lim->max_bytes);
 		total += size;
 		r = mkdirs(destfd, rel);
 		/* O_EXCL | O_NOFOLLOW: a repeated name is refused, nothing is written through a link. */
-		cleanup_close int out = r < 0 ? -1 : openat(destfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		cleanup_close int out =
+			r < 0 ? -1 : openat(destfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (out < 0)
 			return al_err_sys(err, r < 0 ? -r : errno, "member '%s'", rel);
 		r = copy_member(a, out, err);
@@ -280,16 +282,18 @@ static int check_member(struct archive_entry *e, const char *rel, struct budget 
 	if (++b->entries > b->lim->max_entries)
 		return al_err(err, E2BIG, "more than %llu members: refused", (unsigned long long)b->lim->max_entries);
 	if (link)
-		return unpack_check_name(link, err) < 0 ? al_err(err, EPERM, "hard link '%s' -> '%s': refused", rel, link)
-							: 0;
+		return unpack_check_name(link, err) < 0
+			       ? al_err(err, EPERM, "hard link '%s' -> '%s': refused", rel, link)
+			       : 0;
 	if (type == AE_IFCHR || type == AE_IFBLK)
 		return al_err(err, EPERM, "member '%s': a device node: refused", rel);
 	if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
-		return al_err(err, EPERM, "member '%s': a fifo, socket or unknown type (%o): refused", rel, (unsigned)type);
+		return al_err(err, EPERM, "member '%s': a fifo, socket or unknown type (%o): refused", rel,
+			      (unsigned)type);
 	uint64_t size = type == AE_IFREG ? (uint64_t)archive_entry_size(e) : 0;
 	if (size > b->lim->max_bytes - b->bytes)
-		return al_err(err, EFBIG, "member '%s' claims %llu bytes: past the image limit of %llu bytes: refused", rel,
-			      (unsigned long long)size, (unsigned long long)b->lim->max_bytes);
+		return al_err(err, EFBIG, "member '%s' claims %llu bytes: past the image limit of %llu bytes: refused",
+			      rel, (unsigned long long)size, (unsigned long long)b->lim->max_bytes);
 	b->bytes += size;
 	return 0;
 }
@@ -338,7 +342,8 @@ static int check_place(struct archive_entry *e, char *rel, struct al_error *err)
 	cleanup_close int tfd = r < 0 ? -1 : oci_open_beneath(AT_FDCWD, target, O_PATH | O_NOFOLLOW);
 	struct stat st;
 	if (tfd < 0 || fstat(tfd, &st) < 0 || !S_ISREG(st.st_mode))
-		return al_err(err, EPERM, "hard link '%s' -> '%s': not a regular file beneath the root: refused", rel, link);
+		return al_err(err, EPERM, "hard link '%s' -> '%s': not a regular file beneath the root: refused", rel,
+			      link);
 	archive_entry_set_hardlink(e, target);
 	return 0;
 }
@@ -362,7 +367,8 @@ static void tame(struct archive_entry *e, struct budget *b)
 static int write_member(struct archive *a, struct archive *w, struct archive_entry *e, struct al_error *err)
 {
 	if (archive_write_header(w, e) != ARCHIVE_OK)
-		return al_err(err, EPERM, "member '%s': %s: refused", archive_entry_pathname(e), archive_error_string(w));
+		return al_err(err, EPERM, "member '%s': %s: refused", archive_entry_pathname(e),
+			      archive_error_string(w));
 	const void *buf;
 	size_t len;
 	la_int64_t off;
@@ -386,8 +392,9 @@ static int layer_pass2(int fd, struct budget *b, struct al_error *err)
 			archive_write_free(w);
 		return a ? al_err(err, ENOMEM, "out of memory") : (err ? err->code : -EBADMSG);
 	}
-	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-						  ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
+	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+						  ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+						  ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
 	struct archive_entry *e;
 	char rel[PATH_MAX];
 	int r = 0, h;
@@ -449,7 +456,8 @@ static int run_job(const struct job *j, struct al_error *e)
 {
 	if (j->outer) {
 		int dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		int r = dfd < 0 ? al_err_sys(e, errno, "open the staging directory") : unpack_outer(j->fds[0], dfd, j->lim, e);
+		int r = dfd < 0 ? al_err_sys(e, errno, "open the staging directory")
+				: unpack_outer(j->fds[0], dfd, j->lim, e);
 		if (dfd >= 0)
 			close(dfd);
 		return r;

@@ -102,8 +102,8 @@ struct srv_context_req {
 struct srv_install_req {
 	const char *owner;
 	const char *sandbox_id;
-	const char *manager;		/* "pip" or "npm" */
-	const char *const *packages;	/* n_packages specs; none starts with '-' (no option injection) */
+	const char *manager;	     /* "pip" or "npm" */
+	const char *const *packages; /* n_packages specs; none starts with '-' (no option injection) */
 	size_t n_packages;
 };
 
@@ -139,16 +139,16 @@ struct srv_file_entry {
 /* What an operation produced. Allocated by the manager (srv_result_new), owned by the session
  * once passed to on_done. Every pointer is malloc'd (or NULL) and freed by srv_result_free. */
 struct srv_result {
-	int error;	      /* 0, or -errno: the request failed, err.msg says why */
+	int error; /* 0, or -errno: the request failed, err.msg says why */
 	struct al_error err;
 	struct al_verdict *verdict; /* exec and install_package: what the program did */
 	char *sandbox_id;	    /* create: the new sandbox; exec: the sandbox used, if persistent */
 	char *data;		    /* read_file: the file's bytes */
 	size_t len;		    /* read_file: their count (with want_fd: the file's size when opened) */
-	int fd;			    /* read_file with want_fd: the file open for reading, else -1 (closed by srv_result_free) */
+	int fd; /* read_file with want_fd: the file open for reading, else -1 (closed by srv_result_free) */
 	struct srv_file_entry *entries; /* list_files */
 	size_t n_entries;
-	uint64_t bytes; /* write_file: bytes written */
+	uint64_t bytes;	 /* write_file: bytes written */
 	char *cell_json; /* a cell of a context: its value, error, images, files (JSON object); contexts: the answer */
 };
 

@@ -26,8 +26,10 @@ struct audit_log {
 
 void audit_options_from_cfg(const struct cfg_audit *a, const char *fallback, struct audit_options *o)
 {
-	*o = (struct audit_options){.path = a->path ? a->path : fallback, .fsync = a->fsync,
-				    .rotate_bytes = a->rotate_bytes, .keep = a->keep};
+	*o = (struct audit_options){.path = a->path ? a->path : fallback,
+				    .fsync = a->fsync,
+				    .rotate_bytes = a->rotate_bytes,
+				    .keep = a->keep};
 }
 
 int audit_default_path(bool privileged, char **out)
@@ -131,8 +133,8 @@ static int open_file(const char *path, int *out, struct al_error *err)
 {
 	/* O_NOFOLLOW: a symlink planted at the path cannot redirect the log. O_NONBLOCK: a FIFO there
 	 * cannot hang us (regular files ignore it). O_RDWR: heal() reads the last line. */
-	cleanup_close int fd =
-		open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, AUDIT_FILE_MODE);
+	cleanup_close int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+				    AUDIT_FILE_MODE);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return al_err_sys(err, errno, "audit: %s", path);

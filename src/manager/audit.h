@@ -83,8 +83,8 @@
 #include "manager/risk.h"
 
 #define AUDIT_EXCERPT_CHARS 80
-#define AUDIT_LINE_MAX (1u << 20) /* a reader skips longer lines; a writer refuses to write them */
-#define AUDIT_FILE_MODE 0600
+#define AUDIT_LINE_MAX	    (1u << 20) /* a reader skips longer lines; a writer refuses to write them */
+#define AUDIT_FILE_MODE	    0600
 
 struct audit_options {
 	const char *path;      /* absolute */
@@ -120,20 +120,20 @@ enum audit_decision {
 
 /* One request, as the server saw it. Pointers are borrowed for the call; NULL ones are null. */
 struct audit_record {
-	struct timespec time;	/* CLOCK_REALTIME when the request arrived; {0, 0}: now */
+	struct timespec time; /* CLOCK_REALTIME when the request arrived; {0, 0}: now */
 	enum audit_event event;
-	const char *call_id;	/* START and END: the same id; else NULL */
-	const char *transport;	/* "stdio", "http" */
-	const char *peer;	/* "127.0.0.1:41234", "pid 1234 (name), tty /dev/pts/3", or NULL */
-	const char *principal;	/* whom the call acts for ("uid 1000", a token's name), or NULL */
-	const char *sandbox;	/* sandbox id, or NULL */
-	const char *tool;	/* "code_execute", ... */
-	const json_t *params;	/* the tool's arguments (reduced before writing) */
+	const char *call_id;		  /* START and END: the same id; else NULL */
+	const char *transport;		  /* "stdio", "http" */
+	const char *peer;		  /* "127.0.0.1:41234", "pid 1234 (name), tty /dev/pts/3", or NULL */
+	const char *principal;		  /* whom the call acts for ("uid 1000", a token's name), or NULL */
+	const char *sandbox;		  /* sandbox id, or NULL */
+	const char *tool;		  /* "code_execute", ... */
+	const json_t *params;		  /* the tool's arguments (reduced before writing) */
 	const struct risk_decision *risk; /* NULL: not classified */
 	enum audit_decision decision;
-	enum approval_by by; /* meaningful unless AUDIT_NOT_DECIDED */
+	enum approval_by by;  /* meaningful unless AUDIT_NOT_DECIDED */
 	const char *approver; /* who answered, when known, or NULL */
-	const char *status;  /* "ok", "error", "timeout", "denied", ... */
+	const char *status;   /* "ok", "error", "timeout", "denied", ... */
 	uint64_t duration_ms;
 	const json_t *resources; /* object: CPU time, peak memory, ... */
 	const json_t *proxy;	 /* array: the proxy's connections */
@@ -155,9 +155,9 @@ int audit_write(struct audit_log *log, const struct audit_record *rec, struct al
 
 /* The writer's state, for /v1/health and the metrics. */
 struct audit_health {
-	bool degraded;	   /* the last record could not be written */
-	int error;	   /* its -errno */
-	uint64_t failures; /* records that could not be written since audit_open */
+	bool degraded;		   /* the last record could not be written */
+	int error;		   /* its -errno */
+	uint64_t failures;	   /* records that could not be written since audit_open */
 	char reason[AL_ERROR_MAX]; /* when degraded: why */
 };
 void audit_health(struct audit_log *log, struct audit_health *out);

@@ -10,7 +10,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
-#define PARAM_DEPTH 16	  /* nesting of reduced parameters; deeper values are replaced */
+#define PARAM_DEPTH  16	 /* nesting of reduced parameters; deeper values are replaced */
 #define DROPPED_PATH 256 /* "env.API_TOKEN": where a dropped secret sat */
 
 /* jansson's iteration takes non-const objects it never changes; -Wcast-qual wants this spelled out. */
@@ -46,8 +46,8 @@ static void put(json_t *obj, const char *key, json_t *value, bool *ok)
 
 static bool secret_name(const char *key)
 {
-	static const char *const words[] = {"token",	  "secret",	"password",   "passwd", "authorization",
-					    "apikey",	  "credential", "privatekey", "cookie"};
+	static const char *const words[] = {"token",  "secret",	    "password",	  "passwd", "authorization",
+					    "apikey", "credential", "privatekey", "cookie"};
 	size_t n = strlen(key), j = 0;
 	cleanup_free char *norm = malloc(n + 1);
 	if (!norm)
@@ -172,7 +172,7 @@ static json_t *reduce_object(const json_t *v, const char *path, int depth, json_
 	const char *key;
 	json_t *item;
 	bool ok = o != NULL;
-	json_object_foreach (unconst(v), key, item) {
+	json_object_foreach(unconst(v), key, item) {
 		char sub[DROPPED_PATH];
 		snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", key);
 		if (secret_name(key)) {
@@ -275,8 +275,10 @@ int audit_record_json(const struct audit_record *rec, json_t **out, struct al_er
 	put(o, "event", json_string(event_names[paired ? rec->event : AUDIT_EVENT_CALL]), &ok);
 	if (paired)
 		put(o, "call_id", str_or_null(rec->call_id), &ok);
-	put(o, "client", json_pack("{s:o, s:o, s:o}", "transport", str_or_null(rec->transport), "peer",
-				   str_or_null(rec->peer), "principal", str_or_null(rec->principal)), &ok);
+	put(o, "client",
+	    json_pack("{s:o, s:o, s:o}", "transport", str_or_null(rec->transport), "peer", str_or_null(rec->peer),
+		      "principal", str_or_null(rec->principal)),
+	    &ok);
 	put(o, "sandbox", str_or_null(rec->sandbox), &ok);
 	put(o, "tool", str_or_null(rec->tool), &ok);
 	put(o, "params", audit_params(rec->params, &dropped), &ok);
@@ -286,8 +288,9 @@ int audit_record_json(const struct audit_record *rec, json_t **out, struct al_er
 		json_decref(dropped);
 	put(o, "risk", risk_json(rec->risk), &ok);
 	put(o, "approval", approval_json(rec), &ok);
-	put(o, "result", json_pack("{s:o, s:I}", "status", str_or_null(rec->status), "duration_ms",
-				   (json_int_t)rec->duration_ms), &ok);
+	put(o, "result",
+	    json_pack("{s:o, s:I}", "status", str_or_null(rec->status), "duration_ms", (json_int_t)rec->duration_ms),
+	    &ok);
 	put(o, "resources", copy_or_null(rec->resources), &ok);
 	put(o, "proxy", copy_or_null(rec->proxy), &ok);
 	if (!ok) {

@@ -25,11 +25,11 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
-#define CTX_GRACE_MS 2000	   /* an interrupted cell's time to come back before its kernel is killed */
-#define CTX_START_MS 30000	   /* a kernel's time to say hello (first imports, a cold page cache) */
-#define CTX_IMAGE_MAX (4u << 20)   /* base64 bytes of images per cell */
-#define CTX_FRAME_MAX (64u << 20)  /* no frame from a kernel is bigger: a larger one ends it */
-#define CTX_ID_MAX 64
+#define CTX_GRACE_MS  2000	  /* an interrupted cell's time to come back before its kernel is killed */
+#define CTX_START_MS  30000	  /* a kernel's time to say hello (first imports, a cold page cache) */
+#define CTX_IMAGE_MAX (4u << 20)  /* base64 bytes of images per cell */
+#define CTX_FRAME_MAX (64u << 20) /* no frame from a kernel is bigger: a larger one ends it */
+#define CTX_ID_MAX    64
 /* Contexts per sandbox: each kernel costs the server a supervising thread, so a client may not
  * make them without bound (the sandbox's cgroup bounds only what runs inside). */
 #define CTX_PER_SANDBOX 16
@@ -44,9 +44,9 @@ struct ctx {
 	struct al_job *job; /* the running kernel, or NULL */
 	int sock;	    /* our end of its channel, or -1 */
 	pthread_t pump;
-	bool pumping; /* pump started (joined when the kernel is stopped) */
-	bool dead;    /* the kernel ended (under cs->mu) */
-	bool busy;    /* a cell or a management call holds it (under cs->mu) */
+	bool pumping;		  /* pump started (joined when the kernel is stopped) */
+	bool dead;		  /* the kernel ended (under cs->mu) */
+	bool busy;		  /* a cell or a management call holds it (under cs->mu) */
 	struct al_verdict *death; /* the kernel's verdict once it ended */
 	unsigned cells;		  /* cells run by the current kernel */
 	unsigned restarts;	  /* kernels started for this context */
@@ -264,7 +264,8 @@ static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 	const char *kernel_lang = strcmp(c->language, "javascript") == 0 ? "javascript" : "python";
 	const struct cfg_language *l = cfg_language(env->cfg, kernel_lang);
 	if (!l || !l->command.n)
-		return al_err(err, ENOENT, "no %s language configured: a %s context needs it", kernel_lang, c->language);
+		return al_err(err, ENOENT, "no %s language configured: a %s context needs it", kernel_lang,
+			      c->language);
 	struct al_policy *p = NULL;
 	int r = kernel_policy(env, l, c->language, &p, err);
 	if (r < 0)
@@ -334,7 +335,7 @@ struct cell_run {
 	char *buf[2];
 	size_t kept[2];
 	uint64_t total[2];
-	size_t cap; /* bytes kept per stream (the output limit) */
+	size_t cap;  /* bytes kept per stream (the output limit) */
 	json_t *res; /* the kernel's 'r' answer */
 	bool timed_out, cancelled, lost;
 };
@@ -447,7 +448,8 @@ static json_t *sane_images(const json_t *in)
 	json_array_foreach(in, i, im) {
 		const json_t *d = json_object_get(im, "data");
 		size_t n = json_string_length(d);
-		if (!out || !json_is_string(d) || !looks_png_base64(json_string_value(d), n) || total + n > CTX_IMAGE_MAX)
+		if (!out || !json_is_string(d) || !looks_png_base64(json_string_value(d), n) ||
+		    total + n > CTX_IMAGE_MAX)
 			continue;
 		total += n;
 		json_array_append_new(out, json_pack("{s:s,s:O,s:I,s:I}", "mime", "image/png", "data", d, "width",
@@ -604,7 +606,8 @@ static int ctx_take(struct ctx_set *cs, const char *id, const char *language, bo
 	int r = 0;
 	if (!c && create && n >= CTX_PER_SANDBOX) {
 		pthread_mutex_unlock(&cs->mu);
-		return al_err(err, EAGAIN, "limit reached: %d contexts in this sandbox (delete one first)", CTX_PER_SANDBOX);
+		return al_err(err, EAGAIN, "limit reached: %d contexts in this sandbox (delete one first)",
+			      CTX_PER_SANDBOX);
 	}
 	if (!c && create && (c = calloc(1, sizeof(*c)))) {
 		snprintf(c->id, sizeof(c->id), "%s", id);
@@ -638,8 +641,7 @@ static void ctx_give(struct ctx_set *cs, struct ctx *c)
 }
 
 /* A kernel for c: the running one, or a new one when there is none or it ended. *fresh: new. */
-static int kernel_ready(struct ctx_set *cs, struct ctx *c, const struct ctx_env *env, bool *fresh,
-			struct al_error *err)
+static int kernel_ready(struct ctx_set *cs, struct ctx *c, const struct ctx_env *env, bool *fresh, struct al_error *err)
 {
 	pthread_mutex_lock(&cs->mu);
 	bool alive = c->job && !c->dead;
@@ -667,8 +669,8 @@ static int send_cell(struct ctx *c, const struct ctx_cell_req *req, size_t cap, 
 	return r;
 }
 
-int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx_cell_req *req,
-		 struct srv_result **out, struct al_error *err)
+int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx_cell_req *req, struct srv_result **out,
+		 struct al_error *err)
 {
 	if (!ctx_language_supported(req->language))
 		return al_err(err, ENOENT, "no interpreter context for %s (use fresh)", req->language);
@@ -731,9 +733,10 @@ static json_t *ctx_list_json(struct ctx_set *cs)
 	json_t *a = json_array();
 	pthread_mutex_lock(&cs->mu);
 	for (struct ctx *c = cs->list; a && c; c = c->next)
-		json_array_append_new(a, json_pack("{s:s,s:s,s:b,s:b,s:i,s:i}", "context_id", c->id, "language",
-						   c->language, "running", c->job && !c->dead, "busy", c->busy,
-						   "execution_count", (int)c->cells, "kernels_started", (int)c->restarts));
+		json_array_append_new(a,
+				      json_pack("{s:s,s:s,s:b,s:b,s:i,s:i}", "context_id", c->id, "language",
+						c->language, "running", c->job && !c->dead, "busy", c->busy,
+						"execution_count", (int)c->cells, "kernels_started", (int)c->restarts));
 	pthread_mutex_unlock(&cs->mu);
 	return json_pack("{s:o}", "contexts", a);
 }
@@ -752,8 +755,8 @@ static void ctx_delete(struct ctx_set *cs, struct ctx *c)
 	free(c);
 }
 
-static int manage_one(struct ctx_set *cs, const struct ctx_env *env, const struct srv_context_req *req,
-		      json_t **answer, struct al_error *err)
+static int manage_one(struct ctx_set *cs, const struct ctx_env *env, const struct srv_context_req *req, json_t **answer,
+		      struct al_error *err)
 {
 	const char *act = req->action ? req->action : "";
 	bool create = strcmp(act, "create") == 0;

@@ -65,8 +65,8 @@ void ctx_set_free(struct ctx_set *cs);
 
 /* Runs one cell on the calling thread: 0 and *out (verdict plus cell_json), or -errno with err
  * (unknown language, the context busy with another cell, the kernel would not start). */
-int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx_cell_req *req,
-		 struct srv_result **out, struct al_error *err);
+int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx_cell_req *req, struct srv_result **out,
+		 struct al_error *err);
 
 /* Context management (synchronous): create (language, id), list, restart (id), delete (id).
  * The answer is JSON text in (*out)->cell_json. */

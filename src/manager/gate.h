@@ -32,13 +32,13 @@ enum srv_gate_verdict {
 
 /* How a call's approval ended, for the audit log. */
 enum srv_gate_outcome {
-	SRV_GATE_ALLOWED,	/* by the rules, no human */
-	SRV_GATE_DENIED,	/* by the rules */
-	SRV_GATE_APPROVED,	/* a human approved through elicitation */
-	SRV_GATE_DECLINED,	/* a human declined or cancelled */
-	SRV_GATE_TIMED_OUT,	/* no answer before the timeout */
-	SRV_GATE_UNAVAILABLE,	/* approval needed, but the client cannot elicit (or answered with an error) */
-	SRV_GATE_ABANDONED,	/* the client cancelled the call, or went away, while we waited */
+	SRV_GATE_ALLOWED,     /* by the rules, no human */
+	SRV_GATE_DENIED,      /* by the rules */
+	SRV_GATE_APPROVED,    /* a human approved through elicitation */
+	SRV_GATE_DECLINED,    /* a human declined or cancelled */
+	SRV_GATE_TIMED_OUT,   /* no answer before the timeout */
+	SRV_GATE_UNAVAILABLE, /* approval needed, but the client cannot elicit (or answered with an error) */
+	SRV_GATE_ABANDONED,   /* the client cancelled the call, or went away, while we waited */
 };
 
 /* Who answered an ASK, for the audit log. */
@@ -62,24 +62,24 @@ enum srv_call_status {
 /* Everything the session knows about a call when it ends. Pointers are borrowed for the call. */
 struct srv_call_end {
 	const char *tool;
-	const json_t *args;		  /* as the client sent them (for INVALID, possibly not an object) */
+	const json_t *args; /* as the client sent them (for INVALID, possibly not an object) */
 	enum srv_call_status status;
-	bool decided;			  /* the gate was consulted (false for INVALID) */
-	enum srv_gate_outcome approval;	  /* when decided */
-	enum srv_gate_by by;		  /* who answered, when a human was asked and answered */
-	const char *transport;		  /* "stdio", "http", or NULL (the gate's own default) */
-	const char *peer;		  /* the client that sent the call, or NULL (the gate's default) */
-	const char *principal;		  /* whom the call acts for, or NULL (the peer) */
-	const char *approver;		  /* the principal who approved or declined it, when known */
-	const char *call_id;		  /* what admit named its start record, or NULL (never admitted) */
-	uint64_t duration_ms;		  /* from the request's arrival */
-	uint64_t duration_us;		  /* the same in microseconds where the front end measures them, else 0 */
-	const struct srv_result *result;  /* the manager's result (verdict, resources), or NULL */
-	const char *message;		  /* the error text the client got, or NULL */
+	bool decided;			 /* the gate was consulted (false for INVALID) */
+	enum srv_gate_outcome approval;	 /* when decided */
+	enum srv_gate_by by;		 /* who answered, when a human was asked and answered */
+	const char *transport;		 /* "stdio", "http", or NULL (the gate's own default) */
+	const char *peer;		 /* the client that sent the call, or NULL (the gate's default) */
+	const char *principal;		 /* whom the call acts for, or NULL (the peer) */
+	const char *approver;		 /* the principal who approved or declined it, when known */
+	const char *call_id;		 /* what admit named its start record, or NULL (never admitted) */
+	uint64_t duration_ms;		 /* from the request's arrival */
+	uint64_t duration_us;		 /* the same in microseconds where the front end measures them, else 0 */
+	const struct srv_result *result; /* the manager's result (verdict, resources), or NULL */
+	const char *message;		 /* the error text the client got, or NULL */
 };
 
 #define SRV_GATE_REASON_MAX 256
-#define SRV_CALL_ID_MAX 40
+#define SRV_CALL_ID_MAX	    40
 
 /* A call that passed the gate, about to run (admit below). Pointers are borrowed for the call. */
 struct srv_call_start {
@@ -90,8 +90,8 @@ struct srv_call_start {
 	const char *transport;		/* as in srv_call_end */
 	const char *peer;
 	const char *principal;
-	const char *approver;		/* the human who approved, when known, or NULL */
-	char call_id[SRV_CALL_ID_MAX];	/* out: the start record's id ("" when none was written) */
+	const char *approver;	       /* the human who approved, when known, or NULL */
+	char call_id[SRV_CALL_ID_MAX]; /* out: the start record's id ("" when none was written) */
 };
 
 /* What the gate's audit log is doing, for /v1/health and /metrics. */

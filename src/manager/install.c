@@ -46,7 +46,8 @@ static int check_route(const char *manager, char *const *packages, size_t n, con
 		return al_err(err, EPERM,
 			      "this sandbox has no network, so %s cannot reach its registry: create the sandbox with "
 			      "network_enabled (its profile's registries) to install packages, or install from a file "
-			      "in the workspace (a path starting with / or .)", manager);
+			      "in the workspace (a path starting with / or .)",
+			      manager);
 	if (!*net->hosts)
 		return 0;
 	const char *need[2] = {pip ? "pypi.org" : "registry.npmjs.org", pip ? "files.pythonhosted.org" : NULL};
@@ -83,8 +84,8 @@ static int set_argv(struct al_policy *p, const char *manager, char *const *packa
 	return r;
 }
 
-int inst_policy(const struct cfg *cfg, const char *manager, char *const *packages, size_t n,
-		const struct inst_net *net, struct al_policy **out, struct al_error *err)
+int inst_policy(const struct cfg *cfg, const char *manager, char *const *packages, size_t n, const struct inst_net *net,
+		struct al_policy **out, struct al_error *err)
 {
 	int r = check_route(manager, packages, n, net, err);
 	if (r < 0)

@@ -18,7 +18,7 @@ struct inst_net {
 /* The policy (argv, environment, limits; the caller attaches it to the sandbox) that installs
  * packages with manager ("pip" or "npm") into /workspace, where a later exec finds them. EPERM,
  * before anything runs, when a package must come from a registry the sandbox cannot reach. */
-int inst_policy(const struct cfg *cfg, const char *manager, char *const *packages, size_t n,
-		const struct inst_net *net, struct al_policy **out, struct al_error *err);
+int inst_policy(const struct cfg *cfg, const char *manager, char *const *packages, size_t n, const struct inst_net *net,
+		struct al_policy **out, struct al_error *err);
 
 #endif

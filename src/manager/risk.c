@@ -17,7 +17,11 @@ struct matcher {
 	struct timespec deadline;
 };
 
-enum { HOLDS = 1, FAILS = 0, UNDECIDED = -ETIME };
+enum {
+	HOLDS = 1,
+	FAILS = 0,
+	UNDECIDED = -ETIME
+};
 
 static bool past(const struct timespec *deadline)
 {
@@ -203,9 +207,14 @@ enum approval_verdict approval_auto(const struct cfg_approval *policy, const str
 const char *approval_by_name(enum approval_by by)
 {
 	static const char *const names[APPROVAL_BY__COUNT] = {
-		[APPROVAL_BY_AUTO] = "auto",	 [APPROVAL_BY_ELICITATION] = "elicitation", [APPROVAL_BY_HTTP] = "http",
-		[APPROVAL_BY_TERMINAL] = "terminal", [APPROVAL_BY_TIMEOUT] = "timeout", [APPROVAL_BY_RULE] = "rule",
-		[APPROVAL_BY_UNAVAILABLE] = "unavailable", [APPROVAL_BY_CANCELLED] = "cancelled",
+		[APPROVAL_BY_AUTO] = "auto",
+		[APPROVAL_BY_ELICITATION] = "elicitation",
+		[APPROVAL_BY_HTTP] = "http",
+		[APPROVAL_BY_TERMINAL] = "terminal",
+		[APPROVAL_BY_TIMEOUT] = "timeout",
+		[APPROVAL_BY_RULE] = "rule",
+		[APPROVAL_BY_UNAVAILABLE] = "unavailable",
+		[APPROVAL_BY_CANCELLED] = "cancelled",
 	};
 	return (unsigned)by < APPROVAL_BY__COUNT ? names[by] : "?";
 }

@@ -35,11 +35,11 @@
 #include "airlock/airlock.h"
 #include "config/config.h"
 
-#define RISK_MATCH_LIMIT 1000000 /* backtracking steps of one pattern at one start position */
-#define RISK_DEPTH_LIMIT 5000	 /* nested backtracking frames */
-#define RISK_HEAP_LIMIT_KIB 16384 /* backtracking memory of one match */
-#define RISK_BUDGET_MS 500	 /* all patterns of one classification together */
-#define RISK_DEFAULT_RULE "(default)"
+#define RISK_MATCH_LIMIT    1000000 /* backtracking steps of one pattern at one start position */
+#define RISK_DEPTH_LIMIT    5000    /* nested backtracking frames */
+#define RISK_HEAP_LIMIT_KIB 16384   /* backtracking memory of one match */
+#define RISK_BUDGET_MS	    500	    /* all patterns of one classification together */
+#define RISK_DEFAULT_RULE   "(default)"
 
 struct risk_decision {
 	enum cfg_risk level;

@@ -44,8 +44,8 @@
 #include "util/error.h"
 
 #define SBM_DEFAULT_PROFILE "untrusted-code-read"
-#define SBM_ID_LEN 20
-#define SBM_CODE_DIR ".airlock"
+#define SBM_ID_LEN	    20
+#define SBM_CODE_DIR	    ".airlock"
 /* A claimed spare is replaced this long after the claim: cloning a sandbox copies the server's
  * page tables and takes a CPU, which would otherwise delay the claim's own answer (measured: a
  * warm create's median 1.3 ms with an immediate refill, 0.23 ms with this delay). */
@@ -58,13 +58,13 @@ struct sbx {
 	char owner[SRV_OWNER_MAX]; /* the principal that created or claimed it ("" for a spare) */
 	struct al_sandbox *sb;
 	char *profile;
-	char *net_hosts;      /* the allowlist the sandbox was made with ("" when its posture has no proxy) */
+	char *net_hosts; /* the allowlist the sandbox was made with ("" when its posture has no proxy) */
 	enum al_net_posture net;
 	uint64_t exec_timeout_ms; /* limits.timeout of code_create_sandbox: an exec's default wall limit, 0: none */
 	uint64_t created_ms, used_ms;
-	unsigned refs;	      /* the table's (while listed) + each operation's */
-	bool listed;	      /* in m->list (false once destroyed or expired) */
-	bool pooled;	      /* a warm spare nobody has asked for yet */
+	unsigned refs;		/* the table's (while listed) + each operation's */
+	bool listed;		/* in m->list (false once destroyed or expired) */
+	bool pooled;		/* a warm spare nobody has asked for yet */
 	bool busy;		/* an exec holds this sandbox's turn (under m->mu) */
 	struct al_job *running; /* the exec holding the turn, for destroy (under m->mu) */
 	struct ctx_set *ctxs;	/* interpreter contexts (context.c), made by the first cell (under m->mu) */
@@ -82,8 +82,8 @@ struct sbm {
 	 * that created it, so that thread must live as long as the server (worker threads do not). */
 	pthread_t hk;
 	bool hk_started;
-	pthread_cond_t hk_cv;	 /* wakes the housekeeper: a request queued, a spare claimed, shutdown */
-	struct mkreq *queue;	 /* sandboxes to make, oldest first */
+	pthread_cond_t hk_cv;	  /* wakes the housekeeper: a request queued, a spare claimed, shutdown */
+	struct mkreq *queue;	  /* sandboxes to make, oldest first */
 	uint64_t refill_after_ms; /* no spare is made before this (now_ms() clock): see SBM_REFILL_DELAY_MS */
 	struct sbm_stats st;
 	struct mq_table execs_of; /* executions (queued or running) per principal: server.quota.execs */
@@ -100,7 +100,14 @@ struct mkreq {
 	struct al_error err;
 };
 
-enum op_kind { OP_CREATE, OP_EXEC, OP_INSTALL, OP_DESTROY, OP_CELL, OP_CONTEXT };
+enum op_kind {
+	OP_CREATE,
+	OP_EXEC,
+	OP_INSTALL,
+	OP_DESTROY,
+	OP_CELL,
+	OP_CONTEXT
+};
 
 struct srv_op {
 	struct sbm *m;
@@ -113,11 +120,11 @@ struct srv_op {
 	char *sandbox_id, *language, *code, *profile, *hosts, *manager;
 	char owner[SRV_OWNER_MAX]; /* the requesting principal: it may only use its own sandboxes */
 	bool counted;		   /* holds one of its principal's executions (m->execs_of) */
-	char *image; /* create: an image the profile offers (issue 18), or NULL */
+	char *image;		   /* create: an image the profile offers (issue 18), or NULL */
 	char **packages;
 	size_t code_len, npackages;
 	uint64_t timeout_ms;
-	uint64_t started_ms; /* when the request was accepted: a queued exec's wait counts from here */
+	uint64_t started_ms;	   /* when the request was accepted: a queued exec's wait counts from here */
 	char *context_id, *action; /* OP_CELL, OP_CONTEXT */
 	int cancel_fd;		   /* OP_CELL: an eventfd m_cancel makes readable, or -1 */
 	bool network;
@@ -168,7 +175,7 @@ static void unlist_locked(struct sbm *m, struct sbx *s)
 			m->st.destroyed++;
 			if (s->running)
 				al_job_kill(s->running);
-			ctx_set_kill(s->ctxs); /* its contexts' kernels too: a running cell ends here */
+			ctx_set_kill(s->ctxs);		/* its contexts' kernels too: a running cell ends here */
 			pthread_cond_broadcast(&m->cv); /* an exec waiting for its turn in s gives up */
 			return;
 		}
@@ -203,7 +210,8 @@ static void make_id(char id[SBM_ID_LEN + 1])
 		uint64_t t = now_ms() ^ (uint64_t)getpid() << 32;
 		memcpy(r, &t, sizeof(r));
 	}
-	snprintf(id, SBM_ID_LEN + 1, "sb-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+	snprintf(id, SBM_ID_LEN + 1, "sb-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+		 r[7]);
 }
 
 /* ---- policies ---------------------------------------------------------------------------- */
@@ -386,8 +394,9 @@ static int list_sandbox(struct sbm *m, struct sbx *s, struct al_error *err)
 	}
 	if (m->stopping || (max && m->live >= max)) {
 		pthread_mutex_unlock(&m->mu);
-		return m->stopping ? al_err(err, ESHUTDOWN, "the server is shutting down")
-				   : al_err(err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
+		return m->stopping
+			       ? al_err(err, ESHUTDOWN, "the server is shutting down")
+			       : al_err(err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
 	}
 	s->refs++;
 	s->listed = true;
@@ -567,7 +576,7 @@ static int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persi
 {
 	unsigned max = m->o.cfg->server.max_execs;
 	uint64_t deadline = wall_ms == AL_UNLIMITED || wall_ms > UINT64_MAX - op->started_ms ? UINT64_MAX
-											       : op->started_ms + wall_ms;
+											     : op->started_ms + wall_ms;
 	int r = 0;
 	pthread_mutex_lock(&m->mu);
 	for (;;) {
@@ -580,7 +589,8 @@ static int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persi
 			break;
 		}
 		if (persistent && !s->listed) {
-			r = al_err(err, ENOENT, "sandbox %s was destroyed before the execution could start: it never ran", s->id);
+			r = al_err(err, ENOENT,
+				   "sandbox %s was destroyed before the execution could start: it never ran", s->id);
 			break;
 		}
 		if (!s->busy && (!max || m->execs < max)) {
@@ -699,7 +709,8 @@ static int write_code(struct sbm *m, struct sbx *s, const struct srv_op *op, con
 		const char *dest = l->compile.n ? p->files[i].dest : rel;
 		r = ws_clear_special(al_sandbox_workspace(s->sb), dest, uid, gid, err);
 		if (r >= 0)
-			r = ws_write(al_sandbox_workspace(s->sb), dest, p->files[i].data, p->files[i].len, uid, gid, err);
+			r = ws_write(al_sandbox_workspace(s->sb), dest, p->files[i].data, p->files[i].len, uid, gid,
+				     err);
 	}
 	ws_restore(&saved);
 	return r;
@@ -721,7 +732,8 @@ static void *exec_thread(void *arg)
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 		struct srv_limits lim = {0};
 		s = op->network ? NULL : claim_pooled(m, profile, op->owner, false);
-		if (!s && (r = new_sandbox(m, profile, NULL, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
+		if (!s && (r = new_sandbox(m, profile, NULL, op->network, op->hosts, &lim, false, &s, &err)) == 0 &&
+		    s) {
 			s->refs = 1;
 			pthread_mutex_lock(&m->mu);
 			m->st.created++;
@@ -736,9 +748,12 @@ static void *exec_thread(void *arg)
 	} else if (!(s = sbx_get(m, op->sandbox_id, op->owner, &err))) {
 		r = -ENOENT;
 	} else if (op->network && s->net != AL_NET_ALLOW) {
-		r = al_err(&err, EPERM, "sandbox %s was created without network access: create one with network_enabled", s->id);
+		r = al_err(&err, EPERM,
+			   "sandbox %s was created without network access: create one with network_enabled", s->id);
 	} else if (op->network && *op->hosts && !same_hosts(op->hosts, s->net_hosts)) {
-		r = al_err(&err, EPERM, "sandbox %s reaches only the domains it was created with (%s): an exec can use them or no network, not others",
+		r = al_err(&err, EPERM,
+			   "sandbox %s reaches only the domains it was created with (%s): an exec can use them or no "
+			   "network, not others",
 			   s->id, *s->net_hosts ? s->net_hosts : "its profile's registries");
 	}
 	if (r == 0 && !s)
@@ -800,7 +815,9 @@ static void *create_thread(void *arg)
 	struct sbm *m = op->m;
 	struct al_error err = {0};
 	struct sbx *s = NULL;
-	const char *profile = op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
+	const char *profile = op->profile	     ? op->profile
+			      : m->o.default_profile ? m->o.default_profile
+						     : SBM_DEFAULT_PROFILE;
 	struct srv_limits none = {0};
 	bool plain = !op->network && !op->image && memcmp(&op->limits, &none, sizeof(none)) == 0;
 	int r = 0;
@@ -812,8 +829,9 @@ static void *create_thread(void *arg)
 	pthread_mutex_unlock(&m->mu);
 	if (full)
 		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
-	if (!s && !full && (r = new_sandbox(m, profile, op->image, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
-		s->refs = 1; /* ours; list_sandbox adds the table's */
+	if (!s && !full &&
+	    (r = new_sandbox(m, profile, op->image, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
+		s->refs = 1;		 /* ours; list_sandbox adds the table's */
 		set_owner(s, op->owner); /* before it is listed: never visible without its owner */
 		if ((r = list_sandbox(m, s, &err)) < 0) {
 			sbx_free(s);
@@ -838,8 +856,9 @@ static int start_thread(struct sbm *m, struct srv_op *op, void *(*fn)(void *), s
 	int q = op->kind == OP_CREATE ? 0 : mq_take(&m->execs_of, op->owner, qe);
 	if (q < 0) {
 		pthread_mutex_unlock(&m->mu);
-		int e = q == -EAGAIN ? al_err(err, EAGAIN, "quota reached: %s runs %u executions at once (server.quota.execs)",
-					       op->owner[0] ? op->owner : "this client", qe)
+		int e = q == -EAGAIN ? al_err(err, EAGAIN,
+					      "quota reached: %s runs %u executions at once (server.quota.execs)",
+					      op->owner[0] ? op->owner : "this client", qe)
 				     : al_err(err, ENOMEM, "out of memory");
 		op_free(op);
 		return e;
@@ -895,7 +914,10 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	pthread_mutex_unlock(&m->mu);
 	struct sbx *s = NULL;
 	if (!stopping && !op->network && !op->image && memcmp(&op->limits, &none, sizeof(none)) == 0)
-		s = claim_pooled(m, op->profile ? op->profile : m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE,
+		s = claim_pooled(m,
+				 op->profile		? op->profile
+				 : m->o.default_profile ? m->o.default_profile
+							: SBM_DEFAULT_PROFILE,
 				 req->owner, true);
 	if (!s)
 		return start_thread(m, op, create_thread, out, err);
@@ -949,9 +971,13 @@ static void *cell_thread(void *arg)
 	if (r == 0) {
 		struct ctx_env env = {.sb = s->sb, .cfg = m->o.cfg, .timeout_ms = op->timeout_ms ?: s->exec_timeout_ms};
 		if (op->kind == OP_CELL) {
-			struct ctx_cell_req q = {.language = op->language, .context_id = op->context_id, .code = op->code,
-						 .code_len = op->code_len, .cancel_fd = op->cancel_fd,
-						 .on_output = output_cb, .cookie = op};
+			struct ctx_cell_req q = {.language = op->language,
+						 .context_id = op->context_id,
+						 .code = op->code,
+						 .code_len = op->code_len,
+						 .cancel_fd = op->cancel_fd,
+						 .on_output = output_cb,
+						 .cookie = op};
 			/* A cell is an exec for the server's limits: it takes the sandbox's turn and a slot
 			 * (server.max_execs), waiting at most its own time limit (none set: until cancelled). */
 			r = exec_turn(m, op, s, true, env.timeout_ms ? env.timeout_ms : AL_UNLIMITED, &err);
@@ -968,8 +994,10 @@ static void *cell_thread(void *arg)
 				return exec_thread(op);
 			}
 		} else {
-			struct srv_context_req q = {.sandbox_id = op->sandbox_id, .action = op->action,
-						    .language = op->language, .context_id = op->context_id};
+			struct srv_context_req q = {.sandbox_id = op->sandbox_id,
+						    .action = op->action,
+						    .language = op->language,
+						    .context_id = op->context_id};
 			r = ctx_manage(cs, &env, &q, &res, &err);
 		}
 	}
@@ -1012,7 +1040,8 @@ static int m_context(void *ctx, const struct srv_context_req *req, const struct 
 	op->action = strdup(req->action);
 	op->language = req->language ? strdup(req->language) : NULL;
 	op->context_id = req->context_id ? strdup(req->context_id) : NULL;
-	if (!op->sandbox_id || !op->action || (req->language && !op->language) || (req->context_id && !op->context_id)) {
+	if (!op->sandbox_id || !op->action || (req->language && !op->language) ||
+	    (req->context_id && !op->context_id)) {
 		op_free(op);
 		return al_err(err, ENOMEM, "out of memory");
 	}
@@ -1048,8 +1077,9 @@ static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_si
 		return start_cell(m, op, req, out, err);
 	if (req->context_id && !req->fresh) { /* named a context it cannot have: say so, never run elsewhere */
 		op_free(op);
-		return al_err(err, EINVAL, "context_id needs a sandbox_id, a language with contexts (python, javascript, "
-					   "shell) and no network_enabled");
+		return al_err(err, EINVAL,
+			      "context_id needs a sandbox_id, a language with contexts (python, javascript, "
+			      "shell) and no network_enabled");
 	}
 	return start_thread(m, op, exec_thread, out, err);
 }
@@ -1059,7 +1089,8 @@ static int m_install(void *ctx, const struct srv_install_req *req, const struct 
 {
 	struct sbm *m = ctx;
 	if (!req->sandbox_id)
-		return al_err(err, EINVAL, "install_package needs a sandbox_id (packages live in a sandbox's workspace)");
+		return al_err(err, EINVAL,
+			      "install_package needs a sandbox_id (packages live in a sandbox's workspace)");
 	if (strcmp(req->manager, "pip") != 0 && strcmp(req->manager, "npm") != 0)
 		return al_err(err, EINVAL, "unknown package manager \"%s\" (pip or npm)", req->manager);
 	for (size_t i = 0; i < req->n_packages; i++)
@@ -1275,9 +1306,18 @@ static int m_list_sandboxes(void *ctx, const char *owner, struct srv_sandbox_inf
 void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 {
 	*api = (struct srv_mgr_api){
-		.ctx = m, .create_sandbox = m_create, .exec = m_exec, .install_package = m_install,
-		.write_file = m_write, .read_file = m_read, .list_files = m_list, .destroy_sandbox = m_destroy,
-		.context = m_context, .cancel = m_cancel, .release = m_release, .list_sandboxes = m_list_sandboxes,
+		.ctx = m,
+		.create_sandbox = m_create,
+		.exec = m_exec,
+		.install_package = m_install,
+		.write_file = m_write,
+		.read_file = m_read,
+		.list_files = m_list,
+		.destroy_sandbox = m_destroy,
+		.context = m_context,
+		.cancel = m_cancel,
+		.release = m_release,
+		.list_sandboxes = m_list_sandboxes,
 	};
 }
 
@@ -1482,15 +1522,17 @@ void sbm_free(struct sbm *m)
  * cgroup is only read (a few small files). */
 static json_t *sbx_json(const struct sbx *s, uint64_t now)
 {
-	static const char *const nets[] = {[AL_NET_NONE] = "none", [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allowlist"};
+	static const char *const nets[] = {
+		[AL_NET_NONE] = "none", [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allowlist"};
 	struct al_sandbox_usage u;
 	bool have = al_sandbox_usage(s->sb, &u) == 0;
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner, "profile",
-			 s->profile ? s->profile : "", "network", nets[s->net], "hosts", s->net_hosts ? s->net_hosts : "",
-			 "age_ms", (json_int_t)(now - s->created_ms), "idle_ms", (json_int_t)(now - s->used_ms), "exec_running",
-			 s->busy, "cpu_s", have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
-			 have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(), "peak_memory_bytes",
-			 have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());
+	return json_pack(
+		"{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner, "profile",
+		s->profile ? s->profile : "", "network", nets[s->net], "hosts", s->net_hosts ? s->net_hosts : "",
+		"age_ms", (json_int_t)(now - s->created_ms), "idle_ms", (json_int_t)(now - s->used_ms), "exec_running",
+		s->busy, "cpu_s", have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
+		have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(), "peak_memory_bytes",
+		have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());
 }
 
 json_t *sbm_list_all(struct sbm *m)

@@ -146,13 +146,17 @@ static int open_leaf(int dir, const char *leaf, uid_t uid, gid_t gid, const char
 	if (fd == -EEXIST)
 		fd = beneath(dir, leaf, flags, 0);
 	if (fd == -ENXIO || fd == -ELOOP || fd == -EISDIR || fd == -EOPNOTSUPP || fd == -ENODEV)
-		return al_err(err, EINVAL, "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)", shown);
+		return al_err(err, EINVAL,
+			      "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)",
+			      shown);
 	if (fd < 0)
 		return path_error(err, -fd, shown);
 	cleanup_close int owned = fd;
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return al_err(err, EINVAL, "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)", shown);
+		return al_err(err, EINVAL,
+			      "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)",
+			      shown);
 	if (made && (fchmod(fd, 0644) < 0 || fchown(fd, uid, gid) < 0))
 		return al_err_sys(err, errno, "giving %s to the sandbox user", shown);
 	if (!made && ftruncate(fd, 0) < 0)
@@ -268,7 +272,8 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 	const char *rel = relative(path);
 	int fd = beneath(ws, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 	if (fd < 0)
-		return fd == -ENOTDIR ? al_err(err, ENOTDIR, "not a directory: %s", path) : path_error(err, -fd, path ? path : "/");
+		return fd == -ENOTDIR ? al_err(err, ENOTDIR, "not a directory: %s", path)
+				      : path_error(err, -fd, path ? path : "/");
 	DIR *d = fdopendir(fd);
 	if (!d) {
 		close(fd);
@@ -296,8 +301,10 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 		memset(&st, 0, sizeof(st));
 		(void)fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW);
 		v[k].name = strdup(de->d_name);
-		v[k].type = S_ISREG(st.st_mode) ? SRV_FILE_REGULAR : S_ISDIR(st.st_mode) ? SRV_FILE_DIRECTORY
-			  : S_ISLNK(st.st_mode) ? SRV_FILE_SYMLINK : SRV_FILE_OTHER;
+		v[k].type = S_ISREG(st.st_mode)	  ? SRV_FILE_REGULAR
+			    : S_ISDIR(st.st_mode) ? SRV_FILE_DIRECTORY
+			    : S_ISLNK(st.st_mode) ? SRV_FILE_SYMLINK
+						  : SRV_FILE_OTHER;
 		v[k].size = (uint64_t)st.st_size;
 		if (!v[k].name) {
 			r = al_err(err, ENOMEM, "out of memory");

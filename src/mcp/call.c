@@ -64,8 +64,9 @@ void call_free(struct mcp_session *s, struct call *c)
 		 * calls, as stdio does): made later, it is its principal's like any other and goes with
 		 * server.idle_ttl; say so rather than lose it silently. */
 		s->own_making = NULL;
-		(void)ses_logf(s, NULL, MCP_LOG_WARNING,
-			       "the session ended while its own sandbox was being made: it expires unused (server.idle_ttl)");
+		(void)ses_logf(
+			s, NULL, MCP_LOG_WARNING,
+			"the session ended while its own sandbox was being made: it expires unused (server.idle_ttl)");
 	}
 	if (c->prev)
 		c->prev->next = c->next;
@@ -87,8 +88,8 @@ void call_free(struct mcp_session *s, struct call *c)
 
 /* The session's own create call answers nobody: its end makes (or fails to make) the sandbox the
  * calls waiting for it run in. */
-static int finish_own(struct mcp_session *s, struct call *c, enum srv_call_status status,
-		      const struct srv_result *res, const char *text, json_t *out)
+static int finish_own(struct mcp_session *s, struct call *c, enum srv_call_status status, const struct srv_result *res,
+		      const char *text, json_t *out)
 {
 	char id[SRV_SANDBOX_ID_MAX] = "";
 	if (status == SRV_CALL_OK && res && res->sandbox_id)
@@ -175,8 +176,8 @@ static int translate(struct mcp_session *s, struct call *c, enum svc_step step, 
 }
 
 /* The runner's calls that may reach the port (ask, sink) see the turn's messages through c->out. */
-static int answer(struct mcp_session *s, struct call *c, enum srv_gate_outcome o, enum srv_gate_by by,
-		  const char *text, json_t *out)
+static int answer(struct mcp_session *s, struct call *c, enum srv_gate_outcome o, enum srv_gate_by by, const char *text,
+		  json_t *out)
 {
 	struct svc_refusal ref;
 	c->out = out;
@@ -211,7 +212,8 @@ static char *approval_message(const struct call *c, const char *reason)
 		return NULL;
 	char *msg = NULL;
 	if (asprintf(&msg, "airlock: allow %s?\n%s\nRequest digest: %s\nArguments: %s%s", tl_name(c->tool),
-		     reason[0] ? reason : "This call needs your approval.", digest, other, code_part ? code_part : "") < 0)
+		     reason[0] ? reason : "This call needs your approval.", digest, other,
+		     code_part ? code_part : "") < 0)
 		return NULL;
 	return msg;
 }
@@ -231,10 +233,10 @@ static int ask_human(struct mcp_session *s, struct call *c, const struct srv_gat
 	char id[32];
 	snprintf(id, sizeof(id), "airlock-approval-%llu", (unsigned long long)++s->next_request_id);
 	c->elicit_id = json_string(id);
-	json_t *req = msg && c->elicit_id ? jr_request(c->elicit_id, "elicitation/create",
-						       json_pack("{s:s,s:o}", "message", msg, "requestedSchema",
-								 approval_schema()))
-					  : NULL;
+	json_t *req = msg && c->elicit_id
+			      ? jr_request(c->elicit_id, "elicitation/create",
+					   json_pack("{s:s,s:o}", "message", msg, "requestedSchema", approval_schema()))
+			      : NULL;
 	if (!req || json_array_append_new(out, req) < 0)
 		return -ENOMEM;
 	c->deadline = ses_now(s) + (d->timeout_ms ? d->timeout_ms : s->o.approval_timeout_ms);
@@ -244,16 +246,18 @@ static int ask_human(struct mcp_session *s, struct call *c, const struct srv_gat
 
 /* Through the approver (the approval queue, a terminal prompt). Its answer arrives as an
  * EVQ_ANSWER event for c->id; until then c waits like an elicitation, with the same deadline. */
-static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, char *why,
-			size_t cap)
+static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, char *why, size_t cap)
 {
 	const struct srv_approver *a = s->o.approver;
 	uint32_t timeout = d->timeout_ms ? d->timeout_ms : s->o.approval_timeout_ms;
 	c->alink = evq_link_new(s->q, c->id, 0);
 	if (!c->alink)
 		return -ENOMEM;
-	struct srv_question qn = {.tool = tl_name(c->tool), .args = svc_call_args(c->sc), .reason = d->reason,
-				  .timeout_ms = timeout, .principal = svc_call_principal(c->sc)->name};
+	struct srv_question qn = {.tool = tl_name(c->tool),
+				  .args = svc_call_args(c->sc),
+				  .reason = d->reason,
+				  .timeout_ms = timeout,
+				  .principal = svc_call_principal(c->sc)->name};
 	int r = a->ask(a->ctx, &qn, evq_link_answer, c->alink, &c->approver_id);
 	if (r < 0) {
 		evq_link_not_started(c->alink); /* the approver's reference: done will never come */
@@ -323,8 +327,8 @@ static int cancel_elicitation(const struct call *c, const char *reason, json_t *
 
 /* Stops waiting for the human, whichever way c asked: the client hears that our elicitation is
  * withdrawn, the approver drops its entry (its late answer, if any, finds no call). */
-static int give_up_asking(struct mcp_session *s, const struct call *c, enum srv_gate_outcome why,
-			  const char *reason, json_t *out)
+static int give_up_asking(struct mcp_session *s, const struct call *c, enum srv_gate_outcome why, const char *reason,
+			  json_t *out)
 {
 	if (!c->via_approver)
 		return cancel_elicitation(c, reason, out);
@@ -392,7 +396,8 @@ static int expire_approvals(struct mcp_session *s, json_t *out)
 			continue;
 		r = give_up_asking(s, c, SRV_GATE_TIMED_OUT, "approval timed out", out);
 		if (r == 0)
-			r = answer(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout", out);
+			r = answer(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout",
+				   out);
 	}
 	return r;
 }
@@ -435,7 +440,9 @@ struct svc_principal call_principal(const struct mcp_session *s)
 {
 	bool token = strncmp(s->principal, "token:", 6) == 0;
 	return (struct svc_principal){
-		.kind = token ? SVC_PRINCIPAL_TOKEN : s->principal[0] ? SVC_PRINCIPAL_PEER : SVC_PRINCIPAL_ANONYMOUS,
+		.kind = token		  ? SVC_PRINCIPAL_TOKEN
+			: s->principal[0] ? SVC_PRINCIPAL_PEER
+					  : SVC_PRINCIPAL_ANONYMOUS,
 		.name = s->principal[0] ? s->principal : NULL,
 		.uid = (uid_t)-1,
 	};
@@ -531,9 +538,9 @@ static int send_progress(struct mcp_session *s, struct call *c, enum srv_stream 
 	if (!send)
 		return 0;
 	c->streamed += send;
-	json_t *params = json_pack("{s:O,s:I,s:o,s:{s:s}}", "progressToken", c->progress, "progress",
-				   (json_int_t)c->streamed, "message", txt_json_lossy(joined, send), "_meta",
-				   "airlock/stream", k ? "stderr" : "stdout");
+	json_t *params =
+		json_pack("{s:O,s:I,s:o,s:{s:s}}", "progressToken", c->progress, "progress", (json_int_t)c->streamed,
+			  "message", txt_json_lossy(joined, send), "_meta", "airlock/stream", k ? "stderr" : "stdout");
 	json_t *n_msg = jr_notification("notifications/progress", params);
 	if (!n_msg || json_array_append_new(out, n_msg) < 0)
 		return -ENOMEM;

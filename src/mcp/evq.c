@@ -22,7 +22,7 @@ struct evq_link {
 	struct evq *q;
 	uint64_t call_id;
 	size_t budget;
-	atomic_size_t queued;  /* output bytes accepted so far */
+	atomic_size_t queued; /* output bytes accepted so far */
 	atomic_uint_least64_t dropped;
 	atomic_int refs;
 };

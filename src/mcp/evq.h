@@ -30,7 +30,7 @@ struct evq_event {
 	enum evq_kind kind;
 	uint64_t call_id;
 	enum srv_stream stream;
-	struct srv_result *result; /* EVQ_DONE (NULL: the manager ran out of memory) */
+	struct srv_result *result;     /* EVQ_DONE (NULL: the manager ran out of memory) */
 	enum srv_gate_outcome outcome; /* EVQ_ANSWER */
 	enum srv_gate_by by;	       /* EVQ_ANSWER */
 	char approver[96];	       /* EVQ_ANSWER: who decided, or "" */

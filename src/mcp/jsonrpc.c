@@ -39,13 +39,14 @@ static int is_known_member(const char *key)
 static int check_envelope(json_t *root, struct jr_failure *f)
 {
 	if (json_is_array(root))
-		return fail_with(f, -EBADMSG, JR_INVALID_REQUEST,
-				 "batches are not supported: send one message per line (MCP removed JSON-RPC batching)");
+		return fail_with(
+			f, -EBADMSG, JR_INVALID_REQUEST,
+			"batches are not supported: send one message per line (MCP removed JSON-RPC batching)");
 	if (!json_is_object(root))
 		return fail_with(f, -EBADMSG, JR_INVALID_REQUEST, "a JSON-RPC message must be a JSON object");
 	const char *key;
 	json_t *v;
-	json_object_foreach (root, key, v) {
+	json_object_foreach(root, key, v) {
 		if (!is_known_member(key))
 			return fail_with(f, -EBADMSG, JR_INVALID_REQUEST, "unknown member \"%.40s\"", key);
 	}
@@ -83,12 +84,13 @@ static int check_error_object(json_t *e, struct jr_failure *f)
 		return fail_with(f, -EBADMSG, JR_INVALID_REQUEST, "\"error\" must be an object");
 	const char *key;
 	json_t *v;
-	json_object_foreach (e, key, v) {
+	json_object_foreach(e, key, v) {
 		if (strcmp(key, "code") != 0 && strcmp(key, "message") != 0 && strcmp(key, "data") != 0)
 			return fail_with(f, -EBADMSG, JR_INVALID_REQUEST, "unknown member \"%.40s\" in \"error\"", key);
 	}
 	if (!json_is_integer(json_object_get(e, "code")) || !json_is_string(json_object_get(e, "message")))
-		return fail_with(f, -EBADMSG, JR_INVALID_REQUEST, "\"error\" needs an integer code and a string message");
+		return fail_with(f, -EBADMSG, JR_INVALID_REQUEST,
+				 "\"error\" needs an integer code and a string message");
 	return 0;
 }
 
@@ -107,7 +109,8 @@ static int parse_response(json_t *root, struct jr_message *m, struct jr_failure 
 	if (jr_valid_id(id))
 		f->id = json_incref(id);
 	if (!result == !error)
-		return fail_with(f, -EBADMSG, JR_INVALID_REQUEST, "a response needs exactly one of \"result\" and \"error\"");
+		return fail_with(f, -EBADMSG, JR_INVALID_REQUEST,
+				 "a response needs exactly one of \"result\" and \"error\"");
 	if (error) {
 		int r = check_error_object(error, f);
 		if (r < 0)

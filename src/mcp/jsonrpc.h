@@ -17,7 +17,7 @@ enum jr_code {
 
 /* Default limit on one message; a transport may lower or raise it (jr_parse's max). */
 #define JR_DEFAULT_MAX_MESSAGE ((size_t)4 << 20)
-#define JR_ERROR_MSG_MAX 200
+#define JR_ERROR_MSG_MAX       200
 
 enum jr_kind {
 	JR_REQUEST,	 /* method + id: must be answered */
@@ -39,8 +39,8 @@ struct jr_message {
 
 /* Why a message was refused: what to answer (jr_failure_response). */
 struct jr_failure {
-	int code;     /* enum jr_code */
-	json_t *id;   /* the request's id when it could be read, else NULL (answered with null) */
+	int code;   /* enum jr_code */
+	json_t *id; /* the request's id when it could be read, else NULL (answered with null) */
 	char message[JR_ERROR_MSG_MAX];
 };
 

@@ -14,8 +14,8 @@
 
 static const char *const protocols[] = {MCP_PROTOCOL_LATEST, MCP_PROTOCOL_PREVIOUS};
 
-static const char *const level_names[] = {"debug",    "info",  "notice", "warning",
-					  "error", "critical", "alert", "emergency"};
+static const char *const level_names[] = {"debug", "info",     "notice", "warning",
+					  "error", "critical", "alert",	 "emergency"};
 
 static const char default_instructions[] =
 	"airlock runs untrusted code in isolated Linux sandboxes. Use code_execute to run a program "
@@ -121,10 +121,9 @@ static bool elicits_forms(const json_t *caps)
 
 static json_t *initialize_result(const struct mcp_session *s)
 {
-	return json_pack("{s:s,s:{s:{s:b},s:{}},s:{s:s,s:s,s:s},s:s}", "protocolVersion", s->protocol,
-			 "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", "airlock",
-			 "title", "airlock sandbox", "version",
-			 s->o.server_version ? s->o.server_version : "0", "instructions",
+	return json_pack("{s:s,s:{s:{s:b},s:{}},s:{s:s,s:s,s:s},s:s}", "protocolVersion", s->protocol, "capabilities",
+			 "tools", "listChanged", 0, "logging", "serverInfo", "name", "airlock", "title",
+			 "airlock sandbox", "version", s->o.server_version ? s->o.server_version : "0", "instructions",
 			 s->o.instructions ? s->o.instructions : default_instructions);
 }
 
@@ -136,7 +135,8 @@ static int h_initialize(struct mcp_session *s, const struct jr_message *m, json_
 	const json_t *caps = json_object_get(m->params, "capabilities");
 	const json_t *info = json_object_get(m->params, "clientInfo");
 	if (!json_is_string(version))
-		return ses_reply_error(out, m->id, JR_INVALID_PARAMS, "initialize: \"protocolVersion\" must be a string");
+		return ses_reply_error(out, m->id, JR_INVALID_PARAMS,
+				       "initialize: \"protocolVersion\" must be a string");
 	if ((caps && !json_is_object(caps)) || (info && !json_is_object(info)))
 		return ses_reply_error(out, m->id, JR_INVALID_PARAMS,
 				       "initialize: \"capabilities\" and \"clientInfo\" must be objects");
@@ -190,10 +190,8 @@ struct method {
 };
 
 static const struct method methods[] = {
-	{"initialize", true, h_initialize},
-	{"ping", true, h_ping},
-	{"tools/list", false, h_tools_list},
-	{"tools/call", false, call_tools_call},
+	{"initialize", true, h_initialize},	  {"ping", true, h_ping},
+	{"tools/list", false, h_tools_list},	  {"tools/call", false, call_tools_call},
 	{"logging/setLevel", false, h_set_level},
 };
 
@@ -359,8 +357,13 @@ int mcp_session_new(const struct mcp_opts *opts, struct mcp_session **out, struc
 	r = tl_catalog_load(&s->cat, msg);
 	if (r < 0)
 		return al_err(err, -r, "mcp: tool schemas: %s", r == -ENOMEM ? "out of memory" : msg);
-	s->rn = (struct svc_runner){.mgr = s->o.mgr, .gate = s->o.gate, .observer = s->o.observer, .cat = &s->cat,
-				    .transport = s->o.transport, .now_us = session_us, .now_ctx = s};
+	s->rn = (struct svc_runner){.mgr = s->o.mgr,
+				    .gate = s->o.gate,
+				    .observer = s->o.observer,
+				    .cat = &s->cat,
+				    .transport = s->o.transport,
+				    .now_us = session_us,
+				    .now_ctx = s};
 	r = evq_new(&s->q);
 	if (r < 0) {
 		tl_catalog_clear(&s->cat);

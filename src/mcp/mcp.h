@@ -38,7 +38,7 @@
  * "input validation errors" are tool execution errors, so the model can correct itself).
  */
 
-#define MCP_PROTOCOL_LATEST "2025-11-25"
+#define MCP_PROTOCOL_LATEST   "2025-11-25"
 #define MCP_PROTOCOL_PREVIOUS "2025-06-18"
 
 /* RFC 5424 severities, in the order MCP's logging/setLevel uses. */
@@ -55,16 +55,16 @@ enum mcp_log_level {
 
 /* Size-prefixed so it can grow. Zero means default. */
 struct mcp_opts {
-	size_t size;			/* sizeof(struct mcp_opts) */
-	const struct srv_mgr_api *mgr;	/* required; borrowed: must outlive the session */
-	const struct srv_gate *gate;	/* NULL: every valid call is allowed (no risk rules) */
-	const char *server_version;	/* serverInfo.version (NULL: "0") */
-	const char *instructions;	/* initialize's instructions (NULL: built-in text) */
-	size_t max_message;		/* bytes in one message (0: 4 MiB) */
-	unsigned max_inflight;		/* tool calls running or awaiting approval at once (0: 32) */
-	size_t stream_budget;		/* output bytes streamed as progress per call (0: 1 MiB) */
-	uint32_t approval_timeout_ms;	/* when the gate names none (0: 60 s) */
-	uint64_t (*now_ms)(void *ctx);	/* monotonic clock in ms (NULL: CLOCK_MONOTONIC); tests inject one */
+	size_t size;		       /* sizeof(struct mcp_opts) */
+	const struct srv_mgr_api *mgr; /* required; borrowed: must outlive the session */
+	const struct srv_gate *gate;   /* NULL: every valid call is allowed (no risk rules) */
+	const char *server_version;    /* serverInfo.version (NULL: "0") */
+	const char *instructions;      /* initialize's instructions (NULL: built-in text) */
+	size_t max_message;	       /* bytes in one message (0: 4 MiB) */
+	unsigned max_inflight;	       /* tool calls running or awaiting approval at once (0: 32) */
+	size_t stream_budget;	       /* output bytes streamed as progress per call (0: 1 MiB) */
+	uint32_t approval_timeout_ms;  /* when the gate names none (0: 60 s) */
+	uint64_t (*now_ms)(void *ctx); /* monotonic clock in ms (NULL: CLOCK_MONOTONIC); tests inject one */
 	void *now_ctx;
 	/* The operator's log (the stdio transport writes it to stderr, never stdout). NULL: none. */
 	void (*log)(void *ctx, enum mcp_log_level level, const char *msg);

@@ -63,8 +63,8 @@ static int start_making(struct mcp_session *s, json_t *out)
 {
 	json_t *args = json_object();
 	struct svc_principal who = call_principal(s);
-	struct svc_call *sc = args ? svc_call_new(&s->rn, TL_CREATE_SANDBOX, args, &who, s->peer[0] ? s->peer : NULL)
-				   : NULL;
+	struct svc_call *sc =
+		args ? svc_call_new(&s->rn, TL_CREATE_SANDBOX, args, &who, s->peer[0] ? s->peer : NULL) : NULL;
 	json_decref(args);
 	struct svc_refusal ref;
 	if (!sc || svc_call_validate(sc, &ref) < 0) {
@@ -133,8 +133,8 @@ const char *own_failed(struct mcp_session *s, const struct call *c, const char *
 	/* Expired (server.idle_ttl, max_lifetime) or destroyed: the next call makes a new one rather
 	 * than failing for the rest of the session. */
 	s->own_id[0] = 0;
-	snprintf(buf, cap, "%s; this session's own sandbox is gone, with its files: the next call gets a new, empty one",
-		 msg);
+	snprintf(buf, cap,
+		 "%s; this session's own sandbox is gone, with its files: the next call gets a new, empty one", msg);
 	return buf;
 }
 

@@ -29,29 +29,29 @@ enum call_state {
 struct call {
 	struct call *next, *prev;
 	struct mcp_session *s;
-	uint64_t id;	     /* ours, for the manager's events */
-	json_t *req_id;	     /* the client's request id */
+	uint64_t id;	/* ours, for the manager's events */
+	json_t *req_id; /* the client's request id */
 	enum tl_id tool;
 	struct svc_call *sc; /* the runner's side: arguments, approval, the manager's operation */
 	json_t *out;	     /* while the runner is called: the turn's messages (for the port) */
 	json_t *progress;    /* the client's progressToken, or NULL */
 	enum call_state state;
-	bool cancelled;	     /* the client cancelled it: it gets no response */
-	bool own_create;     /* the session's code_create_sandbox for its own sandbox: answers nobody */
-	bool uses_own;	     /* its sandbox_id is the session's own sandbox (own.c put it there) */
-	json_t *elicit_id;   /* CALL_APPROVAL through elicitation: our request's id */
-	bool via_approver;   /* CALL_APPROVAL through the approver: */
-	uint64_t approver_id; /* its id there */
+	bool cancelled;		/* the client cancelled it: it gets no response */
+	bool own_create;	/* the session's code_create_sandbox for its own sandbox: answers nobody */
+	bool uses_own;		/* its sandbox_id is the session's own sandbox (own.c put it there) */
+	json_t *elicit_id;	/* CALL_APPROVAL through elicitation: our request's id */
+	bool via_approver;	/* CALL_APPROVAL through the approver: */
+	uint64_t approver_id;	/* its id there */
 	struct evq_link *alink; /* the approver's cookie (the answer comes as EVQ_ANSWER) */
-	uint64_t deadline;   /* CALL_APPROVAL: when silence becomes a denial */
+	uint64_t deadline;	/* CALL_APPROVAL: when silence becomes a denial */
 	struct evq_link *link;
-	uint64_t streamed;   /* bytes sent as progress: the (increasing) progress value */
+	uint64_t streamed;	   /* bytes sent as progress: the (increasing) progress value */
 	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
 };
 
 enum session_state {
-	SESSION_NEW,	     /* only initialize and ping are served */
-	SESSION_ANSWERED,    /* initialize answered; waiting for notifications/initialized */
+	SESSION_NEW,	  /* only initialize and ping are served */
+	SESSION_ANSWERED, /* initialize answered; waiting for notifications/initialized */
 	SESSION_READY,
 };
 
@@ -61,20 +61,20 @@ struct mcp_session {
 	struct svc_runner rn; /* every tools/call of the session runs here */
 	struct evq *q;
 	enum session_state state;
-	const char *protocol;	 /* negotiated revision (static string) */
-	bool client_elicits;	 /* the client declared elicitation in form mode */
+	const char *protocol;	  /* negotiated revision (static string) */
+	bool client_elicits;	  /* the client declared elicitation in form mode */
 	enum mcp_log_level level; /* the client's logging/setLevel */
 	struct call *calls;
 	size_t n_calls;
 	uint64_t next_call_id;
 	uint64_t next_request_id;
-	char peer[MCP_PEER_MAX]; /* mcp_session_set_peer: the sender of the messages fed next */
+	char peer[MCP_PEER_MAX];      /* mcp_session_set_peer: the sender of the messages fed next */
 	char principal[MCP_PEER_MAX]; /* mcp_session_set_principal: whose they are */
 	/* The session's own sandbox (own.c): used by every call that names none, made by the first
 	 * such call, destroyed with the session. */
-	char own_id[SRV_SANDBOX_ID_MAX];  /* "" until made */
-	char own_owner[SRV_OWNER_MAX];	  /* the principal that made it (its owner in the manager) */
-	struct call *own_making;	  /* the create call in flight, or NULL */
+	char own_id[SRV_SANDBOX_ID_MAX]; /* "" until made */
+	char own_owner[SRV_OWNER_MAX];	 /* the principal that made it (its owner in the manager) */
+	struct call *own_making;	 /* the create call in flight, or NULL */
 };
 
 /* mcp.c */

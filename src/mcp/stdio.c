@@ -23,7 +23,7 @@
  * with an error, so a client cannot make the server hold more than about that limit.
  */
 
-#define READ_CHUNK 65536
+#define READ_CHUNK	  65536
 #define SHUTDOWN_GRACE_MS 10000
 
 struct reader {
@@ -83,7 +83,7 @@ static void flush_out(struct loop *l, json_t *out)
 {
 	size_t i;
 	json_t *msg;
-	json_array_foreach (out, i, msg) {
+	json_array_foreach(out, i, msg) {
 		char *line = NULL;
 		ssize_t n = l->out_closed ? -1 : jr_encode(msg, &line);
 		if (n < 0) {

@@ -23,22 +23,22 @@ static const struct range4 ranges4[] = {
 	{0x7f000000, 8, "loopback", false},
 	{0x0a000000, 8, "private", false},
 	/* Alibaba Cloud's metadata service sits inside CGNAT space; named for the audit. */
-	{0x646464c8, 32, "metadata", false},		   /* 100.100.100.200 */
-	{0x64400000, 10, "cgnat", false},		   /* 100.64/10, RFC 6598 */
-	{0xa9fe0000, 16, "link-local/metadata", false},	   /* 169.254/16: 169.254.169.254 etc. */
-	{0xac100000, 12, "private", false},		   /* 172.16/12 */
-	{0xc0000000, 24, "reserved", false},		   /* 192.0.0/24 IETF protocol assignments */
-	{0xc0000200, 24, "documentation", false},	   /* 192.0.2/24 TEST-NET-1 */
-	{0xc0586300, 24, "reserved", false},		   /* 192.88.99/24 old 6to4 relay anycast */
-	{0xc0a80000, 16, "private", false},		   /* 192.168/16 */
+	{0x646464c8, 32, "metadata", false},		/* 100.100.100.200 */
+	{0x64400000, 10, "cgnat", false},		/* 100.64/10, RFC 6598 */
+	{0xa9fe0000, 16, "link-local/metadata", false}, /* 169.254/16: 169.254.169.254 etc. */
+	{0xac100000, 12, "private", false},		/* 172.16/12 */
+	{0xc0000000, 24, "reserved", false},		/* 192.0.0/24 IETF protocol assignments */
+	{0xc0000200, 24, "documentation", false},	/* 192.0.2/24 TEST-NET-1 */
+	{0xc0586300, 24, "reserved", false},		/* 192.88.99/24 old 6to4 relay anycast */
+	{0xc0a80000, 16, "private", false},		/* 192.168/16 */
 	/* Benchmarking space is never on the internet, but VPNs and "fake-IP" DNS proxies use it
 	 * for internal addresses: forbidden. */
-	{0xc6120000, 15, "benchmarking", false},	   /* 198.18/15 */
-	{0xc6336400, 24, "documentation", false},	   /* 198.51.100/24 TEST-NET-2 */
-	{0xcb007100, 24, "documentation", false},	   /* 203.0.113/24 TEST-NET-3 */
-	{0xe0000000, 4, "multicast", true},		   /* 224/4 */
-	{0xffffffff, 32, "broadcast", true},		   /* before 240/4, which holds it */
-	{0xf0000000, 4, "reserved", false},		   /* 240/4 */
+	{0xc6120000, 15, "benchmarking", false},  /* 198.18/15 */
+	{0xc6336400, 24, "documentation", false}, /* 198.51.100/24 TEST-NET-2 */
+	{0xcb007100, 24, "documentation", false}, /* 203.0.113/24 TEST-NET-3 */
+	{0xe0000000, 4, "multicast", true},	  /* 224/4 */
+	{0xffffffff, 32, "broadcast", true},	  /* before 240/4, which holds it */
+	{0xf0000000, 4, "reserved", false},	  /* 240/4 */
 };
 
 struct range6 {
@@ -56,7 +56,7 @@ static const struct range6 ranges6[] = {
 	{{0xfc}, 7, "private", false},	      /* ULA */
 	{{0xff}, 8, "multicast", true},
 	{{0x00, 0x64, 0xff, 0x9b, 0x00, 0x01}, 48, "private", false}, /* local-use NAT64, RFC 8215 */
-	{{0x20, 0x01, 0x00, 0x00}, 32, "teredo", false}, /* tunnels to an obfuscated IPv4 client */
+	{{0x20, 0x01, 0x00, 0x00}, 32, "teredo", false},	      /* tunnels to an obfuscated IPv4 client */
 	{{0x20, 0x01, 0x00, 0x02, 0x00, 0x00}, 48, "benchmarking", false},
 	{{0x20, 0x01}, 23, "reserved", false}, /* the rest of the IETF protocol block */
 	{{0x20, 0x01, 0x0d, 0xb8}, 32, "documentation", false},
@@ -99,10 +99,10 @@ struct ac_class ac_classify4(const struct in_addr *a)
  * is loopback and 64:ff9b::a9fe:a9fe is the metadata service. Returns whether a is one. */
 static bool embedded_v4(const uint8_t *a, struct in_addr *v4)
 {
-	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};		    /* ::ffff:0:0/96 */
-	static const uint8_t compat[12] = {0};					    /* ::/96 (deprecated) */
-	static const uint8_t siit[12] = {[8] = 0xff, [9] = 0xff};		    /* ::ffff:0:0:0/96 */
-	static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};		    /* 64:ff9b::/96 */
+	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff}; /* ::ffff:0:0/96 */
+	static const uint8_t compat[12] = {0};			      /* ::/96 (deprecated) */
+	static const uint8_t siit[12] = {[8] = 0xff, [9] = 0xff};     /* ::ffff:0:0:0/96 */
+	static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};    /* 64:ff9b::/96 */
 	if (!memcmp(a, mapped, 12) || !memcmp(a, compat, 12) || !memcmp(a, siit, 12) || !memcmp(a, nat64, 12)) {
 		memcpy(&v4->s_addr, a + 12, 4);
 		return true;

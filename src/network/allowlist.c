@@ -9,7 +9,12 @@
 
 #include "util/error.h"
 
-enum entry_kind { ENTRY_EXACT, ENTRY_SUFFIX, ENTRY_IP4, ENTRY_IP6 };
+enum entry_kind {
+	ENTRY_EXACT,
+	ENTRY_SUFFIX,
+	ENTRY_IP4,
+	ENTRY_IP6
+};
 
 struct entry {
 	enum entry_kind kind;

@@ -54,14 +54,14 @@
 #define SSL_get1_peer_certificate SSL_get_peer_certificate
 #endif
 
-#define BROKER_MAX 64	      /* brokers per policy */
-#define SPEC_MAX 4096	      /* one --broker value */
-#define SECRET_MAX 8192	      /* bytes of secret (file= and env=) */
-#define CA_FILE_MAX (1 << 20) /* a PEM bundle of a few thousand certificates */
+#define BROKER_MAX	64	  /* brokers per policy */
+#define SPEC_MAX	4096	  /* one --broker value */
+#define SECRET_MAX	8192	  /* bytes of secret (file= and env=) */
+#define CA_FILE_MAX	(1 << 20) /* a PEM bundle of a few thousand certificates */
 #define HEADER_NAME_MAX 64
-#define SCHEME_MAX 32
-#define VAR_MAX 128
-#define RELAY_CHUNK 16384
+#define SCHEME_MAX	32
+#define VAR_MAX		128
+#define RELAY_CHUNK	16384
 #define DEFAULT_IDLE_MS 30000 /* when the caller passes no idle timeout: never wait forever */
 
 struct broker {
@@ -253,7 +253,14 @@ static int parse_upstream(struct broker *b, const char *url, size_t len, struct 
 
 /* ---- spec parsing: keys ------------------------------------------------------------- */
 
-enum spec_key { K_HEADER, K_SCHEME, K_ENV, K_FILE, K_CA, K_COUNT };
+enum spec_key {
+	K_HEADER,
+	K_SCHEME,
+	K_ENV,
+	K_FILE,
+	K_CA,
+	K_COUNT
+};
 
 static const char *const key_names[K_COUNT] = {"header", "scheme", "env", "file", "ca"};
 
@@ -296,8 +303,9 @@ static int parse_keys(struct broker *b, const char *p, struct spec_val v[K_COUNT
  * upstream reads the request, not authenticate it. */
 static bool reserved_header(const char *h, size_t n)
 {
-	static const char *const no[] = {"host",    "content-length", "transfer-encoding", "connection", "keep-alive",
-					 "upgrade", "te",	      "trailer",	   "expect"};
+	static const char *const no[] = {"host",       "content-length", "transfer-encoding",
+					 "connection", "keep-alive",	 "upgrade",
+					 "te",	       "trailer",	 "expect"};
 	if (n >= 6 && strncasecmp(h, "proxy-", 6) == 0)
 		return true;
 	for (size_t i = 0; i < AL_ARRAY_SIZE(no); i++)
@@ -375,8 +383,7 @@ static int spec_path(struct broker *b, const char *key, const struct spec_val *v
 	return 0;
 }
 
-static int file_error(struct broker *b, const char *key, const char *path, ssize_t r, int max,
-		      struct al_error *err)
+static int file_error(struct broker *b, const char *key, const char *path, ssize_t r, int max, struct al_error *err)
 {
 	char tmp[72];
 	shown(tmp, sizeof(tmp), path, strlen(path));
@@ -451,7 +458,7 @@ static int build_line(struct broker *b, const struct spec_val v[K_COUNT], const 
 		return al_err(err, ENOMEM, "--broker %s: out of memory", b->name);
 	char *p = b->line;
 	memcpy(p, b->header, hl), p += hl; /* NOLINT(bugprone-not-null-terminated-result): a length-counted line */
-	memcpy(p, ": ", 2), p += 2; /* NOLINT(bugprone-not-null-terminated-result): ditto */
+	memcpy(p, ": ", 2), p += 2;	   /* NOLINT(bugprone-not-null-terminated-result): ditto */
 	if (scl) {
 		memcpy(p, v[K_SCHEME].s, scl - 1), p += scl - 1;
 		*p++ = ' ';
@@ -673,8 +680,8 @@ struct conn {
 	SSL *ssl;
 	int idle_ms;
 	struct px_record *rec;
-	bool answered;	   /* response bytes went to the client: no error reply any more */
-	char first[12];	   /* the first response bytes, for the status code */
+	bool answered;	/* response bytes went to the client: no error reply any more */
+	char first[12]; /* the first response bytes, for the status code */
 	size_t nfirst;
 };
 
@@ -702,11 +709,16 @@ static int wait_fd(const struct conn *c, int fd, short events)
 static int tls_wait(struct conn *c, int ret)
 {
 	switch (SSL_get_error(c->ssl, ret)) {
-	case SSL_ERROR_WANT_READ: return wait_fd(c, c->up, POLLIN);
-	case SSL_ERROR_WANT_WRITE: return wait_fd(c, c->up, POLLOUT);
-	case SSL_ERROR_ZERO_RETURN: return -ECONNRESET;
-	case SSL_ERROR_SYSCALL: return errno ? -errno : -ECONNRESET;
-	default: return -EPROTO;
+	case SSL_ERROR_WANT_READ:
+		return wait_fd(c, c->up, POLLIN);
+	case SSL_ERROR_WANT_WRITE:
+		return wait_fd(c, c->up, POLLOUT);
+	case SSL_ERROR_ZERO_RETURN:
+		return -ECONNRESET;
+	case SSL_ERROR_SYSCALL:
+		return errno ? -errno : -ECONNRESET;
+	default:
+		return -EPROTO;
 	}
 }
 
@@ -772,7 +784,7 @@ static int tls_start(struct conn *c, const char **why)
 		int r = tls_wait(c, ret);
 		if (r < 0) {
 			long v = SSL_get_verify_result(c->ssl);
-			*why = r == -ETIMEDOUT ? "upstream TLS handshake timed out"
+			*why = r == -ETIMEDOUT	? "upstream TLS handshake timed out"
 			       : v != X509_V_OK ? X509_verify_cert_error_string(v)
 						: "upstream TLS handshake failed";
 			return r == -ETIMEDOUT || r == -EPIPE ? r : -EPROTO;
@@ -883,8 +895,8 @@ static int copy_body(struct conn *c, uint64_t left, char *buf)
 	return 0;
 }
 
-static int send_request(struct conn *c, const struct pr_request *req, const char *tail, const char *rest,
-			size_t nrest, char *buf)
+static int send_request(struct conn *c, const struct pr_request *req, const char *tail, const char *rest, size_t nrest,
+			char *buf)
 {
 	size_t hl = 0;
 	char *head = build_head(c->b, req, tail, &hl);
@@ -913,8 +925,8 @@ static void note_status(struct conn *c, const char *p, size_t n)
 	if (c->nfirst < sizeof(c->first) || c->rec->status)
 		return;
 	const char *f = c->first;
-	if (memcmp(f, "HTTP/1.", 7) == 0 && f[8] == ' ' && f[9] >= '1' && f[9] <= '5' && f[10] >= '0' &&
-	    f[10] <= '9' && f[11] >= '0' && f[11] <= '9')
+	if (memcmp(f, "HTTP/1.", 7) == 0 && f[8] == ' ' && f[9] >= '1' && f[9] <= '5' && f[10] >= '0' && f[10] <= '9' &&
+	    f[11] >= '0' && f[11] <= '9')
 		c->rec->status = (f[9] - '0') * 100 + (f[10] - '0') * 10 + (f[11] - '0');
 }
 
@@ -978,10 +990,14 @@ static void fail_reply(struct conn *c, int status, const char *why)
 static const char *relay_reason(int r)
 {
 	switch (r) {
-	case -EACCES: return "upstream response contained the secret; cut off";
-	case -ETIMEDOUT: return "upstream timed out";
-	case -EPIPE: return "client closed the connection";
-	default: return "upstream connection failed";
+	case -EACCES:
+		return "upstream response contained the secret; cut off";
+	case -ETIMEDOUT:
+		return "upstream timed out";
+	case -EPIPE:
+		return "client closed the connection";
+	default:
+		return "upstream connection failed";
 	}
 }
 

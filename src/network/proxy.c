@@ -95,7 +95,8 @@ static void add_record(struct px *px, const struct px_record *r)
 		break;
 	}
 	/* The parser's refusals (400 405 431 501 505); not timeouts (408) or our own 503s. */
-	if (r->kind == PXK_INVALID && r->decision == PXD_ERROR && r->status >= 400 && r->status != 408 && r->status != 503)
+	if (r->kind == PXK_INVALID && r->decision == PXD_ERROR && r->status >= 400 && r->status != 408 &&
+	    r->status != 503)
 		px->st.malformed++;
 	if (px->nrecs == PX_MAX_RECORDS) {
 		px->st.records_dropped++;
@@ -141,8 +142,11 @@ static void *conn_thread(void *arg)
 /* A connection beyond max_conns: answered at once, recorded, never given a thread. */
 static void refuse_over_limit(struct px *px, int fd)
 {
-	struct px_record r = {.kind = PXK_INVALID, .decision = PXD_DENIED, .reason = "too many connections",
-			      .status = 503, .start_s = since_t0(px)};
+	struct px_record r = {.kind = PXK_INVALID,
+			      .decision = PXD_DENIED,
+			      .reason = "too many connections",
+			      .status = 503,
+			      .start_s = since_t0(px)};
 	px_reply(fd, 503, r.reason, 100);
 	close(fd);
 	pthread_mutex_lock(&px->mu);
@@ -228,7 +232,8 @@ static int copy_config(struct px *px, const struct px_config *cfg)
 	px->cfg.hosts_file = px->hosts_file;
 	if (px->cfg.max_conns == 0)
 		px->cfg.max_conns = 1;
-	px->conns = calloc(px->cfg.max_conns, sizeof(struct px_conn *)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+	px->conns = calloc(px->cfg.max_conns,
+			   sizeof(struct px_conn *)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 	px->recs = calloc(PX_MAX_RECORDS, sizeof(*px->recs));
 	return px->conns && px->recs ? 0 : -ENOMEM;
 }
@@ -345,9 +350,13 @@ void px_free(struct px *px)
 static struct px_stats stats_since(const struct px_stats *b, const struct px_stats *a)
 {
 	return (struct px_stats){
-		.connections = b->connections - a->connections, .allowed = b->allowed - a->allowed,
-		.denied = b->denied - a->denied, .errors = b->errors - a->errors, .malformed = b->malformed - a->malformed,
-		.over_limit = b->over_limit - a->over_limit, .records_dropped = b->records_dropped - a->records_dropped,
+		.connections = b->connections - a->connections,
+		.allowed = b->allowed - a->allowed,
+		.denied = b->denied - a->denied,
+		.errors = b->errors - a->errors,
+		.malformed = b->malformed - a->malformed,
+		.over_limit = b->over_limit - a->over_limit,
+		.records_dropped = b->records_dropped - a->records_dropped,
 	};
 }
 

@@ -21,7 +21,7 @@ struct px_config {
 	struct al_broker_list *brokers;		  /* NULL: none; referenced, not copied: */
 	void (*brokers_release)(void *ctx);	  /* called once the last thread is done with them */
 	void *brokers_ctx;
-	const char *hosts_file;			  /* NULL: system resolver only */
+	const char *hosts_file; /* NULL: system resolver only */
 	bool plain_http;
 	uint32_t max_conns;
 	int idle_ms;
@@ -31,10 +31,10 @@ struct px_config {
 struct px_stats {
 	uint64_t connections; /* accepted */
 	uint64_t allowed, denied, errors;
-	uint64_t malformed;    /* requests answered 400/405/431/501/505 */
-	uint64_t over_limit;   /* refused because max_conns were open */
+	uint64_t malformed;	  /* requests answered 400/405/431/501/505 */
+	uint64_t over_limit;	  /* refused because max_conns were open */
 	uint64_t records_dropped; /* beyond PX_MAX_RECORDS */
-	uint64_t unfinished;   /* still open when the job ended */
+	uint64_t unfinished;	  /* still open when the job ended */
 };
 
 #define PX_MAX_RECORDS 1024

@@ -32,9 +32,9 @@
 #define FWD_SLACK 256
 
 struct pr_state {
-	size_t max, len;  /* head bytes allowed, collected */
-	size_t line_len;  /* bytes in the current line so far, CR excluded */
-	bool cr;	  /* the last byte was CR */
+	size_t max, len; /* head bytes allowed, collected */
+	size_t line_len; /* bytes in the current line so far, CR excluded */
+	bool cr;	 /* the last byte was CR */
 	enum pr_status status;
 	int err_status;
 	const char *err_reason;
@@ -339,8 +339,8 @@ static enum pr_status check_version(struct pr_state *st, const char *v)
 {
 	if (strcmp(v, "HTTP/1.1") == 0 || strcmp(v, "HTTP/1.0") == 0)
 		return PR_DONE;
-	if (strlen(v) == 8 && strncmp(v, "HTTP/", 5) == 0 && v[5] >= '0' && v[5] <= '9' && v[6] == '.' &&
-	    v[7] >= '0' && v[7] <= '9')
+	if (strlen(v) == 8 && strncmp(v, "HTTP/", 5) == 0 && v[5] >= '0' && v[5] <= '9' && v[6] == '.' && v[7] >= '0' &&
+	    v[7] <= '9')
 		return fail(st, 505, "HTTP version not supported");
 	return fail(st, 400, "bad HTTP version");
 }

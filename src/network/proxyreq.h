@@ -10,9 +10,9 @@
 #include "network/allowlist.h"
 
 #define PR_DEFAULT_MAX_HEAD 8192
-#define PR_MIN_MAX_HEAD 64
-#define PR_MAX_MAX_HEAD (1u << 20)
-#define PR_METHOD_MAX 16
+#define PR_MIN_MAX_HEAD	    64
+#define PR_MAX_MAX_HEAD	    (1u << 20)
+#define PR_METHOD_MAX	    16
 
 enum pr_status {
 	PR_NEED_MORE, /* the head is not complete yet: feed more */
@@ -60,7 +60,7 @@ void pr_free(struct pr_state *st);
 enum pr_status pr_feed(struct pr_state *st, const char *buf, size_t len, size_t *consumed);
 
 const struct pr_request *pr_request(const struct pr_state *st); /* NULL unless PR_DONE */
-int pr_error_status(const struct pr_state *st);	 /* 400, 405, 431, 501, 505; 0 unless PR_ERROR */
-const char *pr_error_reason(const struct pr_state *st); /* short, static; NULL unless PR_ERROR */
+int pr_error_status(const struct pr_state *st);			/* 400, 405, 431, 501, 505; 0 unless PR_ERROR */
+const char *pr_error_reason(const struct pr_state *st);		/* short, static; NULL unless PR_ERROR */
 
 #endif

@@ -25,7 +25,7 @@
 #include "network/proxyreq.h"
 #include "network/resolve.h"
 
-#define PX_IO_BUF 65536
+#define PX_IO_BUF	      65536
 #define PX_CONNECT_TIMEOUT_MS 10000
 
 static int min_int(int a, int b)
@@ -42,7 +42,8 @@ static void refuse(struct px_conn *c, const struct px_config *cfg, enum px_decis
 }
 
 /* Reads the request head; buf keeps what followed it. Returns the parser or NULL (recorded). */
-static struct pr_state *read_head(struct px_conn *c, const struct px_config *cfg, char *buf, size_t *rest, size_t *nrest)
+static struct pr_state *read_head(struct px_conn *c, const struct px_config *cfg, char *buf, size_t *rest,
+				  size_t *nrest)
 {
 	struct pr_state *st = NULL;
 	if (pr_new(0, &st) < 0) {

@@ -25,7 +25,7 @@ enum px_decision {
 struct px_record {
 	enum px_kind kind;
 	enum px_decision decision;
-	char host[AL_HOST_MAX];	     /* as the client asked (normalized); broker: the upstream host */
+	char host[AL_HOST_MAX]; /* as the client asked (normalized); broker: the upstream host */
 	uint16_t port;
 	char addr[INET6_ADDRSTRLEN]; /* the address connected to (or refused); "" if none */
 	char broker[64];	     /* broker name, PXK_BROKER only */

@@ -156,8 +156,8 @@ void pol_free_net(struct al_policy *p)
 
 /* HTTPS_PROXY and friends in both cases (curl reads lower case, many tools upper case), and
  * NO_PROXY so that the sandbox's own loopback servers are reached directly. */
-static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy",
-					 "all_proxy"};
+static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
+					 "https_proxy", "http_proxy", "all_proxy"};
 
 /* v[*k] = the formatted string, *k advanced only on success. */
 __attribute__((format(printf, 3, 4))) static int put(char **v, size_t *k, const char *fmt, ...)
@@ -187,8 +187,8 @@ char **pol_net_env(const struct al_policy *p, size_t *n)
 	for (size_t i = 0; p->net == AL_NET_ALLOW && i < AL_ARRAY_SIZE(proxy_vars); i++)
 		if (put(v, &k, "%s=%s", proxy_vars[i], url) < 0)
 			goto oom;
-	if (p->net == AL_NET_ALLOW && (put(v, &k, "NO_PROXY=localhost,127.0.0.1") < 0 ||
-				       put(v, &k, "no_proxy=localhost,127.0.0.1") < 0))
+	if (p->net == AL_NET_ALLOW &&
+	    (put(v, &k, "NO_PROXY=localhost,127.0.0.1") < 0 || put(v, &k, "no_proxy=localhost,127.0.0.1") < 0))
 		goto oom;
 	for (size_t i = 0; i < nb; i++) {
 		char name[AL_BROKER_NAME_MAX];

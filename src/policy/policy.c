@@ -13,26 +13,19 @@
 #include "util/error.h"
 
 static const uint64_t default_limits[AL_LIMIT__COUNT] = {
-	[AL_LIMIT_WALL_MS] = 30ull * 1000,
-	[AL_LIMIT_CPU_MS] = AL_UNLIMITED,
-	[AL_LIMIT_OUTPUT] = 1 << 20,
-	[AL_LIMIT_DISK] = 1ULL << 30,
-	[AL_LIMIT_NOFILE] = 1024,
-	[AL_LIMIT_FSIZE] = 1ULL << 30,
-	[AL_LIMIT_AS] = AL_UNLIMITED,
-	[AL_LIMIT_NPROC] = AL_UNLIMITED,
-	[AL_LIMIT_MEMORY] = 512ULL << 20,
-	[AL_LIMIT_PIDS] = 1024,
+	[AL_LIMIT_WALL_MS] = 30ull * 1000, [AL_LIMIT_CPU_MS] = AL_UNLIMITED,
+	[AL_LIMIT_OUTPUT] = 1 << 20,	   [AL_LIMIT_DISK] = 1ULL << 30,
+	[AL_LIMIT_NOFILE] = 1024,	   [AL_LIMIT_FSIZE] = 1ULL << 30,
+	[AL_LIMIT_AS] = AL_UNLIMITED,	   [AL_LIMIT_NPROC] = AL_UNLIMITED,
+	[AL_LIMIT_MEMORY] = 512ULL << 20,  [AL_LIMIT_PIDS] = 1024,
 	[AL_LIMIT_CPUS] = AL_UNLIMITED,
 };
 
 static const char *const limit_names[AL_LIMIT__COUNT] = {
-	[AL_LIMIT_WALL_MS] = "time",	     [AL_LIMIT_CPU_MS] = "cpu-time",
-	[AL_LIMIT_OUTPUT] = "output-limit",  [AL_LIMIT_DISK] = "disk",
-	[AL_LIMIT_NOFILE] = "open-files",    [AL_LIMIT_FSIZE] = "file-size",
-	[AL_LIMIT_AS] = "address-space",     [AL_LIMIT_NPROC] = "processes",
-	[AL_LIMIT_MEMORY] = "memory",	     [AL_LIMIT_PIDS] = "pids",
-	[AL_LIMIT_CPUS] = "cpus",
+	[AL_LIMIT_WALL_MS] = "time",	 [AL_LIMIT_CPU_MS] = "cpu-time",   [AL_LIMIT_OUTPUT] = "output-limit",
+	[AL_LIMIT_DISK] = "disk",	 [AL_LIMIT_NOFILE] = "open-files", [AL_LIMIT_FSIZE] = "file-size",
+	[AL_LIMIT_AS] = "address-space", [AL_LIMIT_NPROC] = "processes",   [AL_LIMIT_MEMORY] = "memory",
+	[AL_LIMIT_PIDS] = "pids",	 [AL_LIMIT_CPUS] = "cpus",
 };
 
 const char *al_limit_name(enum al_limit which)
@@ -261,8 +254,7 @@ static bool reserved_dest(const char *d)
 	return strncmp(d, "/proc/", 6) == 0 || strncmp(d, "/dev/", 5) == 0;
 }
 
-int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable,
-		       struct al_error *err)
+int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable, struct al_error *err)
 {
 	const char *flag = writable ? "--rw" : "--ro";
 	if (!src || !*src)
@@ -449,11 +441,15 @@ int pol_parse_require(const char *spec, uint32_t *bits, int *landlock_abi, struc
 			*bits |= req_names[i].bits;
 		}
 		if (!found || name_len == 0)
-			return al_err(err, EINVAL, "--require: unknown layer '%.*s' (known: userns pidns mntns netns ipcns utsns cgroupns namespaces pivot_root seccomp landlock[>=N] cgroup-memory cgroup-pids cgroup-cpu cgroup no_new_privs caps all)",
+			return al_err(err, EINVAL,
+				      "--require: unknown layer '%.*s' (known: userns pidns mntns netns ipcns utsns "
+				      "cgroupns namespaces pivot_root seccomp landlock[>=N] cgroup-memory cgroup-pids "
+				      "cgroup-cpu cgroup no_new_privs caps all)",
 				      (int)name_len, s);
 		if (ge) {
 			if (name_len != 8 || strncmp(s, "landlock", 8) != 0)
-				return al_err(err, EINVAL, "--require: only landlock takes a version ('%.*s')", (int)n, s);
+				return al_err(err, EINVAL, "--require: only landlock takes a version ('%.*s')", (int)n,
+					      s);
 			int abi = 0;
 			const char *d = ge + 2;
 			if (d == e)
@@ -519,8 +515,8 @@ int al_policy_set_checkout(struct al_policy *p, const char *dir, const char *des
 		return r;
 	}
 	if (strcmp(dest, "/") == 0 || strcmp(dest, AL_WORKSPACE) == 0)
-		return al_err(err, EINVAL, "--checkout: %s cannot hold a checkout (use a directory below it, e.g. %s)", dest,
-			      AL_CHECKOUT_DEST);
+		return al_err(err, EINVAL, "--checkout: %s cannot hold a checkout (use a directory below it, e.g. %s)",
+			      dest, AL_CHECKOUT_DEST);
 	cleanup_free char *real = realpath(dir, NULL);
 	if (!real)
 		return al_err_sys(err, errno, "--checkout '%s'", dir);
@@ -580,8 +576,10 @@ int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, 
 	int r = pol_check_inside_path(dest, err);
 	if (r < 0)
 		return r;
-	if (strncmp(dest, AL_WORKSPACE "/", strlen(AL_WORKSPACE) + 1) != 0 || strchr(dest + strlen(AL_WORKSPACE) + 1, '/'))
-		return al_err(err, EINVAL, "a file for the sandbox must be directly in %s, not '%s'", AL_WORKSPACE, dest);
+	if (strncmp(dest, AL_WORKSPACE "/", strlen(AL_WORKSPACE) + 1) != 0 ||
+	    strchr(dest + strlen(AL_WORKSPACE) + 1, '/'))
+		return al_err(err, EINVAL, "a file for the sandbox must be directly in %s, not '%s'", AL_WORKSPACE,
+			      dest);
 	size_t total = len;
 	for (size_t i = 0; i < p->nfiles; i++)
 		total += p->files[i].len;

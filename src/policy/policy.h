@@ -7,12 +7,12 @@
 
 #include "airlock/airlock.h"
 
-#define AL_SANDBOX_UID 1000 /* the payload's uid/gid inside the sandbox */
-#define AL_IDS_PER_SANDBOX 65536
-#define AL_DEFAULT_ID_BASE 1879048192u /* 0x70000000: above systemd's container ranges */
+#define AL_SANDBOX_UID	    1000 /* the payload's uid/gid inside the sandbox */
+#define AL_IDS_PER_SANDBOX  65536
+#define AL_DEFAULT_ID_BASE  1879048192u /* 0x70000000: above systemd's container ranges */
 #define AL_DEFAULT_HOSTNAME "airlock"
-#define AL_WORKSPACE "/workspace"
-#define AL_CHECKOUT_DEST "/workspace/src"
+#define AL_WORKSPACE	    "/workspace"
+#define AL_CHECKOUT_DEST    "/workspace/src"
 
 struct al_file {
 	char *dest; /* absolute inside path beneath /workspace */
@@ -61,12 +61,12 @@ struct al_policy {
 	size_t nfiles;
 	char *workdir; /* canonical host dir bound at /workspace, or NULL for a tmpfs */
 	char *hostname;
-	char *rootfs;	     /* canonical host dir whose /usr, /bin, /lib... replace the host's, or NULL */
+	char *rootfs;	       /* canonical host dir whose /usr, /bin, /lib... replace the host's, or NULL */
 	struct img_ref *image; /* the image rootfs comes from (its lock held while the policy lives), or NULL */
-	char *checkout;	     /* canonical host dir, or NULL */
-	char *checkout_dest; /* inside path */
+	char *checkout;	       /* canonical host dir, or NULL */
+	char *checkout_dest;   /* inside path */
 	enum al_checkout_mode checkout_mode;
-	char *keep_changes;  /* absolute host path for the exported changes, or NULL */
+	char *keep_changes; /* absolute host path for the exported changes, or NULL */
 	char *cwd;
 	uint64_t limits[AL_LIMIT__COUNT];
 	uint32_t limits_set; /* bit (1 << enum al_limit) for each limit set explicitly */
@@ -84,14 +84,14 @@ struct al_policy {
 	struct al_allowlist *allow;
 	struct al_cidr_list *allow_private;
 	struct pol_brokers *brokers; /* shared with running proxies: see pol_brokers_ref */
-	char *proxy_hosts; /* hosts(5) file for the proxy's resolver, or NULL */
-	bool proxy_http;   /* forward absolute-form plain-HTTP requests too */
+	char *proxy_hosts;	     /* hosts(5) file for the proxy's resolver, or NULL */
+	bool proxy_http;	     /* forward absolute-form plain-HTTP requests too */
 	uint32_t proxy_max_conns;
 	uint64_t proxy_idle_ms;
 	struct al_sandbox *attach; /* run in this held sandbox instead of a new one (supervisor/sandbox.c) */
 };
 
-#define AL_PROXY_DEFAULT_CONNS 64
+#define AL_PROXY_DEFAULT_CONNS	 64
 #define AL_PROXY_DEFAULT_IDLE_MS 60000
 
 /* Does this policy need the egress proxy's socket inside the sandbox? */

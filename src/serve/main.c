@@ -69,8 +69,8 @@ static void stats(void *ctx, struct http_stats *out)
 {
 	struct sbm_stats st;
 	sbm_stats(((struct serve *)ctx)->m, &st);
-	*out = (struct http_stats){.sandboxes_live = st.live, .sandboxes_pooled = st.pooled,
-				   .execs_running = st.execs_running};
+	*out = (struct http_stats){
+		.sandboxes_live = st.live, .sandboxes_pooled = st.pooled, .execs_running = st.execs_running};
 }
 
 /* The approver's console's sandbox view: every principal's. */
@@ -134,8 +134,9 @@ static int default_paths(struct serve *s)
 /* Client tokens (generated if the file is missing) and approver tokens, for a TCP listener. */
 static int load_tokens(struct serve *s, const struct cfg *cfg, struct al_error *e)
 {
-	const char *tf = s->token_file ? s->token_file : cfg->server.http_token_file ? cfg->server.http_token_file
-											  : s->token_default;
+	const char *tf = s->token_file		       ? s->token_file
+			 : cfg->server.http_token_file ? cfg->server.http_token_file
+						       : s->token_default;
 	const char *af = s->approver_token_file ? s->approver_token_file : cfg->server.http_approver_token_file;
 	if (!tf)
 		return al_err(e, EINVAL, "TCP needs a token file: --token-file FILE (no HOME to default to)");
@@ -144,8 +145,9 @@ static int load_tokens(struct serve *s, const struct cfg *cfg, struct al_error *
 		int r = http_token_generate(tf, e);
 		if (r < 0)
 			return r;
-		fprintf(stderr, "airlock serve: generated a client token in %s (mode 0600): clients send it as "
-				"\"Authorization: Bearer <token>\"\n",
+		fprintf(stderr,
+			"airlock serve: generated a client token in %s (mode 0600): clients send it as "
+			"\"Authorization: Bearer <token>\"\n",
 			tf);
 	}
 	int r = http_tokens_load(tf, false, &s->tokens, &s->ntokens, e);
@@ -165,25 +167,50 @@ static int socket_dir(const char *path, struct al_error *e)
 static int parse(struct serve *s, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"http", required_argument, NULL, 'H'},	     {"token-file", required_argument, NULL, 't'},
-		{"profile", required_argument, NULL, 'p'},   {"audit", required_argument, NULL, 'a'},
-		{"port-file", required_argument, NULL, 'P'}, {"config", required_argument, NULL, 'c'},
-		{"socket", required_argument, NULL, 'S'},    {"approver-token-file", required_argument, NULL, 'A'},
-		{"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
+		{"http", required_argument, NULL, 'H'},
+		{"token-file", required_argument, NULL, 't'},
+		{"profile", required_argument, NULL, 'p'},
+		{"audit", required_argument, NULL, 'a'},
+		{"port-file", required_argument, NULL, 'P'},
+		{"config", required_argument, NULL, 'c'},
+		{"socket", required_argument, NULL, 'S'},
+		{"approver-token-file", required_argument, NULL, 'A'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	int c;
 	while ((c = getopt_long(argc, argv, "+H:t:p:a:P:c:S:A:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'H': s->listen = optarg; break;
-		case 't': s->token_file = optarg; break;
-		case 'S': s->socket = optarg; break;
-		case 'A': s->approver_token_file = optarg; break;
-		case 'p': s->profile = optarg; break;
-		case 'a': s->audit = optarg; break;
-		case 'P': s->port_file = optarg; break;
-		case 'c': s->config = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 125;
+		case 'H':
+			s->listen = optarg;
+			break;
+		case 't':
+			s->token_file = optarg;
+			break;
+		case 'S':
+			s->socket = optarg;
+			break;
+		case 'A':
+			s->approver_token_file = optarg;
+			break;
+		case 'p':
+			s->profile = optarg;
+			break;
+		case 'a':
+			s->audit = optarg;
+			break;
+		case 'P':
+			s->port_file = optarg;
+			break;
+		case 'c':
+			s->config = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 125;
 		}
 	}
 	if (optind < argc)
@@ -202,16 +229,32 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 	struct mgate_channels ch;
 	mgate_channels(&cfg->approval, CFG_CHAN_HTTP, &ch);
 	struct http_opts ho = {
-		.size = sizeof(ho), .listen = s->listen, .unix_path = s->socket, .tokens = s->tokens,
-		.ntokens = s->ntokens, .approver_uids = (const uid_t *)cfg->server.approver_uids,
-		.n_approver_uids = cfg->server.napprover_uids, .mgr = &svc->api, .gate = &svc->gate,
-		.max_sessions_per_principal = cfg->server.quota_sessions ? cfg->server.quota_sessions : CFG_QUOTA_SESSIONS,
+		.size = sizeof(ho),
+		.listen = s->listen,
+		.unix_path = s->socket,
+		.tokens = s->tokens,
+		.ntokens = s->ntokens,
+		.approver_uids = (const uid_t *)cfg->server.approver_uids,
+		.n_approver_uids = cfg->server.napprover_uids,
+		.mgr = &svc->api,
+		.gate = &svc->gate,
+		.max_sessions_per_principal =
+			cfg->server.quota_sessions ? cfg->server.quota_sessions : CFG_QUOTA_SESSIONS,
 		.max_connections_per_principal =
 			cfg->server.quota_connections ? cfg->server.quota_connections : CFG_QUOTA_CONNECTIONS,
-		.approvals = ch.other ? svc->approvals : NULL, .server_version = AIRLOCK_VERSION, .stats = stats,
-		.stats_ctx = s, .ready = ready, .ready_ctx = s, .log = log_stderr, .mcp_no_elicitation = !ch.elicitation,
-		.mcp_queue_first = ch.other_first, .audit_path = svc->audit_path, .cfg = cfg,
-		.sandboxes = sandboxes, .sandboxes_ctx = s,
+		.approvals = ch.other ? svc->approvals : NULL,
+		.server_version = AIRLOCK_VERSION,
+		.stats = stats,
+		.stats_ctx = s,
+		.ready = ready,
+		.ready_ctx = s,
+		.log = log_stderr,
+		.mcp_no_elicitation = !ch.elicitation,
+		.mcp_queue_first = ch.other_first,
+		.audit_path = svc->audit_path,
+		.cfg = cfg,
+		.sandboxes = sandboxes,
+		.sandboxes_ctx = s,
 	};
 	if (http_serve(&ho, sfd, &e) < 0)
 		return fail("%s", e.msg);
@@ -233,7 +276,8 @@ static int listeners(void *ctx, struct cfg *cfg)
 	if (s->socket && strcmp(s->socket, "none") == 0)
 		s->socket = NULL;
 	if (!s->socket && !s->listen)
-		return fail("nowhere to listen: no XDG_RUNTIME_DIR for the default socket; give --socket PATH or --http ADDR");
+		return fail("nowhere to listen: no XDG_RUNTIME_DIR for the default socket; give --socket PATH or "
+			    "--http ADDR");
 	if ((s->listen && load_tokens(s, cfg, &e) < 0) || (s->socket && socket_dir(s->socket, &e) < 0))
 		return fail("%s", e.msg);
 	return 0;
@@ -253,8 +297,13 @@ int main(int argc, char **argv)
 		fail("signalfd: %s", strerror(-sfd));
 		goto out;
 	}
-	struct service_opts so = {.size = sizeof(so), .config = s.config, .profile = s.profile, .audit = s.audit,
-				  .transport = "http", .adjust = listeners, .adjust_ctx = &s};
+	struct service_opts so = {.size = sizeof(so),
+				  .config = s.config,
+				  .profile = s.profile,
+				  .audit = s.audit,
+				  .transport = "http",
+				  .adjust = listeners,
+				  .adjust_ctx = &s};
 	int r = service_open(&so, &svc, &e);
 	if (r < 0) {
 		if (r != -ECANCELED)

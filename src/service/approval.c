@@ -214,9 +214,9 @@ int apq_resolve(struct apq *q, const struct apq_decision *d)
 
 static json_t *entry_json(const struct apq_entry *e, uint64_t now)
 {
-	json_t *item = json_pack("{s:I,s:s,s:s,s:O,s:O,s:s,s:I,s:s,s:I,s:I}", "id", (json_int_t)e->id, "tool",
-				 e->tool, "reason", e->reason, "arguments", e->args, "request", e->full, "digest",
-				 e->digest, "code_bytes", (json_int_t)e->code_len, "principal", e->asker, "age_ms",
+	json_t *item = json_pack("{s:I,s:s,s:s,s:O,s:O,s:s,s:I,s:s,s:I,s:I}", "id", (json_int_t)e->id, "tool", e->tool,
+				 "reason", e->reason, "arguments", e->args, "request", e->full, "digest", e->digest,
+				 "code_bytes", (json_int_t)e->code_len, "principal", e->asker, "age_ms",
 				 (json_int_t)(now - e->asked_ms), "timeout_ms", (json_int_t)e->timeout_ms);
 	const char *code = json_string_value(json_object_get(e->full, "code"));
 	if (item && code) {

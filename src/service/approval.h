@@ -61,9 +61,9 @@ json_t *apq_list(struct apq *q, const char *only);
 struct apq_decision {
 	uint64_t id;
 	bool approve;
-	enum srv_gate_by by;  /* SRV_BY_HTTP, SRV_BY_TERMINAL */
-	const char *decider;  /* the principal deciding, or NULL (the operator's own terminal) */
-	const char *digest;   /* approve: the request's digest as the reviewer was shown it */
+	enum srv_gate_by by; /* SRV_BY_HTTP, SRV_BY_TERMINAL */
+	const char *decider; /* the principal deciding, or NULL (the operator's own terminal) */
+	const char *digest;  /* approve: the request's digest as the reviewer was shown it */
 };
 /* done(SRV_GATE_APPROVED or SRV_GATE_DECLINED, by) and 0; or, leaving the entry pending: -ENOENT
  * (unknown id, already decided or cancelled), -EPERM (the decider made the call), -ESTALE (an

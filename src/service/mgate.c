@@ -23,7 +23,8 @@ static void g_check(void *ctx, const char *tool, const json_t *args, struct srv_
 	memset(out, 0, sizeof(*out));
 	if (risk_classify(g->cfg, tool, args, &d, &err) < 0) {
 		out->verdict = SRV_GATE_DENY;
-		snprintf(out->reason, sizeof(out->reason), "the risk rules could not classify the request: %.180s", err.msg);
+		snprintf(out->reason, sizeof(out->reason), "the risk rules could not classify the request: %.180s",
+			 err.msg);
 		return;
 	}
 	enum approval_verdict v = approval_auto(&g->cfg->approval, &d);
@@ -94,8 +95,9 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 	bool classified = json_is_object(end->args) && risk_classify(g->cfg, end->tool, end->args, &d, &err) == 0;
 	const char *peer = end->peer ? end->peer : g->peer;
 	const json_t *sid = json_is_object(end->args) ? json_object_get(end->args, "sandbox_id") : NULL;
-	const char *sandbox = json_is_string(sid) ? json_string_value(sid)
-			    : end->result && end->result->sandbox_id ? end->result->sandbox_id : NULL;
+	const char *sandbox = json_is_string(sid)		       ? json_string_value(sid)
+			      : end->result && end->result->sandbox_id ? end->result->sandbox_id
+								       : NULL;
 	json_t *res = NULL, *proxy = NULL;
 	const struct al_verdict *v = end->result ? end->result->verdict : NULL;
 	if (v) {
@@ -108,16 +110,26 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 		json_decref(px);
 	}
 	enum audit_decision dec = !end->decided ? AUDIT_NOT_DECIDED
-				: (end->approval == SRV_GATE_ALLOWED || end->approval == SRV_GATE_APPROVED) ? AUDIT_APPROVED
-													    : AUDIT_DENIED;
+				  : (end->approval == SRV_GATE_ALLOWED || end->approval == SRV_GATE_APPROVED)
+					  ? AUDIT_APPROVED
+					  : AUDIT_DENIED;
 	struct audit_record rec = {
-		.event = end->call_id ? AUDIT_EVENT_END : AUDIT_EVENT_CALL, .call_id = end->call_id,
-		.transport = end->transport ? end->transport : g->transport, .peer = peer,
-		.principal = end->principal ? end->principal : peer, .sandbox = sandbox, .tool = end->tool,
-		.params = end->args, .risk = classified ? &d : NULL, .decision = dec,
-		.by = by_of(end->approval, end->by, classified ? &d : NULL), .approver = end->approver,
+		.event = end->call_id ? AUDIT_EVENT_END : AUDIT_EVENT_CALL,
+		.call_id = end->call_id,
+		.transport = end->transport ? end->transport : g->transport,
+		.peer = peer,
+		.principal = end->principal ? end->principal : peer,
+		.sandbox = sandbox,
+		.tool = end->tool,
+		.params = end->args,
+		.risk = classified ? &d : NULL,
+		.decision = dec,
+		.by = by_of(end->approval, end->by, classified ? &d : NULL),
+		.approver = end->approver,
 		.status = status_name(end->status),
-		.duration_ms = end->duration_ms, .resources = res, .proxy = proxy,
+		.duration_ms = end->duration_ms,
+		.resources = res,
+		.proxy = proxy,
 	};
 	/* Best effort: the call already ran (its start record is durable) or never will. A failure is
 	 * counted by the log and shows in audit_health; the call's answer stands. */
@@ -143,10 +155,18 @@ static int g_admit(void *ctx, struct srv_call_start *st, struct al_error *err)
 	snprintf(id, sizeof(id), "%s-%llu", g->id_prefix,
 		 (unsigned long long)__atomic_add_fetch(&g->next_id, 1, __ATOMIC_RELAXED));
 	struct audit_record rec = {
-		.event = AUDIT_EVENT_START, .call_id = id, .transport = st->transport ? st->transport : g->transport,
-		.peer = peer, .principal = st->principal ? st->principal : peer, .sandbox = json_string_value(sid),
-		.tool = st->tool, .params = st->args, .risk = classified ? &d : NULL, .decision = AUDIT_APPROVED,
-		.by = by_of(st->approval, st->by, classified ? &d : NULL), .approver = st->approver,
+		.event = AUDIT_EVENT_START,
+		.call_id = id,
+		.transport = st->transport ? st->transport : g->transport,
+		.peer = peer,
+		.principal = st->principal ? st->principal : peer,
+		.sandbox = json_string_value(sid),
+		.tool = st->tool,
+		.params = st->args,
+		.risk = classified ? &d : NULL,
+		.decision = AUDIT_APPROVED,
+		.by = by_of(st->approval, st->by, classified ? &d : NULL),
+		.approver = st->approver,
 		.status = "started",
 	};
 	int r = audit_write(g->log, &rec, &e);

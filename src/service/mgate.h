@@ -7,10 +7,10 @@
 #include "manager/gate.h"
 
 struct mgate {
-	const struct cfg *cfg;	/* the rules and the approval policy */
-	struct audit_log *log;	/* NULL: no audit log */
-	const char *transport;	/* "stdio", "http": unless the call names its own */
-	const char *peer;	/* the client, or NULL: unless the call names its own */
+	const struct cfg *cfg; /* the rules and the approval policy */
+	struct audit_log *log; /* NULL: no audit log */
+	const char *transport; /* "stdio", "http": unless the call names its own */
+	const char *peer;      /* the client, or NULL: unless the call names its own */
 	/* Set by mgate_init: call ids are "<random prefix>-<counter>", unique across restarts. */
 	char id_prefix[12];
 	uint64_t next_id; /* atomic */

@@ -30,7 +30,7 @@ struct svc_call {
 	struct srv_op *op;
 	bool running, cancelled;
 	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted ("" before) */
-	char approver[96];		/* the principal who answered an ASK ("" : none named) */
+	char approver[96];	       /* the principal who answered an ASK ("" : none named) */
 };
 
 static uint64_t monotonic_us(void *ctx)
@@ -167,8 +167,8 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 	const char *path = json_string_value(json_object_get(c->args, "path"));
 	if (c->tool == TL_WRITE_FILE && c->raw) {
 		/* The bytes as they came: no base64 round trip for a raw PUT body. */
-		struct srv_write_req req = {.owner = c->who.name, .sandbox_id = sandbox, .path = path, .data = c->raw,
-					    .len = c->raw_len};
+		struct srv_write_req req = {
+			.owner = c->who.name, .sandbox_id = sandbox, .path = path, .data = c->raw, .len = c->raw_len};
 		return m->write_file(m->ctx, &req, sink, &c->op, err);
 	}
 	if (c->tool == TL_READ_FILE && c->want_fd) {
@@ -189,8 +189,13 @@ static enum svc_step start(struct svc_call *c, struct svc_refusal *ref)
 {
 	struct srv_sink sink;
 	struct al_error err = {0};
-	struct srv_call_start st = {.tool = tl_name(c->tool), .args = c->args, .approval = c->approval, .by = c->by,
-				    .transport = c->rn->transport, .peer = c->peer, .principal = c->who.name,
+	struct srv_call_start st = {.tool = tl_name(c->tool),
+				    .args = c->args,
+				    .approval = c->approval,
+				    .by = c->by,
+				    .transport = c->rn->transport,
+				    .peer = c->peer,
+				    .principal = c->who.name,
 				    .approver = c->approver[0] ? c->approver : NULL};
 	int a = srv_gate_admit(c->rn->gate, &st, c->call_id, &err);
 	if (a < 0) {
@@ -299,8 +304,8 @@ void svc_call_set_approver(struct svc_call *c, const char *approver)
 }
 
 /* Only an explicit approval runs the call: any other outcome, known or not, denies it. */
-enum svc_step svc_call_answer(struct svc_call *c, enum srv_gate_outcome outcome, enum srv_gate_by by,
-			      const char *text, struct svc_refusal *ref)
+enum svc_step svc_call_answer(struct svc_call *c, enum srv_gate_outcome outcome, enum srv_gate_by by, const char *text,
+			      struct svc_refusal *ref)
 {
 	if (outcome == SRV_GATE_APPROVED) {
 		decide(c, SRV_GATE_APPROVED, by);

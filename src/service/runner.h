@@ -118,8 +118,8 @@ int svc_call_set_sandbox(struct svc_call *c, const char *id);
 enum svc_step svc_call_begin(struct svc_call *c, const struct svc_port *port, void *owner, struct svc_refusal *ref);
 /* The human's answer to SVC_ASKING: APPROVED starts the call; anything else denies it, with text
  * (NULL: the runner's words) as the denial the client gets. */
-enum svc_step svc_call_answer(struct svc_call *c, enum srv_gate_outcome outcome, enum srv_gate_by by,
-			      const char *text, struct svc_refusal *ref);
+enum svc_step svc_call_answer(struct svc_call *c, enum srv_gate_outcome outcome, enum srv_gate_by by, const char *text,
+			      struct svc_refusal *ref);
 /* Who answered (before svc_call_answer): the principal the approval queue names, for the audit log. */
 void svc_call_set_approver(struct svc_call *c, const char *approver);
 /* The client went away or cancelled while a human was being asked: ends it as CANCELLED. */

@@ -106,7 +106,7 @@ static int check_type(const json_t *schema, const json_t *v, char *msg, const st
 			       : fail(msg, p, "expected %s, got %s", json_string_value(t), type_of(v));
 	size_t i;
 	const json_t *e;
-	json_array_foreach (t, i, e)
+	json_array_foreach(t, i, e)
 		if (has_type(v, json_string_value(e)))
 			return 0;
 	return fail(msg, p, "has the wrong type (%s)", type_of(v));
@@ -119,12 +119,12 @@ static int check_enum(const json_t *schema, const json_t *v, char *msg, const st
 		return 0;
 	size_t i;
 	const json_t *e;
-	json_array_foreach (en, i, e)
+	json_array_foreach(en, i, e)
 		if (json_equal(e, v))
 			return 0;
 	char list[160] = "";
 	size_t used = 0;
-	json_array_foreach (en, i, e) {
+	json_array_foreach(en, i, e) {
 		if (json_is_string(e) && used < sizeof(list))
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
 						 json_string_value(e));
@@ -184,7 +184,7 @@ static int check_array(const json_t *schema, const json_t *v, char *msg, struct 
 		return 0;
 	size_t i;
 	const json_t *e;
-	json_array_foreach (v, i, e) {
+	json_array_foreach(v, i, e) {
 		size_t old = path_push_index(p, i);
 		int r = validate_at(items, e, msg, p);
 		path_pop(p, old);
@@ -198,7 +198,7 @@ static int check_required(const json_t *schema, const json_t *v, char *msg, cons
 {
 	size_t i;
 	const json_t *e;
-	json_array_foreach (json_object_get(schema, "required"), i, e)
+	json_array_foreach(json_object_get(schema, "required"), i, e)
 		if (!json_object_get(v, json_string_value(e)))
 			return fail(msg, p, "missing required property \"%s\"", json_string_value(e));
 	return 0;
@@ -215,7 +215,7 @@ static int check_object(const json_t *schema, const json_t *v, char *msg, struct
 	const char *key;
 	const json_t *val;
 	json_t *obj = iterable(v);
-	json_object_foreach (obj, key, val) {
+	json_object_foreach(obj, key, val) {
 		const json_t *sub = json_object_get(props, key);
 		if (!sub && json_is_false(extra))
 			return fail(msg, p, "unknown property \"%.40s\"", key);
@@ -295,7 +295,7 @@ static int check_type_kw(const json_t *t, char *msg, const struct vpath *p)
 	const json_t *e;
 	if (!json_is_array(t) || json_array_size(t) == 0)
 		return fail(msg, p, "\"type\" must be a type name or a non-empty array of them");
-	json_array_foreach (t, i, e)
+	json_array_foreach(t, i, e)
 		if (!known_type(e))
 			return fail(msg, p, "unknown type in \"type\"");
 	return 0;
@@ -309,7 +309,7 @@ static int check_properties_kw(const json_t *props, char *msg, struct vpath *p)
 	const char *key;
 	const json_t *sub;
 	json_t *obj = iterable(props);
-	json_object_foreach (obj, key, sub) {
+	json_object_foreach(obj, key, sub) {
 		size_t old = path_push_key(p, key);
 		int r = check_schema_at(sub, msg, p);
 		path_pop(p, old);
@@ -325,7 +325,7 @@ static bool array_of_strings(const json_t *a, bool allow_empty)
 	const json_t *e;
 	if (!json_is_array(a) || (!allow_empty && json_array_size(a) == 0))
 		return false;
-	json_array_foreach (a, i, e)
+	json_array_foreach(a, i, e)
 		if (!json_is_string(e))
 			return false;
 	return true;
@@ -348,8 +348,7 @@ static int check_keyword(const char *k, const json_t *v, char *msg, struct vpath
 	if (!strcmp(k, "enum"))
 		return json_is_array(v) && json_array_size(v) ? 0 : fail(msg, p, "\"enum\" must be a non-empty array");
 	if (!strcmp(k, "minItems") || !strcmp(k, "maxItems") || !strcmp(k, "minLength") || !strcmp(k, "maxLength"))
-		return json_is_integer(v) && json_integer_value(v) >= 0 ? 0
-									: fail(msg, p, "\"%s\" must be a count", k);
+		return json_is_integer(v) && json_integer_value(v) >= 0 ? 0 : fail(msg, p, "\"%s\" must be a count", k);
 	if (!strcmp(k, "minimum") || !strcmp(k, "maximum") || !strcmp(k, "exclusiveMinimum") ||
 	    !strcmp(k, "exclusiveMaximum"))
 		return json_is_number(v) ? 0 : fail(msg, p, "\"%s\" must be a number", k);
@@ -379,7 +378,7 @@ static int check_schema_body(const json_t *s, char *msg, struct vpath *p)
 	const char *key;
 	const json_t *v;
 	json_t *obj = iterable(s);
-	json_object_foreach (obj, key, v) {
+	json_object_foreach(obj, key, v) {
 		int r = check_keyword(key, v, msg, p);
 		if (r > 0)
 			return fail(msg, p, "keyword \"%.40s\" is not enforced by this validator", key);

@@ -69,8 +69,8 @@ int service_open(const struct service_opts *o, struct service **out, struct al_e
 	sbm_api(svc->mgr, &svc->api);
 	if (o->peer)
 		snprintf(svc->peer, sizeof(svc->peer), "%s", o->peer);
-	svc->mg = (struct mgate){.cfg = svc->cfg, .log = svc->log, .transport = o->transport,
-				 .peer = svc->peer[0] ? svc->peer : NULL};
+	svc->mg = (struct mgate){
+		.cfg = svc->cfg, .log = svc->log, .transport = o->transport, .peer = svc->peer[0] ? svc->peer : NULL};
 	mgate_init(&svc->mg, &svc->gate);
 	*out = svc;
 	return 0;

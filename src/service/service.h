@@ -17,12 +17,12 @@
 /* Size-prefixed so it can grow. Every pointer is borrowed for service_open only (what the
  * service keeps, it copies). */
 struct service_opts {
-	size_t size;		     /* sizeof(struct service_opts) */
-	const char *config;	     /* the configuration file (NULL: the default search) */
-	const char *profile;	     /* profile of sandboxes created without one (NULL: untrusted-code-read) */
-	const char *audit;	     /* the audit log, instead of the configuration's audit.path */
-	const char *transport;	     /* the audit record's transport when a call names none ("stdio", "http") */
-	const char *peer;	     /* the audit record's peer when a call names none, or NULL */
+	size_t size;	       /* sizeof(struct service_opts) */
+	const char *config;    /* the configuration file (NULL: the default search) */
+	const char *profile;   /* profile of sandboxes created without one (NULL: untrusted-code-read) */
+	const char *audit;     /* the audit log, instead of the configuration's audit.path */
+	const char *transport; /* the audit record's transport when a call names none ("stdio", "http") */
+	const char *peer;      /* the audit record's peer when a call names none, or NULL */
 	/* Called once the configuration is loaded, before anything else is opened: a front end's
 	 * command-line choices that change the configuration (cfg is the service's). Non-zero
 	 * stops service_open, which then returns -ECANCELED (the front end has said why). */

@@ -14,58 +14,62 @@
 
 /* ---- schemas (JSON text; every keyword is one schema.c enforces) ---------------------------- */
 
-#define SANDBOX_ID_PROP                                                                                                \
-	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                                       \
-	"\"description\":\"A sandbox made by code_create_sandbox. Omit it to use this session's own sandbox "      \
+#define SANDBOX_ID_PROP                                                                                       \
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                              \
+	"\"description\":\"A sandbox made by code_create_sandbox. Omit it to use this session's own sandbox " \
 	"(made on first use, destroyed when the session ends).\"}"
 /* code_destroy_sandbox: always an explicit id (the session's own goes with the session). */
-#define DESTROY_ID_PROP                                                                                                \
-	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                                       \
+#define DESTROY_ID_PROP                                                          \
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128," \
 	"\"description\":\"The sandbox to destroy.\"}"
-#define LANGUAGE_PROP                                                                                                  \
-	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\",\"shell\",\"ruby\",\"php\",\"perl\"],"  \
+#define LANGUAGE_PROP                                                                                                 \
+	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\",\"shell\",\"ruby\",\"php\",\"perl\"]," \
 	"\"description\":\"The interpreter that runs the code.\"}"
 /* code_create_sandbox: the sandbox's network, fixed for its life. */
-#define NETWORK_PROPS                                                                                                  \
-	"\"network_enabled\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Allow outbound "              \
-	"connections, only to allowed_domains (or the profile's list), through an egress proxy. Off by "             \
-	"default.\"},"                                                                                                 \
-	"\"allowed_domains\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\",\"minLength\":1,"     \
-	"\"maxLength\":253},\"description\":\"Host names the code may reach when network_enabled is true, e.g. "      \
+#define NETWORK_PROPS                                                                                             \
+	"\"network_enabled\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Allow outbound "           \
+	"connections, only to allowed_domains (or the profile's list), through an egress proxy. Off by "          \
+	"default.\"},"                                                                                            \
+	"\"allowed_domains\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\",\"minLength\":1," \
+	"\"maxLength\":253},\"description\":\"Host names the code may reach when network_enabled is true, e.g. "  \
 	"pypi.org or *.pythonhosted.org.\"}"
 /* code_execute: per execution, never more than the sandbox has. */
-#define EXEC_NETWORK_PROPS                                                                                             \
-	"\"network_enabled\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Allow this execution "       \
-	"outbound connections, only to allowed domains, through an egress proxy. Off by default. Decided per "      \
-	"execution: without sandbox_id, the code runs in a throwaway sandbox made with this network (allowed_domains, or the "   \
-	"profile's list). With sandbox_id, an execution cannot ask for more network than its sandbox has: the "      \
+#define EXEC_NETWORK_PROPS                                                                                         \
+	"\"network_enabled\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Allow this execution "      \
+	"outbound connections, only to allowed domains, through an egress proxy. Off by default. Decided per "     \
+	"execution: without sandbox_id, the code runs in a throwaway sandbox made with this network "              \
+	"(allowed_domains, or the "                                                                                \
+	"profile's list). With sandbox_id, an execution cannot ask for more network than its sandbox has: the "    \
 	"sandbox must have network (created with network_enabled, or by a profile with an allowlist), and the "    \
-	"execution reaches the sandbox's domains; false (or omitted) runs this execution with no network at all, even in a sandbox that has network.\"},"    \
-	"\"allowed_domains\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\",\"minLength\":1,"     \
-	"\"maxLength\":253},\"description\":\"Host names the code may reach when network_enabled is true, e.g. "      \
-	"pypi.org or *.pythonhosted.org. With sandbox_id: omit it, or give exactly the sandbox's own list (the "      \
+	"execution reaches the sandbox's domains; false (or omitted) runs this execution with no network at all, " \
+	"even in a sandbox that has network.\"},"                                                                  \
+	"\"allowed_domains\":{\"type\":\"array\",\"maxItems\":64,\"items\":{\"type\":\"string\",\"minLength\":1,"  \
+	"\"maxLength\":253},\"description\":\"Host names the code may reach when network_enabled is true, e.g. "   \
+	"pypi.org or *.pythonhosted.org. With sandbox_id: omit it, or give exactly the sandbox's own list (the "   \
 	"domains it was created with); any other list is refused.\"}"
-#define PATH_PROP(what)                                                                                                \
-	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what "\"}"
+#define PATH_PROP(what) "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what "\"}"
 
 /* Interpreter contexts (manager/context.h): a sandbox's Python code runs as a cell of a context. */
-#define CONTEXT_ID_PROP                                                                                                \
-	"\"context_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"      \
+#define CONTEXT_ID_PROP                                                         \
+	"\"context_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64," \
 	"\"description\":\"A named interpreter context of the sandbox (default: the language's own).\"}"
-#define CONTEXT_EXEC_PROPS                                                                                             \
-	CONTEXT_ID_PROP ",\"fresh\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id, "  \
-	"Python, JavaScript and shell run as cells of an interpreter context that keeps its state between calls "  \
-	"(variables and imports; for shell: variables, functions, aliases, directory) and returns the last expression's " \
-	"value, figures (PNG) and changed files. Every process a cell starts ends with it. true runs a new "  \
-	"process instead.\"}"
+#define CONTEXT_EXEC_PROPS                                                                                           \
+	CONTEXT_ID_PROP                                                                                              \
+		",\"fresh\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id, "             \
+		"Python, JavaScript and shell run as cells of an interpreter context that keeps its state between "  \
+		"calls "                                                                                             \
+		"(variables and imports; for shell: variables, functions, aliases, directory) and returns the last " \
+		"expression's "                                                                                      \
+		"value, figures (PNG) and changed files. Every process a cell starts ends with it. true runs a new " \
+		"process instead.\"}"
 
 static const char context_input[] =
 	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
 	"\"action\":{\"type\":\"string\",\"enum\":[\"create\",\"list\",\"restart\",\"delete\"],"
 	"\"description\":\"create a context (language, optional context_id), list them, restart one (its state is "
 	"lost) or delete one.\"},"
-	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\",\"javascript\"],\"description\":\"create: the interpreter.\"},"
-	CONTEXT_ID_PROP "},"
+	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\",\"javascript\"],\"description\":\"create: "
+	"the interpreter.\"}," CONTEXT_ID_PROP "},"
 	"\"required\":[\"action\"],\"additionalProperties\":false}";
 
 static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
@@ -91,21 +95,23 @@ static const char install_input[] =
 	"(no options).\"}},"
 	"\"required\":[\"manager\",\"packages\"],\"additionalProperties\":false}";
 
-static const char write_input[] =
-	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "," PATH_PROP("File path beneath the workspace.") ","
-	"\"content\":{\"type\":\"string\",\"description\":\"The file's new content.\"},"
-	"\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"default\":\"utf-8\","
-	"\"description\":\"How content is encoded.\"}},"
-	"\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
+static const char write_input[] = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "," PATH_PROP(
+	"File path beneath the workspace.") ","
+					    "\"content\":{\"type\":\"string\",\"description\":\"The file's new "
+					    "content.\"},"
+					    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],"
+					    "\"default\":\"utf-8\","
+					    "\"description\":\"How content is encoded.\"}},"
+					    "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
 
 static const char read_input[] =
-	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "," PATH_PROP("File path beneath the workspace.") "},"
-	"\"required\":[\"path\"],\"additionalProperties\":false}";
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP
+	"," PATH_PROP("File path beneath the workspace.") "},"
+							  "\"required\":[\"path\"],\"additionalProperties\":false}";
 
-static const char list_input[] =
-	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
-	PATH_PROP("Directory beneath the workspace (default: the workspace itself).") "},"
-	"\"additionalProperties\":false}";
+static const char list_input[] = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP "," PATH_PROP(
+	"Directory beneath the workspace (default: the workspace itself).") "},"
+									    "\"additionalProperties\":false}";
 
 static const char create_input[] =
 	"{\"type\":\"object\",\"properties\":{"
@@ -113,8 +119,7 @@ static const char create_input[] =
 	"(default: the server's default profile). A profile fixes the posture; limits only tune resources.\"},"
 	"\"image\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":127,\"description\":\"An image the "
 	"profile offers (the operator's images list): its system directories instead of the host's. The "
-	"posture is the profile's either way.\"},"
-	LANGUAGE_PROP "," NETWORK_PROPS ","
+	"posture is the profile's either way.\"}," LANGUAGE_PROP "," NETWORK_PROPS ","
 	"\"limits\":{\"type\":\"object\",\"description\":\"Resource limits (defaults: the profile's).\","
 	"\"properties\":{"
 	"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576},"
@@ -129,29 +134,57 @@ static const char destroy_input[] = "{\"type\":\"object\",\"properties\":{" DEST
 				    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
 
 #define NULLABLE_INT "{\"type\":[\"integer\",\"null\"]}"
-#define STREAM_PAIR(t)                                                                                                 \
-	"{\"type\":\"object\",\"properties\":{\"stdout\":" t ",\"stderr\":" t "},"                                  \
+#define STREAM_PAIR(t)                                                             \
+	"{\"type\":\"object\",\"properties\":{\"stdout\":" t ",\"stderr\":" t "}," \
 	"\"required\":[\"stdout\",\"stderr\"]}"
 
-static const char verdict_output[] =
-	"{\"type\":\"object\",\"properties\":{"
-	"\"status\":{\"type\":\"string\",\"enum\":[\"exited\",\"signaled\",\"timeout\",\"output-limit\","
-	"\"setup-error\",\"oom\"],\"description\":\"How the program ended; setup-error means the sandbox "
-	"failed, not the program.\"},"
-	"\"exit_code\":" NULLABLE_INT ",\"signal\":" NULLABLE_INT ","
-	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-	"\"truncated\":" STREAM_PAIR("{\"type\":\"boolean\"}") ","
-	"\"output_bytes\":" STREAM_PAIR("{\"type\":\"integer\",\"minimum\":0}") ","
-	"\"timing\":{\"type\":\"object\",\"properties\":{\"wall_s\":{\"type\":\"number\"},"
-	"\"cpu_user_s\":{\"type\":\"number\"},\"cpu_system_s\":{\"type\":\"number\"}},"
-	"\"required\":[\"wall_s\",\"cpu_user_s\",\"cpu_system_s\"]},"
-	"\"peak_memory_bytes\":" NULLABLE_INT ",\"oom_killed\":{\"type\":\"boolean\"},"
-	"\"backend\":{\"type\":\"string\"},\"sandbox_id\":{\"type\":[\"string\",\"null\"]},"
-	"\"error\":{\"type\":[\"string\",\"null\"]},\"verdict\":{\"type\":\"object\",\"description\":\"The "
-	"verdict of airlock run --json (without the output): CPU, peak memory, OOM and pids-limit hits, enforced "
-	"layers, proxy decisions.\"}},"
-	"\"required\":[\"status\",\"exit_code\",\"signal\",\"stdout\",\"stderr\",\"truncated\",\"output_bytes\","
-	"\"timing\",\"oom_killed\",\"sandbox_id\",\"error\"]}";
+static const char
+	verdict_output[] =
+		"{\"type\":\"object\",\"properties\":{"
+		"\"status\":{\"type\":\"string\",\"enum\":[\"exited\",\"signaled\",\"timeout\",\"output-limit\","
+		"\"setup-error\",\"oom\"],\"description\":\"How the program ended; setup-error means the sandbox "
+		"failed, not the program.\"},"
+		"\"exit_code\":" NULLABLE_INT ",\"signal\":" NULLABLE_INT ","
+		"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+		"\"truncated\":" STREAM_PAIR(
+			"{\"type\":\"boolean\"}") ","
+						  "\"output_bytes\":" STREAM_PAIR("{\"type\":\"integer\",\"minimum\":"
+										  "0}") ","
+											"\"timing\":{\"type\":"
+											"\"object\",\"properties\":{"
+											"\"wall_s\":{\"type\":"
+											"\"number\"},"
+											"\"cpu_user_s\":{\"type\":"
+											"\"number\"},\"cpu_system_s\":{"
+											"\"type\":\"number\"}},"
+											"\"required\":[\"wall_s\","
+											"\"cpu_user_s\",\"cpu_system_"
+											"s\"]},"
+											"\"peak_memory_"
+											"bytes\":" NULLABLE_INT
+											",\"oom_killed\":{\"type\":"
+											"\"boolean\"},"
+											"\"backend\":{\"type\":"
+											"\"string\"},\"sandbox_id\":{"
+											"\"type\":[\"string\",\"null\"]"
+											"},"
+											"\"error\":{\"type\":["
+											"\"string\",\"null\"]},"
+											"\"verdict\":{\"type\":"
+											"\"object\",\"description\":"
+											"\"The "
+											"verdict of airlock run --json "
+											"(without the output): CPU, "
+											"peak memory, OOM and "
+											"pids-limit hits, enforced "
+											"layers, proxy decisions.\"}},"
+											"\"required\":[\"status\","
+											"\"exit_code\",\"signal\","
+											"\"stdout\",\"stderr\","
+											"\"truncated\",\"output_"
+											"bytes\","
+											"\"timing\",\"oom_killed\","
+											"\"sandbox_id\",\"error\"]}";
 
 static const char write_output[] = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
 				   "\"bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"path\",\"bytes\"]}";
@@ -172,8 +205,8 @@ static const char sandbox_output[] = "{\"type\":\"object\",\"properties\":{\"san
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
-typedef int (*start_fn)(const struct srv_mgr_api *m, const json_t *args, const char *owner,
-			const struct srv_sink *sink, struct srv_op **op, struct al_error *err);
+typedef int (*start_fn)(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
+			struct srv_op **op, struct al_error *err);
 typedef json_t *(*result_fn)(const json_t *args, const struct srv_result *r, bool *is_error);
 
 struct tool_def {
@@ -184,20 +217,20 @@ struct tool_def {
 	result_fn result;
 };
 
-static int start_execute(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
-			 struct al_error *);
-static int start_install(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
-			 struct al_error *);
-static int start_write(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
-		       struct al_error *);
-static int start_read(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
-		      struct al_error *);
-static int start_list(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
-		      struct al_error *);
-static int start_create(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
-			struct al_error *);
-static int start_destroy(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *, struct srv_op **,
-			 struct al_error *);
+static int start_execute(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+			 struct srv_op **, struct al_error *);
+static int start_install(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+			 struct srv_op **, struct al_error *);
+static int start_write(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+		       struct srv_op **, struct al_error *);
+static int start_read(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+		      struct srv_op **, struct al_error *);
+static int start_list(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+		      struct srv_op **, struct al_error *);
+static int start_create(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+			struct srv_op **, struct al_error *);
+static int start_destroy(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+			 struct srv_op **, struct al_error *);
 static json_t *result_verdict(const json_t *, const struct srv_result *, bool *);
 static json_t *result_write(const json_t *, const struct srv_result *, bool *);
 static json_t *result_read(const json_t *, const struct srv_result *, bool *);
@@ -214,8 +247,9 @@ static const struct tool_def tools[TL__COUNT] = {
 			"sandbox_id it runs in this session's own sandbox, so files written with code_write_file "
 			"are there and files it makes stay for later calls. Returns stdout, stderr, the exit code "
 			"and how the program ended; isError is true when it did not exit with 0.",
-			execute_input, verdict_output, "{\"readOnlyHint\":false,\"destructiveHint\":true,"
-						       "\"idempotentHint\":false,\"openWorldHint\":true}",
+			execute_input, verdict_output,
+			"{\"readOnlyHint\":false,\"destructiveHint\":true,"
+			"\"idempotentHint\":false,\"openWorldHint\":true}",
 			start_execute, result_verdict},
 	[TL_INSTALL_PACKAGE] = {"code_install_package", "Install packages into a sandbox",
 				"Installs pip or npm packages into a sandbox's workspace (without sandbox_id: this "
@@ -225,13 +259,14 @@ static const struct tool_def tools[TL__COUNT] = {
 				"{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
 				"\"openWorldHint\":true}",
 				start_install, result_verdict},
-	[TL_WRITE_FILE] = {"code_write_file", "Write a file in a sandbox",
-			   "Creates or replaces a file beneath a sandbox's workspace (without sandbox_id: this session's "
-			   "own sandbox, where code_execute without sandbox_id runs).",
-			   write_input, write_output,
-			   "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
-			   "\"openWorldHint\":false}",
-			   start_write, result_write},
+	[TL_WRITE_FILE] =
+		{"code_write_file", "Write a file in a sandbox",
+		 "Creates or replaces a file beneath a sandbox's workspace (without sandbox_id: this session's "
+		 "own sandbox, where code_execute without sandbox_id runs).",
+		 write_input, write_output,
+		 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
+		 "\"openWorldHint\":false}",
+		 start_write, result_write},
 	[TL_READ_FILE] = {"code_read_file", "Read a file from a sandbox",
 			  "Reads a file beneath a sandbox's workspace (without sandbox_id: this session's own "
 			  "sandbox); binary content comes back as base64.",
@@ -240,17 +275,18 @@ static const struct tool_def tools[TL__COUNT] = {
 	[TL_LIST_FILES] = {"code_list_files", "List files in a sandbox",
 			   "Lists a directory beneath a sandbox's workspace (without sandbox_id: this session's own "
 			   "sandbox).",
-			   list_input, list_output,
-			   "{\"readOnlyHint\":true,\"openWorldHint\":false}", start_list, result_list},
-	[TL_CREATE_SANDBOX] = {"code_create_sandbox", "Create a persistent sandbox",
-			       "Creates another sandbox whose files and installed packages persist across code_execute "
-			       "calls until code_destroy_sandbox (or its idle timeout); pass its sandbox_id to use it. "
-			       "Not needed for one workspace: calls without sandbox_id share this session's own sandbox. "
-			       "Returns its sandbox_id.",
-			       create_input, sandbox_output,
-			       "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,"
-			       "\"openWorldHint\":false}",
-			       start_create, result_sandbox},
+			   list_input, list_output, "{\"readOnlyHint\":true,\"openWorldHint\":false}", start_list,
+			   result_list},
+	[TL_CREATE_SANDBOX] =
+		{"code_create_sandbox", "Create a persistent sandbox",
+		 "Creates another sandbox whose files and installed packages persist across code_execute "
+		 "calls until code_destroy_sandbox (or its idle timeout); pass its sandbox_id to use it. "
+		 "Not needed for one workspace: calls without sandbox_id share this session's own sandbox. "
+		 "Returns its sandbox_id.",
+		 create_input, sandbox_output,
+		 "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,"
+		 "\"openWorldHint\":false}",
+		 start_create, result_sandbox},
 	[TL_DESTROY_SANDBOX] = {"code_destroy_sandbox", "Destroy a sandbox",
 				"Destroys a persistent sandbox: its processes, files and packages are gone.",
 				destroy_input, sandbox_output,
@@ -295,8 +331,8 @@ static json_t *tool_entry(const struct tool_def *t, json_t *input, json_t *outpu
 	json_t *ann = json_loads(t->annotations, 0, NULL);
 	if (!ann)
 		return NULL;
-	return json_pack("{s:s,s:s,s:s,s:O,s:O,s:o}", "name", t->name, "title", t->title, "description",
-			 t->description, "inputSchema", input, "outputSchema", output, "annotations", ann);
+	return json_pack("{s:s,s:s,s:s,s:O,s:O,s:o}", "name", t->name, "title", t->title, "description", t->description,
+			 "inputSchema", input, "outputSchema", output, "annotations", ann);
 }
 
 int tl_catalog_load(struct tl_catalog *c, char msg[SCH_MSG_MAX])
@@ -357,7 +393,7 @@ static int check_packages(const json_t *args, char *msg)
 {
 	size_t i;
 	const json_t *p;
-	json_array_foreach (json_object_get(args, "packages"), i, p) {
+	json_array_foreach(json_object_get(args, "packages"), i, p) {
 		const char *s = json_string_value(p);
 		if (s[0] == '-') {
 			snprintf(msg, SCH_MSG_MAX, "packages[%zu]: a package spec cannot start with '-'", i);
@@ -452,8 +488,8 @@ static uint64_t seconds_ms(const json_t *v)
 	return v ? (uint64_t)ceil(json_number_value(v) * 1000.0) : 0;
 }
 
-static int start_execute(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
-			 struct srv_op **op, struct al_error *err)
+static int start_execute(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
 	int rc;
 	const json_t *code = json_object_get(args, "code");
@@ -476,11 +512,12 @@ static int start_execute(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->exec(m->ctx, &req, sink, op, err);
 }
 
-static int start_install(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
-			 struct srv_op **op, struct al_error *err)
+static int start_install(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
 	int rc;
-	struct srv_install_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
+	struct srv_install_req req = {
+		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
 	cleanup_free const char **pkgs = strings_of(json_object_get(args, "packages"), &req.n_packages, &rc);
 	if (rc < 0)
 		return al_err(err, ENOMEM, "out of memory");
@@ -493,7 +530,8 @@ static int start_write(const struct srv_mgr_api *m, const json_t *args, const ch
 {
 	const json_t *content = json_object_get(args, "content");
 	const char *enc = str_arg(args, "encoding");
-	struct srv_write_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	struct srv_write_req req = {
+		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
 	cleanup_free unsigned char *bytes = NULL;
 	if (enc && strcmp(enc, "base64") == 0) {
 		long n = txt_base64_decode(json_string_value(content), json_string_length(content), &bytes);
@@ -511,14 +549,16 @@ static int start_write(const struct srv_mgr_api *m, const json_t *args, const ch
 static int start_read(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 		      struct srv_op **op, struct al_error *err)
 {
-	struct srv_path_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	struct srv_path_req req = {
+		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
 	return m->read_file(m->ctx, &req, sink, op, err);
 }
 
 static int start_list(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 		      struct srv_op **op, struct al_error *err)
 {
-	struct srv_path_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+	struct srv_path_req req = {
+		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
 	return m->list_files(m->ctx, &req, sink, op, err);
 }
 
@@ -536,8 +576,8 @@ static void limits_of(const json_t *l, struct srv_limits *out)
 	out->timeout_ms = seconds_ms(json_object_get(l, "timeout"));
 }
 
-static int start_create(const struct srv_mgr_api *m, const json_t *args, const char *owner,
-			const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
+static int start_create(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
+			struct srv_op **op, struct al_error *err)
 {
 	int rc;
 	struct srv_create_req req = {
@@ -556,8 +596,8 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const c
 	return m->create_sandbox(m->ctx, &req, sink, op, err);
 }
 
-static int start_destroy(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
-			 struct srv_op **op, struct al_error *err)
+static int start_destroy(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
 	struct srv_path_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id")};
 	return m->destroy_sandbox(m->ctx, &req, sink, op, err);
@@ -568,8 +608,10 @@ static int start_context(const struct srv_mgr_api *m, const json_t *args, const 
 {
 	if (!m->context)
 		return al_err(err, ENOTSUP, "this server has no interpreter contexts");
-	struct srv_context_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"),
-				      .action = str_arg(args, "action"), .language = str_arg(args, "language"),
+	struct srv_context_req req = {.owner = owner,
+				      .sandbox_id = str_arg(args, "sandbox_id"),
+				      .action = str_arg(args, "action"),
+				      .language = str_arg(args, "language"),
 				      .context_id = str_arg(args, "context_id")};
 	return m->context(m->ctx, &req, sink, op, err);
 }
@@ -586,15 +628,15 @@ int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, con
 
 json_t *tl_error_result(const char *text)
 {
-	return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text ? text : "error", "isError",
-			 1);
+	return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text ? text : "error", "isError", 1);
 }
 
 bool tl_is_request_error(int neg_errno)
 {
-	static const int request_errnos[] = {EINVAL, ENOENT, ENOTDIR, EISDIR, EXDEV, ELOOP, EACCES, EPERM, EEXIST,
-					     EFBIG, E2BIG, ENAMETOOLONG, EBUSY, EAGAIN, ENOSPC, EDQUOT, ENOTEMPTY,
-					     ETIMEDOUT, ESRCH, EMLINK, ENOTSUP, EROFS, EOVERFLOW, ERANGE};
+	static const int request_errnos[] = {EINVAL, ENOENT, ENOTDIR, EISDIR, EXDEV,	 ELOOP,
+					     EACCES, EPERM,  EEXIST,  EFBIG,  E2BIG,	 ENAMETOOLONG,
+					     EBUSY,  EAGAIN, ENOSPC,  EDQUOT, ENOTEMPTY, ETIMEDOUT,
+					     ESRCH,  EMLINK, ENOTSUP, EROFS,  EOVERFLOW, ERANGE};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(request_errnos); i++)
 		if (-neg_errno == request_errnos[i])
 			return true;
@@ -625,17 +667,17 @@ static json_t *run_verdict(const struct al_verdict *v)
 static json_t *verdict_json(const struct al_verdict *v, const char *sandbox_id)
 {
 	bool exited = v->status == AL_STATUS_EXITED || (v->status == AL_STATUS_OUTPUT_LIMIT && !v->signal);
-	json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:{s:b,s:b},s:{s:I,s:I},s:{s:f,s:f,s:f},s:o,s:b,s:s,s:o,s:o}",
-			 "status", al_status_name(v->status), "exit_code", nullable_int(exited, v->exit_code), "signal",
-			 nullable_int(v->signal != 0, v->signal), "stdout", lossy_stream(&v->out), "stderr",
-			 lossy_stream(&v->err), "truncated", "stdout", v->out.truncated, "stderr", v->err.truncated,
-			 "output_bytes", "stdout", (json_int_t)v->out.bytes, "stderr", (json_int_t)v->err.bytes,
-			 "timing", "wall_s", v->wall_s, "cpu_user_s", v->user_s, "cpu_system_s", v->system_s,
-			 "peak_memory_bytes", nullable_int(v->cgroup_used, (long long)v->peak_memory_bytes),
-			 "oom_killed", v->status == AL_STATUS_OOM || v->oom_kills > 0, "backend",
-			 v->backend ? v->backend : "native", "sandbox_id",
-			 sandbox_id ? json_string(sandbox_id) : json_null(), "error",
-			 v->status == AL_STATUS_SETUP_ERROR ? json_string(v->setup.msg) : json_null());
+	json_t *o = json_pack(
+		"{s:s,s:o,s:o,s:o,s:o,s:{s:b,s:b},s:{s:I,s:I},s:{s:f,s:f,s:f},s:o,s:b,s:s,s:o,s:o}", "status",
+		al_status_name(v->status), "exit_code", nullable_int(exited, v->exit_code), "signal",
+		nullable_int(v->signal != 0, v->signal), "stdout", lossy_stream(&v->out), "stderr",
+		lossy_stream(&v->err), "truncated", "stdout", v->out.truncated, "stderr", v->err.truncated,
+		"output_bytes", "stdout", (json_int_t)v->out.bytes, "stderr", (json_int_t)v->err.bytes, "timing",
+		"wall_s", v->wall_s, "cpu_user_s", v->user_s, "cpu_system_s", v->system_s, "peak_memory_bytes",
+		nullable_int(v->cgroup_used, (long long)v->peak_memory_bytes), "oom_killed",
+		v->status == AL_STATUS_OOM || v->oom_kills > 0, "backend", v->backend ? v->backend : "native",
+		"sandbox_id", sandbox_id ? json_string(sandbox_id) : json_null(), "error",
+		v->status == AL_STATUS_SETUP_ERROR ? json_string(v->setup.msg) : json_null());
 	if (o)
 		json_object_set_new(o, "verdict", run_verdict(v));
 	return o;
@@ -726,7 +768,8 @@ static json_t *result_list(const json_t *args, const struct srv_result *r, bool 
 		const struct srv_file_entry *e = &r->entries[i];
 		json_t *name = txt_json_lossy(e->name ? e->name : "", e->name ? strlen(e->name) : 0);
 		if (json_array_append_new(entries, json_pack("{s:o,s:s,s:I}", "name", name, "type",
-							     file_type_name(e->type), "size", (json_int_t)e->size)) < 0) {
+							     file_type_name(e->type), "size", (json_int_t)e->size)) <
+		    0) {
 			json_decref(entries);
 			return NULL;
 		}
@@ -764,8 +807,8 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
 		return NULL;
 	}
 	/* json_pack releases structured ("o") on failure as well. */
-	json_t *out = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text,
-				"structuredContent", structured, "isError", is_error);
+	json_t *out = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text, "structuredContent",
+				structured, "isError", is_error);
 	if (!out) {
 		json_decref(images);
 		return NULL;

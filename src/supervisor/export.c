@@ -16,17 +16,18 @@
 #define EX_MAX_DEPTH 128
 
 struct ex_ctx {
-	int out;	     /* the export root */
-	uint64_t limit;	     /* --disk: the most data bytes the export may write */
-	uint64_t spent;	     /* allocated bytes written so far */
-	char rel[PATH_MAX];  /* current directory, relative, "" at the top */
+	int out;	    /* the export root */
+	uint64_t limit;	    /* --disk: the most data bytes the export may write */
+	uint64_t spent;	    /* allocated bytes written so far */
+	char rel[PATH_MAX]; /* current directory, relative, "" at the top */
 	struct wb_stats *st;
 };
 
 static int ex_fail(struct ex_ctx *c, int err, const char *what, const char *name)
 {
 	if (!c->st->error[0])
-		snprintf(c->st->error, sizeof(c->st->error), "%.30s %.120s/%.60s: %.30s", what, c->rel, name, strerror(err));
+		snprintf(c->st->error, sizeof(c->st->error), "%.30s %.120s/%.60s: %.30s", what, c->rel, name,
+			 strerror(err));
 	return -err;
 }
 
@@ -36,7 +37,8 @@ static int out_dir(struct ex_ctx *c)
 	int fd = dup(c->out);
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s", c->rel);
-	for (char *save = NULL, *part = strtok_r(path, "/", &save); fd >= 0 && part; part = strtok_r(NULL, "/", &save)) {
+	for (char *save = NULL, *part = strtok_r(path, "/", &save); fd >= 0 && part;
+	     part = strtok_r(NULL, "/", &save)) {
 		if (mkdirat(fd, part, 0755) < 0 && errno != EEXIST) {
 			close(fd);
 			return -errno;
@@ -71,7 +73,8 @@ static bool same_bytes(int a, int b)
 static bool unchanged(int cp, int src, const char *name, const struct stat *cs)
 {
 	struct stat ss;
-	if (src < 0 || fstatat(src, name, &ss, AT_SYMLINK_NOFOLLOW) < 0 || (ss.st_mode & S_IFMT) != (cs->st_mode & S_IFMT))
+	if (src < 0 || fstatat(src, name, &ss, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    (ss.st_mode & S_IFMT) != (cs->st_mode & S_IFMT))
 		return false;
 	if (S_ISLNK(cs->st_mode)) {
 		char a[PATH_MAX], b[PATH_MAX];
@@ -80,7 +83,8 @@ static bool unchanged(int cp, int src, const char *name, const struct stat *cs)
 	}
 	if ((ss.st_mode & 0777) != (cs->st_mode & 0777) || ss.st_size != cs->st_size)
 		return false;
-	int a = openat(cp, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), b = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int a = openat(cp, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC),
+	    b = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	bool same = a >= 0 && b >= 0 && same_bytes(a, b);
 	if (a >= 0)
 		close(a);
@@ -204,8 +208,9 @@ int wb_export(int copy, const char *src_dir, const char *dir, uint64_t limit, st
 		return ex_fail(&c, errno, "creating", dir);
 	c.out = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int src = open(src_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int r = c.out < 0 ? ex_fail(&c, errno, "opening", dir) : src < 0 ? ex_fail(&c, errno, "opening", src_dir)
-								      : ex_dir(&c, copy, src, 0);
+	int r = c.out < 0 ? ex_fail(&c, errno, "opening", dir)
+		: src < 0 ? ex_fail(&c, errno, "opening", src_dir)
+			  : ex_dir(&c, copy, src, 0);
 	if (c.out >= 0)
 		close(c.out);
 	if (src >= 0)

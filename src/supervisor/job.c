@@ -24,7 +24,6 @@
 #include "util/fdpass.h"
 #include "util/fsutil.h"
 
-
 static double since(const struct timespec *t0)
 {
 	struct timespec now;
@@ -157,9 +156,11 @@ static void default_limit_hint(struct al_error *err)
 {
 	char was[AL_ERROR_MAX];
 	snprintf(was, sizeof(was), "%s", err->msg);
-	al_err(err, err->code, "a default limit cannot be enforced: delegate a cgroup to this user "
-			       "(systemd-run --user --scope -p Delegate=yes), set it to none, or pass "
-			       "--best-effort-limits (%.140s)", was);
+	al_err(err, err->code,
+	       "a default limit cannot be enforced: delegate a cgroup to this user "
+	       "(systemd-run --user --scope -p Delegate=yes), set it to none, or pass "
+	       "--best-effort-limits (%.140s)",
+	       was);
 }
 
 /* The job's cgroup: limits with a value are required (see must_enforce), as are the floor's
@@ -190,14 +191,22 @@ static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_err
 static int job_proxy(struct al_job *j, const struct al_policy *p, struct al_error *err)
 {
 	if (pol_brokers(p) && p->net == AL_NET_HOST)
-		return al_err(err, EINVAL, "--broker needs --net none or --net allow=..., not host: brokers are reached through the proxy port on the sandbox's own loopback");
+		return al_err(err, EINVAL,
+			      "--broker needs --net none or --net allow=..., not host: brokers are reached through the "
+			      "proxy port on the sandbox's own loopback");
 	if (!pol_needs_proxy(p))
 		return 0;
 	struct px_config cfg = {
-		.allow = p->allow, .allow_private = p->allow_private, .brokers = pol_brokers(p),
-		.brokers_release = pol_brokers_release, .brokers_ctx = pol_brokers_ref(p),
-		.hosts_file = p->proxy_hosts, .plain_http = p->proxy_http, .max_conns = p->proxy_max_conns,
-		.idle_ms = p->proxy_idle_ms > INT32_MAX ? INT32_MAX : (int)p->proxy_idle_ms, .t0 = j->start,
+		.allow = p->allow,
+		.allow_private = p->allow_private,
+		.brokers = pol_brokers(p),
+		.brokers_release = pol_brokers_release,
+		.brokers_ctx = pol_brokers_ref(p),
+		.hosts_file = p->proxy_hosts,
+		.plain_http = p->proxy_http,
+		.max_conns = p->proxy_max_conns,
+		.idle_ms = p->proxy_idle_ms > INT32_MAX ? INT32_MAX : (int)p->proxy_idle_ms,
+		.t0 = j->start,
 	};
 	int r = px_new(&cfg, &j->px);
 	return r < 0 ? al_err_sys(err, -r, "setup: egress proxy") : 0;
@@ -216,8 +225,7 @@ void job_serve_proxy(struct al_job *j)
 	j->proc.proxy_sock = -1;
 }
 
-int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
-		 struct al_error *err)
+int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out, struct al_error *err)
 {
 	return job_spawn(p, opts, false, out, err);
 }
@@ -260,8 +268,11 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 		goto fail;
 	if (p->attach && (r = job_exec_acct_start(j, p, err)) < 0)
 		goto fail;
-	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1, .stdout_fd = op[1], .stderr_fd = ep[1], .cg = j->cg,
-			  .hold = hold};
+	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1,
+			   .stdout_fd = op[1],
+			   .stderr_fd = ep[1],
+			   .cg = j->cg,
+			   .hold = hold};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_spawn(p, &io, &j->proc, err);
 	j->cg = p->attach ? j->proc.cg : j->cg; /* an exec's own, made by attach.c */
@@ -458,8 +469,8 @@ void al_job_free(struct al_job *j)
 	}
 	restore_tty(j);
 	px_free(j->px);
-	int fds[] = {j->proc.pidfd, j->proc.status_fd, j->timerfd, j->epfd, j->proc.upper_sock, j->proc.proxy_sock,
-		     j->proc.ctl_sock};
+	int fds[] = {j->proc.pidfd,	 j->proc.status_fd,  j->timerfd,      j->epfd,
+		     j->proc.upper_sock, j->proc.proxy_sock, j->proc.ctl_sock};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

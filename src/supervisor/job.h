@@ -20,15 +20,15 @@ struct al_job {
 	struct be_proc proc;
 	struct pump out, err;
 	int timerfd, epfd;
-	int stop_fd;	     /* the caller's signalfd (al_spawn_opts.stop_fd), or -1 */
-	int stop_signal;     /* the signal that stopped the job through it, or 0 */
+	int stop_fd;	 /* the caller's signalfd (al_spawn_opts.stop_fd), or -1 */
+	int stop_signal; /* the signal that stopped the job through it, or 0 */
 	uint64_t wall_limit_ms;
-	uint64_t disk_limit; /* --disk: also the most a write-back or an export may put on the host */
+	uint64_t disk_limit;		 /* --disk: also the most a write-back or an export may put on the host */
 	char image[72], image_name[128]; /* the policy's image, for the verdict ("" without) */
 	struct timespec start;
 	bool timed_out, exited, reaped;
-	bool killing;	     /* the deadline or a stop killed it: live output no longer waits */
-	int wake_fds[2];     /* timerfd, stop_fd: what a live copy must not block (pump.h) */
+	bool killing;		     /* the deadline or a stop killed it: live output no longer waits */
+	int wake_fds[2];	     /* timerfd, stop_fd: what a live copy must not block (pump.h) */
 	struct nat_record setup_err; /* first error record, kind == 0 if none */
 	bool have_status;
 	int wstatus;
@@ -36,23 +36,23 @@ struct al_job {
 	struct rusage ru;
 	double wall_s;
 	struct cg_job *cg; /* NULL when no cgroup could be (or needed to be) used */
-	bool cg_wanted[3];  /* memory, pids, cpus (cg_limits_of) had a value: to report what was not applied */
+	bool cg_wanted[3]; /* memory, pids, cpus (cg_limits_of) had a value: to report what was not applied */
 	struct cg_usage cgu;
 	bool have_cgu;
 	bool wrote_back; /* a --workdir overlay's changes were applied (wb describes them) */
 	struct wb_stats wb;
 	bool kept_changes; /* --keep-changes: the copy's changes were exported (kc describes them) */
 	struct wb_stats kc;
-	int tty_fd;	     /* the caller's terminal handed to the job as stdin, or -1 */
-	struct termios tty;  /* its settings before the job, restored after it */
-	struct px *px;	     /* the egress proxy, NULL when the posture has none; an exec in a held
+	int tty_fd;	    /* the caller's terminal handed to the job as stdin, or -1 */
+	struct termios tty; /* its settings before the job, restored after it */
+	struct px *px;	    /* the egress proxy, NULL when the posture has none; an exec in a held
 			      * sandbox: its share of the sandbox's proxy's records (execacct.c) */
-	struct px *held_px;  /* an exec in a held sandbox with its network: the sandbox's proxy */
+	struct px *held_px; /* an exec in a held sandbox with its network: the sandbox's proxy */
 	bool held_px_served;
 	struct cg_job *held_cg; /* an exec in a held sandbox: the sandbox's cgroup (borrowed) */
-	uint64_t held_pids_max;	/* its pids.events max when the exec started */
+	uint64_t held_pids_max; /* its pids.events max when the exec started */
 	bool have_held_pids;
-	bool proxy_served;   /* its listening socket arrived from the sandbox */
+	bool proxy_served; /* its listening socket arrived from the sandbox */
 };
 
 /* The limits a job cgroup enforces, in the order of al_job.cg_wanted. */

@@ -39,11 +39,12 @@ static json_t *opt_str(const char *s)
 
 static json_t *record_json(const struct px_record *r)
 {
-	json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:i,s:I,s:I,s:f,s:f}", "kind", kind_name(r->kind), "decision",
-			      decision_name(r->decision), "host", opt_str(r->host), "port",
-			      r->port ? json_integer(r->port) : json_null(), "address", opt_str(r->addr), "reason",
-			      opt_str(r->reason), "status", r->status, "bytes_up", (json_int_t)r->bytes_up, "bytes_down",
-			      (json_int_t)r->bytes_down, "start_s", r->start_s, "duration_s", r->duration_s);
+	json_t *o =
+		json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:i,s:I,s:I,s:f,s:f}", "kind", kind_name(r->kind), "decision",
+			  decision_name(r->decision), "host", opt_str(r->host), "port",
+			  r->port ? json_integer(r->port) : json_null(), "address", opt_str(r->addr), "reason",
+			  opt_str(r->reason), "status", r->status, "bytes_up", (json_int_t)r->bytes_up, "bytes_down",
+			  (json_int_t)r->bytes_down, "start_s", r->start_s, "duration_s", r->duration_s);
 	if (o && r->kind == PXK_BROKER)
 		json_object_set_new(o, "broker", opt_str(r->broker));
 	return o;
@@ -63,8 +64,8 @@ char *jv_proxy_json(const struct al_job *j)
 			      j->proxy_served, "connections", (json_int_t)st.connections, "allowed",
 			      (json_int_t)st.allowed, "denied", (json_int_t)st.denied, "errors", (json_int_t)st.errors,
 			      "malformed", (json_int_t)st.malformed, "over_limit", (json_int_t)st.over_limit,
-			      "unfinished", (json_int_t)st.unfinished, "records_dropped", (json_int_t)st.records_dropped,
-			      "records", list ? list : json_array());
+			      "unfinished", (json_int_t)st.unfinished, "records_dropped",
+			      (json_int_t)st.records_dropped, "records", list ? list : json_array());
 	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
 	json_decref(o);
 	return s;

@@ -111,7 +111,9 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	if (p->attach)
 		return al_err(err, EINVAL, "a held sandbox cannot be made inside another");
 	if (p->workdir || p->keep_changes || p->fallback)
-		return al_err(err, EINVAL, "held sandboxes keep their own workspace: --workdir, --keep-changes and --fallback do not apply");
+		return al_err(err, EINVAL,
+			      "held sandboxes keep their own workspace: --workdir, --keep-changes and --fallback do "
+			      "not apply");
 	struct al_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return al_err(err, ENOMEM, "out of memory");

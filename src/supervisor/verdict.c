@@ -90,7 +90,8 @@ static void setup_message(struct al_verdict *v, const struct nat_record *rec)
 	else if (st == NS_EXEC)
 		al_err(&v->setup, rec->err, "cannot execute %s in the sandbox: %s", what, strerror(rec->err));
 	else
-		al_err(&v->setup, rec->err, "setup failed while %s%s%s%s: %s (kernel feature: %s); the command never ran",
+		al_err(&v->setup, rec->err,
+		       "setup failed while %s%s%s%s: %s (kernel feature: %s); the command never ran",
 		       nat_stage_name(st), *what ? " (" : "", what, *what ? ")" : "", strerror(rec->err),
 		       nat_stage_feature(st));
 }
@@ -125,7 +126,8 @@ static void classify(struct al_job *j, struct al_verdict *v)
 		v->status = AL_STATUS_OOM;
 	if (v->status == AL_STATUS_SIGNALED && v->signal == SIGSYS && j->proc.seccomp_kills)
 		v->seccomp_killed = true;
-	if ((v->status == AL_STATUS_EXITED || v->status == AL_STATUS_SIGNALED) && (v->out.truncated || v->err.truncated))
+	if ((v->status == AL_STATUS_EXITED || v->status == AL_STATUS_SIGNALED) &&
+	    (v->out.truncated || v->err.truncated))
 		v->status = AL_STATUS_OUTPUT_LIMIT;
 }
 
@@ -270,8 +272,8 @@ static json_t *json_bytes(const char *s, size_t n)
 
 static json_t *stream_json(const struct al_stream_result *r)
 {
-	json_t *o = json_pack("{s:I,s:I,s:b}", "bytes", (json_int_t)r->bytes, "kept", (json_int_t)r->kept,
-			      "truncated", r->truncated);
+	json_t *o = json_pack("{s:I,s:I,s:b}", "bytes", (json_int_t)r->bytes, "kept", (json_int_t)r->kept, "truncated",
+			      r->truncated);
 	if (o && r->data)
 		json_object_set_new(o, "data", json_bytes(r->data, r->kept));
 	return o;
@@ -284,11 +286,12 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 			      al_status_name(v->status), "exit_code", exited ? json_integer(v->exit_code) : json_null(),
 			      "signal", v->signal ? json_integer(v->signal) : json_null(), "wall_time_s", v->wall_s,
 			      "cpu_user_s", v->user_s, "cpu_system_s", v->system_s, "peak_rss_kib",
-			      (json_int_t)v->peak_rss_kib, "stdout", stream_json(&v->out), "stderr", stream_json(&v->err),
-			      "backend", v->backend ? v->backend : "native");
+			      (json_int_t)v->peak_rss_kib, "stdout", stream_json(&v->out), "stderr",
+			      stream_json(&v->err), "backend", v->backend ? v->backend : "native");
 	if (!o)
 		return al_err(err, ENOMEM, "verdict: building JSON failed");
-	json_object_set_new(o, "peak_memory_bytes", v->cgroup_used ? json_integer((json_int_t)v->peak_memory_bytes) : json_null());
+	json_object_set_new(o, "peak_memory_bytes",
+			    v->cgroup_used ? json_integer((json_int_t)v->peak_memory_bytes) : json_null());
 	json_object_set_new(o, "oom_kills", v->cgroup_used ? json_integer((json_int_t)v->oom_kills) : json_null());
 	json_object_set_new(o, "pids_limit_hit", v->cgroup_used ? json_boolean(v->pids_limit_hit) : json_null());
 	json_object_set_new(o, "seccomp_killed", json_boolean(v->seccomp_killed));
@@ -298,15 +301,17 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 			json_array_append_new(na, json_string(al_limit_name((enum al_limit)l)));
 	json_object_set_new(o, "limits_not_applied", na ? na : json_null());
 	if (v->workdir_written)
-		json_object_set_new(o, "workdir", json_pack("{s:I,s:I,s:I,s:o}", "files", (json_int_t)v->workdir_files,
-							     "deleted", (json_int_t)v->workdir_deleted, "bytes",
-							     (json_int_t)v->workdir_bytes, "error",
-							     v->workdir_error[0] ? json_string(v->workdir_error) : json_null()));
+		json_object_set_new(o, "workdir",
+				    json_pack("{s:I,s:I,s:I,s:o}", "files", (json_int_t)v->workdir_files, "deleted",
+					      (json_int_t)v->workdir_deleted, "bytes", (json_int_t)v->workdir_bytes,
+					      "error",
+					      v->workdir_error[0] ? json_string(v->workdir_error) : json_null()));
 	if (v->changes_kept)
-		json_object_set_new(o, "changes", json_pack("{s:I,s:I,s:I,s:o}", "files", (json_int_t)v->changes_files,
-							     "deleted", (json_int_t)v->changes_deleted, "bytes",
-							     (json_int_t)v->changes_bytes, "error",
-							     v->changes_error[0] ? json_string(v->changes_error) : json_null()));
+		json_object_set_new(o, "changes",
+				    json_pack("{s:I,s:I,s:I,s:o}", "files", (json_int_t)v->changes_files, "deleted",
+					      (json_int_t)v->changes_deleted, "bytes", (json_int_t)v->changes_bytes,
+					      "error",
+					      v->changes_error[0] ? json_string(v->changes_error) : json_null()));
 	if (v->image[0])
 		json_object_set_new(o, "image", json_pack("{s:s,s:s}", "name", v->image_name, "digest", v->image));
 	json_t *enf = v->enforced_json ? json_loads(v->enforced_json, 0, NULL) : NULL;

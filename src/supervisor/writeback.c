@@ -26,7 +26,7 @@
 #include "util/fdpass.h"
 
 #define WB_MAX_DEPTH 256
-#define WB_TMP ".airlock-writeback.tmp"
+#define WB_TMP	     ".airlock-writeback.tmp"
 
 static int wb_fail(struct wb_stats *st, int err, const char *what, const char *name)
 {
@@ -272,7 +272,8 @@ int wb_apply(int upper, const char *workdir, uint64_t limit, struct wb_stats *st
 	uint64_t cost = wb_cost(upper, limit, 0);
 	if (cost > limit) {
 		snprintf(st->error, sizeof(st->error),
-			 "the changes would write more than --disk (%llu bytes; hard links count once per name): nothing was written back",
+			 "the changes would write more than --disk (%llu bytes; hard links count once per name): "
+			 "nothing was written back",
 			 (unsigned long long)limit);
 		return -EFBIG;
 	}
@@ -283,4 +284,3 @@ int wb_apply(int upper, const char *workdir, uint64_t limit, struct wb_stats *st
 	close(dst);
 	return r;
 }
-

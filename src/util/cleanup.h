@@ -25,7 +25,7 @@ static inline void al_close_pair(int p[2])
 			close(p[i]);
 }
 
-#define cleanup_free __attribute__((cleanup(al_freep)))
+#define cleanup_free  __attribute__((cleanup(al_freep)))
 #define cleanup_close __attribute__((cleanup(al_closep)))
 
 /* Hand ownership out of a cleanup-scoped variable. */

@@ -7,7 +7,8 @@
 #include <string.h>
 
 __attribute__((format(printf, 4, 0))) /* lets the compiler check every caller's format */
-static int vset(struct al_error *err, int errnum, bool with_strerror, const char *fmt, va_list ap)
+static int
+vset(struct al_error *err, int errnum, bool with_strerror, const char *fmt, va_list ap)
 {
 	if (errnum <= 0)
 		errnum = EINVAL;

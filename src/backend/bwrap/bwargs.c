@@ -16,31 +16,52 @@
 int bw_refuse(const struct al_policy *p, bool root, bool cgroupns, struct al_error *err)
 {
 	if (p->require & REQ_LANDLOCK)
-		return al_err(err, ENOTSUP, "the bwrap backend cannot enforce the required layer landlock: bubblewrap has no Landlock support (use --backend native)");
+		return al_err(err, ENOTSUP,
+			      "the bwrap backend cannot enforce the required layer landlock: bubblewrap has no "
+			      "Landlock support (use --backend native)");
 	if ((p->require & REQ_CGROUPNS) && !cgroupns)
-		return al_err(err, ENOTSUP, "required layer cgroupns is not available: this kernel has no cgroup namespaces");
+		return al_err(err, ENOTSUP,
+			      "required layer cgroupns is not available: this kernel has no cgroup namespaces");
 	if ((p->require & REQ_SECCOMP) && p->seccomp == AL_SECCOMP_OFF)
 		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
 	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
 		return al_err(err, EPERM, "required layer netns conflicts with --net host");
 	if (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY)
-		return al_err(err, ENOTSUP, "the bwrap backend cannot make --checkout-mode copy: the throwaway copy is made by airlock's own init inside the sandbox (use --backend native, or --checkout-mode ro)");
+		return al_err(err, ENOTSUP,
+			      "the bwrap backend cannot make --checkout-mode copy: the throwaway copy is made by "
+			      "airlock's own init inside the sandbox (use --backend native, or --checkout-mode ro)");
 	if (p->keep_changes)
-		return al_err(err, ENOTSUP, "the bwrap backend cannot --keep-changes: it needs the copied checkout's overlay (use --backend native)");
+		return al_err(err, ENOTSUP,
+			      "the bwrap backend cannot --keep-changes: it needs the copied checkout's overlay (use "
+			      "--backend native)");
 	if (p->subids)
-		return al_err(err, ENOTSUP, "the bwrap backend cannot map --subids: bubblewrap maps only the sandbox user (use --backend native)");
+		return al_err(err, ENOTSUP,
+			      "the bwrap backend cannot map --subids: bubblewrap maps only the sandbox user (use "
+			      "--backend native)");
 	if (p->fallback)
-		return al_err(err, ENOTSUP, "the bwrap backend has no --fallback: bubblewrap itself needs user namespaces (use --backend native)");
+		return al_err(err, ENOTSUP,
+			      "the bwrap backend has no --fallback: bubblewrap itself needs user namespaces (use "
+			      "--backend native)");
 	if (p->workdir && (p->limits_set & (1u << AL_LIMIT_DISK)))
-		return al_err(err, ENOTSUP, "the bwrap backend cannot cap --workdir with --disk: bubblewrap 0.8 has no overlay, so the directory is bound read-write and writes reach the host directly (use --backend native)");
+		return al_err(
+			err, ENOTSUP,
+			"the bwrap backend cannot cap --workdir with --disk: bubblewrap 0.8 has no overlay, so the "
+			"directory is bound read-write and writes reach the host directly (use --backend native)");
 	if (p->nfiles && p->workdir)
-		return al_err(err, EINVAL, "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into --workdir");
+		return al_err(err, EINVAL,
+			      "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into "
+			      "--workdir");
 	/* Without write-back the job would write the host directory itself: set-id bits, FIFOs and
 	 * modes would be there as the job left them, while it runs (tests/escape/workdir-links.sh). */
 	if (p->workdir)
-		return al_err(err, ENOTSUP, "the bwrap backend cannot take --workdir safely: bubblewrap 0.8 has no overlay, so the host directory would be bound read-write and the job's set-id files, FIFOs and modes would land on the host as it left them (use --backend native, which copies the changes back with set-id bits dropped, or --checkout)");
+		return al_err(err, ENOTSUP,
+			      "the bwrap backend cannot take --workdir safely: bubblewrap 0.8 has no overlay, so the "
+			      "host directory would be bound read-write and the job's set-id files, FIFOs and modes "
+			      "would land on the host as it left them (use --backend native, which copies the changes "
+			      "back with set-id bits dropped, or --checkout)");
 	if (!root && p->id_base != AL_DEFAULT_ID_BASE)
-		return al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
+		return al_err(err, EPERM,
+			      "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
 	return 0; /* every other layer of a floor is always made (the cgroup ones are the supervisor's) */
 }
 
@@ -235,8 +256,8 @@ static int plan_op(struct bw_argv *a, const struct fs_plan *plan, size_t i, cons
 	return -ENOTSUP;
 }
 
-static int plan_ops(struct bw_argv *a, const struct fs_plan *plan, const struct bw_fds *fds,
-		    const struct al_policy *p, struct al_error *err)
+static int plan_ops(struct bw_argv *a, const struct fs_plan *plan, const struct bw_fds *fds, const struct al_policy *p,
+		    struct al_error *err)
 {
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct fs_op *op = &plan->ops[i];
@@ -244,7 +265,8 @@ static int plan_ops(struct bw_argv *a, const struct fs_plan *plan, const struct 
 		if (r == -ENOMEM)
 			return al_err(err, ENOMEM, "building the bwrap command line: out of memory");
 		if (r < 0)
-			return al_err(err, -r, "the bwrap backend cannot set up /%s (plan step %d)", op->dest, (int)op->kind);
+			return al_err(err, -r, "the bwrap backend cannot set up /%s (plan step %d)", op->dest,
+				      (int)op->kind);
 	}
 	return 0;
 }
@@ -256,7 +278,8 @@ static int plan_ops(struct bw_argv *a, const struct fs_plan *plan, const struct 
  * filter still refuses every AF_INET socket, and nothing can leave the namespace anyway. */
 static int argv_namespaces(struct bw_argv *a, const struct al_policy *p, bool cgroupns)
 {
-	int r = PUSHV(a, BW_PATH, "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts");
+	int r = PUSHV(a, BW_PATH, "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc",
+		      "--unshare-uts");
 	if (r == 0 && cgroupns)
 		r = push(a, "--unshare-cgroup");
 	/* With the egress proxy, bwrap starts inside the network namespace made for it. */

@@ -76,7 +76,8 @@ static void bwrap_fds(const struct bw_child *c)
 		die(c, NS_STDIO, errno, "close_range");
 	/* The status pipe and the proxy socket stay O_CLOEXEC: they are ours, not bwrap's. */
 	for (size_t i = 0; i < n; i++)
-		if (keep[i] != c->status_fd && keep[i] != c->proxy_sock && keep[i] >= 0 && fcntl(keep[i], F_SETFD, 0) < 0)
+		if (keep[i] != c->status_fd && keep[i] != c->proxy_sock && keep[i] >= 0 &&
+		    fcntl(keep[i], F_SETFD, 0) < 0)
 			die(c, NS_STDIO, errno, "fcntl");
 }
 
@@ -156,9 +157,9 @@ static _Noreturn void exec_bwrap(const struct bw_child *c, pid_t monitor)
 	 * escapes the sandbox is an unprivileged host user with no groups. Raw system calls:
 	 * glibc's wrappers would broadcast the change to the supervisor's threads, which exist
 	 * only in its copy of memory here (we are a raw clone, single-threaded). */
-	if (c->drop_ids && (syscall(SYS_setgroups, 0, NULL) < 0 ||
-			    syscall(SYS_setresgid, c->run_gid, c->run_gid, c->run_gid) < 0 ||
-			    syscall(SYS_setresuid, c->run_uid, c->run_uid, c->run_uid) < 0))
+	if (c->drop_ids &&
+	    (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, c->run_gid, c->run_gid, c->run_gid) < 0 ||
+	     syscall(SYS_setresuid, c->run_uid, c->run_uid, c->run_uid) < 0))
 		die(c, NS_SETUID, errno, "bwrap's uid");
 	/* bwrap sets no_new_privs itself; set here it also covers bwrap's own exec. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -211,9 +212,9 @@ struct bw_seen {
 	char json[1024];
 	size_t json_len;
 	struct bw_errscan scan;
-	size_t scanned;	 /* stderr bytes the scanner saw */
-	bool copy_only;	 /* splice refused: read and write instead */
-	bool out_gone;	 /* the job's stderr pipe refused a write */
+	size_t scanned; /* stderr bytes the scanner saw */
+	bool copy_only; /* splice refused: read and write instead */
+	bool out_gone;	/* the job's stderr pipe refused a write */
 };
 
 /* bwrap's own messages are short and come before the command starts: once this much of
@@ -378,7 +379,7 @@ _Noreturn void bw_monitor_main(const struct bw_child *c)
 	take_stop_signals();
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	int keep[BW_MAX_PASS + 10] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
-				      c->json_r, c->json_w, c->err_r, c->err_w, c->proxy_sock};
+				      c->json_r,  c->json_w,	c->err_r,    c->err_w,	   c->proxy_sock};
 	size_t n = 10;
 	for (size_t i = 0; i < c->npass && n < AL_ARRAY_SIZE(keep); i++)
 		keep[n++] = c->pass_fds[i];

@@ -84,13 +84,20 @@ static int msg_errno(const char *msg)
 		const char *text;
 		int err;
 	} table[] = {
-		{"No such file or directory", ENOENT},	{"Permission denied", EACCES},
-		{"Operation not permitted", EPERM},	{"Not a directory", ENOTDIR},
-		{"Is a directory", EISDIR},		{"Invalid argument", EINVAL},
-		{"No space left on device", ENOSPC},	{"File exists", EEXIST},
-		{"Too many levels of symbolic links", ELOOP}, {"Exec format error", ENOEXEC},
-		{"Cannot allocate memory", ENOMEM},	{"Read-only file system", EROFS},
-		{"Resource temporarily unavailable", EAGAIN}, {"Device or resource busy", EBUSY},
+		{"No such file or directory", ENOENT},
+		{"Permission denied", EACCES},
+		{"Operation not permitted", EPERM},
+		{"Not a directory", ENOTDIR},
+		{"Is a directory", EISDIR},
+		{"Invalid argument", EINVAL},
+		{"No space left on device", ENOSPC},
+		{"File exists", EEXIST},
+		{"Too many levels of symbolic links", ELOOP},
+		{"Exec format error", ENOEXEC},
+		{"Cannot allocate memory", ENOMEM},
+		{"Read-only file system", EROFS},
+		{"Resource temporarily unavailable", EAGAIN},
+		{"Device or resource busy", EBUSY},
 	};
 	size_t len = strlen(msg);
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
@@ -108,13 +115,13 @@ void bw_classify(const char *msg, enum nat_stage *stage, int *err)
 		enum nat_stage stage;
 	} words[] = {
 		/* most specific first: "Can't mount proc on /newroot/proc" is about /proc */
-		{"execvp ", NS_EXEC},	     {"Can't find source path", NS_OPEN_SOURCE},
-		{"mount proc", NS_PROC},     {"tmpfs", NS_TMPFS},
-		{"devpts", NS_DEVPTS},	     {"chdir", NS_CHDIR},
-		{"namespace", NS_CREDS},     {"uid map", NS_CREDS},
-		{"gid map", NS_CREDS},	     {"setgroups", NS_CREDS},
-		{"seccomp", NS_SECCOMP},     {"setsid", NS_SETSID},
-		{"hostname", NS_HOSTNAME},   {"loopback", NS_NET},
+		{"execvp ", NS_EXEC},	   {"Can't find source path", NS_OPEN_SOURCE},
+		{"mount proc", NS_PROC},   {"tmpfs", NS_TMPFS},
+		{"devpts", NS_DEVPTS},	   {"chdir", NS_CHDIR},
+		{"namespace", NS_CREDS},   {"uid map", NS_CREDS},
+		{"gid map", NS_CREDS},	   {"setgroups", NS_CREDS},
+		{"seccomp", NS_SECCOMP},   {"setsid", NS_SETSID},
+		{"hostname", NS_HOSTNAME}, {"loopback", NS_NET},
 		{"mount", NS_BIND},
 	};
 	*err = msg_errno(msg);

@@ -57,7 +57,7 @@ struct bw_spawn {
 	struct fs_plan plan;
 	struct sc_filter filter;
 	struct bw_argv argv;
-	int *file_fds; /* per plan op */
+	int *file_fds;	       /* per plan op */
 	int data[BW_MAX_PASS]; /* generated files plus the seccomp program */
 	size_t ndata;
 	int seccomp_fd;
@@ -141,7 +141,9 @@ static int make_data(struct bw_spawn *s, const struct al_policy *p, struct al_er
 	if (r >= 0 && s->filter.prog.len)
 		r = s->seccomp_fd = data_fd(s, s->filter.prog.filter, s->filter.prog.len * sizeof(struct sock_filter));
 	if (r == -EMFILE)
-		return al_err(err, EMFILE, "the bwrap backend passes at most %d files to bwrap (the generated /etc files, the seccomp filter and the policy's files)",
+		return al_err(err, EMFILE,
+			      "the bwrap backend passes at most %d files to bwrap (the generated /etc files, the "
+			      "seccomp filter and the policy's files)",
 			      BW_MAX_PASS);
 	if (r < 0)
 		return al_err_sys(err, -r, "setup: passing data to bwrap");
@@ -158,14 +160,18 @@ static char *enforced_json(const struct al_policy *p, const struct bw_spawn *s, 
 {
 	json_int_t host = (json_int_t)payload_host_uid(p);
 	json_t *e = json_pack(
-		"{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:b,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:b,s:s,s:b}",
+		"{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:b,s:s,s:s,s:s,s:s,s:s,"
+		"s:o,s:o,s:b,s:s,s:b}",
 		"bwrap", BW_PATH, "namespaces", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST, "ipc", 1,
 		"uts", 1, "cgroup", cgroupns, "pivot_root", 1, "readonly_root", 1, "id_map", "mode", "single",
 		"host_base", host, "count", (json_int_t)1, "setgroups", "deny", "payload_uid", AL_SANDBOX_UID,
 		"payload_host_uid", host, "userns_disabled", 1, "no_new_privs", 1, "capabilities", "none",
 		"environment", "scrubbed", "network", pol_net_name(p->net),
 		/* who made the network namespace: bwrap, or airlock for the egress proxy's socket */
-		"network_namespace", p->net == AL_NET_HOST ? "host" : pol_needs_proxy(p) ? "airlock" : "bwrap",
+		"network_namespace",
+		p->net == AL_NET_HOST ? "host"
+		: pol_needs_proxy(p)  ? "airlock"
+				      : "bwrap",
 		/* bwrap always raises lo in its network namespace: said, not hidden */
 		"loopback", p->net == AL_NET_HOST ? "host" : "up", "rlimits", nat_rlimits_json(p), "seccomp",
 		s->filter.prog.len ? json_string(sc_profile_name(s->filter.profile)) : json_false(), "landlock", 0,
@@ -181,11 +187,24 @@ static void child_setup(struct bw_child *c, const struct al_policy *p, const str
 {
 	bool root = geteuid() == 0;
 	*c = (struct bw_child){
-		.argv = s->argv.v, .cmd = p->argv[0], .limits = p->limits, .sync_fd = s->sync_p[0],
-		.status_fd = s->status_p[1], .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd,
-		.stderr_fd = io->stderr_fd, .json_r = s->json_p[0], .json_w = s->json_p[1], .err_r = s->err_p[0],
-		.err_w = s->err_p[1], .pass_fds = s->data, .npass = s->ndata, .proxy_sock = s->px_p[1], .drop_ids = root,
-		.run_uid = (uid_t)(p->id_base + AL_SANDBOX_UID), .run_gid = (gid_t)(p->id_base + AL_SANDBOX_UID),
+		.argv = s->argv.v,
+		.cmd = p->argv[0],
+		.limits = p->limits,
+		.sync_fd = s->sync_p[0],
+		.status_fd = s->status_p[1],
+		.stdin_fd = io->stdin_fd,
+		.stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd,
+		.json_r = s->json_p[0],
+		.json_w = s->json_p[1],
+		.err_r = s->err_p[0],
+		.err_w = s->err_p[1],
+		.pass_fds = s->data,
+		.npass = s->ndata,
+		.proxy_sock = s->px_p[1],
+		.drop_ids = root,
+		.run_uid = (uid_t)(p->id_base + AL_SANDBOX_UID),
+		.run_gid = (gid_t)(p->id_base + AL_SANDBOX_UID),
 	};
 }
 
@@ -241,8 +260,9 @@ static int hide_options(struct bw_spawn *s, const struct al_policy *p, struct al
 	int fd = data_fd(s, buf, len);
 	if (fd < 0 || asprintf(&fdarg, "%d", fd) < 0) {
 		free(flag);
-		return fd == -EMFILE ? al_err(err, EMFILE, "the bwrap backend passes at most %d files to bwrap", BW_MAX_PASS)
-				     : al_err_sys(err, fd < 0 ? -fd : ENOMEM, "setup: passing bwrap its options");
+		return fd == -EMFILE
+			       ? al_err(err, EMFILE, "the bwrap backend passes at most %d files to bwrap", BW_MAX_PASS)
+			       : al_err_sys(err, fd < 0 ? -fd : ENOMEM, "setup: passing bwrap its options");
 	}
 	for (size_t i = 1; i < dd; i++)
 		free(a->v[i]);
@@ -281,8 +301,8 @@ int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_
 	if (access(BW_PATH, X_OK) < 0)
 		return al_err(err, ENOENT, "the bwrap backend needs " BW_PATH " (Debian package bubblewrap): %s",
 			      strerror(errno));
-	struct bw_spawn s = {.sync_p = {-1, -1}, .status_p = {-1, -1}, .json_p = {-1, -1}, .err_p = {-1, -1},
-			     .px_p = {-1, -1}};
+	struct bw_spawn s = {
+		.sync_p = {-1, -1}, .status_p = {-1, -1}, .json_p = {-1, -1}, .err_p = {-1, -1}, .px_p = {-1, -1}};
 	s.plan.sendfd_sock = -1;
 	struct bw_child c;
 	pid_t pid;
@@ -298,8 +318,8 @@ int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_
 	out->enforced_json = enforced_json(p, &s, cgroupns);
 	out->backend = "bwrap";
 	out->seccomp_kills = s.filter.prog.len > 0; /* every profile kills foreign-ABI calls */
-	out->kill_signal = SIGTERM; /* the monitor kills its children and reaps them (bwchild.c) */
-	out->upper_sock = -1; /* no overlay, so no upper layer to write back */
+	out->kill_signal = SIGTERM;		    /* the monitor kills its children and reaps them (bwchild.c) */
+	out->upper_sock = -1;			    /* no overlay, so no upper layer to write back */
 	out->proxy_sock = steal_fd(s.px_p[0]);
 out:
 	if (pidfd >= 0)

@@ -48,7 +48,7 @@ int bw_wstatus(int exit_code);
 
 /* Remembers the last line on bwrap's stderr that starts with "bwrap: " (its own messages). */
 struct bw_errscan {
-	char cur[160];	/* the line being read (truncated) */
+	char cur[160]; /* the line being read (truncated) */
 	size_t len;
 	bool overflow;	/* cur was truncated */
 	char last[160]; /* the last complete "bwrap: " line, without prefix or newline */
@@ -66,20 +66,20 @@ void bw_classify(const char *msg, enum nat_stage *stage, int *err);
 
 /* Everything the monitor needs, prepared by the parent: it allocates nothing. */
 struct bw_child {
-	char *const *argv;    /* bwrap's */
-	const char *cmd;      /* the payload's argv[0], for messages */
+	char *const *argv; /* bwrap's */
+	const char *cmd;   /* the payload's argv[0], for messages */
 	const uint64_t *limits;
-	int sync_fd;	      /* read end: one byte once the job's cgroup holds us */
-	int status_fd;	      /* write end: nat_record to the supervisor */
-	int stdin_fd;	      /* -1: /dev/null */
+	int sync_fd;   /* read end: one byte once the job's cgroup holds us */
+	int status_fd; /* write end: nat_record to the supervisor */
+	int stdin_fd;  /* -1: /dev/null */
 	int stdout_fd;
-	int stderr_fd;	      /* where bwrap's stderr is relayed to */
-	int json_r, json_w;   /* --json-status-fd */
-	int err_r, err_w;     /* bwrap's stderr, read by the monitor */
-	const int *pass_fds;  /* the descriptors bwrap reads (files, seccomp): at most BW_MAX_PASS */
+	int stderr_fd;	     /* where bwrap's stderr is relayed to */
+	int json_r, json_w;  /* --json-status-fd */
+	int err_r, err_w;    /* bwrap's stderr, read by the monitor */
+	const int *pass_fds; /* the descriptors bwrap reads (files, seccomp): at most BW_MAX_PASS */
 	size_t npass;
-	int proxy_sock;	      /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
-	bool drop_ids;	      /* root: run bwrap as run_uid/run_gid, never as host root */
+	int proxy_sock; /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
+	bool drop_ids;	/* root: run bwrap as run_uid/run_gid, never as host root */
 	uid_t run_uid;
 	gid_t run_gid;
 };

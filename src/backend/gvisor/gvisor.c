@@ -38,19 +38,20 @@ static int runsc_argv(char ***argv, const struct al_policy *p, const char *state
 	char logarg[4200];
 	if (snprintf(logarg, sizeof(logarg), "--log=%s", log) >= (int)sizeof(logarg))
 		return -ENAMETOOLONG;
-	return strv_dup(argv, (const char *const[]){OCI_RUNSC_PATH, "--root", state, logarg, "--log-format=json",
-						    p->net == AL_NET_HOST ? "--network=host" : "--network=none",
-						    "--ignore-cgroups", "--platform=ptrace",
-						    p->seccomp != AL_SECCOMP_OFF ? "--oci-seccomp" : "--oci-seccomp=false", "run",
-						    "--bundle", bundle, id, NULL});
+	return strv_dup(argv,
+			(const char *const[]){OCI_RUNSC_PATH, "--root", state, logarg, "--log-format=json",
+					      p->net == AL_NET_HOST ? "--network=host" : "--network=none",
+					      "--ignore-cgroups", "--platform=ptrace",
+					      p->seccomp != AL_SECCOMP_OFF ? "--oci-seccomp" : "--oci-seccomp=false",
+					      "run", "--bundle", bundle, id, NULL});
 }
 
 static int runsc_enforced(json_t *e, const struct al_policy *p, bool root)
 {
 	(void)root;
 	/* The namespaces are gVisor's own (its kernel's), the host ones hold the sentry and gofer. */
-	json_t *ns = json_pack("{s:b,s:b,s:b,s:b,s:b,s:b,s:b}", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST,
-			       "ipc", 1, "uts", 1, "cgroup", 0);
+	json_t *ns = json_pack("{s:b,s:b,s:b,s:b,s:b,s:b,s:b}", "user", 1, "pid", 1, "mount", 1, "net",
+			       p->net != AL_NET_HOST, "ipc", 1, "uts", 1, "cgroup", 0);
 	return json_object_set_new(e, "namespaces", ns) ?: json_object_set_new(e, "pivot_root", json_false()) ?:
 	       json_object_set_new(e, "readonly_root", json_true()) ?:
 	       json_object_set_new(e, "network_namespace", json_string(p->net == AL_NET_HOST ? "host" : "gvisor")) ?:
@@ -60,8 +61,12 @@ static int runsc_enforced(json_t *e, const struct al_policy *p, bool root)
 }
 
 static const struct oci_runtime_desc runsc = {
-	.runtime = OCI_RUNSC, .path = OCI_RUNSC_PATH, .name = "gvisor", .package = "runsc",
-	.argv = runsc_argv, .enforced = runsc_enforced,
+	.runtime = OCI_RUNSC,
+	.path = OCI_RUNSC_PATH,
+	.name = "gvisor",
+	.package = "runsc",
+	.argv = runsc_argv,
+	.enforced = runsc_enforced,
 };
 
 int be_gvisor_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)

@@ -259,9 +259,12 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		return al_err(err, ESRCH, "setup: the sandbox is gone");
 	/* The sandbox's network was fixed when it was made: an exec can go without it, never beyond. */
 	if (p->net != AL_NET_NONE && (int)p->net != h->net)
-		return al_err(err, EPERM, "setup: this sandbox was made with network %s: an exec in it can have that or none, not %s",
-			      net_name(h->net), net_name((int)p->net));
-	uint32_t flags = (io->stdin_fd >= 0 ? NX_STDIN : 0) | (p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
+		return al_err(
+			err, EPERM,
+			"setup: this sandbox was made with network %s: an exec in it can have that or none, not %s",
+			net_name(h->net), net_name((int)p->net));
+	uint32_t flags =
+		(io->stdin_fd >= 0 ? NX_STDIN : 0) | (p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
 	char **envp = pol_build_envp(p);
 	cleanup_free char *msg = malloc(NX_MAX_MSG);
 	if (!envp || !msg) {

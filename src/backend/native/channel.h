@@ -6,7 +6,7 @@
 
 enum nat_stage {
 	NS_NONE,
-	NS_PARENT,	/* the supervisor died or never released the child */
+	NS_PARENT, /* the supervisor died or never released the child */
 	NS_OPEN_SOURCE,
 	NS_CREDS,
 	NS_PROPAGATION,

@@ -40,8 +40,9 @@ _Noreturn void nat_die(const struct nat_child *c, enum nat_stage stage, int err,
  * user with descriptors of its own): keep only the five it needs. */
 static void close_inherited(const struct nat_child *c)
 {
-	int keep[8] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
-		       c->plan ? c->plan->sendfd_sock : -1, c->proxy_sock, c->ctl_sock};
+	int keep[8] = {c->sync_fd,    c->status_fd, c->stdin_fd,
+		       c->stdout_fd,  c->stderr_fd, c->plan ? c->plan->sendfd_sock : -1,
+		       c->proxy_sock, c->ctl_sock};
 	if (nat_close_all_but(keep, 8) < 0)
 		nat_die(c, NS_STDIO, errno, "close_range");
 }

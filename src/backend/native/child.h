@@ -15,25 +15,25 @@ struct nat_child {
 	const uint64_t *limits;
 	char *const *argv;
 	char *const *envp;
-	const char *path;     /* the PATH value used to find argv[0] */
+	const char *path; /* the PATH value used to find argv[0] */
 	const char *hostname;
 	const char *cwd;
-	const char *staging;  /* where the new root is assembled before pivot_root */
-	int sync_fd;	      /* read end: one byte once the id maps are written */
-	int status_fd;	      /* write end: nat_record to the supervisor (O_CLOEXEC) */
-	int stdin_fd;	      /* -1: /dev/null */
+	const char *staging; /* where the new root is assembled before pivot_root */
+	int sync_fd;	     /* read end: one byte once the id maps are written */
+	int status_fd;	     /* write end: nat_record to the supervisor (O_CLOEXEC) */
+	int stdin_fd;	     /* -1: /dev/null */
 	int stdout_fd;
 	int stderr_fd;
-	const struct ll_spec *landlock; /* NULL: no Landlock */
-	int landlock_fd;		/* set by init: the ruleset the payload enforces */
-	const struct sc_filter *seccomp;/* prog.len == 0: no filter */
-	uid_t run_uid;			/* the payload's uid and gid (as this process sees ids) */
+	const struct ll_spec *landlock;	 /* NULL: no Landlock */
+	int landlock_fd;		 /* set by init: the ruleset the payload enforces */
+	const struct sc_filter *seccomp; /* prog.len == 0: no filter */
+	uid_t run_uid;			 /* the payload's uid and gid (as this process sees ids) */
 	gid_t run_gid;
-	bool drop_groups;		/* setgroups(0) before switching (allowed: root or range map) */
-	bool fallback;			/* no namespaces: see nat_fallback_main */
-	bool lo_up;			/* loopback posture: lo up in the new network namespace */
-	int proxy_sock;			/* -1, or where init sends the egress proxy's listening socket */
-	int ctl_sock;			/* -1, or a held sandbox's control socket (hold.c) */
+	bool drop_groups; /* setgroups(0) before switching (allowed: root or range map) */
+	bool fallback;	  /* no namespaces: see nat_fallback_main */
+	bool lo_up;	  /* loopback posture: lo up in the new network namespace */
+	int proxy_sock;	  /* -1, or where init sends the egress proxy's listening socket */
+	int ctl_sock;	  /* -1, or a held sandbox's control socket (hold.c) */
 };
 
 /* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */

@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define NX_MAGIC 0x616c7831u /* "alx1" */
-#define NX_MAX_MSG 65536     /* the whole request, like a modest ARG_MAX */
-#define NX_MAX_STRS 1024     /* argv + envp entries */
-#define NX_STDIN 1u
-#define NX_NONET 2u /* a spare in a network namespace of its own, only lo, up (nx_spare_req) */
+#define NX_MAGIC       0x616c7831u /* "alx1" */
+#define NX_MAX_MSG     65536	   /* the whole request, like a modest ARG_MAX */
+#define NX_MAX_STRS    1024	   /* argv + envp entries */
+#define NX_STDIN       1u
+#define NX_NONET       2u	   /* a spare in a network namespace of its own, only lo, up (nx_spare_req) */
 #define NX_SPARE_MAGIC 0x616c7873u /* "alxs" */
 
 struct nx_spare_req {

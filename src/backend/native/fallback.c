@@ -26,9 +26,7 @@
 #include "util/error.h"
 #include "util/fsutil.h"
 
-#define NS_REQS                                                                                      \
-	(REQ_USERNS | REQ_PIDNS | REQ_MNTNS | REQ_NETNS | REQ_IPCNS | REQ_UTSNS | REQ_CGROUPNS | \
-	 REQ_PIVOT_ROOT)
+#define NS_REQS (REQ_USERNS | REQ_PIDNS | REQ_MNTNS | REQ_NETNS | REQ_IPCNS | REQ_UTSNS | REQ_CGROUPNS | REQ_PIVOT_ROOT)
 
 struct fb_state {
 	char *ws; /* the workspace directory (host path) */
@@ -54,25 +52,34 @@ static void fb_free(struct fb_state *s, bool keep_ws)
 static int refuse(const struct al_policy *p, int clone_errno, struct al_error *err)
 {
 	if (p->require & NS_REQS)
-		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s) and the floor requires namespaces",
+		return al_err(err, EPERM,
+			      "user namespaces are unavailable here (clone3: %s) and the floor requires namespaces",
 			      strerror(clone_errno));
 	if (!p->landlock || ll_abi() < 1)
-		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s), and the fallback needs Landlock, which %s",
-			      strerror(clone_errno), p->landlock ? "this kernel lacks" : "this policy turns off");
+		return al_err(
+			err, EPERM,
+			"user namespaces are unavailable here (clone3: %s), and the fallback needs Landlock, which %s",
+			strerror(clone_errno), p->landlock ? "this kernel lacks" : "this policy turns off");
 	if (p->seccomp == AL_SECCOMP_OFF)
-		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s), and the fallback needs seccomp",
+		return al_err(err, EPERM,
+			      "user namespaces are unavailable here (clone3: %s), and the fallback needs seccomp",
 			      strerror(clone_errno));
 	/* "none" runs here without any inet socket (seccomp, Landlock): there is no private lo to
 	 * give the job, and the host's is not its to use. The proxy lives on that private lo. */
 	if (pol_needs_proxy(p))
-		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --net %s%s needs a network namespace",
-			      strerror(clone_errno), pol_net_name(p->net), p->net == AL_NET_NONE ? " with --broker" : "");
+		return al_err(err, EPERM,
+			      "user namespaces are unavailable here (clone3: %s): --net %s%s needs a network namespace",
+			      strerror(clone_errno), pol_net_name(p->net),
+			      p->net == AL_NET_NONE ? " with --broker" : "");
 	if (p->checkout)
-		return al_err(err, EPERM, "user namespaces are unavailable here (clone3: %s): --checkout needs a mount namespace",
+		return al_err(err, EPERM,
+			      "user namespaces are unavailable here (clone3: %s): --checkout needs a mount namespace",
 			      strerror(clone_errno));
 	for (size_t i = 0; i < p->nbinds; i++)
 		if (strcmp(p->binds[i].src, p->binds[i].dest) != 0)
-			return al_err(err, EINVAL, "without user namespaces there is no mount namespace: bind %s can only be seen at its own path, not at %s",
+			return al_err(err, EINVAL,
+				      "without user namespaces there is no mount namespace: bind %s can only be seen "
+				      "at its own path, not at %s",
 				      p->binds[i].src, p->binds[i].dest);
 	return 0;
 }
@@ -84,7 +91,9 @@ static char **fb_envp(const struct al_policy *p, const char *ws)
 	if (!base)
 		return NULL;
 	for (char **e = base; *e; e++) {
-		const char *name = strncmp(*e, "HOME=", 5) == 0 ? "HOME" : strncmp(*e, "TMPDIR=", 7) == 0 ? "TMPDIR" : NULL;
+		const char *name = strncmp(*e, "HOME=", 5) == 0	    ? "HOME"
+				   : strncmp(*e, "TMPDIR=", 7) == 0 ? "TMPDIR"
+								    : NULL;
 		if (!name)
 			continue;
 		char *n = NULL;
@@ -147,14 +156,16 @@ static int fb_write_files(const struct al_policy *p, const struct fb_state *s, u
 
 static char *fb_enforced(const struct al_policy *p, const struct fb_state *s, uid_t uid)
 {
-	json_t *e = json_pack("{s:b,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:n,s:s,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:s,s:o,s:b,s:b,s:s}",
-			      "fallback", 1, "namespaces", "user", 0, "pid", 0, "mount", 0, "net", 0, "ipc", 0, "uts", 0,
-			      "cgroup", 0, "pivot_root", 0, "readonly_root", 0, "id_map", "setgroups",
-			      geteuid() == 0 ? "cleared" : "unchanged", "payload_uid", (int)uid, "payload_host_uid", (int)uid,
-			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network",
-			      p->net == AL_NET_HOST ? "host" : "no inet sockets (seccomp), no TCP (Landlock)", "rlimits", nat_rlimits_json(p), "seccomp",
-			      sc_profile_name(s->seccomp.profile), "landlock", nat_landlock_json(&s->spec, ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi()),
-			      "cgroup", 0, "disk", 0, "workspace", s->ws);
+	json_t *e = json_pack(
+		"{s:b,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:n,s:s,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:s,s:o,s:b,s:b,s:s}",
+		"fallback", 1, "namespaces", "user", 0, "pid", 0, "mount", 0, "net", 0, "ipc", 0, "uts", 0, "cgroup", 0,
+		"pivot_root", 0, "readonly_root", 0, "id_map", "setgroups", geteuid() == 0 ? "cleared" : "unchanged",
+		"payload_uid", (int)uid, "payload_host_uid", (int)uid, "no_new_privs", 1, "capabilities", "none",
+		"environment", "scrubbed", "network",
+		p->net == AL_NET_HOST ? "host" : "no inet sockets (seccomp), no TCP (Landlock)", "rlimits",
+		nat_rlimits_json(p), "seccomp", sc_profile_name(s->seccomp.profile), "landlock",
+		nat_landlock_json(&s->spec, ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi()), "cgroup", 0, "disk", 0,
+		"workspace", s->ws);
 	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
 	json_decref(e);
 	return str;
@@ -220,10 +231,23 @@ int nat_fallback_spawn(const struct al_policy *p, const struct be_io *io, struct
 		goto out;
 	}
 	struct nat_child c = {
-		.limits = p->limits, .argv = p->argv, .envp = s.envp, .path = "/usr/local/bin:/usr/bin:/bin",
-		.cwd = s.ws, .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
-		.landlock = &s.spec, .landlock_fd = -1, .seccomp = &s.seccomp,
-		.run_uid = uid, .run_gid = gid, .drop_groups = root, .fallback = true, .proxy_sock = -1, .ctl_sock = -1,
+		.limits = p->limits,
+		.argv = p->argv,
+		.envp = s.envp,
+		.path = "/usr/local/bin:/usr/bin:/bin",
+		.cwd = s.ws,
+		.stdin_fd = io->stdin_fd,
+		.stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd,
+		.landlock = &s.spec,
+		.landlock_fd = -1,
+		.seccomp = &s.seccomp,
+		.run_uid = uid,
+		.run_gid = gid,
+		.drop_groups = root,
+		.fallback = true,
+		.proxy_sock = -1,
+		.ctl_sock = -1,
 	};
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
@@ -249,7 +273,8 @@ static int fb_write_files(const struct al_policy *p, const struct fb_state *s, u
 		const struct al_file *f = &p->files[i];
 		const char *base = strrchr(f->dest, '/') + 1;
 		int dir = open(s->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		int fd = dir < 0 ? -1 : openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, f->mode);
+		int fd =
+			dir < 0 ? -1 : openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, f->mode);
 		/* fchmod: the file's own mode, whatever the caller's umask. */
 		bool ok = fd >= 0 && write(fd, f->data, f->len) == (ssize_t)f->len && fchmod(fd, f->mode) == 0 &&
 			  (geteuid() != 0 || fchown(fd, uid, gid) == 0);
@@ -266,12 +291,12 @@ static int fb_write_files(const struct al_policy *p, const struct fb_state *s, u
 
 static char *none_enforced(const struct al_policy *p, uid_t uid)
 {
-	json_t *e = json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:b,s:b}",
-			      "isolation", "none", "namespaces", "user", 0, "pid", 0, "mount", 0, "net", 0, "ipc", 0,
-			      "uts", 0, "cgroup", 0, "pivot_root", 0, "readonly_root", 0, "payload_uid", (int)uid,
-			      "payload_host_uid", (int)uid, "no_new_privs", 1, "capabilities", "none",
-			      "environment", "scrubbed", "network", "host", "rlimits", nat_rlimits_json(p), "seccomp", 0,
-			      "landlock", 0);
+	json_t *e =
+		json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:b,s:b}",
+			  "isolation", "none", "namespaces", "user", 0, "pid", 0, "mount", 0, "net", 0, "ipc", 0, "uts",
+			  0, "cgroup", 0, "pivot_root", 0, "readonly_root", 0, "payload_uid", (int)uid,
+			  "payload_host_uid", (int)uid, "no_new_privs", 1, "capabilities", "none", "environment",
+			  "scrubbed", "network", "host", "rlimits", nat_rlimits_json(p), "seccomp", 0, "landlock", 0);
 	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
 	json_decref(e);
 	return str;
@@ -287,9 +312,12 @@ static char *none_enforced(const struct al_policy *p, uid_t uid)
 int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
 {
 	if (p->require)
-		return al_err(err, EPERM, "the none backend (profile none) enforces no isolation layer, but the policy requires some (--require)");
+		return al_err(err, EPERM,
+			      "the none backend (profile none) enforces no isolation layer, but the policy requires "
+			      "some (--require)");
 	if (p->checkout || p->net == AL_NET_ALLOW || p->rootfs)
-		return al_err(err, EINVAL, "the none backend (profile none) has no filesystem view, proxy or rootfs of its own");
+		return al_err(err, EINVAL,
+			      "the none backend (profile none) has no filesystem view, proxy or rootfs of its own");
 	bool root = geteuid() == 0;
 	uid_t uid = root ? p->id_base + AL_SANDBOX_UID : getuid();
 	gid_t gid = root ? p->id_base + AL_SANDBOX_UID : getgid();
@@ -301,10 +329,23 @@ int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_p
 	if (r < 0)
 		goto out;
 	struct nat_child c = {
-		.limits = p->limits, .argv = p->argv, .envp = s.envp, .path = "/usr/local/bin:/usr/bin:/bin",
-		.cwd = s.ws, .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
-		.landlock = NULL, .landlock_fd = -1, .seccomp = &s.seccomp,
-		.run_uid = uid, .run_gid = gid, .drop_groups = root, .fallback = true, .proxy_sock = -1, .ctl_sock = -1,
+		.limits = p->limits,
+		.argv = p->argv,
+		.envp = s.envp,
+		.path = "/usr/local/bin:/usr/bin:/bin",
+		.cwd = s.ws,
+		.stdin_fd = io->stdin_fd,
+		.stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd,
+		.landlock = NULL,
+		.landlock_fd = -1,
+		.seccomp = &s.seccomp,
+		.run_uid = uid,
+		.run_gid = gid,
+		.drop_groups = root,
+		.fallback = true,
+		.proxy_sock = -1,
+		.ctl_sock = -1,
 	};
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;

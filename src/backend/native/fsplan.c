@@ -16,8 +16,8 @@
 
 const char *const fs_toplevel_names[6] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 
-#define RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
-#define RW_ATTRS (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+#define RO_ATTRS  (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+#define RW_ATTRS  (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 #define DEV_ATTRS (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC)
 
 static const char *own(struct fs_plan *plan, char *s)
@@ -106,7 +106,10 @@ int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs)
 /* The bind helpers: dest given as an absolute sandbox path, stored relative to the new root. */
 static int bind(struct fs_plan *plan, const char *src, const char *dest, uint64_t attrs, unsigned flags)
 {
-	return add(plan, (struct fs_op){.kind = FS_BIND, .src = src, .dest = dest + 1, .attr_set = attrs,
+	return add(plan, (struct fs_op){.kind = FS_BIND,
+					.src = src,
+					.dest = dest + 1,
+					.attr_set = attrs,
 					.flags = flags | FS_RECURSIVE});
 }
 
@@ -153,27 +156,32 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 {
 	const char *hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME;
 	/* Binds of the few host files real programs need; everything else in /etc is ours. */
-	static const char *const ro_files[] = {"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/ssl/openssl.cnf",
-					       "/etc/alternatives", "/etc/services", "/etc/protocols",
+	static const char *const ro_files[] = {"/etc/ld.so.cache",  "/etc/ssl/certs", "/etc/ssl/openssl.cnf",
+					       "/etc/alternatives", "/etc/services",  "/etc/protocols",
 					       "/etc/mime.types"};
 	int r = mkdir_op(plan, "/etc", 0755);
 	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */
 	r = r ?: mkdir_op(plan, "/etc/ssl", 0755);
-	r = r ?: file_op(plan, "/etc/passwd",
-			 ownf(plan,
-			      "root:x:0:0:root:/root:/bin/sh\n"
-			      "sandbox:x:%d:%d:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
-			      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-			      AL_SANDBOX_UID, AL_SANDBOX_UID));
-	r = r ?: file_op(plan, "/etc/group",
-			 ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%d:\nnogroup:x:65534:\n", AL_SANDBOX_UID));
-	r = r ?: file_op(plan, "/etc/hosts",
-			 ownf(plan, "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-			      hostname));
+	r = r
+		    ?: file_op(plan, "/etc/passwd",
+			       ownf(plan,
+				    "root:x:0:0:root:/root:/bin/sh\n"
+				    "sandbox:x:%d:%d:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
+				    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+				    AL_SANDBOX_UID, AL_SANDBOX_UID));
+	r = r
+		    ?: file_op(plan, "/etc/group",
+			       ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%d:\nnogroup:x:65534:\n", AL_SANDBOX_UID));
+	r = r
+		    ?: file_op(plan, "/etc/hosts",
+			       ownf(plan,
+				    "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+				    hostname));
 	r = r ?: file_op(plan, "/etc/hostname", ownf(plan, "%s\n", hostname));
-	r = r ?: file_op(plan, "/etc/nsswitch.conf",
-			 "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-			 "networks: files\nprotocols: files\nservices: files\n");
+	r = r
+		    ?: file_op(plan, "/etc/nsswitch.conf",
+			       "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+			       "networks: files\nprotocols: files\nservices: files\n");
 	r = r ?: symlink_op(plan, "/etc/os-release", "../usr/lib/os-release");
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(ro_files); i++) {
 		const char *src = sys_src(plan, host, ro_files[i]);
@@ -191,7 +199,8 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 
 static int plan_proc_dev(struct fs_plan *plan)
 {
-	static const char *const devs[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};
+	static const char *const devs[] = {"/dev/null",	  "/dev/zero",	  "/dev/full",
+					   "/dev/random", "/dev/urandom", "/dev/tty"};
 	static const char *const links[][2] = {
 		{"/dev/ptmx", "pts/ptmx"},	    {"/dev/fd", "/proc/self/fd"},
 		{"/dev/stdin", "/proc/self/fd/0"},  {"/dev/stdout", "/proc/self/fd/1"},
@@ -201,22 +210,30 @@ static int plan_proc_dev(struct fs_plan *plan)
 	/* Read-only: /proc/PID/mem writes ignore page protection (FOLL_FORCE), so a writable /proc
 	 * would let the payload patch its own read-only code and data. Every backend applies this
 	 * one mount, Landlock or not; nothing an ordinary program does needs to write /proc. */
-	r = r ?: add(plan, (struct fs_op){.kind = FS_PROC, .dest = "proc",
-					  .mflags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC});
+	r = r
+		    ?: add(plan, (struct fs_op){.kind = FS_PROC,
+						.dest = "proc",
+						.mflags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC});
 	r = r ?: mkdir_op(plan, "/dev", 0755);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = "dev", .text = "mode=0755,size=64k",
-					  .mflags = MS_NOSUID | MS_NOEXEC});
+	r = r
+		    ?: add(plan, (struct fs_op){.kind = FS_TMPFS,
+						.dest = "dev",
+						.text = "mode=0755,size=64k",
+						.mflags = MS_NOSUID | MS_NOEXEC});
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(devs); i++)
 		r = bind(plan, devs[i], devs[i], DEV_ATTRS, FS_OPTIONAL);
 	r = r ?: mkdir_op(plan, "/dev/pts", 0755);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_DEVPTS, .dest = "dev/pts",
-					  .text = "newinstance,ptmxmode=0666,mode=0620",
-					  .mflags = MS_NOSUID | MS_NOEXEC});
+	r = r
+		    ?: add(plan, (struct fs_op){.kind = FS_DEVPTS,
+						.dest = "dev/pts",
+						.text = "newinstance,ptmxmode=0666,mode=0620",
+						.mflags = MS_NOSUID | MS_NOEXEC});
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(links); i++)
 		r = symlink_op(plan, links[i][0], links[i][1]);
 	/* Nothing may be added to /dev once it is populated. */
-	r = r ?: add(plan, (struct fs_op){.kind = FS_SETATTR, .dest = "dev",
-					  .attr_set = MOUNT_ATTR_RDONLY | DEV_ATTRS});
+	r = r
+		    ?: add(plan, (struct fs_op){
+					 .kind = FS_SETATTR, .dest = "dev", .attr_set = MOUNT_ATTR_RDONLY | DEV_ATTRS});
 	return r;
 }
 
@@ -235,16 +252,22 @@ static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, const c
 	if (!up || !data || !work || !low)
 		return -ENOMEM;
 	int r = mkdir_op(plan, ownf(plan, "/%s", stage), 0700);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = up + 1,
-					  .text = ownf(plan, "size=%llu,mode=0700", (unsigned long long)p->limits[AL_LIMIT_DISK]),
-					  .mflags = MS_NOSUID | MS_NODEV});
+	r = r
+		    ?: add(plan, (struct fs_op){.kind = FS_TMPFS,
+						.dest = up + 1,
+						.text = ownf(plan, "size=%llu,mode=0700",
+							     (unsigned long long)p->limits[AL_LIMIT_DISK]),
+						.mflags = MS_NOSUID | MS_NODEV});
 	r = r ?: mkdir_op(plan, data, 0755);
 	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = data + 1, .owner = AL_SANDBOX_UID});
 	r = r ?: mkdir_op(plan, work, 0700);
 	r = r ?: bind(plan, src, low, RO_ATTRS, 0);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_OVERLAY, .dest = dest + 1,
-					  .text = ownf(plan, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr,xino=on", low + 1,
-						       data + 1, work + 1),
+	r = r
+		    ?: add(plan,
+			   (struct fs_op){.kind = FS_OVERLAY,
+					  .dest = dest + 1,
+					  .text = ownf(plan, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr,xino=on",
+						       low + 1, data + 1, work + 1),
 					  .mflags = MS_NOSUID | MS_NODEV});
 	if (tag)
 		r = r ?: add(plan, (struct fs_op){.kind = FS_SENDFD, .dest = data + 1, .mode = (mode_t)tag});
@@ -265,14 +288,23 @@ static int plan_checkout(struct fs_plan *plan, const struct al_policy *p)
 		return bind(plan, p->checkout, p->checkout_dest, RO_ATTRS, 0);
 	/* A tmpfs of its own, so the copy and what the job adds stay within --disk. */
 	int r = mkdir_op(plan, p->checkout_dest, 0755);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = p->checkout_dest + 1,
-					  .text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
-						       (unsigned long long)p->limits[AL_LIMIT_DISK], AL_SANDBOX_UID, AL_SANDBOX_UID),
-					  .mflags = MS_NOSUID | MS_NODEV});
-	r = r ?: add(plan, (struct fs_op){.kind = FS_COPY, .src = p->checkout, .dest = p->checkout_dest + 1,
-					  .owner = AL_SANDBOX_UID});
+	r = r
+		    ?: add(plan, (struct fs_op){.kind = FS_TMPFS,
+						.dest = p->checkout_dest + 1,
+						.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
+							     (unsigned long long)p->limits[AL_LIMIT_DISK],
+							     AL_SANDBOX_UID, AL_SANDBOX_UID),
+						.mflags = MS_NOSUID | MS_NODEV});
+	r = r
+		    ?: add(plan, (struct fs_op){.kind = FS_COPY,
+						.src = p->checkout,
+						.dest = p->checkout_dest + 1,
+						.owner = AL_SANDBOX_UID});
 	if (p->keep_changes)
-		r = r ?: add(plan, (struct fs_op){.kind = FS_SENDFD, .dest = p->checkout_dest + 1, .mode = FS_TAG_CHECKOUT});
+		r = r
+			    ?: add(plan, (struct fs_op){.kind = FS_SENDFD,
+							.dest = p->checkout_dest + 1,
+							.mode = FS_TAG_CHECKOUT});
 	return r;
 }
 
@@ -280,22 +312,24 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 {
 	uint64_t disk = p->limits[AL_LIMIT_DISK];
 	int r = mkdir_op(plan, "/tmp", 01777);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = "tmp",
-					  .text = ownf(plan, "size=%llu,mode=1777", (unsigned long long)disk),
-					  .mflags = MS_NOSUID | MS_NODEV});
+	r = r
+		    ?: add(plan, (struct fs_op){.kind = FS_TMPFS,
+						.dest = "tmp",
+						.text = ownf(plan, "size=%llu,mode=1777", (unsigned long long)disk),
+						.mflags = MS_NOSUID | MS_NODEV});
 	r = r ?: mkdir_op(plan, AL_WORKSPACE, 0755);
 	if (r)
 		return r;
 	if (p->workdir)
 		return plan_overlay(plan, p, p->workdir, AL_WORKSPACE, ".airlock", FS_TAG_WORKDIR);
-	return add(plan, (struct fs_op){.kind = FS_TMPFS, .dest = &AL_WORKSPACE[1],
+	return add(plan, (struct fs_op){.kind = FS_TMPFS,
+					.dest = &AL_WORKSPACE[1],
 					.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
 						     (unsigned long long)disk, AL_SANDBOX_UID, AL_SANDBOX_UID),
 					.mflags = MS_NOSUID | MS_NODEV});
 }
 
-int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host,
-		  struct al_error *err)
+int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host, struct al_error *err)
 {
 	int r = plan_system(plan, host);
 	r = r ?: plan_etc(plan, p, host);
@@ -309,8 +343,11 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 	/* Files last: an empty one is written as such (len 0 would mean "a string"). */
 	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
 		const struct al_file *f = &p->files[i];
-		r = add(plan, (struct fs_op){.kind = FS_FILE, .dest = f->dest + 1, .text = f->len ? f->data : "",
-					  .len = f->len, .mode = f->mode});
+		r = add(plan, (struct fs_op){.kind = FS_FILE,
+					     .dest = f->dest + 1,
+					     .text = f->len ? f->data : "",
+					     .len = f->len,
+					     .mode = f->mode});
 		r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = f->dest + 1, .owner = AL_SANDBOX_UID});
 	}
 	for (size_t i = 0; r == 0 && i < plan->n; i++)

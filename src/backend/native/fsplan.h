@@ -27,7 +27,7 @@ enum fs_kind {
 };
 
 /* flags */
-#define FS_OPTIONAL 0x1u  /* skip the op when the host source does not exist */
+#define FS_OPTIONAL  0x1u /* skip the op when the host source does not exist */
 #define FS_RECURSIVE 0x2u /* setattr applies to submounts too */
 
 struct fs_op {
@@ -39,15 +39,15 @@ struct fs_op {
 	unsigned long mflags; /* mount(2) flags for FS_TMPFS/FS_PROC/FS_DEVPTS */
 	uint64_t attr_set;    /* MOUNT_ATTR_* for FS_BIND (after binding) and FS_SETATTR */
 	mode_t mode;
-	size_t len;	      /* FS_FILE: bytes of text (0: strlen(text)) */
-	int src_fd;	      /* FS_BIND: O_PATH descriptor, opened by the child before it drops host root */
-	bool src_is_dir;      /* FS_BIND: filled when src_fd is opened */
-	bool skip;	      /* FS_OPTIONAL op whose source the host lacks */
-	unsigned owner;	      /* FS_CHOWN */
+	size_t len;	 /* FS_FILE: bytes of text (0: strlen(text)) */
+	int src_fd;	 /* FS_BIND: O_PATH descriptor, opened by the child before it drops host root */
+	bool src_is_dir; /* FS_BIND: filled when src_fd is opened */
+	bool skip;	 /* FS_OPTIONAL op whose source the host lacks */
+	unsigned owner;	 /* FS_CHOWN */
 };
 
 /* FS_SENDFD tags: which overlay's upper layer a descriptor is. */
-#define FS_TAG_WORKDIR 'u'
+#define FS_TAG_WORKDIR	'u'
 #define FS_TAG_CHECKOUT 'c'
 
 struct fs_plan {
@@ -68,8 +68,7 @@ struct fs_host {
 };
 extern const char *const fs_toplevel_names[6];
 
-int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host,
-		  struct al_error *err);
+int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host, struct al_error *err);
 void fs_plan_free(struct fs_plan *plan);
 /* Reads the host facts fs_plan_build needs. Strings are owned by the plan. */
 int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs);

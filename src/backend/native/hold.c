@@ -75,7 +75,8 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 	if (pid < 0)
 		_exit(1); /* the manager sees the spare gone when it hands a request over */
 	if (pid == 0)
-		nat_spare_payload(&pc, payload_sock); // NOLINT(clang-analyzer-unix.Vfork): ends in execve or _exit, writes only pc
+		// NOLINTNEXTLINE(clang-analyzer-unix.Vfork): ends in execve or _exit, writes only pc
+		nat_spare_payload(&pc, payload_sock);
 	close(payload_sock);
 	nat_reap_payload(c, pid);
 }

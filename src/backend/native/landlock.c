@@ -32,8 +32,8 @@
 /* Distribution headers lag the kernel (Debian 12's stop at ABI 2): name what we use here. */
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
-#define SYS_landlock_add_rule 445
-#define SYS_landlock_restrict_self 446
+#define SYS_landlock_add_rule	    445
+#define SYS_landlock_restrict_self  446
 #endif
 #ifndef LANDLOCK_ACCESS_FS_REFER
 #define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
@@ -45,15 +45,15 @@
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
 #ifndef LANDLOCK_ACCESS_NET_BIND_TCP
-#define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
+#define LANDLOCK_ACCESS_NET_BIND_TCP	(1ULL << 0)
 #define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
 #endif
 #ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
-#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#define LANDLOCK_SCOPE_SIGNAL		    (1ULL << 1)
 #endif
 #define LL_RULE_PATH_BENEATH 1 /* enum landlock_rule_type */
-#define LL_RULE_NET_PORT 2
+#define LL_RULE_NET_PORT     2
 
 /* struct landlock_ruleset_attr as of ABI 6. The size passed to the kernel grows with the
  * ABI: an older kernel rejects a longer struct (E2BIG) even when the tail is zero. */
@@ -68,8 +68,8 @@ struct ll_net_port_attr { /* struct landlock_net_port_attr (ABI 4) */
 	uint64_t port;
 };
 
-#define FS_ABI1                                                                                        \
-	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |   \
+#define FS_ABI1                                                                                         \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |    \
 	 LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE | \
 	 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |     \
 	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |  \
@@ -92,11 +92,11 @@ struct ll_net_port_attr { /* struct landlock_net_port_attr (ABI 4) */
  * Not granted: MAKE_CHAR and MAKE_BLOCK. The payload holds no CAP_MKNOD and every writable
  * mount is nodev, so nothing legitimate needs them; Landlock makes the refusal independent
  * of both. */
-#define FS_RW                                                                                      \
-	(FS_RO | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                   \
-	 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | \
-	 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM |  \
-	 LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define FS_RW                                                                                                     \
+	(FS_RO | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE | \
+	 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |               \
+	 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER |                  \
+	 LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 uint64_t ll_fs_handled(int abi)
 {
@@ -178,7 +178,8 @@ static void add_mqueue_rule(int ruleset, int abi, uint64_t handled)
 		return;
 	int mnt = -1;
 	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-		mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+		mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+				   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
 	close(fs);
 	if (mnt < 0)
 		return;
@@ -206,8 +207,9 @@ int ll_build(const struct ll_spec *spec, struct ll_result *res)
 	 * native layout these restrict nothing: what mount and DAC leave writable is under a
 	 * read-write rule, and every device node there already has its ioctls granted. */
 	if (spec->writes_only)
-		handled &= ~(uint64_t)(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
-				       LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV);
+		handled &= ~(uint64_t)(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
+				       LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_TRUNCATE |
+				       LANDLOCK_ACCESS_FS_IOCTL_DEV);
 	struct ll_ruleset_attr attr = {.handled_access_fs = handled};
 	size_t size = sizeof(attr.handled_access_fs);
 	if (abi >= 4) {
@@ -283,13 +285,26 @@ int ll_restrict(int ruleset_fd)
  * programs list / (ls, find, os.walk) and reaches nothing the sandbox was not given. */
 static const struct ll_path default_paths[] = {
 	{"/", false, false},
-	{"/usr", false, false},	      {"/bin", false, true},	     {"/sbin", false, true},
-	{"/lib", false, true},	      {"/lib32", false, true},	     {"/lib64", false, true},
-	{"/libx32", false, true},     {"/etc", false, false},	     {"/proc", false, false},
-	{"/dev", false, false},	      {"/workspace", true, false},   {"/tmp", true, false},
-	{"/dev/null", true, true},    {"/dev/zero", true, true},     {"/dev/full", true, true},
-	{"/dev/random", true, true},  {"/dev/urandom", true, true},  {"/dev/tty", true, true},
-	{"/dev/pts", true, false},     {"/dev/ptmx", true, true},
+	{"/usr", false, false},
+	{"/bin", false, true},
+	{"/sbin", false, true},
+	{"/lib", false, true},
+	{"/lib32", false, true},
+	{"/lib64", false, true},
+	{"/libx32", false, true},
+	{"/etc", false, false},
+	{"/proc", false, false},
+	{"/dev", false, false},
+	{"/workspace", true, false},
+	{"/tmp", true, false},
+	{"/dev/null", true, true},
+	{"/dev/zero", true, true},
+	{"/dev/full", true, true},
+	{"/dev/random", true, true},
+	{"/dev/urandom", true, true},
+	{"/dev/tty", true, true},
+	{"/dev/pts", true, false},
+	{"/dev/ptmx", true, true},
 	/* native: a link to /tmp; oci: a tmpfs of its own, capped by --disk like /tmp */
 	{"/dev/shm", true, true},
 	/* oci: the IPC namespace's mqueue filesystem (bundle.c; native adds its root itself) */

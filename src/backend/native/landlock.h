@@ -13,16 +13,16 @@
 /* One filesystem rule, as a path inside the sandbox (after pivot_root). */
 struct ll_path {
 	const char *path;
-	bool writable;	/* read-write (files and directories) instead of read/execute */
-	bool optional;	/* skip silently when the path does not exist */
+	bool writable; /* read-write (files and directories) instead of read/execute */
+	bool optional; /* skip silently when the path does not exist */
 };
 
 /* Prepared by the parent (it may allocate); used by init without allocating. */
 struct ll_spec {
 	const struct ll_path *paths;
 	size_t npaths;
-	bool deny_tcp;	     /* ABI >= 4: no TCP bind/connect at all (network posture "none") */
-	bool scope;	     /* ABI >= 6: scope abstract UNIX sockets and signals to the sandbox */
+	bool deny_tcp; /* ABI >= 4: no TCP bind/connect at all (network posture "none") */
+	bool scope;    /* ABI >= 6: scope abstract UNIX sockets and signals to the sandbox */
 	/* With deny_tcp: TCP ports the payload may still connect to (e.g. the allowlist
 	 * posture's egress proxy on 127.0.0.1). Landlock matches the port only, not the
 	 * address; the network namespace decides which addresses exist. NULL/0: none. */
@@ -47,11 +47,11 @@ struct ll_spec {
 
 /* What was applied, for the verdict. */
 struct ll_result {
-	int abi;	    /* ABI used (0: Landlock unavailable); at most LL_ABI_MAX */
-	bool fs;	    /* filesystem rules applied */
-	bool fs_reads;	    /* ... including read, list and execute (not writes_only) */
-	bool net;	    /* TCP rules applied */
-	bool scoped;	    /* scoping applied */
+	int abi;		 /* ABI used (0: Landlock unavailable); at most LL_ABI_MAX */
+	bool fs;		 /* filesystem rules applied */
+	bool fs_reads;		 /* ... including read, list and execute (not writes_only) */
+	bool net;		 /* TCP rules applied */
+	bool scoped;		 /* scoping applied */
 	const char *failed_path; /* on failure: the spec path that could not be opened or added, else NULL */
 };
 

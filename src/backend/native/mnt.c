@@ -272,10 +272,10 @@ static int apply_one(int rootfd, struct fs_op *op, int plan_sock)
 int mnt_apply(struct fs_plan *plan, int rootfd, struct mnt_fail *f)
 {
 	static const enum nat_stage stage_of[] = {
-		[FS_MKDIR] = NS_MKDIR, [FS_SYMLINK] = NS_SYMLINK, [FS_FILE] = NS_FILE,
-		[FS_BIND] = NS_BIND,   [FS_TMPFS] = NS_TMPFS,     [FS_PROC] = NS_PROC,
+		[FS_MKDIR] = NS_MKDIR,	 [FS_SYMLINK] = NS_SYMLINK, [FS_FILE] = NS_FILE,
+		[FS_BIND] = NS_BIND,	 [FS_TMPFS] = NS_TMPFS,	    [FS_PROC] = NS_PROC,
 		[FS_DEVPTS] = NS_DEVPTS, [FS_SETATTR] = NS_SETATTR, [FS_OVERLAY] = NS_OVERLAY,
-		[FS_CHOWN] = NS_MKDIR,   [FS_SENDFD] = NS_OVERLAY,  [FS_UMOUNT] = NS_OVERLAY,
+		[FS_CHOWN] = NS_MKDIR,	 [FS_SENDFD] = NS_OVERLAY,  [FS_UMOUNT] = NS_OVERLAY,
 		[FS_RMDIR] = NS_OVERLAY, [FS_COPY] = NS_CHECKOUT,
 	};
 	for (size_t i = 0; i < plan->n; i++) {

@@ -65,9 +65,12 @@ json_t *nat_rlimits_json(const struct al_policy *p)
 {
 	json_t *rl = json_object();
 	uint64_t cpu = p->limits[AL_LIMIT_CPU_MS], as = p->limits[AL_LIMIT_AS];
-	json_object_set_new(rl, "cpu_s", cpu == AL_UNLIMITED ? json_null() : json_integer((json_int_t)((cpu + 999) / 1000)));
-	json_object_set_new(rl, "fsize", p->limits[AL_LIMIT_FSIZE] == AL_UNLIMITED ? json_null()
-									: json_integer((json_int_t)p->limits[AL_LIMIT_FSIZE]));
+	json_object_set_new(rl, "cpu_s",
+			    cpu == AL_UNLIMITED ? json_null() : json_integer((json_int_t)((cpu + 999) / 1000)));
+	json_object_set_new(rl, "fsize",
+			    p->limits[AL_LIMIT_FSIZE] == AL_UNLIMITED
+				    ? json_null()
+				    : json_integer((json_int_t)p->limits[AL_LIMIT_FSIZE]));
 	json_object_set_new(rl, "nofile", json_integer((json_int_t)p->limits[AL_LIMIT_NOFILE]));
 	json_object_set_new(rl, "core", json_integer(0));
 	json_object_set_new(rl, "as", as == AL_UNLIMITED ? json_null() : json_integer((json_int_t)as));
@@ -77,18 +80,21 @@ json_t *nat_rlimits_json(const struct al_policy *p)
 static char *enforced_json(const struct al_policy *p, const struct uns_map *m, const struct nat_layers *l)
 {
 	json_t *rl = nat_rlimits_json(p);
-	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b}",
-			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST, "ipc", 1, "uts", 1, "cgroup", 1,
-			      "pivot_root", 1, "readonly_root", 1,
-			      "id_map", "mode", m->range ? "range" : m->subids ? "subids" : "single", "host_base", (json_int_t)m->host_base,
-			      "count", (json_int_t)m->count,
-			      "setgroups", m->range ? "cleared" : "deny",
-			      "payload_uid", AL_SANDBOX_UID,
-			      "payload_host_uid", (json_int_t)uns_host_uid(m, AL_SANDBOX_UID),
-			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network", pol_net_name(p->net),
-			      "loopback", p->net == AL_NET_HOST ? "host" : "up", "rlimits", rl, "seccomp",
+	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:"
+			      "s,s:o,s:o,s:o,s:b}",
+			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST, "ipc", 1,
+			      "uts", 1, "cgroup", 1, "pivot_root", 1, "readonly_root", 1, "id_map", "mode",
+			      m->range	  ? "range"
+			      : m->subids ? "subids"
+					  : "single",
+			      "host_base", (json_int_t)m->host_base, "count", (json_int_t)m->count, "setgroups",
+			      m->range ? "cleared" : "deny", "payload_uid", AL_SANDBOX_UID, "payload_host_uid",
+			      (json_int_t)uns_host_uid(m, AL_SANDBOX_UID), "no_new_privs", 1, "capabilities", "none",
+			      "environment", "scrubbed", "network", pol_net_name(p->net), "loopback",
+			      p->net == AL_NET_HOST ? "host" : "up", "rlimits", rl, "seccomp",
 			      l->seccomp.prog.len ? json_string(sc_profile_name(l->seccomp.profile)) : json_false(),
-			      "landlock", nat_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi), "cgroup", 0);
+			      "landlock", nat_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi),
+			      "cgroup", 0);
 	char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
 	json_decref(e);
 	return s;
@@ -126,7 +132,9 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
 		return al_err(err, EPERM, "required layer netns conflicts with --net host");
 	if (p->nfiles && p->workdir)
-		return al_err(err, EINVAL, "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into --workdir");
+		return al_err(err, EINVAL,
+			      "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into "
+			      "--workdir");
 	if (p->keep_changes && !(p->checkout && p->checkout_mode == AL_CHECKOUT_COPY))
 		return al_err(err, EINVAL, "--keep-changes needs --checkout DIR with --checkout-mode copy");
 	/* inet sockets in every posture: under "none" they reach only the job's own lo (the
@@ -152,7 +160,8 @@ int nat_landlock_floor(const struct al_policy *p, int abi, struct al_error *err)
 	if (!p->landlock)
 		return al_err(err, EPERM, "required layer landlock is off in this policy (--landlock off)");
 	if (abi < p->require_landlock_abi)
-		return al_err(err, EPERM, "required layer landlock>=%d is not available: this kernel offers Landlock ABI %d",
+		return al_err(err, EPERM,
+			      "required layer landlock>=%d is not available: this kernel offers Landlock ABI %d",
 			      p->require_landlock_abi, abi);
 	return 0;
 }
@@ -183,8 +192,12 @@ int nat_landlock_spec(const struct al_policy *p, struct ll_spec *spec, struct ll
 	 * out of reach). */
 	/* The mount namespace already decides what can be read (and / is readable anyway):
 	 * Landlock guards writes, TCP and scope, and read-only opens skip its path walk. */
-	*spec = (struct ll_spec){.paths = *paths, .npaths = *npaths, .deny_tcp = false, .scope = true,
-				 .writes_only = true, .mqueue = true};
+	*spec = (struct ll_spec){.paths = *paths,
+				 .npaths = *npaths,
+				 .deny_tcp = false,
+				 .scope = true,
+				 .writes_only = true,
+				 .mqueue = true};
 	return 0;
 }
 
@@ -201,11 +214,13 @@ bool nat_userns_refused(int e)
 
 static int clone_error(struct al_error *err, int e)
 {
-	const char *hint = e == EPERM ? "user namespaces may be disabled for this user (or seccomp/AppArmor forbids them)"
-			 : e == ENOSPC || e == EUSERS ? "the namespace limit is reached (user.max_*_namespaces)"
-			 : e == EINVAL ? "this kernel lacks one of the namespace types"
-				       : "";
-	return al_err(err, e, "setup: clone3 with new user, pid, mount, net, ipc, uts and cgroup namespaces failed: %s%s%s%s",
+	const char *hint = e == EPERM
+				   ? "user namespaces may be disabled for this user (or seccomp/AppArmor forbids them)"
+			   : e == ENOSPC || e == EUSERS ? "the namespace limit is reached (user.max_*_namespaces)"
+			   : e == EINVAL		? "this kernel lacks one of the namespace types"
+							: "";
+	return al_err(err, e,
+		      "setup: clone3 with new user, pid, mount, net, ipc, uts and cgroup namespaces failed: %s%s%s%s",
 		      strerror(e), *hint ? "; " : "", hint,
 		      nat_userns_refused(e) ? " (--fallback runs on Landlock and seccomp alone, reported)" : "");
 }
@@ -235,13 +250,25 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	}
 	plan.sendfd_sock = fd_p[1];
 	struct nat_child c = {
-		.plan = &plan, .limits = p->limits, .argv = p->argv, .envp = envp, .path = find_path(envp),
-		.hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, .cwd = p->cwd ? p->cwd : AL_WORKSPACE,
-		.staging = "/tmp", .sync_fd = sync_p[0], .status_fd = status_p[1],
-		.stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd, .stderr_fd = io->stderr_fd,
-		.landlock = layers.landlock_on ? &layers.landlock : NULL, .landlock_fd = -1,
-		.seccomp = &layers.seccomp, .lo_up = p->net != AL_NET_HOST,
-		.proxy_sock = px_p[1], .ctl_sock = ctl_p[1],
+		.plan = &plan,
+		.limits = p->limits,
+		.argv = p->argv,
+		.envp = envp,
+		.path = find_path(envp),
+		.hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME,
+		.cwd = p->cwd ? p->cwd : AL_WORKSPACE,
+		.staging = "/tmp",
+		.sync_fd = sync_p[0],
+		.status_fd = status_p[1],
+		.stdin_fd = io->stdin_fd,
+		.stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd,
+		.landlock = layers.landlock_on ? &layers.landlock : NULL,
+		.landlock_fd = -1,
+		.seccomp = &layers.seccomp,
+		.lo_up = p->net != AL_NET_HOST,
+		.proxy_sock = px_p[1],
+		.ctl_sock = ctl_p[1],
 	};
 	if (p->subids && geteuid() == 0) {
 		r = al_err(err, EINVAL, "--subids is for ordinary users: as root the sandbox already maps 65536 ids");
@@ -252,7 +279,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	c.run_uid = c.run_gid = AL_SANDBOX_UID;
 	c.drop_groups = c.map.range;
 	if (!c.map.range && p->id_base != AL_DEFAULT_ID_BASE) {
-		r = al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
+		r = al_err(err, EPERM,
+			   "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
 		goto out;
 	}
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;

@@ -119,7 +119,8 @@ static int drop_privileges(const struct nat_child *c, struct pl_fail *f)
 		return fail(f, NS_CAPS, -r, "bounding set");
 	if (c->drop_groups && raw_setgroups_none() < 0)
 		return fail(f, NS_SETUID, errno, "setgroups");
-	if (raw_setresgid(c->run_gid, c->run_gid, c->run_gid) < 0 || raw_setresuid(c->run_uid, c->run_uid, c->run_uid) < 0)
+	if (raw_setresgid(c->run_gid, c->run_gid, c->run_gid) < 0 ||
+	    raw_setresuid(c->run_uid, c->run_uid, c->run_uid) < 0)
 		return fail(f, NS_SETUID, errno, NULL);
 	if ((r = caps_clear()) < 0)
 		return fail(f, NS_CAPS, -r, "capset");

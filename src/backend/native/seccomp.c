@@ -85,13 +85,23 @@
 
 /* ---- the tables ------------------------------------------------------------------ */
 
-enum { IN_DEFAULT = 1, IN_STRICT = 2, IN_BOTH = IN_DEFAULT | IN_STRICT };
+enum {
+	IN_DEFAULT = 1,
+	IN_STRICT = 2,
+	IN_BOTH = IN_DEFAULT | IN_STRICT
+};
 struct sc_name {
 	const char *name;
 	unsigned char in; /* IN_* */
 };
-#define B(n) {#n, IN_BOTH}
-#define D(n) {#n, IN_DEFAULT}
+#define B(n)                \
+	{                   \
+#n, IN_BOTH \
+	}
+#define D(n)                   \
+	{                      \
+#n, IN_DEFAULT \
+	}
 
 /*
  * Allowed without argument filters. The default profile follows moby's default.json
@@ -105,72 +115,300 @@ struct sc_name {
  */
 static const struct sc_name allowed[] = {
 	/* descriptors and plain I/O */
-	B(read), B(write), B(readv), B(writev), B(pread64), B(pwrite64), B(preadv), B(pwritev),
-	B(preadv2), B(pwritev2), B(lseek), B(close), B(close_range), B(dup), B(dup2), B(dup3),
-	B(fcntl), B(flock), B(fsync), B(fdatasync), B(sync), B(syncfs), B(fadvise64), B(fallocate),
-	B(ftruncate), B(truncate), B(sendfile), B(copy_file_range), B(pipe), B(pipe2), D(readahead),
-	D(splice), D(tee), D(vmsplice), D(sync_file_range),
+	B(read),
+	B(write),
+	B(readv),
+	B(writev),
+	B(pread64),
+	B(pwrite64),
+	B(preadv),
+	B(pwritev),
+	B(preadv2),
+	B(pwritev2),
+	B(lseek),
+	B(close),
+	B(close_range),
+	B(dup),
+	B(dup2),
+	B(dup3),
+	B(fcntl),
+	B(flock),
+	B(fsync),
+	B(fdatasync),
+	B(sync),
+	B(syncfs),
+	B(fadvise64),
+	B(fallocate),
+	B(ftruncate),
+	B(truncate),
+	B(sendfile),
+	B(copy_file_range),
+	B(pipe),
+	B(pipe2),
+	D(readahead),
+	D(splice),
+	D(tee),
+	D(vmsplice),
+	D(sync_file_range),
 	/* open, openat, creat: filtered by mode (mode_filtered); openat2: ENOSYS (enosys_always) */
 	/* names and metadata */
-	B(stat), B(fstat), B(lstat), B(newfstatat), B(statx), B(statfs), B(fstatfs), B(access),
-	B(faccessat), B(faccessat2), B(readlink), B(readlinkat), B(getdents), B(getdents64),
-	B(getcwd), B(chdir), B(fchdir), B(rmdir), B(unlink), B(unlinkat), B(rename), B(renameat),
-	B(renameat2), B(link), B(linkat), B(symlink), B(symlinkat), B(chown), B(fchown), B(lchown),
-	B(fchownat), B(umask), B(utime), B(utimes), B(utimensat), B(futimesat), B(getxattr),
-	B(lgetxattr), B(fgetxattr), B(listxattr), B(llistxattr), B(flistxattr), B(setxattr),
-	B(lsetxattr), B(fsetxattr), B(removexattr), B(lremovexattr), B(fremovexattr),
-	B(getxattrat), B(listxattrat), B(setxattrat), B(removexattrat), D(file_getattr),
-	D(file_setattr), D(cachestat),
+	B(stat),
+	B(fstat),
+	B(lstat),
+	B(newfstatat),
+	B(statx),
+	B(statfs),
+	B(fstatfs),
+	B(access),
+	B(faccessat),
+	B(faccessat2),
+	B(readlink),
+	B(readlinkat),
+	B(getdents),
+	B(getdents64),
+	B(getcwd),
+	B(chdir),
+	B(fchdir),
+	B(rmdir),
+	B(unlink),
+	B(unlinkat),
+	B(rename),
+	B(renameat),
+	B(renameat2),
+	B(link),
+	B(linkat),
+	B(symlink),
+	B(symlinkat),
+	B(chown),
+	B(fchown),
+	B(lchown),
+	B(fchownat),
+	B(umask),
+	B(utime),
+	B(utimes),
+	B(utimensat),
+	B(futimesat),
+	B(getxattr),
+	B(lgetxattr),
+	B(fgetxattr),
+	B(listxattr),
+	B(llistxattr),
+	B(flistxattr),
+	B(setxattr),
+	B(lsetxattr),
+	B(fsetxattr),
+	B(removexattr),
+	B(lremovexattr),
+	B(fremovexattr),
+	B(getxattrat),
+	B(listxattrat),
+	B(setxattrat),
+	B(removexattrat),
+	D(file_getattr),
+	D(file_setattr),
+	D(cachestat),
 	/* mkdir[at], mknod[at], chmod, fchmod, fchmodat[2]: filtered by mode (mode_filtered) */
 	/* memory */
-	B(brk), B(mmap), B(munmap), B(mprotect), B(mremap), B(madvise), B(msync), B(memfd_create),
-	D(mincore), D(mlock), D(mlock2), D(munlock), D(mlockall), D(munlockall), D(membarrier),
-	D(pkey_alloc), D(pkey_free), D(pkey_mprotect), D(map_shadow_stack), D(mseal),
+	B(brk),
+	B(mmap),
+	B(munmap),
+	B(mprotect),
+	B(mremap),
+	B(madvise),
+	B(msync),
+	B(memfd_create),
+	D(mincore),
+	D(mlock),
+	D(mlock2),
+	D(munlock),
+	D(mlockall),
+	D(munlockall),
+	D(membarrier),
+	D(pkey_alloc),
+	D(pkey_free),
+	D(pkey_mprotect),
+	D(map_shadow_stack),
+	D(mseal),
 	/* processes, identity, limits */
-	B(exit), B(exit_group), B(fork), B(vfork), B(execve), B(execveat), B(wait4), B(waitid),
-	B(kill), B(tgkill), B(tkill), B(getpid), B(getppid), B(gettid), B(getpgid), B(getpgrp),
-	B(setpgid), B(getsid), B(setsid), B(getuid), B(geteuid), B(getgid), B(getegid),
-	B(getresuid), B(getresgid), B(getgroups), B(prctl), B(arch_prctl), B(set_tid_address),
-	B(set_robust_list), B(get_robust_list), B(rseq), B(restart_syscall), B(getrlimit),
-	B(setrlimit), B(prlimit64), B(getrusage), B(times), B(getpriority), B(setpriority),
-	B(sched_yield), B(sched_getaffinity), B(sched_getparam), B(sched_getscheduler),
-	B(sched_get_priority_max), B(sched_get_priority_min), B(sched_rr_get_interval),
-	B(sched_getattr), B(uname), B(sysinfo), B(getcpu), B(getrandom), B(pidfd_open),
-	B(pidfd_send_signal), D(setuid), D(setgid), D(setreuid), D(setregid), D(setresuid),
-	D(setresgid), D(setgroups), D(setfsuid), D(setfsgid), D(capget), D(capset),
-	D(sched_setaffinity), D(sched_setparam), D(sched_setscheduler), D(sched_setattr),
-	D(ioprio_get), D(ioprio_set), D(set_thread_area), D(get_thread_area), D(seccomp),
+	B(exit),
+	B(exit_group),
+	B(fork),
+	B(vfork),
+	B(execve),
+	B(execveat),
+	B(wait4),
+	B(waitid),
+	B(kill),
+	B(tgkill),
+	B(tkill),
+	B(getpid),
+	B(getppid),
+	B(gettid),
+	B(getpgid),
+	B(getpgrp),
+	B(setpgid),
+	B(getsid),
+	B(setsid),
+	B(getuid),
+	B(geteuid),
+	B(getgid),
+	B(getegid),
+	B(getresuid),
+	B(getresgid),
+	B(getgroups),
+	B(prctl),
+	B(arch_prctl),
+	B(set_tid_address),
+	B(set_robust_list),
+	B(get_robust_list),
+	B(rseq),
+	B(restart_syscall),
+	B(getrlimit),
+	B(setrlimit),
+	B(prlimit64),
+	B(getrusage),
+	B(times),
+	B(getpriority),
+	B(setpriority),
+	B(sched_yield),
+	B(sched_getaffinity),
+	B(sched_getparam),
+	B(sched_getscheduler),
+	B(sched_get_priority_max),
+	B(sched_get_priority_min),
+	B(sched_rr_get_interval),
+	B(sched_getattr),
+	B(uname),
+	B(sysinfo),
+	B(getcpu),
+	B(getrandom),
+	B(pidfd_open),
+	B(pidfd_send_signal),
+	D(setuid),
+	D(setgid),
+	D(setreuid),
+	D(setregid),
+	D(setresuid),
+	D(setresgid),
+	D(setgroups),
+	D(setfsuid),
+	D(setfsgid),
+	D(capget),
+	D(capset),
+	D(sched_setaffinity),
+	D(sched_setparam),
+	D(sched_setscheduler),
+	D(sched_setattr),
+	D(ioprio_get),
+	D(ioprio_set),
+	D(set_thread_area),
+	D(get_thread_area),
+	D(seccomp),
 	/* Landlock can only take rights away from its caller; under oci the runtime loads this
 	 * filter before airlock-init builds the payload's ruleset, so strict allows it too. */
-	B(landlock_create_ruleset), B(landlock_add_rule), B(landlock_restrict_self),
+	B(landlock_create_ruleset),
+	B(landlock_add_rule),
+	B(landlock_restrict_self),
 	D(process_mrelease),
 	/* time */
-	B(clock_gettime), B(clock_getres), B(clock_nanosleep), B(nanosleep), B(gettimeofday),
-	B(time), B(alarm), B(getitimer), B(setitimer), B(timer_create), B(timer_settime),
-	B(timer_gettime), B(timer_getoverrun), B(timer_delete), D(timerfd_create),
-	D(timerfd_settime), D(timerfd_gettime),
+	B(clock_gettime),
+	B(clock_getres),
+	B(clock_nanosleep),
+	B(nanosleep),
+	B(gettimeofday),
+	B(time),
+	B(alarm),
+	B(getitimer),
+	B(setitimer),
+	B(timer_create),
+	B(timer_settime),
+	B(timer_gettime),
+	B(timer_getoverrun),
+	B(timer_delete),
+	D(timerfd_create),
+	D(timerfd_settime),
+	D(timerfd_gettime),
 	/* signals */
-	B(rt_sigaction), B(rt_sigprocmask), B(rt_sigreturn), B(rt_sigpending), B(rt_sigtimedwait),
-	B(rt_sigsuspend), B(rt_sigqueueinfo), B(rt_tgsigqueueinfo), B(sigaltstack), B(pause),
-	D(signalfd), D(signalfd4),
+	B(rt_sigaction),
+	B(rt_sigprocmask),
+	B(rt_sigreturn),
+	B(rt_sigpending),
+	B(rt_sigtimedwait),
+	B(rt_sigsuspend),
+	B(rt_sigqueueinfo),
+	B(rt_tgsigqueueinfo),
+	B(sigaltstack),
+	B(pause),
+	D(signalfd),
+	D(signalfd4),
 	/* waiting */
-	B(poll), B(ppoll), B(select), B(pselect6), B(epoll_create), B(epoll_create1),
-	B(epoll_ctl), B(epoll_wait), B(epoll_pwait), B(epoll_pwait2), B(eventfd), B(eventfd2),
-	B(futex), D(futex_waitv), D(futex_wake), D(futex_wait), D(futex_requeue),
-	D(inotify_init), D(inotify_init1), D(inotify_add_watch), D(inotify_rm_watch),
+	B(poll),
+	B(ppoll),
+	B(select),
+	B(pselect6),
+	B(epoll_create),
+	B(epoll_create1),
+	B(epoll_ctl),
+	B(epoll_wait),
+	B(epoll_pwait),
+	B(epoll_pwait2),
+	B(eventfd),
+	B(eventfd2),
+	B(futex),
+	D(futex_waitv),
+	D(futex_wake),
+	D(futex_wait),
+	D(futex_requeue),
+	D(inotify_init),
+	D(inotify_init1),
+	D(inotify_add_watch),
+	D(inotify_rm_watch),
 	/* asynchronous I/O (io_uring is separate: opt-in) */
-	D(io_setup), D(io_destroy), D(io_submit), D(io_cancel), D(io_getevents), D(io_pgetevents),
+	D(io_setup),
+	D(io_destroy),
+	D(io_submit),
+	D(io_cancel),
+	D(io_getevents),
+	D(io_pgetevents),
 	/* IPC, in both profiles: System V shared memory, semaphores, message queues and POSIX
 	 * message queues all live in the IPC namespace, which is the sandbox's own (the host's
 	 * and other sandboxes' objects are out of reach, and everything goes with the namespace);
 	 * their memory is charged to the job's cgroup. PHP's sysvshm, PostgreSQL, numerics use them. */
-	B(shmget), B(shmat), B(shmdt), B(shmctl), B(semget), B(semop), B(semtimedop), B(semctl),
-	B(msgget), B(msgsnd), B(msgrcv), B(msgctl), B(mq_open), B(mq_unlink), B(mq_timedsend),
-	B(mq_timedreceive), B(mq_notify), B(mq_getsetattr),
+	B(shmget),
+	B(shmat),
+	B(shmdt),
+	B(shmctl),
+	B(semget),
+	B(semop),
+	B(semtimedop),
+	B(semctl),
+	B(msgget),
+	B(msgsnd),
+	B(msgrcv),
+	B(msgctl),
+	B(mq_open),
+	B(mq_unlink),
+	B(mq_timedsend),
+	B(mq_timedreceive),
+	B(mq_notify),
+	B(mq_getsetattr),
 	/* sockets (socket and socketpair themselves are argument-filtered) */
-	B(connect), B(accept), B(accept4), B(bind), B(listen), B(getsockname), B(getpeername),
-	B(getsockopt), B(setsockopt), B(sendto), B(recvfrom), B(sendmsg), B(recvmsg),
-	B(sendmmsg), B(recvmmsg), B(shutdown),
+	B(connect),
+	B(accept),
+	B(accept4),
+	B(bind),
+	B(listen),
+	B(getsockname),
+	B(getpeername),
+	B(getsockopt),
+	B(setsockopt),
+	B(sendto),
+	B(recvfrom),
+	B(sendmsg),
+	B(recvmsg),
+	B(sendmmsg),
+	B(recvmmsg),
+	B(shutdown),
 };
 #undef B
 #undef D
@@ -182,15 +420,61 @@ static const struct sc_name allowed[] = {
  * access as ptrace itself (moby gives them only to CAP_SYS_PTRACE).
  */
 static const char *const denied_always[] = {
-	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "open_tree_attr", "fsopen",
-	"fsmount", "fsconfig", "fspick", "mount_setattr", "ptrace", "process_vm_readv",
-	"process_vm_writev", "pidfd_getfd", "kcmp", "keyctl", "add_key", "request_key", "bpf",
-	"perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-	"delete_module", "create_module", "get_kernel_syms", "query_module", "userfaultfd",
-	"io_uring_setup", "io_uring_enter", "io_uring_register", "acct", "swapon", "swapoff",
-	"reboot", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "syslog",
-	"open_by_handle_at", "name_to_handle_at", "quotactl", "quotactl_fd", "setns", "unshare",
-	"fanotify_init", "lookup_dcookie", "iopl", "ioperm", "vhangup", "nfsservctl", "uselib",
+	"mount",
+	"umount2",
+	"pivot_root",
+	"move_mount",
+	"open_tree",
+	"open_tree_attr",
+	"fsopen",
+	"fsmount",
+	"fsconfig",
+	"fspick",
+	"mount_setattr",
+	"ptrace",
+	"process_vm_readv",
+	"process_vm_writev",
+	"pidfd_getfd",
+	"kcmp",
+	"keyctl",
+	"add_key",
+	"request_key",
+	"bpf",
+	"perf_event_open",
+	"kexec_load",
+	"kexec_file_load",
+	"init_module",
+	"finit_module",
+	"delete_module",
+	"create_module",
+	"get_kernel_syms",
+	"query_module",
+	"userfaultfd",
+	"io_uring_setup",
+	"io_uring_enter",
+	"io_uring_register",
+	"acct",
+	"swapon",
+	"swapoff",
+	"reboot",
+	"settimeofday",
+	"clock_settime",
+	"clock_adjtime",
+	"adjtimex",
+	"syslog",
+	"open_by_handle_at",
+	"name_to_handle_at",
+	"quotactl",
+	"quotactl_fd",
+	"setns",
+	"unshare",
+	"fanotify_init",
+	"lookup_dcookie",
+	"iopl",
+	"ioperm",
+	"vhangup",
+	"nfsservctl",
+	"uselib",
 };
 
 /* Allowed only with the argument filters of add_arg_rules (ioctl: the prologue's). */
@@ -231,9 +515,9 @@ static const struct sc_mode_call {
 	unsigned char mode_arg;
 	int flags_arg; /* -1: the call always applies its mode */
 } mode_filtered[] = {
-	{"open", 2, 2, 1},     {"openat", 257, 3, 2},     {"creat", 85, 1, -1},       {"mkdir", 83, 1, -1},
-	{"mkdirat", 258, 2, -1}, {"mknod", 133, 1, -1},     {"mknodat", 259, 2, -1},    {"chmod", 90, 1, -1},
-	{"fchmod", 91, 1, -1},   {"fchmodat", 268, 2, -1}, {"fchmodat2", 452, 2, -1},
+	{"open", 2, 2, 1},	 {"openat", 257, 3, 2},	   {"creat", 85, 1, -1},      {"mkdir", 83, 1, -1},
+	{"mkdirat", 258, 2, -1}, {"mknod", 133, 1, -1},	   {"mknodat", 259, 2, -1},   {"chmod", 90, 1, -1},
+	{"fchmod", 91, 1, -1},	 {"fchmodat", 268, 2, -1}, {"fchmodat2", 452, 2, -1},
 };
 
 /* Answered ENOSYS in every profile, so programs take their fallback: clone3 (flags in a
@@ -243,9 +527,9 @@ static const char *const enosys_always[] = {"clone3", "openat2"};
 
 /* Namespace-creating clone flags. CLONE_NEWTIME sits inside clone(2)'s exit-signal byte,
  * where no valid signal (≤ 64) sets it, so requiring it to be zero costs nothing. */
-#define CLONE_NS_MASK                                                                              \
-	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | \
-	 CLONE_NEWNET | CLONE_NEWTIME)
+#define CLONE_NS_MASK                                                                                                \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | \
+	 CLONE_NEWTIME)
 
 /* personality(2) values moby allows: PER_LINUX, PER_LINUX32, UNAME26, both, and the
  * 0xffffffff query. Not ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC: they switch off the
@@ -253,12 +537,12 @@ static const char *const enosys_always[] = {"clone3", "openat2"};
 static const struct {
 	uint32_t value;
 	unsigned char in;
-} personalities[] = {{0x0, IN_BOTH}, {0xffffffff, IN_BOTH}, {0x8, IN_DEFAULT}, {0x20000, IN_DEFAULT},
-		     {0x20008, IN_DEFAULT}};
+} personalities[] = {
+	{0x0, IN_BOTH}, {0xffffffff, IN_BOTH}, {0x8, IN_DEFAULT}, {0x20000, IN_DEFAULT}, {0x20008, IN_DEFAULT}};
 
 /* Tested first when the filter is linear (a libseccomp without the binary tree); the
  * tree ignores priorities (its output is identical with or without them). */
-static const char *const hot[] = {"read", "write", "openat", "close", "fstat", "newfstatat", "mmap",
+static const char *const hot[] = {"read",   "write", "openat",	   "close",	  "fstat", "newfstatat", "mmap",
 				  "munmap", "futex", "epoll_wait", "epoll_pwait", "lseek", "ioctl"};
 
 static bool in_list(const char *const *list, size_t n, const char *name)
@@ -342,11 +626,16 @@ enum sc_action sc_classify(const struct sc_options *o, const char *name)
 const char *sc_action_name(enum sc_action a)
 {
 	switch (a) {
-	case SC_ACT_ALLOW: return "allow";
-	case SC_ACT_ARGS: return "allow-args";
-	case SC_ACT_EPERM: return "EPERM";
-	case SC_ACT_KILL: return "kill";
-	case SC_ACT_ENOSYS: return "ENOSYS";
+	case SC_ACT_ALLOW:
+		return "allow";
+	case SC_ACT_ARGS:
+		return "allow-args";
+	case SC_ACT_EPERM:
+		return "EPERM";
+	case SC_ACT_KILL:
+		return "kill";
+	case SC_ACT_ENOSYS:
+		return "ENOSYS";
 	}
 	return "?";
 }
@@ -448,7 +737,7 @@ static int add_rules(scmp_filter_ctx ctx, int h, const struct sc_options *o, str
 	for (size_t i = 0; i < AL_ARRAY_SIZE(denied_always); i++) {
 		const char *name = denied_always[i];
 		uint32_t action = is_io_uring(name) && o->allow_io_uring ? SCMP_ACT_ALLOW
-				: o->profile == AL_SECCOMP_STRICT	 ? SCMP_ACT_KILL_PROCESS
+				  : o->profile == AL_SECCOMP_STRICT	 ? SCMP_ACT_KILL_PROCESS
 									 : 0;
 		/* In default the filter's default action (EPERM) is the denial: libseccomp
 		 * refuses a rule that repeats the default action. */
@@ -491,7 +780,12 @@ static void put_prologue(struct sock_filter *p, uint32_t horizon)
 {
 	/* x86_64 is little-endian: the low word of args[1] comes first. */
 	const uint32_t cmd_lo = (uint32_t)offsetof(struct seccomp_data, args[1]);
-	enum { KILL = 10, NOSYS = 11, DENY = 12, OUT = 13 };
+	enum {
+		KILL = 10,
+		NOSYS = 11,
+		DENY = 12,
+		OUT = 13
+	};
 	const struct sock_filter code[PROLOGUE_LEN] = {
 		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, TO(1, KILL)),
@@ -564,4 +858,3 @@ int sc_compile(const struct sc_options *o, struct sock_fprog *prog, struct al_er
 	seccomp_release(ctx);
 	return r;
 }
-

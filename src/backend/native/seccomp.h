@@ -47,7 +47,7 @@ enum sc_action sc_classify(const struct sc_options *o, const char *name);
  * linux.seccomp): true when NAME is one, with the index of its mode argument and of its
  * open flags (-1: the call always applies its mode). Such a call is allowed only when
  * (mode & SC_SETID_MODE) == 0, or when (flags & SC_CREATE_FLAGS) == 0; else EPERM. */
-#define SC_SETID_MODE 06000ULL	       /* S_ISUID | S_ISGID */
+#define SC_SETID_MODE	06000ULL     /* S_ISUID | S_ISGID */
 #define SC_CREATE_FLAGS 020000100ULL /* O_CREAT | __O_TMPFILE without O_DIRECTORY */
 bool sc_mode_args(const char *name, int *mode_arg, int *flags_arg);
 const char *sc_action_name(enum sc_action a);

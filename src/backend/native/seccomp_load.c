@@ -16,9 +16,12 @@
 const char *sc_profile_name(enum al_seccomp_profile p)
 {
 	switch (p) {
-	case AL_SECCOMP_DEFAULT: return "default";
-	case AL_SECCOMP_STRICT: return "strict";
-	case AL_SECCOMP_OFF: return "off";
+	case AL_SECCOMP_DEFAULT:
+		return "default";
+	case AL_SECCOMP_STRICT:
+		return "strict";
+	case AL_SECCOMP_OFF:
+		return "off";
 	}
 	return "?";
 }
@@ -31,7 +34,8 @@ unsigned sc_options_key(const struct sc_options *o)
 void sc_options_from_key(unsigned key, struct sc_options *o)
 {
 	*o = (struct sc_options){.profile = (key & 1u) ? AL_SECCOMP_STRICT : AL_SECCOMP_DEFAULT,
-				 .allow_inet = key & 2u, .allow_io_uring = key & 4u};
+				 .allow_inet = key & 2u,
+				 .allow_io_uring = key & 4u};
 }
 
 int sc_build(const struct sc_options *o, struct sc_filter *f, struct al_error *err)

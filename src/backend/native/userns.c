@@ -84,11 +84,13 @@ static int choose_subids(struct uns_map *m, struct al_error *err)
 	char name[64] = "";
 	uint32_t su = 0, nu = 0, sg = 0, ng = 0;
 	if (access(NEWUIDMAP, X_OK) < 0 || access(NEWGIDMAP, X_OK) < 0)
-		return al_err(err, ENOENT, "--subids: " NEWUIDMAP " and " NEWGIDMAP " are needed (Debian package uidmap)");
+		return al_err(err, ENOENT,
+			      "--subids: " NEWUIDMAP " and " NEWGIDMAP " are needed (Debian package uidmap)");
 	user_name(m->host_base, name, sizeof(name));
 	if (read_subid("/etc/subuid", name, m->host_base, &su, &nu) < 0 ||
 	    read_subid("/etc/subgid", name, m->host_base, &sg, &ng) < 0)
-		return al_err(err, ENOENT, "--subids: no subordinate ids for user %s (uid %u) in /etc/subuid and /etc/subgid",
+		return al_err(err, ENOENT,
+			      "--subids: no subordinate ids for user %s (uid %u) in /etc/subuid and /etc/subgid",
 			      *name ? name : "?", m->host_base);
 	uint32_t n = nu < ng ? nu : ng;
 	if (n <= AL_SANDBOX_UID)

@@ -9,12 +9,12 @@
 #include "airlock/airlock.h"
 
 struct uns_map {
-	bool range;	     /* root: 65536 ids from host_base; otherwise the caller's own id */
-	bool subids;	     /* unprivileged with subordinate ids (newuidmap): see uns_choose */
-	uint32_t host_base;  /* host id of sandbox id 0 (range), or the caller's uid */
-	uint32_t host_gid;   /* the caller's gid */
+	bool range;		   /* root: 65536 ids from host_base; otherwise the caller's own id */
+	bool subids;		   /* unprivileged with subordinate ids (newuidmap): see uns_choose */
+	uint32_t host_base;	   /* host id of sandbox id 0 (range), or the caller's uid */
+	uint32_t host_gid;	   /* the caller's gid */
 	uint32_t sub_uid, sub_gid; /* first subordinate uid and gid (subids) */
-	uint32_t count;	     /* ids mapped */
+	uint32_t count;		   /* ids mapped */
 };
 
 /* Decides the mapping for this caller: root maps a range from id_base; a user maps its own

@@ -30,29 +30,56 @@ static int refuse_common(const struct al_policy *p, enum oci_runtime rt, bool ro
 	/* crun's container runs airlock-init first, which applies the native ruleset; gVisor's kernel
 	 * has no Landlock. */
 	if ((p->require & REQ_LANDLOCK) && rt == OCI_RUNSC)
-		return al_err(err, ENOTSUP, "the %s backend cannot enforce the required layer landlock: gVisor's kernel has no Landlock (use --backend oci or native)", n);
+		return al_err(err, ENOTSUP,
+			      "the %s backend cannot enforce the required layer landlock: gVisor's kernel has no "
+			      "Landlock (use --backend oci or native)",
+			      n);
 	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
 		return al_err(err, EPERM, "required layer netns conflicts with --net host");
 	if (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY)
-		return al_err(err, ENOTSUP, "the %s backend cannot make --checkout-mode copy: the throwaway copy is made by airlock's own init inside the sandbox (use --backend native, or --checkout-mode ro)", n);
+		return al_err(err, ENOTSUP,
+			      "the %s backend cannot make --checkout-mode copy: the throwaway copy is made by "
+			      "airlock's own init inside the sandbox (use --backend native, or --checkout-mode ro)",
+			      n);
 	if (p->keep_changes)
-		return al_err(err, ENOTSUP, "the %s backend cannot --keep-changes: it needs the copied checkout's overlay (use --backend native)", n);
+		return al_err(err, ENOTSUP,
+			      "the %s backend cannot --keep-changes: it needs the copied checkout's overlay (use "
+			      "--backend native)",
+			      n);
 	if (p->subids)
-		return al_err(err, ENOTSUP, "the %s backend cannot map --subids: the container maps only the sandbox user (use --backend native)", n);
+		return al_err(err, ENOTSUP,
+			      "the %s backend cannot map --subids: the container maps only the sandbox user (use "
+			      "--backend native)",
+			      n);
 	if (p->fallback)
-		return al_err(err, ENOTSUP, "the %s backend has no --fallback: the runtime itself needs user namespaces (use --backend native)", n);
+		return al_err(err, ENOTSUP,
+			      "the %s backend has no --fallback: the runtime itself needs user namespaces (use "
+			      "--backend native)",
+			      n);
 	if (p->attach)
-		return al_err(err, ENOTSUP, "the %s backend cannot hold a sandbox for later commands (use --backend native)", n);
+		return al_err(err, ENOTSUP,
+			      "the %s backend cannot hold a sandbox for later commands (use --backend native)", n);
 	if (p->workdir && (p->limits_set & (1u << AL_LIMIT_DISK)))
-		return al_err(err, ENOTSUP, "the %s backend cannot cap --workdir with --disk: it has no overlay, so the directory is bound read-write and writes reach the host directly (use --backend native)", n);
+		return al_err(err, ENOTSUP,
+			      "the %s backend cannot cap --workdir with --disk: it has no overlay, so the directory is "
+			      "bound read-write and writes reach the host directly (use --backend native)",
+			      n);
 	if (p->nfiles && p->workdir)
-		return al_err(err, EINVAL, "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into --workdir");
+		return al_err(err, EINVAL,
+			      "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into "
+			      "--workdir");
 	/* Without write-back the job would write the host directory itself: set-id bits, FIFOs and
 	 * modes would be there as the job left them, while it runs (tests/escape/workdir-links.sh). */
 	if (p->workdir)
-		return al_err(err, ENOTSUP, "the %s backend cannot take --workdir safely: it has no overlay, so the host directory would be bound read-write and the job's set-id files, FIFOs and modes would land on the host as it left them (use --backend native, which copies the changes back with set-id bits dropped, or --checkout)", n);
+		return al_err(err, ENOTSUP,
+			      "the %s backend cannot take --workdir safely: it has no overlay, so the host directory "
+			      "would be bound read-write and the job's set-id files, FIFOs and modes would land on the "
+			      "host as it left them (use --backend native, which copies the changes back with set-id "
+			      "bits dropped, or --checkout)",
+			      n);
 	if (!root && p->id_base != AL_DEFAULT_ID_BASE)
-		return al_err(err, EPERM, "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
+		return al_err(err, EPERM,
+			      "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
 	return 0;
 }
 
@@ -66,27 +93,44 @@ int oci_refuse(const struct al_policy *p, enum oci_runtime rt, bool root, struct
 	if (r < 0 || rt == OCI_CRUN)
 		return r;
 	if (!root)
-		return al_err(err, EPERM, "the gvisor backend needs root here: runsc 20221219 cannot start its gofer as an ordinary user, rootless or in a user namespace (fork/exec /proc/self/exe: invalid argument; use --backend oci, bwrap or native)");
+		return al_err(err, EPERM,
+			      "the gvisor backend needs root here: runsc 20221219 cannot start its gofer as an "
+			      "ordinary user, rootless or in a user namespace (fork/exec /proc/self/exe: invalid "
+			      "argument; use --backend oci, bwrap or native)");
 	/* runsc 20221219 with --network=host in a user namespace fails setting up the container's
 	 * mounts ("error converting mounts: operation not permitted"): refused here, by name. */
 	if (p->net == AL_NET_HOST)
-		return al_err(err, ENOTSUP, "the gvisor backend cannot run --net host here: runsc 20221219 cannot share the host's network with a sandbox in a user namespace (use --backend oci, bwrap or native)");
+		return al_err(err, ENOTSUP,
+			      "the gvisor backend cannot run --net host here: runsc 20221219 cannot share the host's "
+			      "network with a sandbox in a user namespace (use --backend oci, bwrap or native)");
 	/* The job's pids.max counts host tasks: gVisor's sentry threads and its ptrace stubs, not the
 	 * guest's processes one by one; at the limit the sentry stalls instead of failing fork with
 	 * EAGAIN. So an explicit --pids, a promise about the payload's processes, is refused (the
 	 * default limit still bounds what the host runs for the job). */
 	if (p->limits_set & (1u << AL_LIMIT_PIDS))
-		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce --pids as a limit on the payload's processes: they live inside gVisor's kernel, and the job cgroup's pids.max only bounds gVisor's own host tasks (use --backend oci, bwrap or native)");
+		return al_err(err, ENOTSUP,
+			      "the gvisor backend cannot enforce --pids as a limit on the payload's processes: they "
+			      "live inside gVisor's kernel, and the job cgroup's pids.max only bounds gVisor's own "
+			      "host tasks (use --backend oci, bwrap or native)");
 	/* gVisor's kernel shows the payload RLIMIT_CPU but never signals at it (runsc 20221219):
 	 * a spin runs on to --time. Refused rather than reported as a limit. */
 	if (p->limits[AL_LIMIT_CPU_MS] != AL_UNLIMITED)
-		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce --cpu-time: gVisor's kernel accepts RLIMIT_CPU but never stops the payload at it (use --time, or --backend oci, bwrap or native)");
+		return al_err(err, ENOTSUP,
+			      "the gvisor backend cannot enforce --cpu-time: gVisor's kernel accepts RLIMIT_CPU but "
+			      "never stops the payload at it (use --time, or --backend oci, bwrap or native)");
 	if (p->require & REQ_CGROUPNS)
-		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce the required layer cgroupns: gVisor emulates its own /sys/fs/cgroup, no kernel cgroup namespace is made (use --backend oci or native)");
+		return al_err(err, ENOTSUP,
+			      "the gvisor backend cannot enforce the required layer cgroupns: gVisor emulates its own "
+			      "/sys/fs/cgroup, no kernel cgroup namespace is made (use --backend oci or native)");
 	if (p->require & REQ_PIVOT_ROOT)
-		return al_err(err, ENOTSUP, "the gvisor backend cannot enforce the required layer pivot_root: the payload's root is gVisor's own mount tree (use --backend oci or native)");
+		return al_err(err, ENOTSUP,
+			      "the gvisor backend cannot enforce the required layer pivot_root: the payload's root is "
+			      "gVisor's own mount tree (use --backend oci or native)");
 	if (pol_needs_proxy(p))
-		return al_err(err, ENOTSUP, "the gvisor backend cannot serve the egress proxy (--net allow=..., --broker): gVisor's network stack offers no way to hand its listening socket to airlock (use --backend oci, bwrap or native)");
+		return al_err(err, ENOTSUP,
+			      "the gvisor backend cannot serve the egress proxy (--net allow=..., --broker): gVisor's "
+			      "network stack offers no way to hand its listening socket to airlock (use --backend oci, "
+			      "bwrap or native)");
 	return 0;
 }
 
@@ -96,9 +140,9 @@ int oci_refuse(const struct al_policy *p, enum oci_runtime rt, bool root, struct
 #define CLONE_NEWTIME 0x00000080
 #endif
 /* seccomp.c's: clone may not make namespaces. */
-#define OCI_CLONE_NS_MASK                                                                          \
-	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | \
-	 CLONE_NEWNET | CLONE_NEWTIME)
+#define OCI_CLONE_NS_MASK                                                                                            \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | \
+	 CLONE_NEWTIME)
 
 /* One rule: names, an action, and up to two argument conditions (index, mask, value; masked
  * equality, as libseccomp's SCMP_CMP_MASKED_EQ: OCI value is the mask, valueTwo the datum). */
@@ -142,7 +186,8 @@ static int sc_arg_rules(json_t *rules, const struct sc_options *so, const char *
 	if (strcmp(name, "socket") == 0) {
 		const int fam[] = {AF_UNIX, AF_INET, AF_INET6};
 		for (int i = 0; r == 0 && i < (so->allow_inet ? 3 : 1); i++)
-			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{0, lo, (uint64_t)fam[i]}});
+			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1,
+				     (const uint64_t[][3]){{0, lo, (uint64_t)fam[i]}});
 		if (r == 0 && so->allow_inet)
 			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 2,
 				     (const uint64_t[][3]){{0, lo, AF_NETLINK}, {2, lo, NETLINK_ROUTE}});
@@ -161,7 +206,8 @@ static int sc_arg_rules(json_t *rules, const struct sc_options *so, const char *
 	if (sc_mode_args(name, &mode_arg, &flags_arg)) {
 		/* seccomp.c's mode_filtered: allowed when the mode has no set-id bit, or (the open
 		 * family) when no file is made; otherwise the default action (EPERM). */
-		r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1, (const uint64_t[][3]){{(uint64_t)mode_arg, SC_SETID_MODE, 0}});
+		r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1,
+			     (const uint64_t[][3]){{(uint64_t)mode_arg, SC_SETID_MODE, 0}});
 		if (r == 0 && flags_arg >= 0)
 			r = sc_rule1(rules, name, "SCMP_ACT_ALLOW", 1,
 				     (const uint64_t[][3]){{(uint64_t)flags_arg, SC_CREATE_FLAGS, 0}});
@@ -236,7 +282,8 @@ char *oci_base64(const void *data, size_t n)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+		unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+			     (i + 2 < n ? in[i + 2] : 0);
 		*o++ = tab[v >> 18 & 63];
 		*o++ = tab[v >> 12 & 63];
 		o[0] = tab[v >> 6 & 63];
@@ -268,7 +315,8 @@ bool oci_log_error(const char *buf, size_t n, char *msg, size_t size)
 	for (const char *line = buf, *end = buf + n; line < end;) {
 		const char *nl = memchr(line, '\n', (size_t)(end - line));
 		size_t len = nl ? (size_t)(nl - line) : (size_t)(end - line);
-		if (len > sizeof(key) && memcmp(line, key, sizeof(key) - 1) == 0 && memmem(line, len, err, sizeof(err) - 1)) {
+		if (len > sizeof(key) && memcmp(line, key, sizeof(key) - 1) == 0 &&
+		    memmem(line, len, err, sizeof(err) - 1)) {
 			const char *m = line + sizeof(key) - 1;
 			size_t k = 0;
 			for (; m < line + len && *m != '"' && k + 1 < size; m++)
@@ -331,7 +379,8 @@ static char *abs_dest(const char *dest)
 static int add_mount(json_t *mounts, const char *dest, const char *type, const char *src, json_t *opts)
 {
 	cleanup_free char *d = dest[0] == '/' ? strdup(dest) : abs_dest(dest);
-	json_t *m = opts && d ? json_pack("{s:s,s:s,s:s,s:o}", "destination", d, "type", type, "source", src, "options", opts)
+	json_t *m = opts && d ? json_pack("{s:s,s:s,s:s,s:o}", "destination", d, "type", type, "source", src, "options",
+					  opts)
 			      : NULL;
 	if (!m) {
 		json_decref(opts);
@@ -397,8 +446,8 @@ static int dev_mounts(json_t *mounts, const struct fs_op *op, const struct al_po
 	char shm[64];
 	snprintf(shm, sizeof(shm), "size=%llu,mode=1777", (unsigned long long)p->limits[AL_LIMIT_DISK]);
 	unsigned long ro = o->runtime == OCI_CRUN ? MS_RDONLY : 0;
-	int r = tmpfs_mount(mounts, "/dev", op->text, op->mflags | ro) ?:
-		tmpfs_mount(mounts, "/dev/shm", shm, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+	int r = tmpfs_mount(mounts, "/dev", op->text, op->mflags | ro)
+			?: tmpfs_mount(mounts, "/dev/shm", shm, MS_NOSUID | MS_NODEV | MS_NOEXEC);
 	/* crun, with Landlock: the IPC namespace's mqueue filesystem at /dev/mqueue, whose root is
 	 * the inode of the namespace's internal mount that mq_open uses, so the layout's rule on it
 	 * lets the job use its own POSIX queues (the native init reaches it with a detached mount,
@@ -445,20 +494,24 @@ static int plan_op(json_t *mounts, const struct fs_plan *plan, size_t i, const s
 		 * inside the /workspace tmpfs; airlock-init copies the policy's files there instead. */
 		if (o->init_exec && file_owned(plan, i))
 			return 0;
-		return bind_mount(mounts, op->dest, o->file_src[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+		return bind_mount(mounts, op->dest, o->file_src[i],
+				  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	case FS_CHOWN:
 		return i > 0 && file_owned(plan, i - 1) ? 0 : -ENOTSUP;
 	case FS_BIND:
 		return bind_mount(mounts, op->dest, op->src, op->attr_set);
 	case FS_TMPFS:
-		return strcmp(op->dest, "dev") == 0 ? dev_mounts(mounts, op, p, o) : tmpfs_mount(mounts, op->dest, op->text, op->mflags);
+		return strcmp(op->dest, "dev") == 0 ? dev_mounts(mounts, op, p, o)
+						    : tmpfs_mount(mounts, op->dest, op->text, op->mflags);
 	case FS_PROC: {
-		json_t *opts = strv((op->mflags & MS_RDONLY) ? (const char *const[]){"ro", "nosuid", "nodev", "noexec", NULL}
-							    : (const char *const[]){"nosuid", "nodev", "noexec", NULL});
+		json_t *opts =
+			strv((op->mflags & MS_RDONLY) ? (const char *const[]){"ro", "nosuid", "nodev", "noexec", NULL}
+						      : (const char *const[]){"nosuid", "nodev", "noexec", NULL});
 		return add_mount(mounts, op->dest, "proc", "proc", opts);
 	}
 	case FS_DEVPTS: {
-		json_t *opts = strv((const char *const[]){"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", NULL});
+		json_t *opts = strv(
+			(const char *const[]){"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", NULL});
 		return add_mount(mounts, op->dest, "devpts", "devpts", opts);
 	}
 	case FS_SETATTR:
@@ -485,10 +538,11 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 	/* airlock-init: the binary read-only, never setuid; a file mount point on the rootfs. With
 	 * init_exec, the bundle's files beside it, read-only: the init copies from there. */
 	if (mounts && o->init_src &&
-	    (bind_mount(mounts, OCI_INIT_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0 ||
+	    (bind_mount(mounts, OCI_INIT_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) <
+		     0 ||
 	     (o->init_exec && (!o->files_dir || bind_mount(mounts, OCI_FILES_PATH, o->files_dir,
 							   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-							   MOUNT_ATTR_NOEXEC) < 0))))
+								   MOUNT_ATTR_NOEXEC) < 0))))
 		json_decref(steal_ptr(mounts));
 	for (size_t i = 0; mounts && i < plan->n; i++) {
 		int r = plan_op(mounts, plan, i, p, o);
@@ -496,8 +550,8 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 			json_decref(mounts);
 			if (r == -ENOMEM)
 				break;
-			al_err(err, -r, "the %s backend cannot set up /%s (plan step %d)", rt_name(o->runtime), plan->ops[i].dest,
-			       (int)plan->ops[i].kind);
+			al_err(err, -r, "the %s backend cannot set up /%s (plan step %d)", rt_name(o->runtime),
+			       plan->ops[i].dest, (int)plan->ops[i].kind);
 			return NULL;
 		}
 	}
@@ -520,13 +574,14 @@ static int init_args(json_t *args, const struct fs_plan *plan, const struct oci_
 	char buf[96];
 	int r = append_str(args, OCI_INIT_PATH);
 	for (size_t i = 0; r == 0 && i < o->nrlimits; i++) {
-		snprintf(buf, sizeof(buf), "%d:%llu:%llu", o->rlimits[i].resource, (unsigned long long)o->rlimits[i].soft,
-			 (unsigned long long)o->rlimits[i].hard);
+		snprintf(buf, sizeof(buf), "%d:%llu:%llu", o->rlimits[i].resource,
+			 (unsigned long long)o->rlimits[i].soft, (unsigned long long)o->rlimits[i].hard);
 		r = append_str(args, "--rlimit") ?: append_str(args, buf);
 	}
 	if (r == 0 && o->landlock) {
 		const struct ll_spec *l = o->landlock;
-		snprintf(buf, sizeof(buf), "%s%s%s-", l->deny_tcp ? "t" : "", l->scope ? "s" : "", l->writes_only ? "w" : "");
+		snprintf(buf, sizeof(buf), "%s%s%s-", l->deny_tcp ? "t" : "", l->scope ? "s" : "",
+			 l->writes_only ? "w" : "");
 		r = append_str(args, "--landlock-set") ?: append_str(args, buf);
 	}
 	for (size_t i = 0; r == 0 && o->landlock && i < o->landlock->npaths; i++) {
@@ -566,7 +621,8 @@ static json_t *rlimits_json(const struct oci_opts *o)
 		if (o->init_src && o->rlimits[i].resource != RLIMIT_CORE)
 			continue;
 		if (json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type", o->rlimits[i].type, "soft",
-							(json_int_t)o->rlimits[i].soft, "hard", (json_int_t)o->rlimits[i].hard)) < 0)
+							(json_int_t)o->rlimits[i].soft, "hard",
+							(json_int_t)o->rlimits[i].hard)) < 0)
 			json_decref(steal_ptr(rl));
 	}
 	return rl;
@@ -587,10 +643,11 @@ static json_t *process_json(const struct al_policy *p, const struct fs_plan *pla
 	/* No capability in any set, no_new_privs: the payload holds nothing, even in its own
 	 * user namespace; the sandbox user is uid/gid 1000 with no supplementary groups, umask 022
 	 * (as the native payload's), whatever the caller's. */
-	json_t *proc = json_pack("{s:b,s:{s:i,s:i,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0, "user",
-				 "uid", AL_SANDBOX_UID, "gid", AL_SANDBOX_UID, "umask", 022, "args", args, "env", env, "cwd",
-				 p->cwd ? p->cwd : AL_WORKSPACE, "capabilities", "bounding", none, "effective", none,
-				 "inheritable", none, "permitted", none, "ambient", none, "noNewPrivileges", 1, "rlimits", rl);
+	json_t *proc =
+		json_pack("{s:b,s:{s:i,s:i,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0, "user",
+			  "uid", AL_SANDBOX_UID, "gid", AL_SANDBOX_UID, "umask", 022, "args", args, "env", env, "cwd",
+			  p->cwd ? p->cwd : AL_WORKSPACE, "capabilities", "bounding", none, "effective", none,
+			  "inheritable", none, "permitted", none, "ambient", none, "noNewPrivileges", 1, "rlimits", rl);
 	json_decref(none); /* each set holds its own reference ("O") */
 	return proc;
 }
@@ -625,11 +682,20 @@ static json_t *namespaces_json(const struct al_policy *p, const struct oci_opts 
 
 static json_t *linux_json(const struct al_policy *p, const struct oci_opts *o)
 {
-	static const char *const masked[] = {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
-					     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
-					     "/proc/sched_debug", "/proc/scsi", "/sys/firmware", NULL};
+	static const char *const masked[] = {"/proc/acpi",
+					     "/proc/asound",
+					     "/proc/kcore",
+					     "/proc/keys",
+					     "/proc/latency_stats",
+					     "/proc/timer_list",
+					     "/proc/timer_stats",
+					     "/proc/sched_debug",
+					     "/proc/scsi",
+					     "/sys/firmware",
+					     NULL};
 	/* (/dev is read-only through its own mount's options: dev_mounts) */
-	static const char *const ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL};
+	static const char *const ro[] = {"/proc/bus",		"/proc/fs", "/proc/irq", "/proc/sys",
+					 "/proc/sysrq-trigger", NULL};
 	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "uidMappings", id_map_json(p, o->root), "gidMappings",
 			 id_map_json(p, o->root), "namespaces", namespaces_json(p, o), "maskedPaths", strv(masked),
 			 "readonlyPaths", strv(ro));
@@ -642,12 +708,14 @@ int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, cons
 	json_t *mounts = mounts_json(p, plan, o, err);
 	if (!mounts)
 		return err && err->code ? err->code : -ENOMEM;
-	json_t *c = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process", process_json(p, plan, o),
-			      "root", "path", "rootfs", "readonly", 1, "hostname",
-			      p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, "mounts", mounts, "linux", linux_json(p, o));
+	json_t *c =
+		json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process",
+			  process_json(p, plan, o), "root", "path", "rootfs", "readonly", 1, "hostname",
+			  p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME, "mounts", mounts, "linux", linux_json(p, o));
 	json_t *sc = NULL;
-	if (c && o->oci_seccomp && (oci_seccomp_json(o->oci_seccomp, &sc, err) < 0 ||
-				    json_object_set_new(json_object_get(c, "linux"), "seccomp", sc) < 0)) {
+	if (c && o->oci_seccomp &&
+	    (oci_seccomp_json(o->oci_seccomp, &sc, err) < 0 ||
+	     json_object_set_new(json_object_get(c, "linux"), "seccomp", sc) < 0)) {
 		json_decref(c);
 		return err && err->code ? err->code : al_err(err, ENOMEM, "building config.json: out of memory");
 	}

@@ -16,7 +16,7 @@
 #include "policy/policy.h"
 
 /* Fixed paths, never searched in PATH: a root caller must not run whatever a PATH entry holds. */
-#define OCI_CRUN_PATH "/usr/bin/crun"
+#define OCI_CRUN_PATH  "/usr/bin/crun"
 #define OCI_RUNSC_PATH "/usr/bin/runsc"
 
 enum oci_runtime {
@@ -36,14 +36,14 @@ enum oci_runtime {
  * payload after its rlimits; --exec (runsc, when the policy has files): no fork and no record, the init
  * copies each file to DEST (a new file of the sandbox user's, octal MODE) and becomes CMD. */
 #define OCI_INIT_PATH "/.airlock-init"
-#define OCI_INIT_FD 3
+#define OCI_INIT_FD   3
 #define OCI_INIT_FAIL 125 /* init's own failure (the record says more) */
 /* runsc: the bundle's files directory, bound read-only, which the --exec init copies from. */
 #define OCI_FILES_PATH "/.airlock-files"
 enum oci_init_kind {
-	OCI_INIT_EXITED = 1,	    /* value: the payload's wait status */
-	OCI_INIT_EXEC_FAILED = 2,   /* value: errno of execvp (or fork) */
-	OCI_INIT_RLIMIT_FAILED = 3, /* value: errno of setrlimit (EINVAL, ERANGE: a malformed argv) */
+	OCI_INIT_EXITED = 1,	      /* value: the payload's wait status */
+	OCI_INIT_EXEC_FAILED = 2,     /* value: errno of execvp (or fork) */
+	OCI_INIT_RLIMIT_FAILED = 3,   /* value: errno of setrlimit (EINVAL, ERANGE: a malformed argv) */
 	OCI_INIT_LANDLOCK_FAILED = 4, /* value: errno of building or enforcing the Landlock ruleset */
 };
 #define OCI_MAX_LANDLOCK 96 /* rules the init takes (the layout's ~20 plus the policy's binds) */
@@ -62,13 +62,13 @@ struct oci_rlimit {
 
 struct oci_opts {
 	enum oci_runtime runtime;
-	bool root;		    /* the caller is host root: the sandbox's ids map to id_base.. */
-	const char *const *file_src; /* per plan op: the bundle file holding an FS_FILE's text, else NULL */
-	const char *seccomp_b64;     /* crun: airlock's BPF program (base64), NULL for profile "off" */
-	const char *init_src;	     /* the host path of the airlock binary, run as the container's init (crun;
+	bool root;			      /* the caller is host root: the sandbox's ids map to id_base.. */
+	const char *const *file_src;	      /* per plan op: the bundle file holding an FS_FILE's text, else NULL */
+	const char *seccomp_b64;	      /* crun: airlock's BPF program (base64), NULL for profile "off" */
+	const char *init_src;		      /* the host path of the airlock binary, run as the container's init (crun;
 				      * runsc only for the policy's files, with init_exec); NULL: none */
-	bool init_exec;		     /* the init copies the policy's files and becomes the payload (runsc) */
-	const char *files_dir;	     /* the bundle directory holding file_src's files (init_exec binds it) */
+	bool init_exec;			      /* the init copies the policy's files and becomes the payload (runsc) */
+	const char *files_dir;		      /* the bundle directory holding file_src's files (init_exec binds it) */
 	const struct sc_options *oci_seccomp; /* runsc: the profile as linux.seccomp rules, NULL for "off" */
 	struct oci_rlimit rlimits[OCI_MAX_RLIMITS];
 	size_t nrlimits;
@@ -99,9 +99,9 @@ bool oci_log_error(const char *buf, size_t n, char *msg, size_t size);
 /* What one runtime adds to the shared spawn. */
 struct oci_runtime_desc {
 	enum oci_runtime runtime;
-	const char *path;	  /* OCI_CRUN_PATH or OCI_RUNSC_PATH */
-	const char *name;	  /* the backend's name in the verdict */
-	const char *package;	  /* the Debian package, for messages */
+	const char *path;    /* OCI_CRUN_PATH or OCI_RUNSC_PATH */
+	const char *name;    /* the backend's name in the verdict */
+	const char *package; /* the Debian package, for messages */
 	/* Fills a NULL-terminated argv (all strings malloc'd) to run the container in the
 	 * foreground: state is the runtime's private --root, bundle the bundle directory, log
 	 * the log file, id the container id. */
@@ -117,21 +117,21 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 /* ---- the monitor (ocichild.c): between clone3 and the runtime's execve ---------------- */
 
 struct oci_child {
-	char *const *argv;	/* the runtime's */
-	const char *cmd;	/* the payload's argv[0], for messages */
-	const char *log;	/* the runtime's log file, read once it exits */
-	const char *tmp;	/* airlock's directory for this job: removed by the monitor at the end */
+	char *const *argv; /* the runtime's */
+	const char *cmd;   /* the payload's argv[0], for messages */
+	const char *log;   /* the runtime's log file, read once it exits */
+	const char *tmp;   /* airlock's directory for this job: removed by the monitor at the end */
 	enum oci_runtime runtime;
-	int sync_fd;		/* read end: one byte once the job's cgroup holds us */
-	int status_fd;		/* write end: nat_record to the supervisor */
-	int stdin_fd;		/* -1: /dev/null */
+	int sync_fd;   /* read end: one byte once the job's cgroup holds us */
+	int status_fd; /* write end: nat_record to the supervisor */
+	int stdin_fd;  /* -1: /dev/null */
 	int stdout_fd;
 	int stderr_fd;
-	int proxy_sock;		/* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
-	int init_r, init_w;	/* crun: the pipe of airlock-init's record (write end: the container's fd 3); else -1 */
-	bool root;		/* host root: no user namespace of airlock's around the runtime */
-	bool mask_unified;	/* hide the cgroup2 hierarchy of a hybrid layout from the runtime */
-	uid_t uid;		/* the caller's ids, mapped to 0 in airlock's user namespace */
+	int proxy_sock;	    /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
+	int init_r, init_w; /* crun: the pipe of airlock-init's record (write end: the container's fd 3); else -1 */
+	bool root;	    /* host root: no user namespace of airlock's around the runtime */
+	bool mask_unified;  /* hide the cgroup2 hierarchy of a hybrid layout from the runtime */
+	uid_t uid;	    /* the caller's ids, mapped to 0 in airlock's user namespace */
 	gid_t gid;
 };
 

@@ -38,15 +38,15 @@ static int crun_argv(char ***argv, const struct al_policy *p, const char *state,
 	if (snprintf(logarg, sizeof(logarg), "--log=file:%s", log) >= (int)sizeof(logarg))
 		return -ENAMETOOLONG;
 	return strv_dup(argv, (const char *const[]){OCI_CRUN_PATH, "--root", state, logarg, "--log-format=json",
-						    "--cgroup-manager=disabled", "run", "--preserve-fds=1", "--bundle", bundle, id,
-						    NULL});
+						    "--cgroup-manager=disabled", "run", "--preserve-fds=1", "--bundle",
+						    bundle, id, NULL});
 }
 
 static int crun_enforced(json_t *e, const struct al_policy *p, bool root)
 {
 	(void)root;
-	json_t *ns = json_pack("{s:b,s:b,s:b,s:b,s:b,s:b,s:b}", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST,
-			       "ipc", 1, "uts", 1, "cgroup", 1);
+	json_t *ns = json_pack("{s:b,s:b,s:b,s:b,s:b,s:b,s:b}", "user", 1, "pid", 1, "mount", 1, "net",
+			       p->net != AL_NET_HOST, "ipc", 1, "uts", 1, "cgroup", 1);
 	/* who made the network namespace: crun, or airlock for the egress proxy's socket */
 	const char *netns = p->net == AL_NET_HOST ? "host" : pol_needs_proxy(p) ? "airlock" : "crun";
 	const char *lo = p->net == AL_NET_HOST ? "host" : "up"; /* crun raises lo in the namespace it makes */
@@ -58,8 +58,12 @@ static int crun_enforced(json_t *e, const struct al_policy *p, bool root)
 }
 
 static const struct oci_runtime_desc crun = {
-	.runtime = OCI_CRUN, .path = OCI_CRUN_PATH, .name = "oci", .package = "crun",
-	.argv = crun_argv, .enforced = crun_enforced,
+	.runtime = OCI_CRUN,
+	.path = OCI_CRUN_PATH,
+	.name = "oci",
+	.package = "crun",
+	.argv = crun_argv,
+	.enforced = crun_enforced,
 };
 
 int be_oci_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)

@@ -146,8 +146,8 @@ static void runtime_mounts(const struct oci_child *c)
 		die(c, NS_PROPAGATION, errno, "/");
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		die(c, NS_PROC, errno, "/proc for the runtime");
-	if (c->mask_unified &&
-	    mount("tmpfs", "/sys/fs/cgroup/unified", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k") < 0)
+	if (c->mask_unified && mount("tmpfs", "/sys/fs/cgroup/unified", "tmpfs",
+				     MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k") < 0)
 		die(c, NS_TMPFS, errno, "/sys/fs/cgroup/unified");
 }
 
@@ -317,7 +317,8 @@ _Noreturn void oci_monitor_main(const struct oci_child *c)
 	sigaddset(&term, SIGTERM);
 	sigprocmask(SIG_UNBLOCK, &term, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-	int keep[] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd, c->proxy_sock, c->init_r, c->init_w};
+	int keep[] = {c->sync_fd,   c->status_fd,  c->stdin_fd, c->stdout_fd,
+		      c->stderr_fd, c->proxy_sock, c->init_r,	c->init_w};
 	if (close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 	char go;

@@ -75,11 +75,11 @@ struct oci_spawn {
 	bool sc_on;
 	char init_src[PATH_MAX]; /* the airlock binary, the container's init (crun; runsc with files); "" if none */
 	bool files_mnt;		 /* runsc: the bundle's files directory is bound at OCI_FILES_PATH */
-	char **file_src; /* per plan op */
+	char **file_src;	 /* per plan op */
 	char *seccomp_b64;
 	struct ll_spec landlock; /* crun: the payload's ruleset (airlock-init applies it), when ll_abi > 0 */
 	struct ll_path *ll_paths;
-	int ll_abi;		 /* 0: no Landlock (gvisor, --landlock off, or the kernel has none) */
+	int ll_abi; /* 0: no Landlock (gvisor, --landlock off, or the kernel has none) */
 	char **argv;
 	int sync_p[2], status_p[2], px_p[2], init_p[2];
 };
@@ -195,11 +195,13 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 	if (root < 0)
 		return al_err_sys(err, errno, "setup: the bundle's rootfs");
 	if (s->init_src[0]) {
-		cleanup_close int fd = openat(root, &OCI_INIT_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+		cleanup_close int fd =
+			openat(root, &OCI_INIT_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
 		if (fd < 0 || fchmod(fd, 0755) < 0)
 			return al_err_sys(err, errno, "setup: the mount point %s in the bundle", oci_init_path());
 	}
-	if (s->files_mnt && (mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0 || fchmodat(root, &OCI_FILES_PATH[1], 0755, 0) < 0))
+	if (s->files_mnt &&
+	    (mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0 || fchmodat(root, &OCI_FILES_PATH[1], 0755, 0) < 0))
 		return al_err_sys(err, errno, "setup: the mount point %s in the bundle", OCI_FILES_PATH);
 	for (size_t i = 0; r == 0 && i < s->plan.n; i++) {
 		const struct fs_op *op = &s->plan.ops[i];
@@ -253,9 +255,9 @@ static void rlimits(struct oci_opts *o, const struct al_policy *p)
 		int res;
 		enum al_limit lim;
 	} map[] = {
-		{"RLIMIT_CORE", RLIMIT_CORE, AL_LIMIT__COUNT},	     {"RLIMIT_CPU", RLIMIT_CPU, AL_LIMIT_CPU_MS},
-		{"RLIMIT_FSIZE", RLIMIT_FSIZE, AL_LIMIT_FSIZE},	     {"RLIMIT_NOFILE", RLIMIT_NOFILE, AL_LIMIT_NOFILE},
-		{"RLIMIT_AS", RLIMIT_AS, AL_LIMIT_AS},		     {"RLIMIT_NPROC", RLIMIT_NPROC, AL_LIMIT_NPROC},
+		{"RLIMIT_CORE", RLIMIT_CORE, AL_LIMIT__COUNT},	{"RLIMIT_CPU", RLIMIT_CPU, AL_LIMIT_CPU_MS},
+		{"RLIMIT_FSIZE", RLIMIT_FSIZE, AL_LIMIT_FSIZE}, {"RLIMIT_NOFILE", RLIMIT_NOFILE, AL_LIMIT_NOFILE},
+		{"RLIMIT_AS", RLIMIT_AS, AL_LIMIT_AS},		{"RLIMIT_NPROC", RLIMIT_NPROC, AL_LIMIT_NPROC},
 	};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(map); i++) {
 		uint64_t soft = 0, hard = 0;
@@ -274,7 +276,8 @@ static void rlimits(struct oci_opts *o, const struct al_policy *p)
 			hard = cur.rlim_max;
 		if (soft > hard)
 			soft = hard;
-		o->rlimits[o->nrlimits++] = (struct oci_rlimit){.type = map[i].type, .resource = map[i].res, .soft = soft, .hard = hard};
+		o->rlimits[o->nrlimits++] =
+			(struct oci_rlimit){.type = map[i].type, .resource = map[i].res, .soft = soft, .hard = hard};
 	}
 }
 
@@ -312,12 +315,15 @@ static int init_binary(struct oci_spawn *s, struct al_error *err)
 {
 	ssize_t n = readlink("/proc/self/exe", s->init_src, sizeof(s->init_src) - 1);
 	if (n < 0 || n >= (ssize_t)sizeof(s->init_src) - 1)
-		return al_err_sys(err, n < 0 ? errno : ENAMETOOLONG, "setup: the airlock binary for the container's init");
+		return al_err_sys(err, n < 0 ? errno : ENAMETOOLONG,
+				  "setup: the airlock binary for the container's init");
 	s->init_src[n] = 0;
 	static const char deleted[] = " (deleted)";
 	size_t len = (size_t)n;
 	if (len >= sizeof(deleted) - 1 && strcmp(s->init_src + len - (sizeof(deleted) - 1), deleted) == 0)
-		return al_err(err, ENOENT, "setup: the airlock binary %s was replaced or removed while running; the container's init needs it",
+		return al_err(err, ENOENT,
+			      "setup: the airlock binary %s was replaced or removed while running; the container's "
+			      "init needs it",
 			      s->init_src);
 	return 0;
 }
@@ -345,8 +351,12 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 	char files_dir[PATH_MAX];
 	if ((r = pathf(files_dir, s->bundle, "files")) < 0)
 		return al_err_sys(err, -r, "setup: the bundle's files");
-	struct oci_opts o = {.runtime = d->runtime, .root = root, .file_src = (const char *const *)s->file_src,
-			     .init_src = s->init_src[0] ? s->init_src : NULL, .init_exec = exec_init, .files_dir = files_dir};
+	struct oci_opts o = {.runtime = d->runtime,
+			     .root = root,
+			     .file_src = (const char *const *)s->file_src,
+			     .init_src = s->init_src[0] ? s->init_src : NULL,
+			     .init_exec = exec_init,
+			     .files_dir = files_dir};
 	if (d->runtime == OCI_RUNSC && p->seccomp != AL_SECCOMP_OFF) {
 		s->sc = (struct sc_options){.profile = p->seccomp, .allow_inet = true};
 		o.oci_seccomp = &s->sc;
@@ -357,7 +367,8 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 		if ((r = sc_build(&so, &s->filter, err)) < 0)
 			return r;
 		if (s->filter.prog.len &&
-		    !(s->seccomp_b64 = oci_base64(s->filter.prog.filter, s->filter.prog.len * sizeof(struct sock_filter))))
+		    !(s->seccomp_b64 =
+			      oci_base64(s->filter.prog.filter, s->filter.prog.len * sizeof(struct sock_filter))))
 			return al_err(err, ENOMEM, "out of memory");
 		o.seccomp_b64 = s->seccomp_b64;
 	}
@@ -394,7 +405,8 @@ static int make_dirs(struct oci_spawn *s, const struct oci_runtime_desc *d, stru
 	/* 0711: gVisor's gofer runs as the sandbox's root id and must reach the rootfs. */
 	int r = chmod(s->tmp, 0711) < 0 ? -errno : 0;
 	r = r ?: pathf(s->bundle, s->tmp, "bundle") ?: pathf(s->state, s->tmp, "state") ?: pathf(s->log, s->tmp, "log");
-	if (r == 0 && (mkdir(s->bundle, 0711) < 0 || chmod(s->bundle, 0711) < 0 || mkdir(s->state, 0700) < 0 || chmod(s->state, 0700) < 0))
+	if (r == 0 && (mkdir(s->bundle, 0711) < 0 || chmod(s->bundle, 0711) < 0 || mkdir(s->state, 0700) < 0 ||
+		       chmod(s->state, 0700) < 0))
 		r = -errno;
 	return r < 0 ? al_err_sys(err, -r, "setup: the %s bundle directory", d->name) : 0;
 }
@@ -408,20 +420,23 @@ static json_int_t payload_host_uid(const struct al_policy *p, bool root)
 static char *enforced_json(const struct oci_runtime_desc *d, const struct al_policy *p, const struct oci_spawn *s,
 			   bool root)
 {
-	json_t *e = json_pack("{s:s,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:s,s:b}", "runtime", d->path,
-			      "id_map", "mode", root ? "pair" : "single", "host_base",
+	json_t *e = json_pack("{s:s,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:s,s:b}", "runtime",
+			      d->path, "id_map", "mode", root ? "pair" : "single", "host_base",
 			      root ? (json_int_t)p->id_base : (json_int_t)getuid(), "count", (json_int_t)(root ? 2 : 1),
-			      "setgroups", "deny", "payload_uid", AL_SANDBOX_UID, "payload_host_uid", payload_host_uid(p, root),
-			      "no_new_privs", 1, "capabilities", "none", "environment", "scrubbed", "network",
-			      pol_net_name(p->net), "rlimits", nat_rlimits_json(p), "seccomp",
-			      s->filter.prog.len || s->sc_on ? json_string(sc_profile_name(p->seccomp))
-									     : json_false(),
+			      "setgroups", "deny", "payload_uid", AL_SANDBOX_UID, "payload_host_uid",
+			      payload_host_uid(p, root), "no_new_privs", 1, "capabilities", "none", "environment",
+			      "scrubbed", "network", pol_net_name(p->net), "rlimits", nat_rlimits_json(p), "seccomp",
+			      s->filter.prog.len || s->sc_on ? json_string(sc_profile_name(p->seccomp)) : json_false(),
 			      "landlock", nat_landlock_json(s->ll_abi ? &s->landlock : NULL, s->ll_abi),
 			      /* no overlay: the directory itself, read-write, beyond --disk */
 			      "workdir", p->workdir ? "bind" : "none",
 			      /* airlock exec's files: read-only binds of files in the bundle (crun), or
 			       * copies of them, the sandbox user's, made by airlock-init (runsc) */
-			      "files", !p->nfiles ? "none" : d->runtime == OCI_RUNSC ? "copied" : "read-only", "cgroup", 0);
+			      "files",
+			      !p->nfiles		? "none"
+			      : d->runtime == OCI_RUNSC ? "copied"
+							: "read-only",
+			      "cgroup", 0);
 	if (e && d->enforced(e, p, root) < 0)
 		json_decref(steal_ptr(e));
 	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
@@ -450,8 +465,8 @@ static int start(const struct oci_child *c, const struct be_io *io, struct oci_s
 		oci_monitor_main(c);
 	}
 	if (*pid < 0)
-		return al_err(err, -*pid, "setup: starting the %s monitor: %s", c->runtime == OCI_RUNSC ? "gvisor" : "oci",
-			      strerror(-*pid));
+		return al_err(err, -*pid, "setup: starting the %s monitor: %s",
+			      c->runtime == OCI_RUNSC ? "gvisor" : "oci", strerror(-*pid));
 	int r = 0;
 	if (io->cg && cgfd < 0)
 		r = cg_attach(io->cg, *pid, err);
@@ -494,8 +509,8 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	if (r < 0)
 		return r;
 	if (access(d->path, X_OK) < 0)
-		return al_err(err, ENOENT, "the %s backend needs %s (Debian package %s): %s", d->name, d->path, d->package,
-			      strerror(errno));
+		return al_err(err, ENOENT, "the %s backend needs %s (Debian package %s): %s", d->name, d->path,
+			      d->package, strerror(errno));
 	struct oci_spawn s = {.sync_p = {-1, -1}, .status_p = {-1, -1}, .px_p = {-1, -1}, .init_p = {-1, -1}};
 	s.plan.sendfd_sock = -1;
 	pid_t pid;
@@ -503,11 +518,23 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	if ((r = prepare(&s, d, p, root, err)) < 0)
 		goto out;
 	struct oci_child c = {
-		.argv = s.argv, .cmd = p->argv[0], .log = s.log, .tmp = s.tmp, .runtime = d->runtime,
-		.sync_fd = s.sync_p[0], .status_fd = s.status_p[1], .stdin_fd = io->stdin_fd, .stdout_fd = io->stdout_fd,
-		.stderr_fd = io->stderr_fd, .proxy_sock = s.px_p[1], .init_r = s.init_p[0], .init_w = s.init_p[1],
-		.root = root, .mask_unified = hybrid_unified(),
-		.uid = getuid(), .gid = getgid(),
+		.argv = s.argv,
+		.cmd = p->argv[0],
+		.log = s.log,
+		.tmp = s.tmp,
+		.runtime = d->runtime,
+		.sync_fd = s.sync_p[0],
+		.status_fd = s.status_p[1],
+		.stdin_fd = io->stdin_fd,
+		.stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd,
+		.proxy_sock = s.px_p[1],
+		.init_r = s.init_p[0],
+		.init_w = s.init_p[1],
+		.root = root,
+		.mask_unified = hybrid_unified(),
+		.uid = getuid(),
+		.gid = getgid(),
 	};
 	if ((r = start(&c, io, &s, &pid, &pidfd, err)) < 0)
 		goto out;
