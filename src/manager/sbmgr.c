@@ -574,6 +574,8 @@ static bool cancelled_locked(struct srv_op *op)
 static int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, uint64_t wall_ms,
 		     struct al_error *err)
 {
+	if (!s) /* every caller has its sandbox by now; a turn in none is a bug, not a crash */
+		return al_err(err, EIO, "no sandbox");
 	unsigned max = m->o.cfg->server.max_execs;
 	uint64_t deadline = wall_ms == AL_UNLIMITED || wall_ms > UINT64_MAX - op->started_ms ? UINT64_MAX
 											     : op->started_ms + wall_ms;
