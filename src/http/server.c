@@ -164,7 +164,8 @@ void hx_server_free(struct hx_server *s)
 		return;
 	hx_sessions_free(s);
 	tl_catalog_clear(&s->cat);
-	explicit_bzero(s->tokens, s->ntokens * sizeof(*s->tokens));
+	if (s->tokens)
+		explicit_bzero(s->tokens, s->ntokens * sizeof(*s->tokens));
 	free(s->tokens);
 	mq_clear(&s->conns);
 	pthread_mutex_destroy(&s->conns_mu);

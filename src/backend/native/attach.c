@@ -208,11 +208,10 @@ static void *ready_main(void *arg)
 void be_held_exec_done(struct be_held *h, struct cg_job *cg)
 {
 	pthread_mutex_lock(&h->lock);
-	if (h->readying || h->done_cg) {
-		cg_destroy(cg); /* execs overlapped: this one's cgroup goes now */
-		cg = NULL;
-	}
-	h->done_cg = cg;
+	if (h->readying || h->done_cg)
+		cg_destroy(cg); /* execs overlapped: this one's cgroup goes now (the earlier one's is pending) */
+	else
+		h->done_cg = cg;
 	/* Without a thread the next exec does the work; without a cgroup there is nothing slow. */
 	if ((h->done_cg || h->spare_asked) && !h->readying && h->cg) {
 		pthread_attr_t a;
