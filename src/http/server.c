@@ -69,6 +69,7 @@ void hx_log(const struct hx_server *s, enum mcp_log_level level, const char *fmt
 	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive: ap was just started */
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	s->o.log(s->o.log_ctx, level, msg);
