@@ -386,14 +386,23 @@ int call_answer(struct mcp_session *s, const struct jr_message *m, json_t *out)
 	return answer(s, c, SRV_GATE_DECLINED, SRV_BY_ELICITATION, "denied: the user did not approve this call", out);
 }
 
+static struct call *first_expired(const struct mcp_session *s, uint64_t now)
+{
+	for (struct call *c = s->calls; c; c = c->next)
+		if (c->state == CALL_APPROVAL && c->deadline <= now)
+			return c;
+	return NULL;
+}
+
+/* Silence past the deadline denies. Ending one call may end others (the session sandbox's creation
+ * denied fails every call waiting for it), so the list is looked at afresh after each, never
+ * through a next pointer kept across the answer; each pass ends one call (bounded). */
 static int expire_approvals(struct mcp_session *s, json_t *out)
 {
 	uint64_t now = ses_now(s);
 	int r = 0;
-	for (struct call *c = s->calls, *next; c && r == 0; c = next) {
-		next = c->next;
-		if (c->state != CALL_APPROVAL || c->deadline > now)
-			continue;
+	struct call *c;
+	for (size_t left = s->n_calls; r == 0 && left-- && (c = first_expired(s, now));) {
 		r = give_up_asking(s, c, SRV_GATE_TIMED_OUT, "approval timed out", out);
 		if (r == 0)
 			r = answer(s, c, SRV_GATE_TIMED_OUT, SRV_BY_NOBODY, "denied: no approval before the timeout",
@@ -617,13 +626,21 @@ int call_poll(struct mcp_session *s, json_t *out)
 
 void call_cancel_all(struct mcp_session *s)
 {
-	for (struct call *c = s->calls, *next; c; c = next) {
-		next = c->next;
-		if (c->state == CALL_SANDBOX) {
+	/* Abandoning one call may end others (see expire_approvals): after each, look again from the
+	 * head; each pass ends one call (bounded). */
+	for (size_t left = s->n_calls; left--;) {
+		struct call *c = s->calls;
+		while (c && c->state != CALL_SANDBOX && c->state != CALL_APPROVAL)
+			c = c->next;
+		if (!c)
+			break;
+		if (c->state == CALL_SANDBOX)
 			call_free(s, c);
-		} else if (c->state == CALL_APPROVAL) {
+		else
 			abandon(s, c, NULL);
-		} else if (!c->cancelled) {
+	}
+	for (struct call *c = s->calls; c; c = c->next) {
+		if (c->state != CALL_SANDBOX && c->state != CALL_APPROVAL && !c->cancelled) {
 			c->cancelled = true;
 			svc_call_cancel(c->sc);
 		}
