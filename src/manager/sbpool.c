@@ -1,0 +1,152 @@
+/* sbpool.c — the warm pool, expiry and the housekeeping thread that makes every sandbox (see
+ * struct sbm): spares claimed and refilled, idle and old sandboxes destroyed. */
+#include "manager/sbmint.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/error.h"
+
+/* A warm spare of profile, now owner's (with the caller's reference), or NULL — also when owner
+ * holds its quota of sandboxes already (keep: the claim is listed as owner's, not a throwaway; the
+ * caller's own make-and-list then answers with the quota's error). */
+struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *owner, bool keep)
+{
+	pthread_mutex_lock(&m->mu);
+	struct sbx *s = keep && sbm_owned_locked(m, owner ? owner : "") >= sbm_quota_sandboxes(m) ? NULL : m->list;
+	while (s && !(s->pooled && strcmp(s->profile, profile) == 0))
+		s = s->next;
+	if (s) {
+		/* Its lifetime (server.max_lifetime) starts now: time as a spare is not the client's. */
+		s->pooled = false;
+		sbx_set_owner(s, owner); /* under the lock: nobody sees it unowned once it is not a spare */
+		s->created_ms = s->used_ms = sbm_now_ms();
+		s->refs++;
+	}
+	if (s) {
+		m->refill_after_ms = sbm_now_ms() + SBM_REFILL_DELAY_MS;
+		pthread_cond_signal(&m->hk_cv); /* refill, shortly */
+	}
+	pthread_mutex_unlock(&m->mu);
+	return s;
+}
+
+/* ---- expiry and the warm pool ------------------------------------------------------------ */
+
+/* One sweep: unlists what expired (returned in *dead, to be put outside the lock). */
+static struct sbx *expire_locked(struct sbm *m, uint64_t now)
+{
+	const struct cfg_server *c = &m->o.cfg->server;
+	struct sbx *dead = NULL;
+	for (struct sbx *s = m->list, *next; s; s = next) {
+		next = s->next;
+		bool idle = c->idle_ttl_ms && !s->pooled && s->refs == 1 && now - s->used_ms >= c->idle_ttl_ms;
+		bool old = c->max_lifetime_ms && now - s->created_ms >= c->max_lifetime_ms;
+		bool died = !al_sandbox_alive(s->sb) && s->refs == 1;
+		if (idle || old || died) {
+			sbx_unlist_locked(m, s);
+			m->st.expired++;
+			s->next = dead; /* the table's reference moves to the dead list */
+			dead = s;
+		}
+	}
+	return dead;
+}
+
+static unsigned pooled_locked(struct sbm *m, const char *profile)
+{
+	unsigned n = 0;
+	for (struct sbx *s = m->list; s; s = s->next)
+		n += s->pooled && strcmp(s->profile, profile) == 0;
+	return n;
+}
+
+/* Makes one missing spare, if any is missing: true when it made one (more may be missing). */
+static bool refill_one(struct sbm *m)
+{
+	const struct cfg_server *c = &m->o.cfg->server;
+	for (size_t i = 0; i < c->npool; i++) {
+		pthread_mutex_lock(&m->mu);
+		bool need = !m->stopping && pooled_locked(m, c->pool[i].profile) < c->pool[i].count;
+		pthread_mutex_unlock(&m->mu);
+		if (!need)
+			continue;
+		struct sbx *s = NULL;
+		struct al_error err = {0};
+		struct srv_limits lim = {0};
+		if (sbx_make_now(m, c->pool[i].profile, NULL, false, NULL, &lim, true, &s, &err) < 0)
+			return false; /* the next sweep tries again */
+		if (sbx_list(m, s, &err) < 0) {
+			sbx_free(s);
+			return false;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* Under m->mu: makes the queued sandboxes (the lock is dropped while each is made). */
+static void serve_queue_locked(struct sbm *m)
+{
+	while (m->queue) {
+		struct mkreq *q = m->queue;
+		m->queue = q->next;
+		pthread_mutex_unlock(&m->mu);
+		q->r = sbx_make_now(m, q->profile, q->image, q->network, q->hosts, q->lim, false, &q->s, &q->err);
+		pthread_mutex_lock(&m->mu);
+		q->done = true;
+		pthread_cond_broadcast(&m->cv);
+	}
+}
+
+void *sbm_housekeeper(void *arg)
+{
+	struct sbm *m = arg;
+	pthread_mutex_lock(&m->mu);
+	while (!m->stopping) {
+		serve_queue_locked(m);
+		uint64_t now = sbm_now_ms(), wait_ms = 1000;
+		bool more = false;
+		if (now < m->refill_after_ms) {
+			wait_ms = m->refill_after_ms - now;
+		} else {
+			pthread_mutex_unlock(&m->mu);
+			more = refill_one(m);
+			pthread_mutex_lock(&m->mu);
+		}
+		struct sbx *dead = m->stopping ? NULL : expire_locked(m, sbm_now_ms());
+		if (dead) {
+			pthread_mutex_unlock(&m->mu);
+			while (dead) {
+				struct sbx *next = dead->next;
+				sbx_put(m, dead);
+				dead = next;
+			}
+			pthread_mutex_lock(&m->mu);
+		}
+		if (!more && !m->queue && !m->stopping) {
+			struct timespec t;
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_sec += (time_t)(wait_ms / 1000);
+			t.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+			if (t.tv_nsec >= 1000000000L) {
+				t.tv_sec++;
+				t.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&m->hk_cv, &m->mu, &t);
+		}
+	}
+	/* Shutdown: whoever still waits for a sandbox gets none. */
+	while (m->queue) {
+		struct mkreq *q = m->queue;
+		m->queue = q->next;
+		q->r = al_err(&q->err, ESHUTDOWN, "the server is shutting down");
+		q->done = true;
+	}
+	pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+	return NULL;
+}
