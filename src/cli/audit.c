@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "config/units.h"
-#include "manager/audit.h"
+#include "audit/audit.h"
 #include "util/cleanup.h"
 
 #define FOLLOW_POLL_MS 200

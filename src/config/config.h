@@ -9,7 +9,7 @@
  *    file is fine: the embedded defaults (defaults.c) are a complete configuration.
  *  - The file is merged over the defaults: mappings key by key, so a file overrides only the
  *    keys it sets; a scalar or a list replaces the default's value whole (so a file's `rules:`
- *    is the whole rule list, in the order written: see manager/risk.h).
+ *    is the whole rule list, in the order written: see risk/risk.h).
  *  - The manager's sections (rules, approval, audit, server: server.c) spell their keys with
  *    underscores (approval_timeout, max_sandboxes), as the MCP tools' parameters do.
  *  - Strict: an unknown key, a duplicate key, a wrong type or a bad value is an error naming

@@ -9,7 +9,7 @@
 
 #include "config/config.h"
 #include "http/hx.h"
-#include "manager/audit.h"
+#include "audit/audit.h"
 #include "util/cleanup.h"
 
 #define AUDIT_LIMIT_DEFAULT 100

@@ -12,7 +12,7 @@
 
 #include <openssl/sha.h>
 
-#include "manager/audit.h"
+#include "audit/audit.h"
 
 struct apq_entry {
 	struct apq_entry *next;

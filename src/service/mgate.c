@@ -13,7 +13,7 @@
 
 #include "util/error.h"
 
-#include "manager/risk.h"
+#include "risk/risk.h"
 
 static void g_check(void *ctx, const char *tool, const json_t *args, struct srv_gate_decision *out)
 {

@@ -3,7 +3,7 @@
 #define AL_SERVICE_MGATE_H
 
 #include "config/config.h"
-#include "manager/audit.h"
+#include "audit/audit.h"
 #include "manager/gate.h"
 
 struct mgate {

@@ -9,7 +9,7 @@
 #include "config/config.h"
 #include "manager/api.h"
 #include "service/approval.h"
-#include "manager/audit.h"
+#include "audit/audit.h"
 #include "manager/gate.h"
 #include "service/mgate.h"
 #include "manager/sbmgr.h"

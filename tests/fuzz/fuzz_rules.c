@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "config/config.h"
-#include "manager/risk.h"
+#include "risk/risk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "manager/audit.h"
+#include "audit/audit.h"
 #include "service/mgate.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "config/config.h"
-#include "manager/risk.h"
+#include "risk/risk.h"
 #include "util/cleanup.h"
 
 static struct cfg *load(const char *yaml)

@@ -1,6 +1,6 @@
 /* risk.h — classifies each request to the server (LOW … CRITICAL) by the configuration's rules, and decides what the approval policy can decide alone. */
-#ifndef AL_MANAGER_RISK_H
-#define AL_MANAGER_RISK_H
+#ifndef AL_RISK_RISK_H
+#define AL_RISK_RISK_H
 
 /*
  * Order: rules are tried in the order the configuration lists them (a file's `rules:` replaces

@@ -1,5 +1,5 @@
 /* risk.c — first-match classification of requests by the configured rules, with every pattern match bounded in steps, memory and time. */
-#include "manager/risk.h"
+#include "risk/risk.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>

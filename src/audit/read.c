@@ -1,5 +1,5 @@
-/* auditread.c — the audit log's reader: whole records are delivered, torn and invalid lines skipped and counted; the check of a file's last line. */
-#include "manager/audit.h"
+/* read.c — the audit log's reader: whole records are delivered, torn and invalid lines skipped and counted; the check of a file's last line. */
+#include "audit/audit.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* audit.h — the server's append-only audit log: JSON Lines records (a durable start before a call runs, one at its end), written whole, read back skipping torn lines. */
-#ifndef AL_MANAGER_AUDIT_H
-#define AL_MANAGER_AUDIT_H
+#ifndef AL_AUDIT_AUDIT_H
+#define AL_AUDIT_AUDIT_H
 
 /*
  * A record (one line, keys in this order):
@@ -80,7 +80,7 @@
 
 #include "airlock/airlock.h"
 #include "config/config.h"
-#include "manager/risk.h"
+#include "risk/risk.h"
 
 #define AUDIT_EXCERPT_CHARS 80
 #define AUDIT_LINE_MAX	    (1u << 20) /* a reader skips longer lines; a writer refuses to write them */

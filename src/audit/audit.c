@@ -1,5 +1,5 @@
 /* audit.c — the audit log's writer: one write(2) per record on an O_APPEND descriptor, fsync, size rotation, a torn tail repaired on open, and the writer's health (see audit.h for the guarantees). */
-#include "manager/audit.h"
+#include "audit/audit.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
-/* auditrec.c — one audit record as JSON: its time, event, client, parameters reduced (code digested, secrets dropped), decision and result; shrunk to fit a line. Pure. */
-#include "manager/audit.h"
+/* record.c — one audit record as JSON: its time, event, client, parameters reduced (code digested, secrets dropped), decision and result; shrunk to fit a line. Pure. */
+#include "audit/audit.h"
 
 #include <ctype.h>
 #include <errno.h>
