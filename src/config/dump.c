@@ -284,6 +284,8 @@ static void manager(struct dumper *d, const struct cfg *c)
 	key_uint(d, "max_execs", s->max_execs);
 	key_str(d, "idle_ttl", s->idle_ttl);
 	key_str(d, "max_lifetime", s->max_lifetime);
+	if (s->request_timeout)
+		key_str(d, "request_timeout", s->request_timeout);
 	scalar(d, "pool");
 	map_start(d);
 	for (size_t i = 0; i < s->npool; i++)

@@ -74,6 +74,7 @@ void cfg_manager_free(struct cfg *c)
 	free(c->audit.rotate_size);
 	free(c->server.idle_ttl);
 	free(c->server.max_lifetime);
+	free(c->server.request_timeout);
 	for (size_t i = 0; i < c->server.npool; i++)
 		free(c->server.pool[i].profile);
 	free(c->server.pool);
@@ -525,6 +526,16 @@ static int s_max_lifetime(struct conv *c, const struct cfg_node *v, const char *
 	return duration(c, v, path, MAX_LIFETIME_MS, &s->max_lifetime, &s->max_lifetime_ms);
 }
 
+/* A client trickling a request holds a connection thread: each request gets this long to arrive. */
+static int s_request_timeout(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	struct cfg_server *s = &c->cfg->server;
+	int r = duration(c, v, path, 3600 * 1000, &s->request_timeout, &s->request_timeout_ms);
+	if (r == 0 && s->request_timeout_ms < 1000)
+		r = conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be at least 1s", v->text);
+	return r;
+}
+
 static int pool_entry(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i)
 {
 	struct cfg_pool *p = &c->cfg->server.pool[i];
@@ -651,6 +662,7 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 		{"max_execs", s_max_execs},
 		{"idle_ttl", s_idle_ttl},
 		{"max_lifetime", s_max_lifetime},
+		{"request_timeout", s_request_timeout},
 		{"pool", s_pool},
 		{"http", s_http},
 		{"socket", s_socket},
