@@ -81,10 +81,11 @@ EOF
 # On a hybrid cgroup host whose v2 hierarchy has a controller (this VM: hugetlb) crun 1.8 refuses
 # every container ("cgroups in hybrid mode not supported"; see bench/backends.sh). containerd,
 # its shims and the runtimes they run therefore live in a private mount namespace where an empty
-# tmpfs hides /sys/fs/cgroup/unified: every runtime, runc included, sees the same v1 layout.
+# tmpfs hides /sys/fs/cgroup/unified: every runtime, runc included, sees the same v1 layout
+# (crun still writes a cgroup.procs there, into the tmpfs: hence 1 MiB, not a page).
 hide=
 if [[ $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) == tmpfs && -n $(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null) ]]; then
-	hide='mount -t tmpfs -o size=4k,mode=755 airlock-bench-nocg /sys/fs/cgroup/unified && '
+	hide='mount -t tmpfs -o size=1m,mode=755 airlock-bench-nocg /sys/fs/cgroup/unified && '
 	note_hybrid="on this hybrid host /sys/fs/cgroup/unified is hidden from containerd and the runtimes (crun 1.8 refuses the layout)"
 fi
 unshare --mount --propagation private -- sh -c "${hide}exec containerd --config '$tmp/config.toml'" \
@@ -110,6 +111,15 @@ for i in "${!names[@]}"; do
 	cmd="ctr --address $sock --namespace airlock-bench run --rm --runc-binary ${bins[$i]} --runc-root $tmp/runc-root $image bench-${names[$i]} /usr/bin/true"
 	# shellcheck disable=SC2086 # split into words on purpose, as hyperfine -N does
 	check_runs "${names[$i]}" $cmd
+	# The image's Entrypoint (echo) would make any command "succeed": check that the command
+	# given is what ran, by its exit status, and (for runsc) that the kernel it saw is gVisor's.
+	rc=0
+	c run --rm --runc-binary "${bins[$i]}" --runc-root "$tmp/runc-root" "$image" "check-${names[$i]}" \
+		/bin/sh -c 'cat /proc/version >/proc/self/fd/1; exit 7' >"$tmp/version" 2>&1 || rc=$?
+	((rc == 7)) || die "${names[$i]}: a command exiting 7 ended with status $rc: $(cat "$tmp/version")"
+	if [[ ${names[$i]} == runsc ]] && cmp -s "$tmp/version" /proc/version; then
+		die "runsc: the container saw the host's kernel, not gVisor's"
+	fi
 	args+=(-n "${names[$i]}" "$cmd")
 done
 out=${BENCH_RESULTS:-$tmp}/ctr.json
