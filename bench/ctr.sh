@@ -101,7 +101,7 @@ c version >/dev/null 2>&1 || die "containerd did not answer on $sock: $(tail -n 
 
 python3 "$repo/tests/image/mkoci.py" oci-archive "$tmp/bb.tar"
 c images import --base-name airlock-bench/bb "$tmp/bb.tar" >/dev/null
-image=airlock-bench/bb:latest
+image="airlock-bench/bb:latest"
 
 # ---- time them ----------------------------------------------------------------------------------
 # One command per runtime, each with its own container id (--rm frees it before the next run)
