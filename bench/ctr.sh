@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctr.sh — the issue-20 benchmark: `ctr run --rm IMAGE /usr/bin/true` through containerd with airlock-runc, crun, runsc and runc as the runc shim's binary, as ratios.
+# ctr.sh — the issue-20 benchmark: `ctr run --rm IMAGE /bin/true` through containerd with airlock-runc, crun, runsc and runc as the runc shim's binary, as ratios.
 #
 # Not a test: it prints figures for bench/README.md. Everything is the script's own: a containerd
 # with its own root, state, socket and runtime root under a throwaway directory (never the system
@@ -8,7 +8,8 @@
 # with the same spec through the same shim (io.containerd.runc.v2 with --runc-binary), so the
 # difference is the runtime's own create + start + delete.
 # Usage: bench/ctr.sh   (root; AIRLOCK_RUNC=path to time another airlock-runc than
-#                       build/airlock-runc; WARMUP=N, RUNS=N; BENCH_RESULTS=dir keeps the JSON)
+#                       build/airlock-runc; WARMUP=N, RUNS=N, ROUNDS=N interleaved rounds;
+#                       BENCH_RESULTS=dir keeps the JSON)
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -106,9 +107,9 @@ image="airlock-bench/bb:latest"
 # ---- time them ----------------------------------------------------------------------------------
 # One command per runtime, each with its own container id (--rm frees it before the next run)
 # and its own runtime root beside containerd's state.
-args=()
+args=() cmds=()
 for i in "${!names[@]}"; do
-	cmd="ctr --address $sock --namespace airlock-bench run --rm --runc-binary ${bins[$i]} --runc-root $tmp/runc-root $image bench-${names[$i]} /usr/bin/true"
+	cmd="ctr --address $sock --namespace airlock-bench run --rm --runc-binary ${bins[$i]} --runc-root $tmp/runc-root $image bench-${names[$i]} /bin/true"
 	# shellcheck disable=SC2086 # split into words on purpose, as hyperfine -N does
 	check_runs "${names[$i]}" $cmd
 	# The image's Entrypoint (echo) would make any command "succeed": check that the command
@@ -121,10 +122,11 @@ for i in "${!names[@]}"; do
 		die "runsc: the container saw the host's kernel, not gVisor's"
 	fi
 	args+=(-n "${names[$i]}" "$cmd")
+	cmds+=("$cmd")
 done
 out=${BENCH_RESULTS:-$tmp}/ctr.json
 mkdir -p "$(dirname "$out")"
-echo "ctr run --rm $image /usr/bin/true, $warmup warm-up + $runs runs each; $(load_note)" >&2
+echo "ctr run --rm $image /bin/true, $warmup warm-up + $runs runs each; $(load_note)" >&2
 [[ -z ${note_hybrid:-} ]] || echo "note: $note_hybrid" >&2
 hyperfine -N -w "$warmup" -r "$runs" --export-json "$out" "${args[@]}" >&2
 
@@ -134,7 +136,7 @@ ref_median=$(json_query "$out" median "$ref")
 ref_min=$(json_query "$out" min "$ref")
 # Medians and minima both: on a loaded machine the minimum is the steadier figure of the two.
 echo
-echo "| runtime (ctr run --rm, /usr/bin/true) | median ms | min ms | median vs $ref | min vs $ref |"
+echo "| runtime (ctr run --rm, /bin/true) | median ms | min ms | median vs $ref | min vs $ref |"
 echo "|---|---:|---:|---:|---:|"
 for n in "${names[@]}"; do
 	m=$(json_query "$out" median "$n")
@@ -142,3 +144,28 @@ for n in "${names[@]}"; do
 	printf '| %s | %.1f | %.1f | %sx | %sx |\n' "$n" "$(awk -v v="$m" 'BEGIN{print v*1000}')" \
 		"$(awk -v v="$lo" 'BEGIN{print v*1000}')" "$(ratio "$m" "$ref_median")" "$(ratio "$lo" "$ref_min")"
 done
+
+# The same runs again, interleaved: one of each runtime per round, so that a burst of load from
+# other work on the machine falls on all of them alike rather than on whichever hyperfine timed
+# then. Wall time of each `ctr run` from the shell (date's nanoseconds; a fork+exec of date on
+# each side, the same for every runtime).
+rounds=${ROUNDS:-20}
+for ((r = 0; r < rounds; r++)); do
+	for i in "${!names[@]}"; do
+		# shellcheck disable=SC2206 # the command's words, as above
+		words=(${cmds[$i]})
+		t0=$(date +%s%N)
+		"${words[@]}" >/dev/null 2>&1 || die "${names[$i]}: round $r failed"
+		t1=$(date +%s%N)
+		echo $(((t1 - t0) / 1000)) >>"$tmp/round-${names[$i]}"
+	done
+done
+ref_round=$(median_of "$tmp/round-$ref")
+echo
+echo "| runtime, $rounds interleaved rounds | median ms | vs $ref |"
+echo "|---|---:|---:|"
+for n in "${names[@]}"; do
+	m=$(median_of "$tmp/round-$n")
+	printf '| %s | %.1f | %sx |\n' "$n" "$(awk -v v="$m" 'BEGIN{print v/1000}')" "$(ratio "$m" "$ref_round")"
+done
+echo "$(load_note) (after)" >&2
