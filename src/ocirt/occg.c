@@ -148,28 +148,32 @@ static int v1_limits(const char *dir, const char *ctrl, struct cg_create_arg *a)
 	return r;
 }
 
+/* v2: only the controllers this cgroup has (a hybrid host's unified hierarchy has none; its
+ * limits are then the v1 hierarchies' business, and ort_cg_create checks one took each). */
 static int v2_limits(const char *dir, struct cg_create_arg *a)
 {
-	char v[64];
+	char v[64], ctrls[256];
+	if (read_file(dir, "cgroup.controllers", ctrls, sizeof(ctrls)) < 0)
+		return 0;
 	int r = 0;
-	if (a->res->memory >= 0) {
+	if (a->res->memory >= 0 && strstr(ctrls, "memory")) {
 		snprintf(v, sizeof(v), "%" PRId64, a->res->memory);
 		if ((r = write_file(dir, "memory.max", v)) == 0)
 			a->mem = true;
 		write_file(dir, "memory.swap.max", "0");
 	}
-	if (r == 0 && a->res->pids > 0) {
+	if (r == 0 && a->res->pids > 0 && strstr(ctrls, "pids")) {
 		snprintf(v, sizeof(v), "%" PRId64, a->res->pids);
 		if ((r = write_file(dir, "pids.max", v)) == 0)
 			a->pids = true;
 	}
-	if (r == 0 && a->res->cpu_quota > 0) {
+	if (r == 0 && a->res->cpu_quota > 0 && strstr(ctrls, "cpu")) {
 		snprintf(v, sizeof(v), "%" PRId64 " %" PRIu64, a->res->cpu_quota,
 			 a->res->cpu_period ? a->res->cpu_period : 100000);
 		if ((r = write_file(dir, "cpu.max", v)) == 0)
 			a->cpu = true;
 	}
-	if (r == 0 && a->res->cpu_shares) {
+	if (r == 0 && a->res->cpu_shares && strstr(ctrls, "cpu")) {
 		/* The OCI spec's shares (2..262144) as v2's weight (1..10000), as runc converts. */
 		uint64_t s = a->res->cpu_shares < 2 ? 2 : a->res->cpu_shares > 262144 ? 262144 : a->res->cpu_shares;
 		snprintf(v, sizeof(v), "%" PRIu64, 1 + ((s - 2) * 9999) / 262142);
