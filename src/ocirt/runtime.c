@@ -341,7 +341,7 @@ int ort_delete(const struct ort_ctx *c, const char *id, bool force, struct al_er
 		return r;
 	bool stopped = strcmp(st.status, "stopped") == 0, created = strcmp(st.status, "created") == 0;
 	if (!stopped && !created && !force) {
-		r = al_err(err, EBUSY, "cannot delete container %s that is %s (stop it, or --force)", id, st.status);
+		r = al_err(err, EBUSY, "cannot delete container %s: it is %s, not stopped (kill it first, or --force)", id, st.status);
 		goto out;
 	}
 	/* Whatever is left (a created init, a forced delete, a process that escaped the pid
