@@ -93,10 +93,10 @@ static const char *need_id(int argc, char **argv)
 	return optind < argc ? argv[optind] : NULL;
 }
 
-#define NEED_ID(id)                                                                                                 \
-	do {                                                                                                        \
-		if (!(id))                                                                                          \
-			return oci_fail("%s: a container id is needed", argv[0]);                                    \
+#define NEED_ID(id)                                                               \
+	do {                                                                      \
+		if (!(id))                                                        \
+			return oci_fail("%s: a container id is needed", argv[0]); \
 	} while (0)
 
 static int cmd_create(const struct ort_ctx *c, int argc, char **argv)
@@ -249,7 +249,8 @@ static int cmd_ps(const struct ort_ctx *c, int argc, char **argv)
 
 static int cmd_events(const struct ort_ctx *c, int argc, char **argv)
 {
-	static const struct option opts[] = {{"stats", no_argument, NULL, 's'}, {"interval", required_argument, NULL, 'i'}, {0}};
+	static const struct option opts[] = {
+		{"stats", no_argument, NULL, 's'}, {"interval", required_argument, NULL, 'i'}, {0}};
 	bool stats = false;
 	int ch;
 	while ((ch = getopt_long(argc, argv, "+s", opts, NULL)) != -1) {
@@ -369,18 +370,20 @@ static int cmd_features(void)
 	const char *names[] = {"CAP_CHOWN", "CAP_KILL", "CAP_SETUID", "CAP_SETGID", "CAP_NET_BIND_SERVICE"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		json_array_append_new(caps, json_string(names[i]));
-	json_t *f = json_pack(
-		"{s:s,s:s,s:[],s:[sssssssssssssssssssssss],s:{s:[sssssss],s:o,s:{s:b,s:b,s:b},s:{s:b,s:[sssssss],s:[ss]},"
-		"s:{s:b},s:{s:b}},s:{s:s,s:s,s:s,s:s}}",
-		"ociVersionMin", "1.0.0", "ociVersionMax", "1.1.0", "hooks", "mountOptions", "ro", "rw", "nosuid", "suid",
-		"nodev", "dev", "noexec", "exec", "bind", "rbind", "private", "rprivate", "slave", "rslave", "relatime",
-		"norelatime", "strictatime", "noatime", "atime", "sync", "async", "unbindable", "runbindable", "linux",
-		"namespaces", "pid", "network", "ipc", "uts", "mount", "user", "cgroup", "capabilities", caps, "cgroup",
-		"v1", 1, "v2", 1, "systemd", 0, "seccomp", "enabled", 1, "actions", "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO",
-		"SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD", "SCMP_ACT_TRAP", "SCMP_ACT_LOG",
-		"archs", "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "apparmor", "enabled", 0, "selinux", "enabled", 0,
-		"annotations", "io.airlock.profile", "untrusted-code-read|untrusted-code-write|none", "io.airlock.net",
-		"none|pod|host", "io.airlock.seccomp", "default|config-only", "io.airlock.verdict", "/path");
+	json_t *f = json_pack("{s:s,s:s,s:[],s:[sssssssssssssssssssssss],s:{s:[sssssss],s:o,s:{s:b,s:b,s:b},s:{s:b,s:["
+			      "sssssss],s:[ss]},"
+			      "s:{s:b},s:{s:b}},s:{s:s,s:s,s:s,s:s}}",
+			      "ociVersionMin", "1.0.0", "ociVersionMax", "1.1.0", "hooks", "mountOptions", "ro", "rw",
+			      "nosuid", "suid", "nodev", "dev", "noexec", "exec", "bind", "rbind", "private",
+			      "rprivate", "slave", "rslave", "relatime", "norelatime", "strictatime", "noatime",
+			      "atime", "sync", "async", "unbindable", "runbindable", "linux", "namespaces", "pid",
+			      "network", "ipc", "uts", "mount", "user", "cgroup", "capabilities", caps, "cgroup", "v1",
+			      1, "v2", 1, "systemd", 0, "seccomp", "enabled", 1, "actions", "SCMP_ACT_ALLOW",
+			      "SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD",
+			      "SCMP_ACT_TRAP", "SCMP_ACT_LOG", "archs", "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "apparmor",
+			      "enabled", 0, "selinux", "enabled", 0, "annotations", "io.airlock.profile",
+			      "untrusted-code-read|untrusted-code-write|none", "io.airlock.net", "none|pod|host",
+			      "io.airlock.seccomp", "default|config-only", "io.airlock.verdict", "/path");
 	char *s = f ? json_dumps(f, JSON_INDENT(2)) : NULL;
 	if (s)
 		puts(s);

@@ -19,28 +19,46 @@ struct ort_payload {
 	struct ll_spec landlock; /* npaths == 0 and !on: none */
 	bool landlock_on;
 	struct ll_path *ll_paths;
-	struct sock_fprog config_sc;  /* the config's linux.seccomp, len 0: none */
-	struct sc_filter airlock_sc;  /* airlock's allowlist, prog.len 0: none */
-	char path_buf[4096];	      /* argv[0] resolved against PATH, by the child */
-	int fifo_fd;		      /* create: wait for start on it (read one byte); -1 for exec */
-	int console_fd;		      /* a connected console socket, or -1 */
-	int status_fd;		      /* records to the parent */
+	struct sock_fprog config_sc; /* the config's linux.seccomp, len 0: none */
+	struct sc_filter airlock_sc; /* airlock's allowlist, prog.len 0: none */
+	char path_buf[4096];	     /* argv[0] resolved against PATH, by the child */
+	int fifo_fd;		     /* create: wait for start on it (read one byte); -1 for exec */
+	int console_fd;		     /* a connected console socket, or -1 */
+	int status_fd;		     /* records to the parent */
 };
 
 /* Everything the container's init needs, prepared by create. */
 struct ort_init {
 	const struct ort_spec *s;
 	const struct ort_plan *plan;
-	int root_tree;		    /* open_tree clone of the rootfs, made by create (host's root) */
-	const int *bind_trees;	    /* per mount: open_tree clone of a bind's source (its flags set), or -1 */
-	int sync_fd;		    /* one byte: the id maps are written and the cgroup joined */
+	int root_tree;	       /* open_tree clone of the rootfs, made by create (host's root) */
+	const int *bind_trees; /* per mount: open_tree clone of a bind's source (its flags set), or -1 */
+	int sync_fd;	       /* one byte: the id maps are written and the cgroup joined */
 	struct ort_payload pl;
 };
 
 /* A failure in the child: stage, errno and a short static word; READY means waiting for start. */
-enum ort_stage { ORT_READY, ORT_SYNC, ORT_IDS, ORT_MOUNT, ORT_ROOT, ORT_DEV, ORT_MASK, ORT_PIVOT, ORT_HOST,
-		 ORT_CGROUPNS, ORT_TTY, ORT_RLIMIT, ORT_CAPS, ORT_NNP, ORT_LANDLOCK, ORT_SECCOMP, ORT_CWD, ORT_EXEC,
-		 ORT_SETNS };
+enum ort_stage {
+	ORT_READY,
+	ORT_SYNC,
+	ORT_IDS,
+	ORT_MOUNT,
+	ORT_ROOT,
+	ORT_DEV,
+	ORT_MASK,
+	ORT_PIVOT,
+	ORT_HOST,
+	ORT_CGROUPNS,
+	ORT_TTY,
+	ORT_RLIMIT,
+	ORT_CAPS,
+	ORT_NNP,
+	ORT_LANDLOCK,
+	ORT_SECCOMP,
+	ORT_CWD,
+	ORT_EXEC,
+	ORT_SETNS
+};
 struct ort_record {
 	int stage;
 	int err;

@@ -34,7 +34,7 @@
 static const struct {
 	const char *name;
 	int flag;
-} join_order[] = {{"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS},	 {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS},
+} join_order[] = {{"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS},	{"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS},
 		  {"net", CLONE_NEWNET},   {"cgroup", CLONE_NEWCGROUP}, {"pid", CLONE_NEWPID}};
 #define NJOIN (sizeof(join_order) / sizeof(join_order[0]))
 
@@ -217,8 +217,8 @@ int ort_exec(const struct ort_ctx *c, const char *id, const struct ort_exec_opts
 	close(x.status_p[1]);
 	close(x.pid_p[1]);
 	x.status_p[1] = x.pid_p[1] = -1;
-	if ((r = ort_cg_create(st.cgroup, &(struct ort_resources){.memory = -1, .pids = -1, .cpu_quota = -1}, jp, err)) <
-		    0 ||
+	if ((r = ort_cg_create(st.cgroup, &(struct ort_resources){.memory = -1, .pids = -1, .cpu_quota = -1}, jp,
+			       err)) < 0 ||
 	    write(x.sync_p[1], "g", 1) != 1) {
 		kill(jp, SIGKILL);
 		waitpid(jp, NULL, 0);

@@ -149,7 +149,7 @@ static void mount_one(const struct ort_init *in, int rootfd, size_t i)
 static void populate_dev(const struct ort_init *in, int rootfd)
 {
 	static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
-	static const char *const links[][2] = {{"fd", "/proc/self/fd"},	     {"stdin", "/proc/self/fd/0"},
+	static const char *const links[][2] = {{"fd", "/proc/self/fd"},	      {"stdin", "/proc/self/fd/0"},
 					       {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
 					       {"ptmx", "pts/ptmx"},	      {"core", "/proc/kcore"}};
 	int dev = open_in_root(rootfd, "/dev", O_PATH | O_DIRECTORY);

@@ -19,8 +19,8 @@
  * down first), and so are those nobody reads for a container. */
 static bool wanted_v1(const char *opts, char *name, size_t size)
 {
-	static const char *const ctrls[] = {"memory", "pids", "cpu", "cpuacct", "freezer", "blkio", "devices",
-					    "name=systemd"};
+	static const char *const ctrls[] = {"memory",  "pids",	"cpu",	   "cpuacct",
+					    "freezer", "blkio", "devices", "name=systemd"};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(ctrls); i++) {
 		char *p = strstr(opts, ctrls[i]);
 		size_t n = strlen(ctrls[i]);
@@ -209,7 +209,8 @@ int ort_cg_create(const char *path, const struct ort_resources *res, pid_t pid, 
 		return r;
 	/* An asked limit that no hierarchy took is refused, never silently dropped. */
 	if ((res->memory >= 0 && !a.mem) || (res->pids > 0 && !a.pids) || (res->cpu_quota > 0 && !a.cpu))
-		return al_err(err, ENOTSUP, "cgroup %s: a memory, pids or cpu limit of the config has no controller here", path);
+		return al_err(err, ENOTSUP,
+			      "cgroup %s: a memory, pids or cpu limit of the config has no controller here", path);
 	return 0;
 }
 
@@ -352,9 +353,12 @@ static int stats_one(const char *dir, const char *ctrl, int version, void *arg)
 	json_t *d = arg;
 	char buf[4096];
 	if (version == 1 && strcmp(ctrl, "memory") == 0) {
-		uint64_t use = read_file(dir, "memory.usage_in_bytes", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
-		uint64_t lim = read_file(dir, "memory.limit_in_bytes", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
-		uint64_t max = read_file(dir, "memory.max_usage_in_bytes", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
+		uint64_t use =
+			read_file(dir, "memory.usage_in_bytes", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
+		uint64_t lim =
+			read_file(dir, "memory.limit_in_bytes", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
+		uint64_t max =
+			read_file(dir, "memory.max_usage_in_bytes", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 		json_object_set_new(d, "memory",
 				    json_pack("{s:{s:I,s:I,s:I}}", "usage", "usage", (json_int_t)use, "limit",
 					      (json_int_t)lim, "max", (json_int_t)max));
@@ -364,11 +368,15 @@ static int stats_one(const char *dir, const char *ctrl, int version, void *arg)
 	} else if (version == 1 && strcmp(ctrl, "pids") == 0) {
 		uint64_t cur = read_file(dir, "pids.current", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 		uint64_t lim = read_file(dir, "pids.max", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
-		json_object_set_new(d, "pids", json_pack("{s:I,s:I}", "current", (json_int_t)cur, "limit", (json_int_t)lim));
-	} else if (version == 2 && read_file(dir, "cgroup.controllers", buf, sizeof(buf)) > 0 && strstr(buf, "memory")) {
+		json_object_set_new(d, "pids",
+				    json_pack("{s:I,s:I}", "current", (json_int_t)cur, "limit", (json_int_t)lim));
+	} else if (version == 2 && read_file(dir, "cgroup.controllers", buf, sizeof(buf)) > 0 &&
+		   strstr(buf, "memory")) {
 		uint64_t use = read_file(dir, "memory.current", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 		uint64_t lim = read_file(dir, "memory.max", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
-		json_object_set_new(d, "memory", json_pack("{s:{s:I,s:I}}", "usage", "usage", (json_int_t)use, "limit", (json_int_t)lim));
+		json_object_set_new(
+			d, "memory",
+			json_pack("{s:{s:I,s:I}}", "usage", "usage", (json_int_t)use, "limit", (json_int_t)lim));
 		uint64_t usec = read_file(dir, "cpu.stat", buf, sizeof(buf)) > 0 ? keyed(buf, "usage_usec") : 0;
 		json_object_set_new(d, "cpu", json_pack("{s:{s:I}}", "usage", "total", (json_int_t)(usec * 1000)));
 		uint64_t cur = read_file(dir, "pids.current", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;

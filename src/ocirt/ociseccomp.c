@@ -34,7 +34,8 @@ static int parse_action(json_t *j, json_t *errno_ret, uint32_t *out, struct al_e
 	else if (!strcmp(a, "SCMP_ACT_TRACE"))
 		*out = SCMP_ACT_TRACE((uint32_t)e);
 	else
-		return al_err(err, ENOTSUP, "linux.seccomp: action %s is not supported (SCMP_ACT_NOTIFY needs a listener)", a);
+		return al_err(err, ENOTSUP,
+			      "linux.seccomp: action %s is not supported (SCMP_ACT_NOTIFY needs a listener)", a);
 	return 0;
 }
 
@@ -43,8 +44,12 @@ static int parse_op(const char *op, enum scmp_compare *out)
 	static const struct {
 		const char *name;
 		enum scmp_compare op;
-	} ops[] = {{"SCMP_CMP_NE", SCMP_CMP_NE}, {"SCMP_CMP_LT", SCMP_CMP_LT}, {"SCMP_CMP_LE", SCMP_CMP_LE},
-		   {"SCMP_CMP_EQ", SCMP_CMP_EQ}, {"SCMP_CMP_GE", SCMP_CMP_GE}, {"SCMP_CMP_GT", SCMP_CMP_GT},
+	} ops[] = {{"SCMP_CMP_NE", SCMP_CMP_NE},
+		   {"SCMP_CMP_LT", SCMP_CMP_LT},
+		   {"SCMP_CMP_LE", SCMP_CMP_LE},
+		   {"SCMP_CMP_EQ", SCMP_CMP_EQ},
+		   {"SCMP_CMP_GE", SCMP_CMP_GE},
+		   {"SCMP_CMP_GT", SCMP_CMP_GT},
 		   {"SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ}};
 	for (size_t i = 0; op && i < AL_ARRAY_SIZE(ops); i++)
 		if (strcmp(ops[i].name, op) == 0) {
@@ -69,7 +74,8 @@ static int add_rule(scmp_filter_ctx ctx, const char *name, uint32_t act, json_t 
 		return al_err(err, EINVAL, "linux.seccomp: %s: more than %d argument rules", name, MAX_ARGS);
 	for (size_t i = 0; i < n; i++) {
 		json_t *a = json_array_get(args, i);
-		json_t *idx = json_object_get(a, "index"), *v = json_object_get(a, "value"), *v2 = json_object_get(a, "valueTwo");
+		json_t *idx = json_object_get(a, "index"), *v = json_object_get(a, "value"),
+		       *v2 = json_object_get(a, "valueTwo");
 		enum scmp_compare op;
 		if (!json_is_integer(idx) || json_integer_value(idx) < 0 || json_integer_value(idx) >= MAX_ARGS ||
 		    !json_is_integer(v) || (v2 && !json_is_integer(v2)) ||

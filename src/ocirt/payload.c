@@ -33,12 +33,24 @@
 #include "util/error.h"
 
 static const char *const stage_names[] = {
-	[ORT_READY] = "ready",	     [ORT_SYNC] = "sync",	    [ORT_IDS] = "ids",
-	[ORT_MOUNT] = "mount",	     [ORT_ROOT] = "rootfs",	    [ORT_DEV] = "/dev",
-	[ORT_MASK] = "masked/read-only paths", [ORT_PIVOT] = "pivot_root", [ORT_HOST] = "hostname",
-	[ORT_CGROUPNS] = "cgroup namespace", [ORT_TTY] = "terminal", [ORT_RLIMIT] = "rlimits",
-	[ORT_CAPS] = "capabilities", [ORT_NNP] = "no_new_privs",  [ORT_LANDLOCK] = "Landlock",
-	[ORT_SECCOMP] = "seccomp",   [ORT_CWD] = "cwd",		    [ORT_EXEC] = "exec",
+	[ORT_READY] = "ready",
+	[ORT_SYNC] = "sync",
+	[ORT_IDS] = "ids",
+	[ORT_MOUNT] = "mount",
+	[ORT_ROOT] = "rootfs",
+	[ORT_DEV] = "/dev",
+	[ORT_MASK] = "masked/read-only paths",
+	[ORT_PIVOT] = "pivot_root",
+	[ORT_HOST] = "hostname",
+	[ORT_CGROUPNS] = "cgroup namespace",
+	[ORT_TTY] = "terminal",
+	[ORT_RLIMIT] = "rlimits",
+	[ORT_CAPS] = "capabilities",
+	[ORT_NNP] = "no_new_privs",
+	[ORT_LANDLOCK] = "Landlock",
+	[ORT_SECCOMP] = "seccomp",
+	[ORT_CWD] = "cwd",
+	[ORT_EXEC] = "exec",
 	[ORT_SETNS] = "joining the container's namespaces",
 };
 
@@ -305,7 +317,8 @@ void ort_payload_free(struct ort_payload *pl)
 
 static int open_in_root(int rootfd, const char *path, int flags)
 {
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
 	return fd < 0 ? -errno : (int)fd;
 }
@@ -336,7 +349,8 @@ int ort_make_mount_point(int rootfd, const char *dest, bool file)
 				return parent;
 			bool last = save == 0;
 			if (last && file) {
-				int f = openat(parent, slash + 1, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+				int f = openat(parent, slash + 1, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+					       0644);
 				if (f < 0)
 					return -errno;
 				close(f);
@@ -397,8 +411,8 @@ int ort_open_trees(const struct ort_spec *s, int *root_tree, int *trees, struct 
 			a.attr_set |= MOUNT_ATTR_NODEV;
 		if (m->flags & MS_NOEXEC)
 			a.attr_set |= MOUNT_ATTR_NOEXEC;
-		if (a.attr_set && syscall(SYS_mount_setattr, trees[i], "", AT_EMPTY_PATH | (m->rec ? AT_RECURSIVE : 0), &a,
-					  sizeof(a)) < 0)
+		if (a.attr_set && syscall(SYS_mount_setattr, trees[i], "", AT_EMPTY_PATH | (m->rec ? AT_RECURSIVE : 0),
+					  &a, sizeof(a)) < 0)
 			return al_err_sys(err, errno, "bind mount %s: setting its flags", m->dest);
 	}
 	return 0;

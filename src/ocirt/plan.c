@@ -12,14 +12,15 @@
  * under a confined profile, rather than run without them (it asked for a different thing). The
  * rest of a config's capabilities are simply not granted (the ceiling is none). */
 static const char *const privileged_caps[] = {
-	"CAP_SYS_ADMIN",  "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_PTRACE",	   "CAP_SYS_BOOT",
-	"CAP_NET_ADMIN",  "CAP_BPF",	    "CAP_PERFMON",   "CAP_MAC_ADMIN",	   "CAP_MAC_OVERRIDE",
-	"CAP_SYS_TIME",	  "CAP_SYSLOG",	    "CAP_DAC_READ_SEARCH", "CAP_LINUX_IMMUTABLE", "CAP_AUDIT_CONTROL",
-	"CAP_SYS_PACCT",  "CAP_SYS_TTY_CONFIG", "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_CHECKPOINT_RESTORE",
+	"CAP_SYS_ADMIN",       "CAP_SYS_MODULE",      "CAP_SYS_RAWIO",	   "CAP_SYS_PTRACE",
+	"CAP_SYS_BOOT",	       "CAP_NET_ADMIN",	      "CAP_BPF",	   "CAP_PERFMON",
+	"CAP_MAC_ADMIN",       "CAP_MAC_OVERRIDE",    "CAP_SYS_TIME",	   "CAP_SYSLOG",
+	"CAP_DAC_READ_SEARCH", "CAP_LINUX_IMMUTABLE", "CAP_AUDIT_CONTROL", "CAP_SYS_PACCT",
+	"CAP_SYS_TTY_CONFIG",  "CAP_WAKE_ALARM",      "CAP_BLOCK_SUSPEND", "CAP_CHECKPOINT_RESTORE",
 };
 
 static const char *const namespace_words[ORT_NS__COUNT] = {
-	[ORT_NS_PID] = "pid", [ORT_NS_NET] = "network", [ORT_NS_IPC] = "ipc",	       [ORT_NS_UTS] = "uts",
+	[ORT_NS_PID] = "pid",	[ORT_NS_NET] = "network", [ORT_NS_IPC] = "ipc",	      [ORT_NS_UTS] = "uts",
 	[ORT_NS_MNT] = "mount", [ORT_NS_USER] = "user",	  [ORT_NS_CGROUP] = "cgroup",
 };
 
@@ -33,7 +34,8 @@ static int decide_profile(const struct ort_spec *s, struct ort_plan *plan, struc
 	} else if (strcmp(prof, "none") == 0) {
 		plan->profile = "none";
 	} else {
-		return al_err(err, EINVAL, "annotation %s=%s: unknown profile (untrusted-code-read, untrusted-code-write, none)",
+		return al_err(err, EINVAL,
+			      "annotation %s=%s: unknown profile (untrusted-code-read, untrusted-code-write, none)",
 			      ORT_ANN_PROFILE, prof);
 	}
 	plan->confined = strcmp(plan->profile, "none") != 0;
@@ -48,7 +50,8 @@ static int decide_network(const struct ort_spec *s, struct ort_plan *plan, struc
 	if (!net)
 		net = "none";
 	if (strcmp(net, "none") && strcmp(net, "pod") && strcmp(net, "host"))
-		return al_err(err, EINVAL, "annotation %s=%s: unknown network posture (none, pod, host)", ORT_ANN_NET, net);
+		return al_err(err, EINVAL, "annotation %s=%s: unknown network posture (none, pod, host)", ORT_ANN_NET,
+			      net);
 	bool host_net = !s->ns[ORT_NS_NET];
 	if (host_net && (plan->confined || strcmp(net, "host") != 0))
 		return al_err(err, EPERM,
@@ -82,14 +85,16 @@ static int decide_confinement(const struct ort_spec *s, const struct ort_plan *p
 	if (s->has_hooks)
 		return al_err(err, ENOTSUP, "config.json hooks are not supported (they would run as host root)");
 	if (s->has_sysctl)
-		return al_err(err, ENOTSUP, "linux.sysctl is not supported by airlock-runc (refused rather than ignored)");
+		return al_err(err, ENOTSUP,
+			      "linux.sysctl is not supported by airlock-runc (refused rather than ignored)");
 	if (s->has_selinux || s->has_intel_rdt)
 		return al_err(err, ENOTSUP, "linux.mountLabel and linux.intelRdt are not supported");
 	if (s->ndevices && plan->confined)
 		return al_err(err, EPERM, "linux.devices (device nodes) refused under profile %s", plan->profile);
 	for (size_t i = 0; i < s->nmounts; i++)
 		if (s->mounts[i].propag & (MS_SHARED))
-			return al_err(err, EPERM, "mount %s: shared propagation with the host is refused", s->mounts[i].dest);
+			return al_err(err, EPERM, "mount %s: shared propagation with the host is refused",
+				      s->mounts[i].dest);
 	return 0;
 }
 
@@ -104,7 +109,8 @@ static int decide_caps(const struct ort_spec *s, struct ort_plan *plan, struct a
 	for (size_t i = 0; i < AL_ARRAY_SIZE(privileged_caps); i++) {
 		int n = ort_cap_number(privileged_caps[i]);
 		if (n >= 0 && (asked & (1ull << n)))
-			return al_err(err, EPERM, "the config asks for %s (a privileged container): refused under profile %s",
+			return al_err(err, EPERM,
+				      "the config asks for %s (a privileged container): refused under profile %s",
 				      privileged_caps[i], plan->profile);
 	}
 	/* The ceiling of a confined profile is no capability at all: the process runs as airlock's
@@ -119,8 +125,9 @@ static int decide_ids(const struct ort_spec *s, bool is_root, struct ort_plan *p
 	if (s->ns[ORT_NS_USER]) {
 		for (size_t i = 0; i < s->nuidmap; i++)
 			if (plan->confined && s->uidmap[i].host == 0)
-				return al_err(err, EPERM, "linux.uidMappings maps container uid %u to host root: refused under "
-							  "profile %s",
+				return al_err(err, EPERM,
+					      "linux.uidMappings maps container uid %u to host root: refused under "
+					      "profile %s",
 					      s->uidmap[i].inside, plan->profile);
 		if (!s->nuidmap || !s->ngidmap)
 			return al_err(err, EINVAL, "a user namespace needs linux.uidMappings and linux.gidMappings");
@@ -129,8 +136,9 @@ static int decide_ids(const struct ort_spec *s, bool is_root, struct ort_plan *p
 	if (!plan->confined)
 		return 0;
 	if (!is_root)
-		return al_err(err, EPERM, "airlock-runc without a user namespace in the config needs root (it maps a "
-					  "range of ids)");
+		return al_err(err, EPERM,
+			      "airlock-runc without a user namespace in the config needs root (it maps a "
+			      "range of ids)");
 	plan->add_userns = true;
 	plan->id_base = AL_DEFAULT_ID_BASE;
 	return 0;
@@ -140,8 +148,9 @@ int ort_plan_decide(const struct ort_spec *s, bool is_root, struct ort_plan *pla
 {
 	memset(plan, 0, sizeof(*plan));
 	int r;
-	if ((r = decide_profile(s, plan, err)) < 0 || (r = decide_network(s, plan, err)) < 0 ||
-	    (r = decide_confinement(s, plan, err)) < 0 || (r = decide_caps(s, plan, err)) < 0 ||
+	/* Capabilities first: a privileged config is told so, whatever else it asks. */
+	if ((r = decide_profile(s, plan, err)) < 0 || (r = decide_caps(s, plan, err)) < 0 ||
+	    (r = decide_network(s, plan, err)) < 0 || (r = decide_confinement(s, plan, err)) < 0 ||
 	    (r = decide_ids(s, is_root, plan, err)) < 0)
 		return r;
 	const char *sc = ort_annotation(s, ORT_ANN_SECCOMP);

@@ -24,8 +24,8 @@
 bool ort_id_valid(const char *id)
 {
 	size_t n = strlen(id);
-	if (n == 0 || n > 128 || !((id[0] >= 'a' && id[0] <= 'z') || (id[0] >= 'A' && id[0] <= 'Z') ||
-				   (id[0] >= '0' && id[0] <= '9')))
+	if (n == 0 || n > 128 ||
+	    !((id[0] >= 'a' && id[0] <= 'z') || (id[0] >= 'A' && id[0] <= 'Z') || (id[0] >= '0' && id[0] <= '9')))
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-", id[i]))
@@ -84,7 +84,8 @@ int ort_state_load_spec(const char *bundle, struct ort_spec *s, struct al_error 
 		fclose(m);
 	if (!text)
 		return al_err(err, ENOMEM, "out of memory");
-	int r = len >= (16u << 20) ? al_err(err, EFBIG, "%s: larger than 16 MiB", p) : ort_spec_parse(text, len, bundle, s, err);
+	int r = len >= (16u << 20) ? al_err(err, EFBIG, "%s: larger than 16 MiB", p)
+				   : ort_spec_parse(text, len, bundle, s, err);
 	free(text);
 	return r;
 }
@@ -168,8 +169,9 @@ int ort_state_open(const char *root, const char *id, struct ort_loaded *st, stru
 	json_error_t je;
 	st->doc = json_load_file(p, 0, &je);
 	if (!st->doc) {
-		r = access(st->dir, F_OK) == 0 && errno != ENOENT ? al_err(err, EIO, "%s: %s", p, je.text)
-								    : al_err(err, ENOENT, "container %s does not exist", id);
+		r = access(st->dir, F_OK) == 0 && errno != ENOENT
+			    ? al_err(err, EIO, "%s: %s", p, je.text)
+			    : al_err(err, ENOENT, "container %s does not exist", id);
 		ort_loaded_free(st);
 		return r;
 	}
@@ -213,7 +215,8 @@ int ort_fifo_release(const char *dir, struct al_error *err)
 	snprintf(p, sizeof(p), "%s/" FIFO, dir);
 	cleanup_close int fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENXIO ? al_err(err, ESRCH, "the container's init is gone") : al_err_sys(err, errno, "%s", p);
+		return errno == ENXIO ? al_err(err, ESRCH, "the container's init is gone")
+				      : al_err_sys(err, errno, "%s", p);
 	/* Removed first: from here on the container counts as running, so a second start is refused. */
 	unlink(p);
 	if (write(fd, "0", 1) != 1)

@@ -178,7 +178,8 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 	if (cr->spec.proc.terminal && (cr->init.pl.console_fd = connect_console(o->console_socket, err)) < 0)
 		return cr->init.pl.console_fd;
 	if (cr->spec.cgroups_path)
-		cr->cgpath = strdup(cr->spec.cgroups_path[0] == '/' ? cr->spec.cgroups_path + 0 : cr->spec.cgroups_path);
+		cr->cgpath =
+			strdup(cr->spec.cgroups_path[0] == '/' ? cr->spec.cgroups_path + 0 : cr->spec.cgroups_path);
 	else if (asprintf(&cr->cgpath, "/airlock-runc/%s", id) < 0)
 		cr->cgpath = NULL;
 	if (cr->cgpath && cr->cgpath[0] != '/') {
@@ -247,10 +248,16 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 	cr.init.pl.fifo_fd = cr.init.pl.console_fd = -1;
 	if ((r = prepare(&cr, dir, id, o, err)) < 0 || (r = spawn(&cr, err)) < 0)
 		goto fail;
-	struct ort_saved sv = {.id = id, .pid = cr.pid, .bundle = o->bundle, .rootfs = cr.spec.root,
-			       .cgroup = cr.cgpath, .annotations = cr.spec.annotations, .profile = cr.plan.profile,
+	struct ort_saved sv = {.id = id,
+			       .pid = cr.pid,
+			       .bundle = o->bundle,
+			       .rootfs = cr.spec.root,
+			       .cgroup = cr.cgpath,
+			       .annotations = cr.spec.annotations,
+			       .profile = cr.plan.profile,
 			       .verdict = cr.plan.verdict};
-	if ((r = ort_state_save(dir, &sv, err)) < 0 || (o->pid_file && (r = write_pid_file(o->pid_file, cr.pid, err)) < 0))
+	if ((r = ort_state_save(dir, &sv, err)) < 0 ||
+	    (o->pid_file && (r = write_pid_file(o->pid_file, cr.pid, err)) < 0))
 		goto fail;
 	run_free(&cr);
 	return 0;
@@ -303,9 +310,9 @@ int ort_state(const struct ort_ctx *c, const char *id, char **json, struct al_er
 	int r = ort_state_open(c->root, id, &st, err);
 	if (r < 0)
 		return r;
-	json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:s}", "ociVersion", "1.0.2", "id", id, "status",
-			      st.status, "pid", strcmp(st.status, "stopped") == 0 ? 0 : (int)st.pid, "bundle",
-			      st.bundle, "rootfs", st.rootfs, "created", st.created, "owner", "");
+	json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:s}", "ociVersion", "1.0.2", "id", id, "status", st.status,
+			      "pid", strcmp(st.status, "stopped") == 0 ? 0 : (int)st.pid, "bundle", st.bundle, "rootfs",
+			      st.rootfs, "created", st.created, "owner", "");
 	if (o && st.annotations)
 		json_object_set(o, "annotations", st.annotations);
 	*json = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
@@ -341,7 +348,8 @@ int ort_delete(const struct ort_ctx *c, const char *id, bool force, struct al_er
 		return r;
 	bool stopped = strcmp(st.status, "stopped") == 0, created = strcmp(st.status, "created") == 0;
 	if (!stopped && !created && !force) {
-		r = al_err(err, EBUSY, "cannot delete container %s: it is %s, not stopped (kill it first, or --force)", id, st.status);
+		r = al_err(err, EBUSY, "cannot delete container %s: it is %s, not stopped (kill it first, or --force)",
+			   id, st.status);
 		goto out;
 	}
 	/* Whatever is left (a created init, a forced delete, a process that escaped the pid
@@ -413,8 +421,9 @@ int ort_update(const struct ort_ctx *c, const char *id, const char *resources, s
 	cleanup_free char *text = NULL;
 	struct ort_spec s;
 	/* The resources object is parsed as a config's linux.resources, by the same code. */
-	if (asprintf(&text, "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/\"},\"process\":{\"args\":[\"-\"]},"
-			    "\"linux\":{\"resources\":%s}}",
+	if (asprintf(&text,
+		     "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/\"},\"process\":{\"args\":[\"-\"]},"
+		     "\"linux\":{\"resources\":%s}}",
 		     resources) < 0) {
 		r = al_err(err, ENOMEM, "out of memory");
 		goto out;

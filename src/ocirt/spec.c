@@ -14,14 +14,46 @@
 #include "util/error.h"
 
 static const char *const cap_names[] = {
-	"CAP_CHOWN",		"CAP_DAC_OVERRIDE",   "CAP_DAC_READ_SEARCH", "CAP_FOWNER",	   "CAP_FSETID",
-	"CAP_KILL",		"CAP_SETGID",	      "CAP_SETUID",	     "CAP_SETPCAP",	   "CAP_LINUX_IMMUTABLE",
-	"CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",  "CAP_NET_ADMIN",	     "CAP_NET_RAW",	   "CAP_IPC_LOCK",
-	"CAP_IPC_OWNER",	"CAP_SYS_MODULE",     "CAP_SYS_RAWIO",	     "CAP_SYS_CHROOT",	   "CAP_SYS_PTRACE",
-	"CAP_SYS_PACCT",	"CAP_SYS_ADMIN",      "CAP_SYS_BOOT",	     "CAP_SYS_NICE",	   "CAP_SYS_RESOURCE",
-	"CAP_SYS_TIME",		"CAP_SYS_TTY_CONFIG", "CAP_MKNOD",	     "CAP_LEASE",	   "CAP_AUDIT_WRITE",
-	"CAP_AUDIT_CONTROL",	"CAP_SETFCAP",	      "CAP_MAC_OVERRIDE",    "CAP_MAC_ADMIN",	   "CAP_SYSLOG",
-	"CAP_WAKE_ALARM",	"CAP_BLOCK_SUSPEND",  "CAP_AUDIT_READ",	     "CAP_PERFMON",	   "CAP_BPF",
+	"CAP_CHOWN",
+	"CAP_DAC_OVERRIDE",
+	"CAP_DAC_READ_SEARCH",
+	"CAP_FOWNER",
+	"CAP_FSETID",
+	"CAP_KILL",
+	"CAP_SETGID",
+	"CAP_SETUID",
+	"CAP_SETPCAP",
+	"CAP_LINUX_IMMUTABLE",
+	"CAP_NET_BIND_SERVICE",
+	"CAP_NET_BROADCAST",
+	"CAP_NET_ADMIN",
+	"CAP_NET_RAW",
+	"CAP_IPC_LOCK",
+	"CAP_IPC_OWNER",
+	"CAP_SYS_MODULE",
+	"CAP_SYS_RAWIO",
+	"CAP_SYS_CHROOT",
+	"CAP_SYS_PTRACE",
+	"CAP_SYS_PACCT",
+	"CAP_SYS_ADMIN",
+	"CAP_SYS_BOOT",
+	"CAP_SYS_NICE",
+	"CAP_SYS_RESOURCE",
+	"CAP_SYS_TIME",
+	"CAP_SYS_TTY_CONFIG",
+	"CAP_MKNOD",
+	"CAP_LEASE",
+	"CAP_AUDIT_WRITE",
+	"CAP_AUDIT_CONTROL",
+	"CAP_SETFCAP",
+	"CAP_MAC_OVERRIDE",
+	"CAP_MAC_ADMIN",
+	"CAP_SYSLOG",
+	"CAP_WAKE_ALARM",
+	"CAP_BLOCK_SUSPEND",
+	"CAP_AUDIT_READ",
+	"CAP_PERFMON",
+	"CAP_BPF",
 	"CAP_CHECKPOINT_RESTORE",
 };
 
@@ -37,9 +69,9 @@ static const struct {
 	const char *name;
 	int flag;
 } ns_names[ORT_NS__COUNT] = {
-	[ORT_NS_PID] = {"pid", CLONE_NEWPID},	     [ORT_NS_NET] = {"network", CLONE_NEWNET},
-	[ORT_NS_IPC] = {"ipc", CLONE_NEWIPC},	     [ORT_NS_UTS] = {"uts", CLONE_NEWUTS},
-	[ORT_NS_MNT] = {"mount", CLONE_NEWNS},	     [ORT_NS_USER] = {"user", CLONE_NEWUSER},
+	[ORT_NS_PID] = {"pid", CLONE_NEWPID},	       [ORT_NS_NET] = {"network", CLONE_NEWNET},
+	[ORT_NS_IPC] = {"ipc", CLONE_NEWIPC},	       [ORT_NS_UTS] = {"uts", CLONE_NEWUTS},
+	[ORT_NS_MNT] = {"mount", CLONE_NEWNS},	       [ORT_NS_USER] = {"user", CLONE_NEWUSER},
 	[ORT_NS_CGROUP] = {"cgroup", CLONE_NEWCGROUP},
 };
 
@@ -52,12 +84,14 @@ static const struct {
 	const char *name;
 	int resource;
 } rlimit_names[] = {
-	{"RLIMIT_CPU", RLIMIT_CPU},	    {"RLIMIT_FSIZE", RLIMIT_FSIZE},	{"RLIMIT_DATA", RLIMIT_DATA},
-	{"RLIMIT_STACK", RLIMIT_STACK},	    {"RLIMIT_CORE", RLIMIT_CORE},	{"RLIMIT_RSS", RLIMIT_RSS},
-	{"RLIMIT_NPROC", RLIMIT_NPROC},	    {"RLIMIT_NOFILE", RLIMIT_NOFILE},	{"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
-	{"RLIMIT_AS", RLIMIT_AS},	    {"RLIMIT_LOCKS", RLIMIT_LOCKS},	{"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
-	{"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE}, {"RLIMIT_NICE", RLIMIT_NICE},	{"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
-	{"RLIMIT_RTTIME", RLIMIT_RTTIME},
+	{"RLIMIT_CPU", RLIMIT_CPU},	      {"RLIMIT_FSIZE", RLIMIT_FSIZE},
+	{"RLIMIT_DATA", RLIMIT_DATA},	      {"RLIMIT_STACK", RLIMIT_STACK},
+	{"RLIMIT_CORE", RLIMIT_CORE},	      {"RLIMIT_RSS", RLIMIT_RSS},
+	{"RLIMIT_NPROC", RLIMIT_NPROC},	      {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+	{"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},   {"RLIMIT_AS", RLIMIT_AS},
+	{"RLIMIT_LOCKS", RLIMIT_LOCKS},	      {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
+	{"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE}, {"RLIMIT_NICE", RLIMIT_NICE},
+	{"RLIMIT_RTPRIO", RLIMIT_RTPRIO},     {"RLIMIT_RTTIME", RLIMIT_RTTIME},
 };
 
 /* Mount options that are flags; the rest go to the filesystem as data. clear: the option
@@ -67,22 +101,37 @@ static const struct {
 	unsigned long flag;
 	bool clear;
 } mount_flags[] = {
-	{"ro", MS_RDONLY, false},	   {"rw", MS_RDONLY, true},	      {"nosuid", MS_NOSUID, false},
-	{"suid", MS_NOSUID, true},	   {"nodev", MS_NODEV, false},	      {"dev", MS_NODEV, true},
-	{"noexec", MS_NOEXEC, false},	   {"exec", MS_NOEXEC, true},	      {"sync", MS_SYNCHRONOUS, false},
-	{"async", MS_SYNCHRONOUS, true},   {"dirsync", MS_DIRSYNC, false},    {"mand", MS_MANDLOCK, false},
-	{"nomand", MS_MANDLOCK, true},	   {"noatime", MS_NOATIME, false},    {"atime", MS_NOATIME, true},
-	{"nodiratime", MS_NODIRATIME, false}, {"diratime", MS_NODIRATIME, true}, {"relatime", MS_RELATIME, false},
-	{"norelatime", MS_RELATIME, true}, {"strictatime", MS_STRICTATIME, false}, {"nostrictatime", MS_STRICTATIME, true},
+	{"ro", MS_RDONLY, false},
+	{"rw", MS_RDONLY, true},
+	{"nosuid", MS_NOSUID, false},
+	{"suid", MS_NOSUID, true},
+	{"nodev", MS_NODEV, false},
+	{"dev", MS_NODEV, true},
+	{"noexec", MS_NOEXEC, false},
+	{"exec", MS_NOEXEC, true},
+	{"sync", MS_SYNCHRONOUS, false},
+	{"async", MS_SYNCHRONOUS, true},
+	{"dirsync", MS_DIRSYNC, false},
+	{"mand", MS_MANDLOCK, false},
+	{"nomand", MS_MANDLOCK, true},
+	{"noatime", MS_NOATIME, false},
+	{"atime", MS_NOATIME, true},
+	{"nodiratime", MS_NODIRATIME, false},
+	{"diratime", MS_NODIRATIME, true},
+	{"relatime", MS_RELATIME, false},
+	{"norelatime", MS_RELATIME, true},
+	{"strictatime", MS_STRICTATIME, false},
+	{"nostrictatime", MS_STRICTATIME, true},
 };
 
 static const struct {
 	const char *name;
 	unsigned long flag;
 } propag_names[] = {
-	{"private", MS_PRIVATE},	    {"rprivate", MS_PRIVATE | MS_REC},	   {"shared", MS_SHARED},
-	{"rshared", MS_SHARED | MS_REC},    {"slave", MS_SLAVE},		   {"rslave", MS_SLAVE | MS_REC},
-	{"unbindable", MS_UNBINDABLE},	    {"runbindable", MS_UNBINDABLE | MS_REC},
+	{"private", MS_PRIVATE},       {"rprivate", MS_PRIVATE | MS_REC},
+	{"shared", MS_SHARED},	       {"rshared", MS_SHARED | MS_REC},
+	{"slave", MS_SLAVE},	       {"rslave", MS_SLAVE | MS_REC},
+	{"unbindable", MS_UNBINDABLE}, {"runbindable", MS_UNBINDABLE | MS_REC},
 };
 
 /* ---- small strict accessors -------------------------------------------------------- */
@@ -227,7 +276,8 @@ static int parse_user(json_t *u, struct ort_process *p, struct al_error *err)
 		return r;
 	json_t *g = json_object_get(u, "additionalGids");
 	if (g && (!json_is_array(g) || json_array_size(g) > ORT_MAX_GIDS))
-		return al_err(err, EINVAL, "config.json: process.user.additionalGids: an array of at most %d", ORT_MAX_GIDS);
+		return al_err(err, EINVAL, "config.json: process.user.additionalGids: an array of at most %d",
+			      ORT_MAX_GIDS);
 	for (size_t i = 0; g && i < json_array_size(g); i++)
 		if ((r = want_u32(json_array_get(g, i), "additionalGids[]", &p->gids[p->ngids++], err)) < 0)
 			return r;
@@ -444,7 +494,8 @@ static int parse_resources(json_t *j, struct ort_resources *res, struct al_error
 		return 0;
 	if (!json_is_object(j))
 		return al_err(err, EINVAL, "config.json: linux.resources must be an object");
-	json_t *mem = json_object_get(j, "memory"), *pids = json_object_get(j, "pids"), *cpu = json_object_get(j, "cpu");
+	json_t *mem = json_object_get(j, "memory"), *pids = json_object_get(j, "pids"),
+	       *cpu = json_object_get(j, "cpu");
 	res->memory = int_or(json_object_get(mem, "limit"), -1);
 	res->pids = int_or(json_object_get(pids, "limit"), -1);
 	res->cpu_quota = int_or(json_object_get(cpu, "quota"), -1);
@@ -476,10 +527,11 @@ static int parse_linux(json_t *l, struct ort_spec *s, struct al_error *err)
 	if (cg && (r = dup_string(cg, "linux.cgroupsPath", &s->cgroups_path, err)) < 0)
 		return r;
 	if (s->cgroups_path && (strstr(s->cgroups_path, "..") || strchr(s->cgroups_path, ':')))
-		return al_err(err, EINVAL,
-			      "config.json: linux.cgroupsPath %s: '..' is refused, and systemd's slice:prefix:name form "
-			      "is not supported (--systemd-cgroup)",
-			      s->cgroups_path);
+		return al_err(
+			err, EINVAL,
+			"config.json: linux.cgroupsPath %s: '..' is refused, and systemd's slice:prefix:name form "
+			"is not supported (--systemd-cgroup)",
+			s->cgroups_path);
 	json_t *sc = json_object_get(l, "seccomp");
 	if (sc && !json_is_null(sc))
 		s->seccomp = json_incref(sc);

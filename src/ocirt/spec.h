@@ -51,32 +51,41 @@ struct ort_process {
 };
 
 /* Namespace types by index (clone flags in ort_ns_flag). */
-enum ort_ns { ORT_NS_PID, ORT_NS_NET, ORT_NS_IPC, ORT_NS_UTS, ORT_NS_MNT, ORT_NS_USER, ORT_NS_CGROUP, ORT_NS__COUNT };
+enum ort_ns {
+	ORT_NS_PID,
+	ORT_NS_NET,
+	ORT_NS_IPC,
+	ORT_NS_UTS,
+	ORT_NS_MNT,
+	ORT_NS_USER,
+	ORT_NS_CGROUP,
+	ORT_NS__COUNT
+};
 
 struct ort_resources {
-	int64_t memory;	    /* bytes, -1: none */
-	int64_t pids;	    /* -1: none */
-	int64_t cpu_quota;  /* microseconds per period, -1: none */
+	int64_t memory;	     /* bytes, -1: none */
+	int64_t pids;	     /* -1: none */
+	int64_t cpu_quota;   /* microseconds per period, -1: none */
 	uint64_t cpu_period; /* 0: default */
 	uint64_t cpu_shares; /* 0: none */
 };
 
 struct ort_spec {
-	char *root;	     /* the rootfs, absolute (joined with the bundle) */
+	char *root; /* the rootfs, absolute (joined with the bundle) */
 	bool root_ro;
 	struct ort_process proc;
 	char *hostname;
 	struct ort_mount *mounts;
 	size_t nmounts;
-	bool ns[ORT_NS__COUNT];	     /* a namespace of this type is asked for */
+	bool ns[ORT_NS__COUNT];	      /* a namespace of this type is asked for */
 	char *ns_path[ORT_NS__COUNT]; /* ... joined at this path instead of a new one */
 	struct ort_idmap uidmap[ORT_MAX_IDMAPS], gidmap[ORT_MAX_IDMAPS];
 	size_t nuidmap, ngidmap;
 	char **masked, **readonly; /* NULL-terminated */
 	char *cgroups_path;	   /* NULL: the runtime chooses */
 	struct ort_resources res;
-	json_t *seccomp;	/* linux.seccomp as given, or NULL */
-	json_t *annotations;	/* object, or NULL */
+	json_t *seccomp;	   /* linux.seccomp as given, or NULL */
+	json_t *annotations;	   /* object, or NULL */
 	unsigned long root_propag; /* linux.rootfsPropagation, 0: rprivate */
 	size_t ndevices;	   /* linux.devices entries (refused unless profile none) */
 	bool has_sysctl, has_apparmor, has_selinux, has_hooks, has_intel_rdt;
@@ -84,10 +93,10 @@ struct ort_spec {
 
 /* What airlock makes of a spec under a profile (ort_plan_decide). */
 struct ort_plan {
-	bool confined;	     /* a confined profile (anything but "none") */
-	const char *profile; /* static */
-	bool add_userns;     /* the config has no user namespace: airlock adds one mapping 0..65535 */
-	uint32_t id_base;    /* host id of container id 0 when add_userns */
+	bool confined;	      /* a confined profile (anything but "none") */
+	const char *profile;  /* static */
+	bool add_userns;      /* the config has no user namespace: airlock adds one mapping 0..65535 */
+	uint32_t id_base;     /* host id of container id 0 when add_userns */
 	bool airlock_seccomp; /* airlock's default allowlist, stacked on the config's filter */
 	bool landlock;
 	bool nnp;
