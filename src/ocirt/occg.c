@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -359,9 +360,12 @@ static int stats_one(const char *dir, const char *ctrl, int version, void *arg)
 			read_file(dir, "memory.limit_in_bytes", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 		uint64_t max =
 			read_file(dir, "memory.max_usage_in_bytes", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
+		uint64_t ooms = 0;
+		if (read_file(dir, "memory.oom_control", buf, sizeof(buf)) > 0)
+			cg_parse_oom_control(buf, &ooms);
 		json_object_set_new(d, "memory",
-				    json_pack("{s:{s:I,s:I,s:I}}", "usage", "usage", (json_int_t)use, "limit",
-					      (json_int_t)lim, "max", (json_int_t)max));
+				    json_pack("{s:{s:I,s:I,s:I},s:I}", "usage", "usage", (json_int_t)use, "limit",
+					      (json_int_t)lim, "max", (json_int_t)max, "oom_kills", (json_int_t)ooms));
 	} else if (version == 1 && strcmp(ctrl, "cpuacct") == 0) {
 		uint64_t total = read_file(dir, "cpuacct.usage", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 		json_object_set_new(d, "cpu", json_pack("{s:{s:I}}", "usage", "total", (json_int_t)total));
@@ -374,9 +378,13 @@ static int stats_one(const char *dir, const char *ctrl, int version, void *arg)
 		   strstr(buf, "memory")) {
 		uint64_t use = read_file(dir, "memory.current", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 		uint64_t lim = read_file(dir, "memory.max", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
-		json_object_set_new(
-			d, "memory",
-			json_pack("{s:{s:I,s:I}}", "usage", "usage", (json_int_t)use, "limit", (json_int_t)lim));
+		uint64_t peak = read_file(dir, "memory.peak", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0,
+			 ooms = 0;
+		if (read_file(dir, "memory.events", buf, sizeof(buf)) > 0)
+			cg_parse_memory_events(buf, &ooms);
+		json_object_set_new(d, "memory",
+				    json_pack("{s:{s:I,s:I,s:I},s:I}", "usage", "usage", (json_int_t)use, "limit",
+					      (json_int_t)lim, "max", (json_int_t)peak, "oom_kills", (json_int_t)ooms));
 		uint64_t usec = read_file(dir, "cpu.stat", buf, sizeof(buf)) > 0 ? keyed(buf, "usage_usec") : 0;
 		json_object_set_new(d, "cpu", json_pack("{s:{s:I}}", "usage", "total", (json_int_t)(usec * 1000)));
 		uint64_t cur = read_file(dir, "pids.current", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;

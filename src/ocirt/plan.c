@@ -164,7 +164,7 @@ int ort_plan_decide(const struct ort_spec *s, bool is_root, struct ort_plan *pla
 	/* no_new_privs is airlock's floor under a confined profile, whatever the config says. */
 	plan->nnp = plan->confined || s->proc.nnp;
 	plan->verdict = ort_annotation(s, ORT_ANN_VERDICT);
-	if (plan->verdict && plan->verdict[0] != '/')
-		return al_err(err, EINVAL, "annotation %s must be an absolute path", ORT_ANN_VERDICT);
+	if (plan->verdict && !plan->verdict[0])
+		return al_err(err, EINVAL, "annotation %s is empty", ORT_ANN_VERDICT);
 	return 0;
 }

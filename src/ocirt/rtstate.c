@@ -15,6 +15,7 @@
 
 #include "cgroup/cgroup.h"
 #include "occg.h"
+#include "record.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -129,6 +130,8 @@ int ort_state_save(const char *dir, const struct ort_saved *sv, struct al_error 
 			      (json_int_t)start, "profile", sv->profile, "verdict", sv->verdict);
 	if (o && sv->annotations)
 		json_object_set(o, "annotations", sv->annotations);
+	if (o && sv->enforced)
+		json_object_set(o, "enforced", sv->enforced);
 	char p[4200], tmp[4210];
 	snprintf(p, sizeof(p), "%s/" STATE, dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
@@ -183,6 +186,7 @@ int ort_state_open(const char *root, const char *id, struct ort_loaded *st, stru
 		return al_err(err, EIO, "%s: malformed", p);
 	}
 	st->annotations = json_object_get(st->doc, "annotations");
+	st->enforced = json_object_get(st->doc, "enforced");
 	st->pid = (pid_t)pid;
 	st->status = status_of(st, (uint64_t)start);
 	return 0;
@@ -224,7 +228,13 @@ int ort_fifo_release(const char *dir, struct al_error *err)
 	return 0;
 }
 
-void ort_state_finish(const struct ort_loaded *st)
+void ort_state_finish(const struct ort_loaded *st, const char *status)
 {
-	(void)st;
+	json_t *usage = ort_usage_json(st->cgroup);
+	struct al_error e = {0};
+	const char *id = strrchr(st->dir, '/') + 1;
+	if (st->verdict)
+		ort_verdict_write(st->verdict, id, status, usage, st->enforced, st->created, &e);
+	ort_audit(false, id, NULL, usage, status, &e);
+	json_decref(usage);
 }

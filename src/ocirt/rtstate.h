@@ -13,6 +13,7 @@ struct ort_saved {
 	const char *id, *bundle, *rootfs, *cgroup, *profile, *verdict;
 	pid_t pid;
 	json_t *annotations;
+	json_t *enforced;
 };
 
 /* A container as read back, with its status now. */
@@ -20,7 +21,7 @@ struct ort_loaded {
 	char *dir;
 	json_t *doc; /* state.json; the strings below point into it */
 	const char *bundle, *rootfs, *created, *cgroup, *profile, *verdict;
-	json_t *annotations;
+	json_t *annotations, *enforced;
 	pid_t pid;
 	int pidfd;	    /* the init, -1 once it is gone */
 	const char *status; /* created, running, paused, stopped (static) */
@@ -37,8 +38,9 @@ int ort_state_save(const char *dir, const struct ort_saved *sv, struct al_error 
 /* -ENOENT: "container ID does not exist". */
 int ort_state_open(const char *root, const char *id, struct ort_loaded *st, struct al_error *err);
 void ort_loaded_free(struct ort_loaded *st);
-/* On delete: the verdict file the annotation asked for, and the audit record. Best effort. */
-void ort_state_finish(const struct ort_loaded *st);
+/* On delete, before the cgroup goes: the verdict file the annotation asked for, and the audit
+ * record's end, with the cgroup's figures. status: stopped, or killed (a forced delete). Best effort. */
+void ort_state_finish(const struct ort_loaded *st, const char *status);
 
 /* The exec fifo: made and opened read-write by create (held by the init, which then reads it:
  * a read-write open never blocks, and the init is its only reader); `start` opens it for

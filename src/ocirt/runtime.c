@@ -37,6 +37,7 @@
 #include "backend/native/pidfd.h"
 #include "ctr.h"
 #include "occg.h"
+#include "record.h"
 #include "rtstate.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -132,6 +133,7 @@ struct create_run {
 	pid_t pid;
 	int pidfd;
 	char *cgpath;
+	json_t *enforced;
 };
 
 static void run_free(struct create_run *cr)
@@ -153,6 +155,7 @@ static void run_free(struct create_run *cr)
 	ort_payload_free(&cr->init.pl);
 	ort_spec_free(&cr->spec);
 	free(cr->cgpath);
+	json_decref(cr->enforced);
 }
 
 /* Parse, decide, prepare: everything that allocates, before clone3. */
@@ -189,7 +192,21 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 		free(cr->cgpath);
 		cr->cgpath = abs;
 	}
-	return cr->cgpath ? 0 : al_err(err, ENOMEM, "out of memory");
+	if (!cr->cgpath || !(cr->enforced = ort_enforced_json(&cr->spec, &cr->plan, &cr->init.pl)))
+		return al_err(err, ENOMEM, "out of memory");
+	if (cr->plan.verdict && (r = ort_verdict_prepare(cr->plan.verdict, err)) < 0)
+		return r;
+	/* The audit record is durable before the container's init exists, or nothing runs. */
+	json_t *args = json_array();
+	for (char **a = cr->spec.proc.argv; args && *a; a++)
+		json_array_append_new(args, json_string(*a));
+	json_t *params = json_pack("{s:s,s:s,s:o,s:O}", "bundle", o->bundle, "rootfs", cr->spec.root, "args", args,
+				   "enforced", cr->enforced);
+	r = params ? ort_audit(true, id, params, NULL, "started", err) : al_err(err, ENOMEM, "out of memory");
+	json_decref(params);
+	if (r < 0)
+		al_err_prefix(err, "audit record (nothing runs without it)");
+	return r;
 }
 
 /* The child's one report: ready, or the step that failed. */
@@ -255,7 +272,8 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 			       .cgroup = cr.cgpath,
 			       .annotations = cr.spec.annotations,
 			       .profile = cr.plan.profile,
-			       .verdict = cr.plan.verdict};
+			       .verdict = cr.plan.verdict,
+			       .enforced = cr.enforced};
 	if ((r = ort_state_save(dir, &sv, err)) < 0 ||
 	    (o->pid_file && (r = write_pid_file(o->pid_file, cr.pid, err)) < 0))
 		goto fail;
@@ -269,6 +287,11 @@ fail:
 	}
 	if (cr.cgpath)
 		ort_cg_remove(cr.cgpath);
+	/* The start record is closed: this container never ran (a refusal before it has none). */
+	if (cr.enforced) {
+		struct al_error e2 = {0};
+		ort_audit(false, id, NULL, NULL, "setup_error", &e2);
+	}
 	run_free(&cr);
 	ort_state_rmdir(dir);
 	return r;
@@ -357,8 +380,9 @@ int ort_delete(const struct ort_ctx *c, const char *id, bool force, struct al_er
 	if (!stopped && st.pidfd >= 0)
 		pfd_send_signal(st.pidfd, SIGKILL);
 	ort_cg_kill(st.cgroup, SIGKILL);
+	/* Read before the cgroup goes: the record of what the container used. */
+	ort_state_finish(&st, stopped ? "stopped" : "killed");
 	ort_cg_remove(st.cgroup);
-	ort_state_finish(&st);
 	ort_state_rmdir(st.dir);
 	r = 0;
 out:

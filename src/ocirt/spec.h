@@ -102,7 +102,7 @@ struct ort_plan {
 	bool nnp;
 	struct ort_caps caps; /* what the process gets: config ∩ profile ceiling */
 	bool net_join;	      /* joins a network namespace by path (io.airlock.net=pod) */
-	const char *verdict;  /* io.airlock.verdict path, or NULL (borrowed from the spec) */
+	const char *verdict;  /* io.airlock.verdict: a file beneath the verdict directory, or NULL (borrowed) */
 };
 
 #define ORT_ANN_PROFILE "io.airlock.profile"

@@ -36,6 +36,8 @@ json.dump(c, open(os.path.join(d, "config.json"), "w"))
 EOF
 }
 oci() { al_run oci --root "$state" "$@"; }
+# The audit log and the verdicts of this test's containers stay in its directory.
+export AIRLOCK_AUDIT="$work/audit/audit.jsonl" AIRLOCK_VERDICT_DIR="$work/verdicts"
 status_of() { oci state "$1"; al_json_get "$AL_OUT" status; }
 wait_status() { # ID STATUS
 	for _ in $(seq 50); do [ "$(status_of "$1")" = "$2" ] && return 0; sleep 0.1; done
@@ -77,7 +79,7 @@ oci delete --force nosuch
 al_assert_rc 0
 
 # ---- create, double create, start, state transitions -----------------------------------------------
-mkbundle "$work/c1" "[\"sh\", \"-c\", \"echo started-$mark; exec sleep 60\"]"
+mkbundle "$work/c1" "[\"sh\", \"-c\", \"echo started-$mark; exec sleep 60\"]" 'c["annotations"] = {"io.airlock.verdict": "c1.json"}' 
 oci create --bundle "$work/c1" --pid-file "$work/c1.pid" c1
 al_assert_rc 0
 c1out=$AL_OUT_FILE # create's stdout is the container's
@@ -164,6 +166,18 @@ al_assert_rc 1
 [ ! -d "$(cg_dir c1)" ] || al_fail "delete left the cgroup $(cg_dir c1)"
 al_pass "delete removed the state and the cgroup"
 
+# ---- the verdict the annotation asked for, and the audit records ---------------------------------
+v="$AIRLOCK_VERDICT_DIR/c1.json"
+[ -s "$v" ] || al_fail "no verdict at $v"
+al_assert_eq "$(al_json_get "$v" id)" c1 "verdict: id"
+al_assert_eq "$(al_json_get "$v" status)" stopped "verdict: status"
+al_assert_eq "$(al_json_get "$v" usage.pids.limit)" 64 "verdict: the cgroup's figures"
+al_assert_eq "$(al_json_get "$v" enforced.capabilities)" none "verdict: no capabilities"
+al_assert_eq "$(al_json_get "$v" enforced.id_map.host_base)" "$AL_ID_BASE" "verdict: the id map"
+events=$("$AL_PY" -c 'import json, sys
+print(" ".join(r["event"] + ":" + r["result"]["status"] for r in map(json.loads, open(sys.argv[1])) if r["sandbox"] == "c1"))' "$AIRLOCK_AUDIT")
+al_assert_eq "$events" "start:started end:stopped" "audit records of c1"
+
 # ---- delete of a created container: the process never runs ------------------------------------------
 mkbundle "$work/c2" "[\"/probe/al-probe\", \"write\", \"/tmp/never\", \"x\"]"
 oci create --bundle "$work/c2" c2
@@ -191,6 +205,11 @@ refuse hostpid 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] 
 refuse badprof 'c["annotations"] = {"io.airlock.profile": "lenient"}' "unknown profile"
 refuse hooks 'c["hooks"] = {"prestart": [{"path": "/bin/true"}]}' "hooks"
 refuse noexe 'c["process"]["args"] = ["/no/such/program"]' "/no/such/program"
+refuse vout 'c["annotations"] = {"io.airlock.verdict": "/etc/passwd"}' "outside the verdict directory"
+ln -s /etc "$AIRLOCK_VERDICT_DIR/link"
+refuse vlink 'c["annotations"] = {"io.airlock.verdict": "link/passwd"}' "io.airlock.verdict"
+refuse vdots 'c["annotations"] = {"io.airlock.verdict": "../x.json"}' "io.airlock.verdict"
+[ ! -e "$work/x.json" ] || al_fail "a verdict was written above the verdict directory"
 
 # ---- airlock-runc is the same program ---------------------------------------------------------------
 "$(dirname "$AIRLOCK")/airlock-runc" --root "$state" state nosuch 2>"$work/runc.err" && al_fail "airlock-runc state of an unknown id succeeded"
