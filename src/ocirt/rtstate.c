@@ -48,7 +48,16 @@ int ort_state_mkdir(const char *root, const char *id, char **dir, struct al_erro
 	int r = container_dir(root, id, dir, err);
 	if (r < 0)
 		return r;
-	if (mkdir(root, 0700) < 0 && errno != EEXIST)
+	/* The root and its parents, as runc makes them (containerd's is <runc-root>/<namespace>). */
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", root);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(buf, 0711);
+			*p = '/';
+		}
+	if (mkdir(root, 0711) < 0 && errno != EEXIST)
 		return al_err_sys(err, errno, "state root %s", root);
 	if (mkdir(*dir, 0711) < 0)
 		return errno == EEXIST ? al_err(err, EEXIST, "container with id %s already exists", id)

@@ -42,7 +42,10 @@ state = "$work/state"
 [plugins."io.containerd.grpc.v1.cri"]
   disable = true
 EOF
-al_bg containerd --config "$work/config.toml" --log-level warn
+# The shim passes containerd's environment on to airlock-runc: the audit log and the verdicts
+# of this test's containers stay in its directory.
+al_bg env AIRLOCK_AUDIT="$work/audit.jsonl" AIRLOCK_VERDICT_DIR="$work/verdicts" \
+	containerd --config "$work/config.toml" --log-level warn
 cd_pid=$AL_BG_PID
 C=(ctr -a "$sock" -n "$ns")
 for _ in $(seq 100); do "${C[@]}" version >/dev/null 2>&1 && break; sleep 0.1; done
@@ -54,7 +57,6 @@ cleanup_cd() {
 	"${C[@]}" image rm bb:latest >/dev/null 2>&1
 	kill "$cd_pid" 2>/dev/null
 	wait "$cd_pid" 2>/dev/null
-	rmdir "/run/containerd/runc/$ns" 2>/dev/null
 	local h
 	for h in /sys/fs/cgroup/*/"$ns" /sys/fs/cgroup/"$ns"; do [ ! -d "$h" ] || rmdir "$h" 2>/dev/null || true; done
 	return 0
@@ -66,16 +68,27 @@ trap 'cleanup_cd; al_inner_cleanup' EXIT
 PROBE=(--mount "type=bind,src=$AL_PROBE_DIR,dst=/probe,options=rbind:ro")
 crun() { # ctr run through airlock-runc; sets AL_RC, AL_OUT, AL_ERR
 	AL_RC=0
-	"${C[@]}" run --runc-binary "$RUNC" "$@" >"$work/out" 2>"$work/err" || AL_RC=$?
+	"${C[@]}" run --runc-binary "$RUNC" --runc-root "$work/runc" "$@" >"$work/out" 2>"$work/err" || AL_RC=$?
 	AL_OUT=$(cat "$work/out")
 	AL_ERR=$(cat "$work/err")
 	al_log "ctr run $* -> rc $AL_RC"
 }
 
 # ---- output and exit code ---------------------------------------------------------------------------
-crun --rm bb:latest r1 sh -c "echo out-$mark; exit 3"
+crun --rm --annotation io.airlock.verdict=r1.json bb:latest r1 sh -c "echo out-$mark; exit 3"
 al_assert_eq "$AL_RC" 3 "ctr run's exit code is the container's"
 al_assert_contains "$AL_OUT" "out-$mark" "ctr run's stdout is the container's"
+al_assert_eq "$(al_json_get "$work/verdicts/r1.json" status)" stopped "the verdict io.airlock.verdict asked for"
+al_assert_eq "$(al_json_get "$work/verdicts/r1.json" enforced.seccomp.airlock)" default "verdict: airlock's allowlist"
+grep -q '"sandbox":"r1".*"event":"end"\|"event":"end".*"sandbox":"r1"' "$work/audit.jsonl" || al_fail "no audit end record for r1"
+
+# ---- the config's own seccomp profile (ctr --seccomp) is stacked on airlock's; a terminal ------------
+crun --rm --seccomp bb:latest r5 sh -c 'grep Seccomp_filters /proc/self/status'
+al_assert_contains "$AL_OUT" "Seccomp_filters:	2" "the config's filter and airlock's allowlist, both"
+AL_RC=0
+out=$(script -qec "ctr -a $sock -n $ns run --rm -t --runc-binary $RUNC --runc-root $work/runc bb:latest r6 sh -c 'tty; exit 6'" /dev/null) || AL_RC=$?
+al_assert_eq "$AL_RC" 6 "ctr run -t: the exit code through a terminal"
+al_assert_contains "$out" "/dev/pts/0" "ctr run -t: the process has the console socket's pty"
 
 # ---- confinement, judged from outside -----------------------------------------------------------------
 al_listen "$work/listen.log"
@@ -116,7 +129,7 @@ al_assert_contains "$("${C[@]}" task ls)" "STOPPED" "ctr task kill"
 "${C[@]}" task rm d1 >/dev/null
 "${C[@]}" c rm d1
 al_wait_marker_gone "$mark-d1" 5 || al_fail "a process of d1 outlived ctr task rm"
-[ ! -e "/run/containerd/runc/$ns/d1" ] || al_fail "airlock-runc's state of d1 is left"
+[ ! -e "$work/runc/$ns/d1" ] || al_fail "airlock-runc's state of d1 is left"
 [ ! -d "/sys/fs/cgroup/pids/$ns/d1" ] && [ ! -d "/sys/fs/cgroup/$ns/d1" ] || al_fail "d1's cgroup is left"
 al_pass "nothing of d1 is left after ctr task rm and ctr c rm"
 
@@ -127,8 +140,8 @@ shim=$(pgrep -f -- "-namespace $ns -id d2 " | head -n1)
 [ -n "$shim" ] || al_fail "no shim for d2"
 kill -KILL "$shim"
 al_wait_marker_gone "$mark-d2" 10 || al_fail "d2 outlived its killed shim"
-for _ in $(seq 50); do [ -e "/run/containerd/runc/$ns/d2" ] || break; sleep 0.1; done
-[ ! -e "/run/containerd/runc/$ns/d2" ] || al_fail "airlock-runc's state of d2 is left after the shim died"
+for _ in $(seq 50); do [ -e "$work/runc/$ns/d2" ] || break; sleep 0.1; done
+[ ! -e "$work/runc/$ns/d2" ] || al_fail "airlock-runc's state of d2 is left after the shim died"
 "${C[@]}" task rm -f d2 >/dev/null 2>&1 || true
 "${C[@]}" c rm d2
 al_pass "nothing of d2 is left after its shim was killed"
@@ -141,3 +154,5 @@ crun --rm --net-host bb:latest r4 true
 [ "$AL_RC" != 0 ] || al_fail "a host-network container ran"
 al_assert_contains "$AL_ERR" "host's network" "ctr run --net-host is refused"
 "${C[@]}" c rm r3 r4 >/dev/null 2>&1 || true
+[ -z "$(ls -A "$work/runc/$ns")" ] || al_fail "airlock-runc's state is left: $(ls "$work/runc/$ns")"
+al_pass "no container state is left under --runc-root"
