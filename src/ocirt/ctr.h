@@ -57,7 +57,8 @@ enum ort_stage {
 	ORT_SECCOMP,
 	ORT_CWD,
 	ORT_EXEC,
-	ORT_SETNS
+	ORT_SETNS,
+	ORT_SYSCTL
 };
 struct ort_record {
 	int stage;

@@ -138,6 +138,13 @@ static void mount_one(const struct ort_init *in, int rootfd, size_t i)
 		 * what runc does for sysfs there; we refuse instead of widening. */
 		DIE(in, ORT_MOUNT, errno, m->dest);
 	}
+	if (!m->bind && m->propag) {
+		/* As for binds: the descriptor names the mount point, the new mount is on top. */
+		close(fd);
+		if ((fd = open_in_root(rootfd, m->dest, O_PATH)) < 0)
+			DIE(in, ORT_MOUNT, -fd, m->dest);
+		fd_path(tgt, fd);
+	}
 	if (m->propag && mount(NULL, tgt, NULL, m->propag, NULL) < 0)
 		DIE(in, ORT_MOUNT, errno, m->dest);
 	close(fd);
@@ -171,6 +178,20 @@ static void populate_dev(const struct ort_init *in, int rootfd)
 		if (symlinkat(links[i][1], dev, links[i][0]) < 0 && errno != EEXIST)
 			DIE(in, ORT_DEV, errno, links[i][0]);
 	close(dev);
+}
+
+/* linux.sysctl, through the container's own /proc (plan.c allowed only its namespaces'
+ * settings), before readonlyPaths makes /proc/sys read-only. */
+static void write_sysctls(const struct ort_init *in, int rootfd)
+{
+	for (size_t i = 0; i < in->s->nsysctls; i++) {
+		const struct ort_sysctl *sc = &in->s->sysctls[i];
+		int fd = open_in_root(rootfd, sc->path, O_WRONLY);
+		size_t len = strlen(sc->value);
+		if (fd < 0 || write(fd, sc->value, len) != (ssize_t)len)
+			DIE(in, ORT_SYSCTL, fd < 0 ? -fd : errno, sc->key);
+		close(fd);
+	}
 }
 
 /* maskedPaths: /dev/null over files, an empty read-only tmpfs over directories. readonlyPaths:
@@ -230,6 +251,7 @@ static void build_root(const struct ort_init *in)
 	for (size_t i = 0; i < s->nmounts; i++)
 		mount_one(in, rootfd, i);
 	populate_dev(in, rootfd);
+	write_sysctls(in, rootfd);
 	mask_paths(in, rootfd);
 	if (fchdir(rootfd) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
 	    chdir("/") < 0)

@@ -52,6 +52,7 @@ static const char *const stage_names[] = {
 	[ORT_CWD] = "cwd",
 	[ORT_EXEC] = "exec",
 	[ORT_SETNS] = "joining the container's namespaces",
+	[ORT_SYSCTL] = "linux.sysctl",
 };
 
 const char *ort_stage_name(int stage)
@@ -137,8 +138,16 @@ _Noreturn void ort_payload_main(struct ort_payload *pl)
 	/* A session of its own unless the terminal made one: no TIOCSTI into the caller's tty. */
 	if (getsid(0) != getpid())
 		setsid();
+	/* As airlock's rl_apply: a limit above the current hard one (which a user namespace's root
+	 * cannot raise) is clamped to it, stricter than asked, never weaker. */
 	for (size_t i = 0; i < p->nrlimits; i++) {
-		struct rlimit rl = {.rlim_cur = p->rlimits[i].soft, .rlim_max = p->rlimits[i].hard};
+		struct rlimit cur, rl = {.rlim_cur = p->rlimits[i].soft, .rlim_max = p->rlimits[i].hard};
+		if (getrlimit(p->rlimits[i].resource, &cur) == 0 && cur.rlim_max != RLIM_INFINITY) {
+			if (rl.rlim_max > cur.rlim_max)
+				rl.rlim_max = cur.rlim_max;
+			if (rl.rlim_cur > rl.rlim_max)
+				rl.rlim_cur = rl.rlim_max;
+		}
 		if (setrlimit(p->rlimits[i].resource, &rl) < 0)
 			PDIE(pl, ORT_RLIMIT, errno, NULL);
 	}

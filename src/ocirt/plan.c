@@ -67,6 +67,38 @@ static int decide_network(const struct ort_spec *s, struct ort_plan *plan, struc
 	return 0;
 }
 
+/* linux.sysctl: only the kernel's namespaced settings, of a namespace the container has of its
+ * own (a write there changes nothing outside it); anything else would be the host's. */
+static int decide_sysctls(const struct ort_spec *s, struct al_error *err)
+{
+	static const struct {
+		const char *prefix;
+		enum ort_ns ns;
+	} allowed[] = {{"net.", ORT_NS_NET},
+		       {"kernel.shm", ORT_NS_IPC},
+		       {"kernel.msg", ORT_NS_IPC},
+		       {"kernel.sem", ORT_NS_IPC},
+		       {"fs.mqueue.", ORT_NS_IPC},
+		       {"kernel.hostname", ORT_NS_UTS},
+		       {"kernel.domainname", ORT_NS_UTS}};
+	for (size_t i = 0; i < s->nsysctls; i++) {
+		const char *k = s->sysctls[i].key;
+		size_t a = 0;
+		while (a < AL_ARRAY_SIZE(allowed) && strncmp(k, allowed[a].prefix, strlen(allowed[a].prefix)) != 0)
+			a++;
+		if (a == AL_ARRAY_SIZE(allowed))
+			return al_err(err, EPERM,
+				      "linux.sysctl %s is not a namespaced setting: refused (it is the host's)", k);
+		if (!s->ns[allowed[a].ns] || s->ns_path[allowed[a].ns])
+			return al_err(
+				err, EPERM,
+				"linux.sysctl %s: the container has no %s namespace of its own: refused (it would "
+				"change one it shares)",
+				k, namespace_words[allowed[a].ns]);
+	}
+	return 0;
+}
+
 /* A confined container has every namespace of its own (a pod's network excepted), no devices
  * beyond the fixed set, no hooks and nothing airlock cannot enforce. */
 static int decide_confinement(const struct ort_spec *s, const struct ort_plan *plan, struct al_error *err)
@@ -84,9 +116,9 @@ static int decide_confinement(const struct ort_spec *s, const struct ort_plan *p
 		return al_err(err, ENOTSUP, "joining an existing user or cgroup namespace is not supported");
 	if (s->has_hooks)
 		return al_err(err, ENOTSUP, "config.json hooks are not supported (they would run as host root)");
-	if (s->has_sysctl)
-		return al_err(err, ENOTSUP,
-			      "linux.sysctl is not supported by airlock-runc (refused rather than ignored)");
+	int r = decide_sysctls(s, err);
+	if (r < 0)
+		return r;
 	if (s->has_selinux || s->has_intel_rdt)
 		return al_err(err, ENOTSUP, "linux.mountLabel and linux.intelRdt are not supported");
 	if (s->ndevices && plan->confined)

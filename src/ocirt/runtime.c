@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -158,6 +159,33 @@ static void run_free(struct create_run *cr)
 	json_decref(cr->enforced);
 }
 
+/* A cgroup (v1) filesystem cannot be mounted in a user namespace: such a mount (podman's
+ * /sys/fs/cgroup) becomes an empty read-only tmpfs, which shows the container less, never more;
+ * the enforced record says so (cgroupfs: hidden). */
+static int hide_cgroupfs(struct ort_spec *s, const struct ort_plan *plan, struct al_error *err)
+{
+	if (!plan->add_userns && !s->ns[ORT_NS_USER])
+		return 0;
+	for (size_t i = 0; i < s->nmounts; i++) {
+		struct ort_mount *m = &s->mounts[i];
+		if (m->bind || strcmp(m->type, "cgroup") != 0)
+			continue;
+		char *t = strdup("tmpfs"), *d = strdup("size=0,mode=555");
+		if (!t || !d) {
+			free(t);
+			free(d);
+			return al_err(err, ENOMEM, "out of memory");
+		}
+		free(m->type);
+		free(m->data);
+		m->type = t;
+		m->data = d;
+		m->flags |= MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+		s->cgroupfs_hidden = true;
+	}
+	return 0;
+}
+
 /* Parse, decide, prepare: everything that allocates, before clone3. */
 static int prepare(struct create_run *cr, const char *dir, const char *id, const struct ort_create_opts *o,
 		   struct al_error *err)
@@ -167,7 +195,7 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 		return r;
 	if (cr->spec.proc.terminal && !o->console_socket)
 		return al_err(err, EINVAL, "process.terminal is set: --console-socket is needed");
-	if ((r = ort_prepare_rootfs(&cr->spec, err)) < 0)
+	if ((r = hide_cgroupfs(&cr->spec, &cr->plan, err)) < 0 || (r = ort_prepare_rootfs(&cr->spec, err)) < 0)
 		return r;
 	if (!(cr->trees = calloc(cr->spec.nmounts + 1, sizeof(int))))
 		return al_err(err, ENOMEM, "out of memory");

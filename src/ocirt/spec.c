@@ -509,6 +509,39 @@ static int parse_resources(json_t *j, struct ort_resources *res, struct al_error
 	return 0;
 }
 
+/* linux.sysctl: keys of lowercase words, digits, '_' and '-' joined by dots (no '/', so a key
+ * names one file beneath /proc/sys and nothing else); which keys a profile allows is plan.c's. */
+static int parse_sysctls(json_t *j, struct ort_spec *s, struct al_error *err)
+{
+	if (!j)
+		return 0;
+	if (!json_is_object(j))
+		return al_err(err, EINVAL, "config.json: linux.sysctl must be an object");
+	s->sysctls = calloc(json_object_size(j) + 1, sizeof(*s->sysctls));
+	if (!s->sysctls)
+		return al_err(err, ENOMEM, "out of memory");
+	const char *k;
+	json_t *v;
+	json_object_foreach(j, k, v) {
+		struct ort_sysctl *sc = &s->sysctls[s->nsysctls++];
+		int r = dup_string(v, "a linux.sysctl value", &sc->value, err);
+		if (r < 0)
+			return r;
+		bool ok = k[0] && k[0] != '.' && k[strlen(k) - 1] != '.' && !strstr(k, "..");
+		for (const char *c = k; ok && *c; c++)
+			ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' ||
+			     *c == '.';
+		if (!ok)
+			return al_err(err, EINVAL, "config.json: linux.sysctl key '%s' is malformed", k);
+		if (!(sc->key = strdup(k)) || asprintf(&sc->path, "/proc/sys/%s", k) < 0)
+			return al_err(err, ENOMEM, "out of memory");
+		for (char *c = sc->path + 10; *c; c++)
+			if (*c == '.')
+				*c = '/';
+	}
+	return 0;
+}
+
 static int parse_linux(json_t *l, struct ort_spec *s, struct al_error *err)
 {
 	if (!l)
@@ -537,8 +570,8 @@ static int parse_linux(json_t *l, struct ort_spec *s, struct al_error *err)
 		s->seccomp = json_incref(sc);
 	json_t *devs = json_object_get(l, "devices");
 	s->ndevices = json_is_array(devs) ? json_array_size(devs) : 0;
-	json_t *sysctl = json_object_get(l, "sysctl");
-	s->has_sysctl = json_is_object(sysctl) && json_object_size(sysctl) > 0;
+	if ((r = parse_sysctls(json_object_get(l, "sysctl"), s, err)) < 0)
+		return r;
 	s->has_selinux = json_string_length(json_object_get(l, "mountLabel")) > 0;
 	s->has_intel_rdt = json_object_get(l, "intelRdt") != NULL;
 	json_t *rp = json_object_get(l, "rootfsPropagation");
@@ -626,6 +659,12 @@ void ort_spec_free(struct ort_spec *s)
 		free(s->ns_path[i]);
 	free_strv(s->masked);
 	free_strv(s->readonly);
+	for (size_t i = 0; i < s->nsysctls; i++) {
+		free(s->sysctls[i].key);
+		free(s->sysctls[i].path);
+		free(s->sysctls[i].value);
+	}
+	free(s->sysctls);
 	free(s->cgroups_path);
 	json_decref(s->seccomp);
 	json_decref(s->annotations);

@@ -22,6 +22,13 @@ struct ort_mount {
 	bool bind, rec;
 };
 
+/* A linux.sysctl entry: its /proc/sys file inside the container and the value to write. */
+struct ort_sysctl {
+	char *key;  /* as given: "net.ipv4.ping_group_range" */
+	char *path; /* "/proc/sys/net/ipv4/ping_group_range" */
+	char *value;
+};
+
 struct ort_idmap {
 	uint32_t inside, host, size;
 };
@@ -88,7 +95,10 @@ struct ort_spec {
 	json_t *annotations;	   /* object, or NULL */
 	unsigned long root_propag; /* linux.rootfsPropagation, 0: rprivate */
 	size_t ndevices;	   /* linux.devices entries (refused unless profile none) */
-	bool has_sysctl, has_apparmor, has_selinux, has_hooks, has_intel_rdt;
+	struct ort_sysctl *sysctls;
+	size_t nsysctls;
+	bool has_apparmor, has_selinux, has_hooks, has_intel_rdt;
+	bool cgroupfs_hidden; /* set by create: a cgroup mount became an empty tmpfs (user namespace) */
 };
 
 /* What airlock makes of a spec under a profile (ort_plan_decide). */
