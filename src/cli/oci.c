@@ -367,9 +367,8 @@ static int cmd_list(const struct ort_ctx *c)
 static int cmd_features(void)
 {
 	json_t *caps = json_array();
-	const char *names[] = {"CAP_CHOWN", "CAP_KILL", "CAP_SETUID", "CAP_SETGID", "CAP_NET_BIND_SERVICE"};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		json_array_append_new(caps, json_string(names[i]));
+	for (int i = 0; ort_cap_name(i); i++)
+		json_array_append_new(caps, json_string(ort_cap_name(i)));
 	json_t *f = json_pack("{s:s,s:s,s:[],s:[sssssssssssssssssssssss],s:{s:[sssssss],s:o,s:{s:b,s:b,s:b},s:{s:b,s:["
 			      "sssssss],s:[ss]},"
 			      "s:{s:b},s:{s:b}},s:{s:s,s:s,s:s,s:s}}",

@@ -57,6 +57,11 @@ static const char *const cap_names[] = {
 	"CAP_CHECKPOINT_RESTORE",
 };
 
+const char *ort_cap_name(int n)
+{
+	return n >= 0 && (size_t)n < AL_ARRAY_SIZE(cap_names) ? cap_names[n] : NULL;
+}
+
 int ort_cap_number(const char *name)
 {
 	for (size_t i = 0; i < AL_ARRAY_SIZE(cap_names); i++)
@@ -312,12 +317,11 @@ int ort_process_parse(json_t *j, struct ort_process *p, struct al_error *err)
 	if ((r = parse_user(json_object_get(j, "user"), p, err)) < 0 ||
 	    (r = parse_caps(json_object_get(j, "capabilities"), &p->caps, err)) < 0)
 		return r;
-	if (json_object_get(j, "apparmorProfile") || json_object_get(j, "selinuxLabel"))
-		if (json_string_length(json_object_get(j, "apparmorProfile")) ||
-		    json_string_length(json_object_get(j, "selinuxLabel")))
-			return al_err(err, ENOTSUP,
-				      "config.json: AppArmor and SELinux labels are not supported by airlock-runc "
-				      "(refused rather than ignored)");
+	if (json_string_length(json_object_get(j, "apparmorProfile")) ||
+	    json_string_length(json_object_get(j, "selinuxLabel")))
+		return al_err(err, ENOTSUP,
+			      "config.json: AppArmor and SELinux labels are not supported by airlock-runc "
+			      "(refused rather than ignored)");
 	return parse_rlimits(json_object_get(j, "rlimits"), p, err);
 }
 

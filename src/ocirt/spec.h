@@ -129,6 +129,8 @@ int ort_process_parse(json_t *j, struct ort_process *p, struct al_error *err);
 void ort_process_free(struct ort_process *p);
 /* Capability name ("CAP_SYS_ADMIN") to number, -1 when unknown. */
 int ort_cap_number(const char *name);
+/* Capability n's name, or NULL past the last one known. */
+const char *ort_cap_name(int n);
 int ort_ns_flag(enum ort_ns ns);
 /* Decides what the container gets under its profile, or refuses (-EPERM, err says what and why).
  * is_root: the runtime runs as root (it can map a range of ids). Pure. */

@@ -247,6 +247,39 @@ static void test_parse_refusals(void **state)
 	}
 }
 
+/* linux.sysctl: the settings of a namespace the container has of its own, nothing else. */
+static void test_sysctls(void **state)
+{
+	(void)state;
+	struct ort_plan p;
+	struct al_error err = {0};
+	json_t *j = spec_json();
+	json_object_set_new(json_object_get(j, "linux"), "sysctl",
+			    json_pack("{s:s,s:s}", "net.ipv4.ping_group_range", "0 0", "kernel.shmmax", "1024"));
+	struct ort_spec s;
+	char *text = json_dumps(j, JSON_COMPACT);
+	assert_int_equal(ort_spec_parse(text, strlen(text), "/b", &s, &err), 0);
+	free(text);
+	assert_int_equal(s.nsysctls, 2);
+	assert_string_equal(s.sysctls[0].path, "/proc/sys/net/ipv4/ping_group_range");
+	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
+	ort_spec_free(&s);
+	json_decref(j);
+
+	j = spec_json();
+	json_object_set_new(json_object_get(j, "linux"), "sysctl", json_pack("{s:s}", "kernel.panic", "1"));
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "kernel.panic"));
+	j = spec_json();
+	drop_ns(j, "ipc");
+	set_ann(j, ORT_ANN_PROFILE, "none");
+	json_object_set_new(json_object_get(j, "linux"), "sysctl", json_pack("{s:s}", "kernel.shmmax", "1"));
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	j = spec_json();
+	json_object_set_new(json_object_get(j, "linux"), "sysctl", json_pack("{s:s}", "net/../../kernel/panic", "1"));
+	assert_int_equal(parse_json(j, &s, &err), -EINVAL);
+}
+
 static void test_seccomp_compile(void **state)
 {
 	(void)state;
@@ -284,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_parse_ctr_spec),	cmocka_unit_test(test_plan_default_is_confined),
 		cmocka_unit_test(test_plan_refusals),	cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_seccomp_compile), cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_sysctls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
