@@ -99,7 +99,8 @@ static int decide_sysctls(const struct ort_spec *s, struct al_error *err)
 	return 0;
 }
 
-/* A confined container has every namespace of its own (a pod's network excepted), no devices
+/* A confined container has every namespace of its own, or, in a pod (io.airlock.net=pod), its
+ * pod's pid, ipc and uts namespaces (never the host's: create checks the paths); no devices
  * beyond the fixed set, no hooks and nothing airlock cannot enforce. */
 static int decide_confinement(const struct ort_spec *s, const struct ort_plan *plan, struct al_error *err)
 {
@@ -108,7 +109,8 @@ static int decide_confinement(const struct ort_spec *s, const struct ort_plan *p
 		if (!s->ns[own[i]] && (plan->confined || own[i] == ORT_NS_MNT))
 			return al_err(err, EPERM, "the config shares the host's %s namespace: refused under profile %s",
 				      namespace_words[own[i]], plan->profile);
-		if (s->ns_path[own[i]] && (plan->confined || own[i] == ORT_NS_MNT))
+		bool pod_may_join = plan->net_join && own[i] != ORT_NS_MNT;
+		if (s->ns_path[own[i]] && !pod_may_join && (plan->confined || own[i] == ORT_NS_MNT))
 			return al_err(err, EPERM, "the config joins the %s namespace %s: refused under profile %s",
 				      namespace_words[own[i]], s->ns_path[own[i]], plan->profile);
 	}

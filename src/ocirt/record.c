@@ -53,7 +53,7 @@ json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan,
 	json_t *sc = json_pack("{s:o,s:b}", "airlock", plan->airlock_seccomp ? json_string("default") : json_false(),
 			       "config", s->seccomp != NULL);
 	int abi = ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi();
-	return json_pack("{s:o,s:o,s:s,s:o,s:b,s:o,s:o,s:b,s:i,s:i,s:s,s:s,s:s}", "namespaces", ns, "id_map", ids,
+	return json_pack("{s:o,s:o,s:s,s:o,s:b,s:o,s:o,s:b,s:i,s:i,s:s,s:s,s:i}", "namespaces", ns, "id_map", ids,
 			 "capabilities", caps ? "config" : "none", "capability_mask", json_integer((json_int_t)caps),
 			 "no_new_privs", plan->nnp, "seccomp", sc, "landlock",
 			 nat_landlock_json(pl->landlock_on ? &pl->landlock : NULL, abi), "readonly_root", s->root_ro,
@@ -62,7 +62,7 @@ json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan,
 			 plan->net_join	     ? "pod"
 			 : s->ns[ORT_NS_NET] ? "none"
 					     : "host",
-			 "cgroupfs", s->cgroupfs_hidden ? "hidden" : "as configured");
+			 "hidden_mounts", (int)s->hidden_mounts);
 }
 
 /* ---- the verdict file ---------------------------------------------------------------------------- */

@@ -66,11 +66,20 @@ static int connect_console(const char *path, struct al_error *err)
  * privileges over them: a new user namespace could not join a host-owned one afterwards. */
 static int join_paths(const struct ort_spec *s, struct al_error *err)
 {
+	static const char *const ns_proc_names[ORT_NS__COUNT] = {"pid", "net", "ipc", "uts", "mnt", "user", "cgroup"};
 	for (int i = 0; i < ORT_NS__COUNT; i++) {
 		if (!s->ns_path[i])
 			continue;
 		cleanup_close int fd = open(s->ns_path[i], O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || setns(fd, ort_ns_flag((enum ort_ns)i)) < 0)
+		struct stat a, b;
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_proc_names[i]);
+		if (fd < 0 || fstat(fd, &a) < 0)
+			return al_err_sys(err, errno, "the namespace %s", s->ns_path[i]);
+		/* A pod's namespace, not ours: create runs in the host's (the shim's) namespaces. */
+		if (stat(self, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+			return al_err(err, EPERM, "the namespace %s is the host's: refused", s->ns_path[i]);
+		if (setns(fd, ort_ns_flag((enum ort_ns)i)) < 0)
 			return al_err_sys(err, errno, "joining the namespace %s", s->ns_path[i]);
 	}
 	return 0;
@@ -159,16 +168,25 @@ static void run_free(struct create_run *cr)
 	json_decref(cr->enforced);
 }
 
-/* A cgroup (v1) filesystem cannot be mounted in a user namespace: such a mount (podman's
- * /sys/fs/cgroup) becomes an empty read-only tmpfs, which shows the container less, never more;
- * the enforced record says so (cgroupfs: hidden). */
-static int hide_cgroupfs(struct ort_spec *s, const struct ort_plan *plan, struct al_error *err)
+/* Filesystems a user namespace's root cannot mount: cgroup v1 never, sysfs of a network namespace
+ * and mqueue of an IPC namespace it does not own (a pod's, joined). Such a mount (podman's
+ * /sys/fs/cgroup, a pod's /sys) becomes an empty read-only tmpfs: the container sees less, never
+ * more (runc would bind the host's /sys instead); the enforced record counts them. */
+static bool unmountable(const struct ort_spec *s, const struct ort_mount *m)
+{
+	if (m->bind)
+		return false;
+	return strcmp(m->type, "cgroup") == 0 || (strcmp(m->type, "sysfs") == 0 && s->ns_path[ORT_NS_NET]) ||
+	       (strcmp(m->type, "mqueue") == 0 && s->ns_path[ORT_NS_IPC]);
+}
+
+static int hide_unmountable(struct ort_spec *s, const struct ort_plan *plan, struct al_error *err)
 {
 	if (!plan->add_userns && !s->ns[ORT_NS_USER])
 		return 0;
 	for (size_t i = 0; i < s->nmounts; i++) {
 		struct ort_mount *m = &s->mounts[i];
-		if (m->bind || strcmp(m->type, "cgroup") != 0)
+		if (!unmountable(s, m))
 			continue;
 		char *t = strdup("tmpfs"), *d = strdup("size=0,mode=555");
 		if (!t || !d) {
@@ -181,7 +199,7 @@ static int hide_cgroupfs(struct ort_spec *s, const struct ort_plan *plan, struct
 		m->type = t;
 		m->data = d;
 		m->flags |= MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
-		s->cgroupfs_hidden = true;
+		s->hidden_mounts++;
 	}
 	return 0;
 }
@@ -195,7 +213,7 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 		return r;
 	if (cr->spec.proc.terminal && !o->console_socket)
 		return al_err(err, EINVAL, "process.terminal is set: --console-socket is needed");
-	if ((r = hide_cgroupfs(&cr->spec, &cr->plan, err)) < 0 || (r = ort_prepare_rootfs(&cr->spec, err)) < 0)
+	if ((r = hide_unmountable(&cr->spec, &cr->plan, err)) < 0 || (r = ort_prepare_rootfs(&cr->spec, err)) < 0)
 		return r;
 	if (!(cr->trees = calloc(cr->spec.nmounts + 1, sizeof(int))))
 		return al_err(err, ENOMEM, "out of memory");

@@ -98,7 +98,7 @@ struct ort_spec {
 	struct ort_sysctl *sysctls;
 	size_t nsysctls;
 	bool has_apparmor, has_selinux, has_hooks, has_intel_rdt;
-	bool cgroupfs_hidden; /* set by create: a cgroup mount became an empty tmpfs (user namespace) */
+	size_t hidden_mounts; /* set by create: mounts a user namespace cannot make, now empty tmpfs */
 };
 
 /* What airlock makes of a spec under a profile (ort_plan_decide). */

@@ -146,6 +146,31 @@ for _ in $(seq 50); do [ -e "$work/runc/$ns/d2" ] || break; sleep 0.1; done
 "${C[@]}" c rm d2
 al_pass "nothing of d2 is left after its shim was killed"
 
+# ---- a pod: a container joins another's network, ipc and uts namespaces (io.airlock.net=pod) -----------
+crun -d bb:latest pod0 sh -c "sleep 300; : $mark-pod"
+p0=$("${C[@]}" task ls | awk '$1 == "pod0" { print $2 }')
+NS=(--with-ns "network:/proc/$p0/ns/net" --with-ns "ipc:/proc/$p0/ns/ipc" --with-ns "uts:/proc/$p0/ns/uts")
+crun -d --annotation io.airlock.net=pod "${NS[@]}" bb:latest pod1 sh -c "sleep 300; : $mark-pod"
+al_assert_eq "$AL_RC" 0 "a pod's container joins its namespaces"
+p1=$("${C[@]}" task ls | awk '$1 == "pod1" { print $2 }')
+al_assert_eq "$(readlink "/proc/$p1/ns/net")" "$(readlink "/proc/$p0/ns/net")" "the pod's network namespace is shared"
+[ "$(readlink "/proc/$p1/ns/pid")" != "$(readlink "/proc/$p0/ns/pid")" ] || al_fail "the pid namespace was shared unasked"
+al_assert_eq "$(al_host_uid "$p1")" "$AL_ID_BASE" "a pod's container still maps to an unprivileged host uid"
+crun --rm "${NS[@]}" bb:latest pod2 true
+[ "$AL_RC" != 0 ] || al_fail "joining a network namespace without io.airlock.net=pod ran"
+al_assert_contains "$AL_ERR" "io.airlock.net=pod" "joining another network namespace needs the pod posture"
+crun --rm --annotation io.airlock.net=pod --with-ns "network:/proc/$$/ns/net" bb:latest pod3 true
+[ "$AL_RC" != 0 ] || al_fail "a container joined the host's network namespace"
+al_assert_contains "$AL_ERR" "host's" "the host's own network namespace is never a pod's"
+for t in pod0 pod1; do "${C[@]}" task kill -s KILL "$t"; done
+for t in pod0 pod1; do
+	for _ in $(seq 50); do "${C[@]}" task ls | grep -q "^$t .*STOPPED" && break; sleep 0.1; done
+	"${C[@]}" task rm "$t" >/dev/null
+	"${C[@]}" c rm "$t"
+done
+"${C[@]}" c rm pod2 pod3 >/dev/null 2>&1 || true
+al_wait_marker_gone "$mark-pod" 5 || al_fail "a pod's process outlived its removal"
+
 # ---- what the profile forbids is refused, with containerd's error naming it ----------------------------
 crun --rm --privileged bb:latest r3 true
 [ "$AL_RC" != 0 ] || al_fail "a privileged container ran"
