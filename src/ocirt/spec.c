@@ -291,9 +291,19 @@ static int parse_user(json_t *u, struct ort_process *p, struct al_error *err)
 	return 0;
 }
 
+static int process_parse(json_t *j, struct ort_process *p, struct al_error *err);
+
 int ort_process_parse(json_t *j, struct ort_process *p, struct al_error *err)
 {
 	memset(p, 0, sizeof(*p));
+	int r = process_parse(j, p, err);
+	if (r < 0)
+		ort_process_free(p);
+	return r;
+}
+
+static int process_parse(json_t *j, struct ort_process *p, struct al_error *err)
+{
 	if (!json_is_object(j))
 		return al_err(err, EINVAL, "config.json: process must be an object");
 	int r;
@@ -644,6 +654,8 @@ int ort_spec_parse(const char *text, size_t len, const char *bundle, struct ort_
 	r = 0;
 out:
 	json_decref(c);
+	if (r < 0)
+		ort_spec_free(s); /* nothing half-read is left for the caller */
 	return r;
 }
 

@@ -121,7 +121,7 @@ struct ort_plan {
 #define ORT_ANN_SECCOMP "io.airlock.seccomp" /* "config-only": no airlock allowlist (profile none only) */
 
 /* Parses config.json text of the bundle directory BUNDLE (absolute) into *s. Pure: no file is
- * touched. 0 or -errno with err naming the field. */
+ * touched. 0 or -errno with err naming the field (and *s then holds nothing to free). */
 int ort_spec_parse(const char *text, size_t len, const char *bundle, struct ort_spec *s, struct al_error *err);
 void ort_spec_free(struct ort_spec *s);
 /* A process object (config's process, or exec's process.json). */
