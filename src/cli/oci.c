@@ -415,7 +415,7 @@ static int parse_global(int argc, char **argv)
 			g.log = optarg;
 			break;
 		case 'F':
-			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
 				return oci_fail("--log-format: text or json");
 			g.log_json = optarg[0] == 'j';
 			break;

@@ -62,7 +62,7 @@ static int connect_console(const char *path, struct al_error *err)
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(a.sun_path))
 		return al_err(err, ENAMETOOLONG, "console socket path too long");
-	strcpy(a.sun_path, path);
+	memcpy(a.sun_path, path, strlen(path) + 1); /* the length was checked */
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		int e = errno;

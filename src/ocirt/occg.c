@@ -239,8 +239,12 @@ static int collect(const char *dir, const char *ctrl, int version, void *arg)
 	FILE *f = fopen(p, "re");
 	if (!f)
 		return 0;
-	long v;
-	while (fscanf(f, "%ld", &v) == 1) {
+	char line[32];
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		long v = strtol(line, &end, 10);
+		if (end == line || v <= 0)
+			continue;
 		if (l->n == l->cap) {
 			size_t c = l->cap ? l->cap * 2 : 32;
 			pid_t *np = realloc(l->pids, c * sizeof(*np));
@@ -286,7 +290,7 @@ int ort_cg_kill(const char *path, int sig)
 		if (sig != SIGKILL || n == 0)
 			return 0;
 		ort_cg_freeze(path, false);
-		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+		nanosleep(&(struct timespec){.tv_nsec = 10L * 1000 * 1000}, NULL);
 	}
 	return -EBUSY;
 }
@@ -296,9 +300,9 @@ static int freeze_one(const char *dir, const char *ctrl, int version, void *arg)
 	bool on = *(bool *)arg;
 	if (version == 1 && strcmp(ctrl, "freezer") == 0)
 		return write_file(dir, "freezer.state", on ? "FROZEN" : "THAWED");
-	if (version == 2 && access(dir, F_OK) == 0)
-		return write_file(dir, "cgroup.freeze", on ? "1" : "0") == -ENOENT ? 0 : 0;
-	return 0;
+	/* v2's freezer is cgroup.freeze (Linux 5.2+; none before: the v1 freezer, if any, does it). */
+	int r = version == 2 ? write_file(dir, "cgroup.freeze", on ? "1" : "0") : 0;
+	return r == -ENOENT ? 0 : r;
 }
 
 int ort_cg_freeze(const char *path, bool on)
@@ -309,7 +313,7 @@ int ort_cg_freeze(const char *path, bool on)
 
 static int frozen_one(const char *dir, const char *ctrl, int version, void *arg)
 {
-	char buf[64];
+	char buf[64] = "";
 	if (version == 1 && strcmp(ctrl, "freezer") == 0 && read_file(dir, "freezer.state", buf, sizeof(buf)) > 0 &&
 	    strncmp(buf, "FROZEN", 6) == 0)
 		*(bool *)arg = true;
@@ -331,7 +335,7 @@ static int remove_one(const char *dir, const char *ctrl, int version, void *arg)
 	(void)version;
 	(void)arg;
 	for (int i = 0; i < 100 && rmdir(dir) < 0 && errno == EBUSY; i++)
-		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+		nanosleep(&(struct timespec){.tv_nsec = 10L * 1000 * 1000}, NULL);
 	return 0;
 }
 
@@ -386,7 +390,7 @@ static int stats_one(const char *dir, const char *ctrl, int version, void *arg)
 				    json_pack("{s:{s:I,s:I,s:I},s:I}", "usage", "usage", (json_int_t)use, "limit",
 					      (json_int_t)lim, "max", (json_int_t)peak, "oom_kills", (json_int_t)ooms));
 		uint64_t usec = read_file(dir, "cpu.stat", buf, sizeof(buf)) > 0 ? keyed(buf, "usage_usec") : 0;
-		json_object_set_new(d, "cpu", json_pack("{s:{s:I}}", "usage", "total", (json_int_t)(usec * 1000)));
+		json_object_set_new(d, "cpu", json_pack("{s:{s:I}}", "usage", "total", (json_int_t)usec * 1000));
 		uint64_t cur = read_file(dir, "pids.current", buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 		json_object_set_new(d, "pids", json_pack("{s:I}", "current", (json_int_t)cur));
 	}

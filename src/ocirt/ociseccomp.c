@@ -100,7 +100,7 @@ static int add_syscalls(scmp_filter_ctx ctx, json_t *calls, struct al_error *err
 	size_t i, k;
 	json_t *c, *n;
 	json_array_foreach(calls, i, c) {
-		uint32_t act;
+		uint32_t act = 0;
 		json_t *names = json_object_get(c, "names");
 		int r = parse_action(json_object_get(c, "action"), json_object_get(c, "errnoRet"), &act, err);
 		if (r < 0)
@@ -145,7 +145,7 @@ int ort_seccomp_compile(json_t *sc, struct sock_fprog *out, struct al_error *err
 		return al_err(err, EINVAL, "linux.seccomp must be an object");
 	if (json_object_get(sc, "listenerPath"))
 		return al_err(err, ENOTSUP, "linux.seccomp.listenerPath (user notification) is not supported");
-	uint32_t dflt;
+	uint32_t dflt = 0;
 	int r = parse_action(json_object_get(sc, "defaultAction"), json_object_get(sc, "defaultErrnoRet"), &dflt, err);
 	if (r < 0)
 		return r;

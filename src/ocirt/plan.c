@@ -49,7 +49,7 @@ static int decide_network(const struct ort_spec *s, struct ort_plan *plan, struc
 	const char *net = ort_annotation(s, ORT_ANN_NET);
 	if (!net)
 		net = "none";
-	if (strcmp(net, "none") && strcmp(net, "pod") && strcmp(net, "host"))
+	if (strcmp(net, "none") != 0 && strcmp(net, "pod") != 0 && strcmp(net, "host") != 0)
 		return al_err(err, EINVAL, "annotation %s=%s: unknown network posture (none, pod, host)", ORT_ANN_NET,
 			      net);
 	bool host_net = !s->ns[ORT_NS_NET];

@@ -143,6 +143,7 @@ static const struct {
 
 static int want_string(json_t *j, const char *what, const char **out, struct al_error *err)
 {
+	*out = ""; /* never unset, even on failure */
 	if (!json_is_string(j))
 		return al_err(err, EINVAL, "config.json: %s must be a string", what);
 	*out = json_string_value(j);
@@ -354,7 +355,7 @@ static int add_data(char **data, const char *opt)
 		return -ENOMEM;
 	if (old)
 		n[old++] = ',';
-	strcpy(n + old, opt);
+	memcpy(n + old, opt, strlen(opt) + 1);
 	*data = n;
 	return 0;
 }
