@@ -168,6 +168,18 @@ static void run_free(struct create_run *cr)
 	json_decref(cr->enforced);
 }
 
+/* airlock's default pids limit (the policy's, written once there). */
+static int default_pids(int64_t *out, struct al_error *err)
+{
+	struct al_policy *p = NULL;
+	int r = al_policy_new(&p);
+	if (r < 0)
+		return al_err(err, -r, "out of memory");
+	*out = (int64_t)al_policy_get_limit(p, AL_LIMIT_PIDS);
+	al_policy_free(p);
+	return 0;
+}
+
 /* Filesystems a user namespace's root cannot mount: cgroup v1 never, sysfs of a network namespace
  * and mqueue of an IPC namespace it does not own (a pod's, joined). Such a mount (podman's
  * /sys/fs/cgroup, a pod's /sys) becomes an empty read-only tmpfs: the container sees less, never
@@ -213,6 +225,10 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 		return r;
 	if (cr->spec.proc.terminal && !o->console_socket)
 		return al_err(err, EINVAL, "process.terminal is set: --console-socket is needed");
+	/* Under a confined profile a container the config gives no pids limit gets airlock's default
+	 * (a fork bomb stays bounded); memory stays the config's, which a pod's orchestrator sizes. */
+	if (cr->plan.confined && cr->spec.res.pids < 0 && (r = default_pids(&cr->spec.res.pids, err)) < 0)
+		return r;
 	if ((r = hide_unmountable(&cr->spec, &cr->plan, err)) < 0 || (r = ort_prepare_rootfs(&cr->spec, err)) < 0)
 		return r;
 	if (!(cr->trees = calloc(cr->spec.nmounts + 1, sizeof(int))))

@@ -107,8 +107,15 @@ al_listen_stop
 al_assert_not_contains "$(cat "$work/listen.log")" "tcp-accept" "the host's listener saw no connection"
 
 # ---- a detached container: uid, exec, ps, metrics, pause, kill, removal ------------------------------
-crun -d bb:latest d1 sh -c "sleep 300; : $mark-d1"
+crun -d --memory-limit 67108864 bb:latest d1 sh -c "sleep 300; : $mark-d1"
 al_assert_eq "$AL_RC" 0 "ctr run -d"
+# The cgroup's limits, read from outside (v1 hierarchies, or v2): the config's memory, and
+# airlock's default pids limit for a config that sets none.
+cgval() { # FILE-V1 FILE-V2
+	if [ -d "/sys/fs/cgroup/memory/$ns/d1" ]; then cat "/sys/fs/cgroup/${1%%.*}/$ns/d1/$1"; else cat "/sys/fs/cgroup/$ns/d1/$2"; fi
+}
+al_assert_eq "$(cgval memory.limit_in_bytes memory.max)" 67108864 "ctr run --memory-limit is the container's cgroup limit"
+al_assert_eq "$(cgval pids.max pids.max)" 1024 "airlock's default pids limit where the config sets none"
 pid=$("${C[@]}" task ls | awk '$1 == "d1" { print $2 }')
 [ -n "$pid" ] && [ -d "/proc/$pid" ] || al_fail "task d1 has no live pid ($pid)"
 al_assert_eq "$(al_host_uid "$pid")" "$AL_ID_BASE" "the container's root is an unprivileged host uid"
