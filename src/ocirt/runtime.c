@@ -256,6 +256,15 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 	}
 	if (!cr->cgpath || !(cr->enforced = ort_enforced_json(&cr->spec, &cr->plan, &cr->init.pl)))
 		return al_err(err, ENOMEM, "out of memory");
+	/* A cgroup that already holds processes is someone else's: kill --all and delete act on
+	 * every process of the container's cgroup, so sharing one would reach theirs. */
+	pid_t *pids = NULL;
+	size_t npids = 0;
+	if (ort_cg_pids(cr->cgpath, &pids, &npids) == 0 && npids > 0)
+		r = al_err(err, EBUSY, "cgroup %s already holds processes (another container's?): refused", cr->cgpath);
+	free(pids);
+	if (r < 0)
+		return r;
 	if (cr->plan.verdict && (r = ort_verdict_prepare(cr->plan.verdict, err)) < 0)
 		return r;
 	/* The audit record is durable before the container's init exists, or nothing runs. */

@@ -94,6 +94,10 @@ oci create --bundle "$work/c1" c1
 al_assert_rc 1
 al_assert_contains "$AL_ERR" "already exists" "a second create of one id"
 al_assert_eq "$(status_of c1)" created "the first container is untouched by the second create"
+mkbundle "$work/c1b" '["true"]' 'c["linux"]["cgroupsPath"] = "/%s/c1" % cg'
+oci create --bundle "$work/c1b" c1b
+al_assert_rc 1
+al_assert_contains "$AL_ERR" "already holds processes" "a second container in c1's cgroup"
 oci start c1
 al_assert_rc 0
 wait_status c1 running
