@@ -47,8 +47,11 @@ static int decide_profile(const struct ort_spec *s, struct ort_plan *plan, struc
 static int decide_network(const struct ort_spec *s, struct ort_plan *plan, struct al_error *err)
 {
 	const char *net = ort_annotation(s, ORT_ANN_NET);
+	/* containerd's CRI marks a pod's application containers, which join their pod sandbox's
+	 * namespaces by path (set by containerd itself, never by the pod's author): "pod". */
+	const char *cri = ort_annotation(s, "io.kubernetes.cri.container-type");
 	if (!net)
-		net = "none";
+		net = cri && strcmp(cri, "container") == 0 ? "pod" : "none";
 	if (strcmp(net, "none") != 0 && strcmp(net, "pod") != 0 && strcmp(net, "host") != 0)
 		return al_err(err, EINVAL, "annotation %s=%s: unknown network posture (none, pod, host)", ORT_ANN_NET,
 			      net);

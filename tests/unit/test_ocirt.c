@@ -182,6 +182,17 @@ static void test_plan_refusals(void **state)
 	assert_false(p.landlock);
 	assert_true(p.caps.bounding & (1ull << ort_cap_number("CAP_CHOWN"))); /* the config's, as asked */
 
+	/* A CRI application container joins its pod's namespaces without io.airlock.net. */
+	j = spec_json();
+	json_t *nss = json_object_get(json_object_get(j, "linux"), "namespaces");
+	for (size_t i = 0; i < json_array_size(nss); i++)
+		if (strcmp(json_string_value(json_object_get(json_array_get(nss, i), "type")), "network") == 0)
+			json_object_set_new(json_array_get(nss, i), "path", json_string("/proc/42/ns/net"));
+	set_ann(j, "io.kubernetes.cri.container-type", "container");
+	assert_int_equal(decide(j, true, &p, &err), 0);
+	assert_true(p.net_join);
+	assert_true(p.confined);
+
 	j = spec_json();
 	drop_ns(j, "pid");
 	assert_int_equal(decide(j, true, &p, &err), -EPERM);
