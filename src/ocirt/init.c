@@ -314,7 +314,9 @@ _Noreturn void ort_init_main(struct ort_init *in)
 	if (s->ns[ORT_NS_CGROUP] && unshare(CLONE_NEWCGROUP) < 0)
 		DIE(in, ORT_CGROUPNS, errno, NULL);
 	build_root(in);
-	if (s->ns[ORT_NS_UTS] && s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
+	/* A joined UTS namespace (a pod's) has its sandbox's hostname, which only its owner may set. */
+	if (s->ns[ORT_NS_UTS] && !s->ns_path[ORT_NS_UTS] && s->hostname &&
+	    sethostname(s->hostname, strlen(s->hostname)) < 0)
 		DIE(in, ORT_HOST, errno, s->hostname);
 	if (in->pl.console_fd >= 0)
 		ort_setup_terminal(&in->pl);
