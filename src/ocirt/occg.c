@@ -333,15 +333,22 @@ static int remove_one(const char *dir, const char *ctrl, int version, void *arg)
 {
 	(void)ctrl;
 	(void)version;
-	(void)arg;
-	for (int i = 0; i < 100 && rmdir(dir) < 0 && errno == EBUSY; i++)
-		nanosleep(&(struct timespec){.tv_nsec = 10L * 1000 * 1000}, NULL);
+	if (rmdir(dir) < 0 && errno == EBUSY)
+		(*(int *)arg)++;
 	return 0;
 }
 
 void ort_cg_remove(const char *path)
 {
-	ort_cg_each(remove_one, NULL, path);
+	/* A killed process stays in its cgroup until its parent (the shim) reaps it: rounds over
+	 * every hierarchy, up to a second in all, rather than a wait per hierarchy. */
+	for (int round = 0; round < 100; round++) {
+		int busy = 0;
+		ort_cg_each(remove_one, &busy, path);
+		if (!busy)
+			return;
+		nanosleep(&(struct timespec){.tv_nsec = 10L * 1000 * 1000}, NULL);
+	}
 }
 
 static uint64_t keyed(const char *text, const char *key)
