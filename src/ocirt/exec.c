@@ -229,6 +229,7 @@ int ort_exec(const struct ort_ctx *c, const char *id, const struct ort_exec_opts
 	if ((r = await(&x, jp, &pid, err)) < 0 || (o->pid_file && (r = write_pid_file(o->pid_file, pid, err)) < 0))
 		goto out;
 	if (!o->detach) {
+		ort_state_unlock(&st); /* kill and delete must reach the container meanwhile */
 		int ws;
 		while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
 			;

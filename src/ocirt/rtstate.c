@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -172,18 +173,22 @@ static const char *status_of(struct ort_loaded *st, uint64_t start)
 int ort_state_open(const char *root, const char *id, struct ort_loaded *st, struct al_error *err)
 {
 	memset(st, 0, sizeof(*st));
-	st->pidfd = -1;
+	st->pidfd = st->lock_fd = -1;
 	int r = container_dir(root, id, &st->dir, err);
 	if (r < 0)
 		return r;
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/" STATE, st->dir);
 	json_error_t je;
+	/* Operations on one container are serialized (delete removes what a concurrent kill reads):
+	 * a lock on its directory, held until ort_loaded_free (exec lets go once its process runs). */
+	st->lock_fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (st->lock_fd >= 0)
+		flock(st->lock_fd, LOCK_EX);
 	st->doc = json_load_file(p, 0, &je);
 	if (!st->doc) {
-		r = access(st->dir, F_OK) == 0 && errno != ENOENT
-			    ? al_err(err, EIO, "%s: %s", p, je.text)
-			    : al_err(err, ENOENT, "container %s does not exist", id);
+		r = access(p, F_OK) == 0 ? al_err(err, EIO, "%s: %s", p, je.text)
+					 : al_err(err, ENOENT, "container %s does not exist", id);
 		ort_loaded_free(st);
 		return r;
 	}
@@ -201,14 +206,22 @@ int ort_state_open(const char *root, const char *id, struct ort_loaded *st, stru
 	return 0;
 }
 
+void ort_state_unlock(struct ort_loaded *st)
+{
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
+	st->lock_fd = -1;
+}
+
 void ort_loaded_free(struct ort_loaded *st)
 {
+	ort_state_unlock(st);
 	if (st->pidfd >= 0)
 		close(st->pidfd);
 	json_decref(st->doc);
 	free(st->dir);
 	memset(st, 0, sizeof(*st));
-	st->pidfd = -1;
+	st->pidfd = st->lock_fd = -1;
 }
 
 int ort_fifo_make(const char *dir, int *fd, struct al_error *err)

@@ -24,6 +24,7 @@ struct ort_loaded {
 	json_t *annotations, *enforced;
 	pid_t pid;
 	int pidfd;	    /* the init, -1 once it is gone */
+	int lock_fd;	    /* the container's directory, flock'ed: -1 once let go */
 	const char *status; /* created, running, paused, stopped (static) */
 };
 
@@ -38,6 +39,8 @@ int ort_state_save(const char *dir, const struct ort_saved *sv, struct al_error 
 /* -ENOENT: "container ID does not exist". */
 int ort_state_open(const char *root, const char *id, struct ort_loaded *st, struct al_error *err);
 void ort_loaded_free(struct ort_loaded *st);
+/* Lets other operations on the container proceed (exec, while its process runs). */
+void ort_state_unlock(struct ort_loaded *st);
 /* On delete, before the cgroup goes: the verdict file the annotation asked for, and the audit
  * record's end, with the cgroup's figures. status: stopped, or killed (a forced delete). Best effort. */
 void ort_state_finish(const struct ort_loaded *st, const char *status);
