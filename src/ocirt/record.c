@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "backend/native/native.h"
-#include "manager/audit.h"
+#include "audit/audit.h"
 #include "occg.h"
 #include "util/cleanup.h"
 #include "util/error.h"
