@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +54,7 @@ static bool cg_dir_writable(const char *dir)
 	       faccessat(fd, "cgroup.procs", W_OK, AT_EACCESS) == 0;
 }
 
-static int cg_detect_uncached(struct host_cgroups *hc, struct al_error *err)
+int cg_detect(struct host_cgroups *hc, struct al_error *err)
 {
 	int r = host_cg_detect(hc, err);
 	if (r < 0)
@@ -77,51 +76,6 @@ static int cg_detect_uncached(struct host_cgroups *hc, struct al_error *err)
 		hc->v2_subtree[strcspn(hc->v2_subtree, "\n")] = '\0';
 	}
 	host_cg_choose(hc);
-	return 0;
-}
-
-/*
- * The last layout found, reused for up to a second by the same process while it still sits in the
- * same cgroups: `airlock run` detects the layout for the stale sweep and again for the job's own
- * cgroup, and each detection reads /proc/self/mountinfo, inspects every hierarchy and costs
- * ~0.1 ms of a start here. Our membership (/proc/self/cgroup, read every time) is part of the key,
- * so a move (cg_v2.c moves us into CG_V2_SELF) detects afresh; a cgroup mount or a permission
- * change within the second is seen at the next detection, as it would be by one made a moment
- * earlier. Failed detections are not kept.
- */
-static struct {
-	pthread_mutex_t lock;
-	bool valid;
-	struct timespec at;
-	char self[1024];
-	struct host_cgroups hc;
-} cg_last = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-int cg_detect(struct host_cgroups *hc, struct al_error *err)
-{
-	char self[sizeof(cg_last.self)];
-	struct timespec now;
-	int n = cg_read_at(AT_FDCWD, "/proc/self/cgroup", self, sizeof(self));
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (n <= 0 || (size_t)n >= sizeof(self) - 1)
-		return cg_detect_uncached(hc, err); /* unreadable or too long to key on */
-	pthread_mutex_lock(&cg_last.lock);
-	long age_ms = (now.tv_sec - cg_last.at.tv_sec) * 1000 + (now.tv_nsec - cg_last.at.tv_nsec) / 1000000;
-	bool hit = cg_last.valid && age_ms >= 0 && age_ms < 1000 && strcmp(cg_last.self, self) == 0;
-	if (hit)
-		*hc = cg_last.hc;
-	pthread_mutex_unlock(&cg_last.lock);
-	if (hit)
-		return 0;
-	int r = cg_detect_uncached(hc, err);
-	if (r < 0)
-		return r;
-	pthread_mutex_lock(&cg_last.lock);
-	cg_last.hc = *hc;
-	memcpy(cg_last.self, self, (size_t)n + 1);
-	cg_last.at = now;
-	cg_last.valid = true;
-	pthread_mutex_unlock(&cg_last.lock);
 	return 0;
 }
 
