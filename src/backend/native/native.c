@@ -10,15 +10,18 @@
  *     │  opens the bind sources, then waits on the sync pipe while the supervisor writes
  *     │  uid_map/gid_map; becomes sandbox root (host id_base as root, the caller otherwise);
  *     │  assembles a tmpfs root from the plan, pivot_root, detaches the old root,
- *     │  makes / read-only, sets the hostname; fork()s the payload and reaps until it exits
+ *     │  makes / read-only, sets the hostname; waits until it is in the job's cgroups, enters a
+ *     │  new cgroup namespace; fork()s the payload and reaps until it exits
  *     ▼
  *   payload: setsid, stdio from the supervisor's pipes, every other descriptor closed,
  *     rlimits, bounding/ambient caps dropped, uid/gid 1000, caps cleared, no_new_privs, execve.
  *
- * Pipes: sync (supervisor → init, two bytes: "maps written", then "in the job's cgroups"), status (init and payload →
- * supervisor: struct nat_record; the payload's copy closes on exec), stdout and stderr
- * (payload → supervisor). When init exits the kernel kills every process left in its pid
- * namespace, so the pidfd reporting init's exit means the whole job is gone.
+ * Pipes: sync (supervisor → init, two bytes: "maps written", then "in the job's cgroups", which
+ * init waits for only before its cgroup namespace and the payload's fork: on v1 the supervisor
+ * moves it while it mounts), status (init and payload → supervisor: struct nat_record; the
+ * payload's copy closes on exec), stdout and stderr (payload → supervisor). When init exits the
+ * kernel kills every process left in its pid namespace, so the pidfd reporting init's exit means
+ * the whole job is gone.
  */
 #include <errno.h>
 #include <fcntl.h>
