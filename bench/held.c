@@ -156,6 +156,12 @@ int main(int argc, char **argv)
 	struct al_policy *sp;
 	struct al_error e = {0};
 	al_policy_new(&sp);
+	/* HELD_CPUS=500: a CPU quota on the sandbox, as airlock serve's defaults set (cpus: 0.5). */
+	const char *cpus = getenv("HELD_CPUS");
+	if (cpus && al_policy_set_limit(sp, AL_LIMIT_CPUS, strtoull(cpus, NULL, 10), &e) < 0) {
+		fprintf(stderr, "held: HELD_CPUS: %s\n", e.msg);
+		return 1;
+	}
 	struct al_sandbox *sb;
 	double c0 = now();
 	if (al_sandbox_create(sp, &sb, &e) < 0) {

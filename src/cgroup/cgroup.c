@@ -308,6 +308,12 @@ int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error 
 	int r = 0;
 	for (int i = 0; r == 0 && i < parent->nh; i++) {
 		const struct cg_hier *ph = &parent->h[i];
+		/* A v1 hierarchy of the cpu controller alone holds a limit and accounts nothing
+		 * (cg_v1_account): the child stays in the parent's cgroup there, under the same
+		 * quota, and saves a mkdir, a move per process (each may wait for an RCU grace
+		 * period) and an rmdir on every held exec. */
+		if (ph->version == 1 && !(ph->ctrls & ~CG_BIT(HOST_CG_CPU)))
+			continue;
 		if (ph->version == 2 && (r = cg_v2_nest(ph->fd, ph->path, ph->ctrls, err)) < 0) {
 			al_err_prefix(err, "cgroup");
 			break;

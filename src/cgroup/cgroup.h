@@ -36,8 +36,8 @@ int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error 
 int cg_clone_fd(const struct cg_job *cg);
 /* v1 (and v2 without CLONE_INTO_CGROUP): move pid into the job's cgroups, before it is released. */
 int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err);
-/* A child cgroup of parent in each of its hierarchies, to account one part of the job apart (an exec
- * in a held sandbox): it sets no limit (the parent's bound it) and reports the parent's as
+/* A child cgroup of parent in each of its hierarchies that accounts (not a v1 cpu-only one), to
+ * account one part of the job apart (an exec in a held sandbox): it sets no limit (the parent's bound it) and reports the parent's as
  * enforced. On v2 the parent's processes first move into the leaf CG_V2_HELD (the
  * no-internal-process rule). Free it with cg_destroy, before its parent. */
 int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err);

@@ -27,24 +27,62 @@ static int64_t cg_boot_time(void)
 	return p ? strtoll(p + 7, NULL, 10) : -1;
 }
 
-static bool cg_owner_alive(pid_t owner, int64_t created, int64_t btime)
+/* What /proc said of one owner pid during one sweep. */
+struct cg_owner {
+	pid_t pid;
+	int state; /* OWNER_GONE, OWNER_UNKNOWN or OWNER_STARTED (start holds its start time) */
+	uint64_t start;
+};
+enum {
+	OWNER_GONE,
+	OWNER_UNKNOWN,
+	OWNER_STARTED
+};
+
+/* One sweep's owners: a live job has a cgroup in every v1 hierarchy (four here), all named after
+ * the same supervisor, so its /proc/PID/stat is read once per sweep, not once per hierarchy. */
+struct cg_owners {
+	pid_t self; /* getpid() once: it is a system call each time */
+	int n;
+	struct cg_owner o[32];
+};
+
+static struct cg_owner cg_owner_read(pid_t owner)
 {
 	char path[64], buf[1024];
-	uint64_t start;
-	if (owner == getpid())
-		return true;
+	struct cg_owner o = {.pid = owner, .state = OWNER_UNKNOWN};
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)owner);
 	int n = cg_read_at(AT_FDCWD, path, buf, sizeof(buf));
 	if (n == -ENOENT || n == -ESRCH)
+		o.state = OWNER_GONE;
+	else if (n > 0 && cg_parse_proc_start(buf, &o.start) == 0)
+		o.state = OWNER_STARTED;
+	return o;
+}
+
+static bool cg_owner_alive(struct cg_owners *seen, pid_t owner, int64_t created, int64_t btime)
+{
+	if (owner == (seen ? seen->self : getpid()))
+		return true;
+	struct cg_owner o = {.pid = -1};
+	for (int i = 0; seen && i < seen->n; i++)
+		if (seen->o[i].pid == owner)
+			o = seen->o[i];
+	if (o.pid != owner) {
+		o = cg_owner_read(owner);
+		if (seen && seen->n < (int)AL_ARRAY_SIZE(seen->o))
+			seen->o[seen->n++] = o;
+	}
+	if (o.state == OWNER_GONE)
 		return false;
-	if (n <= 0 || btime < 0 || cg_parse_proc_start(buf, &start) < 0)
+	if (o.state == OWNER_UNKNOWN || btime < 0)
 		return true; /* cannot tell: leave it */
-	return cg_started_before(start, sysconf(_SC_CLK_TCK), btime, created);
+	return cg_started_before(o.start, sysconf(_SC_CLK_TCK), btime, created);
 }
 
 bool cg_owner_alive_since(pid_t owner, int64_t created)
 {
-	return cg_owner_alive(owner, created, cg_boot_time());
+	return cg_owner_alive(NULL, owner, created, cg_boot_time());
 }
 
 /* A directory stream of dfd's directory (a descriptor of its own: dfd stays for the *at calls). */
@@ -78,7 +116,7 @@ static void cg_clean_children(int job_fd, int version)
 	closedir(d);
 }
 
-static void cg_clean_dir(const char *dir, int64_t btime)
+static void cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
 {
 	cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd < 0 ? NULL : cg_opendir_at(dfd);
@@ -92,7 +130,7 @@ static void cg_clean_dir(const char *dir, int64_t btime)
 			continue;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		if (cg_owner_alive(owner, (int64_t)st.st_mtim.tv_sec, btime))
+		if (cg_owner_alive(seen, owner, (int64_t)st.st_mtim.tv_sec, btime))
 			continue;
 		cleanup_close int fd = openat(dfd, de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
@@ -116,17 +154,18 @@ void cg_cleanup_stale(void)
 		return;
 	}
 	int64_t btime = cg_boot_time();
+	struct cg_owners owners = {.self = getpid()};
 	char path[PATH_MAX];
 	if (hc->v2.found && hc->v2.writable &&
 	    snprintf(path, sizeof(path), "%s/%s", hc->v2.dir, CG_V2_JOBS) < (int)sizeof(path))
-		cg_clean_dir(path, btime);
+		cg_clean_dir(path, btime, &owners);
 	for (int c = 0; c < HOST_CG__COUNT; c++) {
 		const struct host_cg_hier *h = &hc->v1[c];
 		bool seen = false;
 		for (int p = 0; p < c; p++)
 			seen |= hc->v1[p].found && strcmp(hc->v1[p].dir, h->dir) == 0;
 		if (h->found && h->writable && !seen)
-			cg_clean_dir(h->dir, btime);
+			cg_clean_dir(h->dir, btime, &owners);
 	}
 	free(hc);
 }

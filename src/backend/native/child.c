@@ -146,6 +146,19 @@ static void hide_cmdline(void)
 	memcpy((void *)v[0], name, len < sizeof(name) ? len : sizeof(name)); /* NOLINT(performance-no-int-to-ptr) */
 }
 
+/* Waits until the supervisor has moved us into the job's cgroups (it does so while we build the
+ * root, see native.c), then starts the cgroup namespace, so the job sees its own cgroup as the
+ * root. Before the payload's fork: the payload is born in every cgroup, under every limit. */
+static void join_cgroups(const struct nat_child *c)
+{
+	char joined;
+	if (read(c->sync_fd, &joined, 1) != 1)
+		_exit(CHILD_FAIL_EXIT); /* the supervisor gave up (the move failed); it reports why */
+	close(c->sync_fd);
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		nat_die(c, NS_CGROUPNS, errno, NULL);
+}
+
 _Noreturn void nat_child_main(struct nat_child *c)
 {
 	/* If the supervisor dies, init dies, and with it every process of the namespace. */
@@ -163,7 +176,6 @@ _Noreturn void nat_child_main(struct nat_child *c)
 	char go;
 	if (read(c->sync_fd, &go, 1) != 1)
 		_exit(CHILD_FAIL_EXIT); /* the supervisor gave up; it reports why */
-	close(c->sync_fd);
 	int r = uns_enter(&c->map);
 	if (r < 0)
 		nat_die(c, NS_CREDS, -r, NULL);
@@ -171,11 +183,8 @@ _Noreturn void nat_child_main(struct nat_child *c)
 	 * signal on such a change: arm it again. A supervisor that died in between is caught by
 	 * the lifeline (nat_reap_payload), which does not depend on it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	/* The cgroup namespace starts now, after the supervisor placed us in the job's cgroup,
-	 * so the job sees its own cgroup as the root. */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		nat_die(c, NS_CGROUPNS, errno, NULL);
 	build_root(c);
+	join_cgroups(c);
 	if (c->ctl_sock >= 0)
 		nat_hold_main(c); /* a held sandbox: payloads come one request at a time */
 	nat_run_payload(c);

@@ -19,7 +19,7 @@ struct nat_child {
 	const char *hostname;
 	const char *cwd;
 	const char *staging; /* where the new root is assembled before pivot_root */
-	int sync_fd;	     /* read end: one byte once the id maps are written */
+	int sync_fd;	     /* read end: "g" once the id maps are written, "c" once in the job's cgroups */
 	int status_fd;	     /* write end: nat_record to the supervisor (O_CLOEXEC) */
 	int stdin_fd;	     /* -1: /dev/null */
 	int stdout_fd;

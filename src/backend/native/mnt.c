@@ -153,18 +153,31 @@ int mnt_enter_root(const char *staging, struct mnt_fail *f)
 	return fd < 0 ? fail(f, NS_ROOT_TMPFS, errno, staging) : fd;
 }
 
+/*
+ * A recursive bind of the source, made as a detached copy (open_tree), given its attributes there
+ * and only then attached at dest (move_mount): the same mounts as mount(MS_BIND | MS_REC) followed
+ * by mount_setattr on dest, on descriptors instead of two path walks through /proc/self/fd magic
+ * links and a second openat2 of dest (per start: 14 openat2 and 14 mount fewer, 14 open_tree and 14
+ * move_mount more). The bind is never visible writable or with set-id bits, not even for a moment,
+ * and the kernel keeps the host's locked flags as it does for any bind made in a user namespace.
+ */
 static int apply_bind(int rootfd, struct fs_op *op)
 {
-	char src[32], dst[32];
 	int fd = make_node(rootfd, op->dest, op->src_is_dir, op->src_is_dir ? 0755 : 0644);
 	if (fd < 0)
 		return fd;
-	fd_path(src, op->src_fd);
-	fd_path(dst, fd);
-	int r = mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
+	int r = 0, tree = open_tree(op->src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	struct mount_attr attr = {.attr_set = op->attr_set};
+	if (tree < 0)
+		r = -errno;
+	else if (op->attr_set && mount_setattr(tree, "", AT_EMPTY_PATH | (op->flags & FS_RECURSIVE ? AT_RECURSIVE : 0),
+					       &attr, sizeof(attr)) < 0)
+		r = -errno;
+	else if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	if (tree >= 0)
+		close(tree);
 	close(fd);
-	if (r == 0 && op->attr_set)
-		r = set_attrs(rootfd, op->dest, op->attr_set, op->flags & FS_RECURSIVE);
 	return r;
 }
 
