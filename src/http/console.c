@@ -197,3 +197,57 @@ void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char 
 	else
 		hx_json(rs, 200, json_pack("{s:o}", "sandboxes", list));
 }
+
+/* ---- DELETE /v1/admin/sandboxes/{id} ---------------------------------------------------------- */
+
+/* The owner of live sandbox id, from the same listing the console shows; NULL when there is none
+ * (destroyed, expired, a spare, never made). */
+static char *owner_of(struct hx_server *s, const char *id)
+{
+	json_t *list = s->o.sandboxes ? s->o.sandboxes(s->o.sandboxes_ctx) : NULL;
+	char *owner = NULL;
+	size_t i;
+	json_t *sb;
+	json_array_foreach(list, i, sb) {
+		const char *sid = json_string_value(json_object_get(sb, "id"));
+		const char *who = json_string_value(json_object_get(sb, "owner"));
+		if (sid && who && strcmp(sid, id) == 0) {
+			owner = strdup(who);
+			break;
+		}
+	}
+	json_decref(list);
+	return owner;
+}
+
+static void admin_destroyed(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	const char *id = json_string_value(json_object_get(hx_call_args(c), "sandbox_id"));
+	hx_json(rs, 200, json_pack("{s:s,s:b}", "sandbox_id", id ? id : "", "destroyed", 1));
+}
+
+/* An approver ends another principal's sandbox (what it runs is killed with it). Approvers only
+ * (the route's role). It is a code_destroy_sandbox call on the one runner like any other — risk
+ * rules, a durable start record, an end record — made by the approver on behalf of the owner:
+ * the manager sees the owner (its ownership check stays the only one), the audit log names both. */
+void api_admin_destroy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	cleanup_free char *owner = owner_of(s, caps[0]);
+	if (!owner) {
+		hx_error(rs, 404, "no sandbox \"%.100s\" (never created, destroyed, or expired)", caps[0]);
+		return;
+	}
+	json_t *args = json_pack("{s:s}", "sandbox_id", caps[0]);
+	struct hx_call *c = args ? hx_call_new(s, TL_DESTROY_SANDBOX, args, rq->peer, rq->who->name) : NULL;
+	if (!c) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	if (hx_call_act_for(c, owner) < 0) {
+		hx_error(rs, 500, "cannot act for %.100s", owner);
+		hx_call_drop(c);
+		return;
+	}
+	hx_log(s, MCP_LOG_NOTICE, "%s destroys %s, a sandbox of %s", rq->who->name, caps[0], owner);
+	hx_call_run(c, NULL, 0, admin_destroyed, rs);
+}

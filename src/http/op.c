@@ -112,6 +112,11 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 	return c;
 }
 
+int hx_call_act_for(struct hx_call *c, const char *owner)
+{
+	return svc_call_act_for(c->sc, owner);
+}
+
 const json_t *hx_call_args(const struct hx_call *c)
 {
 	return c->args;
@@ -291,6 +296,11 @@ static void call_release(struct hx_call *c)
 	svc_call_free(c->sc);
 	c->sc = NULL;
 	call_unref(c);
+}
+
+void hx_call_drop(struct hx_call *c)
+{
+	call_release(c);
 }
 
 /* A call the runner refused (and recorded), as the JSON API answers it. */

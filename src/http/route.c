@@ -53,6 +53,7 @@ static const struct route routes[] = {
 	{"GET", "/v1/audit", api_audit, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/console/rules", api_rules, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes", api_admin_sandboxes, BODY_NONE, ROLE_APPROVER},
+	{"DELETE", "/v1/admin/sandboxes/{}", api_admin_destroy, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/console", api_console, BODY_NONE, ROLE_PUBLIC},
 	{"GET", "/console/{}", api_console, BODY_NONE, ROLE_PUBLIC},
 	{"POST", "/mcp", hx_mcp, BODY_MESSAGE, ROLE_CLIENT},

@@ -71,6 +71,7 @@ struct srv_call_end {
 	const char *peer;		 /* the client that sent the call, or NULL (the gate's default) */
 	const char *principal;		 /* whom the call acts for, or NULL (the peer) */
 	const char *approver;		 /* the principal who approved or declined it, when known */
+	const char *on_behalf_of;	 /* an approver's call on another principal's sandbox: its owner, or NULL */
 	const char *call_id;		 /* what admit named its start record, or NULL (never admitted) */
 	uint64_t duration_ms;		 /* from the request's arrival */
 	uint64_t duration_us;		 /* the same in microseconds where the front end measures them, else 0 */
@@ -91,6 +92,7 @@ struct srv_call_start {
 	const char *peer;
 	const char *principal;
 	const char *approver;	       /* the human who approved, when known, or NULL */
+	const char *on_behalf_of;      /* as in srv_call_end */
 	char call_id[SRV_CALL_ID_MAX]; /* out: the start record's id ("" when none was written) */
 };
 

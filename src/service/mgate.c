@@ -126,6 +126,7 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 		.decision = dec,
 		.by = by_of(end->approval, end->by, classified ? &d : NULL),
 		.approver = end->approver,
+		.on_behalf_of = end->on_behalf_of,
 		.status = status_name(end->status),
 		.duration_ms = end->duration_ms,
 		.resources = res,
@@ -167,6 +168,7 @@ static int g_admit(void *ctx, struct srv_call_start *st, struct al_error *err)
 		.decision = AUDIT_APPROVED,
 		.by = by_of(st->approval, st->by, classified ? &d : NULL),
 		.approver = st->approver,
+		.on_behalf_of = st->on_behalf_of,
 		.status = "started",
 	};
 	int r = audit_write(g->log, &rec, &e);

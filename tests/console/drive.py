@@ -204,9 +204,75 @@ def step_sandboxes(b, sb):
     b.eval("document.querySelector('.tab[data-view=\"sandboxes\"]').click(); true")
     row = f"#sandboxes tr[data-id=\"{sb}\"]"
     cells = b.wait(f"document.querySelector('{row}') && [...document.querySelectorAll('{row} td')].map(t => t.textContent)", 5)
-    check(bool(cells) and cells[1] == "token:alice" and cells[3].startswith("none"), f"the sandbox, its owner and network ({cells})")
-    check(bool(cells) and cells[8].endswith("iB") and cells[9].endswith("iB"), "its memory now and at peak")
+    check(bool(cells) and cells[1] == "token:alice" and cells[4].startswith("none"), f"the sandbox, its owner and network ({cells})")
+    check(bool(cells) and cells[3] == "host", "its image: the host's system directories")
+    check(bool(cells) and cells[9].endswith("iB") and cells[10].endswith("iB"), "its memory now and at peak")
     b.screenshot(os.path.join(SHOTS, "console-sandboxes.png"))
+
+
+def sleepers(tag):
+    """Host pids of the processes running `sleep TAG` (a sandbox's exec, seen from outside)."""
+    want = b"sleep\0" + tag.encode() + b"\0"
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and open(f"/proc/{p}/cmdline", "rb").read() == want:
+                found.append(int(p))
+        except OSError:
+            pass
+    return found
+
+
+def step_destroy(b, sb):
+    """The approver destroys another principal's sandbox from its row: confirm, keyboard, gone."""
+    s, body, _ = http("POST", "/v1/sandboxes", CLIENT, {"language": "shell"})
+    check(s == 201, "the client creates a second sandbox")
+    victim = json.loads(body)["sandbox_id"]
+    tag = f"{300 + os.getpid() % 97}.{int(time.time() * 1000) % 100000}"
+    ex = Exec(victim, f"sleep {tag}")
+    for _ in range(200):
+        if sleepers(tag):
+            break
+        time.sleep(0.05)
+    check(bool(sleepers(tag)), f"an exec runs in it (sleep {tag}, seen on the host)")
+    s, _, _ = http("DELETE", f"/v1/admin/sandboxes/{victim}", CLIENT)
+    check(s == 403, f"a client's token cannot destroy through the admin route ({s})")
+    s, _, _ = http("DELETE", f"/v1/admin/sandboxes/{victim}x", REVIEWER)
+    check(s == 404, f"an unknown id: 404 ({s})")
+    row = f"#sandboxes tr[data-id=\"{victim}\"]"
+    check(b.wait(f"!!document.querySelector('{row} button.destroy')", 5) is True, "its row has a Destroy button")
+    b.eval(f"document.querySelector('{row} button.destroy').focus(); true")
+    b.key("Enter")
+    check(b.wait(f"document.activeElement === document.querySelector('{row} button.confirm')", 3) is True,
+          "Destroy asks first, the focus on the confirming button")
+    b.key("Escape")
+    check(b.wait(f"!!document.querySelector('{row} button.destroy')", 5) is True, "Escape takes it back")
+    check(bool(sleepers(tag)), "and nothing was destroyed")
+    b.eval(f"document.querySelector('{row} button.destroy').focus(); true")
+    b.key("Enter")
+    check(b.wait(f"document.activeElement === document.querySelector('{row} button.confirm')", 3) is True, "asked again")
+    b.screenshot(os.path.join(SHOTS, "console-destroy.png"))
+    b.key("Enter")
+    check(b.wait(f"!document.querySelector('{row}') && document.body.dataset.destroyed === '{victim}:200'", 10) is True,
+          "Enter on the confirmation destroys it: the row leaves")
+    ex.join(30)
+    check(ex.result is not None, "the exec it ran ended")
+    gone = False
+    for _ in range(100):
+        if not sleepers(tag):
+            gone = True
+            break
+        time.sleep(0.05)
+    check(gone, "no process of it remains on the host")
+    s, _, _ = http("GET", f"/v1/sandboxes/{victim}/files", CLIENT)
+    check(s == 404, f"its owner finds it gone ({s})")
+    check(b.eval(f"!!document.querySelector('#sandboxes tr[data-id=\"{sb}\"]')"), "the other sandbox stays")
+    s, body, _ = http("GET", "/v1/audit?tool=code_destroy_sandbox", REVIEWER)
+    recs = [r for r in json.loads(body)["records"] if r.get("sandbox") == victim] if s == 200 else []
+    both = [r for r in recs if r["client"]["principal"] == "token:reviewer" and r["client"].get("on_behalf_of") == "token:alice"]
+    check(len(both) == 2 and {r["event"] for r in both} == {"start", "end"} and
+          all(r["result"]["status"] in ("started", "ok") for r in both),
+          f"its audit records name the approver and the owner ({recs})")
 
 
 def step_audit(b, sb):
@@ -249,6 +315,7 @@ def run(b, sb):
     step_changed(b, sb)
     step_timeout(b, sb)
     step_sandboxes(b, sb)
+    step_destroy(b, sb)
     step_audit(b, sb)
     step_audit_route(b, sb)
 

@@ -347,20 +347,68 @@ function bytes(n) {
   return n < 1 << 20 ? (n / 1024).toFixed(0) + ' KiB' : (n / (1 << 20)).toFixed(1) + ' MiB';
 }
 
+// The image a sandbox was made with: its name and a short digest (the whole one on hover), or the
+// host's own system directories.
+function imageCell(x) {
+  if (!x.image_digest) return el('td', {text: x.image || 'host'});
+  return el('td', {title: x.image_digest}, x.image + ' ', el('span', {class: 'digest', text: x.image_digest.slice(0, 19) + '…'}));
+}
+
+function sandboxRow(x) {
+  const destroy = el('button', {type: 'button', class: 'destroy', text: 'Destroy', 'aria-label': 'Destroy sandbox ' + x.id + ' of ' + x.owner});
+  destroy.addEventListener('click', () => confirmDestroy(tr, x));
+  const tr = el('tr', {'data-id': x.id},
+    el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}), imageCell(x),
+    el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
+    el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
+    el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
+    el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}),
+    el('td', {class: 'act'}, destroy));
+  return tr;
+}
+
+// Destroying is a second, explicit step: the row asks, with the focus on the confirming button
+// (Enter confirms, Escape or Cancel goes back). The table is not refreshed while it asks.
+function confirmDestroy(tr, x) {
+  state.confirming = x.id;
+  const yes = el('button', {type: 'button', class: 'confirm', text: 'Destroy it'});
+  const no = el('button', {type: 'button', class: 'cancel', text: 'Cancel'});
+  const cell = tr.querySelector('td.act');
+  const back = () => { state.confirming = null; loadSandboxes(); };
+  yes.addEventListener('click', () => destroySandbox(tr, x));
+  no.addEventListener('click', back);
+  cell.replaceChildren(el('span', {class: 'ask', text: 'Destroy ' + x.id + ' of ' + x.owner + '? '}), yes, no);
+  cell.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') { ev.preventDefault(); back(); } });
+  yes.focus();
+}
+
+async function destroySandbox(tr, x) {
+  for (const b of tr.querySelectorAll('button')) b.disabled = true;
+  const r = await api('DELETE', '/v1/admin/sandboxes/' + encodeURIComponent(x.id));
+  state.confirming = null;
+  if (refused(r)) return;
+  if (r.status === 200) {
+    tr.remove();
+    $('sandboxes-status').textContent = 'Destroyed ' + x.id + ' of ' + x.owner + '.';
+  } else {
+    $('sandboxes-status').textContent = 'Not destroyed: ' + (r.data && r.data.error ? r.data.error : 'HTTP ' + r.status);
+  }
+  document.body.dataset.destroyed = x.id + ':' + r.status;
+  clearTimeout(state.sandboxTimer);
+  state.sandboxTimer = setTimeout(loadSandboxes, SANDBOX_POLL_MS);
+}
+
 async function loadSandboxes() {
   clearTimeout(state.sandboxTimer);
   if (state.view !== 'sandboxes') return;
+  if (state.confirming) { state.sandboxTimer = setTimeout(loadSandboxes, SANDBOX_POLL_MS); return; }
   const r = await api('GET', '/v1/admin/sandboxes');
   if (refused(r)) return;
+  if (state.confirming) return; // the approver began a confirmation meanwhile: keep the rows as they are
   const body = $('sandboxes').tBodies[0];
   if (r.status === 200 && r.data) {
-    body.replaceChildren(...r.data.sandboxes.map((x) => el('tr', {'data-id': x.id},
-      el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}),
-      el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
-      el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
-      el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
-      el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}))));
-    $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
+    body.replaceChildren(...r.data.sandboxes.map(sandboxRow));
+    if (!/^Destroyed|^Not destroyed/.test($('sandboxes-status').textContent)) $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
     document.body.dataset.sandboxes = String(r.data.sandboxes.length);
   } else {
     $('sandboxes-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
@@ -401,7 +449,8 @@ function record(rec) {
   const ap = rec.approval || {};
   const s = el('summary', {},
     el('span', {text: rec.time || ''}), el('span', {text: rec.event || ''}),
-    el('span', {text: (rec.client && rec.client.principal) || ''}), el('span', {text: rec.tool || ''}),
+    el('span', {text: ((rec.client && rec.client.principal) || '') + (rec.client && rec.client.on_behalf_of ? ' for ' + rec.client.on_behalf_of : '')}),
+    el('span', {text: rec.tool || ''}),
     el('span', {class: 'risk risk-' + ((rec.risk && rec.risk.level) || ''), text: (rec.risk && rec.risk.level) || ''}),
     el('span', {class: 'dec-' + (ap.decision || ''), text: (ap.decision || '') + (ap.by ? ' by ' + ap.by : '') + (ap.approver ? ' (' + ap.approver + ')' : '')}),
     el('span', {text: (rec.result && rec.result.status) || ''}));
