@@ -201,7 +201,9 @@ static int port_ask(void *owner, const struct srv_gate_decision *d, char *why, s
 				  .args = c->args,
 				  .reason = d->reason,
 				  .timeout_ms = timeout,
-				  .principal = svc_call_principal(c->sc)->name};
+				  .principal = svc_call_principal(c->sc)->name,
+				  .marks = d->marks,
+				  .nmarks = d->nmarks};
 	if (!q || apq_ask(q, &qn, approval_done, c, &c->ask_id) < 0) {
 		denial(c, SRV_GATE_UNAVAILABLE, why, cap);
 		return -EPERM;

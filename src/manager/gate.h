@@ -103,10 +103,21 @@ struct srv_gate_health {
 	char reason[SRV_GATE_REASON_MAX]; /* when degraded */
 };
 
+/* A byte range [start, end) of the call's code that the deciding rule's pattern matched. */
+struct srv_mark {
+	size_t start, end;
+};
+
+#define SRV_GATE_MARKS_MAX 16
+
 struct srv_gate_decision {
 	enum srv_gate_verdict verdict;
 	char reason[SRV_GATE_REASON_MAX]; /* DENY: why; ASK: what the human is asked about (e.g. the risk) */
 	uint32_t timeout_ms;		  /* ASK: how long to wait (0: the session's default) */
+	/* ASK: where the deciding rule's patterns matched the code, in order (a human is shown them
+	 * marked); none when the rule has no pattern on the code. */
+	struct srv_mark marks[SRV_GATE_MARKS_MAX];
+	size_t nmarks;
 };
 
 struct srv_gate {
@@ -154,6 +165,8 @@ struct srv_question {
 	const char *reason;
 	uint32_t timeout_ms;
 	const char *principal;
+	const struct srv_mark *marks; /* the decision's marks in args.code (borrowed; copied), or NULL */
+	size_t nmarks;
 };
 
 struct srv_approver {
