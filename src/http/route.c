@@ -50,6 +50,7 @@ static const struct route routes[] = {
 	{"DELETE", "/v1/sandboxes/{}/contexts/{}", api_ctx_delete, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/approvals", api_approvals, BODY_NONE, ROLE_ANY},
 	{"POST", "/v1/approvals/{}", api_decide, BODY_JSON, ROLE_APPROVER},
+	{"GET", "/v1/approvals/events", api_approval_events, BODY_NONE, ROLE_ANY},
 	{"GET", "/v1/audit", api_audit, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/console/rules", api_rules, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes", api_admin_sandboxes, BODY_NONE, ROLE_APPROVER},

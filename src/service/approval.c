@@ -36,11 +36,17 @@ struct apq {
 	struct apq_entry *head, *tail; /* oldest first */
 	uint64_t next_id;
 	size_t n;
-	int efd; /* bumped on every change */
+	int efd;	   /* bumped on every change */
+	uint64_t gen;	   /* counts the changes (under mu) */
+	pthread_cond_t cv; /* CLOCK_MONOTONIC: broadcast on every change, for apq_wait */
 };
 
 static void changed(struct apq *q)
 {
+	pthread_mutex_lock(&q->mu);
+	q->gen++;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
 	uint64_t one = 1;
 	/* Non-blocking; a saturated counter (EAGAIN) stays readable, which is all a reader needs. */
 	if (write(q->efd, &one, sizeof(one)) < 0) {
@@ -78,8 +84,39 @@ int apq_new(struct apq **out)
 		return e;
 	}
 	pthread_mutex_init(&q->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	*out = q;
 	return 0;
+}
+
+uint64_t apq_generation(struct apq *q)
+{
+	pthread_mutex_lock(&q->mu);
+	uint64_t g = q->gen;
+	pthread_mutex_unlock(&q->mu);
+	return g;
+}
+
+uint64_t apq_wait(struct apq *q, uint64_t seen, int ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&q->mu);
+	while (q->gen == seen && pthread_cond_timedwait(&q->cv, &q->mu, &until) == 0)
+		;
+	uint64_t g = q->gen;
+	pthread_mutex_unlock(&q->mu);
+	return g;
 }
 
 void apq_free(struct apq *q)
@@ -98,6 +135,7 @@ void apq_free(struct apq *q)
 		e = next;
 	}
 	close(q->efd);
+	pthread_cond_destroy(&q->cv);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
 }

@@ -89,6 +89,10 @@ char *apq_visible_marked(const char *s, size_t n, const struct srv_mark *m, size
 char *apq_marks_text(const char *s, size_t n, const struct srv_mark *m, size_t nm);
 /* The 1-based line and column (in characters) of byte offset at of s. */
 void apq_position(const char *s, size_t at, unsigned *line, unsigned *column);
+/* A count of the queue's changes (asks, decisions, cancels): what apq_wait compares. */
+uint64_t apq_generation(struct apq *q);
+/* Waits up to ms for the count to differ from seen; returns it (a live view's wake-up). */
+uint64_t apq_wait(struct apq *q, uint64_t seen, int ms);
 /* How many are pending. */
 size_t apq_pending(struct apq *q);
 /* Readable after a change (an eventfd, non-blocking, O_CLOEXEC); apq_drain resets it. */

@@ -123,6 +123,8 @@ def step_approve(b, sb):
     shown = card_of(b, item)
     lag = time.monotonic() - listed
     check(shown is True and lag < 1.0, f"the page shows it within a second ({lag:.2f} s)")
+    check(b.eval("document.body.dataset.live") == "sse",
+          "it came on the live stream (polling, every 5 s, is only the fallback)")
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
     text = b.eval(f"document.querySelector('{sel}').innerText")
     for want in ("token:alice", "code_execute", "HIGH", "asked", "none (loopback only)", item["digest"]):
@@ -151,9 +153,15 @@ def step_approve(b, sb):
 def step_deny(b, sb):
     """Deny, with the keyboard on the focused card; markup in the code stays text."""
     hostile = "<img src=x onerror=window.pwned=1><script>window.pwned=2</script>"
+    # The stream drops (the page's own connection cut): the page reconnects and stays live.
+    b.eval("state.live.abort(); true")
+    check(b.wait("document.body.dataset.live === 'off'", 2) is True, "a dropped stream is noticed")
+    check(b.wait("document.body.dataset.live === 'sse'", 5) is True, "and reconnected")
     ex = Exec(sb, f"touch denied-{M}.txt # {hostile}")
-    item, _ = pending(f"denied-{M}")
-    check(item is not None and card_of(b, item) is True, "a second call shows")
+    item, listed = pending(f"denied-{M}")
+    shown = item is not None and card_of(b, item) is True
+    lag = time.monotonic() - listed if listed else 99
+    check(shown and lag < 1.0, f"a second call shows within a second over the new stream ({lag:.2f} s)")
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
     check(hostile in b.eval(f"document.querySelector('{sel} .code').textContent"), "markup in the code is shown as text")
     check(b.eval(f"document.querySelectorAll('{sel} img, {sel} script').length === 0 && window.pwned === undefined"),

@@ -1,9 +1,13 @@
-// console.js — the approver's console: polls pending approvals and decides them by digest, reads the audit log.
+// console.js — the approver's console: pending approvals arrive live (server-sent events) and are decided by digest; the sandboxes and the audit log.
 // Everything shown comes from requests under review, hostile by definition: it enters the page
 // as text nodes only (textContent, never innerHTML), so no value can become markup or script.
 'use strict';
 
-const POLL_MS = 500; // a new call shows within a second
+// New calls arrive on a live stream (GET /v1/approvals/events) the moment they are queued. Polling
+// stays as the safety net, slow on purpose: a page whose stream broke still works, and a test that
+// wants a call on screen within a second can only pass through the stream.
+const POLL_MS = 5000;
+const RECONNECT_MS = 1000;
 const TOKEN_KEY = 'airlock.approver-token';
 const $ = (id) => document.getElementById(id);
 
@@ -13,6 +17,8 @@ const state = {
   cards: new Map(), // approval id -> {li, item, deadline, countdown}
   rules: new Map(), // rule name -> rule
   polling: null,
+  live: null, // the stream's AbortController while signed in
+  liveTimer: null,
 };
 
 // el('span', {class: 'x'}, 'text', child...): an element with attributes and text or element children.
@@ -44,6 +50,7 @@ async function api(method, path, body) {
 
 function showLogin(message) {
   stopPolling();
+  stopLive();
   document.body.dataset.state = 'login';
   $('login').hidden = false;
   for (const v of document.querySelectorAll('.view')) v.hidden = true;
@@ -61,6 +68,7 @@ function signedIn() {
   show(state.view);
   loadRules();
   startPolling();
+  startLive();
 }
 
 // A request the server refused as unauthenticated or not an approver's: back to the token form.
@@ -101,16 +109,66 @@ async function loadRules() {
   for (const c of state.cards.values()) c.li.replaceWith(c.li = card(c.item));
 }
 
+function showApprovals(data) {
+  update(data.approvals || []);
+  $('approvals-status').textContent = data.enabled ? '' : 'This server has no approvals queue (approval.channels lacks http).';
+}
+
+// The live stream: fetch() (EventSource cannot send the Authorization header) read chunk by chunk,
+// split into server-sent events; each "approvals" event carries the whole pending list. When it
+// ends or fails, it reconnects; meanwhile polling keeps the page right.
+function stopLive() {
+  clearTimeout(state.liveTimer);
+  if (state.live) state.live.abort();
+  state.live = null;
+  document.body.dataset.live = 'off';
+}
+
+function onEvent(text) {
+  let name = 'message';
+  const data = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('event:')) name = line.slice(6).trim();
+    else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+  }
+  if (name !== 'approvals' || !data.length) return;
+  try { showApprovals(JSON.parse(data.join('\n'))); } catch (e) { /* a torn event: the next one or a poll repairs it */ }
+}
+
+async function startLive() {
+  stopLive();
+  const ctl = new AbortController();
+  state.live = ctl;
+  try {
+    const headers = state.token ? {Authorization: 'Bearer ' + state.token} : {};
+    const r = await fetch('/v1/approvals/events', {headers, cache: 'no-store', credentials: 'omit', signal: ctl.signal});
+    if (r.status === 401 || r.status === 403) { refused({status: r.status}); return; }
+    if (r.status === 404) { state.live = null; document.body.dataset.live = 'none'; return; } // no queue: polling says so
+    if (r.ok && r.body) {
+      document.body.dataset.live = 'sse';
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const {value, done} = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, {stream: true});
+        for (let i; (i = buf.indexOf('\n\n')) >= 0;) { onEvent(buf.slice(0, i)); buf = buf.slice(i + 2); }
+      }
+    }
+  } catch (e) { /* aborted, or the connection dropped */ }
+  if (state.live !== ctl) return; // stopped, or replaced by a newer stream
+  document.body.dataset.live = 'off';
+  state.liveTimer = setTimeout(startLive, RECONNECT_MS);
+}
+
 function startPolling() {
   stopPolling();
   const tick = async () => {
     try {
       const r = await api('GET', '/v1/approvals');
       if (refused(r)) return;
-      if (r.status === 200 && r.data) {
-        update(r.data.approvals || []);
-        $('approvals-status').textContent = r.data.enabled ? '' : 'This server has no approvals queue (approval.channels lacks http).';
-      }
+      if (r.status === 200 && r.data) showApprovals(r.data);
     } catch (e) {
       $('approvals-status').textContent = 'The server does not answer; retrying.';
     }
