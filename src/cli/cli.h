@@ -24,6 +24,7 @@ int cli_set_config_path(const char *path);
 int cli_exec(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_console(int argc, char **argv);
 int cli_image(int argc, char **argv);
 /* Prints "airlock: <msg>" on stderr and returns AL_EXIT_FAILURE. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -22,6 +22,7 @@ static const char usage[] =
 	"  image import|build|ls|inspect|rm|gc  images: OCI imports, Debian builds ('airlock image help')\n"
 	"  mcp [--profile P] [--audit FILE] serve MCP on stdin/stdout (persistent sandboxes)\n"
 	"  serve [--http ADDR] ...          serve sandboxes over HTTP: MCP, JSON API, approvals\n"
+	"  console [--socket PATH]          the approver's console of a local serve, as your own uid\n"
 	"  help                             show this help\n"
 	"  version                          show the version\n"
 	"\n"
@@ -71,6 +72,8 @@ int main(int argc, char **argv)
 		return cli_mcp(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return cli_serve(argc - 1, argv + 1);
+	if (strcmp(cmd, "console") == 0)
+		return cli_console(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		return fputs(usage, stdout), 0;
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))

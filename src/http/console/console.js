@@ -529,7 +529,18 @@ function onKey(ev) {
   if (ev.key === 'd') { ev.preventDefault(); decide(li, false); }
 }
 
+// `airlock console` prints a URL whose fragment holds its one-time token (a fragment is never sent
+// to a server): it becomes this tab's token, and leaves the address bar.
+function takeFragmentToken() {
+  const m = /^#token=([0-9a-f]{16,128})$/.exec(location.hash);
+  if (!m) return;
+  state.token = m[1];
+  sessionStorage.setItem(TOKEN_KEY, m[1]);
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
 function init() {
+  takeFragmentToken();
   $('login-form').addEventListener('submit', (ev) => { ev.preventDefault(); tryToken($('token').value.trim()); $('token').value = ''; });
   $('signout').addEventListener('click', () => { sessionStorage.removeItem(TOKEN_KEY); state.token = ''; showLogin(''); });
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => show(b.dataset.view));
