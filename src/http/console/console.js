@@ -421,7 +421,7 @@ function sandboxRow(x) {
     el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
     el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
     el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}),
-    el('td', {class: 'act'}, destroy));
+    el('td', {class: 'act'}, el('div', {class: 'actbox'}, destroy)));
   return tr;
 }
 
@@ -429,13 +429,15 @@ function sandboxRow(x) {
 // (Enter confirms, Escape or Cancel goes back). The table is not refreshed while it asks.
 function confirmDestroy(tr, x) {
   state.confirming = x.id;
-  const yes = el('button', {type: 'button', class: 'confirm', text: 'Destroy it'});
+  const yes = el('button', {type: 'button', class: 'confirm', text: 'Destroy it',
+    'aria-label': 'Destroy sandbox ' + x.id + ' of ' + x.owner + ' and everything running in it'});
   const no = el('button', {type: 'button', class: 'cancel', text: 'Cancel'});
-  const cell = tr.querySelector('td.act');
+  const cell = tr.querySelector('td.act .actbox');
   const back = () => { state.confirming = null; loadSandboxes(); };
   yes.addEventListener('click', () => destroySandbox(tr, x));
   no.addEventListener('click', back);
-  cell.replaceChildren(el('span', {class: 'ask', text: 'Destroy ' + x.id + ' of ' + x.owner + '? '}), yes, no);
+  cell.replaceChildren(el('span', {class: 'ask', text: 'Sure?'}), yes, no);
+  tr.classList.add('asking');
   cell.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') { ev.preventDefault(); back(); } });
   yes.focus();
 }
