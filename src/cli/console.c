@@ -93,8 +93,7 @@ static void reply(int fd, int status, const char *why)
 	}
 }
 
-/* The value of header name in head (lines after the first), trimmed; NULL when absent. Writes a
- * NUL into head at the value's end (the head is rebuilt from the kept lines anyway). */
+/* The value of line when it is header name (case-insensitive), its leading blanks skipped; else NULL. */
 static const char *header(char *line, const char *name)
 {
 	size_t n = strlen(name);
@@ -131,11 +130,13 @@ static int check_head(const struct relay *r, char *head, char *out, size_t cap, 
 	}
 	int used = snprintf(out, cap, "%s\r\n", line);
 	const char *host = NULL, *origin = NULL, *auth = NULL;
+	int hosts = 0;
 	while ((line = strtok_r(NULL, "\r\n", &save))) {
 		const char *v;
-		if ((v = header(line, "Host")))
+		if ((v = header(line, "Host"))) {
 			host = v;
-		else if ((v = header(line, "Origin")))
+			hosts++;
+		} else if ((v = header(line, "Origin")))
 			origin = v;
 		else if ((v = header(line, "Authorization")))
 			auth = v;
@@ -150,8 +151,9 @@ static int check_head(const struct relay *r, char *head, char *out, size_t cap, 
 		*why = "request head too large";
 		return 400;
 	}
-	/* DNS rebinding: a name that resolves to 127.0.0.1 still says its own name in Host. */
-	if (!host || !host_ok(r, host)) {
+	/* DNS rebinding: a name that resolves to 127.0.0.1 still says its own name in Host (once:
+	 * of two, serve might read the other). */
+	if (!host || hosts > 1 || !host_ok(r, host)) {
 		*why = "the Host header must name this loopback listener";
 		return 403;
 	}

@@ -257,7 +257,7 @@ int apq_resolve(struct apq *q, const struct apq_decision *d)
 
 /* [{start, end, line, column, text}]: each mark's bytes, where it starts (1-based; columns in
  * characters) and the matched text as apq_visible shows it. */
-static json_t *marks_json(const char *code, size_t len, const struct srv_mark *m, size_t n)
+static json_t *marks_json(const char *code, const struct srv_mark *m, size_t n)
 {
 	json_t *list = json_array();
 	for (size_t i = 0; list && i < n; i++) {
@@ -274,7 +274,6 @@ static json_t *marks_json(const char *code, size_t len, const struct srv_mark *m
 			list = NULL;
 		}
 	}
-	(void)len;
 	return list;
 }
 
@@ -288,7 +287,7 @@ static json_t *entry_json(const struct apq_entry *e, uint64_t now)
 	if (item && code) {
 		char *shown = apq_visible(code, e->code_len);
 		char *marked = e->nmarks ? apq_visible_marked(code, e->code_len, e->marks, e->nmarks) : NULL;
-		json_t *marks = marks_json(code, e->code_len, e->marks, e->nmarks);
+		json_t *marks = marks_json(code, e->marks, e->nmarks);
 		if (!shown || (e->nmarks && !marked) || !marks ||
 		    json_object_set_new(item, "code_visible", json_string(shown)) < 0 ||
 		    json_object_set_new(item, "marks", marks) < 0 ||

@@ -65,6 +65,13 @@ al_assert_eq "$(curl -q -s -o /dev/null -w '%{http_code}' "${T[@]}" -H 'Host: ev
 	"another Host (DNS rebinding) is refused"
 al_assert_eq "$(curl -q -s -o /dev/null -w '%{http_code}' "${T[@]}" -H 'Origin: http://evil.example' "$F/v1/approvals")" 403 \
 	"another Origin is refused"
+twice=$("$AL_PY" -c '
+import socket, sys
+port, tok = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(("GET /v1/approvals HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nHost: evil.example\r\nAuthorization: Bearer %s\r\n\r\n" % (port, tok)).encode())
+print(s.recv(100).split(b" ")[1].decode())' "${F##*:}" "$tok")
+al_assert_eq "$twice" 403 "two Host headers are refused"
 read -r id digest < <(curl -q -sf "${T[@]}" "$F/v1/approvals" |
 	j '" ".join(str(a["id"]) + " " + a["digest"] for a in d["approvals"] if "ask-me" in a["request"]["code"])')
 out=$(curl -q -s "${T[@]}" -XPOST "$F/v1/approvals/$id" -H "Origin: $F" -d "{\"approve\":true,\"digest\":\"$digest\"}")
