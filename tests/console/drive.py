@@ -215,6 +215,16 @@ def step_sandboxes(b, sb):
     check(bool(cells) and cells[1] == "token:alice" and cells[4].startswith("none"), f"the sandbox, its owner and network ({cells})")
     check(bool(cells) and cells[3] == "host", "its image: the host's system directories")
     check(bool(cells) and cells[9].endswith("iB") and cells[10].endswith("iB"), "its memory now and at peak")
+    digest = os.environ["AL_IMAGE_DIGEST"]
+    s, body, _ = http("POST", "/v1/sandboxes", CLIENT, {"profile": "imgs", "image": "bb"})
+    check(s == 201, f"the client creates a sandbox on an image ({s} {body})")
+    on_image = json.loads(body).get("sandbox_id", "") if s == 201 else ""
+    cell = f"#sandboxes tr[data-id=\"{on_image}\"] td:nth-child(4)"
+    shown = b.wait(f"document.querySelector('{cell}') && [document.querySelector('{cell}').textContent,"
+                   f" document.querySelector('{cell}').title]", 5)
+    check(bool(shown) and shown[0] == "bb " + digest[:19] + "\u2026" and shown[1] == digest,
+          f"its image: the name and the digest ({shown})")
+    http("DELETE", f"/v1/sandboxes/{on_image}", CLIENT)
     b.screenshot(os.path.join(SHOTS, "console-sandboxes.png"))
 
 

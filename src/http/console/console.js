@@ -491,7 +491,11 @@ async function loadAudit() {
   for (const k of ['principal', 'tool', 'decision']) if (f[k].value) q.set(k, f[k].value);
   if (isoOf(f.since.value)) q.set('since', isoOf(f.since.value));
   if (isoOf(f.until.value)) q.set('until', isoOf(f.until.value));
+  // Only the latest request's answer is shown: an earlier, slower one must not replace the list
+  // the approver filtered since.
+  const seq = state.auditSeq = (state.auditSeq || 0) + 1;
   const r = await api('GET', '/v1/audit?' + q.toString());
+  if (seq !== state.auditSeq) return;
   if (refused(r)) return;
   const list = $('audit');
   list.replaceChildren();
