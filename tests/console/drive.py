@@ -122,7 +122,8 @@ def step_approve(b, sb):
     check(item is not None, "the server lists the pending call")
     shown = card_of(b, item)
     lag = time.monotonic() - listed
-    check(shown is True and lag < 1.0, f"the page shows it within a second ({lag:.2f} s)")
+    live = b.eval("document.body.dataset.live + ' ' + document.getElementById('approvals-status').textContent")
+    check(shown is True and lag < 1.0, f"the page shows it within a second ({lag:.2f} s; stream: {live})")
     check(b.eval("document.body.dataset.live") == "sse",
           "it came on the live stream (polling, every 5 s, is only the fallback)")
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
@@ -326,6 +327,28 @@ def step_audit_route(b, sb):
     check(s == 400, "limit 0 is refused")
 
 
+def step_forwarder(b, sb):
+    """`airlock console`: the URL it printed signs the page in as the socket's uid, live."""
+    url, uid = os.environ["AL_FWD_URL"], os.environ["AL_UID"]
+    b.goto(url)
+    check(b.wait("document.body.dataset.state === 'ready' && document.body.dataset.live === 'sse'", 5) is True,
+          "the forwarder's URL signs in, live, with no token typed")
+    check(b.eval("location.hash") == "" and b.eval("sessionStorage.getItem('airlock.approver-token')") == url.split("#token=")[1],
+          "its token moved from the address bar into the tab's session storage")
+    ex = Exec(sb, f"touch forwarded-{M}.txt")
+    item, listed = pending(f"forwarded-{M}")
+    shown = item is not None and card_of(b, item) is True
+    lag = time.monotonic() - listed if listed else 99
+    check(shown and lag < 1.0, f"a pending call shows within a second through the forwarder ({lag:.2f} s)")
+    sel = f"#approvals .card[data-id=\"{item['id']}\"]" if item else "#none"
+    b.eval(f"document.querySelector('{sel} button.approve').click(); true")
+    ex.join(60)
+    check(ex.result is not None and ex.result[0] == 200, "approved as the socket's uid: it ran")
+    s, body, _ = http("GET", "/v1/audit?tool=code_execute&decision=approved", REVIEWER)
+    recs = [r for r in json.loads(body)["records"] if f"forwarded-{M}" in json.dumps(r)] if s == 200 else []
+    check(any(r["approval"]["approver"] == f"uid:{uid}" for r in recs), f"the audit log names uid:{uid} as the approver")
+
+
 def run(b, sb):
     sign_in(b)
     step_approve(b, sb)
@@ -336,6 +359,7 @@ def run(b, sb):
     step_destroy(b, sb)
     step_audit(b, sb)
     step_audit_route(b, sb)
+    step_forwarder(b, sb)
 
 
 if __name__ == "__main__":

@@ -31,16 +31,24 @@ rules:
 - {name: the-rest, tools: ["*"], risk: LOW, require_approval: false}
 profiles: {imgs: {images: [bb]}}
 EOF
+# The socket's approver: the uid that runs serve runs `airlock console` too.
+printf 'server: {approver_uids: [%s]}\n' "$AL_CALLER_UID" >>"$confdir/c.yaml"
 chmod 0644 "$confdir/c.yaml"
 
 client=$(al_token_file "$dir/serve.token" alice)
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
-al_serve_start "$dir" --config "$confdir/c.yaml" --approver-token-file "$dir/reviewer.token" --audit "$dir/audit.jsonl"
+al_serve_start "$dir" --config "$confdir/c.yaml" --approver-token-file "$dir/reviewer.token" --audit "$dir/audit.jsonl" \
+	--socket "$dir/s.sock"
+"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" console --socket "$dir/s.sock" --port-file "$dir/fwd.port" >"$dir/fwd.out" 2>&1 &
+AL_BG_PIDS+=($!)
+for _ in $(seq 50); do [ -s "$dir/fwd.port" ] && break; sleep 0.1; done
+fwd=$(sed -n 's/^airlock console: open \(http:[^ ]*\)$/\1/p' "$dir/fwd.out")
+[ -n "$fwd" ] || { cat "$dir/fwd.out" >&2; al_fail "airlock console printed no URL"; }
 
 shots="$(dirname "$AIRLOCK")/artifacts/console/$AL_TEST_MODE"
 mkdir -p "$shots"
 rc=0
-AL_IMAGE_DIGEST=$digest AL_URL=$AL_SERVE_URL AL_CLIENT=$client AL_REVIEWER=$reviewer AL_MARK=$m AL_SHOTS=$shots AL_PROFILE="$dir/chromium" \
+AL_FWD_URL=$fwd AL_UID=$AL_CALLER_UID AL_IMAGE_DIGEST=$digest AL_URL=$AL_SERVE_URL AL_CLIENT=$client AL_REVIEWER=$reviewer AL_MARK=$m AL_SHOTS=$shots AL_PROFILE="$dir/chromium" \
 	timeout 240 "$AL_PY" "$(dirname "$0")/../console/drive.py" || rc=$?
 [ "$rc" = 0 ] || { tail -n 20 "$dir/serve.err" >&2; al_fail "the console's checks failed (above)"; }
 for v in login approvals approvals-phone-dark sandboxes audit; do
