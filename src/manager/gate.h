@@ -69,7 +69,7 @@ struct srv_call_end {
 	enum srv_gate_by by;		 /* who answered, when a human was asked and answered */
 	const char *transport;		 /* "stdio", "http", or NULL (the gate's own default) */
 	const char *peer;		 /* the client that sent the call, or NULL (the gate's default) */
-	const char *principal;		 /* whom the call acts for, or NULL (the peer) */
+	const char *principal;		 /* who made the call, or NULL (the peer) */
 	const char *approver;		 /* the principal who approved or declined it, when known */
 	const char *on_behalf_of;	 /* an approver's call on another principal's sandbox: its owner, or NULL */
 	const char *call_id;		 /* what admit named its start record, or NULL (never admitted) */
