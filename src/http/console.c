@@ -274,7 +274,9 @@ struct approvals_stream {
 static char *approvals_event(struct approvals_stream *st)
 {
 	json_t *list = apq_list(st->s->o.approvals, st->approver ? NULL : st->only);
-	json_t *body = list ? json_pack("{s:o,s:b}", "approvals", list, "enabled", 1) : NULL;
+	json_t *body =
+		list ? json_pack("{s:o,s:b,s:I}", "approvals", list, "enabled", 1, "generation", (json_int_t)st->seen)
+		     : NULL;
 	cleanup_free char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	char *ev = NULL;

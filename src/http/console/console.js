@@ -18,6 +18,7 @@ const state = {
   rules: new Map(), // rule name -> rule
   polling: null,
   live: null, // the stream's AbortController while signed in
+  generation: 0, // of the newest approvals list shown
   liveTimer: null,
 };
 
@@ -109,7 +110,15 @@ async function loadRules() {
   for (const c of state.cards.values()) c.li.replaceWith(c.li = card(c.item));
 }
 
-function showApprovals(data) {
+// The stream and the poll both bring the whole list; each says which change of the queue it is at
+// least as new as. An older list arriving late (a poll sent before the change the stream already
+// showed) is ignored, or it would take the new card away again. A new stream's first list is taken
+// as it is (a restarted server counts from 0 again).
+function showApprovals(data, fresh) {
+  if (typeof data.generation === 'number') {
+    if (data.generation < state.generation && !fresh) return;
+    state.generation = data.generation;
+  }
   update(data.approvals || []);
   $('approvals-status').textContent = data.enabled ? '' : 'This server has no approvals queue (approval.channels lacks http).';
 }
@@ -124,7 +133,7 @@ function stopLive() {
   document.body.dataset.live = 'off';
 }
 
-function onEvent(text) {
+function onEvent(text, fresh) {
   let name = 'message';
   const data = [];
   for (const line of text.split('\n')) {
@@ -132,7 +141,7 @@ function onEvent(text) {
     else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
   }
   if (name !== 'approvals' || !data.length) return;
-  try { showApprovals(JSON.parse(data.join('\n'))); } catch (e) { /* a torn event: the next one or a poll repairs it */ }
+  try { showApprovals(JSON.parse(data.join('\n')), fresh); return true; } catch (e) { /* a torn event: the next one or a poll repairs it */ }
 }
 
 async function startLive() {
@@ -148,12 +157,15 @@ async function startLive() {
       document.body.dataset.live = 'sse';
       const reader = r.body.getReader();
       const dec = new TextDecoder();
-      let buf = '';
+      let buf = '', fresh = true;
       for (;;) {
         const {value, done} = await reader.read();
         if (done) break;
         buf += dec.decode(value, {stream: true});
-        for (let i; (i = buf.indexOf('\n\n')) >= 0;) { onEvent(buf.slice(0, i)); buf = buf.slice(i + 2); }
+        for (let i; (i = buf.indexOf('\n\n')) >= 0;) {
+          if (onEvent(buf.slice(0, i), fresh)) fresh = false;
+          buf = buf.slice(i + 2);
+        }
       }
     }
   } catch (e) { /* aborted, or the connection dropped */ }
