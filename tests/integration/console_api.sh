@@ -49,6 +49,9 @@ code=$(curl -q -s -o /dev/null -w '%{http_code}' --max-time 2 "$AL_SERVE_URL/v1/
 al_assert_eq "$code" 401 "the stream without a token"
 
 # ---- airlock console: the local approver's forwarder to the Unix socket
+al_run console --socket "$dir/s.sock" --listen 0.0.0.0:0
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "loopback only" "a listener beyond loopback is refused"
 "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" console --socket "$dir/s.sock" --port-file "$dir/fwd.port" >"$dir/fwd.out" 2>&1 &
 AL_BG_PIDS+=($!)
 for _ in $(seq 50); do [ -s "$dir/fwd.port" ] && break; sleep 0.1; done
