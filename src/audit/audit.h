@@ -8,7 +8,8 @@
  *    "event":"start"|"end"|"call",                 below
  *    "call_id":"5f3a9c1e-12",                      start and end only: pairs them
  *    "client":{"transport":"stdio","peer":"pid 1234 (claude), tty /dev/pts/3",  http: "127.0.0.1:41234"
- *              "principal":"uid 1000" | null},     who the call acts for
+ *              "principal":"uid 1000" | null,      who made the call
+ *              "on_behalf_of":"uid 1000"},        only when an approver acted on another's sandbox: its owner
  *    "sandbox":"sb-1" | null, "tool":"code_execute",
  *    "params":{...},                                the arguments, reduced (below)
  *    "params_dropped":["api_key"],                  only when a secret was dropped
@@ -125,7 +126,8 @@ struct audit_record {
 	const char *call_id;		  /* START and END: the same id; else NULL */
 	const char *transport;		  /* "stdio", "http" */
 	const char *peer;		  /* "127.0.0.1:41234", "pid 1234 (name), tty /dev/pts/3", or NULL */
-	const char *principal;		  /* whom the call acts for ("uid 1000", a token's name), or NULL */
+	const char *principal;		  /* who made the call ("uid 1000", a token's name), or NULL */
+	const char *on_behalf_of;	  /* the owner of the sandbox an approver acted on, or NULL (left out) */
 	const char *sandbox;		  /* sandbox id, or NULL */
 	const char *tool;		  /* "code_execute", ... */
 	const json_t *params;		  /* the tool's arguments (reduced before writing) */

@@ -275,10 +275,16 @@ int audit_record_json(const struct audit_record *rec, json_t **out, struct al_er
 	put(o, "event", json_string(event_names[paired ? rec->event : AUDIT_EVENT_CALL]), &ok);
 	if (paired)
 		put(o, "call_id", str_or_null(rec->call_id), &ok);
-	put(o, "client",
-	    json_pack("{s:o, s:o, s:o}", "transport", str_or_null(rec->transport), "peer", str_or_null(rec->peer),
-		      "principal", str_or_null(rec->principal)),
-	    &ok);
+	json_t *client = json_pack("{s:o, s:o, s:o}", "transport", str_or_null(rec->transport), "peer",
+				   str_or_null(rec->peer), "principal", str_or_null(rec->principal));
+	/* Only in the records of an approver's call on another principal's sandbox (the console's
+	 * destroy): the one who acted stays `principal`, the owner it acted for is named beside it. */
+	if (client && rec->on_behalf_of &&
+	    json_object_set_new(client, "on_behalf_of", json_string(rec->on_behalf_of)) < 0) {
+		json_decref(client);
+		client = NULL;
+	}
+	put(o, "client", client, &ok);
 	put(o, "sandbox", str_or_null(rec->sandbox), &ok);
 	put(o, "tool", str_or_null(rec->tool), &ok);
 	put(o, "params", audit_params(rec->params, &dropped), &ok);

@@ -24,6 +24,7 @@ int cli_set_config_path(const char *path);
 int cli_exec(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_console(int argc, char **argv);
 int cli_image(int argc, char **argv);
 /* The OCI runtime (runc's command line): `airlock oci ...`, or airlock run as airlock-runc. */
 int cli_oci(int argc, char **argv);

@@ -23,6 +23,7 @@ static const char usage[] =
 	"  mcp [--profile P] [--audit FILE] serve MCP on stdin/stdout (persistent sandboxes)\n"
 	"  serve [--http ADDR] ...          serve sandboxes over HTTP: MCP, JSON API, approvals\n"
 	"  oci COMMAND ...                  an OCI runtime for containerd (also as airlock-runc)\n"
+	"  console [--socket PATH]          the approver's console of a local serve, as your own uid\n"
 	"  help                             show this help\n"
 	"  version                          show the version\n"
 	"\n"
@@ -79,6 +80,8 @@ int main(int argc, char **argv)
 		return cli_serve(argc - 1, argv + 1);
 	if (strcmp(cmd, "oci") == 0)
 		return cli_oci(argc - 1, argv + 1);
+	if (strcmp(cmd, "console") == 0)
+		return cli_console(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		return fputs(usage, stdout), 0;
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))

@@ -229,6 +229,24 @@ static void page(struct prompt *p)
 		say(p, "Run it? [y/N] (no answer in time denies it): ");
 }
 
+/* "line L, column C: >>>TEXT<<<; ..." of the item's marks (apq_marks_text), or NULL. */
+static char *marks_of(const json_t *item)
+{
+	const json_t *code = json_object_get(json_object_get(item, "request"), "code");
+	const json_t *list = json_object_get(item, "marks");
+	struct srv_mark m[SRV_GATE_MARKS_MAX];
+	size_t n = 0, i;
+	const json_t *one;
+	json_array_foreach(list, i, one) {
+		if (n == SRV_GATE_MARKS_MAX)
+			break;
+		m[n++] = (struct srv_mark){(size_t)json_integer_value(json_object_get(one, "start")),
+					   (size_t)json_integer_value(json_object_get(one, "end"))};
+	}
+	return json_is_string(code) && n ? apq_marks_text(json_string_value(code), json_string_length(code), m, n)
+					 : NULL;
+}
+
 static void show(struct prompt *p, const json_t *item)
 {
 	const json_t *args = json_object_get(item, "request");
@@ -248,7 +266,12 @@ static void show(struct prompt *p, const json_t *item)
 			       json_integer_value(json_object_get(item, "age_ms")) + 999) /
 			      1000;
 	free(p->code);
-	const char *code = json_string_value(json_object_get(item, "code_visible"));
+	/* The code with what the rule's pattern matched between >>> and <<<, as the elicitation
+	 * message shows it, and the list of those matches above it. */
+	const char *code = json_string_value(json_object_get(item, "code_marked"));
+	if (!code)
+		code = json_string_value(json_object_get(item, "code_visible"));
+	cleanup_free char *where = marks_of(item);
 	p->code = code ? strdup(code) : NULL;
 	p->code_off = 0;
 	p->code_line = 0;
@@ -258,6 +281,8 @@ static void show(struct prompt *p, const json_t *item)
 	    "  caller:    %s\r\n  sandbox:   %s\r\n  arguments: %s\r\n  digest:    %s\r\n",
 	    (unsigned long long)p->cur, timeout_s > 0 ? timeout_s : 0, tool, reason, who[0] ? who : "?",
 	    sb ? sandbox : "a new throwaway sandbox", other ? other : "{}", p->digest);
+	if (where && *where)
+		say(p, "  matched:   %s\r\n", where);
 	if (p->code)
 		say(p, "  code (%lld bytes; invisible characters shown as \\u{XXXX}):\r\n",
 		    (long long)json_integer_value(json_object_get(item, "code_bytes")));

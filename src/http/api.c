@@ -327,11 +327,16 @@ void api_approvals(struct hx_server *s, const struct hx_request *rq, char *const
 {
 	/* An approver sees every pending call; anybody else only their own (what they wait for). */
 	const char *only = rq->who->approver ? NULL : rq->who->name;
+	/* The generation before the list: a page that also reads the live stream keeps the newer of
+	 * two lists, whichever arrives last (this list is at least as new as its number). */
+	uint64_t gen = s->o.approvals ? apq_generation(s->o.approvals) : 0;
 	json_t *list = s->o.approvals ? apq_list(s->o.approvals, only) : json_array();
 	if (!list)
 		hx_error(rs, 500, "out of memory");
 	else
-		hx_json(rs, 200, json_pack("{s:o,s:b}", "approvals", list, "enabled", s->o.approvals != NULL));
+		hx_json(rs, 200,
+			json_pack("{s:o,s:b,s:I}", "approvals", list, "enabled", s->o.approvals != NULL, "generation",
+				  (json_int_t)gen));
 }
 
 void api_decide(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)

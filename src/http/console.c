@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "config/config.h"
 #include "http/hx.h"
 #include "audit/audit.h"
+#include "service/approval.h"
 #include "util/cleanup.h"
 
 #define AUDIT_LIMIT_DEFAULT 100
@@ -196,4 +198,149 @@ void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char 
 		hx_error(rs, 500, "out of memory");
 	else
 		hx_json(rs, 200, json_pack("{s:o}", "sandboxes", list));
+}
+
+/* ---- DELETE /v1/admin/sandboxes/{id} ---------------------------------------------------------- */
+
+/* The owner of live sandbox id, from the same listing the console shows; NULL when there is none
+ * (destroyed, expired, a spare, never made). */
+static char *owner_of(struct hx_server *s, const char *id)
+{
+	json_t *list = s->o.sandboxes ? s->o.sandboxes(s->o.sandboxes_ctx) : NULL;
+	char *owner = NULL;
+	size_t i;
+	json_t *sb;
+	json_array_foreach(list, i, sb) {
+		const char *sid = json_string_value(json_object_get(sb, "id"));
+		const char *who = json_string_value(json_object_get(sb, "owner"));
+		if (sid && who && strcmp(sid, id) == 0) {
+			owner = strdup(who);
+			break;
+		}
+	}
+	json_decref(list);
+	return owner;
+}
+
+static void admin_destroyed(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	const char *id = json_string_value(json_object_get(hx_call_args(c), "sandbox_id"));
+	hx_json(rs, 200, json_pack("{s:s,s:b}", "sandbox_id", id ? id : "", "destroyed", 1));
+}
+
+/* An approver ends another principal's sandbox (what it runs is killed with it). Approvers only
+ * (the route's role). It is a code_destroy_sandbox call on the one runner like any other — risk
+ * rules, a durable start record, an end record — made by the approver on behalf of the owner:
+ * the manager sees the owner (its ownership check stays the only one), the audit log names both. */
+void api_admin_destroy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	cleanup_free char *owner = owner_of(s, caps[0]);
+	if (!owner) {
+		hx_error(rs, 404, "no sandbox \"%.100s\" (never created, destroyed, or expired)", caps[0]);
+		return;
+	}
+	json_t *args = json_pack("{s:s}", "sandbox_id", caps[0]);
+	struct hx_call *c = args ? hx_call_new(s, TL_DESTROY_SANDBOX, args, rq->peer, rq->who->name) : NULL;
+	if (!c) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	if (hx_call_act_for(c, owner) < 0) {
+		hx_error(rs, 500, "cannot act for %.100s", owner);
+		hx_call_drop(c);
+		return;
+	}
+	hx_log(s, MCP_LOG_NOTICE, "%s destroys %s, a sandbox of %s", rq->who->name, caps[0], owner);
+	hx_call_run(c, NULL, 0, admin_destroyed, rs);
+}
+
+/* ---- GET /v1/approvals/events ---------------------------------------------------------------- */
+
+/* The pending approvals as a server-sent event stream: the list (as GET /v1/approvals answers it)
+ * at once and again whenever the queue changes, so a console shows a new call without polling.
+ * What each principal sees is what GET /v1/approvals shows it: an approver every call, anybody
+ * else only its own. */
+struct approvals_stream {
+	struct hx_server *s;
+	char only[HX_PRINCIPAL_MAX]; /* "" for an approver: every call */
+	bool approver, sent;
+	uint64_t seen;	  /* the queue's generation of the last list sent */
+	uint64_t last_ms; /* when anything was last sent (a keepalive follows a quiet stretch) */
+	char *pending;
+	size_t len, off;
+};
+
+/* "event: approvals" with the list, or NULL on ENOMEM. */
+static char *approvals_event(struct approvals_stream *st)
+{
+	json_t *list = apq_list(st->s->o.approvals, st->approver ? NULL : st->only);
+	json_t *body =
+		list ? json_pack("{s:o,s:b,s:I}", "approvals", list, "enabled", 1, "generation", (json_int_t)st->seen)
+		     : NULL;
+	cleanup_free char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	char *ev = NULL;
+	return text && asprintf(&ev, "event: approvals\ndata: %s\n\n", text) >= 0 ? ev : NULL;
+}
+
+static ssize_t approvals_read(void *ctx, char *buf, size_t max, bool block)
+{
+	struct approvals_stream *st = ctx;
+	struct apq *q = st->s->o.approvals;
+	while (st->off == st->len) {
+		free(st->pending);
+		st->pending = NULL;
+		st->len = st->off = 0;
+		if (hx_stopping(st->s))
+			return HX_STREAM_END;
+		uint64_t gen = apq_generation(q), now = hx_now_ms();
+		if (!st->sent || gen != st->seen) {
+			st->seen = gen; /* read before the list: a change while it is made is sent again */
+			st->sent = true;
+			st->pending = approvals_event(st);
+		} else if (now - st->last_ms >= HX_KEEPALIVE_MS) {
+			st->pending = strdup(": keepalive\n\n"); /* a proxy must not close a quiet stream */
+		} else if (!block) {
+			return 0;
+		} else {
+			apq_wait(q, st->seen, HX_WAIT_SLICE_MS);
+			continue;
+		}
+		if (!st->pending)
+			return HX_STREAM_ERROR;
+		st->len = strlen(st->pending);
+		st->last_ms = now;
+	}
+	size_t n = st->len - st->off < max ? st->len - st->off : max;
+	memcpy(buf, st->pending + st->off, n);
+	st->off += n;
+	return (ssize_t)n;
+}
+
+static void approvals_free(void *ctx)
+{
+	struct approvals_stream *st = ctx;
+	free(st->pending);
+	free(st);
+}
+
+static const struct hx_stream_ops approvals_ops = {.read = approvals_read, .free = approvals_free};
+
+void api_approval_events(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	if (!s->o.approvals) {
+		hx_error(rs, 404, "this server has no approvals queue (approval.channels lacks http)");
+		return;
+	}
+	struct approvals_stream *st = calloc(1, sizeof(*st));
+	if (!st) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	*st = (struct approvals_stream){.s = s, .approver = rq->who->approver, .last_ms = hx_now_ms()};
+	snprintf(st->only, sizeof(st->only), "%s", rq->who->name);
+	rs->status = 200;
+	rs->type = "text/event-stream";
+	rs->ops = &approvals_ops;
+	rs->stream = st;
 }

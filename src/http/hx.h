@@ -232,6 +232,8 @@ void api_console(struct hx_server *s, const struct hx_request *rq, char *const c
 void api_audit(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_rules(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_approval_events(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_destroy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 /* Interpreter contexts (ctxapi.c). */
 void api_ctx_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
@@ -255,6 +257,10 @@ void hx_call_run(struct hx_call *c, const void *raw, size_t raw_len, hx_ok_fn ok
  * of NDJSON lines (or SSE events with sse) ending in the result. The call is consumed. */
 void hx_call_stream(struct hx_call *c, bool sse, struct hx_response *rs);
 const json_t *hx_call_args(const struct hx_call *c);
+/* An approver's call on owner's sandbox (svc_call_act_for): before running it; 0 or -EINVAL. */
+int hx_call_act_for(struct hx_call *c, const char *owner);
+/* A call that will not run after all: freed, leaving no audit record. */
+void hx_call_drop(struct hx_call *c);
 /* An hx_ok_fn answering 200 with the tool's structuredContent (api.c). */
 void hx_ok_structured(struct hx_call *c, const struct srv_result *r, struct hx_response *rs);
 enum tl_id hx_call_tool(const struct hx_call *c);

@@ -112,6 +112,11 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 	return c;
 }
 
+int hx_call_act_for(struct hx_call *c, const char *owner)
+{
+	return svc_call_act_for(c->sc, owner);
+}
+
 const json_t *hx_call_args(const struct hx_call *c)
 {
 	return c->args;
@@ -196,7 +201,9 @@ static int port_ask(void *owner, const struct srv_gate_decision *d, char *why, s
 				  .args = c->args,
 				  .reason = d->reason,
 				  .timeout_ms = timeout,
-				  .principal = svc_call_principal(c->sc)->name};
+				  .principal = svc_call_principal(c->sc)->name,
+				  .marks = d->marks,
+				  .nmarks = d->nmarks};
 	if (!q || apq_ask(q, &qn, approval_done, c, &c->ask_id) < 0) {
 		denial(c, SRV_GATE_UNAVAILABLE, why, cap);
 		return -EPERM;
@@ -291,6 +298,11 @@ static void call_release(struct hx_call *c)
 	svc_call_free(c->sc);
 	c->sc = NULL;
 	call_unref(c);
+}
+
+void hx_call_drop(struct hx_call *c)
+{
+	call_release(c);
 }
 
 /* A call the runner refused (and recorded), as the JSON API answers it. */

@@ -69,8 +69,9 @@ struct srv_call_end {
 	enum srv_gate_by by;		 /* who answered, when a human was asked and answered */
 	const char *transport;		 /* "stdio", "http", or NULL (the gate's own default) */
 	const char *peer;		 /* the client that sent the call, or NULL (the gate's default) */
-	const char *principal;		 /* whom the call acts for, or NULL (the peer) */
+	const char *principal;		 /* who made the call, or NULL (the peer) */
 	const char *approver;		 /* the principal who approved or declined it, when known */
+	const char *on_behalf_of;	 /* an approver's call on another principal's sandbox: its owner, or NULL */
 	const char *call_id;		 /* what admit named its start record, or NULL (never admitted) */
 	uint64_t duration_ms;		 /* from the request's arrival */
 	uint64_t duration_us;		 /* the same in microseconds where the front end measures them, else 0 */
@@ -91,6 +92,7 @@ struct srv_call_start {
 	const char *peer;
 	const char *principal;
 	const char *approver;	       /* the human who approved, when known, or NULL */
+	const char *on_behalf_of;      /* as in srv_call_end */
 	char call_id[SRV_CALL_ID_MAX]; /* out: the start record's id ("" when none was written) */
 };
 
@@ -101,10 +103,21 @@ struct srv_gate_health {
 	char reason[SRV_GATE_REASON_MAX]; /* when degraded */
 };
 
+/* A byte range [start, end) of the call's code that the deciding rule's pattern matched. */
+struct srv_mark {
+	size_t start, end;
+};
+
+#define SRV_GATE_MARKS_MAX 16
+
 struct srv_gate_decision {
 	enum srv_gate_verdict verdict;
 	char reason[SRV_GATE_REASON_MAX]; /* DENY: why; ASK: what the human is asked about (e.g. the risk) */
 	uint32_t timeout_ms;		  /* ASK: how long to wait (0: the session's default) */
+	/* ASK: where the deciding rule's patterns matched the code, in order (a human is shown them
+	 * marked); none when the rule has no pattern on the code. */
+	struct srv_mark marks[SRV_GATE_MARKS_MAX];
+	size_t nmarks;
 };
 
 struct srv_gate {
@@ -152,6 +165,8 @@ struct srv_question {
 	const char *reason;
 	uint32_t timeout_ms;
 	const char *principal;
+	const struct srv_mark *marks; /* the decision's marks in args.code (borrowed; copied), or NULL */
+	size_t nmarks;
 };
 
 struct srv_approver {

@@ -224,6 +224,11 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 	int r = s->profile && s->net_hosts ? 0 : al_err(err, ENOMEM, "out of memory");
 	r = r ?: create_policy(m, profile, image, network, hosts, lim, &p, &s->net, err);
 	r = r ?: al_sandbox_create(p, &s->sb, err);
+	if (r == 0 && al_policy_image_digest(p)) { /* the client's image or the profile's, as resolved */
+		const char *name = al_policy_image_name(p);
+		snprintf(s->image, sizeof(s->image), "%s", name ? name : al_policy_image_digest(p));
+		snprintf(s->image_digest, sizeof(s->image_digest), "%s", al_policy_image_digest(p));
+	}
 	al_policy_free(p);
 	if (r < 0) {
 		sbx_free(s);

@@ -31,6 +31,8 @@ struct sbx {
 	char *profile;
 	char *net_hosts; /* the allowlist the sandbox was made with ("" when its posture has no proxy) */
 	enum al_net_posture net;
+	char image[128];	  /* the image it was made with ("" : the host's system directories) */
+	char image_digest[72];	  /* its "sha256:<hex>" ("" without an image) */
 	uint64_t exec_timeout_ms; /* limits.timeout of code_create_sandbox: an exec's default wall limit, 0: none */
 	uint64_t created_ms, used_ms;
 	unsigned refs;		/* the table's (while listed) + each operation's */

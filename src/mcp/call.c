@@ -191,14 +191,26 @@ static int answer(struct mcp_session *s, struct call *c, enum srv_gate_outcome o
  * control character spelled \\u{XXXX} (padding cannot push a tail out of view, an override cannot
  * reorder what is read), the other arguments as ASCII JSON, and the digest of exactly this
  * request. Never cut: a client that shows less shows the digest to look it up by. */
-static char *approval_message(const struct call *c, const char *reason)
+static char *approval_message(const struct call *c, const struct srv_gate_decision *d)
 {
 	const json_t *args = svc_call_args(c->sc);
+	const char *reason = d->reason;
 	char digest[APQ_DIGEST_LEN + 1];
 	if (apq_digest(tl_name(c->tool), args, digest) < 0)
 		return NULL;
 	const json_t *code = json_object_get(args, "code");
-	cleanup_free char *shown = code ? apq_visible(json_string_value(code), json_string_length(code)) : NULL;
+	const char *text = json_string_value(code);
+	size_t len = json_string_length(code);
+	/* What the rule's pattern matched, marked in the code and listed above it (the list stands
+	 * outside the code, so markers the code itself contains cannot pass for the rule's). */
+	cleanup_free char *shown = code ? apq_visible_marked(text, len, d->marks, d->nmarks) : NULL;
+	cleanup_free char *where = code && d->nmarks ? apq_marks_text(text, len, d->marks, d->nmarks) : NULL;
+	cleanup_free char *matched = NULL;
+	if ((code && d->nmarks && !where) || (where && asprintf(&matched,
+								"\nThe rule's pattern matched (marked " APQ_MARK_OPEN
+								" " APQ_MARK_CLOSE " in the code): %s",
+								where) < 0))
+		return NULL;
 	json_t *rest = json_deep_copy(args);
 	json_object_del(rest, "code");
 	cleanup_free char *other = rest ? json_dumps(rest, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_SORT_KEYS) : NULL;
@@ -210,8 +222,8 @@ static char *approval_message(const struct call *c, const char *reason)
 			     json_string_length(code), shown) < 0)
 		return NULL;
 	char *msg = NULL;
-	if (asprintf(&msg, "airlock: allow %s?\n%s\nRequest digest: %s\nArguments: %s%s", tl_name(c->tool),
-		     reason[0] ? reason : "This call needs your approval.", digest, other,
+	if (asprintf(&msg, "airlock: allow %s?\n%s\nRequest digest: %s\nArguments: %s%s%s", tl_name(c->tool),
+		     reason[0] ? reason : "This call needs your approval.", digest, other, matched ? matched : "",
 		     code_part ? code_part : "") < 0)
 		return NULL;
 	return msg;
@@ -228,7 +240,7 @@ static json_t *approval_schema(void)
 /* Through MCP elicitation: an elicitation/create request to the client, answered in call_answer. */
 static int ask_human(struct mcp_session *s, struct call *c, const struct srv_gate_decision *d, json_t *out)
 {
-	cleanup_free char *msg = approval_message(c, d->reason);
+	cleanup_free char *msg = approval_message(c, d);
 	char id[32];
 	snprintf(id, sizeof(id), "airlock-approval-%llu", (unsigned long long)++s->next_request_id);
 	c->elicit_id = json_string(id);
@@ -256,7 +268,9 @@ static int ask_approver(struct mcp_session *s, struct call *c, const struct srv_
 				  .args = svc_call_args(c->sc),
 				  .reason = d->reason,
 				  .timeout_ms = timeout,
-				  .principal = svc_call_principal(c->sc)->name};
+				  .principal = svc_call_principal(c->sc)->name,
+				  .marks = d->marks,
+				  .nmarks = d->nmarks};
 	int r = a->ask(a->ctx, &qn, evq_link_answer, c->alink, &c->approver_id);
 	if (r < 0) {
 		evq_link_not_started(c->alink); /* the approver's reference: done will never come */

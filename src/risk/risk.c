@@ -190,6 +190,73 @@ int risk_classify(const struct cfg *c, const char *tool, const json_t *args, str
 	return 0;
 }
 
+/* Adds [a, b) to the sorted list out[0..*n), merging what overlaps or touches. */
+static void add_mark(struct risk_mark *out, size_t max, size_t *n, size_t a, size_t b)
+{
+	size_t i = 0;
+	while (i < *n && out[i].end < a)
+		i++;
+	if (i < *n && out[i].start <= b) { /* overlaps: grow it, then swallow those it now reaches */
+		out[i].start = a < out[i].start ? a : out[i].start;
+		out[i].end = b > out[i].end ? b : out[i].end;
+		size_t k = i + 1;
+		while (k < *n && out[k].start <= out[i].end) {
+			out[i].end = out[k].end > out[i].end ? out[k].end : out[i].end;
+			k++;
+		}
+		memmove(out + i + 1, out + k, (*n - k) * sizeof(*out));
+		*n -= k - i - 1;
+		return;
+	}
+	if (*n == max)
+		return; /* enough marks to show: the rest are still in the code, in full */
+	memmove(out + i + 1, out + i, (*n - i) * sizeof(*out));
+	out[i] = (struct risk_mark){a, b};
+	(*n)++;
+}
+
+/* Every match of re in s, left to right, while the bounds allow. */
+static void mark_all(struct matcher *m, const pcre2_code *re, const json_t *s, struct risk_mark *out, size_t max,
+		     size_t *n)
+{
+	const char *text = json_string_value(s);
+	size_t len = json_string_length(s), at = 0;
+	while (at <= len && *n < max && !past(&m->deadline)) {
+		if (pcre2_match(re, (PCRE2_SPTR)text, len, at, 0, m->md, m->mc) < 0)
+			return;
+		const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+		if (ov[1] > ov[0])
+			add_mark(out, max, n, ov[0], ov[1]);
+		at = ov[1] > at ? ov[1] : at + 1; /* an empty match moves on by one */
+	}
+}
+
+int risk_marks(const struct cfg *c, const char *rule, const json_t *args, const char *param, struct risk_mark *out,
+	       size_t max, size_t *n)
+{
+	*n = 0;
+	const json_t *s = json_is_object(args) ? json_object_get(args, param) : NULL;
+	const struct cfg_rule *r = NULL;
+	for (size_t i = 0; rule && i < c->nrules && !r; i++)
+		if (strcmp(c->rules[i].name, rule) == 0)
+			r = &c->rules[i];
+	if (!r || !json_is_string(s) || !max)
+		return 0;
+	struct matcher m = {0};
+	int rc = 0;
+	for (size_t i = 0; i < r->nwhen && rc == 0; i++) {
+		const struct cfg_cond *k = &r->when[i];
+		if (k->op != CFG_COND_MATCHES || strcmp(k->param, param) != 0)
+			continue;
+		if (!m.mc)
+			rc = matcher_init(&m);
+		if (rc == 0)
+			mark_all(&m, k->re, s, out, max, n);
+	}
+	matcher_free(&m);
+	return rc;
+}
+
 enum approval_verdict approval_auto(const struct cfg_approval *policy, const struct risk_decision *d)
 {
 	/* deny_above is a ceiling: not even a rule that needs no approval passes it. */

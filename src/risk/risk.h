@@ -57,6 +57,24 @@ struct risk_decision {
 int risk_classify(const struct cfg *c, const char *tool, const json_t *args, struct risk_decision *out,
 		  struct al_error *err);
 
+/* A byte range [start, end) of a string argument that a rule's pattern matched. */
+struct risk_mark {
+	size_t start, end;
+};
+
+#define RISK_MARKS_MAX 16
+
+/*
+ * Where the `matches` conditions of the rule named rule (on param) find their pattern in the
+ * string argument args[param]: up to max ranges into its UTF-8 bytes, in order and merged where
+ * they overlap; *n gets how many (0: the rule has no pattern on param, or none matched). Each
+ * pattern's matches are sought from left to right, under the same bounds as risk_classify: what
+ * a bound cut short is simply not marked (the classification already treated it as a match).
+ * 0, or -ENOMEM. Thread-safe.
+ */
+int risk_marks(const struct cfg *c, const char *rule, const json_t *args, const char *param, struct risk_mark *out,
+	       size_t max, size_t *n);
+
 enum approval_verdict {
 	APPROVAL_APPROVE, /* run it, nobody asked */
 	APPROVAL_DENY,	  /* refuse it, nobody asked */

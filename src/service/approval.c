@@ -23,6 +23,8 @@ struct apq_entry {
 	json_t *full; /* the arguments exactly as they will run */
 	char digest[APQ_DIGEST_LEN + 1];
 	size_t code_len;
+	struct srv_mark marks[SRV_GATE_MARKS_MAX]; /* where the rule's pattern matched the code */
+	size_t nmarks;
 	uint64_t asked_ms;
 	uint32_t timeout_ms;
 	apq_done_fn done;
@@ -34,11 +36,17 @@ struct apq {
 	struct apq_entry *head, *tail; /* oldest first */
 	uint64_t next_id;
 	size_t n;
-	int efd; /* bumped on every change */
+	int efd;	   /* bumped on every change */
+	uint64_t gen;	   /* counts the changes (under mu) */
+	pthread_cond_t cv; /* CLOCK_MONOTONIC: broadcast on every change, for apq_wait */
 };
 
 static void changed(struct apq *q)
 {
+	pthread_mutex_lock(&q->mu);
+	q->gen++;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
 	uint64_t one = 1;
 	/* Non-blocking; a saturated counter (EAGAIN) stays readable, which is all a reader needs. */
 	if (write(q->efd, &one, sizeof(one)) < 0) {
@@ -76,8 +84,39 @@ int apq_new(struct apq **out)
 		return e;
 	}
 	pthread_mutex_init(&q->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	*out = q;
 	return 0;
+}
+
+uint64_t apq_generation(struct apq *q)
+{
+	pthread_mutex_lock(&q->mu);
+	uint64_t g = q->gen;
+	pthread_mutex_unlock(&q->mu);
+	return g;
+}
+
+uint64_t apq_wait(struct apq *q, uint64_t seen, int ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&q->mu);
+	while (q->gen == seen && pthread_cond_timedwait(&q->cv, &q->mu, &until) == 0)
+		;
+	uint64_t g = q->gen;
+	pthread_mutex_unlock(&q->mu);
+	return g;
 }
 
 void apq_free(struct apq *q)
@@ -96,6 +135,7 @@ void apq_free(struct apq *q)
 		e = next;
 	}
 	close(q->efd);
+	pthread_cond_destroy(&q->cv);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
 }
@@ -134,6 +174,9 @@ int apq_ask(struct apq *q, const struct srv_question *qn, apq_done_fn done, void
 		return -ENOMEM;
 	}
 	e->code_len = json_string_length(json_object_get(e->full, "code"));
+	for (size_t i = 0; qn->marks && i < qn->nmarks && i < SRV_GATE_MARKS_MAX; i++)
+		if (qn->marks[i].start < qn->marks[i].end && qn->marks[i].end <= e->code_len)
+			e->marks[e->nmarks++] = qn->marks[i];
 	e->asked_ms = mono_ms();
 	e->timeout_ms = qn->timeout_ms;
 	e->done = done;
@@ -212,6 +255,28 @@ int apq_resolve(struct apq *q, const struct apq_decision *d)
 	return 0;
 }
 
+/* [{start, end, line, column, text}]: each mark's bytes, where it starts (1-based; columns in
+ * characters) and the matched text as apq_visible shows it. */
+static json_t *marks_json(const char *code, const struct srv_mark *m, size_t n)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; list && i < n; i++) {
+		unsigned line, col;
+		apq_position(code, m[i].start, &line, &col);
+		char *text = apq_visible(code + m[i].start, m[i].end - m[i].start);
+		json_t *o = text ? json_pack("{s:I,s:I,s:I,s:I,s:s}", "start", (json_int_t)m[i].start, "end",
+					     (json_int_t)m[i].end, "line", (json_int_t)line, "column", (json_int_t)col,
+					     "text", text)
+				 : NULL;
+		free(text);
+		if (json_array_append_new(list, o) < 0) {
+			json_decref(list);
+			list = NULL;
+		}
+	}
+	return list;
+}
+
 static json_t *entry_json(const struct apq_entry *e, uint64_t now)
 {
 	json_t *item = json_pack("{s:I,s:s,s:s,s:O,s:O,s:s,s:I,s:s,s:I,s:I}", "id", (json_int_t)e->id, "tool", e->tool,
@@ -221,11 +286,17 @@ static json_t *entry_json(const struct apq_entry *e, uint64_t now)
 	const char *code = json_string_value(json_object_get(e->full, "code"));
 	if (item && code) {
 		char *shown = apq_visible(code, e->code_len);
-		if (!shown || json_object_set_new(item, "code_visible", json_string(shown)) < 0) {
+		char *marked = e->nmarks ? apq_visible_marked(code, e->code_len, e->marks, e->nmarks) : NULL;
+		json_t *marks = marks_json(code, e->marks, e->nmarks);
+		if (!shown || (e->nmarks && !marked) || !marks ||
+		    json_object_set_new(item, "code_visible", json_string(shown)) < 0 ||
+		    json_object_set_new(item, "marks", marks) < 0 ||
+		    (marked && json_object_set_new(item, "code_marked", json_string(marked)) < 0)) {
 			json_decref(item);
 			item = NULL;
 		}
 		free(shown);
+		free(marked);
 	}
 	return item;
 }
@@ -274,13 +345,47 @@ static uint32_t decode(const unsigned char *s, size_t n, size_t *len)
 	return c;
 }
 
-char *apq_visible(const char *s, size_t n)
+/* Appends len bytes of add to the growing *out (used, cap); false on ENOMEM (*out freed). */
+static bool append(char **out, size_t *used, size_t *cap, const char *add, size_t len)
 {
-	size_t cap = n + 1, used = 0;
+	if (*used + len + 1 > *cap) {
+		*cap = (*used + len + 1) * 2;
+		char *grown = realloc(*out, *cap);
+		if (!grown) {
+			free(*out);
+			*out = NULL;
+			return false;
+		}
+		*out = grown;
+	}
+	memcpy(*out + *used, add, len);
+	*used += len;
+	return true;
+}
+
+char *apq_visible_marked(const char *s, size_t n, const struct srv_mark *m, size_t nm)
+{
+	size_t cap = n + 1, used = 0, next = 0;
+	bool open = false;
 	char *out = malloc(cap);
 	if (!out)
 		return NULL;
-	for (size_t i = 0, k = 0; i < n; i += k) {
+	for (size_t i = 0, k = 0; i <= n; i += k) {
+		/* Marks open and close at the first character boundary at or past their byte offsets (a
+		 * pattern matched without UTF mode may end inside a character). */
+		if (open && i >= m[next].end) {
+			open = false;
+			next++;
+			if (!append(&out, &used, &cap, APQ_MARK_CLOSE, strlen(APQ_MARK_CLOSE)))
+				return NULL;
+		}
+		if (!open && next < nm && i >= m[next].start && i < n) {
+			open = true;
+			if (!append(&out, &used, &cap, APQ_MARK_OPEN, strlen(APQ_MARK_OPEN)))
+				return NULL;
+		}
+		if (i == n)
+			break;
 		uint32_t c = decode((const unsigned char *)s + i, n - i, &k);
 		char esc[16];
 		const char *add = s + i;
@@ -289,19 +394,56 @@ char *apq_visible(const char *s, size_t n)
 			len = (size_t)snprintf(esc, sizeof(esc), "\\u{%04X}", (unsigned)c);
 			add = esc;
 		}
-		if (used + len + 1 > cap) {
-			cap = (used + len + 1) * 2;
-			char *grown = realloc(out, cap);
-			if (!grown) {
-				free(out);
-				return NULL;
-			}
-			out = grown;
-		}
-		memcpy(out + used, add, len);
-		used += len;
+		if (!append(&out, &used, &cap, add, len))
+			return NULL;
 	}
 	out[used] = 0;
+	return out;
+}
+
+char *apq_visible(const char *s, size_t n)
+{
+	return apq_visible_marked(s, n, NULL, 0);
+}
+
+void apq_position(const char *s, size_t at, unsigned *line, unsigned *column)
+{
+	*line = 1;
+	*column = 1;
+	for (size_t i = 0; i < at; i++) {
+		if (s[i] == '\n') {
+			(*line)++;
+			*column = 1;
+		} else if (((unsigned char)s[i] & 0xc0) != 0x80) { /* a character's first byte */
+			(*column)++;
+		}
+	}
+}
+
+char *apq_marks_text(const char *s, size_t n, const struct srv_mark *m, size_t nm)
+{
+	size_t cap = 64, used = 0;
+	char *out = malloc(cap);
+	for (size_t i = 0; out && i < nm && m[i].end <= n; i++) {
+		unsigned line, col;
+		apq_position(s, m[i].start, &line, &col);
+		size_t len = m[i].end - m[i].start;
+		char *text = apq_visible(s + m[i].start, len > APQ_MARK_TEXT_MAX ? APQ_MARK_TEXT_MAX : len);
+		char head[64];
+		int h = snprintf(head, sizeof(head), "%sline %u, column %u: " APQ_MARK_OPEN, i ? "; " : "", line, col);
+		bool ok = text && append(&out, &used, &cap, head, (size_t)h) &&
+			  append(&out, &used, &cap, text, strlen(text)) &&
+			  append(&out, &used, &cap, len > APQ_MARK_TEXT_MAX ? "..." : "",
+				 len > APQ_MARK_TEXT_MAX ? 3 : 0) &&
+			  append(&out, &used, &cap, APQ_MARK_CLOSE, strlen(APQ_MARK_CLOSE));
+		free(text);
+		if (!ok) {
+			free(out);
+			return NULL;
+		}
+	}
+	if (out)
+		out[used] = 0;
 	return out;
 }
 

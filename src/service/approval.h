@@ -53,8 +53,10 @@ void apq_cancel(struct apq *q, uint64_t id, enum srv_gate_outcome why);
 /* The pending approvals, oldest first (only those asked by principal `only`, unless NULL):
  * [{id, tool, reason, arguments (reduced, as in the audit log), request (the arguments exactly as
  * they will run), digest (of tool + request: what an approval must name), code_bytes, code_visible
- * (the code with invisible and control characters spelled \u{XXXX}), principal, age_ms,
- * timeout_ms}]. New reference; NULL on ENOMEM. */
+ * (the code with invisible and control characters spelled \u{XXXX}), marks ([{start, end, line,
+ * column, text}]: where the deciding rule's pattern matched the code), code_marked (code_visible
+ * with each mark between >>> and <<<; only with marks), principal, age_ms, timeout_ms}]. New
+ * reference; NULL on ENOMEM. */
 json_t *apq_list(struct apq *q, const char *only);
 
 /* A human's decision on one pending approval. */
@@ -74,6 +76,23 @@ int apq_digest(const char *tool, const json_t *args, char out[APQ_DIGEST_LEN + 1
 /* s[0..n) (UTF-8) with every invisible or control character but newline and tab spelled
  * \u{XXXX}; malloc'd, NULL on ENOMEM. What a reviewer reads is what runs. */
 char *apq_visible(const char *s, size_t n);
+/* The same, with APQ_MARK_OPEN before and APQ_MARK_CLOSE after each of the marks m[0..nm) (byte
+ * ranges of s, in order, not overlapping): what a rule's pattern matched, as the terminal prompt
+ * and the MCP elicitation message show it. */
+#define APQ_MARK_OPEN	  ">>>"
+#define APQ_MARK_CLOSE	  "<<<"
+#define APQ_MARK_TEXT_MAX 200 /* bytes of one match quoted in apq_marks_text */
+char *apq_visible_marked(const char *s, size_t n, const struct srv_mark *m, size_t nm);
+/* "line L, column C: >>>TEXT<<<; ..." for each mark (columns in characters, 1-based; TEXT as
+ * apq_visible shows it, cut at APQ_MARK_TEXT_MAX bytes with "..."): a line the code itself cannot
+ * forge, since it stands outside the code. malloc'd ("" without marks), NULL on ENOMEM. */
+char *apq_marks_text(const char *s, size_t n, const struct srv_mark *m, size_t nm);
+/* The 1-based line and column (in characters) of byte offset at of s. */
+void apq_position(const char *s, size_t at, unsigned *line, unsigned *column);
+/* A count of the queue's changes (asks, decisions, cancels): what apq_wait compares. */
+uint64_t apq_generation(struct apq *q);
+/* Waits up to ms for the count to differ from seen; returns it (a live view's wake-up). */
+uint64_t apq_wait(struct apq *q, uint64_t seen, int ms);
 /* How many are pending. */
 size_t apq_pending(struct apq *q);
 /* Readable after a change (an eventfd, non-blocking, O_CLOEXEC); apq_drain resets it. */

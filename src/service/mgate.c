@@ -32,6 +32,13 @@ static void g_check(void *ctx, const char *tool, const json_t *args, struct srv_
 	snprintf(out->reason, sizeof(out->reason), "risk %s (rule %s)%s", cfg_risk_name(d.level), d.rule,
 		 v == APPROVAL_DENY ? ": above the approval policy's deny_above" : "");
 	out->verdict = v == APPROVAL_APPROVE ? SRV_GATE_ALLOW : v == APPROVAL_DENY ? SRV_GATE_DENY : SRV_GATE_ASK;
+	/* A human will be asked: show them what the rule's pattern found. Best effort: without marks
+	 * the code is still shown whole. */
+	struct risk_mark m[SRV_GATE_MARKS_MAX];
+	size_t n = 0;
+	if (out->verdict == SRV_GATE_ASK && risk_marks(g->cfg, d.rule, args, "code", m, SRV_GATE_MARKS_MAX, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			out->marks[out->nmarks++] = (struct srv_mark){m[i].start, m[i].end};
 }
 
 static const char *status_name(enum srv_call_status s)
@@ -126,6 +133,7 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 		.decision = dec,
 		.by = by_of(end->approval, end->by, classified ? &d : NULL),
 		.approver = end->approver,
+		.on_behalf_of = end->on_behalf_of,
 		.status = status_name(end->status),
 		.duration_ms = end->duration_ms,
 		.resources = res,
@@ -167,6 +175,7 @@ static int g_admit(void *ctx, struct srv_call_start *st, struct al_error *err)
 		.decision = AUDIT_APPROVED,
 		.by = by_of(st->approval, st->by, classified ? &d : NULL),
 		.approver = st->approver,
+		.on_behalf_of = st->on_behalf_of,
 		.status = "started",
 	};
 	int r = audit_write(g->log, &rec, &e);

@@ -31,6 +31,7 @@ struct svc_call {
 	bool running, cancelled;
 	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted ("" before) */
 	char approver[96];	       /* the principal who answered an ASK ("" : none named) */
+	char for_owner[96];	       /* svc_call_act_for: whose sandbox an approver acts on ("" : its own) */
 };
 
 static uint64_t monotonic_us(void *ctx)
@@ -100,6 +101,7 @@ void svc_call_end(struct svc_call *c, enum srv_call_status status, const struct 
 		.peer = c->peer,
 		.principal = c->who.name,
 		.approver = c->approver[0] ? c->approver : NULL,
+		.on_behalf_of = c->for_owner[0] ? c->for_owner : NULL,
 		.call_id = c->call_id[0] ? c->call_id : NULL,
 		.duration_ms = us / 1000,
 		.duration_us = us,
@@ -163,6 +165,10 @@ int svc_call_set_sandbox(struct svc_call *c, const char *id)
 static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_error *err)
 {
 	const struct srv_mgr_api *m = c->rn->mgr;
+	/* An approver acting on another principal's sandbox reaches it as its owner would: the
+	 * manager's ownership check stays the only one, and the audit record names both. */
+	if (c->for_owner[0])
+		return tl_start(m, c->tool, c->args, c->for_owner, sink, &c->op, err);
 	const char *sandbox = json_string_value(json_object_get(c->args, "sandbox_id"));
 	const char *path = json_string_value(json_object_get(c->args, "path"));
 	if (c->tool == TL_WRITE_FILE && c->raw) {
@@ -196,7 +202,8 @@ static enum svc_step start(struct svc_call *c, struct svc_refusal *ref)
 				    .transport = c->rn->transport,
 				    .peer = c->peer,
 				    .principal = c->who.name,
-				    .approver = c->approver[0] ? c->approver : NULL};
+				    .approver = c->approver[0] ? c->approver : NULL,
+				    .on_behalf_of = c->for_owner[0] ? c->for_owner : NULL};
 	int a = srv_gate_admit(c->rn->gate, &st, c->call_id, &err);
 	if (a < 0) {
 		enum svc_step step = refuse(c, ref, SRV_CALL_REQUEST_FAILED, a, err.msg);
@@ -296,6 +303,15 @@ enum svc_step svc_call_begin(struct svc_call *c, const struct svc_port *port, vo
 	decide(c, SRV_GATE_DENIED, SRV_BY_NOBODY);
 	snprintf(text, sizeof(text), "denied: %s", c->d.reason[0] ? c->d.reason : "the risk rules refuse this call");
 	return refuse(c, ref, SRV_CALL_DENIED, -EPERM, text);
+}
+
+int svc_call_act_for(struct svc_call *c, const char *owner)
+{
+	/* Only destroy: an approver may end what another principal runs, never run anything in it. */
+	if (c->tool != TL_DESTROY_SANDBOX || c->begun || !owner || !*owner || strlen(owner) >= sizeof(c->for_owner))
+		return -EINVAL;
+	snprintf(c->for_owner, sizeof(c->for_owner), "%s", owner);
+	return 0;
 }
 
 void svc_call_set_approver(struct svc_call *c, const char *approver)

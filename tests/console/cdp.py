@@ -134,9 +134,14 @@ class Browser:
             time.sleep(step)
         return None
 
+    # Keys that are not characters: their code and what a keyDown types (Enter activates a button).
+    SPECIAL = {"Enter": (13, "\r"), "Escape": (27, ""), "Tab": (9, "")}
+
     def key(self, key):
+        code, text = self.SPECIAL.get(key, (0, key))
         for kind in ("keyDown", "keyUp"):
-            self.call("Input.dispatchKeyEvent", type=kind, key=key, text=key if kind == "keyDown" else "")
+            extra = {"windowsVirtualKeyCode": code, "code": key} if code else {}
+            self.call("Input.dispatchKeyEvent", type=kind, key=key, text=text if kind == "keyDown" else "", **extra)
 
     def screenshot(self, path):
         data = self.call("Page.captureScreenshot", format="png")["data"]

@@ -122,7 +122,10 @@ def step_approve(b, sb):
     check(item is not None, "the server lists the pending call")
     shown = card_of(b, item)
     lag = time.monotonic() - listed
-    check(shown is True and lag < 1.0, f"the page shows it within a second ({lag:.2f} s)")
+    live = b.eval("document.body.dataset.live + ' ' + document.getElementById('approvals-status').textContent")
+    check(shown is True and lag < 1.0, f"the page shows it within a second ({lag:.2f} s; stream: {live})")
+    check(b.eval("document.body.dataset.live") == "sse",
+          "it came on the live stream (polling, every 5 s, is only the fallback)")
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
     text = b.eval(f"document.querySelector('{sel}').innerText")
     for want in ("token:alice", "code_execute", "HIGH", "asked", "none (loopback only)", item["digest"]):
@@ -151,9 +154,15 @@ def step_approve(b, sb):
 def step_deny(b, sb):
     """Deny, with the keyboard on the focused card; markup in the code stays text."""
     hostile = "<img src=x onerror=window.pwned=1><script>window.pwned=2</script>"
+    # The stream drops (the page's own connection cut): the page reconnects and stays live.
+    b.eval("state.live.abort(); true")
+    check(b.wait("document.body.dataset.live === 'off'", 2) is True, "a dropped stream is noticed")
+    check(b.wait("document.body.dataset.live === 'sse'", 5) is True, "and reconnected")
     ex = Exec(sb, f"touch denied-{M}.txt # {hostile}")
-    item, _ = pending(f"denied-{M}")
-    check(item is not None and card_of(b, item) is True, "a second call shows")
+    item, listed = pending(f"denied-{M}")
+    shown = item is not None and card_of(b, item) is True
+    lag = time.monotonic() - listed if listed else 99
+    check(shown and lag < 1.0, f"a second call shows within a second over the new stream ({lag:.2f} s)")
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
     check(hostile in b.eval(f"document.querySelector('{sel} .code').textContent"), "markup in the code is shown as text")
     check(b.eval(f"document.querySelectorAll('{sel} img, {sel} script').length === 0 && window.pwned === undefined"),
@@ -204,9 +213,85 @@ def step_sandboxes(b, sb):
     b.eval("document.querySelector('.tab[data-view=\"sandboxes\"]').click(); true")
     row = f"#sandboxes tr[data-id=\"{sb}\"]"
     cells = b.wait(f"document.querySelector('{row}') && [...document.querySelectorAll('{row} td')].map(t => t.textContent)", 5)
-    check(bool(cells) and cells[1] == "token:alice" and cells[3].startswith("none"), f"the sandbox, its owner and network ({cells})")
-    check(bool(cells) and cells[8].endswith("iB") and cells[9].endswith("iB"), "its memory now and at peak")
+    check(bool(cells) and cells[1] == "token:alice" and cells[4].startswith("none"), f"the sandbox, its owner and network ({cells})")
+    check(bool(cells) and cells[3] == "host", "its image: the host's system directories")
+    check(bool(cells) and cells[9].endswith("iB") and cells[10].endswith("iB"), "its memory now and at peak")
+    digest = os.environ["AL_IMAGE_DIGEST"]
+    s, body, _ = http("POST", "/v1/sandboxes", CLIENT, {"profile": "imgs", "image": "bb"})
+    check(s == 201, f"the client creates a sandbox on an image ({s} {body})")
+    on_image = json.loads(body).get("sandbox_id", "") if s == 201 else ""
+    cell = f"#sandboxes tr[data-id=\"{on_image}\"] td:nth-child(4)"
+    shown = b.wait(f"document.querySelector('{cell}') && [document.querySelector('{cell}').textContent,"
+                   f" document.querySelector('{cell}').title]", 5)
+    check(bool(shown) and shown[0] == "bb " + digest[:19] + "\u2026" and shown[1] == digest,
+          f"its image: the name and the digest ({shown})")
+    http("DELETE", f"/v1/sandboxes/{on_image}", CLIENT)
     b.screenshot(os.path.join(SHOTS, "console-sandboxes.png"))
+
+
+def sleepers(tag):
+    """Host pids of the processes running `sleep TAG` (a sandbox's exec, seen from outside)."""
+    want = b"sleep\0" + tag.encode() + b"\0"
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and open(f"/proc/{p}/cmdline", "rb").read() == want:
+                found.append(int(p))
+        except OSError:
+            pass
+    return found
+
+
+def step_destroy(b, sb):
+    """The approver destroys another principal's sandbox from its row: confirm, keyboard, gone."""
+    s, body, _ = http("POST", "/v1/sandboxes", CLIENT, {"language": "shell"})
+    check(s == 201, "the client creates a second sandbox")
+    victim = json.loads(body)["sandbox_id"]
+    tag = f"{300 + os.getpid() % 97}.{int(time.time() * 1000) % 100000}"
+    ex = Exec(victim, f"sleep {tag}")
+    for _ in range(200):
+        if sleepers(tag):
+            break
+        time.sleep(0.05)
+    check(bool(sleepers(tag)), f"an exec runs in it (sleep {tag}, seen on the host)")
+    s, _, _ = http("DELETE", f"/v1/admin/sandboxes/{victim}", CLIENT)
+    check(s == 403, f"a client's token cannot destroy through the admin route ({s})")
+    s, _, _ = http("DELETE", f"/v1/admin/sandboxes/{victim}x", REVIEWER)
+    check(s == 404, f"an unknown id: 404 ({s})")
+    row = f"#sandboxes tr[data-id=\"{victim}\"]"
+    check(b.wait(f"!!document.querySelector('{row} button.destroy')", 5) is True, "its row has a Destroy button")
+    b.eval(f"document.querySelector('{row} button.destroy').focus(); true")
+    b.key("Enter")
+    check(b.wait(f"document.activeElement === document.querySelector('{row} button.confirm')", 3) is True,
+          "Destroy asks first, the focus on the confirming button")
+    b.key("Escape")
+    check(b.wait(f"!!document.querySelector('{row} button.destroy')", 5) is True, "Escape takes it back")
+    check(bool(sleepers(tag)), "and nothing was destroyed")
+    b.eval(f"document.querySelector('{row} button.destroy').focus(); true")
+    b.key("Enter")
+    check(b.wait(f"document.activeElement === document.querySelector('{row} button.confirm')", 3) is True, "asked again")
+    b.screenshot(os.path.join(SHOTS, "console-destroy.png"))
+    b.key("Enter")
+    check(b.wait(f"!document.querySelector('{row}') && document.body.dataset.destroyed === '{victim}:200'", 10) is True,
+          "Enter on the confirmation destroys it: the row leaves")
+    ex.join(30)
+    check(ex.result is not None, "the exec it ran ended")
+    gone = False
+    for _ in range(100):
+        if not sleepers(tag):
+            gone = True
+            break
+        time.sleep(0.05)
+    check(gone, "no process of it remains on the host")
+    s, _, _ = http("GET", f"/v1/sandboxes/{victim}/files", CLIENT)
+    check(s == 404, f"its owner finds it gone ({s})")
+    check(b.eval(f"!!document.querySelector('#sandboxes tr[data-id=\"{sb}\"]')"), "the other sandbox stays")
+    s, body, _ = http("GET", "/v1/audit?tool=code_destroy_sandbox", REVIEWER)
+    recs = [r for r in json.loads(body)["records"] if r.get("sandbox") == victim] if s == 200 else []
+    both = [r for r in recs if r["client"]["principal"] == "token:reviewer" and r["client"].get("on_behalf_of") == "token:alice"]
+    check(len(both) == 2 and {r["event"] for r in both} == {"start", "end"} and
+          all(r["result"]["status"] in ("started", "ok") for r in both),
+          f"its audit records name the approver and the owner ({recs})")
 
 
 def step_audit(b, sb):
@@ -242,6 +327,28 @@ def step_audit_route(b, sb):
     check(s == 400, "limit 0 is refused")
 
 
+def step_forwarder(b, sb):
+    """`airlock console`: the URL it printed signs the page in as the socket's uid, live."""
+    url, uid = os.environ["AL_FWD_URL"], os.environ["AL_UID"]
+    b.goto(url)
+    check(b.wait("document.body.dataset.state === 'ready' && document.body.dataset.live === 'sse'", 5) is True,
+          "the forwarder's URL signs in, live, with no token typed")
+    check(b.eval("location.hash") == "" and b.eval("sessionStorage.getItem('airlock.approver-token')") == url.split("#token=")[1],
+          "its token moved from the address bar into the tab's session storage")
+    ex = Exec(sb, f"touch forwarded-{M}.txt")
+    item, listed = pending(f"forwarded-{M}")
+    shown = item is not None and card_of(b, item) is True
+    lag = time.monotonic() - listed if listed else 99
+    check(shown and lag < 1.0, f"a pending call shows within a second through the forwarder ({lag:.2f} s)")
+    sel = f"#approvals .card[data-id=\"{item['id']}\"]" if item else "#none"
+    b.eval(f"document.querySelector('{sel} button.approve').click(); true")
+    ex.join(60)
+    check(ex.result is not None and ex.result[0] == 200, "approved as the socket's uid: it ran")
+    s, body, _ = http("GET", "/v1/audit?tool=code_execute&decision=approved", REVIEWER)
+    recs = [r for r in json.loads(body)["records"] if f"forwarded-{M}" in json.dumps(r)] if s == 200 else []
+    check(any(r["approval"]["approver"] == f"uid:{uid}" for r in recs), f"the audit log names uid:{uid} as the approver")
+
+
 def run(b, sb):
     sign_in(b)
     step_approve(b, sb)
@@ -249,8 +356,10 @@ def run(b, sb):
     step_changed(b, sb)
     step_timeout(b, sb)
     step_sandboxes(b, sb)
+    step_destroy(b, sb)
     step_audit(b, sb)
     step_audit_route(b, sb)
+    step_forwarder(b, sb)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # image_serve.sh — POST /v1/sandboxes with "image": a sandbox on an image the profile offers runs
 # its code on the image's tree; an image the profile does not offer is refused; the image stays
-# locked against rm while the sandbox lives.
+# locked against rm while the sandbox lives; the approvers' listing names its image and digest.
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -13,6 +13,8 @@ export AIRLOCK_IMAGES=$dir/store
 chmod a+r "$dir/bb.tar"
 al_run image import "$dir/bb.tar" bb
 al_assert_rc 0
+bb_digest=$(printf '%s' "$AL_OUT" | awk '$1 == "bb" { print $2 }')
+al_assert_contains "$bb_digest" "sha256:" "the import names the image's digest"
 confdir=$(al_tmpdir 0755)
 cat >"$confdir/images.yaml" <<'EOF'
 version: 1
@@ -24,7 +26,9 @@ profiles:
 EOF
 chmod 0644 "$confdir/images.yaml"
 
-al_serve_start "$dir" --config "$confdir/images.yaml" --audit "$dir/audit.jsonl"
+reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
+al_serve_start "$dir" --config "$confdir/images.yaml" --audit "$dir/audit.jsonl" \
+	--approver-token-file "$dir/reviewer.token"
 
 # call METHOD PATH [JSON]: prints "CODE BODY" (urllib: one request, no retries).
 call() {
@@ -55,6 +59,14 @@ out=$(call POST "/v1/sandboxes/$sb/exec" \
 	'{"language":"shell","code":"cat /usr/share/hello.txt; test -e /usr/lib/python3 || echo no-host-usr"}')
 al_assert_contains "$out" "hello from the top layer" "the sandbox runs on the image's tree"
 al_assert_contains "$out" "no-host-usr" "and not on the host's /usr"
+plain=$(call POST /v1/sandboxes '{}')
+plain=$(printf '%s' "${plain#* }" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+# The approvers' listing: the image a sandbox was made with, or "host".
+images=$(curl -q -s -H "Authorization: Bearer $reviewer" "$AL_SERVE_URL/v1/admin/sandboxes" | SB=$sb PLAIN=$plain "$AL_PY" -c '
+import json, os, sys
+by = {x["id"]: x for x in json.load(sys.stdin)["sandboxes"]}
+print(by[os.environ["SB"]]["image"], by[os.environ["SB"]]["image_digest"], by[os.environ["PLAIN"]]["image"], by[os.environ["PLAIN"]]["image_digest"])')
+al_assert_eq "$images" "bb $bb_digest host None" "GET /v1/admin/sandboxes: the image's name and digest, or host"
 al_run image rm bb
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "in use" "rm of the image of a live sandbox is refused"

@@ -60,8 +60,11 @@ def over_stdio(audit):
             r = c.call("code_execute", exec_args(sb, name))
             got[name] = (r.get("result", {}).get("isError") is True, json.dumps(r))
         c.call("code_destroy_sandbox", {"sandbox_id": sb})
-        check(len(c.elicitations) == 1 and OUT["asked"] in json.dumps(c.elicitations),
-              "stdio: one elicitation, for the asked call")
+        msg = c.elicitations[0]["params"]["message"] if c.elicitations else ""
+        check(len(c.elicitations) == 1 and ("echo %s->>>asked<<<" % mark) in msg,
+              "stdio: one elicitation, for the asked call, its code in full with the match marked")
+        check( "line 1, column %d: >>>asked<<<" % (len("echo %s-" % mark) + 1) in msg,
+              "stdio: the elicitation marks what the rule's pattern matched")
     finally:
         check(c.close() == 0, "stdio: airlock mcp exits 0 at end of input")
     return got
@@ -84,6 +87,9 @@ class Serve:
             _, _, body = self.request("GET", "/v1/approvals", headers=self.reviewer)
             pending = json.loads(body)["approvals"]
             if pending:
+                check([m["text"] for m in pending[0].get("marks", [])] == ["asked"] and
+                      ">>>asked<<<" in pending[0].get("code_marked", ""),
+                      "the approvals queue marks what the rule's pattern matched")
                 self.request("POST", "/v1/approvals/%d" % pending[0]["id"],
                              {"approve": True, "digest": pending[0]["digest"]}, self.reviewer)
                 return pending[0]

@@ -24,6 +24,11 @@ config = os.path.join(confdir, "tty-config.yaml")
 with open(config, "w") as f:
     f.write("""version: 1
 rules:
+- name: marked
+  tools: [code_execute]
+  risk: HIGH
+  approval_timeout: %ds
+  when: [{param: code, matches: "tty-approve-m[a-z]+"}]
 - name: run-code
   tools: [code_execute]
   risk: HIGH
@@ -32,7 +37,7 @@ rules:
   tools: ["*"]
   risk: LOW
   require_approval: false
-""" % TIMEOUT_S)
+""" % (TIMEOUT_S, TIMEOUT_S))
 os.chmod(config, 0o644)
 
 
@@ -165,6 +170,9 @@ check(s.wait_screen("Run it? [y/N]"), "the prompt appears on the terminal")
 screen = s.screen.decode(errors="replace")
 check("code_execute" in screen and "HIGH" in screen and sb in screen and "tty-approve-marker" in screen,
       "the prompt shows the tool, the risk, the sandbox and the code (%r)" % screen[-600:])
+check("matched:   line 1, column 27: >>>tty-approve-marker<<<" in screen and
+      "echo yes > approved.txt # >>>tty-approve-marker<<<" in screen,
+      "the prompt marks what the rule's pattern matched, as the elicitation does (%r)" % screen[-600:])
 s.screen = b""
 s.type("y\n")
 r = s.wait(rid)

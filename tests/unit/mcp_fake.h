@@ -353,6 +353,7 @@ struct fake_gate {
 	enum srv_gate_verdict verdict;
 	const char *reason;
 	uint32_t timeout_ms;
+	struct srv_mark mark; /* ASK: one mark in the code, when end > 0 */
 	int checks;
 	int outcomes[SRV_GATE_ABANDONED + 1];
 	int finished[SRV_CALL_INVALID + 1]; /* calls ended, per status */
@@ -374,6 +375,10 @@ static FAKE_UNUSED void fake_gate_check(void *ctx, const char *tool, const json_
 	out->verdict = g->verdict;
 	fake_copy(out->reason, sizeof(out->reason), g->reason);
 	out->timeout_ms = g->timeout_ms;
+	if (g->mark.end) {
+		out->marks[0] = g->mark;
+		out->nmarks = 1;
+	}
 }
 
 static FAKE_UNUSED void fake_gate_record(void *ctx, const char *tool, const json_t *args,

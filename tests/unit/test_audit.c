@@ -697,7 +697,8 @@ static void test_start_records(void **state)
 	assert_true(first[0]);
 	struct srv_call_end e = {.tool = "code_execute", .args = args, .status = SRV_CALL_OK, .decided = true,
 				 .approval = SRV_GATE_APPROVED, .by = SRV_BY_HTTP, .transport = "http",
-				 .peer = "127.0.0.1:1", .principal = "uid 1000", .call_id = first};
+				 .peer = "127.0.0.1:1", .principal = "uid 1000", .call_id = first,
+				 .on_behalf_of = "token:alice"};
 	g.finished(g.ctx, &e);
 
 	/* A short write (100 bytes of room), then no room at all: refused, counted, degraded. */
@@ -732,6 +733,9 @@ static void test_start_records(void **state)
 	assert_string_equal(str_at(r0, "call_id", NULL), first);
 	assert_string_equal(str_at(json_array_get(all, 1), "call_id", NULL), first);
 	assert_string_equal(str_at(r0, "client", "principal"), "uid 1000");
+	/* on_behalf_of only where an approver acted for another principal (here: the end record). */
+	assert_null(json_object_get(json_object_get(r0, "client"), "on_behalf_of"));
+	assert_string_equal(str_at(json_array_get(all, 1), "client", "on_behalf_of"), "token:alice");
 	assert_string_equal(str_at(r0, "client", "transport"), "http");
 	assert_string_equal(str_at(r0, "approval", "approver"), "alice");
 	assert_string_equal(str_at(r0, "approval", "by"), "http");

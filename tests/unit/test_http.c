@@ -1109,6 +1109,54 @@ static void test_unescape(void **state)
 	assert_string_equal(c, "%zz%4%");
 }
 
+/* ---- the queue's generation: what the live approvals stream waits on --------------------------- */
+
+static void wait_done(void *cookie, enum srv_gate_outcome o, enum srv_gate_by by, const char *who)
+{
+	*(int *)cookie += 1;
+}
+
+struct waiter {
+	struct apq *q;
+	uint64_t seen, got;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+	w->got = apq_wait(w->q, w->seen, 5000);
+	return NULL;
+}
+
+static void test_apq_wait(void **state)
+{
+	struct apq *q;
+	assert_int_equal(apq_new(&q), 0);
+	uint64_t g0 = apq_generation(q);
+	assert_int_equal(apq_wait(q, g0, 30), g0); /* nothing changed: back after the time */
+	/* A waiter wakes when a call is asked, not after its 5 s. */
+	struct waiter w = {.q = q, .seen = g0};
+	pthread_t th;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(pthread_create(&th, NULL, wait_thread, &w), 0);
+	usleep(20000);
+	int done = 0;
+	uint64_t id;
+	struct srv_question qn = {.tool = "code_execute", .reason = "r", .timeout_ms = 1000, .principal = "a"};
+	assert_int_equal(apq_ask(q, &qn, wait_done, &done, &id), 0);
+	pthread_join(th, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(w.got > g0);
+	assert_true(t1.tv_sec - t0.tv_sec < 2);
+	/* A decision changes it again; a change already seen returns at once. */
+	uint64_t g1 = apq_generation(q);
+	apq_cancel(q, id, SRV_GATE_TIMED_OUT);
+	assert_int_equal(done, 1);
+	assert_true(apq_wait(q, g1, 5000) > g1);
+	apq_free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1126,6 +1174,7 @@ int main(void)
 		cmocka_unit_test(test_unix_principal),
 		cmocka_unit_test(test_mcp),
 		cmocka_unit_test(test_mcp_stop),
+		cmocka_unit_test(test_apq_wait),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,18 @@ static int m_exec(void *ctx, const struct srv_exec_req *req, const struct srv_si
 	return 0;
 }
 
+static char destroy_owner[64]; /* the owner the manager was asked to destroy for */
+
+static int m_destroy(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **op,
+		     struct al_error *err)
+{
+	struct world *w = ctx;
+	w->starts++;
+	snprintf(destroy_owner, sizeof(destroy_owner), "%s", req->owner ? req->owner : "");
+	*op = &w->op;
+	return 0;
+}
+
 static void m_cancel(void *ctx, struct srv_op *op)
 {
 	((struct world *)ctx)->cancels++;
@@ -166,11 +178,12 @@ static int setup(void **state)
 	char msg[SCH_MSG_MAX];
 	assert_int_equal(tl_catalog_load(&f->cat, msg), 0);
 	/* Only exec is ever started here; the runner calls no other entry for code_execute. */
-	f->mgr = (struct srv_mgr_api){.ctx = &f->w, .exec = m_exec, .cancel = m_cancel, .release = m_release};
+	f->mgr = (struct srv_mgr_api){
+		.ctx = &f->w, .exec = m_exec, .destroy_sandbox = m_destroy, .cancel = m_cancel, .release = m_release};
 	f->gate = (struct srv_gate){.ctx = &f->w, .check = g_check, .record = g_record, .finished = g_finished};
 	f->obs = (struct svc_observer){.ctx = &f->w, .decided = o_decided, .ended = o_ended};
-	f->rn = (struct svc_runner){.mgr = &f->mgr, .gate = &f->gate, .observer = &f->obs, .cat = &f->cat,
-				    .transport = "test"};
+	f->rn = (struct svc_runner){
+		.mgr = &f->mgr, .gate = &f->gate, .observer = &f->obs, .cat = &f->cat, .transport = "test"};
 	f->args = json_pack("{s:s,s:s}", "language", "shell", "code", "echo one-path");
 	*state = f;
 	return 0;
@@ -398,6 +411,32 @@ static void test_no_gate(void **state)
 	assert_int_equal(f->w.observed_ends, 1);
 }
 
+/* An approver's destroy on another principal's sandbox: the manager is asked as the owner, the
+ * record names the approver as principal and the owner beside it; nothing else may act for. */
+static void test_act_for(void **state)
+{
+	struct fixture *f = *state;
+	struct svc_principal who = {.kind = SVC_PRINCIPAL_TOKEN, .name = "token:reviewer", .uid = (uid_t)-1};
+	struct svc_refusal ref;
+	struct svc_call *x = svc_call_new(&f->rn, TL_EXECUTE, f->args, &who, "peer-1");
+	assert_int_equal(svc_call_act_for(x, "token:alice"), -EINVAL); /* run nothing in another's sandbox */
+	svc_call_free(x);
+	json_t *args = json_pack("{s:s}", "sandbox_id", "sb-1");
+	struct svc_call *c = svc_call_new(&f->rn, TL_DESTROY_SANDBOX, args, &who, "peer-1");
+	json_decref(args);
+	assert_int_equal(svc_call_act_for(c, ""), -EINVAL);
+	assert_int_equal(svc_call_act_for(c, "token:alice"), 0);
+	assert_int_equal(svc_call_validate(c, &ref), 0);
+	assert_int_equal(svc_call_begin(c, &port, &f->w, &ref), SVC_RUNNING);
+	assert_string_equal(destroy_owner, "token:alice");
+	assert_int_equal(svc_call_act_for(c, "token:bob"), -EINVAL); /* not once it began */
+	svc_call_end(c, SRV_CALL_OK, NULL, NULL);
+	assert_int_equal(f->w.ends, 1);
+	assert_string_equal(f->w.last_end.principal, "token:reviewer");
+	assert_string_equal(f->w.last_end.on_behalf_of, "token:alice");
+	svc_call_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +451,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_start_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_gate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_act_for, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

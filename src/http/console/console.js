@@ -1,9 +1,13 @@
-// console.js — the approver's console: polls pending approvals and decides them by digest, reads the audit log.
+// console.js — the approver's console: pending approvals arrive live (server-sent events) and are decided by digest; the sandboxes and the audit log.
 // Everything shown comes from requests under review, hostile by definition: it enters the page
 // as text nodes only (textContent, never innerHTML), so no value can become markup or script.
 'use strict';
 
-const POLL_MS = 500; // a new call shows within a second
+// New calls arrive on a live stream (GET /v1/approvals/events) the moment they are queued. Polling
+// stays as the safety net, slow on purpose: a page whose stream broke still works, and a test that
+// wants a call on screen within a second can only pass through the stream.
+const POLL_MS = 5000;
+const RECONNECT_MS = 1000;
 const TOKEN_KEY = 'airlock.approver-token';
 const $ = (id) => document.getElementById(id);
 
@@ -13,6 +17,9 @@ const state = {
   cards: new Map(), // approval id -> {li, item, deadline, countdown}
   rules: new Map(), // rule name -> rule
   polling: null,
+  live: null, // the stream's AbortController while signed in
+  generation: 0, // of the newest approvals list shown
+  liveTimer: null,
 };
 
 // el('span', {class: 'x'}, 'text', child...): an element with attributes and text or element children.
@@ -44,6 +51,7 @@ async function api(method, path, body) {
 
 function showLogin(message) {
   stopPolling();
+  stopLive();
   document.body.dataset.state = 'login';
   $('login').hidden = false;
   for (const v of document.querySelectorAll('.view')) v.hidden = true;
@@ -61,6 +69,7 @@ function signedIn() {
   show(state.view);
   loadRules();
   startPolling();
+  startLive();
 }
 
 // A request the server refused as unauthenticated or not an approver's: back to the token form.
@@ -101,16 +110,77 @@ async function loadRules() {
   for (const c of state.cards.values()) c.li.replaceWith(c.li = card(c.item));
 }
 
+// The stream and the poll both bring the whole list; each says which change of the queue it is at
+// least as new as. An older list arriving late (a poll sent before the change the stream already
+// showed) is ignored, or it would take the new card away again. A new stream's first list is taken
+// as it is (a restarted server counts from 0 again).
+function showApprovals(data, fresh) {
+  if (typeof data.generation === 'number') {
+    if (data.generation < state.generation && !fresh) return;
+    state.generation = data.generation;
+  }
+  update(data.approvals || []);
+  $('approvals-status').textContent = data.enabled ? '' : 'This server has no approvals queue (approval.channels lacks http).';
+}
+
+// The live stream: fetch() (EventSource cannot send the Authorization header) read chunk by chunk,
+// split into server-sent events; each "approvals" event carries the whole pending list. When it
+// ends or fails, it reconnects; meanwhile polling keeps the page right.
+function stopLive() {
+  clearTimeout(state.liveTimer);
+  if (state.live) state.live.abort();
+  state.live = null;
+  document.body.dataset.live = 'off';
+}
+
+function onEvent(text, fresh) {
+  let name = 'message';
+  const data = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('event:')) name = line.slice(6).trim();
+    else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+  }
+  if (name !== 'approvals' || !data.length) return;
+  try { showApprovals(JSON.parse(data.join('\n')), fresh); return true; } catch (e) { /* a torn event: the next one or a poll repairs it */ }
+}
+
+async function startLive() {
+  stopLive();
+  const ctl = new AbortController();
+  state.live = ctl;
+  try {
+    const headers = state.token ? {Authorization: 'Bearer ' + state.token} : {};
+    const r = await fetch('/v1/approvals/events', {headers, cache: 'no-store', credentials: 'omit', signal: ctl.signal});
+    if (r.status === 401 || r.status === 403) { refused({status: r.status}); return; }
+    if (r.status === 404) { state.live = null; document.body.dataset.live = 'none'; return; } // no queue: polling says so
+    if (r.ok && r.body) {
+      document.body.dataset.live = 'sse';
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '', fresh = true;
+      for (;;) {
+        const {value, done} = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, {stream: true});
+        for (let i; (i = buf.indexOf('\n\n')) >= 0;) {
+          if (onEvent(buf.slice(0, i), fresh)) fresh = false;
+          buf = buf.slice(i + 2);
+        }
+      }
+    }
+  } catch (e) { /* aborted, or the connection dropped */ }
+  if (state.live !== ctl) return; // stopped, or replaced by a newer stream
+  document.body.dataset.live = 'off';
+  state.liveTimer = setTimeout(startLive, RECONNECT_MS);
+}
+
 function startPolling() {
   stopPolling();
   const tick = async () => {
     try {
       const r = await api('GET', '/v1/approvals');
       if (refused(r)) return;
-      if (r.status === 200 && r.data) {
-        update(r.data.approvals || []);
-        $('approvals-status').textContent = r.data.enabled ? '' : 'This server has no approvals queue (approval.channels lacks http).';
-      }
+      if (r.status === 200 && r.data) showApprovals(r.data);
     } catch (e) {
       $('approvals-status').textContent = 'The server does not answer; retrying.';
     }
@@ -347,20 +417,70 @@ function bytes(n) {
   return n < 1 << 20 ? (n / 1024).toFixed(0) + ' KiB' : (n / (1 << 20)).toFixed(1) + ' MiB';
 }
 
+// The image a sandbox was made with: its name and a short digest (the whole one on hover), or the
+// host's own system directories.
+function imageCell(x) {
+  if (!x.image_digest) return el('td', {text: x.image || 'host'});
+  return el('td', {title: x.image_digest}, x.image + ' ', el('span', {class: 'digest', text: x.image_digest.slice(0, 19) + '…'}));
+}
+
+function sandboxRow(x) {
+  const destroy = el('button', {type: 'button', class: 'destroy', text: 'Destroy', 'aria-label': 'Destroy sandbox ' + x.id + ' of ' + x.owner});
+  destroy.addEventListener('click', () => confirmDestroy(tr, x));
+  const tr = el('tr', {'data-id': x.id},
+    el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}), imageCell(x),
+    el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
+    el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
+    el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
+    el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}),
+    el('td', {class: 'act'}, el('div', {class: 'actbox'}, destroy)));
+  return tr;
+}
+
+// Destroying is a second, explicit step: the row asks, with the focus on the confirming button
+// (Enter confirms, Escape or Cancel goes back). The table is not refreshed while it asks.
+function confirmDestroy(tr, x) {
+  state.confirming = x.id;
+  const yes = el('button', {type: 'button', class: 'confirm', text: 'Destroy it',
+    'aria-label': 'Destroy sandbox ' + x.id + ' of ' + x.owner + ' and everything running in it'});
+  const no = el('button', {type: 'button', class: 'cancel', text: 'Cancel'});
+  const cell = tr.querySelector('td.act .actbox');
+  const back = () => { state.confirming = null; loadSandboxes(); };
+  yes.addEventListener('click', () => destroySandbox(tr, x));
+  no.addEventListener('click', back);
+  cell.replaceChildren(el('span', {class: 'ask', text: 'Sure?'}), yes, no);
+  tr.classList.add('asking');
+  cell.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') { ev.preventDefault(); back(); } });
+  yes.focus();
+}
+
+async function destroySandbox(tr, x) {
+  for (const b of tr.querySelectorAll('button')) b.disabled = true;
+  const r = await api('DELETE', '/v1/admin/sandboxes/' + encodeURIComponent(x.id));
+  state.confirming = null;
+  if (refused(r)) return;
+  if (r.status === 200) {
+    tr.remove();
+    $('sandboxes-status').textContent = 'Destroyed ' + x.id + ' of ' + x.owner + '.';
+  } else {
+    $('sandboxes-status').textContent = 'Not destroyed: ' + (r.data && r.data.error ? r.data.error : 'HTTP ' + r.status);
+  }
+  document.body.dataset.destroyed = x.id + ':' + r.status;
+  clearTimeout(state.sandboxTimer);
+  state.sandboxTimer = setTimeout(loadSandboxes, SANDBOX_POLL_MS);
+}
+
 async function loadSandboxes() {
   clearTimeout(state.sandboxTimer);
   if (state.view !== 'sandboxes') return;
+  if (state.confirming) { state.sandboxTimer = setTimeout(loadSandboxes, SANDBOX_POLL_MS); return; }
   const r = await api('GET', '/v1/admin/sandboxes');
   if (refused(r)) return;
+  if (state.confirming) return; // the approver began a confirmation meanwhile: keep the rows as they are
   const body = $('sandboxes').tBodies[0];
   if (r.status === 200 && r.data) {
-    body.replaceChildren(...r.data.sandboxes.map((x) => el('tr', {'data-id': x.id},
-      el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}),
-      el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
-      el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
-      el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
-      el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}))));
-    $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
+    body.replaceChildren(...r.data.sandboxes.map(sandboxRow));
+    if (!/^Destroyed|^Not destroyed/.test($('sandboxes-status').textContent)) $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
     document.body.dataset.sandboxes = String(r.data.sandboxes.length);
   } else {
     $('sandboxes-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
@@ -383,7 +503,11 @@ async function loadAudit() {
   for (const k of ['principal', 'tool', 'decision']) if (f[k].value) q.set(k, f[k].value);
   if (isoOf(f.since.value)) q.set('since', isoOf(f.since.value));
   if (isoOf(f.until.value)) q.set('until', isoOf(f.until.value));
+  // Only the latest request's answer is shown: an earlier, slower one must not replace the list
+  // the approver filtered since.
+  const seq = state.auditSeq = (state.auditSeq || 0) + 1;
   const r = await api('GET', '/v1/audit?' + q.toString());
+  if (seq !== state.auditSeq) return;
   if (refused(r)) return;
   const list = $('audit');
   list.replaceChildren();
@@ -401,7 +525,8 @@ function record(rec) {
   const ap = rec.approval || {};
   const s = el('summary', {},
     el('span', {text: rec.time || ''}), el('span', {text: rec.event || ''}),
-    el('span', {text: (rec.client && rec.client.principal) || ''}), el('span', {text: rec.tool || ''}),
+    el('span', {text: ((rec.client && rec.client.principal) || '') + (rec.client && rec.client.on_behalf_of ? ' for ' + rec.client.on_behalf_of : '')}),
+    el('span', {text: rec.tool || ''}),
     el('span', {class: 'risk risk-' + ((rec.risk && rec.risk.level) || ''), text: (rec.risk && rec.risk.level) || ''}),
     el('span', {class: 'dec-' + (ap.decision || ''), text: (ap.decision || '') + (ap.by ? ' by ' + ap.by : '') + (ap.approver ? ' (' + ap.approver + ')' : '')}),
     el('span', {text: (rec.result && rec.result.status) || ''}));
@@ -422,7 +547,18 @@ function onKey(ev) {
   if (ev.key === 'd') { ev.preventDefault(); decide(li, false); }
 }
 
+// `airlock console` prints a URL whose fragment holds its one-time token (a fragment is never sent
+// to a server): it becomes this tab's token, and leaves the address bar.
+function takeFragmentToken() {
+  const m = /^#token=([0-9a-f]{16,128})$/.exec(location.hash);
+  if (!m) return;
+  state.token = m[1];
+  sessionStorage.setItem(TOKEN_KEY, m[1]);
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
 function init() {
+  takeFragmentToken();
   $('login-form').addEventListener('submit', (ev) => { ev.preventDefault(); tryToken($('token').value.trim()); $('token').value = ''; });
   $('signout').addEventListener('click', () => { sessionStorage.removeItem(TOKEN_KEY); state.token = ''; showLogin(''); });
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => show(b.dataset.view));
