@@ -272,7 +272,8 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 			   .stdout_fd = op[1],
 			   .stderr_fd = ep[1],
 			   .cg = j->cg,
-			   .hold = hold};
+			   .hold = hold,
+			   .held = p->attach ? sandbox_held(p->attach) : NULL};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_spawn(p, &io, &j->proc, err);
 	j->cg = p->attach ? j->proc.cg : j->cg; /* an exec's own, made by attach.c */
