@@ -46,6 +46,7 @@
 
 #include "backend/backend.h"
 #include "backend/capability.h"
+#include "backend/monitor.h"
 #include "backend/native/native.h"
 #include "backend/native/pidfd.h"
 #include "backend/native/seccomp.h"
@@ -207,31 +208,23 @@ static void child_setup(struct bw_child *c, const struct al_policy *p, const str
 	};
 }
 
-/* clone3 into the job's cgroup (v2) or attach before the release (v1), then release. */
+static _Noreturn void monitor_main(const void *c)
+{
+	bw_monitor_main(c);
+}
+
+/* The monitor, in the job's cgroup, released (mon_start). */
 static int start(const struct bw_child *c, const struct be_io *io, struct bw_spawn *s, pid_t *pid, int *pidfd,
 		 struct al_error *err)
 {
-	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
-	*pid = pfd_clone3(0, pidfd, cgfd);
-	if (*pid == 0) {
-		close(s->sync_p[1]);
-		close(s->status_p[0]);
-		bw_monitor_main(c);
-	}
-	if (*pid < 0)
-		return al_err(err, -*pid, "setup: starting the bwrap monitor: %s", strerror(-*pid));
-	int r = 0;
-	if (io->cg && cgfd < 0)
-		r = cg_attach(io->cg, *pid, err);
-	if (r == 0 && write(s->sync_p[1], "g", 1) != 1)
-		r = al_err_sys(err, errno, "setup: releasing the bwrap monitor");
-	if (r < 0) {
-		siginfo_t si;
-		struct rusage ru;
-		pfd_send_signal(*pidfd, SIGKILL);
-		pfd_wait(*pidfd, &si, &ru, WEXITED);
-	}
-	return r;
+	const int parent_only[] = {s->sync_p[1], s->status_p[0]};
+	struct mon_start m = {.main = monitor_main,
+			      .arg = c,
+			      .sync_w = s->sync_p[1],
+			      .parent_only = parent_only,
+			      .nparent_only = AL_ARRAY_SIZE(parent_only),
+			      .what = "the bwrap monitor"};
+	return mon_start(&m, io, pid, pidfd, err);
 }
 
 /* bwrap's pid 1 in the sandbox is bwrap itself, so bwrap's command line is the job's

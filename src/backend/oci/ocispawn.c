@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/monitor.h"
 #include "backend/native/native.h"
 #include "backend/native/pidfd.h"
 #include "backend/native/seccomp.h"
@@ -471,34 +472,23 @@ static bool hybrid_unified(void)
 	return statfs("/sys/fs/cgroup/unified", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
 }
 
-/* clone3 into the job's cgroup (v2) or attach before the release (v1), then release. */
+static _Noreturn void monitor_main(const void *c)
+{
+	oci_monitor_main(c);
+}
+
+/* The monitor, in the job's cgroup, released (mon_start). */
 static int start(const struct oci_child *c, const struct be_io *io, struct oci_spawn *s, pid_t *pid, int *pidfd,
 		 struct al_error *err)
 {
-	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
-	*pid = pfd_clone3(0, pidfd, cgfd);
-	if (*pid == 0) {
-		close(s->sync_p[1]);
-		close(s->status_p[0]);
-		if (s->px_p[0] >= 0)
-			close(s->px_p[0]);
-		oci_monitor_main(c);
-	}
-	if (*pid < 0)
-		return al_err(err, -*pid, "setup: starting the %s monitor: %s",
-			      c->runtime == OCI_RUNSC ? "gvisor" : "oci", strerror(-*pid));
-	int r = 0;
-	if (io->cg && cgfd < 0)
-		r = cg_attach(io->cg, *pid, err);
-	if (r == 0 && write(s->sync_p[1], "g", 1) != 1)
-		r = al_err_sys(err, errno, "setup: releasing the monitor");
-	if (r < 0) {
-		siginfo_t si;
-		struct rusage ru;
-		pfd_send_signal(*pidfd, SIGKILL);
-		pfd_wait(*pidfd, &si, &ru, WEXITED);
-	}
-	return r;
+	const int parent_only[] = {s->sync_p[1], s->status_p[0], s->px_p[0]};
+	struct mon_start m = {.main = monitor_main,
+			      .arg = c,
+			      .sync_w = s->sync_p[1],
+			      .parent_only = parent_only,
+			      .nparent_only = AL_ARRAY_SIZE(parent_only),
+			      .what = c->runtime == OCI_RUNSC ? "the gvisor monitor" : "the oci monitor"};
+	return mon_start(&m, io, pid, pidfd, err);
 }
 
 static int prepare(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p,
