@@ -432,9 +432,8 @@ static int check_registry_ref(struct conv *c, const struct cfg_node *it, const c
 
 static int p_network(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	/* "loopback" is a synonym of "none" (a private lo, up, and nothing else). */
-	static const char *const names[] = {"none", "loopback", "host"};
-	static const enum al_net_posture postures[] = {AL_NET_NONE, AL_NET_NONE, AL_NET_HOST};
+	const char *names[8]; /* none, its synonym loopback, host (policy/netpolicy.c) */
+	size_t nnames = pol_net_choices(names, AL_ARRAY_SIZE(names));
 	struct cfg_profile *p = obj;
 	if (v->kind == CFG_SEQ) {
 		int r = conv_strv(c, v, path, &p->registries, check_registry_ref, NULL);
@@ -447,9 +446,9 @@ static int p_network(struct conv *c, const struct cfg_node *v, const char *path,
 	if (v->kind != CFG_SCALAR || cfg_node_is_null(v))
 		return conv_bad(c->err, EINVAL, v->mark, path,
 				"expected none, loopback, host or a list of registry names");
-	int r = conv_pick(c, v, path, names, AL_ARRAY_SIZE(names));
+	int r = conv_pick(c, v, path, names, nnames);
 	if (r >= 0)
-		p->net = postures[r];
+		pol_net_parse(names[r], &p->net);
 	return r < 0 ? r : 0;
 }
 

@@ -182,11 +182,9 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 	if (id == OPT_BROKER)
 		return al_policy_add_broker(p, value, err);
 	if (id == OPT_NET) {
-		/* "loopback" names what "none" is since issue 14 (lo up, nothing else): a synonym. */
-		if (strcmp(value, "none") == 0 || strcmp(value, "loopback") == 0)
-			return al_policy_set_network(p, AL_NET_NONE, err);
-		if (strcmp(value, "host") == 0)
-			return al_policy_set_network(p, AL_NET_HOST, err);
+		enum al_net_posture net;
+		if (pol_net_parse(value, &net) == 0) /* none, its synonym loopback, host */
+			return al_policy_set_network(p, net, err);
 		if (strncmp(value, "allow=", 6) == 0)
 			return al_policy_allow_hosts(p, value + 6, err);
 		return al_err(err, EINVAL,

@@ -1524,17 +1524,16 @@ void sbm_free(struct sbm *m)
  * cgroup is only read (a few small files). */
 static json_t *sbx_json(const struct sbx *s, uint64_t now)
 {
-	static const char *const nets[] = {
-		[AL_NET_NONE] = "none", [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allowlist"};
 	struct al_sandbox_usage u;
 	bool have = al_sandbox_usage(s->sb, &u) == 0;
-	return json_pack(
-		"{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner, "profile",
-		s->profile ? s->profile : "", "network", nets[s->net], "hosts", s->net_hosts ? s->net_hosts : "",
-		"age_ms", (json_int_t)(now - s->created_ms), "idle_ms", (json_int_t)(now - s->used_ms), "exec_running",
-		s->busy, "cpu_s", have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
-		have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(), "peak_memory_bytes",
-		have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner, "profile",
+			 s->profile ? s->profile : "", "network", pol_net_name(s->net), "hosts",
+			 s->net_hosts ? s->net_hosts : "", "age_ms", (json_int_t)(now - s->created_ms), "idle_ms",
+			 (json_int_t)(now - s->used_ms), "exec_running", s->busy, "cpu_s",
+			 have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
+			 have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(),
+			 "peak_memory_bytes",
+			 have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());
 }
 
 json_t *sbm_list_all(struct sbm *m)
