@@ -120,6 +120,23 @@ static const int limit_plus1[OPT__COUNT] = {
 	[OPT_PIDS] = AL_LIMIT_PIDS + 1,		  [OPT_CPUS] = AL_LIMIT_CPUS + 1,
 };
 
+int opt_format_default(const struct al_option *o, char *buf, size_t n)
+{
+	int l = o && (unsigned)o->id < OPT__COUNT ? limit_plus1[o->id] - 1 : -1;
+	if (l < 0)
+		return -EINVAL;
+	uint64_t v = pol_default_limit((enum al_limit)l);
+	if (o->kind == OK_SIZE)
+		al_format_size(v, buf, n);
+	else if (o->kind == OK_DURATION)
+		al_format_duration_ms(v, buf, n);
+	else if (o->kind == OK_CPUS)
+		al_format_cpus(v, buf, n);
+	else
+		al_format_count(v, buf, n);
+	return 0;
+}
+
 static int apply_bind(struct al_policy *p, const char *value, bool writable, struct al_error *err)
 {
 	cleanup_free char *src = strdup(value);

@@ -107,6 +107,8 @@ void pol_brokers_release(void *ref);
 char **pol_net_env(const struct al_policy *p, size_t *n);
 void pol_free_net(struct al_policy *p);
 
+/* A limit's default (policy.c, the one table of them): what al_policy_new starts with. */
+uint64_t pol_default_limit(enum al_limit which);
 /* Checks that a path inside the sandbox is absolute and free of "." and ".." parts. Pure. */
 int pol_check_inside_path(const char *path, struct al_error *err);
 /* The environment the payload gets: fixed base plus the policy's entries (NULL-terminated, malloc'd). */
