@@ -10,22 +10,24 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
+/* A limit's help says "default @": the default is filled in from the policy's table when printed
+ * (opt_help), never written here. */
 const struct al_option al_options[] = {
 	{OPT_TIME, "time", 't', OK_DURATION, "DURATION",
-	 "wall-clock limit; kills the whole sandbox (default 30s; 'none')", true},
-	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default none)",
+	 "wall-clock limit; kills the whole sandbox (default @; 'none')", true},
+	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default @)",
 	 true},
-	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE",
-	 "bytes kept per stream; the rest is counted (default 1M)", true},
-	{OPT_DISK, "disk", 0, OK_SIZE, "SIZE", "size of the /workspace and /tmp tmpfs (default 1G)", true},
-	{OPT_OPEN_FILES, "open-files", 0, OK_COUNT, "N", "open file descriptors, RLIMIT_NOFILE (default 1024)", true},
-	{OPT_FILE_SIZE, "file-size", 0, OK_SIZE, "SIZE", "largest file the job may write, RLIMIT_FSIZE (default 1G)",
+	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE", "bytes kept per stream; the rest is counted (default @)",
 	 true},
-	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default none)",
+	{OPT_DISK, "disk", 0, OK_SIZE, "SIZE", "size of the /workspace and /tmp tmpfs (default @)", true},
+	{OPT_OPEN_FILES, "open-files", 0, OK_COUNT, "N", "open file descriptors, RLIMIT_NOFILE (default @)", true},
+	{OPT_FILE_SIZE, "file-size", 0, OK_SIZE, "SIZE", "largest file the job may write, RLIMIT_FSIZE (default @)",
 	 true},
-	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default 512M)", true},
-	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default 1024)", true},
-	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth in CPUs, e.g. 0.5 (cgroup; default 0.5; 'none': no cap)",
+	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default @)",
+	 true},
+	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default @)", true},
+	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default @)", true},
+	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth in CPUs, e.g. 0.5 (cgroup; default @; 'none': no cap)",
 	 true},
 	{OPT_NET, "net", 0, OK_STRING, "none|allow=HOST,...|host",
 	 "network: none (default: a private lo, up, and nothing else; 'loopback' is a synonym), allowed host names "
@@ -119,6 +121,17 @@ static const int limit_plus1[OPT__COUNT] = {
 	[OPT_ADDRESS_SPACE] = AL_LIMIT_AS + 1,	  [OPT_MEMORY] = AL_LIMIT_MEMORY + 1,
 	[OPT_PIDS] = AL_LIMIT_PIDS + 1,		  [OPT_CPUS] = AL_LIMIT_CPUS + 1,
 };
+
+void opt_help(const struct al_option *o, char *buf, size_t n)
+{
+	const char *at = strchr(o->help, '@');
+	char def[32];
+	if (!at || opt_format_default(o, def, sizeof(def)) < 0) {
+		snprintf(buf, n, "%s", o->help);
+		return;
+	}
+	snprintf(buf, n, "%.*s%s%s", (int)(at - o->help), o->help, def, at + 1);
+}
 
 int opt_format_default(const struct al_option *o, char *buf, size_t n)
 {

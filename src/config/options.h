@@ -87,4 +87,7 @@ int opt_apply(struct al_policy *p, const struct al_option *o, const char *value,
  * 0, or -EINVAL for an option that sets no limit. */
 int opt_format_default(const struct al_option *o, char *buf, size_t n);
 
+/* The option's help line, a limit's default filled in (its "@"), into buf. */
+void opt_help(const struct al_option *o, char *buf, size_t n);
+
 #endif
