@@ -1,4 +1,4 @@
-/* fsutil.h — small filesystem helpers shared by the layers. */
+/* fsutil.h — small filesystem and descriptor helpers shared by the layers. */
 #ifndef AL_UTIL_FSUTIL_H
 #define AL_UTIL_FSUTIL_H
 
@@ -10,5 +10,12 @@ int al_remove_tree(const char *path);
  * umask); existing ones are left as they are (the operator's choice), and a component that is not
  * a directory fails whatever opens path next. 0 or -errno. */
 int al_make_parents(const char *path, unsigned mode);
+
+/* Descriptors handed to a sandbox or a boundary program must not sit on 0-2 (a caller that closed
+ * them gets them back from pipe2), which the child dup2s over: fd moved to 3 or above
+ * (O_CLOEXEC; the old one closed), or -1 with errno. Negative or >= 3: fd itself. */
+int al_fd_above_stdio(int fd);
+/* pipe2(O_CLOEXEC) with both ends above stdio: 0 or -errno. */
+int al_pipe_above_stdio(int p[2]);
 
 #endif

@@ -54,6 +54,7 @@
 #include "cgroup/cgroup.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 
 struct bw_spawn {
 	struct fs_plan plan;
@@ -82,33 +83,12 @@ static void bw_spawn_free(struct bw_spawn *s)
 	fs_plan_free(&s->plan);
 }
 
-/* Descriptors handed to bwrap must not land on 0-2, which it dup2s over. */
-static int high(int fd)
-{
-	if (fd < 0 || fd > 2)
-		return fd;
-	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return n;
-}
-
-static int pipe_high(int p[2])
-{
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	p[0] = high(p[0]);
-	p[1] = high(p[1]);
-	return p[0] < 0 || p[1] < 0 ? -errno : 0;
-}
-
 /* Data bwrap reads to its end (a file's content, the BPF program) in a memfd at offset 0. */
 static int data_fd(struct bw_spawn *s, const void *data, size_t len)
 {
 	if (s->ndata == BW_MAX_PASS)
 		return -EMFILE;
-	int fd = high(memfd_create("airlock-bwrap", MFD_CLOEXEC));
+	int fd = al_fd_above_stdio(memfd_create("airlock-bwrap", MFD_CLOEXEC));
 	if (fd < 0)
 		return -errno;
 	s->data[s->ndata++] = fd;
@@ -273,8 +253,8 @@ static int prepare(struct bw_spawn *s, const struct al_policy *p, const struct p
 	int r = fs_plan_build(&s->plan, p, &host, err);
 	if (r < 0 || (r = make_data(s, pl, err)) < 0)
 		return r;
-	if ((r = pipe_high(s->sync_p)) < 0 || (r = pipe_high(s->status_p)) < 0 || (r = pipe_high(s->json_p)) < 0 ||
-	    (r = pipe_high(s->err_p)) < 0 ||
+	if ((r = al_pipe_above_stdio(s->sync_p)) < 0 || (r = al_pipe_above_stdio(s->status_p)) < 0 ||
+	    (r = al_pipe_above_stdio(s->json_p)) < 0 || (r = al_pipe_above_stdio(s->err_p)) < 0 ||
 	    /* The payload's stderr: openable as /dev/stderr by its uid, like the job's pipes (job.c). */
 	    (fchmod(s->err_p[1], 0622) < 0 && (r = -errno) < 0))
 		return al_err_sys(err, -r, "setup: pipe");

@@ -172,6 +172,31 @@ static char *fb_enforced(const struct pol_plan *pl, const struct fb_state *s, ui
 	return be_enforced_json(pl, &a);
 }
 
+/* Init and payload in the host's namespaces, in the workspace directory, as uid/gid (dropping the
+ * supplementary groups as root); the Landlock ruleset is the caller's to add. */
+static void fb_child(struct nat_child *c, const struct al_policy *p, const struct be_io *io, struct fb_state *s,
+		     uid_t uid, gid_t gid)
+{
+	*c = (struct nat_child){
+		.limits = p->limits,
+		.argv = p->argv,
+		.envp = s->envp,
+		.path = "/usr/local/bin:/usr/bin:/bin",
+		.cwd = s->ws,
+		.stdin_fd = io->stdin_fd,
+		.stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd,
+		.landlock_fd = -1,
+		.seccomp = &s->seccomp,
+		.run_uid = uid,
+		.run_gid = gid,
+		.drop_groups = geteuid() == 0,
+		.fallback = true,
+		.proxy_sock = -1,
+		.ctl_sock = -1,
+	};
+}
+
 static int fb_start(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct fb_state *s,
 		    struct nat_child *c, struct al_error *err)
 {
@@ -232,25 +257,9 @@ int nat_fallback_spawn(const struct al_policy *p, const struct pol_plan *pl, con
 		r = al_err(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	struct nat_child c = {
-		.limits = p->limits,
-		.argv = p->argv,
-		.envp = s.envp,
-		.path = "/usr/local/bin:/usr/bin:/bin",
-		.cwd = s.ws,
-		.stdin_fd = io->stdin_fd,
-		.stdout_fd = io->stdout_fd,
-		.stderr_fd = io->stderr_fd,
-		.landlock = &s.spec,
-		.landlock_fd = -1,
-		.seccomp = &s.seccomp,
-		.run_uid = uid,
-		.run_gid = gid,
-		.drop_groups = root,
-		.fallback = true,
-		.proxy_sock = -1,
-		.ctl_sock = -1,
-	};
+	struct nat_child c;
+	fb_child(&c, p, io, &s, uid, gid);
+	c.landlock = &s.spec;
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
 	out->enforced_json = fb_enforced(pl, &s, uid);
@@ -325,25 +334,8 @@ int be_none_spawn(const struct al_policy *p, const struct pol_plan *pl, const st
 		r = al_err(err, ENOMEM, "out of memory");
 	if (r < 0)
 		goto out;
-	struct nat_child c = {
-		.limits = p->limits,
-		.argv = p->argv,
-		.envp = s.envp,
-		.path = "/usr/local/bin:/usr/bin:/bin",
-		.cwd = s.ws,
-		.stdin_fd = io->stdin_fd,
-		.stdout_fd = io->stdout_fd,
-		.stderr_fd = io->stderr_fd,
-		.landlock = NULL,
-		.landlock_fd = -1,
-		.seccomp = &s.seccomp,
-		.run_uid = uid,
-		.run_gid = gid,
-		.drop_groups = root,
-		.fallback = true,
-		.proxy_sock = -1,
-		.ctl_sock = -1,
-	};
+	struct nat_child c;
+	fb_child(&c, p, io, &s, uid, gid); /* no Landlock, and no filter (profile none's is off) */
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
 	out->enforced_json = none_enforced(pl, uid);
