@@ -230,6 +230,8 @@ static int fb_start(const struct al_policy *p, const struct be_io *io, struct be
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(status_p[0]);
+	out->kill_signal = SIGTERM;		      /* init kills every descendant, then exits */
+	out->cleanup_dir = s->ws_made ? s->ws : NULL; /* the caller's fb_free keeps it then */
 out:
 	if (pidfd >= 0)
 		close(pidfd);
@@ -265,8 +267,6 @@ int nat_fallback_spawn(const struct al_policy *p, const struct pol_plan *pl, con
 	out->enforced_json = fb_enforced(pl, &s, uid);
 	out->backend = "native";
 	out->seccomp_kills = true;
-	out->kill_signal = SIGTERM; /* init kills every descendant, then exits */
-	out->cleanup_dir = s.ws_made ? s.ws : NULL;
 	fb_free(&s, s.ws_made);
 	return 0;
 out:
@@ -340,8 +340,6 @@ int be_none_spawn(const struct al_policy *p, const struct pol_plan *pl, const st
 		goto out;
 	out->enforced_json = none_enforced(pl, uid);
 	out->backend = "none";
-	out->kill_signal = SIGTERM; /* init kills every descendant, then exits */
-	out->cleanup_dir = s.ws_made ? s.ws : NULL;
 	fb_free(&s, s.ws_made);
 	return 0;
 out:
