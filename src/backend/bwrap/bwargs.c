@@ -16,6 +16,7 @@
 
 /* What bubblewrap 0.8 cannot do; every other layer of a floor is always made (the cgroup ones are the
  * supervisor's). */
+// NOLINTBEGIN(bugprone-suspicious-missing-comma): each reason is one sentence split over lines
 const struct be_caps be_bwrap_caps = {
 	.name = "bwrap",
 	.isolation = true,
@@ -38,6 +39,7 @@ const struct be_caps be_bwrap_caps = {
 				       "them " BE_WHY_NO_WBACK,
 		},
 };
+// NOLINTEND(bugprone-suspicious-missing-comma)
 
 void bw_argv_free(struct bw_argv *a)
 {

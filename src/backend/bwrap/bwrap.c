@@ -47,7 +47,6 @@
 #include "backend/backend.h"
 #include "backend/capability.h"
 #include "backend/monitor.h"
-#include "backend/native/native.h"
 #include "backend/native/pidfd.h"
 #include "backend/native/seccomp.h"
 #include "bwrap.h"

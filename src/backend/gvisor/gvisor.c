@@ -1,6 +1,5 @@
 /* gvisor.c — the gVisor backend: runsc runs the bundle (backend/oci/ocispawn.c) under gVisor's user-space kernel. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@ static int runsc_argv(char ***argv, const struct al_policy *p, const char *state
 }
 
 /* runsc 20221219 under gVisor's user-space kernel: what the runtimes share cannot, and more. */
+// NOLINTBEGIN(bugprone-suspicious-missing-comma): each reason is one sentence split over lines
 const struct be_caps be_gvisor_caps = {
 	.name = "gvisor",
 	.isolation = true,
@@ -67,6 +67,7 @@ const struct be_caps be_gvisor_caps = {
 				"--backend oci, bwrap or native)",
 		},
 };
+// NOLINTEND(bugprone-suspicious-missing-comma)
 
 static const struct oci_runtime_desc runsc = {
 	.runtime = OCI_RUNSC,

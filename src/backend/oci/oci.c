@@ -1,6 +1,5 @@
 /* oci.c — the OCI-runtime backend: crun runs the bundle (ocispawn.c), the host kernel behind its namespaces and airlock's filter. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +25,7 @@ static int crun_argv(char ***argv, const struct al_policy *p, const char *state,
 
 /* crun: the host kernel behind every namespace and airlock's own filter and ruleset (airlock-init
  * applies the native Landlock rules, ociinit.c). */
+// NOLINTBEGIN(bugprone-suspicious-missing-comma): each reason is one sentence split over lines
 const struct be_caps be_oci_caps = {
 	.name = "oci",
 	.isolation = true,
@@ -33,6 +33,7 @@ const struct be_caps be_oci_caps = {
 	.kernel_landlock = true,
 	.lacks = {OCI_LACKS},
 };
+// NOLINTEND(bugprone-suspicious-missing-comma)
 
 static const struct oci_runtime_desc crun = {
 	.runtime = OCI_CRUN,
