@@ -62,3 +62,17 @@ int al_pipe_above_stdio(int p[2])
 	p[1] = al_fd_above_stdio(p[1]);
 	return p[0] < 0 || p[1] < 0 ? -errno : 0;
 }
+
+int al_write_all(int fd, const void *buf, size_t len)
+{
+	for (const char *p = buf; len > 0;) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -2,6 +2,8 @@
 #ifndef AL_UTIL_FSUTIL_H
 #define AL_UTIL_FSUTIL_H
 
+#include <stddef.h>
+
 /* Removes path and everything beneath it, never following a symlink nor crossing into another
  * mount. Call only when nothing else can write there any more. 0 or -errno (first failure). */
 int al_remove_tree(const char *path);
@@ -17,5 +19,9 @@ int al_make_parents(const char *path, unsigned mode);
 int al_fd_above_stdio(int fd);
 /* pipe2(O_CLOEXEC) with both ends above stdio: 0 or -errno. */
 int al_pipe_above_stdio(int p[2]);
+
+/* All of len bytes to fd, again after EINTR and short writes; no allocation (safe in a child before
+ * execve): 0, or -errno (-EIO for a write of nothing). */
+int al_write_all(int fd, const void *buf, size_t len);
 
 #endif

@@ -18,6 +18,7 @@
 #include "backend/native/rlimits.h"
 #include "bwrap.h"
 #include "util/cleanup.h"
+#include "util/fsutil.h"
 
 #define BW_FAIL_EXIT 126
 
@@ -115,21 +116,6 @@ static _Noreturn void exec_bwrap(const struct bw_child *c, pid_t monitor)
 	die(c, NS_FORK, errno, "exec " BW_PATH);
 }
 
-/* false once the supervisor stopped reading (EPIPE): the rest is drained and dropped. */
-static bool write_all(int fd, const char *buf, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, buf, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		buf += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 /* The JSON reports are tiny; when the buffer fills, the older half goes (the exit code,
  * written last, is what matters). */
 static void keep_json(char *json, size_t size, size_t *len, const char *buf, size_t n)
@@ -179,8 +165,9 @@ static bool relay_err(const struct bw_child *c, struct bw_seen *seen)
 		bw_errscan_feed(&seen->scan, buf, (size_t)n);
 		seen->scanned += (size_t)n;
 	}
+	/* Once the supervisor stopped reading (EPIPE), the rest is drained and dropped. */
 	if (!seen->out_gone)
-		seen->out_gone = !write_all(c->stderr_fd, buf, (size_t)n);
+		seen->out_gone = al_write_all(c->stderr_fd, buf, (size_t)n) < 0;
 	return true;
 }
 

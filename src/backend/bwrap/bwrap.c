@@ -91,16 +91,8 @@ static int data_fd(struct bw_spawn *s, const void *data, size_t len)
 	if (fd < 0)
 		return -errno;
 	s->data[s->ndata++] = fd;
-	for (const char *p = data; len > 0;) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return lseek(fd, 0, SEEK_SET) < 0 ? -errno : fd;
+	int r = al_write_all(fd, data, len);
+	return r < 0 ? r : lseek(fd, 0, SEEK_SET) < 0 ? -errno : fd;
 }
 
 static int make_data(struct bw_spawn *s, const struct pol_plan *pl, struct al_error *err)

@@ -140,16 +140,8 @@ static int write_file(const char *path, const char *data, size_t n, mode_t mode)
 	cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	while (n > 0) {
-		ssize_t w = write(fd, data, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		data += w;
-		n -= (size_t)w;
-	}
-	return fchmod(fd, mode) < 0 ? -errno : 0;
+	int r = al_write_all(fd, data, n);
+	return r < 0 ? r : fchmod(fd, mode) < 0 ? -errno : 0;
 }
 
 /* mkdir -p of a path relative to the rootfs directory. */
