@@ -43,7 +43,7 @@ enum al_limit {
 	AL_LIMIT_NPROC,	  /* RLIMIT_NPROC (default unlimited; cgroups do this properly) */
 	AL_LIMIT_MEMORY,  /* cgroup memory limit, bytes, swap disabled (default 512 MiB) */
 	AL_LIMIT_PIDS,	  /* cgroup pids limit (default 1024) */
-	AL_LIMIT_CPUS,	  /* cgroup CPU bandwidth in milli-CPUs, e.g. 500 = half a CPU (default unlimited) */
+	AL_LIMIT_CPUS,	  /* cgroup CPU bandwidth in milli-CPUs, e.g. 500 = half a CPU (default 500) */
 	AL_LIMIT__COUNT,
 };
 

@@ -1,39 +1,41 @@
-/* backend.c — one policy, several boundaries: picks the backend the policy names. Never falls
- * back to another one: a backend that is missing or cannot enforce the policy refuses. */
+/* backend.c — one policy, several boundaries: the table of backends (name, capability table, spawn),
+ * and the one entry that plans, refuses and spawns. Never falls back to another backend: a backend
+ * that is missing or cannot enforce the policy refuses. */
 #include <errno.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/capability.h"
+#include "backend/native/landlock.h"
+#include "util/cleanup.h"
 #include "util/error.h"
+
+/* A new backend is a row here: its capability table and its spawn. */
+static const struct {
+	const struct be_caps *caps;
+	be_spawn_fn *spawn;
+} backends[] = {
+	[AL_BACKEND_NATIVE] = {&be_native_caps, be_native_spawn}, [AL_BACKEND_BWRAP] = {&be_bwrap_caps, be_bwrap_spawn},
+	[AL_BACKEND_GVISOR] = {&be_gvisor_caps, be_gvisor_spawn}, [AL_BACKEND_OCI] = {&be_oci_caps, be_oci_spawn},
+	[AL_BACKEND_NONE] = {&be_none_caps, be_none_spawn},
+};
+
+static bool known(enum al_backend b)
+{
+	return (unsigned)b < AL_ARRAY_SIZE(backends) && backends[b].caps;
+}
 
 const char *al_backend_name(enum al_backend b)
 {
-	switch (b) {
-	case AL_BACKEND_NATIVE:
-		return "native";
-	case AL_BACKEND_BWRAP:
-		return "bwrap";
-	case AL_BACKEND_GVISOR:
-		return "gvisor";
-	case AL_BACKEND_OCI:
-		return "oci";
-	case AL_BACKEND_NONE:
-		return "none";
-	}
-	return "?";
+	return known(b) ? backends[b].caps->name : "?";
 }
 
 int al_policy_set_backend(struct al_policy *p, enum al_backend b, struct al_error *err)
 {
-	switch (b) {
-	case AL_BACKEND_NATIVE:
-	case AL_BACKEND_BWRAP:
-	case AL_BACKEND_GVISOR:
-	case AL_BACKEND_OCI:
-	case AL_BACKEND_NONE:
-		p->backend = b;
-		return 0;
-	}
-	return al_err(err, EINVAL, "--backend: unknown backend %d", (int)b);
+	if (!known(b))
+		return al_err(err, EINVAL, "--backend: unknown backend %d", (int)b);
+	p->backend = b;
+	return 0;
 }
 
 enum al_backend al_policy_get_backend(const struct al_policy *p)
@@ -41,24 +43,33 @@ enum al_backend al_policy_get_backend(const struct al_policy *p)
 	return p->backend;
 }
 
+/* The host facts of the refusals, probed only where the backend's table asks for them. */
+static void probe_host(const struct be_caps *caps, const struct pol_plan *pl, struct be_host *h)
+{
+	/* The kernel's own test, as bwrap's --unshare-cgroup-try makes it. */
+	h->cgroupns =
+		!caps->kernel_cgroupns || !(pl->require & REQ_CGROUPNS) || access("/proc/self/ns/cgroup", F_OK) == 0;
+	h->landlock_abi = 0;
+	if (caps->kernel_landlock && (pl->require & REQ_LANDLOCK)) {
+		h->landlock_abi = ll_abi();
+		if (h->landlock_abi > LL_ABI_MAX)
+			h->landlock_abi = LL_ABI_MAX; /* newer rights stay unhandled: report what we use */
+	}
+}
+
 int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
 {
-	if (p->attach)
-		return be_attach_spawn(p, io, out, err);
-	if (io->hold && p->backend != AL_BACKEND_NATIVE)
-		return al_err(err, EINVAL, "held sandboxes (airlock serve) need the native backend, not %s",
-			      al_backend_name(p->backend));
-	switch (p->backend) {
-	case AL_BACKEND_NATIVE:
-		return be_native_spawn(p, io, out, err);
-	case AL_BACKEND_BWRAP:
-		return be_bwrap_spawn(p, io, out, err);
-	case AL_BACKEND_GVISOR:
-		return be_gvisor_spawn(p, io, out, err);
-	case AL_BACKEND_OCI:
-		return be_oci_spawn(p, io, out, err);
-	case AL_BACKEND_NONE:
-		return be_none_spawn(p, io, out, err);
-	}
-	return al_err(err, EINVAL, "unknown backend %d", (int)p->backend);
+	struct pol_plan pl;
+	pol_plan_build(p, geteuid() == 0, &pl);
+	if (io->held)
+		return be_attach_spawn(p, &pl, io, out, err);
+	if (!known(p->backend))
+		return al_err(err, EINVAL, "unknown backend %d", (int)p->backend);
+	if (io->hold)
+		pl.needs |= 1u << PN_HOLD;
+	const struct be_caps *caps = backends[p->backend].caps;
+	struct be_host host;
+	probe_host(caps, &pl, &host);
+	int r = be_refuse(caps, p, &pl, &host, err);
+	return r < 0 ? r : backends[p->backend].spawn(p, &pl, io, out, err);
 }

@@ -6,16 +6,19 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "policy/plan.h"
 #include "policy/policy.h"
 
 struct cg_job;
+struct be_held;
 
 struct be_io {
 	int stdin_fd;  /* -1: /dev/null */
 	int stdout_fd; /* write ends of the supervisor's pipes (>= 3) */
 	int stderr_fd;
-	struct cg_job *cg; /* the job's cgroup (owned by the supervisor), or NULL */
-	bool hold;	   /* a held sandbox: init keeps it and serves exec requests (native only) */
+	struct cg_job *cg;    /* the job's cgroup (owned by the supervisor), or NULL */
+	bool hold;	      /* a held sandbox: init keeps it and serves exec requests (native only) */
+	struct be_held *held; /* policy->attach's held state (the supervisor's, passed down), or NULL */
 };
 
 struct be_proc {
@@ -38,22 +41,29 @@ struct be_proc {
 	struct be_held *held; /* an exec in a held sandbox: be_held_exec_done once it is over */
 };
 
-/* Spawns through the policy's backend (backend.c): the one entry the supervisor calls. */
+/* Spawns through the policy's backend (backend.c): the one entry the supervisor calls. It plans
+ * the policy (pol_plan_build) and refuses what the backend cannot carry (be_refuse) once, then
+ * calls the backend's spawn with the plan. */
 int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 
-/* The bubblewrap backend (backend/bwrap). */
-int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
-/* The gVisor backend (backend/gvisor). */
-int be_gvisor_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
-/* The OCI-runtime backend (backend/oci). */
-int be_oci_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
+/* One backend's spawn: a confined process for policy p, planned as pl, which be_refuse accepted. */
+typedef int be_spawn_fn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io,
+			struct be_proc *out, struct al_error *err);
+
+be_spawn_fn be_native_spawn; /* our own namespaces (backend/native) */
+be_spawn_fn be_bwrap_spawn;  /* bubblewrap (backend/bwrap) */
+be_spawn_fn be_gvisor_spawn; /* gVisor's runsc (backend/gvisor) */
+be_spawn_fn be_oci_spawn;    /* an OCI runtime, crun (backend/oci) */
+/* No isolation (backend/native/fallback.c): the supervisor's limits and accounting only. */
+be_spawn_fn be_none_spawn;
+/* An exec in the held sandbox io->held (backend/native/attach.c): a spare payload the sandbox's
+ * init made runs it. */
+be_spawn_fn be_attach_spawn;
+
 /* Removes bundle directories of supervisors that are gone (backend/oci/ocistale.c). */
 void be_oci_cleanup_stale(void);
 
-/* No isolation (backend/native/fallback.c): the supervisor's limits and accounting only. */
-int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
-
-/* What an exec needs of its held sandbox (kept by supervisor/sandbox.c). */
+/* What an exec needs of its held sandbox (kept by supervisor/sandbox.c, passed down in be_io). */
 /* A spare payload of a held sandbox, waiting for its exec request (backend/native/hold.c). */
 struct be_spare {
 	int pidfd;  /* its exec init: -1 when there is none */
@@ -75,11 +85,6 @@ struct be_held {
 	bool readying;		 /* a thread readies the next spare (attach.c): wait on ready_cv */
 	pthread_cond_t ready_cv;
 };
-struct al_sandbox;
-struct be_held *be_sandbox_held(struct al_sandbox *sb);
-
-/* An exec in a held sandbox (backend/native/attach.c): a spare payload the sandbox's init made runs it. */
-int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 /* Initialises h's spare (none), or lets the spare go (its payload exits unused) once the thread
  * readying it is done. */
 void be_held_init(struct be_held *h);
@@ -87,8 +92,5 @@ void be_held_release(struct be_held *h);
 /* An exec of h is over and its cgroup cg (taken over) read: a thread removes it and readies the
  * next spare. */
 void be_held_exec_done(struct be_held *h, struct cg_job *cg);
-
-/* The native backend: our own namespaces (backend/native). */
-int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err);
 
 #endif

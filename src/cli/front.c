@@ -37,7 +37,9 @@ void front_print_options(bool exec)
 			snprintf(shortf, sizeof(shortf), "-%c, ", o->short_name);
 		snprintf(flag, sizeof(flag), "%s--%s%s%s", shortf, o->name, o->metavar ? " " : "",
 			 o->metavar ? o->metavar : "");
-		printf("  %-34s %s\n", flag, o->help);
+		char help[512];
+		opt_help(o, help, sizeof(help));
+		printf("  %-34s %s\n", flag, help);
 	}
 }
 

@@ -432,9 +432,8 @@ static int check_registry_ref(struct conv *c, const struct cfg_node *it, const c
 
 static int p_network(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	/* "loopback" is a synonym of "none" (a private lo, up, and nothing else). */
-	static const char *const names[] = {"none", "loopback", "host"};
-	static const enum al_net_posture postures[] = {AL_NET_NONE, AL_NET_NONE, AL_NET_HOST};
+	const char *names[8]; /* none, its synonym loopback, host (policy/netpolicy.c) */
+	size_t nnames = pol_net_choices(names, AL_ARRAY_SIZE(names));
 	struct cfg_profile *p = obj;
 	if (v->kind == CFG_SEQ) {
 		int r = conv_strv(c, v, path, &p->registries, check_registry_ref, NULL);
@@ -447,9 +446,9 @@ static int p_network(struct conv *c, const struct cfg_node *v, const char *path,
 	if (v->kind != CFG_SCALAR || cfg_node_is_null(v))
 		return conv_bad(c->err, EINVAL, v->mark, path,
 				"expected none, loopback, host or a list of registry names");
-	int r = conv_pick(c, v, path, names, AL_ARRAY_SIZE(names));
+	int r = conv_pick(c, v, path, names, nnames);
 	if (r >= 0)
-		p->net = postures[r];
+		pol_net_parse(names[r], &p->net);
 	return r < 0 ? r : 0;
 }
 
@@ -711,6 +710,23 @@ static int parse_checked(const char *buf, size_t len, const char *name, struct c
 	return r;
 }
 
+/* The limits the embedded configuration states, with the policy's defaults (pol_default_limit) as
+ * values: a file's keys replace them, `airlock config dump` shows them. The others are left to the
+ * policy, whose defaults they are all the same. */
+static int default_limits(struct cfg_limits *l)
+{
+	static const enum cfg_limit_key stated[] = {CFG_LIM_TIME, CFG_LIM_MEMORY, CFG_LIM_CPUS, CFG_LIM_DISK,
+						    CFG_LIM_OUTPUT};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(stated); i++) {
+		char buf[32];
+		if (l->text[stated[i]] || opt_format_default(cfg_limit_option(stated[i]), buf, sizeof(buf)) < 0)
+			continue;
+		if (!(l->text[stated[i]] = strdup(buf)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* The file buf (name NULL: none) merged over the defaults, converted. */
 static int load(const char *buf, size_t len, const char *name, struct cfg **out, struct al_error *err)
 {
@@ -727,6 +743,8 @@ static int load(const char *buf, size_t len, const char *name, struct cfg **out,
 		goto out;
 	}
 	r = convert(tree, cfg, err);
+	if (r == 0 && default_limits(&cfg->limits) < 0)
+		r = al_err(err, ENOMEM, "out of memory");
 out:
 	cfg_node_free(tree);
 	if (r < 0) {

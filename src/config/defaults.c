@@ -3,20 +3,14 @@
 
 /*
  * Parsed by the same code as any file, so it is validated the same way (a unit test loads it)
- * and `airlock config dump` round-trips. The limits equal the policy's built-in defaults
- * (policy.c) except cpus, which the policy leaves unlimited; like those defaults they are
- * enforced where the host can, and reported where it cannot.
+ * and `airlock config dump` round-trips. No limits here: their defaults are the policy's
+ * (policy.c), stated into the loaded configuration by config.c (default_limits); like every
+ * default they are enforced where the host can, and reported where it cannot.
  */
 const char cfg_default_yaml[] =
 	"# airlock's embedded configuration. A file (--config FILE, /etc/airlock/config.yaml or\n"
 	"# ~/.config/airlock/config.yaml) is merged over it and overrides only the keys it sets.\n"
 	"version: 1\n"
-	"limits:\n"
-	"  time: 30s\n"
-	"  memory: 512M\n"
-	"  cpus: 0.5\n"
-	"  disk: 1G\n"
-	"  output-limit: 1M\n"
 	"network:\n"
 	"  registries:\n"
 	"    pypi: [pypi.org, files.pythonhosted.org]\n"

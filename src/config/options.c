@@ -10,22 +10,24 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
+/* A limit's help says "default @": the default is filled in from the policy's table when printed
+ * (opt_help), never written here. */
 const struct al_option al_options[] = {
 	{OPT_TIME, "time", 't', OK_DURATION, "DURATION",
-	 "wall-clock limit; kills the whole sandbox (default 30s; 'none')", true},
-	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default none)",
+	 "wall-clock limit; kills the whole sandbox (default @; 'none')", true},
+	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default @)",
 	 true},
-	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE",
-	 "bytes kept per stream; the rest is counted (default 1M)", true},
-	{OPT_DISK, "disk", 0, OK_SIZE, "SIZE", "size of the /workspace and /tmp tmpfs (default 1G)", true},
-	{OPT_OPEN_FILES, "open-files", 0, OK_COUNT, "N", "open file descriptors, RLIMIT_NOFILE (default 1024)", true},
-	{OPT_FILE_SIZE, "file-size", 0, OK_SIZE, "SIZE", "largest file the job may write, RLIMIT_FSIZE (default 1G)",
+	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE", "bytes kept per stream; the rest is counted (default @)",
 	 true},
-	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default none)",
+	{OPT_DISK, "disk", 0, OK_SIZE, "SIZE", "size of the /workspace and /tmp tmpfs (default @)", true},
+	{OPT_OPEN_FILES, "open-files", 0, OK_COUNT, "N", "open file descriptors, RLIMIT_NOFILE (default @)", true},
+	{OPT_FILE_SIZE, "file-size", 0, OK_SIZE, "SIZE", "largest file the job may write, RLIMIT_FSIZE (default @)",
 	 true},
-	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default 512M)", true},
-	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default 1024)", true},
-	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth in CPUs, e.g. 0.5 (cgroup; default 0.5; 'none': no cap)",
+	{OPT_ADDRESS_SPACE, "address-space", 0, OK_SIZE, "SIZE", "virtual memory per process, RLIMIT_AS (default @)",
+	 true},
+	{OPT_MEMORY, "memory", 'm', OK_SIZE, "SIZE", "memory of the whole job, swap off (cgroup; default @)", true},
+	{OPT_PIDS, "pids", 0, OK_COUNT, "N", "processes and threads of the whole job (cgroup; default @)", true},
+	{OPT_CPUS, "cpus", 0, OK_CPUS, "N", "CPU bandwidth in CPUs, e.g. 0.5 (cgroup; default @; 'none': no cap)",
 	 true},
 	{OPT_NET, "net", 0, OK_STRING, "none|allow=HOST,...|host",
 	 "network: none (default: a private lo, up, and nothing else; 'loopback' is a synonym), allowed host names "
@@ -120,6 +122,34 @@ static const int limit_plus1[OPT__COUNT] = {
 	[OPT_PIDS] = AL_LIMIT_PIDS + 1,		  [OPT_CPUS] = AL_LIMIT_CPUS + 1,
 };
 
+void opt_help(const struct al_option *o, char *buf, size_t n)
+{
+	const char *at = strchr(o->help, '@');
+	char def[32];
+	if (!at || opt_format_default(o, def, sizeof(def)) < 0) {
+		snprintf(buf, n, "%s", o->help);
+		return;
+	}
+	snprintf(buf, n, "%.*s%s%s", (int)(at - o->help), o->help, def, at + 1);
+}
+
+int opt_format_default(const struct al_option *o, char *buf, size_t n)
+{
+	int l = o && (unsigned)o->id < OPT__COUNT ? limit_plus1[o->id] - 1 : -1;
+	if (l < 0)
+		return -EINVAL;
+	uint64_t v = pol_default_limit((enum al_limit)l);
+	if (o->kind == OK_SIZE)
+		al_format_size(v, buf, n);
+	else if (o->kind == OK_DURATION)
+		al_format_duration_ms(v, buf, n);
+	else if (o->kind == OK_CPUS)
+		al_format_cpus(v, buf, n);
+	else
+		al_format_count(v, buf, n);
+	return 0;
+}
+
 static int apply_bind(struct al_policy *p, const char *value, bool writable, struct al_error *err)
 {
 	cleanup_free char *src = strdup(value);
@@ -182,11 +212,9 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 	if (id == OPT_BROKER)
 		return al_policy_add_broker(p, value, err);
 	if (id == OPT_NET) {
-		/* "loopback" names what "none" is since issue 14 (lo up, nothing else): a synonym. */
-		if (strcmp(value, "none") == 0 || strcmp(value, "loopback") == 0)
-			return al_policy_set_network(p, AL_NET_NONE, err);
-		if (strcmp(value, "host") == 0)
-			return al_policy_set_network(p, AL_NET_HOST, err);
+		enum al_net_posture net;
+		if (pol_net_parse(value, &net) == 0) /* none, its synonym loopback, host */
+			return al_policy_set_network(p, net, err);
 		if (strncmp(value, "allow=", 6) == 0)
 			return al_policy_allow_hosts(p, value + 6, err);
 		return al_err(err, EINVAL,

@@ -83,4 +83,11 @@ const struct al_option *opt_find(enum opt_id id);
 /* Parses value per the option's kind and applies it to the policy; errors name the option. */
 int opt_apply(struct al_policy *p, const struct al_option *o, const char *value, struct al_error *err);
 
+/* The default of a limit's option (pol_default_limit) as its flag would take it ("512M", "0.5"):
+ * 0, or -EINVAL for an option that sets no limit. */
+int opt_format_default(const struct al_option *o, char *buf, size_t n);
+
+/* The option's help line, a limit's default filled in (its "@"), into buf. */
+void opt_help(const struct al_option *o, char *buf, size_t n);
+
 #endif

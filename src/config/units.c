@@ -2,6 +2,7 @@
 #include "units.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
 #include <strings.h>
@@ -166,4 +167,58 @@ int al_parse_count(const char *s, uint64_t max, uint64_t *out, struct al_error *
 		return al_err(err, ERANGE, "number '%s' is larger than %llu", s, (unsigned long long)max);
 	*out = v;
 	return 0;
+}
+
+static bool format_none(uint64_t v, char *buf, size_t n)
+{
+	if (v == AL_UNLIMITED)
+		snprintf(buf, n, "none");
+	return v == AL_UNLIMITED;
+}
+
+void al_format_size(uint64_t v, char *buf, size_t n)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+	if (format_none(v, buf, n))
+		return;
+	while (v && v % 1024 == 0 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, n, "%llu%c", (unsigned long long)v, units[u]);
+}
+
+void al_format_duration_ms(uint64_t v, char *buf, size_t n)
+{
+	if (format_none(v, buf, n))
+		return;
+	if (v % 1000 == 0)
+		snprintf(buf, n, "%llus", (unsigned long long)(v / 1000));
+	else
+		snprintf(buf, n, "%llums", (unsigned long long)v);
+}
+
+void al_format_cpus(uint64_t v, char *buf, size_t n)
+{
+	if (format_none(v, buf, n))
+		return;
+	unsigned frac = (unsigned)(v % 1000), digits = 3;
+	while (frac && frac % 10 == 0) { /* 500 -> "5": no trailing zeros */
+		frac /= 10;
+		digits--;
+	}
+	if (frac)
+		snprintf(buf, n, "%llu.%0*u", (unsigned long long)(v / 1000), (int)digits, frac);
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)(v / 1000));
+}
+
+void al_format_count(uint64_t v, char *buf, size_t n)
+{
+	if (!format_none(v, buf, n))
+		snprintf(buf, n, "%llu", (unsigned long long)v);
 }

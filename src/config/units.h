@@ -2,6 +2,7 @@
 #ifndef AL_CONFIG_UNITS_H
 #define AL_CONFIG_UNITS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "airlock/airlock.h"
@@ -14,5 +15,12 @@ int al_parse_duration_ms(const char *s, uint64_t *out, struct al_error *err);
 int al_parse_cpus(const char *s, uint64_t *out, struct al_error *err);
 /* A non-negative integer, at most max. */
 int al_parse_count(const char *s, uint64_t max, uint64_t *out, struct al_error *err);
+
+/* The inverse, for values the parsers above read back: "512M", "30s", "0.5", "1024"; "none" for
+ * AL_UNLIMITED. Into buf (n >= 24 always suffices). */
+void al_format_size(uint64_t v, char *buf, size_t n);
+void al_format_duration_ms(uint64_t v, char *buf, size_t n);
+void al_format_cpus(uint64_t v, char *buf, size_t n);
+void al_format_count(uint64_t v, char *buf, size_t n);
 
 #endif

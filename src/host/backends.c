@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/capability.h"
 #include "host/host.h"
 
 static const char *const layer_names[HOST_LAYER__COUNT] = {
@@ -65,83 +66,78 @@ static bool runtime_at(const struct al_host_report *r, enum host_backend b, cons
 	return strcmp(r->backend[b], path) == 0;
 }
 
-/* The OCI backends: the runtime makes the namespaces, airlock the cgroups (host_backend_layers). */
-static void oci_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out, bool cg)
+/* Whether the backend runs here at all, and if not why. */
+static void availability(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out)
 {
+	const char *why = "user namespaces are unavailable";
 	if (b == HOST_LAYERS_OCI) {
 		/* crun runs in a user namespace of airlock's (ordinary user) or as root, and makes
 		 * a user namespace for the container: what the native backend needs. */
 		out->available = runtime_at(r, HOST_BACKEND_CRUN, "/usr/bin/crun") && r->ns[HOST_NS_USER].ok;
-		snprintf(out->why, sizeof(out->why), "%s",
-			 !runtime_at(r, HOST_BACKEND_CRUN, "/usr/bin/crun") ? "/usr/bin/crun is missing"
-									    : "user namespaces are unavailable");
-		namespaces(r, out);
-		out->has[HOST_LAYER_SECCOMP] = out->available && r->seccomp.filter; /* run.oci.seccomp_bpf_data */
-		/* airlock-init, the container's first process, applies the native ruleset (ociinit.c) */
-		out->has[HOST_LAYER_LANDLOCK] = out->available && r->landlock_abi > 0;
-		out->has[HOST_LAYER_EGRESS_PROXY] = out->available && r->ns[HOST_NS_NET].ok;
-	} else {
+		if (!runtime_at(r, HOST_BACKEND_CRUN, "/usr/bin/crun"))
+			why = "/usr/bin/crun is missing";
+	} else if (b == HOST_LAYERS_GVISOR) {
 		/* runsc 20221219 starts its gofer only as root here: rootless runsc (and runsc in a
 		 * user namespace of airlock's) fails with "fork/exec /proc/self/exe: invalid argument". */
 		out->available =
 			runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc") && r->euid == 0 && r->ns[HOST_NS_USER].ok;
-		snprintf(out->why, sizeof(out->why), "%s",
-			 !runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc") ? "/usr/bin/runsc is missing"
-			 : r->euid != 0 ? "runsc needs root here (its gofer cannot start as an ordinary user or in a "
-					  "user namespace)"
-					: "user namespaces are unavailable");
-		namespaces(r, out);
-		/* gVisor's kernel has its own cgroupfs, no kernel cgroup namespace. The seccomp
-		 * profile is enforced by gVisor's kernel (runsc --oci-seccomp, linux.seccomp rules). */
-		out->has[HOST_LAYER_CGROUPNS] = false;
-		out->has[HOST_LAYER_SECCOMP] = out->available;
+		if (!runtime_at(r, HOST_BACKEND_RUNSC, "/usr/bin/runsc"))
+			why = "/usr/bin/runsc is missing";
+		else if (r->euid != 0)
+			why = "runsc needs root here (its gofer cannot start as an ordinary user or in a user "
+			      "namespace)";
+	} else if (b == HOST_LAYERS_BWRAP) {
+		/* bwrap runs unprivileged even for root (as id_base+1000), so it needs what an
+		 * ordinary user needs. */
+		out->available = r->bwrap_version[0] && r->userns.unprivileged.ok;
+		why = !r->bwrap_version[0] ? "/usr/bin/bwrap is missing or does not run"
+					   : "unprivileged user namespaces are unavailable (bwrap runs unprivileged)";
+	} else {
+		out->available = r->ns[HOST_NS_USER].ok; /* as whoever calls it */
 	}
-	bool on = out->available;
-	out->has[HOST_LAYER_CGROUP_LIMITS] = on && cg; /* the supervisor's job cgroup holds the runtime */
-	out->has[HOST_LAYER_NO_NEW_PRIVS] = on;
-	out->has[HOST_LAYER_CAPS] = on;
-	out->has[HOST_LAYER_DISK_CAP] = on;
-	/* no Landlock, no copy made by airlock's init, no overlay: refused when required */
+	snprintf(out->why, sizeof(out->why), "%s", why);
 }
+
+/* The host layers a backend's capability table speaks of (backend/capability.h): a backend that
+ * lacks the need does not enforce the layer, whatever the host offers. */
+static const struct {
+	enum host_layer layer;
+	enum pol_need need;
+} by_need[] = {
+	{HOST_LAYER_LANDLOCK, PN_LANDLOCK},	      {HOST_LAYER_CGROUPNS, PN_CGROUPNS},
+	{HOST_LAYER_CHECKOUT_COPY, PN_CHECKOUT_COPY}, {HOST_LAYER_WORKDIR_OVERLAY, PN_WORKDIR},
+	{HOST_LAYER_EGRESS_PROXY, PN_PROXY},
+};
 
 void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out)
 {
+	static const struct be_caps *const caps[HOST_LAYERS__COUNT] = {[HOST_LAYERS_NATIVE] = &be_native_caps,
+								       [HOST_LAYERS_BWRAP] = &be_bwrap_caps,
+								       [HOST_LAYERS_GVISOR] = &be_gvisor_caps,
+								       [HOST_LAYERS_OCI] = &be_oci_caps};
 	memset(out, 0, sizeof(*out));
-	if (b == HOST_LAYERS_GVISOR || b == HOST_LAYERS_OCI) {
-		bool cg = false;
-		for (int c = HOST_CG_MEMORY; c <= HOST_CG_CPU; c++)
-			cg = cg || r->cg.use[c] != HOST_CG_NONE;
-		oci_layers(r, b, out, cg);
+	if ((unsigned)b >= HOST_LAYERS__COUNT)
 		return;
-	}
-	/* bwrap runs unprivileged even for root (as id_base+1000), so it needs what an ordinary
-	 * user needs; the native backend needs user namespaces as whoever calls it. */
-	if (b == HOST_LAYERS_BWRAP)
-		out->available = r->bwrap_version[0] && r->userns.unprivileged.ok;
-	else if (b == HOST_LAYERS_NATIVE)
-		out->available = r->ns[HOST_NS_USER].ok;
-	else
-		return;
-	snprintf(out->why, sizeof(out->why), "%s",
-		 b == HOST_LAYERS_BWRAP && !r->bwrap_version[0] ? "/usr/bin/bwrap is missing or does not run"
-		 : b == HOST_LAYERS_BWRAP ? "unprivileged user namespaces are unavailable (bwrap runs unprivileged)"
-					  : "user namespaces are unavailable");
+	availability(r, b, out);
 	namespaces(r, out);
 	bool on = out->available, cg = false;
 	for (int c = HOST_CG_MEMORY; c <= HOST_CG_CPU; c++)
 		cg = cg || r->cg.use[c] != HOST_CG_NONE;
-	out->has[HOST_LAYER_SECCOMP] = on && r->seccomp.filter;
-	out->has[HOST_LAYER_CGROUP_LIMITS] = on && cg; /* the supervisor's, whatever the backend */
+	/* gVisor's kernel enforces the profile itself (runsc --oci-seccomp, linux.seccomp rules);
+	 * the others load airlock's filter into the host kernel (crun: run.oci.seccomp_bpf_data). */
+	out->has[HOST_LAYER_SECCOMP] = on && (b == HOST_LAYERS_GVISOR || r->seccomp.filter);
+	out->has[HOST_LAYER_CGROUP_LIMITS] = on && cg; /* the supervisor's job cgroup, whatever the backend */
 	out->has[HOST_LAYER_NO_NEW_PRIVS] = on;
 	out->has[HOST_LAYER_CAPS] = on;
 	out->has[HOST_LAYER_DISK_CAP] = on;
-	/* bwrap: the proxy's network namespace is made by airlock before bwrap runs */
+	/* the proxy's network namespace is made by airlock (bwrap, the runtimes) or by init */
 	out->has[HOST_LAYER_EGRESS_PROXY] = on && r->ns[HOST_NS_NET].ok;
-	if (b == HOST_LAYERS_BWRAP)
-		return; /* no Landlock, no copy made inside the sandbox, no overlay in bwrap 0.8 */
 	out->has[HOST_LAYER_LANDLOCK] = on && r->landlock_abi > 0;
 	out->has[HOST_LAYER_CHECKOUT_COPY] = on;
 	out->has[HOST_LAYER_WORKDIR_OVERLAY] = on && r->overlay.userns_mount.ok;
+	for (size_t i = 0; i < sizeof(by_need) / sizeof(by_need[0]); i++)
+		if (caps[b]->lacks[by_need[i].need])
+			out->has[by_need[i].layer] = false;
 }
 
 /* "bubblewrap 0.8.0\n" → "0.8.0". The child only execs: bwrap --version changes nothing. */

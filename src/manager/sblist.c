@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "policy/policy.h"
 #include "util/error.h"
 
 /* The monotonic stamps of the table, on the wall clock (what a client can read). */
@@ -50,14 +51,12 @@ int sbm_list_sandboxes(void *ctx, const char *owner, struct srv_sandbox_info **o
  * cgroup is only read (a few small files). */
 static json_t *sbx_json(const struct sbx *s, uint64_t now)
 {
-	static const char *const nets[] = {
-		[AL_NET_NONE] = "none", [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allowlist"};
 	struct al_sandbox_usage u;
 	bool have = al_sandbox_usage(s->sb, &u) == 0;
 	return json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner,
 			 "profile", s->profile ? s->profile : "", "image", s->image[0] ? s->image : "host",
 			 "image_digest", s->image_digest[0] ? json_string(s->image_digest) : json_null(), "network",
-			 nets[s->net], "hosts", s->net_hosts ? s->net_hosts : "", "age_ms",
+			 pol_net_name(s->net), "hosts", s->net_hosts ? s->net_hosts : "", "age_ms",
 			 (json_int_t)(now - s->created_ms), "idle_ms", (json_int_t)(now - s->used_ms), "exec_running",
 			 s->busy, "cpu_s", have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
 			 have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(),

@@ -27,17 +27,46 @@ int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, stru
 	return al_err(err, EINVAL, "--net: unknown posture %d", (int)posture);
 }
 
+/* Every name of a posture, the one table: the first of a posture is its name (the verdict's, the
+ * console's); "loopback" names what "none" is since issue 14 (lo up, nothing else), a synonym.
+ * "allow" is never chosen by its name alone: it takes hosts (--net allow=HOST,..., or a profile's
+ * list of registries). */
+static const struct {
+	const char *name;
+	enum al_net_posture posture;
+	bool by_name;
+} net_names[] = {
+	{"none", AL_NET_NONE, true},
+	{"loopback", AL_NET_NONE, true},
+	{"host", AL_NET_HOST, true},
+	{"allow", AL_NET_ALLOW, false},
+};
+
 const char *pol_net_name(enum al_net_posture n)
 {
-	switch (n) {
-	case AL_NET_NONE:
-		return "none";
-	case AL_NET_HOST:
-		return "host";
-	case AL_NET_ALLOW:
-		return "allow";
-	}
+	for (size_t i = 0; i < AL_ARRAY_SIZE(net_names); i++)
+		if (net_names[i].posture == n)
+			return net_names[i].name;
 	return "?";
+}
+
+int pol_net_parse(const char *name, enum al_net_posture *out)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(net_names); i++)
+		if (net_names[i].by_name && strcmp(name, net_names[i].name) == 0) {
+			*out = net_names[i].posture;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+size_t pol_net_choices(const char **names, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(net_names) && n < max; i++)
+		if (net_names[i].by_name)
+			names[n++] = net_names[i].name;
+	return n;
 }
 
 int al_policy_allow_hosts(struct al_policy *p, const char *spec, struct al_error *err)

@@ -12,14 +12,27 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
+/* Every limit's default, the one place: the policy starts with these, the embedded configuration
+ * states them (config.c), and `airlock config dump` shows them. Half a CPU: a job that spins
+ * leaves the host the rest. */
 static const uint64_t default_limits[AL_LIMIT__COUNT] = {
-	[AL_LIMIT_WALL_MS] = 30ull * 1000, [AL_LIMIT_CPU_MS] = AL_UNLIMITED,
-	[AL_LIMIT_OUTPUT] = 1 << 20,	   [AL_LIMIT_DISK] = 1ULL << 30,
-	[AL_LIMIT_NOFILE] = 1024,	   [AL_LIMIT_FSIZE] = 1ULL << 30,
-	[AL_LIMIT_AS] = AL_UNLIMITED,	   [AL_LIMIT_NPROC] = AL_UNLIMITED,
-	[AL_LIMIT_MEMORY] = 512ULL << 20,  [AL_LIMIT_PIDS] = 1024,
-	[AL_LIMIT_CPUS] = AL_UNLIMITED,
+	[AL_LIMIT_WALL_MS] = 30ull * 1000,
+	[AL_LIMIT_CPU_MS] = AL_UNLIMITED,
+	[AL_LIMIT_OUTPUT] = 1 << 20,
+	[AL_LIMIT_DISK] = 1ULL << 30,
+	[AL_LIMIT_NOFILE] = 1024,
+	[AL_LIMIT_FSIZE] = 1ULL << 30,
+	[AL_LIMIT_AS] = AL_UNLIMITED,
+	[AL_LIMIT_NPROC] = AL_UNLIMITED,
+	[AL_LIMIT_MEMORY] = 512ULL << 20,
+	[AL_LIMIT_PIDS] = 1024,
+	[AL_LIMIT_CPUS] = 500,
 };
+
+uint64_t pol_default_limit(enum al_limit which)
+{
+	return (unsigned)which < AL_LIMIT__COUNT ? default_limits[which] : AL_UNLIMITED;
+}
 
 static const char *const limit_names[AL_LIMIT__COUNT] = {
 	[AL_LIMIT_WALL_MS] = "time",	 [AL_LIMIT_CPU_MS] = "cpu-time",   [AL_LIMIT_OUTPUT] = "output-limit",

@@ -3,6 +3,7 @@
 #define AL_POLICY_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "airlock/airlock.h"
@@ -106,11 +107,18 @@ void pol_brokers_release(void *ref);
 char **pol_net_env(const struct al_policy *p, size_t *n);
 void pol_free_net(struct al_policy *p);
 
+/* A limit's default (policy.c, the one table of them): what al_policy_new starts with. */
+uint64_t pol_default_limit(enum al_limit which);
 /* Checks that a path inside the sandbox is absolute and free of "." and ".." parts. Pure. */
 int pol_check_inside_path(const char *path, struct al_error *err);
 /* The environment the payload gets: fixed base plus the policy's entries (NULL-terminated, malloc'd). */
 char **pol_build_envp(const struct al_policy *p);
+/* The posture's name ("none", "host", "allow"; "?" for no posture). */
 const char *pol_net_name(enum al_net_posture n);
+/* A posture chosen by its name alone ("none", its synonym "loopback", "host"): 0, or -EINVAL. */
+int pol_net_parse(const char *name, enum al_net_posture *out);
+/* Those names, in order, into names (at most max): how many. */
+size_t pol_net_choices(const char **names, size_t max);
 void pol_free_strv(char **v);
 /* Releases the policy's image (its lock too). */
 void pol_free_image(struct al_policy *p);

@@ -32,25 +32,11 @@ static double since(const struct timespec *t0)
 }
 
 /* Descriptors handed to the sandbox must not collide with 0-2 when the caller closed them. */
-static int high_fd(int fd)
-{
-	if (fd < 0 || fd > 2)
-		return fd;
-	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return n;
-}
-
 static int make_pipe(int p[2])
 {
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	p[0] = high_fd(p[0]);
-	p[1] = high_fd(p[1]);
-	if (p[0] < 0 || p[1] < 0)
-		return -errno;
+	int r = al_pipe_above_stdio(p);
+	if (r < 0)
+		return r;
 	/* A shell's `echo > /dev/stdout` reopens the pipe through /proc/self/fd/1, which checks the
 	 * pipe's mode against the payload's uid (not ours, and not mapped as owner): let anyone
 	 * open it for writing. Safe: reaching a pipe by path takes /proc/PID/fd of a process that
@@ -272,7 +258,8 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 			   .stdout_fd = op[1],
 			   .stderr_fd = ep[1],
 			   .cg = j->cg,
-			   .hold = hold};
+			   .hold = hold,
+			   .held = p->attach ? sandbox_held(p->attach) : NULL};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_spawn(p, &io, &j->proc, err);
 	j->cg = p->attach ? j->proc.cg : j->cg; /* an exec's own, made by attach.c */

@@ -66,6 +66,8 @@ void job_serve_proxy(struct al_job *j);
 
 /* The held sandbox's own job (its init's), for its execs' accounting. */
 struct al_job *sandbox_job(struct al_sandbox *sb);
+/* The held sandbox's state its execs need (sandbox.c), passed down to the backend in be_io. */
+struct be_held *sandbox_held(struct al_sandbox *sb);
 /* An exec in a held sandbox (policy->attach): its own cgroup beneath the sandbox's and its share
  * of the sandbox's proxy, accounted as al_job_spawn's job is (execacct.c). */
 int job_exec_acct_start(struct al_job *j, const struct al_policy *p, struct al_error *err);

@@ -33,7 +33,7 @@ struct al_sandbox {
 	gid_t gid;
 };
 
-struct be_held *be_sandbox_held(struct al_sandbox *sb)
+struct be_held *sandbox_held(struct al_sandbox *sb)
 {
 	return sb ? &sb->held : NULL;
 }

@@ -1,8 +1,9 @@
 /* fsutil.c — tree removal without following links or crossing mounts (nftw FTW_PHYS|FTW_MOUNT), and
- * parent directories made with exact modes. */
+ * parent directories made with exact modes, descriptors kept off 0-2. */
 #include "fsutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,4 +41,38 @@ int al_make_parents(const char *path, unsigned mode)
 	}
 	free(dir);
 	return r;
+}
+
+int al_fd_above_stdio(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return n;
+}
+
+int al_pipe_above_stdio(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	p[0] = al_fd_above_stdio(p[0]);
+	p[1] = al_fd_above_stdio(p[1]);
+	return p[0] < 0 || p[1] < 0 ? -errno : 0;
+}
+
+int al_write_all(int fd, const void *buf, size_t len)
+{
+	for (const char *p = buf; len > 0;) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }

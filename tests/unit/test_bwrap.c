@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "backend/bwrap/bwrap.h"
+#include "backend/capability.h"
+#include "backend/native/landlock.h"
 #include "policy/policy.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -78,6 +80,15 @@ static bool contains_substr(const struct bw_argv *a, const char *s)
 }
 
 /* ---- refusals --------------------------------------------------------------------- */
+
+/* The bwrap backend's refusal: its capability table against the policy's plan. */
+static int bw_refuse(const struct al_policy *p, bool root, bool cgroupns, struct al_error *err)
+{
+	struct pol_plan pl;
+	pol_plan_build(p, root, &pl);
+	struct be_host host = {.cgroupns = cgroupns, .landlock_abi = LL_ABI_MAX};
+	return be_refuse(&be_bwrap_caps, p, &pl, &host, err);
+}
 
 static void refuse_ok(void **state)
 {

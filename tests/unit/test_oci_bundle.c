@@ -16,6 +16,8 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include "backend/capability.h"
+#include "backend/native/landlock.h"
 #include "backend/oci/bundle.h"
 #include "policy/policy.h"
 
@@ -194,6 +196,15 @@ static void test_namespaces(void **state)
 	assert_false(has_ns(c, "network"));
 	json_decref(c);
 	al_policy_free(p);
+}
+
+/* The runtime's refusal: its backend's capability table against the policy's plan. */
+static int oci_refuse(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err)
+{
+	struct pol_plan pl;
+	pol_plan_build(p, root, &pl);
+	struct be_host host = {.cgroupns = true, .landlock_abi = LL_ABI_MAX};
+	return be_refuse(rt == OCI_RUNSC ? &be_gvisor_caps : &be_oci_caps, p, &pl, &host, err);
 }
 
 static void test_refusals(void **state)

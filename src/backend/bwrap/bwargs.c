@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mount.h>
 
+#include "backend/capability.h"
 #include "bwrap.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -13,57 +14,32 @@
 /* fsplan.c stages the --workdir overlay's layers under this directory of the new root. */
 #define BW_STAGE ".airlock"
 
-int bw_refuse(const struct al_policy *p, bool root, bool cgroupns, struct al_error *err)
-{
-	if (p->require & REQ_LANDLOCK)
-		return al_err(err, ENOTSUP,
-			      "the bwrap backend cannot enforce the required layer landlock: bubblewrap has no "
-			      "Landlock support (use --backend native)");
-	if ((p->require & REQ_CGROUPNS) && !cgroupns)
-		return al_err(err, ENOTSUP,
-			      "required layer cgroupns is not available: this kernel has no cgroup namespaces");
-	if ((p->require & REQ_SECCOMP) && p->seccomp == AL_SECCOMP_OFF)
-		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
-	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
-		return al_err(err, EPERM, "required layer netns conflicts with --net host");
-	if (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY)
-		return al_err(err, ENOTSUP,
-			      "the bwrap backend cannot make --checkout-mode copy: the throwaway copy is made by "
-			      "airlock's own init inside the sandbox (use --backend native, or --checkout-mode ro)");
-	if (p->keep_changes)
-		return al_err(err, ENOTSUP,
-			      "the bwrap backend cannot --keep-changes: it needs the copied checkout's overlay (use "
-			      "--backend native)");
-	if (p->subids)
-		return al_err(err, ENOTSUP,
-			      "the bwrap backend cannot map --subids: bubblewrap maps only the sandbox user (use "
-			      "--backend native)");
-	if (p->fallback)
-		return al_err(err, ENOTSUP,
-			      "the bwrap backend has no --fallback: bubblewrap itself needs user namespaces (use "
-			      "--backend native)");
-	if (p->workdir && (p->limits_set & (1u << AL_LIMIT_DISK)))
-		return al_err(
-			err, ENOTSUP,
-			"the bwrap backend cannot cap --workdir with --disk: bubblewrap 0.8 has no overlay, so the "
-			"directory is bound read-write and writes reach the host directly (use --backend native)");
-	if (p->nfiles && p->workdir)
-		return al_err(err, EINVAL,
-			      "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into "
-			      "--workdir");
-	/* Without write-back the job would write the host directory itself: set-id bits, FIFOs and
-	 * modes would be there as the job left them, while it runs (tests/escape/workdir-links.sh). */
-	if (p->workdir)
-		return al_err(err, ENOTSUP,
-			      "the bwrap backend cannot take --workdir safely: bubblewrap 0.8 has no overlay, so the "
-			      "host directory would be bound read-write and the job's set-id files, FIFOs and modes "
-			      "would land on the host as it left them (use --backend native, which copies the changes "
-			      "back with set-id bits dropped, or --checkout)");
-	if (!root && p->id_base != AL_DEFAULT_ID_BASE)
-		return al_err(err, EPERM,
-			      "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
-	return 0; /* every other layer of a floor is always made (the cgroup ones are the supervisor's) */
-}
+/* What bubblewrap 0.8 cannot do; every other layer of a floor is always made (the cgroup ones are the
+ * supervisor's). */
+// NOLINTBEGIN(bugprone-suspicious-missing-comma): each reason is one sentence split over lines
+const struct be_caps be_bwrap_caps = {
+	.name = "bwrap",
+	.isolation = true,
+	.kernel_cgroupns = true,
+	.lacks =
+		{
+			[PN_LANDLOCK] = "bubblewrap has no Landlock support (use --backend native)",
+			[PN_CHECKOUT_COPY] = BE_WHY_NO_COPY,
+			[PN_KEEP_CHANGES] = BE_WHY_NO_KEEP,
+			[PN_SUBIDS] = "bubblewrap maps only the sandbox user (use --backend native)",
+			[PN_FALLBACK] = "bubblewrap itself needs user namespaces (use --backend native)",
+			[PN_HOLD] = BE_WHY_NO_HOLD,
+			[PN_WORKDIR_DISK] = "bubblewrap 0.8 has no overlay, so the directory is bound read-write and "
+					    "writes reach the host directly (use --backend native)",
+			/* Without write-back the job would write the host directory itself: set-id bits,
+			 * FIFOs and modes would be there as the job left them, while it runs
+			 * (tests/escape/workdir-links.sh). */
+			[PN_WORKDIR] = "bubblewrap 0.8 has no overlay, so the host directory would be bound read-write "
+				       "and the job's set-id files, FIFOs and modes would land on the host as it left "
+				       "them " BE_WHY_NO_WBACK,
+		},
+};
+// NOLINTEND(bugprone-suspicious-missing-comma)
 
 void bw_argv_free(struct bw_argv *a)
 {

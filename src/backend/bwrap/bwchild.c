@@ -13,11 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/monitor.h"
 #include "backend/native/net.h"
 #include "backend/native/rlimits.h"
 #include "bwrap.h"
 #include "util/cleanup.h"
-#include "util/fdpass.h"
+#include "util/fsutil.h"
 
 #define BW_FAIL_EXIT 126
 
@@ -25,38 +26,6 @@ static _Noreturn void die(const struct bw_child *c, enum nat_stage stage, int er
 {
 	nat_send(c->status_fd, NK_ERROR, stage, err, 0, what);
 	_exit(BW_FAIL_EXIT);
-}
-
-static void reset_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-/* Closes every descriptor >= 3 except the n in keep (negative entries are ignored). */
-static int close_all_but(int *keep, size_t n)
-{
-	for (size_t i = 1; i < n; i++) /* insertion sort: n is tiny */
-		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	unsigned int from = 3;
-	for (size_t i = 0; i < n; i++) {
-		if (keep[i] < (int)from)
-			continue;
-		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
-			return -errno;
-		from = (unsigned)keep[i] + 1;
-	}
-	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
 }
 
 /* bwrap gets stdio, its status pipe and the descriptors named on its command line, which
@@ -72,36 +41,13 @@ static void bwrap_fds(const struct bw_child *c)
 	size_t n = 3;
 	for (size_t i = 0; i < c->npass && n < AL_ARRAY_SIZE(keep); i++)
 		keep[n++] = c->pass_fds[i];
-	if (close_all_but(keep, n) < 0)
+	if (mon_close_all_but(keep, n) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 	/* The status pipe and the proxy socket stay O_CLOEXEC: they are ours, not bwrap's. */
 	for (size_t i = 0; i < n; i++)
 		if (keep[i] != c->status_fd && keep[i] != c->proxy_sock && keep[i] >= 0 &&
 		    fcntl(keep[i], F_SETFD, 0) < 0)
 			die(c, NS_STDIO, errno, "fcntl");
-}
-
-/* "ID ID 1\n" into a /proc/self map file, without formatting functions. */
-static int write_map(const char *file, unsigned id)
-{
-	char num[12], line[32];
-	size_t n = 0, k = 0;
-	do
-		num[n++] = (char)('0' + id % 10);
-	while ((id /= 10) && n < sizeof(num));
-	for (int twice = 0; twice < 2; twice++) {
-		for (size_t i = n; i > 0; i--)
-			line[k++] = num[i - 1];
-		line[k++] = ' ';
-	}
-	line[k++] = '1';
-	line[k++] = '\n';
-	int fd = open(file, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = write(fd, line, k) == (ssize_t)k ? 0 : -errno;
-	close(fd);
-	return r;
 }
 
 /* An ordinary user makes the network namespace inside a user namespace of its own that maps
@@ -111,12 +57,10 @@ static void own_userns(const struct bw_child *c)
 	unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
 		die(c, NS_NET, errno, "a network namespace for the egress proxy");
-	int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC), r;
-	if (fd < 0 || write(fd, "deny", 4) != 4)
-		die(c, NS_CREDS, errno, "/proc/self/setgroups");
-	close(fd);
-	if ((r = write_map("/proc/self/uid_map", uid)) < 0 || (r = write_map("/proc/self/gid_map", gid)) < 0)
-		die(c, NS_CREDS, -r, "the id maps of the egress proxy's namespace");
+	bool in_maps;
+	int r = mon_map_self(uid, uid, gid, &in_maps);
+	if (r < 0)
+		die(c, NS_CREDS, -r, in_maps ? "the id maps of the egress proxy's namespace" : "/proc/self/setgroups");
 }
 
 /* The allowlist posture: the proxy's listening socket must live in the job's network
@@ -131,22 +75,17 @@ static void proxy_netns(const struct bw_child *c)
 		own_userns(c);
 	else if (unshare(CLONE_NEWNET) < 0)
 		die(c, NS_NET, errno, "a network namespace for the egress proxy");
+	const char *what = "lo";
 	int r = net_lo_up();
-	if (r < 0)
-		die(c, NS_NET, -r, "lo");
-	int fd = net_listen_lo(AL_PROXY_PORT);
-	if (fd < 0)
-		die(c, NS_NET, -fd, "proxy socket on 127.0.0.1");
-	if ((r = al_send_fd(c->proxy_sock, fd, 'p')) < 0)
-		die(c, NS_NET, -r, "handing the proxy socket to the supervisor");
-	close(fd);
+	if (r < 0 || (r = mon_hand_proxy_socket(c->proxy_sock, &what)) < 0)
+		die(c, NS_NET, -r, what);
 	close(c->proxy_sock);
 }
 
 /* bwrap's process: limits and identity first, all inherited by bwrap and the sandbox. */
 static _Noreturn void exec_bwrap(const struct bw_child *c, pid_t monitor)
 {
-	reset_signals();
+	mon_reset_signals();
 	bwrap_fds(c);
 	int r = rl_apply(c->limits);
 	if (r < 0)
@@ -175,21 +114,6 @@ static _Noreturn void exec_bwrap(const struct bw_child *c, pid_t monitor)
 	static char *const empty_env[] = {NULL};
 	execve(BW_PATH, c->argv, empty_env);
 	die(c, NS_FORK, errno, "exec " BW_PATH);
-}
-
-/* false once the supervisor stopped reading (EPIPE): the rest is drained and dropped. */
-static bool write_all(int fd, const char *buf, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, buf, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		buf += w;
-		n -= (size_t)w;
-	}
-	return true;
 }
 
 /* The JSON reports are tiny; when the buffer fills, the older half goes (the exit code,
@@ -241,8 +165,9 @@ static bool relay_err(const struct bw_child *c, struct bw_seen *seen)
 		bw_errscan_feed(&seen->scan, buf, (size_t)n);
 		seen->scanned += (size_t)n;
 	}
+	/* Once the supervisor stopped reading (EPIPE), the rest is drained and dropped. */
 	if (!seen->out_gone)
-		seen->out_gone = !write_all(c->stderr_fd, buf, (size_t)n);
+		seen->out_gone = al_write_all(c->stderr_fd, buf, (size_t)n) < 0;
 	return true;
 }
 
@@ -383,7 +308,7 @@ _Noreturn void bw_monitor_main(const struct bw_child *c)
 	size_t n = 10;
 	for (size_t i = 0; i < c->npass && n < AL_ARRAY_SIZE(keep); i++)
 		keep[n++] = c->pass_fds[i];
-	if (close_all_but(keep, n) < 0)
+	if (mon_close_all_but(keep, n) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 	char go;
 	if (read(c->sync_fd, &go, 1) != 1)

@@ -45,13 +45,15 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "backend/native/native.h"
+#include "backend/capability.h"
+#include "backend/monitor.h"
 #include "backend/native/pidfd.h"
 #include "backend/native/seccomp.h"
 #include "bwrap.h"
 #include "cgroup/cgroup.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fsutil.h"
 
 struct bw_spawn {
 	struct fs_plan plan;
@@ -80,49 +82,20 @@ static void bw_spawn_free(struct bw_spawn *s)
 	fs_plan_free(&s->plan);
 }
 
-/* Descriptors handed to bwrap must not land on 0-2, which it dup2s over. */
-static int high(int fd)
-{
-	if (fd < 0 || fd > 2)
-		return fd;
-	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return n;
-}
-
-static int pipe_high(int p[2])
-{
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	p[0] = high(p[0]);
-	p[1] = high(p[1]);
-	return p[0] < 0 || p[1] < 0 ? -errno : 0;
-}
-
 /* Data bwrap reads to its end (a file's content, the BPF program) in a memfd at offset 0. */
 static int data_fd(struct bw_spawn *s, const void *data, size_t len)
 {
 	if (s->ndata == BW_MAX_PASS)
 		return -EMFILE;
-	int fd = high(memfd_create("airlock-bwrap", MFD_CLOEXEC));
+	int fd = al_fd_above_stdio(memfd_create("airlock-bwrap", MFD_CLOEXEC));
 	if (fd < 0)
 		return -errno;
 	s->data[s->ndata++] = fd;
-	for (const char *p = data; len > 0;) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return lseek(fd, 0, SEEK_SET) < 0 ? -errno : fd;
+	int r = al_write_all(fd, data, len);
+	return r < 0 ? r : lseek(fd, 0, SEEK_SET) < 0 ? -errno : fd;
 }
 
-static int make_data(struct bw_spawn *s, const struct al_policy *p, struct al_error *err)
+static int make_data(struct bw_spawn *s, const struct pol_plan *pl, struct al_error *err)
 {
 	if (!(s->file_fds = malloc((s->plan.n + 1) * sizeof(*s->file_fds))))
 		return al_err(err, ENOMEM, "out of memory");
@@ -134,7 +107,8 @@ static int make_data(struct bw_spawn *s, const struct al_policy *p, struct al_er
 			r = s->file_fds[i] = data_fd(s, op->text, op->len ? op->len : strlen(op->text));
 	}
 	s->seccomp_fd = -1;
-	struct sc_options so = {.profile = p->seccomp, .allow_inet = true, .allow_io_uring = false};
+	struct sc_options so;
+	be_sc_options(pl, true, &so);
 	if (r >= 0 && (r = sc_build(&so, &s->filter, err)) < 0)
 		return r;
 	/* bwrap loads the raw sock_filter array as it is (--seccomp FD). */
@@ -150,42 +124,39 @@ static int make_data(struct bw_spawn *s, const struct al_policy *p, struct al_er
 	return 0;
 }
 
-/* What this job's payload is on the host: the caller, or id_base+1000 for a root caller. */
-static uid_t payload_host_uid(const struct al_policy *p)
+static char *enforced_json(const struct al_policy *p, const struct pol_plan *pl, const struct bw_spawn *s,
+			   bool cgroupns)
 {
-	return geteuid() == 0 ? p->id_base + AL_SANDBOX_UID : getuid();
-}
-
-static char *enforced_json(const struct al_policy *p, const struct bw_spawn *s, bool cgroupns)
-{
-	json_int_t host = (json_int_t)payload_host_uid(p);
-	json_t *e = json_pack(
-		"{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:b,s:s,s:s,s:s,s:s,s:s,"
-		"s:o,s:o,s:b,s:s,s:b}",
-		"bwrap", BW_PATH, "namespaces", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST, "ipc", 1,
-		"uts", 1, "cgroup", cgroupns, "pivot_root", 1, "readonly_root", 1, "id_map", "mode", "single",
-		"host_base", host, "count", (json_int_t)1, "setgroups", "deny", "payload_uid", AL_SANDBOX_UID,
-		"payload_host_uid", host, "userns_disabled", 1, "no_new_privs", 1, "capabilities", "none",
-		"environment", "scrubbed", "network", pol_net_name(p->net),
-		/* who made the network namespace: bwrap, or airlock for the egress proxy's socket */
-		"network_namespace",
-		p->net == AL_NET_HOST ? "host"
-		: pol_needs_proxy(p)  ? "airlock"
-				      : "bwrap",
-		/* bwrap always raises lo in its network namespace: said, not hidden */
-		"loopback", p->net == AL_NET_HOST ? "host" : "up", "rlimits", nat_rlimits_json(p), "seccomp",
-		s->filter.prog.len ? json_string(sc_profile_name(s->filter.profile)) : json_false(), "landlock", 0,
+	/* What this job's payload is on the host: the caller, or id_base+1000 for a root caller. */
+	json_int_t host = pl->root ? (json_int_t)p->id_base + AL_SANDBOX_UID : (json_int_t)getuid();
+	struct be_applied a = {
+		.tool_key = "bwrap",
+		.tool = BW_PATH,
+		.ns = BE_NS_ALL & ~(cgroupns ? 0u : (unsigned)BE_NS_CGROUP),
+		.pivot_root = true,
+		.readonly_root = true,
+		.map_mode = "single",
+		.map_base = host,
+		.map_count = 1,
+		.setgroups = "deny",
+		.payload_uid = AL_SANDBOX_UID,
+		.payload_host_uid = host,
+		.userns_disabled = true,
+		.netns_maker = "bwrap",
+		.loopback = true, /* bwrap always raises lo in its network namespace: said, not hidden */
+		.seccomp = s->filter.prog.len ? sc_profile_name(s->filter.profile) : NULL,
 		/* no overlay in bwrap 0.8: the directory itself, read-write, beyond --disk */
-		"workdir", p->workdir ? "bind" : "none", "cgroup", 0);
-	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
-	json_decref(e);
-	return str;
+		.workdir = p->workdir ? "bind" : "none",
+		.cgroup_key = true,
+	};
+	return be_enforced_json(pl, &a);
 }
 
 /* Everything the monitor needs, laid out before clone3. */
-static void child_setup(struct bw_child *c, const struct al_policy *p, const struct be_io *io, struct bw_spawn *s)
+static void child_setup(struct bw_child *c, const struct al_policy *p, const struct pol_plan *pl,
+			const struct be_io *io, struct bw_spawn *s)
 {
-	bool root = geteuid() == 0;
+	bool root = pl->root;
 	*c = (struct bw_child){
 		.argv = s->argv.v,
 		.cmd = p->argv[0],
@@ -208,31 +179,23 @@ static void child_setup(struct bw_child *c, const struct al_policy *p, const str
 	};
 }
 
-/* clone3 into the job's cgroup (v2) or attach before the release (v1), then release. */
+static _Noreturn void monitor_main(const void *c)
+{
+	bw_monitor_main(c);
+}
+
+/* The monitor, in the job's cgroup, released (mon_start). */
 static int start(const struct bw_child *c, const struct be_io *io, struct bw_spawn *s, pid_t *pid, int *pidfd,
 		 struct al_error *err)
 {
-	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
-	*pid = pfd_clone3(0, pidfd, cgfd);
-	if (*pid == 0) {
-		close(s->sync_p[1]);
-		close(s->status_p[0]);
-		bw_monitor_main(c);
-	}
-	if (*pid < 0)
-		return al_err(err, -*pid, "setup: starting the bwrap monitor: %s", strerror(-*pid));
-	int r = 0;
-	if (io->cg && cgfd < 0)
-		r = cg_attach(io->cg, *pid, err);
-	if (r == 0 && write(s->sync_p[1], "g", 1) != 1)
-		r = al_err_sys(err, errno, "setup: releasing the bwrap monitor");
-	if (r < 0) {
-		siginfo_t si;
-		struct rusage ru;
-		pfd_send_signal(*pidfd, SIGKILL);
-		pfd_wait(*pidfd, &si, &ru, WEXITED);
-	}
-	return r;
+	const int parent_only[] = {s->sync_p[1], s->status_p[0]};
+	struct mon_start m = {.main = monitor_main,
+			      .arg = c,
+			      .sync_w = s->sync_p[1],
+			      .parent_only = parent_only,
+			      .nparent_only = AL_ARRAY_SIZE(parent_only),
+			      .what = "the bwrap monitor"};
+	return mon_start(&m, io, pid, pidfd, err);
 }
 
 /* bwrap's pid 1 in the sandbox is bwrap itself, so bwrap's command line is the job's
@@ -273,31 +236,31 @@ static int hide_options(struct bw_spawn *s, const struct al_policy *p, struct al
 	return 0;
 }
 
-static int prepare(struct bw_spawn *s, const struct al_policy *p, bool cgroupns, struct al_error *err)
+static int prepare(struct bw_spawn *s, const struct al_policy *p, const struct pol_plan *pl, bool cgroupns,
+		   struct al_error *err)
 {
 	struct fs_host host;
 	fs_host_probe(&host, &s->plan, p->rootfs);
 	int r = fs_plan_build(&s->plan, p, &host, err);
-	if (r < 0 || (r = make_data(s, p, err)) < 0)
+	if (r < 0 || (r = make_data(s, pl, err)) < 0)
 		return r;
-	if ((r = pipe_high(s->sync_p)) < 0 || (r = pipe_high(s->status_p)) < 0 || (r = pipe_high(s->json_p)) < 0 ||
-	    (r = pipe_high(s->err_p)) < 0 ||
+	if ((r = al_pipe_above_stdio(s->sync_p)) < 0 || (r = al_pipe_above_stdio(s->status_p)) < 0 ||
+	    (r = al_pipe_above_stdio(s->json_p)) < 0 || (r = al_pipe_above_stdio(s->err_p)) < 0 ||
 	    /* The payload's stderr: openable as /dev/stderr by its uid, like the job's pipes (job.c). */
 	    (fchmod(s->err_p[1], 0622) < 0 && (r = -errno) < 0))
 		return al_err_sys(err, -r, "setup: pipe");
-	if (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
+	if (pl->net.proxy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
 		return al_err_sys(err, errno, "setup: socketpair");
 	struct bw_fds fds = {.file_fds = s->file_fds, .seccomp = s->seccomp_fd, .json = s->json_p[1]};
 	return bw_argv_build(&s->argv, p, &s->plan, &fds, cgroupns, err) ?: hide_options(s, p, err);
 }
 
-int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
+int be_bwrap_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
+		   struct al_error *err)
 {
 	/* The kernel's own test, as bwrap's --unshare-cgroup-try makes it. */
 	bool cgroupns = access("/proc/self/ns/cgroup", F_OK) == 0;
-	int r = bw_refuse(p, geteuid() == 0, cgroupns, err);
-	if (r < 0)
-		return r;
+	int r;
 	if (access(BW_PATH, X_OK) < 0)
 		return al_err(err, ENOENT, "the bwrap backend needs " BW_PATH " (Debian package bubblewrap): %s",
 			      strerror(errno));
@@ -307,15 +270,15 @@ int be_bwrap_spawn(const struct al_policy *p, const struct be_io *io, struct be_
 	struct bw_child c;
 	pid_t pid;
 	int pidfd = -1;
-	if ((r = prepare(&s, p, cgroupns, err)) < 0)
+	if ((r = prepare(&s, p, pl, cgroupns, err)) < 0)
 		goto out;
-	child_setup(&c, p, io, &s);
+	child_setup(&c, p, pl, io, &s);
 	if ((r = start(&c, io, &s, &pid, &pidfd, err)) < 0)
 		goto out;
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(s.status_p[0]);
-	out->enforced_json = enforced_json(p, &s, cgroupns);
+	out->enforced_json = enforced_json(p, pl, &s, cgroupns);
 	out->backend = "bwrap";
 	out->seccomp_kills = s.filter.prog.len > 0; /* every profile kills foreign-ABI calls */
 	out->kill_signal = SIGTERM;		    /* the monitor kills its children and reaps them (bwchild.c) */

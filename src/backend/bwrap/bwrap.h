@@ -29,8 +29,6 @@ struct bw_fds {
 	int json;	     /* --json-status-fd */
 };
 
-/* Why a policy cannot run under bwrap; 0 if it can. root: the caller is host root. */
-int bw_refuse(const struct al_policy *p, bool root, bool cgroupns, struct al_error *err);
 /* The bwrap command line for policy p over the native backend's filesystem plan (the same
  * view by construction). cgroupns: the kernel has cgroup namespaces. When the policy needs
  * the egress proxy (pol_needs_proxy), the network namespace is made before bwrap runs (see

@@ -228,12 +228,6 @@ void be_held_exec_done(struct be_held *h, struct cg_job *cg)
 	pthread_mutex_unlock(&h->lock);
 }
 
-static const char *net_name(int posture)
-{
-	static const char *const names[] = {[AL_NET_NONE] = "none", [AL_NET_HOST] = "host", [AL_NET_ALLOW] = "allow"};
-	return posture >= 0 && posture <= AL_NET_ALLOW ? names[posture] : "?";
-}
-
 /* The sandbox's enforced object, told for this exec: one without the sandbox's network ran in a
  * namespace of its own holding only lo, up ("none"), whatever the sandbox was made with. */
 static char *exec_enforced(const char *held, bool own_net)
@@ -244,16 +238,18 @@ static char *exec_enforced(const char *held, bool own_net)
 		return strdup(held);
 	json_t *e = json_loads(held, 0, NULL);
 	char *s = NULL;
-	if (e && json_object_set_new(e, "network", json_string("none")) == 0 &&
+	if (e && json_object_set_new(e, "network", json_string(pol_net_name(AL_NET_NONE))) == 0 &&
 	    json_object_set_new(e, "loopback", json_string("up")) == 0)
 		s = json_dumps(e, JSON_COMPACT);
 	json_decref(e);
 	return s;
 }
 
-int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
+int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
+		    struct al_error *err)
 {
-	struct be_held *h = be_sandbox_held(p->attach);
+	(void)pl;
+	struct be_held *h = io->held;
 	if (!h || h->ctl_sock < 0)
 		return al_err(err, ESRCH, "setup: the sandbox is gone");
 	/* The sandbox's network was fixed when it was made: an exec can go without it, never beyond. */
@@ -261,7 +257,7 @@ int be_attach_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		return al_err(
 			err, EPERM,
 			"setup: this sandbox was made with network %s: an exec in it can have that or none, not %s",
-			net_name(h->net), net_name((int)p->net));
+			pol_net_name((enum al_net_posture)h->net), pol_net_name(p->net));
 	uint32_t flags =
 		(io->stdin_fd >= 0 ? NX_STDIN : 0) | (p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
 	char **envp = pol_build_envp(p);

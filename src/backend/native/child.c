@@ -1,5 +1,6 @@
 /* child.c — init and payload: everything between clone3 and execve. Allocates nothing, formats nothing;
  * a failure becomes one nat_record on the status pipe and _exit. */
+#include "backend/monitor.h"
 #include "child.h"
 
 #include <errno.h>
@@ -24,7 +25,6 @@
 #include "mnt.h"
 #include "net.h"
 #include "policy/policy.h"
-#include "util/fdpass.h"
 #include "rawsys.h"
 #include "rlimits.h"
 
@@ -43,7 +43,7 @@ static void close_inherited(const struct nat_child *c)
 	int keep[8] = {c->sync_fd,    c->status_fd, c->stdin_fd,
 		       c->stdout_fd,  c->stderr_fd, c->plan ? c->plan->sendfd_sock : -1,
 		       c->proxy_sock, c->ctl_sock};
-	if (nat_close_all_but(keep, 8) < 0)
+	if (mon_close_all_but(keep, 8) < 0)
 		nat_die(c, NS_STDIO, errno, "close_range");
 }
 
@@ -63,13 +63,10 @@ static void build_landlock(struct nat_child *c)
  * the supervisor from the host's: no veth, no route, no helper process. */
 static void start_proxy_socket(struct nat_child *c)
 {
-	int fd = net_listen_lo(AL_PROXY_PORT);
-	if (fd < 0)
-		nat_die(c, NS_NET, -fd, "proxy socket on 127.0.0.1");
-	int r = al_send_fd(c->proxy_sock, fd, 'p');
+	const char *what;
+	int r = mon_hand_proxy_socket(c->proxy_sock, &what);
 	if (r < 0)
-		nat_die(c, NS_NET, -r, "handing the proxy socket to the supervisor");
-	close(fd);
+		nat_die(c, NS_NET, -r, what);
 	close(c->proxy_sock);
 	c->proxy_sock = -1;
 }

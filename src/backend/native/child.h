@@ -47,8 +47,6 @@ _Noreturn void nat_payload_main(const struct nat_child *c);
 /* A held sandbox's spare payload (payload.c): confines itself, then waits on sock for one request
  * (execmsg.h: argv, env, cwd + stdout, stderr, status [, stdin]) and execs it. */
 _Noreturn void nat_spare_payload(struct nat_child *c, int sock);
-/* Closes every descriptor >= 3 except the n in keep (negative entries are ignored); sorts keep. */
-int nat_close_all_but(int *keep, int n);
 /* A held sandbox's init (hold.c): hands the workspace to the supervisor, then starts one payload
  * per request on the control socket until that socket closes. */
 _Noreturn void nat_hold_main(struct nat_child *c);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/capability.h"
 #include "cgroup/cgroup.h"
 #include "child.h"
 #include "native.h"
@@ -154,21 +155,46 @@ static int fb_workspace(const struct al_policy *p, uid_t uid, gid_t gid, struct 
 static int fb_write_files(const struct al_policy *p, const struct fb_state *s, uid_t uid, gid_t gid,
 			  struct al_error *err);
 
-static char *fb_enforced(const struct al_policy *p, const struct fb_state *s, uid_t uid)
+static char *fb_enforced(const struct pol_plan *pl, const struct fb_state *s, uid_t uid)
 {
-	json_t *e = json_pack(
-		"{s:b,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:n,s:s,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:s,s:o,s:b,s:b,s:s}",
-		"fallback", 1, "namespaces", "user", 0, "pid", 0, "mount", 0, "net", 0, "ipc", 0, "uts", 0, "cgroup", 0,
-		"pivot_root", 0, "readonly_root", 0, "id_map", "setgroups", geteuid() == 0 ? "cleared" : "unchanged",
-		"payload_uid", (int)uid, "payload_host_uid", (int)uid, "no_new_privs", 1, "capabilities", "none",
-		"environment", "scrubbed", "network",
-		p->net == AL_NET_HOST ? "host" : "no inet sockets (seccomp), no TCP (Landlock)", "rlimits",
-		nat_rlimits_json(p), "seccomp", sc_profile_name(s->seccomp.profile), "landlock",
-		nat_landlock_json(&s->spec, ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi()), "cgroup", 0, "disk", 0,
-		"workspace", s->ws);
-	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
-	json_decref(e);
-	return str;
+	struct be_applied a = {
+		.fallback = true,
+		.setgroups = pl->root ? "cleared" : "unchanged",
+		.payload_uid = (json_int_t)uid,
+		.payload_host_uid = (json_int_t)uid,
+		.network = pl->net.own_netns ? "no inet sockets (seccomp), no TCP (Landlock)" : NULL,
+		.seccomp = sc_profile_name(s->seccomp.profile),
+		.landlock = be_landlock_json(&s->spec, ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi()),
+		.cgroup_key = true,
+		.disk_key = true,
+		.workspace = s->ws,
+	};
+	return be_enforced_json(pl, &a);
+}
+
+/* Init and payload in the host's namespaces, in the workspace directory, as uid/gid (dropping the
+ * supplementary groups as root); the Landlock ruleset is the caller's to add. */
+static void fb_child(struct nat_child *c, const struct al_policy *p, const struct be_io *io, struct fb_state *s,
+		     uid_t uid, gid_t gid)
+{
+	*c = (struct nat_child){
+		.limits = p->limits,
+		.argv = p->argv,
+		.envp = s->envp,
+		.path = "/usr/local/bin:/usr/bin:/bin",
+		.cwd = s->ws,
+		.stdin_fd = io->stdin_fd,
+		.stdout_fd = io->stdout_fd,
+		.stderr_fd = io->stderr_fd,
+		.landlock_fd = -1,
+		.seccomp = &s->seccomp,
+		.run_uid = uid,
+		.run_gid = gid,
+		.drop_groups = geteuid() == 0,
+		.fallback = true,
+		.proxy_sock = -1,
+		.ctl_sock = -1,
+	};
 }
 
 static int fb_start(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct fb_state *s,
@@ -204,6 +230,8 @@ static int fb_start(const struct al_policy *p, const struct be_io *io, struct be
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(status_p[0]);
+	out->kill_signal = SIGTERM;		      /* init kills every descendant, then exits */
+	out->cleanup_dir = s->ws_made ? s->ws : NULL; /* the caller's fb_free keeps it then */
 out:
 	if (pidfd >= 0)
 		close(pidfd);
@@ -212,17 +240,18 @@ out:
 	return r;
 }
 
-int nat_fallback_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, int clone_errno,
-		       struct al_error *err)
+int nat_fallback_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io,
+		       struct be_proc *out, int clone_errno, struct al_error *err)
 {
 	int r = refuse(p, clone_errno, err);
 	if (r < 0)
 		return r;
-	bool root = geteuid() == 0;
+	bool root = pl->root;
 	uid_t uid = root ? p->id_base + AL_SANDBOX_UID : getuid();
 	gid_t gid = root ? p->id_base + AL_SANDBOX_UID : getgid();
 	struct fb_state s = {0};
-	struct sc_options so = {.profile = p->seccomp, .allow_inet = p->net == AL_NET_HOST};
+	struct sc_options so;
+	be_sc_options(pl, false, &so); /* no network namespace: inet sockets only under host */
 	if ((r = fb_workspace(p, uid, gid, &s, err)) < 0 || (r = fb_write_files(p, &s, uid, gid, err)) < 0 ||
 	    (r = sc_build(&so, &s.seccomp, err)) < 0)
 		goto out;
@@ -230,32 +259,14 @@ int nat_fallback_spawn(const struct al_policy *p, const struct be_io *io, struct
 		r = al_err(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	struct nat_child c = {
-		.limits = p->limits,
-		.argv = p->argv,
-		.envp = s.envp,
-		.path = "/usr/local/bin:/usr/bin:/bin",
-		.cwd = s.ws,
-		.stdin_fd = io->stdin_fd,
-		.stdout_fd = io->stdout_fd,
-		.stderr_fd = io->stderr_fd,
-		.landlock = &s.spec,
-		.landlock_fd = -1,
-		.seccomp = &s.seccomp,
-		.run_uid = uid,
-		.run_gid = gid,
-		.drop_groups = root,
-		.fallback = true,
-		.proxy_sock = -1,
-		.ctl_sock = -1,
-	};
+	struct nat_child c;
+	fb_child(&c, p, io, &s, uid, gid);
+	c.landlock = &s.spec;
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
-	out->enforced_json = fb_enforced(p, &s, uid);
+	out->enforced_json = fb_enforced(pl, &s, uid);
 	out->backend = "native";
 	out->seccomp_kills = true;
-	out->kill_signal = SIGTERM; /* init kills every descendant, then exits */
-	out->cleanup_dir = s.ws_made ? s.ws : NULL;
 	fb_free(&s, s.ws_made);
 	return 0;
 out:
@@ -289,18 +300,19 @@ static int fb_write_files(const struct al_policy *p, const struct fb_state *s, u
 	return 0;
 }
 
-static char *none_enforced(const struct al_policy *p, uid_t uid)
+static char *none_enforced(const struct pol_plan *pl, uid_t uid)
 {
-	json_t *e =
-		json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:i,s:i,s:b,s:s,s:s,s:s,s:o,s:b,s:b}",
-			  "isolation", "none", "namespaces", "user", 0, "pid", 0, "mount", 0, "net", 0, "ipc", 0, "uts",
-			  0, "cgroup", 0, "pivot_root", 0, "readonly_root", 0, "payload_uid", (int)uid,
-			  "payload_host_uid", (int)uid, "no_new_privs", 1, "capabilities", "none", "environment",
-			  "scrubbed", "network", "host", "rlimits", nat_rlimits_json(p), "seccomp", 0, "landlock", 0);
-	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
-	json_decref(e);
-	return str;
+	struct be_applied a = {
+		.isolation = "none",
+		.payload_uid = (json_int_t)uid,
+		.payload_host_uid = (json_int_t)uid,
+		.network = "host",
+	};
+	return be_enforced_json(pl, &a);
 }
+
+/* No layer at all: what the none backend refuses is be_refuse's (refuse_no_isolation). */
+const struct be_caps be_none_caps = {.name = "none", .isolation = false, .lacks = {[PN_HOLD] = BE_WHY_NO_HOLD}};
 
 /*
  * No isolation at all (profile none: local development, an explicit opt-out): the host's
@@ -309,16 +321,10 @@ static char *none_enforced(const struct al_policy *p, uid_t uid)
  * no_new_privs, an unprivileged uid as root, the cgroup's limits and accounting, the deadline
  * that kills every descendant. The verdict says "isolation": "none".
  */
-int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
+int be_none_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
+		  struct al_error *err)
 {
-	if (p->require)
-		return al_err(err, EPERM,
-			      "the none backend (profile none) enforces no isolation layer, but the policy requires "
-			      "some (--require)");
-	if (p->checkout || p->net == AL_NET_ALLOW || p->rootfs)
-		return al_err(err, EINVAL,
-			      "the none backend (profile none) has no filesystem view, proxy or rootfs of its own");
-	bool root = geteuid() == 0;
+	bool root = pl->root;
 	uid_t uid = root ? p->id_base + AL_SANDBOX_UID : getuid();
 	gid_t gid = root ? p->id_base + AL_SANDBOX_UID : getgid();
 	struct fb_state s = {0};
@@ -328,31 +334,12 @@ int be_none_spawn(const struct al_policy *p, const struct be_io *io, struct be_p
 		r = al_err(err, ENOMEM, "out of memory");
 	if (r < 0)
 		goto out;
-	struct nat_child c = {
-		.limits = p->limits,
-		.argv = p->argv,
-		.envp = s.envp,
-		.path = "/usr/local/bin:/usr/bin:/bin",
-		.cwd = s.ws,
-		.stdin_fd = io->stdin_fd,
-		.stdout_fd = io->stdout_fd,
-		.stderr_fd = io->stderr_fd,
-		.landlock = NULL,
-		.landlock_fd = -1,
-		.seccomp = &s.seccomp,
-		.run_uid = uid,
-		.run_gid = gid,
-		.drop_groups = root,
-		.fallback = true,
-		.proxy_sock = -1,
-		.ctl_sock = -1,
-	};
+	struct nat_child c;
+	fb_child(&c, p, io, &s, uid, gid); /* no Landlock, and no filter (profile none's is off) */
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
-	out->enforced_json = none_enforced(p, uid);
+	out->enforced_json = none_enforced(pl, uid);
 	out->backend = "none";
-	out->kill_signal = SIGTERM; /* init kills every descendant, then exits */
-	out->cleanup_dir = s.ws_made ? s.ws : NULL;
 	fb_free(&s, s.ws_made);
 	return 0;
 out:

@@ -14,6 +14,7 @@
 
 #include "copytree.h"
 #include "util/fdpass.h"
+#include "util/fsutil.h"
 
 static int fail(struct mnt_fail *f, enum nat_stage stage, int err, const char *what)
 {
@@ -204,20 +205,6 @@ static int send_dir(int rootfd, const char *rel, int sock, char tag)
 	return r;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int apply_copy(int rootfd, struct fs_op *op)
 {
 	int dst = open_beneath(rootfd, op->dest, O_RDONLY | O_DIRECTORY);
@@ -250,7 +237,7 @@ static int apply_one(int rootfd, struct fs_op *op, int plan_sock)
 			r = symlinkat(op->text, fd, base) < 0 ? -errno : 0;
 		} else {
 			int w = openat(fd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, op->mode);
-			r = w < 0 ? -errno : write_all(w, op->text, op->len ? op->len : strlen(op->text));
+			r = w < 0 ? -errno : al_write_all(w, op->text, op->len ? op->len : strlen(op->text));
 			if (w >= 0)
 				close(w);
 		}

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/capability.h"
 #include "cgroup/cgroup.h"
 #include "child.h"
 #include "native.h"
@@ -55,52 +56,26 @@ struct nat_layers {
 	int landlock_abi;
 };
 
-json_t *nat_landlock_json(const struct ll_spec *spec, int abi)
+static char *enforced_json(const struct pol_plan *pl, const struct uns_map *m, const struct nat_layers *l)
 {
-	if (!spec)
-		return json_false();
-	return json_pack("{s:i,s:b,s:s,s:b,s:b}", "abi", abi, "fs", 1, "fs_rights",
-			 spec->writes_only ? "writes" : "all", "net", spec->deny_tcp && abi >= 4, "scoped",
-			 spec->scope && abi >= 6);
-}
-
-json_t *nat_rlimits_json(const struct al_policy *p)
-{
-	json_t *rl = json_object();
-	uint64_t cpu = p->limits[AL_LIMIT_CPU_MS], as = p->limits[AL_LIMIT_AS];
-	json_object_set_new(rl, "cpu_s",
-			    cpu == AL_UNLIMITED ? json_null() : json_integer((json_int_t)((cpu + 999) / 1000)));
-	json_object_set_new(rl, "fsize",
-			    p->limits[AL_LIMIT_FSIZE] == AL_UNLIMITED
-				    ? json_null()
-				    : json_integer((json_int_t)p->limits[AL_LIMIT_FSIZE]));
-	json_object_set_new(rl, "nofile", json_integer((json_int_t)p->limits[AL_LIMIT_NOFILE]));
-	json_object_set_new(rl, "core", json_integer(0));
-	json_object_set_new(rl, "as", as == AL_UNLIMITED ? json_null() : json_integer((json_int_t)as));
-	return rl;
-}
-
-static char *enforced_json(const struct al_policy *p, const struct uns_map *m, const struct nat_layers *l)
-{
-	json_t *rl = nat_rlimits_json(p);
-	json_t *e = json_pack("{s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b},s:b,s:b,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:"
-			      "s,s:o,s:o,s:o,s:b}",
-			      "namespaces", "user", 1, "pid", 1, "mount", 1, "net", p->net != AL_NET_HOST, "ipc", 1,
-			      "uts", 1, "cgroup", 1, "pivot_root", 1, "readonly_root", 1, "id_map", "mode",
-			      m->range	  ? "range"
-			      : m->subids ? "subids"
-					  : "single",
-			      "host_base", (json_int_t)m->host_base, "count", (json_int_t)m->count, "setgroups",
-			      m->range ? "cleared" : "deny", "payload_uid", AL_SANDBOX_UID, "payload_host_uid",
-			      (json_int_t)uns_host_uid(m, AL_SANDBOX_UID), "no_new_privs", 1, "capabilities", "none",
-			      "environment", "scrubbed", "network", pol_net_name(p->net), "loopback",
-			      p->net == AL_NET_HOST ? "host" : "up", "rlimits", rl, "seccomp",
-			      l->seccomp.prog.len ? json_string(sc_profile_name(l->seccomp.profile)) : json_false(),
-			      "landlock", nat_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi),
-			      "cgroup", 0);
-	char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
-	json_decref(e);
-	return s;
+	struct be_applied a = {
+		.ns = BE_NS_ALL,
+		.pivot_root = true,
+		.readonly_root = true,
+		.map_mode = m->range	? "range"
+			    : m->subids ? "subids"
+					: "single",
+		.map_base = (json_int_t)m->host_base,
+		.map_count = (json_int_t)m->count,
+		.setgroups = m->range ? "cleared" : "deny",
+		.payload_uid = AL_SANDBOX_UID,
+		.payload_host_uid = (json_int_t)uns_host_uid(m, AL_SANDBOX_UID),
+		.loopback = true,
+		.seccomp = l->seccomp.prog.len ? sc_profile_name(l->seccomp.profile) : NULL,
+		.landlock = be_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi),
+		.cgroup_key = true,
+	};
+	return be_enforced_json(pl, &a);
 }
 
 static const char *find_path(char *const *envp)
@@ -121,28 +96,12 @@ static void abort_child(pid_t pid, int pidfd)
 	(void)pid;
 }
 
-/* Does init hand overlay upper layers to the supervisor (--workdir, --keep-changes)? */
-static bool nat_sends_uppers(const struct al_policy *p)
+/* Seccomp and Landlock for this policy (be_refuse has checked the floor). */
+static int prepare_layers(const struct al_policy *p, const struct pol_plan *pl, struct nat_layers *l,
+			  struct al_error *err)
 {
-	return p->workdir || (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY && p->keep_changes);
-}
-
-/* Seccomp and Landlock for this policy, or a refusal naming what the floor lacks. */
-static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struct al_error *err)
-{
-	if (p->seccomp == AL_SECCOMP_OFF && (p->require & REQ_SECCOMP))
-		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
-	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
-		return al_err(err, EPERM, "required layer netns conflicts with --net host");
-	if (p->nfiles && p->workdir)
-		return al_err(err, EINVAL,
-			      "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into "
-			      "--workdir");
-	if (p->keep_changes && !(p->checkout && p->checkout_mode == AL_CHECKOUT_COPY))
-		return al_err(err, EINVAL, "--keep-changes needs --checkout DIR with --checkout-mode copy");
-	/* inet sockets in every posture: under "none" they reach only the job's own lo (the
-	 * namespace holds nothing else), as they would under Docker's or bubblewrap's. */
-	struct sc_options so = {.profile = p->seccomp, .allow_inet = true, .allow_io_uring = false};
+	struct sc_options so;
+	be_sc_options(pl, true, &so);
 	int r = sc_build(&so, &l->seccomp, err);
 	if (r < 0)
 		return r;
@@ -150,23 +109,10 @@ static int prepare_layers(const struct al_policy *p, struct nat_layers *l, struc
 	if (l->landlock_abi > LL_ABI_MAX)
 		l->landlock_abi = LL_ABI_MAX; /* newer rights stay unhandled: report what we use */
 	l->landlock_on = p->landlock && l->landlock_abi > 0;
-	if ((r = nat_landlock_floor(p, l->landlock_abi, err)) < 0 || !l->landlock_on)
-		return r;
+	if (!l->landlock_on)
+		return 0;
 	r = nat_landlock_spec(p, &l->landlock, &l->ll_paths, &l->ll_npaths);
 	return r < 0 ? al_err(err, -r, "setup: Landlock rules: out of memory") : 0;
-}
-
-int nat_landlock_floor(const struct al_policy *p, int abi, struct al_error *err)
-{
-	if (!(p->require & REQ_LANDLOCK))
-		return 0;
-	if (!p->landlock)
-		return al_err(err, EPERM, "required layer landlock is off in this policy (--landlock off)");
-	if (abi < p->require_landlock_abi)
-		return al_err(err, EPERM,
-			      "required layer landlock>=%d is not available: this kernel offers Landlock ABI %d",
-			      p->require_landlock_abi, abi);
-	return 0;
 }
 
 int nat_landlock_spec(const struct al_policy *p, struct ll_spec *spec, struct ll_path **paths, size_t *npaths)
@@ -215,6 +161,14 @@ bool nat_userns_refused(int e)
 	return e == EPERM || e == EACCES || e == ENOSPC || e == EUSERS || e == EINVAL;
 }
 
+/* Everything a floor can name, the held sandbox, and the fallback. */
+const struct be_caps be_native_caps = {
+	.name = "native",
+	.isolation = true,
+	.kernel_cgroupns = true,
+	.kernel_landlock = true,
+};
+
 static int clone_error(struct al_error *err, int e)
 {
 	const char *hint = e == EPERM
@@ -228,7 +182,8 @@ static int clone_error(struct al_error *err, int e)
 		      nat_userns_refused(e) ? " (--fallback runs on Landlock and seccomp alone, reported)" : "");
 }
 
-int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *out, struct al_error *err)
+int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
+		    struct al_error *err)
 {
 	struct fs_plan plan = {0};
 	struct fs_host host;
@@ -238,15 +193,15 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	int pidfd = -1, r;
 	plan.sendfd_sock = -1;
 	fs_host_probe(&host, &plan, p->rootfs);
-	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, &layers, err)) < 0)
+	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, pl, &layers, err)) < 0)
 		goto out;
 	if (!(envp = pol_build_envp(p))) {
 		r = al_err(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
-	    (nat_sends_uppers(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd_p) < 0) ||
-	    (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, px_p) < 0) ||
+	    (pl->sends_uppers && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd_p) < 0) ||
+	    (pl->net.proxy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, px_p) < 0) ||
 	    (io->hold && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl_p) < 0)) {
 		r = al_err_sys(err, errno, "setup: pipe");
 		goto out;
@@ -269,26 +224,17 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		.landlock = layers.landlock_on ? &layers.landlock : NULL,
 		.landlock_fd = -1,
 		.seccomp = &layers.seccomp,
-		.lo_up = p->net != AL_NET_HOST,
+		.lo_up = pl->net.own_netns,
 		.proxy_sock = px_p[1],
 		.ctl_sock = ctl_p[1],
 	};
-	if (p->subids && geteuid() == 0) {
-		r = al_err(err, EINVAL, "--subids is for ordinary users: as root the sandbox already maps 65536 ids");
-		goto out;
-	}
 	if ((r = uns_choose(&c.map, p->id_base, p->subids, err)) < 0)
 		goto out;
 	c.run_uid = c.run_gid = AL_SANDBOX_UID;
 	c.drop_groups = c.map.range;
-	if (!c.map.range && p->id_base != AL_DEFAULT_ID_BASE) {
-		r = al_err(err, EPERM,
-			   "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
-		goto out;
-	}
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
 	/* Every posture but "host" gets its own network namespace. */
-	pid_t pid = pfd_clone3(NS_FLAGS | (p->net != AL_NET_HOST ? CLONE_NEWNET : 0), &pidfd, cgfd);
+	pid_t pid = pfd_clone3(NS_FLAGS | (pl->net.own_netns ? CLONE_NEWNET : 0), &pidfd, cgfd);
 	if (pid == 0) {
 		close(sync_p[1]);
 		close(status_p[0]);
@@ -301,7 +247,7 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 		nat_child_main(&c);
 	}
 	if (pid < 0 && p->fallback && nat_userns_refused(-pid) && !io->hold) {
-		r = nat_fallback_spawn(p, io, out, -pid, err);
+		r = nat_fallback_spawn(p, pl, io, out, -pid, err);
 		goto out;
 	}
 	if (pid < 0) {
@@ -339,8 +285,8 @@ int be_native_spawn(const struct al_policy *p, const struct be_io *io, struct be
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(status_p[0]);
-	out->enforced_json = enforced_json(p, &c.map, &layers);
-	if (nat_sends_uppers(p)) {
+	out->enforced_json = enforced_json(pl, &c.map, &layers);
+	if (pl->sends_uppers) {
 		out->upper_sock = steal_fd(fd_p[0]);
 		out->workdir = p->workdir ? strdup(p->workdir) : NULL;
 		out->keep_changes = p->keep_changes ? strdup(p->keep_changes) : NULL;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "backend/monitor.h"
 #include "child.h"
 #include "execmsg.h"
 #include "rawsys.h"
@@ -34,37 +35,6 @@ static int fail(struct pl_fail *f, enum nat_stage stage, int err, const char *wh
 	return -1;
 }
 
-static void reset_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-int nat_close_all_but(int *keep, int n)
-{
-	for (int i = 1; i < n; i++) /* insertion sort: n is tiny */
-		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	unsigned int from = 3;
-	for (int i = 0; i < n; i++) {
-		if (keep[i] < (int)from)
-			continue;
-		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
-			return -errno;
-		from = (unsigned)keep[i] + 1;
-	}
-	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
-}
-
 static void setup_stdio(const struct nat_child *c)
 {
 	int in = c->stdin_fd;
@@ -75,7 +45,7 @@ static void setup_stdio(const struct nat_child *c)
 	/* Close every inherited descriptor but the status pipe and the Landlock ruleset,
 	 * which close themselves at exec (O_CLOEXEC) or before it. */
 	int keep[2] = {c->status_fd, c->landlock_fd};
-	if (nat_close_all_but(keep, 2) < 0)
+	if (mon_close_all_but(keep, 2) < 0)
 		nat_die(c, NS_STDIO, errno, "close_range");
 }
 
@@ -147,7 +117,7 @@ _Noreturn void nat_payload_main(const struct nat_child *c)
 	/* A new session: no controlling terminal, so TIOCSTI cannot push input to ours. */
 	if (setsid() < 0)
 		nat_die(c, NS_SETSID, errno, NULL);
-	reset_signals();
+	mon_reset_signals();
 	setup_stdio(c);
 	struct pl_fail f = {0};
 	if (drop_privileges(c, &f) < 0)
@@ -168,9 +138,9 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 		fail(&f, NS_STDIO, errno, "/dev/null");
 	if (setsid() < 0 && !f.stage)
 		fail(&f, NS_SETSID, errno, NULL);
-	reset_signals();
+	mon_reset_signals();
 	int keep[4] = {sock, null_fd, c->landlock_fd, c->status_fd};
-	if (nat_close_all_but(keep, 4) < 0 && !f.stage)
+	if (mon_close_all_but(keep, 4) < 0 && !f.stage)
 		fail(&f, NS_STDIO, errno, "close_range");
 	if (!f.stage && drop_privileges(c, &f) == 0)
 		restrict_self(c, "seccomp filter", &f);

@@ -18,122 +18,6 @@
 /* fsplan.c stages the --workdir overlay's layers under this directory of the new root. */
 #define OCI_STAGE ".airlock"
 
-static const char *rt_name(enum oci_runtime rt)
-{
-	return rt == OCI_RUNSC ? "gvisor" : "oci";
-}
-
-/* What neither runtime can do: the layers made by airlock's own init or by Landlock. */
-static int refuse_common(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err)
-{
-	const char *n = rt_name(rt);
-	/* crun's container runs airlock-init first, which applies the native ruleset; gVisor's kernel
-	 * has no Landlock. */
-	if ((p->require & REQ_LANDLOCK) && rt == OCI_RUNSC)
-		return al_err(err, ENOTSUP,
-			      "the %s backend cannot enforce the required layer landlock: gVisor's kernel has no "
-			      "Landlock (use --backend oci or native)",
-			      n);
-	if ((p->require & REQ_NETNS) && p->net == AL_NET_HOST)
-		return al_err(err, EPERM, "required layer netns conflicts with --net host");
-	if (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY)
-		return al_err(err, ENOTSUP,
-			      "the %s backend cannot make --checkout-mode copy: the throwaway copy is made by "
-			      "airlock's own init inside the sandbox (use --backend native, or --checkout-mode ro)",
-			      n);
-	if (p->keep_changes)
-		return al_err(err, ENOTSUP,
-			      "the %s backend cannot --keep-changes: it needs the copied checkout's overlay (use "
-			      "--backend native)",
-			      n);
-	if (p->subids)
-		return al_err(err, ENOTSUP,
-			      "the %s backend cannot map --subids: the container maps only the sandbox user (use "
-			      "--backend native)",
-			      n);
-	if (p->fallback)
-		return al_err(err, ENOTSUP,
-			      "the %s backend has no --fallback: the runtime itself needs user namespaces (use "
-			      "--backend native)",
-			      n);
-	if (p->attach)
-		return al_err(err, ENOTSUP,
-			      "the %s backend cannot hold a sandbox for later commands (use --backend native)", n);
-	if (p->workdir && (p->limits_set & (1u << AL_LIMIT_DISK)))
-		return al_err(err, ENOTSUP,
-			      "the %s backend cannot cap --workdir with --disk: it has no overlay, so the directory is "
-			      "bound read-write and writes reach the host directly (use --backend native)",
-			      n);
-	if (p->nfiles && p->workdir)
-		return al_err(err, EINVAL,
-			      "files for the sandbox (airlock exec's code) go into the throwaway /workspace, not into "
-			      "--workdir");
-	/* Without write-back the job would write the host directory itself: set-id bits, FIFOs and
-	 * modes would be there as the job left them, while it runs (tests/escape/workdir-links.sh). */
-	if (p->workdir)
-		return al_err(err, ENOTSUP,
-			      "the %s backend cannot take --workdir safely: it has no overlay, so the host directory "
-			      "would be bound read-write and the job's set-id files, FIFOs and modes would land on the "
-			      "host as it left them (use --backend native, which copies the changes back with set-id "
-			      "bits dropped, or --checkout)",
-			      n);
-	if (!root && p->id_base != AL_DEFAULT_ID_BASE)
-		return al_err(err, EPERM,
-			      "--id-base needs root: as an ordinary user the sandbox maps only the caller's own ids");
-	return 0;
-}
-
-int oci_refuse(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err)
-{
-	int r = refuse_common(p, rt, root, err);
-	/* Both enforce the profile: crun loads airlock's BPF program, runsc (--oci-seccomp) has
-	 * gVisor's kernel enforce it as linux.seccomp rules (oci_seccomp_json). */
-	if (r == 0 && (p->require & REQ_SECCOMP) && p->seccomp == AL_SECCOMP_OFF)
-		return al_err(err, EPERM, "required layer seccomp is off in this policy (--seccomp off)");
-	if (r < 0 || rt == OCI_CRUN)
-		return r;
-	if (!root)
-		return al_err(err, EPERM,
-			      "the gvisor backend needs root here: runsc 20221219 cannot start its gofer as an "
-			      "ordinary user, rootless or in a user namespace (fork/exec /proc/self/exe: invalid "
-			      "argument; use --backend oci, bwrap or native)");
-	/* runsc 20221219 with --network=host in a user namespace fails setting up the container's
-	 * mounts ("error converting mounts: operation not permitted"): refused here, by name. */
-	if (p->net == AL_NET_HOST)
-		return al_err(err, ENOTSUP,
-			      "the gvisor backend cannot run --net host here: runsc 20221219 cannot share the host's "
-			      "network with a sandbox in a user namespace (use --backend oci, bwrap or native)");
-	/* The job's pids.max counts host tasks: gVisor's sentry threads and its ptrace stubs, not the
-	 * guest's processes one by one; at the limit the sentry stalls instead of failing fork with
-	 * EAGAIN. So an explicit --pids, a promise about the payload's processes, is refused (the
-	 * default limit still bounds what the host runs for the job). */
-	if (p->limits_set & (1u << AL_LIMIT_PIDS))
-		return al_err(err, ENOTSUP,
-			      "the gvisor backend cannot enforce --pids as a limit on the payload's processes: they "
-			      "live inside gVisor's kernel, and the job cgroup's pids.max only bounds gVisor's own "
-			      "host tasks (use --backend oci, bwrap or native)");
-	/* gVisor's kernel shows the payload RLIMIT_CPU but never signals at it (runsc 20221219):
-	 * a spin runs on to --time. Refused rather than reported as a limit. */
-	if (p->limits[AL_LIMIT_CPU_MS] != AL_UNLIMITED)
-		return al_err(err, ENOTSUP,
-			      "the gvisor backend cannot enforce --cpu-time: gVisor's kernel accepts RLIMIT_CPU but "
-			      "never stops the payload at it (use --time, or --backend oci, bwrap or native)");
-	if (p->require & REQ_CGROUPNS)
-		return al_err(err, ENOTSUP,
-			      "the gvisor backend cannot enforce the required layer cgroupns: gVisor emulates its own "
-			      "/sys/fs/cgroup, no kernel cgroup namespace is made (use --backend oci or native)");
-	if (p->require & REQ_PIVOT_ROOT)
-		return al_err(err, ENOTSUP,
-			      "the gvisor backend cannot enforce the required layer pivot_root: the payload's root is "
-			      "gVisor's own mount tree (use --backend oci or native)");
-	if (pol_needs_proxy(p))
-		return al_err(err, ENOTSUP,
-			      "the gvisor backend cannot serve the egress proxy (--net allow=..., --broker): gVisor's "
-			      "network stack offers no way to hand its listening socket to airlock (use --backend oci, "
-			      "bwrap or native)");
-	return 0;
-}
-
 /* ---- the seccomp profile as linux.seccomp (runsc --oci-seccomp) ----------------------- */
 
 #ifndef CLONE_NEWTIME
@@ -550,8 +434,8 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 			json_decref(mounts);
 			if (r == -ENOMEM)
 				break;
-			al_err(err, -r, "the %s backend cannot set up /%s (plan step %d)", rt_name(o->runtime),
-			       plan->ops[i].dest, (int)plan->ops[i].kind);
+			al_err(err, -r, "the %s backend cannot set up /%s (plan step %d)",
+			       o->runtime == OCI_RUNSC ? "gvisor" : "oci", plan->ops[i].dest, (int)plan->ops[i].kind);
 			return NULL;
 		}
 	}

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "backend/backend.h"
+#include "backend/capability.h"
 #include "backend/native/channel.h"
 #include "backend/native/fsplan.h"
 #include "backend/native/landlock.h"
@@ -75,8 +76,6 @@ struct oci_opts {
 	const struct ll_spec *landlock; /* crun: the payload's ruleset, applied by airlock-init; NULL: none */
 };
 
-/* Why a policy cannot run under this runtime; 0 if it can. */
-int oci_refuse(const struct al_policy *p, enum oci_runtime rt, bool root, struct al_error *err);
 /* config.json for policy p over the native backend's filesystem plan (ops whose optional
  * source is missing carry skip). *out is a new reference. */
 int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o, json_t **out,
@@ -96,6 +95,16 @@ bool oci_log_error(const char *buf, size_t n, char *msg, size_t size);
 
 /* ---- the spawn (ocispawn.c): what gvisor.c and oci.c share ---------------------------- */
 
+/* What neither runtime can do: the layers made by airlock's own init, an overlay. */
+#define OCI_LACKS                                                                                                      \
+	[PN_CHECKOUT_COPY] = BE_WHY_NO_COPY, [PN_KEEP_CHANGES] = BE_WHY_NO_KEEP,                                       \
+	[PN_SUBIDS] = "the container maps only the sandbox user (use --backend native)",                               \
+	[PN_FALLBACK] = "the runtime itself needs user namespaces (use --backend native)", [PN_HOLD] = BE_WHY_NO_HOLD, \
+	[PN_WORKDIR_DISK] = "it has no overlay, so the directory is bound read-write and writes reach the "            \
+			    "host directly (use --backend native)",                                                    \
+	[PN_WORKDIR] = "it has no overlay, so the host directory would be bound read-write and the job's "             \
+		       "set-id files, FIFOs and modes would land on the host as it left them " BE_WHY_NO_WBACK
+
 /* What one runtime adds to the shared spawn. */
 struct oci_runtime_desc {
 	enum oci_runtime runtime;
@@ -107,12 +116,16 @@ struct oci_runtime_desc {
 	 * the log file, id the container id. */
 	int (*argv)(char ***argv, const struct al_policy *p, const char *state, const char *bundle, const char *log,
 		    const char *id);
-	/* The runtime-specific part of the verdict's enforced object, added to e. */
-	int (*enforced)(json_t *e, const struct al_policy *p, bool root);
+	/* What it makes, for the verdict's enforced object (be_applied). */
+	unsigned ns; /* enum be_ns */
+	bool pivot_root;
+	const char *netns_maker, *kernel, *platform;
 };
 
-int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const struct be_io *io, struct be_proc *out,
-	      struct al_error *err);
+int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const struct pol_plan *pl,
+	      const struct be_io *io, struct be_proc *out, struct al_error *err);
+/* A NULL-terminated copy of list (every string malloc'd) in *out: 0 or -ENOMEM. */
+int oci_strv_dup(char ***out, const char *const *list);
 
 /* ---- the monitor (ocichild.c): between clone3 and the runtime's execve ---------------- */
 

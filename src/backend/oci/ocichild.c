@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/monitor.h"
 #include "backend/native/net.h"
 #include "bundle.h"
 #include "util/cleanup.h"
-#include "util/fdpass.h"
 
 #define OCI_FAIL_EXIT 126
 
@@ -43,59 +43,6 @@ static void on_term(int sig)
 		_exit(OCI_FAIL_EXIT);
 }
 
-static void reset_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-/* Closes every descriptor >= 3 except the n in keep (negative entries are ignored). */
-static int close_all_but(int *keep, size_t n)
-{
-	for (size_t i = 1; i < n; i++) /* insertion sort: n is tiny */
-		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int t = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = t;
-		}
-	unsigned int from = 3;
-	for (size_t i = 0; i < n; i++) {
-		if (keep[i] < (int)from)
-			continue;
-		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
-			return -errno;
-		from = (unsigned)keep[i] + 1;
-	}
-	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
-}
-
-/* "0 ID 1\n" into a /proc/self map file, without formatting functions. */
-static int write_map(const char *file, unsigned id)
-{
-	char num[12], line[32] = "0 ";
-	size_t n = 0, k = 2;
-	do
-		num[n++] = (char)('0' + id % 10);
-	while ((id /= 10) && n < sizeof(num));
-	for (size_t i = n; i > 0; i--)
-		line[k++] = num[i - 1];
-	line[k++] = ' ';
-	line[k++] = '1';
-	line[k++] = '\n';
-	int fd = open(file, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = write(fd, line, k) == (ssize_t)k ? 0 : -errno;
-	close(fd);
-	return r;
-}
-
 /* The runtime's surroundings, made by the monitor for itself and its one child:
  *  - an ordinary caller gets a user namespace in which it is 0 (so crun and runsc run as
  *    "root" of it, and map the sandbox user to hostID 0 there: the caller);
@@ -113,26 +60,18 @@ static void surroundings(const struct oci_child *c)
 	if (!c->root) {
 		if (unshare(CLONE_NEWUSER | flags) < 0)
 			die(c, NS_CREDS, errno, "a user namespace for the runtime");
-		int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, "deny", 4) != 4)
-			die(c, NS_CREDS, errno, "/proc/self/setgroups");
-		close(fd);
-		if ((r = write_map("/proc/self/uid_map", (unsigned)c->uid)) < 0 ||
-		    (r = write_map("/proc/self/gid_map", (unsigned)c->gid)) < 0)
-			die(c, NS_CREDS, -r, "the id maps of the runtime's namespace");
+		bool in_maps;
+		if ((r = mon_map_self(0, (unsigned)c->uid, (unsigned)c->gid, &in_maps)) < 0)
+			die(c, NS_CREDS, -r,
+			    in_maps ? "the id maps of the runtime's namespace" : "/proc/self/setgroups");
 	} else if (unshare(flags) < 0) {
 		die(c, NS_CREDS, errno, "namespaces for the runtime");
 	}
 	if (c->proxy_sock < 0)
 		return;
-	if ((r = net_lo_up()) < 0)
-		die(c, NS_NET, -r, "lo");
-	int fd = net_listen_lo(AL_PROXY_PORT);
-	if (fd < 0)
-		die(c, NS_NET, -fd, "proxy socket on 127.0.0.1");
-	if ((r = al_send_fd(c->proxy_sock, fd, 'p')) < 0)
-		die(c, NS_NET, -r, "handing the proxy socket to the supervisor");
-	close(fd);
+	const char *what = "lo";
+	if ((r = net_lo_up()) < 0 || (r = mon_hand_proxy_socket(c->proxy_sock, &what)) < 0)
+		die(c, NS_NET, -r, what);
 }
 
 /* Pid 1's mounts, in the private mount namespace: a /proc of the new pid namespace (the
@@ -181,7 +120,7 @@ static void runtime_fds(struct oci_child *c)
 	}
 	/* The status pipe stays O_CLOEXEC: it is ours, not the runtime's. */
 	int keep[] = {c->status_fd, c->init_w};
-	if (close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
+	if (mon_close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 }
 
@@ -189,7 +128,7 @@ static void runtime_fds(struct oci_child *c)
 static _Noreturn void exec_runtime(const struct oci_child *parent, int alive_r)
 {
 	struct oci_child copy = *parent, *c = &copy;
-	reset_signals();
+	mon_reset_signals();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(OCI_FAIL_EXIT);
 	/* getppid() is 0 for a pid namespace's init: the monitor holds the write end of this
@@ -319,7 +258,7 @@ _Noreturn void oci_monitor_main(const struct oci_child *c)
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	int keep[] = {c->sync_fd,   c->status_fd,  c->stdin_fd, c->stdout_fd,
 		      c->stderr_fd, c->proxy_sock, c->init_r,	c->init_w};
-	if (close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
+	if (mon_close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
 		die(c, NS_STDIO, errno, "close_range");
 	char go;
 	if (read(c->sync_fd, &go, 1) != 1)

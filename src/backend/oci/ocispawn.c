@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/monitor.h"
 #include "backend/native/native.h"
 #include "backend/native/pidfd.h"
 #include "backend/native/seccomp.h"
@@ -83,6 +84,23 @@ struct oci_spawn {
 	char **argv;
 	int sync_p[2], status_p[2], px_p[2], init_p[2];
 };
+
+int oci_strv_dup(char ***out, const char *const *list)
+{
+	size_t n = 0;
+	while (list[n])
+		n++;
+	char **v = calloc(n + 1, sizeof(*v));
+	for (size_t i = 0; v && i < n; i++)
+		if (!(v[i] = strdup(list[i]))) {
+			while (i > 0)
+				free(v[--i]);
+			free(v);
+			v = NULL;
+		}
+	*out = v;
+	return v ? 0 : -ENOMEM;
+}
 
 static void strv_free(char **v, size_t n)
 {
@@ -122,16 +140,8 @@ static int write_file(const char *path, const char *data, size_t n, mode_t mode)
 	cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	while (n > 0) {
-		ssize_t w = write(fd, data, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		data += w;
-		n -= (size_t)w;
-	}
-	return fchmod(fd, mode) < 0 ? -errno : 0;
+	int r = al_write_all(fd, data, n);
+	return r < 0 ? r : fchmod(fd, mode) < 0 ? -errno : 0;
 }
 
 /* mkdir -p of a path relative to the rootfs directory. */
@@ -282,16 +292,16 @@ static void rlimits(struct oci_opts *o, const struct al_policy *p)
 }
 
 /* crun: the native backend's Landlock ruleset, which airlock-init (the container's first process,
- * under crun's no_new_privs) builds and the payload enforces; the same floor as native. */
+ * under crun's no_new_privs) builds and the payload enforces; the floor was checked (be_refuse). */
 static int oci_landlock(struct oci_spawn *s, const struct al_policy *p, struct al_error *err)
 {
 	int abi = ll_abi();
 	if (abi > LL_ABI_MAX)
 		abi = LL_ABI_MAX;
-	int r = nat_landlock_floor(p, abi, err);
-	if (r < 0 || !p->landlock || abi == 0)
-		return r;
+	if (!p->landlock || abi == 0)
+		return 0;
 	size_t n = 0;
+	int r;
 	if ((r = nat_landlock_spec(p, &s->landlock, &s->ll_paths, &n)) < 0)
 		return al_err(err, -r, "setup: Landlock rules: out of memory");
 	if (n > OCI_MAX_LANDLOCK)
@@ -328,8 +338,8 @@ static int init_binary(struct oci_spawn *s, struct al_error *err)
 	return 0;
 }
 
-static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p, bool root,
-		  struct al_error *err)
+static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p,
+		  const struct pol_plan *pl, struct al_error *err)
 {
 	struct fs_host host;
 	fs_host_probe(&host, &s->plan, p->rootfs);
@@ -352,18 +362,19 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 	if ((r = pathf(files_dir, s->bundle, "files")) < 0)
 		return al_err_sys(err, -r, "setup: the bundle's files");
 	struct oci_opts o = {.runtime = d->runtime,
-			     .root = root,
+			     .root = pl->root,
 			     .file_src = (const char *const *)s->file_src,
 			     .init_src = s->init_src[0] ? s->init_src : NULL,
 			     .init_exec = exec_init,
 			     .files_dir = files_dir};
 	if (d->runtime == OCI_RUNSC && p->seccomp != AL_SECCOMP_OFF) {
-		s->sc = (struct sc_options){.profile = p->seccomp, .allow_inet = true};
+		be_sc_options(pl, true, &s->sc);
 		o.oci_seccomp = &s->sc;
 		s->sc_on = true;
 	}
 	if (d->runtime == OCI_CRUN) {
-		struct sc_options so = {.profile = p->seccomp, .allow_inet = true, .allow_io_uring = false};
+		struct sc_options so;
+		be_sc_options(pl, true, &so);
 		if ((r = sc_build(&so, &s->filter, err)) < 0)
 			return r;
 		if (s->filter.prog.len &&
@@ -411,37 +422,39 @@ static int make_dirs(struct oci_spawn *s, const struct oci_runtime_desc *d, stru
 	return r < 0 ? al_err_sys(err, -r, "setup: the %s bundle directory", d->name) : 0;
 }
 
-/* The payload as the host sees it: the caller, or id_base+1000 for a root caller. */
-static json_int_t payload_host_uid(const struct al_policy *p, bool root)
+static char *enforced_json(const struct oci_runtime_desc *d, const struct al_policy *p, const struct pol_plan *pl,
+			   const struct oci_spawn *s)
 {
-	return root ? (json_int_t)p->id_base + AL_SANDBOX_UID : (json_int_t)getuid();
-}
-
-static char *enforced_json(const struct oci_runtime_desc *d, const struct al_policy *p, const struct oci_spawn *s,
-			   bool root)
-{
-	json_t *e = json_pack("{s:s,s:{s:s,s:I,s:I},s:s,s:i,s:I,s:b,s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:s,s:b}", "runtime",
-			      d->path, "id_map", "mode", root ? "pair" : "single", "host_base",
-			      root ? (json_int_t)p->id_base : (json_int_t)getuid(), "count", (json_int_t)(root ? 2 : 1),
-			      "setgroups", "deny", "payload_uid", AL_SANDBOX_UID, "payload_host_uid",
-			      payload_host_uid(p, root), "no_new_privs", 1, "capabilities", "none", "environment",
-			      "scrubbed", "network", pol_net_name(p->net), "rlimits", nat_rlimits_json(p), "seccomp",
-			      s->filter.prog.len || s->sc_on ? json_string(sc_profile_name(p->seccomp)) : json_false(),
-			      "landlock", nat_landlock_json(s->ll_abi ? &s->landlock : NULL, s->ll_abi),
-			      /* no overlay: the directory itself, read-write, beyond --disk */
-			      "workdir", p->workdir ? "bind" : "none",
-			      /* airlock exec's files: read-only binds of files in the bundle (crun), or
-			       * copies of them, the sandbox user's, made by airlock-init (runsc) */
-			      "files",
-			      !p->nfiles		? "none"
-			      : d->runtime == OCI_RUNSC ? "copied"
-							: "read-only",
-			      "cgroup", 0);
-	if (e && d->enforced(e, p, root) < 0)
-		json_decref(steal_ptr(e));
-	char *str = e ? json_dumps(e, JSON_COMPACT) : NULL;
-	json_decref(e);
-	return str;
+	bool root = pl->root;
+	struct be_applied a = {
+		.tool_key = "runtime",
+		.tool = d->path,
+		.ns = d->ns,
+		.pivot_root = d->pivot_root,
+		.readonly_root = true,
+		.map_mode = root ? "pair" : "single",
+		.map_base = root ? (json_int_t)p->id_base : (json_int_t)getuid(),
+		.map_count = root ? 2 : 1,
+		.setgroups = "deny",
+		.payload_uid = AL_SANDBOX_UID,
+		/* the payload as the host sees it: the caller, or id_base+1000 for a root caller */
+		.payload_host_uid = root ? (json_int_t)p->id_base + AL_SANDBOX_UID : (json_int_t)getuid(),
+		.netns_maker = d->netns_maker,
+		.loopback = true,
+		.seccomp = s->filter.prog.len || s->sc_on ? sc_profile_name(p->seccomp) : NULL,
+		.landlock = be_landlock_json(s->ll_abi ? &s->landlock : NULL, s->ll_abi),
+		/* no overlay: the directory itself, read-write, beyond --disk */
+		.workdir = p->workdir ? "bind" : "none",
+		/* airlock exec's files: read-only binds of files in the bundle (crun), or copies of
+		 * them, the sandbox user's, made by airlock-init (runsc) */
+		.files = !p->nfiles		   ? "none"
+			 : d->runtime == OCI_RUNSC ? "copied"
+						   : "read-only",
+		.cgroup_key = true,
+		.kernel = d->kernel,
+		.platform = d->platform,
+	};
+	return be_enforced_json(pl, &a);
 }
 
 /* On a hybrid host the cgroup2 hierarchy sits at /sys/fs/cgroup/unified. */
@@ -451,45 +464,34 @@ static bool hybrid_unified(void)
 	return statfs("/sys/fs/cgroup/unified", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
 }
 
-/* clone3 into the job's cgroup (v2) or attach before the release (v1), then release. */
+static _Noreturn void monitor_main(const void *c)
+{
+	oci_monitor_main(c);
+}
+
+/* The monitor, in the job's cgroup, released (mon_start). */
 static int start(const struct oci_child *c, const struct be_io *io, struct oci_spawn *s, pid_t *pid, int *pidfd,
 		 struct al_error *err)
 {
-	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
-	*pid = pfd_clone3(0, pidfd, cgfd);
-	if (*pid == 0) {
-		close(s->sync_p[1]);
-		close(s->status_p[0]);
-		if (s->px_p[0] >= 0)
-			close(s->px_p[0]);
-		oci_monitor_main(c);
-	}
-	if (*pid < 0)
-		return al_err(err, -*pid, "setup: starting the %s monitor: %s",
-			      c->runtime == OCI_RUNSC ? "gvisor" : "oci", strerror(-*pid));
-	int r = 0;
-	if (io->cg && cgfd < 0)
-		r = cg_attach(io->cg, *pid, err);
-	if (r == 0 && write(s->sync_p[1], "g", 1) != 1)
-		r = al_err_sys(err, errno, "setup: releasing the monitor");
-	if (r < 0) {
-		siginfo_t si;
-		struct rusage ru;
-		pfd_send_signal(*pidfd, SIGKILL);
-		pfd_wait(*pidfd, &si, &ru, WEXITED);
-	}
-	return r;
+	const int parent_only[] = {s->sync_p[1], s->status_p[0], s->px_p[0]};
+	struct mon_start m = {.main = monitor_main,
+			      .arg = c,
+			      .sync_w = s->sync_p[1],
+			      .parent_only = parent_only,
+			      .nparent_only = AL_ARRAY_SIZE(parent_only),
+			      .what = c->runtime == OCI_RUNSC ? "the gvisor monitor" : "the oci monitor"};
+	return mon_start(&m, io, pid, pidfd, err);
 }
 
-static int prepare(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p, bool root,
-		   struct al_error *err)
+static int prepare(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p,
+		   const struct pol_plan *pl, struct al_error *err)
 {
 	int r = make_dirs(s, d, err);
-	if (r < 0 || (r = bundle(s, d, p, root, err)) < 0)
+	if (r < 0 || (r = bundle(s, d, p, pl, err)) < 0)
 		return r;
 	if (pipe2(s->sync_p, O_CLOEXEC) < 0 || pipe2(s->status_p, O_CLOEXEC) < 0)
 		return al_err_sys(err, errno, "setup: pipe");
-	if (pol_needs_proxy(p) && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
+	if (pl->net.proxy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
 		return al_err_sys(err, errno, "setup: socketpair");
 	if (s->init_src[0] && pipe2(s->init_p, O_CLOEXEC) < 0)
 		return al_err_sys(err, errno, "setup: pipe");
@@ -501,13 +503,10 @@ static int prepare(struct oci_spawn *s, const struct oci_runtime_desc *d, const 
 	return 0;
 }
 
-int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const struct be_io *io, struct be_proc *out,
-	      struct al_error *err)
+int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const struct pol_plan *pl,
+	      const struct be_io *io, struct be_proc *out, struct al_error *err)
 {
-	bool root = geteuid() == 0;
-	int r = oci_refuse(p, d->runtime, root, err);
-	if (r < 0)
-		return r;
+	int r;
 	if (access(d->path, X_OK) < 0)
 		return al_err(err, ENOENT, "the %s backend needs %s (Debian package %s): %s", d->name, d->path,
 			      d->package, strerror(errno));
@@ -515,7 +514,7 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	s.plan.sendfd_sock = -1;
 	pid_t pid;
 	int pidfd = -1;
-	if ((r = prepare(&s, d, p, root, err)) < 0)
+	if ((r = prepare(&s, d, p, pl, err)) < 0)
 		goto out;
 	struct oci_child c = {
 		.argv = s.argv,
@@ -531,7 +530,7 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 		.proxy_sock = s.px_p[1],
 		.init_r = s.init_p[0],
 		.init_w = s.init_p[1],
-		.root = root,
+		.root = pl->root,
 		.mask_unified = hybrid_unified(),
 		.uid = getuid(),
 		.gid = getgid(),
@@ -541,7 +540,7 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(s.status_p[0]);
-	out->enforced_json = enforced_json(d, p, &s, root);
+	out->enforced_json = enforced_json(d, p, pl, &s);
 	out->backend = d->name;
 	/* crun: every profile kills foreign-ABI calls; runsc: strict kills its always-denied calls */
 	out->seccomp_kills = s.filter.prog.len > 0 || (d->runtime == OCI_RUNSC && p->seccomp == AL_SECCOMP_STRICT);

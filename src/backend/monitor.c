@@ -1,0 +1,134 @@
+/* monitor.c — the boundary programs' monitor start and the process hygiene of children before execve (monitor.h). */
+#include "backend/monitor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/native/net.h"
+#include "backend/native/pidfd.h"
+#include "cgroup/cgroup.h"
+#include "util/error.h"
+#include "util/fdpass.h"
+
+int mon_start(const struct mon_start *m, const struct be_io *io, pid_t *pid, int *pidfd, struct al_error *err)
+{
+	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
+	*pid = pfd_clone3(0, pidfd, cgfd);
+	if (*pid == 0) {
+		for (size_t i = 0; i < m->nparent_only; i++)
+			if (m->parent_only[i] >= 0)
+				close(m->parent_only[i]);
+		m->main(m->arg);
+		_exit(127); /* not reached: main ends in execve or _exit */
+	}
+	if (*pid < 0)
+		return al_err(err, -*pid, "setup: starting %s: %s", m->what, strerror(-*pid));
+	int r = 0;
+	/* On cgroup v1 the monitor joins the job's cgroups now, before it is released. */
+	if (io->cg && cgfd < 0)
+		r = cg_attach(io->cg, *pid, err);
+	if (r == 0 && write(m->sync_w, "g", 1) != 1)
+		r = al_err_sys(err, errno, "setup: releasing %s", m->what);
+	if (r < 0) {
+		siginfo_t si;
+		struct rusage ru;
+		pfd_send_signal(*pidfd, SIGKILL);
+		pfd_wait(*pidfd, &si, &ru, WEXITED);
+	}
+	return r;
+}
+
+void mon_reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &sa, NULL); /* fails harmlessly for SIGKILL, SIGSTOP and RT gaps */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+int mon_close_all_but(int *keep, size_t n)
+{
+	for (size_t i = 1; i < n; i++) /* insertion sort: n is tiny */
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned int from = 3;
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
+			return -errno;
+		from = (unsigned)keep[i] + 1;
+	}
+	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? -errno : 0;
+}
+
+/* The decimal digits of v into buf, without formatting functions: the length. */
+static size_t put_uint(char *buf, unsigned v)
+{
+	char num[12];
+	size_t n = 0, k = 0;
+	do
+		num[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(num));
+	while (n > 0)
+		buf[k++] = num[--n];
+	return k;
+}
+
+int mon_write_map(const char *file, unsigned inside, unsigned outside)
+{
+	char line[32];
+	size_t k = put_uint(line, inside);
+	line[k++] = ' ';
+	k += put_uint(line + k, outside);
+	line[k++] = ' ';
+	line[k++] = '1';
+	line[k++] = '\n';
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, line, k) == (ssize_t)k ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+int mon_map_self(unsigned inside, unsigned uid, unsigned gid, bool *in_maps)
+{
+	*in_maps = false;
+	int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "deny", 4) != 4) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	close(fd);
+	*in_maps = true;
+	int r = mon_write_map("/proc/self/uid_map", inside, uid);
+	return r < 0 ? r : mon_write_map("/proc/self/gid_map", inside, gid);
+}
+
+int mon_hand_proxy_socket(int proxy_sock, const char **what)
+{
+	*what = "proxy socket on 127.0.0.1";
+	int fd = net_listen_lo(AL_PROXY_PORT);
+	if (fd < 0)
+		return fd;
+	*what = "handing the proxy socket to the supervisor";
+	int r = al_send_fd(proxy_sock, fd, 'p');
+	close(fd);
+	return r < 0 ? r : 0;
+}

@@ -1,0 +1,49 @@
+/* monitor.h — what the backends that run another program as the boundary (bwrap, crun, runsc) share:
+ * starting their monitor and the process hygiene of every child between clone and execve.
+ *
+ * A monitor is the clone3 child of the supervisor that starts the boundary's program and reports
+ * the payload's end on the status pipe (bwrap/bwchild.c, oci/ocichild.c). mon_start makes it in
+ * the job's cgroup (clone3 into it on v2, attached before its release on v1) and releases it with
+ * one byte on the sync pipe; the helpers below run in such children, and in the native backend's
+ * init and payload: none allocates or formats. */
+#ifndef AL_BACKEND_MONITOR_H
+#define AL_BACKEND_MONITOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "backend/backend.h"
+
+/* What mon_start needs: the monitor's entry and the descriptors only the supervisor keeps. */
+struct mon_start {
+	void (*main)(const void *arg); /* runs in the child, with arg; never returns */
+	const void *arg;
+	int sync_w;		/* write end of the sync pipe: one byte releases the monitor */
+	const int *parent_only; /* closed in the child (negative entries ignored) */
+	size_t nparent_only;
+	const char *what; /* "the bwrap monitor": for messages */
+};
+
+/* Starts the monitor in io->cg and releases it: 0 with *pid and *pidfd (owned by the caller), or
+ * -errno (the monitor, if it was started, is killed and reaped). */
+int mon_start(const struct mon_start *m, const struct be_io *io, pid_t *pid, int *pidfd, struct al_error *err);
+
+/* Every signal back to its default disposition, none blocked: a child of the supervisor, whose
+ * front end blocks its stop signals and ignores others, must not pass that on. */
+void mon_reset_signals(void);
+/* Closes every descriptor >= 3 except the n in keep (negative entries are ignored); sorts keep.
+ * 0 or -errno. */
+int mon_close_all_but(int *keep, size_t n);
+/* "INSIDE OUTSIDE 1\n" into a /proc/self map file (uid_map, gid_map): one id, mapped. 0 or -errno. */
+int mon_write_map(const char *file, unsigned inside, unsigned outside);
+/* In a user namespace just made (unshare, by a process whose ids were uid and gid before it):
+ * setgroups denied, and inside mapped to uid and gid. 0, or -errno with *in_maps saying whether
+ * the maps (or setgroups) failed. */
+int mon_map_self(unsigned inside, unsigned uid, unsigned gid, bool *in_maps);
+
+/* The egress proxy's listening socket, made on 127.0.0.1 in this process's network namespace (lo
+ * up) and handed to the supervisor on proxy_sock: 0, or -errno with *what naming the step. */
+int mon_hand_proxy_socket(int proxy_sock, const char **what);
+
+#endif

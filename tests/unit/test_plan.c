@@ -1,0 +1,178 @@
+/* test_plan.c — unit tests for the policy's plan, the capability tables' refusal and the enforced writer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/capability.h"
+#include "backend/native/landlock.h"
+#include "policy/plan.h"
+#include "policy/policy.h"
+
+static struct al_policy *policy(void)
+{
+	struct al_policy *p = NULL;
+	assert_int_equal(al_policy_new(&p), 0);
+	const char *argv[] = {"/bin/true"};
+	assert_int_equal(al_policy_set_argv(p, 1, argv, NULL), 0);
+	return p;
+}
+
+static const struct be_host any_host = {.cgroupns = true, .landlock_abi = LL_ABI_MAX};
+
+/* The posture's derived facts, once: a namespace of its own but under host, lo up in it, inet
+ * sockets in a namespace always and without one only under host, the proxy with allow=. */
+static void net_facts(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy();
+	struct pol_plan pl;
+	pol_plan_build(p, true, &pl);
+	assert_string_equal(pl.net.name, "none");
+	assert_true(pl.net.own_netns);
+	assert_string_equal(pl.net.loopback, "up");
+	assert_true(pl.net.inet_in_netns);
+	assert_false(pl.net.inet_without_netns);
+	assert_false(pl.net.proxy);
+	assert_int_equal(al_policy_set_network(p, AL_NET_HOST, NULL), 0);
+	pol_plan_build(p, true, &pl);
+	assert_false(pl.net.own_netns);
+	assert_string_equal(pl.net.loopback, "host");
+	assert_true(pl.net.inet_without_netns);
+	assert_true(pol_plan_needs(&pl, PN_NET_HOST));
+	assert_int_equal(al_policy_allow_hosts(p, "pypi.org", NULL), 0);
+	pol_plan_build(p, false, &pl);
+	assert_string_equal(pl.net.name, "allow");
+	assert_true(pl.net.proxy && pl.net.own_netns);
+	assert_true(pol_plan_needs(&pl, PN_PROXY) && pol_plan_needs(&pl, PN_ROOTLESS));
+	al_policy_free(p);
+}
+
+/* One name table: every name parses back to its posture; "allow" is never a name alone. */
+static void net_names(void **state)
+{
+	(void)state;
+	enum al_net_posture n;
+	assert_int_equal(pol_net_parse("loopback", &n), 0);
+	assert_int_equal(n, AL_NET_NONE);
+	assert_int_equal(pol_net_parse("host", &n), 0);
+	assert_int_equal(n, AL_NET_HOST);
+	assert_int_equal(pol_net_parse("allow", &n), -EINVAL);
+	const char *names[8];
+	assert_int_equal(pol_net_choices(names, 8), 3);
+	assert_string_equal(names[1], "loopback");
+	assert_string_equal(pol_net_name(AL_NET_ALLOW), "allow");
+}
+
+/* The refusal names the backend and what it lacks; a conflict of the policy with itself comes
+ * first, whatever the backend; the native table lacks nothing of these. */
+static void refuse(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy();
+	struct al_error err = {0};
+	struct pol_plan pl;
+	assert_int_equal(al_policy_require(p, "pivot_root", NULL), 0);
+	pol_plan_build(p, true, &pl);
+	assert_int_equal(be_refuse(&be_gvisor_caps, p, &pl, &any_host, &err), -ENOTSUP);
+	assert_non_null(strstr(err.msg, "the gvisor backend cannot enforce the required layer pivot_root: "));
+	assert_int_equal(be_refuse(&be_native_caps, p, &pl, &any_host, NULL), 0);
+	assert_int_equal(be_refuse(&be_oci_caps, p, &pl, &any_host, NULL), 0);
+	assert_int_equal(al_policy_require(p, "netns", NULL), 0);
+	assert_int_equal(al_policy_set_network(p, AL_NET_HOST, NULL), 0);
+	pol_plan_build(p, true, &pl);
+	assert_int_equal(be_refuse(&be_gvisor_caps, p, &pl, &any_host, &err), -EPERM);
+	assert_string_equal(err.msg, "required layer netns conflicts with --net host");
+	assert_int_equal(be_refuse(&be_native_caps, p, &pl, &any_host, &err), -EPERM);
+	al_policy_free(p);
+	/* the host's limits last: a floor above this kernel's Landlock ABI */
+	p = policy();
+	assert_int_equal(al_policy_require(p, "landlock>=3", NULL), 0);
+	pol_plan_build(p, true, &pl);
+	struct be_host old = {.cgroupns = true, .landlock_abi = 2};
+	assert_int_equal(be_refuse(&be_native_caps, p, &pl, &old, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "landlock>=3"));
+	assert_int_equal(be_refuse(&be_bwrap_caps, p, &pl, &old, &err), -ENOTSUP);
+	assert_non_null(strstr(err.msg, "bubblewrap has no Landlock"));
+	/* a held sandbox is the native backend's alone */
+	pol_plan_build(p, true, &pl);
+	pl.needs |= 1u << PN_HOLD;
+	assert_int_equal(be_refuse(&be_oci_caps, p, &pl, &any_host, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "held sandboxes"));
+	al_policy_free(p);
+}
+
+/* The writer: the plan's network facts, the record's layers, keys left out where not applied. */
+static void enforced(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy();
+	assert_int_equal(al_policy_allow_hosts(p, "pypi.org", NULL), 0);
+	struct pol_plan pl;
+	pol_plan_build(p, true, &pl);
+	struct be_applied a = {.tool_key = "bwrap",
+			       .tool = "/usr/bin/bwrap",
+			       .ns = BE_NS_ALL,
+			       .map_mode = "single",
+			       .map_base = 7,
+			       .map_count = 1,
+			       .setgroups = "deny",
+			       .netns_maker = "bwrap",
+			       .loopback = true,
+			       .seccomp = "default",
+			       .cgroup_key = true};
+	char *s = be_enforced_json(&pl, &a);
+	json_t *e = json_loads(s, 0, NULL);
+	assert_non_null(e);
+	assert_string_equal(json_string_value(json_object_get(e, "bwrap")), "/usr/bin/bwrap");
+	assert_string_equal(json_string_value(json_object_get(e, "network")), "allow");
+	assert_string_equal(json_string_value(json_object_get(e, "network_namespace")), "airlock");
+	assert_string_equal(json_string_value(json_object_get(e, "loopback")), "up");
+	assert_string_equal(json_string_value(json_object_get(e, "setgroups")), "deny");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "id_map"), "host_base")), 7);
+	assert_true(json_is_true(json_object_get(json_object_get(e, "namespaces"), "net")));
+	assert_true(json_is_false(json_object_get(e, "landlock")));
+	assert_true(json_is_false(json_object_get(e, "cgroup")));
+	assert_null(json_object_get(e, "fallback"));
+	assert_null(json_object_get(e, "workspace"));
+	json_decref(e);
+	free(s);
+	/* under host: no namespace of the job's, whatever the backend made */
+	assert_int_equal(al_policy_set_network(p, AL_NET_HOST, NULL), 0);
+	pol_plan_build(p, true, &pl);
+	s = be_enforced_json(&pl, &a);
+	e = json_loads(s, 0, NULL);
+	assert_true(json_is_false(json_object_get(json_object_get(e, "namespaces"), "net")));
+	assert_string_equal(json_string_value(json_object_get(e, "network_namespace")), "host");
+	assert_string_equal(json_string_value(json_object_get(e, "loopback")), "host");
+	json_decref(e);
+	free(s);
+	al_policy_free(p);
+}
+
+/* One table of defaults: the policy starts with them. */
+static void defaults(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy();
+	for (int l = 0; l < AL_LIMIT__COUNT; l++)
+		assert_int_equal(al_policy_get_limit(p, (enum al_limit)l), pol_default_limit((enum al_limit)l));
+	assert_int_equal(pol_default_limit(AL_LIMIT_CPUS), 500);
+	al_policy_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(net_facts), cmocka_unit_test(net_names), cmocka_unit_test(refuse),
+		cmocka_unit_test(enforced),  cmocka_unit_test(defaults),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
