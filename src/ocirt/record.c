@@ -21,8 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/native/native.h"
 #include "audit/audit.h"
+#include "backend/capability.h"
+#include "backend/native/native.h"
 #include "occg.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -56,7 +57,7 @@ json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan,
 	return json_pack("{s:o,s:o,s:s,s:o,s:b,s:o,s:o,s:b,s:i,s:i,s:s,s:s,s:i}", "namespaces", ns, "id_map", ids,
 			 "capabilities", caps ? "config" : "none", "capability_mask", json_integer((json_int_t)caps),
 			 "no_new_privs", plan->nnp, "seccomp", sc, "landlock",
-			 nat_landlock_json(pl->landlock_on ? &pl->landlock : NULL, abi), "readonly_root", s->root_ro,
+			 be_landlock_json(pl->landlock_on ? &pl->landlock : NULL, abi), "readonly_root", s->root_ro,
 			 "masked_paths", strv_len(s->masked), "readonly_paths", strv_len(s->readonly), "profile",
 			 plan->profile, "network",
 			 plan->net_join	     ? "pod"
