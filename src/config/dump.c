@@ -284,6 +284,7 @@ static void manager(struct dumper *d, const struct cfg *c)
 	key_uint(d, "max_execs", s->max_execs);
 	key_str(d, "idle_ttl", s->idle_ttl);
 	key_str(d, "max_lifetime", s->max_lifetime);
+	key_str(d, "cell_image_limit", s->cell_image_limit ? s->cell_image_limit : "4M");
 	scalar(d, "pool");
 	map_start(d);
 	for (size_t i = 0; i < s->npool; i++)

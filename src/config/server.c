@@ -19,6 +19,7 @@
 #define MAX_TIMEOUT_MS	(24ULL * 3600 * 1000)	   /* an approval nobody answers within a day will not come */
 #define MAX_LIFETIME_MS (30ULL * 24 * 3600 * 1000) /* idle_ttl and max_lifetime: a month */
 #define MAX_POOL	64			   /* ready sandboxes of one profile */
+#define MAX_CELL_IMAGES (32ULL << 20)		   /* server.cell_image_limit */
 #define MIN_ROTATE	(64ULL << 10)		   /* a smaller log would rotate every few records */
 
 static const char *const risk_names[CFG_RISK__COUNT] = {"LOW", "MEDIUM", "HIGH", "CRITICAL"};
@@ -82,6 +83,7 @@ void cfg_manager_free(struct cfg *c)
 	free(c->server.http_approver_token_file);
 	free(c->server.socket);
 	free(c->server.approver_uids);
+	free(c->server.cell_image_limit);
 }
 
 /* ---- shared value parsers ------------------------------------------------------------ */
@@ -525,6 +527,22 @@ static int s_max_lifetime(struct conv *c, const struct cfg_node *v, const char *
 	return duration(c, v, path, MAX_LIFETIME_MS, &s->max_lifetime, &s->max_lifetime_ms);
 }
 
+/* Figures a cell returns travel base64 in one result frame and one answer: bounded well below
+ * the kernel's frame limit (64 MiB) and the server's memory per call. */
+static int s_cell_image_limit(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	struct cfg_server *s = &c->cfg->server;
+	struct al_error e = {0};
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	if (r == 0 && al_parse_size(v->text, &s->cell_image_bytes, &e) < 0)
+		return conv_bad(c->err, -e.code, v->mark, path, "%s", e.msg);
+	if (r == 0 && (s->cell_image_bytes == AL_UNLIMITED || s->cell_image_bytes > MAX_CELL_IMAGES))
+		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be a size of at most 32M", v->text);
+	free(s->cell_image_limit);
+	s->cell_image_limit = NULL;
+	return r ?: conv_copy_str(c, v, path, &s->cell_image_limit);
+}
+
 static int pool_entry(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i)
 {
 	struct cfg_pool *p = &c->cfg->server.pool[i];
@@ -656,6 +674,7 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 		{"socket", s_socket},
 		{"approver_uids", s_approver_uids},
 		{"quota", s_quota},
+		{"cell_image_limit", s_cell_image_limit},
 	};
 	struct cfg_server *s = &c->cfg->server;
 	int r = conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);

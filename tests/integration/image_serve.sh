@@ -55,6 +55,15 @@ out=$(call POST "/v1/sandboxes/$sb/exec" \
 	'{"language":"shell","code":"cat /usr/share/hello.txt; test -e /usr/lib/python3 || echo no-host-usr"}')
 al_assert_contains "$out" "hello from the top layer" "the sandbox runs on the image's tree"
 al_assert_contains "$out" "no-host-usr" "and not on the host's /usr"
+# The image has no python3: a named Python context cannot start, and says why (a 400, not a 500),
+# through the context API and a cell alike; the default context's cell still runs, as a fresh exec.
+out=$(call POST "/v1/sandboxes/$sb/contexts" '{"context_id":"py","language":"python"}')
+al_assert_eq "${out%% *}" 400 "a named context without its interpreter: the request's fault ($out)"
+al_assert_contains "$out" "python3 is not found in this sandbox's root" "the error names the cause"
+out=$(call POST "/v1/sandboxes/$sb/exec" '{"language":"python","code":"print(1)","context_id":"py"}')
+al_assert_contains "$out" "python3 is not found in this sandbox's root" "a named context's cell: the same clear error ($out)"
+out=$(call POST "/v1/sandboxes/$sb/exec" '{"language":"shell","code":"echo default-ok"}')
+al_assert_contains "$out" "default-ok" "the default context's cell runs as a fresh exec"
 al_run image rm bb
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "in use" "rm of the image of a live sandbox is refused"
