@@ -206,6 +206,7 @@ struct cfg_audit {
 
 struct cfg_pool {
 	char *profile; /* an existing profile */
+	char *image;   /* an image the profile offers, or NULL: the profile's own root */
 	unsigned count;
 };
 
