@@ -5,7 +5,7 @@
 #   FORMAT  layout (a directory), oci-archive (a tar of the layout) or docker (docker save)
 #   VARIANT good (default) or one hostile case: dotdot, absolute, symlink-parent, hardlink-out,
 #           device, fifo, setuid (accepted, bits dropped), digest-mismatch, truncated, sparse10g,
-#           whiteout-dotdot, bigfile; other-user (a User and WorkingDir that are not applied)
+#           whiteout-dotdot, bigfile, wide (a Debian-shaped root, for bench/image.sh); other-user (a User and WorkingDir that are not applied)
 import gzip
 import hashlib
 import io
@@ -73,6 +73,17 @@ def hostile(tar, variant):
         add_file(tar, "usr/bin/suid", b"#!/bin/sh\n", 0o6755)
     elif variant == "whiteout-dotdot":
         add_file(tar, "usr/../.wh.etc", b"")
+    elif variant == "wide":
+        # A Debian-shaped root for the benchmark: its top-level directories and 150 /etc entries.
+        for d in ("boot", "home", "media", "mnt", "root", "run", "var", "var/lib", "var/log"):
+            tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=0o755))
+        for i in range(100):
+            add_file(tar, "etc/conf%d" % i, b"x\n")
+        for i in range(40):
+            tar.addfile(ti("etc/dir%d/" % i, tarfile.DIRTYPE, mode=0o755))
+            add_file(tar, "etc/dir%d/f" % i, b"x\n")
+        for i in range(10):
+            tar.addfile(ti("etc/link%d" % i, tarfile.SYMTYPE, link="conf%d" % i))
 
 
 def top_layer():
