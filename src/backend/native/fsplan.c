@@ -129,14 +129,18 @@ static size_t list_names(struct fs_plan *plan, const char *root, const char *sub
 			n++;
 		}
 	closedir(d);
-	/* own() frees what it cannot keep */
-	if (!v || !k || !own(plan, (char *)v) || !own(plan, (char *)k)) {
-		if (!v || !k) {
-			free(v);
-			free(k);
-		}
+	if (!v || !k) {
+		free(v);
+		free(k);
 		return 0;
 	}
+	/* own() frees what it cannot keep; k, not yet owned when v fails, is freed here. */
+	if (!own(plan, (char *)v)) {
+		free(k);
+		return 0;
+	}
+	if (!own(plan, (char *)k))
+		return 0;
 	*out = v;
 	*links = k;
 	return n;
