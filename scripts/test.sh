@@ -7,8 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 BUILD_DIR=build bash scripts/build.sh
+# Two tests at a time: most of the suite waits (TTLs, timeouts, downloads) rather than computes.
+jobs=$(nproc)
 # On this host (as root and as an unprivileged user).
-ctest --test-dir build --output-on-failure --no-tests=error -LE vm
+ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs" -LE vm
 # Static analysis (cppcheck, clang-tidy): any finding fails.
 bash scripts/lint.sh
 # In a qemu VM with pure cgroup v2.
@@ -19,6 +21,6 @@ else
 fi
 BUILD_DIR=build-asan bash scripts/build.sh -DAIRLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure --no-tests=error -LE vm
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE vm
 # libFuzzer: every tests/fuzz target for FUZZ_SECONDS each (their corpora already ran above as CTest cases).
 FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz.sh

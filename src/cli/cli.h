@@ -25,6 +25,8 @@ int cli_exec(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_image(int argc, char **argv);
+/* The OCI runtime (runc's command line): `airlock oci ...`, or airlock run as airlock-runc. */
+int cli_oci(int argc, char **argv);
 /* Prints "airlock: <msg>" on stderr and returns AL_EXIT_FAILURE. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -22,6 +22,7 @@ static const char usage[] =
 	"  image import|build|ls|inspect|rm|gc  images: OCI imports, Debian builds ('airlock image help')\n"
 	"  mcp [--profile P] [--audit FILE] serve MCP on stdin/stdout (persistent sandboxes)\n"
 	"  serve [--http ADDR] ...          serve sandboxes over HTTP: MCP, JSON API, approvals\n"
+	"  oci COMMAND ...                  an OCI runtime for containerd (also as airlock-runc)\n"
 	"  help                             show this help\n"
 	"  version                          show the version\n"
 	"\n"
@@ -50,6 +51,11 @@ int cli_fail(const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
+	/* Named airlock-runc (the link the build makes), airlock is an OCI runtime and nothing else:
+	 * containerd's shim calls it with runc's arguments. */
+	const char *base = strrchr(argv[0], '/');
+	if (strcmp(base ? base + 1 : argv[0], "airlock-runc") == 0)
+		return cli_oci(argc, argv);
 	if (cli_take_config(&argc, argv, false) != 0)
 		return AL_EXIT_FAILURE;
 	if (argc < 2)
@@ -71,6 +77,8 @@ int main(int argc, char **argv)
 		return cli_mcp(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return cli_serve(argc - 1, argv + 1);
+	if (strcmp(cmd, "oci") == 0)
+		return cli_oci(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		return fputs(usage, stdout), 0;
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))

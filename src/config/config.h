@@ -214,7 +214,9 @@ struct cfg_server {
 	unsigned max_sandboxes, max_execs;
 	char *idle_ttl, *max_lifetime; /* as written */
 	uint64_t idle_ttl_ms, max_lifetime_ms;
-	struct cfg_pool *pool; /* ready sandboxes per profile */
+	char *request_timeout;	     /* as written */
+	uint64_t request_timeout_ms; /* a request's headers and body must arrive within this (0: 60 s) */
+	struct cfg_pool *pool;	     /* ready sandboxes per profile */
 	size_t npool;
 	char *http_listen;		/* "HOST:PORT" or "[V6]:PORT", or NULL */
 	char *http_token_file;		/* absolute, or NULL */

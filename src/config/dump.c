@@ -313,6 +313,8 @@ static void manager(struct dumper *d, const struct cfg *c)
 	key_uint(d, "max_execs", s->max_execs);
 	key_str(d, "idle_ttl", s->idle_ttl);
 	key_str(d, "max_lifetime", s->max_lifetime);
+	if (s->request_timeout)
+		key_str(d, "request_timeout", s->request_timeout);
 	key_str(d, "cell_image_limit", s->cell_image_limit ? s->cell_image_limit : "4M");
 	dump_pool(d, s);
 	scalar(d, "http");

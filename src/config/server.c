@@ -76,6 +76,7 @@ void cfg_manager_free(struct cfg *c)
 	free(c->audit.rotate_size);
 	free(c->server.idle_ttl);
 	free(c->server.max_lifetime);
+	free(c->server.request_timeout);
 	for (size_t i = 0; i < c->server.npool; i++) {
 		free(c->server.pool[i].profile);
 		free(c->server.pool[i].image);
@@ -541,9 +542,17 @@ static int s_cell_image_limit(struct conv *c, const struct cfg_node *v, const ch
 		return conv_bad(c->err, -e.code, v->mark, path, "%s", e.msg);
 	if (r == 0 && (s->cell_image_bytes == AL_UNLIMITED || s->cell_image_bytes > MAX_CELL_IMAGES))
 		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be a size of at most 32M", v->text);
-	free(s->cell_image_limit);
-	s->cell_image_limit = NULL;
 	return r ?: conv_copy_str(c, v, path, &s->cell_image_limit);
+}
+
+/* A client trickling a request holds a connection thread: each request gets this long to arrive. */
+static int s_request_timeout(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	struct cfg_server *s = &c->cfg->server;
+	int r = duration(c, v, path, 3600 * 1000, &s->request_timeout, &s->request_timeout_ms);
+	if (r == 0 && s->request_timeout_ms < 1000)
+		r = conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be at least 1s", v->text);
+	return r;
 }
 
 static int pool_entry(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i)
@@ -595,8 +604,8 @@ static int pool_item(struct conv *c, const struct cfg_node *it, const char *ipat
 		const struct cfg_pool *q = &c->cfg->server.pool[k];
 		if (strcmp(q->profile, p->profile) == 0 &&
 		    (q->image == p->image || (q->image && p->image && strcmp(q->image, p->image) == 0)))
-			r = conv_bad(c->err, EEXIST, it->mark, ipath, "profile '%.64s' is pooled twice on the same root",
-				     p->profile);
+			r = conv_bad(c->err, EEXIST, it->mark, ipath,
+				     "profile '%.64s' is pooled twice on the same root", p->profile);
 	}
 	return r;
 }
@@ -723,6 +732,7 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 		{"max_execs", s_max_execs},
 		{"idle_ttl", s_idle_ttl},
 		{"max_lifetime", s_max_lifetime},
+		{"request_timeout", s_request_timeout},
 		{"pool", s_pool},
 		{"http", s_http},
 		{"socket", s_socket},

@@ -115,6 +115,9 @@ struct http_opts {
 	/* GET /v1/admin/sandboxes: every principal's sandboxes as a JSON array (NULL: none listed). */
 	json_t *(*sandboxes)(void *ctx);
 	void *sandboxes_ctx;
+	/* A request's headers and body must arrive within this, counted from the connection's start
+	 * or its previous answer (0: 60 s); then its connection is closed. */
+	uint32_t request_timeout_ms;
 };
 
 /*

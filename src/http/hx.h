@@ -177,6 +177,8 @@ struct hx_token {
 	bool approver;
 };
 
+struct conn_owner; /* server.c: one open connection */
+
 struct hx_server {
 	struct http_opts o;	 /* defaults filled in */
 	bool loopback;		 /* the TCP listener is on a loopback address only */
@@ -184,8 +186,9 @@ struct hx_server {
 	size_t ntokens;
 	struct svc_observer observer; /* counts approvals and ended calls for /metrics */
 	pthread_mutex_t conns_mu;
-	struct mq_table conns; /* open connections per principal (max_connections_per_principal) */
-	struct svc_runner rn;  /* the JSON API's calls (the MCP sessions have their own) */
+	struct mq_table conns;	      /* open connections per principal (max_connections_per_principal) */
+	struct conn_owner *conn_list; /* every open connection, for the request deadline (under conns_mu) */
+	struct svc_runner rn;	      /* the JSON API's calls (the MCP sessions have their own) */
 	struct tl_catalog cat;
 	struct hx_metrics metrics;
 	struct hx_sessions *sessions;

@@ -25,7 +25,7 @@
 #define PUMP_MAX_WAIT_MS     1000  /* the pump's longest sleep: idle sessions are looked at this often */
 #define CONNECTION_TIMEOUT_S 120   /* an idle keep-alive connection (not one waiting for us) */
 #define DRAIN_MS	     3000  /* on stop, how long requests in flight get to send their answer */
-#define REQUEST_BODY_MS	     60000 /* a body trickled in slower than this ends its connection */
+#define REQUEST_MS	     60000 /* default: a request trickled in slower than this ends its connection */
 
 /* ---- small shared helpers ------------------------------------------------------------------- */
 
@@ -114,6 +114,8 @@ int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **o
 		s->o.approval_timeout_ms = HX_DEFAULT_APPROVAL_MS;
 	if (!s->o.session_idle_ms)
 		s->o.session_idle_ms = HX_DEFAULT_IDLE_MS;
+	if (!s->o.request_timeout_ms)
+		s->o.request_timeout_ms = REQUEST_MS;
 	if (!s->o.server_version)
 		s->o.server_version = "0";
 	s->loopback = loopback;
@@ -183,12 +185,26 @@ struct conn {
 	char peer[64];
 	bool local; /* the Unix socket: uid is the peer's */
 	uid_t uid;
-	uint64_t started_ms; /* the headers' arrival: the body must follow within REQUEST_BODY_MS */
 };
 
 /* One connection (its socket context): the principal that first used it, counted against that
- * principal's connections until it closes. */
+ * principal's connections until it closes; and since when it has been receiving a request.
+ *
+ * The request deadline: libmicrohttpd's timeout is an idle one (every byte resets it), and its
+ * access handler first runs once the headers are in, so a client trickling its headers a byte at
+ * a time would hold a connection thread for ever. Each connection is listed here from its start;
+ * receiving_ms is set at the start and when an answer is done (the next request's bytes are
+ * awaited), cleared while one is being answered (a stream or a wait for approval is ours, not the
+ * client's slowness). The pump shuts down the socket of a connection receiving for longer than
+ * request_timeout_ms: libmicrohttpd then sees the end of the stream and closes the connection
+ * itself. Shutting down (never closing) a descriptor we do not own is safe because
+ * libmicrohttpd notifies MHD_CONNECTION_NOTIFY_CLOSED, which unlists it under conns_mu, before
+ * it closes the descriptor: a listed descriptor is always still this connection's. */
 struct conn_owner {
+	struct conn_owner *next, **pprev;
+	int fd;
+	uint64_t receiving_ms; /* 0: answering */
+	bool cut;
 	char name[HX_PRINCIPAL_MAX];
 	bool counted;
 };
@@ -197,19 +213,65 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			  enum MHD_ConnectionNotificationCode code)
 {
 	struct hx_server *s = cls;
-	(void)conn;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		*socket_context = calloc(1, sizeof(struct conn_owner)); /* NULL: this connection goes uncounted */
+		struct conn_owner *o = calloc(1, sizeof(*o)); /* NULL: this connection goes uncounted */
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (o) {
+			o->fd = ci ? ci->connect_fd : -1;
+			o->receiving_ms = hx_now_ms();
+			pthread_mutex_lock(&s->conns_mu);
+			o->next = s->conn_list;
+			if (o->next)
+				o->next->pprev = &o->next;
+			o->pprev = &s->conn_list;
+			s->conn_list = o;
+			pthread_mutex_unlock(&s->conns_mu);
+		}
+		*socket_context = o;
 		return;
 	}
 	struct conn_owner *o = *socket_context;
-	if (o && o->counted) {
+	if (o) {
 		pthread_mutex_lock(&s->conns_mu);
-		mq_give(&s->conns, o->name);
+		if (o->counted)
+			mq_give(&s->conns, o->name);
+		*o->pprev = o->next;
+		if (o->next)
+			o->next->pprev = o->pprev;
 		pthread_mutex_unlock(&s->conns_mu);
 	}
 	free(o);
 	*socket_context = NULL;
+}
+
+/* Marks conn as answering (receiving false) or as awaiting its next request. */
+static void set_receiving(struct hx_server *s, struct MHD_Connection *conn, bool receiving)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn_owner *o = ci ? ci->socket_context : NULL;
+	if (!o)
+		return;
+	pthread_mutex_lock(&s->conns_mu);
+	o->receiving_ms = receiving ? hx_now_ms() : 0;
+	pthread_mutex_unlock(&s->conns_mu);
+}
+
+/* Ends every connection that has been receiving one request for longer than request_timeout_ms. */
+static void cut_slow_requests(struct hx_server *s)
+{
+	uint64_t now = hx_now_ms();
+	unsigned cut = 0;
+	pthread_mutex_lock(&s->conns_mu);
+	for (struct conn_owner *o = s->conn_list; o; o = o->next)
+		if (!o->cut && o->fd >= 0 && o->receiving_ms && now - o->receiving_ms > s->o.request_timeout_ms) {
+			(void)shutdown(o->fd, SHUT_RDWR);
+			o->cut = true;
+			cut++;
+		}
+	pthread_mutex_unlock(&s->conns_mu);
+	if (cut)
+		hx_log(s, MCP_LOG_WARNING, "closed %u connection(s) whose request took longer than %u ms to arrive",
+		       cut, (unsigned)s->o.request_timeout_ms);
 }
 
 /* The connection's first authenticated request names its principal: one more connection of it,
@@ -405,17 +467,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		peer_of(conn, c->peer, sizeof(c->peer));
 		c->local = rq.local;
 		c->uid = rq.uid;
-		c->started_ms = hx_now_ms();
 		*con_cls = c;
 		return MHD_YES;
 	}
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		/* A client trickling its body keeps a thread: each byte resets the idle timeout, so the
-		 * whole body gets one deadline. */
-		if (hx_now_ms() - c->started_ms > REQUEST_BODY_MS)
-			return MHD_NO;
 		if (c->too_large || c->len + n > c->limit) {
 			/* Chunked bodies have no declared length: count, discard, answer 413 at the end. */
 			c->too_large = true;
@@ -439,6 +496,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	fill_request(conn, url, method, c, &who, &rq);
+	set_receiving(s, conn, false); /* the whole request is in: what follows is our answer */
 	hx_handle(s, &rq, &rs);
 	enum MHD_Result ret = queue(conn, &rs);
 	hx_response_clear(&rs);
@@ -447,6 +505,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+	set_receiving(cls, conn, true); /* a kept-alive connection now awaits its next request */
 	struct conn *c = *con_cls;
 	if (c) {
 		free(c->body);
@@ -580,7 +639,7 @@ int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
 	if (o->ready)
 		o->ready(o->ready_ctx, port);
 	while ((r = hx_pump(s, stop_fd, PUMP_MAX_WAIT_MS)) == 0)
-		;
+		cut_slow_requests(s);
 	if (r < 0)
 		hx_log(s, MCP_LOG_ERROR, "the pump failed: %s", strerror(-r));
 	r = 0;

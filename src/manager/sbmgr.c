@@ -502,6 +502,23 @@ static void *create_thread(void *arg)
 			s = NULL;
 		}
 	}
+	pthread_mutex_lock(&op->mu);
+	bool unwanted = op->cancelled || op->released;
+	pthread_mutex_unlock(&op->mu);
+	if (s && unwanted) {
+		/* Nobody will take it: the caller cancelled or released the create while it was made (an
+		 * MCP session that ended meanwhile). Destroyed now, rather than left listed to expire
+		 * unused under its owner's quota. */
+		pthread_mutex_lock(&m->mu);
+		if (s->listed) {
+			sbx_unlist_locked(m, s);
+			s->refs--; /* the table's */
+		}
+		pthread_mutex_unlock(&m->mu);
+		sbx_put(m, s); /* ours, the last */
+		s = NULL;
+		r = al_err(&err, ECANCELED, "cancelled while the sandbox was made: it was destroyed");
+	}
 	op_finish(op, r < 0 || !s ? op_error_result(r < 0 ? r : -EIO, &err) : created(m, s));
 	return NULL;
 }

@@ -61,12 +61,11 @@ void call_free(struct mcp_session *s, struct call *c)
 {
 	if (s->own_making == c) {
 		/* The session ends before its sandbox was made (a transport that does not wait for its
-		 * calls, as stdio does): made later, it is its principal's like any other and goes with
-		 * server.idle_ttl; say so rather than lose it silently. */
+		 * calls, as stdio does): the create is released below, and the manager destroys what it
+		 * makes for a released create. */
 		s->own_making = NULL;
-		(void)ses_logf(
-			s, NULL, MCP_LOG_WARNING,
-			"the session ended while its own sandbox was being made: it expires unused (server.idle_ttl)");
+		(void)ses_logf(s, NULL, MCP_LOG_INFO,
+			       "the session ended while its own sandbox was being made: it is destroyed once made");
 	}
 	if (c->prev)
 		c->prev->next = c->next;

@@ -243,6 +243,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 		.max_connections_per_principal =
 			cfg->server.quota_connections ? cfg->server.quota_connections : CFG_QUOTA_CONNECTIONS,
 		.approvals = ch.other ? svc->approvals : NULL,
+		.request_timeout_ms = (uint32_t)cfg->server.request_timeout_ms,
 		.server_version = AIRLOCK_VERSION,
 		.stats = stats,
 		.stats_ctx = s,

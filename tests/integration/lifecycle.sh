@@ -226,6 +226,12 @@ wait_for 30 "the idle sandbox's init ends while another is in use" touch_busy
 expect_destroyed "$idle_sb" "$idle_pid" "$idle_cg" "idle past idle_ttl"
 expect_alive "$busy_pid" "a sandbox in use"
 expect_alive "$long_pid" "a sandbox whose exec runs longer than idle_ttl"
+# busy stays in use while the long exec ends (on a loaded host that can take seconds).
+while kill -0 "$long_curl" 2>/dev/null; do
+	api GET "/v1/sandboxes/$busy_sb/files"
+	[ "$CODE" = 200 ] || al_fail "the sandbox in use ($busy_sb) answered $CODE: $BODY"
+	sleep 0.5
+done
 wait "$long_curl" || true
 al_assert_contains "$(cat "$dir/long.out")" '"exit_code":0' "the exec that outlasted idle_ttl"
 al_assert_contains "$(cat "$dir/long.out")" 'long-done' "the exec that outlasted idle_ttl"

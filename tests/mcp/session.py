@@ -142,7 +142,10 @@ def over_stdio():
 class Serve(ServeProcess):
     """airlock serve with two client principals: token:alice (an MCP session) and token:bob."""
 
-    def __init__(self):
+    def __init__(self, config=config):
+        port_file = os.path.join(work, "serve.port")
+        if os.path.exists(port_file):
+            os.unlink(port_file)  # a stopped server's port is no answer
         super().__init__(cmd, work, ["--config", config, "--audit", os.path.join(work, "serve.jsonl"),
                                      "--token-file", os.path.join(work, "clients.token")])
         self.as_ = {who: Http(self.base, os.environ["AL_%s_TOKEN" % who.upper()]) for who in ("alice", "bob")}
@@ -193,10 +196,45 @@ def over_http(s):
     check(set(s.listed("bob")) == {bobs}, "bob's sandbox lives on")
 
 
+def ended_while_making(s):
+    """Sessions deleted while their first call's sandbox is being made (no warm spare: each is made
+    on the spot): the sandbox made for nobody is destroyed, never left listed under alice (and her
+    quota) until it expires."""
+    import threading
+    for i in range(5):
+        h = Http(s.base, os.environ["AL_ALICE_TOKEN"])
+        h.initialize("ended-%d" % i)
+        msg = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "code_write_file", "arguments": {"path": "a.txt", "content": "x"}}}
+        t = threading.Thread(target=lambda: h.mcp(msg), daemon=True)
+        t.start()
+        time.sleep(0.005 * i)  # the DELETE lands at different points of the making
+        code, _, _ = h.request("DELETE", "/mcp", headers={"Mcp-Session-Id": h.sid})
+        check(code in (204, 404), "DELETE /mcp of session %d: %d" % (i, code))
+        t.join(30)
+    deadline = time.monotonic() + 10
+    while s.listed("alice") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    check(s.listed("alice") == {}, "sessions ended while their sandbox was made leave none: %s" % list(s.listed("alice")))
+
+
 over_stdio()
 srv = Serve()
 try:
     over_http(srv)
+finally:
+    check(srv.stop() == 0, "airlock serve stops cleanly")
+srv = Serve(write_config(confdir, "nopool.yaml", """version: 1
+server:
+  pool: {}
+rules:
+- name: everything
+  tools: ["*"]
+  risk: LOW
+  require_approval: false
+"""))
+try:
+    ended_while_making(srv)
 finally:
     check(srv.stop() == 0, "airlock serve stops cleanly")
 finish()

@@ -1,0 +1,25 @@
+/* record.h — a container's enforced protections, its audit records and its verdict file (record.c). */
+#ifndef AL_OCIRT_RECORD_H
+#define AL_OCIRT_RECORD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "ctr.h"
+#include "spec.h"
+
+/* The protections the container gets, as a JSON object (new reference, or NULL). */
+json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan, const struct ort_payload *pl);
+/* Creates the annotation's verdict file (empty) beneath the verdict directory, so that create
+ * refuses a name it could not write at delete. */
+int ort_verdict_prepare(const char *want, struct al_error *err);
+/* The cgroup's figures (runc's stats object), or JSON null. */
+json_t *ort_usage_json(const char *cgroup);
+/* Writes the verdict: id, status (stopped, killed), usage, enforced, times. */
+int ort_verdict_write(const char *want, const char *id, const char *status, json_t *usage, json_t *enforced,
+		      const char *created, struct al_error *err);
+/* One audit record: start (synced: nothing runs without it) or end. */
+int ort_audit(bool start, const char *id, const json_t *params, const json_t *resources, const char *status,
+	      struct al_error *err);
+
+#endif

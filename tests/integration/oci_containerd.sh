@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# oci_containerd.sh — containerd runs containers through airlock-runc (`ctr run --runc-binary`): output,
+# exit codes, exec, ps, metrics, pause, kill, removal; the container is confined as airlock promises
+# (no network, Landlock, seccomp, an unprivileged host uid, no capabilities), judged from outside; and
+# nothing is left after `ctr task rm` / `ctr c rm`, or after the shim is killed.
+. "$(dirname "$0")/../lib.sh"
+
+command -v containerd >/dev/null && command -v ctr >/dev/null || al_skip "containerd is not installed (scripts/deps.sh)"
+[ -x /bin/busybox ] || al_skip "busybox-static is not installed (scripts/deps.sh)"
+work=$(al_tmpdir)
+mark=$(al_marker)
+RUNC="$(dirname "$AIRLOCK")/airlock-runc"
+[ -x "$RUNC" ] || al_fail "$RUNC (the link the build makes) is missing"
+
+if [ "$AL_TEST_MODE" = user ]; then
+	# containerd needs root; what an unprivileged caller can do is run airlock-runc on ctr's own
+	# default spec, which it must refuse (no user namespace in it: a range of ids to map).
+	state=$(al_tmpdir 0777)
+	mkdir -p "$state/b/rootfs"
+	ctr oci spec | "$AL_PY" -c 'import json, sys; c = json.load(sys.stdin); c["process"]["args"] = ["true"]; print(json.dumps(c))' >"$state/b/config.json"
+	chmod -R a+rX "$state"
+	al_run oci --root "$state/s" create --bundle "$state/b" u1
+	al_assert_rc 1
+	al_assert_contains "$AL_ERR" "needs root" "ctr's default spec, as an unprivileged user"
+	[ ! -e "$state/s/u1" ] || al_fail "a refused create left its state"
+	exit 0
+fi
+
+# ---- a containerd of our own: its root, state and socket under the test's directory ---------------
+ns="al$mark"
+sock="$work/c.sock"
+cat >"$work/config.toml" <<EOF
+version = 2
+root = "$work/root"
+state = "$work/state"
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[debug]
+  address = "$work/debug.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  disable = true
+EOF
+# The shim passes containerd's environment on to airlock-runc: the audit log and the verdicts
+# of this test's containers stay in its directory.
+al_bg env AIRLOCK_AUDIT="$work/audit.jsonl" AIRLOCK_VERDICT_DIR="$work/verdicts" \
+	containerd --config "$work/config.toml" --log-level warn
+cd_pid=$AL_BG_PID
+C=(ctr -a "$sock" -n "$ns")
+for _ in $(seq 100); do "${C[@]}" version >/dev/null 2>&1 && break; sleep 0.1; done
+"${C[@]}" version >/dev/null || al_fail "containerd did not start"
+cleanup_cd() {
+	set +e # best effort: containerd's own exit status (143) is not the test's
+	"${C[@]}" task ls -q 2>/dev/null | while read -r t; do "${C[@]}" task kill -s KILL "$t" 2>/dev/null; "${C[@]}" task rm -f "$t" 2>/dev/null; done
+	"${C[@]}" c ls -q 2>/dev/null | xargs -r "${C[@]}" c rm 2>/dev/null
+	"${C[@]}" image rm bb:latest >/dev/null 2>&1
+	kill "$cd_pid" 2>/dev/null
+	wait "$cd_pid" 2>/dev/null
+	local h
+	for h in /sys/fs/cgroup/*/"$ns" /sys/fs/cgroup/"$ns"; do [ ! -d "$h" ] || rmdir "$h" 2>/dev/null || true; done
+	return 0
+}
+trap 'cleanup_cd; al_inner_cleanup' EXIT
+
+"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$work/bb.tar"
+"${C[@]}" image import --base-name bb "$work/bb.tar" >/dev/null || al_fail "ctr image import failed"
+PROBE=(--mount "type=bind,src=$AL_PROBE_DIR,dst=/probe,options=rbind:ro")
+crun() { # ctr run through airlock-runc; sets AL_RC, AL_OUT, AL_ERR
+	AL_RC=0
+	"${C[@]}" run --runc-binary "$RUNC" --runc-root "$work/runc" "$@" >"$work/out" 2>"$work/err" || AL_RC=$?
+	AL_OUT=$(cat "$work/out")
+	AL_ERR=$(cat "$work/err")
+	al_log "ctr run $* -> rc $AL_RC"
+}
+
+# ---- output and exit code ---------------------------------------------------------------------------
+crun --rm --annotation io.airlock.verdict=r1.json bb:latest r1 sh -c "echo out-$mark; exit 3"
+al_assert_eq "$AL_RC" 3 "ctr run's exit code is the container's"
+al_assert_contains "$AL_OUT" "out-$mark" "ctr run's stdout is the container's"
+al_assert_eq "$(al_json_get "$work/verdicts/r1.json" status)" stopped "the verdict io.airlock.verdict asked for"
+al_assert_eq "$(al_json_get "$work/verdicts/r1.json" enforced.seccomp.airlock)" default "verdict: airlock's allowlist"
+grep -q '"sandbox":"r1".*"event":"end"\|"event":"end".*"sandbox":"r1"' "$work/audit.jsonl" || al_fail "no audit end record for r1"
+
+# ---- the config's own seccomp profile (ctr --seccomp) is stacked on airlock's; a terminal ------------
+crun --rm --seccomp bb:latest r5 sh -c 'grep Seccomp_filters /proc/self/status'
+al_assert_contains "$AL_OUT" "Seccomp_filters:	2" "the config's filter and airlock's allowlist, both"
+AL_RC=0
+out=$(script -qec "ctr -a $sock -n $ns run --rm -t --runc-binary $RUNC --runc-root $work/runc bb:latest r6 sh -c 'tty; exit 6'" /dev/null) || AL_RC=$?
+al_assert_eq "$AL_RC" 6 "ctr run -t: the exit code through a terminal"
+al_assert_contains "$out" "/dev/pts/0" "ctr run -t: the process has the console socket's pty"
+
+# ---- confinement, judged from outside -----------------------------------------------------------------
+al_listen "$work/listen.log"
+crun --rm "${PROBE[@]}" bb:latest r2 sh -c "/probe/al-probe status; /probe/al-probe connect 127.0.0.1 $AL_LISTEN_TCP;
+	/probe/al-try-syscall mount ptrace keyctl; echo x > /proc/self/comm; echo comm=\$?"
+al_assert_eq "$(al_kv CapEff)" 0000000000000000 "no effective capability (ctr's spec asks for 14)"
+al_assert_eq "$(al_kv CapBnd)" 0000000000000000 "an empty bounding set"
+al_assert_eq "$(al_kv NoNewPrivs)" 1 "no_new_privs"
+al_assert_eq "$(al_kv Seccomp)" 2 "a seccomp filter"
+al_assert_contains "$AL_OUT" "mount errno=EPERM" "seccomp answers mount (EFAULT unfiltered)"
+al_assert_contains "$AL_OUT" "keyctl errno=EPERM" "seccomp answers keyctl (EOPNOTSUPP unfiltered)"
+al_assert_contains "$AL_OUT" "comm=1" "Landlock refuses a write to /proc/self/comm that the mount allows"
+al_assert_not_contains "$AL_OUT" "connect=OK" "the host's 127.0.0.1 is not reachable"
+sleep 0.2
+al_listen_stop
+al_assert_not_contains "$(cat "$work/listen.log")" "tcp-accept" "the host's listener saw no connection"
+
+# ---- a detached container: uid, exec, ps, metrics, pause, kill, removal ------------------------------
+crun -d --memory-limit 67108864 bb:latest d1 sh -c "sleep 300; : $mark-d1"
+al_assert_eq "$AL_RC" 0 "ctr run -d"
+# The cgroup's limits, read from outside (v1 hierarchies, or v2): the config's memory, and
+# airlock's default pids limit for a config that sets none.
+cgval() { # FILE-V1 FILE-V2
+	if [ -d "/sys/fs/cgroup/memory/$ns/d1" ]; then cat "/sys/fs/cgroup/${1%%.*}/$ns/d1/$1"; else cat "/sys/fs/cgroup/$ns/d1/$2"; fi
+}
+al_assert_eq "$(cgval memory.limit_in_bytes memory.max)" 67108864 "ctr run --memory-limit is the container's cgroup limit"
+al_assert_eq "$(cgval pids.max pids.max)" 1024 "airlock's default pids limit where the config sets none"
+pid=$("${C[@]}" task ls | awk '$1 == "d1" { print $2 }')
+[ -n "$pid" ] && [ -d "/proc/$pid" ] || al_fail "task d1 has no live pid ($pid)"
+al_assert_eq "$(al_host_uid "$pid")" "$AL_ID_BASE" "the container's root is an unprivileged host uid"
+AL_RC=0
+out=$("${C[@]}" task exec --exec-id e1 d1 sh -c "echo exec-$mark; grep CapEff /proc/self/status; exit 4" 2>&1) || AL_RC=$?
+al_assert_eq "$AL_RC" 4 "ctr task exec's exit code"
+al_assert_contains "$out" "exec-$mark" "ctr task exec's output"
+al_assert_contains "$out" "0000000000000000" "the exec'd process holds no capability either"
+al_assert_contains "$("${C[@]}" task ps d1)" "$pid" "ctr task ps lists the init"
+al_assert_contains "$("${C[@]}" task metrics d1)" "pids.current" "ctr task metrics reads the container's cgroup"
+"${C[@]}" task pause d1
+al_assert_contains "$("${C[@]}" task ls)" "PAUSED" "ctr task pause"
+"${C[@]}" task resume d1
+al_assert_contains "$("${C[@]}" task ls)" "RUNNING" "ctr task resume"
+"${C[@]}" task kill -s KILL d1
+for _ in $(seq 50); do "${C[@]}" task ls | grep -q 'd1.*STOPPED' && break; sleep 0.1; done
+al_assert_contains "$("${C[@]}" task ls)" "STOPPED" "ctr task kill"
+"${C[@]}" task rm d1 >/dev/null
+"${C[@]}" c rm d1
+al_wait_marker_gone "$mark-d1" 5 || al_fail "a process of d1 outlived ctr task rm"
+[ ! -e "$work/runc/$ns/d1" ] || al_fail "airlock-runc's state of d1 is left"
+[ ! -d "/sys/fs/cgroup/pids/$ns/d1" ] && [ ! -d "/sys/fs/cgroup/$ns/d1" ] || al_fail "d1's cgroup is left"
+al_pass "nothing of d1 is left after ctr task rm and ctr c rm"
+
+# ---- the shim killed: containerd's cleanup (delete --force) takes the container ------------------------
+crun -d bb:latest d2 sh -c "sleep 300; : $mark-d2"
+al_assert_eq "$AL_RC" 0 "ctr run -d d2"
+shim=$(pgrep -f -- "-namespace $ns -id d2 " | head -n1)
+[ -n "$shim" ] || al_fail "no shim for d2"
+kill -KILL "$shim"
+al_wait_marker_gone "$mark-d2" 10 || al_fail "d2 outlived its killed shim"
+for _ in $(seq 50); do [ -e "$work/runc/$ns/d2" ] || break; sleep 0.1; done
+[ ! -e "$work/runc/$ns/d2" ] || al_fail "airlock-runc's state of d2 is left after the shim died"
+"${C[@]}" task rm -f d2 >/dev/null 2>&1 || true
+"${C[@]}" c rm d2
+al_pass "nothing of d2 is left after its shim was killed"
+
+# ---- a pod: a container joins another's network, ipc and uts namespaces (io.airlock.net=pod) -----------
+crun -d bb:latest pod0 sh -c "sleep 300; : $mark-pod"
+p0=$("${C[@]}" task ls | awk '$1 == "pod0" { print $2 }')
+NS=(--with-ns "network:/proc/$p0/ns/net" --with-ns "ipc:/proc/$p0/ns/ipc" --with-ns "uts:/proc/$p0/ns/uts")
+crun -d --annotation io.airlock.net=pod "${NS[@]}" bb:latest pod1 sh -c "sleep 300; : $mark-pod"
+al_assert_eq "$AL_RC" 0 "a pod's container joins its namespaces"
+p1=$("${C[@]}" task ls | awk '$1 == "pod1" { print $2 }')
+al_assert_eq "$(readlink "/proc/$p1/ns/net")" "$(readlink "/proc/$p0/ns/net")" "the pod's network namespace is shared"
+[ "$(readlink "/proc/$p1/ns/pid")" != "$(readlink "/proc/$p0/ns/pid")" ] || al_fail "the pid namespace was shared unasked"
+al_assert_eq "$(al_host_uid "$p1")" "$AL_ID_BASE" "a pod's container still maps to an unprivileged host uid"
+crun --rm "${NS[@]}" bb:latest pod2 true
+[ "$AL_RC" != 0 ] || al_fail "joining a network namespace without io.airlock.net=pod ran"
+al_assert_contains "$AL_ERR" "io.airlock.net=pod" "joining another network namespace needs the pod posture"
+crun --rm --annotation io.airlock.net=pod --with-ns "network:/proc/$$/ns/net" bb:latest pod3 true
+[ "$AL_RC" != 0 ] || al_fail "a container joined the host's network namespace"
+al_assert_contains "$AL_ERR" "host's" "the host's own network namespace is never a pod's"
+for t in pod0 pod1; do "${C[@]}" task kill -s KILL "$t"; done
+for t in pod0 pod1; do
+	for _ in $(seq 50); do "${C[@]}" task ls | grep -q "^$t .*STOPPED" && break; sleep 0.1; done
+	"${C[@]}" task rm "$t" >/dev/null
+	"${C[@]}" c rm "$t"
+done
+"${C[@]}" c rm pod2 pod3 >/dev/null 2>&1 || true
+al_wait_marker_gone "$mark-pod" 5 || al_fail "a pod's process outlived its removal"
+
+# ---- what the profile forbids is refused, with containerd's error naming it ----------------------------
+crun --rm --privileged bb:latest r3 true
+[ "$AL_RC" != 0 ] || al_fail "a privileged container ran"
+al_assert_contains "$AL_ERR" "privileged" "ctr run --privileged is refused"
+crun --rm --net-host bb:latest r4 true
+[ "$AL_RC" != 0 ] || al_fail "a host-network container ran"
+al_assert_contains "$AL_ERR" "host's network" "ctr run --net-host is refused"
+"${C[@]}" c rm r3 r4 >/dev/null 2>&1 || true
+[ -z "$(ls -A "$work/runc/$ns")" ] || al_fail "airlock-runc's state is left: $(ls "$work/runc/$ns")"
+al_pass "no container state is left under --runc-root"

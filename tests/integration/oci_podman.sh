@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# oci_podman.sh — rootful podman with `--runtime airlock-runc` (conmon calls it as it calls runc): run with
+# its exit code and output, exec, stop, rm, confined as airlock promises and leaving nothing behind.
+. "$(dirname "$0")/../lib.sh"
+
+command -v podman >/dev/null || al_skip "podman is not installed (scripts/deps.sh)"
+[ -x /bin/busybox ] || al_skip "busybox-static is not installed (scripts/deps.sh)"
+work=$(al_tmpdir)
+mark=$(al_marker)
+RUNC="$(dirname "$AIRLOCK")/airlock-runc"
+
+if [ "$AL_TEST_MODE" = user ]; then
+	# Rootless podman needs subordinate ids the test user has none of; what the user can do with
+	# the runtime itself is ask it what it supports.
+	al_run oci --root "$work/none" features
+	al_assert_rc 0
+	al_assert_eq "$(al_json_get "$AL_OUT" linux.seccomp.enabled)" true "features as an unprivileged user"
+	exit 0
+fi
+
+# A podman of our own: storage, run directory, events and the runtime's audit under the test's dir.
+export AIRLOCK_AUDIT="$work/audit.jsonl" AIRLOCK_VERDICT_DIR="$work/verdicts"
+P=(podman --root "$work/storage" --runroot "$work/run" --runtime "$RUNC" --cgroup-manager cgroupfs
+	--events-backend file --storage-driver overlay)
+cleanup_pod() {
+	set +e
+	"${P[@]}" rm -a -f -t 0 >/dev/null 2>&1
+	"${P[@]}" system reset -f >/dev/null 2>&1
+	umount -R "$work/storage/overlay" 2>/dev/null
+	return 0
+}
+trap 'cleanup_pod; al_inner_cleanup' EXIT
+"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$work/bb.tar"
+img=$("${P[@]}" load -q -i "$work/bb.tar" 2>/dev/null | sed -n 's/^Loaded image: //p' | head -n1)
+[ -n "$img" ] || al_fail "podman load of the test's archive failed"
+RUN=(run --pull never --network none --entrypoint sh)
+
+AL_RC=0
+out=$("${P[@]}" "${RUN[@]}" --rm "$img" -c "echo out-$mark; grep -E 'CapEff|NoNewPrivs' /proc/self/status; exit 4" 2>"$work/err") || AL_RC=$?
+al_assert_eq "$AL_RC" 4 "podman run's exit code is the container's"
+al_assert_contains "$out" "out-$mark" "podman run's output"
+al_assert_contains "$out" "CapEff:	0000000000000000" "no capability (podman's spec asks for 11)"
+al_assert_contains "$out" "NoNewPrivs:	1" "no_new_privs"
+
+"${P[@]}" "${RUN[@]}" -d --name "p$mark" "$img" -c "sleep 300; : $mark-p" >/dev/null || al_fail "podman run -d failed: $(cat "$work/err")"
+pid=$("${P[@]}" inspect -f '{{.State.Pid}}' "p$mark")
+al_assert_eq "$(al_host_uid "$pid")" "$AL_ID_BASE" "the container's root is an unprivileged host uid"
+AL_RC=0
+out=$("${P[@]}" exec "p$mark" sh -c "echo exec-$mark; exit 3") || AL_RC=$?
+al_assert_eq "$AL_RC" 3 "podman exec's exit code"
+al_assert_contains "$out" "exec-$mark" "podman exec's output"
+"${P[@]}" stop -t 1 "p$mark" >/dev/null 2>&1
+"${P[@]}" rm "p$mark" >/dev/null
+al_wait_marker_gone "$mark-p" 5 || al_fail "a process of the container outlived podman rm"
+for d in /run/airlock-runc/*; do
+	[ ! -e "$d" ] || ! grep -q "$work" "$d/state.json" 2>/dev/null || al_fail "airlock-runc state left: $d"
+done
+al_pass "nothing is left after podman stop and rm"

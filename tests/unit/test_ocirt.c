@@ -1,0 +1,334 @@
+/* test_ocirt.c — unit tests for airlock-runc's pure parts: config.json parsing and the plan a profile allows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#include "ocirt/ctr.h"
+#include "ocirt/rtstate.h"
+#include "ocirt/spec.h"
+
+/* containerd's default spec for `ctr run bb sh` (ctr 1.6), as the shim hands it to the runtime. */
+static const char ctr_spec[] =
+	"{\"ociVersion\":\"1.0.2-dev\",\"process\":{\"user\":{\"uid\":0,\"gid\":0,\"additionalGids\":[0]},\"args\":["
+	"\"sh\"],\"env\":[\"PATH=/usr/bin:/bin\",\"IMAGE_GREETING=hello\"],\"cwd\":\"/"
+	"\",\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_DAC_OVERRIDE\",\"CAP_FSETID\",\"CAP_FOWNER\",\"CAP_"
+	"MKNOD\",\"CAP_NET_RAW\",\"CAP_SETGID\",\"CAP_SETUID\",\"CAP_SETFCAP\",\"CAP_SETPCAP\",\"CAP_NET_BIND_"
+	"SERVICE\",\"CAP_SYS_CHROOT\",\"CAP_KILL\",\"CAP_AUDIT_WRITE\"],\"effective\":[\"CAP_CHOWN\",\"CAP_DAC_"
+	"OVERRIDE\",\"CAP_FSETID\",\"CAP_FOWNER\",\"CAP_MKNOD\",\"CAP_NET_RAW\",\"CAP_SETGID\",\"CAP_SETUID\",\"CAP_"
+	"SETFCAP\",\"CAP_SETPCAP\",\"CAP_NET_BIND_SERVICE\",\"CAP_SYS_CHROOT\",\"CAP_KILL\",\"CAP_AUDIT_WRITE\"],"
+	"\"permitted\":[\"CAP_CHOWN\",\"CAP_DAC_OVERRIDE\",\"CAP_FSETID\",\"CAP_FOWNER\",\"CAP_MKNOD\",\"CAP_NET_RAW\","
+	"\"CAP_SETGID\",\"CAP_SETUID\",\"CAP_SETFCAP\",\"CAP_SETPCAP\",\"CAP_NET_BIND_SERVICE\",\"CAP_SYS_CHROOT\","
+	"\"CAP_KILL\",\"CAP_AUDIT_WRITE\"]},\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1024,\"soft\":1024}],"
+	"\"noNewPrivileges\":true},\"root\":{\"path\":\"rootfs\"},\"mounts\":[{\"destination\":\"/"
+	"proc\",\"type\":\"proc\",\"source\":\"proc\",\"options\":[\"nosuid\",\"noexec\",\"nodev\"]},{\"destination\":"
+	"\"/"
+	"dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"strictatime\",\"mode=755\",\"size="
+	"65536k\"]},{\"destination\":\"/dev/"
+	"pts\",\"type\":\"devpts\",\"source\":\"devpts\",\"options\":[\"nosuid\",\"noexec\",\"newinstance\",\"ptmxmode="
+	"0666\",\"mode=0620\",\"gid=5\"]},{\"destination\":\"/dev/"
+	"shm\",\"type\":\"tmpfs\",\"source\":\"shm\",\"options\":[\"nosuid\",\"noexec\",\"nodev\",\"mode=1777\",\"size="
+	"65536k\"]},{\"destination\":\"/dev/"
+	"mqueue\",\"type\":\"mqueue\",\"source\":\"mqueue\",\"options\":[\"nosuid\",\"noexec\",\"nodev\"]},{"
+	"\"destination\":\"/"
+	"sys\",\"type\":\"sysfs\",\"source\":\"sysfs\",\"options\":[\"nosuid\",\"noexec\",\"nodev\",\"ro\"]},{"
+	"\"destination\":\"/"
+	"run\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"strictatime\",\"mode=755\",\"size="
+	"65536k\"]}],\"linux\":{\"resources\":{\"devices\":[{\"allow\":false,\"access\":\"rwm\"},{\"allow\":true,"
+	"\"type\":\"c\",\"major\":1,\"minor\":3,\"access\":\"rwm\"},{\"allow\":true,\"type\":\"c\",\"major\":1,"
+	"\"minor\":8,\"access\":\"rwm\"},{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":7,\"access\":\"rwm\"},{"
+	"\"allow\":true,\"type\":\"c\",\"major\":5,\"minor\":0,\"access\":\"rwm\"},{\"allow\":true,\"type\":\"c\","
+	"\"major\":1,\"minor\":5,\"access\":\"rwm\"},{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":9,\"access\":"
+	"\"rwm\"},{\"allow\":true,\"type\":\"c\",\"major\":5,\"minor\":1,\"access\":\"rwm\"},{\"allow\":true,\"type\":"
+	"\"c\",\"major\":136,\"access\":\"rwm\"},{\"allow\":true,\"type\":\"c\",\"major\":5,\"minor\":2,\"access\":"
+	"\"rwm\"}]},\"cgroupsPath\":\"/default/"
+	"t3\",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":\"mount\"},{\"type\":"
+	"\"network\"}],\"maskedPaths\":[\"/proc/acpi\",\"/proc/asound\",\"/proc/kcore\",\"/proc/keys\",\"/proc/"
+	"latency_stats\",\"/proc/timer_list\",\"/proc/timer_stats\",\"/proc/sched_debug\",\"/sys/firmware\",\"/proc/"
+	"scsi\"],\"readonlyPaths\":[\"/proc/bus\",\"/proc/fs\",\"/proc/irq\",\"/proc/sys\",\"/proc/sysrq-trigger\"]}}";
+
+/* ctr's spec with edit applied (Python-free: a jansson object edited by the caller). */
+static json_t *spec_json(void)
+{
+	json_t *j = json_loads(ctr_spec, 0, NULL);
+	assert_non_null(j);
+	return j;
+}
+
+static int parse_json(json_t *j, struct ort_spec *s, struct al_error *err)
+{
+	char *text = json_dumps(j, JSON_COMPACT);
+	assert_non_null(text);
+	int r = ort_spec_parse(text, strlen(text), "/b", s, err);
+	free(text);
+	json_decref(j);
+	return r;
+}
+
+static int decide(json_t *j, bool root, struct ort_plan *plan, struct al_error *err)
+{
+	struct ort_spec s;
+	int r = parse_json(j, &s, err);
+	assert_int_equal(r, 0);
+	r = ort_plan_decide(&s, root, plan, err);
+	plan->verdict = NULL; /* borrowed from s */
+	ort_spec_free(&s);
+	return r;
+}
+
+static void test_parse_ctr_spec(void **state)
+{
+	(void)state;
+	struct ort_spec s;
+	struct al_error err = {0};
+	assert_int_equal(parse_json(spec_json(), &s, &err), 0);
+	assert_string_equal(s.root, "/b/rootfs");
+	assert_false(s.root_ro);
+	assert_string_equal(s.proc.argv[0], "sh");
+	assert_null(s.proc.argv[1]);
+	assert_string_equal(s.proc.cwd, "/");
+	assert_true(s.proc.nnp);
+	assert_true(s.proc.caps.bounding & (1ull << ort_cap_number("CAP_CHOWN")));
+	assert_false(s.proc.caps.bounding & (1ull << ort_cap_number("CAP_SYS_ADMIN")));
+	assert_int_equal(s.proc.nrlimits, 1);
+	assert_int_equal(s.proc.rlimits[0].resource, RLIMIT_NOFILE);
+	assert_int_equal(s.proc.rlimits[0].hard, 1024);
+	assert_int_equal(s.nmounts, 7);
+	assert_string_equal(s.mounts[1].dest, "/dev");
+	assert_string_equal(s.mounts[1].type, "tmpfs");
+	assert_int_equal(s.mounts[1].flags, MS_NOSUID | MS_STRICTATIME);
+	assert_string_equal(s.mounts[1].data, "mode=755,size=65536k");
+	assert_true(s.mounts[5].flags & MS_RDONLY); /* sysfs ro */
+	assert_true(s.ns[ORT_NS_PID] && s.ns[ORT_NS_NET] && s.ns[ORT_NS_MNT] && !s.ns[ORT_NS_USER]);
+	assert_string_equal(s.cgroups_path, "/default/t3");
+	assert_non_null(s.masked[0]);
+	assert_int_equal(s.ndevices, 0 + s.ndevices); /* resources.devices is the cgroup's, not linux.devices */
+	ort_spec_free(&s);
+}
+
+static void test_plan_default_is_confined(void **state)
+{
+	(void)state;
+	struct ort_plan p;
+	struct al_error err = {0};
+	assert_int_equal(decide(spec_json(), true, &p, &err), 0);
+	assert_true(p.confined);
+	assert_string_equal(p.profile, "untrusted-code-read");
+	assert_true(p.add_userns);
+	assert_int_equal(p.id_base, 1879048192u);
+	assert_int_equal(p.caps.bounding | p.caps.effective | p.caps.permitted | p.caps.ambient, 0);
+	assert_true(p.nnp && p.landlock && p.airlock_seccomp);
+	/* As a user, without a user namespace in the config: refused, saying why. */
+	assert_int_equal(decide(spec_json(), false, &p, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "needs root"));
+}
+
+static void set_ann(json_t *j, const char *k, const char *v)
+{
+	json_t *a = json_object_get(j, "annotations");
+	if (!a) {
+		a = json_object();
+		json_object_set_new(j, "annotations", a);
+	}
+	json_object_set_new(a, k, json_string(v));
+}
+
+static void drop_ns(json_t *j, const char *type)
+{
+	json_t *ns = json_object_get(json_object_get(j, "linux"), "namespaces");
+	for (size_t i = 0; i < json_array_size(ns); i++)
+		if (strcmp(json_string_value(json_object_get(json_array_get(ns, i), "type")), type) == 0)
+			json_array_remove(ns, i);
+}
+
+static void test_plan_refusals(void **state)
+{
+	(void)state;
+	struct ort_plan p;
+	struct al_error err = {0};
+	json_t *j = spec_json();
+	json_array_append_new(
+		json_object_get(json_object_get(json_object_get(j, "process"), "capabilities"), "bounding"),
+		json_string("CAP_SYS_ADMIN"));
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "CAP_SYS_ADMIN"));
+
+	j = spec_json();
+	drop_ns(j, "network");
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "host's network"));
+	/* Host networking: only under profile none, and only when asked for by name. */
+	j = spec_json();
+	drop_ns(j, "network");
+	set_ann(j, ORT_ANN_PROFILE, "none");
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	j = spec_json();
+	drop_ns(j, "network");
+	set_ann(j, ORT_ANN_PROFILE, "none");
+	set_ann(j, ORT_ANN_NET, "host");
+	assert_int_equal(decide(j, true, &p, &err), 0);
+	assert_false(p.confined);
+	assert_false(p.landlock);
+	assert_true(p.caps.bounding & (1ull << ort_cap_number("CAP_CHOWN"))); /* the config's, as asked */
+
+	/* A CRI application container joins its pod's namespaces without io.airlock.net. */
+	j = spec_json();
+	json_t *nss = json_object_get(json_object_get(j, "linux"), "namespaces");
+	for (size_t i = 0; i < json_array_size(nss); i++)
+		if (strcmp(json_string_value(json_object_get(json_array_get(nss, i), "type")), "network") == 0)
+			json_object_set_new(json_array_get(nss, i), "path", json_string("/proc/42/ns/net"));
+	set_ann(j, "io.kubernetes.cri.container-type", "container");
+	assert_int_equal(decide(j, true, &p, &err), 0);
+	assert_true(p.net_join);
+	assert_true(p.confined);
+
+	j = spec_json();
+	drop_ns(j, "pid");
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "pid namespace"));
+
+	j = spec_json();
+	set_ann(j, ORT_ANN_PROFILE, "lenient");
+	assert_int_equal(decide(j, true, &p, &err), -EINVAL);
+
+	j = spec_json();
+	set_ann(j, ORT_ANN_SECCOMP, "config-only");
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	j = spec_json();
+	set_ann(j, ORT_ANN_SECCOMP, "config-only");
+	set_ann(j, ORT_ANN_PROFILE, "none");
+	assert_int_equal(decide(j, true, &p, &err), 0);
+	assert_false(p.airlock_seccomp);
+
+	/* A user namespace of the config's may not map host root under a confined profile. */
+	j = spec_json();
+	json_t *l = json_object_get(j, "linux");
+	json_array_append_new(json_object_get(l, "namespaces"), json_pack("{s:s}", "type", "user"));
+	json_object_set_new(l, "uidMappings", json_pack("[{s:i,s:i,s:i}]", "containerID", 0, "hostID", 0, "size", 1));
+	json_object_set_new(l, "gidMappings", json_pack("[{s:i,s:i,s:i}]", "containerID", 0, "hostID", 0, "size", 1));
+	assert_int_equal(decide(j, false, &p, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "host root"));
+}
+
+/* Malformed or unsupported configs are refused with the field named, never half-read. */
+static void test_parse_refusals(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],\"cwd\":\"rel\"}}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[]}}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"root\":{\"path\":\"s\"},\"process\":{\"args\":["
+		"\"a\"]}}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],\"capabilities\":{"
+		"\"bounding\":[\"CAP_NOPE\"]}}}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],\"rlimits\":[{\"type\":"
+		"\"RLIMIT_NOFILE\",\"soft\":9,\"hard\":1}]}}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"]},\"mounts\":[{"
+		"\"destination\":\"/a/../../etc\",\"type\":\"tmpfs\"}]}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"]},\"mounts\":[{"
+		"\"destination\":\"/a\",\"type\":\"bind\",\"source\":\"rel\"}]}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"]},\"linux\":{"
+		"\"cgroupsPath\":\"system.slice:x:y\"}}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"]},\"linux\":{"
+		"\"cgroupsPath\":\"/a/../../b\"}}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],\"user\":{\"uid\":-1,"
+		"\"gid\":0}}}",
+		"{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],\"apparmorProfile\":"
+		"\"x\"}}",
+		"[1,2]",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ort_spec s;
+		struct al_error err = {0};
+		int r = ort_spec_parse(bad[i], strlen(bad[i]), "/b", &s, &err);
+		if (r == 0)
+			fail_msg("accepted: %s", bad[i]);
+		assert_true(err.msg[0] != 0);
+	}
+}
+
+/* linux.sysctl: the settings of a namespace the container has of its own, nothing else. */
+static void test_sysctls(void **state)
+{
+	(void)state;
+	struct ort_plan p;
+	struct al_error err = {0};
+	json_t *j = spec_json();
+	json_object_set_new(json_object_get(j, "linux"), "sysctl",
+			    json_pack("{s:s,s:s}", "net.ipv4.ping_group_range", "0 0", "kernel.shmmax", "1024"));
+	struct ort_spec s;
+	char *text = json_dumps(j, JSON_COMPACT);
+	assert_int_equal(ort_spec_parse(text, strlen(text), "/b", &s, &err), 0);
+	free(text);
+	assert_int_equal(s.nsysctls, 2);
+	assert_string_equal(s.sysctls[0].path, "/proc/sys/net/ipv4/ping_group_range");
+	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
+	ort_spec_free(&s);
+	json_decref(j);
+
+	j = spec_json();
+	json_object_set_new(json_object_get(j, "linux"), "sysctl", json_pack("{s:s}", "kernel.panic", "1"));
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "kernel.panic"));
+	j = spec_json();
+	drop_ns(j, "ipc");
+	set_ann(j, ORT_ANN_PROFILE, "none");
+	json_object_set_new(json_object_get(j, "linux"), "sysctl", json_pack("{s:s}", "kernel.shmmax", "1"));
+	assert_int_equal(decide(j, true, &p, &err), -EPERM);
+	j = spec_json();
+	json_object_set_new(json_object_get(j, "linux"), "sysctl", json_pack("{s:s}", "net/../../kernel/panic", "1"));
+	assert_int_equal(parse_json(j, &s, &err), -EINVAL);
+}
+
+static void test_seccomp_compile(void **state)
+{
+	(void)state;
+	json_t *sc = json_loads(
+		"{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"read\",\"nosuchcall\"],"
+		"\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":0,\"op\":\"SCMP_CMP_EQ\"}]}]}",
+		0, NULL);
+	struct sock_fprog prog;
+	struct al_error err = {0};
+	assert_int_equal(ort_seccomp_compile(sc, &prog, &err), 0);
+	assert_true(prog.len > 4);
+	free(prog.filter);
+	json_object_set_new(sc, "listenerPath", json_string("/run/x.sock"));
+	assert_int_equal(ort_seccomp_compile(sc, &prog, &err), -ENOTSUP);
+	json_object_del(sc, "listenerPath");
+	json_object_set_new(sc, "defaultAction", json_string("SCMP_ACT_NOTIFY"));
+	assert_int_equal(ort_seccomp_compile(sc, &prog, &err), -ENOTSUP);
+	json_decref(sc);
+}
+
+static void test_ids(void **state)
+{
+	(void)state;
+	assert_true(ort_id_valid("a1"));
+	assert_true(ort_id_valid("k8s_pod-1.2+x"));
+	assert_false(ort_id_valid(""));
+	assert_false(ort_id_valid(".."));
+	assert_false(ort_id_valid("a/b"));
+	assert_false(ort_id_valid("-a"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_ctr_spec),	cmocka_unit_test(test_plan_default_is_confined),
+		cmocka_unit_test(test_plan_refusals),	cmocka_unit_test(test_parse_refusals),
+		cmocka_unit_test(test_seccomp_compile), cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_sysctls),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
