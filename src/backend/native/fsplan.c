@@ -106,9 +106,10 @@ static const char *entry_kind(struct fs_plan *plan, int dfd, const char *name)
 }
 
 /* The entries of directory sub of root (sub "": root itself), at most FS_IMAGE_NAMES, into
- * *out and their kinds into *links (plan-owned). A sub that is a symlink is not followed: only
- * the image's own directories. */
-static size_t list_names(struct fs_plan *plan, const char *root, const char *sub, const char ***out,
+ * *out and, with kinds, their kinds into *links (plan-owned; without, every kind is NULL: /etc's
+ * entries all become symlinks, and a stat of each would only cost the start). A sub that is a
+ * symlink is not followed: only the image's own directories. */
+static size_t list_names(struct fs_plan *plan, const char *root, const char *sub, bool kinds, const char ***out,
 			 const char ***links)
 {
 	*out = *links = NULL;
@@ -125,7 +126,7 @@ static size_t list_names(struct fs_plan *plan, const char *root, const char *sub
 	struct dirent *e;
 	while (v && k && n < FS_IMAGE_NAMES && (e = readdir(d)))
 		if (plain_name(e->d_name) && (v[n] = own(plan, strdup(e->d_name)))) {
-			k[n] = entry_kind(plan, dirfd(d), e->d_name);
+			k[n] = kinds ? entry_kind(plan, dirfd(d), e->d_name) : NULL;
 			n++;
 		}
 	closedir(d);
@@ -151,8 +152,8 @@ int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs)
 	memset(h, 0, sizeof(*h));
 	h->root = rootfs ? rootfs : "";
 	if (*h->root) {
-		h->ntop = list_names(plan, h->root, "", &h->top_names, &h->top_links);
-		h->netc = list_names(plan, h->root, "etc", &h->etc_names, &h->etc_links);
+		h->ntop = list_names(plan, h->root, "", true, &h->top_names, &h->top_links);
+		h->netc = list_names(plan, h->root, "etc", false, &h->etc_names, &h->etc_links);
 	}
 	char buf[PATH_MAX], path[PATH_MAX];
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {

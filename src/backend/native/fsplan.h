@@ -67,7 +67,8 @@ struct fs_host {
 	const char *root;	    /* where the system dirs come from: "" (the host's) or a rootfs */
 	/* The rootfs's top-level entries and those of its /etc (at most FS_IMAGE_NAMES each), for
 	 * an image's whole root (fs_plan_build uses them only when the policy names an image): each
-	 * name, and its symlink target, or "" for a directory, or NULL for anything else. */
+	 * name, and its symlink target, or "" for a directory, or NULL for anything else (all NULL
+	 * for /etc, whose kinds are not probed). */
 	const char **top_names, **top_links, **etc_names, **etc_links;
 	size_t ntop, netc;
 };
