@@ -25,10 +25,15 @@ else
 	export AIRLOCK_IMAGES=$tmp/store
 fi
 python3 "$repo/tests/image/mkoci.py" oci-archive "$tmp/bb.tar"
+python3 "$repo/tests/image/mkoci.py" oci-archive "$tmp/wide.tar" wide
 "$airlock" image import "$tmp/bb.tar" bench-bb >/dev/null
-trap '"$airlock" image rm bench-bb >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
-names=("host /usr" "image (busybox)")
-cmds=("$airlock run -- /usr/bin/true" "$airlock run --image bench-bb -- /usr/bin/true")
+"$airlock" image import "$tmp/wide.tar" bench-wide >/dev/null
+trap '"$airlock" image rm bench-bb >/dev/null 2>&1; "$airlock" image rm bench-wide >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+# The image's whole root is shown: "wide" has nine more top-level directories (each a bind) and
+# 150 /etc entries (each a symlink into one bind of its /etc), as a Debian root has.
+names=("host /usr" "image (busybox)" "image (Debian-shaped: 9 top dirs, 150 /etc entries)")
+cmds=("$airlock run -- /usr/bin/true" "$airlock run --image bench-bb -- /usr/bin/true"
+	"$airlock run --image bench-wide -- /usr/bin/true")
 if [ -n "${BENCH_IMAGE:-}" ]; then
 	names+=("image ($BENCH_IMAGE)")
 	cmds+=("$airlock run --image $BENCH_IMAGE -- /usr/bin/true")

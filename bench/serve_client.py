@@ -42,6 +42,8 @@ class Conn:
 
     def call(self, method, path, body=None, headers=None):
         h = {"Content-Type": "application/json"} if body is not None else {}
+        if os.environ.get("BENCH_TOKEN"):  # a server's client token (bench/image_pool.sh)
+            h["Authorization"] = "Bearer " + os.environ["BENCH_TOKEN"]
         h.update(headers or {})
         data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
         self.c.request(method, path, body=data, headers=h)
@@ -67,7 +69,8 @@ def wait_pool(conn, want, limit=60):
 
 
 def create(conn):
-    st, body, _ = conn.call("POST", "/v1/sandboxes", {})
+    # BENCH_CREATE_BODY: the request's JSON (bench/image_pool.sh names a profile and an image)
+    st, body, _ = conn.call("POST", "/v1/sandboxes", json.loads(os.environ.get("BENCH_CREATE_BODY", "{}")))
     if st != 201:
         raise SystemExit("create: %d %s" % (st, body[:300]))
     return json.loads(body)["sandbox_id"]

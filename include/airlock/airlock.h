@@ -71,6 +71,15 @@ const char *al_policy_image_digest(const struct al_policy *p);
 const char *al_policy_image_name(const struct al_policy *p);
 /* The image's default command (its config's Entrypoint then Cmd), NULL-terminated, or NULL. */
 const char *const *al_policy_image_argv(const struct al_policy *p);
+/* The image config's WorkingDir and User, for a command run on the image as it is (`airlock run`;
+ * an exec's code lives in /workspace, which stays its directory). WorkingDir becomes the working
+ * directory unless one was set (--cwd) or /workspace is the caller's (--workdir), and only when
+ * it is a directory of the image (or /, /workspace, /tmp). User is resolved in the image's own
+ * /etc/passwd and /etc/group: root (uid 0) is the sandbox's unprivileged user, as always, and so
+ * is uid 1000 (the sandbox user's); any other uid is not applied (the posture's user is fixed). note receives
+ * what was not applied, in one line ("" when everything was). 0, or -errno for a User that is
+ * not NAME, UID, NAME:GROUP or UID:GID. */
+int al_policy_image_config(struct al_policy *p, char *note, size_t note_len, struct al_error *err);
 /* A file the sandbox starts with: data[0..len) at DEST (beneath /workspace, e.g. the code of
  * `airlock exec`), owned by the sandbox user. Copied; at most 64 MiB in all. */
 int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, size_t len, unsigned mode,

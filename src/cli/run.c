@@ -28,7 +28,13 @@ static int set_command(struct front *f, int argc, const char *const *argv, struc
 		n++;
 	if (argc <= 0 && !n)
 		return cli_fail("no command given (usage: airlock run [OPTIONS] -- CMD [ARG...])");
-	return al_policy_set_argv(f->policy, argc > 0 ? argc : n, argc > 0 ? argv : def, e);
+	int r = al_policy_set_argv(f->policy, argc > 0 ? argc : n, argc > 0 ? argv : def, e);
+	/* The image's WorkingDir and User; what is not applied is said, never silently dropped. */
+	char note[512];
+	r = r ?: al_policy_image_config(f->policy, note, sizeof(note), e);
+	if (r == 0 && note[0])
+		fprintf(stderr, "airlock: %s\n", note);
+	return r;
 }
 
 int cli_run(int argc, char **argv)

@@ -206,6 +206,7 @@ struct cfg_audit {
 
 struct cfg_pool {
 	char *profile; /* an existing profile */
+	char *image;   /* an image the profile offers, or NULL: the profile's own root */
 	unsigned count;
 };
 
@@ -225,7 +226,11 @@ struct cfg_server {
 	size_t napprover_uids;
 	/* quota: what one principal may hold at once (0: the default, CFG_QUOTA_*) */
 	unsigned quota_sessions, quota_sandboxes, quota_execs, quota_connections;
+	char *cell_image_limit;	   /* as written, or NULL: the default */
+	uint64_t cell_image_bytes; /* base64 bytes of figures one cell may return (0: CFG_CELL_IMAGE_LIMIT) */
 };
+
+#define CFG_CELL_IMAGE_LIMIT (4ULL << 20)
 
 #define CFG_QUOTA_SESSIONS    16
 #define CFG_QUOTA_SANDBOXES   32

@@ -253,6 +253,35 @@ static void rule(struct dumper *d, const struct cfg_rule *r)
 	map_end(d);
 }
 
+/* The map form while no entry names an image (as written by most), else the list form. */
+static void dump_pool(struct dumper *d, const struct cfg_server *s)
+{
+	bool images = false;
+	for (size_t i = 0; i < s->npool; i++)
+		images = images || s->pool[i].image;
+	scalar(d, "pool");
+	if (images)
+		seq_start(d);
+	else
+		map_start(d);
+	for (size_t i = 0; i < s->npool; i++) {
+		if (!images) {
+			key_uint(d, s->pool[i].profile, s->pool[i].count);
+			continue;
+		}
+		map_start(d);
+		key_str(d, "profile", s->pool[i].profile);
+		if (s->pool[i].image)
+			key_str(d, "image", s->pool[i].image);
+		key_uint(d, "count", s->pool[i].count);
+		map_end(d);
+	}
+	if (images)
+		seq_end(d);
+	else
+		map_end(d);
+}
+
 static void manager(struct dumper *d, const struct cfg *c)
 {
 	const struct cfg_approval *a = &c->approval;
@@ -286,11 +315,8 @@ static void manager(struct dumper *d, const struct cfg *c)
 	key_str(d, "max_lifetime", s->max_lifetime);
 	if (s->request_timeout)
 		key_str(d, "request_timeout", s->request_timeout);
-	scalar(d, "pool");
-	map_start(d);
-	for (size_t i = 0; i < s->npool; i++)
-		key_uint(d, s->pool[i].profile, s->pool[i].count);
-	map_end(d);
+	key_str(d, "cell_image_limit", s->cell_image_limit ? s->cell_image_limit : "4M");
+	dump_pool(d, s);
 	scalar(d, "http");
 	map_start(d);
 	if (s->http_listen)

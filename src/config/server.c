@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config/conv.h"
+#include "config/profile.h"
 #include "config/units.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -19,6 +20,7 @@
 #define MAX_TIMEOUT_MS	(24ULL * 3600 * 1000)	   /* an approval nobody answers within a day will not come */
 #define MAX_LIFETIME_MS (30ULL * 24 * 3600 * 1000) /* idle_ttl and max_lifetime: a month */
 #define MAX_POOL	64			   /* ready sandboxes of one profile */
+#define MAX_CELL_IMAGES (32ULL << 20)		   /* server.cell_image_limit */
 #define MIN_ROTATE	(64ULL << 10)		   /* a smaller log would rotate every few records */
 
 static const char *const risk_names[CFG_RISK__COUNT] = {"LOW", "MEDIUM", "HIGH", "CRITICAL"};
@@ -75,14 +77,17 @@ void cfg_manager_free(struct cfg *c)
 	free(c->server.idle_ttl);
 	free(c->server.max_lifetime);
 	free(c->server.request_timeout);
-	for (size_t i = 0; i < c->server.npool; i++)
+	for (size_t i = 0; i < c->server.npool; i++) {
 		free(c->server.pool[i].profile);
+		free(c->server.pool[i].image);
+	}
 	free(c->server.pool);
 	free(c->server.http_listen);
 	free(c->server.http_token_file);
 	free(c->server.http_approver_token_file);
 	free(c->server.socket);
 	free(c->server.approver_uids);
+	free(c->server.cell_image_limit);
 }
 
 /* ---- shared value parsers ------------------------------------------------------------ */
@@ -526,6 +531,20 @@ static int s_max_lifetime(struct conv *c, const struct cfg_node *v, const char *
 	return duration(c, v, path, MAX_LIFETIME_MS, &s->max_lifetime, &s->max_lifetime_ms);
 }
 
+/* Figures a cell returns travel base64 in one result frame and one answer: bounded well below
+ * the kernel's frame limit (64 MiB) and the server's memory per call. */
+static int s_cell_image_limit(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	struct cfg_server *s = &c->cfg->server;
+	struct al_error e = {0};
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	if (r == 0 && al_parse_size(v->text, &s->cell_image_bytes, &e) < 0)
+		return conv_bad(c->err, -e.code, v->mark, path, "%s", e.msg);
+	if (r == 0 && (s->cell_image_bytes == AL_UNLIMITED || s->cell_image_bytes > MAX_CELL_IMAGES))
+		return conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be a size of at most 32M", v->text);
+	return r ?: conv_copy_str(c, v, path, &s->cell_image_limit);
+}
+
 /* A client trickling a request holds a connection thread: each request gets this long to arrive. */
 static int s_request_timeout(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
@@ -547,12 +566,63 @@ static int pool_entry(struct conv *c, const struct cfg_entry *e, const char *sub
 	return count(c, e->value, sub, 0, MAX_POOL, &p->count);
 }
 
+static int pl_profile(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	struct cfg_pool *p = obj;
+	int r = conv_copy_str(c, v, path, &p->profile);
+	if (r == 0 && !cfg_profile(c->cfg, p->profile))
+		r = conv_bad(c->err, ENOENT, v->mark, path, "no profile '%.64s' in profiles", p->profile);
+	return r;
+}
+
+static int pl_image(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return conv_copy_str(c, v, path, &((struct cfg_pool *)obj)->image);
+}
+
+static int pl_count(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return count(c, v, path, 0, MAX_POOL, &((struct cfg_pool *)obj)->count);
+}
+
+/* The list form, [{profile, image, count}]: spares of a profile on one of its images (the map
+ * form, {PROFILE: COUNT}, has no room for an image). */
+static int pool_item(struct conv *c, const struct cfg_node *it, const char *ipath, size_t i)
+{
+	static const struct field fields[] = {{"profile", pl_profile}, {"image", pl_image}, {"count", pl_count}};
+	struct cfg_pool *p = &c->cfg->server.pool[i];
+	c->cfg->server.npool = i + 1;
+	int r = conv_fields(c, it, ipath, fields, AL_ARRAY_SIZE(fields), p);
+	if (r == 0 && !p->profile)
+		r = conv_bad(c->err, EINVAL, it->mark, ipath, "needs profile");
+	const struct cfg_profile *pr = r == 0 ? cfg_profile(c->cfg, p->profile) : NULL;
+	struct al_error e = {0};
+	/* The image is checked as a client's would be: only what the profile offers is pooled. */
+	if (pr && p->image && cfg_profile_image_allowed(pr, p->image, &e) < 0)
+		r = conv_bad(c->err, EPERM, it->mark, ipath, "%s", e.msg);
+	for (size_t k = 0; r == 0 && k < i; k++) {
+		const struct cfg_pool *q = &c->cfg->server.pool[k];
+		if (strcmp(q->profile, p->profile) == 0 &&
+		    (q->image == p->image || (q->image && p->image && strcmp(q->image, p->image) == 0)))
+			r = conv_bad(c->err, EEXIST, it->mark, ipath,
+				     "profile '%.64s' is pooled twice on the same root", p->profile);
+	}
+	return r;
+}
+
 static int s_pool(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	int r = conv_want(c, v, CFG_MAP, path);
+	int r = v->kind == CFG_SEQ ? 0 : conv_want(c, v, CFG_MAP, path);
 	if (r == 0 && v->n && !(c->cfg->server.pool = calloc(v->n, sizeof(struct cfg_pool))))
 		return oom(c);
-	return r ?: conv_named(c, v, path, pool_entry);
+	if (r < 0 || v->kind != CFG_SEQ)
+		return r ?: conv_named(c, v, path, pool_entry);
+	for (size_t i = 0; r == 0 && i < v->n; i++) {
+		char ipath[128];
+		snprintf(ipath, sizeof(ipath), "%.80s[%zu]", path, i);
+		r = conv_want(c, v->ents[i].value, CFG_MAP, ipath) ?: pool_item(c, v->ents[i].value, ipath, i);
+	}
+	return r;
 }
 
 /* "HOST:PORT" or "[IPV6]:PORT"; *loopback when HOST can only be reached from this machine. */
@@ -668,6 +738,7 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 		{"socket", s_socket},
 		{"approver_uids", s_approver_uids},
 		{"quota", s_quota},
+		{"cell_image_limit", s_cell_image_limit},
 	};
 	struct cfg_server *s = &c->cfg->server;
 	int r = conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);

@@ -91,9 +91,20 @@ struct img_ref {
 	char **env;    /* the config's Env, "NAME=VALUE", NULL-terminated (may be empty) */
 	char **argv;   /* the config's Entrypoint then Cmd, NULL-terminated (may be empty) */
 	char *workdir; /* the config's WorkingDir, or NULL */
+	char *user;    /* the config's User, or NULL */
 	int lock_fd;
 };
 int img_open(struct img_store *s, const char *name, struct img_ref *ref, struct al_error *err);
 void img_ref_close(struct img_ref *ref);
+
+/* Pure: the ids of an image config's User spec (NAME, UID, NAME:GROUP, UID:GID) given the image's
+ * /etc/passwd and /etc/group texts (either may be NULL). A numeric user needs no entry (its
+ * primary group comes from one when there is, else 0). 0, -EINVAL (not such a spec), -ENOENT. */
+int img_user_parse(const char *spec, const char *passwd, const char *group, uint32_t *uid, uint32_t *gid);
+/* ref's User resolved against its own tree's /etc/passwd and /etc/group (read beneath its root,
+ * bounded): 0, -ENOENT with no User (err untouched) or an unknown name, -EINVAL. */
+int img_user_resolve(const struct img_ref *ref, uint32_t *uid, uint32_t *gid, struct al_error *err);
+/* Whether path (absolute) is a directory of the image's tree, resolved inside it. */
+bool img_dir_exists(const struct img_ref *ref, const char *path);
 
 #endif

@@ -450,6 +450,8 @@ static int ref_defaults(struct img_ref *ref, const char *meta, struct al_error *
 	}
 	const char *wd = json_string_value(json_object_get(cfg, "WorkingDir"));
 	ref->workdir = wd && *wd ? strdup(wd) : NULL;
+	const char *user = json_string_value(json_object_get(cfg, "User"));
+	ref->user = user && *user && strlen(user) < 256 ? strdup(user) : NULL;
 	json_decref(j);
 	return ref->env && ref->argv ? 0 : al_err(err, ENOMEM, "out of memory");
 }
@@ -500,6 +502,7 @@ void img_ref_close(struct img_ref *ref)
 	free(ref->name);
 	free(ref->rootfs);
 	free(ref->workdir);
+	free(ref->user);
 	memset(ref, 0, sizeof(*ref));
 	ref->lock_fd = -1;
 }

@@ -27,7 +27,6 @@
 
 #define CTX_GRACE_MS  2000	  /* an interrupted cell's time to come back before its kernel is killed */
 #define CTX_START_MS  30000	  /* a kernel's time to say hello (first imports, a cold page cache) */
-#define CTX_IMAGE_MAX (4u << 20)  /* base64 bytes of images per cell */
 #define CTX_FRAME_MAX (64u << 20) /* no frame from a kernel is bigger: a larger one ends it */
 #define CTX_ID_MAX    64
 /* Contexts per sandbox: each kernel costs the server a supervising thread, so a client may not
@@ -145,8 +144,11 @@ static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l
 	int r = al_policy_new(&p);
 	if (r < 0)
 		return al_err(err, -r, "out of memory");
-	const char *argv[] = {l->command.v[0], js ? "-e" : "-c", js ? ctx_jskernel : ctx_pykernel};
-	r = al_policy_set_argv(p, 3, argv, err);
+	/* node --expose-internals: the JavaScript kernel rewrites top-level await with Node's own
+	 * REPL transform (see jskernel.js). */
+	const char *argv[] = {l->command.v[0], js ? "--expose-internals" : "-c", js ? "-e" : ctx_pykernel,
+			      ctx_jskernel};
+	r = al_policy_set_argv(p, js ? 4 : 3, argv, err);
 	r = r ?: cfg_apply_limits(&env->cfg->limits, p, true, err);
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_WALL_MS, AL_UNLIMITED, err);
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_CPU_MS, AL_UNLIMITED, err);
@@ -319,11 +321,21 @@ static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 	char why[200] = "";
 	if (last && *last)
 		snprintf(why, sizeof(why), ": %.*s", (int)strcspn(last, "\n"), last);
-	/* -ENOEXEC: it never ran (its interpreter is not in the sandbox's root, e.g. an image without
-	 * python3): the caller may run the code as a fresh exec instead. */
-	int e = d && d->status == AL_STATUS_SETUP_ERROR ? ENOEXEC : EIO;
-	al_err(err, e, "the %s kernel did not start (%s)%s", c->language,
-	       r == -ETIMEDOUT ? "no answer in time" : "it ended or spoke out of turn", why);
+	/* -ENOTSUP: it never ran, its interpreter is not in the sandbox's root (an image without
+	 * python3): the request's fault, not the server's, said so; the caller may run a default
+	 * context's code as a fresh exec instead. Anything else is the kernel's failure. */
+	int e = d && d->status == AL_STATUS_SETUP_ERROR ? ENOTSUP : EIO;
+	if (e == ENOTSUP && d->setup.code == -ENOENT)
+		al_err(err, e,
+		       "a %s context cannot start here: %s is not found in this sandbox's root (an image "
+		       "without it?)",
+		       c->language, l->command.v[0]);
+	else if (e == ENOTSUP)
+		al_err(err, e, "a %s context cannot start here: %s cannot run in this sandbox%s", c->language,
+		       l->command.v[0], why);
+	else
+		al_err(err, e, "the %s kernel did not start (%s)%s", c->language,
+		       r == -ETIMEDOUT ? "no answer in time" : "it ended or spoke out of turn", why);
 	kernel_stop(cs, c);
 	return -e;
 }
@@ -335,8 +347,9 @@ struct cell_run {
 	char *buf[2];
 	size_t kept[2];
 	uint64_t total[2];
-	size_t cap;  /* bytes kept per stream (the output limit) */
-	json_t *res; /* the kernel's 'r' answer */
+	size_t cap;	  /* bytes kept per stream (the output limit) */
+	size_t image_max; /* base64 bytes of figures (server.cell_image_limit) */
+	json_t *res;	  /* the kernel's 'r' answer */
 	bool timed_out, cancelled, lost;
 };
 
@@ -439,8 +452,9 @@ static bool looks_png_base64(const char *s, size_t n)
 	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == n;
 }
 
-/* The kernel's images, those that look like PNG, within CTX_IMAGE_MAX. */
-static json_t *sane_images(const json_t *in)
+/* The kernel's images, those that look like PNG, within image_max bytes; *dropped counts the
+ * others (the kernel drops what is over the limit itself: this is the check it cannot dodge). */
+static json_t *sane_images(const json_t *in, size_t image_max, json_int_t *dropped)
 {
 	json_t *out = json_array();
 	size_t i, total = 0;
@@ -448,9 +462,10 @@ static json_t *sane_images(const json_t *in)
 	json_array_foreach(in, i, im) {
 		const json_t *d = json_object_get(im, "data");
 		size_t n = json_string_length(d);
-		if (!out || !json_is_string(d) || !looks_png_base64(json_string_value(d), n) ||
-		    total + n > CTX_IMAGE_MAX)
+		if (!out || !json_is_string(d) || !looks_png_base64(json_string_value(d), n) || total + n > image_max) {
+			(*dropped)++;
 			continue;
+		}
 		total += n;
 		json_array_append_new(out, json_pack("{s:s,s:O,s:I,s:I}", "mime", "image/png", "data", d, "width",
 						     json_integer_value(json_object_get(im, "width")), "height",
@@ -492,22 +507,27 @@ static json_t *sane_error(const json_t *e, size_t cap)
 			 bounded_string(json_object_get(e, "traceback"), cap));
 }
 
-json_t *ctx_answer(const json_t *r, size_t cap)
+json_t *ctx_answer(const json_t *r, size_t cap, size_t image_max)
 {
-	return json_pack("{s:o,s:o,s:o,s:I,s:o,s:b,s:b,s:I}", "value", sane_value(json_object_get(r, "value"), cap),
-			 "error", sane_error(json_object_get(r, "error"), cap), "images",
-			 sane_images(json_object_get(r, "images")), "images_dropped",
-			 json_integer_value(json_object_get(r, "images_dropped")), "files",
-			 sane_files(json_object_get(r, "files")), "files_truncated",
-			 json_is_true(json_object_get(r, "files_truncated")), "interrupted",
+	json_int_t dropped = json_integer_value(json_object_get(r, "images_dropped"));
+	if (dropped < 0 || dropped > 1000000)
+		dropped = 0;
+	json_t *images = sane_images(json_object_get(r, "images"), image_max, &dropped);
+	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:o,s:b,s:b,s:I,s:I,s:I}", "value",
+			 sane_value(json_object_get(r, "value"), cap), "error",
+			 sane_error(json_object_get(r, "error"), cap), "images", images, "images_dropped", dropped,
+			 "image_limit", (json_int_t)image_max, "files", sane_files(json_object_get(r, "files")),
+			 "files_truncated", json_is_true(json_object_get(r, "files_truncated")), "interrupted",
 			 json_is_true(json_object_get(r, "interrupted")), "processes_killed",
-			 json_integer_value(json_object_get(r, "processes_killed")));
+			 json_integer_value(json_object_get(r, "processes_killed")), "timers_cancelled",
+			 json_integer_value(json_object_get(r, "timers_cancelled")), "late_output_bytes",
+			 json_integer_value(json_object_get(r, "late_output_bytes")));
 }
 
 /* The cell's part of the result: the kernel's answer (ctx_answer) and what the manager knows. */
 static char *cell_json(const struct ctx *c, const struct cell_run *cr, bool restarted, bool oom)
 {
-	json_t *o = ctx_answer(cr->res, cr->cap);
+	json_t *o = ctx_answer(cr->res, cr->cap, cr->image_max);
 	int r = o ? 0 : -1;
 	r = r ?: json_object_set_new(o, "context_id", json_string(c->id));
 	r = r ?: json_object_set_new(o, "language", json_string(c->language));
@@ -655,11 +675,11 @@ static int kernel_ready(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 
 /* The cell's request; timeout_ms lets a kernel that cannot be interrupted (JavaScript's) stop the
  * cell itself, shortly before the manager's own deadline would interrupt it. */
-static int send_cell(struct ctx *c, const struct ctx_cell_req *req, size_t cap, uint64_t wall_ms)
+static int send_cell(struct ctx *c, const struct ctx_cell_req *req, size_t cap, size_t image_max, uint64_t wall_ms)
 {
 	json_int_t t = wall_ms == AL_UNLIMITED || wall_ms > INT32_MAX ? 0 : (json_int_t)wall_ms;
 	json_t *x = json_pack("{s:s%,s:I,s:I,s:I}", "code", req->code, req->code_len, "text_max", (json_int_t)cap,
-			      "image_max", (json_int_t)CTX_IMAGE_MAX, "timeout_ms", t);
+			      "image_max", (json_int_t)image_max, "timeout_ms", t);
 	char *s = x ? json_dumps(x, JSON_COMPACT) : NULL;
 	json_decref(x);
 	if (!s)
@@ -682,8 +702,9 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	r = kernel_ready(cs, c, env, &fresh, err);
 	uint64_t wall_ms, cap;
 	exec_limits(env, &wall_ms, &cap);
-	struct cell_run cr = {.cap = (size_t)cap};
-	if (r == 0 && (r = send_cell(c, req, cr.cap, wall_ms)) < 0)
+	uint64_t im = env->cfg->server.cell_image_bytes ? env->cfg->server.cell_image_bytes : CFG_CELL_IMAGE_LIMIT;
+	struct cell_run cr = {.cap = (size_t)cap, .image_max = (size_t)im};
+	if (r == 0 && (r = send_cell(c, req, cr.cap, cr.image_max, wall_ms)) < 0)
 		al_err(err, -r, "the %s kernel does not take cells", c->language);
 	if (r < 0) {
 		kernel_stop(cs, c);

@@ -74,8 +74,8 @@ int ctx_manage(struct ctx_set *cs, const struct ctx_env *env, const struct srv_c
 	       struct srv_result **out, struct al_error *err);
 
 /* Pure, for the fuzz target: a kernel's 'r' answer (any JSON, the sandbox's word) re-encoded key
- * by key: value and error texts cut at cap bytes, images only those that look like PNG within the
- * image limit, at most 200 files. A new reference, or NULL on ENOMEM. */
-json_t *ctx_answer(const json_t *answer, size_t cap);
+ * by key: value and error texts cut at cap bytes, images only those that look like PNG within
+ * image_max base64 bytes (the others counted in images_dropped), at most 200 files. A new reference, or NULL on ENOMEM. */
+json_t *ctx_answer(const json_t *answer, size_t cap, size_t image_max);
 
 #endif

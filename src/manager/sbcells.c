@@ -60,17 +60,23 @@ static void *cell_thread(void *arg)
 			/* No kernel for this language in this sandbox (its root lacks the interpreter the
 			 * kernel needs, e.g. an image without python3): the default context's cell runs
 			 * as a fresh exec instead, as before contexts; a named context is an error. */
-			if (r == -ENOEXEC && !op->context_id) {
+			if (r == -ENOTSUP && !op->context_id) {
 				sbx_put(m, s);
 				op->kind = OP_EXEC;
 				return exec_thread(op);
 			}
+			/* A named context's missing interpreter is the request's to fix (another image,
+			 * another language): a 400, not a server failure. */
+			if (r == -ENOTSUP)
+				r = -EINVAL;
 		} else {
 			struct srv_context_req q = {.sandbox_id = op->sandbox_id,
 						    .action = op->action,
 						    .language = op->language,
 						    .context_id = op->context_id};
 			r = ctx_manage(cs, &env, &q, &res, &err);
+			if (r == -ENOTSUP)
+				r = -EINVAL; /* as for a cell: the request's to fix */
 		}
 	}
 	if (r == 0 && !(res->sandbox_id = strdup(s->id)))

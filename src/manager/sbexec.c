@@ -235,7 +235,7 @@ void *exec_thread(void *arg)
 	if (throwaway) {
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 		struct srv_limits lim = {0};
-		s = op->network ? NULL : sbm_claim_pooled(m, profile, op->owner, false);
+		s = op->network ? NULL : sbm_claim_pooled(m, profile, NULL, op->owner, false);
 		if (!s && (r = sbx_new(m, profile, NULL, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
 			s->refs = 1;
 			pthread_mutex_lock(&m->mu);

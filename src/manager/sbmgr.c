@@ -52,6 +52,7 @@ void sbx_free(struct sbx *s)
 	al_sandbox_destroy(s->sb);
 	free(s->profile);
 	free(s->net_hosts);
+	free(s->pool_image);
 	free(s);
 }
 
@@ -220,8 +221,9 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 		return al_err(err, ENOMEM, "out of memory");
 	s->profile = strdup(profile);
 	s->net_hosts = strdup(hosts ? hosts : "");
+	s->pool_image = image ? strdup(image) : NULL;
 	struct al_policy *p = NULL;
-	int r = s->profile && s->net_hosts ? 0 : al_err(err, ENOMEM, "out of memory");
+	int r = s->profile && s->net_hosts && (!image || s->pool_image) ? 0 : al_err(err, ENOMEM, "out of memory");
 	r = r ?: create_policy(m, profile, image, network, hosts, lim, &p, &s->net, err);
 	r = r ?: al_sandbox_create(p, &s->sb, err);
 	if (r == 0 && al_policy_image_digest(p)) { /* the client's image or the profile's, as resolved */
@@ -465,6 +467,15 @@ static struct srv_result *created(struct sbm *m, struct sbx *s)
 	return res;
 }
 
+/* Whether profile offers image (as a cold create would check it): only then may a spare of that
+ * image be claimed. The refusal itself comes from the cold path's own check. */
+static bool image_offered(struct sbm *m, const char *profile, const char *image)
+{
+	const struct cfg_profile *pr = cfg_profile(m->o.cfg, profile);
+	struct al_error e = {0};
+	return pr && cfg_profile_image_allowed(pr, image, &e) == 0;
+}
+
 static void *create_thread(void *arg)
 {
 	struct srv_op *op = arg;
@@ -475,10 +486,12 @@ static void *create_thread(void *arg)
 			      : m->o.default_profile ? m->o.default_profile
 						     : SBM_DEFAULT_PROFILE;
 	struct srv_limits none = {0};
-	bool plain = !op->network && !op->image && memcmp(&op->limits, &none, sizeof(none)) == 0;
+	bool plain = !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0;
 	int r = 0;
-	if (plain)
-		s = sbm_claim_pooled(m, profile, op->owner, true); /* listed, with our reference */
+	/* A spare of the profile on the same image (server.pool): the image was checked against the
+	 * profile's offer when the pool was configured, so a claim grants nothing the request could not. */
+	if (plain && (!op->image || image_offered(m, profile, op->image)))
+		s = sbm_claim_pooled(m, profile, op->image, op->owner, true); /* listed, with our reference */
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
 	bool full = !s && max && m->live >= max; /* checked again when listed: this spares a build */
@@ -543,12 +556,12 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	bool stopping = m->stopping;
 	pthread_mutex_unlock(&m->mu);
 	struct sbx *s = NULL;
-	if (!stopping && !op->network && !op->image && memcmp(&op->limits, &none, sizeof(none)) == 0)
-		s = sbm_claim_pooled(m,
-				     op->profile	    ? op->profile
-				     : m->o.default_profile ? m->o.default_profile
-							    : SBM_DEFAULT_PROFILE,
-				     req->owner, true);
+	const char *profile = op->profile	     ? op->profile
+			      : m->o.default_profile ? m->o.default_profile
+						     : SBM_DEFAULT_PROFILE;
+	if (!stopping && !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0 &&
+	    (!op->image || image_offered(m, profile, op->image)))
+		s = sbm_claim_pooled(m, profile, op->image, req->owner, true);
 	if (!s)
 		return op_start_thread(m, op, create_thread, out, err);
 	op_free(op);

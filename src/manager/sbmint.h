@@ -41,6 +41,7 @@ struct sbx {
 	bool busy;		/* an exec holds this sandbox's turn (under m->mu) */
 	struct al_job *running; /* the exec holding the turn, for destroy (under m->mu) */
 	struct ctx_set *ctxs;	/* interpreter contexts (context.c), made by the first cell (under m->mu) */
+	char *pool_image;	/* the image it was made on, or NULL (the profile's root): what a claim matches */
 };
 
 struct sbm {
@@ -176,7 +177,7 @@ int sbm_list_files(void *ctx, const struct srv_path_req *req, const struct srv_s
 /* ---- sbpool.c: the warm pool, expiry, and the housekeeper that makes every sandbox ---- */
 
 /* A spare of profile for owner (keep: within its sandbox quota), listed with a reference; or NULL. */
-struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *owner, bool keep);
+struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *image, const char *owner, bool keep);
 void *sbm_housekeeper(void *arg);
 
 /* ---- sblist.c: listings ---- */

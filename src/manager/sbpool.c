@@ -10,14 +10,22 @@
 
 #include "util/error.h"
 
-/* A warm spare of profile, now owner's (with the caller's reference), or NULL — also when owner
+/* Whether s was made for profile on image (NULL: on the profile's own root). */
+static bool same_kind(const struct sbx *s, const char *profile, const char *image)
+{
+	if (strcmp(s->profile, profile) != 0)
+		return false;
+	return image ? s->pool_image && strcmp(s->pool_image, image) == 0 : !s->pool_image;
+}
+
+/* A warm spare of profile (on image, or on its own root), now owner's (with the caller's reference), or NULL — also when owner
  * holds its quota of sandboxes already (keep: the claim is listed as owner's, not a throwaway; the
  * caller's own make-and-list then answers with the quota's error). */
-struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *owner, bool keep)
+struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *image, const char *owner, bool keep)
 {
 	pthread_mutex_lock(&m->mu);
 	struct sbx *s = keep && sbm_owned_locked(m, owner ? owner : "") >= sbm_quota_sandboxes(m) ? NULL : m->list;
-	while (s && !(s->pooled && strcmp(s->profile, profile) == 0))
+	while (s && !(s->pooled && same_kind(s, profile, image)))
 		s = s->next;
 	if (s) {
 		/* Its lifetime (server.max_lifetime) starts now: time as a spare is not the client's. */
@@ -56,32 +64,34 @@ static struct sbx *expire_locked(struct sbm *m, uint64_t now)
 	return dead;
 }
 
-static unsigned pooled_locked(struct sbm *m, const char *profile)
+static unsigned pooled_locked(struct sbm *m, const struct cfg_pool *pool)
 {
 	unsigned n = 0;
 	for (struct sbx *s = m->list; s; s = s->next)
-		n += s->pooled && strcmp(s->profile, profile) == 0;
+		n += s->pooled && same_kind(s, pool->profile, pool->image);
 	return n;
 }
 
-/* Makes one missing spare, if any is missing: true when it made one (more may be missing). */
+/* Makes one missing spare, if any is missing: true when it made one (more may be missing). An
+ * entry that cannot be made now (its image removed, the server full) does not keep the entries
+ * after it empty: they are tried in the same sweep; the failed one waits for the next. */
 static bool refill_one(struct sbm *m)
 {
 	const struct cfg_server *c = &m->o.cfg->server;
 	for (size_t i = 0; i < c->npool; i++) {
 		pthread_mutex_lock(&m->mu);
-		bool need = !m->stopping && pooled_locked(m, c->pool[i].profile) < c->pool[i].count;
+		bool need = !m->stopping && pooled_locked(m, &c->pool[i]) < c->pool[i].count;
 		pthread_mutex_unlock(&m->mu);
 		if (!need)
 			continue;
 		struct sbx *s = NULL;
 		struct al_error err = {0};
 		struct srv_limits lim = {0};
-		if (sbx_make_now(m, c->pool[i].profile, NULL, false, NULL, &lim, true, &s, &err) < 0)
-			return false; /* the next sweep tries again */
+		if (sbx_make_now(m, c->pool[i].profile, c->pool[i].image, false, NULL, &lim, true, &s, &err) < 0)
+			continue; /* the next sweep tries again */
 		if (sbx_list(m, s, &err) < 0) {
 			sbx_free(s);
-			return false;
+			continue;
 		}
 		return true;
 	}

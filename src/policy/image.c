@@ -1,11 +1,13 @@
 /* image.c — a policy's image: its read-only tree as the rootfs, its Env as defaults, its lock held. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "image/image.h"
 #include "policy/policy.h"
+#include "util/cleanup.h"
 #include "util/error.h"
 
 #define IMG_ENV_MAX 256
@@ -66,6 +68,64 @@ const char *al_policy_image_digest(const struct al_policy *p)
 const char *al_policy_image_name(const struct al_policy *p)
 {
 	return p->image ? p->image->name : NULL;
+}
+
+/* Whether the image's WorkingDir exists in the sandbox's view: the sandbox's own directories,
+ * or a directory of the image outside what the sandbox owns (its /tmp or /workspace would hide
+ * the image's). */
+static bool workdir_usable(const struct img_ref *ref, const char *wd)
+{
+	static const char *const ours[] = {"/tmp", AL_WORKSPACE, "/dev", "/proc"};
+	if (strcmp(wd, "/") == 0 || strcmp(wd, "/tmp") == 0 || strcmp(wd, AL_WORKSPACE) == 0)
+		return true;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(ours); i++) {
+		size_t n = strlen(ours[i]);
+		if (strncmp(wd, ours[i], n) == 0 && (wd[n] == 0 || wd[n] == '/'))
+			return false;
+	}
+	return img_dir_exists(ref, wd);
+}
+
+int al_policy_image_config(struct al_policy *p, char *note, size_t note_len, struct al_error *err)
+{
+	struct img_ref *ref = p->image;
+	size_t off = 0;
+	if (note_len)
+		note[0] = 0;
+	if (!ref)
+		return 0;
+	const char *wd = ref->workdir;
+	if (wd && !p->cwd && !p->workdir) {
+		struct al_error e = {0};
+		if (pol_check_inside_path(wd, &e) == 0 && workdir_usable(ref, wd)) {
+			int r = al_policy_set_cwd(p, wd, err);
+			if (r < 0)
+				return r;
+		} else if (off < note_len) {
+			off += (size_t)snprintf(
+				note + off, note_len - off,
+				"the image's WorkingDir '%.128s' is not applied: not a directory of the image; ", wd);
+		}
+	}
+	uint32_t uid = 0, gid = 0;
+	int r = img_user_resolve(ref, &uid, &gid, err);
+	if (r == -EINVAL)
+		return r;
+	if (r == -ENOENT && ref->user && off < note_len)
+		off += (size_t)snprintf(note + off, note_len - off, "%s; ",
+					err ? err->msg : "the image's User is unknown");
+	/* The posture fixes the sandbox user: root in the image is that unprivileged user as it is
+	 * everywhere, and another uid is never granted (it is said, not silently dropped). */
+	if (r == 0 && uid != 0 && uid != AL_SANDBOX_UID && off < note_len)
+		off += (size_t)snprintf(note + off, note_len - off,
+					"the image's User '%.64s' (uid %u) is not applied: the sandbox runs as its own "
+					"unprivileged uid %d; ",
+					ref->user, uid, AL_SANDBOX_UID);
+	if (off >= 2 && off < note_len)
+		note[off - 2] = 0; /* the last "; " */
+	if (err && r == -ENOENT)
+		*err = (struct al_error){0};
+	return 0;
 }
 
 const char *const *al_policy_image_argv(const struct al_policy *p)

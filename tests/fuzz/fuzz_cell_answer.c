@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	json_t *in = json_loadb((const char *)data, size, 0, NULL);
-	json_t *out = ctx_answer(in, 64);
+	json_t *out = ctx_answer(in, 64, 4096);
 	size_t i;
 	json_t *im;
 	json_array_foreach(json_object_get(out, "images"), i, im) {

@@ -35,6 +35,26 @@ static void names(const uint8_t *data, size_t size)
 	free(s);
 }
 
+/* The input as an image's /etc/passwd and /etc/group (split at the first NUL), looked up with a
+ * few User specs: an answer or a refusal, never a crash or an id of (uid_t)-1. */
+static void users(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 2);
+	if (!s)
+		return;
+	memcpy(s, data, size);
+	s[size] = s[size + 1] = 0;
+	const char *group = s + strlen(s) + 1;
+	static const char *const specs[] = {"app", "root", "1000", "app:staff", "0:0", "x:1"};
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		uint32_t u = 0, g = 0;
+		int r = img_user_parse(specs[i], s, group, &u, &g);
+		if ((r != 0 && r != -ENOENT && r != -EINVAL) || (r == 0 && (u == UINT32_MAX || g == UINT32_MAX)))
+			abort();
+	}
+	free(s);
+}
+
 static char dir[64];
 
 static void remove_scratch(void)
@@ -68,6 +88,7 @@ static void put(int dfd, const char *name, const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	names(data, size);
+	users(data, size);
 	int dfd = scratch();
 	struct img_limits lim = {1 << 20, 1000};
 	struct al_error err = {0};

@@ -5,7 +5,7 @@
 #   FORMAT  layout (a directory), oci-archive (a tar of the layout) or docker (docker save)
 #   VARIANT good (default) or one hostile case: dotdot, absolute, symlink-parent, hardlink-out,
 #           device, fifo, setuid (accepted, bits dropped), digest-mismatch, truncated, sparse10g,
-#           whiteout-dotdot, bigfile
+#           whiteout-dotdot, bigfile, wide (a Debian-shaped root, for bench/image.sh); other-user (a User and WorkingDir that are not applied)
 import gzip
 import hashlib
 import io
@@ -30,7 +30,7 @@ def add_file(tar, name, data, mode=0o644):
 def base_layer(variant):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for d in ("usr", "usr/bin", "usr/share", "usr/share/opq", "etc", "tmp"):
+        for d in ("usr", "usr/bin", "usr/share", "usr/share/opq", "etc", "tmp", "opt", "opt/app", "srv"):
             tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=0o755))
         with open(BUSYBOX, "rb") as f:
             add_file(tar, "usr/bin/busybox", f.read(), 0o755)
@@ -42,6 +42,11 @@ def base_layer(variant):
         add_file(tar, "usr/share/gone.txt", b"lower\n")
         add_file(tar, "usr/share/opq/old.txt", b"lower\n")
         add_file(tar, "etc/image-release", b"mkoci busybox\n")
+        # The whole root is shown: /etc beside airlock's own files, /opt, /srv; and a user.
+        add_file(tar, "etc/app.conf", b"app-conf\n")
+        add_file(tar, "etc/passwd", b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/opt/app:/bin/sh\n")
+        add_file(tar, "etc/group", b"root:x:0:\napp:x:1000:\n")
+        add_file(tar, "opt/app/data.txt", b"opt-data\n")
         hostile(tar, variant)
     return buf.getvalue()
 
@@ -68,6 +73,17 @@ def hostile(tar, variant):
         add_file(tar, "usr/bin/suid", b"#!/bin/sh\n", 0o6755)
     elif variant == "whiteout-dotdot":
         add_file(tar, "usr/../.wh.etc", b"")
+    elif variant == "wide":
+        # A Debian-shaped root for the benchmark: its top-level directories and 150 /etc entries.
+        for d in ("boot", "home", "media", "mnt", "root", "run", "var", "var/lib", "var/log"):
+            tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=0o755))
+        for i in range(100):
+            add_file(tar, "etc/conf%d" % i, b"x\n")
+        for i in range(40):
+            tar.addfile(ti("etc/dir%d/" % i, tarfile.DIRTYPE, mode=0o755))
+            add_file(tar, "etc/dir%d/f" % i, b"x\n")
+        for i in range(10):
+            tar.addfile(ti("etc/link%d" % i, tarfile.SYMTYPE, link="conf%d" % i))
 
 
 def top_layer():
@@ -108,7 +124,10 @@ def oci(variant):
     layers = [(l1gz, "application/vnd.oci.image.layer.v1.tar+gzip"), (l2, "application/vnd.oci.image.layer.v1.tar")]
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"], "WorkingDir": "/", "Entrypoint": ["echo"], "Cmd": ["image-cmd"]},
+        "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"], "Entrypoint": ["echo"], "Cmd": ["image-cmd"],
+                   # other-user: a uid the posture does not grant, and a WorkingDir the image lacks
+                   "WorkingDir": "/nonexistent" if variant == "other-user" else "/opt/app",
+                   "User": "65532:65532" if variant == "other-user" else "app"},
         "rootfs": {"type": "layers", "diff_ids": [sha(l1raw), sha(l2)]},
     }).encode()
     manifest = json.dumps({

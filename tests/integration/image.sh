@@ -62,11 +62,40 @@ for b in native bwrap oci gvisor; do
 new.txt
 hello" "$b: the image's tree and Env, not the host's /usr, and not writable"
 	al_assert_eq "$(j image.digest)" "$digest" "$b: the verdict names the image digest"
+	# The whole root: the image's /etc beside airlock's own files, its /opt and /srv, read-only;
+	# its WorkingDir is the working directory; its User "app" is uid 1000, the sandbox user.
+	al_run run --backend "$b" --image bb -- sh -c 'echo "$PWD"; cat data.txt /etc/app.conf /etc/image-release; test -d /srv && echo srv; grep -c "^sandbox:" /etc/passwd; id -u; test -e /etc/ssl/certs/ca-certificates.crt && echo host-etc; echo x >/etc/app.conf 2>/dev/null && echo wrote-etc; echo x >/opt/app/new 2>/dev/null && echo wrote-opt; exit 0'
+	al_assert_rc 0
+	al_assert_eq "$AL_OUT" "/opt/app
+opt-data
+app-conf
+mkoci busybox
+srv
+1
+1000" "$b: the image's /etc, /opt and /srv read-only, its WorkingDir, airlock's own passwd"
 done
 # Without a command, the image's Entrypoint and Cmd run.
 al_run run --image bb
 al_assert_rc 0
 al_assert_eq "$AL_OUT" "image-cmd" "the image's Entrypoint + Cmd"
+# Explicit flags win over the image's WorkingDir; what cannot be applied is said, never dropped.
+al_run run --image bb --cwd /tmp -- sh -c 'echo "$PWD"'
+al_assert_eq "$AL_OUT" "/tmp" "--cwd wins over WorkingDir"
+mkdir -p "$work/wd" && chmod 0777 "$work/wd"
+al_run run --image bb --workdir "$work/wd" -- sh -c 'echo "$PWD"'
+al_assert_eq "$AL_OUT" "/workspace" "--workdir keeps /workspace the working directory"
+mk oci-archive "$work/ou.tar" other-user
+chmod a+r "$work/ou.tar"
+al_run image import "$work/ou.tar" ou
+al_assert_rc 0
+al_run run --image ou -- sh -c 'echo "$PWD"; id -u'
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "/workspace
+1000" "a User outside the sandbox user and a missing WorkingDir: not applied"
+al_assert_contains "$AL_ERR" "User '65532:65532' (uid 65532) is not applied" "... and said so"
+al_assert_contains "$AL_ERR" "WorkingDir '/nonexistent' is not applied" "... both"
+al_run image rm ou
+al_assert_rc 0
 # exec and a profile's image: key; the posture stays the profile's (no network under it).
 al_run exec --image bb --lang shell -c 'cat /usr/share/hello.txt'
 al_assert_rc 0

@@ -67,6 +67,15 @@ import json, os, sys
 by = {x["id"]: x for x in json.load(sys.stdin)["sandboxes"]}
 print(by[os.environ["SB"]]["image"], by[os.environ["SB"]]["image_digest"], by[os.environ["PLAIN"]]["image"], by[os.environ["PLAIN"]]["image_digest"])')
 al_assert_eq "$images" "bb $bb_digest host None" "GET /v1/admin/sandboxes: the image's name and digest, or host"
+# The image has no python3: a named Python context cannot start, and says why (a 400, not a 500),
+# through the context API and a cell alike; the default context's cell still runs, as a fresh exec.
+out=$(call POST "/v1/sandboxes/$sb/contexts" '{"context_id":"py","language":"python"}')
+al_assert_eq "${out%% *}" 400 "a named context without its interpreter: the request's fault ($out)"
+al_assert_contains "$out" "python3 is not found in this sandbox's root" "the error names the cause"
+out=$(call POST "/v1/sandboxes/$sb/exec" '{"language":"python","code":"print(1)","context_id":"py"}')
+al_assert_contains "$out" "python3 is not found in this sandbox's root" "a named context's cell: the same clear error ($out)"
+out=$(call POST "/v1/sandboxes/$sb/exec" '{"language":"shell","code":"echo default-ok"}')
+al_assert_contains "$out" "default-ok" "the default context's cell runs as a fresh exec"
 al_run image rm bb
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "in use" "rm of the image of a live sandbox is refused"
@@ -75,3 +84,45 @@ al_assert_contains "${out%% *}" 20 "destroy the sandbox"
 al_run image rm bb
 al_assert_rc 0
 al_pass "the service's image argument: offered images only, the posture the profile's"
+
+# A warm pool of image sandboxes (server.pool's list form): with room for one sandbox only, held
+# by the spare, a create on that image can only succeed by claiming it, and a create on the
+# profile's own root (no spare of that kind) is refused as the server is full.
+kill -TERM "$AL_SERVE_PID"
+wait "$AL_SERVE_PID" || al_fail "airlock serve did not exit 0 on SIGTERM"
+al_run image import "$dir/bb.tar" bb
+al_assert_rc 0
+cat >"$confdir/pool.yaml" <<'EOF'
+version: 1
+approval:
+  auto_approve_up_to: CRITICAL
+profiles:
+  imgs:
+    images: [bb]
+server:
+  max_sandboxes: 1
+  pool:
+  - {profile: imgs, image: bb, count: 1}
+EOF
+chmod 0644 "$confdir/pool.yaml"
+al_serve_start "$dir" --config "$confdir/pool.yaml" --audit "$dir/audit2.jsonl"
+pooled=
+for _ in $(seq 100); do
+	pooled=$(call GET /metrics | grep '^airlock_sandboxes_pooled ' | awk '{print $2}')
+	[ "$pooled" = 1 ] && break
+	sleep 0.1
+done
+al_assert_eq "$pooled" 1 "the pool holds a spare on the image"
+out=$(call POST /v1/sandboxes '{"profile":"imgs"}')
+al_assert_eq "${out%% *}" 429 "no spare on the profile's own root, and no room for a cold one ($out)"
+out=$(call POST /v1/sandboxes '{"profile":"imgs","image":"bb"}')
+al_assert_eq "${out%% *}" 201 "a create on the image claims the spare ($out)"
+sb=$(printf '%s' "${out#* }" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+out=$(call POST "/v1/sandboxes/$sb/exec" '{"language":"shell","code":"cat /usr/share/hello.txt /etc/app.conf"}')
+al_assert_contains "$out" "hello from the top layer" "the claimed spare runs on the image"
+al_assert_contains "$out" "app-conf" "... and shows its whole root"
+out=$(call DELETE "/v1/sandboxes/$sb")
+al_assert_contains "${out%% *}" 20 "destroy the claimed sandbox"
+kill -TERM "$AL_SERVE_PID"
+wait "$AL_SERVE_PID" || al_fail "airlock serve did not exit 0 on SIGTERM"
+al_pass "a warm pool of image sandboxes: a create on the image claims its spare"

@@ -186,6 +186,12 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nserver: {http: {listen: '127.0.0.1:8080', token_file: tok}}\n", "2:55", "server.http.token_file: 'tok' must be an absolute path"},
 	{"version: 1\nserver: {http: {port: 1}}\n", "2:17", "server.http.port: unknown key (expected listen, token_file, approver_token_file)"},
 	{"version: 1\nserver: {workers: 1}\n", "2:10", "server.workers: unknown key"},
+	{"version: 1\nserver: {pool: [{count: 1}]}\n", "2:17", "server.pool[0]: needs profile"},
+	{"version: 1\nserver: {pool: [{profile: untrusted-code-read, image: py, count: 1}]}\n", "2:17", "server.pool[0]: profile untrusted-code-read does not offer the image 'py'"},
+	{"version: 1\nserver: {pool: [{profile: untrusted-code-read, count: 1}, {profile: untrusted-code-read, count: 1}]}\n", "2:59", "server.pool[1]: profile 'untrusted-code-read' is pooled twice on the same root"},
+	{"version: 1\nserver: {pool: [3]}\n", "2:17", "server.pool[0]: expected a mapping, not '3'"},
+	{"version: 1\nserver: {cell_image_limit: 64M}\n", "2:28", "server.cell_image_limit: '64M' must be a size of at most 32M"},
+	{"version: 1\nserver: {cell_image_limit: none}\n", "2:28", "server.cell_image_limit: 'none' must be a size of at most 32M"},
 };
 
 static void test_bad_files(void **state)
@@ -475,6 +481,16 @@ static void test_good_files(void **state)
 	assert_string_equal(p->rootfs, "/srv/rootfs/debian");
 	assert_string_equal(p->limits.text[CFG_LIM_MEMORY], "2G");
 	assert_int_equal(c->allow_private.n, 2);
+	cfg_free(c);
+	/* The pool's list form names images (replacing the defaults' map whole); the image limit. */
+	c = load_ok("version: 1\nprofiles:\n  imgs: {images: [py, bb]}\nserver:\n  cell_image_limit: 1M\n  pool:\n"
+		    "  - {profile: imgs, image: py, count: 2}\n  - {profile: imgs, count: 1}\n");
+	assert_int_equal(c->server.npool, 2);
+	assert_string_equal(c->server.pool[0].profile, "imgs");
+	assert_string_equal(c->server.pool[0].image, "py");
+	assert_int_equal(c->server.pool[0].count, 2);
+	assert_null(c->server.pool[1].image);
+	assert_int_equal(c->server.cell_image_bytes, 1 << 20);
 	cfg_free(c);
 }
 

@@ -73,6 +73,45 @@ static void test_members(void **state)
 	expect_member("", -EINVAL);
 }
 
+/* An image config's User against the image's own passwd and group: names, numbers, groups, and
+ * hostile or broken lines that must neither match nor crash. */
+static void test_user(void **state)
+{
+	(void)state;
+	const char *pw = "root:x:0:0:root:/root:/bin/sh\n"
+			 "broken line without colons\n"
+			 "short:x\n"
+			 "big:x:99999999999:1:\n"
+			 "app:x:1000:1001:app:/opt/app:/bin/sh\n"
+			 "nonroot:x:65532:65532\n"
+			 "app2:x:1000:1000";
+	const char *gr = "root:x:0:\nstaff:x:50:\nbad:x:notanumber:\n";
+	uint32_t u = 7, g = 7;
+	assert_int_equal(img_user_parse("app", pw, gr, &u, &g), 0);
+	assert_int_equal(u, 1000);
+	assert_int_equal(g, 1001);
+	assert_int_equal(img_user_parse("nonroot", pw, gr, &u, &g), 0);
+	assert_int_equal(u, 65532);
+	assert_int_equal(img_user_parse("app:staff", pw, gr, &u, &g), 0);
+	assert_int_equal(g, 50);
+	assert_int_equal(img_user_parse("1000", pw, gr, &u, &g), 0); /* its primary group, from passwd */
+	assert_int_equal(g, 1001);
+	assert_int_equal(img_user_parse("4242:17", NULL, NULL, &u, &g), 0);
+	assert_int_equal(u, 4242);
+	assert_int_equal(g, 17);
+	assert_int_equal(img_user_parse("4242", NULL, NULL, &u, &g), 0);
+	assert_int_equal(g, 0);
+	assert_int_equal(img_user_parse("ap", pw, gr, &u, &g), -ENOENT); /* a prefix is not a name */
+	assert_int_equal(img_user_parse("short", pw, gr, &u, &g), -ENOENT);
+	assert_int_equal(img_user_parse("big", pw, gr, &u, &g), -ENOENT);
+	assert_int_equal(img_user_parse("broken line without colons", pw, gr, &u, &g), -ENOENT);
+	assert_int_equal(img_user_parse("app:bad", pw, gr, &u, &g), -ENOENT);
+	assert_int_equal(img_user_parse("app", NULL, NULL, &u, &g), -ENOENT);
+	assert_int_equal(img_user_parse("", pw, gr, &u, &g), -EINVAL);
+	assert_int_equal(img_user_parse("app:", pw, gr, &u, &g), -EINVAL);
+	assert_int_equal(img_user_parse("99999999999", pw, gr, &u, &g), -ENOENT);
+}
+
 static void test_profile_images(void **state)
 {
 	(void)state;
@@ -94,6 +133,7 @@ int main(void)
 		cmocka_unit_test(test_digests),
 		cmocka_unit_test(test_members),
 		cmocka_unit_test(test_profile_images),
+		cmocka_unit_test(test_user),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

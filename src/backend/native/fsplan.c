@@ -1,7 +1,9 @@
 /* fsplan.c — builds the sandbox filesystem plan from a policy: pure data, testable without privileges. */
 #include "fsplan.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,10 +76,85 @@ void fs_plan_free(struct fs_plan *plan)
 	memset(plan, 0, sizeof(*plan));
 }
 
+/* A name of an image's directory that may become a symlink's name: printable, not "." or "..",
+ * and not ours. The image is the store's (checked at import) but its names are still its word. */
+static bool plain_name(const char *n)
+{
+	size_t len = strlen(n);
+	if (len == 0 || len > 200 || strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strncmp(n, ".airlock", 8) == 0)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)n[i] < 0x20 || n[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* An entry's kind for fs_host: its symlink target, "" for a directory, NULL for anything else. */
+static const char *entry_kind(struct fs_plan *plan, int dfd, const char *name)
+{
+	struct stat st;
+	char buf[PATH_MAX];
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return NULL;
+	if (S_ISDIR(st.st_mode))
+		return "";
+	ssize_t n = S_ISLNK(st.st_mode) ? readlinkat(dfd, name, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return own(plan, strdup(buf));
+}
+
+/* The entries of directory sub of root (sub "": root itself), at most FS_IMAGE_NAMES, into
+ * *out and, with kinds, their kinds into *links (plan-owned; without, every kind is NULL: /etc's
+ * entries all become symlinks, and a stat of each would only cost the start). A sub that is a
+ * symlink is not followed: only the image's own directories. */
+static size_t list_names(struct fs_plan *plan, const char *root, const char *sub, bool kinds, const char ***out,
+			 const char ***links)
+{
+	*out = *links = NULL;
+	cleanup_close int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = rfd < 0 ? -1 : *sub ? openat(rfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : dup(rfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	const char **v = calloc(FS_IMAGE_NAMES, sizeof(*v)), **k = calloc(FS_IMAGE_NAMES, sizeof(*k));
+	size_t n = 0;
+	struct dirent *e;
+	while (v && k && n < FS_IMAGE_NAMES && (e = readdir(d)))
+		if (plain_name(e->d_name) && (v[n] = own(plan, strdup(e->d_name)))) {
+			k[n] = kinds ? entry_kind(plan, dirfd(d), e->d_name) : NULL;
+			n++;
+		}
+	closedir(d);
+	if (!v || !k) {
+		free(v);
+		free(k);
+		return 0;
+	}
+	/* own() frees what it cannot keep; k, not yet owned when v fails, is freed here. */
+	if (!own(plan, (char *)v)) {
+		free(k);
+		return 0;
+	}
+	if (!own(plan, (char *)k))
+		return 0;
+	*out = v;
+	*links = k;
+	return n;
+}
+
 int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs)
 {
 	memset(h, 0, sizeof(*h));
 	h->root = rootfs ? rootfs : "";
+	if (*h->root) {
+		h->ntop = list_names(plan, h->root, "", true, &h->top_names, &h->top_links);
+		h->netc = list_names(plan, h->root, "etc", false, &h->etc_names, &h->etc_links);
+	}
 	char buf[PATH_MAX], path[PATH_MAX];
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
 		snprintf(path, sizeof(path), "%s/%s", h->root, fs_toplevel_names[i]);
@@ -152,6 +229,12 @@ static int plan_system(struct fs_plan *plan, const struct fs_host *host)
 	return r;
 }
 
+/* Whether the sandbox shows an image's whole root (not only its system directories). */
+static bool image_view(const struct al_policy *p, const struct fs_host *host)
+{
+	return p->image && *host->root;
+}
+
 static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
 {
 	const char *hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME;
@@ -160,8 +243,6 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 					       "/etc/alternatives", "/etc/services",  "/etc/protocols",
 					       "/etc/mime.types"};
 	int r = mkdir_op(plan, "/etc", 0755);
-	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */
-	r = r ?: mkdir_op(plan, "/etc/ssl", 0755);
 	r = r
 		    ?: file_op(plan, "/etc/passwd",
 			       ownf(plan,
@@ -182,14 +263,18 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 		    ?: file_op(plan, "/etc/nsswitch.conf",
 			       "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 			       "networks: files\nprotocols: files\nservices: files\n");
+	/* Only the host posture can resolve names: it gets the host's resolver configuration. */
+	if (r == 0 && p->net == AL_NET_HOST)
+		r = bind(plan, "/etc/resolv.conf", "/etc/resolv.conf", RO_ATTRS, FS_OPTIONAL);
+	if (r < 0 || image_view(p, host))
+		return r; /* an image's own /etc fills the rest (plan_image) */
+	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */
+	r = mkdir_op(plan, "/etc/ssl", 0755);
 	r = r ?: symlink_op(plan, "/etc/os-release", "../usr/lib/os-release");
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(ro_files); i++) {
 		const char *src = sys_src(plan, host, ro_files[i]);
 		r = src ? bind(plan, src, ro_files[i], RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
 	}
-	/* Only the host posture can resolve names: it gets the host's resolver configuration. */
-	if (r == 0 && p->net == AL_NET_HOST)
-		r = bind(plan, "/etc/resolv.conf", "/etc/resolv.conf", RO_ATTRS, FS_OPTIONAL);
 	if (r == 0 && host->localtime_link)
 		r = symlink_op(plan, "/etc/localtime", host->localtime_link);
 	else if (r == 0)
@@ -329,6 +414,73 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 					.mflags = MS_NOSUID | MS_NODEV});
 }
 
+/* Whether an op of the plan (or a policy file) already uses path dir (sandbox-absolute) or
+ * something beneath it: then the image's entry of that name is not linked there. */
+static bool taken(const struct fs_plan *plan, const struct al_policy *p, const char *dir)
+{
+	size_t n = strlen(dir + 1);
+	for (size_t i = 0; i < plan->n; i++) {
+		const char *d = plan->ops[i].dest;
+		if (d && strncmp(d, dir + 1, n) == 0 && (d[n] == 0 || d[n] == '/'))
+			return true;
+	}
+	for (size_t i = 0; i < p->nfiles; i++)
+		if (strncmp(p->files[i].dest, dir, n + 1) == 0 &&
+		    (p->files[i].dest[n + 1] == 0 || p->files[i].dest[n + 1] == '/'))
+			return true;
+	return false;
+}
+
+/* The image's other top-level entries: a directory bound read-only, a symlink made again (it
+ * resolves in the sandbox's root, as in the image's), anything else left out. */
+static int image_top(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
+{
+	static const char *const own_top[] = {"usr",	"bin", "sbin", "lib", "lib32", "lib64",
+					      "libx32", "etc", "proc", "dev", "tmp",   "sys"};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < host->ntop; i++) {
+		bool skip = !host->top_links[i];
+		for (size_t k = 0; k < AL_ARRAY_SIZE(own_top); k++)
+			skip = skip || strcmp(host->top_names[i], own_top[k]) == 0;
+		const char *dest = ownf(plan, "/%s", host->top_names[i]);
+		const char *src = ownf(plan, "%s/%s", host->root, host->top_names[i]);
+		if (!dest || !src)
+			return -ENOMEM;
+		if (skip || taken(plan, p, dest))
+			continue;
+		r = *host->top_links[i] ? symlink_op(plan, dest, host->top_links[i])
+					: bind(plan, src, dest, RO_ATTRS, 0);
+	}
+	return r;
+}
+
+/* An image's whole root, read-only, but for what the sandbox owns itself (/proc, /dev, /tmp, the
+ * workspace, and airlock's files in /etc: passwd, group, hosts, hostname, nsswitch.conf naming
+ * the sandbox user; the host's resolv.conf under --net host). Its top-level directories (/opt,
+ * /srv, /var, /home ...) are binds; its /etc is bound once, hidden at FS_IMAGE_ETC, and each of
+ * its entries is a symlink into it: one mount however many entries it has, so a start on an
+ * image costs about what one on the host's /usr does. Safe: the tree is the store's read-only
+ * copy, bound nosuid, nodev, read-only; a symlink resolves in the sandbox's own root. */
+static int plan_image(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
+{
+	if (!image_view(p, host))
+		return 0;
+	int r = image_top(plan, p, host);
+	const char *etc = ownf(plan, "%s/etc", host->root);
+	if (r < 0 || !etc || !host->netc)
+		return r < 0 ? r : etc ? 0 : -ENOMEM;
+	r = bind(plan, etc, FS_IMAGE_ETC, RO_ATTRS, 0);
+	for (size_t i = 0; r == 0 && i < host->netc; i++) {
+		const char *dest = ownf(plan, "/etc/%s", host->etc_names[i]);
+		const char *target = ownf(plan, FS_IMAGE_ETC "/%s", host->etc_names[i]);
+		if (!dest || !target)
+			return -ENOMEM;
+		if (!taken(plan, p, dest))
+			r = symlink_op(plan, dest, target);
+	}
+	return r;
+}
+
 int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host, struct al_error *err)
 {
 	int r = plan_system(plan, host);
@@ -340,6 +492,7 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 		r = bind(plan, b->src, b->dest, b->writable ? RW_ATTRS : RO_ATTRS, 0);
 	}
 	r = r ?: plan_checkout(plan, p);
+	r = r ?: plan_image(plan, p, host);
 	/* Files last: an empty one is written as such (len 0 would mean "a string"). */
 	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
 		const struct al_file *f = &p->files[i];

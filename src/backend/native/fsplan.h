@@ -65,7 +65,17 @@ struct fs_host {
 	const char *toplinks[6];
 	const char *localtime_link; /* readlink of /etc/localtime, or NULL (then bound if present) */
 	const char *root;	    /* where the system dirs come from: "" (the host's) or a rootfs */
+	/* The rootfs's top-level entries and those of its /etc (at most FS_IMAGE_NAMES each), for
+	 * an image's whole root (fs_plan_build uses them only when the policy names an image): each
+	 * name, and its symlink target, or "" for a directory, or NULL for anything else (all NULL
+	 * for /etc, whose kinds are not probed). */
+	const char **top_names, **top_links, **etc_names, **etc_links;
+	size_t ntop, netc;
 };
+#define FS_IMAGE_NAMES 512
+/* Where an image's /etc is bound read-only: the entries of the sandbox's /etc beside airlock's
+ * own files are symlinks into it. */
+#define FS_IMAGE_ETC "/.airlock-image-etc"
 extern const char *const fs_toplevel_names[6];
 
 int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host, struct al_error *err);

@@ -173,7 +173,11 @@ def take_figures():
         if not data:
             continue
         if STATE["image_bytes"] + len(data) > STATE["image_max"]:
+            # Said where the cell's reader looks, and counted in the result: never a silent loss.
             STATE["images_dropped"] += 1
+            sys.stderr.write("airlock: figure %s dropped: its PNG is %d bytes as base64, over what is left "
+                             "(%d) of the cell's image limit of %d bytes (server.cell_image_limit)\n"
+                             % (num, len(data), STATE["image_max"] - STATE["image_bytes"], STATE["image_max"]))
             continue
         STATE["image_bytes"] += len(data)
         w, h = fig.get_size_inches() * fig.dpi
