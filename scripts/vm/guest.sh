@@ -1,7 +1,7 @@
 #!/bin/bash
-# guest.sh — PID 1 of the test VM once its root is built (see init.sh): sets the clock, brings up
-# lo, enables the cgroup v2 controllers, runs the job's command in its cgroup with the job's
-# environment, and sends the command's exit status back to the host before powering off.
+# guest.sh — PID 1 of the test VM once its root is built (see init.sh): sets the clock, enables the
+# cgroup v2 controllers, runs the job's command in its cgroup with the job's environment, and sends
+# the command's exit status back to the host before powering off.
 #
 # The job is data, never code: /run/airlock-vm/job/argv and env are NUL-separated lists, cwd and
 # cgroup one line each, clock the host's time when it wrote the job. Nothing here is generated.
@@ -19,27 +19,16 @@ power_off() {
 	sleep 10
 }
 
-# The virtio serial ports the host named (airlock.stdout, airlock.stderr, airlock.status) appear
-# as /dev/vportNpM; their names arrive from the host a moment after the driver loads.
-port() {
-	local p i
-	for ((i = 0; i < 200; i++)); do
-		for p in /sys/class/virtio-ports/*; do
-			[ "$(cat "$p/name" 2>/dev/null)" = "$1" ] && { echo "/dev/${p##*/}"; return 0; }
-		done
-		sleep 0.02
-	done
-	return 1
-}
-
 # The clock: the guest's RTC gives whole seconds only. The host's time when it wrote the job plus
 # the guest's uptime is behind the host by the time qemu takes to reach the kernel (tenths of a
 # second), and never ahead, so a file the guest creates is never newer than the guest's "now".
 set_clock() {
-	local host up
+	local host up ns
 	read -r host <"$J/clock"
 	read -r up _ </proc/uptime
-	date -u -s "@$(awk -v h="$host" -v u="$up" 'BEGIN { printf "%.3f", h + u }')" >/dev/null
+	# nanoseconds, in bash's 64-bit arithmetic (no awk or bc to load over 9p)
+	ns=$((${host%.*} * 1000000000 + 10#${host#*.} + ${up%.*} * 1000000000 + 10#${up#*.} * 10000000))
+	date -u -s "@$((ns / 1000000000)).$(printf '%09d' $((ns % 1000000000)))" >/dev/null
 }
 
 # Like systemd: cpu, io, memory and pids enabled in the root and on the way down to the job's
@@ -76,21 +65,17 @@ run_job() {
 }
 
 main() {
-	local out err status cgname cg="" rc
-	hostname airlock-vm
-	ip link set lo up || say "cannot bring lo up"
+	local p=/dev/virtio-ports cgname cg="" rc
 	set_clock || say "cannot set the clock"
-	out=$(port airlock.stdout) && err=$(port airlock.stderr) && status=$(port airlock.status) ||
-		{ say "the virtio serial ports did not appear"; power_off; }
 	read -r cgname <"$J/cgroup" || cgname=""
 	echo "+cpu +io +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control ||
 		say "cannot enable the controllers in the root cgroup"
 	if [ -n "$cgname" ]; then
-		cg=$(make_cgroup "$cgname") || { say "cannot make cgroup $cgname"; echo 125 >"$status"; power_off; }
+		cg=$(make_cgroup "$cgname") || { say "cannot make cgroup $cgname"; echo 125 >$p/airlock.status; power_off; }
 	fi
-	(run_job "$cg") </dev/null >"$out" 2>"$err"
+	(run_job "$cg") </dev/null >$p/airlock.stdout 2>$p/airlock.stderr
 	rc=$?
-	echo "$rc" >"$status"
+	echo "$rc" >$p/airlock.status
 	power_off
 }
 

@@ -25,8 +25,9 @@ while read -r m; do
 	insmod "/modules/$m" || die "insmod $m failed"
 done </modules/order
 
-# 9p over virtio; a large msize makes reads of programs and libraries take fewer round trips.
-P9=trans=virtio,version=9p2000.L,msize=524288
+# 9p over virtio; a large msize (the most virtio's transport takes) makes reads of programs and
+# libraries take fewer round trips.
+P9=trans=virtio,version=9p2000.L,msize=512000
 mkdir -p /host /rw /newroot
 # The host's / is the lower layer, read-only with the guest's page cache trusted (cache=loose):
 # the VM lives for one command, and nothing on the host outside the working directory is meant to
@@ -54,6 +55,25 @@ mount -t tmpfs -o mode=0755 tmpfs $R/run
 mount -t tmpfs -o mode=1777 tmpfs $R/tmp
 mkdir -p $R/run/lock $R/run/airlock-vm
 cp -r /job $R/run/airlock-vm/job || die "cannot copy the job"
+
+# What needs no program from the host is done here, with busybox from the initramfs (each
+# program the guest.sh would run comes over 9p): the name, lo, and the serial ports' names.
+hostname airlock-vm
+ip link set lo up || echo "airlock-vm init: cannot bring lo up" >&2
+# The host names the virtio serial ports (airlock.stdout, airlock.stderr, airlock.status) a
+# moment after the driver loads; they get the links udev would make.
+mkdir -p $R/dev/virtio-ports
+i=0
+while [ $i -lt 500 ]; do
+	for p in /sys/class/virtio-ports/*; do
+		[ -r "$p/name" ] && ln -sfn "../${p##*/}" "$R/dev/virtio-ports/$(cat "$p/name")"
+	done
+	[ -e $R/dev/virtio-ports/airlock.status ] && [ -e $R/dev/virtio-ports/airlock.stdout ] &&
+		[ -e $R/dev/virtio-ports/airlock.stderr ] && break
+	sleep 0.01
+	i=$((i + 1))
+done
+[ $i -lt 500 ] || die "the virtio serial ports did not appear"
 
 # The working directory last, so it shows even beneath /tmp or /run. cache=mmap: the guest
 # keeps no stale copy of what it writes, so the host sees every byte when the VM is gone.

@@ -164,7 +164,7 @@ build_initramfs() {
 	local dir=$1 out=$2 m kind path name
 	mkdir -p "$dir/bin" "$dir/modules" "$dir/proc" "$dir/sys" "$dir/dev"
 	cp /bin/busybox "$dir/bin/busybox"
-	for m in sh mount mkdir insmod cat cp sleep echo switch_root; do ln -s busybox "$dir/bin/$m"; done
+	for m in sh mount mkdir insmod cat cp sleep echo ln hostname ip switch_root; do ln -s busybox "$dir/bin/$m"; done
 	install -m 0755 "$here/init.sh" "$dir/init"
 	: >"$dir/modules/order"
 	for m in "${MODULES[@]}"; do
