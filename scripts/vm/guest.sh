@@ -19,15 +19,34 @@ power_off() {
 	sleep 10
 }
 
-# The clock: the guest's RTC gives whole seconds only. The host's time when it wrote the job plus
-# the guest's uptime is behind the host by the time qemu takes to reach the kernel (tenths of a
-# second), and never ahead, so a file the guest creates is never newer than the guest's "now".
-set_clock() {
-	local host up ns
-	read -r host <"$J/clock"
+# The clock. The guest's RTC counts whole seconds from an offset of qemu's choosing, and the
+# host's time when it wrote the job plus the guest's uptime misses qemu's start (seconds on a
+# loaded host). A file created in the working directory, which is the host's over 9p, carries the
+# host's time of its creation to the nanosecond: the guest takes that, plus the time it spent
+# reading it, and removes the file at once. Where the directory is not writable, the job's stamp
+# is the fallback (behind by the boot's duration, never ahead).
+uptime_cs() {
+	local up
 	read -r up _ </proc/uptime
+	echo $((${up%.*} * 100 + 10#${up#*.}))
+}
+set_clock() {
+	local f t0 t1 ns stamp
+	# a name no other VM sharing this directory picks at the same time
+	read -r f <"$J/cwd"
+	f=$f/.airlock-vm-clock.$SRANDOM$SRANDOM
+	t0=$(uptime_cs)
+	if : >"$f" 2>/dev/null && stamp=$(stat -c %.9Y "$f"); then
+		rm -f "$f"
+	else
+		rm -f "$f" 2>/dev/null
+		read -r stamp <"$J/clock"
+		t0=0
+		say "the working directory is not writable: the clock may be behind by the boot's duration"
+	fi
+	t1=$(uptime_cs)
 	# nanoseconds, in bash's 64-bit arithmetic (no awk or bc to load over 9p)
-	ns=$((${host%.*} * 1000000000 + 10#${host#*.} + ${up%.*} * 1000000000 + 10#${up#*.} * 10000000))
+	ns=$((${stamp%.*} * 1000000000 + 10#${stamp#*.} + (t1 - t0) * 10000000))
 	date -u -s "@$((ns / 1000000000)).$(printf '%09d' $((ns % 1000000000)))" >/dev/null
 }
 
