@@ -257,6 +257,9 @@ cmdline=(console=ttyS0 quiet panic=-1 rdinit=/init
 	# derives every vCPU's TSC from the host's one constant counter, so the kernel's check, which
 	# load on the host can fool into calling it unsynchronized, is skipped.
 	tsc=reliable
+	# no zeroing of every page and object the kernel allocates (a hardening default of Debian's
+	# kernel; memset is costly under emulation, and the tests do not depend on it)
+	init_on_alloc=0
 	# no keyboard or mouse to probe; no entropy to wait for
 	i8042.noaux i8042.nokbd random.trust_cpu=on)
 if [[ $accel == kvm ]]; then
