@@ -23,7 +23,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-# Bump when the initramfs's layout changes, so cached builds of an older layout are not reused.
+# Bump to make every run rebuild its cached boot files once.
 CACHE_FORMAT=1
 CACHE_ROOT=${AL_VM_CACHE:-/var/tmp/airlock-vm}
 # Loaded in this order (with their dependencies first) when the kernel has them as modules.
@@ -186,8 +186,13 @@ build_initramfs() {
 		cpio --null --create --format=newc --owner=0:0 --quiet) >"$out"
 }
 
-key=$({ echo "$CACHE_FORMAT"; stat -L -c '%n %s %Y' "$kernel" /bin/busybox; cat "$here/init.sh"; } |
-	sha256sum | cut -c1-16)
+# The key covers every input of the boot files: the kernel, busybox, init.sh and the code above.
+key=$({
+	echo "$CACHE_FORMAT ${MODULES[*]}"
+	stat -L -c '%n %s %Y' "$kernel" /bin/busybox
+	cat "$here/init.sh"
+	declare -f extract_vmlinux build_initramfs
+} | sha256sum | cut -c1-16)
 cache=$CACHE_ROOT/$release-$key
 mkdir -p "$CACHE_ROOT"
 # One runner builds while others wait; a half-built cache is never seen (renamed into place).
@@ -199,9 +204,13 @@ if [[ ! -s $cache/initramfs.cpio ]]; then
 	build_initramfs "$build/root" "$build/initramfs.cpio" || { rm -rf "$build"; die "cannot build the initramfs"; }
 	rm -rf "$build/root"
 	extract_vmlinux "$kernel" "$build/vmlinux" || rm -f "$build/vmlinux"
-	rm -rf "$CACHE_ROOT/$release"-* 
 	mv "$build" "$cache"
 fi
+# Boot files of this release that no run has used for a day (an older init.sh, another checkout's)
+# go; those in use are touched at every start, so a concurrent run never loses its own.
+touch "$cache"
+find "$CACHE_ROOT" -mindepth 1 -maxdepth 1 \( -name "$release-*" -o -name 'build.*' \) ! -path "$cache" -mmin +1440 \
+	-exec rm -rf {} + || true
 exec 9>&-
 boot=$kernel
 [[ -s $cache/vmlinux ]] && boot=$cache/vmlinux
