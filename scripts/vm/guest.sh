@@ -68,7 +68,7 @@ make_cgroup() {
 
 # The command's process: its own cgroup, the job's environment and nothing else, stdin empty.
 run_job() {
-	local cg=$1 v
+	local cg=$1 v cwd
 	local -a argv env
 	mapfile -d '' -t argv <"$J/argv"
 	mapfile -d '' -t env <"$J/env"
@@ -79,7 +79,8 @@ run_job() {
 	for v in $(compgen -e); do unset "$v"; done
 	export HOME=/root LANG=C.UTF-8 TERM=dumb PATH=$path
 	for v in "${env[@]}"; do export "$v"; done
-	cd "$(cat "$J/cwd")" || exit 125
+	read -r cwd <"$J/cwd"
+	cd "$cwd" || exit 125
 	exec "${argv[@]}"
 }
 
