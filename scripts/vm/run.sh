@@ -117,7 +117,7 @@ fi
 
 cwd=$(pwd -P)
 case $cwd in
-/ | /proc | /proc/* | /sys | /sys/* | /dev | /dev/*) die "cannot share $cwd as the working directory" ;;
+/ | /proc | /proc/* | /sys | /sys/* | /dev | /dev/* | *$'\n'*) die "cannot share $cwd as the working directory" ;;
 esac
 cgroup=${cgroup#/}
 cgroup=${cgroup%/}
