@@ -78,6 +78,7 @@ run_job() {
 	local path=$PATH
 	for v in $(compgen -e); do unset "$v"; done
 	export HOME=/root LANG=C.UTF-8 TERM=dumb PATH=$path
+	# shellcheck disable=SC2163 # each v is NAME=VALUE, exported as such
 	for v in "${env[@]}"; do export "$v"; done
 	read -r cwd <"$J/cwd"
 	cd "$cwd" || exit 125
