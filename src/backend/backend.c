@@ -6,7 +6,7 @@
 
 #include "backend/backend.h"
 #include "backend/capability.h"
-#include "backend/native/landlock.h"
+#include "kit/landlock.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

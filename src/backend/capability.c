@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "backend/native/landlock.h"
-#include "backend/native/seccomp.h"
+#include "kit/landlock.h"
+#include "kit/seccomp.h"
 #include "util/error.h"
 
 /* Each need's refusal: "the NAME backend WHAT: WHY", WHY from the backend's table. */

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend/native/net.h"
-#include "backend/native/pidfd.h"
+#include "kit/net.h"
+#include "kit/pidfd.h"
 #include "cgroup/cgroup.h"
 #include "util/error.h"
 #include "util/fdpass.h"

@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend/native/landlock.h"
-#include "backend/native/seccomp.h"
+#include "kit/landlock.h"
+#include "kit/seccomp.h"
 #include "spec.h"
 
 /* One process's confinement, prepared by the parent (all allocation there) and applied by the

@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend/native/rawsys.h"
+#include "kit/rawsys.h"
 #include "ctr.h"
 #include "occg.h"
 #include "rtstate.h"

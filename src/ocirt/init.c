@@ -26,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "backend/native/rawsys.h"
+#include "kit/rawsys.h"
 #include "ctr.h"
 
 _Noreturn void ort_die(int status_fd, enum ort_stage stage, int err, const char *what)

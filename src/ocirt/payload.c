@@ -26,8 +26,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "backend/native/caps.h"
-#include "backend/native/rawsys.h"
+#include "kit/caps.h"
+#include "kit/rawsys.h"
 #include "ctr.h"
 #include "util/cleanup.h"
 #include "util/error.h"

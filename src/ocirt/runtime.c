@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/native/pidfd.h"
+#include "kit/pidfd.h"
 #include "ctr.h"
 #include "occg.h"
 #include "record.h"

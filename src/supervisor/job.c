@@ -15,8 +15,8 @@
 
 #include "airlock/airlock.h"
 #include "backend/backend.h"
-#include "backend/native/channel.h"
-#include "backend/native/pidfd.h"
+#include "kit/channel.h"
+#include "kit/pidfd.h"
 #include "job.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"

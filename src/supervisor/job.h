@@ -10,7 +10,7 @@
 
 #include "airlock/airlock.h"
 #include "backend/backend.h"
-#include "backend/native/channel.h"
+#include "kit/channel.h"
 #include "cgroup/cgroup.h"
 #include "network/proxy.h"
 #include "pump.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/native/userns.h"
+#include "kit/userns.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,7 @@
 
 #include "backend/bwrap/bwrap.h"
 #include "backend/capability.h"
-#include "backend/native/landlock.h"
+#include "kit/landlock.h"
 #include "policy/policy.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */

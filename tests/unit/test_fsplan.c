@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/native/fsplan.h"
+#include "kit/fsplan.h"
 #include "image/image.h"
 #include "policy/policy.h"
 

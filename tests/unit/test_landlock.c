@@ -32,7 +32,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "backend/native/landlock.h"
+#include "kit/landlock.h"
 
 /* The kernel's bit values, spelled out here independently of landlock.c. */
 #define A_EXECUTE (1ULL << 0)

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 
 #include "backend/capability.h"
-#include "backend/native/landlock.h"
+#include "kit/landlock.h"
 #include "backend/oci/bundle.h"
 #include "policy/policy.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "backend/capability.h"
-#include "backend/native/landlock.h"
+#include "kit/landlock.h"
 #include "policy/plan.h"
 #include "policy/policy.h"
 

@@ -1,4 +1,4 @@
-/* test_seccomp.c — unit tests for the system call filter (src/backend/native/seccomp.c): tables, compilation, and the real filter loaded in forked children. */
+/* test_seccomp.c — unit tests for the system call filter (src/kit/seccomp.c): tables, compilation, and the real filter loaded in forked children. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend/native/seccomp.h"
+#include "kit/seccomp.h"
 
 #ifndef SYS_clone3
 #define SYS_clone3 435

@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "backend/native/seccomp.h"
-#include "backend/native/seccomp_blobs.h"
+#include "kit/seccomp.h"
+#include "kit/seccomp_blobs.h"
 
 static void test_blobs_match_fresh_compile(void **state)
 {

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "backend/monitor.h"
-#include "backend/native/net.h"
-#include "backend/native/rlimits.h"
+#include "kit/net.h"
+#include "kit/rlimits.h"
 #include "bwrap.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "backend/native/channel.h"
-#include "backend/native/fsplan.h"
+#include "kit/channel.h"
+#include "kit/fsplan.h"
 #include "policy/policy.h"
 
 /* Fixed, not searched in PATH: a root caller must not run whatever a PATH entry holds. */

@@ -19,7 +19,7 @@
 #include "backend/backend.h"
 #include "cgroup/cgroup.h"
 #include "execmsg.h"
-#include "pidfd.h"
+#include "kit/pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

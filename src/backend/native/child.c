@@ -20,13 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "caps.h"
-#include "channel.h"
-#include "mnt.h"
-#include "net.h"
+#include "kit/caps.h"
+#include "kit/channel.h"
+#include "kit/mnt.h"
+#include "kit/net.h"
 #include "policy/policy.h"
-#include "rawsys.h"
-#include "rlimits.h"
+#include "kit/rawsys.h"
+#include "kit/rlimits.h"
 
 #define CHILD_FAIL_EXIT 126
 

@@ -2,11 +2,11 @@
 #ifndef AL_NATIVE_CHILD_H
 #define AL_NATIVE_CHILD_H
 
-#include "channel.h"
-#include "fsplan.h"
-#include "landlock.h"
-#include "seccomp.h"
-#include "userns.h"
+#include "kit/channel.h"
+#include "kit/fsplan.h"
+#include "kit/landlock.h"
+#include "kit/seccomp.h"
+#include "kit/userns.h"
 
 /* Everything the child needs, prepared by the parent before clone3 (nothing is allocated after). */
 struct nat_child {

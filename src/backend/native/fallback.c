@@ -22,7 +22,7 @@
 #include "cgroup/cgroup.h"
 #include "child.h"
 #include "native.h"
-#include "pidfd.h"
+#include "kit/pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fsutil.h"

@@ -31,13 +31,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "channel.h"
+#include "kit/channel.h"
 #include "child.h"
 #include "execmsg.h"
-#include "net.h"
-#include "pidfd.h"
+#include "kit/net.h"
+#include "kit/pidfd.h"
 #include "policy/policy.h"
-#include "rawsys.h"
+#include "kit/rawsys.h"
 #include "util/fdpass.h"
 
 /* The exec init: pid 1 of its own pid namespace. It vforks the spare payload at once and then

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 #include "backend/backend.h"
-#include "landlock.h"
+#include "kit/landlock.h"
 
 /* The payload's Landlock ruleset for policy p in the sandbox layout of the filesystem plan (every
  * backend that applies Landlock inside it uses this one): *paths is malloc'd (free it), its

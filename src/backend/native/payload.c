@@ -13,12 +13,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "caps.h"
+#include "kit/caps.h"
 #include "backend/monitor.h"
 #include "child.h"
 #include "execmsg.h"
-#include "rawsys.h"
-#include "rlimits.h"
+#include "kit/rawsys.h"
+#include "kit/rlimits.h"
 
 #define CHILD_FAIL_EXIT 126
 

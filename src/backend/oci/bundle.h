@@ -10,10 +10,10 @@
 
 #include "backend/backend.h"
 #include "backend/capability.h"
-#include "backend/native/channel.h"
-#include "backend/native/fsplan.h"
-#include "backend/native/landlock.h"
-#include "backend/native/seccomp.h"
+#include "kit/channel.h"
+#include "kit/fsplan.h"
+#include "kit/landlock.h"
+#include "kit/seccomp.h"
 #include "policy/policy.h"
 
 /* Fixed paths, never searched in PATH: a root caller must not run whatever a PATH entry holds. */

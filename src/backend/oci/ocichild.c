@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "backend/monitor.h"
-#include "backend/native/net.h"
+#include "kit/net.h"
 #include "bundle.h"
 #include "util/cleanup.h"
 

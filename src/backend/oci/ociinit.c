@@ -45,7 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend/native/landlock.h"
+#include "kit/landlock.h"
 #include "bundle.h"
 
 static void put_record(int kind, int value)
