@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "kit/landlock.h"
 #include "policy/policy.h"
 
 enum fs_kind {
@@ -82,5 +83,10 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 void fs_plan_free(struct fs_plan *plan);
 /* Reads the host facts fs_plan_build needs. Strings are owned by the plan. */
 int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs);
+
+/* The payload's Landlock ruleset for policy p in this sandbox layout (every backend that applies
+ * Landlock inside the sandbox uses this one): *paths is malloc'd (free it), its strings borrowed
+ * from p. 0 or -ENOMEM. */
+int fs_landlock_spec(const struct al_policy *p, struct ll_spec *spec, struct ll_path **paths, size_t *npaths);
 
 #endif

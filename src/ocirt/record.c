@@ -23,7 +23,6 @@
 
 #include "audit/audit.h"
 #include "backend/capability.h"
-#include "backend/native/native.h"
 #include "occg.h"
 #include "util/cleanup.h"
 #include "util/error.h"

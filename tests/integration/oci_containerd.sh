@@ -118,7 +118,8 @@ al_assert_eq "$(cgval memory.limit_in_bytes memory.max)" 67108864 "ctr run --mem
 al_assert_eq "$(cgval pids.max pids.max)" 1024 "airlock's default pids limit where the config sets none"
 pid=$("${C[@]}" task ls | awk '$1 == "d1" { print $2 }')
 [ -n "$pid" ] && [ -d "/proc/$pid" ] || al_fail "task d1 has no live pid ($pid)"
-al_assert_eq "$(al_host_uid "$pid")" "$AL_ID_BASE" "the container's root is an unprivileged host uid"
+# The image's User (app: uid 1000 in tests/image/mkoci.py's image), mapped into the unprivileged range.
+al_assert_eq "$(al_host_uid "$pid")" "$((AL_ID_BASE + 1000))" "the container's user (the image's app) is an unprivileged host uid"
 AL_RC=0
 out=$("${C[@]}" task exec --exec-id e1 d1 sh -c "echo exec-$mark; grep CapEff /proc/self/status; exit 4" 2>&1) || AL_RC=$?
 al_assert_eq "$AL_RC" 4 "ctr task exec's exit code"
@@ -162,7 +163,7 @@ al_assert_eq "$AL_RC" 0 "a pod's container joins its namespaces"
 p1=$("${C[@]}" task ls | awk '$1 == "pod1" { print $2 }')
 al_assert_eq "$(readlink "/proc/$p1/ns/net")" "$(readlink "/proc/$p0/ns/net")" "the pod's network namespace is shared"
 [ "$(readlink "/proc/$p1/ns/pid")" != "$(readlink "/proc/$p0/ns/pid")" ] || al_fail "the pid namespace was shared unasked"
-al_assert_eq "$(al_host_uid "$p1")" "$AL_ID_BASE" "a pod's container still maps to an unprivileged host uid"
+al_assert_eq "$(al_host_uid "$p1")" "$((AL_ID_BASE + 1000))" "a pod's container still maps to an unprivileged host uid"
 crun --rm "${NS[@]}" bb:latest pod2 true
 [ "$AL_RC" != 0 ] || al_fail "joining a network namespace without io.airlock.net=pod ran"
 al_assert_contains "$AL_ERR" "io.airlock.net=pod" "joining another network namespace needs the pod posture"

@@ -44,7 +44,8 @@ al_assert_contains "$out" "NoNewPrivs:	1" "no_new_privs"
 
 "${P[@]}" "${RUN[@]}" -d --name "p$mark" "$img" -c "sleep 300; : $mark-p" >/dev/null || al_fail "podman run -d failed: $(cat "$work/err")"
 pid=$("${P[@]}" inspect -f '{{.State.Pid}}' "p$mark")
-al_assert_eq "$(al_host_uid "$pid")" "$AL_ID_BASE" "the container's root is an unprivileged host uid"
+# The image's User (app: uid 1000 in tests/image/mkoci.py's image), mapped into the unprivileged range.
+al_assert_eq "$(al_host_uid "$pid")" "$((AL_ID_BASE + 1000))" "the container's user (the image's app) is an unprivileged host uid"
 AL_RC=0
 out=$("${P[@]}" exec "p$mark" sh -c "echo exec-$mark; exit 3") || AL_RC=$?
 al_assert_eq "$AL_RC" 3 "podman exec's exit code"

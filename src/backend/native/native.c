@@ -111,43 +111,8 @@ static int prepare_layers(const struct al_policy *p, const struct pol_plan *pl, 
 	l->landlock_on = p->landlock && l->landlock_abi > 0;
 	if (!l->landlock_on)
 		return 0;
-	r = nat_landlock_spec(p, &l->landlock, &l->ll_paths, &l->ll_npaths);
+	r = fs_landlock_spec(p, &l->landlock, &l->ll_paths, &l->ll_npaths);
 	return r < 0 ? al_err(err, -r, "setup: Landlock rules: out of memory") : 0;
-}
-
-int nat_landlock_spec(const struct al_policy *p, struct ll_spec *spec, struct ll_path **paths, size_t *npaths)
-{
-	const char **ro = calloc(p->nbinds + 2, sizeof(*ro)), **rw = calloc(p->nbinds + 2, sizeof(*rw));
-	size_t nro = 0, nrw = 0;
-	for (size_t i = 0; ro && rw && i < p->nbinds; i++) {
-		if (p->binds[i].writable)
-			rw[nrw++] = p->binds[i].dest;
-		else
-			ro[nro++] = p->binds[i].dest;
-	}
-	/* A checkout under /workspace is covered by its rule; elsewhere it needs its own. */
-	if (ro && rw && p->checkout && p->checkout_mode == AL_CHECKOUT_COPY)
-		rw[nrw++] = p->checkout_dest;
-	else if (ro && rw && p->checkout)
-		ro[nro++] = p->checkout_dest;
-	int r = ro && rw ? ll_default_paths(paths, npaths, ro, nro, rw, nrw) : -ENOMEM;
-	free(ro);
-	free(rw);
-	if (r < 0)
-		return r;
-	/* TCP is the network namespace's business (under "none" it holds only the job's own lo,
-	 * which a port rule could not tell from the host's); abstract sockets and signals stay
-	 * inside the sandbox (also under "host": the host's abstract sockets, X11 or D-Bus, stay
-	 * out of reach). */
-	/* The mount namespace already decides what can be read (and / is readable anyway):
-	 * Landlock guards writes, TCP and scope, and read-only opens skip its path walk. */
-	*spec = (struct ll_spec){.paths = *paths,
-				 .npaths = *npaths,
-				 .deny_tcp = false,
-				 .scope = true,
-				 .writes_only = true,
-				 .mqueue = true};
-	return 0;
 }
 
 static void free_layers(struct nat_layers *l)

@@ -8,10 +8,6 @@
 #include "backend/backend.h"
 #include "kit/landlock.h"
 
-/* The payload's Landlock ruleset for policy p in the sandbox layout of the filesystem plan (every
- * backend that applies Landlock inside it uses this one): *paths is malloc'd (free it), its
- * strings borrowed from p. 0 or -ENOMEM. */
-int nat_landlock_spec(const struct al_policy *p, struct ll_spec *spec, struct ll_path **paths, size_t *npaths);
 /* clone3's errno says the kernel or its policy refuses user namespaces. */
 bool nat_userns_refused(int e);
 /* The fallback without namespaces (fallback.c); clone_errno says why namespaces failed. */

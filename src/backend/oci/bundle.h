@@ -30,7 +30,7 @@ enum oci_runtime {
  * Its argv: OCI_INIT_PATH [--rlimit RES:SOFT:HARD]... [--landlock-set FLAGS [--landlock MODE:PATH]...]
  * [--exec [--file SRC DEST MODE]...] -- CMD...
  * --rlimit: set in the payload only, between fork and execve (RES: the RLIMIT_* number, SOFT and
- * HARD decimal); --landlock: the native backend's ruleset (nat_landlock_spec), one rule each (MODE
+ * HARD decimal); --landlock: the native backend's ruleset (fs_landlock_spec), one rule each (MODE
  * "w" or "r", "?" after it when the path is optional), after --landlock-set's FLAGS (the spec's
  * "t" deny_tcp, "s" scope, "w" writes_only, then "-"; POSIX queues through the layout's
  * /dev/mqueue rule, bundle.c mounting the namespace's mqueue there), built by the init and enforced by the

@@ -54,7 +54,7 @@
 
 #include "backend/backend.h"
 #include "backend/monitor.h"
-#include "backend/native/native.h"
+#include "kit/fsplan.h"
 #include "kit/pidfd.h"
 #include "kit/seccomp.h"
 #include "bundle.h"
@@ -302,7 +302,7 @@ static int oci_landlock(struct oci_spawn *s, const struct al_policy *p, struct a
 		return 0;
 	size_t n = 0;
 	int r;
-	if ((r = nat_landlock_spec(p, &s->landlock, &s->ll_paths, &n)) < 0)
+	if ((r = fs_landlock_spec(p, &s->landlock, &s->ll_paths, &n)) < 0)
 		return al_err(err, -r, "setup: Landlock rules: out of memory");
 	if (n > OCI_MAX_LANDLOCK)
 		return al_err(err, E2BIG, "setup: %zu Landlock rules, more than the container's init takes (%d)", n,
