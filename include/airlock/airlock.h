@@ -219,6 +219,16 @@ int al_job_wait(struct al_job *job, struct al_verdict **out, struct al_error *er
 /* Kills the job's processes now (from any thread, e.g. to cancel while another waits); the
  * waiter then sees them die. 0 or -errno. */
 int al_job_kill(struct al_job *job);
+/* What a running job's own cgroup has counted so far, as its verdict would say it (a long-lived
+ * job: an interpreter context's kernel, between its cells). Call from the thread that owns the job
+ * (not concurrently with al_job_free). 0, or -ENOTSUP when the job has no cgroup of its own. */
+struct al_job_cgroup {
+	uint64_t peak_memory_bytes, oom_kills;
+	bool pids_limit_hit;
+	bool memory_limited, pids_limited, cpu_limited; /* what the cgroup enforces */
+	const char *version;				/* "v1", "v2" or "hybrid" */
+};
+int al_job_cgroup(struct al_job *job, struct al_job_cgroup *out);
 /* Kills anything still running, reaps, releases. */
 void al_job_free(struct al_job *job);
 

@@ -295,6 +295,8 @@ out:
 /* "127.0.0.1:PORT", "localhost:PORT", "[::1]:PORT": loopback only (the relay is the approver's). */
 static int parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
 {
+	if (!spec)
+		return -1;
 	const char *colon = strrchr(spec, ':');
 	char *end;
 	unsigned long port = colon ? strtoul(colon + 1, &end, 10) : 70000;

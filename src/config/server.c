@@ -549,7 +549,7 @@ static int s_cell_image_limit(struct conv *c, const struct cfg_node *v, const ch
 static int s_request_timeout(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	struct cfg_server *s = &c->cfg->server;
-	int r = duration(c, v, path, 3600 * 1000, &s->request_timeout, &s->request_timeout_ms);
+	int r = duration(c, v, path, 3600ULL * 1000, &s->request_timeout, &s->request_timeout_ms);
 	if (r == 0 && s->request_timeout_ms < 1000)
 		r = conv_bad(c->err, ERANGE, v->mark, path, "'%.32s' must be at least 1s", v->text);
 	return r;
@@ -602,7 +602,7 @@ static int pool_item(struct conv *c, const struct cfg_node *it, const char *ipat
 		r = conv_bad(c->err, EPERM, it->mark, ipath, "%s", e.msg);
 	for (size_t k = 0; r == 0 && k < i; k++) {
 		const struct cfg_pool *q = &c->cfg->server.pool[k];
-		if (strcmp(q->profile, p->profile) == 0 &&
+		if (q->profile && p->profile && strcmp(q->profile, p->profile) == 0 &&
 		    (q->image == p->image || (q->image && p->image && strcmp(q->image, p->image) == 0)))
 			r = conv_bad(c->err, EEXIST, it->mark, ipath,
 				     "profile '%.64s' is pooled twice on the same root", p->profile);

@@ -48,9 +48,9 @@ static int find_entry(const char *text, const char *name, size_t name_len, bool 
 		bool ok = nf >= 3 && parse_id(f[2], (size_t)((nf > 3 ? f[3] - 1 : stop) - f[2]), &v) == 0;
 		if (ok && gid && (nf < 4 || parse_id(f[3], (size_t)((nf > 4 ? f[4] - 1 : stop) - f[3]), &g) < 0))
 			ok = false;
-		bool match =
-			by_name ? nf >= 2 && (size_t)(f[1] - 1 - line) == name_len && strncmp(line, name, name_len) == 0
-				: v == *id;
+		bool match = by_name ? name && nf >= 2 && (size_t)(f[1] - 1 - line) == name_len &&
+					       strncmp(line, name, name_len) == 0
+				     : v == *id;
 		if (ok && match) {
 			*id = v;
 			if (gid)

@@ -418,15 +418,15 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
  * something beneath it: then the image's entry of that name is not linked there. */
 static bool taken(const struct fs_plan *plan, const struct al_policy *p, const char *dir)
 {
-	size_t n = strlen(dir + 1);
+	size_t n = strlen(dir + 1), full = n + 1; /* dir without and with its leading '/' */
 	for (size_t i = 0; i < plan->n; i++) {
 		const char *d = plan->ops[i].dest;
-		if (d && strncmp(d, dir + 1, n) == 0 && (d[n] == 0 || d[n] == '/'))
+		if (d && strnlen(d, n) == n && memcmp(d, dir + 1, n) == 0 && (d[n] == 0 || d[n] == '/'))
 			return true;
 	}
 	for (size_t i = 0; i < p->nfiles; i++)
-		if (strncmp(p->files[i].dest, dir, n + 1) == 0 &&
-		    (p->files[i].dest[n + 1] == 0 || p->files[i].dest[n + 1] == '/'))
+		if (strnlen(p->files[i].dest, full) == full && memcmp(p->files[i].dest, dir, full) == 0 &&
+		    (p->files[i].dest[full] == 0 || p->files[i].dest[full] == '/'))
 			return true;
 	return false;
 }

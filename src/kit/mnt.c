@@ -169,12 +169,11 @@ static int apply_bind(int rootfd, struct fs_op *op)
 		return fd;
 	int r = 0, tree = open_tree(op->src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	struct mount_attr attr = {.attr_set = op->attr_set};
-	if (tree < 0)
-		r = -errno;
-	else if (op->attr_set && mount_setattr(tree, "", AT_EMPTY_PATH | (op->flags & FS_RECURSIVE ? AT_RECURSIVE : 0),
-					       &attr, sizeof(attr)) < 0)
-		r = -errno;
-	else if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	/* Each step only after the one before it worked; errno is the failing step's. */
+	if (tree < 0 ||
+	    (op->attr_set && mount_setattr(tree, "", AT_EMPTY_PATH | (op->flags & FS_RECURSIVE ? AT_RECURSIVE : 0),
+					   &attr, sizeof(attr)) < 0) ||
+	    move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		r = -errno;
 	if (tree >= 0)
 		close(tree);

@@ -601,6 +601,21 @@ static struct al_verdict *cell_verdict(struct cell_run *cr, const struct al_verd
 	return v;
 }
 
+/* The sandbox's enforced object with "cgroup" as the kernel's cgroup enforces it (as an exec's
+ * verdict says it), or as the sandbox said when the kernel has none. */
+static char *enforced_with(const char *sandbox, const struct al_job_cgroup *cg)
+{
+	json_t *e = cg ? json_loads(sandbox, 0, NULL) : NULL;
+	if (!e)
+		return strdup(sandbox);
+	json_object_set_new(e, "cgroup",
+			    json_pack("{s:s,s:b,s:b,s:b}", "version", cg->version ? cg->version : "", "memory",
+				      cg->memory_limited, "pids", cg->pids_limited, "cpu", cg->cpu_limited));
+	char *s = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+	return s;
+}
+
 static bool valid_id(const char *id)
 {
 	size_t n = strlen(id);
@@ -725,12 +740,26 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 		c->pumping = false;
 	}
 	bool oom = is_oom(&cr, c->death, env, ooms_before);
+	/* A living kernel's own cgroup (an exec's in a held sandbox): the cell's verdict reports it as
+	 * an exec's does, with the context's peak memory so far. */
+	struct al_job_cgroup kcg;
+	pthread_mutex_lock(&cs->mu);
+	bool alive = !c->dead && c->job;
+	pthread_mutex_unlock(&cs->mu);
+	bool have_kcg = alive && al_job_cgroup(c->job, &kcg) == 0;
 	struct srv_result *res = srv_result_new();
 	if (res) {
 		res->verdict = cell_verdict(&cr, c->death, oom, wall_s);
-		/* The protections are the sandbox's, as for any exec in it. */
+		if (res->verdict && have_kcg) {
+			res->verdict->cgroup_used = true;
+			res->verdict->peak_memory_bytes = kcg.peak_memory_bytes;
+			res->verdict->oom_kills = oom ? res->verdict->oom_kills : 0;
+			res->verdict->pids_limit_hit = kcg.pids_limit_hit;
+		}
+		/* The protections are the sandbox's, as for any exec in it, with the kernel's cgroup. */
 		if (res->verdict && al_sandbox_enforced(env->sb))
-			res->verdict->enforced_json = strdup(al_sandbox_enforced(env->sb));
+			res->verdict->enforced_json =
+				enforced_with(al_sandbox_enforced(env->sb), have_kcg ? &kcg : NULL);
 		res->cell_json = cell_json(c, &cr, fresh && c->restarts > 1, oom);
 	}
 	if (cr.lost || oom)

@@ -429,6 +429,21 @@ int al_job_kill(struct al_job *j)
 	return r == -ESRCH ? 0 : r; /* already gone */
 }
 
+int al_job_cgroup(struct al_job *j, struct al_job_cgroup *out)
+{
+	struct cg_usage u;
+	if (!j || !j->cg || cg_usage(j->cg, &u) < 0) /* reads counters only: fine while it runs */
+		return -ENOTSUP;
+	*out = (struct al_job_cgroup){.peak_memory_bytes = u.peak_memory_bytes,
+				      .oom_kills = u.oom_kills,
+				      .pids_limit_hit = u.pids_limit_hit,
+				      .memory_limited = u.memory_limited,
+				      .pids_limited = u.pids_limited,
+				      .cpu_limited = u.cpu_limited,
+				      .version = cg_version_name(j->cg)};
+	return 0;
+}
+
 void al_cleanup_stale(void)
 {
 	cg_cleanup_stale();

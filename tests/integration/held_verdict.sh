@@ -107,6 +107,20 @@ cpu=$("$AL_PY" -c 'import json,sys; t=json.loads(sys.argv[1])["timing"]; print(t
 al_assert_eq "$(r oom_killed)/$(r verdict.oom_kills)/$(r verdict.pids_limit_hit)" "false/0/false" "no OOM, no pids-limit hit"
 al_pass "a normal exec reports its own peak memory ($peak) and CPU time ($cpu s)"
 
+# ---- a cell (code_execute's default in a sandbox: an interpreter context) reports what an exec
+# does: the cgroup its kernel runs in, as enforced.cgroup, and the context's peak memory so far.
+fresh_cg=$(r verdict.enforced.cgroup)
+req=$("$AL_PY" -c 'import json; print(json.dumps({"language": "python", "code": "x = bytearray(24 << 20)\nprint(len(x))"}))')
+api POST "/v1/sandboxes/$sb/exec" -d "$req"
+RES=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["result"]))') ||
+	al_fail "no result line for a cell in $sb ($CODE): $(printf '%s' "$BODY" | head -c 600)"
+al_assert_eq "$(r cell.context_id)/$(r stdout)" "python/$((24 << 20))" "the code ran as a cell of the python context"
+al_assert_eq "$(r verdict.enforced.cgroup)" "$fresh_cg" "a cell's enforced.cgroup is an exec's"
+peak=$(r peak_memory_bytes)
+[ "$peak" != null ] && [ "$peak" -gt $((24 << 20)) ] && [ "$peak" -le $((64 << 20)) ] ||
+	al_fail "a cell holding 24 MiB reports its context's peak memory: $peak"
+al_pass "a cell reports its cgroup and its context's peak memory ($peak), as an exec does"
+
 # ---- pids: a fork bomb held at the sandbox's limit is a pids-limit hit of that exec
 sbp=$(create '{"limits":{"pids":16}}')
 run "$sbp" shell 'for i in $(seq 40); do sleep 2 & done 2>/dev/null; echo forked'
