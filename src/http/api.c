@@ -9,7 +9,7 @@
 
 #include "http/hx.h"
 #include "service/approval.h"
-#include "service/text.h"
+#include "util/text.h"
 #include "util/cleanup.h"
 
 static const char *header(const struct hx_request *rq, const char *name)

@@ -8,7 +8,7 @@
 
 #include "http/hx.h"
 #include "service/approval.h"
-#include "service/text.h"
+#include "util/text.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "http/hx.h"
-#include "service/text.h"
+#include "util/text.h"
 #include "util/cleanup.h"
 
 /* A pattern is matched segment by segment: "{}" takes one non-empty segment, "{*}" (last) takes

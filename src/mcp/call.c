@@ -7,7 +7,7 @@
 
 #include "mcp/session.h"
 #include "service/approval.h"
-#include "service/text.h"
+#include "util/text.h"
 #include "util/cleanup.h"
 
 /* ---- call records ------------------------------------------------------------------------- */

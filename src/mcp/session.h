@@ -8,7 +8,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "service/runner.h"
-#include "service/text.h"
+#include "util/text.h"
 #include "service/tools.h"
 
 #define MCP_PEER_MAX 96

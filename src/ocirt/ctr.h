@@ -97,4 +97,8 @@ _Noreturn void ort_payload_main(struct ort_payload *pl);
 void ort_setup_terminal(struct ort_payload *pl);
 _Noreturn void ort_die(int status_fd, enum ort_stage stage, int err, const char *what);
 
+/* runtime.c: the caller's --console-socket, connected: the pty's master goes there. A descriptor,
+ * or -errno with err set. */
+int ort_connect_console(const char *path, struct al_error *err);
+
 #endif

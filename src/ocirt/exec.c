@@ -57,22 +57,6 @@ static int open_namespaces(pid_t pid, int fds[NJOIN], struct al_error *err)
 	return 0;
 }
 
-static int connect_console(const char *path, struct al_error *err)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(a.sun_path))
-		return al_err(err, ENAMETOOLONG, "console socket path too long");
-	memcpy(a.sun_path, path, strlen(path) + 1); /* the length was checked */
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return al_err_sys(err, e, "console socket %s", path);
-	}
-	return fd;
-}
-
 /* The joiner (a child of exec): nothing allocated; failures go to the status pipe. */
 static _Noreturn void joiner(struct ort_payload *pl, const int fds[NJOIN], int sync_fd, int pid_fd)
 {
@@ -146,7 +130,7 @@ static int prepare(struct exec_run *x, const struct ort_loaded *st, const struct
 	x->pl.fifo_fd = x->pl.console_fd = -1;
 	if (x->proc.terminal && !o->console_socket)
 		return al_err(err, EINVAL, "process.terminal is set: --console-socket is needed");
-	if (x->proc.terminal && (x->pl.console_fd = connect_console(o->console_socket, err)) < 0)
+	if (x->proc.terminal && (x->pl.console_fd = ort_connect_console(o->console_socket, err)) < 0)
 		return x->pl.console_fd;
 	if ((r = open_namespaces(st->pid, x->ns, err)) < 0)
 		return r;

@@ -45,7 +45,7 @@
 
 /* ---- create ------------------------------------------------------------------------------ */
 
-static int connect_console(const char *path, struct al_error *err)
+int ort_connect_console(const char *path, struct al_error *err)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(a.sun_path))
@@ -240,7 +240,7 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 	cr->init.pl.fifo_fd = cr->init.pl.console_fd = -1;
 	if ((r = ort_fifo_make(dir, &cr->init.pl.fifo_fd, err)) < 0)
 		return r;
-	if (cr->spec.proc.terminal && (cr->init.pl.console_fd = connect_console(o->console_socket, err)) < 0)
+	if (cr->spec.proc.terminal && (cr->init.pl.console_fd = ort_connect_console(o->console_socket, err)) < 0)
 		return cr->init.pl.console_fd;
 	if (cr->spec.cgroups_path)
 		cr->cgpath =

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/text.h"
+#include "util/text.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

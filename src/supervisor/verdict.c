@@ -10,6 +10,7 @@
 #include "job.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/text.h"
 
 const char *al_status_name(enum al_status s)
 {
@@ -201,72 +202,10 @@ int jv_build(struct al_job *j, struct al_verdict **out, struct al_error *err)
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2;
-	else if (c >= 0xE0 && c <= 0xEF) {
-		len = 3;
-		if (c == 0xE0)
-			lo = 0xA0;
-		if (c == 0xED)
-			hi = 0x9F;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		len = 4;
-		if (c == 0xF0)
-			lo = 0x90;
-		if (c == 0xF4)
-			hi = 0x8F;
-	} else
-		return 0;
-	if (len > n || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xBF)
-			return 0;
-	return len;
-}
-
 /* JSON strings must be UTF-8: invalid bytes become U+FFFD, everything else is kept. */
 static json_t *json_bytes(const char *s, size_t n)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0;
-	while (i < n) {
-		size_t l = utf8_seq(u + i, n - i);
-		if (!l)
-			break;
-		i += l;
-	}
-	if (i == n) {
-		json_t *j = json_stringn(s, n);
-		return j ? j : json_null();
-	}
-	char *o = malloc(n * 3 + 1);
-	if (!o)
-		return json_null();
-	size_t k = 0;
-	for (i = 0; i < n;) {
-		size_t l = utf8_seq(u + i, n - i);
-		if (l) {
-			memcpy(o + k, s + i, l);
-			k += l;
-			i += l;
-		} else {
-			/* NOLINTNEXTLINE(bugprone-not-null-terminated-result): o is length-counted (json_stringn) */
-			memcpy(o + k, "\xEF\xBF\xBD", 3);
-			k += 3;
-			i++;
-		}
-	}
-	json_t *j = json_stringn(o, k);
-	free(o);
+	json_t *j = txt_json_lossy(s, n);
 	return j ? j : json_null();
 }
 

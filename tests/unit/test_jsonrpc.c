@@ -13,7 +13,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "service/schema.h"
-#include "service/text.h"
+#include "util/text.h"
 
 static struct jr_message parse_ok(const char *s)
 {

@@ -1,5 +1,5 @@
 /* text.c — UTF-8 checking and repair and base64, so program output and file bytes can travel as JSON. */
-#include "service/text.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <stdint.h>

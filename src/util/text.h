@@ -1,6 +1,6 @@
 /* text.h — bytes to JSON text for every transport: lossy UTF-8, streaming UTF-8 carry, base64. */
-#ifndef AL_SERVICE_TEXT_H
-#define AL_SERVICE_TEXT_H
+#ifndef AL_UTIL_TEXT_H
+#define AL_UTIL_TEXT_H
 
 #include <jansson.h>
 #include <stdbool.h>
