@@ -19,6 +19,7 @@
 #include <openssl/sha.h>
 
 #include "http/hx.h"
+#include "util/clock.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -51,14 +52,7 @@ void hx_cond_wait_ms(void *cv, void *mu, int ms)
 	/* The condition variables are created with CLOCK_MONOTONIC where it matters; the default
 	 * realtime clock only makes a wait shorter or longer when the wall clock jumps, and every
 	 * waiter loops on its own monotonic deadline. */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = al_deadline_ts(CLOCK_REALTIME, ms < 0 ? 0 : (uint64_t)ms);
 	(void)pthread_cond_timedwait(cv, mu, &ts);
 }
 

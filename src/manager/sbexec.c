@@ -14,6 +14,7 @@
 #include "manager/install.h"
 #include "manager/wsfiles.h"
 #include "policy/policy.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 /* Runs policy p (argv set by the caller) in s, streaming output: 0 and *v, or -errno. With network,
@@ -117,15 +118,7 @@ int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, 
 		if (deadline == UINT64_MAX) {
 			pthread_cond_wait(&m->cv, &m->mu);
 		} else {
-			struct timespec t;
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			uint64_t left = deadline - now;
-			t.tv_sec += (time_t)(left / 1000);
-			t.tv_nsec += (long)(left % 1000) * 1000000L;
-			if (t.tv_nsec >= 1000000000L) {
-				t.tv_sec++;
-				t.tv_nsec -= 1000000000L;
-			}
+			struct timespec t = al_deadline_ts(CLOCK_MONOTONIC, deadline - now);
 			pthread_cond_timedwait(&m->cv, &m->mu, &t);
 		}
 	}

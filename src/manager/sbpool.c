@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 /* Whether s was made for profile on image (NULL: on the profile's own root). */
@@ -138,14 +139,7 @@ void *sbm_housekeeper(void *arg)
 			pthread_mutex_lock(&m->mu);
 		}
 		if (!more && !m->queue && !m->stopping) {
-			struct timespec t;
-			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_sec += (time_t)(wait_ms / 1000);
-			t.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-			if (t.tv_nsec >= 1000000000L) {
-				t.tv_sec++;
-				t.tv_nsec -= 1000000000L;
-			}
+			struct timespec t = al_deadline_ts(CLOCK_REALTIME, wait_ms);
 			pthread_cond_timedwait(&m->hk_cv, &m->mu, &t);
 		}
 	}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "network/broker.h"
+#include "util/clock.h"
 
 #define PX_THREAD_STACK ((size_t)256 * 1024) /* getaddrinfo and OpenSSL need more than a tiny stack */
 #define PX_STOP_WAIT_MS 2000
@@ -286,14 +287,7 @@ int px_serve(struct px *px, int listen_fd)
 
 static void wait_threads(struct px *px, int ms)
 {
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	struct timespec dl = al_deadline_ts(CLOCK_MONOTONIC, ms < 0 ? 0 : (uint64_t)ms);
 	while (px->active > 0)
 		if (pthread_cond_timedwait(&px->cv, &px->mu, &dl) == ETIMEDOUT)
 			break;

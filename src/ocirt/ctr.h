@@ -5,6 +5,7 @@
 #include <linux/filter.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "kit/landlock.h"
 #include "kit/seccomp.h"
@@ -100,5 +101,7 @@ _Noreturn void ort_die(int status_fd, enum ort_stage stage, int err, const char 
 /* runtime.c: the caller's --console-socket, connected: the pty's master goes there. A descriptor,
  * or -errno with err set. */
 int ort_connect_console(const char *path, struct al_error *err);
+/* runtime.c: the caller's --pid-file, written whole (a temporary file renamed into place). */
+int ort_write_pid_file(const char *path, pid_t pid, struct al_error *err);
 
 #endif

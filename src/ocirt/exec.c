@@ -155,17 +155,6 @@ static int await(struct exec_run *x, pid_t joiner_pid, pid_t *out, struct al_err
 	return 0;
 }
 
-static int write_pid_file(const char *path, pid_t pid, struct al_error *err)
-{
-	char tmp[4200], buf[16];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int len = snprintf(buf, sizeof(buf), "%d", (int)pid);
-	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, buf, (size_t)len) != len || rename(tmp, path) < 0)
-		return al_err_sys(err, errno, "pid file %s", path);
-	return 0;
-}
-
 int ort_exec(const struct ort_ctx *c, const char *id, const struct ort_exec_opts *o, int *exit_code,
 	     struct al_error *err)
 {
@@ -210,7 +199,7 @@ int ort_exec(const struct ort_ctx *c, const char *id, const struct ort_exec_opts
 		goto out;
 	}
 	pid_t pid;
-	if ((r = await(&x, jp, &pid, err)) < 0 || (o->pid_file && (r = write_pid_file(o->pid_file, pid, err)) < 0))
+	if ((r = await(&x, jp, &pid, err)) < 0 || (o->pid_file && (r = ort_write_pid_file(o->pid_file, pid, err)) < 0))
 		goto out;
 	if (!o->detach) {
 		ort_state_unlock(&st); /* kill and delete must reach the container meanwhile */

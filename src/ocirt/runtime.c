@@ -122,7 +122,7 @@ static int write_maps(pid_t pid, const struct ort_spec *s, const struct ort_plan
 	return r < 0 ? r : write_map(pid, "gid_map", s->gidmap, s->ngidmap, err);
 }
 
-static int write_pid_file(const char *path, pid_t pid, struct al_error *err)
+int ort_write_pid_file(const char *path, pid_t pid, struct al_error *err)
 {
 	char tmp[4200], buf[16];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -346,7 +346,7 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 			       .verdict = cr.plan.verdict,
 			       .enforced = cr.enforced};
 	if ((r = ort_state_save(dir, &sv, err)) < 0 ||
-	    (o->pid_file && (r = write_pid_file(o->pid_file, cr.pid, err)) < 0))
+	    (o->pid_file && (r = ort_write_pid_file(o->pid_file, cr.pid, err)) < 0))
 		goto fail;
 	run_free(&cr);
 	return 0;

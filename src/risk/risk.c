@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -42,13 +43,7 @@ static int on_callout(pcre2_callout_block *cb, void *data)
 static int matcher_init(struct matcher *m)
 {
 	*m = (struct matcher){0};
-	clock_gettime(CLOCK_MONOTONIC, &m->deadline);
-	m->deadline.tv_sec += RISK_BUDGET_MS / 1000;
-	m->deadline.tv_nsec += (long)(RISK_BUDGET_MS % 1000) * 1000000L;
-	if (m->deadline.tv_nsec >= 1000000000L) {
-		m->deadline.tv_sec++;
-		m->deadline.tv_nsec -= 1000000000L;
-	}
+	m->deadline = al_deadline_ts(CLOCK_MONOTONIC, RISK_BUDGET_MS);
 	/* One slot: only "did it match" matters, and pcre2_match says so (0) when slots run out. */
 	m->md = pcre2_match_data_create(1, NULL);
 	m->mc = pcre2_match_context_create(NULL);

@@ -13,6 +13,7 @@
 #include <openssl/sha.h>
 
 #include "audit/audit.h"
+#include "util/clock.h"
 
 struct apq_entry {
 	struct apq_entry *next;
@@ -103,14 +104,7 @@ uint64_t apq_generation(struct apq *q)
 
 uint64_t apq_wait(struct apq *q, uint64_t seen, int ms)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = al_deadline_ts(CLOCK_MONOTONIC, ms < 0 ? 0 : (uint64_t)ms);
 	pthread_mutex_lock(&q->mu);
 	while (q->gen == seen && pthread_cond_timedwait(&q->cv, &q->mu, &until) == 0)
 		;
