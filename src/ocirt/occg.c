@@ -2,6 +2,7 @@
 #include "occg.h"
 
 #include <errno.h>
+#include <linux/magic.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,6 +51,13 @@ int ort_cg_each(int (*fn)(const char *dir, const char *ctrl, int version, void *
 			continue;
 		int version = strcmp(fstype, "cgroup2") == 0 ? 2 : strcmp(fstype, "cgroup") == 0 ? 1 : 0;
 		if (!version || (version == 1 && !wanted_v1(super, ctrl, sizeof(ctrl))))
+			continue;
+		/* mountinfo keeps a mount that another one over the same path hides (a tmpfs over a
+		 * hybrid host's /sys/fs/cgroup/unified, as crun's users do): only what the path shows now
+		 * is a hierarchy to use. */
+		struct statfs sf;
+		if (statfs(mnt, &sf) < 0 ||
+		    (unsigned long)sf.f_type != (version == 2 ? CGROUP2_SUPER_MAGIC : CGROUP_SUPER_MAGIC))
 			continue;
 		char dir[2048];
 		snprintf(dir, sizeof(dir), "%s%s", mnt, path);
