@@ -41,7 +41,7 @@ const char *const img_etc_own[] = {"passwd", "group", "hosts", "hostname", "nssw
 
 struct prep {
 	unsigned entries;
-	bool root; /* owners can be given (as root); otherwise every entry is the caller's already */
+	bool root;	  /* owners can be given (as root); otherwise every entry is the caller's already */
 	const char *fail; /* the entry that failed, for the message (points into buf) */
 	char buf[NAME_MAX + 1];
 };
@@ -61,9 +61,10 @@ static int note(struct prep *pr, const char *name, int e)
 	return -e;
 }
 
-static int copy_dir(int src, int dst, unsigned depth, bool top, struct prep *pr);
+static int copy_dir(int src, int dst, unsigned depth, bool top, struct prep *pr); // NOLINT(misc-no-recursion): bounded
 
 /* One entry of src, made again in dst. */
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by ETC_MAX_DEPTH, whatever the image holds */
 static int copy_entry(int src, int dst, const char *name, unsigned depth, struct prep *pr)
 {
 	struct stat st;
@@ -102,6 +103,7 @@ static int copy_entry(int src, int dst, const char *name, unsigned depth, struct
 }
 
 /* Every entry of src into dst; at the top, airlock's own names are left for the caller. */
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by ETC_MAX_DEPTH */
 static int copy_dir(int src, int dst, unsigned depth, bool top, struct prep *pr)
 {
 	int fd = dup(src);
@@ -148,8 +150,8 @@ int store_etc_prepare(int rootfd, int parentfd, const char *name, struct al_erro
 		if (symlinkat(link, dst, img_etc_own[i]) < 0)
 			r = note(&pr, img_etc_own[i], errno);
 	}
-	if (r == 0 && ((src >= 0 && pr.root && fchown(dst, st.st_uid, st.st_gid) < 0) ||
-		       fchmod(dst, st.st_mode & 01555) < 0))
+	if (r == 0 &&
+	    ((src >= 0 && pr.root && fchown(dst, st.st_uid, st.st_gid) < 0) || fchmod(dst, st.st_mode & 01555) < 0))
 		r = -errno;
 	if (r < 0)
 		return al_err_sys(err, -r, "preparing the image's /etc%s%s", pr.fail ? ": at " : "",

@@ -293,10 +293,8 @@ static void test_rootfs_only(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prepared_etc),
-		cmocka_unit_test(test_image_root),
-		cmocka_unit_test(test_image_host_net),
-		cmocka_unit_test(test_image_etc_binds),
+		cmocka_unit_test(test_prepared_etc),   cmocka_unit_test(test_image_root),
+		cmocka_unit_test(test_image_host_net), cmocka_unit_test(test_image_etc_binds),
 		cmocka_unit_test(test_rootfs_only),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
