@@ -449,8 +449,17 @@ static int ensure_etc(struct img_store *s, const char *hex, struct al_error *err
 	int r = store_stage_begin(s, &st, err);
 	r = r ?: store_etc_prepare(rootfd, st.fd, IMG_ETC_DIR, err);
 	snprintf(rel, sizeof(rel), "sha256/%s/" IMG_ETC_DIR, hex);
-	if (r == 0 && renameat(st.fd, IMG_ETC_DIR, s->dirfd, rel) < 0 && errno != EEXIST && errno != ENOTEMPTY)
+	/* rename(2) moves a directory only if it may write the directory's ".." entry: without
+	 * CAP_DAC_OVERRIDE the tree's top gets its owner's write bit for the move, and loses it after. */
+	if (r == 0 && (fstatat(st.fd, IMG_ETC_DIR, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		       fchmodat(st.fd, IMG_ETC_DIR, (sb.st_mode & 07777) | 0200, 0) < 0))
+		r = al_err_sys(err, errno, "sha256:%s: its prepared /etc", hex);
+	if (r == 0 && renameat(st.fd, IMG_ETC_DIR, s->dirfd, rel) == 0) {
+		if (fchmodat(s->dirfd, rel, sb.st_mode & 07777, 0) < 0)
+			r = al_err_sys(err, errno, "sha256:%s: its prepared /etc", hex);
+	} else if (r == 0 && errno != EEXIST && errno != ENOTEMPTY) {
 		r = al_err_sys(err, errno, "sha256:%s: storing its prepared /etc", hex);
+	}
 	if (st.fd >= 0)
 		store_stage_abort(&st);
 	return r;
