@@ -163,6 +163,21 @@ strace -f -c -o "$work/strace.out" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run --ba
 nsym=$(awk '$NF == "symlinkat" { print $4 }' "$work/strace.out")
 { [ -n "$nsym" ] && [ "$nsym" -lt 20 ]; } || al_fail "a start of the wide image made ${nsym:-no} symlinkat calls (one per /etc entry?)"
 al_pass "the image's /etc is shown as it is stored, in one mount ($nsym symlinks a start)"
+# Content stored before the prepared /etc existed (or by an older airlock) gets it on its first
+# start: made aside and moved into place whole, leaving nothing in tmp/.
+prepared=$AIRLOCK_IMAGES/sha256/${wd#sha256:}/etc.1
+[ -d "$prepared" ] || al_fail "the import left no prepared /etc at $prepared"
+# (directories only: its files are the image's own inodes, whose modes the store keeps)
+find "$prepared" -type d -exec chmod u+w {} + && rm -rf "$prepared"
+al_run run --image wide -- sh -c "$etc_list" sh /etc
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "$want" "the image's /etc, prepared on first use"
+{ [ -d "$prepared" ] && [ -z "$(find "$prepared" -maxdepth 0 -perm /222)" ]; } || al_fail "no read-only prepared /etc after the first start"
+al_assert_eq "$(ls -A "$AIRLOCK_IMAGES/tmp")" "" "nothing left in the store's tmp/"
+al_run image rm wide
+al_assert_rc 0
+[ ! -e "$AIRLOCK_IMAGES/sha256/${wd#sha256:}" ] || al_fail "rm left the content (or its prepared /etc) behind"
+al_pass "an image stored without a prepared /etc gets one on first use; rm takes it away"
 
 # Two concurrent sandboxes of one image share its store (the same inode: one page cache), and
 # an image in use cannot be removed.
