@@ -41,6 +41,7 @@ const char *const img_etc_own[] = {"passwd", "group", "hosts", "hostname", "nssw
 
 struct prep {
 	unsigned entries;
+	bool too_deep;
 	bool root;	  /* owners can be given (as root); otherwise every entry is the caller's already */
 	const char *fail; /* the entry that failed, for the message (points into buf) */
 	char buf[NAME_MAX + 1];
@@ -85,8 +86,10 @@ static int copy_entry(int src, int dst, const char *name, unsigned depth, struct
 	}
 	if (!S_ISDIR(st.st_mode))
 		return linkat(src, name, dst, name, 0) < 0 ? note(pr, name, errno) : 0;
-	if (depth >= ETC_MAX_DEPTH)
+	if (depth >= ETC_MAX_DEPTH) {
+		pr->too_deep = true;
 		return note(pr, name, ELOOP);
+	}
 	/* Writable by us while it fills; the image's mode (never set-id: the store has none) after. */
 	if (mkdirat(dst, name, 0700) < 0)
 		return note(pr, name, errno);
@@ -153,6 +156,10 @@ int store_etc_prepare(int rootfd, int parentfd, const char *name, struct al_erro
 	if (r == 0 &&
 	    ((src >= 0 && pr.root && fchown(dst, st.st_uid, st.st_gid) < 0) || fchmod(dst, st.st_mode & 01555) < 0))
 		r = -errno;
+	if (pr.entries > ETC_MAX_ENTRIES || pr.too_deep)
+		return al_err(err, -r, "the image's /etc is refused: more than %u %s (at %s)",
+			      pr.too_deep ? ETC_MAX_DEPTH : ETC_MAX_ENTRIES, pr.too_deep ? "levels deep" : "entries",
+			      pr.fail ? pr.fail : "?");
 	if (r < 0)
 		return al_err_sys(err, -r, "preparing the image's /etc%s%s", pr.fail ? ": at " : "",
 				  pr.fail ? pr.fail : "");

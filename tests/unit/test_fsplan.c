@@ -190,6 +190,49 @@ static void test_prepared_etc(void **state)
 	assert_int_equal(n, 5 + 6 - 2 + 1 /* ssl */);
 }
 
+/* A hostile or odd /etc: a link in the image's place of /etc is not followed (its sandboxes see
+ * airlock's files alone), and a tree deeper than the bound is refused with what it is. */
+static void test_prepared_etc_refusals(void **state)
+{
+	(void)state;
+	char t[64], path[1024], cmd[160];
+	snprintf(t, sizeof(t), "/tmp/al-etcprep-XXXXXX");
+	assert_non_null(mkdtemp(t));
+	snprintf(path, sizeof(path), "%s/a", t);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/a/etc", t);
+	assert_int_equal(symlink(root, path), 0); /* /etc -> a directory outside: never entered */
+	snprintf(path, sizeof(path), "%s/b", t);
+	assert_int_equal(mkdir(path, 0755), 0);
+	size_t n = (size_t)snprintf(path, sizeof(path), "%s/b/etc", t);
+	for (int i = 0; i < 70; i++) {
+		assert_int_equal(mkdir(path, 0755), 0);
+		n += (size_t)snprintf(path + n, sizeof(path) - n, "/d");
+	}
+	int dfd = open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int afd = openat(dfd, "a", O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+	    bfd = openat(dfd, "b", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0 && afd >= 0 && bfd >= 0);
+	assert_int_equal(store_etc_prepare(afd, dfd, "pa", NULL), 0);
+	snprintf(path, sizeof(path), "%s/pa", t);
+	int k = 0;
+	DIR *dd = opendir(path);
+	assert_non_null(dd);
+	for (struct dirent *e; (e = readdir(dd));)
+		k += e->d_name[0] != '.';
+	closedir(dd);
+	assert_int_equal(k, 6); /* airlock's six names, nothing of the link's target */
+	assert_link(path, "hosts", IMG_ETC_OWN "/hosts");
+	struct al_error err = {0};
+	assert_int_equal(store_etc_prepare(bfd, dfd, "pb", &err), -ELOOP);
+	assert_non_null(strstr(err.msg, "64 levels deep"));
+	close(afd);
+	close(bfd);
+	close(dfd);
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s' && rm -rf '%s'", t, t);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_image_root(void **state)
 {
 	(void)state;
@@ -293,9 +336,9 @@ static void test_rootfs_only(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prepared_etc),   cmocka_unit_test(test_image_root),
-		cmocka_unit_test(test_image_host_net), cmocka_unit_test(test_image_etc_binds),
-		cmocka_unit_test(test_rootfs_only),
+		cmocka_unit_test(test_prepared_etc),	cmocka_unit_test(test_prepared_etc_refusals),
+		cmocka_unit_test(test_image_root),	cmocka_unit_test(test_image_host_net),
+		cmocka_unit_test(test_image_etc_binds), cmocka_unit_test(test_rootfs_only),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
