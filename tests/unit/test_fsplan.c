@@ -264,6 +264,10 @@ static void test_image_root(void **state)
 		assert_non_null(o);
 		assert_int_equal(o->kind, FS_FILE);
 	}
+	/* ... and nothing else there: each name written is one the prepared /etc links. */
+	for (size_t i = 0; i < plan.n; i++)
+		if (strncmp(plan.ops[i].dest, ".airlock-etc/", 13) == 0)
+			assert_true(img_etc_is_own(plan.ops[i].dest + 13));
 	o = op_at(&plan, ".airlock-etc/resolv.conf");
 	assert_int_equal(o->len, strlen("nameserver 192.0.2.53\n"));
 	assert_memory_equal(o->text, "nameserver 192.0.2.53\n", o->len);
