@@ -117,15 +117,18 @@ static int copy_dir(int src, int dst, unsigned depth, bool top, struct prep *pr)
 		return -errno;
 	}
 	int r = 0;
-	struct dirent *e;
-	errno = 0;
-	while (r == 0 && (e = readdir(dir))) {
+	for (;;) {
+		errno = 0; /* readdir's end and its failure differ only in errno */
+		struct dirent *e = readdir(dir);
+		if (!e) {
+			r = -errno;
+			break;
+		}
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || (top && img_etc_is_own(e->d_name)))
 			continue;
-		r = copy_entry(src, dst, e->d_name, depth, pr);
+		if ((r = copy_entry(src, dst, e->d_name, depth, pr)) < 0)
+			break;
 	}
-	if (r == 0 && errno)
-		r = -errno;
 	closedir(dir);
 	return r;
 }
