@@ -23,6 +23,7 @@
 
 #include "audit/audit.h"
 #include "backend/capability.h"
+#include "keeper.h"
 #include "occg.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -128,16 +129,21 @@ json_t *ort_usage_json(const char *cgroup)
 	return u;
 }
 
-int ort_verdict_write(const char *want, const char *id, const char *status, json_t *usage, json_t *enforced,
+int ort_verdict_write(const char *want, const char *id, const struct ort_end *end, json_t *usage, json_t *enforced,
 		      const char *created, struct al_error *err)
 {
 	char now[40];
 	rfc3339(now, sizeof(now));
-	/* exit_code is null: the container's init is reaped by the runtime's caller (containerd's
-	 * shim reports it: ctr task ls, the CRI), never by airlock-runc. */
-	json_t *v = json_pack("{s:i,s:s,s:s,s:s,s:n,s:s,s:s,s:O,s:O}", "version", 1, "runtime", "airlock-runc", "id",
-			      id, "status", status, "exit_code", "created", created, "deleted", now, "usage",
-			      usage ? usage : json_null(), "enforced", enforced ? enforced : json_null());
+	/* The end as airlock run's verdict tells it: exit_code for "exited" only, signal for the
+	 * statuses a signal ended; both null, and exit_unknown saying why, when the exit status was
+	 * not kept (keeper.c) — never a guess. */
+	bool exited = end->known && end->status == AL_STATUS_EXITED;
+	json_t *v = json_pack("{s:i,s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:s,s:O,s:O}", "version", 1, "runtime", "airlock-runc",
+			      "id", id, "status", ort_end_status(end), "exit_code",
+			      exited ? json_integer(end->exit_code) : json_null(), "signal",
+			      end->known && end->signal ? json_integer(end->signal) : json_null(), "exit_unknown",
+			      end->known ? json_null() : json_string(end->why), "created", created, "deleted", now,
+			      "usage", usage ? usage : json_null(), "enforced", enforced ? enforced : json_null());
 	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	if (!text)

@@ -37,6 +37,7 @@
 
 #include "kit/pidfd.h"
 #include "ctr.h"
+#include "keeper.h"
 #include "occg.h"
 #include "record.h"
 #include "rtstate.h"
@@ -142,6 +143,7 @@ struct create_run {
 	int sync_p[2], status_p[2];
 	pid_t pid;
 	int pidfd;
+	pid_t keeper;
 	char *cgpath;
 	json_t *enforced;
 };
@@ -336,8 +338,15 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 	cr.init.pl.fifo_fd = cr.init.pl.console_fd = -1;
 	if ((r = prepare(&cr, dir, id, o, err)) < 0 || (r = spawn(&cr, err)) < 0)
 		goto fail;
+	/* Before the state is saved: a container whose end could not be kept is not made. */
+	if (cr.plan.verdict && (cr.keeper = ort_keeper_start(cr.pidfd, dir, err)) < 0) {
+		r = cr.keeper;
+		cr.keeper = 0;
+		goto fail;
+	}
 	struct ort_saved sv = {.id = id,
 			       .pid = cr.pid,
+			       .keeper = cr.keeper,
 			       .bundle = o->bundle,
 			       .rootfs = cr.spec.root,
 			       .cgroup = cr.cgpath,
@@ -351,6 +360,7 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 	run_free(&cr);
 	return 0;
 fail:
+	ort_keeper_abort(cr.keeper);
 	if (cr.pidfd >= 0) {
 		pfd_send_signal(cr.pidfd, SIGKILL);
 		siginfo_t si;
@@ -451,8 +461,10 @@ int ort_delete(const struct ort_ctx *c, const char *id, bool force, struct al_er
 	if (!stopped && st.pidfd >= 0)
 		pfd_send_signal(st.pidfd, SIGKILL);
 	ort_cg_kill(st.cgroup, SIGKILL);
+	struct ort_end end;
+	ort_keeper_collect(&st, !stopped, &end);
 	/* Read before the cgroup goes: the record of what the container used. */
-	ort_state_finish(&st, stopped ? "stopped" : "killed");
+	ort_state_finish(&st, &end);
 	ort_cg_remove(st.cgroup);
 	ort_state_rmdir(st.dir);
 	r = 0;
