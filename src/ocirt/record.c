@@ -68,7 +68,7 @@ json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan,
 
 /* ---- the verdict file ---------------------------------------------------------------------------- */
 
-static const char *verdict_dir(void)
+const char *ort_verdict_dir(void)
 {
 	const char *d = getenv("AIRLOCK_VERDICT_DIR");
 	return d && d[0] == '/' ? d : ORT_VERDICT_DIR;
@@ -76,9 +76,9 @@ static const char *verdict_dir(void)
 
 /* The annotation's file beneath the verdict directory: an absolute path inside it, or a name
  * relative to it. O_CREAT without following any symlink, never above the directory. */
-static int open_verdict(const char *want, int flags, struct al_error *err)
+static int open_verdict(const char *dir, const char *want, int flags, struct al_error *err)
 {
-	const char *dir = verdict_dir(), *rel = want;
+	const char *rel = want;
 	size_t n = strlen(dir);
 	if (want[0] == '/') {
 		if (strncmp(want, dir, n) != 0 || want[n] != '/')
@@ -102,9 +102,9 @@ static int open_verdict(const char *want, int flags, struct al_error *err)
 	return (int)fd;
 }
 
-int ort_verdict_prepare(const char *want, struct al_error *err)
+int ort_verdict_prepare(const char *dir, const char *want, struct al_error *err)
 {
-	int fd = open_verdict(want, O_WRONLY | O_CREAT | O_TRUNC, err);
+	int fd = open_verdict(dir, want, O_WRONLY | O_CREAT | O_TRUNC, err);
 	if (fd < 0)
 		return fd;
 	close(fd);
@@ -129,7 +129,7 @@ json_t *ort_usage_json(const char *cgroup)
 	return u;
 }
 
-int ort_verdict_write(const char *want, const char *id, const struct ort_end *end, json_t *usage, json_t *enforced,
+int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage, json_t *enforced,
 		      const char *created, struct al_error *err)
 {
 	char now[40];
@@ -148,7 +148,7 @@ int ort_verdict_write(const char *want, const char *id, const struct ort_end *en
 	json_decref(v);
 	if (!text)
 		return al_err(err, ENOMEM, "out of memory");
-	int fd = open_verdict(want, O_WRONLY | O_CREAT | O_TRUNC, err), r = 0;
+	int fd = open_verdict(dir, want, O_WRONLY | O_CREAT | O_TRUNC, err), r = 0;
 	if (fd >= 0) {
 		size_t len = strlen(text);
 		if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1)

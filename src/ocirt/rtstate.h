@@ -10,7 +10,7 @@
 
 /* What create records once (state.json). */
 struct ort_saved {
-	const char *id, *bundle, *rootfs, *cgroup, *profile, *verdict;
+	const char *id, *bundle, *rootfs, *cgroup, *profile, *verdict, *verdict_dir;
 	pid_t pid;
 	pid_t keeper; /* the exit status keeper (keeper.c), or 0 */
 	json_t *annotations;
@@ -21,7 +21,7 @@ struct ort_saved {
 struct ort_loaded {
 	char *dir;
 	json_t *doc; /* state.json; the strings below point into it */
-	const char *bundle, *rootfs, *created, *cgroup, *profile, *verdict;
+	const char *bundle, *rootfs, *created, *cgroup, *profile, *verdict, *verdict_dir;
 	json_t *annotations, *enforced;
 	pid_t pid;
 	uint64_t start;	      /* the init's start time (ticks): a reused pid is told apart */

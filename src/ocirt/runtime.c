@@ -267,7 +267,7 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 	free(pids);
 	if (r < 0)
 		return r;
-	if (cr->plan.verdict && (r = ort_verdict_prepare(cr->plan.verdict, err)) < 0)
+	if (cr->plan.verdict && (r = ort_verdict_prepare(ort_verdict_dir(), cr->plan.verdict, err)) < 0)
 		return r;
 	/* The audit record is durable before the container's init exists, or nothing runs. */
 	json_t *args = json_array();
@@ -353,6 +353,7 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 			       .annotations = cr.spec.annotations,
 			       .profile = cr.plan.profile,
 			       .verdict = cr.plan.verdict,
+			       .verdict_dir = cr.plan.verdict ? ort_verdict_dir() : NULL,
 			       .enforced = cr.enforced};
 	if ((r = ort_state_save(dir, &sv, err)) < 0 ||
 	    (o->pid_file && (r = ort_write_pid_file(o->pid_file, cr.pid, err)) < 0))
