@@ -356,9 +356,10 @@ static void test_end_from_wait(void **state)
 static bool kernel_at_least_6_15(void)
 {
 	struct utsname u;
-	int major = 0, minor = 0;
-	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
-	       (major > 6 || (major == 6 && minor >= 15));
+	assert_int_equal(uname(&u), 0);
+	char *end;
+	long major = strtol(u.release, &end, 10), minor = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+	return major > 6 || (major == 6 && minor >= 15);
 }
 
 /* A child of ours that ends as told, its pidfd and its status as waitid reaped it. */
