@@ -13,8 +13,10 @@
  *
  * State lives in <root>/<id>/state.json (written once by create); the status is read from the
  * world each time: the fifo still there means created, the init gone (or a zombie, or its pid
- * reused: its start time differs) means stopped, a frozen cgroup means paused. No process of
- * airlock stays behind: the shim reaps the container's init as runc's.
+ * reused: its start time differs) means stopped, a frozen cgroup means paused. The shim reaps
+ * the container's init as runc's; the one process of airlock that may stay with a container is
+ * the keeper of its exit status, forked by create where a verdict is asked (keeper.c), which ends
+ * at the reap or at delete.
  */
 #include "runtime.h"
 
