@@ -246,7 +246,7 @@ mkbundle "$work/c4" '["sleep", "60"]' 'c["annotations"] = {"io.airlock.verdict":
 out=$(shim c4 0 KILL) || al_fail "the subreaper's run of c4 failed"
 al_assert_eq "${out% *}" 9 "the subreaper reaped the init after delete (SIGKILL)"
 al_assert_eq "$(verdict_end c4.json)" "signaled null 9" "verdict of a zombie init: signaled, signal 9"
-[ ! -e "$state/c3" ] && [ ! -e "$state/c4" ] || al_fail "state of c3 or c4 is left"
+if [ -e "$state/c3" ] || [ -e "$state/c4" ]; then al_fail "state of c3 or c4 is left"; fi
 al_pass "the verdict's exit code and signal are those the container's reaper saw, reaped before or after delete"
 
 # ---- delete of a created container: the process never runs ------------------------------------------
