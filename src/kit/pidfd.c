@@ -81,16 +81,18 @@ int pfd_exit_status(int pidfd, int *wstatus)
 	return (info.mask & PFD_INFO_PID) ? -EAGAIN : -EOPNOTSUPP;
 }
 
-bool pfd_exit_status_supported(void)
+int pfd_exit_status_supported(void)
 {
 	int fd = -1, st;
 	pid_t pid = pfd_clone3(0, &fd, -1);
 	if (pid == 0)
 		_exit(0);
 	if (pid < 0)
-		return false;
+		return (int)pid;
 	siginfo_t si;
-	bool ok = pfd_wait(fd, &si, NULL, WEXITED) == 0 && pfd_exit_status(fd, &st) == 0;
+	int r = pfd_wait(fd, &si, NULL, WEXITED);
+	if (r == 0)
+		r = pfd_exit_status(fd, &st);
 	close(fd);
-	return ok;
+	return r == 0 ? 1 : r == -EOPNOTSUPP ? 0 : r;
 }

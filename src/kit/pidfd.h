@@ -2,7 +2,6 @@
 #ifndef AL_NATIVE_PIDFD_H
 #define AL_NATIVE_PIDFD_H
 
-#include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -22,7 +21,7 @@ int pfd_wait(int pidfd, siginfo_t *info, struct rusage *ru, int options);
 int pfd_exit_status(int pidfd, int *wstatus);
 /* Whether this kernel keeps exit statuses (pfd_exit_status): asked of a child of our own, made,
  * reaped and read for the purpose, since the kernel has no other way to tell (its ioctl ignores
- * flags it does not know). Costs one fork. */
-bool pfd_exit_status_supported(void);
+ * flags it does not know). Costs one fork. 1: it does; 0: it does not; -errno: no child to ask. */
+int pfd_exit_status_supported(void);
 
 #endif

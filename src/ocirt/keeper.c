@@ -114,8 +114,11 @@ static _Noreturn void keeper_main(int pidfd, int dirfd)
 	setsid();
 	prctl(PR_SET_NAME, "airlock-keeper", 0, 0, 0);
 	keep_only(pidfd, dirfd);
-	if (!pfd_exit_status_supported()) {
-		record_unknown(dirfd, "this kernel keeps no exit status of a reaped process (PIDFD_INFO_EXIT, Linux 6.15)");
+	int sup = pfd_exit_status_supported();
+	if (sup <= 0) {
+		record_unknown(dirfd, sup == 0 ? "this kernel keeps no exit status of a reaped process (PIDFD_INFO_EXIT, "
+						 "Linux 6.15)"
+					       : "the keeper could not ask the kernel whether it keeps exit statuses (fork failed)");
 		_exit(0);
 	}
 	int st = 0, r;
