@@ -246,7 +246,15 @@ mkbundle "$work/c4" '["sleep", "60"]' 'c["annotations"] = {"io.airlock.verdict":
 out=$(shim c4 0 KILL) || al_fail "the subreaper's run of c4 failed"
 al_assert_eq "${out% *}" 9 "the subreaper reaped the init after delete (SIGKILL)"
 al_assert_eq "$(verdict_end c4.json)" "signaled null 9" "verdict of a zombie init: signaled, signal 9"
-if [ -e "$state/c3" ] || [ -e "$state/c4" ]; then al_fail "state of c3 or c4 is left"; fi
+# tail of an endless line keeps it all: the init itself meets the memory limit's OOM killer.
+mkbundle "$work/c5" '["tail", "/dev/zero"]' 'c["annotations"] = {"io.airlock.verdict": "c5.json"}
+c["linux"]["resources"]["memory"] = {"limit": 33554432}'
+ln -sf busybox "$work/c5/rootfs/bin/tail"
+out=$(shim c5 1) || al_fail "the subreaper's run of c5 failed"
+al_assert_eq "${out% *}" 9 "the subreaper reaped an init the OOM killer killed (SIGKILL)"
+al_assert_eq "$(verdict_end c5.json)" "oom null 9" "verdict of an OOM-killed init: oom, signal 9"
+al_assert_eq "$(al_json_get "$AIRLOCK_VERDICT_DIR/c5.json" usage.memory.oom_kills)" 1 "verdict: one OOM kill in the cgroup"
+if [ -e "$state/c3" ] || [ -e "$state/c4" ] || [ -e "$state/c5" ]; then al_fail "state of c3, c4 or c5 is left"; fi
 al_pass "the verdict's exit code and signal are those the container's reaper saw, reaped before or after delete"
 
 # ---- delete of a created container: the process never runs ------------------------------------------
