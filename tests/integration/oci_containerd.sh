@@ -86,7 +86,7 @@ crun() { # ctr run through airlock-runc; sets AL_RC, AL_OUT, AL_ERR
 crun --rm --annotation io.airlock.verdict=r1.json bb:latest r1 sh -c "echo out-$mark; exit 7"
 al_assert_eq "$AL_RC" 7 "ctr run's exit code is the container's"
 al_assert_contains "$AL_OUT" "out-$mark" "ctr run's stdout is the container's"
-al_assert_eq "$(verdict_end r1.json)" "exited 7 null" "the verdict io.airlock.verdict asked for: exited, exit_code 7 as ctr run's"
+al_assert_eq "$(verdict_end r1.json)" "$(al_oci_end exited 7 null)" "the verdict io.airlock.verdict asked for: exited, exit_code 7 as ctr run's"
 al_assert_eq "$(al_json_get "$work/verdicts/r1.json" enforced.seccomp.airlock)" default "verdict: airlock's allowlist"
 grep -q '"sandbox":"r1".*"event":"end"\|"event":"end".*"sandbox":"r1"' "$work/audit.jsonl" || al_fail "no audit end record for r1"
 
@@ -147,7 +147,7 @@ al_assert_contains "$("${C[@]}" task ls)" "STOPPED" "ctr task kill"
 # ctr 1.6 has no `task wait`: `task rm` reports the exit status containerd got from the shim.
 "${C[@]}" task rm d1 >"$work/rm.out" 2>&1
 al_assert_contains "$(cat "$work/rm.out")" "exit code 137" "ctr task rm: containerd's exit status of d1 is 128 + SIGKILL"
-al_assert_eq "$(verdict_end d1.json)" "signaled null 9" "the verdict: signaled by 9, as containerd reports it"
+al_assert_eq "$(verdict_end d1.json)" "$(al_oci_end signaled null 9)" "the verdict: signaled by 9, as containerd reports it"
 gone "$k1" || al_fail "d1's keeper $k1 outlived ctr task rm"
 "${C[@]}" c rm d1
 al_wait_marker_gone "$mark-d1" 5 || al_fail "a process of d1 outlived ctr task rm"

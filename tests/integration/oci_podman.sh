@@ -38,11 +38,13 @@ trap 'cleanup_pod; al_inner_cleanup' EXIT
 img=$("${P[@]}" load -q -i "$work/bb.tar" 2>/dev/null | sed -n 's/^Loaded image: //p' | head -n1)
 [ -n "$img" ] || al_fail "podman load of the test's archive failed"
 RUN=(run --pull never --network none --entrypoint sh)
+# The verdict's end: "status exit_code signal" (null where JSON has null).
+verdict_end() { echo "$(al_json_get "$work/verdicts/$1" status) $(al_json_get "$work/verdicts/$1" exit_code) $(al_json_get "$work/verdicts/$1" signal)"; }
 
 AL_RC=0
 out=$("${P[@]}" "${RUN[@]}" --rm --annotation io.airlock.verdict=p1.json "$img" -c "echo out-$mark; grep -E 'CapEff|NoNewPrivs' /proc/self/status; exit 4" 2>"$work/err") || AL_RC=$?
 al_assert_eq "$AL_RC" 4 "podman run's exit code is the container's"
-al_assert_eq "$(al_json_get "$work/verdicts/p1.json" status) $(al_json_get "$work/verdicts/p1.json" exit_code)" "exited 4" \
+al_assert_eq "$(verdict_end p1.json)" "$(al_oci_end exited 4 null)" \
 	"the verdict's exit code is podman's (conmon reaped the container's init)"
 al_assert_contains "$out" "out-$mark" "podman run's output"
 al_assert_contains "$out" "CapEff:	0000000000000000" "no capability (podman's spec asks for 11)"
@@ -63,7 +65,7 @@ code=$("${P[@]}" inspect -f '{{.State.ExitCode}}' "p$mark")
 "${P[@]}" rm "p$mark" >/dev/null
 # podman stop: SIGTERM, which the container's pid 1 (sh, no handler) ignores, then SIGKILL.
 al_assert_eq "$code" 137 "podman's exit code of the stopped container"
-al_assert_eq "$(al_json_get "$work/verdicts/p2.json" status) $(al_json_get "$work/verdicts/p2.json" signal)" "signaled 9" \
+al_assert_eq "$(verdict_end p2.json)" "$(al_oci_end signaled null 9)" \
 	"the verdict: signaled by 9, as podman reports it (137)"
 [ ! -d "/proc/$keeper" ] || grep -q '^State:[[:space:]]*Z' "/proc/$keeper/status" || al_fail "the keeper $keeper outlived podman rm"
 al_wait_marker_gone "$mark-p" 5 || al_fail "a process of the container outlived podman rm"

@@ -198,8 +198,11 @@ al_pass "delete removed the state and the cgroup"
 v="$AIRLOCK_VERDICT_DIR/c1.json"
 [ -s "$v" ] || al_fail "no verdict at $v"
 al_assert_eq "$(al_json_get "$v" id)" c1 "verdict: id"
-al_assert_eq "$(verdict_end c1.json)" "signaled null 9" "verdict: killed by kill KILL (status exit_code signal)"
-al_assert_eq "$(al_json_get "$v" exit_unknown)" null "verdict: the end is known"
+# c1's init was reaped by the machine's init in its own time: before delete (the keeper's record)
+# or after (delete read the zombie's status), both the same where the kernel keeps the status.
+end=$(verdict_end c1.json)
+[ "$end" = "signaled null 9" ] || [ "$end" = "$(al_oci_end signaled null 9)" ] ||
+	al_fail "verdict of c1 killed by kill KILL: $end (status exit_code signal)"
 gone "$k1" || al_fail "c1's keeper $k1 outlived delete"
 al_assert_eq "$(al_json_get "$v" usage.pids.limit)" 32 "verdict: the cgroup's figures (the updated pids limit)"
 al_assert_eq "$(al_json_get "$v" enforced.capabilities)" none "verdict: no capabilities"
@@ -241,7 +244,7 @@ EOF
 mkbundle "$work/c3" '["sh", "-c", "exit 7"]' 'c["annotations"] = {"io.airlock.verdict": "c3.json"}'
 out=$(shim c3 1) || al_fail "the subreaper's run of c3 failed"
 al_assert_eq "${out% *}" $((7 << 8)) "the subreaper reaped the container's init itself (exit 7)"
-al_assert_eq "$(verdict_end c3.json)" "exited 7 null" "verdict of a reaped init: exited, exit_code 7 (status exit_code signal)"
+al_assert_eq "$(verdict_end c3.json)" "$(al_oci_end exited 7 null)" "verdict of a reaped init: exited, exit_code 7 (status exit_code signal)"
 mkbundle "$work/c4" '["sleep", "60"]' 'c["annotations"] = {"io.airlock.verdict": "c4.json"}'
 out=$(shim c4 0 KILL) || al_fail "the subreaper's run of c4 failed"
 al_assert_eq "${out% *}" 9 "the subreaper reaped the init after delete (SIGKILL)"
@@ -252,8 +255,9 @@ c["linux"]["resources"]["memory"] = {"limit": 33554432}'
 ln -sf busybox "$work/c5/rootfs/bin/tail"
 out=$(shim c5 1) || al_fail "the subreaper's run of c5 failed"
 al_assert_eq "${out% *}" 9 "the subreaper reaped an init the OOM killer killed (SIGKILL)"
-al_assert_eq "$(verdict_end c5.json)" "oom null 9" "verdict of an OOM-killed init: oom, signal 9"
+al_assert_eq "$(verdict_end c5.json)" "$(al_oci_end oom null 9)" "verdict of an OOM-killed init: oom, signal 9"
 al_assert_eq "$(al_json_get "$AIRLOCK_VERDICT_DIR/c5.json" usage.memory.oom_kills)" 1 "verdict: one OOM kill in the cgroup"
+al_kernel_at_least 6 15 || al_assert_contains "$(al_json_get "$AIRLOCK_VERDICT_DIR/c3.json" exit_unknown)" PIDFD_INFO_EXIT "exit_unknown names what the kernel lacks"
 if [ -e "$state/c3" ] || [ -e "$state/c4" ] || [ -e "$state/c5" ]; then al_fail "state of c3, c4 or c5 is left"; fi
 al_pass "the verdict's exit code and signal are those the container's reaper saw, reaped before or after delete"
 
