@@ -57,9 +57,9 @@ struct pfd_info {
 	int32_t exit_code;
 };
 _Static_assert(sizeof(struct pfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
-#define PFD_INFO_PID   (1ULL << 0)
-#define PFD_INFO_EXIT  (1ULL << 3)
-#define PFD_GET_INFO   _IOWR(0xFF, 11, struct pfd_info)
+#define PFD_INFO_PID  (1ULL << 0)
+#define PFD_INFO_EXIT (1ULL << 3)
+#define PFD_GET_INFO  _IOWR(0xFF, 11, struct pfd_info)
 
 int pfd_exit_status(int pidfd, int *wstatus)
 {

@@ -116,9 +116,11 @@ static _Noreturn void keeper_main(int pidfd, int dirfd)
 	keep_only(pidfd, dirfd);
 	int sup = pfd_exit_status_supported();
 	if (sup <= 0) {
-		record_unknown(dirfd, sup == 0 ? "this kernel keeps no exit status of a reaped process (PIDFD_INFO_EXIT, "
-						 "Linux 6.15)"
-					       : "the keeper could not ask the kernel whether it keeps exit statuses (fork failed)");
+		record_unknown(
+			dirfd,
+			sup == 0 ? "this kernel keeps no exit status of a reaped process (PIDFD_INFO_EXIT, "
+				   "Linux 6.15)"
+				 : "the keeper could not ask the kernel whether it keeps exit statuses (fork failed)");
 		_exit(0);
 	}
 	int st = 0, r;
@@ -199,11 +201,11 @@ static bool ended(int pidfd, int ms)
 static void explain(const struct ort_loaded *st, bool keeper_alive, bool init_zombie, struct ort_end *end)
 {
 	memset(end, 0, sizeof(*end));
-	const char *why = !st->verdict	  ? "no verdict was asked (io.airlock.verdict), so no exit status was kept"
+	const char *why = !st->verdict	    ? "no verdict was asked (io.airlock.verdict), so no exit status was kept"
 			  : !st->keeper_pid ? "no exit status keeper was recorded at create (an older airlock-runc)"
-			  : init_zombie	  ? "the container's process was not reaped yet by its parent when it was deleted"
-			  : keeper_alive  ? "the exit status keeper did not record in time"
-					  : "the exit status keeper ended without a record (killed?)";
+			  : init_zombie ? "the container's process was not reaped yet by its parent when it was deleted"
+			  : keeper_alive ? "the exit status keeper did not record in time"
+					 : "the exit status keeper ended without a record (killed?)";
 	snprintf(end->why, sizeof(end->why), "%s", why);
 }
 

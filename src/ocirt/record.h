@@ -22,8 +22,8 @@ json_t *ort_usage_json(const char *cgroup);
 /* Writes the verdict: id, how the process ended (status, exit_code, signal as airlock run's verdict
  * has them, or why not known), usage, enforced, times. */
 struct ort_end;
-int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage, json_t *enforced,
-		      const char *created, struct al_error *err);
+int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage,
+		      json_t *enforced, const char *created, struct al_error *err);
 /* One audit record: start (synced: nothing runs without it) or end. */
 int ort_audit(bool start, const char *id, const json_t *params, const json_t *resources, const char *status,
 	      struct al_error *err);

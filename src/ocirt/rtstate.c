@@ -166,13 +166,13 @@ int ort_state_save(const char *dir, const struct ort_saved *sv, struct al_error 
 	if (sv->keeper > 0 && ort_proc_stat(sv->keeper, &kstart, &st) < 0)
 		return al_err(err, ESRCH, "the exit status keeper is gone");
 	now_rfc3339(created, sizeof(created));
-	json_t *o = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:s,s:s*,s:s*}", "id", sv->id, "pid", (int)sv->pid, "bundle",
-			      sv->bundle, "rootfs", sv->rootfs, "created", created, "cgroup", sv->cgroup, "start_ticks",
-			      (json_int_t)start, "profile", sv->profile, "verdict", sv->verdict, "verdict_dir",
-			      sv->verdict_dir);
+	json_t *o = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:s,s:s*,s:s*}", "id", sv->id, "pid", (int)sv->pid,
+			      "bundle", sv->bundle, "rootfs", sv->rootfs, "created", created, "cgroup", sv->cgroup,
+			      "start_ticks", (json_int_t)start, "profile", sv->profile, "verdict", sv->verdict,
+			      "verdict_dir", sv->verdict_dir);
 	if (o && sv->keeper > 0)
-		json_object_set_new(o, "keeper", json_pack("{s:i,s:I}", "pid", (int)sv->keeper, "start_ticks",
-							  (json_int_t)kstart));
+		json_object_set_new(o, "keeper",
+				    json_pack("{s:i,s:I}", "pid", (int)sv->keeper, "start_ticks", (json_int_t)kstart));
 	if (o && sv->annotations)
 		json_object_set(o, "annotations", sv->annotations);
 	if (o && sv->enforced)
@@ -233,9 +233,9 @@ int ort_state_open(const char *root, const char *id, struct ort_loaded *st, stru
 		return r;
 	}
 	json_int_t pid = 0, start = 0;
-	if (json_unpack(st->doc, "{s:I,s:s,s:s,s:s,s:s,s:I,s?s,s?s,s?s}", "pid", &pid, "bundle", &st->bundle,
-			"rootfs", &st->rootfs, "created", &st->created, "cgroup", &st->cgroup, "start_ticks", &start,
-			"profile", &st->profile, "verdict", &st->verdict, "verdict_dir", &st->verdict_dir) < 0) {
+	if (json_unpack(st->doc, "{s:I,s:s,s:s,s:s,s:s,s:I,s?s,s?s,s?s}", "pid", &pid, "bundle", &st->bundle, "rootfs",
+			&st->rootfs, "created", &st->created, "cgroup", &st->cgroup, "start_ticks", &start, "profile",
+			&st->profile, "verdict", &st->verdict, "verdict_dir", &st->verdict_dir) < 0) {
 		ort_loaded_free(st);
 		return al_err(err, EIO, "%s: malformed", p);
 	}
@@ -312,7 +312,8 @@ void ort_state_finish(const struct ort_loaded *st, struct ort_end *end)
 	struct al_error e = {0};
 	const char *id = strrchr(st->dir, '/') + 1;
 	if (st->verdict)
-		ort_verdict_write(st->verdict_dir ? st->verdict_dir : ort_verdict_dir(), st->verdict, id, end, usage, st->enforced, st->created, &e);
+		ort_verdict_write(st->verdict_dir ? st->verdict_dir : ort_verdict_dir(), st->verdict, id, end, usage,
+				  st->enforced, st->created, &e);
 	ort_audit(false, id, NULL, usage, ort_end_status(end), &e);
 	json_decref(usage);
 }

@@ -24,8 +24,8 @@ struct ort_loaded {
 	const char *bundle, *rootfs, *created, *cgroup, *profile, *verdict, *verdict_dir;
 	json_t *annotations, *enforced;
 	pid_t pid;
-	uint64_t start;	      /* the init's start time (ticks): a reused pid is told apart */
-	pid_t keeper_pid;     /* 0: none recorded */
+	uint64_t start;	  /* the init's start time (ticks): a reused pid is told apart */
+	pid_t keeper_pid; /* 0: none recorded */
 	uint64_t keeper_start;
 	int pidfd;	    /* the init, -1 once it is gone */
 	int lock_fd;	    /* the container's directory, flock'ed: -1 once let go */

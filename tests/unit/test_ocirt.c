@@ -406,10 +406,10 @@ static void test_pidfd_exit_status(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_ctr_spec),	cmocka_unit_test(test_plan_default_is_confined),
-		cmocka_unit_test(test_plan_refusals),	cmocka_unit_test(test_parse_refusals),
-		cmocka_unit_test(test_seccomp_compile), cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_sysctls),		cmocka_unit_test(test_end_from_wait),
+		cmocka_unit_test(test_parse_ctr_spec),	  cmocka_unit_test(test_plan_default_is_confined),
+		cmocka_unit_test(test_plan_refusals),	  cmocka_unit_test(test_parse_refusals),
+		cmocka_unit_test(test_seccomp_compile),	  cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_sysctls),		  cmocka_unit_test(test_end_from_wait),
 		cmocka_unit_test(test_pidfd_exit_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
