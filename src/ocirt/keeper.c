@@ -7,19 +7,24 @@
  * forwarding init in between would change what `kill`, `ps` and the exit code see). A pidfd
  * opened before the process exits keeps its exit status readable after whoever reaped it did so
  * (PIDFD_GET_INFO with PIDFD_INFO_EXIT, Linux 6.15; kit/pidfd.c), but only while some process
- * holds that pidfd: the keeper, forked by create, holds the pidfd create got from clone3.
+ * holds that pidfd: the keeper, forked by create, holds the pidfd create got from clone3. (A
+ * zombie's status is in /proc/PID/stat until the reap, which delete uses when it comes first;
+ * with containerd and conmon the reap always comes first, so that alone would never do.) Only a
+ * container whose verdict was asked gets a keeper.
  *
  *   create ── fork ──▶ keeper (its own session; no descriptor but the init's pidfd and an O_PATH
  *                      descriptor of <root>/<id>; in create's cgroup, never the container's)
  *                        poll(pidfd) until POLLHUP (the kernel's wake-up when the init is reaped)
  *                        PIDFD_GET_INFO → <root>/<id>/exit.json (written whole, renamed), exit
  *   delete ── reads exit.json (waiting at most ORT_KEEPER_WAIT_MS while the keeper is about to
- *             write it), then kills the keeper whatever it was doing, and removes the directory.
+ *             write it), or a zombie init's status from /proc, then kills the keeper whatever it
+ *             was doing, and removes the directory.
  *
  * So the keeper ends with its container: on its own right after the reap, or at delete (a forced
- * delete, containerd's cleanup after a dead shim) at the latest; it never blocks delete, holds no
- * descriptor its callers wait on (the container's stdio, the exec fifo, conmon's pipes), and, out
- * of the container's cgroup, is not one of its processes (`ps`, `kill --all`, pids.current). It
+ * delete, containerd's cleanup after a dead shim) at the latest; it never holds delete up beyond
+ * ORT_KEEPER_WAIT_MS, holds no descriptor its callers wait on (the container's stdio, the exec
+ * fifo, conmon's pipes), and, out of the container's cgroup, is not one of its processes (`ps`,
+ * `kill --all`, pids.current). It
  * is re-parented like the init when create exits, and reaped by the same subreaper (the shim
  * ignores exits of pids it does not know). Where the kernel keeps no exit status (before 6.15)
  * the keeper records why and exits at once: the verdict says exit_code null and that reason,
