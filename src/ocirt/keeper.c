@@ -44,6 +44,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kit/caps.h"
 #include "kit/pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -119,6 +120,12 @@ static _Noreturn void keeper_main(int pidfd, int dirfd)
 	setsid();
 	prctl(PR_SET_NAME, "airlock-keeper", 0, 0, 0);
 	keep_only(pidfd, dirfd);
+	/* Nothing it does needs a privilege (it reads a pidfd it holds and writes into a directory of
+	 * its own uid), so a process that may live as long as a container keeps none: best effort,
+	 * since an unprivileged create has none to drop. */
+	caps_drop_bounding();
+	caps_clear();
+	caps_no_new_privs();
 	int sup = pfd_exit_status_supported();
 	if (sup <= 0) {
 		record_unknown(

@@ -96,6 +96,12 @@ al_assert_eq "$(status_of c1)" created "status after create"
 k1=$(keeper_of c1)
 al_assert_eq "$(cat "/proc/$k1/comm")" airlock-keeper "a verdict was asked: the exit status keeper runs"
 grep -qx "$k1" "$(cg_dir c1)/cgroup.procs" && al_fail "the keeper is in the container's cgroup"
+grep -q '^CapEff:[[:space:]]*0000000000000000' "/proc/$k1/status" || al_fail "the keeper holds capabilities"
+grep -q '^CapBnd:[[:space:]]*0000000000000000' "/proc/$k1/status" || al_fail "the keeper's bounding set is not empty"
+# Its stdio on /dev/null, the init's pidfd and the state directory: never the container's stdio or
+# the exec fifo (start's open of it would then succeed after the init died).
+al_assert_eq "$(find "/proc/$k1/fd" -mindepth 1 | wc -l) $(readlink "/proc/$k1/fd/1")" "5 /dev/null" "the keeper's descriptors"
+find "/proc/$k1/fd" -mindepth 1 -lname '*exec.fifo*' | grep -q . && al_fail "the keeper holds the exec fifo"
 oci state c1
 pid=$(al_json_get "$AL_OUT" pid)
 al_assert_eq "$(cat "$work/c1.pid")" "$pid" "the pid file names the init"
