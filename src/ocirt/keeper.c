@@ -24,12 +24,11 @@
  * delete, containerd's cleanup after a dead shim) at the latest; it never holds delete up beyond
  * ORT_KEEPER_WAIT_MS, holds no descriptor its callers wait on (the container's stdio, the exec
  * fifo, conmon's pipes), and, out of the container's cgroup, is not one of its processes (`ps`,
- * `kill --all`, pids.current). It
- * is re-parented like the init when create exits, and reaped by the same subreaper (the shim
- * ignores exits of pids it does not know). Where the kernel keeps no exit status (before 6.15)
- * the keeper records why and exits at once: the verdict says exit_code null and that reason,
- * never a guessed value. conmon does the same job by being the container's parent; crun and runc
- * leave the status to their caller altogether.
+ * `kill --all`, pids.current). It is re-parented like the init when create exits, and reaped by
+ * the same subreaper (the shim ignores exits of pids it does not know). Where the kernel keeps no
+ * exit status (before 6.15) the keeper records why and exits at once: the verdict says exit_code
+ * null and that reason, never a guessed value. conmon does the same job by being the container's
+ * parent; crun and runc leave the status to their caller altogether.
  */
 #include "keeper.h"
 
@@ -72,6 +71,13 @@ void ort_end_from_wait(int wstatus, struct ort_end *end)
 }
 
 /* ---- the keeper ------------------------------------------------------------------------------- */
+
+/* fd itself, or a copy of it above the standard descriptors (a caller that started create with
+ * one of them closed would have had clone3 put the pidfd there). */
+static int above_stdio(int fd)
+{
+	return fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
 
 /* Only the two descriptors it needs stay open, so the keeper holds nothing others wait on. */
 static void keep_only(int a, int b)
@@ -119,6 +125,8 @@ static _Noreturn void keeper_main(int pidfd, int dirfd)
 	 * container's business, not the keeper's. */
 	setsid();
 	prctl(PR_SET_NAME, "airlock-keeper", 0, 0, 0);
+	pidfd = above_stdio(pidfd);
+	dirfd = above_stdio(dirfd);
 	keep_only(pidfd, dirfd);
 	/* Nothing it does needs a privilege (it reads a pidfd it holds and writes into a directory of
 	 * its own uid), so a process that may live as long as a container keeps none: best effort,
