@@ -5,13 +5,21 @@
  * those alone: every member's name is checked here (relative, no ".."), its parent must resolve
  * beneath the root without meeting a symlink (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), a
  * hard link's target likewise and must be a regular file; device nodes, fifos and sockets are
- * refused; set-user-id, set-group-id and sticky bits are removed; owners and extended attributes
- * (so file capabilities) are never restored; the sum of the members' sizes (as their headers
- * claim, so a sparse 10 GB claim counts as 10 GB) is bounded before a byte is written. Every
- * archive (an oci-archive or docker save, then each layer) is read by a forked child that, when
- * airlock runs as root, first confines itself to the directory it fills (a private mount
- * namespace rooted there) and becomes IMG_UNPACK_ID — an id no host process uses and no sandbox
- * maps — so a libarchive bug can neither write as root nor reach the host. */
+ * refused; set-user-id, set-group-id and sticky bits are removed; extended attributes (so file
+ * capabilities) are never restored; the sum of the members' sizes (as their headers claim, so a
+ * sparse 10 GB claim counts as 10 GB) is bounded before a byte is written. Every archive (an
+ * oci-archive or docker save, then each layer) is read by a forked child that, when airlock runs
+ * as root, first confines itself to the directory it fills (a private mount namespace rooted
+ * there) and becomes IMG_UNPACK_ID — an id no host process uses and no sandbox maps — so a
+ * libarchive bug can neither write as root nor reach the host.
+ *
+ * Owners. The unprivileged child cannot chown, so it only records each member's tar uid/gid (in
+ * a memfd the parent made). When the child has exited, the parent — root — gives each recorded
+ * name its owner in the sandboxes' id range: IMG_OWNER_BASE + id, an id past the range becoming
+ * the range's overflow id (nobody), so no stored file is ever owned by a host id outside the
+ * range. The records are untrusted like the tree: each name is checked again and reached beneath
+ * the root without following a symlink (openat2), and the link itself is changed, never its
+ * target. As an ordinary user nothing is chowned: every file stays the store owner's. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
@@ -24,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -272,6 +281,7 @@ struct budget {
 	uint64_t bytes, entries;
 	const struct img_limits *lim;
 	unsigned setid_dropped;
+	int owners_fd; /* where each written member's tar owner is recorded (root only), or -1 */
 };
 
 /* Pass 1's verdict on one member, before anything of its layer is written. */
@@ -383,6 +393,29 @@ static int write_member(struct archive *a, struct archive *w, struct archive_ent
 		       : al_err(err, EIO, "member '%s': %s", archive_entry_pathname(e), archive_error_string(w));
 }
 
+/* One owner record: the header, then len bytes of the member's normalised name (no NUL). */
+struct own_rec {
+	uint32_t uid, gid, len;
+};
+
+/* An id of the image as its stored file's host owner (see IMG_OWNER_BASE). */
+static uint32_t owner_id(la_int64_t id)
+{
+	return IMG_OWNER_BASE + (id >= 0 && id < (la_int64_t)IMG_OWNER_IDS ? (uint32_t)id : IMG_OWNER_OVERFLOW);
+}
+
+static int record_owner(const struct budget *b, const char *rel, struct archive_entry *e, struct al_error *err)
+{
+	if (b->owners_fd < 0)
+		return 0;
+	struct own_rec h = {owner_id(archive_entry_uid(e)), owner_id(archive_entry_gid(e)), (uint32_t)strlen(rel)};
+	char buf[sizeof(h) + PATH_MAX]; /* rel is shorter than PATH_MAX (norm_name) */
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), rel, h.len);
+	ssize_t n = write(b->owners_fd, buf, sizeof(h) + h.len);
+	return n == (ssize_t)(sizeof(h) + h.len) ? 0 : al_err_sys(err, n < 0 ? errno : EIO, "record the owners");
+}
+
 static int layer_pass2(int fd, struct budget *b, struct al_error *err)
 {
 	cleanup_archive struct archive *a = open_tar(fd, err);
@@ -402,12 +435,15 @@ static int layer_pass2(int fd, struct budget *b, struct al_error *err)
 		r = norm_name(archive_entry_pathname(e), rel, sizeof(rel), err);
 		if (r < 0)
 			break;
+		if (!*rel)
+			r = record_owner(b, rel, e, err); /* the root's own owner; nothing to write */
 		if (!*rel || is_whiteout(rel))
 			continue;
 		archive_entry_set_pathname(e, rel);
 		r = check_place(e, rel, err);
 		tame(e, b);
 		r = r ?: write_member(a, w, e, err);
+		r = r ?: record_owner(b, rel, e, err);
 	}
 	if (r == 0 && h != ARCHIVE_EOF)
 		r = al_err(err, EBADMSG, "a truncated or corrupt layer: %s", archive_error_string(a));
@@ -449,7 +485,8 @@ struct job {
 	const int *fds;
 	size_t n;
 	const struct img_limits *lim;
-	bool outer; /* the outer archive (fds[0]) into regular files; else the layers */
+	bool outer;    /* the outer archive (fds[0]) into regular files; else the layers */
+	int owners_fd; /* the layers' owner records (root), or -1 */
 };
 
 static int run_job(const struct job *j, struct al_error *e)
@@ -462,7 +499,7 @@ static int run_job(const struct job *j, struct al_error *e)
 			close(dfd);
 		return r;
 	}
-	struct budget b = {.lim = j->lim};
+	struct budget b = {.lim = j->lim, .owners_fd = j->owners_fd};
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < j->n; i++) {
 		r = layer_pass1(j->fds[i], &b, e) ?: layer_pass2(j->fds[i], &b, e);
@@ -528,15 +565,69 @@ static int in_child(const struct job *j, const char *dir, uid_t drop_uid, struct
 	return al_err(err, EIO, "the unpacking child failed (status %#x)", (unsigned)st);
 }
 
+/* ---- owners, given by the parent (root) once the child has exited ---- */
+
+/* Gives rel (beneath rootfd, "" the root itself) its owner. A name a later layer removed, or
+ * whose parent it replaced by a link or a file, is not there to own: skipped. */
+static int own_one(int rootfd, char *rel, uint32_t uid, uint32_t gid)
+{
+	if (!*rel)
+		return fchown(rootfd, uid, gid) < 0 ? -errno : 0;
+	char *slash = strrchr(rel, '/');
+	cleanup_close int pfd = -1;
+	if (slash) {
+		*slash = 0;
+		pfd = oci_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY);
+		*slash = '/';
+		if (pfd < 0)
+			return pfd == -ENOENT || pfd == -ENOTDIR || pfd == -ELOOP || pfd == -EXDEV ? 0 : pfd;
+	}
+	/* AT_SYMLINK_NOFOLLOW: a link is itself owned, its target never touched. */
+	if (fchownat(slash ? pfd : rootfd, slash ? slash + 1 : rel, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return 0;
+}
+
+/* Replays the child's records in order (a later layer's owner wins). They are as untrusted as
+ * the tree: names are checked again, ids clamped into the range again. */
+static int apply_owners(int recfd, const char *rootfs, struct al_error *err)
+{
+	cleanup_close int rootfd = open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rootfd < 0)
+		return al_err_sys(err, errno, "%s", rootfs);
+	char raw[PATH_MAX], rel[PATH_MAX];
+	struct own_rec h;
+	off_t off = 0;
+	ssize_t n;
+	while ((n = pread(recfd, &h, sizeof(h), off)) == (ssize_t)sizeof(h)) {
+		if (h.len >= sizeof(raw) || pread(recfd, raw, h.len, off + (off_t)sizeof(h)) != (ssize_t)h.len)
+			return al_err(err, EBADMSG, "the owner records are corrupt");
+		off += (off_t)(sizeof(h) + h.len);
+		raw[h.len] = 0;
+		if (norm_name(raw, rel, sizeof(rel), err) < 0)
+			return al_err(err, EBADMSG, "the owner records name '%.64s': refused", raw);
+		uint32_t uid = owner_id((la_int64_t)h.uid - IMG_OWNER_BASE), gid = owner_id((la_int64_t)h.gid - IMG_OWNER_BASE);
+		int r = own_one(rootfd, rel, uid, gid);
+		if (r < 0)
+			return al_err_sys(err, -r, "give '%s' its owner", rel);
+	}
+	return n == 0 ? 0 : al_err(err, n < 0 ? errno : EBADMSG, "the owner records are corrupt");
+}
+
 int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop_uid,
 		  struct al_error *err)
 {
-	struct job j = {.fds = fds, .n = n, .lim = lim};
-	return in_child(&j, rootfs, drop_uid, err);
+	/* Only root can give files away; an ordinary user's store keeps every file its own. */
+	cleanup_close int rec = geteuid() == 0 ? memfd_create("airlock-owners", MFD_CLOEXEC) : -1;
+	if (geteuid() == 0 && rec < 0)
+		return al_err_sys(err, errno, "memfd_create");
+	struct job j = {.fds = fds, .n = n, .lim = lim, .owners_fd = rec};
+	int r = in_child(&j, rootfs, drop_uid, err);
+	return r < 0 || rec < 0 ? r : apply_owners(rec, rootfs, err);
 }
 
 int unpack_outer_confined(int fd, const char *dir, const struct img_limits *lim, uid_t drop_uid, struct al_error *err)
 {
-	struct job j = {.fds = &fd, .n = 1, .lim = lim, .outer = true};
+	struct job j = {.fds = &fd, .n = 1, .lim = lim, .outer = true, .owners_fd = -1};
 	return in_child(&j, dir, drop_uid, err);
 }
