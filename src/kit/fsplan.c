@@ -344,7 +344,7 @@ static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, const c
 							     (unsigned long long)p->limits[AL_LIMIT_DISK]),
 						.mflags = MS_NOSUID | MS_NODEV});
 	r = r ?: mkdir_op(plan, data, 0755);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = data + 1, .owner = AL_SANDBOX_UID});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = data + 1, .owner = p->run_uid, .group = p->run_gid});
 	r = r ?: mkdir_op(plan, work, 0700);
 	r = r ?: bind(plan, src, low, RO_ATTRS, 0);
 	r = r
@@ -377,14 +377,15 @@ static int plan_checkout(struct fs_plan *plan, const struct al_policy *p)
 		    ?: add(plan, (struct fs_op){.kind = FS_TMPFS,
 						.dest = p->checkout_dest + 1,
 						.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
-							     (unsigned long long)p->limits[AL_LIMIT_DISK],
-							     AL_SANDBOX_UID, AL_SANDBOX_UID),
+							     (unsigned long long)p->limits[AL_LIMIT_DISK], p->run_uid,
+							     p->run_gid),
 						.mflags = MS_NOSUID | MS_NODEV});
 	r = r
 		    ?: add(plan, (struct fs_op){.kind = FS_COPY,
 						.src = p->checkout,
 						.dest = p->checkout_dest + 1,
-						.owner = AL_SANDBOX_UID});
+						.owner = p->run_uid,
+						.group = p->run_gid});
 	if (p->keep_changes)
 		r = r
 			    ?: add(plan, (struct fs_op){.kind = FS_SENDFD,
@@ -410,7 +411,7 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 	return add(plan, (struct fs_op){.kind = FS_TMPFS,
 					.dest = &AL_WORKSPACE[1],
 					.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
-						     (unsigned long long)disk, AL_SANDBOX_UID, AL_SANDBOX_UID),
+						     (unsigned long long)disk, p->run_uid, p->run_gid),
 					.mflags = MS_NOSUID | MS_NODEV});
 }
 
@@ -501,7 +502,8 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 					     .text = f->len ? f->data : "",
 					     .len = f->len,
 					     .mode = f->mode});
-		r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = f->dest + 1, .owner = AL_SANDBOX_UID});
+		r = r ?: add(plan, (struct fs_op){
+				 .kind = FS_CHOWN, .dest = f->dest + 1, .owner = p->run_uid, .group = p->run_gid});
 	}
 	for (size_t i = 0; r == 0 && i < plan->n; i++)
 		if (!plan->ops[i].dest || ((plan->ops[i].kind == FS_FILE || plan->ops[i].kind == FS_TMPFS ||
