@@ -8,7 +8,8 @@
 #           whiteout-dotdot, bigfile, wide (a Debian-shaped root, for bench/image.sh); other-user (a User past the
 #           sandbox's ids and a WorkingDir the image lacks: not applied); owners (User "1001:1001" and files of
 #           several owners: /home/app 1001, /root 0, a 4755 file of uid 0, a file of uid 70000) and
-#           owners-named (the same, User "app2", uid 1001 in the image's /etc/passwd)
+#           owners-named (the same, User "app2", uid 1001 in the image's /etc/passwd) and group-root
+#           (the same, User "1001:0")
 import gzip
 import hashlib
 import io
@@ -76,7 +77,7 @@ def hostile(tar, variant):
         tar.addfile(ti("usr/fifo", tarfile.FIFOTYPE))
     elif variant == "setuid":
         add_file(tar, "usr/bin/suid", b"#!/bin/sh\n", 0o6755)
-    elif variant in ("owners", "owners-named"):
+    elif variant in ("owners", "owners-named", "group-root"):
         for d, owner, mode in (("home", (0, 0), 0o755), ("home/app", (1001, 1001), 0o755), ("root", (0, 0), 0o700)):
             tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=mode, owner=owner))
         add_file(tar, "home/app/own.txt", b"app2's\n", owner=(1001, 1001))
@@ -141,7 +142,7 @@ def oci(variant):
                    # other-user: a uid the posture does not grant, and a WorkingDir the image lacks
                    "WorkingDir": "/nonexistent" if variant == "other-user" else "/opt/app",
                    "User": {"other-user": "70000:70000", "owners": "1001:1001",
-                            "owners-named": "app2"}.get(variant, "app")},
+                            "owners-named": "app2", "group-root": "1001:0"}.get(variant, "app")},
         "rootfs": {"type": "layers", "diff_ids": [sha(l1raw), sha(l2)]},
     }).encode()
     manifest = json.dumps({

@@ -169,7 +169,7 @@ al_pass "hostile archives are refused and leave nothing behind"
 uid_case() { # BACKEND IMAGE: the payload's ids, the owners it sees, what it can write
 	al_run run --json --backend "$1" --image "$2" -- sh -c 'id -u; id -g; stat -c "%n %u:%g" /home/app/own.txt /home/app/other.txt /root /usr/bin/rootsuid /opt/far.txt /workspace; echo w >/workspace/w && echo t >/tmp/t && stat -c "%n %u:%g" /workspace/w /tmp/t'
 }
-for v in owners owners-named; do
+for v in group-root owners owners-named; do
 	mk oci-archive "$work/$v.tar" "$v"
 	chmod a+r "$work/$v.tar"
 	al_run image import "$work/$v.tar" "$v"
@@ -235,6 +235,12 @@ for b in native bwrap oci gvisor; do
 		al_assert_eq "$(j image.uid):$(j image.gid)" "1001:1001" "$b, $img: the verdict names the ids that ran"
 		al_assert_eq "$(j enforced.payload_uid):$(j enforced.payload_gid)" "1001:1001" "$b, $img: enforced says so too"
 	done
+	# A group 0 ("1001:0") is an ordinary group in the sandbox's namespace: applied as given.
+	al_run run --backend "$b" --image group-root -- sh -c 'id -u; id -g; echo w >/workspace/w && stat -c "%u:%g" /workspace/w'
+	al_assert_rc 0
+	al_assert_eq "$AL_OUT" "1001
+0
+1001:0" "$b: User 1001:0 runs as uid 1001, gid 0"
 done
 # exec's code file (written by the supervisor) is the payload's, as is /workspace.
 al_run exec --image owners --lang shell -c 'id -u; stat -c "%u:%g" /workspace/main.sh /workspace'
