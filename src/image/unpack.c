@@ -567,51 +567,86 @@ static int in_child(const struct job *j, const char *dir, uid_t drop_uid, struct
 
 /* ---- owners, given by the parent (root) once the child has exited ---- */
 
+/* The last parent directory reached: a layer's members come directory by directory, so one
+ * openat2 serves many. Safe to keep: nothing changes the tree while its owners are given (the
+ * child has exited). fd holds the open's result, an error included, for path. */
+struct own_dir {
+	int fd;
+	char path[PATH_MAX];
+};
+
 /* Gives rel (beneath rootfd, "" the root itself) its owner. A name a later layer removed, or
  * whose parent it replaced by a link or a file, is not there to own: skipped. */
-static int own_one(int rootfd, char *rel, uint32_t uid, uint32_t gid)
+static int own_one(int rootfd, struct own_dir *d, char *rel, uint32_t uid, uint32_t gid)
 {
 	if (!*rel)
 		return fchown(rootfd, uid, gid) < 0 ? -errno : 0;
 	char *slash = strrchr(rel, '/');
-	cleanup_close int pfd = -1;
+	int dirfd = rootfd;
 	if (slash) {
 		*slash = 0;
-		pfd = oci_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY);
+		if (strcmp(d->path, rel) != 0) {
+			if (d->fd >= 0)
+				close(d->fd);
+			d->fd = oci_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY);
+			snprintf(d->path, sizeof(d->path), "%s", rel);
+		}
 		*slash = '/';
-		if (pfd < 0)
-			return pfd == -ENOENT || pfd == -ENOTDIR || pfd == -ELOOP || pfd == -EXDEV ? 0 : pfd;
+		if (d->fd < 0)
+			return d->fd == -ENOENT || d->fd == -ENOTDIR || d->fd == -ELOOP || d->fd == -EXDEV ? 0 : d->fd;
+		dirfd = d->fd;
 	}
 	/* AT_SYMLINK_NOFOLLOW: a link is itself owned, its target never touched. */
-	if (fchownat(slash ? pfd : rootfd, slash ? slash + 1 : rel, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fchownat(dirfd, slash ? slash + 1 : rel, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	return 0;
 }
 
-/* Replays the child's records in order (a later layer's owner wins). They are as untrusted as
- * the tree: names are checked again, ids clamped into the range again. */
+/* Replays the records in buf (len bytes) in order (a later layer's owner wins). They are as
+ * untrusted as the tree: lengths bounded, names checked again, ids clamped into the range again. */
+static int replay_owners(const char *buf, size_t len, int rootfd, struct al_error *err)
+{
+	struct own_dir d = {.fd = -1, .path = "/"}; /* "/": no parent's name */
+	char rel[PATH_MAX], raw[PATH_MAX];
+	struct own_rec h;
+	int r = 0;
+	for (size_t off = 0; r == 0 && off < len; off += sizeof(h) + h.len) {
+		if (len - off >= sizeof(h))
+			memcpy(&h, buf + off, sizeof(h));
+		if (len - off < sizeof(h) || h.len >= sizeof(raw) || len - off - sizeof(h) < h.len) {
+			r = al_err(err, EBADMSG, "the owner records are corrupt");
+			break;
+		}
+		memcpy(raw, buf + off + sizeof(h), h.len);
+		raw[h.len] = 0;
+		if (norm_name(raw, rel, sizeof(rel), err) < 0) {
+			r = al_err(err, EBADMSG, "the owner records name '%.64s': refused", raw);
+			break;
+		}
+		r = own_one(rootfd, &d, rel, owner_id((la_int64_t)h.uid - IMG_OWNER_BASE),
+			    owner_id((la_int64_t)h.gid - IMG_OWNER_BASE));
+		if (r < 0)
+			r = al_err_sys(err, -r, "give '%s' its owner", rel);
+	}
+	if (d.fd >= 0)
+		close(d.fd);
+	return r;
+}
+
 static int apply_owners(int recfd, const char *rootfs, struct al_error *err)
 {
 	cleanup_close int rootfd = open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (rootfd < 0)
+	struct stat st;
+	if (rootfd < 0 || fstat(recfd, &st) < 0)
 		return al_err_sys(err, errno, "%s", rootfs);
-	char raw[PATH_MAX], rel[PATH_MAX];
-	struct own_rec h;
-	off_t off = 0;
-	ssize_t n;
-	while ((n = pread(recfd, &h, sizeof(h), off)) == (ssize_t)sizeof(h)) {
-		if (h.len >= sizeof(raw) || pread(recfd, raw, h.len, off + (off_t)sizeof(h)) != (ssize_t)h.len)
-			return al_err(err, EBADMSG, "the owner records are corrupt");
-		off += (off_t)(sizeof(h) + h.len);
-		raw[h.len] = 0;
-		if (norm_name(raw, rel, sizeof(rel), err) < 0)
-			return al_err(err, EBADMSG, "the owner records name '%.64s': refused", raw);
-		uint32_t uid = owner_id((la_int64_t)h.uid - IMG_OWNER_BASE), gid = owner_id((la_int64_t)h.gid - IMG_OWNER_BASE);
-		int r = own_one(rootfd, rel, uid, gid);
-		if (r < 0)
-			return al_err_sys(err, -r, "give '%s' its owner", rel);
-	}
-	return n == 0 ? 0 : al_err(err, n < 0 ? errno : EBADMSG, "the owner records are corrupt");
+	if (st.st_size == 0)
+		return 0;
+	void *buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, recfd, 0);
+	if (buf == MAP_FAILED)
+		return al_err_sys(err, errno, "read the owner records");
+	int r = replay_owners(buf, (size_t)st.st_size, rootfd, err);
+	munmap(buf, (size_t)st.st_size);
+	return r;
 }
 
 int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop_uid,
