@@ -14,7 +14,8 @@
  *     │  new cgroup namespace; fork()s the payload and reaps until it exits
  *     ▼
  *   payload: setsid, stdio from the supervisor's pipes, every other descriptor closed,
- *     rlimits, bounding/ambient caps dropped, uid/gid 1000 (or the image's User), caps cleared, no_new_privs, execve.
+ *     rlimits, bounding/ambient caps dropped, uid/gid 1000 (or the image's User), caps cleared,
+ *     no_new_privs, execve.
  *
  * Pipes: sync (supervisor → init, two bytes: "maps written", then "in the job's cgroups", which
  * init waits for only before its cgroup namespace and the payload's fork: on v1 the supervisor
