@@ -248,6 +248,38 @@ al_assert_rc 0
 al_assert_eq "$AL_OUT" "1001
 1001:1001
 1001:1001" "exec --image: the image's User, owning its code file and the workspace"
+# --subids places the caller at the image's uid:gid and its subordinate ids around them; too few
+# of them to reach the uid is refused. The test user is given subordinate ids only inside a
+# private mount namespace (the host's /etc/subuid and /etc/subgid are never touched).
+with_subids() { # COUNT AIRLOCK-ARGS...
+	local n=$1
+	shift
+	printf '%s:300000:%s\n' "$AL_CALLER_UID" "$n" >"$work/subid"
+	chmod 0644 "$work/subid"
+	AL_RC=0
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	AL_OUT=$(unshare -m sh -c 'mount --bind "$0" /etc/subuid && mount --bind "$0" /etc/subgid && exec "$@"' \
+		"$work/subid" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" "$@" 2>"$work/subid.err") || AL_RC=$?
+	AL_ERR=$(cat "$work/subid.err")
+	AL_CMD="[$n subordinate ids] airlock $*"
+	al_log "$AL_CMD -> rc $AL_RC"
+}
+if [ "$AL_TEST_MODE" = user ] && [ "$(id -u)" = 0 ] && [ -e /etc/subuid ] && [ -e /etc/subgid ] && [ -x /usr/bin/newuidmap ]; then
+	with_subids 65536 run --subids --image owners -- sh -c 'cat /proc/self/uid_map; id -u; id -g; echo w >/workspace/w && stat -c "%u:%g" /workspace/w /home/app/own.txt'
+	al_assert_rc 0
+	al_assert_eq "$(printf '%s\n' "$AL_OUT" | awk 'NF == 3 { print $1, $2, $3 }')" "0 300000 1001
+1001 $AL_CALLER_UID 1
+1002 301001 64534" "--subids: the caller at the image's uid, subordinate ids around it"
+	al_assert_eq "$(printf '%s\n' "$AL_OUT" | awk 'NF != 3')" "1001
+1001
+1001:1001
+1001:1001" "--subids: the image's User runs and writes"
+	with_subids 1001 run --subids --image owners -- id -u
+	al_assert_rc 125
+	al_assert_contains "$AL_ERR" "has only 1001 subordinate ids; the payload's uid 1001 and gid 1001 need more" "too few subordinate ids for the image's uid: refused"
+else
+	al_log "--subids with an image's User: checked in user mode run by root (a private mount namespace) only"
+fi
 al_pass "the image's User runs as its own uid on every backend; the store keeps the layers' owners"
 
 # Set-id bits are dropped, not kept.
