@@ -277,6 +277,11 @@ static int whiteout(char *rel, struct al_error *err)
 
 /* ---- one layer ---- */
 
+/* One owner record: the header, then len bytes of the member's normalised name (no NUL). */
+struct own_rec {
+	uint32_t uid, gid, len;
+};
+
 struct budget {
 	uint64_t bytes, entries;
 	const struct img_limits *lim;
@@ -291,6 +296,13 @@ static int check_member(struct archive_entry *e, const char *rel, struct budget 
 	const char *link = archive_entry_hardlink(e);
 	if (++b->entries > b->lim->max_entries)
 		return al_err(err, E2BIG, "more than %llu members: refused", (unsigned long long)b->lim->max_entries);
+	/* Each member's owner record (as root) counts too: the records are one file of the unpack,
+	 * under the same size limit (RLIMIT_FSIZE) as any other. */
+	uint64_t rec = b->owners_fd >= 0 ? sizeof(struct own_rec) + strlen(rel) : 0;
+	if (rec > b->lim->max_bytes - b->bytes)
+		return al_err(err, EFBIG, "member '%s': the members' owner records go past the image limit of %llu "
+			      "bytes: refused", rel, (unsigned long long)b->lim->max_bytes);
+	b->bytes += rec;
 	if (link)
 		return unpack_check_name(link, err) < 0
 			       ? al_err(err, EPERM, "hard link '%s' -> '%s': refused", rel, link)
@@ -392,11 +404,6 @@ static int write_member(struct archive *a, struct archive *w, struct archive_ent
 		       ? 0
 		       : al_err(err, EIO, "member '%s': %s", archive_entry_pathname(e), archive_error_string(w));
 }
-
-/* One owner record: the header, then len bytes of the member's normalised name (no NUL). */
-struct own_rec {
-	uint32_t uid, gid, len;
-};
 
 /* An id of the image as its stored file's host owner (see IMG_OWNER_BASE). */
 static uint32_t owner_id(la_int64_t id)
