@@ -153,7 +153,7 @@ static void argv_image_user(void **state)
 	struct fs_plan plan = {0};
 	struct fs_host host;
 	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, p->rootfs);
+	fs_host_probe(&host, &plan, p);
 	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
 	bool ws = false, file = false;
 	for (size_t i = 0; i < plan.n; i++) {
