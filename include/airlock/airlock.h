@@ -63,8 +63,12 @@ int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, b
  * alternatives) come from DIR, e.g. an unpacked distribution tree, instead of the host. */
 int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err);
 /* The rootfs is the image NAME (or "sha256:<hex>") of the image store (`airlock image`): its
- * read-only tree, its config's Env as defaults; the image is locked against removal while the
- * policy lives. The posture never changes with the image. */
+ * read-only tree, its config's Env as defaults, its config's User (resolved in the image's own
+ * /etc/passwd and /etc/group) as the payload's uid:gid inside the sandbox's user namespace — but
+ * root (uid 0), which stays the unprivileged sandbox user, and ids past the sandbox's 65536; the
+ * image is locked against removal while the policy lives. The posture never changes with the
+ * image: no capability, no_new_privs, the same seccomp and Landlock whatever the uid. -EINVAL for
+ * a User that is not NAME, UID, NAME:GROUP or UID:GID. */
 int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *err);
 /* The policy's image digest and name, or NULL (owned by the policy). */
 const char *al_policy_image_digest(const struct al_policy *p);
@@ -74,11 +78,10 @@ const char *const *al_policy_image_argv(const struct al_policy *p);
 /* The image config's WorkingDir and User, for a command run on the image as it is (`airlock run`;
  * an exec's code lives in /workspace, which stays its directory). WorkingDir becomes the working
  * directory unless one was set (--cwd) or /workspace is the caller's (--workdir), and only when
- * it is a directory of the image (or /, /workspace, /tmp). User is resolved in the image's own
- * /etc/passwd and /etc/group: root (uid 0) is the sandbox's unprivileged user, as always, and so
- * is uid 1000 (the sandbox user's); any other uid is not applied (the posture's user is fixed). note receives
- * what was not applied, in one line ("" when everything was). 0, or -errno for a User that is
- * not NAME, UID, NAME:GROUP or UID:GID. */
+ * it is a directory of the image (or /, /workspace, /tmp). The User is applied by
+ * al_policy_set_image; a name the image does not know and ids past the sandbox's are not, and
+ * are said here. note receives what was not applied, in one line ("" when everything was). 0, or
+ * -errno. */
 int al_policy_image_config(struct al_policy *p, char *note, size_t note_len, struct al_error *err);
 /* A file the sandbox starts with: data[0..len) at DEST (beneath /workspace, e.g. the code of
  * `airlock exec`), owned by the sandbox user. Copied; at most 64 MiB in all. */

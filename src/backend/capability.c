@@ -169,6 +169,8 @@ char *be_enforced_json(const struct pol_plan *pl, const struct be_applied *a)
 		r = json_object_set_new(e, "id_map", id_map_json(a)) ?: set_str(e, "setgroups", a->setgroups);
 	r = r ?: json_object_set_new(e, "payload_uid", json_integer(a->payload_uid));
 	r = r ?: json_object_set_new(e, "payload_host_uid", json_integer(a->payload_host_uid));
+	r = r ?: json_object_set_new(e, "payload_gid", json_integer(a->payload_gid));
+	r = r ?: json_object_set_new(e, "payload_host_gid", json_integer(a->payload_host_gid));
 	if (r == 0 && a->userns_disabled)
 		r = json_object_set_new(e, "userns_disabled", json_true());
 	r = r ?: json_object_set_new(e, "no_new_privs", json_true());

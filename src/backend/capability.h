@@ -84,6 +84,7 @@ struct be_applied {
 	json_int_t map_base, map_count;
 	const char *setgroups;
 	json_int_t payload_uid, payload_host_uid;
+	json_int_t payload_gid, payload_host_gid;
 	bool userns_disabled;
 	const char *network;	 /* NULL: the plan's posture name */
 	const char *netns_maker; /* "network_namespace" beside the host's or the proxy's (NULL: left out) */

@@ -7,11 +7,18 @@
 
 #include "image/image.h"
 
-/* Host id that unpacks untrusted layers when airlock runs as root, and so owns the stored trees:
- * just below the default sandbox range (1879048192, AL_DEFAULT_ID_BASE), an id no host process
- * runs as and no sandbox maps. Inside a sandbox its files show as the overflow id (nobody), like
- * the host's root-owned /usr, and even a sandbox's own root could not write them. */
+/* Host id that unpacks untrusted layers when airlock runs as root, and so owns what the layers
+ * did not name (directories made on the way): just below the default sandbox range (1879048192,
+ * AL_DEFAULT_ID_BASE), an id no host process runs as and no sandbox maps. Inside a sandbox its
+ * files show as the overflow id (nobody), like the host's root-owned /usr. */
 #define IMG_UNPACK_ID (1879048192u - 2u)
+/* As root, a stored file whose tar header names uid U is owned by host IMG_OWNER_BASE + U: the
+ * default sandbox range (AL_DEFAULT_ID_BASE, 65536 ids), so a sandbox with that range sees the
+ * image's owners (root its own mapped 0, never host root). An id past the range is stored as
+ * the range's overflow id (65534, nobody inside). The store is read-only to them all. */
+#define IMG_OWNER_BASE	   1879048192u
+#define IMG_OWNER_IDS	   65536u
+#define IMG_OWNER_OVERFLOW 65534u
 
 /* ---- oci.c: manifests, configs and digests (reads only) ---- */
 

@@ -57,9 +57,12 @@ static char *make_meta(const struct import_info *in, uint64_t bytes)
 	char when[32];
 	time_t now = time(NULL);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-	json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:o}", "name", in->name, "digest", in->digest,
+	/* How the files are owned (unpack.c): the layers' owners in the sandbox range (root), or all
+	 * the store owner's. An image stored before owners were kept has no such key. */
+	json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:o, s:s}", "name", in->name, "digest", in->digest,
 			      "source", in->source, "format", in->format, "bytes", (json_int_t)bytes, "layers",
-			      (json_int_t)in->nlayers, "created", when, "config", keep);
+			      (json_int_t)in->nlayers, "created", when, "config", keep, "owners",
+			      geteuid() == 0 ? "mapped" : "store-owner");
 	if (m && in->extra)
 		json_object_update(m, in->extra);
 	char *text = m ? json_dumps(m, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;

@@ -5,13 +5,21 @@
  * those alone: every member's name is checked here (relative, no ".."), its parent must resolve
  * beneath the root without meeting a symlink (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), a
  * hard link's target likewise and must be a regular file; device nodes, fifos and sockets are
- * refused; set-user-id, set-group-id and sticky bits are removed; owners and extended attributes
- * (so file capabilities) are never restored; the sum of the members' sizes (as their headers
- * claim, so a sparse 10 GB claim counts as 10 GB) is bounded before a byte is written. Every
- * archive (an oci-archive or docker save, then each layer) is read by a forked child that, when
- * airlock runs as root, first confines itself to the directory it fills (a private mount
- * namespace rooted there) and becomes IMG_UNPACK_ID — an id no host process uses and no sandbox
- * maps — so a libarchive bug can neither write as root nor reach the host. */
+ * refused; set-user-id, set-group-id and sticky bits are removed; extended attributes (so file
+ * capabilities) are never restored; the sum of the members' sizes (as their headers claim, so a
+ * sparse 10 GB claim counts as 10 GB) is bounded before a byte is written. Every archive (an
+ * oci-archive or docker save, then each layer) is read by a forked child that, when airlock runs
+ * as root, first confines itself to the directory it fills (a private mount namespace rooted
+ * there) and becomes IMG_UNPACK_ID — an id no host process uses and no sandbox maps — so a
+ * libarchive bug can neither write as root nor reach the host.
+ *
+ * Owners. The unprivileged child cannot chown, so it only records each member's tar uid/gid (in
+ * a memfd the parent made). When the child has exited, the parent — root — gives each recorded
+ * name its owner in the sandboxes' id range: IMG_OWNER_BASE + id, an id past the range becoming
+ * the range's overflow id (nobody), so no stored file is ever owned by a host id outside the
+ * range. The records are untrusted like the tree: each name is checked again and reached beneath
+ * the root without following a symlink (openat2), and the link itself is changed, never its
+ * target. As an ordinary user nothing is chowned: every file stays the store owner's. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
@@ -24,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -268,10 +277,16 @@ static int whiteout(char *rel, struct al_error *err)
 
 /* ---- one layer ---- */
 
+/* One owner record: the header, then len bytes of the member's normalised name (no NUL). */
+struct own_rec {
+	uint32_t uid, gid, len;
+};
+
 struct budget {
 	uint64_t bytes, entries;
 	const struct img_limits *lim;
 	unsigned setid_dropped;
+	int owners_fd; /* where each written member's tar owner is recorded (root only), or -1 */
 };
 
 /* Pass 1's verdict on one member, before anything of its layer is written. */
@@ -281,6 +296,13 @@ static int check_member(struct archive_entry *e, const char *rel, struct budget 
 	const char *link = archive_entry_hardlink(e);
 	if (++b->entries > b->lim->max_entries)
 		return al_err(err, E2BIG, "more than %llu members: refused", (unsigned long long)b->lim->max_entries);
+	/* Each member's owner record (as root) counts too: the records are one file of the unpack,
+	 * under the same size limit (RLIMIT_FSIZE) as any other. */
+	uint64_t rec = b->owners_fd >= 0 ? sizeof(struct own_rec) + strlen(rel) : 0;
+	if (rec > b->lim->max_bytes - b->bytes)
+		return al_err(err, EFBIG, "member '%s': the members' owner records go past the image limit of %llu "
+			      "bytes: refused", rel, (unsigned long long)b->lim->max_bytes);
+	b->bytes += rec;
 	if (link)
 		return unpack_check_name(link, err) < 0
 			       ? al_err(err, EPERM, "hard link '%s' -> '%s': refused", rel, link)
@@ -383,6 +405,24 @@ static int write_member(struct archive *a, struct archive *w, struct archive_ent
 		       : al_err(err, EIO, "member '%s': %s", archive_entry_pathname(e), archive_error_string(w));
 }
 
+/* An id of the image as its stored file's host owner (see IMG_OWNER_BASE). */
+static uint32_t owner_id(la_int64_t id)
+{
+	return IMG_OWNER_BASE + (id >= 0 && id < (la_int64_t)IMG_OWNER_IDS ? (uint32_t)id : IMG_OWNER_OVERFLOW);
+}
+
+static int record_owner(const struct budget *b, const char *rel, struct archive_entry *e, struct al_error *err)
+{
+	if (b->owners_fd < 0)
+		return 0;
+	struct own_rec h = {owner_id(archive_entry_uid(e)), owner_id(archive_entry_gid(e)), (uint32_t)strlen(rel)};
+	char buf[sizeof(h) + PATH_MAX]; /* rel is shorter than PATH_MAX (norm_name) */
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), rel, h.len);
+	ssize_t n = write(b->owners_fd, buf, sizeof(h) + h.len);
+	return n == (ssize_t)(sizeof(h) + h.len) ? 0 : al_err_sys(err, n < 0 ? errno : EIO, "record the owners");
+}
+
 static int layer_pass2(int fd, struct budget *b, struct al_error *err)
 {
 	cleanup_archive struct archive *a = open_tar(fd, err);
@@ -402,12 +442,15 @@ static int layer_pass2(int fd, struct budget *b, struct al_error *err)
 		r = norm_name(archive_entry_pathname(e), rel, sizeof(rel), err);
 		if (r < 0)
 			break;
+		if (!*rel)
+			r = record_owner(b, rel, e, err); /* the root's own owner; nothing to write */
 		if (!*rel || is_whiteout(rel))
 			continue;
 		archive_entry_set_pathname(e, rel);
 		r = check_place(e, rel, err);
 		tame(e, b);
 		r = r ?: write_member(a, w, e, err);
+		r = r ?: record_owner(b, rel, e, err);
 	}
 	if (r == 0 && h != ARCHIVE_EOF)
 		r = al_err(err, EBADMSG, "a truncated or corrupt layer: %s", archive_error_string(a));
@@ -449,7 +492,8 @@ struct job {
 	const int *fds;
 	size_t n;
 	const struct img_limits *lim;
-	bool outer; /* the outer archive (fds[0]) into regular files; else the layers */
+	bool outer;    /* the outer archive (fds[0]) into regular files; else the layers */
+	int owners_fd; /* the layers' owner records (root), or -1 */
 };
 
 static int run_job(const struct job *j, struct al_error *e)
@@ -462,7 +506,7 @@ static int run_job(const struct job *j, struct al_error *e)
 			close(dfd);
 		return r;
 	}
-	struct budget b = {.lim = j->lim};
+	struct budget b = {.lim = j->lim, .owners_fd = j->owners_fd};
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < j->n; i++) {
 		r = layer_pass1(j->fds[i], &b, e) ?: layer_pass2(j->fds[i], &b, e);
@@ -528,15 +572,104 @@ static int in_child(const struct job *j, const char *dir, uid_t drop_uid, struct
 	return al_err(err, EIO, "the unpacking child failed (status %#x)", (unsigned)st);
 }
 
+/* ---- owners, given by the parent (root) once the child has exited ---- */
+
+/* The last parent directory reached: a layer's members come directory by directory, so one
+ * openat2 serves many. Safe to keep: nothing changes the tree while its owners are given (the
+ * child has exited). fd holds the open's result, an error included, for path. */
+struct own_dir {
+	int fd;
+	char path[PATH_MAX];
+};
+
+/* Gives rel (beneath rootfd, "" the root itself) its owner. A name a later layer removed, or
+ * whose parent it replaced by a link or a file, is not there to own: skipped. */
+static int own_one(int rootfd, struct own_dir *d, char *rel, uint32_t uid, uint32_t gid)
+{
+	if (!*rel)
+		return fchown(rootfd, uid, gid) < 0 ? -errno : 0;
+	char *slash = strrchr(rel, '/');
+	int dirfd = rootfd;
+	if (slash) {
+		*slash = 0;
+		if (strcmp(d->path, rel) != 0) {
+			if (d->fd >= 0)
+				close(d->fd);
+			d->fd = oci_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY);
+			snprintf(d->path, sizeof(d->path), "%s", rel);
+		}
+		*slash = '/';
+		if (d->fd < 0)
+			return d->fd == -ENOENT || d->fd == -ENOTDIR || d->fd == -ELOOP || d->fd == -EXDEV ? 0 : d->fd;
+		dirfd = d->fd;
+	}
+	/* AT_SYMLINK_NOFOLLOW: a link is itself owned, its target never touched. */
+	if (fchownat(dirfd, slash ? slash + 1 : rel, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return 0;
+}
+
+/* Replays the records in buf (len bytes) in order (a later layer's owner wins). They are as
+ * untrusted as the tree: lengths bounded, names checked again, ids clamped into the range again. */
+static int replay_owners(const char *buf, size_t len, int rootfd, struct al_error *err)
+{
+	struct own_dir d = {.fd = -1, .path = "/"}; /* "/": no parent's name */
+	char rel[PATH_MAX], raw[PATH_MAX];
+	struct own_rec h;
+	int r = 0;
+	for (size_t off = 0; r == 0 && off < len; off += sizeof(h) + h.len) {
+		if (len - off >= sizeof(h))
+			memcpy(&h, buf + off, sizeof(h));
+		if (len - off < sizeof(h) || h.len >= sizeof(raw) || len - off - sizeof(h) < h.len) {
+			r = al_err(err, EBADMSG, "the owner records are corrupt");
+			break;
+		}
+		memcpy(raw, buf + off + sizeof(h), h.len);
+		raw[h.len] = 0;
+		if (norm_name(raw, rel, sizeof(rel), err) < 0) {
+			r = al_err(err, EBADMSG, "the owner records name '%.64s': refused", raw);
+			break;
+		}
+		r = own_one(rootfd, &d, rel, owner_id((la_int64_t)h.uid - IMG_OWNER_BASE),
+			    owner_id((la_int64_t)h.gid - IMG_OWNER_BASE));
+		if (r < 0)
+			r = al_err_sys(err, -r, "give '%s' its owner", rel);
+	}
+	if (d.fd >= 0)
+		close(d.fd);
+	return r;
+}
+
+static int apply_owners(int recfd, const char *rootfs, struct al_error *err)
+{
+	cleanup_close int rootfd = open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (rootfd < 0 || fstat(recfd, &st) < 0)
+		return al_err_sys(err, errno, "%s", rootfs);
+	if (st.st_size == 0)
+		return 0;
+	void *buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, recfd, 0);
+	if (buf == MAP_FAILED)
+		return al_err_sys(err, errno, "read the owner records");
+	int r = replay_owners(buf, (size_t)st.st_size, rootfd, err);
+	munmap(buf, (size_t)st.st_size);
+	return r;
+}
+
 int unpack_layers(const int *fds, size_t n, const char *rootfs, const struct img_limits *lim, uid_t drop_uid,
 		  struct al_error *err)
 {
-	struct job j = {.fds = fds, .n = n, .lim = lim};
-	return in_child(&j, rootfs, drop_uid, err);
+	/* Only root can give files away; an ordinary user's store keeps every file its own. */
+	cleanup_close int rec = geteuid() == 0 ? memfd_create("airlock-owners", MFD_CLOEXEC) : -1;
+	if (geteuid() == 0 && rec < 0)
+		return al_err_sys(err, errno, "memfd_create");
+	struct job j = {.fds = fds, .n = n, .lim = lim, .owners_fd = rec};
+	int r = in_child(&j, rootfs, drop_uid, err);
+	return r < 0 || rec < 0 ? r : apply_owners(rec, rootfs, err);
 }
 
 int unpack_outer_confined(int fd, const char *dir, const struct img_limits *lim, uid_t drop_uid, struct al_error *err)
 {
-	struct job j = {.fds = &fd, .n = 1, .lim = lim, .outer = true};
+	struct job j = {.fds = &fd, .n = 1, .lim = lim, .outer = true, .owners_fd = -1};
 	return in_child(&j, dir, drop_uid, err);
 }

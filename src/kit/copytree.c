@@ -55,14 +55,14 @@ static int copy_bytes(int in, int out)
 	}
 }
 
-static int copy_file(int src, int dst, const char *name, const struct stat *sb, uid_t owner)
+static int copy_file(int src, int dst, const char *name, const struct stat *sb, uid_t owner, gid_t group)
 {
 	int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
 	int out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, sb->st_mode & 0777);
 	int r = out < 0 ? -errno : copy_bytes(in, out);
-	if (r == 0 && (fchown(out, owner, owner) < 0 || fchmod(out, sb->st_mode & 0777) < 0 ||
+	if (r == 0 && (fchown(out, owner, group) < 0 || fchmod(out, sb->st_mode & 0777) < 0 ||
 		       futimens(out, (struct timespec[2]){sb->st_atim, sb->st_mtim}) < 0))
 		r = -errno;
 	close(in);
@@ -71,38 +71,38 @@ static int copy_file(int src, int dst, const char *name, const struct stat *sb, 
 	return r;
 }
 
-static int copy_link(int src, int dst, const char *name, uid_t owner)
+static int copy_link(int src, int dst, const char *name, uid_t owner, gid_t group)
 {
 	char target[PATH_MAX];
 	ssize_t n = readlinkat(src, name, target, sizeof(target) - 1);
 	if (n < 0)
 		return -errno;
 	target[n] = 0;
-	if (symlinkat(target, dst, name) < 0 || fchownat(dst, name, owner, owner, AT_SYMLINK_NOFOLLOW) < 0)
+	if (symlinkat(target, dst, name) < 0 || fchownat(dst, name, owner, group, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	return 0;
 }
 
-static int copy_dir(int src, int dst, uid_t owner, int depth, const char **what);
+static int copy_dir(int src, int dst, uid_t owner, gid_t group, int depth, const char **what);
 
 /* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by CT_MAX_DEPTH */
-static int copy_entry(int src, int dst, const char *name, uid_t owner, int depth, const char **what)
+static int copy_entry(int src, int dst, const char *name, uid_t owner, gid_t group, int depth, const char **what)
 {
 	struct stat sb;
 	if (fstatat(src, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 		return ct_fail(errno, name, what);
 	int r = 0;
 	if (S_ISREG(sb.st_mode)) {
-		r = copy_file(src, dst, name, &sb, owner);
+		r = copy_file(src, dst, name, &sb, owner, group);
 	} else if (S_ISLNK(sb.st_mode)) {
-		r = copy_link(src, dst, name, owner);
+		r = copy_link(src, dst, name, owner, group);
 	} else if (S_ISDIR(sb.st_mode)) {
 		if (mkdirat(dst, name, 0700) < 0)
 			return ct_fail(errno, name, what);
 		int s = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int d = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		r = s < 0 || d < 0 ? -errno : copy_dir(s, d, owner, depth + 1, what);
-		if (r == 0 && (fchown(d, owner, owner) < 0 || fchmod(d, sb.st_mode & 0777) < 0))
+		r = s < 0 || d < 0 ? -errno : copy_dir(s, d, owner, group, depth + 1, what);
+		if (r == 0 && (fchown(d, owner, group) < 0 || fchmod(d, sb.st_mode & 0777) < 0))
 			r = -errno;
 		if (s >= 0)
 			close(s);
@@ -115,7 +115,7 @@ static int copy_entry(int src, int dst, const char *name, uid_t owner, int depth
 }
 
 /* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by CT_MAX_DEPTH */
-static int copy_dir(int src, int dst, uid_t owner, int depth, const char **what)
+static int copy_dir(int src, int dst, uid_t owner, gid_t group, int depth, const char **what)
 {
 	if (depth > CT_MAX_DEPTH)
 		return ct_fail(ELOOP, "(too deep)", what);
@@ -129,21 +129,21 @@ static int copy_dir(int src, int dst, uid_t owner, int depth, const char **what)
 			off += e->d_reclen;
 			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 				continue;
-			int r = copy_entry(src, dst, e->d_name, owner, depth, what);
+			int r = copy_entry(src, dst, e->d_name, owner, group, depth, what);
 			if (r < 0)
 				return r;
 		}
 	}
 }
 
-int ct_copy(int src, int dst, uid_t owner, const char **what)
+int ct_copy(int src, int dst, uid_t owner, gid_t group, const char **what)
 {
 	*what = NULL;
 	/* src may be an O_PATH descriptor: reading its entries needs a real open. */
 	int s = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s < 0)
 		return ct_fail(errno, ".", what);
-	int r = copy_dir(s, dst, owner, 0, what);
+	int r = copy_dir(s, dst, owner, group, 0, what);
 	close(s);
 	return r;
 }

@@ -6,8 +6,8 @@
 
 /* Copies the tree at src (a directory fd, any access mode) into the directory dst: regular
  * files, directories and symlinks (never followed), modes without set-id bits, every copy
- * owned by owner:owner. Other file types are skipped. No allocation (init's rule); depth is
+ * owned by owner:group. Other file types are skipped. No allocation (init's rule); depth is
  * bounded. Returns 0 or -errno; *what names the entry that failed (a static buffer). */
-int ct_copy(int src, int dst, uid_t owner, const char **what);
+int ct_copy(int src, int dst, uid_t owner, gid_t group, const char **what);
 
 #endif

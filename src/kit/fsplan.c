@@ -338,16 +338,18 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 					       "/etc/mime.types"};
 	int r = mkdir_op(plan, "/etc", 0755);
 	r = r ?: image ? plan_image_etc(plan, p, host) : 0;
+	/* "sandbox" names the payload's ids, whatever they are (1000, or an image's User): the
+	 * name USER and LOGNAME give, with HOME the workspace. A group 0 is root's line alone. */
 	r = r
 		    ?: file_op(plan, own_etc(plan, image, "passwd"),
 			       ownf(plan,
 				    "root:x:0:0:root:/root:/bin/sh\n"
-				    "sandbox:x:%d:%d:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
+				    "sandbox:x:%u:%u:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
 				    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-				    AL_SANDBOX_UID, AL_SANDBOX_UID));
-	r = r
-		    ?: file_op(plan, own_etc(plan, image, "group"),
-			       ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%d:\nnogroup:x:65534:\n", AL_SANDBOX_UID));
+				    p->run_uid, p->run_gid));
+	r = r ?: file_op(plan, own_etc(plan, image, "group"),
+			 p->run_gid ? ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%u:\nnogroup:x:65534:\n", p->run_gid)
+				    : "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n");
 	r = r
 		    ?: file_op(plan, own_etc(plan, image, "hosts"),
 			       ownf(plan,
@@ -441,7 +443,7 @@ static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, const c
 							     (unsigned long long)p->limits[AL_LIMIT_DISK]),
 						.mflags = MS_NOSUID | MS_NODEV});
 	r = r ?: mkdir_op(plan, data, 0755);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = data + 1, .owner = AL_SANDBOX_UID});
+	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = data + 1, .owner = p->run_uid, .group = p->run_gid});
 	r = r ?: mkdir_op(plan, work, 0700);
 	r = r ?: bind(plan, src, low, RO_ATTRS, 0);
 	r = r
@@ -474,14 +476,15 @@ static int plan_checkout(struct fs_plan *plan, const struct al_policy *p)
 		    ?: add(plan, (struct fs_op){.kind = FS_TMPFS,
 						.dest = p->checkout_dest + 1,
 						.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
-							     (unsigned long long)p->limits[AL_LIMIT_DISK],
-							     AL_SANDBOX_UID, AL_SANDBOX_UID),
+							     (unsigned long long)p->limits[AL_LIMIT_DISK], p->run_uid,
+							     p->run_gid),
 						.mflags = MS_NOSUID | MS_NODEV});
 	r = r
 		    ?: add(plan, (struct fs_op){.kind = FS_COPY,
 						.src = p->checkout,
 						.dest = p->checkout_dest + 1,
-						.owner = AL_SANDBOX_UID});
+						.owner = p->run_uid,
+						.group = p->run_gid});
 	if (p->keep_changes)
 		r = r
 			    ?: add(plan, (struct fs_op){.kind = FS_SENDFD,
@@ -507,7 +510,7 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 	return add(plan, (struct fs_op){.kind = FS_TMPFS,
 					.dest = &AL_WORKSPACE[1],
 					.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",
-						     (unsigned long long)disk, AL_SANDBOX_UID, AL_SANDBOX_UID),
+						     (unsigned long long)disk, p->run_uid, p->run_gid),
 					.mflags = MS_NOSUID | MS_NODEV});
 }
 
@@ -592,7 +595,8 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 					     .text = f->len ? f->data : "",
 					     .len = f->len,
 					     .mode = f->mode});
-		r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = f->dest + 1, .owner = AL_SANDBOX_UID});
+		r = r ?: add(plan, (struct fs_op){
+				 .kind = FS_CHOWN, .dest = f->dest + 1, .owner = p->run_uid, .group = p->run_gid});
 	}
 	for (size_t i = 0; r == 0 && i < plan->n; i++)
 		if (!plan->ops[i].dest || ((plan->ops[i].kind == FS_FILE || plan->ops[i].kind == FS_TMPFS ||

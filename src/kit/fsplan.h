@@ -20,11 +20,11 @@ enum fs_kind {
 	FS_DEVPTS,  /* a new devpts instance at dest */
 	FS_SETATTR, /* mount attributes on dest (attr_set), e.g. read-only after population */
 	FS_OVERLAY, /* an overlay at dest with options text (layer paths relative to the new root) */
-	FS_CHOWN,   /* dest owned by sandbox id `owner` (uid and gid) */
+	FS_CHOWN,   /* dest owned by sandbox ids owner:group */
 	FS_SENDFD,  /* send an O_RDONLY fd of directory dest to the supervisor (plan->sendfd_sock), tag in mode */
 	FS_UMOUNT,  /* detach the mount at dest (its users, e.g. an overlay, keep it alive) */
 	FS_RMDIR,   /* remove the (empty) directory dest */
-	FS_COPY,    /* copy the host directory src (opened like a bind source) into dest, owned by `owner` */
+	FS_COPY,    /* copy the host directory src (opened like a bind source) into dest, owned by owner:group */
 };
 
 /* flags */
@@ -44,7 +44,8 @@ struct fs_op {
 	int src_fd;	 /* FS_BIND: O_PATH descriptor, opened by the child before it drops host root */
 	bool src_is_dir; /* FS_BIND: filled when src_fd is opened */
 	bool skip;	 /* FS_OPTIONAL op whose source the host lacks */
-	unsigned owner;	 /* FS_CHOWN */
+	unsigned owner;	 /* FS_CHOWN, FS_COPY: the uid */
+	unsigned group;	 /* FS_CHOWN, FS_COPY: the gid */
 };
 
 /* FS_SENDFD tags: which overlay's upper layer a descriptor is. */

@@ -210,7 +210,7 @@ static int apply_copy(int rootfd, struct fs_op *op)
 	if (dst < 0)
 		return dst;
 	const char *what;
-	int r = ct_copy(op->src_fd, dst, op->owner, &what);
+	int r = ct_copy(op->src_fd, dst, op->owner, op->group, &what);
 	close(dst);
 	if (r < 0 && what)
 		op->dest = what; /* the failure names the entry; init exits right after */
@@ -255,7 +255,7 @@ static int apply_one(int rootfd, struct fs_op *op, int plan_sock)
 	case FS_OVERLAY:
 		return apply_fs(rootfd, op, "overlay");
 	case FS_CHOWN:
-		return fchownat(rootfd, op->dest, op->owner, op->owner, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+		return fchownat(rootfd, op->dest, op->owner, op->group, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 	case FS_SENDFD:
 		return send_dir(rootfd, op->dest, plan_sock, (char)op->mode);
 	case FS_UMOUNT:

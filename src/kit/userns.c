@@ -92,10 +92,14 @@ static int choose_subids(struct uns_map *m, struct al_error *err)
 		return al_err(err, ENOENT,
 			      "--subids: no subordinate ids for user %s (uid %u) in /etc/subuid and /etc/subgid",
 			      *name ? name : "?", m->host_base);
-	uint32_t n = nu < ng ? nu : ng;
-	if (n <= AL_SANDBOX_UID)
-		return al_err(err, ERANGE, "--subids: user %s has only %u subordinate ids; more than %d are needed",
-			      name, n, AL_SANDBOX_UID);
+	uint32_t n = nu < ng ? nu : ng, top = m->uid > m->gid ? m->uid : m->gid;
+	/* The caller's ids sit at uid:gid, subordinate ids on both sides of them: ids up to uid:gid
+	 * and at least one after (newuidmap takes no empty range). */
+	if (n <= top || top >= AL_IDS_PER_SANDBOX - 1)
+		return al_err(err, ERANGE,
+			      "--subids: user %s has only %u subordinate ids; the payload's uid %u and gid %u need "
+			      "more than %u",
+			      name, n, m->uid, m->gid, top);
 	m->subids = true;
 	m->sub_uid = su;
 	m->sub_gid = sg;
@@ -103,9 +107,12 @@ static int choose_subids(struct uns_map *m, struct al_error *err)
 	return 0;
 }
 
-int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, struct al_error *err)
+int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, uint32_t uid, uint32_t gid,
+	       struct al_error *err)
 {
 	memset(m, 0, sizeof(*m));
+	m->uid = uid;
+	m->gid = gid;
 	if (geteuid() == 0) {
 		/* Root maps a whole range of otherwise unused host ids, never host root itself,
 		 * so programs that chown or switch ids keep working inside. */
@@ -123,6 +130,11 @@ int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, struct al_
 uint32_t uns_host_uid(const struct uns_map *m, uint32_t inside)
 {
 	return m->range ? m->host_base + inside : m->host_base;
+}
+
+uint32_t uns_host_gid(const struct uns_map *m, uint32_t inside)
+{
+	return m->range ? m->host_base + inside : m->host_gid;
 }
 
 static int write_file(pid_t pid, const char *name, const char *data, char *why, size_t whylen)
@@ -145,21 +157,22 @@ static int write_file(pid_t pid, const char *name, const char *data, char *why, 
 	return 0;
 }
 
-/* newuidmap/newgidmap PID  0 SUB 1000  1000 OWN 1  1001 SUB+1000 COUNT-1001: the caller's own
- * id stays the sandbox user's, its subordinate ids fill the rest. The setuid helpers check
- * /etc/subuid themselves; we only run them, by absolute path, with a scrubbed environment. */
-static int run_idmap(const char *helper, pid_t pid, uint32_t sub, uint32_t own, uint32_t count, char *why,
-		     size_t whylen)
+/* newuidmap/newgidmap PID  0 SUB U  U OWN 1  U+1 SUB+U COUNT-U-1 (U the payload's id, 1000
+ * unless an image's User names another): the caller's own id is the payload's, its subordinate
+ * ids fill the rest. The setuid helpers check /etc/subuid themselves; we only run them, by
+ * absolute path, with a scrubbed environment. uns_choose made sure 0 < U < COUNT-1. */
+static int run_idmap(const char *helper, pid_t pid, uint32_t sub, uint32_t own, uint32_t at, uint32_t count,
+		     char *why, size_t whylen)
 {
 	char a[8][16];
 	snprintf(a[0], 16, "%d", (int)pid);
 	snprintf(a[1], 16, "0");
 	snprintf(a[2], 16, "%u", sub);
-	snprintf(a[3], 16, "%d", AL_SANDBOX_UID);
+	snprintf(a[3], 16, "%u", at);
 	snprintf(a[4], 16, "%u", own);
-	snprintf(a[5], 16, "%d", AL_SANDBOX_UID + 1);
-	snprintf(a[6], 16, "%u", sub + AL_SANDBOX_UID);
-	snprintf(a[7], 16, "%u", count - AL_SANDBOX_UID - 1);
+	snprintf(a[5], 16, "%u", at + 1);
+	snprintf(a[6], 16, "%u", sub + at);
+	snprintf(a[7], 16, "%u", count - at - 1);
 	char prog[32], one[] = "1";
 	snprintf(prog, sizeof(prog), "%s", helper);
 	char *const argv[] = {prog, a[0], a[1], a[2], a[3], a[3], a[4], one, a[5], a[6], a[7], NULL};
@@ -184,8 +197,8 @@ static int run_idmap(const char *helper, pid_t pid, uint32_t sub, uint32_t own, 
 int uns_write_maps(pid_t pid, const struct uns_map *m, char *why, size_t whylen)
 {
 	if (m->subids) {
-		int r = run_idmap(NEWUIDMAP, pid, m->sub_uid, m->host_base, m->count, why, whylen);
-		return r < 0 ? r : run_idmap(NEWGIDMAP, pid, m->sub_gid, m->host_gid, m->count, why, whylen);
+		int r = run_idmap(NEWUIDMAP, pid, m->sub_uid, m->host_base, m->uid, m->count, why, whylen);
+		return r < 0 ? r : run_idmap(NEWGIDMAP, pid, m->sub_gid, m->host_gid, m->gid, m->count, why, whylen);
 	}
 	char uid_map[64], gid_map[64];
 	int r;
@@ -198,8 +211,9 @@ int uns_write_maps(pid_t pid, const struct uns_map *m, char *why, size_t whylen)
 		 * capabilities, so it can never call setgroups(). */
 		r = write_file(pid, "setgroups", "allow", why, whylen);
 	} else {
-		snprintf(uid_map, sizeof(uid_map), "%d %u 1\n", AL_SANDBOX_UID, m->host_base);
-		snprintf(gid_map, sizeof(gid_map), "%d %u 1\n", AL_SANDBOX_UID, m->host_gid);
+		/* One id each: the caller is the payload's uid:gid, whatever they are inside. */
+		snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", m->uid, m->host_base);
+		snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", m->gid, m->host_gid);
 		/* The kernel requires "deny" before an unprivileged gid_map write. */
 		r = write_file(pid, "setgroups", "deny", why, whylen);
 	}

@@ -30,6 +30,32 @@ static int add_defaults(struct al_policy *p, char *const *env, struct al_error *
 	return 0;
 }
 
+/* Whether the image's User is the payload's: any uid but root within the sandbox's ids. Root in
+ * the image stays the unprivileged sandbox user, as root is everywhere (the posture never gives
+ * a payload root); an id past the 65536 every mapping can hold is not applied (and said so). A
+ * group 0 is an ordinary group in the sandbox's namespace: no capability comes with a gid. */
+static bool user_applies(uint32_t uid, uint32_t gid)
+{
+	return uid != 0 && uid < AL_IDS_PER_SANDBOX && gid < AL_IDS_PER_SANDBOX;
+}
+
+/* The image's User (NAME, UID, NAME:GROUP, UID:GID, resolved in the image's own /etc) as the
+ * payload's ids, for every front end (run, exec, a server's sandboxes). A User that is not a
+ * spec at all is refused; an unknown name is left to al_policy_image_config's note. */
+static int apply_user(struct al_policy *p, const struct img_ref *ref, struct al_error *err)
+{
+	uint32_t uid = 0, gid = 0;
+	struct al_error e = {0};
+	int r = img_user_resolve(ref, &uid, &gid, &e);
+	if (r == -EINVAL)
+		return al_err(err, EINVAL, "%s", e.msg);
+	if (r == 0 && user_applies(uid, gid)) {
+		p->run_uid = uid;
+		p->run_gid = gid;
+	}
+	return 0;
+}
+
 int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *err)
 {
 	struct img_store s;
@@ -41,6 +67,7 @@ int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *
 	img_store_close(&s);
 	r = r ?: al_policy_set_rootfs(p, ref->rootfs, err); /* also drops an earlier image */
 	r = r ?: add_defaults(p, ref->env, err);
+	r = r ?: apply_user(p, ref, err);
 	if (r < 0) {
 		al_err_prefix(err, "--image %s", name);
 		img_ref_close(ref);
@@ -58,6 +85,7 @@ void pol_free_image(struct al_policy *p)
 	img_ref_close(p->image);
 	free(p->image);
 	p->image = NULL;
+	p->run_uid = p->run_gid = AL_SANDBOX_UID; /* the image's User goes with it */
 }
 
 const char *al_policy_image_digest(const struct al_policy *p)
@@ -114,13 +142,14 @@ int al_policy_image_config(struct al_policy *p, char *note, size_t note_len, str
 	if (r == -ENOENT && ref->user && off < note_len)
 		off += (size_t)snprintf(note + off, note_len - off, "%s; ",
 					err ? err->msg : "the image's User is unknown");
-	/* The posture fixes the sandbox user: root in the image is that unprivileged user as it is
-	 * everywhere, and another uid is never granted (it is said, not silently dropped). */
-	if (r == 0 && uid != 0 && uid != AL_SANDBOX_UID && off < note_len)
+	/* Applied by al_policy_set_image (user_applies); what is not is said, never silently
+	 * dropped. Root in the image is the sandbox user without a note: that is what root means
+	 * in every sandbox. */
+	if (r == 0 && uid != 0 && !user_applies(uid, gid) && off < note_len)
 		off += (size_t)snprintf(note + off, note_len - off,
-					"the image's User '%.64s' (uid %u) is not applied: the sandbox runs as its own "
-					"unprivileged uid %d; ",
-					ref->user, uid, AL_SANDBOX_UID);
+					"the image's User '%.64s' (uid %u, gid %u) is not applied: past the sandbox's "
+					"%d ids; it runs as the sandbox user, uid %d; ",
+					ref->user, uid, gid, AL_IDS_PER_SANDBOX, AL_SANDBOX_UID);
 	if (off >= 2 && off < note_len)
 		note[off - 2] = 0; /* the last "; " */
 	if (err && r == -ENOENT)

@@ -53,6 +53,7 @@ int al_policy_new(struct al_policy **out)
 		return -ENOMEM;
 	memcpy(p->limits, default_limits, sizeof(p->limits));
 	p->id_base = AL_DEFAULT_ID_BASE;
+	p->run_uid = p->run_gid = AL_SANDBOX_UID;
 	p->seccomp = AL_SECCOMP_DEFAULT;
 	p->landlock = true;
 	p->proxy_max_conns = AL_PROXY_DEFAULT_CONNS;

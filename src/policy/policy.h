@@ -8,7 +8,7 @@
 
 #include "airlock/airlock.h"
 
-#define AL_SANDBOX_UID	    1000 /* the payload's uid/gid inside the sandbox */
+#define AL_SANDBOX_UID	    1000 /* the payload's uid/gid inside the sandbox, unless an image's User names others */
 #define AL_IDS_PER_SANDBOX  65536
 #define AL_DEFAULT_ID_BASE  1879048192u /* 0x70000000: above systemd's container ranges */
 #define AL_DEFAULT_HOSTNAME "airlock"
@@ -72,6 +72,7 @@ struct al_policy {
 	uint64_t limits[AL_LIMIT__COUNT];
 	uint32_t limits_set; /* bit (1 << enum al_limit) for each limit set explicitly */
 	uint32_t id_base;
+	uint32_t run_uid, run_gid; /* the payload's ids inside: AL_SANDBOX_UID, or an image's User (image.c) */
 	enum al_seccomp_profile seccomp;
 	bool landlock;
 	uint32_t require;	  /* enum pol_req bits */

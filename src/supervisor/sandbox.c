@@ -68,11 +68,11 @@ static void read_owner(struct al_sandbox *sb)
 	sb->uid = geteuid();
 	sb->gid = getegid();
 	json_t *e = sb->held.enforced_json ? json_loads(sb->held.enforced_json, 0, NULL) : NULL;
-	json_t *u = json_object_get(e, "payload_host_uid");
-	if (json_is_integer(u) && json_integer_value(u) >= 0) {
+	json_t *u = json_object_get(e, "payload_host_uid"), *g = json_object_get(e, "payload_host_gid");
+	if (json_is_integer(u) && json_integer_value(u) >= 0)
 		sb->uid = (uid_t)json_integer_value(u);
-		sb->gid = (gid_t)json_integer_value(u); /* the maps give gid = uid for every range */
-	}
+	if (json_is_integer(g) && json_integer_value(g) >= 0)
+		sb->gid = (gid_t)json_integer_value(g);
 	json_decref(e);
 }
 

@@ -251,9 +251,13 @@ int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *
 					      (json_int_t)v->changes_deleted, "bytes", (json_int_t)v->changes_bytes,
 					      "error",
 					      v->changes_error[0] ? json_string(v->changes_error) : json_null()));
-	if (v->image[0])
-		json_object_set_new(o, "image", json_pack("{s:s,s:s}", "name", v->image_name, "digest", v->image));
 	json_t *enf = v->enforced_json ? json_loads(v->enforced_json, 0, NULL) : NULL;
+	/* Which ids ran, as the backend reported them: the image's User's, or the sandbox user's. */
+	if (v->image[0])
+		json_object_set_new(o, "image",
+				    json_pack("{s:s,s:s,s:O*,s:O*}", "name", v->image_name, "digest", v->image, "uid",
+					      json_object_get(enf, "payload_uid"), "gid",
+					      json_object_get(enf, "payload_gid")));
 	json_object_set_new(o, "enforced", enf ? enf : json_object());
 	json_t *px = v->proxy_json ? json_loads(v->proxy_json, 0, NULL) : NULL;
 	if (px)

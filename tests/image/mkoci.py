@@ -5,7 +5,11 @@
 #   FORMAT  layout (a directory), oci-archive (a tar of the layout) or docker (docker save)
 #   VARIANT good (default) or one hostile case: dotdot, absolute, symlink-parent, hardlink-out,
 #           device, fifo, setuid (accepted, bits dropped), digest-mismatch, truncated, sparse10g,
-#           whiteout-dotdot, bigfile, wide (a Debian-shaped root, for bench/image.sh); other-user (a User and WorkingDir that are not applied)
+#           whiteout-dotdot, bigfile, wide (a Debian-shaped root, for bench/image.sh); other-user (a User past the
+#           sandbox's ids and a WorkingDir the image lacks: not applied); owners (User "1001:1001" and files of
+#           several owners: /home/app 1001, /root 0, a 4755 file of uid 0, a file of uid 70000) and
+#           owners-named (the same, User "app2", uid 1001 in the image's /etc/passwd) and group-root
+#           (the same, User "1001:0")
 import gzip
 import hashlib
 import io
@@ -17,14 +21,15 @@ import tarfile
 BUSYBOX = "/bin/busybox"
 
 
-def ti(name, kind=tarfile.REGTYPE, size=0, mode=0o644, link=""):
+def ti(name, kind=tarfile.REGTYPE, size=0, mode=0o644, link="", owner=(0, 0)):
     t = tarfile.TarInfo(name)
     t.type, t.size, t.mode, t.linkname, t.mtime = kind, size, mode, link, 1700000000
+    t.uid, t.gid = owner
     return t
 
 
-def add_file(tar, name, data, mode=0o644):
-    tar.addfile(ti(name, size=len(data), mode=mode), io.BytesIO(data))
+def add_file(tar, name, data, mode=0o644, owner=(0, 0)):
+    tar.addfile(ti(name, size=len(data), mode=mode, owner=owner), io.BytesIO(data))
 
 
 def base_layer(variant):
@@ -44,8 +49,9 @@ def base_layer(variant):
         add_file(tar, "etc/image-release", b"mkoci busybox\n")
         # The whole root is shown: /etc beside airlock's own files, /opt, /srv; and a user.
         add_file(tar, "etc/app.conf", b"app-conf\n")
-        add_file(tar, "etc/passwd", b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/opt/app:/bin/sh\n")
-        add_file(tar, "etc/group", b"root:x:0:\napp:x:1000:\n")
+        add_file(tar, "etc/passwd", b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/opt/app:/bin/sh\n"
+                 b"app2:x:1001:1001:app2:/home/app:/bin/sh\n")
+        add_file(tar, "etc/group", b"root:x:0:\napp:x:1000:\napp2:x:1001:\n")
         add_file(tar, "opt/app/data.txt", b"opt-data\n")
         hostile(tar, variant)
     return buf.getvalue()
@@ -71,6 +77,14 @@ def hostile(tar, variant):
         tar.addfile(ti("usr/fifo", tarfile.FIFOTYPE))
     elif variant == "setuid":
         add_file(tar, "usr/bin/suid", b"#!/bin/sh\n", 0o6755)
+    elif variant in ("owners", "owners-named", "group-root"):
+        for d, owner, mode in (("home", (0, 0), 0o755), ("home/app", (1001, 1001), 0o755), ("root", (0, 0), 0o700)):
+            tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=mode, owner=owner))
+        add_file(tar, "home/app/own.txt", b"app2's\n", owner=(1001, 1001))
+        add_file(tar, "home/app/other.txt", b"1002's\n", owner=(1002, 1003))
+        add_file(tar, "usr/bin/rootsuid", b"#!/bin/sh\n", 0o4755, owner=(0, 0))
+        add_file(tar, "opt/far.txt", b"far\n", owner=(70000, 70000))
+        tar.addfile(ti("opt/link", tarfile.SYMTYPE, link="far.txt", owner=(1002, 1002)))
     elif variant == "whiteout-dotdot":
         add_file(tar, "usr/../.wh.etc", b"")
     elif variant == "wide":
@@ -127,7 +141,8 @@ def oci(variant):
         "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"], "Entrypoint": ["echo"], "Cmd": ["image-cmd"],
                    # other-user: a uid the posture does not grant, and a WorkingDir the image lacks
                    "WorkingDir": "/nonexistent" if variant == "other-user" else "/opt/app",
-                   "User": "65532:65532" if variant == "other-user" else "app"},
+                   "User": {"other-user": "70000:70000", "owners": "1001:1001",
+                            "owners-named": "app2", "group-root": "1001:0"}.get(variant, "app")},
         "rootfs": {"type": "layers", "diff_ids": [sha(l1raw), sha(l2)]},
     }).encode()
     manifest = json.dumps({

@@ -34,6 +34,13 @@ al_assert_contains "$AL_ERR" "namespaces" "refusal without --fallback"
 fb run --fallback --require userns -- /bin/true
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "floor requires namespaces" "refusal when the floor needs namespaces"
+# No mount namespace: another root (--rootfs, an image) cannot be shown, and is never swapped for
+# the host's silently.
+tree=$(al_tmpdir 0755)
+mkdir -m 0755 "$tree/usr"
+fb run --fallback --rootfs "$tree" -- /bin/true
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "--rootfs needs a mount namespace" "refusal of a rootfs without a mount namespace"
 
 # ---- with --fallback: runs, and reports exactly what it enforced
 host=$(al_tmpdir 0777)

@@ -91,8 +91,8 @@ al_assert_rc 0
 al_run run --image ou -- sh -c 'echo "$PWD"; id -u'
 al_assert_rc 0
 al_assert_eq "$AL_OUT" "/workspace
-1000" "a User outside the sandbox user and a missing WorkingDir: not applied"
-al_assert_contains "$AL_ERR" "User '65532:65532' (uid 65532) is not applied" "... and said so"
+1000" "a User past the sandbox's 65536 ids and a missing WorkingDir: not applied"
+al_assert_contains "$AL_ERR" "User '70000:70000' (uid 70000, gid 70000) is not applied" "... and said so"
 al_assert_contains "$AL_ERR" "WorkingDir '/nonexistent' is not applied" "... both"
 al_run image rm ou
 al_assert_rc 0
@@ -228,6 +228,129 @@ for w in dotdot absolute symlink; do
 	[ ! -e "/tmp/airlock-escape-$w" ] || al_fail "an escape wrote /tmp/airlock-escape-$w"
 done
 al_pass "hostile archives are refused and leave nothing behind"
+
+# The image's User runs as its own uid:gid, and its files keep their owners (as root; as an ordinary
+# user every stored file is the store owner's, so inside they are the payload's own).
+uid_case() { # BACKEND IMAGE: the payload's ids, the owners it sees, what it can write
+	al_run run --json --backend "$1" --image "$2" -- sh -c 'id -u; id -g; stat -c "%n %u:%g" /home/app/own.txt /home/app/other.txt /root /usr/bin/rootsuid /opt/far.txt /workspace; echo w >/workspace/w && echo t >/tmp/t && stat -c "%n %u:%g" /workspace/w /tmp/t'
+}
+for v in group-root owners owners-named; do
+	mk oci-archive "$work/$v.tar" "$v"
+	chmod a+r "$work/$v.tar"
+	al_run image import "$work/$v.tar" "$v"
+	al_assert_rc 0
+done
+od=$(printf '%s' "$AL_OUT" | awk '{print $2}')
+oroot=$AIRLOCK_IMAGES/sha256/${od#sha256:}/rootfs
+al_run image inspect owners-named
+al_assert_eq "$(j owners)" "$([ "$AL_CALLER_UID" = 0 ] && echo mapped || echo store-owner)" "inspect says how the files are owned"
+if [ "$AL_CALLER_UID" = 0 ]; then
+	# Checked from outside: the tar's owners in the sandboxes' range, never host root, no set-id.
+	b=$AL_ID_BASE
+	al_assert_eq "$(stat -c '%u:%g' "$oroot/home/app/own.txt" "$oroot/home/app/other.txt" "$oroot/root" "$oroot/usr/bin/rootsuid" "$oroot/opt/far.txt")" "$((b + 1001)):$((b + 1001))
+$((b + 1002)):$((b + 1003))
+$b:$b
+$b:$b
+$((b + 65534)):$((b + 65534))" "the store keeps the tar's owners, mapped into the sandbox range"
+	al_assert_eq "$(stat -c '%a' "$oroot/usr/bin/rootsuid")" 555 "a 4755 file of uid 0: stored without its set-id bit"
+	[ -z "$(find "$oroot" -uid 0 | head -1)" ] || al_fail "a file of host root in the store: $(find "$oroot" -uid 0 | head -3)"
+	[ -z "$(find "$oroot" \( -uid -"$b" -o -gid -"$b" \) ! -uid 1879048190 | head -1)" ] || al_fail "an owner below the range"
+	seen="1001:1001
+/home/app/other.txt 1002:1003
+/root 0:0
+/usr/bin/rootsuid 0:0
+/opt/far.txt 65534:65534"
+else
+	al_assert_eq "$(stat -c '%u' "$oroot/home/app/own.txt" "$oroot/root")" "$AL_CALLER_UID
+$AL_CALLER_UID" "an ordinary user's store: every file the store owner's"
+	seen="1001:1001
+/home/app/other.txt 1001:1001
+/root 1001:1001
+/usr/bin/rootsuid 1001:1001
+/opt/far.txt 1001:1001"
+fi
+for b in native bwrap oci gvisor; do
+	if [ "${sanitized:-0}" != 0 ] && { [ "$b" = oci ] || [ "$b" = gvisor ]; }; then
+		continue
+	fi
+	if [ "$b" != native ] && [ "$(al_backend_layer available "$b")" != true ]; then
+		al_run run --backend "$b" --image owners -- id -u
+		al_assert_rc 125
+		continue
+	fi
+	[ "$b" = bwrap ] && [ "$AL_TEST_MODE" = root ] && seen_b="1001:1001
+/home/app/other.txt 65534:65534
+/root 65534:65534
+/usr/bin/rootsuid 65534:65534
+/opt/far.txt 65534:65534" || seen_b=$seen
+	[ "$b" = oci ] || [ "$b" = gvisor ] && [ "$AL_TEST_MODE" = root ] && seen_b="1001:1001
+/home/app/other.txt 65534:65534
+/root 0:0
+/usr/bin/rootsuid 0:0
+/opt/far.txt 65534:65534"
+	for img in owners owners-named; do
+		uid_case "$b" "$img"
+		al_assert_rc 0
+		al_assert_eq "$(j stdout.data)" "1001
+1001
+/home/app/own.txt $seen_b
+/workspace 1001:1001
+/workspace/w 1001:1001
+/tmp/t 1001:1001" "$b, $img: the image's User runs, sees the image's owners, writes /workspace and /tmp"
+		al_assert_eq "$(j image.uid):$(j image.gid)" "1001:1001" "$b, $img: the verdict names the ids that ran"
+		al_assert_eq "$(j enforced.payload_uid):$(j enforced.payload_gid)" "1001:1001" "$b, $img: enforced says so too"
+	done
+	# A group 0 ("1001:0") is an ordinary group in the sandbox's namespace: applied as given.
+	al_run run --backend "$b" --image group-root -- sh -c 'id -u; id -g; echo w >/workspace/w && stat -c "%u:%g" /workspace/w'
+	al_assert_rc 0
+	al_assert_eq "$AL_OUT" "1001
+0
+1001:0" "$b: User 1001:0 runs as uid 1001, gid 0"
+	# airlock's passwd and group name the payload's ids "sandbox", whatever they are.
+	al_run run --backend "$b" --image owners -- sh -c 'id -un; id -gn; echo "$USER $HOME"'
+	al_assert_eq "$AL_OUT" "sandbox
+sandbox
+sandbox /workspace" "$b: the image's User is the sandbox user by name"
+done
+# exec's code file (written by the supervisor) is the payload's, as is /workspace.
+al_run exec --image owners --lang shell -c 'id -u; stat -c "%u:%g" /workspace/main.sh /workspace'
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "1001
+1001:1001
+1001:1001" "exec --image: the image's User, owning its code file and the workspace"
+# --subids places the caller at the image's uid:gid and its subordinate ids around them; too few
+# of them to reach the uid is refused. The test user is given subordinate ids only inside a
+# private mount namespace (the host's /etc/subuid and /etc/subgid are never touched).
+with_subids() { # COUNT AIRLOCK-ARGS...
+	local n=$1
+	shift
+	printf '%s:300000:%s\n' "$AL_CALLER_UID" "$n" >"$work/subid"
+	chmod 0644 "$work/subid"
+	AL_RC=0
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	AL_OUT=$(unshare -m sh -c 'mount --bind "$0" /etc/subuid && mount --bind "$0" /etc/subgid && exec "$@"' \
+		"$work/subid" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" "$@" 2>"$work/subid.err") || AL_RC=$?
+	AL_ERR=$(cat "$work/subid.err")
+	AL_CMD="[$n subordinate ids] airlock $*"
+	al_log "$AL_CMD -> rc $AL_RC"
+}
+if [ "$AL_TEST_MODE" = user ] && [ "$(id -u)" = 0 ] && [ -e /etc/subuid ] && [ -e /etc/subgid ] && [ -x /usr/bin/newuidmap ]; then
+	with_subids 65536 run --subids --image owners -- sh -c 'cat /proc/self/uid_map; id -u; id -g; echo w >/workspace/w && stat -c "%u:%g" /workspace/w /home/app/own.txt'
+	al_assert_rc 0
+	al_assert_eq "$(printf '%s\n' "$AL_OUT" | awk 'NF == 3 { print $1, $2, $3 }')" "0 300000 1001
+1001 $AL_CALLER_UID 1
+1002 301001 64534" "--subids: the caller at the image's uid, subordinate ids around it"
+	al_assert_eq "$(printf '%s\n' "$AL_OUT" | awk 'NF != 3')" "1001
+1001
+1001:1001
+1001:1001" "--subids: the image's User runs and writes"
+	with_subids 1001 run --subids --image owners -- id -u
+	al_assert_rc 125
+	al_assert_contains "$AL_ERR" "has only 1001 subordinate ids; the payload's uid 1001 and gid 1001 need more" "too few subordinate ids for the image's uid: refused"
+else
+	al_log "--subids with an image's User: checked in user mode run by root (a private mount namespace) only"
+fi
+al_pass "the image's User runs as its own uid on every backend; the store keeps the layers' owners"
 
 # Set-id bits are dropped, not kept.
 mk oci-archive "$work/s.tar" setuid

@@ -57,6 +57,14 @@ al_run image inspect pd
 al_assert_eq "$(j packages.0)" python3-pandas "inspect records the packages"
 al_assert_eq "$(j source_date_epoch)" 1704067200 "and the SOURCE_DATE_EPOCH of the build"
 [ -z "$(find "$AIRLOCK_IMAGES/sha256" -perm /6000 | head -1)" ] || al_fail "a set-id file in the built image"
+# The tree's owners, in the sandbox range: root's files the sandbox's mapped 0, group shadow (42)
+# kept for /etc/shadow; no file of host root.
+rootfs=$AIRLOCK_IMAGES/sha256/${digest#sha256:}/rootfs
+al_assert_eq "$(stat -c '%u:%g' "$rootfs/etc/shadow" "$rootfs/usr/bin/python3")" "$AL_ID_BASE:$((AL_ID_BASE + 42))
+$AL_ID_BASE:$AL_ID_BASE" "a Debian tree keeps its owners, mapped into the sandbox range"
+[ -z "$(find "$rootfs" -uid 0 | head -1)" ] || al_fail "a file of host root in the built image"
+al_run run --image pd -- stat -L -c '%u:%g' /usr/bin/python3
+al_assert_eq "$AL_OUT" "0:0" "inside, root's files are the sandbox's root's"
 al_pass "a Debian environment built with mmdebstrap runs what the host lacks"
 
 # Reproducible: the same recipe against the same archive gives the same tarball, so the same digest.

@@ -14,6 +14,10 @@ chmod a+r "$dir/bb.tar"
 al_run image import "$dir/bb.tar" bb
 al_assert_rc 0
 bb_digest=$(printf '%s' "$AL_OUT" | awk '$1 == "bb" { print $2 }')
+"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$dir/own.tar" owners-named
+chmod a+r "$dir/own.tar"
+al_run image import "$dir/own.tar" owners
+al_assert_rc 0
 al_assert_contains "$bb_digest" "sha256:" "the import names the image's digest"
 confdir=$(al_tmpdir 0755)
 cat >"$confdir/images.yaml" <<'EOF'
@@ -22,7 +26,7 @@ approval:
   auto_approve_up_to: CRITICAL
 profiles:
   imgs:
-    images: [bb]
+    images: [bb, owners]
 EOF
 chmod 0644 "$confdir/images.yaml"
 
@@ -83,6 +87,26 @@ out=$(call DELETE "/v1/sandboxes/$sb")
 al_assert_contains "${out%% *}" 20 "destroy the sandbox"
 al_run image rm bb
 al_assert_rc 0
+# An image whose User is app2 (1001): its sandbox's execs run as 1001:1001, and what the server
+# writes for them (PUT files) is theirs, as is what they write themselves.
+out=$(call POST /v1/sandboxes '{"profile":"imgs","image":"owners"}')
+al_assert_eq "${out%% *}" 201 "create a sandbox on the image with a User: $out"
+own=$(printf '%s' "${out#* }" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+out=$(call PUT "/v1/sandboxes/$own/files/sub/data.txt" 'written by the server')
+al_assert_contains "${out%% *}" 20 "write_file into the sandbox ($out)"
+out=$(call POST "/v1/sandboxes/$own/exec" \
+	'{"language":"shell","code":"id -u; id -g; stat -c %u:%g /workspace/sub /workspace/sub/data.txt; echo more >>/workspace/sub/data.txt && echo x >/workspace/sub/new && echo t >/tmp/t && stat -c %u:%g /workspace/sub/new /tmp/t"}')
+al_assert_eq "$(printf '%s' "${out#* }" | "$AL_PY" -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin if l.strip()]
+print("".join(e.get("data", "") for e in ev if e.get("stream") == "stdout"), end="")')" "1001
+1001
+1001:1001
+1001:1001
+1001:1001
+1001:1001" "the image's User runs the sandbox's execs and owns the server's files ($out)"
+out=$(call DELETE "/v1/sandboxes/$own")
+al_assert_contains "${out%% *}" 20 "destroy the sandbox"
 al_pass "the service's image argument: offered images only, the posture the profile's"
 
 # A warm pool of image sandboxes (server.pool's list form): with room for one sandbox only, held

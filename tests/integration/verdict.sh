@@ -42,7 +42,7 @@ check(v, "", {
         "pivot_root": boolean, "readonly_root": boolean,
         "id_map": {"mode": lambda x: x in ("range", "single", "pair", "subids"), "host_base": isint, "count": isint},
         "setgroups": lambda x: x in ("deny", "cleared"),
-        "payload_uid": isint, "payload_host_uid": isint,
+        "payload_uid": isint, "payload_host_uid": isint, "payload_gid": isint, "payload_host_gid": isint,
         "no_new_privs": boolean, "capabilities": lambda x: isinstance(x, str),
         "environment": lambda x: isinstance(x, str), "network": lambda x: isinstance(x, str),
         "rlimits": {k: intnull for k in ("cpu_s", "fsize", "nofile", "core", "as")},

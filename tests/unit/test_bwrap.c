@@ -137,6 +137,38 @@ static void refuse_each(void **state)
 
 /* ---- the argv --------------------------------------------------------------------- */
 
+/* An image's User (policy/image.c sets run_uid/run_gid): bwrap maps its one id there, and the
+ * plan gives that user the workspace and the policy's files (a group 0 included). */
+static void argv_image_user(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/true");
+	p->run_uid = 1001;
+	p->run_gid = 0;
+	assert_int_equal(al_policy_add_file(p, "/workspace/main.sh", "x", 1, 0644, NULL), 0);
+	struct bw_argv a;
+	build(&a, p, -1);
+	assert_true(find(&a, "--uid", "1001", "--gid", "0", NULL) > 0);
+	bw_argv_free(&a);
+	struct fs_plan plan = {0};
+	struct fs_host host;
+	plan.sendfd_sock = -1;
+	fs_host_probe(&host, &plan, p);
+	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
+	bool ws = false, file = false;
+	for (size_t i = 0; i < plan.n; i++) {
+		const struct fs_op *o = &plan.ops[i];
+		ws = ws || (o->kind == FS_TMPFS && strcmp(o->dest, "workspace") == 0 && strstr(o->text, "uid=1001,gid=0"));
+		file = file || (o->kind == FS_CHOWN && strcmp(o->dest, "workspace/main.sh") == 0 && o->owner == 1001 &&
+				o->group == 0);
+	}
+	assert_true(ws);
+	assert_true(file);
+	fs_plan_free(&plan);
+	al_policy_free(p);
+}
+
+
 static void argv_default(void **state)
 {
 	(void)state;
@@ -377,7 +409,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(refuse_ok),	 cmocka_unit_test(refuse_each), cmocka_unit_test(argv_default),
 		cmocka_unit_test(argv_variants), cmocka_unit_test(argv_files),	cmocka_unit_test(argv_rootfs),
-		cmocka_unit_test(argv_proxy),
+		cmocka_unit_test(argv_proxy),	 cmocka_unit_test(argv_image_user),
 		cmocka_unit_test(json_exit_code),
 		cmocka_unit_test(wstatus),
 		cmocka_unit_test(errscan),	 cmocka_unit_test(classify),

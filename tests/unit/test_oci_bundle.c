@@ -146,6 +146,35 @@ static void test_ids_never_root(void **state)
 	al_policy_free(p);
 }
 
+static json_int_t map_int(json_t *c, const char *which, size_t i, const char *key)
+{
+	return json_integer_value(json_object_get(json_array_get(json_object_get(json_object_get(c, "linux"), which), i), key));
+}
+
+/* An image's User (policy/image.c sets run_uid/run_gid): the process runs as it, and the maps hold
+ * it beside the container's root, at id_base+id; a group 0 is the root entry alone. */
+static void test_image_user(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/true");
+	p->run_uid = 1001;
+	p->run_gid = 0;
+	json_t *c = build(p, OCI_CRUN, true, NULL);
+	json_t *user = json_object_get(json_object_get(c, "process"), "user");
+	assert_int_equal(json_integer_value(json_object_get(user, "uid")), 1001);
+	assert_int_equal(json_integer_value(json_object_get(user, "gid")), 0);
+	assert_int_equal(map_int(c, "uidMappings", 1, "containerID"), 1001);
+	assert_int_equal(map_int(c, "uidMappings", 1, "hostID"), (json_int_t)AL_DEFAULT_ID_BASE + 1001);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(c, "linux"), "gidMappings")), 1);
+	assert_int_equal(map_int(c, "gidMappings", 0, "hostID"), (json_int_t)AL_DEFAULT_ID_BASE);
+	json_decref(c);
+	c = build(p, OCI_CRUN, false, NULL); /* an ordinary caller is the image's user */
+	assert_int_equal(map_int(c, "uidMappings", 0, "containerID"), 1001);
+	assert_int_equal(map_int(c, "uidMappings", 0, "hostID"), 0);
+	json_decref(c);
+	al_policy_free(p);
+}
+
 static void test_mounts(void **state)
 {
 	(void)state;
@@ -459,7 +488,7 @@ int main(void)
 {
 	setenv("AL_OCI_LEAK", "1", 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_process),	   cmocka_unit_test(test_ids_never_root), cmocka_unit_test(test_mounts),
+		cmocka_unit_test(test_process),	   cmocka_unit_test(test_ids_never_root), cmocka_unit_test(test_image_user), cmocka_unit_test(test_mounts),
 		cmocka_unit_test(test_namespaces), cmocka_unit_test(test_refusals),	  cmocka_unit_test(test_rootfs_ops),
 		cmocka_unit_test(test_helpers),	   cmocka_unit_test(test_init), cmocka_unit_test(test_init_exec), cmocka_unit_test(test_dev),		  cmocka_unit_test(test_oci_seccomp),
 	};

@@ -262,7 +262,8 @@ static int argv_namespaces(struct bw_argv *a, const struct al_policy *p, bool cg
 	if (r == 0 && p->net != AL_NET_HOST && !pol_needs_proxy(p))
 		r = push(a, "--unshare-net");
 	r = r ?: PUSHV(a, "--die-with-parent", "--new-session", "--cap-drop", "ALL");
-	r = r ?: push(a, "--uid") ?: pushf(a, "%d", AL_SANDBOX_UID) ?: push(a, "--gid") ?: pushf(a, "%d", AL_SANDBOX_UID);
+	/* bwrap maps its one uid and gid (the caller's, or id_base+uid:gid for root) to these. */
+	r = r ?: push(a, "--uid") ?: pushf(a, "%u", p->run_uid) ?: push(a, "--gid") ?: pushf(a, "%u", p->run_gid);
 	return r ?: PUSHV(a, "--hostname", p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME);
 }
 

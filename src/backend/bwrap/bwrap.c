@@ -127,8 +127,10 @@ static int make_data(struct bw_spawn *s, const struct pol_plan *pl, struct al_er
 static char *enforced_json(const struct al_policy *p, const struct pol_plan *pl, const struct bw_spawn *s,
 			   bool cgroupns)
 {
-	/* What this job's payload is on the host: the caller, or id_base+1000 for a root caller. */
-	json_int_t host = pl->root ? (json_int_t)p->id_base + AL_SANDBOX_UID : (json_int_t)getuid();
+	/* What this job's payload is on the host: the caller, or id_base+uid for a root caller (uid
+	 * the sandbox user's 1000, or the image's User's). */
+	json_int_t host = pl->root ? (json_int_t)p->id_base + p->run_uid : (json_int_t)getuid();
+	json_int_t host_gid = pl->root ? (json_int_t)p->id_base + p->run_gid : (json_int_t)getgid();
 	struct be_applied a = {
 		.tool_key = "bwrap",
 		.tool = BW_PATH,
@@ -139,8 +141,10 @@ static char *enforced_json(const struct al_policy *p, const struct pol_plan *pl,
 		.map_base = host,
 		.map_count = 1,
 		.setgroups = "deny",
-		.payload_uid = AL_SANDBOX_UID,
+		.payload_uid = p->run_uid,
 		.payload_host_uid = host,
+		.payload_gid = p->run_gid,
+		.payload_host_gid = host_gid,
 		.userns_disabled = true,
 		.netns_maker = "bwrap",
 		.loopback = true, /* bwrap always raises lo in its network namespace: said, not hidden */
@@ -174,8 +178,8 @@ static void child_setup(struct bw_child *c, const struct al_policy *p, const str
 		.npass = s->ndata,
 		.proxy_sock = s->px_p[1],
 		.drop_ids = root,
-		.run_uid = (uid_t)(p->id_base + AL_SANDBOX_UID),
-		.run_gid = (gid_t)(p->id_base + AL_SANDBOX_UID),
+		.run_uid = (uid_t)(p->id_base + p->run_uid),
+		.run_gid = (gid_t)(p->id_base + p->run_gid),
 	};
 }
 

@@ -76,6 +76,13 @@ static int refuse(const struct al_policy *p, int clone_errno, struct al_error *e
 		return al_err(err, EPERM,
 			      "user namespaces are unavailable here (clone3: %s): --checkout needs a mount namespace",
 			      strerror(clone_errno));
+	/* Without a mount namespace the host's tree is the job's: an image or --rootfs cannot be
+	 * shown, and the store's files (owned by the sandbox range's ids, one of which the payload
+	 * would run as on the host) must not be within its reach outside a read-only mount. */
+	if (p->rootfs)
+		return al_err(err, EPERM,
+			      "user namespaces are unavailable here (clone3: %s): --%s needs a mount namespace",
+			      strerror(clone_errno), p->image ? "image" : "rootfs");
 	for (size_t i = 0; i < p->nbinds; i++)
 		if (strcmp(p->binds[i].src, p->binds[i].dest) != 0)
 			return al_err(err, EINVAL,
@@ -155,13 +162,15 @@ static int fb_workspace(const struct al_policy *p, uid_t uid, gid_t gid, struct 
 static int fb_write_files(const struct al_policy *p, const struct fb_state *s, uid_t uid, gid_t gid,
 			  struct al_error *err);
 
-static char *fb_enforced(const struct pol_plan *pl, const struct fb_state *s, uid_t uid)
+static char *fb_enforced(const struct pol_plan *pl, const struct fb_state *s, uid_t uid, gid_t gid)
 {
 	struct be_applied a = {
 		.fallback = true,
 		.setgroups = pl->root ? "cleared" : "unchanged",
 		.payload_uid = (json_int_t)uid,
 		.payload_host_uid = (json_int_t)uid,
+		.payload_gid = (json_int_t)gid,
+		.payload_host_gid = (json_int_t)gid,
 		.network = pl->net.own_netns ? "no inet sockets (seccomp), no TCP (Landlock)" : NULL,
 		.seccomp = sc_profile_name(s->seccomp.profile),
 		.landlock = be_landlock_json(&s->spec, ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi()),
@@ -264,7 +273,7 @@ int nat_fallback_spawn(const struct al_policy *p, const struct pol_plan *pl, con
 	c.landlock = &s.spec;
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
-	out->enforced_json = fb_enforced(pl, &s, uid);
+	out->enforced_json = fb_enforced(pl, &s, uid, gid);
 	out->backend = "native";
 	out->seccomp_kills = true;
 	fb_free(&s, s.ws_made);
@@ -300,12 +309,14 @@ static int fb_write_files(const struct al_policy *p, const struct fb_state *s, u
 	return 0;
 }
 
-static char *none_enforced(const struct pol_plan *pl, uid_t uid)
+static char *none_enforced(const struct pol_plan *pl, uid_t uid, gid_t gid)
 {
 	struct be_applied a = {
 		.isolation = "none",
 		.payload_uid = (json_int_t)uid,
 		.payload_host_uid = (json_int_t)uid,
+		.payload_gid = (json_int_t)gid,
+		.payload_host_gid = (json_int_t)gid,
 		.network = "host",
 	};
 	return be_enforced_json(pl, &a);
@@ -338,7 +349,7 @@ int be_none_spawn(const struct al_policy *p, const struct pol_plan *pl, const st
 	fb_child(&c, p, io, &s, uid, gid); /* no Landlock, and no filter (profile none's is off) */
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
-	out->enforced_json = none_enforced(pl, uid);
+	out->enforced_json = none_enforced(pl, uid, gid);
 	out->backend = "none";
 	fb_free(&s, s.ws_made);
 	return 0;

@@ -14,7 +14,8 @@
  *     │  new cgroup namespace; fork()s the payload and reaps until it exits
  *     ▼
  *   payload: setsid, stdio from the supervisor's pipes, every other descriptor closed,
- *     rlimits, bounding/ambient caps dropped, uid/gid 1000, caps cleared, no_new_privs, execve.
+ *     rlimits, bounding/ambient caps dropped, uid/gid 1000 (or the image's User), caps cleared,
+ *     no_new_privs, execve.
  *
  * Pipes: sync (supervisor → init, two bytes: "maps written", then "in the job's cgroups", which
  * init waits for only before its cgroup namespace and the payload's fork: on v1 the supervisor
@@ -58,6 +59,7 @@ struct nat_layers {
 
 static char *enforced_json(const struct pol_plan *pl, const struct uns_map *m, const struct nat_layers *l)
 {
+	/* The payload's ids: the sandbox user's, or the image's User's (uns_choose placed them). */
 	struct be_applied a = {
 		.ns = BE_NS_ALL,
 		.pivot_root = true,
@@ -68,8 +70,10 @@ static char *enforced_json(const struct pol_plan *pl, const struct uns_map *m, c
 		.map_base = (json_int_t)m->host_base,
 		.map_count = (json_int_t)m->count,
 		.setgroups = m->range ? "cleared" : "deny",
-		.payload_uid = AL_SANDBOX_UID,
-		.payload_host_uid = (json_int_t)uns_host_uid(m, AL_SANDBOX_UID),
+		.payload_uid = m->uid,
+		.payload_host_uid = (json_int_t)uns_host_uid(m, m->uid),
+		.payload_gid = m->gid,
+		.payload_host_gid = (json_int_t)uns_host_gid(m, m->gid),
 		.loopback = true,
 		.seccomp = l->seccomp.prog.len ? sc_profile_name(l->seccomp.profile) : NULL,
 		.landlock = be_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi),
@@ -193,9 +197,10 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		.proxy_sock = px_p[1],
 		.ctl_sock = ctl_p[1],
 	};
-	if ((r = uns_choose(&c.map, p->id_base, p->subids, err)) < 0)
+	if ((r = uns_choose(&c.map, p->id_base, p->subids, p->run_uid, p->run_gid, err)) < 0)
 		goto out;
-	c.run_uid = c.run_gid = AL_SANDBOX_UID;
+	c.run_uid = p->run_uid;
+	c.run_gid = p->run_gid;
 	c.drop_groups = c.map.range;
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
 	/* Every posture but "host" gets its own network namespace. */

@@ -525,26 +525,31 @@ static json_t *process_json(const struct al_policy *p, const struct fs_plan *pla
 			json_decref(steal_ptr(args));
 	json_t *none = json_array();
 	/* No capability in any set, no_new_privs: the payload holds nothing, even in its own
-	 * user namespace; the sandbox user is uid/gid 1000 with no supplementary groups, umask 022
-	 * (as the native payload's), whatever the caller's. */
+	 * user namespace; the sandbox user is uid/gid 1000 (or the image's User) with no
+	 * supplementary groups, umask 022 (as the native payload's), whatever the caller's. */
 	json_t *proc =
-		json_pack("{s:b,s:{s:i,s:i,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0, "user",
-			  "uid", AL_SANDBOX_UID, "gid", AL_SANDBOX_UID, "umask", 022, "args", args, "env", env, "cwd",
+		json_pack("{s:b,s:{s:I,s:I,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0, "user",
+			  "uid", (json_int_t)p->run_uid, "gid", (json_int_t)p->run_gid, "umask", 022, "args", args, "env", env, "cwd",
 			  p->cwd ? p->cwd : AL_WORKSPACE, "capabilities", "bounding", none, "effective", none,
 			  "inheritable", none, "permitted", none, "ambient", none, "noNewPrivileges", 1, "rlimits", rl);
 	json_decref(none); /* each set holds its own reference ("O") */
 	return proc;
 }
 
-/* As root: the sandbox's root to id_base and its user to id_base+1000, neither of them host
- * root. As an ordinary user the runtime runs in a user namespace of airlock's in which the
- * caller is 0 (ocichild.c), so hostID 0 there is the caller: the sandbox user is the caller. */
-static json_t *id_map_json(const struct al_policy *p, bool root)
+/* As root: the sandbox's root to id_base and its user (id, 1000 or the image's User's) to
+ * id_base+id, neither of them host root. As an ordinary user the runtime runs in a user
+ * namespace of airlock's in which the caller is 0 (ocichild.c), so hostID 0 there is the caller:
+ * the sandbox user is the caller. A group 0 (an image's "1001:0") is the one root entry. */
+static json_t *id_map_json(const struct al_policy *p, bool root, uint32_t id)
 {
 	if (!root)
-		return json_pack("[{s:i,s:i,s:i}]", "containerID", AL_SANDBOX_UID, "hostID", 0, "size", 1);
-	return json_pack("[{s:i,s:I,s:i},{s:i,s:I,s:i}]", "containerID", 0, "hostID", (json_int_t)p->id_base, "size", 1,
-			 "containerID", AL_SANDBOX_UID, "hostID", (json_int_t)p->id_base + AL_SANDBOX_UID, "size", 1);
+		return json_pack("[{s:I,s:i,s:i}]", "containerID", (json_int_t)id, "hostID", 0, "size", 1);
+	json_t *m = json_pack("[{s:i,s:I,s:i}]", "containerID", 0, "hostID", (json_int_t)p->id_base, "size", 1);
+	if (m && id != 0 &&
+	    json_array_append_new(m, json_pack("{s:I,s:I,s:i}", "containerID", (json_int_t)id, "hostID",
+					       (json_int_t)p->id_base + id, "size", 1)) < 0)
+		json_decref(steal_ptr(m));
+	return m;
 }
 
 static json_t *namespaces_json(const struct al_policy *p, const struct oci_opts *o)
@@ -580,8 +585,8 @@ static json_t *linux_json(const struct al_policy *p, const struct oci_opts *o)
 	/* (/dev is read-only through its own mount's options: dev_mounts) */
 	static const char *const ro[] = {"/proc/bus",		"/proc/fs", "/proc/irq", "/proc/sys",
 					 "/proc/sysrq-trigger", NULL};
-	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "uidMappings", id_map_json(p, o->root), "gidMappings",
-			 id_map_json(p, o->root), "namespaces", namespaces_json(p, o), "maskedPaths", strv(masked),
+	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "uidMappings", id_map_json(p, o->root, p->run_uid), "gidMappings",
+			 id_map_json(p, o->root, p->run_gid), "namespaces", namespaces_json(p, o), "maskedPaths", strv(masked),
 			 "readonlyPaths", strv(ro));
 }
 

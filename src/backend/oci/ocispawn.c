@@ -436,9 +436,11 @@ static char *enforced_json(const struct oci_runtime_desc *d, const struct al_pol
 		.map_base = root ? (json_int_t)p->id_base : (json_int_t)getuid(),
 		.map_count = root ? 2 : 1,
 		.setgroups = "deny",
-		.payload_uid = AL_SANDBOX_UID,
-		/* the payload as the host sees it: the caller, or id_base+1000 for a root caller */
-		.payload_host_uid = root ? (json_int_t)p->id_base + AL_SANDBOX_UID : (json_int_t)getuid(),
+		.payload_uid = p->run_uid,
+		/* the payload as the host sees it: the caller, or id_base+uid for a root caller */
+		.payload_host_uid = root ? (json_int_t)p->id_base + p->run_uid : (json_int_t)getuid(),
+		.payload_gid = p->run_gid,
+		.payload_host_gid = root ? (json_int_t)p->id_base + p->run_gid : (json_int_t)getgid(),
 		.netns_maker = d->netns_maker,
 		.loopback = true,
 		.seccomp = s->filter.prog.len || s->sc_on ? sc_profile_name(p->seccomp) : NULL,
