@@ -156,3 +156,32 @@ pss_kib() {
 median_of() {
 	sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+# debian_source PKG DIR — the source package PKG downloaded into DIR from the Debian archive this host
+# uses (apt-get source with a deb-src list of its own in DIR: the host's apt configuration is not
+# touched); prints the path of its upstream tarball.
+debian_source() {
+	need apt-get
+	local pkg=$1 dir=$2 suite orig
+	local apt=(-o Dir::Etc::SourceList="$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o Dir::State::Lists="$dir/lists" -o Dir::Cache::archives="$dir")
+	mkdir -p "$dir/lists/partial"
+	suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+	echo "deb-src http://deb.debian.org/debian $suite main" >"$dir/sources.list"
+	apt-get "${apt[@]}" -qq update >/dev/null || die "apt-get update of a deb-src list failed (no Debian archive?)"
+	(cd "$dir" && apt-get "${apt[@]}" -qq source --download-only "$pkg" >/dev/null 2>&1) ||
+		die "apt-get source $pkg failed"
+	orig=$(find "$dir" -maxdepth 1 -name "${pkg}_*.orig.tar.*" | head -n 1)
+	[[ -n $orig ]] || die "the $pkg source package has no upstream tarball"
+	echo "$orig"
+}
+
+# bare_user — sets bare_as and bare_env: a bare run as the sandbox's payload runs, as an ordinary
+# user (root passes tests, and skips others, that a uid 1000 payload would not) in the scrubbed
+# environment the sandbox gives, with HOME=$1 (default /tmp).
+bare_user() {
+	bare_as=()
+	[[ $(id -u) != 0 ]] || bare_as=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+	bare_env=(USER=sandbox LOGNAME=sandbox HOME="${1:-/tmp}" TMPDIR=/tmp LANG=C.UTF-8
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+}

@@ -36,18 +36,10 @@ chmod 0755 "$work"
 version=$(perl -e 'printf "%vd", $^V')
 src=${PERL_SRC:-}
 if [[ -z $src ]]; then
-	need apt-get
-	apt=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
-		-o Dir::State::Lists="$work/lists" -o Dir::Cache::archives="$work")
-	mkdir -p "$work/lists/partial"
-	suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
-	echo "deb-src http://deb.debian.org/debian $suite main" >"$work/sources.list"
-	apt-get "${apt[@]}" -qq update >/dev/null || die "apt-get update of a deb-src list failed (no Debian archive?)"
 	# Any Debian revision will do: the tests are upstream's, and the upstream version must match.
-	(cd "$work" && apt-get "${apt[@]}" -qq source --download-only perl >/dev/null 2>&1) ||
-		die "apt-get source perl failed"
-	[[ -f $work/perl_$version.orig.tar.xz ]] || die "the archive's perl source is not perl $version"
-	tar -C "$work" -xf "$work/perl_$version.orig.tar.xz" "perl-$version/t" "perl-$version/lib"
+	orig=$(debian_source perl "$work")
+	[[ $orig == */perl_$version.orig.tar.* ]] || die "the archive's perl source is not perl $version ($orig)"
+	tar -C "$work" -xf "$orig" "perl-$version/t" "perl-$version/lib"
 	src=$work/perl-$version
 fi
 [[ -f $src/t/test.pl && -d $src/lib ]] || die "no perl source tree at '$src' (t/test.pl, lib/)"
@@ -63,12 +55,8 @@ while read -r inc; do
 done < <(perl -e 'print "$_\n" for @INC')
 cp -rn "$src/lib/." "$tree/lib/"
 
-# Bare runs as the sandbox's payload does: an ordinary user (root passes tests a uid 1000 payload
-# would skip or fail), the same scrubbed environment, in a copy of the tree it may write.
-bare_as=()
-[[ $(id -u) != 0 ]] || bare_as=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
-bare_env=(USER=sandbox LOGNAME=sandbox HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8
-	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+# Bare runs as the sandbox's payload does (bench/lib.sh bare_user), in a copy of the tree it may write.
+bare_user
 
 # passed FILE: the test files prove reported as passed (or skipped as a whole), from its per-file
 # lines "op/array.t ....... ok"; a file that failed, crashed or never ran is not listed.

@@ -27,14 +27,10 @@ timeout=${TIMEOUT:-900}
 out=${BENCH_RESULTS:-$(mktemp -d /tmp/pysuite.XXXXXX)}
 mkdir -p "$out"
 read -r -a opts <<<"${AIRLOCK_OPTS:-}"
-# Bare runs as the sandbox's payload does: an ordinary user (root passes tests and skips others
-# that a uid 1000 payload would not), the same scrubbed environment, a home directory of its own.
+# Bare runs as the sandbox's payload does (bench/lib.sh bare_user), with a home directory of its own.
 bare_home=$(mktemp -d /tmp/pysuite-home.XXXXXX)
 chmod 0777 "$bare_home"
-bare_as=()
-[[ $(id -u) != 0 ]] || bare_as=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
-bare_env=(USER=sandbox LOGNAME=sandbox HOME="$bare_home" TMPDIR=/tmp LANG=C.UTF-8
-	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+bare_user "$bare_home"
 
 # result FILE: SUCCESS, FAILURE, ENV_CHANGED, NO TESTS RAN... from regrtest's last "Tests result:" line.
 result() {
