@@ -173,7 +173,7 @@ int front_build(struct front *f, const char *default_profile)
 	struct al_error e = {0};
 	if (al_policy_new(&f->policy) < 0)
 		return cli_fail("out of memory");
-	if (cfg_load(cli_config_path(), &f->cfg, &e) < 0)
+	if (cfg_load_job(cli_config_path(), &f->cfg, &e) < 0)
 		return cli_fail("%s", e.msg);
 	if (cfg_apply_limits(&f->cfg->limits, f->policy, true, &e) < 0)
 		return cli_fail("%s", e.msg);
