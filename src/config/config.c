@@ -739,8 +739,7 @@ static int merge_doc(struct cfg_node *tree, const char *buf, size_t len, const c
 }
 
 /* The defaults, the service's part unless job_only and there is no file, then the file if any. */
-static int load(const char *buf, size_t len, const char *name, bool job_only, struct cfg **out,
-		struct al_error *err)
+static int load(const char *buf, size_t len, const char *name, bool job_only, struct cfg **out, struct al_error *err)
 {
 	struct cfg_node *tree = NULL;
 	struct cfg *cfg = NULL;

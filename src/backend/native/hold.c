@@ -45,8 +45,7 @@
  * reaps it, reporting on the status pipe it was made with. Killing it (the deadline) ends the pid
  * namespace. own_net: the spare has a network namespace of its own (an exec without the
  * sandbox's network), whose lo it brings up as "none" promises. */
-static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int status_w, int ns_sock,
-				      bool own_net)
+static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int status_w, int ns_sock, bool own_net)
 {
 	/* The sandbox's init going away takes every exec and spare with it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
