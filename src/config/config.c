@@ -169,9 +169,29 @@ static const char *detail(const struct al_error *e, const char *prefix)
 	return *s == ' ' ? s + 1 : s;
 }
 
+/* Appends n bytes of s at *o, never past end. */
+static void put(char **o, const char *end, const char *s, size_t n)
+{
+	size_t room = (size_t)(end - *o);
+	n = n < room ? n : room;
+	memcpy(*o, s, n);
+	*o += n;
+}
+
+/* snprintf(out, PATH_BUF, "%s%s%.64s%s", ...) by hand: every key of every document passes here,
+ * and the formatted join was 0.1 M of the 1.5 M instructions of `airlock run -- /bin/true`. */
 void conv_join(char *out, const char *path, const char *key)
 {
-	snprintf(out, PATH_BUF, "%s%s%.64s%s", path, *path ? "." : "", key, strlen(key) > 64 ? "..." : "");
+	char *o = out;
+	const char *end = out + PATH_BUF - 1;
+	size_t kl = strlen(key);
+	put(&o, end, path, strlen(path));
+	if (*path)
+		put(&o, end, ".", 1);
+	put(&o, end, key, kl > 64 ? 64 : kl);
+	if (kl > 64)
+		put(&o, end, "...", 3);
+	*o = '\0';
 }
 
 static const char *kind_name(const struct cfg_node *n)
