@@ -11,7 +11,8 @@
  *   manager ──the exec request (argv, env, cwd + stdout, stderr [, stdin])──▶ spare payload
  *                                  The exec init reports the payload's status and usage, exits, and
  *                                  the kernel kills whatever the payload left behind (a setsid
- *                                  double-fork daemon included).
+ *                                  double-fork daemon included). Its mount namespace outlives it
+ *                                  in init's hands until the next spare is sent (nat_hold_main).
  *
  * So files persist between execs (the workspace tmpfs belongs to init's mount namespace) and
  * processes do not. The manager asks for the next spare as soon as it has handed an exec over
@@ -90,21 +91,26 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 	nat_reap_payload(c, pid);
 }
 
-/* One spare for the manager: the reply carries 0 and [pidfd, payload socket, status pipe], or
- * an errno. ns: CLONE_NEWPID | CLONE_NEWNS (for the exec's own /proc), plus CLONE_NEWNET for an
- * exec without the sandbox's network. Init
- * keeps nothing of it: the manager hands requests to the payload directly, kills the exec through
- * the pidfd and reads its end from the status pipe. */
 /* The spare's mount namespace, which it sends first thing (spare_init_main): taken before the
  * reply, so before its exec can end. -1 if it does not come within a second (it died). */
 static int recv_mnt_ns(int ns_sock)
 {
 	struct pollfd pfd = {.fd = ns_sock, .events = POLLIN};
-	char tag;
+	char tag = 0;
 	int fd = poll(&pfd, 1, 1000) == 1 ? al_recv_fd(ns_sock, &tag) : -1;
-	return fd >= 0 && tag == 'm' ? fd : (fd >= 0 ? close(fd) : 0, -1);
+	if (fd >= 0 && tag != 'm') {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
+/* One spare for the manager: the reply carries 0 and [pidfd, payload socket, status pipe], or
+ * an errno. ns: CLONE_NEWPID | CLONE_NEWNS (for the exec's own /proc), plus CLONE_NEWNET for an
+ * exec without the sandbox's network. Init
+ * keeps only its mount namespace (*mntns_fd, see nat_hold_main): the manager hands requests to the
+ * payload directly, kills the exec through the pidfd and reads its end from the status pipe. The
+ * spare closes held_ns, init's references to earlier spares' namespaces. */
 static void serve_spare(struct nat_child *c, uint64_t ns, const int held_ns[2], int *mntns_fd)
 {
 	struct nx_reply r = {.err = 0};
