@@ -258,7 +258,7 @@ int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error 
 {
 	*out = NULL;
 	bool any_need = lim->need_memory || lim->need_pids || lim->need_cpu;
-	cleanup_free struct host_cgroups *hc = calloc(1, sizeof(*hc));
+	cleanup_free struct host_cgroups *hc = malloc(sizeof(*hc)); /* cg_detect fills all of it */
 	struct cg_job *cg = cg_job_new();
 	int r, why[HOST_CG__COUNT] = {0};
 	char v2msg[160] = "";

@@ -146,7 +146,7 @@ static void cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
 
 void cg_cleanup_stale(void)
 {
-	struct host_cgroups *hc = calloc(1, sizeof(*hc));
+	struct host_cgroups *hc = malloc(sizeof(*hc)); /* cg_detect fills all of it */
 	if (!hc)
 		return;
 	if (cg_detect(hc, NULL) < 0) {

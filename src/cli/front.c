@@ -173,7 +173,7 @@ int front_build(struct front *f, const char *default_profile)
 	struct al_error e = {0};
 	if (al_policy_new(&f->policy) < 0)
 		return cli_fail("out of memory");
-	if (cfg_load(cli_config_path(), &f->cfg, &e) < 0)
+	if (cfg_load_job(cli_config_path(), &f->cfg, &e) < 0)
 		return cli_fail("%s", e.msg);
 	if (cfg_apply_limits(&f->cfg->limits, f->policy, true, &e) < 0)
 		return cli_fail("%s", e.msg);
@@ -288,10 +288,15 @@ int front_run(struct front *f)
 				   .stdout_live_fd = 1,
 				   .stderr_live_fd = 2,
 				   .stop_fd = stop_fd};
-	al_cleanup_stale();
 	if (f->stdin_null || fcntl(0, F_GETFD) < 0)
 		so.stdin_fd = -1;
-	bool ok = al_job_spawn(f->policy, &so, &job, &e) == 0 && al_job_wait(job, &v, &e) == 0 && v;
+	bool ok = al_job_spawn(f->policy, &so, &job, &e) == 0;
+	/* Leftovers of dead supervisors are swept while the sandbox's init builds its root: this
+	 * process would only wait then, and the sweep (a read of /tmp and of the cgroup
+	 * hierarchies, 0.28 M instructions and a getdents of every /tmp entry) left the start's
+	 * critical path. Ours are alive, so never taken for stale. */
+	al_cleanup_stale();
+	ok = ok && al_job_wait(job, &v, &e) == 0 && v;
 	/* Nothing of the job is left (processes, cgroups, directories) before anything is printed:
 	 * a reader that never takes the verdict cannot hold them. */
 	al_job_free(job);

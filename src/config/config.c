@@ -169,9 +169,29 @@ static const char *detail(const struct al_error *e, const char *prefix)
 	return *s == ' ' ? s + 1 : s;
 }
 
+/* Appends n bytes of s at *o, never past end. */
+static void put(char **o, const char *end, const char *s, size_t n)
+{
+	size_t room = (size_t)(end - *o);
+	n = n < room ? n : room;
+	memcpy(*o, s, n);
+	*o += n;
+}
+
+/* snprintf(out, PATH_BUF, "%s%s%.64s%s", ...) by hand: every key of every document passes here,
+ * and the formatted join was 0.1 M of the 1.5 M instructions of `airlock run -- /bin/true`. */
 void conv_join(char *out, const char *path, const char *key)
 {
-	snprintf(out, PATH_BUF, "%s%s%.64s%s", path, *path ? "." : "", key, strlen(key) > 64 ? "..." : "");
+	char *o = out;
+	const char *end = out + PATH_BUF - 1;
+	size_t kl = strlen(key);
+	put(&o, end, path, strlen(path));
+	if (*path)
+		put(&o, end, ".", 1);
+	put(&o, end, key, kl > 64 ? 64 : kl);
+	if (kl > 64)
+		put(&o, end, "...", 3);
+	*o = '\0';
 }
 
 static const char *kind_name(const struct cfg_node *n)
@@ -728,20 +748,34 @@ static int default_limits(struct cfg_limits *l)
 }
 
 /* The file buf (name NULL: none) merged over the defaults, converted. */
-static int load(const char *buf, size_t len, const char *name, struct cfg **out, struct al_error *err)
+/* Parses one document and merges it over tree. */
+static int merge_doc(struct cfg_node *tree, const char *buf, size_t len, const char *name, struct al_error *err)
 {
-	struct cfg_node *tree = NULL, *file = NULL;
-	struct cfg *cfg = NULL;
-	int r = parse_checked(cfg_default_yaml, strlen(cfg_default_yaml), CFG_DEFAULTS_NAME, &tree, err);
-	if (r == 0 && name && (r = parse_checked(buf, len, name, &file, err)) == 0 &&
-	    (r = cfg_node_merge(tree, file)) < 0)
+	struct cfg_node *doc = NULL;
+	int r = parse_checked(buf, len, name, &doc, err);
+	if (r == 0 && (r = cfg_node_merge(tree, doc)) < 0)
 		al_err(err, -r, "out of memory");
+	return r;
+}
+
+/* The defaults, the service's part unless job_only and there is no file, then the file if any. */
+static int load(const char *buf, size_t len, const char *name, bool job_only, struct cfg **out, struct al_error *err)
+{
+	struct cfg_node *tree = NULL;
+	struct cfg *cfg = NULL;
+	job_only = job_only && !name;
+	int r = parse_checked(cfg_default_yaml, strlen(cfg_default_yaml), CFG_DEFAULTS_NAME, &tree, err);
+	if (r == 0 && !job_only)
+		r = merge_doc(tree, cfg_default_service_yaml, strlen(cfg_default_service_yaml), CFG_DEFAULTS_NAME, err);
+	if (r == 0 && name)
+		r = merge_doc(tree, buf, len, name, err);
 	if (r < 0)
 		goto out;
 	if (!(cfg = calloc(1, sizeof(*cfg))) || (name && !(cfg->source = strdup(name)))) {
 		r = al_err(err, ENOMEM, "out of memory");
 		goto out;
 	}
+	cfg->job_only = job_only;
 	r = convert(tree, cfg, err);
 	if (r == 0 && default_limits(&cfg->limits) < 0)
 		r = al_err(err, ENOMEM, "out of memory");
@@ -757,12 +791,12 @@ out:
 
 int cfg_load_defaults(struct cfg **out, struct al_error *err)
 {
-	return load(NULL, 0, NULL, out, err);
+	return load(NULL, 0, NULL, false, out, err);
 }
 
 int cfg_load_buffer(const char *buf, size_t len, const char *name, struct cfg **out, struct al_error *err)
 {
-	return load(buf, len, name ? name : "<config>", out, err);
+	return load(buf, len, name ? name : "<config>", false, out, err);
 }
 
 static int check_entry(const struct stat *st, uid_t trusted, bool sticky_ok, const char *what, const char *path,
@@ -859,7 +893,7 @@ int cfg_load_file(const char *path, struct cfg **out, struct al_error *err)
 	cleanup_free char *buf = NULL;
 	size_t len = 0;
 	int r = read_file(path, &buf, &len, err);
-	return r < 0 ? r : load(buf, len, path, out, err);
+	return r < 0 ? r : load(buf, len, path, false, out, err);
 }
 
 /* Is there a file at path? A missing one, or one in a directory this caller may not search
@@ -909,7 +943,7 @@ int cfg_lookup(bool privileged, char **path, struct al_error *err)
 	return r;
 }
 
-int cfg_load(const char *path, struct cfg **out, struct al_error *err)
+static int load_effective(const char *path, bool job_only, struct cfg **out, struct al_error *err)
 {
 	if (path)
 		return cfg_load_file(path, out, err);
@@ -917,7 +951,17 @@ int cfg_load(const char *path, struct cfg **out, struct al_error *err)
 	int r = cfg_lookup(geteuid() == 0, &found, err);
 	if (r < 0)
 		return r;
-	return found ? cfg_load_file(found, out, err) : cfg_load_defaults(out, err);
+	return found ? cfg_load_file(found, out, err) : load(NULL, 0, NULL, job_only, out, err);
+}
+
+int cfg_load(const char *path, struct cfg **out, struct al_error *err)
+{
+	return load_effective(path, false, out, err);
+}
+
+int cfg_load_job(const char *path, struct cfg **out, struct al_error *err)
+{
+	return load_effective(path, true, out, err);
 }
 
 int cfg_apply_limits(const struct cfg_limits *l, struct al_policy *p, bool as_defaults, struct al_error *err)

@@ -38,8 +38,10 @@
 /* The name errors give the embedded defaults. */
 #define CFG_DEFAULTS_NAME "<defaults>"
 
-/* The embedded defaults, a YAML document parsed by the same code as any file. */
+/* The embedded defaults, YAML documents parsed by the same code as any file: what every caller
+ * reads, and the service's sections (rules, approval, audit, server), merged over it. */
 extern const char cfg_default_yaml[];
+extern const char cfg_default_service_yaml[];
 
 /* The keys of a limits block, in the order they are dumped. Each is the option of that name
  * in the option table (cfg_limit_option): one name, one parser, one doc line. */
@@ -239,6 +241,9 @@ struct cfg_server {
 
 struct cfg {
 	char *source; /* the file merged over the defaults ("-" read as "<stdin>"), or NULL */
+	/* cfg_load_job without a file: the service's sections were not loaded (no rules, approval,
+	 * audit or server): never a configuration to classify or serve requests with. */
+	bool job_only;
 	struct cfg_limits limits;
 	struct cfg_registry *registries;
 	size_t nregistries;
@@ -266,6 +271,10 @@ int cfg_load_file(const char *path, struct cfg **out, struct al_error *err);
 int cfg_read_fd(int fd, const char *name, char **buf, size_t *len, struct al_error *err);
 /* The effective configuration: path (--config, must exist) if not NULL, else the lookup. */
 int cfg_load(const char *path, struct cfg **out, struct al_error *err);
+/* The same for a one-shot job (run, exec), which reads limits, network, profiles and languages
+ * only: with no file, the defaults' service sections are skipped (cfg->job_only). A file is
+ * loaded and checked whole, as by cfg_load: an error anywhere in it is still refused. */
+int cfg_load_job(const char *path, struct cfg **out, struct al_error *err);
 /* Which file the lookup finds: *path is malloc'd, or NULL when there is none (defaults only).
  * privileged: root, who never reads a per-user file. */
 int cfg_lookup(bool privileged, char **path, struct al_error *err);

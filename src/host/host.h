@@ -72,7 +72,8 @@ void host_cg_choose(struct host_cgroups *cg);
 bool host_cg_list_has(const char *list, const char *name);
 
 /* All of the above against /proc/self, plus reading cgroup.controllers and checking
- * write access. Reads only; creates nothing. */
+ * write access. Reads only; creates nothing. Fills all of *cg (zeroed first): callers need
+ * not clear it (80 KiB, and clearing it twice was 82 K instructions of every start). */
 int host_cg_detect(struct host_cgroups *cg, struct al_error *err);
 
 /* ---- other pure parsers ---------------------------------------------------------- */

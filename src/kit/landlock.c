@@ -166,21 +166,28 @@ static int add_path_rule(int ruleset, const struct ll_path *p, int abi, uint64_t
 	return fd < 0 ? fd : add_fd_rule(ruleset, fd, p, abi, handled);
 }
 
-/* A read-write rule on the root of this IPC namespace's mqueue filesystem. A detached mount
- * of it (fsopen/fsmount: nothing appears in the sandbox's tree) has the same superblock, so
- * the same root inode, as the namespace's internal mount that mq_open uses: Landlock's rule
- * binds to that inode and covers every queue. Safe: the namespace is the sandbox's own, its
- * queues are the job's, and mqueue holds nothing else. */
-static void add_mqueue_rule(int ruleset, int abi, uint64_t handled)
+int ll_mqueue_mount(void)
 {
 	int fs = (int)syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC);
 	if (fs < 0)
-		return;
+		return -errno;
 	int mnt = -1;
 	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
 		mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
 				   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	int e = errno;
 	close(fs);
+	return mnt < 0 ? -e : mnt;
+}
+
+/* A read-write rule on the root of this IPC namespace's mqueue filesystem. A mount of it
+ * (ll_mqueue_mount: nothing appears in the sandbox's tree) has the same superblock, so the
+ * same root inode, as the namespace's internal mount that mq_open uses: Landlock's rule binds
+ * to that inode and covers every queue. Safe: the namespace is the sandbox's own, its queues
+ * are the job's, and mqueue holds nothing else. mq_fd < 0: make (and drop) a mount here. */
+static void add_mqueue_rule(int ruleset, int mq_fd, int abi, uint64_t handled)
+{
+	int mnt = mq_fd >= 0 ? (int)fcntl(mq_fd, F_DUPFD_CLOEXEC, 0) : ll_mqueue_mount();
 	if (mnt < 0)
 		return;
 	static const struct ll_path mq = {"mqueue", true, true};
@@ -188,6 +195,11 @@ static void add_mqueue_rule(int ruleset, int abi, uint64_t handled)
 }
 
 int ll_build(const struct ll_spec *spec, struct ll_result *res)
+{
+	return ll_build_mq(spec, -1, res);
+}
+
+int ll_build_mq(const struct ll_spec *spec, int mq_fd, struct ll_result *res)
 {
 	struct ll_result dummy;
 	if (!res)
@@ -243,7 +255,7 @@ int ll_build(const struct ll_spec *spec, struct ll_result *res)
 		}
 	}
 	if (spec->mqueue)
-		add_mqueue_rule(rs, abi, handled);
+		add_mqueue_rule(rs, mq_fd, abi, handled);
 	for (size_t i = 0; attr.handled_access_net && i < spec->ntcp_connect_ports; i++) {
 		struct ll_net_port_attr na = {.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP,
 					      .port = spec->tcp_connect_ports[i]};

@@ -63,6 +63,14 @@ int ll_abi(void);
  * is fatal. ABI < 4 ignores deny_tcp and ABI < 6 ignores scope: res->net / res->scoped
  * say what was really applied, and a caller that requires them must refuse. */
 int ll_build(const struct ll_spec *spec, struct ll_result *res);
+/* The same, given a mount of the IPC namespace's mqueue filesystem for spec->mqueue (see
+ * ll_mqueue_mount; not closed here); mq_fd < 0: ll_build's own detached one. */
+int ll_build_mq(const struct ll_spec *spec, int mq_fd, struct ll_result *res);
+/* init: a detached mount (fsopen/fsmount) of its IPC namespace's mqueue filesystem, or -errno.
+ * Closing it while still detached unmounts it, and every unmount waits for an RCU grace
+ * period (namespace_unlock): init attaches it under the old root instead (mnt_enter_root),
+ * so it goes with the old root's detach, in the same wait. */
+int ll_mqueue_mount(void);
 /* payload, after no_new_privs: enforce the ruleset on itself, then close it. */
 int ll_restrict(int ruleset_fd);
 

@@ -141,11 +141,18 @@ void mnt_close_sources(struct fs_plan *plan)
 	}
 }
 
-int mnt_enter_root(const char *staging, struct mnt_fail *f)
+int mnt_enter_root(const char *staging, int under_fd, struct mnt_fail *f)
 {
 	/* Nothing we mount may propagate back to the host, and pivot_root needs private mounts. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return fail(f, NS_PROPAGATION, errno, "/");
+	/* A detached mount the caller keeps only for its descriptor goes beneath the new root, into
+	 * the old root's tree: the old root's detach (mnt_pivot) takes it along, in the same RCU
+	 * grace period, where closing it detached would wait for one of its own (0.1-3 ms here).
+	 * Private propagation: it never appears outside this namespace. Best effort: left detached,
+	 * it only costs that wait. */
+	if (under_fd >= 0)
+		(void)move_mount(under_fd, "", AT_FDCWD, staging, MOVE_MOUNT_F_EMPTY_PATH);
 	if (mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
 		return fail(f, NS_ROOT_TMPFS, errno, staging);
 	if (chdir(staging) < 0)

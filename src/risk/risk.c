@@ -168,6 +168,8 @@ static void undecided(const struct cfg *c, const struct cfg_rule *rule, struct r
 int risk_classify(const struct cfg *c, const char *tool, const json_t *args, struct risk_decision *out,
 		  struct al_error *err)
 {
+	if (c->job_only) /* no rules loaded: classifying with none would decide by omission */
+		return al_err(err, EINVAL, "risk: the configuration was loaded without its rules (cfg_load_job)");
 	struct matcher m = {0};
 	int r = FAILS;
 	size_t i = 0;

@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "config/yaml.h"
 #include "policy/policy.h"
+#include "risk/risk.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 
@@ -695,6 +696,26 @@ static void test_lookup(void **state)
 	/* Nothing anywhere: defaults only. */
 	assert_int_equal(cfg_lookup(false, &path, &err), 0);
 	assert_null(path);
+	/* A job's load skips the service's sections, keeps everything a job reads, and cannot be
+	 * used to classify a request (no rules would decide by omission). */
+	struct cfg *all = NULL, *job = NULL;
+	assert_int_equal(cfg_load(NULL, &all, &err), 0);
+	assert_int_equal(cfg_load_job(NULL, &job, &err), 0);
+	assert_false(all->job_only);
+	assert_true(job->job_only);
+	assert_true(all->nrules > 0);
+	assert_int_equal(job->nrules, 0);
+	assert_int_equal(job->nprofiles, all->nprofiles);
+	assert_int_equal(job->nlanguages, all->nlanguages);
+	assert_int_equal(job->nregistries, all->nregistries);
+	for (size_t i = 0; i < CFG_LIM__COUNT; i++)
+		assert_true(job->limits.text[i] == all->limits.text[i] ||
+			    strcmp(job->limits.text[i], all->limits.text[i]) == 0);
+	struct risk_decision d;
+	assert_int_equal(risk_classify(all, "code_execute", NULL, &d, &err), 0);
+	assert_int_equal(risk_classify(job, "code_execute", NULL, &d, &err), -EINVAL);
+	cfg_free(all);
+	cfg_free(job);
 	/* The user's file, for users only. */
 	mkpath(xdg, "airlock", xdg_airlock);
 	snprintf(file, sizeof(file), "%s/config.yaml", xdg_airlock);
@@ -738,6 +759,11 @@ static void test_lookup(void **state)
 	write_file(file, "version: 1\nlimits: {time: soon}\n", 0644);
 	assert_int_equal(cfg_load(NULL, &c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "config.yaml:2:16: limits.time: invalid duration 'soon'"));
+	/* A job's load checks a file whole: a broken rule is refused even where no rule is used. */
+	write_file(file, "version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a('}]}\n",
+		   0644);
+	assert_int_equal(cfg_load_job(NULL, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "invalid regex"));
 	/* Not a regular file. */
 	assert_int_equal(cfg_load(etc, &c, &err), -EINVAL);
 	unlink(file);

@@ -47,13 +47,14 @@ static void close_inherited(const struct nat_child *c)
 		nat_die(c, NS_STDIO, errno, "close_range");
 }
 
-/* The payload's Landlock ruleset, built by init once the sandbox's paths exist. */
-static void build_landlock(struct nat_child *c)
+/* The payload's Landlock ruleset, built by init once the sandbox's paths exist; mq_fd (or -1)
+ * is the IPC namespace's mqueue mount for its rule (see build_root). */
+static void build_landlock(struct nat_child *c, int mq_fd)
 {
 	if (!c->landlock)
 		return;
 	struct ll_result res;
-	int fd = ll_build(c->landlock, &res);
+	int fd = ll_build_mq(c->landlock, mq_fd, &res);
 	if (fd < 0)
 		nat_die(c, NS_LANDLOCK, -fd, res.failed_path ? res.failed_path : "ruleset");
 	c->landlock_fd = fd;
@@ -74,7 +75,10 @@ static void start_proxy_socket(struct nat_child *c)
 static void build_root(struct nat_child *c)
 {
 	struct mnt_fail f = {0};
-	int rootfd = mnt_enter_root(c->staging, &f);
+	/* The mqueue mount for Landlock's rule is made before the root and goes with the old root
+	 * (mnt_enter_root): one RCU grace period fewer on the way to the payload. */
+	int mq = c->landlock && c->landlock->mqueue ? ll_mqueue_mount() : -1;
+	int rootfd = mnt_enter_root(c->staging, mq, &f);
 	if (rootfd < 0 || mnt_apply(c->plan, rootfd, &f) < 0)
 		nat_die(c, f.stage, f.err, f.what);
 	close(rootfd);
@@ -90,7 +94,9 @@ static void build_root(struct nat_child *c)
 	if (c->proxy_sock >= 0)
 		start_proxy_socket(c);
 	mnt_close_sources(c->plan);
-	build_landlock(c);
+	build_landlock(c, mq);
+	if (mq >= 0)
+		close(mq);
 }
 
 /* Forks the payload; init keeps only the status pipe (the output pipes are the payload's). */
@@ -286,7 +292,7 @@ _Noreturn void nat_fallback_main(struct nat_child *c)
 	if (read(c->sync_fd, &go, 1) != 1)
 		_exit(CHILD_FAIL_EXIT);
 	close(c->sync_fd);
-	build_landlock(c);
+	build_landlock(c, -1);
 	pid_t pid = start_payload(c);
 	for (;;) {
 		if (sigwaitinfo(&set, NULL) == SIGTERM) {
