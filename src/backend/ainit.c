@@ -92,7 +92,7 @@ struct init_args {
 	struct ll_spec spec;
 	struct ll_path rules[AI_MAX_LANDLOCK];
 	bool exec;
-	int record; /* --record FD, else -1 */
+	int record;   /* --record FD, else -1 */
 	char **files; /* nfiles triples SRC DEST MODE */
 	size_t nfiles;
 	char **cmd;
@@ -268,7 +268,7 @@ static _Noreturn void exec_fail(const struct init_args *a, int kind, const char 
 /* --exec: files, the ruleset, rlimits, Landlock, then the payload in place of the init. */
 static _Noreturn void exec_main(const struct init_args *a)
 {
-	/* The record's descriptor never reaches the payload (nor a file copy's failure path). */
+	/* The record's descriptor never reaches the payload: close-on-exec before anything else. */
 	if (a->record >= 0 && fcntl(a->record, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(AI_FAIL);
 	for (size_t i = 0; i < a->nfiles; i++) {
@@ -450,8 +450,7 @@ size_t ai_rlimits(const uint64_t *limits, struct ai_rlimit out[AI_MAX_RLIMITS])
 	return n;
 }
 
-int ai_landlock(const struct al_policy *p, struct ll_spec *spec, struct ll_path **paths, int *abi,
-		struct al_error *err)
+int ai_landlock(const struct al_policy *p, struct ll_spec *spec, struct ll_path **paths, int *abi, struct al_error *err)
 {
 	int v = ll_abi();
 	*abi = 0;

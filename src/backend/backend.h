@@ -23,11 +23,11 @@ struct be_io {
 
 struct be_proc {
 	pid_t pid;
-	int pidfd;	      /* exits when the whole sandbox is gone */
-	int status_fd;	      /* read end of the nat_record channel; EOF once the sandbox is gone */
-	char *enforced_json;  /* malloc'd JSON object: each protection actually applied */
-	const char *backend;  /* static name */
-	bool seccomp_kills;   /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
+	int pidfd;	     /* exits when the whole sandbox is gone */
+	int status_fd;	     /* read end of the nat_record channel; EOF once the sandbox is gone */
+	char *enforced_json; /* malloc'd JSON object: each protection actually applied */
+	const char *backend; /* static name */
+	bool seccomp_kills;  /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
 	/* The job cgroup's pids.max counts the runtime's host tasks (gVisor's Sentry and gofer threads,
 	 * its ptrace stubs), not the payload's processes, which live in the runtime's own kernel: the
 	 * verdict's cgroup says "pids": false and "pids_host_tasks" instead. */

@@ -71,7 +71,7 @@ struct bw_spawn {
 	int ll_abi;
 	int sync_p[2], status_p[2], json_p[2], err_p[2];
 	int rec_p[2]; /* airlock-init's failure record → monitor (the write end is one of data) */
-	int px_p[2]; /* the egress proxy's socket, monitor's bwrap process → supervisor */
+	int px_p[2];  /* the egress proxy's socket, monitor's bwrap process → supervisor */
 };
 
 static void bw_spawn_free(struct bw_spawn *s)
@@ -316,9 +316,13 @@ int be_bwrap_spawn(const struct al_policy *p, const struct pol_plan *pl, const s
 	if (access(BW_PATH, X_OK) < 0)
 		return al_err(err, ENOENT, "the bwrap backend needs " BW_PATH " (Debian package bubblewrap): %s",
 			      strerror(errno));
-	struct bw_spawn s = {
-		.sync_p = {-1, -1}, .status_p = {-1, -1}, .json_p = {-1, -1}, .err_p = {-1, -1}, .px_p = {-1, -1},
-		.rec_p = {-1, -1}, .init_bin = -1};
+	struct bw_spawn s = {.sync_p = {-1, -1},
+			     .status_p = {-1, -1},
+			     .json_p = {-1, -1},
+			     .err_p = {-1, -1},
+			     .px_p = {-1, -1},
+			     .rec_p = {-1, -1},
+			     .init_bin = -1};
 	s.plan.sendfd_sock = -1;
 	struct bw_child c;
 	pid_t pid;

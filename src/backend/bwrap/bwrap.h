@@ -26,10 +26,10 @@ struct bw_argv {
 
 /* Descriptors the parent made for bwrap, already numbered as bwrap will see them. */
 struct bw_fds {
-	const int *file_fds; /* per plan op: the memfd holding an FS_FILE's text, else -1 */
-	int seccomp;	     /* the BPF program (--seccomp), or -1 for profile "off" */
-	int json;	     /* --json-status-fd */
-	int init_bin;	     /* an O_PATH descriptor of the airlock binary, bound at AI_PATH */
+	const int *file_fds;	    /* per plan op: the memfd holding an FS_FILE's text, else -1 */
+	int seccomp;		    /* the BPF program (--seccomp), or -1 for profile "off" */
+	int json;		    /* --json-status-fd */
+	int init_bin;		    /* an O_PATH descriptor of the airlock binary, bound at AI_PATH */
 	const struct ai_opts *init; /* airlock-init's options (ainit.h): bwrap's command */
 	bool mqueue;		    /* the IPC namespace's mqueue at /dev/mqueue (the ruleset's rule) */
 };
@@ -71,9 +71,9 @@ void bw_classify(const char *msg, enum nat_stage *stage, int *err);
 struct bw_child {
 	char *const *argv; /* bwrap's */
 	const char *cmd;   /* the payload's argv[0], for messages */
-	int sync_fd;   /* read end: one byte once the job's cgroup holds us */
-	int status_fd; /* write end: nat_record to the supervisor */
-	int stdin_fd;  /* -1: /dev/null */
+	int sync_fd;	   /* read end: one byte once the job's cgroup holds us */
+	int status_fd;	   /* write end: nat_record to the supervisor */
+	int stdin_fd;	   /* -1: /dev/null */
 	int stdout_fd;
 	int stderr_fd;	     /* where bwrap's stderr is relayed to */
 	int json_r, json_w;  /* --json-status-fd */

@@ -422,8 +422,7 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 	/* airlock-init: the binary read-only, never setuid; a file mount point on the rootfs. With
 	 * init_exec, the bundle's files beside it, read-only: the init copies from there. */
 	if (mounts && o->init_src &&
-	    (bind_mount(mounts, AI_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) <
-		     0 ||
+	    (bind_mount(mounts, AI_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0 ||
 	     (o->init_exec && (!o->files_dir || bind_mount(mounts, OCI_FILES_PATH, o->files_dir,
 							   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 								   MOUNT_ATTR_NOEXEC) < 0))))
