@@ -280,7 +280,8 @@ esc_sentry_answers() {
 #                 attempt on it stays judged;
 #   same-domain   (bwrap) bwrap's pid 1: the payload's uid, no capability, the same seccomp
 #                 filter and no_new_privs, so writing its memory or its oom_score_adj gains
-#                 nothing the payload does not hold already;
+#                 nothing the payload does not hold already (and with airlock-init's Landlock
+#                 ruleset the payload cannot reach it at all: ptrace.sh);
 #   self          (oci, gvisor) the payload is pid 1: "attacks on init" are on itself.
 #                 (oci with airlock-init as the container's pid 1: airlock-init, judged strictly.)
 esc_init_domain() {
@@ -305,7 +306,7 @@ esc_init_domain() {
 		echo same-domain
 		;;
 	oci | gvisor)
-		# The payload is the container's pid 1, or runs under airlock-init (oci's ociinit), which
+		# The payload is the container's pid 1, or runs under airlock-init (backend/ainit.c), which
 		# is then judged as native's is.
 		if [ "$self" = 1 ]; then
 			echo self
