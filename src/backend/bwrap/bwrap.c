@@ -10,14 +10,18 @@
  *     ▼
  *   monitor (this backend's be_proc.pid: what the supervisor waits for and kills)
  *     │  a child subreaper in the job's cgroup; waits for the cgroup attach (v1), forks:
- *     ├─▶ bwrap: rlimits; for the egress proxy (--net allow=, brokers) a network namespace of
- *     │    airlock's making with lo up, whose listening socket goes to the supervisor (bwrap
+ *     ├─▶ bwrap: RLIMIT_CORE 0; for the egress proxy (--net allow=, brokers) a network namespace
+ *     │    of airlock's making with lo up, whose listening socket goes to the supervisor (bwrap
  *     │    offers no way into the namespace it would make); as root, uid/gid id_base+1000 with
  *     │    no groups (so the sandbox user is never host root); no_new_privs; dies with the
  *     │    monitor; execve(/usr/bin/bwrap) with an empty environment. bwrap makes the user, pid,
  *     │    mount, ipc, uts, cgroup and (but for --net host and the proxy's) network namespaces,
- *     │    builds the root, and starts the payload under its own pid 1 with --die-with-parent,
- *     │    --new-session, no capabilities and our seccomp filter.
+ *     │    builds the root, and starts its command under its own pid 1 with --die-with-parent,
+ *     │    --new-session, no capabilities and our seccomp filter. Its command is airlock-init
+ *     │    (backend/ainit.c: the airlock binary, bound read-only from a descriptor), which
+ *     │    builds the native Landlock ruleset, sets the job's rlimits, restricts itself and
+ *     │    execs the payload in its place (bwrap's pid 2); a failure before that exec is one
+ *     │    record on the init's pipe.
  *     │  relays bwrap's stderr (the payload's too) to the job's stderr pipe, remembering
  *     │  bwrap's own "bwrap: ..." messages; reads --json-status-fd for the exit code;
  *     │  reaps bwrap and then the sandbox's pid 1, which it inherits as subreaper once bwrap
@@ -25,7 +29,7 @@
  *     │  sends one nat_record (the payload's wait status, or why it never ran) and exits.
  *
  * Pipes: sync (supervisor → monitor), status (monitor → supervisor: nat_record), json (bwrap's
- * monitor → our monitor), err (bwrap and payload stderr → monitor → the job's stderr pipe),
+ * monitor → our monitor), rec (airlock-init → monitor: a failure before the payload's exec), err (bwrap and payload stderr → monitor → the job's stderr pipe),
  * stdout (payload → supervisor, directly), proxy (a socket pair: the listening socket, from
  * bwrap's process before its exec → supervisor). The monitor exits only once everything it
  * started is reaped, so its pidfd reporting the exit means the sandbox is gone. On the
