@@ -1,4 +1,4 @@
-/* ainit.c — airlock-init (ainit.h): the payload's last steps inside crun's, runsc's or bwrap's boundary, and what the backends need to start it.
+/* ainit.c — airlock-init (ainit.h): the payload's last steps inside crun, runsc or bwrap, and the backends' side of it.
  *
  * Why a pid 1 of our own under crun: the first process of a pid namespace is its init, and the
  * kernel drops every signal that init has no handler for when it comes from inside the namespace —

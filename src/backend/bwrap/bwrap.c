@@ -29,13 +29,14 @@
  *     │  sends one nat_record (the payload's wait status, or why it never ran) and exits.
  *
  * Pipes: sync (supervisor → monitor), status (monitor → supervisor: nat_record), json (bwrap's
- * monitor → our monitor), rec (airlock-init → monitor: a failure before the payload's exec), err (bwrap and payload stderr → monitor → the job's stderr pipe),
- * stdout (payload → supervisor, directly), proxy (a socket pair: the listening socket, from
- * bwrap's process before its exec → supervisor). The monitor exits only once everything it
- * started is reaped, so its pidfd reporting the exit means the sandbox is gone. On the
- * deadline or a stop the supervisor sends SIGTERM to the monitor (also its parent-death signal)
- * and kills the job's cgroup; the monitor kills bwrap and, as subreaper, whatever bwrap orphans
- * (its pid 1, when bwrap had not yet armed --die-with-parent), so no cgroup is needed for it.
+ * monitor → our monitor), rec (airlock-init → monitor: a failure before the payload's exec), err
+ * (bwrap and payload stderr → monitor → the job's stderr pipe), stdout (payload → supervisor,
+ * directly), proxy (a socket pair: the listening socket, from bwrap's process before its exec →
+ * supervisor). The monitor exits only once everything it started is reaped, so its pidfd reporting
+ * the exit means the sandbox is gone. On the deadline or a stop the supervisor sends SIGTERM to the
+ * monitor (also its parent-death signal) and kills the job's cgroup; the monitor kills bwrap and,
+ * as subreaper, whatever bwrap orphans (its pid 1, when bwrap had not yet armed --die-with-parent),
+ * so no cgroup is needed for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -214,7 +215,8 @@ static int start(const struct bw_child *c, const struct be_io *io, struct bw_spa
 
 /* bwrap's pid 1 in the sandbox is bwrap itself, so bwrap's command line is the job's
  * /proc/1/cmdline: the options (the host paths of the binds, the --setenv values) go to bwrap
- * through --args FD, and only "bwrap --args FD -- CMD ARG..." stays visible inside. */
+ * through --args FD, and only "bwrap --args FD -- AIRLOCK-INIT... -- CMD ARG..." stays visible
+ * inside (airlock-init's options name paths inside the sandbox only). */
 static int hide_options(struct bw_spawn *s, struct al_error *err)
 {
 	struct bw_argv *a = &s->argv;
