@@ -800,6 +800,23 @@ al_wait_marker_gone() {
 # al_host_uid PID: real uid of a host process (first field of its Uid: line).
 al_host_uid() { awk '/^Uid:/ { print $2 }' "/proc/$1/status"; }
 
+# al_kernel_at_least MAJOR MINOR: whether the running kernel is that version or later.
+al_kernel_at_least() {
+	local r major minor
+	r=$(uname -r)
+	major=${r%%.*}
+	minor=${r#*.}
+	minor=${minor%%[!0-9]*}
+	((major > $1 || (major == $1 && minor >= $2)))
+}
+
+# al_oci_end STATUS EXIT_CODE SIGNAL: the end airlock-runc's verdict gives a container whose
+# init its reaper reaped before delete: the one given where the kernel keeps a reaped process's
+# exit status for a pidfd (Linux 6.15), else none ("stopped null null", exit_unknown says why).
+al_oci_end() {
+	if al_kernel_at_least 6 15; then echo "$*"; else echo "stopped null null"; fi
+}
+
 # al_http_host DIR [TLS]: a test HTTP server on the host's loopback answering "hello <path>" to
 # every GET, each path served appended to DIR/access.log; with TLS, a second one speaking HTTPS
 # with DIR/srv.pem and DIR/srv.key. Sets AL_HTTP_PORT (and AL_TLS_PORT).

@@ -96,7 +96,10 @@ int cg_parse_memory_events(const char *text, uint64_t *oom_kills);
 int cg_parse_oom_control(const char *text, uint64_t *oom_kills);
 /* pids.events (v1 and v2): whether "max" is non-zero. */
 int cg_parse_pids_events(const char *text, bool *hit);
-/* /proc/<pid>/stat: field 22, the start time in clock ticks after boot (comm may hold spaces and ')'). */
+/* /proc/<pid>/stat: field number field (1-based, 3 or later), an unsigned decimal (comm may hold
+ * spaces and ')'). */
+int cg_parse_proc_field(const char *text, int field, uint64_t *value);
+/* /proc/<pid>/stat: field 22, the start time in clock ticks after boot. */
 int cg_parse_proc_start(const char *text, uint64_t *start_ticks);
 /* Could a process that started start_ticks after boot (boot at btime) have created a cgroup at
  * created (seconds since the epoch)? 2 s of slack cover btime's whole-second resolution. */

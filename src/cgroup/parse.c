@@ -150,14 +150,14 @@ int cg_parse_pids_events(const char *text, bool *hit)
 }
 
 /* "pid (comm) state ppid ...": comm is free text, so fields are counted after its last ')'. */
-int cg_parse_proc_start(const char *text, uint64_t *start_ticks)
+int cg_parse_proc_field(const char *text, int field, uint64_t *value)
 {
 	const char *p = strrchr(text, ')');
-	if (!p)
+	if (!p || field < 3)
 		return -EINVAL;
 	p++;
-	/* After ')' comes field 3 (state); field 22 is 19 more fields along. */
-	for (int field = 2; field < 21; field++) {
+	/* After ')' and a space comes field 3 (state); each space further is one field along. */
+	for (int f = 3; f < field; f++) {
 		p = strchr(p + 1, ' ');
 		if (!p)
 			return -EINVAL;
@@ -167,8 +167,13 @@ int cg_parse_proc_start(const char *text, uint64_t *start_ticks)
 	unsigned long long v = strtoull(p + 1, &end, 10);
 	if (errno || end == p + 1 || (*end != ' ' && *end != '\n' && *end != '\0'))
 		return -EINVAL;
-	*start_ticks = v;
+	*value = v;
 	return 0;
+}
+
+int cg_parse_proc_start(const char *text, uint64_t *start_ticks)
+{
+	return cg_parse_proc_field(text, 22, start_ticks);
 }
 
 bool cg_started_before(uint64_t start_ticks, long ticks_per_s, int64_t btime, int64_t created)

@@ -17,6 +17,9 @@
 
 /* An open store. Layout beneath path:
  *   sha256/<hex>/rootfs/   the image's tree, read-only (write bits stripped, never set-id)
+ *   sha256/<hex>/etc.1/    its /etc as sandboxes show it (etc.c): hard links of rootfs/etc's files,
+ *                          airlock's own names (img_etc_own) symlinks into IMG_ETC_OWN; made with the
+ *                          content, or once on first use for content stored before it existed
  *   sha256/<hex>/image.json  what import or build recorded: name, digest, size, config defaults
  *   sha256/<hex>/lock      a sandbox holds LOCK_SH on it; rm and gc need LOCK_EX (never wait)
  *   names/<NAME>           a symlink to ../sha256/<hex>
@@ -83,11 +86,23 @@ int img_remove(struct img_store *s, const char *name, struct al_error *err);
 /* Removes unnamed, unused content and leftovers of interrupted imports; *freed counts them. */
 int img_gc(struct img_store *s, unsigned *freed, struct al_error *err);
 
+/* The prepared /etc's name beside rootfs/ (a new version when img_etc_own changes, so content
+ * prepared by an older airlock is prepared again on first use). */
+#define IMG_ETC_DIR "etc.1"
+/* Where a sandbox on an image holds airlock's own /etc files: a directory of its root, which the
+ * prepared /etc's symlinks of those names point into. */
+#define IMG_ETC_OWN "/.airlock-etc"
+/* airlock's own /etc files (NULL-terminated): passwd, group, hosts, hostname, nsswitch.conf,
+ * resolv.conf. In an image's prepared /etc each is a symlink to IMG_ETC_OWN/<name>. */
+extern const char *const img_etc_own[];
+bool img_etc_is_own(const char *name);
+
 /* An image opened for a sandbox: its lock is held (LOCK_SH) until img_ref_close. */
 struct img_ref {
 	char *name;
 	char digest[IMG_DIGEST_LEN];
 	char *rootfs;  /* absolute host path of the read-only tree */
+	char *etc;     /* absolute host path of its prepared /etc (IMG_ETC_DIR), bound at /etc */
 	char **env;    /* the config's Env, "NAME=VALUE", NULL-terminated (may be empty) */
 	char **argv;   /* the config's Entrypoint then Cmd, NULL-terminated (may be empty) */
 	char *workdir; /* the config's WorkingDir, or NULL */

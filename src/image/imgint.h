@@ -79,4 +79,10 @@ void store_stage_abort(struct store_stage *st);
 /* Total bytes of regular files beneath path (no symlink followed). */
 uint64_t store_tree_bytes(const char *path);
 
+/* ---- etc.c: the prepared /etc ---- */
+
+/* Makes parentfd/name the image's prepared /etc from the tree at rootfd (see etc.c); on failure
+ * it may leave a partial directory, which the caller's staging directory takes away. */
+int store_etc_prepare(int rootfd, int parentfd, const char *name, struct al_error *err);
+
 #endif

@@ -227,6 +227,11 @@ int store_stage_commit(struct img_store *s, struct store_stage *st, const char *
 	int r = write_file_at(st->fd, "image.json", meta);
 	if (r < 0)
 		return al_err_sys(err, -r, "image.json");
+	cleanup_close int rootfd = openat(st->fd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rootfd < 0)
+		return al_err_sys(err, errno, "the staged rootfs");
+	if ((r = store_etc_prepare(rootfd, st->fd, IMG_ETC_DIR, err)) < 0)
+		return r;
 	if (fchmodat(st->fd, "rootfs", 0555, 0) < 0)
 		return al_err_sys(err, errno, "make the root read-only");
 	snprintf(dst, sizeof(dst), "sha256/%s", digest + 7);
@@ -424,6 +429,42 @@ int img_gc(struct img_store *s, unsigned *freed, struct al_error *err)
 
 /* ---- opening for a sandbox ---- */
 
+/* The content's prepared /etc (etc.c), made now if content stored before it existed (or by an
+ * older airlock) lacks it. Called with the content's lock held (LOCK_SH), so rm and gc leave the
+ * content alone meanwhile. Built in a staging directory of its own (locked: gc leaves it alone)
+ * and renamed into place in one step, so no sandbox ever sees a half-made tree; when two starts
+ * race, the second rename fails (the directory is there) and its copy is dropped. */
+static int ensure_etc(struct img_store *s, const char *hex, struct al_error *err)
+{
+	char rel[96];
+	struct stat sb;
+	snprintf(rel, sizeof(rel), "sha256/%s/" IMG_ETC_DIR, hex);
+	if (fstatat(s->dirfd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode))
+		return 0;
+	snprintf(rel, sizeof(rel), "sha256/%s/rootfs", hex);
+	cleanup_close int rootfd = openat(s->dirfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rootfd < 0)
+		return al_err_sys(err, errno, "sha256:%s: its rootfs", hex);
+	struct store_stage st;
+	int r = store_stage_begin(s, &st, err);
+	r = r ?: store_etc_prepare(rootfd, st.fd, IMG_ETC_DIR, err);
+	snprintf(rel, sizeof(rel), "sha256/%s/" IMG_ETC_DIR, hex);
+	/* rename(2) moves a directory only if it may write the directory's ".." entry: without
+	 * CAP_DAC_OVERRIDE the tree's top gets its owner's write bit for the move, and loses it after. */
+	if (r == 0 && (fstatat(st.fd, IMG_ETC_DIR, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		       fchmodat(st.fd, IMG_ETC_DIR, (sb.st_mode & 07777) | 0200, 0) < 0))
+		r = al_err_sys(err, errno, "sha256:%s: its prepared /etc", hex);
+	if (r == 0 && renameat(st.fd, IMG_ETC_DIR, s->dirfd, rel) == 0) {
+		if (fchmodat(s->dirfd, rel, sb.st_mode & 07777, 0) < 0)
+			r = al_err_sys(err, errno, "sha256:%s: its prepared /etc", hex);
+	} else if (r == 0 && errno != EEXIST && errno != ENOTEMPTY) {
+		r = al_err_sys(err, errno, "sha256:%s: storing its prepared /etc", hex);
+	}
+	if (st.fd >= 0)
+		store_stage_abort(&st);
+	return r;
+}
+
 /* Appends the strings of a JSON array to a NULL-terminated vector (*n entries so far). */
 static void add_strings(char **v, size_t *n, const json_t *arr)
 {
@@ -471,15 +512,18 @@ int img_open(struct img_store *s, const char *name, struct img_ref *ref, struct 
 		return al_err_sys(err, -ref->lock_fd, "image '%s': its lock", name);
 	cleanup_free char *meta = NULL;
 	r = resolve(s, name, hex, err) ?: read_meta(s, hex, &meta);
+	r = r ?: ensure_etc(s, hex, err);
 	if (r < 0) {
 		img_ref_close(ref);
 		return err && err->code ? r : al_err_sys(err, -r, "image '%s'", name);
 	}
 	snprintf(ref->digest, sizeof(ref->digest), "sha256:%s", hex);
 	ref->name = strdup(name);
-	r = asprintf(&ref->rootfs, "%s/sha256/%s/rootfs", s->path, hex);
-	if (r < 0 || !ref->name) {
+	if (asprintf(&ref->rootfs, "%s/sha256/%s/rootfs", s->path, hex) < 0)
 		ref->rootfs = NULL;
+	if (asprintf(&ref->etc, "%s/sha256/%s/" IMG_ETC_DIR, s->path, hex) < 0)
+		ref->etc = NULL;
+	if (!ref->rootfs || !ref->etc || !ref->name) {
 		img_ref_close(ref);
 		return al_err(err, ENOMEM, "out of memory");
 	}
@@ -501,6 +545,7 @@ void img_ref_close(struct img_ref *ref)
 	free(ref->argv);
 	free(ref->name);
 	free(ref->rootfs);
+	free(ref->etc);
 	free(ref->workdir);
 	free(ref->user);
 	memset(ref, 0, sizeof(*ref));

@@ -11,8 +11,12 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/openat2.h>
+
+#include "image/image.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -76,8 +80,9 @@ void fs_plan_free(struct fs_plan *plan)
 	memset(plan, 0, sizeof(*plan));
 }
 
-/* A name of an image's directory that may become a symlink's name: printable, not "." or "..",
- * and not ours. The image is the store's (checked at import) but its names are still its word. */
+/* A name of an image's top directory that may become a symlink's or mount point's name:
+ * printable, not "." or "..", and not ours. The image is the store's (checked at import) but its
+ * names are still its word. */
 static bool plain_name(const char *n)
 {
 	size_t len = strlen(n);
@@ -105,28 +110,20 @@ static const char *entry_kind(struct fs_plan *plan, int dfd, const char *name)
 	return own(plan, strdup(buf));
 }
 
-/* The entries of directory sub of root (sub "": root itself), at most FS_IMAGE_NAMES, into
- * *out and, with kinds, their kinds into *links (plan-owned; without, every kind is NULL: /etc's
- * entries all become symlinks, and a stat of each would only cost the start). A sub that is a
- * symlink is not followed: only the image's own directories. */
-static size_t list_names(struct fs_plan *plan, const char *root, const char *sub, bool kinds, const char ***out,
-			 const char ***links)
+/* The entries of directory root, at most FS_IMAGE_NAMES, into *out and their kinds into *links
+ * (plan-owned). */
+static size_t list_names(struct fs_plan *plan, const char *root, const char ***out, const char ***links)
 {
 	*out = *links = NULL;
-	cleanup_close int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int fd = rfd < 0 ? -1 : *sub ? openat(rfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : dup(rfd);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = opendir(root);
+	if (!d)
 		return 0;
-	}
 	const char **v = calloc(FS_IMAGE_NAMES, sizeof(*v)), **k = calloc(FS_IMAGE_NAMES, sizeof(*k));
 	size_t n = 0;
 	struct dirent *e;
 	while (v && k && n < FS_IMAGE_NAMES && (e = readdir(d)))
 		if (plain_name(e->d_name) && (v[n] = own(plan, strdup(e->d_name)))) {
-			k[n] = kinds ? entry_kind(plan, dirfd(d), e->d_name) : NULL;
+			k[n] = entry_kind(plan, dirfd(d), e->d_name);
 			n++;
 		}
 	closedir(d);
@@ -147,13 +144,76 @@ static size_t list_names(struct fs_plan *plan, const char *root, const char *sub
 	return n;
 }
 
-int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs)
+/* Opens rel beneath dirfd without following any symlink and without leaving it. */
+static int open_beneath(int dirfd, const char *rel, int flags)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	long r = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+	return r < 0 ? -errno : (int)r;
+}
+
+#define FS_RESOLV_MAX (64u << 10)
+
+/* The image's own /etc/resolv.conf (read beneath its root, no link followed on the way): what a
+ * sandbox shows there under every posture but host. */
+static void probe_resolv(struct fs_host *h, struct fs_plan *plan)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	cleanup_close int rfd = open(h->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cleanup_close int efd = rfd < 0 ? -1 : open_beneath(rfd, "etc", O_PATH | O_DIRECTORY);
+	if (efd < 0 || fstatat(efd, "resolv.conf", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (S_ISLNK(st.st_mode)) {
+		ssize_t n = readlinkat(efd, "resolv.conf", buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = 0;
+			h->resolv_link = own(plan, strdup(buf));
+		}
+		return;
+	}
+	cleanup_close int fd = S_ISREG(st.st_mode) ? open_beneath(efd, "resolv.conf", O_RDONLY) : -1;
+	char *text = fd < 0 ? NULL : malloc(FS_RESOLV_MAX + 1);
+	ssize_t n = text ? read(fd, text, FS_RESOLV_MAX + 1) : -1;
+	if (n < 0) {
+		free(text);
+		return;
+	}
+	h->resolv_text = own(plan, text); /* more than FS_RESOLV_MAX: refused by fs_plan_build */
+	h->resolv_len = (size_t)n;
+	h->resolv_mode = st.st_mode & 0777;
+}
+
+/* A bind beneath an image's /etc goes over an entry of the prepared /etc (which is read-only):
+ * the first destination that has none there, or a link on the way. */
+static const char *probe_etc_missing(const struct al_policy *p, const char *etc)
+{
+	cleanup_close int efd = -1;
+	for (size_t i = 0; i <= p->nbinds; i++) {
+		const char *d = i < p->nbinds ? p->binds[i].dest : p->checkout ? p->checkout_dest : NULL;
+		if (!d || strncmp(d, "/etc/", 5) != 0)
+			continue;
+		if (efd < 0 && (efd = open(etc, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			return d;
+		int fd = open_beneath(efd, d + 5, O_PATH);
+		if (fd < 0)
+			return d;
+		close(fd);
+	}
+	return NULL;
+}
+
+int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_policy *p)
 {
 	memset(h, 0, sizeof(*h));
-	h->root = rootfs ? rootfs : "";
-	if (*h->root) {
-		h->ntop = list_names(plan, h->root, "", true, &h->top_names, &h->top_links);
-		h->netc = list_names(plan, h->root, "etc", false, &h->etc_names, &h->etc_links);
+	h->root = p && p->rootfs ? p->rootfs : "";
+	if (*h->root && p->image) {
+		h->ntop = list_names(plan, h->root, &h->top_names, &h->top_links);
+		h->image_etc = p->image->etc;
+		if (p->net != AL_NET_HOST)
+			probe_resolv(h, plan);
+		h->etc_missing = h->image_etc ? probe_etc_missing(p, h->image_etc) : NULL;
 	}
 	char buf[PATH_MAX], path[PATH_MAX];
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
@@ -172,7 +232,7 @@ int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs)
 		}
 	}
 	snprintf(path, sizeof(path), "%s/etc/localtime", h->root);
-	ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+	ssize_t n = h->image_etc ? -1 : readlink(path, buf, sizeof(buf) - 1); /* an image's is its /etc's */
 	if (n > 0) {
 		buf[n] = 0;
 		h->localtime_link = own(plan, strdup(buf));
@@ -202,8 +262,8 @@ static int symlink_op(struct fs_plan *plan, const char *dest, const char *target
 
 static int file_op(struct fs_plan *plan, const char *dest, const char *text)
 {
-	return text ? add(plan, (struct fs_op){.kind = FS_FILE, .dest = dest + 1, .text = text, .mode = 0644})
-		    : -ENOMEM;
+	return text && dest ? add(plan, (struct fs_op){.kind = FS_FILE, .dest = dest + 1, .text = text, .mode = 0644})
+			    : -ENOMEM;
 }
 
 /* A system path's source: the host's own, or the same path inside the profile's rootfs. */
@@ -235,39 +295,76 @@ static bool image_view(const struct al_policy *p, const struct fs_host *host)
 	return p->image && *host->root;
 }
 
+/* Where airlock's own /etc file name goes: /etc itself, or on an image IMG_ETC_OWN, which the
+ * image's prepared /etc links that name to (image/etc.c, whose img_etc_own lists the names). */
+static const char *own_etc(struct fs_plan *plan, bool image, const char *name)
+{
+	return ownf(plan, "%s/%s", image ? IMG_ETC_OWN : "/etc", name);
+}
+
+/* An image's /etc: its prepared copy in the store bound read-only, one mount however many entries
+ * it has (what made a start on a Debian-sized /etc 1.3-1.5 ms slower was one symlink per entry).
+ * Its own resolv.conf, but under --net host, is shown where airlock's files are (its name is
+ * airlock's in the prepared /etc): its contents, or its link target, which resolves from
+ * IMG_ETC_OWN as from /etc (both one level below the root); none when the image has none. */
+static int plan_image_etc(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
+{
+	int r = bind(plan, host->image_etc, "/etc", RO_ATTRS, 0);
+	r = r ?: mkdir_op(plan, IMG_ETC_OWN, 0755);
+	if (r < 0 || p->net == AL_NET_HOST)
+		return r;
+	const char *dest = own_etc(plan, true, "resolv.conf");
+	if (!dest)
+		return -ENOMEM;
+	if (host->resolv_link)
+		return symlink_op(plan, dest, host->resolv_link);
+	if (!host->resolv_text)
+		return 0;
+	/* An empty file is written as such (len 0 would mean "a string"). */
+	return add(plan, (struct fs_op){.kind = FS_FILE,
+					.dest = dest + 1,
+					.text = host->resolv_len ? host->resolv_text : "",
+					.len = host->resolv_len,
+					.mode = host->resolv_mode});
+}
+
 static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
 {
 	const char *hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME;
+	bool image = image_view(p, host);
 	/* Binds of the few host files real programs need; everything else in /etc is ours. */
 	static const char *const ro_files[] = {"/etc/ld.so.cache",  "/etc/ssl/certs", "/etc/ssl/openssl.cnf",
 					       "/etc/alternatives", "/etc/services",  "/etc/protocols",
 					       "/etc/mime.types"};
 	int r = mkdir_op(plan, "/etc", 0755);
+	r = r ?: image ? plan_image_etc(plan, p, host) : 0;
 	r = r
-		    ?: file_op(plan, "/etc/passwd",
+		    ?: file_op(plan, own_etc(plan, image, "passwd"),
 			       ownf(plan,
 				    "root:x:0:0:root:/root:/bin/sh\n"
 				    "sandbox:x:%d:%d:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
 				    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 				    AL_SANDBOX_UID, AL_SANDBOX_UID));
 	r = r
-		    ?: file_op(plan, "/etc/group",
+		    ?: file_op(plan, own_etc(plan, image, "group"),
 			       ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%d:\nnogroup:x:65534:\n", AL_SANDBOX_UID));
 	r = r
-		    ?: file_op(plan, "/etc/hosts",
+		    ?: file_op(plan, own_etc(plan, image, "hosts"),
 			       ownf(plan,
 				    "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
 				    hostname));
-	r = r ?: file_op(plan, "/etc/hostname", ownf(plan, "%s\n", hostname));
+	r = r ?: file_op(plan, own_etc(plan, image, "hostname"), ownf(plan, "%s\n", hostname));
 	r = r
-		    ?: file_op(plan, "/etc/nsswitch.conf",
+		    ?: file_op(plan, own_etc(plan, image, "nsswitch.conf"),
 			       "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 			       "networks: files\nprotocols: files\nservices: files\n");
 	/* Only the host posture can resolve names: it gets the host's resolver configuration. */
-	if (r == 0 && p->net == AL_NET_HOST)
-		r = bind(plan, "/etc/resolv.conf", "/etc/resolv.conf", RO_ATTRS, FS_OPTIONAL);
-	if (r < 0 || image_view(p, host))
-		return r; /* an image's own /etc fills the rest (plan_image) */
+	if (r == 0 && p->net == AL_NET_HOST) {
+		const char *dest = own_etc(plan, image, "resolv.conf");
+		r = dest ? bind(plan, "/etc/resolv.conf", dest, RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
+	}
+	if (r < 0 || image)
+		return r; /* an image's own /etc fills the rest */
 	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */
 	r = mkdir_op(plan, "/etc/ssl", 0755);
 	r = r ?: symlink_op(plan, "/etc/os-release", "../usr/lib/os-release");
@@ -457,32 +554,26 @@ static int image_top(struct fs_plan *plan, const struct al_policy *p, const stru
 /* An image's whole root, read-only, but for what the sandbox owns itself (/proc, /dev, /tmp, the
  * workspace, and airlock's files in /etc: passwd, group, hosts, hostname, nsswitch.conf naming
  * the sandbox user; the host's resolv.conf under --net host). Its top-level directories (/opt,
- * /srv, /var, /home ...) are binds; its /etc is bound once, hidden at FS_IMAGE_ETC, and each of
- * its entries is a symlink into it: one mount however many entries it has, so a start on an
- * image costs about what one on the host's /usr does. Safe: the tree is the store's read-only
- * copy, bound nosuid, nodev, read-only; a symlink resolves in the sandbox's own root. */
+ * /srv, /var, /home ...) are binds; its /etc is its prepared copy (plan_image_etc). Safe: the
+ * trees are the store's read-only ones, bound nosuid, nodev, read-only; a symlink resolves in the
+ * sandbox's own root. */
 static int plan_image(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
 {
-	if (!image_view(p, host))
-		return 0;
-	int r = image_top(plan, p, host);
-	const char *etc = ownf(plan, "%s/etc", host->root);
-	if (r < 0 || !etc || !host->netc)
-		return r < 0 ? r : etc ? 0 : -ENOMEM;
-	r = bind(plan, etc, FS_IMAGE_ETC, RO_ATTRS, 0);
-	for (size_t i = 0; r == 0 && i < host->netc; i++) {
-		const char *dest = ownf(plan, "/etc/%s", host->etc_names[i]);
-		const char *target = ownf(plan, FS_IMAGE_ETC "/%s", host->etc_names[i]);
-		if (!dest || !target)
-			return -ENOMEM;
-		if (!taken(plan, p, dest))
-			r = symlink_op(plan, dest, target);
-	}
-	return r;
+	return image_view(p, host) ? image_top(plan, p, host) : 0;
 }
 
 int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host, struct al_error *err)
 {
+	if (image_view(p, host) && !host->image_etc)
+		return al_err(err, EINVAL, "image %s: no prepared /etc (not opened from the store)", p->image->digest);
+	/* The image's /etc is bound read-only: a bind inside it can only cover an entry it has. */
+	if (image_view(p, host) && host->etc_missing)
+		return al_err(err, EROFS,
+			      "%s: on an image, /etc is the image's own, read-only: a bind there needs an entry of "
+			      "it to cover (not a link, nor one of airlock's own files)",
+			      host->etc_missing);
+	if (image_view(p, host) && host->resolv_text && host->resolv_len > FS_RESOLV_MAX)
+		return al_err(err, EFBIG, "the image's /etc/resolv.conf is larger than %u KiB", FS_RESOLV_MAX >> 10);
 	int r = plan_system(plan, host);
 	r = r ?: plan_etc(plan, p, host);
 	r = r ?: plan_proc_dev(plan);

@@ -66,23 +66,28 @@ struct fs_host {
 	const char *toplinks[6];
 	const char *localtime_link; /* readlink of /etc/localtime, or NULL (then bound if present) */
 	const char *root;	    /* where the system dirs come from: "" (the host's) or a rootfs */
-	/* The rootfs's top-level entries and those of its /etc (at most FS_IMAGE_NAMES each), for
-	 * an image's whole root (fs_plan_build uses them only when the policy names an image): each
-	 * name, and its symlink target, or "" for a directory, or NULL for anything else (all NULL
-	 * for /etc, whose kinds are not probed). */
-	const char **top_names, **top_links, **etc_names, **etc_links;
-	size_t ntop, netc;
+	/* The rootfs's top-level entries (at most FS_IMAGE_NAMES), for an image's whole root
+	 * (fs_plan_build uses them only when the policy names an image): each name, and its symlink
+	 * target, or "" for a directory, or NULL for anything else. */
+	const char **top_names, **top_links;
+	size_t ntop;
+	/* An image's: its prepared /etc (img_ref.etc, bound at /etc), and, but under --net host, its
+	 * own /etc/resolv.conf, which the sandbox shows in IMG_ETC_OWN like airlock's files: its
+	 * contents and mode (resolv_text, resolv_len bytes) or its link target (resolv_link), or
+	 * neither when it has none. etc_missing: the first --ro/--rw or --checkout destination
+	 * beneath /etc that the prepared /etc has no entry for (a bind needs one there), or NULL. */
+	const char *image_etc, *resolv_text, *resolv_link, *etc_missing;
+	size_t resolv_len;
+	mode_t resolv_mode;
 };
 #define FS_IMAGE_NAMES 512
-/* Where an image's /etc is bound read-only: the entries of the sandbox's /etc beside airlock's
- * own files are symlinks into it. */
-#define FS_IMAGE_ETC "/.airlock-image-etc"
 extern const char *const fs_toplevel_names[6];
 
 int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host, struct al_error *err);
 void fs_plan_free(struct fs_plan *plan);
-/* Reads the host facts fs_plan_build needs. Strings are owned by the plan. */
-int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const char *rootfs);
+/* Reads the host facts fs_plan_build needs for policy p (its rootfs, its image). Strings are
+ * owned by the plan. */
+int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_policy *p);
 
 /* The payload's Landlock ruleset for policy p in this sandbox layout (every backend that applies
  * Landlock inside the sandbox uses this one): *paths is malloc'd (free it), its strings borrowed

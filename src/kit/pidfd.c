@@ -5,6 +5,7 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,4 +44,55 @@ int pfd_wait(int pidfd, siginfo_t *info, struct rusage *ru, int options)
 		r = syscall(SYS_waitid, P_PIDFD, pidfd, info, options, ru);
 	while (r < 0 && errno == EINTR);
 	return r < 0 ? -errno : 0;
+}
+
+/* The kernel's PIDFD_GET_INFO interface (include/uapi/linux/pidfd.h of Linux 6.15), declared here
+ * because the C library's headers this builds against predate it. The structure is versioned by
+ * size (the ioctl's number carries it): its first version, 64 bytes, already holds exit_code, and
+ * a newer kernel answers a smaller structure with the fields it has. */
+struct pfd_info {
+	uint64_t mask;
+	uint64_t cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+};
+_Static_assert(sizeof(struct pfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
+#define PFD_INFO_PID  (1ULL << 0)
+#define PFD_INFO_EXIT (1ULL << 3)
+#define PFD_GET_INFO  _IOWR(0xFF, 11, struct pfd_info)
+
+int pfd_exit_status(int pidfd, int *wstatus)
+{
+	struct pfd_info info;
+	memset(&info, 0, sizeof(info));
+	info.mask = PFD_INFO_EXIT;
+	if (ioctl(pidfd, PFD_GET_INFO, &info) < 0) {
+		/* ENOTTY/EINVAL: no PIDFD_GET_INFO (before 6.13); ESRCH: the process is reaped and the
+		 * kernel kept nothing of it (6.13, 6.14). */
+		if (errno == ENOTTY || errno == EINVAL || errno == ESRCH)
+			return -EOPNOTSUPP;
+		return -errno;
+	}
+	if (info.mask & PFD_INFO_EXIT) {
+		*wstatus = info.exit_code;
+		return 0;
+	}
+	/* The kernel answered about a live process (or a zombie): its exit status comes at the reap. */
+	return (info.mask & PFD_INFO_PID) ? -EAGAIN : -EOPNOTSUPP;
+}
+
+int pfd_exit_status_supported(void)
+{
+	int fd = -1, st;
+	pid_t pid = pfd_clone3(0, &fd, -1);
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0)
+		return (int)pid;
+	siginfo_t si;
+	int r = pfd_wait(fd, &si, NULL, WEXITED);
+	if (r == 0)
+		r = pfd_exit_status(fd, &st);
+	close(fd);
+	return r == 0 ? 1 : r == -EOPNOTSUPP ? 0 : r;
 }

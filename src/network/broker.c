@@ -46,6 +46,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "network/proxyreq.h"
 #include "network/resolve.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -136,23 +137,6 @@ const char *al_broker_name(const struct al_broker_list *bl, size_t i)
 }
 
 /* ---- spec parsing: characters and messages ----------------------------------------- */
-
-static bool is_tchar(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-		return true;
-	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static bool is_token(const char *s, size_t n)
-{
-	if (n == 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!is_tchar((unsigned char)s[i]))
-			return false;
-	return true;
-}
 
 static bool is_name_char(char c)
 {
@@ -319,14 +303,14 @@ static int check_header(struct broker *b, const struct spec_val v[K_COUNT], stru
 	char tmp[72];
 	if (!v[K_HEADER].s)
 		return bad(err, b->name, "header= is required (the header that carries the secret)");
-	if (v[K_HEADER].len > HEADER_NAME_MAX || !is_token(v[K_HEADER].s, v[K_HEADER].len))
+	if (v[K_HEADER].len > HEADER_NAME_MAX || !pr_is_token(v[K_HEADER].s, v[K_HEADER].len))
 		return bad(err, b->name, "header \"%s\" is not an HTTP header name",
 			   shown(tmp, sizeof(tmp), v[K_HEADER].s, v[K_HEADER].len));
 	if (reserved_header(v[K_HEADER].s, v[K_HEADER].len))
 		return bad(err, b->name, "header %s may not carry a secret",
 			   shown(tmp, sizeof(tmp), v[K_HEADER].s, v[K_HEADER].len));
 	memcpy(b->header, v[K_HEADER].s, v[K_HEADER].len);
-	if (v[K_SCHEME].s && (v[K_SCHEME].len > SCHEME_MAX || !is_token(v[K_SCHEME].s, v[K_SCHEME].len)))
+	if (v[K_SCHEME].s && (v[K_SCHEME].len > SCHEME_MAX || !pr_is_token(v[K_SCHEME].s, v[K_SCHEME].len)))
 		return bad(err, b->name, "scheme \"%s\" is not a single word",
 			   shown(tmp, sizeof(tmp), v[K_SCHEME].s, v[K_SCHEME].len));
 	if (!v[K_ENV].s == !v[K_FILE].s)

@@ -101,7 +101,7 @@ static bool is_tchar(unsigned char c)
 	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-static bool is_token(const char *s, size_t n)
+bool pr_is_token(const char *s, size_t n)
 {
 	if (n == 0)
 		return false;
@@ -210,7 +210,7 @@ static enum pr_status header_line(struct pr_state *st, const char *l, size_t n, 
 	const char *colon = memchr(l, ':', n);
 	size_t nl = colon ? (size_t)(colon - l) : 0;
 	/* A non-token name includes "Name :" (whitespace before the colon, RFC 9112 5.1). */
-	if (!colon || !is_token(l, nl))
+	if (!colon || !pr_is_token(l, nl))
 		return fail(st, 400, "bad header name");
 	const char *v = colon + 1, *end = l + n;
 	for (const char *p = v; p < end; p++)
@@ -356,7 +356,7 @@ static enum pr_status request_line(struct pr_state *st, char *line)
 	*sp2 = 0;
 	char *target = sp1 + 1, *version = sp2 + 1;
 	size_t tl = (size_t)(sp2 - target);
-	if (tl == 0 || !is_token(line, strlen(line)))
+	if (tl == 0 || !pr_is_token(line, strlen(line)))
 		return fail(st, 400, "malformed request line");
 	for (size_t i = 0; i < tl; i++)
 		if (!is_vchar((unsigned char)target[i]))

@@ -4,6 +4,7 @@
 #ifndef AL_NETWORK_PROXYREQ_H
 #define AL_NETWORK_PROXYREQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,5 +63,8 @@ enum pr_status pr_feed(struct pr_state *st, const char *buf, size_t len, size_t 
 const struct pr_request *pr_request(const struct pr_state *st); /* NULL unless PR_DONE */
 int pr_error_status(const struct pr_state *st);			/* 400, 405, 431, 501, 505; 0 unless PR_ERROR */
 const char *pr_error_reason(const struct pr_state *st);		/* short, static; NULL unless PR_ERROR */
+
+/* An RFC 9110 token (a header name, a method, an auth scheme): non-empty, tchars only. */
+bool pr_is_token(const char *s, size_t n);
 
 #endif

@@ -23,6 +23,7 @@
 
 #include "audit/audit.h"
 #include "backend/capability.h"
+#include "keeper.h"
 #include "occg.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -67,7 +68,7 @@ json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan,
 
 /* ---- the verdict file ---------------------------------------------------------------------------- */
 
-static const char *verdict_dir(void)
+const char *ort_verdict_dir(void)
 {
 	const char *d = getenv("AIRLOCK_VERDICT_DIR");
 	return d && d[0] == '/' ? d : ORT_VERDICT_DIR;
@@ -75,9 +76,9 @@ static const char *verdict_dir(void)
 
 /* The annotation's file beneath the verdict directory: an absolute path inside it, or a name
  * relative to it. O_CREAT without following any symlink, never above the directory. */
-static int open_verdict(const char *want, int flags, struct al_error *err)
+static int open_verdict(const char *dir, const char *want, int flags, struct al_error *err)
 {
-	const char *dir = verdict_dir(), *rel = want;
+	const char *rel = want;
 	size_t n = strlen(dir);
 	if (want[0] == '/') {
 		if (strncmp(want, dir, n) != 0 || want[n] != '/')
@@ -101,9 +102,9 @@ static int open_verdict(const char *want, int flags, struct al_error *err)
 	return (int)fd;
 }
 
-int ort_verdict_prepare(const char *want, struct al_error *err)
+int ort_verdict_prepare(const char *dir, const char *want, struct al_error *err)
 {
-	int fd = open_verdict(want, O_WRONLY | O_CREAT | O_TRUNC, err);
+	int fd = open_verdict(dir, want, O_WRONLY | O_CREAT | O_TRUNC, err);
 	if (fd < 0)
 		return fd;
 	close(fd);
@@ -128,21 +129,26 @@ json_t *ort_usage_json(const char *cgroup)
 	return u;
 }
 
-int ort_verdict_write(const char *want, const char *id, const char *status, json_t *usage, json_t *enforced,
+int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage, json_t *enforced,
 		      const char *created, struct al_error *err)
 {
 	char now[40];
 	rfc3339(now, sizeof(now));
-	/* exit_code is null: the container's init is reaped by the runtime's caller (containerd's
-	 * shim reports it: ctr task ls, the CRI), never by airlock-runc. */
-	json_t *v = json_pack("{s:i,s:s,s:s,s:s,s:n,s:s,s:s,s:O,s:O}", "version", 1, "runtime", "airlock-runc", "id",
-			      id, "status", status, "exit_code", "created", created, "deleted", now, "usage",
-			      usage ? usage : json_null(), "enforced", enforced ? enforced : json_null());
+	/* The end as airlock run's verdict tells it: exit_code for "exited" only, signal for the
+	 * statuses a signal ended; both null, and exit_unknown saying why, when the exit status was
+	 * not kept (keeper.c) — never a guess. */
+	bool exited = end->known && end->status == AL_STATUS_EXITED;
+	json_t *v = json_pack("{s:i,s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:s,s:O,s:O}", "version", 1, "runtime", "airlock-runc",
+			      "id", id, "status", ort_end_status(end), "exit_code",
+			      exited ? json_integer(end->exit_code) : json_null(), "signal",
+			      end->known && end->signal ? json_integer(end->signal) : json_null(), "exit_unknown",
+			      end->known ? json_null() : json_string(end->why), "created", created, "deleted", now,
+			      "usage", usage ? usage : json_null(), "enforced", enforced ? enforced : json_null());
 	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	if (!text)
 		return al_err(err, ENOMEM, "out of memory");
-	int fd = open_verdict(want, O_WRONLY | O_CREAT | O_TRUNC, err), r = 0;
+	int fd = open_verdict(dir, want, O_WRONLY | O_CREAT | O_TRUNC, err), r = 0;
 	if (fd >= 0) {
 		size_t len = strlen(text);
 		if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1)

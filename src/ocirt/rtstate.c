@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroup/cgroup.h"
+#include "keeper.h"
 #include "occg.h"
 #include "record.h"
 #include "util/cleanup.h"
@@ -73,6 +74,10 @@ void ort_state_rmdir(const char *dir)
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/" STATE, dir);
 	unlink(p);
+	snprintf(p, sizeof(p), "%s/" ORT_EXIT_FILE, dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/" ORT_EXIT_FILE_TMP, dir);
+	unlink(p);
 	rmdir(dir);
 }
 
@@ -101,13 +106,13 @@ int ort_state_load_spec(const char *bundle, struct ort_spec *s, struct al_error 
 	return r;
 }
 
-/* Field 22 of /proc/PID/stat (start time in ticks) and field 3 (the state letter). */
-static int proc_stat(pid_t pid, uint64_t *start, char *state)
+/* /proc/PID/stat, its start time and its state letter. */
+static int read_stat(pid_t pid, char *buf, size_t size, uint64_t *start, char *state)
 {
-	char p[64], buf[1024];
+	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
 	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = 0;
@@ -116,6 +121,29 @@ static int proc_stat(pid_t pid, uint64_t *start, char *state)
 		return -EINVAL;
 	*state = rp[2];
 	return cg_parse_proc_start(buf, start);
+}
+
+int ort_proc_stat(pid_t pid, uint64_t *start, char *state)
+{
+	char buf[1024];
+	return read_stat(pid, buf, sizeof(buf), start, state);
+}
+
+int ort_zombie_status(pid_t pid, uint64_t start, int *wstatus)
+{
+	char buf[1024], state;
+	uint64_t now, code;
+	int r = read_stat(pid, buf, sizeof(buf), &now, &state);
+	if (r < 0 || now != start || state != 'Z')
+		return -ESRCH;
+	/* The kernel shows a reader without ptrace access to the process 0 there, which would read as
+	 * "exited 0": only the host's root, who always has that access, takes the field at its word. */
+	if (geteuid() != 0)
+		return -EACCES;
+	if (cg_parse_proc_field(buf, 52, &code) < 0 || code > 0xffff)
+		return -EINVAL;
+	*wstatus = (int)code;
+	return 0;
 }
 
 static void now_rfc3339(char *buf, size_t size)
@@ -130,14 +158,21 @@ static void now_rfc3339(char *buf, size_t size)
 
 int ort_state_save(const char *dir, const struct ort_saved *sv, struct al_error *err)
 {
-	uint64_t start = 0;
+	uint64_t start = 0, kstart = 0;
 	char st, created[64];
-	if (proc_stat(sv->pid, &start, &st) < 0)
+	if (ort_proc_stat(sv->pid, &start, &st) < 0)
 		return al_err(err, ESRCH, "the container's init is gone");
+	/* The keeper is create's child, so it is there to read (a zombie at worst) until create exits. */
+	if (sv->keeper > 0 && ort_proc_stat(sv->keeper, &kstart, &st) < 0)
+		return al_err(err, ESRCH, "the exit status keeper is gone");
 	now_rfc3339(created, sizeof(created));
-	json_t *o = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:s,s:s*}", "id", sv->id, "pid", (int)sv->pid, "bundle",
-			      sv->bundle, "rootfs", sv->rootfs, "created", created, "cgroup", sv->cgroup, "start_ticks",
-			      (json_int_t)start, "profile", sv->profile, "verdict", sv->verdict);
+	json_t *o = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:s,s:s*,s:s*}", "id", sv->id, "pid", (int)sv->pid,
+			      "bundle", sv->bundle, "rootfs", sv->rootfs, "created", created, "cgroup", sv->cgroup,
+			      "start_ticks", (json_int_t)start, "profile", sv->profile, "verdict", sv->verdict,
+			      "verdict_dir", sv->verdict_dir);
+	if (o && sv->keeper > 0)
+		json_object_set_new(o, "keeper",
+				    json_pack("{s:i,s:I}", "pid", (int)sv->keeper, "start_ticks", (json_int_t)kstart));
 	if (o && sv->annotations)
 		json_object_set(o, "annotations", sv->annotations);
 	if (o && sv->enforced)
@@ -152,15 +187,20 @@ int ort_state_save(const char *dir, const struct ort_saved *sv, struct al_error 
 	return 0;
 }
 
-static const char *status_of(struct ort_loaded *st, uint64_t start)
+int ort_pidfd_checked(pid_t pid, uint64_t start)
 {
 	uint64_t now;
 	char state;
-	if (proc_stat(st->pid, &now, &state) < 0 || now != start || state == 'Z' || state == 'X')
-		return "stopped";
+	if (ort_proc_stat(pid, &now, &state) < 0 || now != start || state == 'Z' || state == 'X')
+		return -1;
 	/* Opened after the start time matched: if the pid were reused between the two, the new
 	 * process would have a later start time, which the next reading catches. */
-	st->pidfd = (int)syscall(SYS_pidfd_open, st->pid, 0);
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static const char *status_of(struct ort_loaded *st)
+{
+	st->pidfd = ort_pidfd_checked(st->pid, st->start);
 	if (st->pidfd < 0)
 		return "stopped";
 	char p[4200];
@@ -193,16 +233,22 @@ int ort_state_open(const char *root, const char *id, struct ort_loaded *st, stru
 		return r;
 	}
 	json_int_t pid = 0, start = 0;
-	if (json_unpack(st->doc, "{s:I,s:s,s:s,s:s,s:s,s:I,s?s,s?s}", "pid", &pid, "bundle", &st->bundle, "rootfs",
+	if (json_unpack(st->doc, "{s:I,s:s,s:s,s:s,s:s,s:I,s?s,s?s,s?s}", "pid", &pid, "bundle", &st->bundle, "rootfs",
 			&st->rootfs, "created", &st->created, "cgroup", &st->cgroup, "start_ticks", &start, "profile",
-			&st->profile, "verdict", &st->verdict) < 0) {
+			&st->profile, "verdict", &st->verdict, "verdict_dir", &st->verdict_dir) < 0) {
 		ort_loaded_free(st);
 		return al_err(err, EIO, "%s: malformed", p);
 	}
 	st->annotations = json_object_get(st->doc, "annotations");
 	st->enforced = json_object_get(st->doc, "enforced");
 	st->pid = (pid_t)pid;
-	st->status = status_of(st, (uint64_t)start);
+	st->start = (uint64_t)start;
+	json_int_t kpid = 0, kstart = 0;
+	if (json_unpack(st->doc, "{s:{s:I,s:I}}", "keeper", "pid", &kpid, "start_ticks", &kstart) == 0) {
+		st->keeper_pid = (pid_t)kpid;
+		st->keeper_start = (uint64_t)kstart;
+	}
+	st->status = status_of(st);
 	return 0;
 }
 
@@ -250,13 +296,24 @@ int ort_fifo_release(const char *dir, struct al_error *err)
 	return 0;
 }
 
-void ort_state_finish(const struct ort_loaded *st, const char *status)
+/* The memory limit's kills, in the cgroup's figures (ort_cg_stats: memory.oom_kills). */
+static bool oom_killed(json_t *usage)
+{
+	return json_integer_value(json_object_get(json_object_get(usage, "memory"), "oom_kills")) > 0;
+}
+
+void ort_state_finish(const struct ort_loaded *st, struct ort_end *end)
 {
 	json_t *usage = ort_usage_json(st->cgroup);
+	/* As airlock run decides it: a SIGKILL with an OOM kill in the container's cgroup is the
+	 * memory limit's doing. */
+	if (end->known && end->status == AL_STATUS_SIGNALED && end->signal == SIGKILL && oom_killed(usage))
+		end->status = AL_STATUS_OOM;
 	struct al_error e = {0};
 	const char *id = strrchr(st->dir, '/') + 1;
 	if (st->verdict)
-		ort_verdict_write(st->verdict, id, status, usage, st->enforced, st->created, &e);
-	ort_audit(false, id, NULL, usage, status, &e);
+		ort_verdict_write(st->verdict_dir ? st->verdict_dir : ort_verdict_dir(), st->verdict, id, end, usage,
+				  st->enforced, st->created, &e);
+	ort_audit(false, id, NULL, usage, ort_end_status(end), &e);
 	json_decref(usage);
 }

@@ -10,8 +10,9 @@
 
 /* What create records once (state.json). */
 struct ort_saved {
-	const char *id, *bundle, *rootfs, *cgroup, *profile, *verdict;
+	const char *id, *bundle, *rootfs, *cgroup, *profile, *verdict, *verdict_dir;
 	pid_t pid;
+	pid_t keeper; /* the exit status keeper (keeper.c), or 0 */
 	json_t *annotations;
 	json_t *enforced;
 };
@@ -20,9 +21,12 @@ struct ort_saved {
 struct ort_loaded {
 	char *dir;
 	json_t *doc; /* state.json; the strings below point into it */
-	const char *bundle, *rootfs, *created, *cgroup, *profile, *verdict;
+	const char *bundle, *rootfs, *created, *cgroup, *profile, *verdict, *verdict_dir;
 	json_t *annotations, *enforced;
 	pid_t pid;
+	uint64_t start;	  /* the init's start time (ticks): a reused pid is told apart */
+	pid_t keeper_pid; /* 0: none recorded */
+	uint64_t keeper_start;
 	int pidfd;	    /* the init, -1 once it is gone */
 	int lock_fd;	    /* the container's directory, flock'ed: -1 once let go */
 	const char *status; /* created, running, paused, stopped (static) */
@@ -42,8 +46,18 @@ void ort_loaded_free(struct ort_loaded *st);
 /* Lets other operations on the container proceed (exec, while its process runs). */
 void ort_state_unlock(struct ort_loaded *st);
 /* On delete, before the cgroup goes: the verdict file the annotation asked for, and the audit
- * record's end, with the cgroup's figures. status: stopped, or killed (a forced delete). Best effort. */
-void ort_state_finish(const struct ort_loaded *st, const char *status);
+ * record's end, with the cgroup's figures and how the process ended (keeper.c). Best effort. */
+struct ort_end;
+void ort_state_finish(const struct ort_loaded *st, struct ort_end *end);
+
+/* Field 22 of /proc/PID/stat (the start time in ticks) and field 3 (the state letter); -ESRCH. */
+int ort_proc_stat(pid_t pid, uint64_t *start, char *state);
+/* The wait status of pid, a zombie that started at start, not yet reaped by its parent (field 52 of
+ * /proc/PID/stat, the same value the kernel keeps for a pidfd at the reap). -ESRCH: not that
+ * zombie; -EACCES: not readable truthfully (not the host's root). */
+int ort_zombie_status(pid_t pid, uint64_t start, int *wstatus);
+/* A pidfd of pid if it is still the process that started at start (and not a zombie), else -1. */
+int ort_pidfd_checked(pid_t pid, uint64_t start);
 
 /* The exec fifo: made and opened read-write by create (held by the init, which then reads it:
  * a read-write open never blocks, and the init is its only reader); `start` opens it for

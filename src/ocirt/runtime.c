@@ -13,8 +13,10 @@
  *
  * State lives in <root>/<id>/state.json (written once by create); the status is read from the
  * world each time: the fifo still there means created, the init gone (or a zombie, or its pid
- * reused: its start time differs) means stopped, a frozen cgroup means paused. No process of
- * airlock stays behind: the shim reaps the container's init as runc's.
+ * reused: its start time differs) means stopped, a frozen cgroup means paused. The shim reaps
+ * the container's init as runc's; the one process of airlock that may stay with a container is
+ * the keeper of its exit status, forked by create where a verdict is asked (keeper.c), which ends
+ * at the reap or at delete.
  */
 #include "runtime.h"
 
@@ -37,6 +39,7 @@
 
 #include "kit/pidfd.h"
 #include "ctr.h"
+#include "keeper.h"
 #include "occg.h"
 #include "record.h"
 #include "rtstate.h"
@@ -142,6 +145,7 @@ struct create_run {
 	int sync_p[2], status_p[2];
 	pid_t pid;
 	int pidfd;
+	pid_t keeper;
 	char *cgpath;
 	json_t *enforced;
 };
@@ -265,7 +269,7 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 	free(pids);
 	if (r < 0)
 		return r;
-	if (cr->plan.verdict && (r = ort_verdict_prepare(cr->plan.verdict, err)) < 0)
+	if (cr->plan.verdict && (r = ort_verdict_prepare(ort_verdict_dir(), cr->plan.verdict, err)) < 0)
 		return r;
 	/* The audit record is durable before the container's init exists, or nothing runs. */
 	json_t *args = json_array();
@@ -336,14 +340,22 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 	cr.init.pl.fifo_fd = cr.init.pl.console_fd = -1;
 	if ((r = prepare(&cr, dir, id, o, err)) < 0 || (r = spawn(&cr, err)) < 0)
 		goto fail;
+	/* Before the state is saved: a container whose end could not be kept is not made. */
+	if (cr.plan.verdict && (cr.keeper = ort_keeper_start(cr.pidfd, dir, err)) < 0) {
+		r = cr.keeper;
+		cr.keeper = 0;
+		goto fail;
+	}
 	struct ort_saved sv = {.id = id,
 			       .pid = cr.pid,
+			       .keeper = cr.keeper,
 			       .bundle = o->bundle,
 			       .rootfs = cr.spec.root,
 			       .cgroup = cr.cgpath,
 			       .annotations = cr.spec.annotations,
 			       .profile = cr.plan.profile,
 			       .verdict = cr.plan.verdict,
+			       .verdict_dir = cr.plan.verdict ? ort_verdict_dir() : NULL,
 			       .enforced = cr.enforced};
 	if ((r = ort_state_save(dir, &sv, err)) < 0 ||
 	    (o->pid_file && (r = ort_write_pid_file(o->pid_file, cr.pid, err)) < 0))
@@ -351,6 +363,7 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 	run_free(&cr);
 	return 0;
 fail:
+	ort_keeper_abort(cr.keeper);
 	if (cr.pidfd >= 0) {
 		pfd_send_signal(cr.pidfd, SIGKILL);
 		siginfo_t si;
@@ -451,8 +464,10 @@ int ort_delete(const struct ort_ctx *c, const char *id, bool force, struct al_er
 	if (!stopped && st.pidfd >= 0)
 		pfd_send_signal(st.pidfd, SIGKILL);
 	ort_cg_kill(st.cgroup, SIGKILL);
+	struct ort_end end;
+	ort_keeper_collect(&st, !stopped, &end);
 	/* Read before the cgroup goes: the record of what the container used. */
-	ort_state_finish(&st, stopped ? "stopped" : "killed");
+	ort_state_finish(&st, &end);
 	ort_cg_remove(st.cgroup);
 	ort_state_rmdir(st.dir);
 	r = 0;

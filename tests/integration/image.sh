@@ -114,6 +114,71 @@ al_assert_rc 125
 al_assert_contains "$AL_ERR" "no image named 'nosuch'" "an unknown image"
 al_pass "the image runs on every backend"
 
+# A Debian-shaped /etc (150 entries: files, directories, links): the sandbox shows the image's own
+# entries (the same list, types, modes, contents and link targets, the files the store's very
+# inodes) but airlock's files, and a start makes no symlink per entry: the image's /etc is
+# prepared once in the store and bound in one mount.
+mk oci-archive "$work/wide.tar" wide
+chmod a+r "$work/wide.tar"
+al_run image import "$work/wide.tar" wide
+al_assert_rc 0
+wd=$(printf '%s' "$AL_OUT" | awk '{print $2}')
+wroot=$AIRLOCK_IMAGES/sha256/${wd#sha256:}/rootfs
+# The same script lists /etc inside (the image's busybox) and the store's tree outside (the host's).
+# shellcheck disable=SC2016 # expanded by the sh that runs it
+etc_list='cd "$1" && busybox find . -mindepth 1 | busybox sort | while IFS= read -r f; do
+	case "${f#./}" in passwd | group | hosts | hostname | nsswitch.conf | resolv.conf) continue ;; esac
+	if [ -L "$f" ]; then echo "$f l $(busybox readlink "$f")"
+	elif [ -d "$f" ]; then echo "$f d $(busybox stat -c %a "$f")"
+	else echo "$f f $(busybox stat -c %a "$f") $(busybox md5sum <"$f")"; fi
+done'
+want=$(sh -c "$etc_list" sh "$wroot/etc")
+[ "$(printf '%s\n' "$want" | grep -c .)" -ge 150 ] || al_fail "the wide image's /etc lists $(printf '%s\n' "$want" | grep -c .) entries outside, not 150+"
+printf '%s\n' "$want" | grep -q '^./link3 l conf3$' || al_fail "the outside listing lacks link3 -> conf3"
+ino=$(stat -c %i "$wroot/etc/conf7")
+for b in native bwrap oci gvisor; do
+	if { [ "${sanitized:-0}" != 0 ] && { [ "$b" = oci ] || [ "$b" = gvisor ]; }; } ||
+		{ [ "$b" != native ] && [ "$(al_backend_layer available "$b")" != true ]; }; then
+		continue
+	fi
+	al_run run --backend "$b" --image wide -- sh -c "$etc_list" sh /etc
+	al_assert_rc 0
+	al_assert_eq "$AL_OUT" "$want" "$b: the image's /etc as the store holds it"
+	al_run run --backend "$b" --image wide -- sh -c 'grep -c "^sandbox:" /etc/passwd; busybox readlink /etc/hosts; test -L /etc/conf7 || stat -c %i /etc/conf7'
+	al_assert_rc 0
+	ino_b=$ino
+	if [ "$b" = gvisor ]; then # gVisor numbers inodes its own way
+		AL_OUT=$(printf '%s\n' "$AL_OUT" | sed '$s/^[0-9][0-9]*$/INO/')
+		ino_b=INO
+	fi
+	al_assert_eq "$AL_OUT" "1
+/.airlock-etc/hosts
+$ino_b" "$b: airlock's own files beside the image's, which are the store's inodes"
+done
+# One start, counted: the host's /usr layout makes 13 symlinks (/dev's, /etc/os-release, the
+# top-level links); one per /etc entry would be 150 more.
+command -v strace >/dev/null || al_skip "strace is not installed (scripts/deps.sh)"
+strace -f -c -o "$work/strace.out" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run --backend native --image wide -- /usr/bin/true ||
+	al_fail "airlock run --image wide under strace failed"
+nsym=$(awk '$NF == "symlinkat" { print $4 }' "$work/strace.out")
+{ [ -n "$nsym" ] && [ "$nsym" -lt 20 ]; } || al_fail "a start of the wide image made ${nsym:-no} symlinkat calls (one per /etc entry?)"
+al_pass "the image's /etc is shown as it is stored, in one mount ($nsym symlinks a start)"
+# Content stored before the prepared /etc existed (or by an older airlock) gets it on its first
+# start: made aside and moved into place whole, leaving nothing in tmp/.
+prepared=$AIRLOCK_IMAGES/sha256/${wd#sha256:}/etc.1
+[ -d "$prepared" ] || al_fail "the import left no prepared /etc at $prepared"
+# (directories only: its files are the image's own inodes, whose modes the store keeps)
+find "$prepared" -type d -exec chmod u+w {} + && rm -rf "$prepared"
+al_run run --image wide -- sh -c "$etc_list" sh /etc
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "$want" "the image's /etc, prepared on first use"
+{ [ -d "$prepared" ] && [ -z "$(find "$prepared" -maxdepth 0 -perm /222)" ]; } || al_fail "no read-only prepared /etc after the first start"
+al_assert_eq "$(ls -A "$AIRLOCK_IMAGES/tmp")" "" "nothing left in the store's tmp/"
+al_run image rm wide
+al_assert_rc 0
+[ ! -e "$AIRLOCK_IMAGES/sha256/${wd#sha256:}" ] || al_fail "rm left the content (or its prepared /etc) behind"
+al_pass "an image stored without a prepared /etc gets one on first use; rm takes it away"
+
 # Two concurrent sandboxes of one image share its store (the same inode: one page cache), and
 # an image in use cannot be removed.
 ino=$(stat -c %i "$AIRLOCK_IMAGES/sha256/${dd#sha256:}/rootfs/usr/bin/busybox")

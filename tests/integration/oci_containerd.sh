@@ -66,6 +66,14 @@ trap 'cleanup_cd; al_inner_cleanup' EXIT
 "$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$work/bb.tar"
 "${C[@]}" image import --base-name bb "$work/bb.tar" >/dev/null || al_fail "ctr image import failed"
 PROBE=(--mount "type=bind,src=$AL_PROBE_DIR,dst=/probe,options=rbind:ro")
+# The verdict's end, "status exit_code signal" (null where JSON has null); the exit status keeper
+# of a container (its pid in airlock-runc's state); whether a pid is gone (a zombie counts).
+verdict_end() {
+	"$AL_PY" -c 'import json, sys; v = json.load(open(sys.argv[1]))
+print(" ".join(json.dumps(v[k]) for k in ("status", "exit_code", "signal")).replace(chr(34), ""))' "$work/verdicts/$1"
+}
+keeper_of() { "$AL_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["keeper"]["pid"])' "$work/runc/$ns/$1/state.json"; }
+gone() { [ ! -d "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status"; }
 crun() { # ctr run through airlock-runc; sets AL_RC, AL_OUT, AL_ERR
 	AL_RC=0
 	"${C[@]}" run --runc-binary "$RUNC" --runc-root "$work/runc" "$@" >"$work/out" 2>"$work/err" || AL_RC=$?
@@ -75,10 +83,10 @@ crun() { # ctr run through airlock-runc; sets AL_RC, AL_OUT, AL_ERR
 }
 
 # ---- output and exit code ---------------------------------------------------------------------------
-crun --rm --annotation io.airlock.verdict=r1.json bb:latest r1 sh -c "echo out-$mark; exit 3"
-al_assert_eq "$AL_RC" 3 "ctr run's exit code is the container's"
+crun --rm --annotation io.airlock.verdict=r1.json bb:latest r1 sh -c "echo out-$mark; exit 7"
+al_assert_eq "$AL_RC" 7 "ctr run's exit code is the container's"
 al_assert_contains "$AL_OUT" "out-$mark" "ctr run's stdout is the container's"
-al_assert_eq "$(al_json_get "$work/verdicts/r1.json" status)" stopped "the verdict io.airlock.verdict asked for"
+al_assert_eq "$(verdict_end r1.json)" "$(al_oci_end exited 7 null)" "the verdict io.airlock.verdict asked for: exited, exit_code 7 as ctr run's"
 al_assert_eq "$(al_json_get "$work/verdicts/r1.json" enforced.seccomp.airlock)" default "verdict: airlock's allowlist"
 grep -q '"sandbox":"r1".*"event":"end"\|"event":"end".*"sandbox":"r1"' "$work/audit.jsonl" || al_fail "no audit end record for r1"
 
@@ -107,8 +115,10 @@ al_listen_stop
 al_assert_not_contains "$(cat "$work/listen.log")" "tcp-accept" "the host's listener saw no connection"
 
 # ---- a detached container: uid, exec, ps, metrics, pause, kill, removal ------------------------------
-crun -d --memory-limit 67108864 bb:latest d1 sh -c "sleep 300; : $mark-d1"
+crun -d --memory-limit 67108864 --annotation io.airlock.verdict=d1.json bb:latest d1 sh -c "sleep 300; : $mark-d1"
 al_assert_eq "$AL_RC" 0 "ctr run -d"
+k1=$(keeper_of d1)
+al_assert_eq "$(cat "/proc/$k1/comm")" airlock-keeper "d1's exit status keeper runs"
 # The cgroup's limits, read from outside (v1 hierarchies, or v2): the config's memory, and
 # airlock's default pids limit for a config that sets none.
 cgval() { # FILE-V1 FILE-V2
@@ -134,7 +144,11 @@ al_assert_contains "$("${C[@]}" task ls)" "RUNNING" "ctr task resume"
 "${C[@]}" task kill -s KILL d1
 for _ in $(seq 50); do "${C[@]}" task ls | grep -q 'd1.*STOPPED' && break; sleep 0.1; done
 al_assert_contains "$("${C[@]}" task ls)" "STOPPED" "ctr task kill"
-"${C[@]}" task rm d1 >/dev/null
+# ctr 1.6 has no `task wait`: `task rm` reports the exit status containerd got from the shim.
+"${C[@]}" task rm d1 >"$work/rm.out" 2>&1
+al_assert_contains "$(cat "$work/rm.out")" "exit code 137" "ctr task rm: containerd's exit status of d1 is 128 + SIGKILL"
+al_assert_eq "$(verdict_end d1.json)" "$(al_oci_end signaled null 9)" "the verdict: signaled by 9, as containerd reports it"
+gone "$k1" || al_fail "d1's keeper $k1 outlived ctr task rm"
 "${C[@]}" c rm d1
 al_wait_marker_gone "$mark-d1" 5 || al_fail "a process of d1 outlived ctr task rm"
 [ ! -e "$work/runc/$ns/d1" ] || al_fail "airlock-runc's state of d1 is left"
@@ -142,14 +156,17 @@ al_wait_marker_gone "$mark-d1" 5 || al_fail "a process of d1 outlived ctr task r
 al_pass "nothing of d1 is left after ctr task rm and ctr c rm"
 
 # ---- the shim killed: containerd's cleanup (delete --force) takes the container ------------------------
-crun -d bb:latest d2 sh -c "sleep 300; : $mark-d2"
+crun -d --annotation io.airlock.verdict=d2.json bb:latest d2 sh -c "sleep 300; : $mark-d2"
 al_assert_eq "$AL_RC" 0 "ctr run -d d2"
+k2=$(keeper_of d2)
 shim=$(pgrep -f -- "-namespace $ns -id d2 " | head -n1)
 [ -n "$shim" ] || al_fail "no shim for d2"
 kill -KILL "$shim"
 al_wait_marker_gone "$mark-d2" 10 || al_fail "d2 outlived its killed shim"
 for _ in $(seq 50); do [ -e "$work/runc/$ns/d2" ] || break; sleep 0.1; done
 [ ! -e "$work/runc/$ns/d2" ] || al_fail "airlock-runc's state of d2 is left after the shim died"
+gone "$k2" || al_fail "d2's keeper $k2 outlived its killed shim"
+al_assert_eq "$(verdict_end d2.json)" "killed null 9" "the verdict: killed by containerd's delete --force"
 "${C[@]}" task rm -f d2 >/dev/null 2>&1 || true
 "${C[@]}" c rm d2
 al_pass "nothing of d2 is left after its shim was killed"

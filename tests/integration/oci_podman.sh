@@ -19,8 +19,12 @@ if [ "$AL_TEST_MODE" = user ]; then
 fi
 
 # A podman of our own: storage, run directory, events and the runtime's audit under the test's dir.
-export AIRLOCK_AUDIT="$work/audit.jsonl" AIRLOCK_VERDICT_DIR="$work/verdicts"
-P=(podman --root "$work/storage" --runroot "$work/run" --runtime "$RUNC" --cgroup-manager cgroupfs
+# conmon gives the runtime an environment of its own, so the runtime podman calls is a wrapper
+# that points airlock-runc's audit log and verdicts there.
+printf '#!/bin/sh\nexport AIRLOCK_AUDIT=%s AIRLOCK_VERDICT_DIR=%s\nexec %s "$@"\n' \
+	"$work/audit.jsonl" "$work/verdicts" "$RUNC" >"$work/airlock-runc"
+chmod 0755 "$work/airlock-runc"
+P=(podman --root "$work/storage" --runroot "$work/run" --runtime "$work/airlock-runc" --cgroup-manager cgroupfs
 	--events-backend file --storage-driver overlay)
 cleanup_pod() {
 	set +e
@@ -34,16 +38,22 @@ trap 'cleanup_pod; al_inner_cleanup' EXIT
 img=$("${P[@]}" load -q -i "$work/bb.tar" 2>/dev/null | sed -n 's/^Loaded image: //p' | head -n1)
 [ -n "$img" ] || al_fail "podman load of the test's archive failed"
 RUN=(run --pull never --network none --entrypoint sh)
+# The verdict's end: "status exit_code signal" (null where JSON has null).
+verdict_end() { echo "$(al_json_get "$work/verdicts/$1" status) $(al_json_get "$work/verdicts/$1" exit_code) $(al_json_get "$work/verdicts/$1" signal)"; }
 
 AL_RC=0
-out=$("${P[@]}" "${RUN[@]}" --rm "$img" -c "echo out-$mark; grep -E 'CapEff|NoNewPrivs' /proc/self/status; exit 4" 2>"$work/err") || AL_RC=$?
+out=$("${P[@]}" "${RUN[@]}" --rm --annotation io.airlock.verdict=p1.json "$img" -c "echo out-$mark; grep -E 'CapEff|NoNewPrivs' /proc/self/status; exit 4" 2>"$work/err") || AL_RC=$?
 al_assert_eq "$AL_RC" 4 "podman run's exit code is the container's"
+al_assert_eq "$(verdict_end p1.json)" "$(al_oci_end exited 4 null)" \
+	"the verdict's exit code is podman's (conmon reaped the container's init)"
 al_assert_contains "$out" "out-$mark" "podman run's output"
 al_assert_contains "$out" "CapEff:	0000000000000000" "no capability (podman's spec asks for 11)"
 al_assert_contains "$out" "NoNewPrivs:	1" "no_new_privs"
 
-"${P[@]}" "${RUN[@]}" -d --name "p$mark" "$img" -c "sleep 300; : $mark-p" >/dev/null || al_fail "podman run -d failed: $(cat "$work/err")"
+"${P[@]}" "${RUN[@]}" -d --name "p$mark" --annotation io.airlock.verdict=p2.json "$img" -c "sleep 300; : $mark-p" >/dev/null || al_fail "podman run -d failed: $(cat "$work/err")"
 pid=$("${P[@]}" inspect -f '{{.State.Pid}}' "p$mark")
+keeper=$(grep -l "\"pid\":$pid," /run/airlock-runc/*/state.json | xargs "$AL_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["keeper"]["pid"])')
+al_assert_eq "$(cat "/proc/$keeper/comm")" airlock-keeper "the container's exit status keeper runs"
 # The image's User (app: uid 1000 in tests/image/mkoci.py's image), mapped into the unprivileged range.
 al_assert_eq "$(al_host_uid "$pid")" "$((AL_ID_BASE + 1000))" "the container's user (the image's app) is an unprivileged host uid"
 AL_RC=0
@@ -51,7 +61,13 @@ out=$("${P[@]}" exec "p$mark" sh -c "echo exec-$mark; exit 3") || AL_RC=$?
 al_assert_eq "$AL_RC" 3 "podman exec's exit code"
 al_assert_contains "$out" "exec-$mark" "podman exec's output"
 "${P[@]}" stop -t 1 "p$mark" >/dev/null 2>&1
+code=$("${P[@]}" inspect -f '{{.State.ExitCode}}' "p$mark")
 "${P[@]}" rm "p$mark" >/dev/null
+# podman stop: SIGTERM, which the container's pid 1 (sh, no handler) ignores, then SIGKILL.
+al_assert_eq "$code" 137 "podman's exit code of the stopped container"
+al_assert_eq "$(verdict_end p2.json)" "$(al_oci_end signaled null 9)" \
+	"the verdict: signaled by 9, as podman reports it (137)"
+[ ! -d "/proc/$keeper" ] || grep -q '^State:[[:space:]]*Z' "/proc/$keeper/status" || al_fail "the keeper $keeper outlived podman rm"
 al_wait_marker_gone "$mark-p" 5 || al_fail "a process of the container outlived podman rm"
 for d in /run/airlock-runc/*; do
 	[ ! -e "$d" ] || ! grep -q "$work" "$d/state.json" 2>/dev/null || al_fail "airlock-runc state left: $d"

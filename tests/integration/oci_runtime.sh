@@ -39,6 +39,15 @@ oci() { al_run oci --root "$state" "$@"; }
 # The audit log and the verdicts of this test's containers stay in its directory.
 export AIRLOCK_AUDIT="$work/audit/audit.jsonl" AIRLOCK_VERDICT_DIR="$work/verdicts"
 status_of() { oci state "$1"; al_json_get "$AL_OUT" status; }
+# The exit status keeper of a container (its pid in state.json), and whether a pid is gone (a
+# zombie counts: its parent, here the machine's init, reaps it in its own time).
+keeper_of() { "$AL_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["keeper"]["pid"])' "$state/$1/state.json"; }
+gone() { [ ! -d "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status"; }
+# The verdict's end: "status exit_code signal" (null where JSON has null).
+verdict_end() {
+	"$AL_PY" -c 'import json, sys; v = json.load(open(sys.argv[1]))
+print(" ".join(json.dumps(v[k]) for k in ("status", "exit_code", "signal")).replace(chr(34), ""))' "$AIRLOCK_VERDICT_DIR/$1"
+}
 wait_status() { # ID STATUS
 	for _ in $(seq 50); do [ "$(status_of "$1")" = "$2" ] && return 0; sleep 0.1; done
 	al_fail "container $1 did not become $2 (is $(status_of "$1"))"
@@ -84,6 +93,15 @@ oci create --bundle "$work/c1" --pid-file "$work/c1.pid" c1
 al_assert_rc 0
 c1out=$AL_OUT_FILE # create's stdout is the container's
 al_assert_eq "$(status_of c1)" created "status after create"
+k1=$(keeper_of c1)
+al_assert_eq "$(cat "/proc/$k1/comm")" airlock-keeper "a verdict was asked: the exit status keeper runs"
+grep -qx "$k1" "$(cg_dir c1)/cgroup.procs" && al_fail "the keeper is in the container's cgroup"
+grep -q '^CapEff:[[:space:]]*0000000000000000' "/proc/$k1/status" || al_fail "the keeper holds capabilities"
+grep -q '^CapBnd:[[:space:]]*0000000000000000' "/proc/$k1/status" || al_fail "the keeper's bounding set is not empty"
+# Its stdio on /dev/null, the init's pidfd and the state directory: never the container's stdio or
+# the exec fifo (start's open of it would then succeed after the init died).
+al_assert_eq "$(find "/proc/$k1/fd" -mindepth 1 | wc -l) $(readlink "/proc/$k1/fd/1")" "5 /dev/null" "the keeper's descriptors"
+find "/proc/$k1/fd" -mindepth 1 -lname '*exec.fifo*' | grep -q . && al_fail "the keeper holds the exec fifo"
 oci state c1
 pid=$(al_json_get "$AL_OUT" pid)
 al_assert_eq "$(cat "$work/c1.pid")" "$pid" "the pid file names the init"
@@ -186,22 +204,80 @@ al_pass "delete removed the state and the cgroup"
 v="$AIRLOCK_VERDICT_DIR/c1.json"
 [ -s "$v" ] || al_fail "no verdict at $v"
 al_assert_eq "$(al_json_get "$v" id)" c1 "verdict: id"
-al_assert_eq "$(al_json_get "$v" status)" stopped "verdict: status"
+# c1's init was reaped by the machine's init in its own time: before delete (the keeper's record)
+# or after (delete read the zombie's status), both the same where the kernel keeps the status.
+end=$(verdict_end c1.json)
+[ "$end" = "signaled null 9" ] || [ "$end" = "$(al_oci_end signaled null 9)" ] ||
+	al_fail "verdict of c1 killed by kill KILL: $end (status exit_code signal)"
+gone "$k1" || al_fail "c1's keeper $k1 outlived delete"
 al_assert_eq "$(al_json_get "$v" usage.pids.limit)" 32 "verdict: the cgroup's figures (the updated pids limit)"
 al_assert_eq "$(al_json_get "$v" enforced.capabilities)" none "verdict: no capabilities"
 al_assert_eq "$(al_json_get "$v" enforced.id_map.host_base)" "$AL_ID_BASE" "verdict: the id map"
 events=$("$AL_PY" -c 'import json, sys
 print(" ".join(r["event"] + ":" + r["result"]["status"] for r in map(json.loads, open(sys.argv[1])) if r["sandbox"] == "c1"))' "$AIRLOCK_AUDIT")
-al_assert_eq "$events" "start:started end:stopped" "audit records of c1"
+al_assert_eq "$events" "start:started end:signaled" "audit records of c1"
+
+# ---- the exit status a subreaper reaps, in the verdict -------------------------------------------------
+# A shim of our own, as containerd's is: a subreaper that runs create and start and gets the
+# container's init when create exits. REAP=1 reaps it at once (the keeper reads the status the
+# kernel kept for its pidfd), REAP=0 leaves it a zombie until after delete (delete reads /proc).
+# It prints the wait status it got and the keeper's pid (which it reaps too: create's child).
+shim() { # ID REAP [SIGNAL]
+	"$AL_PY" - "$AIRLOCK" "$state" "$work/$1" "$1" "$2" "${3:-}" <<'EOF'
+import ctypes, json, os, subprocess, sys, time
+airlock, state, bundle, cid, reap, kill = sys.argv[1:7]
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+oci = lambda *a: subprocess.run([airlock, "oci", "--root", state, *a], check=True)
+oci("create", "--bundle", bundle, "--pid-file", bundle + ".pid", cid)
+pid = int(open(bundle + ".pid").read())
+keeper = json.load(open(os.path.join(state, cid, "state.json")))["keeper"]["pid"]
+oci("start", cid)
+if kill:
+    oci("kill", cid, kill)
+status = None
+if reap == "1":
+    status = os.waitpid(pid, 0)[1]
+else:
+    while open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.02)
+oci("delete", cid)
+if status is None:
+    status = os.waitpid(pid, 0)[1]
+os.waitpid(keeper, 0)
+print(status, keeper)
+EOF
+}
+mkbundle "$work/c3" '["sh", "-c", "exit 7"]' 'c["annotations"] = {"io.airlock.verdict": "c3.json"}'
+out=$(shim c3 1) || al_fail "the subreaper's run of c3 failed"
+al_assert_eq "${out% *}" $((7 << 8)) "the subreaper reaped the container's init itself (exit 7)"
+al_assert_eq "$(verdict_end c3.json)" "$(al_oci_end exited 7 null)" "verdict of a reaped init: exited, exit_code 7 (status exit_code signal)"
+mkbundle "$work/c4" '["sleep", "60"]' 'c["annotations"] = {"io.airlock.verdict": "c4.json"}'
+out=$(shim c4 0 KILL) || al_fail "the subreaper's run of c4 failed"
+al_assert_eq "${out% *}" 9 "the subreaper reaped the init after delete (SIGKILL)"
+al_assert_eq "$(verdict_end c4.json)" "signaled null 9" "verdict of a zombie init: signaled, signal 9"
+# tail of an endless line keeps it all: the init itself meets the memory limit's OOM killer.
+mkbundle "$work/c5" '["tail", "/dev/zero"]' 'c["annotations"] = {"io.airlock.verdict": "c5.json"}
+c["linux"]["resources"]["memory"] = {"limit": 33554432}'
+ln -sf busybox "$work/c5/rootfs/bin/tail"
+out=$(shim c5 1) || al_fail "the subreaper's run of c5 failed"
+al_assert_eq "${out% *}" 9 "the subreaper reaped an init the OOM killer killed (SIGKILL)"
+al_assert_eq "$(verdict_end c5.json)" "$(al_oci_end oom null 9)" "verdict of an OOM-killed init: oom, signal 9"
+al_assert_eq "$(al_json_get "$AIRLOCK_VERDICT_DIR/c5.json" usage.memory.oom_kills)" 1 "verdict: one OOM kill in the cgroup"
+al_kernel_at_least 6 15 || al_assert_contains "$(al_json_get "$AIRLOCK_VERDICT_DIR/c3.json" exit_unknown)" PIDFD_INFO_EXIT "exit_unknown names what the kernel lacks"
+if [ -e "$state/c3" ] || [ -e "$state/c4" ] || [ -e "$state/c5" ]; then al_fail "state of c3, c4 or c5 is left"; fi
+al_pass "the verdict's exit code and signal are those the container's reaper saw, reaped before or after delete"
 
 # ---- delete of a created container: the process never runs ------------------------------------------
-mkbundle "$work/c2" "[\"/probe/al-probe\", \"write\", \"/tmp/never\", \"x\"]"
+mkbundle "$work/c2" "[\"/probe/al-probe\", \"write\", \"/tmp/never\", \"x\"]" 'c["annotations"] = {"io.airlock.verdict": "c2.json"}'
 oci create --bundle "$work/c2" c2
 al_assert_rc 0
 oci state c2
 pid2=$(al_json_get "$AL_OUT" pid)
+k2=$(keeper_of c2)
 oci delete c2
 al_assert_rc 0
+gone "$k2" || al_fail "c2's keeper $k2 outlived delete"
+al_assert_eq "$(verdict_end c2.json)" "killed null 9" "verdict of a created container deleted: killed by delete"
 for _ in $(seq 30); do [ -d "/proc/$pid2" ] || break; sleep 0.1; done
 [ ! -d "/proc/$pid2" ] || grep -q '^State:[[:space:]]*Z' "/proc/$pid2/status" || al_fail "delete of a created container left its init"
 al_pass "delete of a created container kills its init"

@@ -37,7 +37,7 @@ static void build(struct bw_argv *a, const struct al_policy *p, int seccomp)
 	struct fs_plan plan = {0};
 	struct fs_host host;
 	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, p->rootfs);
+	fs_host_probe(&host, &plan, p);
 	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
 	int *files = calloc(plan.n + 1, sizeof(*files));
 	assert_non_null(files);

@@ -165,6 +165,13 @@ static void test_parse_proc_start(void **state)
 	assert_int_equal(t, 777);
 	assert_int_equal(cg_parse_proc_start("1234 (x) S 1 2 3\n", &t), -EINVAL);
 	assert_int_equal(cg_parse_proc_start("no parenthesis", &t), -EINVAL);
+	/* Other fields by number: 3 is the state letter (not a number), 4 the parent, 24 the last here. */
+	assert_int_equal(cg_parse_proc_field(s, 4, &t), 0);
+	assert_int_equal(t, 1);
+	assert_int_equal(cg_parse_proc_field(s, 24, &t), 0);
+	assert_int_equal(t, 50);
+	assert_int_equal(cg_parse_proc_field(s, 3, &t), -EINVAL);
+	assert_int_equal(cg_parse_proc_field(s, 26, &t), -EINVAL);
 	/* Our own: started after boot, not in the future. */
 	char buf[1024];
 	FILE *f = fopen("/proc/self/stat", "re");

@@ -36,7 +36,7 @@ static json_t *build(const struct al_policy *p, enum oci_runtime rt, bool root, 
 	struct fs_plan plan = {0};
 	struct fs_host host;
 	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, p->rootfs);
+	fs_host_probe(&host, &plan, p);
 	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
 	char **src = calloc(plan.n + 1, sizeof(*src));
 	assert_non_null(src);
@@ -244,7 +244,7 @@ static json_t *build_init(const struct al_policy *p, enum oci_runtime rt, bool e
 	struct fs_plan plan = {0};
 	struct fs_host host;
 	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, p->rootfs);
+	fs_host_probe(&host, &plan, p);
 	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
 	char **src = calloc(plan.n + 1, sizeof(*src));
 	assert_non_null(src);

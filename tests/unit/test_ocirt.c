@@ -1,4 +1,5 @@
-/* test_ocirt.c — unit tests for airlock-runc's pure parts: config.json parsing and the plan a profile allows. */
+/* test_ocirt.c — unit tests for airlock-runc's pure parts: config.json parsing, the plan a profile allows, the
+ * verdict's end from a wait status; and the kernel's keeping of a reaped child's exit status (kit/pidfd.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,12 +13,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "kit/pidfd.h"
 #include "ocirt/ctr.h"
+#include "ocirt/keeper.h"
 #include "ocirt/rtstate.h"
 #include "ocirt/spec.h"
+#include "util/cleanup.h"
 
 /* containerd's default spec for `ctr run bb sh` (ctr 1.6), as the shim hands it to the runtime. */
 static const char ctr_spec[] =
@@ -322,13 +330,87 @@ static void test_ids(void **state)
 	assert_false(ort_id_valid("-a"));
 }
 
+static void test_end_from_wait(void **state)
+{
+	(void)state;
+	struct ort_end e;
+	ort_end_from_wait(7 << 8, &e);
+	assert_true(e.known);
+	assert_int_equal(e.status, AL_STATUS_EXITED);
+	assert_int_equal(e.exit_code, 7);
+	assert_int_equal(e.signal, 0);
+	assert_string_equal(ort_end_status(&e), "exited");
+	ort_end_from_wait(SIGKILL, &e);
+	assert_int_equal(e.status, AL_STATUS_SIGNALED);
+	assert_int_equal(e.signal, SIGKILL);
+	assert_string_equal(ort_end_status(&e), "signaled");
+	ort_end_from_wait(SIGSEGV | 0x80, &e); /* core dumped */
+	assert_int_equal(e.signal, SIGSEGV);
+	ort_end_from_wait(0x137f, &e); /* stopped by SIGSTOP: not an end */
+	assert_false(e.known);
+	assert_string_equal(ort_end_status(&e), "stopped");
+	assert_non_null(strstr(e.why, "0x137f"));
+}
+
+/* Linux 6.15 or later, by uname: such a kernel keeps exit statuses (PIDFD_INFO_EXIT). */
+static bool kernel_at_least_6_15(void)
+{
+	struct utsname u;
+	assert_int_equal(uname(&u), 0);
+	char *end;
+	long major = strtol(u.release, &end, 10), minor = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+	return major > 6 || (major == 6 && minor >= 15);
+}
+
+/* A child of ours that ends as told, its pidfd and its status as waitid reaped it. */
+static int child_status(int how, int *pidfd)
+{
+	pid_t pid = pfd_clone3(0, pidfd, -1);
+	if (pid == 0) {
+		if (how < 0)
+			raise(-how);
+		_exit(how);
+	}
+	assert_true(pid > 0);
+	/* Not reaped yet (a zombie once it has ended): no status kept so far. */
+	int ws;
+	int r = pfd_exit_status(*pidfd, &ws);
+	assert_true(r == -EAGAIN || r == -EOPNOTSUPP);
+	siginfo_t si;
+	assert_int_equal(pfd_wait(*pidfd, &si, NULL, WEXITED), 0);
+	return si.si_code == CLD_EXITED ? si.si_status << 8 : si.si_status;
+}
+
+static void test_pidfd_exit_status(void **state)
+{
+	(void)state;
+	int supported = pfd_exit_status_supported();
+	/* The probe says what uname says (a backport aside, which this test would then report). */
+	assert_int_equal(supported, kernel_at_least_6_15() ? 1 : 0);
+	static const int hows[] = {7, 0, -SIGKILL, -SIGTERM};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(hows); i++) {
+		int fd = -1, ws = -1;
+		int reaped = child_status(hows[i], &fd);
+		int r = pfd_exit_status(fd, &ws);
+		if (supported) {
+			/* After the reap, the pidfd still tells exactly what the reaper got. */
+			assert_int_equal(r, 0);
+			assert_int_equal(ws, reaped);
+		} else {
+			assert_int_equal(r, -EOPNOTSUPP);
+		}
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_ctr_spec),	cmocka_unit_test(test_plan_default_is_confined),
-		cmocka_unit_test(test_plan_refusals),	cmocka_unit_test(test_parse_refusals),
-		cmocka_unit_test(test_seccomp_compile), cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_sysctls),
+		cmocka_unit_test(test_parse_ctr_spec),	  cmocka_unit_test(test_plan_default_is_confined),
+		cmocka_unit_test(test_plan_refusals),	  cmocka_unit_test(test_parse_refusals),
+		cmocka_unit_test(test_seccomp_compile),	  cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_sysctls),		  cmocka_unit_test(test_end_from_wait),
+		cmocka_unit_test(test_pidfd_exit_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -291,7 +291,7 @@ static int prepare(struct bw_spawn *s, const struct al_policy *p, const struct p
 		   struct al_error *err)
 {
 	struct fs_host host;
-	fs_host_probe(&host, &s->plan, p->rootfs);
+	fs_host_probe(&host, &s->plan, p);
 	int r = fs_plan_build(&s->plan, p, &host, err);
 	if (r < 0 || (r = make_data(s, pl, err)) < 0)
 		return r;

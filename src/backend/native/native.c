@@ -157,7 +157,7 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, fd_p[2] = {-1, -1}, px_p[2] = {-1, -1}, ctl_p[2] = {-1, -1};
 	int pidfd = -1, r;
 	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, p->rootfs);
+	fs_host_probe(&host, &plan, p);
 	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, pl, &layers, err)) < 0)
 		goto out;
 	if (!(envp = pol_build_envp(p))) {

@@ -261,7 +261,7 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 		  const struct pol_plan *pl, struct al_error *err)
 {
 	struct fs_host host;
-	fs_host_probe(&host, &s->plan, p->rootfs);
+	fs_host_probe(&host, &s->plan, p);
 	int r = fs_plan_build(&s->plan, p, &host, err);
 	if (r < 0)
 		return r;
