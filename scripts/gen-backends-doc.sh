@@ -61,6 +61,7 @@ LABELS = {
     "seccomp": "seccomp filter",
     "landlock": "Landlock",
     "cgroup_limits": "cgroup memory / pids / cpu limits",
+    "pids_limit": "pids limit on the payload's processes",
     "no_new_privs": "no_new_privs",
     "caps": "no capabilities",
     "disk_cap": "size-capped `/tmp`, `/workspace`",

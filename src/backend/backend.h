@@ -23,11 +23,15 @@ struct be_io {
 
 struct be_proc {
 	pid_t pid;
-	int pidfd;	      /* exits when the whole sandbox is gone */
-	int status_fd;	      /* read end of the nat_record channel; EOF once the sandbox is gone */
-	char *enforced_json;  /* malloc'd JSON object: each protection actually applied */
-	const char *backend;  /* static name */
-	bool seccomp_kills;   /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
+	int pidfd;	     /* exits when the whole sandbox is gone */
+	int status_fd;	     /* read end of the nat_record channel; EOF once the sandbox is gone */
+	char *enforced_json; /* malloc'd JSON object: each protection actually applied */
+	const char *backend; /* static name */
+	bool seccomp_kills;  /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
+	/* The job cgroup's pids.max counts the runtime's host tasks (gVisor's Sentry and gofer threads,
+	 * its ptrace stubs), not the payload's processes, which live in the runtime's own kernel: the
+	 * verdict's cgroup says "pids": false and "pids_host_tasks" instead. */
+	bool pids_host_tasks;
 	int kill_signal;      /* what ends the whole job when sent to pid (SIGKILL to a pid-ns init) */
 	char *cleanup_dir;    /* malloc'd: a host directory the job used, removed after it */
 	int upper_sock;	      /* -1, or where the --workdir overlay's upper layer arrives (SCM_RIGHTS) */

@@ -25,7 +25,7 @@ static const struct {
 	[PN_WORKDIR] = {ENOTSUP, "cannot take --workdir safely"},
 	[PN_ROOTLESS] = {EPERM, "needs root here"},
 	[PN_NET_HOST] = {ENOTSUP, "cannot run --net host here"},
-	[PN_PIDS] = {ENOTSUP, "cannot enforce --pids as a limit on the payload's processes"},
+	[PN_PIDS] = {ENOTSUP, "cannot enforce a pids limit (--pids, --require cgroup-pids) on the payload's processes"},
 	[PN_CPU_TIME] = {ENOTSUP, "cannot enforce --cpu-time"},
 	[PN_PROXY] = {ENOTSUP, "cannot serve the egress proxy (--net allow=..., --broker)"},
 };

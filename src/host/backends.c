@@ -22,6 +22,7 @@ static const char *const layer_names[HOST_LAYER__COUNT] = {
 	[HOST_LAYER_SECCOMP] = "seccomp",
 	[HOST_LAYER_LANDLOCK] = "landlock",
 	[HOST_LAYER_CGROUP_LIMITS] = "cgroup_limits",
+	[HOST_LAYER_PIDS_LIMIT] = "pids_limit",
 	[HOST_LAYER_NO_NEW_PRIVS] = "no_new_privs",
 	[HOST_LAYER_CAPS] = "caps",
 	[HOST_LAYER_DISK_CAP] = "disk_cap",
@@ -106,7 +107,7 @@ static const struct {
 } by_need[] = {
 	{HOST_LAYER_LANDLOCK, PN_LANDLOCK},	      {HOST_LAYER_CGROUPNS, PN_CGROUPNS},
 	{HOST_LAYER_CHECKOUT_COPY, PN_CHECKOUT_COPY}, {HOST_LAYER_WORKDIR_OVERLAY, PN_WORKDIR},
-	{HOST_LAYER_EGRESS_PROXY, PN_PROXY},
+	{HOST_LAYER_EGRESS_PROXY, PN_PROXY},	      {HOST_LAYER_PIDS_LIMIT, PN_PIDS},
 };
 
 void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out)
@@ -127,6 +128,9 @@ void host_backend_layers(const struct al_host_report *r, enum host_layers_backen
 	 * the others load airlock's filter into the host kernel (crun: run.oci.seccomp_bpf_data). */
 	out->has[HOST_LAYER_SECCOMP] = on && (b == HOST_LAYERS_GVISOR || r->seccomp.filter);
 	out->has[HOST_LAYER_CGROUP_LIMITS] = on && cg; /* the supervisor's job cgroup, whatever the backend */
+	/* ... whose pids controller bounds the payload's processes where they are host processes
+	 * (gVisor's are its Sentry's: its table lacks PN_PIDS) */
+	out->has[HOST_LAYER_PIDS_LIMIT] = on && r->cg.use[HOST_CG_PIDS] != HOST_CG_NONE;
 	out->has[HOST_LAYER_NO_NEW_PRIVS] = on;
 	out->has[HOST_LAYER_CAPS] = on;
 	out->has[HOST_LAYER_DISK_CAP] = on;

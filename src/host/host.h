@@ -203,6 +203,7 @@ enum host_layer {
 	HOST_LAYER_SECCOMP,
 	HOST_LAYER_LANDLOCK,
 	HOST_LAYER_CGROUP_LIMITS, /* memory, pids or cpu through the job's cgroup */
+	HOST_LAYER_PIDS_LIMIT,	  /* the job cgroup's pids limit bounds the payload's processes (not gVisor's) */
 	HOST_LAYER_NO_NEW_PRIVS,
 	HOST_LAYER_CAPS,	    /* every capability dropped */
 	HOST_LAYER_DISK_CAP,	    /* /tmp and /workspace as size-capped tmpfs */

@@ -131,10 +131,18 @@ int ll_abi(void)
  * the inode reached, which is what the payload reaches through the same name. */
 static int open_rule_path(const char *path)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-	/* A container's seccomp filter may hide openat2 (ENOSYS, or EPERM in older profiles). */
-	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+	/* A container's seccomp filter may hide openat2 (ENOSYS, or EPERM in older profiles): airlock's
+	 * own does, under which airlock-init builds the ruleset for bwrap and crun. Once seen, every
+	 * later rule goes straight to open (one call per rule, not two). A plain static: only the
+	 * single-threaded process building the ruleset ever writes it. */
+	static bool hidden;
+	long fd = -1;
+	if (!hidden) {
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
+		fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+		hidden = fd < 0 && (errno == ENOSYS || errno == EPERM);
+	}
+	if (hidden)
 		fd = open(path, O_PATH | O_CLOEXEC);
 	return fd < 0 ? -errno : (int)fd;
 }

@@ -31,7 +31,9 @@ static uint32_t needs(const struct al_policy *p, bool root)
 		[PN_WORKDIR] = p->workdir,
 		[PN_ROOTLESS] = !root,
 		[PN_NET_HOST] = p->net == AL_NET_HOST,
-		[PN_PIDS] = p->limits_set & (1u << AL_LIMIT_PIDS),
+		/* a limit asked for (--pids, a profile's or the configuration's limits.pids are
+		 * explicit too), or required by the floor (--require cgroup-pids, cgroup, all) */
+		[PN_PIDS] = (p->limits_set & (1u << AL_LIMIT_PIDS)) || (p->require & REQ_CGROUP_PIDS),
 		[PN_CPU_TIME] = p->limits[AL_LIMIT_CPU_MS] != AL_UNLIMITED,
 		[PN_PROXY] = pol_needs_proxy(p),
 	};

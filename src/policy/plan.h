@@ -42,7 +42,7 @@ enum pol_need {
 	PN_WORKDIR,	  /* --workdir with the changes written back */
 	PN_ROOTLESS,	  /* run by an ordinary user */
 	PN_NET_HOST,	  /* --net host */
-	PN_PIDS,	  /* an explicit --pids: a promise about the payload's processes */
+	PN_PIDS,	  /* an explicit --pids or --require cgroup-pids: a promise about the payload's processes */
 	PN_CPU_TIME,	  /* --cpu-time: RLIMIT_CPU that stops the payload */
 	PN_CGROUPNS,	  /* --require cgroupns */
 	PN_PIVOT_ROOT,	  /* --require pivot_root */

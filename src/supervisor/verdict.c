@@ -141,8 +141,13 @@ static char *enforced_with_cgroup(const struct al_job *j)
 	json_t *cg = json_false();
 	if (j->cg && j->have_cgu) {
 		const struct cg_usage *u = &j->cgu;
+		/* Under gVisor the pids limit bounds the runtime's host tasks only: never said to bound
+		 * the payload's processes (be_proc.pids_host_tasks). */
+		bool host_tasks = j->proc.pids_host_tasks;
 		cg = json_pack("{s:s,s:b,s:b,s:b}", "version", cg_version_name(j->cg), "memory", u->memory_limited,
-			       "pids", u->pids_limited, "cpu", u->cpu_limited);
+			       "pids", u->pids_limited && !host_tasks, "cpu", u->cpu_limited);
+		if (cg && host_tasks)
+			json_object_set_new(cg, "pids_host_tasks", json_boolean(u->pids_limited));
 	}
 	json_object_set_new(e, "cgroup", cg ? cg : json_false());
 	char *s = json_dumps(e, JSON_COMPACT);

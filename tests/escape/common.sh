@@ -178,13 +178,20 @@ esc_bg_as_uid() {
 
 # esc_cgroup_limits: 0 when airlock can enforce cgroup limits (memory and pids) in this mode
 # (the verdict of a trivial run says so); else 1, and callers check that explicit limits are
-# refused instead (fail closed), never run the bomb unguarded by airlock.
+# refused instead (fail closed), never run the bomb unguarded by airlock. Under gvisor the pids
+# limit bounds gVisor's host tasks, not the payload's processes, and the verdict says so
+# (cgroup.pids false, cgroup.pids_host_tasks true): asserted here, and counted as a limit.
 esc_cgroup_limits() {
 	al_run run --json -- /bin/true
 	[ "$AL_RC" = 0 ] || al_fail "airlock cannot run /bin/true"
-	[ "$(al_json_type "$AL_OUT" enforced.cgroup)" = object ] &&
-		[ "$(al_json_get "$AL_OUT" enforced.cgroup.memory)" = true ] &&
-		[ "$(al_json_get "$AL_OUT" enforced.cgroup.pids)" = true ]
+	[ "$(al_json_type "$AL_OUT" enforced.cgroup)" = object ] || return 1
+	if esc_gvisor && [ "$(al_json_get "$AL_OUT" enforced.cgroup.pids_host_tasks)" = true ]; then
+		al_assert_eq "$(al_json_get "$AL_OUT" enforced.cgroup.pids)" false \
+			"gvisor: enforced.cgroup.pids (never claimed for the payload's processes)"
+	elif [ "$(al_json_get "$AL_OUT" enforced.cgroup.pids)" != true ]; then
+		return 1
+	fi
+	[ "$(al_json_get "$AL_OUT" enforced.cgroup.memory)" = true ]
 }
 
 # esc_refused OPTION...: with no cgroup for this caller, each explicit limit is refused (exit
@@ -273,7 +280,8 @@ esc_sentry_answers() {
 #                 attempt on it stays judged;
 #   same-domain   (bwrap) bwrap's pid 1: the payload's uid, no capability, the same seccomp
 #                 filter and no_new_privs, so writing its memory or its oom_score_adj gains
-#                 nothing the payload does not hold already;
+#                 nothing the payload does not hold already (and with airlock-init's Landlock
+#                 ruleset the payload cannot reach it at all: ptrace.sh);
 #   self          (oci, gvisor) the payload is pid 1: "attacks on init" are on itself.
 #                 (oci with airlock-init as the container's pid 1: airlock-init, judged strictly.)
 esc_init_domain() {
@@ -298,7 +306,7 @@ esc_init_domain() {
 		echo same-domain
 		;;
 	oci | gvisor)
-		# The payload is the container's pid 1, or runs under airlock-init (oci's ociinit), which
+		# The payload is the container's pid 1, or runs under airlock-init (backend/ainit.c), which
 		# is then judged as native's is.
 		if [ "$self" = 1 ]; then
 			echo self

@@ -12,7 +12,8 @@
 # (airlock-init) is another domain, whose oom_score_adj and LSM attributes must stay closed. Under bwrap (bwrap's
 # init: the payload's uid, no capability, same filter) and under oci/gvisor (the payload is pid 1) those three
 # files are the payload's own (raising its own OOM score, an LSM attribute no LSM reads here), logged and not
-# judged; native refuses them with Landlock, which the others do not have. Everything else is judged everywhere.
+# judged where no Landlock ruleset is applied (gvisor; --landlock off); native, and bwrap and oci through
+# airlock-init, refuse them with Landlock. Everything else is judged everywhere.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/common.sh"
 esc_need esc-procsys
@@ -28,7 +29,9 @@ before=$(host_values)
 esc_run -- "$ESC/esc-procsys"
 esc_ran
 dom=$(esc_init_domain) || exit 1
-if [ "$AL_BACKEND" = native ]; then
+if [ "$AL_BACKEND" = native ] || [ "$(esc_v enforced.landlock.fs)" = true ]; then
+	# Landlock (native; airlock-init's under bwrap and oci) grants no write under /proc: every open
+	# for writing is refused, whatever pid 1 is.
 	esc_denied_matching 'writeback\[[^]]*\]|open-wr\[[^]]*\]'
 else
 	esc_denied_matching 'writeback\[[^]]*\]|open-wr\[/(sys|proc/sys|proc/sysrq)[^]]*\]'

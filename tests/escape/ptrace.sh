@@ -7,8 +7,9 @@
 # /proc/PID/mem write is the payload's own trust domain and only logged (it shows the technique works).
 # Backends: what pid 1 is differs (common.sh, esc_init_domain). native: airlock-init, every attack on it judged.
 # bwrap: bwrap's own init, asserted to be the payload's uid with no capability, the same seccomp filter and
-# no_new_privs, so /proc/1/mem and /proc/1/environ (the job's own scrubbed environment) are the payload's own
-# domain, logged; ptrace, process_vm_* and pidfd_getfd of it are still judged (the filter). oci, gvisor: the payload
+# no_new_privs; ptrace, process_vm_* and pidfd_getfd of it are judged (the filter), and /proc/1/mem and
+# /proc/1/environ too where airlock-init applied the Landlock ruleset (pid 1 is outside the payload's Landlock
+# domain), with a control run without Landlock; with --landlock off they are the payload's own domain, logged. oci, gvisor: the payload
 # is pid 1 itself, asserted; "init" is itself. gvisor: PTRACE_TRACEME and attaching the sibling are gVisor's own
 # ptrace inside the Sentry (esc_sentry_answers): they reach only the job's processes, and every host-side attempt
 # (ESRCH/ENOENT: the host's pids do not exist in the Sentry; process_vm_*: ENOSYS, not implemented by this
@@ -32,7 +33,20 @@ airlock-init)
 	;;
 same-domain)
 	esc_denied ptrace-attach-init ptrace-seize-init process_vm_readv-init pidfd_getfd-init
-	al_log "bwrap's pid 1 is the payload's own domain: /proc/1/mem open=$(esc_kv proc-mem-open-rw-init), /proc/1/environ=$(esc_kv proc-environ-init)"
+	if [ "$(esc_v enforced.landlock.fs)" = true ]; then
+		# airlock-init's Landlock ruleset: bwrap's pid 1 is outside the payload's Landlock domain,
+		# and a restricted process may not trace or read a less restricted one (Landlock's ptrace
+		# rule): its environ and mem stay closed, which the control without Landlock shows open.
+		esc_denied proc-mem-open-rw-init proc-environ-init
+		esc_expect proc-environ-init EACCES
+		local_out=$ESC_OUT
+		esc_run --time 20 --landlock off -- "$ESC/esc-ptrace" "$victim"
+		al_assert_eq "$(esc_kv proc-environ-init)" OK "control: bwrap's pid 1's environ without Landlock"
+		ESC_OUT=$local_out # the rest judges the run with every layer on
+		al_pass "Landlock keeps the payload from bwrap's pid 1, which shares its uid"
+	else
+		al_log "bwrap's pid 1 is the payload's own domain: /proc/1/mem open=$(esc_kv proc-mem-open-rw-init), /proc/1/environ=$(esc_kv proc-environ-init)"
+	fi
 	;;
 self) al_log "the payload is pid 1: its attacks on 'init' were on itself (/proc/1/mem open=$(esc_kv proc-mem-open-rw-init))" ;;
 esac

@@ -27,7 +27,9 @@ done
 al_probe "${BW[@]}" --json -- exit 0
 al_assert_eq "$(j backend)" bwrap "verdict backend"
 al_assert_eq "$(j enforced.bwrap)" /usr/bin/bwrap "enforced.bwrap"
-al_assert_eq "$(j enforced.landlock)" false "enforced.landlock (bwrap has none)"
+# airlock-init, bwrap's command, applies the native backend's ruleset (layers.sh proves it holds).
+al_assert_eq "$(j enforced.landlock.fs)" true "enforced.landlock.fs (applied by airlock-init)"
+al_assert_eq "$(j enforced.landlock.fs_rights)" writes "enforced.landlock.fs_rights"
 al_assert_eq "$(j enforced.seccomp)" default "enforced.seccomp"
 al_assert_eq "$(j enforced.no_new_privs)" true "enforced.no_new_privs"
 for ns in user pid mount net ipc uts; do
@@ -268,7 +270,9 @@ refused() { # TOKEN AIRLOCK-RUN-ARGS...
 	al_pass "refused ($token): $AL_ERR"
 }
 co=$(al_tmpdir 0755)
-refused 'landlock' --require landlock
+# Landlock is airlock-init's: a floor that requires it holds.
+al_probe "${BW[@]}" --require landlock -- exit 0
+al_assert_rc 0
 refused 'checkout-mode copy' --checkout "$co" --checkout-mode copy
 refused 'keep-changes' --checkout "$co" --keep-changes "$AL_TEST_ROOT/kept"
 refused 'subids' --subids
@@ -293,7 +297,7 @@ fi
 al_run check --json
 al_assert_rc 0
 al_assert_eq "$(j backend_layers.bwrap.available)" true "check: bwrap available"
-al_assert_eq "$(j backend_layers.bwrap.landlock)" false "check: bwrap cannot do Landlock"
+al_assert_eq "$(j backend_layers.bwrap.landlock)" true "check: bwrap's airlock-init applies Landlock"
 al_assert_eq "$(j backend_layers.bwrap.egress_proxy)" true "check: bwrap serves the egress proxy"
 al_assert_eq "$(j backend_layers.bwrap.checkout_copy)" false "check: bwrap cannot copy a checkout"
 al_run check

@@ -131,6 +131,12 @@ al_wait_marker_gone "$m" 3 || al_fail "the daemon ($m) survived the timeout"
 no_leftovers "a timeout"
 al_probe "${B[@]}" --json -- exit 0
 if [ "$(al_json_type "$AL_OUT" enforced.cgroup)" = object ]; then
+	# The default pids limit holds on the job cgroup, which counts gVisor's host tasks (the
+	# Sentry's and gofer's threads, its ptrace stubs), not the payload's processes: the verdict
+	# says that, and never that the payload's processes are bounded.
+	al_assert_eq "$(j enforced.cgroup.pids)" false "enforced.cgroup.pids (the payload's processes are gVisor's)"
+	al_assert_eq "$(j enforced.cgroup.pids_host_tasks)" true "enforced.cgroup.pids_host_tasks"
+	al_assert_eq "$(j pids_limit_hit)" false "pids_limit_hit of a trivial run"
 	al_run run "${B[@]}" --memory 128M --time 30 --json -- /usr/bin/python3 -c '
 a = []
 while True:
@@ -151,6 +157,14 @@ refused() { # TOKEN AIRLOCK-RUN-ARGS...
 refused 'seccomp' --require seccomp --seccomp off
 refused 'landlock' --require landlock
 refused 'pids' --pids 32
+# A floor that requires the pids limit is refused the same way, from the command line or from a
+# profile's require list; the payload never runs.
+refused 'pids limit .*cgroup-pids.* on the payload' --require cgroup-pids
+refused 'pids limit' --require cgroup
+pdir=$(al_tmpdir)
+printf 'version: 1\nprofiles:\n  counted: {require: [userns, cgroup-pids]}\n' >"$pdir/airlock.yaml"
+chmod 0644 "$pdir/airlock.yaml"
+refused "pids limit .* gVisor's own host tasks" --config "$pdir/airlock.yaml" --profile counted
 refused 'net host' --net host
 refused 'cgroupns' --require cgroupns
 refused 'egress proxy' --net allow=example.com:443

@@ -51,7 +51,7 @@ for n in 0 3 42 255; do
 	al_probe "${B[@]}" -- exit "$n"
 	al_assert_rc "$n"
 done
-# airlock-init is the container's pid 1 (ociinit.c): the payload's own signals kill it, and
+# airlock-init is the container's pid 1 (backend/ainit.c): the payload's own signals kill it, and
 # its exact wait status comes back, so a shell exiting 128+N is not taken for a signal.
 for sig in 9 15 6; do
 	al_probe "${B[@]}" --json -- raise "$sig"
@@ -267,7 +267,7 @@ rm -rf "$live"
 $live_left || al_fail "a live supervisor's bundle directory was removed"
 al_pass "the next airlock removes a dead supervisor's bundle directory, not a live one's"
 
-# ---- rlimits: the payload's alone. airlock-init (pid 1, ociinit.c) sets them between its fork and
+# ---- rlimits: the payload's alone. airlock-init (pid 1, backend/ainit.c) sets them between its fork and
 # the payload's execve and keeps the runtime's own, so a sanitized init still starts under
 # --address-space; RLIMIT_CORE 0 holds for both.
 al_box "${B[@]}" --address-space 1G --open-files 64 --file-size 1M --cpu-time 5 -- /bin/sh -c \

@@ -43,11 +43,20 @@ al_assert_not_contains "$AL_OUT" "$hidden" "a host path in /proc/1/cmdline"
 al_assert_not_contains "$AL_OUT" "zq9" "an --env value in /proc/1/cmdline"
 if al_backend_is bwrap; then
 	# The sandbox's pid 1 is bwrap's own; its options reach it through --args FD, so its
-	# command line is only "bwrap --args FD -- CMD ARG...".
+	# command line is only "bwrap --args FD -- airlock-init's ... -- CMD ARG...": bwrap's
+	# command is airlock-init (the airlock binary bound read-only), which sets the job's rlimits
+	# and Landlock rules (paths inside the sandbox) and execs the payload in its place.
 	cmdline=$(tr '\0' ' ' <"$AL_OUT_FILE")
-	printf '%s\n' "$cmdline" | grep -qxE '/usr/bin/bwrap --args [0-9]+ -- /bin/cat /proc/1/cmdline ' ||
-		al_fail "/proc/1/cmdline under bwrap is not 'bwrap --args FD -- CMD...': $cmdline"
-	al_pass "/proc/1/cmdline shows only bwrap and the job's own command"
+	printf '%s\n' "$cmdline" | grep -qxE '/usr/bin/bwrap --args [0-9]+ -- /\.airlock-init( --rlimit [0-9]+:[0-9]+:[0-9]+)*( --landlock-set [tsw]*-( --landlock [rw]\??:/[^ ]*)*)? --exec --record [0-9]+ -- /bin/cat /proc/1/cmdline ' ||
+		al_fail "/proc/1/cmdline under bwrap is not 'bwrap --args FD -- airlock-init ... -- CMD...': $cmdline"
+	al_pass "/proc/1/cmdline shows only bwrap, airlock-init's options and the job's own command"
+	# Neither bwrap's pid 1 nor the payload holds airlock-init's record pipe or the binary's
+	# descriptor: only stdio (and bwrap's eventfd in its pid 1).
+	al_run run -- /bin/sh -c 'ls /proc/1/fd /proc/self/fd | tr "\n" " "'
+	al_assert_rc 0
+	[ "$(printf '%s' "$AL_OUT" | tr -s ' ' | sed 's/ $//')" = "/proc/1/fd: 0 1 2 4 /proc/self/fd: 0 1 2 3" ] ||
+		al_fail "descriptors of bwrap's pid 1 and the payload: $AL_OUT"
+	al_pass "no descriptor of airlock-init's reaches bwrap's pid 1 or the payload"
 elif al_backend_is oci; then
 	# crun's container process is airlock-init (the airlock binary bound read-only), which
 	# runs the payload as pid 2 under the job's rlimits and Landlock rules (paths inside the sandbox):

@@ -43,7 +43,9 @@ static void build(struct bw_argv *a, const struct al_policy *p, int seccomp)
 	assert_non_null(files);
 	for (size_t i = 0; i < plan.n; i++)
 		files[i] = plan.ops[i].kind == FS_FILE ? 100 + (int)i : -1;
-	struct bw_fds fds = {.file_fds = files, .seccomp = seccomp, .json = 42};
+	struct ai_rlimit rl[AI_MAX_RLIMITS];
+	struct ai_opts init = {.rlimits = rl, .nrlimits = ai_rlimits(p->limits, rl), .exec = true, .record_fd = 44};
+	struct bw_fds fds = {.file_fds = files, .seccomp = seccomp, .json = 42, .init_bin = 43, .init = &init};
 	struct al_error err = {0};
 	assert_int_equal(bw_argv_build(a, p, &plan, &fds, true, &err), 0);
 	free(files);
@@ -96,6 +98,16 @@ static void refuse_ok(void **state)
 	struct al_policy *p = policy("/bin/true");
 	assert_int_equal(bw_refuse(p, false, true, NULL), 0);
 	assert_int_equal(bw_refuse(p, true, true, NULL), 0);
+	/* Landlock is the host kernel's, applied by airlock-init: required, it holds where the
+	 * kernel has it, and is refused by name where it does not */
+	assert_int_equal(al_policy_require(p, "landlock", NULL), 0);
+	assert_int_equal(bw_refuse(p, false, true, NULL), 0);
+	struct pol_plan pl;
+	pol_plan_build(p, false, &pl);
+	struct be_host old = {.cgroupns = true, .landlock_abi = 0};
+	struct al_error err = {0};
+	assert_true(be_refuse(&be_bwrap_caps, p, &pl, &old, &err) < 0);
+	assert_non_null(strstr(err.msg, "landlock"));
 	al_policy_free(p);
 }
 
@@ -105,7 +117,7 @@ static void refuse_each(void **state)
 	struct {
 		const char *what, *token;
 	} cases[] = {
-		{"landlock", "landlock"}, {"subids", "subids"},
+		{"subids", "subids"},
 		{"fallback", "fallback"}, {"disk", "--disk"},	     {"cgroupns", "cgroup namespaces"},
 		{"idbase", "--id-base"},
 	};
@@ -113,9 +125,7 @@ static void refuse_each(void **state)
 		struct al_policy *p = policy("/bin/true");
 		const char *w = cases[i].what;
 		bool cgroupns = true;
-		if (!strcmp(w, "landlock"))
-			assert_int_equal(al_policy_require(p, "landlock", NULL), 0);
-		else if (!strcmp(w, "subids"))
+		if (!strcmp(w, "subids"))
 			p->subids = true;
 		else if (!strcmp(w, "fallback"))
 			assert_int_equal(al_policy_allow_fallback(p, true, NULL), 0);
@@ -200,13 +210,20 @@ static void argv_default(void **state)
 	assert_true(at > 1);
 	assert_string_equal(a.v[at - 2], "--perms");
 	assert_true(find(&a, "/etc/passwd", NULL) > at);
-	/* the root goes read-only last, after every mount; the command follows "--" */
+	/* the root goes read-only last, after every mount and airlock-init's read-only bind; bwrap's
+	 * command follows "--": airlock-init, which execs the payload's after its own "--" */
 	int ro = find(&a, "--remount-ro", "/", NULL), dd = find(&a, "--", NULL);
 	assert_true(ro > find(&a, "--tmpfs", "/workspace", NULL));
+	assert_true(ro > find(&a, "--ro-bind-fd", "43", AI_PATH, NULL));
 	assert_true(dd > ro);
-	assert_string_equal(a.v[dd + 1], "/bin/true");
-	assert_string_equal(a.v[dd + 2], "arg one");
-	assert_int_equal((int)a.n, dd + 3);
+	assert_int_equal((int)a.cmd_at, dd);
+	assert_string_equal(a.v[dd + 1], AI_PATH);
+	int rec = find(&a, "--exec", "--record", "44", "--", NULL);
+	assert_true(rec > dd);
+	assert_true(find(&a, "--rlimit", NULL) > dd);
+	assert_string_equal(a.v[rec + 4], "/bin/true");
+	assert_string_equal(a.v[rec + 5], "arg one");
+	assert_int_equal((int)a.n, rec + 6);
 	/* nothing of /dev's own setup is repeated: --dev made it */
 	assert_int_equal(find(&a, "/dev/null", NULL), -1);
 	assert_false(contains_substr(&a, "/dev/pts"));
@@ -232,7 +249,7 @@ static void argv_variants(void **state)
 	assert_true(find(&a, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", NULL) > 0);
 	/* no overlay in bwrap 0.8: the workdir itself, read-write; nothing of the staging */
 	assert_true(find(&a, "--bind", "/tmp", "/workspace", NULL) > 0);
-	assert_false(contains_substr(&a, ".airlock"));
+	assert_false(contains_substr(&a, "/.airlock/"));
 	assert_int_equal(find(&a, "--tmpfs", "/workspace", NULL), -1);
 	assert_true(find(&a, "--ro-bind", "/usr/share", "/data", NULL) > 0);
 	assert_true(find(&a, "--bind", "/usr/lib", "/rw", NULL) > 0);

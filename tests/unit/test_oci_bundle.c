@@ -306,7 +306,7 @@ static const char *joined(json_t *a)
 	return buf;
 }
 
-/* crun's process is airlock-init, the binary bound read-only at OCI_INIT_PATH; the rlimits go
+/* crun's process is airlock-init, the binary bound read-only at AI_PATH; the rlimits go
  * to it as arguments, for the payload alone: process.rlimits keeps only RLIMIT_CORE. */
 static void test_init(void **state)
 {
@@ -315,13 +315,13 @@ static void test_init(void **state)
 	json_t *c = build_init(p, OCI_CRUN, false);
 	json_t *proc = json_object_get(c, "process");
 	char want[256];
-	snprintf(want, sizeof(want), "%s --rlimit %d:64:64 --rlimit %d:0:0 -- /bin/echo arg one", oci_init_path(),
+	snprintf(want, sizeof(want), "%s --rlimit %d:64:64 --rlimit %d:0:0 -- /bin/echo arg one", ai_path(),
 		 RLIMIT_NOFILE, RLIMIT_CORE);
 	assert_string_equal(joined(json_object_get(proc, "args")), want);
 	json_t *rl = json_object_get(proc, "rlimits");
 	assert_int_equal(json_array_size(rl), 1);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(rl, 0), "type")), "RLIMIT_CORE");
-	json_t *m = mount_at(c, OCI_INIT_PATH);
+	json_t *m = mount_at(c, AI_PATH);
 	assert_non_null(m);
 	assert_string_equal(json_string_value(json_object_get(m, "source")), "/opt/airlock/bin/airlock");
 	assert_true(has_opt(m, "ro") && has_opt(m, "nosuid") && has_opt(m, "nodev"));

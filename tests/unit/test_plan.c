@@ -99,13 +99,36 @@ static void refuse(void **state)
 	struct be_host old = {.cgroupns = true, .landlock_abi = 2};
 	assert_int_equal(be_refuse(&be_native_caps, p, &pl, &old, &err), -EPERM);
 	assert_non_null(strstr(err.msg, "landlock>=3"));
-	assert_int_equal(be_refuse(&be_bwrap_caps, p, &pl, &old, &err), -ENOTSUP);
-	assert_non_null(strstr(err.msg, "bubblewrap has no Landlock"));
+	/* bwrap's Landlock is the host kernel's (airlock-init's): the same refusal as native's */
+	assert_int_equal(be_refuse(&be_bwrap_caps, p, &pl, &old, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "landlock>=3"));
+	assert_int_equal(be_refuse(&be_bwrap_caps, p, &pl, &any_host, NULL), 0);
 	/* a held sandbox is the native backend's alone */
 	pol_plan_build(p, true, &pl);
 	pl.needs |= 1u << PN_HOLD;
 	assert_int_equal(be_refuse(&be_oci_caps, p, &pl, &any_host, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "held sandboxes"));
+	al_policy_free(p);
+	/* a pids limit on the payload's processes: an explicit one, or one the floor requires, is
+	 * refused under gVisor (its processes are its kernel's), held everywhere else */
+	const char *floors[] = {"cgroup-pids", "cgroup"};
+	for (int i = 0; i < 3; i++) {
+		p = policy();
+		int r = i < 2 ? al_policy_require(p, floors[i], NULL) : al_policy_set_limit(p, AL_LIMIT_PIDS, 32, NULL);
+		assert_int_equal(r, 0);
+		pol_plan_build(p, true, &pl);
+		assert_true(pol_plan_needs(&pl, PN_PIDS));
+		assert_int_equal(be_refuse(&be_gvisor_caps, p, &pl, &any_host, &err), -ENOTSUP);
+		assert_non_null(strstr(err.msg, "the gvisor backend cannot enforce a pids limit"));
+		assert_int_equal(be_refuse(&be_bwrap_caps, p, &pl, &any_host, NULL), 0);
+		assert_int_equal(be_refuse(&be_oci_caps, p, &pl, &any_host, NULL), 0);
+		al_policy_free(p);
+	}
+	/* the default limit alone is no such promise */
+	p = policy();
+	pol_plan_build(p, true, &pl);
+	assert_false(pol_plan_needs(&pl, PN_PIDS));
+	assert_int_equal(be_refuse(&be_gvisor_caps, p, &pl, &any_host, NULL), 0);
 	al_policy_free(p);
 }
 

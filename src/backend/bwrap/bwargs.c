@@ -15,15 +15,15 @@
 #define BW_STAGE ".airlock"
 
 /* What bubblewrap 0.8 cannot do; every other layer of a floor is always made (the cgroup ones are the
- * supervisor's). */
+ * supervisor's). Landlock is the host kernel's, applied by airlock-init, bwrap's command (ainit.h). */
 // NOLINTBEGIN(bugprone-suspicious-missing-comma): each reason is one sentence split over lines
 const struct be_caps be_bwrap_caps = {
 	.name = "bwrap",
 	.isolation = true,
 	.kernel_cgroupns = true,
+	.kernel_landlock = true,
 	.lacks =
 		{
-			[PN_LANDLOCK] = "bubblewrap has no Landlock support (use --backend native)",
 			[PN_CHECKOUT_COPY] = BE_WHY_NO_COPY,
 			[PN_KEEP_CHANGES] = BE_WHY_NO_KEEP,
 			[PN_SUBIDS] = "bubblewrap maps only the sandbox user (use --backend native)",
@@ -122,10 +122,14 @@ static bool tmpfs_opt(const char *text, const char *key, char *out, size_t size)
 
 /* A plan tmpfs: size and mode carry over; the owner is the sandbox user anyway, since
  * bwrap mounts as the namespace's root, which is the sandbox user's id outside it. */
-static int op_tmpfs(struct bw_argv *a, const struct fs_op *op)
+static int op_tmpfs(struct bw_argv *a, const struct fs_op *op, const struct bw_fds *fds)
 {
+	/* With the ruleset, the IPC namespace's mqueue filesystem at /dev/mqueue: its root is the
+	 * inode of the namespace's internal mount that mq_open uses, so the layout's rule on it lets
+	 * the job use its own POSIX queues (the native init reaches it with a detached mount, which
+	 * needs a capability airlock-init does not have). Before /dev turns read-only. */
 	if (strcmp(op->dest, "dev") == 0)
-		return PUSHV(a, "--dev", "/dev");
+		return PUSHV(a, "--dev", "/dev") ?: (fds->mqueue ? PUSHV(a, "--mqueue", "/dev/mqueue") : 0);
 	char size[32], mode[16];
 	int r = 0;
 	if (tmpfs_opt(op->text, "size", size, sizeof(size)))
@@ -214,7 +218,7 @@ static int plan_op(struct bw_argv *a, const struct fs_plan *plan, size_t i, cons
 	case FS_BIND:
 		return op_bind(a, op);
 	case FS_TMPFS:
-		return op_tmpfs(a, op);
+		return op_tmpfs(a, op, fds);
 	case FS_PROC: /* bwrap mounts it read-write: remounted as the plan says */
 		return push(a, "--proc") ?: push_dest(a, op->dest) ?:
 		       ((op->mflags & MS_RDONLY) ? push(a, "--remount-ro") ?: push_dest(a, op->dest) : 0);
@@ -267,6 +271,20 @@ static int argv_namespaces(struct bw_argv *a, const struct al_policy *p, bool cg
 	return r ?: PUSHV(a, "--hostname", p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME);
 }
 
+static int push_ctx(void *a, const char *s)
+{
+	return push(a, s);
+}
+
+/* bwrap's command: airlock-init (ainit.h), bound read-only from the descriptor of the running
+ * binary (no path lookup, so a root caller's bwrap, running as an unprivileged uid, reaches it
+ * wherever it lies), with its options and its own "--" before the payload's command. It is
+ * bwrap's pid 2 and execs the payload in place: bwrap's pid 1 stays the namespace's init. */
+static int argv_command(struct bw_argv *a, const struct bw_fds *fds)
+{
+	return push(a, "--ro-bind-fd") ?: pushf(a, "%d", fds->init_bin) ?: push(a, AI_PATH);
+}
+
 /* The scrubbed environment: bwrap itself starts with none, and --clearenv makes sure. */
 static int argv_env(struct bw_argv *a, const struct al_policy *p)
 {
@@ -295,10 +313,13 @@ int bw_argv_build(struct bw_argv *a, const struct al_policy *p, const struct fs_
 		goto fail;
 	/* The root is read-only once assembled, as in the native view; /tmp, /workspace and
 	 * /dev/shm are mounts of their own and stay writable. */
+	r = r ?: argv_command(a, fds);
 	r = r ?: PUSHV(a, "--remount-ro", "/", "--chdir", p->cwd ? p->cwd : AL_WORKSPACE);
 	if (r == 0 && fds->seccomp >= 0)
 		r = push(a, "--seccomp") ?: pushf(a, "%d", fds->seccomp);
-	r = r ?: push(a, "--json-status-fd") ?: pushf(a, "%d", fds->json) ?: push(a, "--");
+	r = r ?: push(a, "--json-status-fd") ?: pushf(a, "%d", fds->json);
+	a->cmd_at = a->n;
+	r = r ?: push(a, "--") ?: ai_argv(fds->init, push_ctx, a) ?: push(a, "--");
 	for (int i = 0; r == 0 && i < p->argc; i++)
 		r = push(a, p->argv[i]);
 	if (r == 0)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -15,7 +16,6 @@
 
 #include "backend/monitor.h"
 #include "kit/net.h"
-#include "kit/rlimits.h"
 #include "bwrap.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
@@ -82,14 +82,16 @@ static void proxy_netns(const struct bw_child *c)
 	close(c->proxy_sock);
 }
 
-/* bwrap's process: limits and identity first, all inherited by bwrap and the sandbox. */
+/* bwrap's process: identity first, inherited by bwrap and the sandbox. The job's rlimits are the
+ * payload's, set by airlock-init just before its exec (ainit.c says why); only RLIMIT_CORE 0 is
+ * everyone's here, so neither bwrap nor the init ever dumps core. */
 static _Noreturn void exec_bwrap(const struct bw_child *c, pid_t monitor)
 {
 	mon_reset_signals();
 	bwrap_fds(c);
-	int r = rl_apply(c->limits);
-	if (r < 0)
-		die(c, NS_RLIMIT, -r, NULL);
+	const struct rlimit no_core = {0, 0};
+	if (setrlimit(RLIMIT_CORE, &no_core) < 0)
+		die(c, NS_RLIMIT, errno, NULL);
 	proxy_netns(c);
 	/* As root, bwrap would map the sandbox user to host root. Running it as the
 	 * unprivileged id_base+1000 instead, bwrap maps the sandbox user to that uid: whatever
@@ -221,10 +223,25 @@ static int reap_all(pid_t bwrap)
 	}
 }
 
+/* airlock-init's record, if it failed before the payload's exec: every writer is reaped by now
+ * (bwrap's pid 1 closed its copy at once, the init's was close-on-exec), so this never blocks. */
+static bool init_record(const struct bw_child *c, int32_t rec[2])
+{
+	ssize_t n;
+	do
+		n = read(c->rec_r, rec, 2 * sizeof(rec[0]));
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)(2 * sizeof(rec[0]));
+}
+
 static _Noreturn void report(const struct bw_child *c, const struct bw_seen *seen, int bwrap_ws)
 {
 	int code;
-	if (bw_json_exit_code(seen->json, seen->json_len, &code))
+	int32_t rec[2];
+	if (init_record(c, rec))
+		/* The command never ran: a setup failure, as bwrap's own exec failures were. */
+		ai_record_send(c->status_fd, rec, c->cmd);
+	else if (bw_json_exit_code(seen->json, seen->json_len, &code))
 		nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, bw_wstatus(code), NULL);
 	else if (bwrap_ws >= 0 && WIFSIGNALED(bwrap_ws))
 		/* bwrap itself was killed (the OOM killer, a kill from outside): so was the sandbox */
@@ -303,9 +320,9 @@ _Noreturn void bw_monitor_main(const struct bw_child *c)
 	/* The supervisor's end (its kill, or its death) is the job's end: see on_signal. */
 	take_stop_signals();
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-	int keep[BW_MAX_PASS + 10] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd, c->stderr_fd,
-				      c->json_r,  c->json_w,	c->err_r,    c->err_w,	   c->proxy_sock};
-	size_t n = 10;
+	int keep[BW_MAX_PASS + 11] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd,  c->stderr_fd, c->json_r,
+				      c->json_w,  c->err_r,	c->err_w,    c->proxy_sock, c->rec_r};
+	size_t n = 11;
 	for (size_t i = 0; i < c->npass && n < AL_ARRAY_SIZE(keep); i++)
 		keep[n++] = c->pass_fds[i];
 	if (mon_close_all_but(keep, n) < 0)

@@ -10,14 +10,18 @@
  *     ▼
  *   monitor (this backend's be_proc.pid: what the supervisor waits for and kills)
  *     │  a child subreaper in the job's cgroup; waits for the cgroup attach (v1), forks:
- *     ├─▶ bwrap: rlimits; for the egress proxy (--net allow=, brokers) a network namespace of
- *     │    airlock's making with lo up, whose listening socket goes to the supervisor (bwrap
+ *     ├─▶ bwrap: RLIMIT_CORE 0; for the egress proxy (--net allow=, brokers) a network namespace
+ *     │    of airlock's making with lo up, whose listening socket goes to the supervisor (bwrap
  *     │    offers no way into the namespace it would make); as root, uid/gid id_base+1000 with
  *     │    no groups (so the sandbox user is never host root); no_new_privs; dies with the
  *     │    monitor; execve(/usr/bin/bwrap) with an empty environment. bwrap makes the user, pid,
  *     │    mount, ipc, uts, cgroup and (but for --net host and the proxy's) network namespaces,
- *     │    builds the root, and starts the payload under its own pid 1 with --die-with-parent,
- *     │    --new-session, no capabilities and our seccomp filter.
+ *     │    builds the root, and starts its command under its own pid 1 with --die-with-parent,
+ *     │    --new-session, no capabilities and our seccomp filter. Its command is airlock-init
+ *     │    (backend/ainit.c: the airlock binary, bound read-only from a descriptor), which
+ *     │    builds the native Landlock ruleset, sets the job's rlimits, restricts itself and
+ *     │    execs the payload in its place (bwrap's pid 2); a failure before that exec is one
+ *     │    record on the init's pipe.
  *     │  relays bwrap's stderr (the payload's too) to the job's stderr pipe, remembering
  *     │  bwrap's own "bwrap: ..." messages; reads --json-status-fd for the exit code;
  *     │  reaps bwrap and then the sandbox's pid 1, which it inherits as subreaper once bwrap
@@ -25,13 +29,14 @@
  *     │  sends one nat_record (the payload's wait status, or why it never ran) and exits.
  *
  * Pipes: sync (supervisor → monitor), status (monitor → supervisor: nat_record), json (bwrap's
- * monitor → our monitor), err (bwrap and payload stderr → monitor → the job's stderr pipe),
- * stdout (payload → supervisor, directly), proxy (a socket pair: the listening socket, from
- * bwrap's process before its exec → supervisor). The monitor exits only once everything it
- * started is reaped, so its pidfd reporting the exit means the sandbox is gone. On the
- * deadline or a stop the supervisor sends SIGTERM to the monitor (also its parent-death signal)
- * and kills the job's cgroup; the monitor kills bwrap and, as subreaper, whatever bwrap orphans
- * (its pid 1, when bwrap had not yet armed --die-with-parent), so no cgroup is needed for it.
+ * monitor → our monitor), rec (airlock-init → monitor: a failure before the payload's exec), err
+ * (bwrap and payload stderr → monitor → the job's stderr pipe), stdout (payload → supervisor,
+ * directly), proxy (a socket pair: the listening socket, from bwrap's process before its exec →
+ * supervisor). The monitor exits only once everything it started is reaped, so its pidfd reporting
+ * the exit means the sandbox is gone. On the deadline or a stop the supervisor sends SIGTERM to the
+ * monitor (also its parent-death signal) and kills the job's cgroup; the monitor kills bwrap and,
+ * as subreaper, whatever bwrap orphans (its pid 1, when bwrap had not yet armed --die-with-parent),
+ * so no cgroup is needed for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,8 +68,15 @@ struct bw_spawn {
 	int data[BW_MAX_PASS]; /* generated files plus the seccomp program */
 	size_t ndata;
 	int seccomp_fd;
+	int init_bin; /* O_PATH: the airlock binary, bwrap's command (one of data) */
+	struct ai_rlimit rl[AI_MAX_RLIMITS];
+	struct ai_opts init;
+	struct ll_spec landlock; /* the payload's ruleset (airlock-init applies it), when ll_abi > 0 */
+	struct ll_path *ll_paths;
+	int ll_abi;
 	int sync_p[2], status_p[2], json_p[2], err_p[2];
-	int px_p[2]; /* the egress proxy's socket, monitor's bwrap process → supervisor */
+	int rec_p[2]; /* airlock-init's failure record → monitor (the write end is one of data) */
+	int px_p[2];  /* the egress proxy's socket, monitor's bwrap process → supervisor */
 };
 
 static void bw_spawn_free(struct bw_spawn *s)
@@ -76,6 +88,8 @@ static void bw_spawn_free(struct bw_spawn *s)
 	al_close_pair(s->json_p);
 	al_close_pair(s->err_p);
 	al_close_pair(s->px_p);
+	al_close_pair(s->rec_p);
+	free(s->ll_paths);
 	free(s->file_fds);
 	bw_argv_free(&s->argv);
 	sc_free(&s->filter);
@@ -151,6 +165,7 @@ static char *enforced_json(const struct al_policy *p, const struct pol_plan *pl,
 		.seccomp = s->filter.prog.len ? sc_profile_name(s->filter.profile) : NULL,
 		/* no overlay in bwrap 0.8: the directory itself, read-write, beyond --disk */
 		.workdir = p->workdir ? "bind" : "none",
+		.landlock = be_landlock_json(s->ll_abi ? &s->landlock : NULL, s->ll_abi),
 		.cgroup_key = true,
 	};
 	return be_enforced_json(pl, &a);
@@ -164,7 +179,6 @@ static void child_setup(struct bw_child *c, const struct al_policy *p, const str
 	*c = (struct bw_child){
 		.argv = s->argv.v,
 		.cmd = p->argv[0],
-		.limits = p->limits,
 		.sync_fd = s->sync_p[0],
 		.status_fd = s->status_p[1],
 		.stdin_fd = io->stdin_fd,
@@ -174,6 +188,7 @@ static void child_setup(struct bw_child *c, const struct al_policy *p, const str
 		.json_w = s->json_p[1],
 		.err_r = s->err_p[0],
 		.err_w = s->err_p[1],
+		.rec_r = s->rec_p[0],
 		.pass_fds = s->data,
 		.npass = s->ndata,
 		.proxy_sock = s->px_p[1],
@@ -204,13 +219,14 @@ static int start(const struct bw_child *c, const struct be_io *io, struct bw_spa
 
 /* bwrap's pid 1 in the sandbox is bwrap itself, so bwrap's command line is the job's
  * /proc/1/cmdline: the options (the host paths of the binds, the --setenv values) go to bwrap
- * through --args FD, and only "bwrap --args FD -- CMD ARG..." stays visible inside. */
-static int hide_options(struct bw_spawn *s, const struct al_policy *p, struct al_error *err)
+ * through --args FD, and only "bwrap --args FD -- AIRLOCK-INIT... -- CMD ARG..." stays visible
+ * inside (airlock-init's options name paths inside the sandbox only). */
+static int hide_options(struct bw_spawn *s, struct al_error *err)
 {
 	struct bw_argv *a = &s->argv;
-	if (a->n < (size_t)p->argc + 4 || strcmp(a->v[a->n - (size_t)p->argc - 1], "--") != 0)
-		return al_err(err, EINVAL, "internal: the bwrap command line does not end with -- CMD");
-	size_t dd = a->n - (size_t)p->argc - 1, len = 0; /* options are v[1] .. v[dd-1] */
+	size_t dd = a->cmd_at, len = 0; /* options are v[1] .. v[dd-1] */
+	if (dd < 2 || dd >= a->n || strcmp(a->v[dd], "--") != 0)
+		return al_err(err, EINVAL, "internal: the bwrap command line has no -- before its command");
 	for (size_t i = 1; i < dd; i++)
 		len += strlen(a->v[i]) + 1;
 	cleanup_free char *buf = malloc(len + 1); /* + 1: never a zero-byte allocation */
@@ -240,6 +256,41 @@ static int hide_options(struct bw_spawn *s, const struct al_policy *p, struct al
 	return 0;
 }
 
+/* A descriptor bwrap inherits (and closes once used): kept in data, so closed with it. */
+static int pass_fd(struct bw_spawn *s, int fd)
+{
+	if (fd < 0)
+		return -errno;
+	if (s->ndata == BW_MAX_PASS) {
+		close(fd);
+		return -EMFILE;
+	}
+	return s->data[s->ndata++] = fd;
+}
+
+/* airlock-init as bwrap's command (ainit.h): the running binary, the payload's rlimits and the
+ * native ruleset, and a pipe for a failure before the payload's exec. */
+static int init_command(struct bw_spawn *s, const struct al_policy *p, struct al_error *err)
+{
+	int r = ai_landlock(p, &s->landlock, &s->ll_paths, &s->ll_abi, err);
+	if (r < 0)
+		return r;
+	if ((r = al_pipe_above_stdio(s->rec_p)) < 0)
+		return al_err_sys(err, -r, "setup: pipe");
+	int w = pass_fd(s, steal_fd(s->rec_p[1]));
+	r = w < 0 ? w : (s->init_bin = pass_fd(s, al_fd_above_stdio(open("/proc/self/exe", O_PATH | O_CLOEXEC))));
+	if (r == -EMFILE)
+		return al_err(err, EMFILE, "the bwrap backend passes at most %d files to bwrap", BW_MAX_PASS);
+	if (r < 0)
+		return al_err_sys(err, -r, "setup: the airlock binary for airlock-init");
+	s->init = (struct ai_opts){.rlimits = s->rl,
+				   .nrlimits = ai_rlimits(p->limits, s->rl),
+				   .landlock = s->ll_abi ? &s->landlock : NULL,
+				   .exec = true,
+				   .record_fd = w};
+	return 0;
+}
+
 static int prepare(struct bw_spawn *s, const struct al_policy *p, const struct pol_plan *pl, bool cgroupns,
 		   struct al_error *err)
 {
@@ -255,8 +306,15 @@ static int prepare(struct bw_spawn *s, const struct al_policy *p, const struct p
 		return al_err_sys(err, -r, "setup: pipe");
 	if (pl->net.proxy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->px_p) < 0)
 		return al_err_sys(err, errno, "setup: socketpair");
-	struct bw_fds fds = {.file_fds = s->file_fds, .seccomp = s->seccomp_fd, .json = s->json_p[1]};
-	return bw_argv_build(&s->argv, p, &s->plan, &fds, cgroupns, err) ?: hide_options(s, p, err);
+	if ((r = init_command(s, p, err)) < 0)
+		return r;
+	struct bw_fds fds = {.file_fds = s->file_fds,
+			     .seccomp = s->seccomp_fd,
+			     .json = s->json_p[1],
+			     .init_bin = s->init_bin,
+			     .init = &s->init,
+			     .mqueue = s->ll_abi > 0};
+	return bw_argv_build(&s->argv, p, &s->plan, &fds, cgroupns, err) ?: hide_options(s, err);
 }
 
 int be_bwrap_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
@@ -268,8 +326,13 @@ int be_bwrap_spawn(const struct al_policy *p, const struct pol_plan *pl, const s
 	if (access(BW_PATH, X_OK) < 0)
 		return al_err(err, ENOENT, "the bwrap backend needs " BW_PATH " (Debian package bubblewrap): %s",
 			      strerror(errno));
-	struct bw_spawn s = {
-		.sync_p = {-1, -1}, .status_p = {-1, -1}, .json_p = {-1, -1}, .err_p = {-1, -1}, .px_p = {-1, -1}};
+	struct bw_spawn s = {.sync_p = {-1, -1},
+			     .status_p = {-1, -1},
+			     .json_p = {-1, -1},
+			     .err_p = {-1, -1},
+			     .px_p = {-1, -1},
+			     .rec_p = {-1, -1},
+			     .init_bin = -1};
 	s.plan.sendfd_sock = -1;
 	struct bw_child c;
 	pid_t pid;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "backend/ainit.h"
 #include "kit/channel.h"
 #include "kit/fsplan.h"
 #include "policy/policy.h"
@@ -20,13 +21,17 @@
 struct bw_argv {
 	char **v;
 	size_t n, cap;
+	size_t cmd_at; /* v[cmd_at] is the "--" before bwrap's command (airlock-init's argv) */
 };
 
 /* Descriptors the parent made for bwrap, already numbered as bwrap will see them. */
 struct bw_fds {
-	const int *file_fds; /* per plan op: the memfd holding an FS_FILE's text, else -1 */
-	int seccomp;	     /* the BPF program (--seccomp), or -1 for profile "off" */
-	int json;	     /* --json-status-fd */
+	const int *file_fds;	    /* per plan op: the memfd holding an FS_FILE's text, else -1 */
+	int seccomp;		    /* the BPF program (--seccomp), or -1 for profile "off" */
+	int json;		    /* --json-status-fd */
+	int init_bin;		    /* an O_PATH descriptor of the airlock binary, bound at AI_PATH */
+	const struct ai_opts *init; /* airlock-init's options (ainit.h): bwrap's command */
+	bool mqueue;		    /* the IPC namespace's mqueue at /dev/mqueue (the ruleset's rule) */
 };
 
 /* The bwrap command line for policy p over the native backend's filesystem plan (the same
@@ -66,14 +71,14 @@ void bw_classify(const char *msg, enum nat_stage *stage, int *err);
 struct bw_child {
 	char *const *argv; /* bwrap's */
 	const char *cmd;   /* the payload's argv[0], for messages */
-	const uint64_t *limits;
-	int sync_fd;   /* read end: one byte once the job's cgroup holds us */
-	int status_fd; /* write end: nat_record to the supervisor */
-	int stdin_fd;  /* -1: /dev/null */
+	int sync_fd;	   /* read end: one byte once the job's cgroup holds us */
+	int status_fd;	   /* write end: nat_record to the supervisor */
+	int stdin_fd;	   /* -1: /dev/null */
 	int stdout_fd;
 	int stderr_fd;	     /* where bwrap's stderr is relayed to */
 	int json_r, json_w;  /* --json-status-fd */
 	int err_r, err_w;    /* bwrap's stderr, read by the monitor */
+	int rec_r;	     /* airlock-init's failure record (its write end is one of pass_fds) */
 	const int *pass_fds; /* the descriptors bwrap reads (files, seccomp): at most BW_MAX_PASS */
 	size_t npass;
 	int proxy_sock; /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */

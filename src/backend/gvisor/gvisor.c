@@ -52,8 +52,10 @@ const struct be_caps be_gvisor_caps = {
 				"(use --backend oci, bwrap or native)",
 			/* The job's pids.max counts host tasks: gVisor's sentry threads and its ptrace stubs,
 			 * not the guest's processes one by one; at the limit the sentry stalls instead of
-			 * failing fork with EAGAIN. So an explicit --pids, a promise about the payload's
-			 * processes, is refused (the default limit still bounds what the host runs for the job). */
+			 * failing fork with EAGAIN. So an explicit --pids, or a floor requiring cgroup-pids,
+			 * a promise about the payload's processes, is refused; the default limit still bounds
+			 * what the host runs for the job, and the verdict says just that (cgroup.pids false,
+			 * cgroup.pids_host_tasks true). */
 			[PN_PIDS] = "they live inside gVisor's kernel, and the job cgroup's pids.max only bounds "
 				    "gVisor's own "
 				    "host tasks (use --backend oci, bwrap or native)",
@@ -87,5 +89,10 @@ static const struct oci_runtime_desc runsc = {
 int be_gvisor_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
 		    struct al_error *err)
 {
-	return oci_spawn(&runsc, p, pl, io, out, err);
+	int r = oci_spawn(&runsc, p, pl, io, out, err);
+	/* The job cgroup holds runsc, the Sentry and the gofer: its pids.max counts their host tasks
+	 * (the verdict says so), while the payload's processes are the Sentry's own. */
+	if (r == 0)
+		out->pids_host_tasks = true;
+	return r;
 }

@@ -422,8 +422,7 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 	/* airlock-init: the binary read-only, never setuid; a file mount point on the rootfs. With
 	 * init_exec, the bundle's files beside it, read-only: the init copies from there. */
 	if (mounts && o->init_src &&
-	    (bind_mount(mounts, OCI_INIT_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) <
-		     0 ||
+	    (bind_mount(mounts, AI_PATH, o->init_src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0 ||
 	     (o->init_exec && (!o->files_dir || bind_mount(mounts, OCI_FILES_PATH, o->files_dir,
 							   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 								   MOUNT_ATTR_NOEXEC) < 0))))
@@ -451,34 +450,22 @@ static int append_str(json_t *a, const char *s)
 	return json_array_append_new(a, json_string(s)) < 0 ? -ENOMEM : 0;
 }
 
-/* airlock-init's options (ociinit.c): every rlimit, for the payload alone; with init_exec the
- * policy's files, copied from the read-only OCI_FILES_PATH into place. */
+static int push_json(void *args, const char *s)
+{
+	return append_str(args, s);
+}
+
+/* airlock-init's options (ainit.h): every rlimit, for the payload alone, the ruleset; with init_exec
+ * the policy's files, copied from the read-only OCI_FILES_PATH into place. */
 static int init_args(json_t *args, const struct fs_plan *plan, const struct oci_opts *o)
 {
-	char buf[96];
-	int r = append_str(args, OCI_INIT_PATH);
-	for (size_t i = 0; r == 0 && i < o->nrlimits; i++) {
-		snprintf(buf, sizeof(buf), "%d:%llu:%llu", o->rlimits[i].resource,
-			 (unsigned long long)o->rlimits[i].soft, (unsigned long long)o->rlimits[i].hard);
-		r = append_str(args, "--rlimit") ?: append_str(args, buf);
-	}
-	if (r == 0 && o->landlock) {
-		const struct ll_spec *l = o->landlock;
-		snprintf(buf, sizeof(buf), "%s%s%s-", l->deny_tcp ? "t" : "", l->scope ? "s" : "",
-			 l->writes_only ? "w" : "");
-		r = append_str(args, "--landlock-set") ?: append_str(args, buf);
-	}
-	for (size_t i = 0; r == 0 && o->landlock && i < o->landlock->npaths; i++) {
-		const struct ll_path *l = &o->landlock->paths[i];
-		cleanup_free char *rule = NULL;
-		if (asprintf(&rule, "%s%s:%s", l->writable ? "w" : "r", l->optional ? "?" : "", l->path) < 0) {
-			rule = NULL;
-			return -ENOMEM;
-		}
-		r = append_str(args, "--landlock") ?: append_str(args, rule);
-	}
-	if (r == 0 && o->init_exec)
-		r = append_str(args, "--exec");
+	char buf[16];
+	struct ai_opts ai = {.rlimits = o->rlimits,
+			     .nrlimits = o->nrlimits,
+			     .landlock = o->landlock,
+			     .exec = o->init_exec,
+			     .record_fd = -1};
+	int r = ai_argv(&ai, push_json, args);
 	for (size_t i = 0; r == 0 && o->init_exec && i < plan->n; i++) {
 		if (!file_owned(plan, i))
 			continue;
@@ -497,7 +484,7 @@ static int init_args(json_t *args, const struct fs_plan *plan, const struct oci_
 }
 
 /* The rlimits runc or runsc sets on the container's process. With airlock-init, which sets
- * them for the payload alone, only RLIMIT_CORE: the init never dumps core either (ociinit.c). */
+ * them for the payload alone, only RLIMIT_CORE: the init never dumps core either (ainit.c). */
 static json_t *rlimits_json(const struct oci_opts *o)
 {
 	json_t *rl = json_array();
@@ -517,7 +504,7 @@ static json_t *process_json(const struct al_policy *p, const struct fs_plan *pla
 	char **envp = pol_build_envp(p);
 	json_t *env = envp ? strv((const char *const *)envp) : NULL, *args = json_array(), *rl = rlimits_json(o);
 	pol_free_strv(envp);
-	/* airlock-init first, the payload's command after "--" (ociinit.c) */
+	/* airlock-init first, the payload's command after "--" (ainit.c) */
 	if (args && o->init_src && init_args(args, plan, o) < 0)
 		json_decref(steal_ptr(args));
 	for (int i = 0; args && i < p->argc; i++)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "backend/ainit.h"
 #include "backend/backend.h"
 #include "backend/capability.h"
 #include "kit/channel.h"
@@ -25,41 +26,13 @@ enum oci_runtime {
 	OCI_RUNSC, /* --backend gvisor: runsc, gVisor's user-space kernel (ptrace platform) */
 };
 
-/* crun's container process is airlock-init (ociinit.c), the airlock binary bound read-only here;
- * it runs the payload as pid 2 and writes one record to OCI_INIT_FD (crun --preserve-fds=1).
- * Its argv: OCI_INIT_PATH [--rlimit RES:SOFT:HARD]... [--landlock-set FLAGS [--landlock MODE:PATH]...]
- * [--exec [--file SRC DEST MODE]...] -- CMD...
- * --rlimit: set in the payload only, between fork and execve (RES: the RLIMIT_* number, SOFT and
- * HARD decimal); --landlock: the native backend's ruleset (fs_landlock_spec), one rule each (MODE
- * "w" or "r", "?" after it when the path is optional), after --landlock-set's FLAGS (the spec's
- * "t" deny_tcp, "s" scope, "w" writes_only, then "-"; POSIX queues through the layout's
- * /dev/mqueue rule, bundle.c mounting the namespace's mqueue there), built by the init and enforced by the
- * payload after its rlimits; --exec (runsc, when the policy has files): no fork and no record, the init
- * copies each file to DEST (a new file of the sandbox user's, octal MODE) and becomes CMD. */
-#define OCI_INIT_PATH "/.airlock-init"
-#define OCI_INIT_FD   3
-#define OCI_INIT_FAIL 125 /* init's own failure (the record says more) */
+/* crun's container process is airlock-init (backend/ainit.h), the airlock binary bound read-only
+ * at AI_PATH: it runs the payload as pid 2 and writes one record to AI_RECORD_FD
+ * (crun --preserve-fds=1); with runsc it only copies the policy's files (--exec). */
 /* runsc: the bundle's files directory, bound read-only, which the --exec init copies from. */
 #define OCI_FILES_PATH "/.airlock-files"
-enum oci_init_kind {
-	OCI_INIT_EXITED = 1,	      /* value: the payload's wait status */
-	OCI_INIT_EXEC_FAILED = 2,     /* value: errno of execvp (or fork) */
-	OCI_INIT_RLIMIT_FAILED = 3,   /* value: errno of setrlimit (EINVAL, ERANGE: a malformed argv) */
-	OCI_INIT_LANDLOCK_FAILED = 4, /* value: errno of building or enforcing the Landlock ruleset */
-};
-#define OCI_MAX_LANDLOCK 96 /* rules the init takes (the layout's ~20 plus the policy's binds) */
-/* OCI_INIT_PATH; a reference that also links ociinit.c's constructor into the binary. */
-const char *oci_init_path(void);
 
 /* ---- the bundle (bundle.c, pure) ------------------------------------------------------ */
-
-/* One rlimit, already clamped to what the caller may set. */
-struct oci_rlimit {
-	const char *type; /* "RLIMIT_NOFILE" ...: process.rlimits' name */
-	int resource;	  /* RLIMIT_NOFILE ...: airlock-init's --rlimit */
-	uint64_t soft, hard;
-};
-#define OCI_MAX_RLIMITS 6
 
 struct oci_opts {
 	enum oci_runtime runtime;
@@ -71,7 +44,7 @@ struct oci_opts {
 	bool init_exec;			      /* the init copies the policy's files and becomes the payload (runsc) */
 	const char *files_dir;		      /* the bundle directory holding file_src's files (init_exec binds it) */
 	const struct sc_options *oci_seccomp; /* runsc: the profile as linux.seccomp rules, NULL for "off" */
-	struct oci_rlimit rlimits[OCI_MAX_RLIMITS];
+	struct ai_rlimit rlimits[AI_MAX_RLIMITS];
 	size_t nrlimits;
 	const struct ll_spec *landlock; /* crun: the payload's ruleset, applied by airlock-init; NULL: none */
 };

@@ -9,7 +9,7 @@
 
 /* crun in the foreground: `run` waits for the container and exits with its status. Its errors go
  * to the log as JSON lines, so the monitor tells them from the payload's own exit codes.
- * --preserve-fds=1: fd 3, the pipe of airlock-init's record (ociinit.c), reaches the container.
+ * --preserve-fds=1: fd 3, the pipe of airlock-init's record (backend/ainit.c), reaches the container.
  * --cgroup-manager=disabled: the job's cgroups are the supervisor's (see ocispawn.c). */
 static int crun_argv(char ***argv, const struct al_policy *p, const char *state, const char *bundle, const char *log,
 		     const char *id)
@@ -24,7 +24,7 @@ static int crun_argv(char ***argv, const struct al_policy *p, const char *state,
 }
 
 /* crun: the host kernel behind every namespace and airlock's own filter and ruleset (airlock-init
- * applies the native Landlock rules, ociinit.c). */
+ * applies the native Landlock rules, backend/ainit.c). */
 // NOLINTBEGIN(bugprone-suspicious-missing-comma): each reason is one sentence split over lines
 const struct be_caps be_oci_caps = {
 	.name = "oci",

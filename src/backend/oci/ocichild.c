@@ -91,14 +91,14 @@ static void runtime_mounts(const struct oci_child *c)
 }
 
 /* 0, 1, 2 for the runtime (and the container); with airlock-init, its record's pipe as fd
- * OCI_INIT_FD, inheritable (crun --preserve-fds=1 hands it on). *c is the caller's copy: the
+ * AI_RECORD_FD, inheritable (crun --preserve-fds=1 hands it on). *c is the caller's copy: the
  * status pipe moves out of the way when it sits where a standard or preserved fd goes. */
 static void runtime_fds(struct oci_child *c)
 {
 	int in = c->stdin_fd;
 	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		die(c, NS_STDIO, errno, "/dev/null");
-	int top = c->init_w >= 0 ? OCI_INIT_FD : 2;
+	int top = c->init_w >= 0 ? AI_RECORD_FD : 2;
 	if (c->status_fd <= top) {
 		int fd = fcntl(c->status_fd, F_DUPFD_CLOEXEC, top + 1);
 		if (fd < 0)
@@ -114,9 +114,9 @@ static void runtime_fds(struct oci_child *c)
 	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
 		die(c, NS_STDIO, errno, "dup2");
 	if (c->init_w >= 0) {
-		if (c->init_w == OCI_INIT_FD ? fcntl(OCI_INIT_FD, F_SETFD, 0) < 0 : dup2(c->init_w, OCI_INIT_FD) < 0)
+		if (c->init_w == AI_RECORD_FD ? fcntl(AI_RECORD_FD, F_SETFD, 0) < 0 : dup2(c->init_w, AI_RECORD_FD) < 0)
 			die(c, NS_STDIO, errno, "the init's record pipe");
-		c->init_w = OCI_INIT_FD;
+		c->init_w = AI_RECORD_FD;
 	}
 	/* The status pipe stays O_CLOEXEC: it is ours, not the runtime's. */
 	int keep[] = {c->status_fd, c->init_w};
@@ -190,7 +190,7 @@ static bool runtime_error(const struct oci_child *c, char *msg, size_t size)
 	return n > 0 && oci_log_error(buf, (size_t)n, msg, size);
 }
 
-/* airlock-init's record (ociinit.c): every writer is gone once the runtime, pid 1 of its pid
+/* airlock-init's record (ainit.c): every writer is gone once the runtime, pid 1 of its pid
  * namespace, has been reaped, so this never blocks. */
 static bool init_record(const struct oci_child *c, int32_t rec[2])
 {
@@ -209,14 +209,10 @@ static _Noreturn void report(const struct oci_child *c, int ws)
 	int32_t rec[2];
 	if (init_record(c, rec)) {
 		/* The payload's own end, as the native init sees it: no 128+N folding. */
-		if (rec[0] == OCI_INIT_EXEC_FAILED)
-			nat_send(c->status_fd, NK_ERROR, NS_EXEC, rec[1], 0, c->cmd);
-		else if (rec[0] == OCI_INIT_RLIMIT_FAILED)
-			nat_send(c->status_fd, NK_ERROR, NS_RLIMIT, rec[1], 0, NULL);
-		else if (rec[0] == OCI_INIT_LANDLOCK_FAILED)
-			nat_send(c->status_fd, NK_ERROR, NS_LANDLOCK, rec[1], 0, "ruleset");
-		else
+		if (rec[0] == AI_EXITED)
 			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, rec[1], NULL);
+		else
+			ai_record_send(c->status_fd, rec, c->cmd);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && runtime_error(c, msg, sizeof(msg))) {
 		/* The runtime refused before the command ran: a setup error, not the payload's status. */
 		/* crun: "executable file `X` not found", "open executable: ..."; runsc: "failed to load X: ..." */

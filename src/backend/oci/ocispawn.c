@@ -21,7 +21,7 @@
  *     │    runtime makes the container: user namespace (the sandbox user is id_base+1000 as
  *     │    root, the caller otherwise; never host root), pid, mount, ipc, uts, network and
  *     │    (crun) cgroup namespaces, the read-only root, no capabilities, no_new_privs, rlimits
- *     │    (crun: airlock-init's arguments, set in the payload alone, ociinit.c; runsc: process.rlimits,
+ *     │    (crun: airlock-init's arguments, set in the payload alone, ainit.c; runsc: process.rlimits,
  *     │    or the init's when it copies the policy's files), and (crun) airlock's own seccomp
  *     │    program; it waits for the payload and exits with its status (128+N for signal N).
  *     │  waits for the runtime; since it was pid 1, the kernel has killed and reaped every
@@ -206,9 +206,9 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 		return al_err_sys(err, errno, "setup: the bundle's rootfs");
 	if (s->init_src[0]) {
 		cleanup_close int fd =
-			openat(root, &OCI_INIT_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+			openat(root, &AI_PATH[1], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
 		if (fd < 0 || fchmod(fd, 0755) < 0)
-			return al_err_sys(err, errno, "setup: the mount point %s in the bundle", oci_init_path());
+			return al_err_sys(err, errno, "setup: the mount point %s in the bundle", ai_path());
 	}
 	if (s->files_mnt &&
 	    (mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0 || fchmodat(root, &OCI_FILES_PATH[1], 0755, 0) < 0))
@@ -257,87 +257,6 @@ static int files(struct oci_spawn *s, struct al_error *err)
 	return 0;
 }
 
-/* The limits rl_apply sets for the native payload, clamped as it clamps them. */
-static void rlimits(struct oci_opts *o, const struct al_policy *p)
-{
-	static const struct {
-		const char *type;
-		int res;
-		enum al_limit lim;
-	} map[] = {
-		{"RLIMIT_CORE", RLIMIT_CORE, AL_LIMIT__COUNT},	{"RLIMIT_CPU", RLIMIT_CPU, AL_LIMIT_CPU_MS},
-		{"RLIMIT_FSIZE", RLIMIT_FSIZE, AL_LIMIT_FSIZE}, {"RLIMIT_NOFILE", RLIMIT_NOFILE, AL_LIMIT_NOFILE},
-		{"RLIMIT_AS", RLIMIT_AS, AL_LIMIT_AS},		{"RLIMIT_NPROC", RLIMIT_NPROC, AL_LIMIT_NPROC},
-	};
-	for (size_t i = 0; i < AL_ARRAY_SIZE(map); i++) {
-		uint64_t soft = 0, hard = 0;
-		if (map[i].lim != AL_LIMIT__COUNT) {
-			uint64_t v = p->limits[map[i].lim];
-			if (v == AL_UNLIMITED && map[i].lim != AL_LIMIT_FSIZE)
-				continue;
-			soft = hard = v;
-			if (map[i].lim == AL_LIMIT_CPU_MS) {
-				soft = (v + 999) / 1000; /* SIGXCPU, then SIGKILL a second later */
-				hard = soft + 1;
-			}
-		}
-		struct rlimit cur;
-		if (getrlimit(map[i].res, &cur) == 0 && hard > cur.rlim_max)
-			hard = cur.rlim_max;
-		if (soft > hard)
-			soft = hard;
-		o->rlimits[o->nrlimits++] =
-			(struct oci_rlimit){.type = map[i].type, .resource = map[i].res, .soft = soft, .hard = hard};
-	}
-}
-
-/* crun: the native backend's Landlock ruleset, which airlock-init (the container's first process,
- * under crun's no_new_privs) builds and the payload enforces; the floor was checked (be_refuse). */
-static int oci_landlock(struct oci_spawn *s, const struct al_policy *p, struct al_error *err)
-{
-	int abi = ll_abi();
-	if (abi > LL_ABI_MAX)
-		abi = LL_ABI_MAX;
-	if (!p->landlock || abi == 0)
-		return 0;
-	size_t n = 0;
-	int r;
-	if ((r = fs_landlock_spec(p, &s->landlock, &s->ll_paths, &n)) < 0)
-		return al_err(err, -r, "setup: Landlock rules: out of memory");
-	if (n > OCI_MAX_LANDLOCK)
-		return al_err(err, E2BIG, "setup: %zu Landlock rules, more than the container's init takes (%d)", n,
-			      OCI_MAX_LANDLOCK);
-	/* Every rule optional: the container lacks some of the native layout (no /dev/pts without a
-	 * terminal), and a rule left out grants nothing, so a missing path only takes access away. */
-	for (size_t i = 0; i < n; i++)
-		s->ll_paths[i].optional = true;
-	/* The native init reaches the mqueue root with a detached mount (fsopen), which the filter
-	 * crun loads before airlock-init runs may kill: the bundle mounts it at /dev/mqueue instead,
-	 * a path of the layout's rules (bundle.c). */
-	s->landlock.mqueue = false;
-	s->ll_abi = abi;
-	return 0;
-}
-
-/* The airlock binary itself, bound into the container as its init (ociinit.c). A static
- * binary, so it runs in any root the policy gives the container. */
-static int init_binary(struct oci_spawn *s, struct al_error *err)
-{
-	ssize_t n = readlink("/proc/self/exe", s->init_src, sizeof(s->init_src) - 1);
-	if (n < 0 || n >= (ssize_t)sizeof(s->init_src) - 1)
-		return al_err_sys(err, n < 0 ? errno : ENAMETOOLONG,
-				  "setup: the airlock binary for the container's init");
-	s->init_src[n] = 0;
-	static const char deleted[] = " (deleted)";
-	size_t len = (size_t)n;
-	if (len >= sizeof(deleted) - 1 && strcmp(s->init_src + len - (sizeof(deleted) - 1), deleted) == 0)
-		return al_err(err, ENOENT,
-			      "setup: the airlock binary %s was replaced or removed while running; the container's "
-			      "init needs it",
-			      s->init_src);
-	return 0;
-}
-
 static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const struct al_policy *p,
 		  const struct pol_plan *pl, struct al_error *err)
 {
@@ -351,9 +270,9 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 		struct fs_op *op = &s->plan.ops[i];
 		op->skip = op->kind == FS_BIND && (op->flags & FS_OPTIONAL) && access(op->src, F_OK) < 0;
 	}
-	/* crun: airlock-init always (ociinit.c); runsc: only to copy the policy's files into place */
+	/* crun: airlock-init always (ainit.c); runsc: only to copy the policy's files into place */
 	bool exec_init = d->runtime == OCI_RUNSC && p->nfiles > 0;
-	if ((d->runtime == OCI_CRUN || exec_init) && (r = init_binary(s, err)) < 0)
+	if ((d->runtime == OCI_CRUN || exec_init) && (r = ai_binary(s->init_src, sizeof(s->init_src), err)) < 0)
 		return r;
 	s->files_mnt = exec_init;
 	if ((r = files(s, err)) < 0 || (r = skeleton(s, err)) < 0)
@@ -383,8 +302,9 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 			return al_err(err, ENOMEM, "out of memory");
 		o.seccomp_b64 = s->seccomp_b64;
 	}
-	rlimits(&o, p);
-	if (d->runtime == OCI_CRUN && (r = oci_landlock(s, p, err)) < 0)
+	o.nrlimits = ai_rlimits(p->limits, o.rlimits);
+	/* crun: the native ruleset, which airlock-init builds and the payload enforces (ainit.c) */
+	if (d->runtime == OCI_CRUN && (r = ai_landlock(p, &s->landlock, &s->ll_paths, &s->ll_abi, err)) < 0)
 		return r;
 	o.landlock = s->ll_abi ? &s->landlock : NULL;
 	json_t *cfg;
