@@ -171,7 +171,7 @@ debian_source() {
 	apt-get "${apt[@]}" -qq update >/dev/null || die "apt-get update of a deb-src list failed (no Debian archive?)"
 	(cd "$dir" && apt-get "${apt[@]}" -qq source --download-only "$pkg" >/dev/null 2>&1) ||
 		die "apt-get source $pkg failed"
-	orig=$(find "$dir" -maxdepth 1 -name "${pkg}_*.orig.tar.*" | head -n 1)
+	orig=$(find "$dir" -maxdepth 1 -name "${pkg}_*.orig.tar.*" | sed -n 1p)
 	[[ -n $orig ]] || die "the $pkg source package has no upstream tarball"
 	echo "$orig"
 }

@@ -34,18 +34,8 @@ chmod 0755 "$work"
 
 src=${NODE_SRC:-}
 if [[ -z $src ]]; then
-	need apt-get
-	apt=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
-		-o Dir::State::Lists="$work/lists" -o Dir::Cache::archives="$work")
-	mkdir -p "$work/lists/partial"
-	suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
-	echo "deb-src http://deb.debian.org/debian $suite main" >"$work/sources.list"
-	apt-get "${apt[@]}" -qq update >/dev/null || die "apt-get update of a deb-src list failed (no Debian archive?)"
-	(cd "$work" && apt-get "${apt[@]}" -qq source --download-only nodejs >/dev/null 2>&1) ||
-		die "apt-get source nodejs failed"
-	orig=$(find "$work" -maxdepth 1 -name 'nodejs_*.orig.tar.xz' | head -n 1)
-	[[ -n $orig ]] || die "the nodejs source package has no orig tarball"
-	top=$(tar -tf "$orig" | head -n 1)
+	orig=$(debian_source nodejs "$work")
+	top=$(tar -tf "$orig" | sed -n 1p) # reads it all: head would end tar with SIGPIPE (pipefail)
 	tar -C "$work" -xf "$orig" "${top%/}/test"
 	src=$work/${top%/}
 fi
@@ -68,10 +58,8 @@ done
 EOF
 chmod 0755 "$tree/run-group.sh"
 
-bare_as=()
-[[ $(id -u) != 0 ]] || bare_as=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
-bare_env=(USER=sandbox LOGNAME=sandbox HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8
-	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+# Bare runs as the sandbox's payload does (bench/lib.sh bare_user), in a copy of the tree it may write.
+bare_user
 
 run_one() { # SIDE GROUP
 	local f="$out/$2.$1" t0 t1 n
