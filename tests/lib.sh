@@ -176,7 +176,14 @@ al_guard_pids() {
 al_guard_teardown() {
 	local leftovers pid i d status=0
 	[ "${#AL_GUARD_DIRS[@]}" -gt 0 ] || return 0
-	leftovers=$(al_guard_pids)
+	# A job's processes end within a bounded time of whatever ended airlock (issue 14: 1 s) —
+	# e.g. a held sandbox's init after the test body's SIGKILL of airlock serve — so only what is
+	# still there a second later outlived the test.
+	for i in $(seq 20); do
+		leftovers=$(al_guard_pids)
+		[ -n "$leftovers" ] || break
+		sleep 0.05
+	done
 	if [ -n "$leftovers" ]; then
 		echo "FAIL: $AL_NAME: processes outlived the test in the guard cgroup:" >&2
 		for pid in $leftovers; do
