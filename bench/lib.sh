@@ -185,3 +185,16 @@ bare_user() {
 	bare_env=(USER=sandbox LOGNAME=sandbox HOME="${1:-/tmp}" TMPDIR=/tmp LANG=C.UTF-8
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
 }
+
+# suite_dirs NAME — for a suite comparison (pysuite.sh's kin): out (BENCH_RESULTS or a fresh
+# /tmp/NAME.XXXXXX for each run's output), opts (AIRLOCK_OPTS as words) and work (a 0755 scratch
+# directory the payload can reach, removed at exit).
+suite_dirs() {
+	out=${BENCH_RESULTS:-$(mktemp -d "/tmp/$1.XXXXXX")}
+	mkdir -p "$out"
+	read -r -a opts <<<"${AIRLOCK_OPTS:-}"
+	work=$(mktemp -d "/tmp/$1-tree.XXXXXX")
+	# shellcheck disable=SC2064 # work is fixed now
+	trap "rm -rf '$work'" EXIT
+	chmod 0755 "$work"
+}

@@ -25,12 +25,7 @@ need node
 groups=("$@")
 [[ ${#groups[@]} -gt 0 ]] || groups=(net dgram child fs os process dns http timers worker cluster)
 per_test=${TEST_TIMEOUT:-60}
-out=${BENCH_RESULTS:-$(mktemp -d /tmp/nodesuite.XXXXXX)}
-mkdir -p "$out"
-read -r -a opts <<<"${AIRLOCK_OPTS:-}"
-work=$(mktemp -d /tmp/nodesuite-tree.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-chmod 0755 "$work"
+suite_dirs nodesuite
 
 src=${NODE_SRC:-}
 if [[ -z $src ]]; then

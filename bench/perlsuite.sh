@@ -25,12 +25,7 @@ need prove
 dirs=("$@")
 [[ ${#dirs[@]} -gt 0 ]] || dirs=(base comp cmd opbasic io op re uni mro run lib)
 timeout=${TIMEOUT:-900}
-out=${BENCH_RESULTS:-$(mktemp -d /tmp/perlsuite.XXXXXX)}
-mkdir -p "$out"
-read -r -a opts <<<"${AIRLOCK_OPTS:-}"
-work=$(mktemp -d /tmp/perlsuite-tree.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-chmod 0755 "$work"
+suite_dirs perlsuite
 
 # The source of the installed perl, t/ and lib/ only.
 version=$(perl -e 'printf "%vd", $^V')
