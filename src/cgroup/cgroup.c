@@ -35,6 +35,7 @@ struct cg_hier {
 	int parent_fd;	     /* the directory holding the job cgroup (O_PATH) */
 	int fd;		     /* the job cgroup (O_PATH | O_DIRECTORY) */
 	char path[PATH_MAX]; /* the job cgroup, for messages and cg_job_path */
+	char v1_ctrls[64];   /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
 };
 
 struct cg_job {
@@ -198,7 +199,21 @@ static int cg_add_v1(struct cg_job *cg, const struct host_cgroups *hc, enum host
 	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return al_err_sys(err, errno, "cgroup %s: open %s", host_cg_ctrl_name(c), dir);
+	memcpy(cg->h[cg->nh].v1_ctrls, hc->v1[c].ctrls, sizeof(hc->v1[c].ctrls));
 	return cg_add_hier(cg, 1, CG_BIT(c), fd, dir, err);
+}
+
+void cg_view_plan(const struct cg_job *cg, struct cg_view *v)
+{
+	v->n = 0;
+	for (int i = 0; cg && i < cg->nh && v->n < CG_VIEW_MAX; i++) {
+		const struct cg_hier *h = &cg->h[i];
+		if (h->version == 1 && !h->v1_ctrls[0])
+			continue; /* its options are unknown (too long to keep): not mountable */
+		struct cg_view_hier *out = &v->h[v->n++];
+		out->version = h->version;
+		memcpy(out->name, h->v1_ctrls, sizeof(out->name));
+	}
 }
 
 /* Sets up v2 for the controllers that use it; those it cannot give fall to NONE with a reason. */

@@ -57,6 +57,32 @@ void cg_cleanup_stale(void);
 /* For the verdict and `airlock check`: "v2", "v1" or "none", and the controllers used. */
 const char *cg_version_name(const struct cg_job *cg);
 
+/* ---- the job's own cgroups, seen from inside (view.c) --------------------------------- */
+
+#define CG_VIEW_MAX (1 + HOST_CG__COUNT) /* the unified hierarchy plus one per v1 controller */
+
+/* The hierarchies of a job that its sandbox shows (at /sys/fs/cgroup, as Docker does): plain data, filled by the
+ * supervisor before clone, so that the sandbox's init allocates nothing to mount them. */
+struct cg_view {
+	int n;
+	struct cg_view_hier {
+		int version;   /* 1 or 2 */
+		char name[64]; /* v1: the hierarchy's controllers ("cpu,cpuacct"): its options and directory */
+	} h[CG_VIEW_MAX];
+};
+
+/* The hierarchies job cg (NULL: none) holds its processes in: the only ones whose cgroup
+ * namespace root is the job's own cgroup, so the only ones that may be shown. */
+void cg_view_plan(const struct cg_job *cg, struct cg_view *v);
+/* Mounts view v read-only (nosuid, nodev, noexec) at dir, an existing directory of the
+ * sandbox's root. The caller has moved into the job's cgroups and then entered a new cgroup
+ * namespace, which is what makes the job's cgroup the root of every mount. All v2: one cgroup2
+ * mount at dir; else a small read-only tmpfs at dir holding each v1 hierarchy at dir/<its
+ * controllers> (and the unified one at dir/unified), Docker's layout. A hierarchy the kernel
+ * refuses is left out: a view is a courtesy to runtimes that size themselves, never a reason to
+ * fail the job. Returns how many hierarchies are shown. No allocation, no formatting. */
+int cg_view_mount(const struct cg_view *v, const char *dir);
+
 /* ---- additions: introspection ------------------------------------------------------ */
 
 /* cg_version_name says "hybrid" when the job uses both versions (per controller: below). */

@@ -202,6 +202,7 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	c.run_uid = p->run_uid;
 	c.run_gid = p->run_gid;
 	c.drop_groups = c.map.range;
+	cg_view_plan(io->cg, &c.cgview);
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
 	/* Every posture but "host" gets its own network namespace. */
 	pid_t pid = pfd_clone3(NS_FLAGS | (pl->net.own_netns ? CLONE_NEWNET : 0), &pidfd, cgfd);
