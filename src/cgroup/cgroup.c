@@ -203,17 +203,40 @@ static int cg_add_v1(struct cg_job *cg, const struct host_cgroups *hc, enum host
 	return cg_add_hier(cg, 1, CG_BIT(c), fd, dir, err);
 }
 
+/* A link per controller of a co-mounted v1 hierarchy ("cpu,cpuacct"), so that a reader of
+ * /sys/fs/cgroup/cpu finds it as on the host; named hierarchies ("name=x") get none. */
+static void cg_view_links(struct cg_view_hier *h)
+{
+	h->nlinks = 0;
+	if (!strchr(h->name, ','))
+		return;
+	for (const char *p = h->name; *p && h->nlinks < (int)AL_ARRAY_SIZE(h->links);) {
+		size_t len = strcspn(p, ",");
+		if (len < sizeof(h->links[0]) && !memchr(p, '=', len)) {
+			memcpy(h->links[h->nlinks], p, len);
+			h->links[h->nlinks++][len] = '\0';
+		}
+		p += len + (p[len] == ',');
+	}
+}
+
 void cg_view_plan(const struct cg_job *cg, struct cg_view *v)
 {
-	v->n = 0;
+	memset(v, 0, sizeof(*v));
 	for (int i = 0; cg && i < cg->nh && v->n < CG_VIEW_MAX; i++) {
 		const struct cg_hier *h = &cg->h[i];
 		if (h->version == 1 && !h->v1_ctrls[0])
 			continue; /* its options are unknown (too long to keep): not mountable */
 		struct cg_view_hier *out = &v->h[v->n++];
 		out->version = h->version;
-		memcpy(out->name, h->v1_ctrls, sizeof(out->name));
+		out->path = h->path;
+		/* "unified": the v2 hierarchy's name beside v1 ones, as systemd and Docker call it. */
+		const char *name = h->version == 2 ? "unified" : h->v1_ctrls;
+		memcpy(out->name, name, strlen(name) + 1); /* both shorter than name[] */
+		if (h->version == 1)
+			cg_view_links(out);
 	}
+	v->whole = v->n == 1 && v->h[0].version == 2;
 }
 
 /* Sets up v2 for the controllers that use it; those it cannot give fall to NONE with a reason. */

@@ -24,7 +24,6 @@
 #include "cgroup/cgroup.h"
 
 #define VIEW_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
-#define VIEW_UNIFIED "unified" /* the v2 hierarchy's name beside v1 ones, as systemd and Docker call it */
 
 /* dir + "/" + name into buf (no formatting between clone and exec): false when it does not fit. */
 static bool view_join(char *buf, size_t size, const char *dir, const char *name)
@@ -32,49 +31,30 @@ static bool view_join(char *buf, size_t size, const char *dir, const char *name)
 	size_t a = strlen(dir), b = strlen(name);
 	if (a + 1 + b >= size)
 		return false;
-	memcpy(buf, dir, a);
-	buf[a] = '/';
-	memcpy(buf + a + 1, name, b + 1);
+	char *p = stpcpy(buf, dir);
+	*p++ = '/';
+	stpcpy(p, name);
 	return true;
-}
-
-/* For a co-mounted hierarchy ("cpu,cpuacct"), a link named after each controller, so that a
- * reader of /sys/fs/cgroup/cpu finds it as on a host (and in Docker). Named hierarchies
- * ("name=x") get none. Best effort: the directory is there either way. */
-static void view_links(int dirfd, const char *name)
-{
-	if (!strchr(name, ','))
-		return;
-	char token[64];
-	for (const char *p = name; *p;) {
-		size_t len = strcspn(p, ",");
-		if (len < sizeof(token) && !memchr(p, '=', len)) {
-			memcpy(token, p, len);
-			token[len] = '\0';
-			if (symlinkat(name, dirfd, token) < 0)
-				break; /* the tmpfs is full or the name clashes: the directory serves */
-		}
-		p += len + (p[len] == ',');
-	}
 }
 
 /* One hierarchy at dir/<name>: 1 when mounted, 0 when the kernel refused it (then no trace). */
 static int view_one(int dirfd, const char *dir, const struct cg_view_hier *h)
 {
-	const char *name = h->version == 2 ? VIEW_UNIFIED : h->name;
 	char path[256];
-	if (!view_join(path, sizeof(path), dir, name) || mkdirat(dirfd, name, 0755) < 0)
+	if (!view_join(path, sizeof(path), dir, h->name) || mkdirat(dirfd, h->name, 0755) < 0)
 		return 0;
 	/* v1: the options name the hierarchy by its controllers; they must match its set exactly
 	 * (a subset would ask for a new hierarchy, which a user namespace may not create). */
 	int r = h->version == 2 ? mount("cgroup2", path, "cgroup2", VIEW_FLAGS, NULL)
 				: mount("cgroup", path, "cgroup", VIEW_FLAGS, h->name);
 	if (r < 0) {
-		unlinkat(dirfd, name, AT_REMOVEDIR);
+		unlinkat(dirfd, h->name, AT_REMOVEDIR);
 		return 0;
 	}
-	if (h->version == 1)
-		view_links(dirfd, name);
+	/* Best effort: the directory serves readers that look for it by its own name. */
+	for (int i = 0; i < h->nlinks; i++)
+		if (symlinkat(h->name, dirfd, h->links[i]) < 0)
+			break;
 	return 1;
 }
 
@@ -82,7 +62,7 @@ int cg_view_mount(const struct cg_view *v, const char *dir)
 {
 	if (v->n == 0)
 		return 0;
-	if (v->n == 1 && v->h[0].version == 2)
+	if (v->whole)
 		return mount("cgroup2", dir, "cgroup2", VIEW_FLAGS, NULL) == 0;
 	/* v1 (or both): a tmpfs to hold one directory per hierarchy, read-only once populated. */
 	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=4k,nr_inodes=32") < 0)
