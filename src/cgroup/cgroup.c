@@ -336,6 +336,22 @@ fail:
 	return r;
 }
 
+/* The parent's limits, repeated on a child cgroup, where they change nothing (the parent's bind
+ * already): a runtime that sizes itself reads only the cgroup /proc/self/cgroup names (libuv:
+ * its memory.max or memory.limit_in_bytes; Go: its cpu.max), which for an exec in a held
+ * sandbox is this child, seen in the sandbox's /sys/fs/cgroup (view.c). Best effort: a file the
+ * hierarchy lacks is skipped; the order lets each write stay within the one before. */
+static void cg_inherit_limits(const struct cg_hier *parent, const struct cg_hier *child)
+{
+	static const char *const v1[] = {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "pids.max",
+					  "cpu.cfs_period_us", "cpu.cfs_quota_us", NULL};
+	static const char *const v2[] = {"memory.max", "memory.swap.max", "pids.max", "cpu.max", NULL};
+	char buf[64];
+	for (const char *const *f = parent->version == 2 ? v2 : v1; *f; f++)
+		if (cg_read_at(parent->fd, *f, buf, sizeof(buf)) > 0)
+			(void)cg_write_at(child->fd, *f, buf);
+}
+
 int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err)
 {
 	*out = NULL;
@@ -359,6 +375,8 @@ int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error 
 		int fd = fcntl(ph->fd, F_DUPFD_CLOEXEC, 3);
 		r = fd < 0 ? al_err_sys(err, errno, "cgroup: %s", ph->path)
 			   : cg_add_hier(cg, ph->version, ph->ctrls, fd, ph->path, err);
+		if (r == 0)
+			cg_inherit_limits(ph, &cg->h[cg->nh - 1]);
 	}
 	if (r < 0) {
 		cg_destroy(cg);

@@ -68,8 +68,8 @@ struct cg_view {
 	int n;
 	bool whole; /* one v2 hierarchy, shown at the top itself; else one directory per hierarchy */
 	struct cg_view_hier {
-		int version;	  /* 1 or 2 */
-		char name[64];	  /* its directory: v1 its controllers ("cpu,cpuacct"), also its mount
+		int version;	   /* 1 or 2 */
+		char name[64];	   /* its directory: v1 its controllers ("cpu,cpuacct"), also its mount
 				   * options; v2 "unified" */
 		char links[4][16]; /* v1 co-mounted: a link to name per controller ("cpu", "cpuacct") */
 		int nlinks;

@@ -155,5 +155,15 @@ api POST "/v1/sandboxes/$sb/exec" -d "$req"
 res=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"])') ||
 	al_fail "no result for the exec in $sb ($CODE): $(printf '%s' "$BODY" | head -c 600)"
 printf '%s\n' "$res" | grep -qx memory=314572800 || al_fail "the held exec does not read the sandbox's 300M limit: $res"
+al_pass "an exec in a held sandbox reads the sandbox's memory limit at the view's root"
+# Each exec runs in a child cgroup of the sandbox's, which repeats its limits: a runtime that reads
+# only its own cgroup (libuv, from /proc/self/cgroup) finds them there.
+if command -v node >/dev/null; then
+	req=$("$AL_PY" -c 'import json; print(json.dumps({"language":"shell","fresh":True,"code":"node -e \"console.log(process.constrainedMemory())\""}))')
+	api POST "/v1/sandboxes/$sb/exec" -d "$req"
+	res=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"])') ||
+		al_fail "no result for the exec in $sb ($CODE): $(printf '%s' "$BODY" | head -c 600)"
+	al_assert_eq "$res" 314572800 "node's process.constrainedMemory() in a held exec"
+	al_pass "node in a held exec reads the sandbox's limit in its own cgroup"
+fi
 api DELETE "/v1/sandboxes/$sb"
-al_pass "an exec in a held sandbox reads the sandbox's memory limit"

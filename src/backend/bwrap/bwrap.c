@@ -339,8 +339,9 @@ int be_bwrap_spawn(const struct al_policy *p, const struct pol_plan *pl, const s
 	struct bw_child c;
 	pid_t pid;
 	int pidfd = -1;
+	/* Without a cgroup namespace the job would read its cgroup's host path in /proc/self/cgroup. */
 	if (cgroupns)
-		cg_view_plan(io->cg, &s.cgview); /* without a cgroup namespace a bind would still show the job's, but name the host's path */
+		cg_view_plan(io->cg, &s.cgview);
 	if ((r = prepare(&s, p, pl, cgroupns, err)) < 0)
 		goto out;
 	child_setup(&c, p, pl, io, &s);
