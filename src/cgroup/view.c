@@ -1,9 +1,12 @@
 /* view.c — the job's own cgroups, read-only at /sys/fs/cgroup inside its sandbox, for runtimes that size themselves from them.
  *
  * Runtimes read their limits from the cgroup filesystem: libuv (node's
- * process.constrainedMemory()) reads memory.max and memory.high on v2, memory.limit_in_bytes on
- * v1, telling the two apart by the filesystem type of /sys/fs/cgroup; a JVM and Go read cpu.max
- * or cpu.cfs_quota_us the same way. Without them they size themselves from the whole host.
+ * process.constrainedMemory(), src/unix/linux.c) takes the cgroup /proc/self/cgroup names and
+ * reads /sys/fs/cgroup/<it>/memory.max and memory.high when that file starts "0::/" (v2), else
+ * /sys/fs/cgroup/memory/<it>/memory.limit_in_bytes and memory.soft_limit_in_bytes; a JVM and Go
+ * read cpu.max or cpu.cfs_quota_us alike. Without them they size themselves from the whole host.
+ * Inside the cgroup namespace <it> is "/" (or an exec's child cgroup in a held sandbox, which
+ * repeats the sandbox's limits: cgroup.c, cg_inherit_limits).
  *
  * Why this shows nothing but the job: a cgroup filesystem mounted inside a cgroup namespace has
  * the mounting process's cgroup at the namespace's creation as its root (the kernel's
