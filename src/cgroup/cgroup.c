@@ -343,8 +343,12 @@ fail:
  * hierarchy lacks is skipped; the order lets each write stay within the one before. */
 static void cg_inherit_limits(const struct cg_hier *parent, const struct cg_hier *child)
 {
-	static const char *const v1[] = {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "pids.max",
-					  "cpu.cfs_period_us", "cpu.cfs_quota_us", NULL};
+	static const char *const v1[] = {"memory.limit_in_bytes",
+					 "memory.memsw.limit_in_bytes",
+					 "pids.max",
+					 "cpu.cfs_period_us",
+					 "cpu.cfs_quota_us",
+					 NULL};
 	static const char *const v2[] = {"memory.max", "memory.swap.max", "pids.max", "cpu.max", NULL};
 	char buf[64];
 	for (const char *const *f = parent->version == 2 ? v2 : v1; *f; f++)
