@@ -196,14 +196,17 @@ static int mount_point(int root, const struct fs_op *op)
 
 /* The root's skeleton in the rootfs directory: what the runtime mounts over, and the
  * symlinks and directories of the native view that live on the root itself. */
-/* The mount points of the job's cgroup hierarchies (bundle.c binds them), made before the plan's
- * read-only modes close /sys/fs/cgroup to a runtime that runs as an unprivileged uid. */
+/* /sys/fs/cgroup and the mount points of the job's cgroup hierarchies in it (bundle.c binds them),
+ * made first, 0755 with their parents: the plan's nested 0555 for /sys, /sys/fs and /sys/fs/cgroup
+ * would keep a runtime that runs as an unprivileged uid from making the mount points, and an
+ * ordinary user's airlock from removing the bundle afterwards (rmdir needs write access to the
+ * parent). Inside, the root is read-only whatever the modes. */
 static int cgview_points(const struct oci_spawn *s, int root)
 {
-	if (!s->plan.cgroup_view || s->cgview.whole)
+	if (!s->plan.cgroup_view)
 		return 0;
-	int r = 0;
-	for (int i = 0; r == 0 && i < s->cgview.n; i++) {
+	int r = mkdirs(root, FS_CGROUP_VIEW + 1, 0755);
+	for (int i = 0; r == 0 && !s->cgview.whole && i < s->cgview.n; i++) {
 		char rel[PATH_MAX];
 		snprintf(rel, sizeof(rel), "%s/%s", FS_CGROUP_VIEW + 1, s->cgview.h[i].name);
 		r = mkdirs(root, rel, 0755);
@@ -246,16 +249,6 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 			r = mount_point(root, op);
 		if (r < 0)
 			return al_err_sys(err, -r, "setup: the mount point /%s in the bundle", op->dest);
-	}
-	/* The view's directories (cgview_points made them 0755, to make the hierarchies' within) get
-	 * the plan's modes now. */
-	for (size_t i = 0; s->cgview.n && !s->cgview.whole && i < s->plan.n; i++) {
-		const struct fs_op *op = &s->plan.ops[i];
-		size_t n = strlen(op->dest);
-		if (op->kind == FS_MKDIR && strncmp(FS_CGROUP_VIEW + 1, op->dest, n) == 0 &&
-		    (FS_CGROUP_VIEW[1 + n] == '/' || FS_CGROUP_VIEW[1 + n] == 0) &&
-		    fchmodat(root, op->dest, op->mode & 0755, 0) < 0)
-			return al_err_sys(err, errno, "setup: the mount point /%s in the bundle", op->dest);
 	}
 	return 0;
 }
