@@ -11,7 +11,8 @@
  *     │  uid_map/gid_map; becomes sandbox root (host id_base as root, the caller otherwise);
  *     │  assembles a tmpfs root from the plan, pivot_root, detaches the old root,
  *     │  makes / read-only, sets the hostname; waits until it is in the job's cgroups, enters a
- *     │  new cgroup namespace; fork()s the payload and reaps until it exits
+ *     │  new cgroup namespace and mounts the job's cgroups read-only at /sys/fs/cgroup (whose
+ *     │  root that namespace makes the job's cgroup); fork()s the payload and reaps until it exits
  *     ▼
  *   payload: setsid, stdio from the supervisor's pipes, every other descriptor closed,
  *     rlimits, bounding/ambient caps dropped, uid/gid 1000 (or the image's User), caps cleared,
