@@ -35,6 +35,7 @@ struct cg_hier {
 	int parent_fd;	     /* the directory holding the job cgroup (O_PATH) */
 	int fd;		     /* the job cgroup (O_PATH | O_DIRECTORY) */
 	char path[PATH_MAX]; /* the job cgroup, for messages and cg_job_path */
+	char v1_ctrls[64];   /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
 };
 
 struct cg_job {
@@ -198,7 +199,44 @@ static int cg_add_v1(struct cg_job *cg, const struct host_cgroups *hc, enum host
 	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return al_err_sys(err, errno, "cgroup %s: open %s", host_cg_ctrl_name(c), dir);
+	memcpy(cg->h[cg->nh].v1_ctrls, hc->v1[c].ctrls, sizeof(hc->v1[c].ctrls));
 	return cg_add_hier(cg, 1, CG_BIT(c), fd, dir, err);
+}
+
+/* A link per controller of a co-mounted v1 hierarchy ("cpu,cpuacct"), so that a reader of
+ * /sys/fs/cgroup/cpu finds it as on the host; named hierarchies ("name=x") get none. */
+static void cg_view_links(struct cg_view_hier *h)
+{
+	h->nlinks = 0;
+	if (!strchr(h->name, ','))
+		return;
+	for (const char *p = h->name; *p && h->nlinks < (int)AL_ARRAY_SIZE(h->links);) {
+		size_t len = strcspn(p, ",");
+		if (len < sizeof(h->links[0]) && !memchr(p, '=', len)) {
+			memcpy(h->links[h->nlinks], p, len);
+			h->links[h->nlinks++][len] = '\0';
+		}
+		p += len + (p[len] == ',');
+	}
+}
+
+void cg_view_plan(const struct cg_job *cg, struct cg_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	for (int i = 0; cg && i < cg->nh && v->n < CG_VIEW_MAX; i++) {
+		const struct cg_hier *h = &cg->h[i];
+		if (h->version == 1 && !h->v1_ctrls[0])
+			continue; /* its options are unknown (too long to keep): not mountable */
+		struct cg_view_hier *out = &v->h[v->n++];
+		out->version = h->version;
+		out->path = h->path;
+		/* "unified": the v2 hierarchy's name beside v1 ones, as systemd and Docker call it. */
+		const char *name = h->version == 2 ? "unified" : h->v1_ctrls;
+		memcpy(out->name, name, strlen(name) + 1); /* both shorter than name[] */
+		if (h->version == 1)
+			cg_view_links(out);
+	}
+	v->whole = v->n == 1 && v->h[0].version == 2;
 }
 
 /* Sets up v2 for the controllers that use it; those it cannot give fall to NONE with a reason. */
@@ -298,6 +336,26 @@ fail:
 	return r;
 }
 
+/* The parent's limits, repeated on a child cgroup, where they change nothing (the parent's bind
+ * already): a runtime that sizes itself reads only the cgroup /proc/self/cgroup names (libuv:
+ * its memory.max or memory.limit_in_bytes; Go: its cpu.max), which for an exec in a held
+ * sandbox is this child, seen in the sandbox's /sys/fs/cgroup (view.c). Best effort: a file the
+ * hierarchy lacks is skipped; the order lets each write stay within the one before. */
+static void cg_inherit_limits(const struct cg_hier *parent, const struct cg_hier *child)
+{
+	static const char *const v1[] = {"memory.limit_in_bytes",
+					 "memory.memsw.limit_in_bytes",
+					 "pids.max",
+					 "cpu.cfs_period_us",
+					 "cpu.cfs_quota_us",
+					 NULL};
+	static const char *const v2[] = {"memory.max", "memory.swap.max", "pids.max", "cpu.max", NULL};
+	char buf[64];
+	for (const char *const *f = parent->version == 2 ? v2 : v1; *f; f++)
+		if (cg_read_at(parent->fd, *f, buf, sizeof(buf)) > 0)
+			(void)cg_write_at(child->fd, *f, buf);
+}
+
 int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err)
 {
 	*out = NULL;
@@ -321,6 +379,8 @@ int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error 
 		int fd = fcntl(ph->fd, F_DUPFD_CLOEXEC, 3);
 		r = fd < 0 ? al_err_sys(err, errno, "cgroup: %s", ph->path)
 			   : cg_add_hier(cg, ph->version, ph->ctrls, fd, ph->path, err);
+		if (r == 0)
+			cg_inherit_limits(ph, &cg->h[cg->nh - 1]);
 	}
 	if (r < 0) {
 		cg_destroy(cg);

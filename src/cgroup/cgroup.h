@@ -57,6 +57,38 @@ void cg_cleanup_stale(void);
 /* For the verdict and `airlock check`: "v2", "v1" or "none", and the controllers used. */
 const char *cg_version_name(const struct cg_job *cg);
 
+/* ---- the job's own cgroups, seen from inside (view.c) --------------------------------- */
+
+#define CG_VIEW_MAX (1 + HOST_CG__COUNT) /* the unified hierarchy plus one per v1 controller */
+
+/* The hierarchies of a job that its sandbox shows (at /sys/fs/cgroup, as Docker does): plain
+ * data, filled by the supervisor before clone, so that the sandbox's init allocates nothing to
+ * mount them. */
+struct cg_view {
+	int n;
+	bool whole; /* one v2 hierarchy, shown at the top itself; else one directory per hierarchy */
+	struct cg_view_hier {
+		int version;	   /* 1 or 2 */
+		char name[64];	   /* its directory: v1 its controllers ("cpu,cpuacct"), also its mount
+				   * options; v2 "unified" */
+		char links[4][16]; /* v1 co-mounted: a link to name per controller ("cpu", "cpuacct") */
+		int nlinks;
+		const char *path; /* the job's cgroup in it on the host (borrowed from the cg_job) */
+	} h[CG_VIEW_MAX];
+};
+
+/* The hierarchies job cg (NULL: none) holds its processes in: the only ones whose cgroup
+ * namespace root is the job's own cgroup, so the only ones that may be shown. Pure. */
+void cg_view_plan(const struct cg_job *cg, struct cg_view *v);
+/* Mounts view v read-only (nosuid, nodev, noexec) at dir, an existing directory of the
+ * sandbox's root. The caller has moved into the job's cgroups and then entered a new cgroup
+ * namespace, which is what makes the job's cgroup the root of every mount. v->whole: one
+ * cgroup2 mount at dir; else a small read-only tmpfs at dir holding each hierarchy at
+ * dir/<name>, Docker's layout. A hierarchy the kernel refuses is left out: a view is a courtesy
+ * to runtimes that size themselves, never a reason to fail the job. Returns how many hierarchies
+ * are shown. No allocation, no formatting: safe between clone and exec. */
+int cg_view_mount(const struct cg_view *v, const char *dir);
+
 /* ---- additions: introspection ------------------------------------------------------ */
 
 /* cg_version_name says "hybrid" when the job uses both versions (per controller: below). */

@@ -42,6 +42,8 @@ struct host_cg_hier {
 	char root[PATH_MAX];  /* mountinfo "root": the part of the hierarchy the mount shows */
 	char own[PATH_MAX];   /* our cgroup within the hierarchy, from /proc/self/cgroup */
 	char dir[PATH_MAX];   /* our cgroup's directory: mount + (own - root); "" if not visible */
+	char ctrls[64];	      /* v1: the hierarchy's controllers as /proc/self/cgroup lists them ("cpu,cpuacct"),
+			       * which are also the mount options that name it; "" if longer */
 };
 
 /* The layout as seen from this process. Large (about 80 KiB): allocate it, don't nest it on small stacks. */

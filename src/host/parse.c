@@ -205,6 +205,9 @@ static int host_cg_line(struct host_cgroups *cg, char *line, struct al_error *er
 		int r = host_note_member(&cg->v1[c], path, err);
 		if (r < 0)
 			return r;
+		size_t n = strlen(ctrls);
+		if (n < sizeof(cg->v1[c].ctrls))
+			memcpy(cg->v1[c].ctrls, ctrls, n + 1);
 	}
 	return 0;
 }

@@ -554,6 +554,20 @@ static int image_top(struct fs_plan *plan, const struct al_policy *p, const stru
 	return r;
 }
 
+/* The mount point of the job's own cgroups (cgroup/view.c, mounted by the sandbox's init once it
+ * is in its cgroup namespace; the plan only makes the directories, read-only with the root). A
+ * policy that binds something at /sys or beneath keeps /sys as it asked: no view then. */
+static int plan_sys(struct fs_plan *plan, const struct al_policy *p)
+{
+	if (taken(plan, p, "/sys"))
+		return 0;
+	int r = mkdir_op(plan, "/sys", 0555);
+	r = r ?: mkdir_op(plan, "/sys/fs", 0555);
+	r = r ?: mkdir_op(plan, FS_CGROUP_VIEW, 0555);
+	plan->cgroup_view = r == 0;
+	return r;
+}
+
 /* An image's whole root, read-only, but for what the sandbox owns itself (/proc, /dev, /tmp, the
  * workspace, and airlock's files in /etc: passwd, group, hosts, hostname, nsswitch.conf naming
  * the sandbox user; the host's resolv.conf under --net host). Its top-level directories (/opt,
@@ -587,6 +601,7 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 	}
 	r = r ?: plan_checkout(plan, p);
 	r = r ?: plan_image(plan, p, host);
+	r = r ?: plan_sys(plan, p);
 	/* Files last: an empty one is written as such (len 0 would mean "a string"). */
 	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
 		const struct al_file *f = &p->files[i];

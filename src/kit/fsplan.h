@@ -58,7 +58,11 @@ struct fs_plan {
 	char **owned; /* strings the plan allocated */
 	size_t nowned, capowned;
 	int sendfd_sock; /* FS_SENDFD target (set by the spawner), -1 if none */
+	bool cgroup_view; /* FS_CGROUP_VIEW is made, for the job's cgroups to be mounted there */
 };
+
+/* Where a sandbox shows the job's own cgroups, read-only (as Docker does; cgroup/view.c). */
+#define FS_CGROUP_VIEW "/sys/fs/cgroup"
 
 /* Builds the whole plan for policy p. host_merged_usr: probe of /bin etc. done by the caller. */
 struct fs_host {

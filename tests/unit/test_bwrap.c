@@ -31,8 +31,8 @@ static struct al_policy *policy(const char *cmd)
 	return p;
 }
 
-/* The argv for p, with made-up descriptor numbers (file i gets 100 + i). */
-static void build(struct bw_argv *a, const struct al_policy *p, int seccomp)
+/* The argv for p, with made-up descriptor numbers (file i gets 100 + i), showing view (or NULL). */
+static void build_view(struct bw_argv *a, const struct al_policy *p, int seccomp, const struct cg_view *view)
 {
 	struct fs_plan plan = {0};
 	struct fs_host host;
@@ -45,12 +45,18 @@ static void build(struct bw_argv *a, const struct al_policy *p, int seccomp)
 		files[i] = plan.ops[i].kind == FS_FILE ? 100 + (int)i : -1;
 	struct ai_rlimit rl[AI_MAX_RLIMITS];
 	struct ai_opts init = {.rlimits = rl, .nrlimits = ai_rlimits(p->limits, rl), .exec = true, .record_fd = 44};
-	struct bw_fds fds = {.file_fds = files, .seccomp = seccomp, .json = 42, .init_bin = 43, .init = &init};
+	struct bw_fds fds = {
+		.file_fds = files, .seccomp = seccomp, .json = 42, .init_bin = 43, .init = &init, .cgview = view};
 	struct al_error err = {0};
 	assert_int_equal(bw_argv_build(a, p, &plan, &fds, true, &err), 0);
 	free(files);
 	fs_plan_free(&plan);
 	assert_null(a->v[a->n]);
+}
+
+static void build(struct bw_argv *a, const struct al_policy *p, int seccomp)
+{
+	build_view(a, p, seccomp, NULL);
 }
 
 /* Index of the word sequence w0 w1 ... (NULL-terminated) in a, or -1. */
@@ -79,6 +85,42 @@ static bool contains_substr(const struct bw_argv *a, const char *s)
 		if (strstr(a->v[i], s))
 			return true;
 	return false;
+}
+
+/* The job's cgroups: v1 hierarchies bound read-only each at /sys/fs/cgroup/<controllers> (a link
+ * per controller of a co-mounted one), a v2-only job's one at /sys/fs/cgroup itself; all before
+ * the root turns read-only; none when the policy binds something beneath /sys. */
+static void argv_cgview(void **state)
+{
+	(void)state;
+	struct cg_view v1 = {.n = 2,
+			     .h = {{.version = 1, .name = "memory", .path = "/cg/memory/job"},
+				   {.version = 1,
+				    .name = "cpu,cpuacct",
+				    .links = {"cpu", "cpuacct"},
+				    .nlinks = 2,
+				    .path = "/cg/cpu,cpuacct/job"}}};
+	struct al_policy *p = policy("/bin/true");
+	struct bw_argv a;
+	build_view(&a, p, -1, &v1);
+	int mem = find(&a, "--ro-bind", "/cg/memory/job", "/sys/fs/cgroup/memory", NULL);
+	assert_true(mem > find(&a, "--dir", "/sys/fs/cgroup", NULL));
+	assert_true(find(&a, "--ro-bind", "/cg/cpu,cpuacct/job", "/sys/fs/cgroup/cpu,cpuacct", NULL) > mem);
+	assert_true(find(&a, "--symlink", "cpu,cpuacct", "/sys/fs/cgroup/cpu", NULL) > mem);
+	assert_true(find(&a, "--symlink", "cpu,cpuacct", "/sys/fs/cgroup/cpuacct", NULL) > mem);
+	assert_true(find(&a, "--remount-ro", "/", NULL) > mem);
+	bw_argv_free(&a);
+	struct cg_view v2 = {.n = 1, .whole = true, .h = {{.version = 2, .name = "unified", .path = "/cg/job"}}};
+	build_view(&a, p, -1, &v2);
+	assert_true(find(&a, "--ro-bind", "/cg/job", "/sys/fs/cgroup", NULL) >= 0);
+	bw_argv_free(&a);
+	/* A bind at /sys/x: /sys is the policy's, no view, no /sys/fs/cgroup. */
+	assert_int_equal(al_policy_add_bind(p, "/usr", "/sys/x", false, NULL), 0);
+	build_view(&a, p, -1, &v1);
+	assert_int_equal(find(&a, "--ro-bind", "/cg/memory/job", "/sys/fs/cgroup/memory", NULL), -1);
+	assert_false(contains_substr(&a, "/sys/fs/cgroup"));
+	bw_argv_free(&a);
+	al_policy_free(p);
 }
 
 /* ---- refusals --------------------------------------------------------------------- */
@@ -424,12 +466,11 @@ static void classify(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(refuse_ok),	 cmocka_unit_test(refuse_each), cmocka_unit_test(argv_default),
-		cmocka_unit_test(argv_variants), cmocka_unit_test(argv_files),	cmocka_unit_test(argv_rootfs),
-		cmocka_unit_test(argv_proxy),	 cmocka_unit_test(argv_image_user),
-		cmocka_unit_test(json_exit_code),
-		cmocka_unit_test(wstatus),
-		cmocka_unit_test(errscan),	 cmocka_unit_test(classify),
+		cmocka_unit_test(refuse_ok),	  cmocka_unit_test(refuse_each),     cmocka_unit_test(argv_default),
+		cmocka_unit_test(argv_variants),  cmocka_unit_test(argv_files),	     cmocka_unit_test(argv_rootfs),
+		cmocka_unit_test(argv_proxy),	  cmocka_unit_test(argv_image_user), cmocka_unit_test(argv_cgview),
+		cmocka_unit_test(json_exit_code), cmocka_unit_test(wstatus),	     cmocka_unit_test(errscan),
+		cmocka_unit_test(classify),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

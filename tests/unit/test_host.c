@@ -150,6 +150,10 @@ static void test_v1(void **state)
 	assert_string_equal(cg->v1[HOST_CG_CPUACCT].dir, "/sys/fs/cgroup/cpu,cpuacct/docker/abc");
 	assert_string_equal(cg->v1[HOST_CG_MEMORY].dir, "/sys/fs/cgroup/memory/docker/abc");
 	assert_string_equal(cg->v1[HOST_CG_PIDS].dir, "/sys/fs/cgroup/pids/docker/abc");
+	/* The hierarchy's controllers, which are the options a mount of it names (cgroup/view.c). */
+	assert_string_equal(cg->v1[HOST_CG_CPU].ctrls, "cpu,cpuacct");
+	assert_string_equal(cg->v1[HOST_CG_CPUACCT].ctrls, "cpu,cpuacct");
+	assert_string_equal(cg->v1[HOST_CG_MEMORY].ctrls, "memory");
 	pretend_writable(cg, "");
 	for (int c = 0; c < HOST_CG__COUNT; c++)
 		assert_int_equal(cg->use[c], HOST_CG_V1);

@@ -30,8 +30,9 @@ static struct al_policy *policy(const char *cmd)
 	return p;
 }
 
-/* config.json for p as runtime rt, with made-up bundle file names. */
-static json_t *build(const struct al_policy *p, enum oci_runtime rt, bool root, const char *seccomp)
+/* config.json for p as runtime rt, with made-up bundle file names, showing view (or NULL). */
+static json_t *build_view(const struct al_policy *p, enum oci_runtime rt, bool root, const char *seccomp,
+			  const struct cg_view *view)
 {
 	struct fs_plan plan = {0};
 	struct fs_host host;
@@ -43,9 +44,13 @@ static json_t *build(const struct al_policy *p, enum oci_runtime rt, bool root, 
 	for (size_t i = 0; i < plan.n; i++)
 		if (plan.ops[i].kind == FS_FILE)
 			assert_true(asprintf(&src[i], "/bundle/files/%zu", i) > 0);
-	struct oci_opts o = {.runtime = rt, .root = root, .file_src = (const char *const *)src, .seccomp_b64 = seccomp,
+	struct oci_opts o = {.runtime = rt,
+			     .root = root,
+			     .file_src = (const char *const *)src,
+			     .seccomp_b64 = seccomp,
 			     .rlimits = {{.type = "RLIMIT_NOFILE", .resource = RLIMIT_NOFILE, .soft = 64, .hard = 64}},
-			     .nrlimits = 1};
+			     .nrlimits = 1,
+			     .cgview = view};
 	json_t *c = NULL;
 	struct al_error err = {0};
 	assert_int_equal(oci_config_build(p, &plan, &o, &c, &err), 0);
@@ -54,6 +59,11 @@ static json_t *build(const struct al_policy *p, enum oci_runtime rt, bool root, 
 	free(src);
 	fs_plan_free(&plan);
 	return c;
+}
+
+static json_t *build(const struct al_policy *p, enum oci_runtime rt, bool root, const char *seccomp)
+{
+	return build_view(p, rt, root, seccomp, NULL);
 }
 
 /* The mount at destination dest, or NULL. */
@@ -484,13 +494,52 @@ static void test_helpers(void **state)
 	assert_false(oci_log_error(log, 40, msg, sizeof(msg)));
 }
 
+/* crun's view of the job's cgroups: each v1 hierarchy's job directory bound read-only, nosuid,
+ * nodev, noexec at /sys/fs/cgroup/<controllers>, a v2-only job's at /sys/fs/cgroup; none without
+ * a view, nor when the policy binds something beneath /sys. */
+static void test_cgview(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy("/bin/true");
+	struct cg_view v1 = {.n = 2,
+			     .h = {{.version = 1, .name = "memory", .path = "/cg/memory/job"},
+				   {.version = 1, .name = "pids", .path = "/cg/pids/job"}}};
+	json_t *c = build_view(p, OCI_CRUN, true, NULL, &v1);
+	json_t *m = mount_at(c, "/sys/fs/cgroup/memory");
+	assert_non_null(m);
+	assert_string_equal(json_string_value(json_object_get(m, "source")), "/cg/memory/job");
+	assert_string_equal(json_string_value(json_object_get(m, "type")), "bind");
+	for (const char *const *o = (const char *const[]){"ro", "nosuid", "nodev", "noexec", NULL}; *o; o++)
+		assert_true(has_opt(m, *o));
+	assert_non_null(mount_at(c, "/sys/fs/cgroup/pids"));
+	json_decref(c);
+	struct cg_view v2 = {.n = 1, .whole = true, .h = {{.version = 2, .name = "unified", .path = "/cg/job"}}};
+	c = build_view(p, OCI_CRUN, false, NULL, &v2);
+	assert_non_null(m = mount_at(c, "/sys/fs/cgroup"));
+	assert_string_equal(json_string_value(json_object_get(m, "source")), "/cg/job");
+	json_decref(c);
+	c = build(p, OCI_CRUN, true, NULL);
+	assert_null(mount_at(c, "/sys/fs/cgroup"));
+	assert_null(mount_at(c, "/sys/fs/cgroup/memory"));
+	json_decref(c);
+	assert_int_equal(al_policy_add_bind(p, "/usr", "/sys/x", false, NULL), 0);
+	c = build_view(p, OCI_CRUN, true, NULL, &v1);
+	assert_null(mount_at(c, "/sys/fs/cgroup/memory"));
+	json_decref(c);
+	al_policy_free(p);
+}
+
 int main(void)
 {
 	setenv("AL_OCI_LEAK", "1", 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_process),	   cmocka_unit_test(test_ids_never_root), cmocka_unit_test(test_image_user), cmocka_unit_test(test_mounts),
-		cmocka_unit_test(test_namespaces), cmocka_unit_test(test_refusals),	  cmocka_unit_test(test_rootfs_ops),
-		cmocka_unit_test(test_helpers),	   cmocka_unit_test(test_init), cmocka_unit_test(test_init_exec), cmocka_unit_test(test_dev),		  cmocka_unit_test(test_oci_seccomp),
+		cmocka_unit_test(test_process),	    cmocka_unit_test(test_ids_never_root),
+		cmocka_unit_test(test_image_user),  cmocka_unit_test(test_mounts),
+		cmocka_unit_test(test_namespaces),  cmocka_unit_test(test_cgview),
+		cmocka_unit_test(test_refusals),    cmocka_unit_test(test_rootfs_ops),
+		cmocka_unit_test(test_helpers),	    cmocka_unit_test(test_init),
+		cmocka_unit_test(test_init_exec),   cmocka_unit_test(test_dev),
+		cmocka_unit_test(test_oci_seccomp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -251,6 +251,28 @@ static int plan_ops(struct bw_argv *a, const struct fs_plan *plan, const struct 
 	return 0;
 }
 
+/* The job's own cgroups, read-only at FS_CGROUP_VIEW, as the native backend shows them
+ * (cgroup/view.c). bwrap cannot mount a cgroup filesystem, but binds of the job's cgroup
+ * directories show the same files and nothing above them; bwrap starts in the job's cgroups (the
+ * monitor waits for the attach, bwchild.c) and unshares its cgroup namespace there, so
+ * /proc/self/cgroup and mountinfo inside name the job's cgroup "/". --ro-bind adds nosuid and
+ * nodev; bwrap offers no noexec for a bind, and no cgroup file has an execute bit. */
+static int argv_cgview(struct bw_argv *a, const struct fs_plan *plan, const struct cg_view *v)
+{
+	if (!plan->cgroup_view || !v)
+		return 0;
+	if (v->whole)
+		return PUSHV(a, "--ro-bind", v->h[0].path, FS_CGROUP_VIEW);
+	int r = 0;
+	for (int i = 0; r == 0 && i < v->n; i++) {
+		const struct cg_view_hier *h = &v->h[i];
+		r = push(a, "--ro-bind") ?: push(a, h->path) ?: pushf(a, FS_CGROUP_VIEW "/%s", h->name);
+		for (int k = 0; r == 0 && k < h->nlinks; k++)
+			r = PUSHV(a, "--symlink", h->name) ?: pushf(a, FS_CGROUP_VIEW "/%s", h->links[k]);
+	}
+	return r;
+}
+
 /* Namespaces and identity. --unshare-user also as root: the caller runs bwrap as an
  * unprivileged uid (see bwchild.c), so the sandbox user maps to that uid, never to host root.
  * --disable-userns: the payload cannot nest user namespaces (seccomp denies it too).
@@ -311,6 +333,7 @@ int bw_argv_build(struct bw_argv *a, const struct al_policy *p, const struct fs_
 	int r = argv_namespaces(a, p, cgroupns) ?: argv_env(a, p);
 	if (r == 0 && (r = plan_ops(a, plan, fds, p, err)) < 0)
 		goto fail;
+	r = r ?: argv_cgview(a, plan, fds->cgview);
 	/* The root is read-only once assembled, as in the native view; /tmp, /workspace and
 	 * /dev/shm are mounts of their own and stay writable. */
 	r = r ?: argv_command(a, fds);

@@ -77,6 +77,7 @@ struct bw_spawn {
 	int sync_p[2], status_p[2], json_p[2], err_p[2];
 	int rec_p[2]; /* airlock-init's failure record → monitor (the write end is one of data) */
 	int px_p[2];  /* the egress proxy's socket, monitor's bwrap process → supervisor */
+	struct cg_view cgview; /* the job's cgroups, shown at FS_CGROUP_VIEW */
 };
 
 static void bw_spawn_free(struct bw_spawn *s)
@@ -313,7 +314,8 @@ static int prepare(struct bw_spawn *s, const struct al_policy *p, const struct p
 			     .json = s->json_p[1],
 			     .init_bin = s->init_bin,
 			     .init = &s->init,
-			     .mqueue = s->ll_abi > 0};
+			     .mqueue = s->ll_abi > 0,
+			     .cgview = &s->cgview};
 	return bw_argv_build(&s->argv, p, &s->plan, &fds, cgroupns, err) ?: hide_options(s, err);
 }
 
@@ -337,6 +339,9 @@ int be_bwrap_spawn(const struct al_policy *p, const struct pol_plan *pl, const s
 	struct bw_child c;
 	pid_t pid;
 	int pidfd = -1;
+	/* Without a cgroup namespace the job would read its cgroup's host path in /proc/self/cgroup. */
+	if (cgroupns)
+		cg_view_plan(io->cg, &s.cgview);
 	if ((r = prepare(&s, p, pl, cgroupns, err)) < 0)
 		goto out;
 	child_setup(&c, p, pl, io, &s);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "backend/ainit.h"
+#include "cgroup/cgroup.h"
 #include "kit/channel.h"
 #include "kit/fsplan.h"
 #include "policy/policy.h"
@@ -32,6 +33,7 @@ struct bw_fds {
 	int init_bin;		    /* an O_PATH descriptor of the airlock binary, bound at AI_PATH */
 	const struct ai_opts *init; /* airlock-init's options (ainit.h): bwrap's command */
 	bool mqueue;		    /* the IPC namespace's mqueue at /dev/mqueue (the ruleset's rule) */
+	const struct cg_view *cgview; /* the job's cgroups, bound read-only at FS_CGROUP_VIEW, or NULL */
 };
 
 /* The bwrap command line for policy p over the native backend's filesystem plan (the same

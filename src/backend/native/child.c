@@ -162,6 +162,16 @@ static void join_cgroups(const struct nat_child *c)
 		nat_die(c, NS_CGROUPNS, errno, NULL);
 }
 
+/* The job's own cgroups, read-only at /sys/fs/cgroup: only now, inside the cgroup namespace
+ * whose root is the job's cgroup, does a cgroup mount show that cgroup and nothing above it
+ * (cgroup/view.c). Whatever the kernel refuses is left out, never fatal. Landlock needs no rule
+ * of its own: its rule for / lets the payload read there and grants no write. */
+static void show_cgroups(const struct nat_child *c)
+{
+	if (c->plan->cgroup_view)
+		(void)cg_view_mount(&c->cgview, FS_CGROUP_VIEW);
+}
+
 _Noreturn void nat_child_main(struct nat_child *c)
 {
 	/* If the supervisor dies, init dies, and with it every process of the namespace. */
@@ -188,6 +198,7 @@ _Noreturn void nat_child_main(struct nat_child *c)
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	build_root(c);
 	join_cgroups(c);
+	show_cgroups(c);
 	if (c->ctl_sock >= 0)
 		nat_hold_main(c); /* a held sandbox: payloads come one request at a time */
 	nat_run_payload(c);

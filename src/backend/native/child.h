@@ -2,6 +2,7 @@
 #ifndef AL_NATIVE_CHILD_H
 #define AL_NATIVE_CHILD_H
 
+#include "cgroup/cgroup.h"
 #include "kit/channel.h"
 #include "kit/fsplan.h"
 #include "kit/landlock.h"
@@ -34,6 +35,7 @@ struct nat_child {
 	bool lo_up;	  /* loopback posture: lo up in the new network namespace */
 	int proxy_sock;	  /* -1, or where init sends the egress proxy's listening socket */
 	int ctl_sock;	  /* -1, or a held sandbox's control socket (hold.c) */
+	struct cg_view cgview; /* the job's cgroups, shown at FS_CGROUP_VIEW when the plan made it */
 };
 
 /* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */

@@ -11,7 +11,8 @@
  *     │  uid_map/gid_map; becomes sandbox root (host id_base as root, the caller otherwise);
  *     │  assembles a tmpfs root from the plan, pivot_root, detaches the old root,
  *     │  makes / read-only, sets the hostname; waits until it is in the job's cgroups, enters a
- *     │  new cgroup namespace; fork()s the payload and reaps until it exits
+ *     │  new cgroup namespace and mounts the job's cgroups read-only at /sys/fs/cgroup (whose
+ *     │  root that namespace makes the job's cgroup); fork()s the payload and reaps until it exits
  *     ▼
  *   payload: setsid, stdio from the supervisor's pipes, every other descriptor closed,
  *     rlimits, bounding/ambient caps dropped, uid/gid 1000 (or the image's User), caps cleared,
@@ -202,6 +203,7 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	c.run_uid = p->run_uid;
 	c.run_gid = p->run_gid;
 	c.drop_groups = c.map.range;
+	cg_view_plan(io->cg, &c.cgview);
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
 	/* Every posture but "host" gets its own network namespace. */
 	pid_t pid = pfd_clone3(NS_FLAGS | (pl->net.own_netns ? CLONE_NEWNET : 0), &pidfd, cgfd);

@@ -415,6 +415,26 @@ static int plan_op(json_t *mounts, const struct fs_plan *plan, size_t i, const s
 	return -ENOTSUP;
 }
 
+/* The job's own cgroups, read-only at FS_CGROUP_VIEW, as the native backend shows them
+ * (cgroup/view.c): binds of the job's cgroup directories, not a "cgroup" mount, which crun makes
+ * of every v1 hierarchy, also those whose cgroup is the supervisor's (showing the host's tree
+ * from there). crun starts in the job's cgroups and unshares its cgroup namespace there, so
+ * /proc/self/cgroup and mountinfo inside name the job's cgroup "/". No link for a co-mounted
+ * hierarchy's controllers: an OCI mount list cannot make one. */
+static int cgview_mounts(json_t *mounts, const struct cg_view *v)
+{
+	const uint64_t attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	if (v->whole)
+		return bind_mount(mounts, FS_CGROUP_VIEW, v->h[0].path, attrs);
+	int r = 0;
+	for (int i = 0; r == 0 && i < v->n; i++) {
+		char dest[sizeof(FS_CGROUP_VIEW) + sizeof(v->h[i].name)];
+		snprintf(dest, sizeof(dest), "%s/%s", FS_CGROUP_VIEW, v->h[i].name);
+		r = bind_mount(mounts, dest, v->h[i].path, attrs);
+	}
+	return r;
+}
+
 static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o,
 			   struct al_error *err)
 {
@@ -438,6 +458,8 @@ static json_t *mounts_json(const struct al_policy *p, const struct fs_plan *plan
 			return NULL;
 		}
 	}
+	if (mounts && plan->cgroup_view && o->cgview && cgview_mounts(mounts, o->cgview) < 0)
+		json_decref(steal_ptr(mounts));
 	if (!mounts)
 		al_err(err, ENOMEM, "building config.json: out of memory");
 	return mounts;

@@ -11,6 +11,7 @@
 #include "backend/ainit.h"
 #include "backend/backend.h"
 #include "backend/capability.h"
+#include "cgroup/cgroup.h"
 #include "kit/channel.h"
 #include "kit/fsplan.h"
 #include "kit/landlock.h"
@@ -47,6 +48,7 @@ struct oci_opts {
 	struct ai_rlimit rlimits[AI_MAX_RLIMITS];
 	size_t nrlimits;
 	const struct ll_spec *landlock; /* crun: the payload's ruleset, applied by airlock-init; NULL: none */
+	const struct cg_view *cgview;	/* crun: the job's cgroups, bound read-only at FS_CGROUP_VIEW; NULL: none */
 };
 
 /* config.json for policy p over the native backend's filesystem plan (ops whose optional

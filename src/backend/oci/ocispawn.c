@@ -83,6 +83,7 @@ struct oci_spawn {
 	int ll_abi; /* 0: no Landlock (gvisor, --landlock off, or the kernel has none) */
 	char **argv;
 	int sync_p[2], status_p[2], px_p[2], init_p[2];
+	struct cg_view cgview; /* crun: the job's cgroups, bound read-only at FS_CGROUP_VIEW (n 0: none) */
 };
 
 int oci_strv_dup(char ***out, const char *const *list)
@@ -195,6 +196,24 @@ static int mount_point(int root, const struct fs_op *op)
 
 /* The root's skeleton in the rootfs directory: what the runtime mounts over, and the
  * symlinks and directories of the native view that live on the root itself. */
+/* /sys/fs/cgroup and the mount points of the job's cgroup hierarchies in it (bundle.c binds them),
+ * made first, 0755 with their parents: the plan's nested 0555 for /sys, /sys/fs and /sys/fs/cgroup
+ * would keep a runtime that runs as an unprivileged uid from making the mount points, and an
+ * ordinary user's airlock from removing the bundle afterwards (rmdir needs write access to the
+ * parent). Inside, the root is read-only whatever the modes. */
+static int cgview_points(const struct oci_spawn *s, int root)
+{
+	if (!s->plan.cgroup_view)
+		return 0;
+	int r = mkdirs(root, FS_CGROUP_VIEW + 1, 0755);
+	for (int i = 0; r == 0 && !s->cgview.whole && i < s->cgview.n; i++) {
+		char rel[PATH_MAX];
+		snprintf(rel, sizeof(rel), "%s/%s", FS_CGROUP_VIEW + 1, s->cgview.h[i].name);
+		r = mkdirs(root, rel, 0755);
+	}
+	return r;
+}
+
 static int skeleton(struct oci_spawn *s, struct al_error *err)
 {
 	char rootfs[PATH_MAX];
@@ -213,6 +232,8 @@ static int skeleton(struct oci_spawn *s, struct al_error *err)
 	if (s->files_mnt &&
 	    (mkdirat(root, &OCI_FILES_PATH[1], 0755) < 0 || fchmodat(root, &OCI_FILES_PATH[1], 0755, 0) < 0))
 		return al_err_sys(err, errno, "setup: the mount point %s in the bundle", OCI_FILES_PATH);
+	if ((r = cgview_points(s, root)) < 0)
+		return al_err_sys(err, -r, "setup: the mount points of %s in the bundle", FS_CGROUP_VIEW);
 	for (size_t i = 0; r == 0 && i < s->plan.n; i++) {
 		const struct fs_op *op = &s->plan.ops[i];
 		if (!oci_on_rootfs(&s->plan, i))
@@ -285,7 +306,8 @@ static int bundle(struct oci_spawn *s, const struct oci_runtime_desc *d, const s
 			     .file_src = (const char *const *)s->file_src,
 			     .init_src = s->init_src[0] ? s->init_src : NULL,
 			     .init_exec = exec_init,
-			     .files_dir = files_dir};
+			     .files_dir = files_dir,
+			     .cgview = s->cgview.n ? &s->cgview : NULL};
 	if (d->runtime == OCI_RUNSC && p->seccomp != AL_SECCOMP_OFF) {
 		be_sc_options(pl, true, &s->sc);
 		o.oci_seccomp = &s->sc;
@@ -386,6 +408,22 @@ static bool hybrid_unified(void)
 	return statfs("/sys/fs/cgroup/unified", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
 }
 
+/* crun's view of the job's cgroups (bundle.c binds them). gVisor has a cgroupfs of its own and
+ * shows none of the host's. On a hybrid host the runtime's mount namespace hides the unified
+ * hierarchy (ocichild.c), so a job cgroup there could not be bound: it is left out. */
+static void oci_cgview(struct cg_view *v, const struct oci_runtime_desc *d, const struct cg_job *cg)
+{
+	cg_view_plan(d->runtime == OCI_CRUN ? cg : NULL, v);
+	if (!hybrid_unified())
+		return;
+	int k = 0;
+	for (int i = 0; i < v->n; i++)
+		if (v->h[i].version == 1)
+			v->h[k++] = v->h[i];
+	v->n = k;
+	v->whole = false;
+}
+
 static _Noreturn void monitor_main(const void *c)
 {
 	oci_monitor_main(c);
@@ -436,6 +474,7 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	s.plan.sendfd_sock = -1;
 	pid_t pid;
 	int pidfd = -1;
+	oci_cgview(&s.cgview, d, io->cg);
 	if ((r = prepare(&s, d, p, pl, err)) < 0)
 		goto out;
 	struct oci_child c = {
