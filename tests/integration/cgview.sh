@@ -114,7 +114,7 @@ while read -r name; do
 	case "$name" in memory | pids | cpu | cpuacct | cpu,cpuacct | unified | '') continue ;; esac
 	printf '%s\n' "$dirs" | grep -q -- "/$name\$" && al_fail "the host's cgroup $name is visible inside"
 done <<<"$host_names"
-pids=$(printf '%s\n' "$AL_OUT" | sed '1,/^procs$/d' | sort -un)
+pids=$(printf '%s\n' "$AL_OUT" | sed '0,/^procs$/d' | sort -un) # 0,: on v2 "procs" is the first line
 for p in $pids; do
 	[ "$p" -le 10 ] || al_fail "cgroup.procs inside lists pid $p: not the sandbox's own ($pids)"
 done
