@@ -789,6 +789,54 @@ for p in os.listdir("/proc"):
 '
 }
 
+# al_payload_start MARKER [RUN_OPTS...]: `airlock run RUN_OPTS -- al-probe sleep 3 MARKER` in the
+# background (AL_BG: its pid, its output in $AL_TEST_ROOT/bg.out), then waits for the payload to
+# show on the host and sets AL_PAYLOAD_PID (the process named al-probe carrying the marker:
+# airlock's own cmdline carries it too, so the comm tells them apart). End with al_payload_wait.
+al_payload_start() {
+	local m=$1 _
+	shift
+	al_airlock run "$@" --ro "$AL_PROBE_DIR:/probe" -- "$P" sleep 3 "$m" >"$AL_TEST_ROOT/bg.out" 2>&1 &
+	AL_BG=$!
+	AL_PAYLOAD_PID=""
+	for _ in $(seq 60); do
+		AL_PAYLOAD_PID=$(al_marker_pids "$m" | awk '$2 == "al-probe" { print $1; exit }')
+		[ -n "$AL_PAYLOAD_PID" ] && return 0
+		sleep 0.05
+	done
+	wait "$AL_BG" || true
+	al_fail "payload with marker $m never appeared on the host: $(cat "$AL_TEST_ROOT/bg.out")"
+}
+
+# al_payload_wait: the background run of al_payload_start ends well.
+al_payload_wait() { wait "$AL_BG" || al_fail "background airlock run failed: $(cat "$AL_TEST_ROOT/bg.out")"; }
+
+# al_payload_host_ids PID: the payload seen from the host: the sandbox's unprivileged uid as real,
+# effective, saved and filesystem uid, never host root, and no effective capability.
+al_payload_host_ids() {
+	local uids u=$AL_PAYLOAD_HOST_UID
+	uids=$(awk '/^Uid:/ { print $2, $3, $4, $5 }' "/proc/$1/status")
+	al_assert_eq "$uids" "$u $u $u $u" "host Uid (real effective saved fs) of the payload"
+	[ "${uids%% *}" != 0 ] || al_fail "the payload runs as host root"
+	al_assert_eq "$(awk '/^CapEff:/ { print $2 }' "/proc/$1/status")" 0000000000000000 "host view of the payload's CapEff"
+}
+
+# al_identity_inside [RUN_OPTS...]: the payload's identity as it sees it: no capability in any
+# set, no_new_privs, uid 1000, hostname airlock, under a seccomp filter (AL_OUT keeps the probe's
+# status for further checks).
+al_identity_inside() {
+	local k
+	al_probe "$@" -- status
+	al_assert_rc 0
+	for k in CapEff CapPrm CapBnd CapAmb CapInh; do
+		al_assert_eq "$(al_kv "$k")" 0000000000000000 "$k inside"
+	done
+	al_assert_eq "$(al_kv NoNewPrivs)" 1 "NoNewPrivs inside"
+	al_assert_eq "$(al_kv uid)" 1000 "uid inside"
+	al_assert_eq "$(al_kv hostname)" airlock "hostname inside"
+	[ "$(al_kv Seccomp)" = 2 ] || al_fail "the payload is not under a seccomp filter (Seccomp: $(al_kv Seccomp))"
+}
+
 # al_wait_marker_gone MARKER SECONDS: 0 once no process carries MARKER; 1 (and prints
 # the survivors) if some still do after SECONDS.
 al_wait_marker_gone() {

@@ -85,33 +85,11 @@ al_assert_contains "$(j error.message)" /nonexistent/prog "error.message"
 no_leftovers "a setup failure"
 
 # ---- identity: no capability, no_new_privs, uid 1000 inside, never host root outside
-zero=0000000000000000
-al_probe "${B[@]}" -- status
-al_assert_rc 0
-for k in CapEff CapPrm CapBnd CapAmb CapInh; do
-	al_assert_eq "$(al_kv "$k")" "$zero" "$k inside"
-done
-al_assert_eq "$(al_kv NoNewPrivs)" 1 "NoNewPrivs inside"
-al_assert_eq "$(al_kv uid)" 1000 "uid inside"
-al_assert_eq "$(al_kv hostname)" airlock "hostname inside"
-[ "$(al_kv Seccomp)" = 2 ] || al_fail "the payload is not under a seccomp filter (Seccomp: $(al_kv Seccomp))"
+al_identity_inside "${B[@]}"
 m=$(al_marker)
-out="$AL_TEST_ROOT/bg.out"
-al_airlock run "${B[@]}" --ro "$AL_PROBE_DIR:/probe" -- "$P" sleep 3 "$m" >"$out" 2>&1 &
-bg=$!
-pid=""
-for _ in $(seq 60); do
-	pid=$(al_marker_pids "$m" | awk '$2 == "al-probe" { print $1; exit }')
-	[ -n "$pid" ] && break
-	sleep 0.05
-done
-[ -n "$pid" ] || { wait "$bg" || true; al_fail "payload with marker $m never appeared on the host: $(cat "$out")"; }
-uids=$(awk '/^Uid:/ { print $2, $3, $4, $5 }' "/proc/$pid/status")
-u=$AL_PAYLOAD_HOST_UID
-al_assert_eq "$uids" "$u $u $u $u" "host Uid of the payload"
-[ "${uids%% *}" != 0 ] || al_fail "the payload runs as host root"
-al_assert_eq "$(awk '/^CapEff:/ { print $2 }' "/proc/$pid/status")" "$zero" "host view of the payload's CapEff"
-wait "$bg" || al_fail "background run failed: $(cat "$out")"
+al_payload_start "$m" "${B[@]}"
+al_payload_host_ids "$AL_PAYLOAD_PID"
+al_payload_wait
 
 # ---- the filesystem: the host's files are not there, the root is read-only, --ro holds, --rw writes
 m=$(al_marker)

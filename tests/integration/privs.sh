@@ -64,26 +64,8 @@ if al_backend_is gvisor; then
 	exit 0
 fi
 m=$(al_marker)
-out="$AL_TEST_ROOT/bg.out"
-al_airlock run --ro "$AL_PROBE_DIR:/probe" -- "$P" sleep 3 "$m" >"$out" 2>&1 &
-bg=$!
-pid=""
-for _ in $(seq 60); do
-	# The payload is the process named al-probe that carries the marker (airlock's own
-	# cmdline carries it too, so the comm tells them apart).
-	pid=$(al_marker_pids "$m" | awk '$2 == "al-probe" { print $1; exit }')
-	[ -n "$pid" ] && break
-	sleep 0.05
-done
-[ -n "$pid" ] || { wait "$bg" || true; al_fail "payload with marker $m never appeared on the host: $(cat "$out")"; }
-status=$(cat "/proc/$pid/status")
-uids=$(printf '%s\n' "$status" | awk '/^Uid:/ { print $2, $3, $4, $5 }')
-gids=$(printf '%s\n' "$status" | awk '/^Gid:/ { print $2, $3, $4, $5 }')
-capeff=$(printf '%s\n' "$status" | awk '/^CapEff:/ { print $2 }')
-u=$AL_PAYLOAD_HOST_UID
-al_assert_eq "$uids" "$u $u $u $u" "host Uid (real effective saved fs) of the payload"
-[ "$(printf '%s\n' "$uids" | awk '{ print $1 }')" != 0 ] || al_fail "payload runs as host root"
+al_payload_start "$m"
+al_payload_host_ids "$AL_PAYLOAD_PID"
 g=$AL_PAYLOAD_HOST_GID
-al_assert_eq "$gids" "$g $g $g $g" "host Gid of the payload"
-al_assert_eq "$capeff" "$zero" "host view of the payload's CapEff"
-wait "$bg" || al_fail "background airlock run failed: $(cat "$out")"
+al_assert_eq "$(awk '/^Gid:/ { print $2, $3, $4, $5 }' "/proc/$AL_PAYLOAD_PID/status")" "$g $g $g $g" "host Gid of the payload"
+al_payload_wait
