@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "backend/capability.h"
+#include "cgroup/cgroup.h"
 #include "kit/landlock.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -71,5 +72,7 @@ int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *
 	struct be_host host;
 	probe_host(caps, &pl, &host);
 	int r = be_refuse(caps, p, &pl, &host, err);
+	if (r == 0 && io->cg && !caps->makes_cgroup)
+		r = cg_make(io->cg, err);
 	return r < 0 ? r : backends[p->backend].spawn(p, &pl, io, out, err);
 }

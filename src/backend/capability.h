@@ -32,6 +32,9 @@ struct be_caps {
 	bool isolation;	      /* false: the none backend, which makes no layer (its own refusals) */
 	bool kernel_cgroupns; /* its cgroup namespace is the host kernel's: refused where there is none */
 	bool kernel_landlock; /* its Landlock is the host kernel's: the floor's ABI is checked against it */
+	/* It makes the job's planned cgroup (be_io.cg, cg_make) itself, once it has started its
+	 * process where the cgroup is moved into (v1): else be_spawn makes it before the spawn. */
+	bool makes_cgroup;
 };
 
 /* Reasons more than one backend gives. */

@@ -43,6 +43,8 @@ struct cg_job {
 	int nh;
 	struct cg_hier h[CG_MAX_HIER];
 	struct cg_enforced enf;
+	struct cg_limits lim; /* what cg_make sets */
+	int made;	      /* 0: planned; 1: made; -errno: cg_make failed */
 };
 
 /* ---- layout ----------------------------------------------------------------------- */
@@ -158,7 +160,7 @@ static struct cg_job *cg_job_new(void)
 	return cg;
 }
 
-/* Creates the job directory under parent_fd (taken over) and records it. */
+/* Records the job directory under parent_fd (taken over); cg_make_dir makes it. */
 static int cg_add_hier(struct cg_job *cg, int version, unsigned ctrls, int parent_fd, const char *parent,
 		       struct al_error *err)
 {
@@ -171,14 +173,19 @@ static int cg_add_hier(struct cg_job *cg, int version, unsigned ctrls, int paren
 	if (strlen(parent) + 1 + strlen(name) >= sizeof(h->path))
 		return al_err(err, ENAMETOOLONG, "cgroup: path too long under %.64s", parent);
 	stpcpy(stpcpy(stpcpy(h->path, parent), "/"), name);
+	return 0;
+}
+
+static int cg_make_dir(const struct cg_job *cg, struct cg_hier *h, struct al_error *err)
+{
 	/* 0755: the job's processes never get write access to their own limits (on v2 a
 	 * writable directory would let an unprivileged owner move processes around). */
-	if (mkdirat(parent_fd, cg->name, 0755) < 0)
+	if (mkdirat(h->parent_fd, cg->name, 0755) < 0)
 		return al_err_sys(err, errno, "cgroup: mkdir %s", h->path);
-	h->fd = openat(parent_fd, cg->name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	h->fd = openat(h->parent_fd, cg->name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (h->fd < 0) {
 		int e = errno;
-		unlinkat(parent_fd, cg->name, AT_REMOVEDIR);
+		unlinkat(h->parent_fd, cg->name, AT_REMOVEDIR);
 		return al_err_sys(err, e, "cgroup: open %s", h->path);
 	}
 	return 0;
@@ -292,7 +299,7 @@ static int cg_apply(struct cg_job *cg, const struct cg_limits *lim, struct al_er
 	return 0;
 }
 
-int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error *err)
+int cg_plan(const struct cg_limits *lim, struct cg_job **out, struct al_error *err)
 {
 	*out = NULL;
 	bool any_need = lim->need_memory || lim->need_pids || lim->need_cpu;
@@ -327,12 +334,39 @@ int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error 
 		r = 0; /* nothing usable, nothing required */
 		goto fail;
 	}
-	if ((r = cg_apply(cg, lim, err)) < 0)
-		goto fail;
+	cg->lim = *lim;
 	*out = cg;
 	return 0;
 fail:
 	cg_destroy(cg);
+	return r;
+}
+
+int cg_make(struct cg_job *cg, struct al_error *err)
+{
+	if (cg->made)
+		return cg->made < 0 ? cg->made : 0;
+	int r = 0;
+	for (int i = 0; r == 0 && i < cg->nh; i++)
+		r = cg_make_dir(cg, &cg->h[i], err);
+	if (r == 0)
+		r = cg_apply(cg, &cg->lim, err);
+	cg->made = r < 0 ? r : 1;
+	return r;
+}
+
+bool cg_make_failed(const struct cg_job *cg)
+{
+	return cg && cg->made < 0;
+}
+
+int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error *err)
+{
+	int r = cg_plan(lim, out, err);
+	if (r < 0 || !*out || (r = cg_make(*out, err)) == 0)
+		return r;
+	cg_destroy(*out);
+	*out = NULL;
 	return r;
 }
 
@@ -379,6 +413,7 @@ int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error 
 		int fd = fcntl(ph->fd, F_DUPFD_CLOEXEC, 3);
 		r = fd < 0 ? al_err_sys(err, errno, "cgroup: %s", ph->path)
 			   : cg_add_hier(cg, ph->version, ph->ctrls, fd, ph->path, err);
+		r = r ?: cg_make_dir(cg, &cg->h[cg->nh - 1], err);
 		if (r == 0)
 			cg_inherit_limits(ph, &cg->h[cg->nh - 1]);
 	}
@@ -386,19 +421,27 @@ int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error 
 		cg_destroy(cg);
 		return r;
 	}
+	cg->made = 1;
 	*out = cg;
 	return 0;
 }
 
 /* ---- use -------------------------------------------------------------------------- */
 
+bool cg_clone_into(const struct cg_job *cg)
+{
+	return cg && cg->nh == 1 && cg->h[0].version == 2;
+}
+
 int cg_clone_fd(const struct cg_job *cg)
 {
-	return cg && cg->nh == 1 && cg->h[0].version == 2 ? cg->h[0].fd : -1;
+	return cg_clone_into(cg) && cg->made > 0 ? cg->h[0].fd : -1;
 }
 
 int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err)
 {
+	if (cg && cg->made <= 0)
+		return al_err(err, EINVAL, "cgroup: moving pid %d into %s before it was made", (int)pid, cg->h[0].path);
 	char buf[24];
 	snprintf(buf, sizeof(buf), "%d", (int)pid);
 	for (int i = 0; cg && i < cg->nh; i++) {
@@ -424,6 +467,8 @@ int cg_kill(struct cg_job *cg)
 {
 	int r = 0;
 	for (int i = 0; cg && i < cg->nh; i++) {
+		if (cg->h[i].fd < 0)
+			continue; /* never made (cg_make failed on the way) */
 		int k = cg_kill_dir(cg->h[i].fd, cg->h[i].version);
 		if (k < 0 && r == 0)
 			r = k;

@@ -29,12 +29,27 @@ struct cg_usage {
 
 struct cg_job; /* opaque */
 
-/* Creates the job's cgroup(s) and sets limits. When no usable cgroup exists and nothing is
+/* Plans the job's cgroup(s) for limits lim (copied): detects the layout, picks each controller's
+ * hierarchy, names the job's directory in each (cg_job_path, cg_view_plan work from here on)
+ * and refuses a required controller that no hierarchy can give, all without making them; on v2
+ * it prepares the delegated parent (CG_V2_JOBS). When no usable cgroup exists and nothing is
  * required, returns 0 with *out == NULL (the verdict then says cgroup: false). */
+int cg_plan(const struct cg_limits *lim, struct cg_job **out, struct al_error *err);
+/* Makes the planned directories and sets the limits. Once made, 0 again; a failure is reported
+ * once (err), cg_make_failed says so afterwards, and cg_destroy removes what was made. Split
+ * from cg_plan so that a spawner whose process is moved in (v1) can make them while that
+ * process sets itself up; a job born inside (cg_clone_into) needs them made before. */
+int cg_make(struct cg_job *cg, struct al_error *err);
+bool cg_make_failed(const struct cg_job *cg);
+/* cg_plan, then cg_make. */
 int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error *err);
-/* v2: an O_PATH|O_DIRECTORY fd for clone3's CLONE_INTO_CGROUP; -1 when the job is on v1. */
+/* Whether the job's processes are started inside its cgroup (a lone v2 hierarchy: clone3's
+ * CLONE_INTO_CGROUP) rather than moved in (cg_attach): its directory must be made first. */
+bool cg_clone_into(const struct cg_job *cg);
+/* cg_clone_into and made: an O_PATH|O_DIRECTORY fd for CLONE_INTO_CGROUP; else -1. */
 int cg_clone_fd(const struct cg_job *cg);
-/* v1 (and v2 without CLONE_INTO_CGROUP): move pid into the job's cgroups, before it is released. */
+/* v1 (and v2 without CLONE_INTO_CGROUP): move pid into the job's cgroups (made), before it is
+ * released. */
 int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err);
 /* A child cgroup of parent in each of its hierarchies that accounts (not a v1 cpu-only one), to
  * account one part of the job apart (an exec in a held sandbox): it sets no limit (the parent's bound it) and reports the parent's as

@@ -149,8 +149,19 @@ static void default_limit_hint(struct al_error *err)
 	       was);
 }
 
-/* The job's cgroup: limits with a value are required (see must_enforce), as are the floor's
- * cgroup layers. */
+/* A refusal of the job's cgroup, planned (job_cgroup) or made (by the backend, cg_make): the
+ * same words wherever it was found. */
+static void job_cgroup_refused(const struct al_policy *p, struct al_error *err)
+{
+	if (!p->limits_best_effort && default_only(p))
+		default_limit_hint(err);
+	al_err_prefix(err, "setup");
+}
+
+/* The job's cgroup, planned: limits with a value are required (see must_enforce), as are the
+ * floor's cgroup layers. What the layout cannot give is refused here, before anything starts;
+ * the directories and limits are made by be_spawn or the backend (cg_make), which may do so
+ * while the sandbox's init sets itself up. */
 static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_error *err)
 {
 	struct cg_limits lim = {
@@ -165,11 +176,9 @@ static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_err
 		return al_err(err, EINVAL, "--require cgroup-cpu needs a --cpus limit");
 	for (int l = 0; l < 3; l++)
 		j->cg_wanted[l] = p->limits[cg_limits_of[l]] != AL_UNLIMITED;
-	int r = cg_create(&lim, &j->cg, err);
-	if (r < 0 && !p->limits_best_effort && default_only(p))
-		default_limit_hint(err);
+	int r = cg_plan(&lim, &j->cg, err);
 	if (r < 0)
-		al_err_prefix(err, "setup");
+		job_cgroup_refused(p, err);
 	return r;
 }
 
@@ -262,6 +271,8 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 			   .held = p->attach ? sandbox_held(p->attach) : NULL};
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_spawn(p, &io, &j->proc, err);
+	if (r < 0 && cg_make_failed(j->cg))
+		job_cgroup_refused(p, err);
 	j->cg = p->attach ? j->proc.cg : j->cg; /* an exec's own, made by attach.c */
 	close(op[1]);
 	close(ep[1]);

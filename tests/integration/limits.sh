@@ -108,3 +108,28 @@ if [ "$AL_TEST_MODE" = user ] && [ "$(id -u)" = 0 ] && [ "$AL_BACKEND" != gvisor
 	al_assert_eq "$(al_json_get "$(cat "$AL_TEST_ROOT/nd.out")" limits_not_applied)" '[]' "nothing asked, nothing unapplied"
 	al_pass "default limits without a delegated cgroup: refused, or run best-effort and reported"
 fi
+
+# ---- a limit the kernel refuses only when it is written: on v1 a job's CFS quota may not exceed
+# its parent's (EINVAL). The native backend makes its cgroups while the sandbox's init builds its
+# root, so this refusal comes after init started: it must read as before (exit 125, the default
+# limit named, the way out), run nothing, and leave nothing: no process, no cgroup directory.
+cpu_rel=$(al_cg_rel cpu)
+if [ "$cgroup" = object ] && [ "$(id -u)" = 0 ] && [ -n "$cpu_rel" ] && [ -f "/sys/fs/cgroup/cpu${cpu_rel%/}/cpu.cfs_quota_us" ]; then
+	qdir="/sys/fs/cgroup/cpu${cpu_rel%/}/airlock-quota.$$"
+	mkdir "$qdir" || al_fail "cannot make $qdir"
+	al_write "$qdir/cpu.cfs_quota_us" 20000 || al_fail "cannot set a quota on $qdir"
+	al_delegate "$qdir" cgroup.procs tasks || al_fail "$AL_GUARD_WHY"
+	AL_RC=0
+	(al_write "$qdir/cgroup.procs" "$BASHPID" && exec "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run \
+		"${AL_BACKEND_ARGS[@]}" -- /bin/echo ran) >"$AL_TEST_ROOT/q.out" 2>"$AL_TEST_ROOT/q.err" || AL_RC=$?
+	al_assert_eq "$AL_RC" 125 "a default --cpus above the parent's quota: refused"
+	al_assert_contains "$(cat "$AL_TEST_ROOT/q.err")" "a default limit cannot be enforced" "the refusal names the default"
+	al_assert_contains "$(cat "$AL_TEST_ROOT/q.err")" "cpu.cfs_quota_us 50000: Invalid argument" "the refusal names the write"
+	al_assert_eq "$(cat "$AL_TEST_ROOT/q.out")" "" "nothing ran"
+	al_assert_eq "$(cat "$qdir/cgroup.procs")" "" "no process left in the caller's cgroup"
+	al_assert_eq "$(find "$qdir" -mindepth 1 -type d)" "" "no job cgroup left"
+	rmdir "$qdir" || al_fail "cannot remove $qdir"
+	al_pass "a limit refused as its cgroup is made: exit 125, nothing ran, nothing left"
+else
+	al_log "no v1 cpu hierarchy with CFS quotas for this caller: the late-refusal case does not apply"
+fi

@@ -216,6 +216,9 @@ static int fb_start(const struct al_policy *p, const struct be_io *io, struct be
 	}
 	c->sync_fd = sync_p[0];
 	c->status_fd = status_p[1];
+	/* The native backend's fallback: its cgroup may not be made yet (be_native_spawn). */
+	if (io->cg && (r = cg_make(io->cg, err)) < 0)
+		goto out;
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
 	pid_t pid = pfd_clone3(0, &pidfd, cgfd);
 	if (pid == 0) {

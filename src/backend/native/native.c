@@ -137,6 +137,7 @@ const struct be_caps be_native_caps = {
 	.isolation = true,
 	.kernel_cgroupns = true,
 	.kernel_landlock = true,
+	.makes_cgroup = true, /* on v1 while init builds its root (be_native_spawn) */
 };
 
 static int clone_error(struct al_error *err, int e)
@@ -204,6 +205,9 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	c.run_gid = p->run_gid;
 	c.drop_groups = c.map.range;
 	cg_view_plan(io->cg, &c.cgview);
+	/* v2: init is born in the job's cgroup, which must exist first. */
+	if (cg_clone_into(io->cg) && (r = cg_make(io->cg, err)) < 0)
+		goto out;
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
 	/* Every posture but "host" gets its own network namespace. */
 	pid_t pid = pfd_clone3(NS_FLAGS | (pl->net.own_netns ? CLONE_NEWNET : 0), &pidfd, cgfd);
@@ -234,18 +238,20 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	}
 	/* Released in two steps. "g": the maps are written, init may build its root. "c": init is
 	 * in the job's cgroups, and only then does it enter its cgroup namespace and fork the
-	 * payload (child.c, join_cgroups). On cgroup v1 the child joins the job's cgroups here,
-	 * while init mounts: the first move into a cgroup after a quiet moment waits for an RCU
-	 * grace period (the kernel's cgroup_threadgroup_rwsem), 5-14 ms measured on this VM, most
-	 * of a start. The payload is still born inside every cgroup and under every limit; only
-	 * init's own set-up (a few tmpfs pages, its CPU time) is charged to our cgroup. On v2 the
-	 * child was born in the job's cgroup (CLONE_INTO_CGROUP) and both bytes go at once. */
+	 * payload (child.c, join_cgroups). On cgroup v1 the job's cgroups are made (mkdir, limits)
+	 * and the child joins them here, while init mounts: the first move into a cgroup after a
+	 * quiet moment waits for an RCU grace period (the kernel's cgroup_threadgroup_rwsem), 5-14
+	 * ms measured on this VM, most of a start. The payload is still born inside every cgroup
+	 * and under every limit; only init's own set-up (a few tmpfs pages, its CPU time) is
+	 * charged to our cgroup. A cgroup that cannot be made is refused as before it was started:
+	 * init is killed and reaped, and the supervisor removes what was made (cg_destroy). On v2
+	 * the child was born in the job's cgroup (CLONE_INTO_CGROUP) and both bytes go at once. */
 	if (write(sync_p[1], "g", 1) != 1) {
 		r = al_err_sys(err, errno, "setup: releasing the sandbox");
 		abort_child(pid, pidfd);
 		goto out;
 	}
-	if (io->cg && cgfd < 0 && (r = cg_attach(io->cg, pid, err)) < 0) {
+	if (io->cg && cgfd < 0 && ((r = cg_make(io->cg, err)) < 0 || (r = cg_attach(io->cg, pid, err)) < 0)) {
 		abort_child(pid, pidfd);
 		goto out;
 	}
