@@ -501,13 +501,16 @@ void cg_destroy(struct cg_job *cg)
 {
 	if (!cg)
 		return;
-	cg_kill(cg);
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int i = 0; i < cg->nh; i++) {
 		struct cg_hier *h = &cg->h[i];
 		if (h->fd >= 0) {
-			/* rmdir fails with EBUSY while a dying task still counts; give it up to 1 s. */
+			/* rmdir first: the kernel refuses it (EBUSY) while any process, dying or not,
+			 * is in the cgroup, so a removed cgroup held nothing, and only one that
+			 * refuses is killed. A finished job's cgroups are empty already (its init's exit
+			 * ended every process of its pid namespace): no read of cgroup.procs then, on
+			 * the way to the verdict. Give a dying task up to 1 s. */
 			for (;;) {
 				if (h->version == 2) /* cg_create_child's leaf, if it made one */
 					(void)unlinkat(h->fd, CG_V2_HELD, AT_REMOVEDIR);
