@@ -375,6 +375,41 @@ static void test_live_basic(void **state)
 	cg_destroy(NULL);
 }
 
+/* cg_plan names the job's directories and makes none; cg_make makes them (once); a job moved in
+ * (cg_attach) must be made first, and one born inside has no CLONE_INTO_CGROUP fd before it is. */
+static void test_live_plan_then_make(void **state)
+{
+	(void)state;
+	if (!live())
+		skip();
+	struct cg_limits lim = {.memory_bytes = 64 * MiB, .pids = 16, .cpu_millis = 500};
+	lim.need_memory = lim.need_pids = lim.need_cpu = true;
+	struct cg_job *cg = NULL;
+	struct al_error err = {0};
+	if (cg_plan(&lim, &cg, &err) < 0)
+		fail_msg("cg_plan: %s", err.msg);
+	assert_non_null(cg);
+	struct snap s;
+	snap_paths(cg, &s);
+	assert_true(s.path[HOST_CG_MEMORY][0] && s.path[HOST_CG_PIDS][0] && s.path[HOST_CG_CPU][0]);
+	assert_gone(&s); /* planned: named, not made */
+	assert_int_equal(cg_clone_fd(cg), -1);
+	assert_false(cg_make_failed(cg));
+	assert_int_equal(cg_attach(cg, getpid(), &err), -EINVAL); /* nothing to move into yet */
+	if (cg_make(cg, &err) < 0)
+		fail_msg("cg_make: %s", err.msg);
+	assert_present(&s);
+	assert_int_equal(cg_make(cg, &err), 0); /* made once */
+	assert_true((cg_clone_fd(cg) >= 0) == cg_clone_into(cg));
+	cg_destroy(cg);
+	assert_gone(&s);
+	/* A plan that is never made (a refusal before the spawn) leaves nothing either. */
+	assert_int_equal(cg_plan(&lim, &cg, &err), 0);
+	snap_paths(cg, &s);
+	cg_destroy(cg);
+	assert_gone(&s);
+}
+
 struct bomb_report {
 	int forked, err;
 };
@@ -635,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_parse_proc_start),
 		cmocka_unit_test(test_started_before),
 		cmocka_unit_test(test_live_basic),
+		cmocka_unit_test(test_live_plan_then_make),
 		cmocka_unit_test(test_live_fork_bomb),
 		cmocka_unit_test(test_live_memory_bomb),
 		cmocka_unit_test(test_live_cpu),
