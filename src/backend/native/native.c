@@ -20,7 +20,7 @@
  *
  * Pipes: sync (supervisor → init, two bytes: "maps written", then "in the job's cgroups", which
  * init waits for only before its cgroup namespace and the payload's fork: on v1 the supervisor
- * moves it while it mounts), status (init and payload → supervisor: struct nat_record; the
+ * makes the job's cgroups and moves it in while it mounts), status (init and payload → supervisor: struct nat_record; the
  * payload's copy closes on exec), stdout and stderr (payload → supervisor). When init exits the
  * kernel kills every process left in its pid namespace, so the pidfd reporting init's exit means
  * the whole job is gone.
