@@ -345,12 +345,10 @@ static void on_event(struct al_job *j, int fd)
 {
 	if (fd == j->out.fd || fd == j->err.fd) {
 		struct pump *p = fd == j->out.fd ? &j->out : &j->err;
-		/* Deregister before pump_read closes it at EOF: epoll watches the open file, which
-		 * another process may still hold. */
-		int r = pump_read(p);
-		if (r <= 0)
+		/* Deregistered before it is closed: epoll watches the open file, which another process
+		 * may still hold, so a close alone would leave it registered. */
+		if (pump_read(p) <= 0) {
 			epoll_ctl(j->epfd, EPOLL_CTL_DEL, fd, NULL);
-		if (r < 0 && p->fd >= 0) {
 			close(p->fd);
 			p->fd = -1;
 		}

@@ -68,11 +68,8 @@ int pump_read(struct pump *p)
 				continue;
 			return errno == EAGAIN ? 1 : -errno;
 		}
-		if (n == 0) {
-			close(p->fd);
-			p->fd = -1;
-			return 0;
-		}
+		if (n == 0)
+			return 0; /* the caller closes it, after taking it out of its event loop */
 		uint64_t room = p->total < p->limit ? p->limit - p->total : 0;
 		size_t use = (uint64_t)n < room ? (size_t)n : (size_t)room;
 		if (use > 0 && p->capture)

@@ -24,7 +24,8 @@ struct pump {
 	bool live_is_file;   /* the live target never blocks (a regular file): no poll needed */
 };
 
-/* Reads what is available. Returns 1 while open, 0 at EOF, -errno on error. */
+/* Reads what is available. Returns 1 while open, 0 at EOF, -errno on error; at EOF and on error
+ * the descriptor stays open for the caller to deregister and close. */
 int pump_read(struct pump *p);
 void pump_free(struct pump *p);
 
