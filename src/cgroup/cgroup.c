@@ -36,6 +36,9 @@ struct cg_hier {
 	int fd;		     /* the job cgroup (O_PATH | O_DIRECTORY) */
 	char path[PATH_MAX]; /* the job cgroup, for messages and cg_job_path */
 	char v1_ctrls[64];   /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
+	/* Its limit files as a child repeats them (cg_inherit_limits), read once: "" where absent. */
+	bool limits_read;
+	char limits[5][32];
 };
 
 struct cg_job {
@@ -341,7 +344,7 @@ fail:
  * its memory.max or memory.limit_in_bytes; Go: its cpu.max), which for an exec in a held
  * sandbox is this child, seen in the sandbox's /sys/fs/cgroup (view.c). Best effort: a file the
  * hierarchy lacks is skipped; the order lets each write stay within the one before. */
-static void cg_inherit_limits(const struct cg_hier *parent, const struct cg_hier *child)
+static void cg_inherit_limits(struct cg_hier *parent, const struct cg_hier *child)
 {
 	static const char *const v1[] = {"memory.limit_in_bytes",
 					 "memory.memsw.limit_in_bytes",
@@ -350,10 +353,16 @@ static void cg_inherit_limits(const struct cg_hier *parent, const struct cg_hier
 					 "cpu.cfs_quota_us",
 					 NULL};
 	static const char *const v2[] = {"memory.max", "memory.swap.max", "pids.max", "cpu.max", NULL};
-	char buf[64];
-	for (const char *const *f = parent->version == 2 ? v2 : v1; *f; f++)
-		if (cg_read_at(parent->fd, *f, buf, sizeof(buf)) > 0)
-			(void)cg_write_at(child->fd, *f, buf);
+	const char *const *files = parent->version == 2 ? v2 : v1;
+	/* Read once per parent: a held sandbox's limits never change, and each of its execs makes a
+	 * child (5 opens a hierarchy saved on every exec, most of them of files it lacks). */
+	for (int i = 0; !parent->limits_read && files[i]; i++)
+		if (cg_read_at(parent->fd, files[i], parent->limits[i], sizeof(parent->limits[i])) <= 0)
+			parent->limits[i][0] = '\0';
+	parent->limits_read = true;
+	for (int i = 0; files[i]; i++)
+		if (parent->limits[i][0])
+			(void)cg_write_at(child->fd, files[i], parent->limits[i]);
 }
 
 int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err)
@@ -365,7 +374,7 @@ int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error 
 	cg->enf = parent->enf;
 	int r = 0;
 	for (int i = 0; r == 0 && i < parent->nh; i++) {
-		const struct cg_hier *ph = &parent->h[i];
+		struct cg_hier *ph = &parent->h[i];
 		/* A v1 hierarchy of the cpu controller alone holds a limit and accounts nothing
 		 * (cg_v1_account): the child stays in the parent's cgroup there, under the same
 		 * quota, and saves a mkdir, a move per process (each may wait for an RCU grace
@@ -456,7 +465,8 @@ void cg_destroy(struct cg_job *cg)
 {
 	if (!cg)
 		return;
-	cg_kill(cg);
+	/* No kill first: rmdir fails (EBUSY) while anything is in the cgroup, and the loop then kills
+	 * it; an empty one, as usual by now (the job is over), saves reading each cgroup.procs. */
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int i = 0; i < cg->nh; i++) {

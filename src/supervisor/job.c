@@ -482,6 +482,13 @@ void al_job_free(struct al_job *j)
 	}
 	restore_tty(j);
 	px_free(j->px);
+	/* An exec in a held sandbox: its cgroup is removed off its path, once its exec init (which
+	 * this pidfd tells about) is gone. */
+	if (j->proc.held) {
+		be_held_exec_done(j->proc.held, j->cg, j->proc.pidfd);
+		j->cg = NULL;
+		j->proc.pidfd = -1;
+	}
 	int fds[] = {j->proc.pidfd,	 j->proc.status_fd,  j->timerfd,      j->epfd,
 		     j->proc.upper_sock, j->proc.proxy_sock, j->proc.ctl_sock};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
@@ -489,10 +496,7 @@ void al_job_free(struct al_job *j)
 			close(fds[i]);
 	pump_free(&j->out);
 	pump_free(&j->err);
-	if (j->proc.held) /* an exec in a held sandbox: its cgroup is removed off its path */
-		be_held_exec_done(j->proc.held, j->cg);
-	else
-		cg_destroy(j->cg);
+	cg_destroy(j->cg);
 	free(j->proc.enforced_json);
 	free(j->proc.workdir);
 	free(j->proc.keep_changes);
