@@ -36,6 +36,7 @@ struct cg_hier {
 	int fd;		     /* the job cgroup (O_PATH | O_DIRECTORY) */
 	char path[PATH_MAX]; /* the job cgroup, for messages and cg_job_path */
 	char v1_ctrls[64];   /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
+	struct cg_files files; /* its accounting files, open once read (cg_usage) */
 	/* Its limit files as a child repeats them (cg_inherit_limits), read once: "" where absent. */
 	bool limits_read;
 	char limits[5][32];
@@ -179,6 +180,7 @@ static int cg_add_hier(struct cg_job *cg, int version, unsigned ctrls, int paren
 	if (mkdirat(parent_fd, cg->name, 0755) < 0)
 		return al_err_sys(err, errno, "cgroup: mkdir %s", h->path);
 	h->fd = openat(parent_fd, cg->name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	h->files.dirfd = h->fd;
 	if (h->fd < 0) {
 		int e = errno;
 		unlinkat(parent_fd, cg->name, AT_REMOVEDIR);
@@ -423,7 +425,7 @@ int cg_pids_max_count(struct cg_job *cg, uint64_t *n)
 	char buf[256];
 	for (int i = 0; cg && i < cg->nh; i++)
 		if (cg->h[i].ctrls & CG_BIT(HOST_CG_PIDS)) {
-			int r = cg_read_at(cg->h[i].fd, "pids.events", buf, sizeof(buf));
+			int r = cg_read_file(&cg->h[i].files, "pids.events", buf, sizeof(buf));
 			return r < 0 ? r : cg_parse_keyed(buf, "max", n);
 		}
 	return -ENOENT;
@@ -448,9 +450,9 @@ int cg_usage(struct cg_job *cg, struct cg_usage *u)
 	for (int i = 0; i < cg->nh; i++) {
 		struct cg_hier *h = &cg->h[i];
 		if (h->version == 2)
-			cg_v2_account(h->fd, h->ctrls, u);
+			cg_v2_account(&h->files, h->ctrls, u);
 		else
-			cg_v1_account(h->fd, h->ctrls, u);
+			cg_v1_account(&h->files, h->ctrls, u);
 	}
 	u->memory_limited = cg->enf.memory;
 	u->pids_limited = cg->enf.pids;
@@ -459,6 +461,17 @@ int cg_usage(struct cg_job *cg, struct cg_usage *u)
 	if (!u->version)
 		u->version = cg->h[0].version;
 	return 0;
+}
+
+void cg_usage_open(struct cg_job *cg)
+{
+	struct cg_usage u;
+	for (int i = 0; cg && i < cg->nh; i++)
+		cg->h[i].files.filling = true;
+	if (cg)
+		cg_usage(cg, &u); /* reads, and so opens, every file it needs; pids.events included */
+	for (int i = 0; cg && i < cg->nh; i++)
+		cg->h[i].files.filling = false;
 }
 
 void cg_destroy(struct cg_job *cg)
@@ -487,6 +500,7 @@ void cg_destroy(struct cg_job *cg)
 				cg_kill_dir(h->fd, h->version);
 				cg_wait_empty(h->fd, 20);
 			}
+			cg_files_close(&h->files);
 			close(h->fd);
 		}
 		if (h->parent_fd >= 0)

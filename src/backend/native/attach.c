@@ -198,6 +198,8 @@ static int spare_cgroup(struct be_held *h, const struct be_spare *s, struct cg_j
 	int r = cg_create_child(h->cg, &cg, err);
 	if (r == 0 && (r = spare_into_cgroup(s, cg, err)) < 0)
 		cg_destroy(cg);
+	if (r == 0)
+		cg_usage_open(cg);
 	if (r < 0) {
 		al_err_prefix(err, "setup: the exec's own cgroup");
 		return r;
@@ -220,6 +222,7 @@ static void ready_next(struct be_held *h)
 	struct be_spare got = NO_SPARE;
 	if (spare_recv(h, &got) == 0 && h->cg && (!cg || spare_into_cgroup(&got, cg, NULL) < 0))
 		spare_close(&got, true);
+	cg_usage_open(cg); /* the verdict's reads: one pread each */
 	if (got.pidfd < 0) {
 		cg_destroy(cg);
 		cg = NULL;
