@@ -75,7 +75,7 @@ struct be_spare {
 	int status; /* the exec init's status records */
 };
 
-#define BE_HELD_DONE_MAX 4 /* ended execs' cgroups awaiting removal; beyond, removed in place */
+#define BE_HELD_DONE_MAX 16 /* ended execs' cgroups awaiting removal; beyond, removed in place */
 
 struct be_held {
 	int ctl_sock;		   /* to the sandbox's init: spare requests, answered in order */
