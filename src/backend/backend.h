@@ -94,10 +94,10 @@ struct be_held {
 		int pidfd;
 	} done[BE_HELD_DONE_MAX];
 	int ndone;
-	bool readying;	     /* the worker readies the next spare (attach.c): wait on cv */
-	bool worker;	     /* the worker thread runs (it ends when idle) */
-	bool closing;	     /* the sandbox goes: the worker finishes and ends */
-	pthread_cond_t cv;   /* the worker's wake-ups, and the end of readying or of the worker */
+	bool readying;	   /* the worker readies the next spare (attach.c): wait on cv */
+	bool worker;	   /* the worker thread runs (it ends when idle) */
+	bool closing;	   /* the sandbox goes: the worker finishes and ends */
+	pthread_cond_t cv; /* the worker's wake-ups, and the end of readying or of the worker */
 };
 /* Initialises h's spare (none), or lets the spare go (its payload exits unused) once the worker
  * is done with h. */

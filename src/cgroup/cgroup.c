@@ -30,12 +30,12 @@
 #define CG_MAX_HIER (1 + HOST_CG__COUNT) /* the unified hierarchy plus one per v1 controller */
 
 struct cg_hier {
-	int version;	     /* 1 or 2 */
-	unsigned ctrls;	     /* CG_BIT(enum host_cg_ctrl) of the controllers used through it */
-	int parent_fd;	     /* the directory holding the job cgroup (O_PATH) */
-	int fd;		     /* the job cgroup (O_PATH | O_DIRECTORY) */
-	char path[PATH_MAX]; /* the job cgroup, for messages and cg_job_path */
-	char v1_ctrls[64];   /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
+	int version;	       /* 1 or 2 */
+	unsigned ctrls;	       /* CG_BIT(enum host_cg_ctrl) of the controllers used through it */
+	int parent_fd;	       /* the directory holding the job cgroup (O_PATH) */
+	int fd;		       /* the job cgroup (O_PATH | O_DIRECTORY) */
+	char path[PATH_MAX];   /* the job cgroup, for messages and cg_job_path */
+	char v1_ctrls[64];     /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
 	struct cg_files files; /* its accounting files, open once read (cg_usage) */
 	/* Its limit files as a child repeats them (cg_inherit_limits), read once: "" where absent. */
 	bool limits_read;

@@ -168,7 +168,7 @@ struct cg_files {
  * cg_read_at, or kept open while f->filling): length or -errno; NUL-terminated. */
 int cg_read_file(struct cg_files *f, const char *file, char *buf, size_t size);
 void cg_files_close(struct cg_files *f);
-int cg_write_at(int dirfd, const char *file, const char *value);     /* 0 or -errno */
+int cg_write_at(int dirfd, const char *file, const char *value); /* 0 or -errno */
 /* Calls fn for each pid in dirfd's cgroup.procs; stops at fn's first non-zero return. Count or -errno. */
 int cg_for_each_pid(int dirfd, int (*fn)(pid_t pid, void *arg), void *arg);
 /* 1 when cgroup.procs lists a process, 0 when empty, -errno. */
