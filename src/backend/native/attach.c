@@ -62,10 +62,11 @@ static void spare_close(struct be_spare *s, bool kill)
 	*s = NO_SPARE;
 }
 
-/* Under h->lock: until the worker is done readying the next spare. */
+/* Under h->lock: until the worker is done readying the next spare (or, asked for, has it to
+ * ready: taken here instead, its cgroup work would be on this exec's path). */
 static void ready_wait(struct be_held *h)
 {
-	while (h->readying)
+	while (h->readying || (h->spare_asked && h->worker))
 		pthread_cond_wait(&h->cv, &h->lock);
 }
 
@@ -238,7 +239,7 @@ static void ready_next(struct be_held *h)
  * some are left for later. */
 static bool remove_done(struct be_held *h)
 {
-	for (int i = 0; i < h->ndone;) {
+	for (int i = 0; i < h->ndone && !h->spare_asked;) { /* a spare to ready comes first */
 		struct pollfd pf = {.fd = h->done[i].pidfd, .events = POLLIN};
 		if (pf.fd >= 0 && poll(&pf, 1, 0) == 0) {
 			i++; /* still exiting (its teardown may wait for a grace period): later */
