@@ -235,13 +235,14 @@ static void ready_next(struct be_held *h)
 	pthread_cond_broadcast(&h->cv);
 }
 
-/* Under h->lock: removes (lock dropped) the ended execs' cgroups whose exec inits are gone. Whether
- * some are left for later. */
+/* Under h->lock: removes (lock dropped) the ended execs' cgroups whose exec inits are gone, or all
+ * once the sandbox goes (cg_destroy then kills, and gives a cgroup up to a second). Whether some are
+ * left for later. */
 static bool remove_done(struct be_held *h)
 {
 	for (int i = 0; i < h->ndone && !h->spare_asked;) { /* a spare to ready comes first */
 		struct pollfd pf = {.fd = h->done[i].pidfd, .events = POLLIN};
-		if (pf.fd >= 0 && poll(&pf, 1, 0) == 0) {
+		if (pf.fd >= 0 && !h->closing && poll(&pf, 1, 0) == 0) {
 			i++; /* still exiting (its teardown may wait for a grace period): later */
 			continue;
 		}
@@ -283,7 +284,7 @@ static void *worker_main(void *arg)
 			break;
 		struct timespec until;
 		deadline_in(&until, left ? WORKER_DONE_POLL_MS : WORKER_IDLE_MS);
-		if (pthread_cond_timedwait(&h->cv, &h->lock, &until) == ETIMEDOUT && !left && !h->spare_asked)
+		if (pthread_cond_timedwait(&h->cv, &h->lock, &until) == ETIMEDOUT && !h->ndone && !h->spare_asked)
 			break;
 	}
 	h->worker = false;
