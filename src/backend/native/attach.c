@@ -11,7 +11,7 @@
  * thread per sandbox does all of it off every exec's path (worker_main). While an exec runs, it
  * makes the next spare's cgroup (as init makes the spare), takes init's answer and moves the spare
  * in; once an exec is over, it removes that exec's cgroup after its exec init is gone. The next
- * exec then only sends its request. The worker ends after a while without work. */
+ * exec then only sends its request. The worker ends after half a second without work. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -33,8 +33,10 @@
 
 #define NO_SPARE ((struct be_spare){.pidfd = -1, .sock = -1, .status = -1})
 
-/* How long the worker waits for work before it ends (the next exec starts another). */
-#define WORKER_IDLE_MS 2000
+/* How long the worker waits for work before it ends (the next exec starts another): long enough
+ * for a burst of execs, short because a live thread's stack is two more mappings that every
+ * sandbox init forked meanwhile copies, and with it every spare of that sandbox. */
+#define WORKER_IDLE_MS 500
 /* How often it looks again for an ended exec's init to be gone. */
 #define WORKER_DONE_POLL_MS 1
 
