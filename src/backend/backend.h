@@ -75,26 +75,36 @@ struct be_spare {
 	int status; /* the exec init's status records */
 };
 
+#define BE_HELD_DONE_MAX 16 /* ended execs' cgroups awaiting removal; beyond, removed in place */
+
 struct be_held {
 	int ctl_sock;		   /* to the sandbox's init: spare requests, answered in order */
 	pthread_mutex_t lock;	   /* ... under this lock, which also covers: */
 	struct be_spare spare;	   /* the next exec's payload, when init has made it */
-	bool spare_asked;	   /* init's answer for spare is on its way */
+	bool spare_asked;	   /* init's answer for spare is on its way (the worker takes it) */
 	const char *enforced_json; /* the sandbox's protections, which every exec inherits */
 	bool seccomp_kills;
 	int net;		 /* the sandbox's posture (enum al_net): an exec may only narrow it */
 	struct cg_job *cg;	 /* the sandbox's cgroup (the supervisor's), or NULL: execs get none */
 	struct cg_job *spare_cg; /* spare's own cgroup, spare in it (NULL: made at its exec) */
-	struct cg_job *done_cg;	 /* the last exec's cgroup, read and to be removed */
-	bool readying;		 /* a thread readies the next spare (attach.c): wait on ready_cv */
-	pthread_cond_t ready_cv;
+	/* Ended execs' cgroups, read, and their exec inits' pidfds: each is removed once its init
+	 * is gone. */
+	struct be_done {
+		struct cg_job *cg;
+		int pidfd;
+	} done[BE_HELD_DONE_MAX];
+	int ndone;
+	bool readying;	   /* the worker readies the next spare (attach.c): wait on cv */
+	bool worker;	   /* the worker thread runs (it ends when idle) */
+	bool closing;	   /* the sandbox goes: the worker finishes and ends */
+	pthread_cond_t cv; /* the worker's wake-ups, and the end of readying or of the worker */
 };
-/* Initialises h's spare (none), or lets the spare go (its payload exits unused) once the thread
- * readying it is done. */
+/* Initialises h's spare (none), or lets the spare go (its payload exits unused) once the worker
+ * is done with h. */
 void be_held_init(struct be_held *h);
 void be_held_release(struct be_held *h);
-/* An exec of h is over and its cgroup cg (taken over) read: a thread removes it and readies the
- * next spare. */
-void be_held_exec_done(struct be_held *h, struct cg_job *cg);
+/* An exec of h is over and its cgroup cg read (cg and the exec init's pidfd, taken over): the
+ * worker removes the cgroup once that init is gone. */
+void be_held_exec_done(struct be_held *h, struct cg_job *cg, int pidfd);
 
 #endif

@@ -64,26 +64,26 @@ int cg_v1_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct c
 	return 0;
 }
 
-static bool cg_v1_u64(int dirfd, const char *file, uint64_t *v)
+static bool cg_v1_u64(struct cg_files *f, const char *file, uint64_t *v)
 {
 	char buf[64];
 	/* NOLINTNEXTLINE(cert-err34-c): a number the kernel wrote into a cgroup file, not input to validate */
-	return cg_read_at(dirfd, file, buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, v) == 1;
+	return cg_read_file(f, file, buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, v) == 1;
 }
 
 /* cpuacct.usage is exact (ns of runtime); the user/system split is tick-sampled in both
  * cpuacct.usage_user/usage_sys (ns, 4.x+) and cpuacct.stat (USER_HZ ticks), and can miss a
  * short job entirely. So the exact total is split in the sampled proportion. */
-static void cg_v1_cpu(int dirfd, struct cg_usage *u)
+static void cg_v1_cpu(struct cg_files *f, struct cg_usage *u)
 {
 	char buf[256];
 	uint64_t total_ns = 0, un, sn;
 	double us = 0, ss = 0;
-	bool have_total = cg_v1_u64(dirfd, "cpuacct.usage", &total_ns);
-	if (cg_v1_u64(dirfd, "cpuacct.usage_user", &un) && cg_v1_u64(dirfd, "cpuacct.usage_sys", &sn)) {
+	bool have_total = cg_v1_u64(f, "cpuacct.usage", &total_ns);
+	if (cg_v1_u64(f, "cpuacct.usage_user", &un) && cg_v1_u64(f, "cpuacct.usage_sys", &sn)) {
 		us = (double)un / 1e9;
 		ss = (double)sn / 1e9;
-	} else if (cg_read_at(dirfd, "cpuacct.stat", buf, sizeof(buf)) > 0) {
+	} else if (cg_read_file(f, "cpuacct.stat", buf, sizeof(buf)) > 0) {
 		cg_parse_cpuacct_stat(buf, sysconf(_SC_CLK_TCK), &us, &ss);
 	}
 	if (have_total)
@@ -95,27 +95,27 @@ static void cg_v1_cpu(int dirfd, struct cg_usage *u)
 	u->cpu_accounted = have_total || us > 0 || ss > 0;
 }
 
-static void cg_v1_mem(int dirfd, struct cg_usage *u)
+static void cg_v1_mem(struct cg_files *f, struct cg_usage *u)
 {
 	char buf[256];
 	uint64_t v;
-	if (cg_v1_u64(dirfd, "memory.max_usage_in_bytes", &v))
+	if (cg_v1_u64(f, "memory.max_usage_in_bytes", &v))
 		u->peak_memory_bytes = v;
-	if (cg_v1_u64(dirfd, "memory.usage_in_bytes", &v))
+	if (cg_v1_u64(f, "memory.usage_in_bytes", &v))
 		u->memory_bytes = v;
-	if (cg_read_at(dirfd, "memory.oom_control", buf, sizeof(buf)) > 0 && cg_parse_oom_control(buf, &v) == 0)
+	if (cg_read_file(f, "memory.oom_control", buf, sizeof(buf)) > 0 && cg_parse_oom_control(buf, &v) == 0)
 		u->oom_kills = v;
-	else if (cg_v1_u64(dirfd, "memory.failcnt", &v) && v > 0)
+	else if (cg_v1_u64(f, "memory.failcnt", &v) && v > 0)
 		u->oom_kills = 1; /* before 4.13: the limit was hit; the best hint there is */
 }
 
-void cg_v1_account(int dirfd, unsigned ctrls, struct cg_usage *u)
+void cg_v1_account(struct cg_files *f, unsigned ctrls, struct cg_usage *u)
 {
 	char buf[256];
 	if (ctrls & CG_BIT(HOST_CG_CPUACCT))
-		cg_v1_cpu(dirfd, u);
+		cg_v1_cpu(f, u);
 	if (ctrls & CG_BIT(HOST_CG_MEMORY))
-		cg_v1_mem(dirfd, u);
-	if ((ctrls & CG_BIT(HOST_CG_PIDS)) && cg_read_at(dirfd, "pids.events", buf, sizeof(buf)) > 0)
+		cg_v1_mem(f, u);
+	if ((ctrls & CG_BIT(HOST_CG_PIDS)) && cg_read_file(f, "pids.events", buf, sizeof(buf)) > 0)
 		cg_parse_pids_events(buf, &u->pids_limit_hit);
 }

@@ -181,24 +181,24 @@ int cg_v2_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct c
 	return 0;
 }
 
-void cg_v2_account(int dirfd, unsigned ctrls, struct cg_usage *u)
+void cg_v2_account(struct cg_files *f, unsigned ctrls, struct cg_usage *u)
 {
 	char buf[2048];
 	uint64_t v;
 	/* cpu.stat's usage fields are there without the cpu controller (core accounting). */
-	if ((ctrls & CG_BIT(HOST_CG_CPUACCT)) && cg_read_at(dirfd, "cpu.stat", buf, sizeof(buf)) > 0)
+	if ((ctrls & CG_BIT(HOST_CG_CPUACCT)) && cg_read_file(f, "cpu.stat", buf, sizeof(buf)) > 0)
 		u->cpu_accounted = cg_parse_cpu_stat(buf, &u->user_s, &u->system_s) == 0;
 	if (ctrls & CG_BIT(HOST_CG_MEMORY)) {
 		/* memory.peak appeared in 5.19; before it the peak is unknown (0). */
 		/* NOLINTNEXTLINE(cert-err34-c): a number the kernel wrote into a cgroup file, not input to validate */
-		if (cg_read_at(dirfd, "memory.peak", buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, &v) == 1)
+		if (cg_read_file(f, "memory.peak", buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, &v) == 1)
 			u->peak_memory_bytes = v;
 		/* NOLINTNEXTLINE(cert-err34-c): as above */
-		if (cg_read_at(dirfd, "memory.current", buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, &v) == 1)
+		if (cg_read_file(f, "memory.current", buf, sizeof(buf)) > 0 && sscanf(buf, "%" SCNu64, &v) == 1)
 			u->memory_bytes = v;
-		if (cg_read_at(dirfd, "memory.events", buf, sizeof(buf)) > 0 && cg_parse_memory_events(buf, &v) == 0)
+		if (cg_read_file(f, "memory.events", buf, sizeof(buf)) > 0 && cg_parse_memory_events(buf, &v) == 0)
 			u->oom_kills = v;
 	}
-	if ((ctrls & CG_BIT(HOST_CG_PIDS)) && cg_read_at(dirfd, "pids.events", buf, sizeof(buf)) > 0)
+	if ((ctrls & CG_BIT(HOST_CG_PIDS)) && cg_read_file(f, "pids.events", buf, sizeof(buf)) > 0)
 		cg_parse_pids_events(buf, &u->pids_limit_hit);
 }

@@ -30,12 +30,16 @@
 #define CG_MAX_HIER (1 + HOST_CG__COUNT) /* the unified hierarchy plus one per v1 controller */
 
 struct cg_hier {
-	int version;	     /* 1 or 2 */
-	unsigned ctrls;	     /* CG_BIT(enum host_cg_ctrl) of the controllers used through it */
-	int parent_fd;	     /* the directory holding the job cgroup (O_PATH) */
-	int fd;		     /* the job cgroup (O_PATH | O_DIRECTORY) */
-	char path[PATH_MAX]; /* the job cgroup, for messages and cg_job_path */
-	char v1_ctrls[64];   /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
+	int version;	       /* 1 or 2 */
+	unsigned ctrls;	       /* CG_BIT(enum host_cg_ctrl) of the controllers used through it */
+	int parent_fd;	       /* the directory holding the job cgroup (O_PATH) */
+	int fd;		       /* the job cgroup (O_PATH | O_DIRECTORY) */
+	char path[PATH_MAX];   /* the job cgroup, for messages and cg_job_path */
+	char v1_ctrls[64];     /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
+	struct cg_files files; /* its accounting files, open once read (cg_usage) */
+	/* Its limit files as a child repeats them (cg_inherit_limits), read once: "" where absent. */
+	bool limits_read;
+	char limits[5][32];
 };
 
 struct cg_job {
@@ -183,6 +187,7 @@ static int cg_make_dir(const struct cg_job *cg, struct cg_hier *h, struct al_err
 	if (mkdirat(h->parent_fd, cg->name, 0755) < 0)
 		return al_err_sys(err, errno, "cgroup: mkdir %s", h->path);
 	h->fd = openat(h->parent_fd, cg->name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	h->files.dirfd = h->fd;
 	if (h->fd < 0) {
 		int e = errno;
 		unlinkat(h->parent_fd, cg->name, AT_REMOVEDIR);
@@ -375,7 +380,7 @@ int cg_create(const struct cg_limits *lim, struct cg_job **out, struct al_error 
  * its memory.max or memory.limit_in_bytes; Go: its cpu.max), which for an exec in a held
  * sandbox is this child, seen in the sandbox's /sys/fs/cgroup (view.c). Best effort: a file the
  * hierarchy lacks is skipped; the order lets each write stay within the one before. */
-static void cg_inherit_limits(const struct cg_hier *parent, const struct cg_hier *child)
+static void cg_inherit_limits(struct cg_hier *parent, const struct cg_hier *child)
 {
 	static const char *const v1[] = {"memory.limit_in_bytes",
 					 "memory.memsw.limit_in_bytes",
@@ -384,10 +389,16 @@ static void cg_inherit_limits(const struct cg_hier *parent, const struct cg_hier
 					 "cpu.cfs_quota_us",
 					 NULL};
 	static const char *const v2[] = {"memory.max", "memory.swap.max", "pids.max", "cpu.max", NULL};
-	char buf[64];
-	for (const char *const *f = parent->version == 2 ? v2 : v1; *f; f++)
-		if (cg_read_at(parent->fd, *f, buf, sizeof(buf)) > 0)
-			(void)cg_write_at(child->fd, *f, buf);
+	const char *const *files = parent->version == 2 ? v2 : v1;
+	/* Read once per parent: a held sandbox's limits never change, and each of its execs makes a
+	 * child (5 opens a hierarchy saved on every exec, most of them of files it lacks). */
+	for (int i = 0; !parent->limits_read && files[i]; i++)
+		if (cg_read_at(parent->fd, files[i], parent->limits[i], sizeof(parent->limits[i])) <= 0)
+			parent->limits[i][0] = '\0';
+	parent->limits_read = true;
+	for (int i = 0; files[i]; i++)
+		if (parent->limits[i][0])
+			(void)cg_write_at(child->fd, files[i], parent->limits[i]);
 }
 
 int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err)
@@ -399,7 +410,7 @@ int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error 
 	cg->enf = parent->enf;
 	int r = 0;
 	for (int i = 0; r == 0 && i < parent->nh; i++) {
-		const struct cg_hier *ph = &parent->h[i];
+		struct cg_hier *ph = &parent->h[i];
 		/* A v1 hierarchy of the cpu controller alone holds a limit and accounts nothing
 		 * (cg_v1_account): the child stays in the parent's cgroup there, under the same
 		 * quota, and saves a mkdir, a move per process (each may wait for an RCU grace
@@ -457,7 +468,7 @@ int cg_pids_max_count(struct cg_job *cg, uint64_t *n)
 	char buf[256];
 	for (int i = 0; cg && i < cg->nh; i++)
 		if (cg->h[i].ctrls & CG_BIT(HOST_CG_PIDS)) {
-			int r = cg_read_at(cg->h[i].fd, "pids.events", buf, sizeof(buf));
+			int r = cg_read_file(&cg->h[i].files, "pids.events", buf, sizeof(buf));
 			return r < 0 ? r : cg_parse_keyed(buf, "max", n);
 		}
 	return -ENOENT;
@@ -484,9 +495,9 @@ int cg_usage(struct cg_job *cg, struct cg_usage *u)
 	for (int i = 0; i < cg->nh; i++) {
 		struct cg_hier *h = &cg->h[i];
 		if (h->version == 2)
-			cg_v2_account(h->fd, h->ctrls, u);
+			cg_v2_account(&h->files, h->ctrls, u);
 		else
-			cg_v1_account(h->fd, h->ctrls, u);
+			cg_v1_account(&h->files, h->ctrls, u);
 	}
 	u->memory_limited = cg->enf.memory;
 	u->pids_limited = cg->enf.pids;
@@ -495,6 +506,17 @@ int cg_usage(struct cg_job *cg, struct cg_usage *u)
 	if (!u->version)
 		u->version = cg->h[0].version;
 	return 0;
+}
+
+void cg_usage_open(struct cg_job *cg)
+{
+	struct cg_usage u;
+	for (int i = 0; cg && i < cg->nh; i++)
+		cg->h[i].files.filling = true;
+	if (cg)
+		cg_usage(cg, &u); /* reads, and so opens, every file it needs; pids.events included */
+	for (int i = 0; cg && i < cg->nh; i++)
+		cg->h[i].files.filling = false;
 }
 
 void cg_destroy(struct cg_job *cg)
@@ -525,6 +547,7 @@ void cg_destroy(struct cg_job *cg)
 				cg_kill_dir(h->fd, h->version);
 				cg_wait_empty(h->fd, 20);
 			}
+			cg_files_close(&h->files);
 			close(h->fd);
 		}
 		if (h->parent_fd >= 0)

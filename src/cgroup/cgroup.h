@@ -62,6 +62,10 @@ int cg_pids_max_count(struct cg_job *cg, uint64_t *n);
 int cg_kill(struct cg_job *cg);
 /* Reads accounting; call after the job ended, before cg_destroy. */
 int cg_usage(struct cg_job *cg, struct cg_usage *u);
+/* Opens the files cg_usage and cg_pids_max_count read and keeps them open (until cg_destroy), so
+ * that each later read is one pread: for a cgroup read on a latency path (a held exec's, its
+ * sandbox's). Call before cg is shared with another thread. */
+void cg_usage_open(struct cg_job *cg);
 /* Kills what is left, removes the cgroup(s), frees. Accepts NULL. */
 void cg_destroy(struct cg_job *cg);
 /* Whether owner is alive and started before created (seconds since the epoch): false for a pid
@@ -163,7 +167,23 @@ struct cg_enforced {
 
 /* Small cgroupfs files relative to a directory fd (O_PATH is enough). */
 int cg_read_at(int dirfd, const char *file, char *buf, size_t size); /* length or -errno; NUL-terminated */
-int cg_write_at(int dirfd, const char *file, const char *value);     /* 0 or -errno */
+/* The files a job cgroup's accounting reads, kept open once cg_usage_open has opened them and read
+ * again with one pread each (cg_usage on the path of every held exec's verdict, cg_pids_max_count
+ * twice per exec of the sandbox's): a handful per hierarchy. Filled only while filling is set
+ * (cg_usage_open, before the cgroup is shared); read-only afterwards, so any thread may read. */
+#define CG_FILES_MAX 10
+struct cg_files {
+	int dirfd; /* the job cgroup (borrowed) */
+	bool filling;
+	int n;
+	const char *name[CG_FILES_MAX]; /* string literals */
+	int fd[CG_FILES_MAX];
+};
+/* cg_read_at through f's open files (a file not among them is opened and closed as by
+ * cg_read_at, or kept open while f->filling): length or -errno; NUL-terminated. */
+int cg_read_file(struct cg_files *f, const char *file, char *buf, size_t size);
+void cg_files_close(struct cg_files *f);
+int cg_write_at(int dirfd, const char *file, const char *value); /* 0 or -errno */
 /* Calls fn for each pid in dirfd's cgroup.procs; stops at fn's first non-zero return. Count or -errno. */
 int cg_for_each_pid(int dirfd, int (*fn)(pid_t pid, void *arg), void *arg);
 /* 1 when cgroup.procs lists a process, 0 when empty, -errno. */
@@ -184,8 +204,8 @@ int cg_v2_prepare(const char *base, unsigned want, unsigned *got, int why[HOST_C
  * its processes move into CG_V2_HELD and the controllers are enabled for its children. */
 int cg_v2_nest(int dir_fd, const char *path, unsigned ctrls, struct al_error *err);
 int cg_v2_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct cg_enforced *e, struct al_error *err);
-void cg_v2_account(int dirfd, unsigned ctrls, struct cg_usage *u);
+void cg_v2_account(struct cg_files *f, unsigned ctrls, struct cg_usage *u);
 int cg_v1_apply(int dirfd, unsigned ctrls, const struct cg_limits *lim, struct cg_enforced *e, struct al_error *err);
-void cg_v1_account(int dirfd, unsigned ctrls, struct cg_usage *u);
+void cg_v1_account(struct cg_files *f, unsigned ctrls, struct cg_usage *u);
 
 #endif

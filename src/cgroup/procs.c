@@ -32,6 +32,39 @@ int cg_read_at(int dirfd, const char *file, char *buf, size_t size)
 	return (int)len;
 }
 
+int cg_read_file(struct cg_files *f, const char *file, char *buf, size_t size)
+{
+	int i = 0;
+	while (i < f->n && strcmp(f->name[i], file) != 0)
+		i++;
+	if (i == f->n) {
+		if (!f->filling || i == CG_FILES_MAX)
+			return cg_read_at(f->dirfd, file, buf, size);
+		int fd = openat(f->dirfd, file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+		if (fd < 0)
+			return -errno;
+		f->name[i] = file;
+		f->fd[f->n++] = fd;
+	}
+	/* These files are a line or a few: one read from the start returns all of it (a seq_file
+	 * starts over at offset 0). */
+	ssize_t n;
+	do
+		n = pread(f->fd[i], buf, size - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+void cg_files_close(struct cg_files *f)
+{
+	for (int i = 0; i < f->n; i++)
+		close(f->fd[i]);
+	f->n = 0;
+}
+
 /* cgroupfs takes a value in one write(); a short write would be a kernel oddity. */
 int cg_write_at(int dirfd, const char *file, const char *value)
 {

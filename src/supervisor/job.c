@@ -83,10 +83,10 @@ static int job_arm(struct al_job *j)
 	int r = watch(j->epfd, j->out.fd);
 	r = r ?: watch(j->epfd, j->err.fd);
 	r = r ?: watch(j->epfd, j->proc.pidfd);
-	/* A held sandbox's exec: its init's record is complete once the pidfd says it exited (it
-	 * writes the record just before): read then, which saves a wake-up per exec. */
-	if (!j->proc.foreign)
-		r = r ?: watch(j->epfd, j->proc.status_fd);
+	/* A held sandbox's exec is over with its exec init's exit record, which that init sends once
+	 * nothing of the exec runs any more (nat_reap_payload): not its pidfd, which fires only after
+	 * the init's own teardown. */
+	r = r ?: watch(j->epfd, j->proc.status_fd);
 	if (r == 0 && j->proc.proxy_sock >= 0)
 		r = watch(j->epfd, j->proc.proxy_sock);
 	if (r == 0 && j->stop_fd >= 0)
@@ -341,6 +341,15 @@ static void job_stop(struct al_job *j)
 		cg_kill(j->cg);
 }
 
+/* A held exec's record says its payload exited and nothing of it is left: it is over. Its exec
+ * init still exits (off this path); its pidfd is no longer of interest. */
+static void job_exec_over(struct al_job *j)
+{
+	j->exited = true;
+	j->wall_s = since(&j->start);
+	epoll_ctl(j->epfd, EPOLL_CTL_DEL, j->proc.pidfd, NULL);
+}
+
 static void on_event(struct al_job *j, int fd)
 {
 	if (fd == j->out.fd || fd == j->err.fd) {
@@ -354,6 +363,8 @@ static void on_event(struct al_job *j, int fd)
 		}
 	} else if (fd == j->proc.status_fd) {
 		read_status(j);
+		if (j->proc.foreign && j->have_status && !j->exited)
+			job_exec_over(j);
 	} else if (fd == j->proc.proxy_sock) {
 		job_serve_proxy(j);
 	} else if (fd == j->stop_fd) {
@@ -416,7 +427,7 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 			on_event(j, evs[i].data.fd);
 	}
 	if (j->proc.foreign && j->proc.status_fd >= 0)
-		read_status(j); /* every writer is gone: the record, then end of file */
+		read_status(j); /* a record the pidfd overtook (or end of file) */
 	int r = j->proc.foreign ? 0 : pfd_wait(j->proc.pidfd, &j->si, &j->ru, WEXITED);
 	if (r < 0)
 		return al_err_sys(err, -r, "supervisor: waitid");
@@ -480,6 +491,13 @@ void al_job_free(struct al_job *j)
 	}
 	restore_tty(j);
 	px_free(j->px);
+	/* An exec in a held sandbox: its cgroup is removed off its path, once its exec init (which
+	 * this pidfd tells about) is gone. */
+	if (j->proc.held) {
+		be_held_exec_done(j->proc.held, j->cg, j->proc.pidfd);
+		j->cg = NULL;
+		j->proc.pidfd = -1;
+	}
 	int fds[] = {j->proc.pidfd,	 j->proc.status_fd,  j->timerfd,      j->epfd,
 		     j->proc.upper_sock, j->proc.proxy_sock, j->proc.ctl_sock};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
@@ -487,10 +505,7 @@ void al_job_free(struct al_job *j)
 			close(fds[i]);
 	pump_free(&j->out);
 	pump_free(&j->err);
-	if (j->proc.held) /* an exec in a held sandbox: its cgroup is removed off its path */
-		be_held_exec_done(j->proc.held, j->cg);
-	else
-		cg_destroy(j->cg);
+	cg_destroy(j->cg);
 	free(j->proc.enforced_json);
 	free(j->proc.workdir);
 	free(j->proc.keep_changes);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -123,6 +124,19 @@ static int settled_fds(void)
 	return last;
 }
 
+/* Polls until we hold want descriptors again (5 s at most): an ended exec's cgroup and pidfd are
+ * released once its exec init is gone, which may wait for a grace period (slow in an emulated VM).
+ * Returns the last count. */
+static int fds_back_to(int want)
+{
+	int n = count_fds();
+	for (int tries = 0; tries < 500 && n != want; tries++) {
+		usleep(10000);
+		n = count_fds();
+	}
+	return n;
+}
+
 /* Every descendant of pid, depth first, into out[]; returns how many. */
 static int descendants(pid_t pid, pid_t *out, int cap, int n)
 {
@@ -222,7 +236,7 @@ static void test_spare(void **state)
 		assert_int_equal(v->exit_code, 0);
 		al_verdict_free(v);
 	}
-	assert_int_equal(settled_fds(), fds);
+	assert_int_equal(fds_back_to(fds), fds);
 	pid_t d[64];
 	int n = 0;
 	for (int tries = 0; tries < 200; tries++) { /* the spare is made just after the exec is handed over */
@@ -271,6 +285,96 @@ static void test_destroy(void **state)
 	assert_int_equal(wait_descendants(n0 + 3), n0 + 3);
 	al_sandbox_destroy(sb);
 	assert_int_equal(wait_descendants(n0), n0);
+}
+
+/* Names of the cgroups this process made (airlock-<pid>-...), found under /sys/fs/cgroup: how many
+ * distinct ones lie inside another of ours (an exec's or a spare's, inside its sandbox's), and
+ * whether top (a sandbox's name, or NULL) is among them at any depth. */
+struct cg_census {
+	char prefix[32];
+	char inner[64][64];
+	int ninner;
+	const char *top;
+	bool top_seen;
+};
+
+static void census_walk(struct cg_census *c, const char *dir, int depth, bool inside)
+{
+	DIR *d = depth < 8 ? opendir(dir) : NULL;
+	for (struct dirent *de; d && (de = readdir(d));) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		size_t len = strlen(de->d_name);
+		bool ours = strncmp(de->d_name, c->prefix, strlen(c->prefix)) == 0 && len < sizeof(c->inner[0]);
+		if (ours && c->top && strcmp(de->d_name, c->top) == 0)
+			c->top_seen = true;
+		if (ours && inside) {
+			int i = 0;
+			while (i < c->ninner && strcmp(c->inner[i], de->d_name) != 0)
+				i++;
+			if (i == c->ninner && c->ninner < 64)
+				memcpy(c->inner[c->ninner++], de->d_name, len + 1);
+		}
+		char sub[4096];
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		census_walk(c, sub, depth + 1, inside || ours);
+	}
+	if (d)
+		closedir(d);
+}
+
+static void census(struct cg_census *c, const char *top)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->prefix, sizeof(c->prefix), "airlock-%d-", (int)getpid());
+	c->top = top;
+	census_walk(c, "/sys/fs/cgroup", 0, false);
+}
+
+/* Each exec's own cgroup is removed soon after it ends (by the sandbox's worker, once its exec init
+ * is gone), none piles up across execs, and none is left once the sandbox goes. */
+static void test_exec_cgroups(void **state)
+{
+	(void)state;
+	struct al_policy *p = NULL;
+	struct al_error e = {0};
+	struct al_sandbox *sb = NULL;
+	struct cg_census before, c;
+	census(&before, NULL);
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(al_sandbox_create(p, &sb, &e), 0);
+	al_policy_free(p);
+	for (int i = 0; i < 12; i++) {
+		struct al_verdict *v = run(sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "sleep 100 & exit 0", NULL});
+		assert_int_equal(v->exit_code, 0);
+		al_verdict_free(v);
+	}
+	/* The new sandbox's name: one of ours not there before. */
+	census(&c, NULL);
+	if (c.ninner == 0 && before.ninner == 0) {
+		fprintf(stderr, "test_held: no cgroup of ours here (no delegation): nothing to count\n");
+		al_sandbox_destroy(sb);
+		return;
+	}
+	/* At most one inner cgroup per sandbox that has had an exec: its ready spare's. */
+	for (int tries = 0; tries < 300 && c.ninner > before.ninner + 1; tries++) {
+		usleep(10000);
+		census(&c, NULL);
+	}
+	assert_int_equal(c.ninner, before.ninner + 1);
+	char spare_cg[64] = ""; /* the one that was not there before */
+	for (int i = 0; i < c.ninner; i++) {
+		bool old = false;
+		for (int k = 0; k < before.ninner; k++)
+			old |= strcmp(before.inner[k], c.inner[i]) == 0;
+		if (!old)
+			snprintf(spare_cg, sizeof(spare_cg), "%s", c.inner[i]);
+	}
+	assert_true(spare_cg[0]);
+	al_sandbox_destroy(sb);
+	census(&c, spare_cg);
+	assert_false(c.top_seen); /* the spare's cgroup went with its sandbox */
+	assert_int_equal(c.ninner, before.ninner);
 }
 
 /* A sandbox made with a network posture (allow: its proxy listens on 127.0.0.1:3128 in the
@@ -334,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_failures),
 		cmocka_unit_test(test_spare),
 		cmocka_unit_test(test_destroy),
+		cmocka_unit_test(test_exec_cgroups),
 		cmocka_unit_test(test_network),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -4,8 +4,14 @@
  * output pipes, status records, deadline (SIGKILL through the pidfd ends the exec's pid
  * namespace), verdict. The exec is not our child, so its usage comes in the status record rather
  * than from waitid. Each exec runs in a cgroup of its own beneath the sandbox's, which accounts
- * for it alone (peak memory, OOM kills, CPU time); once an exec is over, a thread readies the next
- * spare in a new one (ready_main), since moving a process between cgroups is slow. */
+ * for it alone (peak memory, OOM kills, CPU time).
+ *
+ * Moving a process between cgroups is slow (each move may wait for an RCU grace period, and on v1
+ * an exec's two processes move in three hierarchies), and so are mkdir and rmdir there: a worker
+ * thread per sandbox does all of it off every exec's path (worker_main). While an exec runs, it
+ * makes the next spare's cgroup (as init makes the spare), takes init's answer and moves the spare
+ * in; once an exec is over, it removes that exec's cgroup after its exec init is gone. The next
+ * exec then only sends its request. The worker ends after half a second without work. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -13,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -25,12 +33,24 @@
 
 #define NO_SPARE ((struct be_spare){.pidfd = -1, .sock = -1, .status = -1})
 
+/* How long the worker waits for work before it ends (the next exec starts another): long enough
+ * for a burst of execs, short because a live thread's stack is two more mappings that every
+ * sandbox init forked meanwhile copies, and with it every spare of that sandbox. */
+#define WORKER_IDLE_MS 500
+/* How often it looks again for an ended exec's init to be gone. */
+#define WORKER_DONE_POLL_MS 1
+
 void be_held_init(struct be_held *h)
 {
 	h->spare = NO_SPARE;
-	h->spare_asked = h->readying = false;
-	h->spare_cg = h->done_cg = NULL;
-	pthread_cond_init(&h->ready_cv, NULL);
+	h->spare_asked = h->readying = h->worker = h->closing = false;
+	h->spare_cg = NULL;
+	h->ndone = 0;
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->cv, &a);
+	pthread_condattr_destroy(&a);
 }
 
 static void spare_close(struct be_spare *s, bool kill)
@@ -44,25 +64,38 @@ static void spare_close(struct be_spare *s, bool kill)
 	*s = NO_SPARE;
 }
 
-/* Under h->lock: until the thread readying the next spare is done with h. */
+/* Under h->lock: until the worker is done readying the next spare (or, asked for, has it to
+ * ready: taken here instead, its cgroup work would be on this exec's path). */
 static void ready_wait(struct be_held *h)
 {
-	while (h->readying)
-		pthread_cond_wait(&h->ready_cv, &h->lock);
+	while (h->readying || (h->spare_asked && h->worker))
+		pthread_cond_wait(&h->cv, &h->lock);
+}
+
+static void done_remove(struct be_done *d)
+{
+	cg_destroy(d->cg); /* kills what is left (nothing: the exec's pid namespace is gone), removes */
+	if (d->pidfd >= 0)
+		close(d->pidfd);
 }
 
 void be_held_release(struct be_held *h)
 {
 	pthread_mutex_lock(&h->lock);
-	ready_wait(h);
+	h->closing = true;
+	pthread_cond_broadcast(&h->cv);
+	while (h->worker)
+		pthread_cond_wait(&h->cv, &h->lock);
 	pthread_mutex_unlock(&h->lock);
 	/* Closing its socket is enough: the payload exits unused, and its exec init with it. */
 	spare_close(&h->spare, false);
 	/* Before the sandbox's own cgroup, which cannot go while they are there. */
 	cg_destroy(h->spare_cg);
-	cg_destroy(h->done_cg);
-	h->spare_cg = h->done_cg = NULL;
-	pthread_cond_destroy(&h->ready_cv);
+	h->spare_cg = NULL;
+	for (int i = 0; i < h->ndone; i++)
+		done_remove(&h->done[i]);
+	h->ndone = 0;
+	pthread_cond_destroy(&h->cv);
 }
 
 static int spare_ask(struct be_held *h, uint32_t flags)
@@ -168,6 +201,8 @@ static int spare_cgroup(struct be_held *h, const struct be_spare *s, struct cg_j
 	int r = cg_create_child(h->cg, &cg, err);
 	if (r == 0 && (r = spare_into_cgroup(s, cg, err)) < 0)
 		cg_destroy(cg);
+	if (r == 0)
+		cg_usage_open(cg);
 	if (r < 0) {
 		al_err_prefix(err, "setup: the exec's own cgroup");
 		return r;
@@ -176,56 +211,121 @@ static int spare_cgroup(struct be_held *h, const struct be_spare *s, struct cg_j
 	return 0;
 }
 
-/*
- * The thread that readies the next exec's spare off every exec's path: it takes init's answer and
- * moves the spare into a cgroup of its own. Moving a process between cgroups waits for an RCU
- * grace period (the kernel's threadgroup lock): measured 13 ms per exec here when execs were
- * 0.2 s apart, most of an exec's start had it stayed on its path. It starts once the last exec is
- * over (be_held_exec_done), whose cgroup it removes first: the wait holds the kernel's cgroup
- * mutex, which that removal needs. Everything under h->lock.
- */
-static void *ready_main(void *arg)
+/* Under h->lock, with init's answer on its way: takes it and moves the spare into a cgroup of its
+ * own, made meanwhile (init takes as long to make the spare), with the lock dropped. A spare that
+ * cannot be moved wholly is killed: the exec then asks for another and says why that failed. */
+static void ready_next(struct be_held *h)
+{
+	h->spare_asked = false;
+	h->readying = true;
+	pthread_mutex_unlock(&h->lock);
+	struct cg_job *cg = NULL;
+	if (h->cg && cg_create_child(h->cg, &cg, NULL) < 0)
+		cg = NULL;
+	struct be_spare got = NO_SPARE;
+	if (spare_recv(h, &got) == 0 && h->cg && (!cg || spare_into_cgroup(&got, cg, NULL) < 0))
+		spare_close(&got, true);
+	cg_usage_open(cg); /* the verdict's reads: one pread each */
+	if (got.pidfd < 0) {
+		cg_destroy(cg);
+		cg = NULL;
+	}
+	pthread_mutex_lock(&h->lock);
+	h->spare = got;
+	h->spare_cg = cg;
+	h->readying = false;
+	pthread_cond_broadcast(&h->cv);
+}
+
+/* Under h->lock: removes (lock dropped) the ended execs' cgroups whose exec inits are gone, or all
+ * once the sandbox goes (cg_destroy then kills, and gives a cgroup up to a second). Whether some are
+ * left for later. */
+static bool remove_done(struct be_held *h)
+{
+	for (int i = 0; i < h->ndone && !h->spare_asked;) { /* a spare to ready comes first */
+		struct pollfd pf = {.fd = h->done[i].pidfd, .events = POLLIN};
+		if (pf.fd >= 0 && !h->closing && poll(&pf, 1, 0) == 0) {
+			i++; /* still exiting (its teardown may wait for a grace period): later */
+			continue;
+		}
+		struct be_done d = h->done[i];
+		h->done[i] = h->done[--h->ndone];
+		pthread_mutex_unlock(&h->lock);
+		done_remove(&d);
+		pthread_mutex_lock(&h->lock);
+	}
+	return h->ndone > 0;
+}
+
+static void deadline_in(struct timespec *t, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, t);
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
+/* The worker (see the top of this file): the next spare first, since an exec may wait for it;
+ * then ended execs' cgroups. Everything under h->lock, dropped for the slow parts. */
+static void *worker_main(void *arg)
 {
 	struct be_held *h = arg;
-	struct be_spare got = NO_SPARE;
 	pthread_mutex_lock(&h->lock);
-	cg_destroy(h->done_cg); /* kills what is left (nothing: the exec's pid namespace is gone), removes */
-	h->done_cg = NULL;
-	if (h->spare_asked) {
-		h->spare_asked = false;
-		if (spare_recv(h, &got) == 0)
-			h->spare = got;
+	for (;;) {
+		if (h->spare_asked && !h->readying) {
+			ready_next(h);
+			continue;
+		}
+		bool left = remove_done(h);
+		if (h->spare_asked)
+			continue; /* asked while removing */
+		if (h->closing && !left)
+			break;
+		struct timespec until;
+		deadline_in(&until, left ? WORKER_DONE_POLL_MS : WORKER_IDLE_MS);
+		if (pthread_cond_timedwait(&h->cv, &h->lock, &until) == ETIMEDOUT && !h->ndone && !h->spare_asked)
+			break;
 	}
-	/* On failure the exec tries again, and says why. */
-	if (h->spare.pidfd >= 0 && !h->spare_cg && spare_cgroup(h, &h->spare, &h->spare_cg, NULL) < 0)
-		h->spare_cg = NULL;
-	h->readying = false;
-	pthread_cond_broadcast(&h->ready_cv);
+	h->worker = false;
+	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->lock); /* h may be freed from here on */
 	return NULL;
 }
 
-void be_held_exec_done(struct be_held *h, struct cg_job *cg)
+/* Under h->lock: wakes the worker, or starts one. False when none could be started. */
+static bool worker_kick(struct be_held *h)
 {
+	if (h->worker) {
+		pthread_cond_broadcast(&h->cv);
+		return true;
+	}
+	pthread_attr_t a;
+	pthread_t t;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	h->worker = pthread_create(&t, &a, worker_main, h) == 0;
+	pthread_attr_destroy(&a);
+	return h->worker;
+}
+
+void be_held_exec_done(struct be_held *h, struct cg_job *cg, int pidfd)
+{
+	struct be_done d = {.cg = cg, .pidfd = pidfd}, now[BE_HELD_DONE_MAX + 1];
+	int n = 0;
 	pthread_mutex_lock(&h->lock);
-	if (h->readying || h->done_cg)
-		cg_destroy(cg); /* execs overlapped: this one's cgroup goes now (the earlier one's is pending) */
+	if (cg && h->ndone < BE_HELD_DONE_MAX)
+		h->done[h->ndone++] = d;
 	else
-		h->done_cg = cg;
-	/* Without a thread the next exec does the work; without a cgroup there is nothing slow. */
-	if ((h->done_cg || h->spare_asked) && !h->readying && h->cg) {
-		pthread_attr_t a;
-		pthread_t t;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		h->readying = pthread_create(&t, &a, ready_main, h) == 0;
-		pthread_attr_destroy(&a);
-	}
-	if (!h->readying) { /* no thread: removed here */
-		cg_destroy(h->done_cg);
-		h->done_cg = NULL;
-	}
+		now[n++] = d; /* execs overlapped more than the list holds: removed here */
+	if (h->ndone && !worker_kick(h))
+		while (h->ndone) /* no worker: removed here, waiting for the inits if need be */
+			now[n++] = h->done[--h->ndone];
 	pthread_mutex_unlock(&h->lock);
+	for (int i = 0; i < n; i++)
+		done_remove(&now[i]);
 }
 
 /* The sandbox's enforced object, told for this exec: one without the sandbox's network ran in a
@@ -293,9 +393,13 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		cg = NULL;
 		r = r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED ? -EAGAIN : r;
 	}
-	/* The next exec's spare is made while this one runs (and readied after it). */
-	if (r == 0 && !spare_flags && h->spare.pidfd < 0 && spare_ask(h, 0) == 0)
+	/* The next exec's spare is made, and readied by the worker, while this one runs (without a
+	 * worker, the next exec takes it as it is). */
+	if (r == 0 && !spare_flags && h->spare.pidfd < 0 && spare_ask(h, 0) == 0) {
 		h->spare_asked = true;
+		if (h->cg)
+			worker_kick(h);
+	}
 	pthread_mutex_unlock(&h->lock);
 	if (r < 0 && cr < 0)
 		return cr; /* err says which process could not join the exec's cgroup */

@@ -9,10 +9,10 @@
  *                                  (payload.c) already confined — rlimits, ids, no capabilities,
  *                                  no_new_privs, Landlock, seccomp — and waiting on its socket.
  *   manager ──the exec request (argv, env, cwd + stdout, stderr [, stdin])──▶ spare payload
- *                                  The exec init reports the payload's status and usage, exits, and
- *                                  the kernel kills whatever the payload left behind (a setsid
- *                                  double-fork daemon included). Its mount namespace outlives it
- *                                  in init's hands until the next spare is sent (nat_hold_main).
+ *                                  Once the payload is reaped, the exec init kills and reaps whatever
+ *                                  it left behind (a setsid double-fork daemon included), then
+ *                                  reports the payload's status and usage, and exits: the exec is
+ *                                  over with the record, not with that exit (nat_reap_payload).
  *
  * So files persist between execs (the workspace tmpfs belongs to init's mount namespace) and
  * processes do not. The manager asks for the next spare as soon as it has handed an exec over
@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -46,18 +45,10 @@
  * reaps it, reporting on the status pipe it was made with. Killing it (the deadline) ends the pid
  * namespace. own_net: the spare has a network namespace of its own (an exec without the
  * sandbox's network), whose lo it brings up as "none" promises. */
-static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int status_w, int ns_sock, bool own_net)
+static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int status_w, bool own_net)
 {
 	/* The sandbox's init going away takes every exec and spare with it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	/* Our mount namespace, for init to hold (see nat_hold_main): only we may open it, since
-	 * we are not dumpable and our memory belongs to the host's user namespace. Best effort. */
-	int mnt_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	if (mnt_ns >= 0) {
-		(void)al_send_fd(ns_sock, mnt_ns, 'm');
-		close(mnt_ns);
-	}
-	close(ns_sock);
 	close(c->ctl_sock);
 	close(c->status_fd);
 	c->ctl_sock = -1;
@@ -91,33 +82,15 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 	nat_reap_payload(c, pid);
 }
 
-/* The spare's mount namespace, which it sends first thing (spare_init_main): taken before the
- * reply, so before its exec can end. -1 if it does not come within a second (it died). */
-static int recv_mnt_ns(int ns_sock)
-{
-	struct pollfd pfd = {.fd = ns_sock, .events = POLLIN};
-	char tag = 0;
-	int fd = poll(&pfd, 1, 1000) == 1 ? al_recv_fd(ns_sock, &tag) : -1;
-	if (fd >= 0 && tag != 'm') {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
 /* One spare for the manager: the reply carries 0 and [pidfd, payload socket, status pipe], or
  * an errno. ns: CLONE_NEWPID | CLONE_NEWNS (for the exec's own /proc), plus CLONE_NEWNET for an
- * exec without the sandbox's network. Init
- * keeps only its mount namespace (*mntns_fd, see nat_hold_main): the manager hands requests to the
- * payload directly, kills the exec through the pidfd and reads its end from the status pipe. The
- * spare closes held_ns, init's references to earlier spares' namespaces. */
-static void serve_spare(struct nat_child *c, uint64_t ns, const int held_ns[2], int *mntns_fd)
+ * exec without the sandbox's network. Init keeps nothing of it: the manager hands requests to the
+ * payload directly, kills the exec through the pidfd and reads its end from the status pipe. */
+static void serve_spare(struct nat_child *c, uint64_t ns)
 {
 	struct nx_reply r = {.err = 0};
-	int b[2] = {-1, -1}, st[2] = {-1, -1}, nsp[2] = {-1, -1}, pidfd = -1;
-	*mntns_fd = -1;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, b) < 0 || pipe2(st, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nsp) < 0) {
+	int b[2] = {-1, -1}, st[2] = {-1, -1}, pidfd = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, b) < 0 || pipe2(st, O_CLOEXEC) < 0) {
 		r.err = errno;
 		goto out;
 	}
@@ -125,23 +98,14 @@ static void serve_spare(struct nat_child *c, uint64_t ns, const int held_ns[2], 
 	if (pid == 0) {
 		close(b[0]);
 		close(st[0]);
-		close(nsp[0]);
-		/* Not ours to hold: with a copy here, this exec's exit would tear one down. */
-		for (int i = 0; i < 2; i++)
-			if (held_ns[i] >= 0)
-				close(held_ns[i]);
-		spare_init_main(c, b[1], st[1], nsp[1], ns & CLONE_NEWNET);
+		spare_init_main(c, b[1], st[1], ns & CLONE_NEWNET);
 	}
 	if (pid < 0)
 		r.err = (int)-pid;
-	close(nsp[1]);
-	nsp[1] = -1;
-	if (pid > 0)
-		*mntns_fd = recv_mnt_ns(nsp[0]);
 out:;
 	int fds[3] = {pidfd, b[0], st[0]};
 	(void)nx_send(c->ctl_sock, (char *)&r, sizeof(r), fds, r.err ? 0 : 3);
-	int all[] = {pidfd, b[0], b[1], st[0], st[1], nsp[0], nsp[1]};
+	int all[] = {pidfd, b[0], b[1], st[0], st[1]};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (all[i] >= 0)
 			close(all[i]);
@@ -164,14 +128,9 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 	/* Exec inits are never waited for here: the manager holds their pidfds and status pipes. */
 	signal(SIGCHLD, SIG_IGN);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	/* The mount namespaces of the last two spares. Tearing a mount namespace down waits for an
-	 * RCU grace period (namespace_unlock), and when an exec init's exit did it, it was on every
-	 * exec's path (0.1-3 ms here, between the payload's end and the verdict). Holding a reference
-	 * moves it here: the namespace of the spare before last is dropped once the next spare is
-	 * sent, when its exec is over (execs of a sandbox take turns; if one still runs, its own exit
-	 * tears it down as before). Its processes are gone with the exec's pid namespace: a held
-	 * reference keeps mounts, not a process, and init's exit drops them all. */
-	int held_ns[2] = {-1, -1};
+	/* An exec init's exit tears its mount namespace down, which waits for an RCU grace period
+	 * (namespace_unlock): off every exec's path, since the exec is over with its status record,
+	 * sent before that exit (nat_reap_payload). Init itself never waits for one here. */
 	for (;;) {
 		struct nx_spare_req q;
 		int fds[NX_MAX_FDS], nfds = 0;
@@ -185,11 +144,6 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 			(void)send(c->ctl_sock, &r, sizeof(r), MSG_NOSIGNAL);
 			continue;
 		}
-		int ns_fd;
-		serve_spare(c, CLONE_NEWPID | CLONE_NEWNS | ((q.flags & NX_NONET) ? CLONE_NEWNET : 0), held_ns, &ns_fd);
-		if (held_ns[0] >= 0)
-			close(held_ns[0]); /* after the reply: nobody waits on this */
-		held_ns[0] = held_ns[1];
-		held_ns[1] = ns_fd;
+		serve_spare(c, CLONE_NEWPID | CLONE_NEWNS | ((q.flags & NX_NONET) ? CLONE_NEWNET : 0));
 	}
 }
