@@ -812,13 +812,17 @@ al_payload_start() {
 al_payload_wait() { wait "$AL_BG" || al_fail "background airlock run failed: $(cat "$AL_TEST_ROOT/bg.out")"; }
 
 # al_payload_host_ids PID: the payload seen from the host: the sandbox's unprivileged uid as real,
-# effective, saved and filesystem uid, never host root, and no effective capability.
+# effective, saved and filesystem uid, never host root, and no effective capability. Its status is
+# read once (the payload may end soon after: a slow VM takes most of its 3 s to find it) and kept
+# in AL_PAYLOAD_STATUS for further checks.
 al_payload_host_ids() {
 	local uids u=$AL_PAYLOAD_HOST_UID
-	uids=$(awk '/^Uid:/ { print $2, $3, $4, $5 }' "/proc/$1/status")
+	AL_PAYLOAD_STATUS=$(cat "/proc/$1/status") || al_fail "the payload (pid $1) ended before its status was read"
+	uids=$(printf '%s\n' "$AL_PAYLOAD_STATUS" | awk '/^Uid:/ { print $2, $3, $4, $5 }')
 	al_assert_eq "$uids" "$u $u $u $u" "host Uid (real effective saved fs) of the payload"
 	[ "${uids%% *}" != 0 ] || al_fail "the payload runs as host root"
-	al_assert_eq "$(awk '/^CapEff:/ { print $2 }' "/proc/$1/status")" 0000000000000000 "host view of the payload's CapEff"
+	al_assert_eq "$(printf '%s\n' "$AL_PAYLOAD_STATUS" | awk '/^CapEff:/ { print $2 }')" 0000000000000000 \
+		"host view of the payload's CapEff"
 }
 
 # al_identity_inside [RUN_OPTS...]: the payload's identity as it sees it: no capability in any

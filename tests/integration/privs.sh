@@ -67,5 +67,5 @@ m=$(al_marker)
 al_payload_start "$m"
 al_payload_host_ids "$AL_PAYLOAD_PID"
 g=$AL_PAYLOAD_HOST_GID
-al_assert_eq "$(awk '/^Gid:/ { print $2, $3, $4, $5 }' "/proc/$AL_PAYLOAD_PID/status")" "$g $g $g $g" "host Gid of the payload"
+al_assert_eq "$(printf '%s\n' "$AL_PAYLOAD_STATUS" | awk '/^Gid:/ { print $2, $3, $4, $5 }')" "$g $g $g $g" "host Gid of the payload"
 al_payload_wait
