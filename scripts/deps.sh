@@ -2,7 +2,7 @@
 # deps.sh — installs what airlock needs to build, test and benchmark on Debian 12 (idempotent; run as root).
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev libyaml-dev libssl-dev libpcre2-dev libmicrohttpd-dev
+pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev libyaml-dev libssl-dev libpcre2-dev libmicrohttpd-dev libsystemd-dev
       libarchive-dev libacl1-dev libzstd-dev liblz4-dev libbz2-dev liblzma-dev zlib1g-dev nettle-dev mmdebstrap busybox-static
       openssl curl chromium python3-yaml containerd runc podman
       python3 python3-numpy python3-matplotlib python3-pandas perl bash util-linux uidmap iproute2 time procps strace

@@ -163,6 +163,9 @@ int al_policy_set_landlock(struct al_policy *p, bool on, struct al_error *err);
  * the sandbox user, through the setuid newuidmap/newgidmap (costs two helper runs per start).
  * Refused where they cannot be had, and as root (which always maps a range). */
 int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err);
+/* As an ordinary user whose cgroup cannot hold the cgroup limits: whether airlock may ask the
+ * user's systemd for a delegated scope and run in it (default true; false refuses instead). */
+int al_policy_use_systemd_scope(struct al_policy *p, bool on, struct al_error *err);
 /* Where user namespaces are unavailable (an unprivileged container, Ubuntu's AppArmor
  * restriction), run anyway on Landlock + seccomp + rlimits + no_new_privs, in the host's
  * namespaces, with a throwaway workspace directory; always reported. Off by default; refused

@@ -95,9 +95,10 @@ __attribute__((format(printf, 3, 4))) static void cg_fmt(char *buf, size_t size,
 	va_end(ap);
 }
 
-/* Why controller c cannot be had, for the error message: one clause per hierarchy. */
-static void cg_why(const struct host_cgroups *hc, enum host_cg_ctrl c, int v2err, const char *v2msg, char *buf,
-		   size_t size)
+/* Why controller c cannot be had, for the error message: one clause per hierarchy, and what the
+ * user's systemd said when it was asked (sdmsg). */
+static void cg_why(const struct host_cgroups *hc, enum host_cg_ctrl c, int v2err, const char *v2msg,
+		   const char *sdmsg, char *buf, size_t size)
 {
 	const char *name = host_cg_ctrl_name(c);
 	const struct host_cg_hier *v2 = &hc->v2, *v1 = &hc->v1[c];
@@ -120,7 +121,8 @@ static void cg_why(const struct host_cgroups *hc, enum host_cg_ctrl c, int v2err
 		cg_fmt(b, sizeof(b), "our cgroup is not visible under %.60s", v1->mount);
 	else
 		cg_fmt(b, sizeof(b), "%.100s is not writable", v1->dir);
-	cg_fmt(buf, size, "v2: %s; v1: %s", a, b);
+	/* The systemd clause before v1's: on the hosts where it was asked, v1 has nothing to say. */
+	cg_fmt(buf, size, "v2: %s; %.120s%sv1: %s", a, sdmsg, sdmsg[0] ? "; " : "", b);
 }
 
 /* Controllers joined even without a limit: memory and CPU time are accounted for every job. */
@@ -144,6 +146,54 @@ static bool cg_needed(const struct cg_limits *lim, enum host_cg_ctrl c)
 {
 	return (c == HOST_CG_MEMORY && lim->need_memory) || (c == HOST_CG_PIDS && lim->need_pids) ||
 	       (c == HOST_CG_CPU && lim->need_cpu);
+}
+
+/* ---- a scope from the user's systemd (host/systemd.c) --------------------------------- */
+
+/* The limit controllers with a value, or required, that no usable hierarchy gives us. */
+static unsigned cg_missing(const struct host_cgroups *hc, const struct cg_limits *lim)
+{
+	const uint64_t value[] = {[HOST_CG_MEMORY] = lim->memory_bytes,
+				  [HOST_CG_PIDS] = lim->pids,
+				  [HOST_CG_CPU] = lim->cpu_millis};
+	unsigned m = 0;
+	for (int c = HOST_CG_MEMORY; c <= HOST_CG_CPU; c++)
+		if (hc->use[c] == HOST_CG_NONE && (cg_needed(lim, c) || value[c] != AL_UNLIMITED))
+			m |= CG_BIT(c);
+	return m;
+}
+
+/* As an ordinary user whose cgroup cannot hold a limit: move into a delegated scope of the
+ * user's systemd and look at the layout again. What was tried, and why it did not help, goes
+ * to note for the refusal. Root never asks: its cgroups are the host's (a v1 hierarchy, or the
+ * v2 tree it may write), and a user manager is no business of root's. */
+static int cg_from_systemd(struct host_cgroups *hc, const struct cg_limits *lim, char *note, size_t size,
+			   struct al_error *err)
+{
+	unsigned missing = cg_missing(hc, lim);
+	if (!missing || lim->no_systemd_scope || geteuid() == 0)
+		return 0;
+	char root[256] = "";
+	cleanup_close int fd = hc->v2.mounted ? open(hc->v2.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (fd >= 0)
+		cg_read_at(fd, "cgroup.controllers", root, sizeof(root));
+	if (!host_cg_scope_gain(hc, root, missing)) {
+		/* Hybrid hosts: the controllers are v1's; a v2 scope would hold none of them. */
+		if (hc->v2.mounted)
+			cg_fmt(note, size, "user systemd not asked: no such controller in cgroup2 here");
+		return 0;
+	}
+	char unit[128];
+	struct al_error serr = {0};
+	if (host_systemd_scope(unit, sizeof(unit), &serr) < 0) {
+		cg_fmt(note, size, "%s", serr.msg);
+		return 0;
+	}
+	int r = cg_detect(hc, err);
+	if (r < 0)
+		return r;
+	cg_fmt(note, size, "in user systemd scope %.60s", unit);
+	return 0;
 }
 
 /* ---- create ----------------------------------------------------------------------- */
@@ -311,7 +361,7 @@ int cg_plan(const struct cg_limits *lim, struct cg_job **out, struct al_error *e
 	cleanup_free struct host_cgroups *hc = malloc(sizeof(*hc)); /* cg_detect fills all of it */
 	struct cg_job *cg = cg_job_new();
 	int r, why[HOST_CG__COUNT] = {0};
-	char v2msg[160] = "";
+	char v2msg[160] = "", sdmsg[200] = "";
 	if (!hc || !cg) {
 		r = al_err(err, ENOMEM, "cgroup: out of memory");
 		goto fail;
@@ -321,12 +371,13 @@ int cg_plan(const struct cg_limits *lim, struct cg_job **out, struct al_error *e
 			r = 0; /* nothing required: run without, and the verdict says so */
 		goto fail;
 	}
-	if ((r = cg_setup_v2(cg, hc, lim, why, v2msg, sizeof(v2msg), err)) < 0)
+	if ((r = cg_from_systemd(hc, lim, sdmsg, sizeof(sdmsg), err)) < 0 ||
+	    (r = cg_setup_v2(cg, hc, lim, why, v2msg, sizeof(v2msg), err)) < 0)
 		goto fail;
 	for (int c = 0; c < HOST_CG__COUNT; c++) {
 		if (hc->use[c] == HOST_CG_NONE && cg_needed(lim, c)) {
 			char why_s[AL_ERROR_MAX - 64];
-			cg_why(hc, c, why[c], v2msg, why_s, sizeof(why_s));
+			cg_why(hc, c, why[c], v2msg, sdmsg, why_s, sizeof(why_s));
 			r = al_err(err, why[c] ? why[c] : EPERM,
 				   "cgroup %s: no writable v1 or v2 %s controller for this user (%s)",
 				   host_cg_ctrl_name(c), host_cg_ctrl_name(c), why_s);

@@ -14,6 +14,7 @@ struct cg_limits {
 	uint64_t pids;			       /* AL_UNLIMITED: none */
 	uint64_t cpu_millis;		       /* AL_UNLIMITED: none; 500 = half a CPU */
 	bool need_memory, need_pids, need_cpu; /* explicitly requested: fail rather than skip */
+	bool no_systemd_scope;		       /* never ask the user's systemd for a delegated scope */
 };
 
 struct cg_usage {
@@ -33,7 +34,10 @@ struct cg_job; /* opaque */
  * hierarchy, names the job's directory in each (cg_job_path, cg_view_plan work from here on)
  * and refuses a required controller that no hierarchy can give, all without making them; on v2
  * it prepares the delegated parent (CG_V2_JOBS). When no usable cgroup exists and nothing is
- * required, returns 0 with *out == NULL (the verdict then says cgroup: false). */
+ * required, returns 0 with *out == NULL (the verdict then says cgroup: false). As an ordinary
+ * user whose cgroup lacks a controller a limit needs, it first moves this whole process into a
+ * delegated scope of the user's systemd where one answers (host_systemd_scope), unless
+ * lim->no_systemd_scope; later calls then find that scope writable. */
 int cg_plan(const struct cg_limits *lim, struct cg_job **out, struct al_error *err);
 /* Makes the planned directories and sets the limits. Once made, 0 again; a failure is reported
  * once (err), cg_make_failed says so afterwards, and cg_destroy removes what was made. Split

@@ -158,6 +158,7 @@ static void check_cgroup(struct check_table *t, const struct al_host_report *r)
 		snprintf(use + len, sizeof(use) - len, "%s%s=%s", len ? " " : "", host_cg_ctrl_name(c), v ? v : "none");
 		usable += v != NULL;
 	}
+	check_add(t, "user systemd scope", yesno(r->systemd_scope.available), "%s", r->systemd_scope.detail);
 	check_add(t, "cgroup controllers usable",
 		  usable == HOST_CG__COUNT ? "yes"
 		  : usable		   ? "partial"

@@ -31,6 +31,7 @@ static const enum opt_id limit_ids[CFG_LIM__COUNT] = {
 	[CFG_LIM_FILE_SIZE] = OPT_FILE_SIZE,
 	[CFG_LIM_ADDRESS_SPACE] = OPT_ADDRESS_SPACE,
 	[CFG_LIM_BEST_EFFORT] = OPT_BEST_EFFORT,
+	[CFG_LIM_CGROUP_SYSTEMD] = OPT_CGROUP_SYSTEMD,
 };
 
 const struct al_option *cfg_limit_option(enum cfg_limit_key k)
@@ -351,7 +352,8 @@ static int conv_limits(struct conv *c, const struct cfg_node *map, const char *p
 		if (k == CFG_LIM__COUNT) {
 			r = conv_bad(c->err, EINVAL, e->key_mark, sub,
 				     "unknown key (expected time, cpu-time, memory, cpus, pids, "
-				     "disk, output-limit, open-files, file-size, address-space or best-effort-limits)");
+				     "disk, output-limit, open-files, file-size, address-space, best-effort-limits or "
+				     "cgroup-systemd)");
 			break;
 		}
 		const struct al_option *o = cfg_limit_option(k);

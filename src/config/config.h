@@ -56,7 +56,8 @@ enum cfg_limit_key {
 	CFG_LIM_OPEN_FILES,
 	CFG_LIM_FILE_SIZE,
 	CFG_LIM_ADDRESS_SPACE,
-	CFG_LIM_BEST_EFFORT, /* not a limit: whether default limits may go unenforced */
+	CFG_LIM_BEST_EFFORT,	 /* not a limit: whether default limits may go unenforced */
+	CFG_LIM_CGROUP_SYSTEMD, /* not a limit: whether a user's systemd may give the cgroup for them */
 	CFG_LIM__COUNT,
 };
 const struct al_option *cfg_limit_option(enum cfg_limit_key k);

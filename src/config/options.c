@@ -60,6 +60,10 @@ const struct al_option al_options[] = {
 	 "run even where the default memory, pids and cpu limits cannot be enforced (no delegated cgroup), naming each "
 	 "one not applied",
 	 true},
+	{OPT_CGROUP_SYSTEMD, "cgroup-systemd", 0, OK_STRING, "auto|never",
+	 "as a user whose cgroup cannot hold the limits: auto (default) asks your systemd for a delegated scope "
+	 "(Delegate=yes) and runs in it; never: refuse instead",
+	 true},
 	{OPT_SUBIDS, "subids", 0, OK_FLAG, NULL,
 	 "as a user: also map your subordinate ids (newuidmap) around the sandbox user", true},
 	{OPT_WORKDIR, "workdir", 0, OK_STRING, "DIR",
@@ -202,6 +206,11 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 			return al_err(err, EINVAL, "--checkout-mode: expected ro or copy, not '%s'", value);
 		return al_policy_set_checkout_mode(p, strcmp(value, "ro") == 0 ? AL_CHECKOUT_RO : AL_CHECKOUT_COPY,
 						   err);
+	}
+	if (id == OPT_CGROUP_SYSTEMD) {
+		if (strcmp(value, "auto") != 0 && strcmp(value, "never") != 0)
+			return al_err(err, EINVAL, "--cgroup-systemd: expected auto or never, not '%s'", value);
+		return al_policy_use_systemd_scope(p, strcmp(value, "auto") == 0, err);
 	}
 	if (id == OPT_KEEP_CHANGES)
 		return al_policy_set_keep_changes(p, value, err);

@@ -144,40 +144,14 @@ void host_backend_layers(const struct al_host_report *r, enum host_layers_backen
 			out->has[by_need[i].layer] = false;
 }
 
-/* "bubblewrap 0.8.0\n" → "0.8.0". The child only execs: bwrap --version changes nothing. */
+/* "bubblewrap 0.8.0\n" → "0.8.0". bwrap --version changes nothing. */
 void host_probe_bwrap(char *version, size_t size)
 {
 	version[0] = 0;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return;
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (dup2(p[1], 1) < 0 || (null >= 0 && (dup2(null, 0) < 0 || dup2(null, 2) < 0)))
-			_exit(127);
-		static char *const argv[] = {"/usr/bin/bwrap", "--version", NULL}, *const envp[] = {NULL};
-		execve(argv[0], argv, envp);
-		_exit(127);
-	}
-	close(p[1]);
+	static char *const argv[] = {"/usr/bin/bwrap", "--version", NULL}, *const envp[] = {NULL};
 	char buf[64];
-	size_t n = 0;
-	while (pid > 0 && n < sizeof(buf) - 1) {
-		ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(p[0]);
-	int ws = 0;
-	while (pid > 0 && waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-		;
-	buf[n] = 0;
 	static const char prefix[] = "bubblewrap ";
-	if (pid <= 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || strncmp(buf, prefix, sizeof(prefix) - 1) != 0)
+	if (host_run_capture(argv, envp, 5000, buf, sizeof(buf)) != 0 || strncmp(buf, prefix, sizeof(prefix) - 1) != 0)
 		return;
 	snprintf(version, size, "%.*s", (int)strcspn(buf + sizeof(prefix) - 1, "\n"), buf + sizeof(prefix) - 1);
 }

@@ -25,8 +25,7 @@ static int host_parse_file(const char *path, int (*parse)(FILE *, struct host_cg
 	return parse(f, cg, err);
 }
 
-/* Reads a small file relative to dirfd into buf, without the trailing newline. */
-static int host_read_small(int dirfd, const char *name, char *buf, size_t size)
+int host_read_small(int dirfd, const char *name, char *buf, size_t size)
 {
 	cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)

@@ -65,6 +65,8 @@ int host_probe(struct al_host_report *r, struct al_error *err)
 	r->cg_err = host_cg_detect(&r->cg, &cgerr);
 	if (r->cg_err < 0)
 		memcpy(r->cg_errmsg, cgerr.msg, sizeof(r->cg_errmsg));
+	r->systemd_scope.available =
+		host_systemd_probe(&r->cg, r->systemd_scope.detail, sizeof(r->systemd_scope.detail));
 	host_probe_overlay(r);
 	host_probe_kvm(&r->kvm);
 	for (int b = 0; b < HOST_BACKEND__COUNT; b++)
@@ -188,8 +190,10 @@ static json_t *host_cg_json(const struct al_host_report *r)
 			v1 = NULL;
 		}
 	}
-	return json_pack("{s:s, s:o, s:o, s:o, s:o}", "layout", host_cg_layout_name(cg->layout), "error",
-			 r->cg_err < 0 ? json_string(r->cg_errmsg) : json_null(), "v2", v2, "v1", v1, "use", use);
+	json_t *sd = json_pack("{s:b, s:s}", "available", r->systemd_scope.available, "detail", r->systemd_scope.detail);
+	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "layout", host_cg_layout_name(cg->layout), "error",
+			 r->cg_err < 0 ? json_string(r->cg_errmsg) : json_null(), "v2", v2, "v1", v1, "use", use,
+			 "systemd_scope", sd);
 }
 
 static json_t *host_backends_json(const struct al_host_report *r)

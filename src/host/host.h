@@ -168,6 +168,10 @@ struct al_host_report {
 	int cg_err; /* detection failed part-way (cg holds what was found) */
 	char cg_errmsg[AL_ERROR_MAX];
 	struct {
+		bool available; /* host_systemd_probe */
+		char detail[AL_ERROR_MAX];
+	} systemd_scope;
+	struct {
 		bool listed; /* in /proc/filesystems (a module may still autoload) */
 		struct host_probe_res userns_mount;
 	} overlay;
@@ -190,6 +194,25 @@ void host_probe_kvm(struct host_kvm *k);
 void host_probe_overlay_userns(struct host_probe_res *res);
 /* Finds an executable name in PATH (or the default PATH) and writes its path to out. */
 int host_find_in_path(const char *name, char *out, size_t outsz);
+
+/* ---- a delegated cgroup from the user's systemd (systemd.c) ----------------------- */
+
+/* Runs argv (an absolute path) with envp, stdin and stderr on /dev/null, and keeps the start of
+ * its stdout in out (NUL-terminated; the rest is drained). Kills it after timeout_ms. Returns its
+ * exit status (128+N for signal N), -ETIMEDOUT, or -errno when it could not be started. */
+int host_run_capture(char *const argv[], char *const envp[], int timeout_ms, char *out, size_t size);
+/* As an ordinary user: asks the user's systemd manager for a transient scope with Delegate=yes
+ * and moves this process into it (airlock-scope, beside our executable). 0 and the unit's name,
+ * or -errno and err naming what was tried and why it failed. */
+int host_systemd_scope(char *unit, size_t size, struct al_error *err);
+/* For `airlock check`: whether an ordinary user's systemd manager answers here and a scope of
+ * its could hold limit controllers; detail says its version, or why not. Never as root. */
+bool host_systemd_probe(const struct host_cgroups *hc, char *detail, size_t size);
+/* A small file relative to dirfd into buf, without the trailing newline: 0 or -errno. */
+int host_read_small(int dirfd, const char *name, char *buf, size_t size);
+/* Pure: of the controllers missing (bits 1u << enum host_cg_ctrl), those a scope could bring: the
+ * ones the cgroup2 hierarchy offers at its root (root_controllers, that root's cgroup.controllers). */
+unsigned host_cg_scope_gain(const struct host_cgroups *hc, const char *root_controllers, unsigned missing);
 
 /* ---- what each backend can enforce here (backends.c) ------------------------------- */
 

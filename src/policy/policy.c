@@ -509,6 +509,13 @@ int al_policy_allow_best_effort_limits(struct al_policy *p, bool allow, struct a
 	return 0;
 }
 
+int al_policy_use_systemd_scope(struct al_policy *p, bool on, struct al_error *err)
+{
+	(void)err;
+	p->no_systemd_scope = !on;
+	return 0;
+}
+
 int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err)
 {
 	(void)err;

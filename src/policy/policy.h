@@ -80,6 +80,7 @@ struct al_policy {
 	bool fallback;		  /* without user namespaces, run on Landlock + seccomp alone */
 	bool limits_best_effort;  /* default cgroup limits the host cannot enforce are reported, not refused */
 	bool subids;		  /* unprivileged: also map the caller's subordinate ids */
+	bool no_systemd_scope;	  /* never ask the user's systemd for a delegated scope (cgroup-systemd: never) */
 	enum al_net_posture net;
 	enum al_backend backend;
 	/* The egress proxy (AL_NET_ALLOW; brokers also with AL_NET_NONE): see netpolicy.c. */

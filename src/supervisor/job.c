@@ -137,15 +137,16 @@ static bool default_only(const struct al_policy *p)
 }
 
 /* A default that cannot be enforced is refused, never dropped: say how to get it, or how to
- * run without it knowingly. */
+ * run without it knowingly. (Where a user systemd answers, cg_create has already asked it for a
+ * delegated scope; the cause says what it answered.) */
 static void default_limit_hint(struct al_error *err)
 {
 	char was[AL_ERROR_MAX];
 	snprintf(was, sizeof(was), "%s", err->msg);
+	/* The cause last, as long as the message allows: it names what was tried. */
 	al_err(err, err->code,
-	       "a default limit cannot be enforced: delegate a cgroup to this user "
-	       "(systemd-run --user --scope -p Delegate=yes), set it to none, or pass "
-	       "--best-effort-limits (%.140s)",
+	       "a default limit cannot be enforced (get a delegated cgroup: systemd-run --user --scope -p "
+	       "Delegate=yes; or set it to none, or pass --best-effort-limits): %s",
 	       was);
 }
 
@@ -171,6 +172,7 @@ static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_err
 		.need_memory = must_enforce(p, AL_LIMIT_MEMORY) || (p->require & REQ_CGROUP_MEMORY),
 		.need_pids = must_enforce(p, AL_LIMIT_PIDS) || (p->require & REQ_CGROUP_PIDS),
 		.need_cpu = must_enforce(p, AL_LIMIT_CPUS) || (p->require & REQ_CGROUP_CPU),
+		.no_systemd_scope = p->no_systemd_scope,
 	};
 	if ((p->require & REQ_CGROUP_CPU) && lim.cpu_millis == AL_UNLIMITED)
 		return al_err(err, EINVAL, "--require cgroup-cpu needs a --cpus limit");
