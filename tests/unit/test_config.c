@@ -86,6 +86,8 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nlimits: {output-limit: 2G}\n", "2:24", "limits.output-limit: must be at most 1G"},
 	{"version: 1\nlimits: {memory: 1M}\n", "2:18", "limits.memory: must be at least 4M"},
 	{"version: 1\nlimits: {pids: -1}\n", "2:16", "limits.pids: invalid number"},
+	{"version: 1\nlimits: {cgroup-systemd: sometimes}\n", "2:26",
+	 "limits.cgroup-systemd: expected auto or never, not 'sometimes'"},
 	{"version: 1\nlimits: {proxy-conns: 5}\n", "2:10", "limits.proxy-conns: unknown key"},
 	/* network */
 	{"version: 1\nnetwork: {registries: {pypi: []}}\n", "2:30", "network.registries.pypi: a registry needs at least one host"},
@@ -451,6 +453,27 @@ static void test_flags_win(void **state)
 	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_WALL_MS), 2000);
 	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_MEMORY), 64 * MiB);
 	assert_int_equal(p->limits_set, 1u << AL_LIMIT_WALL_MS);
+	al_policy_free(p);
+	cfg_free(c);
+}
+
+/* cgroup-systemd: auto by default; never from the configuration, and a flag after it wins. */
+static void test_cgroup_systemd(void **state)
+{
+	(void)state;
+	struct cfg *c = load_ok("version: 1\nlimits: {cgroup-systemd: never}\n");
+	struct al_policy *p = NULL;
+	struct al_error err = {0};
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_false(p->no_systemd_scope);
+	assert_int_equal(cfg_apply_limits(&c->limits, p, true, &err), 0);
+	assert_true(p->no_systemd_scope);
+	assert_int_equal(p->limits_set, 0);
+	assert_int_equal(opt_apply(p, opt_find(OPT_CGROUP_SYSTEMD), "auto", &err), 0);
+	assert_false(p->no_systemd_scope);
+	assert_int_equal(opt_apply(p, opt_find(OPT_CGROUP_SYSTEMD), "Never", &err), -EINVAL);
+	assert_string_equal(err.msg, "--cgroup-systemd: expected auto or never, not 'Never'");
+	assert_false(p->no_systemd_scope);
 	al_policy_free(p);
 	cfg_free(c);
 }
@@ -882,6 +905,7 @@ int main(void)
 		cmocka_unit_test(test_manager_file),
 		cmocka_unit_test(test_defaults_match_policy),
 		cmocka_unit_test(test_flags_win),
+		cmocka_unit_test(test_cgroup_systemd),
 		cmocka_unit_test(test_good_files),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_round_trip),

@@ -242,6 +242,26 @@ static void test_list_has(void **state)
 	assert_false(host_cg_list_has("", "memory"));
 }
 
+/* A user scope can only bring what cgroup2 offers at its root: nothing on a hybrid host, whose
+ * controllers are v1's, nor without a cgroup2 mount. */
+static void test_scope_gain(void **state)
+{
+	(void)state;
+	unsigned lim = 1u << HOST_CG_MEMORY | 1u << HOST_CG_PIDS | 1u << HOST_CG_CPU;
+	struct host_cgroups *v2 = parse(mi_v2, cg_v2);
+	assert_int_equal(host_cg_scope_gain(v2, "cpuset cpu io memory hugetlb pids rdma misc", lim), lim);
+	assert_int_equal(host_cg_scope_gain(v2, "memory pids", lim), 1u << HOST_CG_MEMORY | 1u << HOST_CG_PIDS);
+	assert_int_equal(host_cg_scope_gain(v2, "cpu", 1u << HOST_CG_MEMORY), 0);
+	assert_int_equal(host_cg_scope_gain(v2, "", lim), 0);
+	struct host_cgroups *hy = parse(mi_hybrid, cg_hybrid);
+	assert_int_equal(host_cg_scope_gain(hy, "", lim), 0);
+	struct host_cgroups *v1 = parse(mi_v1, cg_v1);
+	assert_int_equal(host_cg_scope_gain(v1, "memory pids cpu", lim), 0);
+	free(v2);
+	free(hy);
+	free(v1);
+}
+
 static void test_fs_listed(void **state)
 {
 	static const char fs[] = "nodev\tsysfs\nnodev\ttmpfs\n\text4\nnodev\toverlay\nnodev\tcgroup2\n";
@@ -338,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_escapes_and_duplicates),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_list_has),
+		cmocka_unit_test(test_scope_gain),
 		cmocka_unit_test(test_fs_listed),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_detect_live),
