@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,8 +122,9 @@ static void cg_why(const struct host_cgroups *hc, enum host_cg_ctrl c, int v2err
 		cg_fmt(b, sizeof(b), "our cgroup is not visible under %.60s", v1->mount);
 	else
 		cg_fmt(b, sizeof(b), "%.100s is not writable", v1->dir);
-	/* The systemd clause before v1's: on the hosts where it was asked, v1 has nothing to say. */
-	cg_fmt(buf, size, "v2: %s; %.120s%sv1: %s", a, sdmsg, sdmsg[0] ? "; " : "", b);
+	/* What the user's systemd answered first: it is what the user can act on, and the message
+	 * is cut at AL_ERROR_MAX. */
+	cg_fmt(buf, size, "%.120s%sv2: %s; v1: %s", sdmsg, sdmsg[0] ? "; " : "", a, b);
 }
 
 /* Controllers joined even without a limit: memory and CPU time are accounted for every job. */
@@ -163,13 +165,35 @@ static unsigned cg_missing(const struct host_cgroups *hc, const struct cg_limits
 	return m;
 }
 
+/* Under the lock: unless another thread (airlock serve starts sandboxes in parallel) has moved
+ * us meanwhile, ask for the scope, then look at the layout again. */
+static int cg_from_systemd_locked(struct host_cgroups *hc, const struct cg_limits *lim, char *note, size_t size,
+				  struct al_error *err)
+{
+	int r = cg_detect(hc, err);
+	if (r < 0 || !cg_missing(hc, lim))
+		return r;
+	char unit[128];
+	struct al_error serr = {0};
+	if (host_systemd_scope(unit, sizeof(unit), &serr) < 0) {
+		cg_fmt(note, size, "%s", serr.msg);
+		return 0;
+	}
+	if ((r = cg_detect(hc, err)) < 0)
+		return r;
+	cg_fmt(note, size, "in user systemd scope %.60s", unit);
+	return 0;
+}
+
 /* As an ordinary user whose cgroup cannot hold a limit: move into a delegated scope of the
- * user's systemd and look at the layout again. What was tried, and why it did not help, goes
- * to note for the refusal. Root never asks: its cgroups are the host's (a v1 hierarchy, or the
- * v2 tree it may write), and a user manager is no business of root's. */
+ * user's systemd, where it could bring the missing controllers, and look at the layout again.
+ * What was tried, and why it did not help, goes to note for the refusal. Root never asks: its
+ * cgroups are the host's (a v1 hierarchy, or the v2 tree it may write), and a user manager is
+ * no business of root's. */
 static int cg_from_systemd(struct host_cgroups *hc, const struct cg_limits *lim, char *note, size_t size,
 			   struct al_error *err)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	unsigned missing = cg_missing(hc, lim);
 	if (!missing || lim->no_systemd_scope || geteuid() == 0)
 		return 0;
@@ -183,17 +207,10 @@ static int cg_from_systemd(struct host_cgroups *hc, const struct cg_limits *lim,
 			cg_fmt(note, size, "user systemd not asked: no such controller in cgroup2 here");
 		return 0;
 	}
-	char unit[128];
-	struct al_error serr = {0};
-	if (host_systemd_scope(unit, sizeof(unit), &serr) < 0) {
-		cg_fmt(note, size, "%s", serr.msg);
-		return 0;
-	}
-	int r = cg_detect(hc, err);
-	if (r < 0)
-		return r;
-	cg_fmt(note, size, "in user systemd scope %.60s", unit);
-	return 0;
+	pthread_mutex_lock(&lock); /* one scope per process, not one per racing thread */
+	int r = cg_from_systemd_locked(hc, lim, note, size, err);
+	pthread_mutex_unlock(&lock);
+	return r;
 }
 
 /* ---- create ----------------------------------------------------------------------- */

@@ -139,6 +139,14 @@ v=$(cat "$AL_TEST_ROOT/exec.json")
 al_assert_eq "$rc" 0 "airlock exec as the user (stderr: $(cat "$AL_TEST_ROOT/exec.err"))"
 al_assert_eq "$(al_json_get "$v" enforced.cgroup.memory)" true "airlock exec: memory limit enforced"
 
+# ---- no manager reachable (no user bus, no private socket): refused as before, naming what was tried.
+mkdir -m 0755 "$AL_TEST_ROOT/nort"
+rc=0
+as_user "$N" env XDG_RUNTIME_DIR="$AL_TEST_ROOT/nort" "$BIN" run -- /bin/true >/dev/null 2>"$AL_TEST_ROOT/nomgr.err" || rc=$?
+al_assert_eq "$rc" 125 "no reachable manager: refused"
+al_assert_contains "$(cat "$AL_TEST_ROOT/nomgr.err")" "user systemd: no manager" "the refusal says what was tried"
+al_pass "no manager: $(cat "$AL_TEST_ROOT/nomgr.err")"
+
 # ---- --cgroup-systemd never: refused as without a manager, and no scope is asked for.
 rc=0
 as_user "$N" "$BIN" run --cgroup-systemd never -- /bin/true >/dev/null 2>"$AL_TEST_ROOT/never.err" || rc=$?
