@@ -139,6 +139,50 @@ v=$(cat "$AL_TEST_ROOT/exec.json")
 al_assert_eq "$rc" 0 "airlock exec as the user (stderr: $(cat "$AL_TEST_ROOT/exec.err"))"
 al_assert_eq "$(al_json_get "$v" enforced.cgroup.memory)" true "airlock exec: memory limit enforced"
 
+# ---- airlock serve (airlock-serve, beside airlock) too: its first sandbox moves it into a scope,
+# where every later one lives; the scope goes with the server.
+if command -v curl >/dev/null; then
+	install -m 0755 "$(dirname "$AIRLOCK")/airlock-serve" "$AL_TEST_ROOT/sdbin/"
+	sv=$AL_TEST_ROOT/serve
+	mkdir -m 0700 "$sv"
+	chown "$U:$U" "$sv"
+	rm -f "$AL_TEST_ROOT/as_user.pid"
+	as_user "$N" "$BIN" serve --http 127.0.0.1:0 --socket none --port-file "$sv/port" --token-file "$sv/token" \
+		--audit "$sv/audit.jsonl" 2>"$AL_TEST_ROOT/serve.err" &
+	sbg=$!
+	AL_BG_PIDS+=("$sbg")
+	for _ in $(seq 300); do
+		[ -s "$sv/port" ] && break
+		sleep 0.1
+	done
+	[ -s "$sv/port" ] || al_fail "airlock serve did not start: $(cat "$AL_TEST_ROOT/serve.err")"
+	spid=$(cat "$AL_TEST_ROOT/as_user.pid")
+	tok=$(head -n 1 "$sv/token")
+	for i in 1 2; do
+		body=$(curl -s -w '\n%{http_code}' -X POST "http://127.0.0.1:$(cat "$sv/port")/v1/sandboxes" \
+			-H "Authorization: Bearer ${tok##* }" -H 'Content-Type: application/json' -d '{}')
+		al_assert_eq "${body##*$'\n'}" 201 "airlock serve as the user: sandbox $i (${body%$'\n'*})"
+	done
+	# (no process substitution: the VM has no /dev/fd)
+	found=$(find "$C" -maxdepth 2 -type d -name "airlock-$spid-*.scope")
+	al_assert_eq "$(printf '%s\n' "$found" | grep -c .)" 1 "airlock serve's scopes"
+	scopes=("$found")
+	grep -qx "$spid" "${scopes[0]}/airlock.self/cgroup.procs" || al_fail "airlock serve ($spid) is not in ${scopes[0]}"
+	# (the warm pool may hold more sandboxes than the two asked for)
+	njobs=$(find "${scopes[0]}/airlock.jobs" -mindepth 1 -maxdepth 1 -type d | wc -l)
+	[ "$njobs" -ge 2 ] || al_fail "$njobs sandbox cgroups in ${scopes[0]}, not both"
+	kill -TERM "$spid" # the server itself ($sbg is the shell that waits for it)
+	wait "$sbg" || true
+	for _ in $(seq 100); do
+		[ -d "${scopes[0]}" ] || break
+		sleep 0.1
+	done
+	[ ! -d "${scopes[0]}" ] || al_fail "${scopes[0]} outlived airlock serve"
+	al_pass "airlock serve: one scope $(basename "${scopes[0]}") for its $njobs sandboxes, gone with the server"
+else
+	al_fail "curl is missing (scripts/deps.sh installs it)"
+fi
+
 # ---- no manager reachable (no user bus, no private socket): refused as before, naming what was tried.
 mkdir -m 0755 "$AL_TEST_ROOT/nort"
 rc=0
