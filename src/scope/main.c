@@ -151,7 +151,9 @@ static int scope_start(sd_bus *bus)
 	}
 	sd_bus_slot_unref(slot);
 	if (strcmp(w.result, "done") != 0) {
-		printf("the start job of %s ended '%s'\n", unit, w.result);
+		/* "failed" is most often the manager unable to move us: it may move only processes
+		 * whose cgroup lies within the user's own subtree. */
+		printf("%s did not start ('%s': is airlock's cgroup outside the manager's subtree?)\n", unit, w.result);
 		return 1;
 	}
 	printf("%s\n", unit);
