@@ -132,6 +132,16 @@ done
 [ ! -d "$scope" ] || al_fail "$scope outlived airlock"
 al_pass "airlock ran in $unit (active while it ran), which is gone after"
 
+# ---- without a user bus, the manager's own socket ($XDG_RUNTIME_DIR/systemd/private) serves.
+nobus=(env DBUS_SESSION_BUS_ADDRESS="unix:path=$AL_TEST_ROOT/no-bus")
+al_assert_contains "$(as_user "$N" "${nobus[@]}" "$BIN" check | grep '^user systemd scope')" "$RT/systemd/private" \
+	"airlock check without a user bus"
+rc=0
+as_user "$N" "${nobus[@]}" "$BIN" run --json -- /bin/true >"$AL_TEST_ROOT/priv.json" 2>"$AL_TEST_ROOT/priv.err" || rc=$?
+al_assert_eq "$rc" 0 "a scope through the private socket (stderr: $(cat "$AL_TEST_ROOT/priv.err"))"
+al_assert_eq "$(al_json_get "$(cat "$AL_TEST_ROOT/priv.json")" enforced.cgroup.memory)" true \
+	"memory limit enforced in a scope asked for through the private socket"
+
 # ---- airlock exec makes its cgroup through the same path.
 rc=0
 as_user "$N" "$BIN" exec --json -l shell -c 'echo hi' >"$AL_TEST_ROOT/exec.json" 2>"$AL_TEST_ROOT/exec.err" || rc=$?
