@@ -205,10 +205,11 @@ static int cgview_points(const struct oci_spawn *s, int root)
 {
 	if (!s->plan.cgroup_view)
 		return 0;
-	int r = mkdirs(root, FS_CGROUP_VIEW + 1, 0755);
+	const char *view = &FS_CGROUP_VIEW[1]; /* relative to the bundle's root */
+	int r = mkdirs(root, view, 0755);
 	for (int i = 0; r == 0 && !s->cgview.whole && i < s->cgview.n; i++) {
 		char rel[PATH_MAX];
-		snprintf(rel, sizeof(rel), "%s/%s", FS_CGROUP_VIEW + 1, s->cgview.h[i].name);
+		snprintf(rel, sizeof(rel), "%s/%s", view, s->cgview.h[i].name);
 		r = mkdirs(root, rel, 0755);
 	}
 	return r;
