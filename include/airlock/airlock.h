@@ -19,7 +19,7 @@ extern "C" {
  *  - Objects are opaque; each *_new/_spawn has a matching *_free that accepts NULL.
  */
 
-#define AL_ERROR_MAX 320
+#define AL_ERROR_MAX 512 /* room for a refusal that names its cause, what was tried and the way out */
 
 struct al_error {
 	int code;		/* -errno, or 0 */
