@@ -2,18 +2,17 @@
 #include "net.h"
 
 #include <errno.h>
+#include <linux/sockios.h>
 #include <net/if.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-int net_lo_up(void)
+static int lo_up_with(int fd)
 {
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
 	struct ifreq ifr;
 	memset(&ifr, 0, sizeof(ifr));
 	strncpy(ifr.ifr_name, "lo", sizeof(ifr.ifr_name) - 1);
@@ -22,9 +21,34 @@ int net_lo_up(void)
 		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 		r = ioctl(fd, SIOCSIFFLAGS, &ifr);
 	}
-	r = r < 0 ? -errno : 0;
+	return r < 0 ? -errno : 0;
+}
+
+int net_lo_up(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int r = lo_up_with(fd);
 	close(fd);
 	return r;
+}
+
+int net_new_ns_lo_up(void)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int r = lo_up_with(fd);
+	/* The socket's namespace, as a descriptor for setns (Linux 5.6): no /proc path needed, and
+	 * the namespace outlives this process for as long as the descriptor is open. */
+	int ns = r < 0 ? r : ioctl(fd, SIOCGSKNS);
+	if (r == 0 && ns < 0)
+		r = -errno;
+	close(fd);
+	return r < 0 ? r : ns;
 }
 
 int net_listen_lo(unsigned short port)

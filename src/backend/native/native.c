@@ -148,7 +148,7 @@ static int clone_error(struct al_error *err, int e)
 			   : e == EINVAL		? "this kernel lacks one of the namespace types"
 							: "";
 	return al_err(err, e,
-		      "setup: clone3 with new user, pid, mount, net, ipc, uts and cgroup namespaces failed: %s%s%s%s",
+		      "setup: clone3 with new user, pid, mount, ipc, uts and cgroup namespaces failed: %s%s%s%s",
 		      strerror(e), *hint ? "; " : "", hint,
 		      nat_userns_refused(e) ? " (--fallback runs on Landlock and seccomp alone, reported)" : "");
 }
@@ -209,8 +209,9 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	if (cg_clone_into(io->cg) && (r = cg_make(io->cg, err)) < 0)
 		goto out;
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
-	/* Every posture but "host" gets its own network namespace. */
-	pid_t pid = pfd_clone3(NS_FLAGS | (pl->net.own_netns ? CLONE_NEWNET : 0), &pidfd, cgfd);
+	/* Every posture but "host" gets its own network namespace: init makes it beside itself
+	 * (child.c, netns_start), off this clone3's path. */
+	pid_t pid = pfd_clone3(NS_FLAGS, &pidfd, cgfd);
 	if (pid == 0) {
 		close(sync_p[1]);
 		close(status_p[0]);
