@@ -8,6 +8,7 @@
 #include "backend/capability.h"
 #include "cgroup/cgroup.h"
 #include "kit/landlock.h"
+#include "kit/sched.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -74,5 +75,12 @@ int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *
 	int r = be_refuse(caps, p, &pl, &host, err);
 	if (r == 0 && io->cg && !caps->makes_cgroup)
 		r = cg_make(io->cg, err);
-	return r < 0 ? r : backends[p->backend].spawn(p, &pl, io, out, err);
+	if (r < 0)
+		return r;
+	/* Whatever class the caller runs in, the job starts in the default one (kit/sched.c). */
+	struct sched_saved sched;
+	sched_fork_default(&sched);
+	r = backends[p->backend].spawn(p, &pl, io, out, err);
+	sched_fork_restore(&sched);
+	return r;
 }
