@@ -4,13 +4,15 @@
  *
  *   supervisor (caller's credentials, host namespaces)
  *     │  builds the filesystem plan, the environment and the id map (all allocation happens here)
- *     │  clone3(NEWUSER|NEWPID|NEWNS|NEWNET|NEWIPC|NEWUTS|NEWCGROUP, pidfd)
+ *     │  clone3(NEWUSER|NEWPID|NEWNS|NEWIPC|NEWUTS, pidfd [, into the v2 cgroup])
  *     ▼
  *   init = pid 1 of the new pid namespace, full capabilities in the new user namespace only
+ *     │  starts a helper that makes the job's network namespace (lo up) beside it (child.c),
  *     │  opens the bind sources, then waits on the sync pipe while the supervisor writes
  *     │  uid_map/gid_map; becomes sandbox root (host id_base as root, the caller otherwise);
  *     │  assembles a tmpfs root from the plan, pivot_root, detaches the old root,
- *     │  makes / read-only, sets the hostname; waits until it is in the job's cgroups, enters a
+ *     │  makes / read-only, sets the hostname, joins the helper's network namespace (setns);
+ *     │  waits until it is in the job's cgroups, enters a
  *     │  new cgroup namespace and mounts the job's cgroups read-only at /sys/fs/cgroup (whose
  *     │  root that namespace makes the job's cgroup); fork()s the payload and reaps until it exits
  *     ▼
