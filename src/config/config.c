@@ -34,6 +34,8 @@ static const enum opt_id limit_ids[CFG_LIM__COUNT] = {
 	[CFG_LIM_CGROUP_SYSTEMD] = OPT_CGROUP_SYSTEMD,
 };
 
+const char cfg_defaults_name[] = CFG_DEFAULTS_NAME;
+
 const struct al_option *cfg_limit_option(enum cfg_limit_key k)
 {
 	return (unsigned)k < CFG_LIM__COUNT ? opt_find(limit_ids[k]) : NULL;
@@ -766,9 +768,9 @@ static int load(const char *buf, size_t len, const char *name, bool job_only, st
 	struct cfg_node *tree = NULL;
 	struct cfg *cfg = NULL;
 	job_only = job_only && !name;
-	int r = parse_checked(cfg_default_yaml, strlen(cfg_default_yaml), CFG_DEFAULTS_NAME, &tree, err);
+	int r = parse_checked(cfg_default_yaml, strlen(cfg_default_yaml), cfg_defaults_name, &tree, err);
 	if (r == 0 && !job_only)
-		r = merge_doc(tree, cfg_default_service_yaml, strlen(cfg_default_service_yaml), CFG_DEFAULTS_NAME, err);
+		r = merge_doc(tree, cfg_default_service_yaml, strlen(cfg_default_service_yaml), cfg_defaults_name, err);
 	if (r == 0 && name)
 		r = merge_doc(tree, buf, len, name, err);
 	if (r < 0)

@@ -329,7 +329,13 @@ static void test_defaults_manager(void **state)
 	assert_int_equal(net->when[0].op, CFG_COND_EQUALS);
 	assert_true(json_is_true(net->when[0].equals));
 	assert_int_equal(c->rules[1].when[0].op, CFG_COND_MATCHES);
+	/* A load compiles no pattern of the defaults: only what classifies does, once. */
+	assert_null(c->rules[1].when[0].re);
+	assert_int_equal(cfg_rules_compile(c, &err), 0);
 	assert_non_null(c->rules[1].when[0].re);
+	const void *re = c->rules[1].when[0].re;
+	assert_int_equal(cfg_rules_compile(c, &err), 0);
+	assert_ptr_equal(c->rules[1].when[0].re, re);
 	assert_int_equal(c->rules[6].risk, CFG_RISK_MEDIUM);
 	assert_int_equal(c->rules[6].timeout_ms, 120000);
 	assert_false(c->rules[6].require_approval);
@@ -735,6 +741,10 @@ static void test_lookup(void **state)
 		assert_true(job->limits.text[i] == all->limits.text[i] ||
 			    strcmp(job->limits.text[i], all->limits.text[i]) == 0);
 	struct risk_decision d;
+	/* Nor can a configuration whose patterns were never compiled. */
+	assert_int_equal(risk_classify(all, "code_execute", NULL, &d, &err), -EINVAL);
+	assert_int_equal(cfg_rules_compile(all, &err), 0);
+	assert_int_equal(cfg_rules_compile(job, &err), 0);
 	assert_int_equal(risk_classify(all, "code_execute", NULL, &d, &err), 0);
 	assert_int_equal(risk_classify(job, "code_execute", NULL, &d, &err), -EINVAL);
 	cfg_free(all);
