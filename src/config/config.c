@@ -751,7 +751,6 @@ static int default_limits(struct cfg_limits *l)
 	return 0;
 }
 
-/* The file buf (name NULL: none) merged over the defaults, converted. */
 /* Parses one document and merges it over tree. */
 static int merge_doc(struct cfg_node *tree, const char *buf, size_t len, const char *name, struct al_error *err)
 {
@@ -762,15 +761,16 @@ static int merge_doc(struct cfg_node *tree, const char *buf, size_t len, const c
 	return r;
 }
 
-/* The defaults, the service's part unless job_only and there is no file, then the file if any. */
+/* The defaults (the service's part unless job_only and there is no file), then the file if any.
+ * Without a file the build-time tree is converted as it is; a file is merged over a copy. */
 static int load(const char *buf, size_t len, const char *name, bool job_only, struct cfg **out, struct al_error *err)
 {
 	struct cfg_node *tree = NULL;
 	struct cfg *cfg = NULL;
 	job_only = job_only && !name;
-	int r = parse_checked(cfg_default_yaml, strlen(cfg_default_yaml), cfg_defaults_name, &tree, err);
-	if (r == 0 && !job_only)
-		r = merge_doc(tree, cfg_default_service_yaml, strlen(cfg_default_service_yaml), cfg_defaults_name, err);
+	int r = 0;
+	if (name && !(tree = cfg_node_clone(cfg_defaults_all)))
+		r = al_err(err, ENOMEM, "out of memory");
 	if (r == 0 && name)
 		r = merge_doc(tree, buf, len, name, err);
 	if (r < 0)
@@ -780,7 +780,7 @@ static int load(const char *buf, size_t len, const char *name, bool job_only, st
 		goto out;
 	}
 	cfg->job_only = job_only;
-	r = convert(tree, cfg, err);
+	r = convert(tree ? tree : job_only ? cfg_defaults_job : cfg_defaults_all, cfg, err);
 	if (r == 0 && default_limits(&cfg->limits) < 0)
 		r = al_err(err, ENOMEM, "out of memory");
 out:

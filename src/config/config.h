@@ -44,6 +44,12 @@ extern const char cfg_defaults_name[];
  * reads, and the service's sections (rules, approval, audit, server), merged over it. */
 extern const char cfg_default_yaml[];
 extern const char cfg_default_service_yaml[];
+/* The same documents as cfg_yaml_parse makes them, parsed at build time (tools/gen-config.c):
+ * the first alone (a job's, cfg_load_job) and both merged (every other load). Read-only: a
+ * load converts them as they are, or merges a file over a copy (cfg_node_clone). */
+struct cfg_node;
+extern const struct cfg_node *const cfg_defaults_job;
+extern const struct cfg_node *const cfg_defaults_all;
 
 /* The keys of a limits block, in the order they are dumped. Each is the option of that name
  * in the option table (cfg_limit_option): one name, one parser, one doc line. */

@@ -673,6 +673,68 @@ static void test_node_merge(void **state)
 	cfg_node_free(a);
 }
 
+/* Every field of two trees, marks and order included. */
+static void same_mark(struct cfg_mark a, struct cfg_mark b)
+{
+	assert_ptr_equal(a.file, b.file);
+	assert_int_equal(a.line, b.line);
+	assert_int_equal(a.column, b.column);
+}
+
+static void same_text(const char *a, const char *b)
+{
+	assert_true(!a == !b);
+	if (a)
+		assert_string_equal(a, b);
+}
+
+/* NOLINTNEXTLINE(misc-no-recursion): as deep as the defaults, a few levels */
+static void same_tree(const struct cfg_node *a, const struct cfg_node *b)
+{
+	assert_int_equal(a->kind, b->kind);
+	same_mark(a->mark, b->mark);
+	assert_int_equal(a->plain, b->plain);
+	same_text(a->text, b->text);
+	assert_int_equal(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		same_text(a->ents[i].key, b->ents[i].key);
+		same_mark(a->ents[i].key_mark, b->ents[i].key_mark);
+		same_tree(a->ents[i].value, b->ents[i].value);
+	}
+}
+
+/* The trees tools/gen-config.c wrote at build time are what the loader's parser makes of
+ * defaults.c's text now (the job's: the first document; the whole: both merged), and a copy of
+ * one is the same tree again. */
+static void test_build_time_defaults(void **state)
+{
+	(void)state;
+	struct cfg_node *job = NULL, *all = NULL, *service = NULL;
+	struct al_error err = {0};
+	assert_int_equal(cfg_yaml_parse(cfg_default_yaml, strlen(cfg_default_yaml), cfg_defaults_name, &job, &err), 0);
+	assert_int_equal(cfg_yaml_parse(cfg_default_yaml, strlen(cfg_default_yaml), cfg_defaults_name, &all, &err), 0);
+	assert_int_equal(cfg_yaml_parse(cfg_default_service_yaml, strlen(cfg_default_service_yaml), cfg_defaults_name,
+					&service, &err),
+			 0);
+	assert_int_equal(cfg_node_merge(all, service), 0);
+	same_tree(cfg_defaults_job, job);
+	same_tree(cfg_defaults_all, all);
+	struct cfg_node *copy = cfg_node_clone(cfg_defaults_all);
+	assert_non_null(copy);
+	same_tree(copy, all);
+	cfg_node_free(copy);
+	cfg_node_free(job);
+	cfg_node_free(all);
+
+	/* A file's pattern is compiled at load whatever the file is called: only the defaults'
+	 * own nodes (their marks point at cfg_defaults_name itself) skip it. */
+	const char *bad = "version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a(b'}]}\n";
+	struct cfg *c = NULL;
+	assert_int_equal(cfg_load_buffer(bad, strlen(bad), CFG_DEFAULTS_NAME, &c, &err), -EINVAL);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "invalid regex at offset 3"));
+}
+
 /* ---- files: lookup, reading, trust --------------------------------------------------------- */
 
 struct tmp {
@@ -920,6 +982,7 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_node_merge),
+		cmocka_unit_test(test_build_time_defaults),
 		cmocka_unit_test_setup_teardown(test_lookup, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_trusted, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_read_fd, setup_tmp, teardown_tmp),
