@@ -197,6 +197,25 @@ void conv_join(char *out, const char *path, const char *key)
 	*o = '\0';
 }
 
+/* snprintf(out, PATH_BUF + 16, "%s[%zu]", path, i) by hand, for the same reason: every item of
+ * every list passes here (0.025 M of the 0.93 M instructions of `airlock run -- /bin/true`). */
+void conv_index(char *out, const char *path, size_t i)
+{
+	char digits[24];
+	size_t nd = 0;
+	do
+		digits[nd++] = (char)('0' + i % 10);
+	while ((i /= 10) && nd < sizeof(digits));
+	char *o = out;
+	const char *end = out + PATH_BUF + 16 - 1;
+	put(&o, end, path, strlen(path));
+	put(&o, end, "[", 1);
+	while (nd)
+		put(&o, end, &digits[--nd], 1);
+	put(&o, end, "]", 1);
+	*o = '\0';
+}
+
 static const char *kind_name(const struct cfg_node *n)
 {
 	if (cfg_node_is_null(n))
@@ -233,13 +252,13 @@ int conv_pick(struct conv *c, const struct cfg_node *n, const char *path, const 
 	int r = conv_want(c, n, CFG_SCALAR, path);
 	if (r < 0)
 		return r;
-	char list[160] = "";
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < count; i++)
 		if (names[i] && strcmp(n->text, names[i]) == 0)
 			return (int)i;
+	char list[160] = ""; /* only for the message: building it on every pick cost more than the pick */
+	for (size_t i = 0; i < count; i++)
 		if (names[i])
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", *list ? ", " : "", names[i]);
-	}
 	return conv_bad(c->err, EINVAL, n->mark, path, "'%.64s' is not one of: %s", n->text, list);
 }
 
@@ -327,7 +346,7 @@ int conv_strv(struct conv *c, const struct cfg_node *seq, const char *path, stru
 		return al_err(c->err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < seq->n; i++) {
 		char ipath[PATH_BUF + 16];
-		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		conv_index(ipath, path, i);
 		const struct cfg_node *it = seq->ents[i].value;
 		if ((r = conv_want(c, it, CFG_SCALAR, ipath)) < 0 || (check && (r = check(c, it, ipath, obj)) < 0))
 			return r;

@@ -291,7 +291,7 @@ static int r_when(struct conv *c, const struct cfg_node *v, const char *path, vo
 		return oom(c);
 	for (size_t i = 0; r == 0 && i < v->n; i++) {
 		char ipath[PATH_BUF + 16];
-		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		conv_index(ipath, path, i);
 		rule->nwhen = i + 1;
 		r = conv_cond(c, v->ents[i].value, ipath, &rule->when[i]);
 	}
@@ -365,7 +365,7 @@ int conv_rules(struct conv *c, const struct cfg_node *v, const char *path, void 
 		return oom(c);
 	for (size_t i = 0; r == 0 && i < v->n; i++) {
 		char ipath[PATH_BUF + 16];
-		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		conv_index(ipath, path, i);
 		c->cfg->nrules = i + 1;
 		r = conv_rule(c, v->ents[i].value, ipath, &c->cfg->rules[i]);
 	}

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "config/config.h"
+#include "config/conv.h"
 #include "config/yaml.h"
 #include "policy/policy.h"
 #include "risk/risk.h"
@@ -735,6 +736,34 @@ static void test_build_time_defaults(void **state)
 	assert_non_null(strstr(err.msg, "invalid regex at offset 3"));
 }
 
+/* conv_index and conv_join write what their snprintf forms wrote (messages name these paths). */
+static void test_key_paths(void **state)
+{
+	(void)state;
+	static const size_t idx[] = {0, 1, 9, 10, 99, 100, 12345, SIZE_MAX};
+	char path[PATH_BUF], key[100];
+	srand(14);
+	for (int round = 0; round < 20000; round++) {
+		size_t pl = (size_t)rand() % PATH_BUF, kl = (size_t)rand() % sizeof(key);
+		for (size_t i = 0; i < pl; i++)
+			path[i] = (char)('a' + rand() % 26);
+		path[pl] = 0;
+		for (size_t i = 0; i < kl; i++)
+			key[i] = (char)('a' + rand() % 26);
+		key[kl] = 0;
+		size_t n = round < 8 ? idx[round] : (size_t)rand() % (round % 3 ? 100 : 1000000);
+		char want[PATH_BUF + 16], got[PATH_BUF + 16];
+		snprintf(want, sizeof(want), "%s[%zu]", path, n);
+		conv_index(got, path, n);
+		assert_string_equal(got, want);
+		char joined[PATH_BUF + 80]; /* then cut as snprintf into PATH_BUF bytes would */
+		snprintf(joined, sizeof(joined), "%s%s%.64s%s", path, *path ? "." : "", key, kl > 64 ? "..." : "");
+		joined[PATH_BUF - 1] = 0;
+		conv_join(got, path, key);
+		assert_string_equal(got, joined);
+	}
+}
+
 /* ---- files: lookup, reading, trust --------------------------------------------------------- */
 
 struct tmp {
@@ -983,6 +1012,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_node_merge),
 		cmocka_unit_test(test_build_time_defaults),
+		cmocka_unit_test(test_key_paths),
 		cmocka_unit_test_setup_teardown(test_lookup, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_trusted, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_read_fd, setup_tmp, teardown_tmp),
