@@ -23,6 +23,7 @@ struct flat {
 };
 
 /* Numbers the nodes in preorder and gives each node's entries consecutive slots. */
+/* NOLINTNEXTLINE(misc-no-recursion): the parser bounds the depth (CFG_MAX_DEPTH) */
 static int number(struct flat *f, const struct cfg_node *n)
 {
 	if (f->nnodes == MAX_NODES)
@@ -94,7 +95,8 @@ static int emit(FILE *out, const char *name, const struct cfg_node *root)
 			n->mark.column, n->plain ? "true" : "false");
 		literal(out, n->text);
 		if (n->n)
-			fprintf(out, ", (struct cfg_entry *)&%s_e[%zu], %zu, %zu},\n", name, f.first_ent[i], n->n, n->n);
+			fprintf(out, ", (struct cfg_entry *)&%s_e[%zu], %zu, %zu},\n", name, f.first_ent[i], n->n,
+				n->n);
 		else
 			fputs(", NULL, 0, 0},\n", out);
 	}

@@ -22,7 +22,9 @@
 #define MAX_POOL	64			   /* ready sandboxes of one profile */
 #define MAX_CELL_IMAGES (32ULL << 20)		   /* server.cell_image_limit */
 #define MIN_ROTATE	(64ULL << 10)		   /* a smaller log would rotate every few records */
-#define REGEX_OPTIONS	(PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C)
+
+/* How every pattern is compiled: at load (a file's, to refuse a bad one) and for matching. */
+#define REGEX_OPTIONS	 (PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C)
 #define REGEX_NEST_LIMIT 64 /* parentheses: bounds the compiler's recursion */
 
 static const char *const risk_names[CFG_RISK__COUNT] = {"LOW", "MEDIUM", "HIGH", "CRITICAL"};
@@ -376,8 +378,7 @@ int conv_rules(struct conv *c, const struct cfg_node *v, const char *path, void 
  * matches the empty string, so it changes no match; in front of a top-level alternation it
  * belongs to the first branch, which every start position tries first, so it still runs at
  * each of them. */
-static int compile_cond(struct cfg_cond *k, pcre2_compile_context *cc, const char *rule, size_t i,
-			struct al_error *err)
+static int compile_cond(struct cfg_cond *k, pcre2_compile_context *cc, const char *rule, size_t i, struct al_error *err)
 {
 	cleanup_free char *wrapped = NULL;
 	if (asprintf(&wrapped, "(?C%d)%s", CFG_REGEX_CALLOUT, k->pattern) < 0)
