@@ -39,11 +39,12 @@ static bool same_text(const char *a, const char *b)
 /* NOLINTNEXTLINE(misc-no-recursion): the parser bounds the depth (CFG_MAX_DEPTH) */
 static bool same_tree(const struct cfg_node *a, const struct cfg_node *b)
 {
-	if (a->kind != b->kind || !same_mark(a->mark, b->mark) || a->plain != b->plain || !same_text(a->text, b->text) ||
-	    a->n != b->n)
+	if (a->kind != b->kind || !same_mark(a->mark, b->mark) || a->plain != b->plain ||
+	    !same_text(a->text, b->text) || a->n != b->n)
 		return false;
 	for (size_t i = 0; i < a->n; i++)
-		if (!same_text(a->ents[i].key, b->ents[i].key) || !same_mark(a->ents[i].key_mark, b->ents[i].key_mark) ||
+		if (!same_text(a->ents[i].key, b->ents[i].key) ||
+		    !same_mark(a->ents[i].key_mark, b->ents[i].key_mark) ||
 		    !same_tree(a->ents[i].value, b->ents[i].value))
 			return false;
 	return true;
@@ -168,8 +169,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gen-config: more than %d nodes\n", MAX_NODES);
 	else
 		emit(f, &flat);
-	fprintf(f, "\nconst struct cfg_node *const cfg_defaults_all = &nodes[0];\n"
-		   "const struct cfg_node *const cfg_defaults_job = &nodes[%zu];\n",
+	fprintf(f,
+		"\nconst struct cfg_node *const cfg_defaults_all = &nodes[0];\n"
+		"const struct cfg_node *const cfg_defaults_job = &nodes[%zu];\n",
 		job_root);
 	cfg_node_free(job);
 	cfg_node_free(all);
