@@ -34,6 +34,8 @@ static const enum opt_id limit_ids[CFG_LIM__COUNT] = {
 	[CFG_LIM_CGROUP_SYSTEMD] = OPT_CGROUP_SYSTEMD,
 };
 
+const char cfg_defaults_name[] = CFG_DEFAULTS_NAME;
+
 const struct al_option *cfg_limit_option(enum cfg_limit_key k)
 {
 	return (unsigned)k < CFG_LIM__COUNT ? opt_find(limit_ids[k]) : NULL;
@@ -195,6 +197,25 @@ void conv_join(char *out, const char *path, const char *key)
 	*o = '\0';
 }
 
+/* snprintf(out, PATH_BUF + 16, "%s[%zu]", path, i) by hand, for the same reason: every item of
+ * every list passes here (0.025 M of the 0.93 M instructions of `airlock run -- /bin/true`). */
+void conv_index(char *out, const char *path, size_t i)
+{
+	char digits[24];
+	size_t nd = 0;
+	do
+		digits[nd++] = (char)('0' + i % 10);
+	while ((i /= 10) && nd < sizeof(digits));
+	char *o = out;
+	const char *end = out + PATH_BUF + 16 - 1;
+	put(&o, end, path, strlen(path));
+	put(&o, end, "[", 1);
+	while (nd)
+		put(&o, end, &digits[--nd], 1);
+	put(&o, end, "]", 1);
+	*o = '\0';
+}
+
 static const char *kind_name(const struct cfg_node *n)
 {
 	if (cfg_node_is_null(n))
@@ -231,13 +252,13 @@ int conv_pick(struct conv *c, const struct cfg_node *n, const char *path, const 
 	int r = conv_want(c, n, CFG_SCALAR, path);
 	if (r < 0)
 		return r;
-	char list[160] = "";
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < count; i++)
 		if (names[i] && strcmp(n->text, names[i]) == 0)
 			return (int)i;
+	char list[160] = ""; /* only for the message: building it on every pick cost more than the pick */
+	for (size_t i = 0; i < count; i++)
 		if (names[i])
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", *list ? ", " : "", names[i]);
-	}
 	return conv_bad(c->err, EINVAL, n->mark, path, "'%.64s' is not one of: %s", n->text, list);
 }
 
@@ -325,7 +346,7 @@ int conv_strv(struct conv *c, const struct cfg_node *seq, const char *path, stru
 		return al_err(c->err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < seq->n; i++) {
 		char ipath[PATH_BUF + 16];
-		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		conv_index(ipath, path, i);
 		const struct cfg_node *it = seq->ents[i].value;
 		if ((r = conv_want(c, it, CFG_SCALAR, ipath)) < 0 || (check && (r = check(c, it, ipath, obj)) < 0))
 			return r;
@@ -749,7 +770,6 @@ static int default_limits(struct cfg_limits *l)
 	return 0;
 }
 
-/* The file buf (name NULL: none) merged over the defaults, converted. */
 /* Parses one document and merges it over tree. */
 static int merge_doc(struct cfg_node *tree, const char *buf, size_t len, const char *name, struct al_error *err)
 {
@@ -760,15 +780,16 @@ static int merge_doc(struct cfg_node *tree, const char *buf, size_t len, const c
 	return r;
 }
 
-/* The defaults, the service's part unless job_only and there is no file, then the file if any. */
+/* The defaults (the service's part unless job_only and there is no file), then the file if any.
+ * Without a file the build-time tree is converted as it is; a file is merged over a copy. */
 static int load(const char *buf, size_t len, const char *name, bool job_only, struct cfg **out, struct al_error *err)
 {
 	struct cfg_node *tree = NULL;
 	struct cfg *cfg = NULL;
 	job_only = job_only && !name;
-	int r = parse_checked(cfg_default_yaml, strlen(cfg_default_yaml), CFG_DEFAULTS_NAME, &tree, err);
-	if (r == 0 && !job_only)
-		r = merge_doc(tree, cfg_default_service_yaml, strlen(cfg_default_service_yaml), CFG_DEFAULTS_NAME, err);
+	int r = 0;
+	if (name && !(tree = cfg_node_clone(cfg_defaults_all)))
+		r = al_err(err, ENOMEM, "out of memory");
 	if (r == 0 && name)
 		r = merge_doc(tree, buf, len, name, err);
 	if (r < 0)
@@ -778,7 +799,7 @@ static int load(const char *buf, size_t len, const char *name, bool job_only, st
 		goto out;
 	}
 	cfg->job_only = job_only;
-	r = convert(tree, cfg, err);
+	r = convert(tree ? tree : job_only ? cfg_defaults_job : cfg_defaults_all, cfg, err);
 	if (r == 0 && default_limits(&cfg->limits) < 0)
 		r = al_err(err, ENOMEM, "out of memory");
 out:

@@ -35,13 +35,21 @@
 #define CFG_SYSTEM_FILE "/etc/airlock/config.yaml"
 /* Tests relocate the system file's "/etc" (never honoured for anything else). */
 #define CFG_SYSCONFDIR_ENV "AIRLOCK_SYSCONFDIR"
-/* The name errors give the embedded defaults. */
+/* The name errors give the embedded defaults. Their nodes' marks point at the one object
+ * cfg_defaults_name, so a node from them is known by that pointer, whatever a file is called. */
 #define CFG_DEFAULTS_NAME "<defaults>"
+extern const char cfg_defaults_name[];
 
 /* The embedded defaults, YAML documents parsed by the same code as any file: what every caller
  * reads, and the service's sections (rules, approval, audit, server), merged over it. */
 extern const char cfg_default_yaml[];
 extern const char cfg_default_service_yaml[];
+/* The same documents as cfg_yaml_parse makes them, parsed at build time (tools/gen-config.c):
+ * the first alone (a job's, cfg_load_job) and both merged (every other load). Read-only: a
+ * load converts them as they are, or merges a file over a copy (cfg_node_clone). */
+struct cfg_node;
+extern const struct cfg_node *const cfg_defaults_job;
+extern const struct cfg_node *const cfg_defaults_all;
 
 /* The keys of a limits block, in the order they are dumped. Each is the option of that name
  * in the option table (cfg_limit_option): one name, one parser, one doc line. */
@@ -163,7 +171,7 @@ struct cfg_cond {
 	enum cfg_cond_op op;
 	struct json_t *equals;	      /* EQUALS: a JSON scalar (string, number, true, false, null) */
 	char *pattern;		      /* MATCHES: the regex as written */
-	struct pcre2_real_code_8 *re; /* MATCHES: compiled once, at load */
+	struct pcre2_real_code_8 *re; /* MATCHES: compiled once, by cfg_rules_compile (else NULL) */
 };
 
 /* rules[i]: the first rule (in file order) whose tools include the request's tool and whose
@@ -245,6 +253,8 @@ struct cfg {
 	/* cfg_load_job without a file: the service's sections were not loaded (no rules, approval,
 	 * audit or server): never a configuration to classify or serve requests with. */
 	bool job_only;
+	/* cfg_rules_compile has compiled the rules' patterns: only what classifies needs them. */
+	bool rules_compiled;
 	struct cfg_limits limits;
 	struct cfg_registry *registries;
 	size_t nregistries;
@@ -283,6 +293,15 @@ int cfg_lookup(bool privileged, char **path, struct al_error *err);
  * root or trusted_uid and nobody else may write them. Root passes 0. */
 int cfg_check_trusted(int fd, const char *path, uid_t trusted_uid, struct al_error *err);
 void cfg_free(struct cfg *c);
+
+/*
+ * Compiles the rules' patterns for risk_classify, once (a second call does nothing); called
+ * where requests are classified (the service, at its start, before any thread reads c). Every
+ * load already refuses a file's bad pattern with its file:line:column (it is compiled then, and
+ * freed); the embedded defaults' patterns are not compiled by a load at all, so `airlock run`,
+ * `check` and `config dump` never pay for them (the unit tests prove they compile). 0, -ENOMEM.
+ */
+int cfg_rules_compile(struct cfg *c, struct al_error *err);
 
 /* NULL when there is no entry of that name. */
 const struct cfg_profile *cfg_profile(const struct cfg *c, const char *name);

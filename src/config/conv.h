@@ -29,6 +29,8 @@ __attribute__((format(printf, 5, 6))) int conv_bad(struct al_error *err, int cod
 						   const char *fmt, ...);
 /* out = path + "." + key (key capped), out has PATH_BUF bytes. */
 void conv_join(char *out, const char *path, const char *key);
+/* out = path + "[" + i + "]", out has PATH_BUF + 16 bytes. */
+void conv_index(char *out, const char *path, size_t i);
 /* 0 when n is a non-null node of that kind, else an error naming what was found. */
 int conv_want(struct conv *c, const struct cfg_node *n, enum cfg_node_kind kind, const char *path);
 /* A scalar, copied into *out (replacing what was there). */

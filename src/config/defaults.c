@@ -3,7 +3,8 @@
 
 /*
  * Parsed by the same code as any file, so it is validated the same way (a unit test loads it)
- * and `airlock config dump` round-trips. No limits here: their defaults are the policy's
+ * and `airlock config dump` round-trips; parsed once, at build time (tools/gen-config.c writes
+ * the trees every load starts from: cfg_defaults_job, cfg_defaults_all), not at every start. No limits here: their defaults are the policy's
  * (policy.c), stated into the loaded configuration by config.c (default_limits); like every
  * default they are enforced where the host can, and reported where it cannot.
  */

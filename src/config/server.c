@@ -23,6 +23,10 @@
 #define MAX_CELL_IMAGES (32ULL << 20)		   /* server.cell_image_limit */
 #define MIN_ROTATE	(64ULL << 10)		   /* a smaller log would rotate every few records */
 
+/* How every pattern is compiled: at load (a file's, to refuse a bad one) and for matching. */
+#define REGEX_OPTIONS	 (PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C)
+#define REGEX_NEST_LIMIT 64 /* parentheses: bounds the compiler's recursion */
+
 static const char *const risk_names[CFG_RISK__COUNT] = {"LOW", "MEDIUM", "HIGH", "CRITICAL"};
 
 const char *cfg_risk_name(enum cfg_risk r)
@@ -191,29 +195,21 @@ static int regex_error(struct conv *c, const struct cfg_node *v, const char *pat
 	return conv_bad(c->err, EINVAL, v->mark, path, "invalid regex at offset %zu: %s", offset, (const char *)msg);
 }
 
-/* Compiles text alone (so errors point into what the operator wrote), then for use with the
- * deadline callout in front. The callout item matches the empty string, so it changes no
- * match; in front of a top-level alternation it belongs to the first branch, which every
- * start position tries first, so it still runs at each of them. */
-static int compile(struct conv *c, const struct cfg_node *v, const char *path, pcre2_code **out)
+/* The pattern as written, compiled alone so that errors point into what the operator wrote:
+ * the validation every load does (the compiled form is freed; cfg_rules_compile makes the one
+ * that is used). */
+static int validate(struct conv *c, const struct cfg_node *v, const char *path)
 {
-	const uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C;
+	int code = 0;
+	PCRE2_SIZE off = 0;
 	pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
 	if (!cc)
 		return oom(c);
-	pcre2_set_parens_nest_limit(cc, 64);
-	int code = 0;
-	PCRE2_SIZE off = 0;
-	size_t len = strlen(v->text);
-	pcre2_code *alone = pcre2_compile((PCRE2_SPTR)v->text, len, opts, &code, &off, cc);
+	pcre2_set_parens_nest_limit(cc, REGEX_NEST_LIMIT);
+	pcre2_code *alone = pcre2_compile((PCRE2_SPTR)v->text, strlen(v->text), REGEX_OPTIONS, &code, &off, cc);
+	pcre2_compile_context_free(cc);
 	int r = alone ? 0 : regex_error(c, v, path, code, off);
 	pcre2_code_free(alone);
-	cleanup_free char *wrapped = NULL;
-	if (r == 0 && asprintf(&wrapped, "(?C%d)%s", CFG_REGEX_CALLOUT, v->text) < 0)
-		r = oom(c);
-	if (r == 0 && !(*out = pcre2_compile((PCRE2_SPTR)wrapped, PCRE2_ZERO_TERMINATED, opts, &code, &off, cc)))
-		r = regex_error(c, v, path, code, off);
-	pcre2_compile_context_free(cc);
 	return r;
 }
 
@@ -230,7 +226,11 @@ static int c_matches(struct conv *c, const struct cfg_node *v, const char *path,
 	if (r == 0 && strncmp(v->text, "(*", 2) == 0)
 		r = conv_bad(c->err, EINVAL, v->mark, path,
 			     "options such as (*UTF) are not accepted: airlock sets them");
-	r = r ?: compile(c, v, path, &k->re);
+	/* The embedded defaults' patterns (known by their marks' file, the one cfg_defaults_name
+	 * object, which no file's name can be) are proven by the unit tests that compile them; a
+	 * file's are compiled here, so that every command that loads it refuses a bad one. */
+	if (r == 0 && v->mark.file != cfg_defaults_name)
+		r = validate(c, v, path);
 	k->op = CFG_COND_MATCHES;
 	return r ?: conv_copy_str(c, v, path, &k->pattern);
 }
@@ -241,9 +241,9 @@ static int conv_cond(struct conv *c, const struct cfg_node *v, const char *path,
 	int r = conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), k);
 	if (r == 0 && !k->param)
 		r = conv_bad(c->err, EINVAL, v->mark, path, "needs a param");
-	if (r == 0 && !k->equals == !k->re)
+	if (r == 0 && !k->equals == !k->pattern)
 		r = conv_bad(c->err, EINVAL, v->mark, path,
-			     k->re ? "give equals or matches, not both" : "needs equals or matches");
+			     k->pattern ? "give equals or matches, not both" : "needs equals or matches");
 	return r;
 }
 
@@ -293,7 +293,7 @@ static int r_when(struct conv *c, const struct cfg_node *v, const char *path, vo
 		return oom(c);
 	for (size_t i = 0; r == 0 && i < v->n; i++) {
 		char ipath[PATH_BUF + 16];
-		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		conv_index(ipath, path, i);
 		rule->nwhen = i + 1;
 		r = conv_cond(c, v->ents[i].value, ipath, &rule->when[i]);
 	}
@@ -367,11 +367,55 @@ int conv_rules(struct conv *c, const struct cfg_node *v, const char *path, void 
 		return oom(c);
 	for (size_t i = 0; r == 0 && i < v->n; i++) {
 		char ipath[PATH_BUF + 16];
-		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		conv_index(ipath, path, i);
 		c->cfg->nrules = i + 1;
 		r = conv_rule(c, v->ents[i].value, ipath, &c->cfg->rules[i]);
 	}
 	return r ?: unique_names(c, v, path);
+}
+
+/* Compiles k's pattern for matching, with the deadline callout in front. The callout item
+ * matches the empty string, so it changes no match; in front of a top-level alternation it
+ * belongs to the first branch, which every start position tries first, so it still runs at
+ * each of them. */
+static int compile_cond(struct cfg_cond *k, pcre2_compile_context *cc, const char *rule, size_t i, struct al_error *err)
+{
+	cleanup_free char *wrapped = NULL;
+	if (asprintf(&wrapped, "(?C%d)%s", CFG_REGEX_CALLOUT, k->pattern) < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	int code = 0;
+	PCRE2_SIZE off = 0;
+	k->re = pcre2_compile((PCRE2_SPTR)wrapped, PCRE2_ZERO_TERMINATED, REGEX_OPTIONS, &code, &off, cc);
+	if (k->re)
+		return 0;
+	if (code == PCRE2_ERROR_HEAP_FAILED)
+		return al_err(err, ENOMEM, "out of memory");
+	/* Only an embedded default can get here (a file's patterns were compiled at load), and
+	 * test_risk compiles those: still said in full, never skipped. */
+	PCRE2_UCHAR msg[120];
+	if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)
+		snprintf((char *)msg, sizeof(msg), "error %d", code);
+	return al_err(err, EINVAL, "rules: %s: when[%zu].matches: invalid regex: %s", rule, i, (const char *)msg);
+}
+
+int cfg_rules_compile(struct cfg *c, struct al_error *err)
+{
+	if (c->rules_compiled)
+		return 0;
+	pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
+	if (!cc)
+		return al_err(err, ENOMEM, "out of memory");
+	pcre2_set_parens_nest_limit(cc, REGEX_NEST_LIMIT);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < c->nrules; i++)
+		for (size_t j = 0; r == 0 && j < c->rules[i].nwhen; j++) {
+			struct cfg_cond *k = &c->rules[i].when[j];
+			if (k->op == CFG_COND_MATCHES && !k->re)
+				r = compile_cond(k, cc, c->rules[i].name, j, err);
+		}
+	pcre2_compile_context_free(cc);
+	c->rules_compiled = r == 0;
+	return r;
 }
 
 /* ---- approval --------------------------------------------------------------------------- */

@@ -319,6 +319,31 @@ void cfg_node_free(struct cfg_node *n)
 	free(n);
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by CFG_MAX_DEPTH (see cfg_node_free) */
+struct cfg_node *cfg_node_clone(const struct cfg_node *n)
+{
+	struct cfg_node *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	*c = (struct cfg_node){.kind = n->kind, .mark = n->mark, .plain = n->plain};
+	if ((n->text && !(c->text = strdup(n->text))) || (n->n && !(c->ents = calloc(n->n, sizeof(*c->ents)))))
+		goto fail;
+	c->cap = n->n;
+	for (size_t i = 0; i < n->n; i++) {
+		struct cfg_entry *e = &c->ents[i];
+		e->key_mark = n->ents[i].key_mark;
+		if (n->ents[i].key && !(e->key = strdup(n->ents[i].key)))
+			goto fail;
+		c->n = i + 1; /* from here cfg_node_free releases the entry, value or not */
+		if (!(e->value = cfg_node_clone(n->ents[i].value)))
+			goto fail;
+	}
+	return c;
+fail:
+	cfg_node_free(c);
+	return NULL;
+}
+
 bool cfg_node_is_null(const struct cfg_node *n)
 {
 	if (!n || n->kind != CFG_SCALAR || !n->plain)

@@ -51,6 +51,8 @@ struct cfg_node {
  */
 int cfg_yaml_parse(const char *buf, size_t len, const char *file, struct cfg_node **out, struct al_error *err);
 void cfg_node_free(struct cfg_node *n);
+/* A deep copy of n (its marks' file names are shared, as they are not owned), or NULL: out of memory. */
+struct cfg_node *cfg_node_clone(const struct cfg_node *n);
 
 /* A plain "", "~" or "null" (any case of the word): YAML's null. */
 bool cfg_node_is_null(const struct cfg_node *n);

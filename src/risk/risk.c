@@ -170,6 +170,8 @@ int risk_classify(const struct cfg *c, const char *tool, const json_t *args, str
 {
 	if (c->job_only) /* no rules loaded: classifying with none would decide by omission */
 		return al_err(err, EINVAL, "risk: the configuration was loaded without its rules (cfg_load_job)");
+	if (!c->rules_compiled) /* a pattern never compiled would never match: decide by omission too */
+		return al_err(err, EINVAL, "risk: the rules' patterns were not compiled (cfg_rules_compile)");
 	struct matcher m = {0};
 	int r = FAILS;
 	size_t i = 0;
@@ -239,6 +241,8 @@ int risk_marks(const struct cfg *c, const char *rule, const json_t *args, const 
 			r = &c->rules[i];
 	if (!r || !json_is_string(s) || !max)
 		return 0;
+	if (!c->rules_compiled)
+		return -EINVAL;
 	struct matcher m = {0};
 	int rc = 0;
 	for (size_t i = 0; i < r->nwhen && rc == 0; i++) {

@@ -52,7 +52,8 @@ struct risk_decision {
 /*
  * Classifies a call of tool with args (a JSON object, or NULL for none) by c's rules. Returns 0
  * with *out filled; -ENOMEM (err set) leaves *out CRITICAL and undecided, so a caller that
- * ignores the error still fails closed. Thread-safe: c is only read.
+ * ignores the error still fails closed. -EINVAL: c cannot classify (loaded by cfg_load_job, or
+ * its patterns not compiled by cfg_rules_compile). Thread-safe: c is only read.
  */
 int risk_classify(const struct cfg *c, const char *tool, const json_t *args, struct risk_decision *out,
 		  struct al_error *err);
@@ -70,7 +71,7 @@ struct risk_mark {
  * they overlap; *n gets how many (0: the rule has no pattern on param, or none matched). Each
  * pattern's matches are sought from left to right, under the same bounds as risk_classify: what
  * a bound cut short is simply not marked (the classification already treated it as a match).
- * 0, or -ENOMEM. Thread-safe.
+ * 0, -ENOMEM, or -EINVAL when c's patterns were not compiled (cfg_rules_compile). Thread-safe.
  */
 int risk_marks(const struct cfg *c, const char *rule, const json_t *args, const char *param, struct risk_mark *out,
 	       size_t max, size_t *n);

@@ -48,6 +48,9 @@ int service_open(const struct service_opts *o, struct service **out, struct al_e
 	if (!svc)
 		return al_err(err, ENOMEM, "out of memory");
 	int r = cfg_load(o->config, &svc->cfg, err);
+	/* Compiled here, once, before any thread classifies: no other command needs them. */
+	if (r == 0)
+		r = cfg_rules_compile(svc->cfg, err);
 	if (r == 0 && o->adjust && o->adjust(o->adjust_ctx, svc->cfg) != 0)
 		r = -ECANCELED;
 	if (r == 0)

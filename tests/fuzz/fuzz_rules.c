@@ -38,7 +38,7 @@ static void fuzz_args(const uint8_t *data, size_t size)
 {
 	static struct cfg *defaults;
 	struct al_error err = {0};
-	if (!defaults && cfg_load_defaults(&defaults, &err) < 0)
+	if (!defaults && (cfg_load_defaults(&defaults, &err) < 0 || cfg_rules_compile(defaults, &err) < 0))
 		abort();
 	json_t *args = json_loadb((const char *)data, size, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
 	if (args)
@@ -80,6 +80,13 @@ static void fuzz_rules(const uint8_t *data, size_t size)
 		if (!c->rules[i].name || !c->rules[i].tools.n || c->rules[i].risk < CFG_RISK_LOW)
 			abort();
 	round_trip(c);
+	/* A pattern the load accepted always compiles for matching. */
+	if (cfg_rules_compile(c, &err) < 0) {
+		if (err.code != -ENOMEM)
+			abort();
+		cfg_free(c);
+		return;
+	}
 	/* The input itself as code (not necessarily UTF-8: the matcher must cope) and as a parameter. */
 	json_t *args = json_pack("{s:o, s:o, s:b}", "code", json_stringn_nocheck((const char *)data, size), "manager",
 				 json_string("pip"), "network_enabled", size & 1);

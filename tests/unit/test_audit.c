@@ -181,6 +181,7 @@ static void test_gate_records(void **state)
 	struct al_error err = {0};
 	const char *y = "version: 1\napproval: {channels: [http, elicitation]}\n";
 	assert_int_equal(cfg_load_buffer(y, strlen(y), "test", &cfg, &err), 0);
+	assert_int_equal(cfg_rules_compile(cfg, &err), 0); /* as service_open does */
 	struct audit_log *log = open_log(t->path, AL_UNLIMITED, 1, false);
 	struct mgate mg = {.cfg = cfg, .log = log, .transport = "stdio", .peer = "pid 1 (init)"};
 	struct srv_gate g;

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "config/config.h"
+#include "config/conv.h"
 #include "config/yaml.h"
 #include "policy/policy.h"
 #include "risk/risk.h"
@@ -329,7 +330,13 @@ static void test_defaults_manager(void **state)
 	assert_int_equal(net->when[0].op, CFG_COND_EQUALS);
 	assert_true(json_is_true(net->when[0].equals));
 	assert_int_equal(c->rules[1].when[0].op, CFG_COND_MATCHES);
+	/* A load compiles no pattern of the defaults: only what classifies does, once. */
+	assert_null(c->rules[1].when[0].re);
+	assert_int_equal(cfg_rules_compile(c, &err), 0);
 	assert_non_null(c->rules[1].when[0].re);
+	const void *re = c->rules[1].when[0].re;
+	assert_int_equal(cfg_rules_compile(c, &err), 0);
+	assert_ptr_equal(c->rules[1].when[0].re, re);
 	assert_int_equal(c->rules[6].risk, CFG_RISK_MEDIUM);
 	assert_int_equal(c->rules[6].timeout_ms, 120000);
 	assert_false(c->rules[6].require_approval);
@@ -667,6 +674,96 @@ static void test_node_merge(void **state)
 	cfg_node_free(a);
 }
 
+/* Every field of two trees, marks and order included. */
+static void same_mark(struct cfg_mark a, struct cfg_mark b)
+{
+	assert_ptr_equal(a.file, b.file);
+	assert_int_equal(a.line, b.line);
+	assert_int_equal(a.column, b.column);
+}
+
+static void same_text(const char *a, const char *b)
+{
+	assert_true(!a == !b);
+	if (a)
+		assert_string_equal(a, b);
+}
+
+/* NOLINTNEXTLINE(misc-no-recursion): as deep as the defaults, a few levels */
+static void same_tree(const struct cfg_node *a, const struct cfg_node *b)
+{
+	assert_int_equal(a->kind, b->kind);
+	same_mark(a->mark, b->mark);
+	assert_int_equal(a->plain, b->plain);
+	same_text(a->text, b->text);
+	assert_int_equal(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		same_text(a->ents[i].key, b->ents[i].key);
+		same_mark(a->ents[i].key_mark, b->ents[i].key_mark);
+		same_tree(a->ents[i].value, b->ents[i].value);
+	}
+}
+
+/* The trees tools/gen-config.c wrote at build time are what the loader's parser makes of
+ * defaults.c's text now (the job's: the first document; the whole: both merged), and a copy of
+ * one is the same tree again. */
+static void test_build_time_defaults(void **state)
+{
+	(void)state;
+	struct cfg_node *job = NULL, *all = NULL, *service = NULL;
+	struct al_error err = {0};
+	assert_int_equal(cfg_yaml_parse(cfg_default_yaml, strlen(cfg_default_yaml), cfg_defaults_name, &job, &err), 0);
+	assert_int_equal(cfg_yaml_parse(cfg_default_yaml, strlen(cfg_default_yaml), cfg_defaults_name, &all, &err), 0);
+	assert_int_equal(cfg_yaml_parse(cfg_default_service_yaml, strlen(cfg_default_service_yaml), cfg_defaults_name,
+					&service, &err),
+			 0);
+	assert_int_equal(cfg_node_merge(all, service), 0);
+	same_tree(cfg_defaults_job, job);
+	same_tree(cfg_defaults_all, all);
+	struct cfg_node *copy = cfg_node_clone(cfg_defaults_all);
+	assert_non_null(copy);
+	same_tree(copy, all);
+	cfg_node_free(copy);
+	cfg_node_free(job);
+	cfg_node_free(all);
+
+	/* A file's pattern is compiled at load whatever the file is called: only the defaults'
+	 * own nodes (their marks point at cfg_defaults_name itself) skip it. */
+	const char *bad = "version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a(b'}]}\n";
+	struct cfg *c = NULL;
+	assert_int_equal(cfg_load_buffer(bad, strlen(bad), CFG_DEFAULTS_NAME, &c, &err), -EINVAL);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "invalid regex at offset 3"));
+}
+
+/* conv_index and conv_join write what their snprintf forms wrote (messages name these paths). */
+static void test_key_paths(void **state)
+{
+	(void)state;
+	static const size_t idx[] = {0, 1, 9, 10, 99, 100, 12345, SIZE_MAX};
+	char path[PATH_BUF], key[100];
+	srand(14);
+	for (int round = 0; round < 20000; round++) {
+		size_t pl = (size_t)rand() % PATH_BUF, kl = (size_t)rand() % sizeof(key);
+		for (size_t i = 0; i < pl; i++)
+			path[i] = (char)('a' + rand() % 26);
+		path[pl] = 0;
+		for (size_t i = 0; i < kl; i++)
+			key[i] = (char)('a' + rand() % 26);
+		key[kl] = 0;
+		size_t n = round < 8 ? idx[round] : (size_t)rand() % (round % 3 ? 100 : 1000000);
+		char want[PATH_BUF + 16], got[PATH_BUF + 16];
+		snprintf(want, sizeof(want), "%s[%zu]", path, n);
+		conv_index(got, path, n);
+		assert_string_equal(got, want);
+		char joined[PATH_BUF + 80]; /* then cut as snprintf into PATH_BUF bytes would */
+		snprintf(joined, sizeof(joined), "%s%s%.64s%s", path, *path ? "." : "", key, kl > 64 ? "..." : "");
+		joined[PATH_BUF - 1] = 0;
+		conv_join(got, path, key);
+		assert_string_equal(got, joined);
+	}
+}
+
 /* ---- files: lookup, reading, trust --------------------------------------------------------- */
 
 struct tmp {
@@ -735,6 +832,10 @@ static void test_lookup(void **state)
 		assert_true(job->limits.text[i] == all->limits.text[i] ||
 			    strcmp(job->limits.text[i], all->limits.text[i]) == 0);
 	struct risk_decision d;
+	/* Nor can a configuration whose patterns were never compiled. */
+	assert_int_equal(risk_classify(all, "code_execute", NULL, &d, &err), -EINVAL);
+	assert_int_equal(cfg_rules_compile(all, &err), 0);
+	assert_int_equal(cfg_rules_compile(job, &err), 0);
 	assert_int_equal(risk_classify(all, "code_execute", NULL, &d, &err), 0);
 	assert_int_equal(risk_classify(job, "code_execute", NULL, &d, &err), -EINVAL);
 	cfg_free(all);
@@ -910,6 +1011,8 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_node_merge),
+		cmocka_unit_test(test_build_time_defaults),
+		cmocka_unit_test(test_key_paths),
 		cmocka_unit_test_setup_teardown(test_lookup, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_trusted, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_read_fd, setup_tmp, teardown_tmp),

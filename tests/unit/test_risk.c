@@ -21,7 +21,7 @@ static struct cfg *load(const char *yaml)
 {
 	struct cfg *c = NULL;
 	struct al_error err = {0};
-	if (cfg_load_buffer(yaml, strlen(yaml), "t.yaml", &c, &err) != 0)
+	if (cfg_load_buffer(yaml, strlen(yaml), "t.yaml", &c, &err) != 0 || cfg_rules_compile(c, &err) != 0)
 		fail_msg("config should load: %s\n---\n%s", err.msg, yaml);
 	return c;
 }
@@ -125,6 +125,7 @@ static void test_shipped_rules(void **state)
 	struct cfg *c = NULL;
 	struct al_error err = {0};
 	assert_int_equal(cfg_load_defaults(&c, &err), 0);
+	assert_int_equal(cfg_rules_compile(c, &err), 0);
 	assert_int_equal(check_rows(c, shipped, AL_ARRAY_SIZE(shipped)), 0);
 	cfg_free(c);
 }
@@ -262,6 +263,7 @@ static void test_shipped_patterns_scale(void **state)
 	struct cfg *c = NULL;
 	struct al_error err = {0};
 	assert_int_equal(cfg_load_defaults(&c, &err), 0);
+	assert_int_equal(cfg_rules_compile(c, &err), 0);
 	static const struct {
 		const char *unit, *tail;
 	} inputs[] = {
