@@ -51,6 +51,9 @@ AL_NOBODY_GID=65534
 AL_ID_BASE=1879048192
 
 al_log() { printf '# %s\n' "$*" >&2; }
+# serve_launch and serve_config_head, shared with bench/lib.sh.
+# shellcheck source=tests/serve_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
 
 # ---------------------------------------------------------------- temp dirs
 
@@ -906,26 +909,18 @@ threading.Event().wait()
 
 # al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
 # mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
-# waits for its port; later curls send the client token it generated (al_serve_auth). Sets
+# waits for its port (serve_launch); later curls send the client token it generated (al_serve_auth). Sets
 # AL_SERVE_PID and AL_SERVE_URL.
 al_serve_start() {
-	local d=$1 bin
+	local d=$1 rc=0
 	shift
-	bin=$(dirname "$AIRLOCK")/airlock-serve
-	[ -x "$bin" ] || al_fail "airlock-serve is not built beside airlock"
-	[ "$AL_AIRLOCK_BIN" = "$AIRLOCK" ] || install -m 0755 "$bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
-	rm -f "$d/serve.port"
-	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --http 127.0.0.1:0 --socket none --token-file "$d/serve.token" \
-		--port-file "$d/serve.port" "$@" 2>"$d/serve.err" &
-	AL_SERVE_PID=$!
+	al_serve_bin
+	serve_launch "$d/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$d/serve.token" \
+		"$@" || rc=$?
+	AL_SERVE_PID=$SERVE_PID
 	AL_BG_PIDS+=("$AL_SERVE_PID")
-	for _ in $(seq 100); do
-		[ -s "$d/serve.port" ] && break
-		kill -0 "$AL_SERVE_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	[ -s "$d/serve.port" ] || { cat "$d/serve.err" >&2; al_fail "airlock serve did not start"; }
-	AL_SERVE_URL="http://127.0.0.1:$(cat "$d/serve.port")"
+	[ "$rc" = 0 ] || al_fail "airlock serve did not start"
+	AL_SERVE_URL="http://127.0.0.1:$SERVE_PORT"
 	al_serve_auth "$d/serve.token"
 }
 

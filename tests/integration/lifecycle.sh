@@ -29,38 +29,24 @@ cgroups=false
 # config NAME SERVER-YAML: a config file with approvals off (every tool LOW) and SERVER-YAML as
 # its server section; the pool lists both shipped profiles so the defaults' spares do not merge in.
 config() {
-	cat >"$cfgdir/$1.yaml" <<EOF
-version: 1
-rules:
-- name: all
-  tools: ["*"]
-  risk: LOW
-  require_approval: false
-audit:
-  fsync: false
-server:
-$2
-EOF
+	{
+		serve_config_head
+		printf 'server:\n%s\n' "$2"
+	} >"$cfgdir/$1.yaml"
 	chmod 0644 "$cfgdir/$1.yaml"
 }
 
 # start_server NAME: airlock serve with $dir/NAME.yaml on a free loopback port, its TMPDIR a
 # directory of its own (it must stay empty); sets PORT and SPID.
 start_server() {
-	local name=$1
+	local name=$1 rc=0
 	mkdir -m 0777 "$dir/$name.tmp"
-	rm -f "$dir/$name.port"
-	TMPDIR="$dir/$name.tmp" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$cfgdir/$name.yaml" \
-		--http 127.0.0.1:0 --socket none --token-file "$dir/token" --port-file "$dir/$name.port" \
-		--audit "$dir/$name.jsonl" 2>"$dir/$name.err" &
-	SPID=$!
+	TMPDIR="$dir/$name.tmp" serve_launch "$dir/$name" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve \
+		--config "$cfgdir/$name.yaml" --socket none --token-file "$dir/token" --audit "$dir/$name.jsonl" || rc=$?
+	SPID=$SERVE_PID
 	AL_BG_PIDS+=("$SPID")
-	for _ in $(seq 150); do
-		[ -s "$dir/$name.port" ] && break
-		sleep 0.1
-	done
-	[ -s "$dir/$name.port" ] || { cat "$dir/$name.err" >&2; al_fail "airlock serve ($name) did not start"; }
-	PORT=$(cat "$dir/$name.port")
+	[ "$rc" = 0 ] || al_fail "airlock serve ($name) did not start"
+	PORT=$SERVE_PORT
 	al_serve_auth "$dir/token"
 	al_log "server $name: pid $SPID port $PORT"
 }
