@@ -371,27 +371,29 @@ al_run() {
 	al_log "[$AL_RUN_N] $AL_CMD -> rc $AL_RC"
 }
 
+# al_split_args [OPTS...] -- [ARGS...]: AL_OPTS the words before the first "--", AL_ARGV those after
+# it (all of them when there is none), for the wrappers below that put their own options first.
+al_split_args() {
+	AL_OPTS=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		AL_OPTS+=("$1")
+		shift
+	done
+	[ $# -eq 0 ] || shift
+	AL_ARGV=("$@")
+}
+
 # al_box [AIRLOCK-OPTS...] -- CMD [ARGS...]: `airlock run` with the probe bound at /probe
 # (so CMD may be a shell that calls "$P" several times).
 al_box() {
-	local opts=()
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		opts+=("$1")
-		shift
-	done
-	[ $# -gt 0 ] && shift
-	al_run run --ro "$AL_PROBE_DIR:/probe" "${opts[@]}" -- "$@"
+	al_split_args "$@"
+	al_run run --ro "$AL_PROBE_DIR:/probe" "${AL_OPTS[@]}" -- "${AL_ARGV[@]}"
 }
 
 # al_probe [AIRLOCK-OPTS...] -- PROBE-ARGS...: `airlock run` of the probe itself.
 al_probe() {
-	local opts=()
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		opts+=("$1")
-		shift
-	done
-	[ $# -gt 0 ] && shift
-	al_box "${opts[@]}" -- "$P" "$@"
+	al_split_args "$@"
+	al_box "${AL_OPTS[@]}" -- "$P" "${AL_ARGV[@]}"
 }
 
 # ---------------------------------------------------------------- assertions
@@ -905,6 +907,19 @@ threading.Event().wait()
 	for _ in $(seq 100); do [ -s "$1/http.port" ] && break; sleep 0.05; done
 	[ -s "$1/http.port" ] || al_fail "the test HTTP host did not start"
 	read -r AL_HTTP_PORT AL_TLS_PORT <"$1/http.port"
+}
+
+# al_image_import DIR NAME [MKOCI-ARGS...]: DIR/NAME.tar, an OCI archive of busybox-static made by
+# tests/image/mkoci.py (its arguments pick the variant), imported as NAME into $AIRLOCK_IMAGES as
+# the mode's user; sets AL_IMAGE_DIGEST to the digest the import names.
+al_image_import() {
+	local d=$1 name=$2
+	shift 2
+	"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$d/$name.tar" "$@"
+	chmod a+r "$d/$name.tar"
+	al_run image import "$d/$name.tar" "$name"
+	al_assert_rc 0
+	AL_IMAGE_DIGEST=$(printf '%s' "$AL_OUT" | awk -v n="$name" '$1 == n { print $2 }')
 }
 
 # al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
