@@ -201,8 +201,8 @@ static FAKE_UNUSED int fake_install(void *ctx, const struct srv_install_req *req
 typedef void fake_fill_fn(struct fake_mgr *m, const void *req, struct srv_result *r);
 
 static FAKE_UNUSED int fake_file_op(struct fake_mgr *m, enum fake_kind k, const char *sandbox, const char *path,
-				    fake_fill_fn *fill, const void *req, const struct srv_sink *sink, struct srv_op **op,
-				    struct al_error *err)
+				    fake_fill_fn *fill, const void *req, const struct srv_sink *sink,
+				    struct srv_op **op, struct al_error *err)
 {
 	int rc = fake_check(m, sandbox, true, path, err);
 	if (rc < 0)
