@@ -209,6 +209,7 @@ bench_serve_start() {
 	serve_launch "$1" "$airlock" serve "${@:2}" || rc=$?
 	spid=$SERVE_PID
 	[ "$rc" = 0 ] || die "airlock serve did not start"
+	# shellcheck disable=SC2034 # used by the scripts that source this file
 	port=$SERVE_PORT
 }
 

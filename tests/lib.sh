@@ -631,6 +631,16 @@ al_bg() {
 	AL_BG_PIDS+=("$AL_BG_PID")
 }
 
+# al_wait_started FILE WHAT: wait (5 s at most) for a helper started in the background to write
+# FILE (its ports, or that it is ready); fail saying WHAT did not start otherwise.
+al_wait_started() {
+	for _ in $(seq 100); do
+		[ -s "$1" ] && return 0
+		sleep 0.05
+	done
+	al_fail "$2 did not start"
+}
+
 # al_listen LOG: a TCP and a UDP listener on 127.0.0.1 (random ports) that append one
 # line per event to LOG ("tcp-accept ...", "tcp-data N", "udp N ..."). Sets
 # AL_LISTEN_TCP, AL_LISTEN_UDP, AL_LISTEN_PID. Stop with al_listen_stop.
@@ -664,11 +674,7 @@ while True:
                 conns.remove(s); s.close()
 ' "$log" "$ready"
 	AL_LISTEN_PID=$AL_BG_PID
-	for i in $(seq 100); do
-		[ -s "$ready" ] && break
-		sleep 0.05
-	done
-	[ -s "$ready" ] || al_fail "listener did not start"
+	al_wait_started "$ready" "listener"
 	read -r AL_LISTEN_TCP AL_LISTEN_UDP <"$ready"
 	al_log "listening on 127.0.0.1 tcp $AL_LISTEN_TCP udp $AL_LISTEN_UDP, log $log"
 }
@@ -904,8 +910,7 @@ open(sys.argv[1] + "/http.port.tmp", "w").write(" ".join(str(s.server_address[1]
 os.rename(sys.argv[1] + "/http.port.tmp", sys.argv[1] + "/http.port")
 threading.Event().wait()
 ' "$1" "${2:-}"
-	for _ in $(seq 100); do [ -s "$1/http.port" ] && break; sleep 0.05; done
-	[ -s "$1/http.port" ] || al_fail "the test HTTP host did not start"
+	al_wait_started "$1/http.port" "the test HTTP host"
 	read -r AL_HTTP_PORT AL_TLS_PORT <"$1/http.port"
 }
 
@@ -919,6 +924,7 @@ al_image_import() {
 	chmod a+r "$d/$name.tar"
 	al_run image import "$d/$name.tar" "$name"
 	al_assert_rc 0
+	# shellcheck disable=SC2034 # read by the tests
 	AL_IMAGE_DIGEST=$(printf '%s' "$AL_OUT" | awk -v n="$name" '$1 == n { print $2 }')
 }
 

@@ -66,6 +66,12 @@ api() {
 	BODY=${BODY%$'\n'*}
 }
 
+# has_file SANDBOX PATH: PATH is in SANDBOX's workspace (GET answers 200).
+has_file() {
+	api GET "/v1/sandboxes/$1/files/$2"
+	[ "$CODE" = 200 ]
+}
+
 # metric NAME: a gauge of /metrics (reading it touches no sandbox).
 metric() {
 	api GET /metrics
@@ -326,11 +332,7 @@ al_pass "a create after a delete is accepted again"
 # max_execs 1: b's exec, sent while a's runs, starts only after a's ended (host clock, ns).
 bg_exec ea "$a" 'date +%s%N > a.start; sleep 3; date +%s%N > a.end'
 ea=$BGPID
-a_started() {
-	api GET "/v1/sandboxes/$a/files/a.start"
-	[ "$CODE" = 200 ]
-}
-wait_for 30 "a's exec started" a_started
+wait_for 30 "a's exec started" has_file "$a" a.start
 bg_exec eb "$b" 'date +%s%N > b.start'
 eb=$BGPID
 wait "$ea" || true
@@ -349,11 +351,7 @@ al_pass "with max_execs 1 the second exec waited for the first ($((b_start - a_e
 # (timeout 1 s) waits behind a's 4 s one; its file never appears, even once a's slot is free.
 bg_exec ea "$a" 'touch a2.start; sleep 4'
 ea=$BGPID
-a2_started() {
-	api GET "/v1/sandboxes/$a/files/a2.start"
-	[ "$CODE" = 200 ]
-}
-wait_for 30 "a's long exec started" a2_started
+wait_for 30 "a's long exec started" has_file "$a" a2.start
 api POST "/v1/sandboxes/$b/exec" -H 'Content-Type: application/json' \
 	-d '{"language":"shell","code":"echo late > b.late","timeout":1}'
 al_assert_contains "$BODY" "timed out after" "the queued exec gave up at its timeout: $BODY"
