@@ -1,4 +1,4 @@
-# lib.sh — shared by bench/layers.sh and bench/workload.sh: tool checks, the hardened bwrap line, hyperfine JSON reading.
+# lib.sh — shared by the bench/ scripts: tool checks, the hardened bwrap line, hyperfine JSON reading, an airlock serve started and stopped.
 # Sourced, not run. Callers set `set -euo pipefail` and define nothing this file defines.
 # shellcheck shell=bash
 
