@@ -17,10 +17,7 @@ tmp=$(mktemp -d)
 chmod 0755 "$tmp"
 spid=
 cleanup() {
-	if [ -n "$spid" ]; then
-		kill -TERM "$spid" 2>/dev/null || true
-		wait "$spid" 2>/dev/null || true
-	fi
+	bench_serve_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -32,47 +29,28 @@ python3 tests/image/mkoci.py oci-archive "$tmp/bb.tar"
 start() {
 	local entries="[]"
 	[ "$2" -gt 0 ] && entries="[{profile: imgs, image: bench-bb, count: $2}]"
-	cat >"$tmp/$1.yaml" <<EOF
-version: 1
-rules:
-- name: all
-  tools: ["*"]
-  risk: LOW
-  require_approval: false
-audit:
-  fsync: false
+	{
+		serve_config_head
+		cat <<EOF
 profiles:
   imgs:
     images: [bench-bb]
 server:
   pool: $entries
 EOF
-	"$airlock" serve --config "$tmp/$1.yaml" --http 127.0.0.1:0 --socket none --token-file "$tmp/tok" \
-		--port-file "$tmp/$1.port" --audit "$tmp/$1.jsonl" 2>"$tmp/$1.err" &
-	spid=$!
-	for _ in $(seq 100); do
-		[ -s "$tmp/$1.port" ] && break
-		sleep 0.1
-	done
-	[ -s "$tmp/$1.port" ] || { cat "$tmp/$1.err" >&2; die "airlock serve did not start"; }
-	port=$(cat "$tmp/$1.port")
+	} >"$tmp/$1.yaml"
+	bench_serve_start "$tmp/$1" --config "$tmp/$1.yaml" --socket none --token-file "$tmp/tok" --audit "$tmp/$1.jsonl"
 	export BENCH_TOKEN
 	BENCH_TOKEN=$(awk '{print $NF}' "$tmp/tok")
-}
-
-stop() {
-	kill -TERM "$spid"
-	wait "$spid" || die "airlock serve exited with $?"
-	spid=
 }
 
 export BENCH_CREATE_BODY='{"profile":"imgs","image":"bench-bb"}'
 start warm "$pool"
 python3 "$client" "$port" create "$creates" "$pool" >"$tmp/warm.json"
-stop
+bench_serve_stop
 start cold 0
 python3 "$client" "$port" create "$cold" >"$tmp/cold.json"
-stop
+bench_serve_stop
 BENCH_TMP=$tmp BENCH_POOL=$pool BENCH_LOAD=$(cut -d' ' -f1-3 /proc/loadavg) python3 - <<'EOF'
 import json, os
 t = os.environ["BENCH_TMP"]

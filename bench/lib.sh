@@ -1,4 +1,4 @@
-# lib.sh — shared by bench/layers.sh and bench/workload.sh: tool checks, the hardened bwrap line, hyperfine JSON reading.
+# lib.sh — shared by the bench/ scripts: tool checks, the hardened bwrap line, hyperfine JSON reading, an airlock serve started and stopped.
 # Sourced, not run. Callers set `set -euo pipefail` and define nothing this file defines.
 # shellcheck shell=bash
 
@@ -11,6 +11,9 @@ die() {
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
+# serve_launch and serve_config_head: the tests start their servers the same way.
+# shellcheck source=tests/serve_lib.sh
+. "$repo/tests/serve_lib.sh"
 
 # need TOOL... — each must be on PATH.
 need() {
@@ -197,4 +200,30 @@ suite_dirs() {
 	# shellcheck disable=SC2064 # work is fixed now
 	trap "rm -rf '$work'" EXIT
 	chmod 0755 "$work"
+}
+
+# bench_serve_start PREFIX ARGS...: `$airlock serve ARGS...` on a free loopback port (serve_launch:
+# PREFIX.port, PREFIX.err); sets spid and port, or dies when the server does not start.
+bench_serve_start() {
+	local rc=0
+	serve_launch "$1" "$airlock" serve "${@:2}" || rc=$?
+	spid=$SERVE_PID
+	[ "$rc" = 0 ] || die "airlock serve did not start"
+	# shellcheck disable=SC2034 # used by the scripts that source this file
+	port=$SERVE_PORT
+}
+
+# bench_serve_stop: SIGTERM the server; it must exit 0.
+bench_serve_stop() {
+	kill -TERM "$spid"
+	wait "$spid" || die "airlock serve exited with $?"
+	spid=
+}
+
+# bench_serve_cleanup: for an EXIT trap: stop a server still running, whatever its status.
+bench_serve_cleanup() {
+	if [ -n "${spid:-}" ]; then
+		kill -TERM "$spid" 2>/dev/null || true
+		wait "$spid" 2>/dev/null || true
+	fi
 }

@@ -20,10 +20,7 @@ client=$PWD/bench/serve_client.py
 tmp=$(mktemp -d)
 spid=
 cleanup() {
-	if [ -n "$spid" ]; then
-		kill -TERM "$spid" 2>/dev/null || true
-		wait "$spid" 2>/dev/null || true
-	fi
+	bench_serve_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -31,15 +28,9 @@ trap cleanup EXIT
 # start NAME POOL: a server whose pool keeps POOL spares of the default profile; approvals off
 # (every tool LOW: no human in the loop), audit records unsynced (see README); sets port and spid.
 start() {
-	cat >"$tmp/$1.yaml" <<EOF
-version: 1
-rules:
-- name: all
-  tools: ["*"]
-  risk: LOW
-  require_approval: false
-audit:
-  fsync: false
+	{
+		serve_config_head
+		cat <<EOF
 server:
   max_sandboxes: $((sandboxes + 64))
   max_execs: 16
@@ -49,26 +40,13 @@ server:
     untrusted-code-read: $2
     untrusted-code-write: 0
 EOF
-	"$airlock" serve --config "$tmp/$1.yaml" --http 127.0.0.1:0 --port-file "$tmp/$1.port" \
-		--audit "$tmp/$1.jsonl" 2>"$tmp/$1.err" &
-	spid=$!
-	for _ in $(seq 100); do
-		[ -s "$tmp/$1.port" ] && break
-		sleep 0.1
-	done
-	[ -s "$tmp/$1.port" ] || { cat "$tmp/$1.err" >&2; die "airlock serve did not start"; }
-	port=$(cat "$tmp/$1.port")
+	} >"$tmp/$1.yaml"
+	bench_serve_start "$tmp/$1" --config "$tmp/$1.yaml" --audit "$tmp/$1.jsonl"
 	for _ in $(seq 300); do
 		[ "$(curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "airlock_sandboxes_pooled" {print $2}')" = "$2" ] && return 0
 		sleep 0.1
 	done
 	die "the pool did not fill to $2"
-}
-
-stop() {
-	kill -TERM "$spid"
-	wait "$spid" || die "airlock serve exited with $?"
-	spid=
 }
 
 run() { # run NAME ARGS...: one client run, its JSON in $tmp/NAME.json
@@ -84,11 +62,11 @@ for c in 2 8; do
 	run "held-$c" exec held "$c" "$secs"
 	run "throwaway-$c" exec throwaway "$c" "$secs"
 done
-stop
+bench_serve_stop
 start cold 0
 run create-cold create "$cold" 0
 run mem mem "$sandboxes" "$spid"
-stop
+bench_serve_stop
 
 BENCH_TMP=$tmp BENCH_POOL=$pool BENCH_NPROC=$(nproc) BENCH_LOAD=$(cut -d' ' -f1-3 /proc/loadavg) python3 - <<'EOF'
 import json, os

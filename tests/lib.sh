@@ -51,6 +51,9 @@ AL_NOBODY_GID=65534
 AL_ID_BASE=1879048192
 
 al_log() { printf '# %s\n' "$*" >&2; }
+# serve_launch and serve_config_head, shared with bench/lib.sh.
+# shellcheck source=tests/serve_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
 
 # ---------------------------------------------------------------- temp dirs
 
@@ -368,27 +371,29 @@ al_run() {
 	al_log "[$AL_RUN_N] $AL_CMD -> rc $AL_RC"
 }
 
+# al_split_args [OPTS...] -- [ARGS...]: AL_OPTS the words before the first "--", AL_ARGV those after
+# it (all of them when there is none), for the wrappers below that put their own options first.
+al_split_args() {
+	AL_OPTS=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		AL_OPTS+=("$1")
+		shift
+	done
+	[ $# -eq 0 ] || shift
+	AL_ARGV=("$@")
+}
+
 # al_box [AIRLOCK-OPTS...] -- CMD [ARGS...]: `airlock run` with the probe bound at /probe
 # (so CMD may be a shell that calls "$P" several times).
 al_box() {
-	local opts=()
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		opts+=("$1")
-		shift
-	done
-	[ $# -gt 0 ] && shift
-	al_run run --ro "$AL_PROBE_DIR:/probe" "${opts[@]}" -- "$@"
+	al_split_args "$@"
+	al_run run --ro "$AL_PROBE_DIR:/probe" "${AL_OPTS[@]}" -- "${AL_ARGV[@]}"
 }
 
 # al_probe [AIRLOCK-OPTS...] -- PROBE-ARGS...: `airlock run` of the probe itself.
 al_probe() {
-	local opts=()
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		opts+=("$1")
-		shift
-	done
-	[ $# -gt 0 ] && shift
-	al_box "${opts[@]}" -- "$P" "$@"
+	al_split_args "$@"
+	al_box "${AL_OPTS[@]}" -- "$P" "${AL_ARGV[@]}"
 }
 
 # ---------------------------------------------------------------- assertions
@@ -626,6 +631,16 @@ al_bg() {
 	AL_BG_PIDS+=("$AL_BG_PID")
 }
 
+# al_wait_started FILE WHAT: wait (5 s at most) for a helper started in the background to write
+# FILE (its ports, or that it is ready); fail saying WHAT did not start otherwise.
+al_wait_started() {
+	for _ in $(seq 100); do
+		[ -s "$1" ] && return 0
+		sleep 0.05
+	done
+	al_fail "$2 did not start"
+}
+
 # al_listen LOG: a TCP and a UDP listener on 127.0.0.1 (random ports) that append one
 # line per event to LOG ("tcp-accept ...", "tcp-data N", "udp N ..."). Sets
 # AL_LISTEN_TCP, AL_LISTEN_UDP, AL_LISTEN_PID. Stop with al_listen_stop.
@@ -659,11 +674,7 @@ while True:
                 conns.remove(s); s.close()
 ' "$log" "$ready"
 	AL_LISTEN_PID=$AL_BG_PID
-	for i in $(seq 100); do
-		[ -s "$ready" ] && break
-		sleep 0.05
-	done
-	[ -s "$ready" ] || al_fail "listener did not start"
+	al_wait_started "$ready" "listener"
 	read -r AL_LISTEN_TCP AL_LISTEN_UDP <"$ready"
 	al_log "listening on 127.0.0.1 tcp $AL_LISTEN_TCP udp $AL_LISTEN_UDP, log $log"
 }
@@ -899,33 +910,38 @@ open(sys.argv[1] + "/http.port.tmp", "w").write(" ".join(str(s.server_address[1]
 os.rename(sys.argv[1] + "/http.port.tmp", sys.argv[1] + "/http.port")
 threading.Event().wait()
 ' "$1" "${2:-}"
-	for _ in $(seq 100); do [ -s "$1/http.port" ] && break; sleep 0.05; done
-	[ -s "$1/http.port" ] || al_fail "the test HTTP host did not start"
+	al_wait_started "$1/http.port" "the test HTTP host"
 	read -r AL_HTTP_PORT AL_TLS_PORT <"$1/http.port"
+}
+
+# al_image_import DIR NAME [MKOCI-ARGS...]: DIR/NAME.tar, an OCI archive of busybox-static made by
+# tests/image/mkoci.py (its arguments pick the variant), imported as NAME into $AIRLOCK_IMAGES as
+# the mode's user; sets AL_IMAGE_DIGEST to the digest the import names.
+al_image_import() {
+	local d=$1 name=$2
+	shift 2
+	"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$d/$name.tar" "$@"
+	chmod a+r "$d/$name.tar"
+	al_run image import "$d/$name.tar" "$name"
+	al_assert_rc 0
+	# shellcheck disable=SC2034 # read by the tests
+	AL_IMAGE_DIGEST=$(printf '%s' "$AL_OUT" | awk -v n="$name" '$1 == n { print $2 }')
 }
 
 # al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
 # mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
-# waits for its port; later curls send the client token it generated (al_serve_auth). Sets
+# waits for its port (serve_launch); later curls send the client token it generated (al_serve_auth). Sets
 # AL_SERVE_PID and AL_SERVE_URL.
 al_serve_start() {
-	local d=$1 bin
+	local d=$1 rc=0
 	shift
-	bin=$(dirname "$AIRLOCK")/airlock-serve
-	[ -x "$bin" ] || al_fail "airlock-serve is not built beside airlock"
-	[ "$AL_AIRLOCK_BIN" = "$AIRLOCK" ] || install -m 0755 "$bin" "$(dirname "$AL_AIRLOCK_BIN")/airlock-serve"
-	rm -f "$d/serve.port"
-	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --http 127.0.0.1:0 --socket none --token-file "$d/serve.token" \
-		--port-file "$d/serve.port" "$@" 2>"$d/serve.err" &
-	AL_SERVE_PID=$!
+	al_serve_bin
+	serve_launch "$d/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$d/serve.token" \
+		"$@" || rc=$?
+	AL_SERVE_PID=$SERVE_PID
 	AL_BG_PIDS+=("$AL_SERVE_PID")
-	for _ in $(seq 100); do
-		[ -s "$d/serve.port" ] && break
-		kill -0 "$AL_SERVE_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	[ -s "$d/serve.port" ] || { cat "$d/serve.err" >&2; al_fail "airlock serve did not start"; }
-	AL_SERVE_URL="http://127.0.0.1:$(cat "$d/serve.port")"
+	[ "$rc" = 0 ] || al_fail "airlock serve did not start"
+	AL_SERVE_URL="http://127.0.0.1:$SERVE_PORT"
 	al_serve_auth "$d/serve.token"
 }
 

@@ -52,13 +52,8 @@ esc_need() {
 # exited 125), ESC_EXIT, ESC_SIGNAL, ESC_OUT (the job's stdout), ESC_ERRDATA (its stderr),
 # ESC_V (the verdict file). A verdict that is not valid JSON fails the test.
 esc_run() {
-	local opts=()
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		opts+=("$1")
-		shift
-	done
-	[ $# -gt 0 ] && shift
-	al_run run --ro "$ESC_DIR:$ESC" --json "${opts[@]}" -- "$@"
+	al_split_args "$@"
+	al_run run --ro "$ESC_DIR:$ESC" --json "${AL_OPTS[@]}" -- "${AL_ARGV[@]}"
 	esc_parse_verdict "$AL_OUT_FILE"
 }
 
@@ -318,13 +313,15 @@ esc_init_domain() {
 	esac
 }
 
-# esc_tree_tasks PID: how many tasks (threads) the host counts in PID's descendants (not PID):
-# what a pids cgroup counts, seen from outside, whatever the backend makes of its processes.
-esc_tree_tasks() {
-	AL_P=$1 "$AL_PY" -c '
+# esc_tree_walk tasks|pids PID: walk PID's descendants (not PID) in the host's /proc. "tasks": how
+# many tasks (threads) the host counts in them, what a pids cgroup counts, seen from outside,
+# whatever the backend makes of its processes. "pids": "pid:starttime" of each (to tell later
+# whether one lives).
+esc_tree_walk() {
+	AL_MODE=$1 AL_P=$2 "$AL_PY" -c '
 import os
-root = int(os.environ["AL_P"])
-kids, threads = {}, {}
+mode, root = os.environ["AL_MODE"], int(os.environ["AL_P"])
+kids, threads, start = {}, {}, {}
 for p in os.listdir("/proc"):
     if not p.isdigit():
         continue
@@ -333,40 +330,22 @@ for p in os.listdir("/proc"):
         f = st[st.rindex(")") + 2:].split()
         kids.setdefault(int(f[1]), []).append(int(p))
         threads[int(p)] = int(f[17])
+        start[int(p)] = f[19]
     except (OSError, ValueError, IndexError):
         continue
 n, todo = 0, list(kids.get(root, []))
 while todo:
     p = todo.pop()
     n += threads.get(p, 1)
+    if mode == "pids":
+        print("%d:%s" % (p, start[p]))
     todo.extend(kids.get(p, []))
-print(n)
+if mode == "tasks":
+    print(n)
 '
 }
-
-# esc_tree_pids PID: "pid:starttime" of every descendant of PID (to tell later whether one lives).
-esc_tree_pids() {
-	AL_P=$1 "$AL_PY" -c '
-import os
-root = int(os.environ["AL_P"])
-kids, start = {}, {}
-for p in os.listdir("/proc"):
-    if not p.isdigit():
-        continue
-    try:
-        st = open("/proc/%s/stat" % p).read()
-        f = st[st.rindex(")") + 2:].split()
-        kids.setdefault(int(f[1]), []).append(int(p))
-        start[int(p)] = f[19]
-    except (OSError, ValueError, IndexError):
-        continue
-todo = list(kids.get(root, []))
-while todo:
-    p = todo.pop()
-    print("%d:%s" % (p, start[p]))
-    todo.extend(kids.get(p, []))
-'
-}
+esc_tree_tasks() { esc_tree_walk tasks "$1"; }
+esc_tree_pids() { esc_tree_walk pids "$1"; }
 
 # esc_alive PID:START...: those of the given processes still alive (same pid, same start time, not a
 # zombie: a zombie runs nothing and holds nothing but its pid until its new parent — often the host's

@@ -66,11 +66,7 @@ while True:
             else:
                 del conns[s]; s.close()
 ' "$log" "$abstract" "$pathsock" "$log.ready"
-for _ in $(seq 100); do
-	[ -s "$log.ready" ] && break
-	sleep 0.05
-done
-[ -s "$log.ready" ] || al_fail "the host listeners did not start"
+al_wait_started "$log.ready" "the host listeners"
 read -r tport uport <"$log.ready"
 al_log "listening: tcp 127.0.0.1:$tport udp 127.0.0.1:$uport abstract @$abstract path $pathsock"
 

@@ -16,11 +16,8 @@ confdir=$(al_tmpdir 0755)
 dir=$(al_tmpdir 0777)
 # An image for one sandbox, so the sandboxes view shows a name and digest beside "host".
 export AIRLOCK_IMAGES=$dir/store
-"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$dir/bb.tar"
-chmod a+r "$dir/bb.tar"
-al_run image import "$dir/bb.tar" bb
-al_assert_rc 0
-digest=$(printf '%s' "$AL_OUT" | awk '$1 == "bb" { print $2 }')
+al_image_import "$dir" bb
+digest=$AL_IMAGE_DIGEST
 # The first rule whose pattern matches decides: "quick-" calls time out after 3 s.
 cat >"$confdir/c.yaml" <<'EOF'
 version: 1

@@ -9,15 +9,9 @@ command -v curl >/dev/null || al_skip "curl is missing"
 al_serve_bin
 dir=$(al_tmpdir 0777)
 export AIRLOCK_IMAGES=$dir/store
-"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$dir/bb.tar"
-chmod a+r "$dir/bb.tar"
-al_run image import "$dir/bb.tar" bb
-al_assert_rc 0
-bb_digest=$(printf '%s' "$AL_OUT" | awk '$1 == "bb" { print $2 }')
-"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$dir/own.tar" owners-named
-chmod a+r "$dir/own.tar"
-al_run image import "$dir/own.tar" owners
-al_assert_rc 0
+al_image_import "$dir" bb
+bb_digest=$AL_IMAGE_DIGEST
+al_image_import "$dir" owners owners-named
 al_assert_contains "$bb_digest" "sha256:" "the import names the image's digest"
 confdir=$(al_tmpdir 0755)
 cat >"$confdir/images.yaml" <<'EOF'

@@ -29,38 +29,24 @@ cgroups=false
 # config NAME SERVER-YAML: a config file with approvals off (every tool LOW) and SERVER-YAML as
 # its server section; the pool lists both shipped profiles so the defaults' spares do not merge in.
 config() {
-	cat >"$cfgdir/$1.yaml" <<EOF
-version: 1
-rules:
-- name: all
-  tools: ["*"]
-  risk: LOW
-  require_approval: false
-audit:
-  fsync: false
-server:
-$2
-EOF
+	{
+		serve_config_head
+		printf 'server:\n%s\n' "$2"
+	} >"$cfgdir/$1.yaml"
 	chmod 0644 "$cfgdir/$1.yaml"
 }
 
 # start_server NAME: airlock serve with $dir/NAME.yaml on a free loopback port, its TMPDIR a
 # directory of its own (it must stay empty); sets PORT and SPID.
 start_server() {
-	local name=$1
+	local name=$1 rc=0
 	mkdir -m 0777 "$dir/$name.tmp"
-	rm -f "$dir/$name.port"
-	TMPDIR="$dir/$name.tmp" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$cfgdir/$name.yaml" \
-		--http 127.0.0.1:0 --socket none --token-file "$dir/token" --port-file "$dir/$name.port" \
-		--audit "$dir/$name.jsonl" 2>"$dir/$name.err" &
-	SPID=$!
+	TMPDIR="$dir/$name.tmp" serve_launch "$dir/$name" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve \
+		--config "$cfgdir/$name.yaml" --socket none --token-file "$dir/token" --audit "$dir/$name.jsonl" || rc=$?
+	SPID=$SERVE_PID
 	AL_BG_PIDS+=("$SPID")
-	for _ in $(seq 150); do
-		[ -s "$dir/$name.port" ] && break
-		sleep 0.1
-	done
-	[ -s "$dir/$name.port" ] || { cat "$dir/$name.err" >&2; al_fail "airlock serve ($name) did not start"; }
-	PORT=$(cat "$dir/$name.port")
+	[ "$rc" = 0 ] || al_fail "airlock serve ($name) did not start"
+	PORT=$SERVE_PORT
 	al_serve_auth "$dir/token"
 	al_log "server $name: pid $SPID port $PORT"
 }
@@ -78,6 +64,12 @@ api() {
 	BODY=$(curl -s -o - -w '\n%{http_code}' -X "$method" "http://127.0.0.1:$PORT$path" "$@") || true
 	CODE=${BODY##*$'\n'}
 	BODY=${BODY%$'\n'*}
+}
+
+# has_file SANDBOX PATH: PATH is in SANDBOX's workspace (GET answers 200).
+has_file() {
+	api GET "/v1/sandboxes/$1/files/$2"
+	[ "$CODE" = 200 ]
 }
 
 # metric NAME: a gauge of /metrics (reading it touches no sandbox).
@@ -340,11 +332,7 @@ al_pass "a create after a delete is accepted again"
 # max_execs 1: b's exec, sent while a's runs, starts only after a's ended (host clock, ns).
 bg_exec ea "$a" 'date +%s%N > a.start; sleep 3; date +%s%N > a.end'
 ea=$BGPID
-a_started() {
-	api GET "/v1/sandboxes/$a/files/a.start"
-	[ "$CODE" = 200 ]
-}
-wait_for 30 "a's exec started" a_started
+wait_for 30 "a's exec started" has_file "$a" a.start
 bg_exec eb "$b" 'date +%s%N > b.start'
 eb=$BGPID
 wait "$ea" || true
@@ -363,11 +351,7 @@ al_pass "with max_execs 1 the second exec waited for the first ($((b_start - a_e
 # (timeout 1 s) waits behind a's 4 s one; its file never appears, even once a's slot is free.
 bg_exec ea "$a" 'touch a2.start; sleep 4'
 ea=$BGPID
-a2_started() {
-	api GET "/v1/sandboxes/$a/files/a2.start"
-	[ "$CODE" = 200 ]
-}
-wait_for 30 "a's long exec started" a2_started
+wait_for 30 "a's long exec started" has_file "$a" a2.start
 api POST "/v1/sandboxes/$b/exec" -H 'Content-Type: application/json' \
 	-d '{"language":"shell","code":"echo late > b.late","timeout":1}'
 al_assert_contains "$BODY" "timed out after" "the queued exec gave up at its timeout: $BODY"

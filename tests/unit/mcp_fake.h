@@ -195,55 +195,73 @@ static FAKE_UNUSED int fake_install(void *ctx, const struct srv_install_req *req
 	return fake_begin(m, FK_INSTALL, req->sandbox_id, sink, op, r);
 }
 
+/* What the three file operations share: the sandbox must exist and the path stay in the workspace
+ * (else nothing is recorded), the path is recorded for the test, and fill records the rest and
+ * writes the operation's own result. */
+typedef void fake_fill_fn(struct fake_mgr *m, const void *req, struct srv_result *r);
+
+static FAKE_UNUSED int fake_file_op(struct fake_mgr *m, enum fake_kind k, const char *sandbox, const char *path,
+				    fake_fill_fn *fill, const void *req, const struct srv_sink *sink,
+				    struct srv_op **op, struct al_error *err)
+{
+	int rc = fake_check(m, sandbox, true, path, err);
+	if (rc < 0)
+		return rc;
+	fake_copy(m->last_path, sizeof(m->last_path), path);
+	struct srv_result *r = fake_result();
+	fill(m, req, r);
+	return fake_begin(m, k, sandbox, sink, op, r);
+}
+
+static FAKE_UNUSED void fake_fill_write(struct fake_mgr *m, const void *req, struct srv_result *r)
+{
+	const struct srv_write_req *w = req;
+	m->last_len = w->len;
+	memcpy(m->last_data, w->data, w->len < sizeof(m->last_data) ? w->len : sizeof(m->last_data));
+	r->bytes = w->len;
+}
+
 static FAKE_UNUSED int fake_write(void *ctx, const struct srv_write_req *req, const struct srv_sink *sink,
 				  struct srv_op **op, struct al_error *err)
 {
-	struct fake_mgr *m = ctx;
-	int rc = fake_check(m, req->sandbox_id, true, req->path, err);
-	if (rc < 0)
-		return rc;
-	fake_copy(m->last_path, sizeof(m->last_path), req->path);
-	m->last_len = req->len;
-	memcpy(m->last_data, req->data, req->len < sizeof(m->last_data) ? req->len : sizeof(m->last_data));
-	struct srv_result *r = fake_result();
-	r->bytes = req->len;
-	return fake_begin(m, FK_WRITE, req->sandbox_id, sink, op, r);
+	return fake_file_op(ctx, FK_WRITE, req->sandbox_id, req->path, fake_fill_write, req, sink, op, err);
 }
 
-static FAKE_UNUSED int fake_read(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink,
-				 struct srv_op **op, struct al_error *err)
+/* read_file answers file_data, or a line of text when the test set none. */
+static FAKE_UNUSED void fake_fill_read(struct fake_mgr *m, const void *req, struct srv_result *r)
 {
-	struct fake_mgr *m = ctx;
-	int rc = fake_check(m, req->sandbox_id, true, req->path, err);
-	if (rc < 0)
-		return rc;
-	fake_copy(m->last_path, sizeof(m->last_path), req->path);
-	struct srv_result *r = fake_result();
+	(void)req;
 	const char *d = m->file_data ? m->file_data : "file content\n";
 	r->len = m->file_data ? m->file_len : strlen(d);
 	r->data = malloc(r->len + 1);
 	if (!r->data)
 		abort();
 	memcpy(r->data, d, r->len);
-	return fake_begin(m, FK_READ, req->sandbox_id, sink, op, r);
 }
 
-static FAKE_UNUSED int fake_list(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink,
+static FAKE_UNUSED int fake_read(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink,
 				 struct srv_op **op, struct al_error *err)
 {
-	struct fake_mgr *m = ctx;
-	int rc = fake_check(m, req->sandbox_id, true, req->path, err);
-	if (rc < 0)
-		return rc;
-	fake_copy(m->last_path, sizeof(m->last_path), req->path);
-	struct srv_result *r = fake_result();
+	return fake_file_op(ctx, FK_READ, req->sandbox_id, req->path, fake_fill_read, req, sink, op, err);
+}
+
+/* list_files answers one file and one directory, whatever the path. */
+static FAKE_UNUSED void fake_fill_list(struct fake_mgr *m, const void *req, struct srv_result *r)
+{
+	(void)m;
+	(void)req;
 	r->entries = calloc(2, sizeof(*r->entries));
 	if (!r->entries)
 		abort();
 	r->n_entries = 2;
 	r->entries[0] = (struct srv_file_entry){.name = strdup("main.py"), .type = SRV_FILE_REGULAR, .size = 42};
 	r->entries[1] = (struct srv_file_entry){.name = strdup("data"), .type = SRV_FILE_DIRECTORY};
-	return fake_begin(m, FK_LIST, req->sandbox_id, sink, op, r);
+}
+
+static FAKE_UNUSED int fake_list(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink,
+				 struct srv_op **op, struct al_error *err)
+{
+	return fake_file_op(ctx, FK_LIST, req->sandbox_id, req->path, fake_fill_list, req, sink, op, err);
 }
 
 static FAKE_UNUSED int fake_create(void *ctx, const struct srv_create_req *req, const struct srv_sink *sink,

@@ -475,6 +475,32 @@ static struct al_broker_list *one_broker(const char *spec, uint16_t port)
 	return bl;
 }
 
+/* One upstream (cert, mode) for one connection, one broker of spec on its port, one request (and
+ * more on the socket) served through it; the upstream has stopped when this returns. The broker
+ * list is the caller's to free, after the asserts (the record names its broker). */
+static struct al_broker_list *serve_one(struct server *srv, const char *cert, enum srv_mode mode, const char *spec,
+					const char *request, const char *more, struct result *res)
+{
+	srv_start(srv, cert, mode, 1);
+	struct al_broker_list *bl = one_broker(spec, srv->port);
+	serve(bl, request, more, res);
+	srv_stop(srv);
+	return bl;
+}
+
+/* GET path through bl is answered status, in the status line and the record, as an error. */
+static void expect_status(struct al_broker_list *bl, const char *path, int status, struct result *res)
+{
+	char req[128], line[32];
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\n\r\n", path);
+	serve(bl, req, NULL, res);
+	snprintf(line, sizeof(line), "HTTP/1.1 %d ", status);
+	if (strncmp(res->got, line, strlen(line)) != 0)
+		fail_msg("%s: got \"%s\"", path, res->got);
+	assert_int_equal(res->rec.status, status);
+	assert_int_equal(res->rec.decision, PXD_ERROR);
+}
+
 static size_t count_lines(const char *head, const char *name)
 {
 	size_t n = 0, nl = strlen(name);
@@ -498,12 +524,11 @@ static void test_serve_get(void **state)
 	NEED_CERTS();
 	struct server srv;
 	struct result res;
-	srv_start(&srv, "srv", SRV_HELLO, 1);
 	struct al_broker_list *bl =
-		one_broker("svc=https://localhost:{P}/base,header=Authorization,scheme=Bearer,env=BROKER_TEST_SECRET,"
-			   "ca={D}/ca.pem", srv.port);
-	serve(bl, "GET /svc/x?y=1 HTTP/1.1\r\nAuthorization: forged\r\nHost: evil\r\n\r\n", NULL, &res);
-	srv_stop(&srv);
+		serve_one(&srv, "srv", SRV_HELLO,
+			  "svc=https://localhost:{P}/base,header=Authorization,scheme=Bearer,env=BROKER_TEST_SECRET,"
+			  "ca={D}/ca.pem",
+			  "GET /svc/x?y=1 HTTP/1.1\r\nAuthorization: forged\r\nHost: evil\r\n\r\n", NULL, &res);
 	char want[64];
 	assert_int_equal(strncmp(srv.head, "GET /base/x?y=1 HTTP/1.1\r\n", 26), 0);
 	snprintf(want, sizeof(want), "\r\nHost: localhost:%u\r\n", srv.port);
@@ -537,12 +562,10 @@ static void test_serve_post(void **state)
 	NEED_CERTS();
 	struct server srv;
 	struct result res;
-	srv_start(&srv, "srv", SRV_HELLO, 1);
-	struct al_broker_list *bl =
-		one_broker("up=https://127.0.0.1:{P}/,header=X-Api-Key,file={D}/secret,ca={D}/ca.pem", srv.port);
-	serve(bl, "POST /up/items?next=%2F..%2e HTTP/1.1\r\nx-api-key: mine\r\nContent-Length: 11\r\n\r\nhello",
-	      " world", &res);
-	srv_stop(&srv);
+	struct al_broker_list *bl = serve_one(
+		&srv, "srv", SRV_HELLO, "up=https://127.0.0.1:{P}/,header=X-Api-Key,file={D}/secret,ca={D}/ca.pem",
+		"POST /up/items?next=%2F..%2e HTTP/1.1\r\nx-api-key: mine\r\nContent-Length: 11\r\n\r\nhello", " world",
+		&res);
 	char want[64];
 	assert_int_equal(strncmp(srv.head, "POST /items?next=%2F..%2e HTTP/1.1\r\n", 36), 0);
 	snprintf(want, sizeof(want), "\r\nHost: 127.0.0.1:%u\r\n", srv.port);
@@ -567,12 +590,10 @@ static void test_serve_echo_cut(void **state)
 	NEED_CERTS();
 	struct server srv;
 	struct result res;
-	srv_start(&srv, "srv", SRV_ECHO, 1);
-	struct al_broker_list *bl = one_broker(
+	struct al_broker_list *bl = serve_one(
+		&srv, "srv", SRV_ECHO,
 		"svc=https://localhost:{P},header=Authorization,scheme=Bearer,env=BROKER_TEST_SECRET,ca={D}/ca.pem",
-		srv.port);
-	serve(bl, "GET /svc/headers HTTP/1.1\r\n\r\n", NULL, &res);
-	srv_stop(&srv);
+		"GET /svc/headers HTTP/1.1\r\n\r\n", NULL, &res);
 	assert_non_null(strstr(srv.head, ENV_SECRET)); /* the upstream did get it */
 	assert_null(strstr(res.got, "TOPSECRET"));
 	assert_null(memmem(res.got, res.got_len, "TOP", 3));
@@ -587,10 +608,7 @@ static void expect_502(const char *spec, const char *cert, const char *reason_pa
 {
 	struct server srv;
 	struct result res;
-	srv_start(&srv, cert, SRV_HELLO, 1);
-	struct al_broker_list *bl = one_broker(spec, srv.port);
-	serve(bl, "GET /svc/x HTTP/1.1\r\n\r\n", NULL, &res);
-	srv_stop(&srv);
+	struct al_broker_list *bl = serve_one(&srv, cert, SRV_HELLO, spec, "GET /svc/x HTTP/1.1\r\n\r\n", NULL, &res);
 	assert_int_equal(srv.accepted, 1);
 	assert_int_equal(srv.handshakes, 0);
 	assert_int_equal(srv.head_len, 0); /* the server never saw a request, let alone the secret */
@@ -627,13 +645,7 @@ static void test_serve_refused(void **state)
 	struct al_broker_list *bl = one_broker("svc=https://127.0.0.1:{P}/base,header=X-K,env=BROKER_TEST_SECRET", 1);
 	static const char *const not_found[] = {"/nosuch/x", "/", "/?q", "//svc/x", "/SVC/x", "/svc%2fx", "/svcx"};
 	for (size_t i = 0; i < sizeof(not_found) / sizeof(not_found[0]); i++) {
-		char req[128];
-		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\n\r\n", not_found[i]);
-		serve(bl, req, NULL, &res);
-		if (strncmp(res.got, "HTTP/1.1 404 ", 13) != 0)
-			fail_msg("%s: got \"%s\"", not_found[i], res.got);
-		assert_int_equal(res.rec.status, 404);
-		assert_int_equal(res.rec.decision, PXD_ERROR);
+		expect_status(bl, not_found[i], 404, &res);
 		assert_int_equal(res.rec.kind, PXK_BROKER);
 	}
 	serve(bl, "GET /nosuch/x HTTP/1.1\r\n\r\n", NULL, &res);
@@ -643,13 +655,7 @@ static void test_serve_refused(void **state)
 					       "/svc/a%2Fb",	"/svc/a%2fb",	"/svc/a%5cb",	   "/svc/a\\b",
 					       "/svc/..?x=1"};
 	for (size_t i = 0; i < sizeof(bad_path) / sizeof(bad_path[0]); i++) {
-		char req[128];
-		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\n\r\n", bad_path[i]);
-		serve(bl, req, NULL, &res);
-		if (strncmp(res.got, "HTTP/1.1 400 ", 13) != 0)
-			fail_msg("%s: got \"%s\"", bad_path[i], res.got);
-		assert_int_equal(res.rec.status, 400);
-		assert_int_equal(res.rec.decision, PXD_ERROR);
+		expect_status(bl, bad_path[i], 400, &res);
 		assert_string_equal(res.rec.broker, "svc");
 		assert_string_equal(res.rec.addr, ""); /* never connected */
 	}

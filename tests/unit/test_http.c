@@ -284,17 +284,30 @@ static void parse(char *raw, size_t len, struct resp *r)
 	}
 }
 
+/* Reads the rest of fd's response (raw and len: what arrived so far, or NULL and 0), closes fd and
+ * parses the whole into r. */
+static void finish_resp(int fd, char *raw, size_t len, struct resp *r)
+{
+	read_all(fd, &raw, &len);
+	close(fd);
+	parse(raw, len, r);
+	free(raw);
+}
+
+/* Reads from fd until what arrived holds needle (10 s at most); fails when nothing arrived. */
+static void read_until(int fd, char **raw, size_t *len, const char *needle)
+{
+	for (int i = 0; i < 200 && !(*raw && strstr(*raw, needle)); i++)
+		read_some(fd, raw, len, 50);
+	assert_non_null(*raw);
+}
+
 static struct resp request_as(struct env *e, const char *token, bool via_unix, const char *method, const char *path,
 			      const char *headers, const char *body)
 {
 	int fd = send_as(e, token, via_unix, method, path, headers, body, body ? strlen(body) : 0);
-	char *raw = NULL;
-	size_t len = 0;
-	read_all(fd, &raw, &len);
-	close(fd);
 	struct resp r = {0};
-	parse(raw, len, &r);
-	free(raw);
+	finish_resp(fd, NULL, 0, &r);
 	return r;
 }
 
@@ -428,12 +441,7 @@ static void test_sandbox_routes(void **state)
 
 	/* Binary content passes as raw bytes. */
 	int fd = send_req(e, "PUT", "/v1/sandboxes/sb-1/files/bin", NULL, "\x00\xff\x01", 3);
-	char *raw = NULL;
-	size_t len = 0;
-	read_all(fd, &raw, &len);
-	close(fd);
-	parse(raw, len, &r);
-	free(raw);
+	finish_resp(fd, NULL, 0, &r);
 	assert_int_equal(r.status, 200);
 	resp_clear(&r);
 	assert_int_equal(e->m.last_len, 3);
@@ -503,12 +511,7 @@ static void test_file_limit(void **state)
 		send_all(fd, "\r\n", 2);
 	}
 	send_all(fd, "0\r\n\r\n", 5);
-	char *raw = NULL;
-	size_t len = 0;
-	read_all(fd, &raw, &len);
-	close(fd);
-	parse(raw, len, &r);
-	free(raw);
+	finish_resp(fd, NULL, 0, &r);
 	assert_int_equal(r.status, 413);
 	resp_clear(&r);
 	assert_int_equal(hf_get(&e->m.calls[FK_WRITE]), 1);
@@ -530,9 +533,7 @@ static void test_exec_stream(void **state)
 	pthread_mutex_unlock(&hf_mu);
 	char *raw = NULL;
 	size_t len = 0;
-	for (int i = 0; i < 200 && !(raw && strstr(raw, "\"hel")); i++)
-		read_some(fd, &raw, &len, 50);
-	assert_non_null(raw);
+	read_until(fd, &raw, &len, "\"hel");
 	assert_non_null(strstr(raw, "200 OK"));
 	assert_non_null(strstr(raw, "application/x-ndjson"));
 	assert_null(strstr(raw, "\"result\"")); /* still running: streamed, not buffered */
@@ -541,11 +542,8 @@ static void test_exec_stream(void **state)
 	fake_output(op, SRV_STDERR, "warn", 4);
 	fake_finish(op, 0, "hello \xc3\xa9!");
 	pthread_mutex_unlock(&hf_mu);
-	read_all(fd, &raw, &len);
-	close(fd);
 	struct resp r = {0};
-	parse(raw, len, &r);
-	free(raw);
+	finish_resp(fd, raw, len, &r);
 	assert_string_equal(e->m.last_code, "print(1)");
 	assert_int_equal(e->m.last_timeout_ms, 2000);
 	assert_string_equal(e->m.last_sandbox, "sb-a");
@@ -735,6 +733,25 @@ static struct resp decide(struct env *e, uint64_t id, const char *body)
 	return request_as(e, REVIEWER_TOKEN, false, "POST", path, NULL, body);
 }
 
+/* decide, and the answer's status is status. */
+static void expect_decide(struct env *e, uint64_t id, const char *body, int status)
+{
+	struct resp r = decide(e, id, body);
+	assert_int_equal(r.status, status);
+	resp_clear(&r);
+}
+
+/* GET /metrics has each of the n lines (each with its newline). */
+static void expect_metrics(struct env *e, const char *const *lines, size_t n)
+{
+	struct resp r = request(e, "GET", "/metrics", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	for (size_t i = 0; i < n; i++)
+		if (!strstr(r.body, lines[i]))
+			fail_msg("/metrics has no line \"%s\" in:\n%s", lines[i], r.body);
+	resp_clear(&r);
+}
+
 static void test_approvals(void **state)
 {
 	struct env *e = env_open(&(struct env_opts){.gate = true, .queue = true});
@@ -759,37 +776,28 @@ static void test_approvals(void **state)
 	e->token = REVIEWER_TOKEN;
 	expect_error(e, "POST", "/v1/sandboxes", NULL, "{}", 403, "runs nothing");
 	e->token = CLIENT_TOKEN;
-	r = decide(e, id, "{\"approve\":\"yes\"}");
-	assert_int_equal(r.status, 400);
-	resp_clear(&r);
+	expect_decide(e, id, "{\"approve\":\"yes\"}", 400);
 	/* An approval names the request it approves: none, or another's digest, approves nothing. */
-	r = decide(e, id, "{\"approve\":true}");
-	assert_int_equal(r.status, 409);
-	resp_clear(&r);
-	r = decide(e, id, "{\"approve\":true,\"digest\":\"sha256:0000000000000000000000000000000000000000000000000000000000000000\"}");
-	assert_int_equal(r.status, 409);
-	resp_clear(&r);
+	expect_decide(e, id, "{\"approve\":true}", 409);
+	expect_decide(e, id,
+		      "{\"approve\":true,\"digest\":\"sha256:"
+		      "0000000000000000000000000000000000000000000000000000000000000000\"}",
+		      409);
 	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 0);
 	snprintf(body, sizeof(body), "{\"approve\":true,\"digest\":\"%s\"}", digest);
-	r = decide(e, id, body);
-	assert_int_equal(r.status, 200);
-	resp_clear(&r);
+	expect_decide(e, id, body, 200);
 	pthread_join(b.th, NULL);
 	assert_int_equal(b.r.status, 200);
 	assert_non_null(strstr(b.r.body, "\"result\""));
 	resp_clear(&b.r);
 	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 1);
 	assert_int_equal(hf_get(&e->g.outcomes[SRV_GATE_APPROVED]), 1);
-	r = decide(e, id, body);
-	assert_int_equal(r.status, 404); /* decided once */
-	resp_clear(&r);
+	expect_decide(e, id, body, 404); /* decided once */
 
 	/* Declined: 403, never reaches the manager. */
 	assert_int_equal(pthread_create(&b.th, NULL, bg_request, &b), 0);
 	id = pending_id(e, digest);
-	r = decide(e, id, "{\"approve\":false}");
-	assert_int_equal(r.status, 200);
-	resp_clear(&r);
+	expect_decide(e, id, "{\"approve\":false}", 200);
 	pthread_join(b.th, NULL);
 	assert_int_equal(b.r.status, 403);
 	assert_non_null(strstr(b.r.body, "declined"));
@@ -820,21 +828,21 @@ static void test_approvals(void **state)
 	assert_int_equal(hf_get(&e->m.calls[FK_DESTROY]), 0);
 
 	/* The metrics saw all of it. */
-	r = request(e, "GET", "/metrics", NULL, NULL);
-	assert_int_equal(r.status, 200);
-	assert_non_null(strstr(r.body, "airlock_approvals_total{outcome=\"approved\"} 1\n"));
-	assert_non_null(strstr(r.body, "airlock_approvals_total{outcome=\"declined\"} 1\n"));
-	assert_non_null(strstr(r.body, "airlock_approvals_total{outcome=\"timed-out\"} 1\n"));
-	assert_non_null(strstr(r.body, "airlock_approvals_total{outcome=\"denied\"} 1\n"));
-	assert_non_null(strstr(r.body, "airlock_execs_total{status=\"exited\"} 1\n"));
-	assert_non_null(strstr(r.body, "airlock_execs_total{status=\"denied\"} 1\n"));
-	assert_non_null(strstr(r.body, "airlock_exec_duration_seconds_bucket{le=\"0.25\"} 1\n"));
-	assert_non_null(strstr(r.body, "airlock_exec_duration_seconds_count 1\n"));
-	assert_non_null(strstr(r.body, "airlock_sandboxes_live 3\n"));
-	assert_non_null(strstr(r.body, "airlock_sandboxes_pooled 2\n"));
-	assert_non_null(strstr(r.body, "airlock_proxy_decisions_total{decision=\"denied\"} 0\n"));
-	assert_non_null(strstr(r.body, "# TYPE airlock_exec_duration_seconds histogram\n"));
-	resp_clear(&r);
+	static const char *const want[] = {
+		"airlock_approvals_total{outcome=\"approved\"} 1\n",
+		"airlock_approvals_total{outcome=\"declined\"} 1\n",
+		"airlock_approvals_total{outcome=\"timed-out\"} 1\n",
+		"airlock_approvals_total{outcome=\"denied\"} 1\n",
+		"airlock_execs_total{status=\"exited\"} 1\n",
+		"airlock_execs_total{status=\"denied\"} 1\n",
+		"airlock_exec_duration_seconds_bucket{le=\"0.25\"} 1\n",
+		"airlock_exec_duration_seconds_count 1\n",
+		"airlock_sandboxes_live 3\n",
+		"airlock_sandboxes_pooled 2\n",
+		"airlock_proxy_decisions_total{decision=\"denied\"} 0\n",
+		"# TYPE airlock_exec_duration_seconds histogram\n",
+	};
+	expect_metrics(e, want, sizeof(want) / sizeof(want[0]));
 	env_close(e);
 }
 
@@ -882,9 +890,7 @@ static void test_unix_principal(void **state)
 	assert_non_null(strstr(r.body, getuid() == 0 ? "own call" : "only approvers"));
 	resp_clear(&r);
 	assert_int_equal(hf_get(&e->m.calls[FK_EXEC]), 0);
-	r = decide(e, id, body);
-	assert_int_equal(r.status, 200);
-	resp_clear(&r);
+	expect_decide(e, id, body, 200);
 	pthread_join(b.th, NULL);
 	assert_int_equal(b.r.status, 200);
 	resp_clear(&b.r);
@@ -1009,18 +1015,13 @@ static void test_mcp(void **state)
 	pthread_mutex_unlock(&hf_mu);
 	char *raw = NULL;
 	size_t len = 0;
-	for (int i = 0; i < 200 && !(raw && strstr(raw, "notifications/progress")); i++)
-		read_some(fd, &raw, &len, 50);
-	assert_non_null(raw);
+	read_until(fd, &raw, &len, "notifications/progress");
 	assert_non_null(strstr(raw, "text/event-stream"));
 	assert_null(strstr(raw, "\"id\":4")); /* not answered yet */
 	pthread_mutex_lock(&hf_mu);
 	fake_finish(fake_op(&e->m, 0), 0, "partial\n");
 	pthread_mutex_unlock(&hf_mu);
-	read_all(fd, &raw, &len);
-	close(fd);
-	parse(raw, len, &b.r);
-	free(raw);
+	finish_resp(fd, raw, len, &b.r);
 	char *progress =
 		strstr(b.r.body, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"");
 	char *answer = strstr(b.r.body, "\"id\":4");
@@ -1051,11 +1052,12 @@ static void test_mcp(void **state)
 	assert_int_equal(hf_get(&e->g.finished[SRV_CALL_OK]), 2);
 	assert_int_equal(hf_get(&e->m.calls[FK_CREATE]), 1);
 	wait_for(&e->m.calls[FK_DESTROY], 1);
-	r = request(e, "GET", "/metrics", NULL, NULL);
-	assert_non_null(strstr(r.body, "airlock_execs_total{status=\"exited\"} 1\n"));
-	assert_non_null(strstr(r.body, "airlock_mcp_sessions_opened_total 1\n"));
-	assert_non_null(strstr(r.body, "airlock_mcp_sessions 0\n"));
-	resp_clear(&r);
+	static const char *const want[] = {
+		"airlock_execs_total{status=\"exited\"} 1\n",
+		"airlock_mcp_sessions_opened_total 1\n",
+		"airlock_mcp_sessions 0\n",
+	};
+	expect_metrics(e, want, sizeof(want) / sizeof(want[0]));
 	env_close(e);
 }
 

@@ -30,35 +30,49 @@ static struct al_policy *policy(const char *cmd)
 	return p;
 }
 
-/* config.json for p as runtime rt, with made-up bundle file names, showing view (or NULL). */
-static json_t *build_view(const struct al_policy *p, enum oci_runtime rt, bool root, const char *seccomp,
-			  const struct cg_view *view)
+/* The filesystem plan of p, the host probed for probe_for (p, or NULL: the defaults). */
+static void plan_of(struct fs_plan *plan, const struct al_policy *p, const struct al_policy *probe_for)
 {
-	struct fs_plan plan = {0};
 	struct fs_host host;
-	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, p);
-	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
+	*plan = (struct fs_plan){.sendfd_sock = -1};
+	fs_host_probe(&host, plan, probe_for);
+	assert_int_equal(fs_plan_build(plan, p, &host, NULL), 0);
+}
+
+/* config.json for p with o, its file_src made-up bundle file names (/bundle/files/I). */
+static json_t *build_opts(const struct al_policy *p, struct oci_opts *o)
+{
+	struct fs_plan plan;
+	plan_of(&plan, p, p);
 	char **src = calloc(plan.n + 1, sizeof(*src));
 	assert_non_null(src);
 	for (size_t i = 0; i < plan.n; i++)
 		if (plan.ops[i].kind == FS_FILE)
 			assert_true(asprintf(&src[i], "/bundle/files/%zu", i) > 0);
-	struct oci_opts o = {.runtime = rt,
-			     .root = root,
-			     .file_src = (const char *const *)src,
-			     .seccomp_b64 = seccomp,
-			     .rlimits = {{.type = "RLIMIT_NOFILE", .resource = RLIMIT_NOFILE, .soft = 64, .hard = 64}},
-			     .nrlimits = 1,
-			     .cgview = view};
+	o->file_src = (const char *const *)src;
 	json_t *c = NULL;
 	struct al_error err = {0};
-	assert_int_equal(oci_config_build(p, &plan, &o, &c, &err), 0);
+	if (oci_config_build(p, &plan, o, &c, &err) != 0)
+		fail_msg("oci_config_build: %s", err.msg);
+	o->file_src = NULL;
 	for (size_t i = 0; i < plan.n; i++)
 		free(src[i]);
 	free(src);
 	fs_plan_free(&plan);
 	return c;
+}
+
+/* config.json for p as runtime rt, with made-up bundle file names, showing view (or NULL). */
+static json_t *build_view(const struct al_policy *p, enum oci_runtime rt, bool root, const char *seccomp,
+			  const struct cg_view *view)
+{
+	struct oci_opts o = {.runtime = rt,
+			     .root = root,
+			     .seccomp_b64 = seccomp,
+			     .rlimits = {{.type = "RLIMIT_NOFILE", .resource = RLIMIT_NOFILE, .soft = 64, .hard = 64}},
+			     .nrlimits = 1,
+			     .cgview = view};
+	return build_opts(p, &o);
 }
 
 static json_t *build(const struct al_policy *p, enum oci_runtime rt, bool root, const char *seccomp)
@@ -280,28 +294,15 @@ static void test_refusals(void **state)
 /* config.json with airlock-init (init_src), for p as runtime rt: NOFILE 64 and CORE 0 as rlimits. */
 static json_t *build_init(const struct al_policy *p, enum oci_runtime rt, bool exec)
 {
-	struct fs_plan plan = {0};
-	struct fs_host host;
-	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, p);
-	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
-	char **src = calloc(plan.n + 1, sizeof(*src));
-	assert_non_null(src);
-	for (size_t i = 0; i < plan.n; i++)
-		if (plan.ops[i].kind == FS_FILE)
-			assert_true(asprintf(&src[i], "/bundle/files/%zu", i) > 0);
-	struct oci_opts o = {.runtime = rt, .root = true, .file_src = (const char *const *)src,
-			     .init_src = "/opt/airlock/bin/airlock", .init_exec = exec, .files_dir = "/bundle/files",
+	struct oci_opts o = {.runtime = rt,
+			     .root = true,
+			     .init_src = "/opt/airlock/bin/airlock",
+			     .init_exec = exec,
+			     .files_dir = "/bundle/files",
 			     .rlimits = {{.type = "RLIMIT_NOFILE", .resource = RLIMIT_NOFILE, .soft = 64, .hard = 64},
 					 {.type = "RLIMIT_CORE", .resource = RLIMIT_CORE, .soft = 0, .hard = 0}},
 			     .nrlimits = 2};
-	json_t *c = NULL;
-	assert_int_equal(oci_config_build(p, &plan, &o, &c, NULL), 0);
-	for (size_t i = 0; i < plan.n; i++)
-		free(src[i]);
-	free(src);
-	fs_plan_free(&plan);
-	return c;
+	return build_opts(p, &o);
 }
 
 /* The strings of a JSON array joined by spaces (static buffer). */
@@ -457,11 +458,8 @@ static void test_rootfs_ops(void **state)
 {
 	(void)state;
 	struct al_policy *p = policy("/bin/true");
-	struct fs_plan plan = {0};
-	struct fs_host host;
-	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, NULL);
-	assert_int_equal(fs_plan_build(&plan, p, &host, NULL), 0);
+	struct fs_plan plan;
+	plan_of(&plan, p, NULL);
 	for (size_t i = 0; i < plan.n; i++) {
 		const struct fs_op *op = &plan.ops[i];
 		bool on = oci_on_rootfs(&plan, i);
