@@ -32,6 +32,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "backend/monitor.h"
+#include "kit/caps.h"
 #include "kit/channel.h"
 #include "child.h"
 #include "execmsg.h"
@@ -53,6 +55,7 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 	close(c->status_fd);
 	c->ctl_sock = -1;
 	c->status_fd = status_w;
+	/* The payload inherits our dispositions and mask: all defaults (nat_hold_main), SIGCHLD too. */
 	signal(SIGCHLD, SIG_DFL);
 	/* Safe: this namespace is new and empty, owned by the sandbox's user namespace (so init's
 	 * capabilities there suffice); lo is all it will ever hold. */
@@ -125,6 +128,14 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 	if (al_send_fd(c->ctl_sock, ws, 'w') < 0)
 		_exit(0);
 	close(ws);
+	/* Once here what every spare payload would otherwise do for itself (64 sigaction calls and
+	 * a credential commit per capability, each): the supervisor's signal dispositions and mask go (handlers of
+	 * its code were never ours to run), and so does the capability bounding set — it only
+	 * bounds what an execve may gain, and init never execs; its own capabilities stay. The
+	 * payload still empties the bounding set and checks every capability (caps_drop_bounding),
+	 * so a failure here costs time, never a protection. */
+	mon_reset_signals();
+	(void)caps_drop_bounding();
 	/* Exec inits are never waited for here: the manager holds their pidfds and status pipes. */
 	signal(SIGCHLD, SIG_IGN);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
