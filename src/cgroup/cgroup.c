@@ -525,7 +525,8 @@ static int attach_one(struct cg_job *cg, const int *procs, pid_t pid, struct al_
 	for (int i = 0; i < cg->nh; i++) {
 		ssize_t n = write(procs[i], buf, (size_t)len);
 		if (n != len)
-			return al_err_sys(err, n < 0 ? errno : EIO, "cgroup: moving pid %d into %s", (int)pid, cg->h[i].path);
+			return al_err_sys(err, n < 0 ? errno : EIO, "cgroup: moving pid %d into %s", (int)pid,
+					  cg->h[i].path);
 	}
 	return 0;
 }
@@ -559,7 +560,7 @@ int cg_attach_family(struct cg_job *cg, pid_t pid, bool children, struct al_erro
 	/* One open of each cgroup.procs for every process moved: each open of a cgroup file is a
 	 * kernfs allocation, and a held sandbox moves two processes per exec. */
 	int procs[CG_MAX_HIER], r = 0;
-	for (int i = 0; i < cg->nh; i++)
+	for (int i = 0; i < CG_MAX_HIER; i++)
 		procs[i] = -1;
 	for (int i = 0; r == 0 && i < cg->nh; i++)
 		if ((procs[i] = openat(cg->h[i].fd, "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) < 0)

@@ -29,12 +29,14 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "backend/monitor.h"
 #include "kit/caps.h"
 #include "kit/channel.h"
+#include "kit/forkmm.h"
 #include "child.h"
 #include "execmsg.h"
 #include "kit/net.h"
@@ -114,6 +116,29 @@ out:;
 			close(all[i]);
 }
 
+/* Every exec init is a fork of ours, and we are a copy of the supervisor with each library it
+ * loaded (TLS, JSON, YAML, archives... about a hundred mappings in a dynamically linked one): each
+ * fork copied them all and each exec init's exit tore them down, for code that neither it, its
+ * payload nor we run. We keep this code's own object, the C library and the dynamic loader, and
+ * all anonymous memory (the heap holds the policy the payload reads); the rest is unmapped. Best
+ * effort: where the listing cannot be read, everything stays, as before. */
+static void shed_libraries(const struct nat_child *c)
+{
+	if (!c->shed_libs)
+		return;
+	uintptr_t keep[3] = {(uintptr_t)nat_spare_payload, (uintptr_t)execve, (uintptr_t)getauxval(AT_BASE)};
+	(void)fm_shed_objects(keep, keep[2] ? 3 : 2); /* AT_BASE 0: statically linked, no loader */
+}
+
+/* Only where this code was bound at load (airlock's own binaries are linked -z now): a lazily
+ * bound call's first use looks its symbol up through every library, which an exec init would no
+ * longer have. The C library's own lazy slots are for the allocator and the loader's internals,
+ * which nothing after the fork calls (nothing there allocates). */
+bool nat_hold_can_shed(void)
+{
+	return fm_bound_now((uintptr_t)nat_spare_payload);
+}
+
 _Noreturn void nat_hold_main(struct nat_child *c)
 {
 	/* Creation runs no payload: its output pipes close now, so the supervisor sees EOF. */
@@ -136,6 +161,7 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 	 * so a failure here costs time, never a protection. */
 	mon_reset_signals();
 	(void)caps_drop_bounding();
+	shed_libraries(c);
 	/* Exec inits are never waited for here: the manager holds their pidfds and status pipes. */
 	signal(SIGCHLD, SIG_IGN);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
