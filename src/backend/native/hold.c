@@ -27,9 +27,9 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -154,11 +154,11 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 		_exit(0);
 	close(ws);
 	/* Once here what every spare payload would otherwise do for itself (64 sigaction calls and
-	 * a credential commit per capability, each): the supervisor's signal dispositions and mask go (handlers of
-	 * its code were never ours to run), and so does the capability bounding set — it only
-	 * bounds what an execve may gain, and init never execs; its own capabilities stay. The
-	 * payload still empties the bounding set and checks every capability (caps_drop_bounding),
-	 * so a failure here costs time, never a protection. */
+	 * a credential commit per capability, each): the supervisor's signal dispositions and mask
+	 * go (handlers of its code were never ours to run), and so does the capability bounding set
+	 * — it only bounds what an execve may gain, and init never execs; its own capabilities stay.
+	 * The payload still empties the bounding set and checks every capability
+	 * (caps_drop_bounding), so a failure here costs time, never a protection. */
 	mon_reset_signals();
 	(void)caps_drop_bounding();
 	shed_libraries(c);
