@@ -19,7 +19,8 @@
 
 #include "util/cleanup.h"
 
-#define FM_MAX_KEPT 8
+#define FM_MAX_KEPT 8  /* objects kept */
+#define FM_MAX_KEEP 16 /* addresses naming them */
 
 struct fm_map {
 	uintptr_t start, end;
@@ -76,11 +77,18 @@ static void on_map(struct fm_state *st, const struct fm_map *m)
 	if (m->inode == 0)
 		return; /* anonymous, or the kernel's: always kept */
 	if (!st->shed) {
-		for (size_t i = 0; i < st->nkeep; i++)
-			if (st->keep[i] >= m->start && st->keep[i] < m->end && st->nkept < FM_MAX_KEPT) {
+		for (size_t i = 0; i < st->nkeep; i++) {
+			if (st->keep[i] < m->start || st->keep[i] >= m->end)
+				continue;
+			bool known = false;
+			for (int k = 0; k < st->nkept && !known; k++)
+				known = same_file(m, &st->kept[k]);
+			if (!known && st->nkept == FM_MAX_KEPT)
+				continue; /* not found: nothing will be unmapped */
+			if (!known)
 				st->kept[st->nkept++] = (struct fm_file){m->dev_major, m->dev_minor, m->inode};
-				st->found |= 1u << i;
-			}
+			st->found |= 1u << i;
+		}
 		return;
 	}
 	if (!m->priv || st->ngo == FM_BATCH)
@@ -128,7 +136,7 @@ static int walk_maps(struct fm_state *st)
 
 int fm_shed_objects(const uintptr_t *keep, size_t n)
 {
-	if (n > FM_MAX_KEPT)
+	if (n > FM_MAX_KEEP)
 		return -EINVAL;
 	struct fm_state st = {.keep = keep, .nkeep = n};
 	int r = walk_maps(&st);

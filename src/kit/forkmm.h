@@ -13,7 +13,7 @@
  * objects and reads nothing of the others (any touch of what went faults: SIGSEGV), and whose
  * calls into them were bound at load (fm_bound_now). Allocates nothing. The number of mappings
  * unmapped, or -errno (-ENOENT, unmapping nothing, when an address of keep lies in no mapping of a
- * file; at most 8 addresses). */
+ * file; at most 16 addresses naming at most 8 files). */
 int fm_shed_objects(const uintptr_t *keep, size_t n);
 
 /* Whether the shared object (or program) holding addr had its symbols bound at load (-z now, or

@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mount.h>
@@ -126,17 +127,36 @@ static void shed_libraries(const struct nat_child *c)
 {
 	if (!c->shed_libs)
 		return;
-	uintptr_t keep[3] = {(uintptr_t)nat_spare_payload, (uintptr_t)execve, (uintptr_t)getauxval(AT_BASE)};
-	(void)fm_shed_objects(keep, keep[2] ? 3 : 2); /* AT_BASE 0: statically linked, no loader */
+	/* The C library's functions as this code reaches them (through its GOT): a library standing
+	 * in for some of them is kept with it. The loader last: 0 when statically linked. */
+	uintptr_t keep[] = {(uintptr_t)nat_spare_payload, (uintptr_t)execve, (uintptr_t)open,
+			    (uintptr_t)memcpy, (uintptr_t)sigaction, (uintptr_t)getauxval(AT_BASE)};
+	size_t n = sizeof(keep) / sizeof(keep[0]);
+	(void)fm_shed_objects(keep, keep[n - 1] ? n : n - 1);
 }
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HOLD_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HOLD_SANITIZED 1
+#endif
+#endif
 
 /* Only where this code was bound at load (airlock's own binaries are linked -z now): a lazily
  * bound call's first use looks its symbol up through every library, which an exec init would no
  * longer have. The C library's own lazy slots are for the allocator and the loader's internals,
- * which nothing after the fork calls (nothing there allocates). */
+ * which nothing after the fork calls (nothing there allocates). Never with a preloaded library
+ * (it may stand in for any call of ours) nor in a sanitizer's build (its runtime, a library,
+ * checks every memory access). */
 bool nat_hold_can_shed(void)
 {
-	return fm_bound_now((uintptr_t)nat_spare_payload);
+#ifdef HOLD_SANITIZED
+	return false;
+#else
+	const char *preload = getenv("LD_PRELOAD");
+	return !(preload && *preload) && fm_bound_now((uintptr_t)nat_spare_payload);
+#endif
 }
 
 _Noreturn void nat_hold_main(struct nat_child *c)
