@@ -517,18 +517,72 @@ int cg_clone_fd(const struct cg_job *cg)
 	return cg_clone_into(cg) && cg->made > 0 ? cg->h[0].fd : -1;
 }
 
-int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err)
+/* Writes pid to each hierarchy's cgroup.procs, open in procs[]. */
+static int attach_one(struct cg_job *cg, const int *procs, pid_t pid, struct al_error *err)
 {
-	if (cg && cg->made <= 0)
-		return al_err(err, EINVAL, "cgroup: moving pid %d into %s before it was made", (int)pid, cg->h[0].path);
 	char buf[24];
-	snprintf(buf, sizeof(buf), "%d", (int)pid);
-	for (int i = 0; cg && i < cg->nh; i++) {
-		int r = cg_write_at(cg->h[i].fd, "cgroup.procs", buf);
-		if (r < 0)
-			return al_err_sys(err, -r, "cgroup: moving pid %d into %s", (int)pid, cg->h[i].path);
+	int len = snprintf(buf, sizeof(buf), "%d", (int)pid);
+	for (int i = 0; i < cg->nh; i++) {
+		ssize_t n = write(procs[i], buf, (size_t)len);
+		if (n != len)
+			return al_err_sys(err, n < 0 ? errno : EIO, "cgroup: moving pid %d into %s", (int)pid,
+					  cg->h[i].path);
 	}
 	return 0;
+}
+
+/* The children of pid's main thread, as /proc lists them: their count (at most max) or -errno. */
+static int children_of(pid_t pid, pid_t *out, int max)
+{
+	char path[80], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (len < 0)
+		return -errno;
+	buf[len] = 0;
+	int n = 0;
+	for (char *p = buf, *end; n < max; p = end) {
+		long c = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		out[n++] = (pid_t)c;
+	}
+	return n;
+}
+
+int cg_attach_family(struct cg_job *cg, pid_t pid, bool children, struct al_error *err)
+{
+	if (!cg)
+		return 0;
+	if (cg->made <= 0)
+		return al_err(err, EINVAL, "cgroup: moving pid %d into %s before it was made", (int)pid, cg->h[0].path);
+	/* One open of each cgroup.procs for every process moved: each open of a cgroup file is a
+	 * kernfs allocation, and a held sandbox moves two processes per exec. */
+	int procs[CG_MAX_HIER], r = 0;
+	for (int i = 0; i < CG_MAX_HIER; i++)
+		procs[i] = -1;
+	for (int i = 0; r == 0 && i < cg->nh; i++)
+		if ((procs[i] = openat(cg->h[i].fd, "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) < 0)
+			r = al_err_sys(err, errno, "cgroup: moving pid %d into %s", (int)pid, cg->h[i].path);
+	r = r ?: attach_one(cg, procs, pid, err);
+	/* Read once pid is in: a child it forks from now on is born there (fork and migration
+	 * exclude each other), one forked before is listed. */
+	pid_t kids[16];
+	int nk = r == 0 && children ? children_of(pid, kids, 16) : 0;
+	if (nk < 0)
+		r = al_err_sys(err, -nk, "cgroup: the children of pid %d", (int)pid);
+	for (int k = 0; r == 0 && k < nk; k++)
+		r = attach_one(cg, procs, kids[k], err);
+	for (int i = 0; i < cg->nh; i++)
+		if (procs[i] >= 0)
+			close(procs[i]);
+	return r;
+}
+
+int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err)
+{
+	return cg_attach_family(cg, pid, false, err);
 }
 
 int cg_pids_max_count(struct cg_job *cg, uint64_t *n)

@@ -55,6 +55,9 @@ int cg_clone_fd(const struct cg_job *cg);
 /* v1 (and v2 without CLONE_INTO_CGROUP): move pid into the job's cgroups (made), before it is
  * released. */
 int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err);
+/* cg_attach, and with children, then the children pid has (its main thread's, at most 16): a
+ * process and the ones it forked before, in one open of each hierarchy's cgroup.procs. */
+int cg_attach_family(struct cg_job *cg, pid_t pid, bool children, struct al_error *err);
 /* A child cgroup of parent in each of its hierarchies that accounts (not a v1 cpu-only one), to
  * account one part of the job apart (an exec in a held sandbox): it sets no limit (the parent's bound it) and reports the parent's as
  * enforced. On v2 the parent's processes first move into the leaf CG_V2_HELD (the

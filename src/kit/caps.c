@@ -11,8 +11,15 @@
 int caps_drop_bounding(void)
 {
 	/* Loop until the kernel says the capability does not exist, so capabilities newer
-	 * than our headers are dropped too. */
+	 * than our headers are dropped too. Each drop commits a new set of credentials: one
+	 * already gone (a held sandbox's init empties its own set once, for every payload it
+	 * makes) is only read. */
 	for (unsigned long cap = 0; cap < 64; cap++) {
+		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+		if (in < 0 && errno == EINVAL)
+			break;
+		if (in == 0)
+			continue;
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
 			if (errno == EINVAL)
 				break;

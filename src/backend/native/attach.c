@@ -159,35 +159,19 @@ static pid_t pidfd_pid(int pidfd)
 }
 
 /*
- * Moves a spare — its exec init and the payload it forks (nothing else runs before the request) —
+ * Moves a spare — its exec init and the payload it forked (nothing else runs before the request) —
  * into the exec's own cgroup (a child of the sandbox's), so the verdict accounts for this exec
  * alone. The init moves first: a payload it forks later is born in the new cgroup, one forked
- * before is listed in its children by then (fork and migration exclude each other). Safe: both
- * stay beneath the sandbox's cgroup and under its limits, and the payload runs nothing until its
- * request, sent only after this.
+ * before is listed in its children by then (cg_attach_family). Safe: both stay beneath the
+ * sandbox's cgroup and under its limits, and the payload runs nothing until its request, sent
+ * only after this.
  */
 static int spare_into_cgroup(const struct be_spare *s, struct cg_job *cg, struct al_error *err)
 {
 	pid_t init = pidfd_pid(s->pidfd);
 	if (init < 0)
 		return al_err_sys(err, -init, "the spare's exec init");
-	int r = cg_attach(cg, init, err);
-	if (r < 0)
-		return r;
-	char path[80], buf[256];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return al_err_sys(err, errno, "the spare's payload (%s)", path);
-	buf[n] = 0;
-	for (char *p = buf, *end; r == 0 && *p; p = end) {
-		long pid = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		r = cg_attach(cg, (pid_t)pid, err);
-	}
-	return r;
+	return cg_attach_family(cg, init, true, err);
 }
 
 /* The exec's own cgroup beneath the sandbox's, with s in it: 0 and *out (NULL when the sandbox

@@ -35,6 +35,7 @@ struct nat_child {
 	bool lo_up;	  /* loopback posture: lo up in the new network namespace */
 	int proxy_sock;	  /* -1, or where init sends the egress proxy's listening socket */
 	int ctl_sock;	  /* -1, or a held sandbox's control socket (hold.c) */
+	bool shed_libs;	  /* a held sandbox's init unmaps the libraries it never runs (nat_hold_can_shed) */
 	struct cg_view cgview; /* the job's cgroups, shown at FS_CGROUP_VIEW when the plan made it */
 };
 
@@ -52,6 +53,9 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock);
 /* A held sandbox's init (hold.c): hands the workspace to the supervisor, then starts one payload
  * per request on the control socket until that socket closes. */
 _Noreturn void nat_hold_main(struct nat_child *c);
+/* In the supervisor, before the clone: whether that init may unmap the libraries neither it nor
+ * its exec inits and payloads run, so its forks copy less (hold.c). */
+bool nat_hold_can_shed(void);
 /* Reports a failed setup step on the status pipe and exits. */
 _Noreturn void nat_die(const struct nat_child *c, enum nat_stage stage, int err, const char *what);
 

@@ -26,13 +26,18 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "backend/monitor.h"
+#include "kit/caps.h"
 #include "kit/channel.h"
+#include "kit/forkmm.h"
 #include "child.h"
 #include "execmsg.h"
 #include "kit/net.h"
@@ -53,6 +58,7 @@ static _Noreturn void spare_init_main(struct nat_child *c, int payload_sock, int
 	close(c->status_fd);
 	c->ctl_sock = -1;
 	c->status_fd = status_w;
+	/* The payload inherits our dispositions and mask: all defaults (nat_hold_main), SIGCHLD too. */
 	signal(SIGCHLD, SIG_DFL);
 	/* Safe: this namespace is new and empty, owned by the sandbox's user namespace (so init's
 	 * capabilities there suffice); lo is all it will ever hold. */
@@ -111,6 +117,48 @@ out:;
 			close(all[i]);
 }
 
+/* Every exec init is a fork of ours, and we are a copy of the supervisor with each library it
+ * loaded (TLS, JSON, YAML, archives... about a hundred mappings in a dynamically linked one): each
+ * fork copied them all and each exec init's exit tore them down, for code that neither it, its
+ * payload nor we run. We keep this code's own object, the C library and the dynamic loader, and
+ * all anonymous memory (the heap holds the policy the payload reads); the rest is unmapped. Best
+ * effort: where the listing cannot be read, everything stays, as before. */
+static void shed_libraries(const struct nat_child *c)
+{
+	if (!c->shed_libs)
+		return;
+	/* The C library's functions as this code reaches them (through its GOT): a library standing
+	 * in for some of them is kept with it. The loader last: 0 when statically linked. */
+	uintptr_t keep[] = {(uintptr_t)nat_spare_payload, (uintptr_t)execve, (uintptr_t)open,
+			    (uintptr_t)memcpy, (uintptr_t)sigaction, (uintptr_t)getauxval(AT_BASE)};
+	size_t n = sizeof(keep) / sizeof(keep[0]);
+	(void)fm_shed_objects(keep, keep[n - 1] ? n : n - 1);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HOLD_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HOLD_SANITIZED 1
+#endif
+#endif
+
+/* Only where this code was bound at load (airlock's own binaries are linked -z now): a lazily
+ * bound call's first use looks its symbol up through every library, which an exec init would no
+ * longer have. The C library's own lazy slots are for the allocator and the loader's internals,
+ * which nothing after the fork calls (nothing there allocates). Never with a preloaded library
+ * (it may stand in for any call of ours) nor in a sanitizer's build (its runtime, a library,
+ * checks every memory access). */
+bool nat_hold_can_shed(void)
+{
+#ifdef HOLD_SANITIZED
+	return false;
+#else
+	const char *preload = getenv("LD_PRELOAD");
+	return !(preload && *preload) && fm_bound_now((uintptr_t)nat_spare_payload);
+#endif
+}
+
 _Noreturn void nat_hold_main(struct nat_child *c)
 {
 	/* Creation runs no payload: its output pipes close now, so the supervisor sees EOF. */
@@ -125,6 +173,15 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 	if (al_send_fd(c->ctl_sock, ws, 'w') < 0)
 		_exit(0);
 	close(ws);
+	/* Once here what every spare payload would otherwise do for itself (64 sigaction calls and
+	 * a credential commit per capability, each): the supervisor's signal dispositions and mask
+	 * go (handlers of its code were never ours to run), and so does the capability bounding set
+	 * — it only bounds what an execve may gain, and init never execs; its own capabilities stay.
+	 * The payload still empties the bounding set and checks every capability
+	 * (caps_drop_bounding), so a failure here costs time, never a protection. */
+	mon_reset_signals();
+	(void)caps_drop_bounding();
+	shed_libraries(c);
 	/* Exec inits are never waited for here: the manager holds their pidfds and status pipes. */
 	signal(SIGCHLD, SIG_IGN);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

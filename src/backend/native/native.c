@@ -200,6 +200,7 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		.lo_up = pl->net.own_netns,
 		.proxy_sock = px_p[1],
 		.ctl_sock = ctl_p[1],
+		.shed_libs = ctl_p[1] >= 0 && nat_hold_can_shed(),
 	};
 	if ((r = uns_choose(&c.map, p->id_base, p->subids, p->run_uid, p->run_gid, err)) < 0)
 		goto out;

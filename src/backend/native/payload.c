@@ -138,7 +138,9 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 		fail(&f, NS_STDIO, errno, "/dev/null");
 	if (setsid() < 0 && !f.stage)
 		fail(&f, NS_SETSID, errno, NULL);
-	mon_reset_signals();
+	/* No mon_reset_signals: every disposition is the default and nothing is blocked, as the
+	 * sandbox's init left them for its exec inits (nat_hold_main), and the exec init's SIGCHLD
+	 * is back to the default before it forked us (spare_init_main). */
 	int keep[4] = {sock, null_fd, c->landlock_fd, c->status_fd};
 	if (mon_close_all_but(keep, 4) < 0 && !f.stage)
 		fail(&f, NS_STDIO, errno, "close_range");
