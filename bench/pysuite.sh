@@ -62,7 +62,15 @@ ids() {
 	{ grep -aE "^[A-Za-z_0-9]+ \([^)]*\) \.\.\. ($2)" "$1" || true; } | sed -E 's/^[A-Za-z_0-9]+ \(([^)]*)\).*/\1/' |
 		sed -E 's/^.*\.([A-Za-z0-9_]+\.[A-Za-z0-9_]+)$/\1/' | LC_ALL=C sort -u
 }
-failed() { ids "$1" 'FAIL$|ERROR$'; }
+# failed FILE: the tests unittest's report names (FAIL: or ERROR: lines, sub-tests included), or whose
+# -v line ends in FAIL or ERROR (a module that dies before its report).
+failed() {
+	{
+		ids "$1" 'FAIL$|ERROR$'
+		{ grep -aE '^(FAIL|ERROR): [A-Za-z_0-9]+ \([^)]*\)' "$1" || true; } |
+			sed -E 's/^[A-Z]+: [A-Za-z_0-9]+ \(([^)]*)\).*/\1/; s/^.*\.([A-Za-z0-9_]+\.[A-Za-z0-9_]+)$/\1/'
+	} | LC_ALL=C sort -u
+}
 skipped() { ids "$1" 'skipped'; }
 
 run_one() { # SIDE MODULE
