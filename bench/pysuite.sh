@@ -5,7 +5,8 @@
 # Each module runs once bare (python3 -m test MODULE) and once inside airlock with the default
 # posture (no flags but a longer --time and the airlock options in AIRLOCK_OPTS), and the script
 # prints one line per module: the result bare, the result inside, and the tests that failed inside
-# only. Needs Debian's libpython3.11-testsuite (apt-get install libpython3.11-testsuite).
+# only (or were skipped there only, or were running when the module died inside). Needs Debian's
+# libpython3.11-testsuite (apt-get install libpython3.11-testsuite).
 #
 # Usage: bench/pysuite.sh [--all | MODULE...]     (default: the subset below)
 # --all (or ALL=1): every module of the suite, as `python3 -m test --list-tests` lists them (a test
@@ -72,6 +73,12 @@ failed() {
 	} | LC_ALL=C sort -u
 }
 skipped() { ids "$1" 'skipped'; }
+# died FILE: the test that was running when the module's process died (its -v line has no verdict).
+died() {
+	{ grep -aE "^[A-Za-z_0-9]+ \([^)]*\) \.\.\. " "$1" || true; } | tail -n 1 |
+		grep -avE '\.\.\. (ok|FAIL|ERROR|skipped|expected failure|unexpected success)' |
+		sed -E 's/^[A-Za-z_0-9]+ \(([^)]*)\).*/\1/; s/^.*\.([A-Za-z0-9_]+\.[A-Za-z0-9_]+)$/\1/' || true
+}
 
 run_one() { # SIDE MODULE
 	local f="$out/$2.$1"
@@ -103,6 +110,7 @@ row() {
 	if [[ $rb != - && $ri != - ]]; then
 		only=$({ LC_ALL=C comm -13 <(failed "$out/$m.bare") <(failed "$out/$m.inside") | sed 's/^/F:/'
 			LC_ALL=C comm -13 <(skipped "$out/$m.bare") <(skipped "$out/$m.inside") | sed 's/^/S:/'; } | tr '\n' ' ')
+		[[ $ri != CRASHED* || $rb == CRASHED* ]] || only+=$(died "$out/$m.inside" | sed 's/^/K:/')
 	fi
 	case "$rb/$ri" in
 	SKIPPED/SKIPPED) class="skipped both" ;;
@@ -129,7 +137,8 @@ module() { # MODULE: both sides (or the one of ONLY), then its row
 
 printf '# %s, airlock %s %s, %s, python %s, %d modules, %d at once\n' "$(date -u '+%F %H:%M UTC')" "$airlock" \
 	"${opts[*]}" "$(id -un)" "$("$py" -c 'import sys; print(sys.version.split()[0])')" "${#modules[@]}" "$jobs"
-printf '%-32s %-22s %-22s %s\n' module "bare (skipped)" "inside (skipped)" "failed (F) or skipped (S) inside only"
+printf '%-32s %-22s %-22s %s\n' module "bare (skipped)" "inside (skipped)" \
+	"failed (F), skipped (S) or running when the module died (K) inside only"
 running=0
 for m in "${modules[@]}"; do
 	if ((running >= jobs)); then
