@@ -16,7 +16,9 @@
 # nothing and prints the table from the outputs already in BENCH_RESULTS), TIMEOUT (per module and
 # side, seconds, default 900), BENCH_RESULTS=DIR (keep each run's output there), JOBS=N (run N
 # modules at once, default 1; each side of a module is still one process tree of its own, and the
-# rows then come in the order modules finish). A summary of the module counts ends the table.
+# rows then come in the order modules finish), REGRTEST_OPTS (more regrtest options for both sides,
+# e.g. "-u cpu,decimal": the resources regrtest leaves off by default). A summary of the module
+# counts ends the table.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
@@ -42,6 +44,7 @@ timeout=${TIMEOUT:-900}
 out=${BENCH_RESULTS:-$(mktemp -d /tmp/pysuite.XXXXXX)}
 mkdir -p "$out"
 read -r -a opts <<<"${AIRLOCK_OPTS:-}"
+read -r -a regrtest_opts <<<"${REGRTEST_OPTS:-}"
 # Bare runs as the sandbox's payload does (bench/lib.sh bare_user), with a home directory of its own.
 bare_home=$(mktemp -d /tmp/pysuite-home.XXXXXX)
 chmod 0777 "$bare_home"
@@ -85,11 +88,11 @@ run_one() { # SIDE MODULE
 	local t0 t1
 	t0=$(date +%s.%N)
 	if [[ $1 == bare ]]; then
-		(cd "$bare_home" && timeout -k 5 "$timeout" "${bare_as[@]}" env -i "${bare_env[@]}" "$py" -m test -v "$2") \
+		(cd "$bare_home" && timeout -k 5 "$timeout" "${bare_as[@]}" env -i "${bare_env[@]}" "$py" -m test -v "${regrtest_opts[@]}" "$2") \
 			>"$f" 2>&1 && echo 0 >"$f.rc" || echo $? >"$f.rc"
 	else
 		timeout -k 5 "$((timeout + 30))" "$airlock" run --time "${timeout}s" "${opts[@]}" -- \
-			"$py" -m test -v "$2" >"$f" 2>&1 && echo 0 >"$f.rc" || echo $? >"$f.rc"
+			"$py" -m test -v "${regrtest_opts[@]}" "$2" >"$f" 2>&1 && echo 0 >"$f.rc" || echo $? >"$f.rc"
 	fi
 	t1=$(date +%s.%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f\n", b - a }' >"$f.secs"
@@ -135,8 +138,9 @@ module() { # MODULE: both sides (or the one of ONLY), then its row
 	row "$1"
 }
 
-printf '# %s, airlock %s %s, %s, python %s, %d modules, %d at once\n' "$(date -u '+%F %H:%M UTC')" "$airlock" \
-	"${opts[*]}" "$(id -un)" "$("$py" -c 'import sys; print(sys.version.split()[0])')" "${#modules[@]}" "$jobs"
+printf '# %s, airlock %s %s, %s, python %s %s, %d modules, %d at once\n' "$(date -u '+%F %H:%M UTC')" "$airlock" \
+	"${opts[*]}" "$(id -un)" "$("$py" -c 'import sys; print(sys.version.split()[0])')" "${regrtest_opts[*]}" \
+	"${#modules[@]}" "$jobs"
 printf '%-32s %-22s %-22s %s\n' module "bare (skipped)" "inside (skipped)" \
 	"failed (F), skipped (S) or running when the module died (K) inside only"
 running=0
