@@ -146,7 +146,7 @@ printf '%-32s %-22s %-22s %s\n' module "bare (skipped)" "inside (skipped)" \
 running=0
 for m in "${modules[@]}"; do
 	if ((running >= jobs)); then
-		wait -n
+		wait -n || true # a module that went wrong says so in its own row
 		running=$((running - 1))
 	fi
 	module "$m" &
