@@ -45,6 +45,9 @@ out=${BENCH_RESULTS:-$(mktemp -d /tmp/pysuite.XXXXXX)}
 mkdir -p "$out"
 read -r -a opts <<<"${AIRLOCK_OPTS:-}"
 read -r -a regrtest_opts <<<"${REGRTEST_OPTS:-}"
+# A bad option would fail every module on both sides: refuse it once, with regrtest's own message.
+"$py" -m test "${regrtest_opts[@]}" --list-tests >/dev/null 2>"$out/regrtest-opts.err" ||
+	die "regrtest refuses REGRTEST_OPTS='${REGRTEST_OPTS:-}': $(grep -a 'error:' "$out/regrtest-opts.err" | head -n 1)"
 # Bare runs as the sandbox's payload does (bench/lib.sh bare_user), with a home directory of its own.
 bare_home=$(mktemp -d /tmp/pysuite-home.XXXXXX)
 chmod 0777 "$bare_home"
