@@ -50,6 +50,8 @@ read -r -a regrtest_opts <<<"${REGRTEST_OPTS:-}"
 	die "regrtest refuses REGRTEST_OPTS='${REGRTEST_OPTS:-}': $(grep -a 'error:' "$out/regrtest-opts.err" | head -n 1)"
 # Bare runs as the sandbox's payload does (bench/lib.sh bare_user), with a home directory of its own.
 bare_home=$(mktemp -d /tmp/pysuite-home.XXXXXX)
+# shellcheck disable=SC2064 # bare_home is fixed now
+trap "rm -rf '$bare_home'" EXIT
 chmod 0777 "$bare_home"
 bare_user "$bare_home"
 
