@@ -210,16 +210,29 @@ esc_pty_airlock() {
 
 # esc_in_pty FILE CMD: run the shell command line CMD as the session leader of a fresh pty
 # (script(1) from util-linux); the terminal's whole output (what was printed to it and
-# whatever it echoed) goes to FILE.
+# whatever it echoed) goes to FILE. A pty hands its output to the reading side through the
+# kernel's flip buffer, asynchronously: when the session ends, script may stop reading
+# before the last of it arrives (seen under load: a final line missing). So an end mark is
+# printed on a line of its own after CMD, and FILE counts only if the mark arrived (everything before it did
+# too); if it did not, CMD runs again (at most three times), then the test fails.
 esc_in_pty() {
-	local out=$1
+	local out=$1 end try
 	shift
 	command -v script >/dev/null || al_skip "script (util-linux) is needed for a pty"
+	end="pty-end-$(al_marker)"
 	AL_RUN_N=$((AL_RUN_N + 1))
-	# shellcheck disable=SC2034 # read by lib.sh's al_dump_last
-	AL_CMD="script -qec '$*'" AL_OUT_FILE=$out AL_ERR_FILE=/dev/null AL_RC=0
-	timeout -k 5 60 script -qec "$*" /dev/null </dev/null >"$out" 2>&1 || AL_RC=$?
-	al_log "[$AL_RUN_N] in a pty: $* -> rc $AL_RC"
+	for try in 1 2 3; do
+		# shellcheck disable=SC2034 # read by lib.sh's al_dump_last
+		AL_CMD="script -qec '$*'" AL_OUT_FILE=$out AL_ERR_FILE=/dev/null AL_RC=0
+		timeout -k 5 60 script -qec "$*; echo; echo $end; sleep 0.1" /dev/null </dev/null >"$out" 2>&1 || AL_RC=$?
+		al_log "[$AL_RUN_N] in a pty: $* -> rc $AL_RC"
+		if grep -q "$end" "$out"; then
+			sed -i "/$end/d" "$out"
+			return 0
+		fi
+		al_log "[$AL_RUN_N] the terminal's output ended before the end mark (try $try): running it again"
+	done
+	al_fail "the terminal's output never reached the end mark after three runs: $(tr -d '\r' <"$out" | tail -n 5)"
 }
 
 # esc_tree_sum DIR: a digest of a host dir's names, types, modes, sizes and contents (no
