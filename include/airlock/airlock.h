@@ -215,9 +215,13 @@ struct al_job; /* opaque: one confined running job and its supervisor state */
 int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
 		 struct al_error *err);
 
-/* Removes what a crashed airlock left behind (job cgroups whose supervisor is gone). Best effort;
- * front ends call it once at start. */
-void al_cleanup_stale(void);
+/* Removes what a crashed airlock left behind: job cgroups whose supervisor is gone and, when p is
+ * NULL or runs on a backend that makes them (oci, gvisor), the bundle directories of such
+ * supervisors. Those are found by reading the whole temporary directory (every entry of /tmp:
+ * a cost that grows with the host's /tmp), so a native or bwrap start leaves them to the next
+ * start that could have made them, or to a service's start (p NULL). Best effort; front ends
+ * call it once at start. */
+void al_cleanup_stale(const struct al_policy *p);
 
 /* Supervises the job to its end (output pump, deadline, kill, accounting). */
 struct al_verdict;

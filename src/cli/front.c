@@ -298,10 +298,10 @@ int front_run(struct front *f)
 		so.stdin_fd = -1;
 	bool ok = al_job_spawn(f->policy, &so, &job, &e) == 0;
 	/* Leftovers of dead supervisors are swept while the sandbox's init builds its root: this
-	 * process would only wait then, and the sweep (a read of /tmp and of the cgroup
-	 * hierarchies, 0.28 M instructions and a getdents of every /tmp entry) left the start's
-	 * critical path. Ours are alive, so never taken for stale. */
-	al_cleanup_stale();
+	 * process would only wait then, and the sweep (a read of the cgroup hierarchies and, on the
+	 * backends that make bundle directories, of /tmp) left the start's critical path. Ours are
+	 * alive, so never taken for stale. */
+	al_cleanup_stale(f->policy);
 	ok = ok && al_job_wait(job, &v, &e) == 0 && v;
 	/* Nothing of the job is left (processes, cgroups, directories) before anything is printed:
 	 * a reader that never takes the verdict cannot hold them. */

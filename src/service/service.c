@@ -62,7 +62,7 @@ int service_open(const struct service_opts *o, struct service **out, struct al_e
 		return r;
 	}
 	/* Jobs of a killed predecessor (cgroups, workspaces) go before ours start. */
-	al_cleanup_stale();
+	al_cleanup_stale(NULL);
 	struct sbm_opts so = {.size = sizeof(so), .cfg = svc->cfg, .default_profile = o->profile};
 	r = sbm_new(&so, &svc->mgr, err);
 	if (r < 0) {

@@ -466,10 +466,12 @@ int al_job_cgroup(struct al_job *j, struct al_job_cgroup *out)
 	return 0;
 }
 
-void al_cleanup_stale(void)
+void al_cleanup_stale(const struct al_policy *p)
 {
 	cg_cleanup_stale();
-	be_oci_cleanup_stale(); /* after the cgroups: a dead supervisor's monitor is gone by now */
+	enum al_backend b = p ? al_policy_get_backend(p) : AL_BACKEND_OCI;
+	if (b == AL_BACKEND_OCI || b == AL_BACKEND_GVISOR)
+		be_oci_cleanup_stale(); /* after the cgroups: a dead supervisor's monitor is gone by now */
 }
 
 void al_job_free(struct al_job *j)
