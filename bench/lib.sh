@@ -64,6 +64,19 @@ done
 bwrap_args+=(--proc /proc --dev /dev --tmpfs /tmp)
 unset _top
 
+# What airlock's minimal /etc takes from the host (src/kit/fsplan.c, plan_etc: the read-only binds and
+# links of /etc), for a bwrap line with the same /etc: the hardened line has none, and a runtime
+# reads some of it at start (node's OpenSSL reads /etc/ssl/openssl.cnf: ~2 ms).
+# shellcheck disable=SC2034 # used by the scripts that source this file
+bwrap_etc_args=()
+for _e in alternatives ld.so.cache mime.types protocols services ssl/certs ssl/openssl.cnf; do
+	[[ -e /etc/$_e ]] && bwrap_etc_args+=(--ro-bind "/etc/$_e" "/etc/$_e")
+done
+for _e in localtime os-release; do
+	[[ -L /etc/$_e ]] && bwrap_etc_args+=(--symlink "$(readlink "/etc/$_e")" "/etc/$_e")
+done
+unset _e
+
 # airlock's layers switched off, as far as the command line allows. `none` parses as
 # "no limit" (src/config/units.c), and without a memory or pids limit the pids cgroup is
 # not joined; the memory and cpuacct cgroups still are, because every job's peak memory

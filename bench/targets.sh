@@ -22,7 +22,9 @@ runs=${RUNS:-60} tp_count=${TP_COUNT:-200} tp_rounds=${TP_ROUNDS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # hyperfine -N runs the binary by path; copies in a 0755 dir so a user run can exec them.
-cols=(bare bwrap airlock) lines=("" "$(join bwrap "${bwrap_args[@]}") --" "$airlock run --")
+cols=(bare bwrap bwrap-etc airlock)
+lines=("" "$(join bwrap "${bwrap_args[@]}") --" "$(join bwrap "${bwrap_args[@]}" "${bwrap_etc_args[@]}") --"
+	"$airlock run --")
 if [[ -n ${AIRLOCK_BASE:-} ]]; then
 	cols+=(base) lines+=("$(realpath "$AIRLOCK_BASE") run --")
 fi
