@@ -204,6 +204,41 @@ static const char *probe_etc_missing(const struct al_policy *p, const char *etc)
 	return NULL;
 }
 
+/* "python3" or "python3.N": a directory of the system's Python configuration. */
+static bool python_etc_name(const char *n)
+{
+	if (strncmp(n, "python3", 7) != 0)
+		return false;
+	if (!n[7])
+		return true;
+	if (n[7] != '.' || !n[8])
+		return false;
+	for (n += 8; *n; n++)
+		if (*n < '0' || *n > '9')
+			return false;
+	return true;
+}
+
+static void probe_etc_python(struct fs_host *h, struct fs_plan *plan)
+{
+	char etc[PATH_MAX];
+	snprintf(etc, sizeof(etc), "%s/etc", h->root);
+	DIR *d = opendir(etc);
+	if (!d)
+		return;
+	struct dirent *e;
+	while (h->netc_python < FS_ETC_PYTHON && (e = readdir(d))) {
+		struct stat st;
+		if (!python_etc_name(e->d_name) || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		const char *path = ownf(plan, "/etc/%s", e->d_name);
+		if (path)
+			h->etc_python[h->netc_python++] = path;
+	}
+	closedir(d);
+}
+
 int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_policy *p)
 {
 	memset(h, 0, sizeof(*h));
@@ -215,6 +250,8 @@ int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_polic
 			probe_resolv(h, plan);
 		h->etc_missing = h->image_etc ? probe_etc_missing(p, h->image_etc) : NULL;
 	}
+	if (!p || !p->image)
+		probe_etc_python(h, plan);
 	char buf[PATH_MAX], path[PATH_MAX];
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
 		snprintf(path, sizeof(path), "%s/%s", h->root, fs_toplevel_names[i]);
@@ -373,6 +410,10 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(ro_files); i++) {
 		const char *src = sys_src(plan, host, ro_files[i]);
 		r = src ? bind(plan, src, ro_files[i], RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
+	}
+	for (size_t i = 0; r == 0 && i < host->netc_python; i++) {
+		const char *src = sys_src(plan, host, host->etc_python[i]);
+		r = src ? bind(plan, src, host->etc_python[i], RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
 	}
 	if (r == 0 && host->localtime_link)
 		r = symlink_op(plan, "/etc/localtime", host->localtime_link);

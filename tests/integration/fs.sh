@@ -87,6 +87,22 @@ al_probe -- read /etc/passwd
 al_assert_contains "$AL_OUT" "sandbox:x:1000:1000:" "sandbox /etc/passwd"
 al_assert_not_contains "$AL_OUT" "$(head -n 3 /etc/passwd | tail -n 1)" "sandbox /etc/passwd (host entries)"
 
+# ---- the system's Python configuration, read-only: Debian's /usr/lib/python3.N/sitecustomize.py
+# links into /etc/python3.N, and a stdlib file that dangles inside fails whatever opens them all
+# (CPython's test___all__, test_ast, test_unparse).
+for link in /usr/lib/python3*/sitecustomize.py; do
+	[ -L "$link" ] && [ -f "$link" ] || continue
+	al_probe -- read "$link"
+	al_assert_rc 0
+	al_assert_eq "$AL_OUT" "$(cat "$link")" "$link (a link to $(readlink "$link")) inside"
+	al_probe -- writable "$(dirname "$(readlink -f "$link")")"
+	al_assert_rc 1
+	case "$(al_kv writable)" in
+	EROFS | EACCES) al_pass "$(dirname "$(readlink -f "$link")") is not writable inside ($(al_kv writable))" ;;
+	*) al_fail "writability of $(dirname "$(readlink -f "$link")") inside: expected EROFS or EACCES, got '$(al_kv writable)'" ;;
+	esac
+done
+
 # ---- /workspace and /tmp are writable, and thrown away afterwards
 # (Unique names: should /tmp inside ever be the host's, nothing of anyone else's is hit.)
 sh_in "$P write /workspace/$m.f ws-$m && $P read /workspace/$m.f && $P write /tmp/$m.f tmp-$m && $P read /tmp/$m.f"
