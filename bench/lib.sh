@@ -66,11 +66,12 @@ unset _top
 
 # What airlock's minimal /etc takes from the host (src/kit/fsplan.c, plan_etc: the read-only binds and
 # links of /etc), for a bwrap line with the same /etc: the hardened line has none, and a runtime
-# reads some of it at start (node's OpenSSL reads /etc/ssl/openssl.cnf: ~2 ms).
+# reads some of it at start (node's OpenSSL reads /etc/ssl/openssl.cnf: ~2 ms; python3 runs Debian's
+# sitecustomize.py from /etc/python3.N).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 bwrap_etc_args=()
-for _e in alternatives ld.so.cache mime.types protocols services ssl/certs ssl/openssl.cnf; do
-	[[ -e /etc/$_e ]] && bwrap_etc_args+=(--ro-bind "/etc/$_e" "/etc/$_e")
+for _e in /etc/{alternatives,ld.so.cache,mime.types,protocols,services,ssl/certs,ssl/openssl.cnf,python3} /etc/python3.*; do
+	[[ -e $_e && ! -L $_e ]] && bwrap_etc_args+=(--ro-bind "$_e" "$_e")
 done
 for _e in localtime os-release; do
 	[[ -L /etc/$_e ]] && bwrap_etc_args+=(--symlink "$(readlink "/etc/$_e")" "/etc/$_e")
