@@ -371,6 +371,38 @@ static int cg_apply(struct cg_job *cg, const struct cg_limits *lim, struct al_er
 	return 0;
 }
 
+static struct {
+	pthread_mutex_t lock;
+	bool valid;
+	struct timespec at;
+	struct cg_sweep sweep;
+} cg_last = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void cg_remember_sweep(const struct host_cgroups *hc)
+{
+	pthread_mutex_lock(&cg_last.lock);
+	cg_sweep_dirs(hc, &cg_last.sweep);
+	clock_gettime(CLOCK_MONOTONIC, &cg_last.at);
+	cg_last.valid = true;
+	pthread_mutex_unlock(&cg_last.lock);
+}
+
+bool cg_recent_sweep(struct cg_sweep *s)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&cg_last.lock);
+	int64_t age_ms = (int64_t)(now.tv_sec - cg_last.at.tv_sec) * 1000 + (now.tv_nsec - cg_last.at.tv_nsec) / 1000000;
+	bool ok = cg_last.valid && age_ms < 1000;
+	if (ok) {
+		s->n = cg_last.sweep.n;
+		for (int i = 0; i < s->n; i++)
+			memcpy(s->dir[i], cg_last.sweep.dir[i], strlen(cg_last.sweep.dir[i]) + 1);
+	}
+	pthread_mutex_unlock(&cg_last.lock);
+	return ok;
+}
+
 int cg_plan(const struct cg_limits *lim, struct cg_job **out, struct al_error *err)
 {
 	*out = NULL;
@@ -388,8 +420,10 @@ int cg_plan(const struct cg_limits *lim, struct cg_job **out, struct al_error *e
 			r = 0; /* nothing required: run without, and the verdict says so */
 		goto fail;
 	}
-	if ((r = cg_from_systemd(hc, lim, sdmsg, sizeof(sdmsg), err)) < 0 ||
-	    (r = cg_setup_v2(cg, hc, lim, why, v2msg, sizeof(v2msg), err)) < 0)
+	if ((r = cg_from_systemd(hc, lim, sdmsg, sizeof(sdmsg), err)) < 0)
+		goto fail;
+	cg_remember_sweep(hc);
+	if ((r = cg_setup_v2(cg, hc, lim, why, v2msg, sizeof(v2msg), err)) < 0)
 		goto fail;
 	for (int c = 0; c < HOST_CG__COUNT; c++) {
 		if (hc->use[c] == HOST_CG_NONE && cg_needed(lim, c)) {

@@ -202,6 +202,19 @@ int cg_wait_empty(int dirfd, int timeout_ms);
 /* host_cg_detect, plus: when we sit in CG_V2_SELF, the delegated cgroup is its parent. */
 int cg_detect(struct host_cgroups *hc, struct al_error *err);
 
+/* The directories that hold airlock's job cgroups in a layout, which cg_cleanup_stale sweeps:
+ * <v2 dir>/CG_V2_JOBS and each distinct v1 hierarchy's dir, where we may write. */
+struct cg_sweep {
+	int n;
+	char dir[1 + HOST_CG__COUNT][PATH_MAX];
+};
+void cg_sweep_dirs(const struct host_cgroups *hc, struct cg_sweep *s);
+/* Those of the layout this process's last cg_plan found, if that was less than a second ago:
+ * true and *s filled, or false. The sweep follows a start, and only looks, best effort, beneath
+ * airlock's own directories; detecting again would read mountinfo, which grows with the host's
+ * mounts (0.6 ms a read with 500 of them). */
+bool cg_recent_sweep(struct cg_sweep *s);
+
 /* v2: makes <base>/CG_V2_JOBS with the wanted controllers enabled for its children, moving
  * the processes of base into <base>/CG_V2_SELF when the no-internal-process rule demands.
  * *got: the controllers enabled; why[c]: errno of each wanted one that could not be. */

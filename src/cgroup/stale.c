@@ -144,28 +144,40 @@ static void cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
 	closedir(d);
 }
 
-void cg_cleanup_stale(void)
+void cg_sweep_dirs(const struct host_cgroups *hc, struct cg_sweep *s)
 {
-	struct host_cgroups *hc = malloc(sizeof(*hc)); /* cg_detect fills all of it */
-	if (!hc)
-		return;
-	if (cg_detect(hc, NULL) < 0) {
-		free(hc);
-		return;
-	}
-	int64_t btime = cg_boot_time();
-	struct cg_owners owners = {.self = getpid()};
-	char path[PATH_MAX];
+	s->n = 0;
 	if (hc->v2.found && hc->v2.writable &&
-	    snprintf(path, sizeof(path), "%s/%s", hc->v2.dir, CG_V2_JOBS) < (int)sizeof(path))
-		cg_clean_dir(path, btime, &owners);
+	    snprintf(s->dir[s->n], sizeof(s->dir[0]), "%s/%s", hc->v2.dir, CG_V2_JOBS) < (int)sizeof(s->dir[0]))
+		s->n++;
 	for (int c = 0; c < HOST_CG__COUNT; c++) {
 		const struct host_cg_hier *h = &hc->v1[c];
 		bool seen = false;
 		for (int p = 0; p < c; p++)
 			seen |= hc->v1[p].found && strcmp(hc->v1[p].dir, h->dir) == 0;
 		if (h->found && h->writable && !seen)
-			cg_clean_dir(h->dir, btime, &owners);
+			memcpy(s->dir[s->n++], h->dir, strlen(h->dir) + 1);
 	}
-	free(hc);
+}
+
+void cg_cleanup_stale(void)
+{
+	struct cg_sweep *s = malloc(sizeof(*s));
+	if (!s)
+		return;
+	if (!cg_recent_sweep(s)) {
+		struct host_cgroups *hc = malloc(sizeof(*hc)); /* cg_detect fills all of it */
+		if (!hc || cg_detect(hc, NULL) < 0) {
+			free(hc);
+			free(s);
+			return;
+		}
+		cg_sweep_dirs(hc, s);
+		free(hc);
+	}
+	int64_t btime = cg_boot_time();
+	struct cg_owners owners = {.self = getpid()};
+	for (int i = 0; i < s->n; i++)
+		cg_clean_dir(s->dir[i], btime, &owners);
+	free(s);
 }
