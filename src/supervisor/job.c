@@ -281,6 +281,10 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 	op[1] = ep[1] = -1;
 	if (r < 0)
 		goto fail;
+	/* The verdict's counters are read the moment the job ends, on the way to the caller: open
+	 * them now, while the sandbox's init builds its root, so that read is one pread each. */
+	if (!p->attach)
+		cg_usage_open(j->cg);
 	if ((r = job_arm(j)) < 0) {
 		r = al_err_sys(err, -r, "setup: supervisor event loop");
 		goto fail;
