@@ -129,8 +129,9 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	sb->held.enforced_json = sb->job->proc.enforced_json;
 	sb->held.seccomp_kills = sb->job->proc.seccomp_kills;
 	sb->held.net = (int)p->net;
-	sb->held.cg = sb->job->cg;  /* each exec gets a cgroup of its own beneath it (attach.c) */
-	cg_usage_open(sb->held.cg); /* read twice per exec (its pids-limit hits), and by usage calls */
+	/* Each exec gets a cgroup of its own beneath it (attach.c). Its counters, read twice per exec
+	 * (its pids-limit hits) and by usage calls, were opened by job_spawn. */
+	sb->held.cg = sb->job->cg;
 	if ((r = wait_ready(sb, err)) == -EPIPE) {
 		/* The job's verdict turns init's status record into the usual setup message. */
 		struct al_verdict *v = NULL;
