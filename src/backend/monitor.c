@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kit/channel.h"
 #include "kit/net.h"
 #include "kit/pidfd.h"
 #include "cgroup/cgroup.h"
@@ -19,19 +20,32 @@
 int mon_start(const struct mon_start *m, const struct be_io *io, pid_t *pid, int *pidfd, struct al_error *err)
 {
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
+	/* On cgroup v1 the monitor moves itself into the job's cgroups (cg_join_fds), before it runs
+	 * anything of the job: no move of ours by pid, which can wait for an RCU grace period. */
+	int join[CG_JOIN_MAX], njoin = 0;
+	bool joins = io->cg && cgfd < 0 && cg_joins_self(io->cg);
+	if (joins && (njoin = cg_join_fds(io->cg, join, err)) < 0)
+		return njoin;
 	*pid = pfd_clone3(0, pidfd, cgfd);
 	if (*pid == 0) {
+		int r = cg_join_self(join, njoin);
+		if (r < 0) {
+			nat_send(m->status_w, NK_ERROR, NS_CGROUP, -r, 0, "the job's cgroups (writing 0 to tasks)");
+			_exit(126); /* the backends' own setup failure status */
+		}
 		for (size_t i = 0; i < m->nparent_only; i++)
 			if (m->parent_only[i] >= 0)
 				close(m->parent_only[i]);
 		m->main(m->arg);
 		_exit(127); /* not reached: main ends in execve or _exit */
 	}
+	for (int i = 0; i < njoin; i++)
+		close(join[i]);
 	if (*pid < 0)
 		return al_err(err, -*pid, "setup: starting %s: %s", m->what, strerror(-*pid));
 	int r = 0;
-	/* On cgroup v1 the monitor joins the job's cgroups now, before it is released. */
-	if (io->cg && cgfd < 0)
+	/* v1 beside v2: the monitor is moved in by pid now, before it is released. */
+	if (io->cg && cgfd < 0 && !joins)
 		r = cg_attach(io->cg, *pid, err);
 	if (r == 0 && write(m->sync_w, "g", 1) != 1)
 		r = al_err_sys(err, errno, "setup: releasing %s", m->what);

@@ -20,6 +20,7 @@ struct mon_start {
 	void (*main)(const void *arg); /* runs in the child, with arg; never returns */
 	const void *arg;
 	int sync_w;		/* write end of the sync pipe: one byte releases the monitor */
+	int status_w;		/* the monitor's status pipe: a record if it cannot join the job's cgroups */
 	const int *parent_only; /* closed in the child (negative entries ignored) */
 	size_t nparent_only;
 	const char *what; /* "the bwrap monitor": for messages */

@@ -619,6 +619,44 @@ int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err)
 	return cg_attach_family(cg, pid, false, err);
 }
 
+_Static_assert(CG_MAX_HIER <= CG_JOIN_MAX, "every hierarchy's tasks file fits in cg_join_fds's array");
+
+bool cg_joins_self(const struct cg_job *cg)
+{
+	for (int i = 0; cg && i < cg->nh; i++)
+		if (cg->h[i].version != 1)
+			return false;
+	return cg && cg->nh > 0;
+}
+
+int cg_join_fds(const struct cg_job *cg, int *fds, struct al_error *err)
+{
+	if (!cg_joins_self(cg))
+		return al_err(err, EINVAL, "cgroup: joining from inside needs v1 hierarchies only");
+	if (cg->made <= 0)
+		return al_err(err, EINVAL, "cgroup: joining %s before it was made", cg->h[0].path);
+	int n = 0;
+	for (; n < cg->nh; n++)
+		if ((fds[n] = openat(cg->h[n].fd, "tasks", O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) < 0) {
+			int r = al_err_sys(err, errno, "cgroup: opening %s/tasks", cg->h[n].path);
+			while (n > 0)
+				close(fds[--n]);
+			return r;
+		}
+	return n;
+}
+
+int cg_join_self(const int *fds, int n)
+{
+	int r = 0;
+	for (int i = 0; i < n; i++) {
+		if (r == 0 && write(fds[i], "0", 1) != 1)
+			r = -errno;
+		close(fds[i]);
+	}
+	return r;
+}
+
 int cg_pids_max_count(struct cg_job *cg, uint64_t *n)
 {
 	char buf[256];

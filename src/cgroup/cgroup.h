@@ -58,6 +58,23 @@ int cg_attach(struct cg_job *cg, pid_t pid, struct al_error *err);
 /* cg_attach, and with children, then the children pid has (its main thread's, at most 16): a
  * process and the ones it forked before, in one open of each hierarchy's cgroup.procs. */
 int cg_attach_family(struct cg_job *cg, pid_t pid, bool children, struct al_error *err);
+/*
+ * The job's cgroups joined from inside, where every hierarchy is v1: the process to move writes
+ * "0" to each hierarchy's `tasks` itself (cg_join_self). A thread moving itself needs no exclusion
+ * of every fork and exit on the host; a move by pid (cg_attach) takes the kernel's global
+ * cgroup_threadgroup_rwsem for writing, which after a quiet moment waits for an RCU grace period
+ * (5-14 ms on this VM: most of a lone start). (v2 cannot move a thread between domains: a lone
+ * v2 hierarchy is joined at birth, cg_clone_into; v1 and v2 mixed are moved by pid.)
+ * cg_join_fds opens those files of the made cgroups into fds[] (room for CG_JOIN_MAX) and
+ * returns their number, for the process to inherit or receive. They carry our right to move a
+ * thread: only the process to move may hold them, and it closes them before it runs anything.
+ */
+#define CG_JOIN_MAX 8
+bool cg_joins_self(const struct cg_job *cg);
+int cg_join_fds(const struct cg_job *cg, int *fds, struct al_error *err);
+/* Writes "0" to each of fds[0..n) and closes them: the calling thread, the process's only one,
+ * moves into each cgroup. For use between clone and exec (no allocation). 0 or -errno. */
+int cg_join_self(const int *fds, int n);
 /* A child cgroup of parent in each of its hierarchies that accounts (not a v1 cpu-only one), to
  * account one part of the job apart (an exec in a held sandbox): it sets no limit (the parent's bound it) and reports the parent's as
  * enforced. On v2 the parent's processes first move into the leaf CG_V2_HELD (the

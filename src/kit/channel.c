@@ -70,6 +70,7 @@ static const struct {
 	[NS_SETUID] = {"switching to the sandbox user", "user namespaces (uid/gid maps)"},
 	[NS_NNP] = {"setting no_new_privs", "PR_SET_NO_NEW_PRIVS"},
 	[NS_CHDIR] = {"changing directory", "working directory inside the sandbox"},
+	[NS_CGROUP] = {"joining the job's cgroups", "cgroup v1 hierarchies"},
 	[NS_CGROUPNS] = {"entering a new cgroup namespace", "cgroup namespaces"},
 	[NS_LANDLOCK] = {"applying Landlock rules", "Landlock"},
 	[NS_SECCOMP] = {"loading the seccomp filter", "seccomp filters"},

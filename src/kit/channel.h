@@ -33,6 +33,7 @@ enum nat_stage {
 	NS_SETUID,
 	NS_NNP,
 	NS_CHDIR,
+	NS_CGROUP,
 	NS_CGROUPNS,
 	NS_LANDLOCK,
 	NS_SECCOMP,

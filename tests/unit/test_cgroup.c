@@ -375,6 +375,69 @@ static void test_live_basic(void **state)
 	cg_destroy(NULL);
 }
 
+/* v1: a process joins the job's cgroups itself (cg_join_fds, cg_join_self: writing "0" to each
+ * hierarchy's tasks), as init does; the cgroups' own counters then hold what it and its children
+ * used, and it holds none of the files once joined. v2 refuses (threads cannot move between v2
+ * domains: a lone v2 hierarchy is joined at birth instead). */
+static int join_payload(void *arg)
+{
+	const int *fds = arg;
+	int n = fds[CG_JOIN_MAX];
+	if (cg_join_self(fds, n) < 0)
+		return 10;
+	for (int i = 0; i < n; i++)
+		if (fcntl(fds[i], F_GETFD) != -1 || errno != EBADF)
+			return 11;
+	return basic_payload(NULL);
+}
+
+static void test_live_join_self(void **state)
+{
+	(void)state;
+	if (!live())
+		skip();
+	struct cg_job *cg = make_job(64 * MiB, 16, 500);
+	struct al_error err = {0};
+	int fds[CG_JOIN_MAX + 1];
+	if (!cg_joins_self(cg)) {
+		assert_int_equal(cg_join_fds(cg, fds, &err), -EINVAL);
+		cg_destroy(cg);
+		return;
+	}
+	int n = cg_join_fds(cg, fds, &err);
+	if (n < 0)
+		fail_msg("cg_join_fds: %s", err.msg);
+	assert_true(n >= 3); /* memory, pids and cpu at least */
+	fds[CG_JOIN_MAX] = n;
+	int go[2];
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char b;
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(100);
+		_exit(join_payload(fds));
+	}
+	close(go[0]);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	close(go[1]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	struct cg_usage u;
+	assert_int_equal(cg_usage(cg, &u), 0);
+	print_message("joined itself: cpu %.3f+%.3f s, peak %llu\n", u.user_s, u.system_s,
+		      (unsigned long long)u.peak_memory_bytes);
+	assert_true(u.user_s + u.system_s >= 0.11); /* its four children burned 30 ms each in there */
+	assert_true(u.peak_memory_bytes >= 4 * MiB);
+	cg_destroy(cg);
+}
+
 /* cg_plan names the job's directories and makes none; cg_make makes them (once); a job moved in
  * (cg_attach) must be made first, and one born inside has no CLONE_INTO_CGROUP fd before it is. */
 static void test_live_plan_then_make(void **state)
@@ -670,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_parse_proc_start),
 		cmocka_unit_test(test_started_before),
 		cmocka_unit_test(test_live_basic),
+		cmocka_unit_test(test_live_join_self),
 		cmocka_unit_test(test_live_plan_then_make),
 		cmocka_unit_test(test_live_fork_bomb),
 		cmocka_unit_test(test_live_memory_bomb),

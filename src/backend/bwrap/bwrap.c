@@ -212,6 +212,7 @@ static int start(const struct bw_child *c, const struct be_io *io, struct bw_spa
 	struct mon_start m = {.main = monitor_main,
 			      .arg = c,
 			      .sync_w = s->sync_p[1],
+			      .status_w = s->status_p[1],
 			      .parent_only = parent_only,
 			      .nparent_only = AL_ARRAY_SIZE(parent_only),
 			      .what = "the bwrap monitor"};

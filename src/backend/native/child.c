@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "kit/caps.h"
 #include "kit/channel.h"
 #include "kit/mnt.h"
@@ -27,6 +28,7 @@
 #include "policy/policy.h"
 #include "kit/rawsys.h"
 #include "kit/rlimits.h"
+#include "util/fdpass.h"
 
 #define CHILD_FAIL_EXIT 126
 
@@ -203,10 +205,17 @@ static void hide_cmdline(void)
  * root. Before the payload's fork: the payload is born in every cgroup, under every limit. */
 static void join_cgroups(const struct nat_child *c)
 {
-	char joined;
-	if (read(c->sync_fd, &joined, 1) != 1)
-		_exit(CHILD_FAIL_EXIT); /* the supervisor gave up (the move failed); it reports why */
+	char tag;
+	int fds[CG_JOIN_MAX];
+	int n = al_recv_fds(c->sync_fd, fds, CG_JOIN_MAX, &tag, true);
+	if (n < 0 || tag != 'c')
+		_exit(CHILD_FAIL_EXIT); /* the supervisor gave up (a cgroup failed); it reports why */
 	close(c->sync_fd);
+	/* v1: we are alone (the network helper is reaped) and have one thread, so moving this
+	 * thread moves the job; the files are closed before anything of the payload runs. */
+	int r = cg_join_self(fds, n);
+	if (r < 0)
+		nat_die(c, NS_CGROUP, -r, "the job's cgroups (writing 0 to tasks)");
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		nat_die(c, NS_CGROUPNS, errno, NULL);
 }

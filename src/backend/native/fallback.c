@@ -220,17 +220,27 @@ static int fb_start(const struct al_policy *p, const struct be_io *io, struct be
 	if (io->cg && (r = cg_make(io->cg, err)) < 0)
 		goto out;
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
+	/* v1: init moves itself into the job's cgroups (cg_join_fds) before it runs anything. */
+	int join[CG_JOIN_MAX], njoin = 0;
+	bool joins = io->cg && cgfd < 0 && cg_joins_self(io->cg);
+	if (joins && (r = njoin = cg_join_fds(io->cg, join, err)) < 0)
+		goto out;
 	pid_t pid = pfd_clone3(0, &pidfd, cgfd);
 	if (pid == 0) {
 		close(sync_p[1]);
 		close(status_p[0]);
+		int jr = cg_join_self(join, njoin);
+		if (jr < 0)
+			nat_die(c, NS_CGROUP, -jr, "the job's cgroups (writing 0 to tasks)");
 		nat_fallback_main(c);
 	}
+	for (int i = 0; i < njoin; i++)
+		close(join[i]);
 	if (pid < 0) {
 		r = al_err(err, -pid, "setup: starting the fallback init: %s", strerror(-pid));
 		goto out;
 	}
-	if ((io->cg && cgfd < 0 && (r = cg_attach(io->cg, pid, err)) < 0) || write(sync_p[1], "g", 1) != 1) {
+	if ((io->cg && cgfd < 0 && !joins && (r = cg_attach(io->cg, pid, err)) < 0) || write(sync_p[1], "g", 1) != 1) {
 		if (r == 0)
 			r = al_err_sys(err, errno, "setup: releasing the fallback init");
 		pfd_send_signal(pidfd, SIGTERM);

@@ -46,6 +46,7 @@
 #include "kit/pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fdpass.h"
 
 /* The cgroup namespace is unshared by init once the job's cgroup holds it (see child.c). */
 #define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS)
@@ -172,7 +173,8 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		r = al_err(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
+	/* sync_p is a socket: its second release carries the job's cgroup files (cg_join_fds). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_p) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
 	    (pl->sends_uppers && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd_p) < 0) ||
 	    (pl->net.proxy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, px_p) < 0) ||
 	    (io->hold && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl_p) < 0)) {
@@ -240,27 +242,35 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		r = al_err(err, -r, "setup: writing the user namespace id maps (%s): %s", why, strerror(-r));
 		goto out;
 	}
-	/* Released in two steps. "g": the maps are written, init may build its root. "c": init is
-	 * in the job's cgroups, and only then does it enter its cgroup namespace and fork the
+	/* Released in two steps. "g": the maps are written, init may build its root. "c": init may
+	 * join the job's cgroups, and only then does it enter its cgroup namespace and fork the
 	 * payload (child.c, join_cgroups). On cgroup v1 the job's cgroups are made (mkdir, limits)
-	 * and the child joins them here, while init mounts: the first move into a cgroup after a
-	 * quiet moment waits for an RCU grace period (the kernel's cgroup_threadgroup_rwsem), 5-14
-	 * ms measured on this VM, most of a start. The payload is still born inside every cgroup
-	 * and under every limit; only init's own set-up (a few tmpfs pages, its CPU time) is
-	 * charged to our cgroup. A cgroup that cannot be made is refused as before it was started:
+	 * here while init mounts, and "c" carries their `tasks` files: init moves itself in, which
+	 * costs the kernel no global lock, where our move of its pid would take one that after a quiet
+	 * moment waits for an RCU grace period (cg_join_fds). The payload is born inside every cgroup
+	 * and under every limit; only init's own set-up (a few tmpfs pages, its CPU time) is charged
+	 * to our cgroup. A cgroup that cannot be made or joined is refused as before it was started:
 	 * init is killed and reaped, and the supervisor removes what was made (cg_destroy). On v2
-	 * the child was born in the job's cgroup (CLONE_INTO_CGROUP) and both bytes go at once. */
-	if (write(sync_p[1], "g", 1) != 1) {
+	 * the child was born in the job's cgroup (CLONE_INTO_CGROUP) and "c" carries nothing. */
+	if (send(sync_p[1], "g", 1, MSG_NOSIGNAL) != 1) {
 		r = al_err_sys(err, errno, "setup: releasing the sandbox");
 		abort_child(pid, pidfd);
 		goto out;
 	}
-	if (io->cg && cgfd < 0 && ((r = cg_make(io->cg, err)) < 0 || (r = cg_attach(io->cg, pid, err)) < 0)) {
-		abort_child(pid, pidfd);
-		goto out;
+	int join[CG_JOIN_MAX], njoin = 0;
+	if (io->cg && cgfd < 0) {
+		if ((r = cg_make(io->cg, err)) == 0)
+			r = cg_joins_self(io->cg) ? (njoin = cg_join_fds(io->cg, join, err)) : cg_attach(io->cg, pid, err);
+		if (r < 0) {
+			abort_child(pid, pidfd);
+			goto out;
+		}
 	}
-	if (write(sync_p[1], "c", 1) != 1) {
-		r = al_err_sys(err, errno, "setup: releasing the sandbox");
+	r = al_send_fds(sync_p[1], join, njoin, 'c');
+	for (int i = 0; i < njoin; i++)
+		close(join[i]);
+	if (r < 0) {
+		r = al_err_sys(err, -r, "setup: releasing the sandbox");
 		abort_child(pid, pidfd);
 		goto out;
 	}
