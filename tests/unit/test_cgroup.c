@@ -254,10 +254,15 @@ static struct cg_job *make_job(uint64_t mem, uint64_t pids, uint64_t cpu)
 }
 
 /* Forks a child that waits until it is in the job's cgroup, then runs fn: what the supervisor
- * does with init (attach before release). */
-static pid_t spawn_in(struct cg_job *cg, int (*fn)(void *), void *arg)
+ * does with init. Moved in by pid before its release (cg_attach), or, self_join (v1), joining
+ * itself once released (cg_join_fds, cg_join_self: init's way), after which it must hold none of
+ * the files (exit 11 if it does). */
+static pid_t spawn_joined(struct cg_job *cg, int (*fn)(void *), void *arg, bool self_join)
 {
-	int go[2];
+	int go[2], fds[CG_JOIN_MAX], n = 0;
+	struct al_error err = {0};
+	if (self_join && (n = cg_join_fds(cg, fds, &err)) < 0)
+		fail_msg("cg_join_fds: %s", err.msg);
 	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -266,11 +271,17 @@ static pid_t spawn_in(struct cg_job *cg, int (*fn)(void *), void *arg)
 		close(go[1]);
 		if (read(go[0], &b, 1) != 1)
 			_exit(100);
+		if (self_join && cg_join_self(fds, n) < 0)
+			_exit(10);
+		for (int i = 0; i < n; i++)
+			if (fcntl(fds[i], F_GETFD) != -1 || errno != EBADF)
+				_exit(11);
 		_exit(fn(arg));
 	}
 	close(go[0]);
-	struct al_error err = {0};
-	if (cg_attach(cg, pid, &err) < 0) {
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	if (!self_join && cg_attach(cg, pid, &err) < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		fail_msg("cg_attach: %s", err.msg);
@@ -278,6 +289,11 @@ static pid_t spawn_in(struct cg_job *cg, int (*fn)(void *), void *arg)
 	assert_int_equal(write(go[1], "g", 1), 1);
 	close(go[1]);
 	return pid;
+}
+
+static pid_t spawn_in(struct cg_job *cg, int (*fn)(void *), void *arg)
+{
+	return spawn_joined(cg, fn, arg, false);
 }
 
 static double now_s(void)
@@ -343,16 +359,10 @@ static int basic_payload(void *arg)
 	return bad ? 4 : 0;
 }
 
-static void test_live_basic(void **state)
+/* basic_payload in cg (moved in by pid, or joining itself): its counters hold what it used. */
+static void run_basic(struct cg_job *cg, bool self_join)
 {
-	(void)state;
-	if (!live())
-		skip();
-	struct cg_job *cg = make_job(64 * MiB, 16, 500);
-	struct snap s;
-	snap_paths(cg, &s);
-	assert_present(&s);
-	pid_t pid = spawn_in(cg, basic_payload, NULL);
+	pid_t pid = spawn_joined(cg, basic_payload, NULL, self_join);
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
@@ -370,6 +380,18 @@ static void test_live_basic(void **state)
 	assert_false(u.pids_limit_hit);
 	assert_true(u.memory_limited && u.pids_limited && u.cpu_limited);
 	assert_true(u.version == 1 || u.version == 2);
+}
+
+static void test_live_basic(void **state)
+{
+	(void)state;
+	if (!live())
+		skip();
+	struct cg_job *cg = make_job(64 * MiB, 16, 500);
+	struct snap s;
+	snap_paths(cg, &s);
+	assert_present(&s);
+	run_basic(cg, false);
 	cg_destroy(cg);
 	assert_gone(&s);
 	cg_destroy(NULL);
@@ -377,64 +399,22 @@ static void test_live_basic(void **state)
 
 /* v1: a process joins the job's cgroups itself (cg_join_fds, cg_join_self: writing "0" to each
  * hierarchy's tasks), as init does; the cgroups' own counters then hold what it and its children
- * used, and it holds none of the files once joined. v2 refuses (threads cannot move between v2
- * domains: a lone v2 hierarchy is joined at birth instead). */
-static int join_payload(void *arg)
-{
-	const int *fds = arg;
-	int n = fds[CG_JOIN_MAX];
-	if (cg_join_self(fds, n) < 0)
-		return 10;
-	for (int i = 0; i < n; i++)
-		if (fcntl(fds[i], F_GETFD) != -1 || errno != EBADF)
-			return 11;
-	return basic_payload(NULL);
-}
-
+ * used. v2 refuses (threads cannot move between v2 domains: a lone v2 hierarchy is joined at
+ * birth instead). */
 static void test_live_join_self(void **state)
 {
 	(void)state;
 	if (!live())
 		skip();
 	struct cg_job *cg = make_job(64 * MiB, 16, 500);
-	struct al_error err = {0};
-	int fds[CG_JOIN_MAX + 1];
 	if (!cg_joins_self(cg)) {
+		int fds[CG_JOIN_MAX];
+		struct al_error err = {0};
 		assert_int_equal(cg_join_fds(cg, fds, &err), -EINVAL);
 		cg_destroy(cg);
 		return;
 	}
-	int n = cg_join_fds(cg, fds, &err);
-	if (n < 0)
-		fail_msg("cg_join_fds: %s", err.msg);
-	assert_true(n >= 3); /* memory, pids and cpu at least */
-	fds[CG_JOIN_MAX] = n;
-	int go[2];
-	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char b;
-		close(go[1]);
-		if (read(go[0], &b, 1) != 1)
-			_exit(100);
-		_exit(join_payload(fds));
-	}
-	close(go[0]);
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
-	assert_int_equal(write(go[1], "g", 1), 1);
-	close(go[1]);
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	struct cg_usage u;
-	assert_int_equal(cg_usage(cg, &u), 0);
-	print_message("joined itself: cpu %.3f+%.3f s, peak %llu\n", u.user_s, u.system_s,
-		      (unsigned long long)u.peak_memory_bytes);
-	assert_true(u.user_s + u.system_s >= 0.11); /* its four children burned 30 ms each in there */
-	assert_true(u.peak_memory_bytes >= 4 * MiB);
+	run_basic(cg, true);
 	cg_destroy(cg);
 }
 

@@ -159,15 +159,29 @@ static pid_t pidfd_pid(int pidfd)
 }
 
 /*
- * Moves a spare — its exec init and the payload it forked (nothing else runs before the request) —
- * into the exec's own cgroup (a child of the sandbox's), so the verdict accounts for this exec
- * alone. The init moves first: a payload it forks later is born in the new cgroup, one forked
- * before is listed in its children by then (cg_attach_family). Safe: both stay beneath the
- * sandbox's cgroup and under its limits, and the payload runs nothing until its request, sent
- * only after this.
+ * Puts a spare into the exec's own cgroup (a child of the sandbox's), so the verdict accounts for
+ * this exec alone. Safe: it stays beneath the sandbox's cgroup and under its limits, and the
+ * payload runs nothing until its request, sent only after this. On v1 the spare payload moves
+ * itself in: it is sent the cgroup's files ahead of the request (NX_JOIN_MAGIC), and its exec init,
+ * which only reaps, stays in the sandbox's cgroup; no move by pid, which after a quiet moment waits
+ * for an RCU grace period (cg_join_fds) — 6-10 ms on a sandbox's first exec here. Otherwise the
+ * exec init and the payload it forked (nothing else runs before the request) are moved: the init
+ * first, so a payload it forks later is born in the new cgroup, one forked before is listed in its
+ * children by then (cg_attach_family).
  */
 static int spare_into_cgroup(const struct be_spare *s, struct cg_job *cg, struct al_error *err)
 {
+	if (cg_joins_self(cg)) {
+		int fds[CG_JOIN_MAX];
+		int n = cg_join_fds(cg, fds, err);
+		if (n < 0)
+			return n;
+		struct nx_join q = {.magic = NX_JOIN_MAGIC};
+		int r = nx_send(s->sock, (char *)&q, sizeof(q), fds, n);
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+		return r < 0 ? al_err_sys(err, -r, "cgroup: handing the exec's cgroup to its spare") : 0;
+	}
 	pid_t init = pidfd_pid(s->pidfd);
 	if (init < 0)
 		return al_err_sys(err, -init, "the spare's exec init");

@@ -7,10 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-union nx_cmsg {
-	char buf[CMSG_SPACE(sizeof(int) * NX_MAX_FDS)];
-	struct cmsghdr align;
-};
+#include "util/fdpass.h"
 
 static size_t strv_len(char *const *v)
 {
@@ -73,53 +70,14 @@ int nx_decode(char *buf, size_t len, struct nx_view *v)
 
 int nx_send(int sock, char *msg, size_t len, const int *fds, int nfds)
 {
-	struct iovec iov = {.iov_base = msg, .iov_len = len};
-	union nx_cmsg u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (nfds > 0 && nfds <= NX_MAX_FDS) {
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	}
-	ssize_t n;
-	do
-		n = sendmsg(sock, &m, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+	return al_send_msg(sock, msg, len, fds, nfds);
 }
 
 ssize_t nx_recv(int sock, char *buf, size_t cap, int *fds, int *nfds)
 {
-	struct iovec iov = {.iov_base = buf, .iov_len = cap};
-	union nx_cmsg u;
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-	do
-		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	*nfds = 0;
-	if (n < 0)
-		return -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*nfds < NX_MAX_FDS)
-				fds[(*nfds)++] = fd;
-			else
-				close(fd);
-		}
-	}
-	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-		return -EMSGSIZE;
+	ssize_t n = al_recv_msg(sock, buf, cap, fds, NX_MAX_FDS, nfds, true);
+	if (*nfds > NX_MAX_FDS)
+		*nfds = NX_MAX_FDS; /* the others are closed */
 	return n;
 }
 

@@ -25,6 +25,13 @@ struct nx_spare_req {
 	uint32_t flags; /* NX_NONET */
 };
 
+/* A spare payload's exec cgroup on v1, sent to the payload before its request with that cgroup's
+ * `tasks` files (cg_join_fds): it moves itself in (cg_join_self) and waits on for the request. */
+#define NX_JOIN_MAGIC 0x616c786au /* "alxj" */
+struct nx_join {
+	uint32_t magic;
+};
+
 struct nx_hdr {
 	uint32_t magic;
 	uint32_t flags;

@@ -15,10 +15,12 @@
 
 #include "kit/caps.h"
 #include "backend/monitor.h"
+#include "cgroup/cgroup.h"
 #include "child.h"
 #include "execmsg.h"
 #include "kit/rawsys.h"
 #include "kit/rlimits.h"
+#include "util/fdpass.h"
 
 #define CHILD_FAIL_EXIT 126
 
@@ -149,10 +151,24 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 	/* Static: init's stack is small, and this process is a copy of init's memory anyway. */
 	static char buf[NX_MAX_MSG];
 	static struct nx_view v;
-	int fds[NX_MAX_FDS], nfds = 0;
-	ssize_t n = nx_recv(sock, buf, sizeof(buf), fds, &nfds);
-	if (n <= 0)
-		_exit(0); /* never used: the sandbox (or this spare) is going away */
+	int fds[CG_JOIN_MAX], nfds = 0;
+	ssize_t n;
+	for (;;) {
+		n = al_recv_msg(sock, buf, sizeof(buf), fds, CG_JOIN_MAX, &nfds, true);
+		if (n <= 0)
+			_exit(0); /* never used: the sandbox (or this spare) is going away */
+		struct nx_join j;
+		if (n != (ssize_t)sizeof(j) || nfds > CG_JOIN_MAX)
+			break;
+		memcpy(&j, buf, sizeof(j));
+		if (j.magic != NX_JOIN_MAGIC)
+			break;
+		/* This exec's cgroup (v1): we move ourselves in, the only thread of the only process
+		 * that will run the request (our exec init waits in vfork until our execve). */
+		int r = cg_join_self(fds, nfds);
+		if (r < 0 && !f.stage)
+			fail(&f, NS_CGROUP, -r, "the exec's cgroups (writing 0 to tasks)");
+	}
 	/* Only the manager holds the other end; anything malformed is not ours to run. */
 	if (nx_decode(buf, (size_t)n, &v) < 0 || nfds != ((v.flags & NX_STDIN) ? 3 : 2))
 		nat_die(c, NS_STDIO, EPROTO, "exec request");
