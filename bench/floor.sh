@@ -3,8 +3,9 @@
 # airlock's layers one at a time, each the cheapest way the kernel offers (no configuration, no
 # checks, no verdict), timed in one hyperfine run beside bare /bin/true, hardened bwrap and
 # airlock; then lone starts (50 ms apart) and the throughput of 2 parallel workers for the same
-# three. Says what issue 14 part 4's targets (≤ 0.6x bwrap's cold start, ≥ 1.5x its throughput)
-# leave for a sandbox's own code.
+# three; then an exec in a held sandbox the same way (bench/heldfloor.c) against a bare spawn.
+# Says what issue 14 part 4's targets (≤ 0.6x bwrap's cold start, ≥ 1.5x its throughput, held
+# exec ≤ 1.2x bare) leave for a sandbox's own code.
 # Usage: bench/floor.sh   knobs: AIRLOCK, BUILD_DIR (its build: the seccomp filter), RUNS (100),
 #        TP_COUNT (300). Root only (cgroups, id maps of another uid).
 set -euo pipefail
@@ -22,6 +23,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Static, as airlock is: no dynamic loader in anyone's figure but bwrap's own.
 gcc -O2 -static-pie -I"$repo/src" "$here/floor.c" "$blobs" -o "$tmp/floor"
+gcc -O2 -static-pie -pthread -I"$repo/src" "$here/heldfloor.c" "$blobs" -o "$tmp/heldfloor"
 "$tmp/floor" -n -r -i -s -l -c /bin/true || die "floor with every layer failed (its message is above)"
 
 names=(bare namespaces +net +root +init +seccomp +landlock +cgroups bwrap airlock)
@@ -72,4 +74,11 @@ echo "| starts/s, 2 workers | every layer at its floor | bwrap | airlock |"
 echo "|---|---:|---:|---:|"
 f=$(throughput "${lines[7]}") b=$(throughput "${lines[8]}") a=$(throughput "${lines[9]}")
 echo "| /bin/true | $f ($(jq -n "$f / $b * 100 | round / 100")x) | $b | $a ($(jq -n "$a / $b * 100 | round / 100")x) |"
+
+# An exec in a held sandbox (bench/heldfloor.c): a spare made ahead, the next made while the exec
+# runs; then with every layer airlock gives a held exec. airlock's own: bench/held.sh.
+for layers in "" -l; do
+	# shellcheck disable=SC2086 # an empty $layers is no argument
+	for gap in 0 2000; do "$tmp/heldfloor" 400 "$gap" $layers || die "heldfloor failed"; done
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
