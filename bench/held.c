@@ -12,26 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 extern char **environ;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp);
-	return v[n / 2];
-}
 
 /* Proportional set size of a process, in KiB. */
 static long pss_kib(pid_t pid)

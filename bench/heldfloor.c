@@ -27,27 +27,9 @@
 #include <unistd.h>
 
 #include "kit/seccomp_blobs.h"
+#include "timing.h"
 
 extern char **environ;
-
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp);
-	return v[n / 2];
-}
 
 #define NCG 4
 static const char *const hier[NCG] = {"memory", "pids", "cpu", "cpuacct"};
@@ -211,12 +193,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		if (gap)
 			usleep((useconds_t)gap);
-		double a = now_ms();
+		double a = now() * 1e3;
 		pid_t p;
 		if (posix_spawn(&p, av[0], NULL, NULL, av, environ) != 0)
 			return 1;
 		waitpid(p, NULL, 0);
-		bare[i] = now_ms() - a;
+		bare[i] = now() * 1e3 - a;
 	}
 	/* The next spare is made, and the last exec's ended, by a second thread while an exec runs
 	 * (airlock's worker); an exec waits for it only when it comes before the spare is ready. */
@@ -226,7 +208,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		if (gap)
 			usleep((useconds_t)gap);
-		double a = now_ms();
+		double a = now() * 1e3;
 		if (t) {
 			pthread_join(t, NULL);
 			s = rf.next;
@@ -241,7 +223,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "heldfloor: the exec failed (wait status %d)\n", ws);
 			return 1;
 		}
-		held[i] = now_ms() - a;
+		held[i] = now() * 1e3 - a;
 		prev = s;
 	}
 	pthread_join(t, NULL);
