@@ -34,7 +34,9 @@ struct ort_init {
 	const struct ort_plan *plan;
 	int root_tree;	       /* open_tree clone of the rootfs, made by create (host's root) */
 	const int *bind_trees; /* per mount: open_tree clone of a bind's source (its flags set), or -1 */
-	int sync_fd;	       /* one byte: the id maps are written and the cgroup joined */
+	int sync_fd;	       /* one byte: the id maps are written */
+	const int *cg_tasks;   /* the v1 cgroups' `tasks` to join (ort_cg_join), closed once joined */
+	int cg_ntasks;
 	struct ort_payload pl;
 };
 
@@ -59,7 +61,8 @@ enum ort_stage {
 	ORT_CWD,
 	ORT_EXEC,
 	ORT_SETNS,
-	ORT_SYSCTL
+	ORT_SYSCTL,
+	ORT_CGROUP
 };
 struct ort_record {
 	int stage;

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kit/pidfd.h"
 #include "kit/rawsys.h"
 #include "ctr.h"
 #include "occg.h"
@@ -58,11 +59,18 @@ static int open_namespaces(pid_t pid, int fds[NJOIN], struct al_error *err)
 }
 
 /* The joiner (a child of exec): nothing allocated; failures go to the status pipe. */
-static _Noreturn void joiner(struct ort_payload *pl, const int fds[NJOIN], int sync_fd, int pid_fd)
+static _Noreturn void joiner(struct ort_payload *pl, const int fds[NJOIN], const struct ort_cg_join *cj, int sync_fd,
+			     int pid_fd)
 {
 	char go;
+	if (cj->v2 >= 0)
+		close(cj->v2);
 	if (read(sync_fd, &go, 1) != 1)
 		_exit(1);
+	/* Born in the container's v2 cgroup; the v1 ones joined the cheap way (occg.h). */
+	int r = cg_join_self(cj->tasks, cj->n);
+	if (r < 0)
+		ort_die(pl->status_fd, ORT_CGROUP, -r, NULL);
 	for (size_t i = 0; i < NJOIN; i++)
 		if (fds[i] >= 0 && setns(fds[i], join_order[i].flag) < 0)
 			ort_die(pl->status_fd, ORT_SETNS, errno, join_order[i].name);
@@ -176,26 +184,32 @@ int ort_exec(const struct ort_ctx *c, const char *id, const struct ort_exec_opts
 	if (!o->detach)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	x.pl.status_fd = x.status_p[1];
-	pid_t jp = raw_fork();
+	struct ort_cg_join cj;
+	/* The container's cgroup, as it is (no limit set): the process is born in it and joins it. */
+	static const struct ort_resources as_is = {.memory = -1, .pids = -1, .cpu_quota = -1};
+	if ((r = ort_cg_apply(st.cgroup, &as_is, err)) < 0 || (r = ort_cg_join_open(st.cgroup, &cj, err)) < 0)
+		goto out;
+	int jpfd = -1;
+	pid_t jp = pfd_clone3(0, &jpfd, cj.v2);
 	if (jp == 0) {
 		close(x.sync_p[1]);
 		close(x.status_p[0]);
 		close(x.pid_p[0]);
-		joiner(&x.pl, x.ns, x.sync_p[0], x.pid_p[1]);
+		joiner(&x.pl, x.ns, &cj, x.sync_p[0], x.pid_p[1]);
 	}
+	ort_cg_join_close(&cj);
 	if (jp < 0) {
-		r = al_err_sys(err, errno, "fork");
+		r = al_err(err, (int)-jp, "exec: starting the process in cgroup %s: %s", st.cgroup, strerror((int)-jp));
 		goto out;
 	}
+	close(jpfd);
 	close(x.status_p[1]);
 	close(x.pid_p[1]);
 	x.status_p[1] = x.pid_p[1] = -1;
-	if ((r = ort_cg_create(st.cgroup, &(struct ort_resources){.memory = -1, .pids = -1, .cpu_quota = -1}, jp,
-			       err)) < 0 ||
-	    write(x.sync_p[1], "g", 1) != 1) {
+	if (write(x.sync_p[1], "g", 1) != 1) {
 		kill(jp, SIGKILL);
 		waitpid(jp, NULL, 0);
-		r = r < 0 ? r : al_err_sys(err, errno, "exec: releasing the process");
+		r = al_err_sys(err, errno, "exec: releasing the process");
 		goto out;
 	}
 	pid_t pid;

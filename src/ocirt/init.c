@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "kit/rawsys.h"
 #include "ctr.h"
 
@@ -304,6 +305,10 @@ _Noreturn void ort_init_main(struct ort_init *in)
 	if (read(in->sync_fd, &go, 1) != 1)
 		_exit(1); /* create gave up and says why */
 	close(in->sync_fd);
+	/* Alone and single-threaded: the cheap move (occg.h), before the cgroup namespace is made. */
+	int r = cg_join_self(in->cg_tasks, in->cg_ntasks);
+	if (r < 0)
+		DIE(in, ORT_CGROUP, -r, NULL);
 	/* With a user namespace, become its root (the maps exist now): the mounts below are made
 	 * by the namespace's root, which owns them. */
 	if (s->ns[ORT_NS_USER] || in->plan->add_userns) {

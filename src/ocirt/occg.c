@@ -123,7 +123,6 @@ static void v2_enable(const char *dir)
 
 struct cg_create_arg {
 	const struct ort_resources *res;
-	pid_t pid;
 	struct al_error *err;
 	bool mem, pids, cpu; /* applied somewhere */
 };
@@ -159,7 +158,7 @@ static int v1_limits(const char *dir, const char *ctrl, struct cg_create_arg *a)
 }
 
 /* v2: only the controllers this cgroup has (a hybrid host's unified hierarchy has none; its
- * limits are then the v1 hierarchies' business, and ort_cg_create checks one took each). */
+ * limits are then the v1 hierarchies' business, and ort_cg_apply checks one took each). */
 static int v2_limits(const char *dir, struct cg_create_arg *a)
 {
 	char v[64], ctrls[256];
@@ -204,16 +203,12 @@ static int create_one(const char *dir, const char *ctrl, int version, void *arg)
 		v2_enable(dir);
 	if ((r = version == 2 ? v2_limits(dir, a) : v1_limits(dir, ctrl, a)) < 0)
 		return al_err(a->err, -r, "cgroup %s: setting a limit: %s", dir, strerror(-r));
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)a->pid);
-	if (a->pid > 0 && (r = write_file(dir, "cgroup.procs", pid)) < 0)
-		return al_err(a->err, -r, "cgroup %s: joining it: %s", dir, strerror(-r));
 	return 0;
 }
 
-int ort_cg_create(const char *path, const struct ort_resources *res, pid_t pid, struct al_error *err)
+int ort_cg_apply(const char *path, const struct ort_resources *res, struct al_error *err)
 {
-	struct cg_create_arg a = {.res = res, .pid = pid, .err = err};
+	struct cg_create_arg a = {.res = res, .err = err};
 	int r = ort_cg_each(create_one, &a, path);
 	if (r < 0)
 		return r;
@@ -224,9 +219,37 @@ int ort_cg_create(const char *path, const struct ort_resources *res, pid_t pid, 
 	return 0;
 }
 
-int ort_cg_update(const char *path, const struct ort_resources *res, struct al_error *err)
+static int open_join(const char *dir, const char *ctrl, int version, void *arg)
 {
-	return ort_cg_create(path, res, 0, err);
+	(void)ctrl;
+	struct ort_cg_join *j = arg;
+	char p[2200];
+	snprintf(p, sizeof(p), "%s/tasks", dir);
+	if (version == 2)
+		return (j->v2 = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ? -errno : 0;
+	if (j->n == CG_JOIN_MAX)
+		return -E2BIG;
+	return (j->tasks[j->n] = open(p, O_WRONLY | O_CLOEXEC)) < 0 ? -errno : (j->n++, 0);
+}
+
+int ort_cg_join_open(const char *path, struct ort_cg_join *j, struct al_error *err)
+{
+	*j = (struct ort_cg_join){.v2 = -1};
+	int r = ort_cg_each(open_join, j, path);
+	if (r < 0) {
+		ort_cg_join_close(j);
+		return al_err(err, -r, "cgroup %s: opening it to join: %s", path, strerror(-r));
+	}
+	return 0;
+}
+
+void ort_cg_join_close(struct ort_cg_join *j)
+{
+	if (j->v2 >= 0)
+		close(j->v2);
+	for (int i = 0; i < j->n; i++)
+		close(j->tasks[i]);
+	*j = (struct ort_cg_join){.v2 = -1};
 }
 
 /* ---- reading and acting on the whole container ------------------------------------------- */

@@ -6,14 +6,27 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "cgroup/cgroup.h"
 #include "spec.h"
 
 /* Calls fn for each hierarchy the runtime uses, with path's directory in it. Count or -errno. */
 int ort_cg_each(int (*fn)(const char *dir, const char *ctrl, int version, void *arg), void *arg, const char *path);
-/* Makes path in each hierarchy, applies res and moves pid (> 0) in. An asked limit that cannot
- * be applied is an error. */
-int ort_cg_create(const char *path, const struct ort_resources *res, pid_t pid, struct al_error *err);
-int ort_cg_update(const char *path, const struct ort_resources *res, struct al_error *err);
+/* Makes path in each hierarchy (those that exist are kept) and applies res. An asked limit that
+ * cannot be applied is an error. Processes join with ort_cg_join. */
+int ort_cg_apply(const char *path, const struct ort_resources *res, struct al_error *err);
+/* What lets a process join path's cgroups without being moved by pid, which takes the kernel's
+ * global cgroup_threadgroup_rwsem and after a quiet moment waits for an RCU grace period (most of
+ * a lone create here; cgroup.h says more): the v2 directory, for clone3's CLONE_INTO_CGROUP, and
+ * each v1 hierarchy's `tasks`, for the process to write "0" to itself (cg_join_self) before it
+ * runs anything. Opened by the caller, whose credentials the kernel checks; the process closes
+ * them. Make the cgroups first (ort_cg_apply). */
+struct ort_cg_join {
+	int v2; /* -1: no v2 hierarchy */
+	int tasks[CG_JOIN_MAX];
+	int n;
+};
+int ort_cg_join_open(const char *path, struct ort_cg_join *j, struct al_error *err);
+void ort_cg_join_close(struct ort_cg_join *j);
 /* Every process of the container (malloc'd). */
 int ort_cg_pids(const char *path, pid_t **out, size_t *n);
 /* Signals every process; for SIGKILL, until none is left (thawing a frozen container). */

@@ -53,6 +53,7 @@ static const char *const stage_names[] = {
 	[ORT_EXEC] = "exec",
 	[ORT_SETNS] = "joining the container's namespaces",
 	[ORT_SYSCTL] = "linux.sysctl",
+	[ORT_CGROUP] = "joining the container's cgroup",
 };
 
 const char *ort_stage_name(int stage)

@@ -311,19 +311,28 @@ static int spawn(struct create_run *cr, struct al_error *err)
 	cr->init.bind_trees = cr->trees;
 	cr->init.sync_fd = cr->sync_p[0];
 	cr->init.pl.status_fd = cr->status_p[1];
-	pid_t pid = pfd_clone3(clone_flags(&cr->spec, &cr->plan), &cr->pidfd, -1);
+	/* The init is born in the v2 cgroup and joins the v1 ones itself: no move by pid (occg.h). */
+	struct ort_cg_join cj;
+	if ((r = ort_cg_apply(cr->cgpath, &cr->spec.res, err)) < 0 || (r = ort_cg_join_open(cr->cgpath, &cj, err)) < 0)
+		return r;
+	cr->init.cg_tasks = cj.tasks;
+	cr->init.cg_ntasks = cj.n;
+	pid_t pid = pfd_clone3(clone_flags(&cr->spec, &cr->plan), &cr->pidfd, cj.v2);
 	if (pid == 0) {
 		close(cr->sync_p[1]);
 		close(cr->status_p[0]);
+		if (cj.v2 >= 0)
+			close(cj.v2);
 		ort_init_main(&cr->init);
 	}
+	ort_cg_join_close(&cj);
 	if (pid < 0)
-		return al_err(err, (int)-pid, "clone3 into the container's namespaces: %s", strerror((int)-pid));
+		return al_err(err, (int)-pid, "clone3 into the container's namespaces and cgroup %s: %s", cr->cgpath,
+			      strerror((int)-pid));
 	cr->pid = pid;
 	close(cr->status_p[1]);
 	cr->status_p[1] = -1;
-	if ((r = write_maps(pid, &cr->spec, &cr->plan, err)) < 0 ||
-	    (r = ort_cg_create(cr->cgpath, &cr->spec.res, pid, err)) < 0)
+	if ((r = write_maps(pid, &cr->spec, &cr->plan, err)) < 0)
 		return r;
 	if (write(cr->sync_p[1], "g", 1) != 1)
 		return al_err_sys(err, errno, "releasing the container's init");
@@ -542,7 +551,7 @@ int ort_update(const struct ort_ctx *c, const char *id, const char *resources, s
 		al_err_prefix(err, "update --resources");
 		goto out;
 	}
-	r = ort_cg_update(st.cgroup, &s.res, err);
+	r = ort_cg_apply(st.cgroup, &s.res, err);
 	ort_spec_free(&s);
 out:
 	ort_loaded_free(&st);

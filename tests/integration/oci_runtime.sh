@@ -53,6 +53,13 @@ wait_status() { # ID STATUS
 	al_fail "container $1 did not become $2 (is $(status_of "$1"))"
 }
 cg_dir() { printf '/sys/fs/cgroup/pids/%s/%s' "$cgparent" "$1"; }
+# Every hierarchy (v1 and v2) but cpuset, which the runtime leaves alone, has PID in container ID's
+# cgroup: as the process itself sees it (it joined v1 itself, v2 at birth).
+in_cgroups() { # PID ID WHAT
+	local bad
+	bad=$(grep -v ':cpuset:' "/proc/$1/cgroup" | grep -v ":/$cgparent/$2\$") || true
+	[ -z "$bad" ] || al_fail "$3 is not in container $2's cgroup everywhere: $bad"
+}
 # The parent cgroups the containers' paths made (runc leaves them too): removed, once empty.
 cleanup_cg() {
 	local h
@@ -93,6 +100,7 @@ oci create --bundle "$work/c1" --pid-file "$work/c1.pid" c1
 al_assert_rc 0
 c1out=$AL_OUT_FILE # create's stdout is the container's
 al_assert_eq "$(status_of c1)" created "status after create"
+in_cgroups "$(cat "$work/c1.pid")" c1 "the created init"
 k1=$(keeper_of c1)
 al_assert_eq "$(cat "/proc/$k1/comm")" airlock-keeper "a verdict was asked: the exit status keeper runs"
 grep -qx "$k1" "$(cg_dir c1)/cgroup.procs" && al_fail "the keeper is in the container's cgroup"
@@ -158,6 +166,7 @@ al_assert_rc 0
 al_assert_contains "$AL_OUT" "$pid" "ps lists the init"
 al_assert_contains "$AL_OUT" "$epid" "ps lists the detached exec"
 grep -qx "$epid" "$(cg_dir c1)/cgroup.procs" || al_fail "the exec is not in the container's cgroup"
+in_cgroups "$epid" c1 "the exec"
 oci events --stats c1
 al_assert_rc 0
 al_assert_eq "$(al_json_get "$AL_OUT" data.pids.current)" 2 "events --stats counts the container's processes"
