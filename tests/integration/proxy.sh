@@ -90,16 +90,19 @@ al_pass "programs that ignore the proxy variables simply fail"
 # ---- garbage, limits and timeouts never hurt the proxy
 # Two runs, so that no answer depends on how fast the proxy's threads end: the first has
 # a short idle timeout (for the 408), the second a long one, so the held connections
-# cannot time out and free their slots before the connection over the limit arrives.
-al_run run --json --net "allow=127.0.0.1:$HTTP_PORT" --allow-private 127.0.0.1/32 --proxy-idle 1s -- \
-	/usr/bin/python3 -c '
-import socket, sys
+# cannot time out and free their slots before the connection over the limit arrives. Both ask
+# the proxy one thing a connection, and print the first line of its answer.
+ask='
+import socket, sys, time
 def ask(data, wait=5):
     s = socket.create_connection(("127.0.0.1", 3128)); s.settimeout(wait)
     if data: s.sendall(data)
     try: r = s.recv(200)
     except socket.timeout: r = b"TIMEOUT"
     s.close(); return r.split(b"\r\n")[0].decode()
+'
+al_run run --json --net "allow=127.0.0.1:$HTTP_PORT" --allow-private 127.0.0.1/32 --proxy-idle 1s -- \
+	/usr/bin/python3 -c "$ask"'
 print(ask(b"\x00\xff garbage\r\n\r\n"))
 print(ask(b"GET / HTTP/1.1\nHost: x\n\n"))
 print(ask(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"))  # TLS sent to a plain proxy
@@ -117,14 +120,7 @@ al_assert_eq "$(j proxy.malformed)" 5 "malformed requests counted"
 # before the fourth is looked at. Once they are closed, their slots come free as soon as
 # the proxy's threads see the end: asked again until then (each 503 is counted too).
 al_run run --json --net "allow=127.0.0.1:$HTTP_PORT" --allow-private 127.0.0.1/32 --proxy-conns 3 --proxy-idle 60s -- \
-	/usr/bin/python3 -c '
-import socket, sys, time
-def ask(data, wait=5):
-    s = socket.create_connection(("127.0.0.1", 3128)); s.settimeout(wait)
-    if data: s.sendall(data)
-    try: r = s.recv(200)
-    except socket.timeout: r = b"TIMEOUT"
-    s.close(); return r.split(b"\r\n")[0].decode()
+	/usr/bin/python3 -c "$ask"'
 connect = b"CONNECT 127.0.0.1:%s HTTP/1.1\r\n\r\n" % sys.argv[1].encode()
 held = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(3)]
 print(ask(connect))
