@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "kit/pidfd.h"
 #include "kit/rawsys.h"
 #include "ctr.h"

@@ -227,7 +227,7 @@ static int open_join(const char *dir, const char *ctrl, int version, void *arg)
 	snprintf(p, sizeof(p), "%s/tasks", dir);
 	if (version == 2)
 		return (j->v2 = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ? -errno : 0;
-	if (j->n == CG_JOIN_MAX)
+	if (j->n == ORT_CG_MAX)
 		return -E2BIG;
 	return (j->tasks[j->n] = open(p, O_WRONLY | O_CLOEXEC)) < 0 ? -errno : (j->n++, 0);
 }

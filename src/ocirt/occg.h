@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "cgroup/cgroup.h"
 #include "spec.h"
 
 /* Calls fn for each hierarchy the runtime uses, with path's directory in it. Count or -errno. */
@@ -20,9 +19,10 @@ int ort_cg_apply(const char *path, const struct ort_resources *res, struct al_er
  * each v1 hierarchy's `tasks`, for the process to write "0" to itself (cg_join_self) before it
  * runs anything. Opened by the caller, whose credentials the kernel checks; the process closes
  * them. Make the cgroups first (ort_cg_apply). */
+#define ORT_CG_MAX 16 /* hierarchies: the 8 wanted ones (occg.c), with room for one mounted twice */
 struct ort_cg_join {
 	int v2; /* -1: no v2 hierarchy */
-	int tasks[CG_JOIN_MAX];
+	int tasks[ORT_CG_MAX];
 	int n;
 };
 int ort_cg_join_open(const char *path, struct ort_cg_join *j, struct al_error *err);
