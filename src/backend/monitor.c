@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,6 +18,11 @@
 #include "util/error.h"
 #include "util/fdpass.h"
 
+bool mon_tie_to(pid_t supervisor, int sig)
+{
+	return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0 && getppid() == supervisor;
+}
+
 int mon_start(const struct mon_start *m, const struct be_io *io, pid_t *pid, int *pidfd, struct al_error *err)
 {
 	int cgfd = io->cg ? cg_clone_fd(io->cg) : -1;
@@ -26,8 +32,12 @@ int mon_start(const struct mon_start *m, const struct be_io *io, pid_t *pid, int
 	bool joins = io->cg && cgfd < 0 && cg_joins_self(io->cg);
 	if (joins && (njoin = cg_join_fds(io->cg, join, err)) < 0)
 		return njoin;
+	pid_t supervisor = getpid();
 	*pid = pfd_clone3(0, pidfd, cgfd);
 	if (*pid == 0) {
+		/* SIGTERM, which m->main takes: its handler ends the job. */
+		if (!mon_tie_to(supervisor, SIGTERM))
+			_exit(126);
 		int r = cg_join_self(join, njoin);
 		if (r < 0) {
 			nat_send(m->status_w, NK_ERROR, NS_CGROUP, -r, 0, "the job's cgroups (writing 0 to tasks)");

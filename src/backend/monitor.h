@@ -30,6 +30,13 @@ struct mon_start {
  * -errno (the monitor, if it was started, is killed and reaped). */
 int mon_start(const struct mon_start *m, const struct be_io *io, pid_t *pid, int *pidfd, struct al_error *err);
 
+/* In a child the supervisor (pid supervisor, taken before the clone) just made: the supervisor's
+ * death sends it sig from now on, and a death before now is caught here. The kernel sends the
+ * parent-death signal only for a death after it was armed, and a supervisor killed right after
+ * releasing its child leaves the release in the pipe: unchecked, the job would start with nobody
+ * to watch or end it. False: the supervisor is gone (or prctl failed); the child exits at once. */
+bool mon_tie_to(pid_t supervisor, int sig);
+
 /* Every signal back to its default disposition, none blocked: a child of the supervisor, whose
  * front end blocks its stop signals and ignores others, must not pass that on. */
 void mon_reset_signals(void);

@@ -317,9 +317,9 @@ static void take_stop_signals(void)
 
 _Noreturn void bw_monitor_main(const struct bw_child *c)
 {
-	/* The supervisor's end (its kill, or its death) is the job's end: see on_signal. */
+	/* The supervisor's end (its kill, or its death: SIGTERM, armed by mon_start) is the job's
+	 * end: see on_signal. */
 	take_stop_signals();
-	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	int keep[BW_MAX_PASS + 11] = {c->sync_fd, c->status_fd, c->stdin_fd, c->stdout_fd,  c->stderr_fd, c->json_r,
 				      c->json_w,  c->err_r,	c->err_w,    c->proxy_sock, c->rec_r};
 	size_t n = 11;

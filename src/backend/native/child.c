@@ -367,7 +367,7 @@ static void fb_kill_descendants(void)
 
 _Noreturn void nat_fallback_main(struct nat_child *c)
 {
-	/* SIGTERM, not SIGKILL, on the supervisor's death: init must outlive the kill long
+	/* SIGTERM, not SIGKILL, on the supervisor's death (armed by fb_start): init must outlive the kill long
 	 * enough to take every descendant with it (there is no pid namespace to do it). Both
 	 * signals stay blocked and are taken with sigwaitinfo, so none can slip between a
 	 * check and a wait; the payload unblocks everything (reset_signals). */
@@ -376,7 +376,6 @@ _Noreturn void nat_fallback_main(struct nat_child *c)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	/* Its own session: a terminal's ^C must not kill init and orphan the job. */
 	setsid();

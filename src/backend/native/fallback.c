@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "backend/capability.h"
+#include "backend/monitor.h"
 #include "cgroup/cgroup.h"
 #include "child.h"
 #include "native.h"
@@ -225,8 +226,12 @@ static int fb_start(const struct al_policy *p, const struct be_io *io, struct be
 	bool joins = io->cg && cgfd < 0 && cg_joins_self(io->cg);
 	if (joins && (r = njoin = cg_join_fds(io->cg, join, err)) < 0)
 		goto out;
+	pid_t supervisor = getpid();
 	pid_t pid = pfd_clone3(0, &pidfd, cgfd);
 	if (pid == 0) {
+		/* SIGTERM, not SIGKILL: see nat_fallback_main. */
+		if (!mon_tie_to(supervisor, SIGTERM))
+			_exit(126);
 		close(sync_p[1]);
 		close(status_p[0]);
 		int jr = cg_join_self(join, njoin);

@@ -240,7 +240,8 @@ static _Noreturn void report(const struct oci_child *c, int ws)
 
 _Noreturn void oci_monitor_main(const struct oci_child *c)
 {
-	/* The supervisor's end is the job's end: SIGTERM runs the handler, which kills the runtime. */
+	/* The supervisor's end is the job's end: SIGTERM (also its death's, armed by mon_start) runs
+	 * the handler, which kills the runtime. */
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_term;
@@ -251,7 +252,6 @@ _Noreturn void oci_monitor_main(const struct oci_child *c)
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
 	sigprocmask(SIG_UNBLOCK, &term, NULL);
-	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	int keep[] = {c->sync_fd,   c->status_fd,  c->stdin_fd, c->stdout_fd,
 		      c->stderr_fd, c->proxy_sock, c->init_r,	c->init_w};
 	if (mon_close_all_but(keep, AL_ARRAY_SIZE(keep)) < 0)
