@@ -68,8 +68,18 @@ def files(sandbox):
     return body
 
 
-def card_of(b, item, seconds=3.0):
+def card_of(b, item, seconds=10.0):
     return b.wait(f"!!document.querySelector('#approvals .card[data-id=\"{item['id']}\"]')", seconds)
+
+
+def stream_only(b):
+    """Stops the page's polling (its fallback, every 5 s) until polling(b): a card that shows
+    meanwhile came over the live stream, however long a loaded host took to bring it."""
+    b.eval("stopPolling(); true")
+
+
+def polling(b):
+    b.eval("startPolling(); true")
 
 
 def main():
@@ -114,18 +124,20 @@ def sign_in(b):
 
 
 def step_approve(b, sb):
-    """A pending call appears within a second, with the whole padded code and the marked pattern; approve runs it."""
+    """A pending call appears over the live stream, with the whole padded code and the marked pattern; approve runs it."""
     pad = " " * 3000
     code = f"echo approved-{M};{pad} touch approved-{M}.txt # \u202etxt.exe\nprint\tdone"
+    stream_only(b)
     ex = Exec(sb, code)
     item, listed = pending(f"approved-{M}")
     check(item is not None, "the server lists the pending call")
     shown = card_of(b, item)
     lag = time.monotonic() - listed
     live = b.eval("document.body.dataset.live + ' ' + document.getElementById('approvals-status').textContent")
-    check(shown is True and lag < 1.0, f"the page shows it within a second ({lag:.2f} s; stream: {live})")
+    check(shown is True, f"the page shows it with its polling stopped ({lag:.2f} s after the server listed it; stream: {live})")
     check(b.eval("document.body.dataset.live") == "sse",
           "it came on the live stream (polling, every 5 s, is only the fallback)")
+    polling(b)
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
     text = b.eval(f"document.querySelector('{sel}').innerText")
     for want in ("token:alice", "code_execute", "HIGH", "asked", "none (loopback only)", item["digest"]):
@@ -158,11 +170,13 @@ def step_deny(b, sb):
     b.eval("state.live.abort(); true")
     check(b.wait("document.body.dataset.live === 'off'", 2) is True, "a dropped stream is noticed")
     check(b.wait("document.body.dataset.live === 'sse'", 5) is True, "and reconnected")
+    stream_only(b)
     ex = Exec(sb, f"touch denied-{M}.txt # {hostile}")
     item, listed = pending(f"denied-{M}")
     shown = item is not None and card_of(b, item) is True
     lag = time.monotonic() - listed if listed else 99
-    check(shown and lag < 1.0, f"a second call shows within a second over the new stream ({lag:.2f} s)")
+    check(shown, f"a second call shows over the new stream, polling stopped ({lag:.2f} s)")
+    polling(b)
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
     check(hostile in b.eval(f"document.querySelector('{sel} .code').textContent"), "markup in the code is shown as text")
     check(b.eval(f"document.querySelectorAll('{sel} img, {sel} script').length === 0 && window.pwned === undefined"),
@@ -196,11 +210,13 @@ def step_timeout(b, sb):
     """Silence past the rule's timeout is a denial."""
     ex = Exec(sb, f"touch quick-{M}.txt")
     item, _ = pending(f"quick-{M}")
-    check(item is not None and card_of(b, item) is True, "a call under a 3 s rule shows")
+    check(item is not None and card_of(b, item) is True, "a call under a 10 s rule shows")
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
     left = b.eval(f"document.querySelector('{sel} .countdown').textContent")
-    check(left in ("0:03", "0:02", "0:01"), f"its countdown starts at the rule's timeout ({left})")
-    check(b.wait(f"!document.querySelector('{sel}')", 8) is True, "it leaves the page when it times out")
+    # Whatever a loaded host took to show the card, it shows the time left of the rule's 10 s
+    # (the other rule's is 60 s), never 0:00 (an expired call reads "expired").
+    check(left in [f"0:{n:02d}" for n in range(10, 0, -1)], f"its countdown counts down the rule's timeout ({left})")
+    check(b.wait(f"!document.querySelector('{sel}')", 20) is True, "it leaves the page when it times out")
     ex.join(60)
     check(ex.result is not None and ex.result[0] != 200, "the timed-out call was refused")
     check(f"quick-{M}.txt" not in files(sb), "the timed-out call did not run")
@@ -335,11 +351,13 @@ def step_forwarder(b, sb):
           "the forwarder's URL signs in, live, with no token typed")
     check(b.eval("location.hash") == "" and b.eval("sessionStorage.getItem('airlock.approver-token')") == url.split("#token=")[1],
           "its token moved from the address bar into the tab's session storage")
+    stream_only(b)
     ex = Exec(sb, f"touch forwarded-{M}.txt")
     item, listed = pending(f"forwarded-{M}")
     shown = item is not None and card_of(b, item) is True
     lag = time.monotonic() - listed if listed else 99
-    check(shown and lag < 1.0, f"a pending call shows within a second through the forwarder ({lag:.2f} s)")
+    check(shown, f"a pending call shows over the live stream through the forwarder, polling stopped ({lag:.2f} s)")
+    polling(b)
     sel = f"#approvals .card[data-id=\"{item['id']}\"]" if item else "#none"
     b.eval(f"document.querySelector('{sel} button.approve').click(); true")
     ex.join(60)

@@ -171,6 +171,17 @@ esc_bg_as_uid() {
 	fi
 }
 
+# esc_wait_comm PID NAME: until the background helper PID runs NAME (its comm), 5 s at most: al_bg's
+# subshell and setpriv exec it in turn, and before that it is neither the program nor of the uid the
+# test gave it.
+esc_wait_comm() {
+	for _ in $(seq 100); do
+		[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.05
+	done
+	al_fail "the host helper $1 never became $2 (comm: $(cat "/proc/$1/comm" 2>/dev/null || echo gone))"
+}
+
 # esc_cgroup_limits: 0 when airlock can enforce cgroup limits (memory and pids) in this mode
 # (the verdict of a trivial run says so); else 1, and callers check that explicit limits are
 # refused instead (fail closed), never run the bomb unguarded by airlock. Under gvisor the pids

@@ -26,10 +26,11 @@ gone() {
 	return 1
 }
 
-# limit MODE: the job's --time. "wait" is killed at it; where the payload exits at once the limit is
-# long (20 s), so a supervisor that waited for the daemon would be seen past half of it, while a
-# start and teardown slowed by load (gVisor's take seconds on a busy host) stay far below.
-limit() { if [ "$1" = wait ]; then echo 2; else echo 20; fi; }
+# limit MODE: the job's --time. "wait" is killed at it (5 s: the backend's start, seconds for gVisor
+# or crun on a busy host, counts against it, and the daemon must have reported before it); where the
+# payload exits at once the limit is long (20 s), so a supervisor that waited for the daemon would be
+# seen past half of it, while a start and teardown slowed by load stay far below.
+limit() { if [ "$1" = wait ]; then echo 5; else echo 20; fi; }
 # waited MODE MS: the payload exited at once, so airlock must not have waited for its daemon.
 waited() { [ "$2" -lt 10000 ] || esc_escaped "$1: airlock waited $2 ms for a daemon after its payload exited (--time 20)"; }
 
@@ -69,12 +70,14 @@ fi
 
 # Control: while a job runs, the host does find its daemon by the marker, so "gone" means gone.
 m=$(al_marker)
-al_airlock run --ro "$ESC_DIR:$ESC" --time 3 -- "$ESC/esc-daemon" wait "$m" >/dev/null 2>&1 &
+# (--time 5 and a look until the job ends: a loaded host's start may take seconds of it.)
+al_airlock run --ro "$ESC_DIR:$ESC" --time 5 -- "$ESC/esc-daemon" wait "$m" >/dev/null 2>&1 &
 bg=$!
 seen=""
-for _ in $(seq 100); do
+for _ in $(seq 300); do
 	seen=$(pgrep -a -f -- "$m" | grep -v airlock || true)
 	[ -n "$seen" ] && break
+	kill -0 "$bg" 2>/dev/null || break
 	sleep 0.05
 done
 wait "$bg" || true

@@ -104,8 +104,14 @@ if esc_gvisor && [ "$ESC_STATUS" = refused ]; then
 fi
 esc_ran
 al_assert_eq "$(esc_kv tcp-127.0.0.1)" OK "control: TCP with --net host"
-sleep 0.3
 heard="tcp-data udp abstract-data abstract-dgram"
+# The listener logs in its own time: wait (10 s at most) until it has logged all four.
+for _ in $(seq 100); do
+	missing=""
+	for what in $heard; do grep -q "^$what" "$log" || missing=$what; done
+	[ -z "$missing" ] && break
+	sleep 0.1
+done
 for what in $heard; do
 	grep -q "^$what" "$log" || al_fail "control: the listener did not record '$what': $(tr '\n' ' ' <"$log")"
 done

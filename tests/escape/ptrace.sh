@@ -20,7 +20,7 @@ esc_need esc-ptrace
 
 esc_bg_as_uid "$AL_PAYLOAD_HOST_UID" sleep 120
 victim=$AL_BG_PID
-sleep 0.1
+esc_wait_comm "$victim" sleep
 esc_run --time 20 -- "$ESC/esc-ptrace" "$victim"
 esc_ran
 dom=$(esc_init_domain) || exit 1

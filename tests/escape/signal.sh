@@ -14,7 +14,8 @@ esc_bg_as_uid "$AL_PAYLOAD_HOST_UID" sleep 120
 same_uid=$AL_BG_PID
 al_bg sleep 120
 caller=$AL_BG_PID
-sleep 0.1
+esc_wait_comm "$same_uid" sleep
+esc_wait_comm "$caller" sleep
 kill -0 "$same_uid" "$caller" || al_fail "the host sleepers did not start"
 # setpriv execs sleep in place, so the pid is the sleeper's own; check its owner.
 al_assert_eq "$(al_host_uid "$same_uid")" "$AL_PAYLOAD_HOST_UID" "host uid of the first sleeper"

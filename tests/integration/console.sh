@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # console.sh — the approver's console (issue 21) in headless Chromium, driven over the DevTools
 # protocol by tests/console/drive.py: the page refuses a client's token and takes the approver's; a
-# pending call shows within a second with its whole padded code and the rule's pattern marked;
+# pending call shows over the live stream (the page's polling stopped) with its whole padded code
+# and the rule's pattern marked;
 # approve runs it, deny (the d key) and a timeout do not, a changed request is refused; the
 # sandboxes view lists the client's sandboxes with their image and memory, and destroys one; the
 # audit view finds the decision.
@@ -18,12 +19,13 @@ dir=$(al_tmpdir 0777)
 export AIRLOCK_IMAGES=$dir/store
 al_image_import "$dir" bb
 digest=$AL_IMAGE_DIGEST
-# The first rule whose pattern matches decides: "quick-" calls time out after 3 s.
+# The first rule whose pattern matches decides: "quick-" calls time out after 10 s (long enough for
+# a loaded host to show the card and its countdown before then).
 cat >"$confdir/c.yaml" <<'EOF'
 version: 1
 approval: {deny_above: CRITICAL, channels: [http]}
 rules:
-- {name: quick, tools: [code_execute], risk: HIGH, approval_timeout: 3s, when: [{param: code, matches: "quick-"}]}
+- {name: quick, tools: [code_execute], risk: HIGH, approval_timeout: 10s, when: [{param: code, matches: "quick-"}]}
 - {name: asked, tools: [code_execute], risk: HIGH, approval_timeout: 60s, when: [{param: code, matches: touch}]}
 - {name: the-rest, tools: ["*"], risk: LOW, require_approval: false}
 profiles: {imgs: {images: [bb]}}

@@ -11,6 +11,9 @@
 
 RD=$(al_tmpdir 0777)
 fifo="$RD/out.fifo"
+# Where a payload says it runs (wait_running): jobs started with READY set have it at /ready.
+RDY=$(al_tmpdir 0777)
+READY=()
 
 # The supervisor's leftovers on the host: job cgroups named after its pid in any hierarchy, and
 # the OCI backends' bundle directories.
@@ -22,20 +25,17 @@ leftovers() {
 
 # wait_running MARKER [OUT]: until the payload's daemon runs: it names itself MARKER (the supervisor
 # and monitors carry MARKER in their command lines too, long before the payload starts) and prints
-# "daemon=PID" to OUT. Under gvisor the payload's processes are the Sentry's, not the host's: only
-# OUT can tell, and without one (a flood to a pipe) two seconds are given. Fails after 10 s.
+# "daemon=PID" to OUT; or until the payload wrote /ready/MARKER. Under gvisor the payload's processes
+# are the Sentry's, not the host's: only OUT or that file can tell. Fails after 10 s.
 wait_running() {
 	local i
-	if al_backend_is gvisor && [ -z "${2:-}" ]; then
-		sleep 2
-		return 0
-	fi
 	for i in $(seq 200); do
 		[ -n "$(al_marker_pids "$1" | awk -v m="$1" '$2 == m')" ] && return 0
 		[ -n "${2:-}" ] && grep -q '^daemon=' "$2" 2>/dev/null && return 0
+		[ -e "$RDY/$1" ] && return 0
 		sleep 0.05
 	done
-	al_fail "the payload never started (no process named $1, nothing in ${2:-its output})"
+	al_fail "the payload never started (no process named $1, nothing in ${2:-its output} or $RDY/$1)"
 }
 
 # airlock_dfl ARGS...: `airlock run` with default dispositions of the stop signals (a background
@@ -53,7 +53,7 @@ start_job() {
 	local out=$1
 	shift 2
 	rm -f "$RD/v.json"
-	airlock_dfl --ro "$AL_PROBE_DIR:/probe" --time 60 --result-file "$RD/v.json" -- "$@" >"$out" 2>"$RD/err" &
+	airlock_dfl --ro "$AL_PROBE_DIR:/probe" "${READY[@]}" --time 60 --result-file "$RD/v.json" -- "$@" >"$out" 2>"$RD/err" &
 	JOB=$!
 }
 
@@ -106,6 +106,7 @@ for sig in TERM INT HUP KILL TERM KILL; do
 done
 
 # ---- while the payload floods its output, read at full speed and not read at all
+READY=(--rw "$RDY:/ready")
 for sig in TERM KILL; do
 	for reader in reading stalled; do
 		m=$(al_marker)
@@ -117,7 +118,7 @@ for sig in TERM KILL; do
 		else
 			exec 7<>"$fifo" # holds the pipe open and never reads: the supervisor's writes would block
 		fi
-		start_job "$fifo" "$m" /bin/sh -c "$P daemon $m 120 0 >/dev/null; exec $P flood 100000000000"
+		start_job "$fifo" "$m" /bin/sh -c "$P daemon $m 120 0 >/dev/null; : >/ready/$m; exec $P flood 100000000000"
 		wait_running "$m"
 		sleep 0.3
 		kill -s "$sig" "$JOB"
@@ -154,9 +155,11 @@ wait "$JOB" || rc=$?
 al_assert_eq "$rc" 0 "SIGHUP ignored by the caller: airlock's exit status"
 al_assert_eq "$(cat "$RD/out")" survived "SIGHUP ignored by the caller: the job ran to its end"
 
-# ---- human mode says what airlock did, on stderr only
-start_job "$RD/out" x /bin/sleep 60
-sleep 0.5
+# ---- human mode says what airlock did, on stderr only (of a job that runs: the signal is sent once
+# the payload says so, since one that lands during set-up stops no job)
+m=$(al_marker)
+start_job "$RD/out" "$m" /bin/sh -c ": >/ready/$m; exec /bin/sleep 60"
+wait_running "$m"
 kill -s TERM "$JOB"
 wait "$JOB" || true
 al_assert_contains "$(cat "$RD/err")" "airlock: stopped by SIGTERM" "stderr names the stop"

@@ -104,8 +104,11 @@ m=$(al_marker)
 # exec: $! is airlock itself (setpriv execs it too), not a subshell.
 (exec "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" run "${NN[@]}" --ro "$AL_PROBE_DIR:/probe" -- "$P" sleep 30 "$m" >/dev/null 2>&1) &
 bg=$!
-for _ in $(seq 60); do [ -n "$(al_marker_pids "$m")" ] && break; sleep 0.05; done
-[ -n "$(al_marker_pids "$m")" ] || al_fail "the payload with marker $m never started"
+# The payload runs once a process named al-probe carries the marker: airlock's own command line
+# carries it from the start, and a kill then would land during set-up (10 s at most).
+probe_runs() { [ -n "$(al_marker_pids "$m" | awk '$2 == "al-probe"')" ]; }
+for _ in $(seq 200); do probe_runs && break; sleep 0.05; done
+probe_runs || al_fail "the payload with marker $m never started"
 kill -KILL "$bg"
 wait "$bg" 2>/dev/null || true
 al_wait_marker_gone "$m" 3 || al_fail "the payload ($m) outlived its killed supervisor"
