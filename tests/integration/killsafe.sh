@@ -105,6 +105,37 @@ for sig in TERM INT HUP KILL TERM KILL; do
 	finish "SIG$sig during set-up" "$sig" "$m" setup
 done
 
+# ---- SIGKILL right after the supervisor released its first child (the monitor, or the native
+# init) and before that child armed its parent-death signal: the kernel sends that signal only
+# for a death after it was armed, and the release left in the pipe must not start a job nobody
+# watches. strace makes the moment last: every prctl waits 0.3 s, the child's first among them.
+command -v strace >/dev/null || al_skip "strace is not installed (scripts/deps.sh)"
+m=$(al_marker)
+be=()
+[ "$AL_BACKEND" = native ] || be=(--backend "$AL_BACKEND")
+# shellcheck disable=SC2046
+"${AL_SETPRIV[@]}" strace -f -o /dev/null -e trace=prctl -e inject=prctl:delay_enter=300000 "$AL_AIRLOCK_BIN" run \
+	"${be[@]}" --ro "$AL_PROBE_DIR:/probe" --time 60 -- $(daemon_payload "$m") >/dev/null 2>&1 &
+tracer=$! # setpriv execs strace
+sup='' child=''
+for _ in $(seq 2000); do
+	# strace's child, airlock, then airlock's first child
+	[ -n "$sup" ] || sup=$(pgrep -P "$tracer" || true)
+	[ -z "$sup" ] || child=$(pgrep -P "$sup" || true)
+	[ -z "$child" ] || break
+	sleep 0.01
+done
+[ -n "$child" ] || al_fail "SIGKILL after the release: airlock (${sup:-not started}) started no child"
+sleep 0.15 # the release is written at once; the child's prctl ends 0.3 s after it began
+kill -KILL "$sup"
+al_wait_marker_gone "$m" 15 || al_fail "SIGKILL after the release: the job outlived airlock"
+kill "$tracer" 2>/dev/null || true
+wait "$tracer" 2>/dev/null || true
+al_run run -- /bin/true # removes what the killed airlock made
+left=$(leftovers "$sup")
+[ -z "$left" ] || al_fail "SIGKILL after the release: left behind: $left"
+al_pass "SIGKILL after the release, before the child's parent-death signal: nothing runs, nothing left"
+
 # ---- while the payload floods its output, read at full speed and not read at all
 READY=(--rw "$RDY:/ready")
 for sig in TERM KILL; do
