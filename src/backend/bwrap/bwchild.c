@@ -340,6 +340,10 @@ _Noreturn void bw_monitor_main(const struct bw_child *c)
 		die(c, NS_FORK, errno, "bwrap");
 	if (pid == 0)
 		exec_bwrap(c, self);
+	/* A stop that came before bwrap existed found no child to kill: bwrap goes now. (One after
+	 * the clone finds it among our children.) */
+	if (stopping)
+		kill_children();
 	/* The monitor keeps only the read ends and the job's stderr (for the relay). */
 	close(c->json_w);
 	close(c->err_w);
