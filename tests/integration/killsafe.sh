@@ -26,10 +26,11 @@ leftovers() {
 # wait_running MARKER [OUT]: until the payload's daemon runs: it names itself MARKER (the supervisor
 # and monitors carry MARKER in their command lines too, long before the payload starts) and prints
 # "daemon=PID" to OUT; or until the payload wrote /ready/MARKER. Under gvisor the payload's processes
-# are the Sentry's, not the host's: only OUT or that file can tell. Fails after 10 s.
+# are the Sentry's, not the host's: only OUT or that file can tell. Fails after 30 s (runsc's start
+# on a loaded host can take 10).
 wait_running() {
 	local i
-	for i in $(seq 200); do
+	for i in $(seq 600); do
 		[ -n "$(al_marker_pids "$1" | awk -v m="$1" '$2 == m')" ] && return 0
 		[ -n "${2:-}" ] && grep -q '^daemon=' "$2" 2>/dev/null && return 0
 		[ -e "$RDY/$1" ] && return 0
@@ -92,13 +93,19 @@ for sig in TERM INT HUP QUIT KILL; do
 	finish "SIG$sig while running" "$sig" "$m" running
 done
 
-# ---- during set-up: the signal arrives a few milliseconds after airlock started
+# ---- during set-up: the signal arrives a few milliseconds after airlock started (started: the
+# background shell has exec'd it; a signal before then reaches the shell, whose handler takes it)
 delays=(0.002 0.005 0.01 0.03)
+bin=$(readlink -f "$AL_AIRLOCK_BIN")
 i=0
 for sig in TERM INT HUP KILL TERM KILL; do
 	m=$(al_marker)
 	# shellcheck disable=SC2046
 	start_job "$RD/out" "$m" $(daemon_payload "$m")
+	for _ in $(seq 1000); do
+		[ "$(readlink "/proc/$JOB/exe" 2>/dev/null)" != "$bin" ] || break
+		sleep 0.001
+	done
 	sleep "${delays[$((i % 4))]}"
 	i=$((i + 1))
 	kill -s "$sig" "$JOB"
@@ -135,6 +142,36 @@ al_run run -- /bin/true # removes what the killed airlock made
 left=$(leftovers "$sup")
 [ -z "$left" ] || al_fail "SIGKILL after the release: left behind: $left"
 al_pass "SIGKILL after the release, before the child's parent-death signal: nothing runs, nothing left"
+
+# ---- SIGTERM while a backend's monitor starts its runtime (bwrap, crun, runsc): the stop reaches
+# the monitor before the runtime exists (and before the monitor is in the job's cgroup, where the
+# supervisor's cgroup kill would reach it), and must end the job all the same, not at its --time.
+# strace makes the moment last: every prctl waits 0.3 s, the monitor's first comes before it
+# joins the job's cgroup, and another before it starts the runtime. The job must be gone within
+# 10 s of the stop (its --time is 60).
+m=$(al_marker)
+# shellcheck disable=SC2046
+"${AL_SETPRIV[@]}" strace -f -o /dev/null -e trace=prctl -e inject=prctl:delay_enter=300000 \
+	env --default-signal=TERM "$AL_AIRLOCK_BIN" run "${be[@]}" --ro "$AL_PROBE_DIR:/probe" --time 60 -- \
+	$(daemon_payload "$m") >/dev/null 2>&1 &
+tracer=$!
+sup='' child=''
+for _ in $(seq 2000); do
+	[ -n "$sup" ] || sup=$(pgrep -P "$tracer" || true)
+	[ -z "$sup" ] || child=$(pgrep -P "$sup" || true)
+	[ -z "$child" ] || break
+	sleep 0.01
+done
+[ -n "$child" ] || al_fail "SIGTERM while the runtime starts: airlock (${sup:-not started}) started no child"
+sleep 0.15 # within the child's first prctl
+kill -TERM "$sup"
+al_wait_marker_gone "$m" 10 || al_fail "SIGTERM while the runtime starts: the job still runs 10 s after the stop"
+rc=0
+wait "$tracer" || rc=$?
+al_assert_eq "$rc" 143 "SIGTERM while the runtime starts: airlock's exit status"
+left=$(leftovers "$sup")
+[ -z "$left" ] || al_fail "SIGTERM while the runtime starts: left behind: $left"
+al_pass "SIGTERM while the runtime starts: the job ended at the stop, nothing left"
 
 # ---- while the payload floods its output, read at full speed and not read at all
 READY=(--rw "$RDY:/ready")
