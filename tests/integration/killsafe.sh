@@ -112,6 +112,23 @@ for sig in TERM INT HUP KILL TERM KILL; do
 	finish "SIG$sig during set-up" "$sig" "$m" setup
 done
 
+# traced_airlock TRACER: sets sup to the airlock that strace (TRACER) runs, once airlock has a
+# child, and child to that child. strace's own first children only test the kernel's ptrace.
+traced_airlock() {
+	local p
+	sup='' child=''
+	for _ in $(seq 2000); do
+		if [ -z "$sup" ]; then
+			for p in $(pgrep -P "$1" || true); do
+				[ "$(readlink "/proc/$p/exe" 2>/dev/null)" != "$bin" ] || sup=$p
+			done
+		fi
+		[ -z "$sup" ] || child=$(pgrep -P "$sup" | head -1 || true)
+		[ -z "$child" ] || return 0
+		sleep 0.01
+	done
+}
+
 # ---- SIGKILL right after the supervisor released its first child (the monitor, or the native
 # init) and before that child armed its parent-death signal: the kernel sends that signal only
 # for a death after it was armed, and the release left in the pipe must not start a job nobody
@@ -124,14 +141,7 @@ be=()
 "${AL_SETPRIV[@]}" strace -f -o /dev/null -e trace=prctl -e inject=prctl:delay_enter=300000 "$AL_AIRLOCK_BIN" run \
 	"${be[@]}" --ro "$AL_PROBE_DIR:/probe" --time 60 -- $(daemon_payload "$m") >/dev/null 2>&1 &
 tracer=$! # setpriv execs strace
-sup='' child=''
-for _ in $(seq 2000); do
-	# strace's child, airlock, then airlock's first child
-	[ -n "$sup" ] || sup=$(pgrep -P "$tracer" || true)
-	[ -z "$sup" ] || child=$(pgrep -P "$sup" || true)
-	[ -z "$child" ] || break
-	sleep 0.01
-done
+traced_airlock "$tracer"
 [ -n "$child" ] || al_fail "SIGKILL after the release: airlock (${sup:-not started}) started no child"
 sleep 0.15 # the release is written at once; the child's prctl ends 0.3 s after it began
 kill -KILL "$sup"
@@ -155,13 +165,7 @@ m=$(al_marker)
 	env --default-signal=TERM "$AL_AIRLOCK_BIN" run "${be[@]}" --ro "$AL_PROBE_DIR:/probe" --time 60 -- \
 	$(daemon_payload "$m") >/dev/null 2>&1 &
 tracer=$!
-sup='' child=''
-for _ in $(seq 2000); do
-	[ -n "$sup" ] || sup=$(pgrep -P "$tracer" || true)
-	[ -z "$sup" ] || child=$(pgrep -P "$sup" || true)
-	[ -z "$child" ] || break
-	sleep 0.01
-done
+traced_airlock "$tracer"
 [ -n "$child" ] || al_fail "SIGTERM while the runtime starts: airlock (${sup:-not started}) started no child"
 sleep 0.15 # within the child's first prctl
 kill -TERM "$sup"
