@@ -107,7 +107,7 @@ static _Noreturn void exec_bwrap(const struct bw_child *c, pid_t monitor)
 		die(c, NS_NNP, errno, NULL);
 	/* After the uid switch (which clears it): bwrap dies with the monitor, and its
 	 * --die-with-parent takes the sandbox along. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != monitor)
+	if (!mon_tie_to(monitor, SIGKILL))
 		_exit(BW_FAIL_EXIT);
 	/* bwrap makes its directories and files with its own default modes (0755, 0644 where no
 	 * --perms says otherwise) less the umask, and the payload inherits the umask: 022, as the
