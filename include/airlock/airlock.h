@@ -205,7 +205,21 @@ struct al_spawn_opts {
 	 * its verdict says status killed with that signal. The CLI's is SIGTERM, SIGINT, SIGHUP,
 	 * SIGQUIT and SIGPIPE, blocked in the caller so none can end the supervisor mid-job. */
 	int stop_fd;
+	/* Optional (0 or -1: none): the program's text, on a descriptor the payload gets as fd 3
+	 * (AL_CODE_FD) and its interpreter opens as AL_CODE_PATH. Only for an exec in a held sandbox,
+	 * where other code of the sandbox runs beside it: a file in the workspace could be changed
+	 * between its write and the interpreter's open, a sealed memfd (al_code_memfd) cannot. The
+	 * caller keeps its descriptor. Any other job refuses it (its files are written before
+	 * anything of it runs). */
+	int code_fd;
 };
+
+#define AL_CODE_FD   3
+#define AL_CODE_PATH "/dev/fd/3"
+
+/* A sealed, read-only memfd holding data[0..len): nobody can write, grow or shrink it (its seals
+ * are sealed too), so what it holds is what the payload reads. The descriptor (O_CLOEXEC) or -errno. */
+int al_code_memfd(const char *data, size_t len);
 
 struct al_job; /* opaque: one confined running job and its supervisor state */
 

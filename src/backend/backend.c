@@ -65,6 +65,8 @@ int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *
 	pol_plan_build(p, geteuid() == 0, &pl);
 	if (io->held)
 		return be_attach_spawn(p, &pl, io, out, err);
+	if (io->code_fd >= 0) /* a fresh sandbox has its files written before anything of it runs */
+		return al_err(err, ENOTSUP, "a code descriptor is only for an exec in a held sandbox");
 	if (!known(p->backend))
 		return al_err(err, EINVAL, "unknown backend %d", (int)p->backend);
 	if (io->hold)

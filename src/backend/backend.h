@@ -14,6 +14,7 @@ struct be_held;
 
 struct be_io {
 	int stdin_fd;  /* -1: /dev/null */
+	int code_fd;   /* -1, or the payload's fd 3 (AL_CODE_FD): an exec in a held sandbox only */
 	int stdout_fd; /* write ends of the supervisor's pipes (>= 3) */
 	int stderr_fd;
 	struct cg_job *cg;    /* the job's cgroup (owned by the supervisor), or NULL */

@@ -36,7 +36,7 @@ const char cfg_default_yaml[] =
 	"    require: [userns, pidns, mntns, netns, seccomp]\n"
 	"languages:\n"
 	"  python: {command: [python3], file: main.py, paths: [], env: {PYTHONDONTWRITEBYTECODE: \"1\"}}\n"
-	"  javascript: {command: [node], file: main.js}\n"
+	"  javascript: {command: [node, --preserve-symlinks-main], file: main.js}\n"
 	"  shell: {command: [bash], file: main.sh}\n"
 	"  ruby: {command: [ruby], file: main.rb}\n"
 	"  php: {command: [php], file: main.php}\n"

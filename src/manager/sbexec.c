@@ -14,13 +14,14 @@
 #include "manager/install.h"
 #include "manager/wsfiles.h"
 #include "policy/policy.h"
+#include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/error.h"
 
 /* Runs policy p (argv set by the caller) in s, streaming output: 0 and *v, or -errno. With network,
  * the sandbox's posture; without, the exec gets a network namespace of its own (lo only, up). */
-static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool network, struct al_verdict **v,
-		  struct al_error *err)
+static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool network, int code_fd,
+		  struct al_verdict **v, struct al_error *err)
 {
 	struct sbm *m = op->m;
 	int r = al_policy_set_sandbox(p, s->sb, err);
@@ -34,7 +35,7 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 			return r;
 	}
 	struct al_spawn_opts so = {
-		.size = sizeof(so), .stdin_fd = -1, .on_output = op_output_cb, .on_output_cookie = op};
+		.size = sizeof(so), .stdin_fd = -1, .on_output = op_output_cb, .on_output_cookie = op, .code_fd = code_fd};
 	struct al_job *job = NULL;
 	r = al_job_spawn(p, &so, &job, err);
 	if (r == 0) {
@@ -136,16 +137,14 @@ void exec_turn_done(struct sbm *m, struct sbx *s)
 	pthread_mutex_unlock(&m->mu);
 }
 
-/* Where an interpreted language's code file goes: beneath .airlock/, so the client's own main.py
- * stays its own. */
-static void code_path(const struct cfg_language *l, char *rel, size_t cap)
-{
-	snprintf(rel, cap, SBM_CODE_DIR "/%s", l->file);
-}
-
-/* The argv and limits of language lang: interpreted languages read their file from
- * /workspace/.airlock (the client's own files stay untouched), with /workspace importable. No side
- * effect: write_code puts the code in, once the exec has its turn. */
+/*
+ * The argv and limits of language lang, with /workspace importable. An interpreted language reads
+ * its program from AL_CODE_PATH, a sealed memfd (code_fd) that nothing in the sandbox can change:
+ * never from a file of the workspace, which other code of this sandbox (a thread a cell left
+ * running, a background process) could swap between the server's write and the interpreter's open,
+ * so that what ran was not what was approved. A compiled language's source still goes through the
+ * workspace (write_code), since its compiler names its output by path. No side effect.
+ */
 static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, struct al_policy **out,
 		       struct al_error *err)
 {
@@ -160,12 +159,10 @@ static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *
 	r = r ?: al_policy_add_env(p, "PYTHONPATH=" AL_WORKSPACE, err);
 	r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, err);
 	r = r ?: sbm_set_limit_if(p, AL_LIMIT_WALL_MS, op->timeout_ms ? op->timeout_ms : s->exec_timeout_ms, err);
-	char rel[300];
-	code_path(l, rel, sizeof(rel));
 	for (int i = 0; r == 0 && !l->compile.n && i < p->argc; i++) {
 		if (strcmp(p->argv[i], l->file) != 0)
 			continue;
-		char *a = strdup(rel);
+		char *a = strdup(AL_CODE_PATH);
 		if (!a) {
 			r = al_err(err, ENOMEM, "out of memory");
 			break;
@@ -182,16 +179,11 @@ static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *
 	return 0;
 }
 
-/* The code files of exec_policy's p into s's workspace, through the workspace descriptor as the
- * file API's writes do. Only with s's turn held: the files under .airlock/ are the running exec's. */
-static int write_code(struct sbm *m, struct sbx *s, const struct srv_op *op, const struct al_policy *p,
-		      struct al_error *err)
+/* A compiled language's code files of exec_policy's p into s's workspace, through the workspace
+ * descriptor as the file API's writes do. Only with s's turn held: the files under .airlock/ are the
+ * running exec's. */
+static int write_code(struct sbx *s, const struct al_policy *p, struct al_error *err)
 {
-	const struct cfg_language *l = cfg_language(m->o.cfg, op->language);
-	if (!l)
-		return al_err(err, ENOENT, "unknown language \"%s\"", op->language);
-	char rel[300];
-	code_path(l, rel, sizeof(rel));
 	uid_t uid;
 	gid_t gid;
 	al_sandbox_owner(s->sb, &uid, &gid);
@@ -203,7 +195,7 @@ static int write_code(struct sbm *m, struct sbx *s, const struct srv_op *op, con
 	int r = ws_clear_special(al_sandbox_workspace(s->sb), SBM_CODE_DIR, uid, gid, err);
 	r = r < 0 ? r : 0;
 	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
-		const char *dest = l->compile.n ? p->files[i].dest : rel;
+		const char *dest = p->files[i].dest;
 		r = ws_clear_special(al_sandbox_workspace(s->sb), dest, uid, gid, err);
 		if (r >= 0)
 			r = ws_write(al_sandbox_workspace(s->sb), dest, p->files[i].data, p->files[i].len, uid, gid,
@@ -267,10 +259,14 @@ void *exec_thread(void *arg)
 	/* Its turn in the sandbox and a slot, within its own wall-clock limit; then its code goes in. */
 	if (r == 0)
 		turn = (r = exec_turn(m, op, s, !throwaway, al_policy_get_limit(p, AL_LIMIT_WALL_MS), &err)) == 0;
-	if (r == 0 && op->kind == OP_EXEC)
-		r = write_code(m, s, op, p, &err);
+	const struct cfg_language *l = op->kind == OP_EXEC ? cfg_language(m->o.cfg, op->language) : NULL;
+	cleanup_close int code_fd = -1;
+	if (r == 0 && l && l->compile.n)
+		r = write_code(s, p, &err);
+	else if (r == 0 && l && (code_fd = al_code_memfd(op->code, op->code_len)) < 0)
+		r = al_err_sys(&err, -code_fd, "setup: the program's sealed copy");
 	if (r == 0)
-		r = run_in(op, s, p, op->kind == OP_INSTALL || op->network, &v, &err);
+		r = run_in(op, s, p, op->kind == OP_INSTALL || op->network, code_fd, &v, &err);
 	if (turn)
 		exec_turn_done(m, s);
 	al_policy_free(p);

@@ -16,6 +16,7 @@
 #include "airlock/airlock.h"
 #include "backend/backend.h"
 #include "kit/channel.h"
+#include "kit/memfd.h"
 #include "kit/pidfd.h"
 #include "job.h"
 #include "policy/policy.h"
@@ -227,6 +228,20 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
 	return job_spawn(p, opts, false, out, err);
 }
 
+/* The caller's code descriptor (al_spawn_opts.code_fd), or -1: callers built before the field
+ * existed pass a shorter struct, and a zeroed one means none. */
+static int job_code_fd(const struct al_spawn_opts *o)
+{
+	if (!o || o->size < offsetof(struct al_spawn_opts, code_fd) + sizeof(int) || o->code_fd <= 2)
+		return -1;
+	return o->code_fd;
+}
+
+int al_code_memfd(const char *data, size_t len)
+{
+	return mfd_sealed("airlock-code", data, len);
+}
+
 int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool hold, struct al_job **out,
 	      struct al_error *err)
 {
@@ -266,6 +281,7 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 	if (p->attach && (r = job_exec_acct_start(j, p, err)) < 0)
 		goto fail;
 	struct be_io io = {.stdin_fd = opts ? opts->stdin_fd : -1,
+			   .code_fd = job_code_fd(opts),
 			   .stdout_fd = op[1],
 			   .stderr_fd = ep[1],
 			   .cg = j->cg,

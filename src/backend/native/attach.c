@@ -357,7 +357,8 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 			"setup: this sandbox was made with network %s: an exec in it can have that or none, not %s",
 			pol_net_name((enum al_net_posture)h->net), pol_net_name(p->net));
 	uint32_t flags =
-		(io->stdin_fd >= 0 ? NX_STDIN : 0) | (p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
+		(io->stdin_fd >= 0 ? NX_STDIN : 0) | (io->code_fd >= 0 ? NX_CODE : 0) |
+		(p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
 	char **envp = pol_build_envp(p);
 	cleanup_free char *msg = malloc(NX_MAX_MSG);
 	if (!envp || !msg) {
@@ -372,7 +373,11 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	pol_free_strv(envp);
 	if (len < 0)
 		return al_err(err, -len, "setup: the command and its environment exceed %d bytes", NX_MAX_MSG);
-	int fds[3] = {io->stdout_fd, io->stderr_fd, io->stdin_fd}, r = 0, cr = 0;
+	int fds[NX_MAX_FDS] = {io->stdout_fd, io->stderr_fd}, nfds = 2, r = 0, cr = 0;
+	if (io->stdin_fd >= 0)
+		fds[nfds++] = io->stdin_fd;
+	if (io->code_fd >= 0)
+		fds[nfds++] = io->code_fd;
 	struct be_spare s = NO_SPARE;
 	struct cg_job *cg = NULL;
 	pthread_mutex_lock(&h->lock);
@@ -384,7 +389,7 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 			break;
 		if (!cg && (cr = spare_cgroup(h, &s, &cg, err)) < 0)
 			r = -EPIPE; /* dead, or not (wholly) moved: never run it, take the next one */
-		if (r == 0 && (r = nx_send(s.sock, msg, (size_t)len, fds, io->stdin_fd >= 0 ? 3 : 2)) == 0)
+		if (r == 0 && (r = nx_send(s.sock, msg, (size_t)len, fds, nfds)) == 0)
 			break;
 		spare_close(&s, true);
 		cg_destroy(cg);

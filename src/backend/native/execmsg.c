@@ -45,7 +45,7 @@ int nx_decode(char *buf, size_t len, struct nx_view *v)
 		return -EPROTO;
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != NX_MAGIC || h.argc == 0 || h.argc > NX_MAX_STRS || h.envc > NX_MAX_STRS - h.argc ||
-	    (h.flags & ~NX_STDIN))
+	    (h.flags & ~(NX_STDIN | NX_CODE)))
 		return -EPROTO;
 	v->flags = h.flags;
 	size_t off = sizeof(h), n = (size_t)h.argc + h.envc + 1;

@@ -5,7 +5,7 @@
  *
  * One SOCK_SEQPACKET message: a header, then argc + envc + 1 NUL-terminated strings (argv...,
  * envp..., cwd). Descriptors travel beside it (SCM_RIGHTS): stdout, stderr, then stdin when
- * NX_STDIN is set. Decoding allocates nothing: it points into the caller's buffer. */
+ * NX_STDIN is set, then the program's text (a sealed memfd) when NX_CODE is set. Decoding allocates nothing: it points into the caller's buffer. */
 #ifndef AL_NATIVE_EXECMSG_H
 #define AL_NATIVE_EXECMSG_H
 
@@ -18,6 +18,7 @@
 #define NX_MAX_STRS    1024	   /* argv + envp entries */
 #define NX_STDIN       1u
 #define NX_NONET       2u	   /* a spare in a network namespace of its own, only lo, up (nx_spare_req) */
+#define NX_CODE	       4u	   /* the program's text comes beside the request, for fd 3 (AL_CODE_FD) */
 #define NX_SPARE_MAGIC 0x616c7873u /* "alxs" */
 
 struct nx_spare_req {
@@ -56,7 +57,7 @@ struct nx_view {
 /* Decodes buf[0..len) in place: 0, or -EPROTO for anything malformed. */
 int nx_decode(char *buf, size_t len, struct nx_view *v);
 
-#define NX_MAX_FDS 3 /* stdout, stderr [, stdin]; or a spare's pidfd, socket, status pipe */
+#define NX_MAX_FDS 4 /* stdout, stderr [, stdin] [, code]; or a spare's pidfd, socket, status pipe */
 
 /* One message with nfds descriptors beside it: 0 or -errno. */
 int nx_send(int sock, char *msg, size_t len, const int *fds, int nfds);

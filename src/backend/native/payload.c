@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "airlock/airlock.h"
 #include "kit/caps.h"
 #include "backend/monitor.h"
 #include "cgroup/cgroup.h"
@@ -37,7 +38,13 @@ static int fail(struct pl_fail *f, enum nat_stage stage, int err, const char *wh
 	return -1;
 }
 
-static void setup_stdio(const struct nat_child *c)
+/* fd's number, moved above AL_CODE_FD when it is that one (O_CLOEXEC kept). */
+static int off_code_fd(int fd)
+{
+	return fd == AL_CODE_FD ? fcntl(fd, F_DUPFD_CLOEXEC, AL_CODE_FD + 1) : fd;
+}
+
+static void setup_stdio(const struct nat_child *c, int code_fd)
 {
 	int in = c->stdin_fd;
 	if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
@@ -45,10 +52,29 @@ static void setup_stdio(const struct nat_child *c)
 	if (dup2(in, 0) < 0 || dup2(c->stdout_fd, 1) < 0 || dup2(c->stderr_fd, 2) < 0)
 		nat_die(c, NS_STDIO, errno, "dup2");
 	/* Close every inherited descriptor but the status pipe and the Landlock ruleset,
-	 * which close themselves at exec (O_CLOEXEC) or before it. */
-	int keep[2] = {c->status_fd, c->landlock_fd};
-	if (mon_close_all_but(keep, 2) < 0)
+	 * which close themselves at exec (O_CLOEXEC) or before it, and the program's text. */
+	int keep[3] = {c->status_fd, c->landlock_fd, code_fd};
+	if (mon_close_all_but(keep, code_fd >= 0 ? 3 : 2) < 0)
 		nat_die(c, NS_STDIO, errno, "close_range");
+}
+
+/* The program's text at AL_CODE_FD, inherited by the exec (dup2 clears O_CLOEXEC); the status pipe
+ * or the ruleset, when either holds that number, moves out of its way first. */
+static void place_code(struct nat_child *c, int code_fd)
+{
+	if (code_fd < 0 || code_fd == AL_CODE_FD) {
+		if (code_fd == AL_CODE_FD && fcntl(code_fd, F_SETFD, 0) < 0)
+			nat_die(c, NS_STDIO, errno, "the program's descriptor");
+		return;
+	}
+	int st = off_code_fd(c->status_fd), ll = off_code_fd(c->landlock_fd);
+	if (st < 0 || (c->landlock_fd >= 0 && ll < 0))
+		nat_die(c, NS_STDIO, errno, "moving a descriptor off fd 3");
+	c->status_fd = st; /* the old number is overwritten just below */
+	c->landlock_fd = ll;
+	if (dup2(code_fd, AL_CODE_FD) < 0)
+		nat_die(c, NS_STDIO, errno, "the program's descriptor");
+	close(code_fd);
 }
 
 /* execvp with the sandbox's PATH (execvpe would search the supervisor's). */
@@ -120,7 +146,7 @@ _Noreturn void nat_payload_main(const struct nat_child *c)
 	if (setsid() < 0)
 		nat_die(c, NS_SETSID, errno, NULL);
 	mon_reset_signals();
-	setup_stdio(c);
+	setup_stdio(c, -1);
 	struct pl_fail f = {0};
 	if (drop_privileges(c, &f) < 0)
 		nat_die(c, f.stage, f.err, f.what);
@@ -170,18 +196,22 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 			fail(&f, NS_CGROUP, -r, "the exec's cgroups (writing 0 to tasks)");
 	}
 	/* Only the manager holds the other end; anything malformed is not ours to run. */
-	if (nx_decode(buf, (size_t)n, &v) < 0 || nfds != ((v.flags & NX_STDIN) ? 3 : 2))
+	int dr = nx_decode(buf, (size_t)n, &v);
+	int want = 2 + !!(v.flags & NX_STDIN) + !!(v.flags & NX_CODE);
+	if (dr < 0 || nfds != want)
 		nat_die(c, NS_STDIO, EPROTO, "exec request");
 	c->stdout_fd = fds[0];
 	c->stderr_fd = fds[1];
 	c->stdin_fd = (v.flags & NX_STDIN) ? fds[2] : null_fd;
+	int code_fd = (v.flags & NX_CODE) ? fds[want - 1] : -1;
 	c->argv = v.argv;
 	c->envp = v.envp;
 	c->path = nx_env_path(v.envp);
 	c->cwd = v.cwd;
 	if (f.stage)
 		nat_die(c, f.stage, f.err, f.what);
-	setup_stdio(c); /* also closes the socket and /dev/null */
+	setup_stdio(c, code_fd); /* also closes the socket and /dev/null */
+	place_code(c, code_fd);
 	if (chdir(c->cwd) < 0)
 		nat_die(c, NS_CHDIR, errno, c->cwd);
 	nat_die(c, NS_EXEC, exec_in_path(c), c->argv[0]);
