@@ -253,6 +253,14 @@ struct al_job_cgroup {
 	const char *version;				/* "v1", "v2" or "hybrid" */
 };
 int al_job_cgroup(struct al_job *job, struct al_job_cgroup *out);
+/* What runs in a running job now, seen from outside it: its payload and every process the payload
+ * started (the job's init not counted), and their threads. What a long-lived job (a kernel between
+ * cells) says of itself is the job's word; this is the host's. 0, or -ENOTSUP (a backend whose
+ * processes the host cannot see as they are: only the native one's), -ESRCH (it ended). */
+struct al_job_census {
+	unsigned processes, threads;
+};
+int al_job_census(struct al_job *job, struct al_job_census *out);
 /* Kills anything still running, reaps, releases. */
 void al_job_free(struct al_job *job);
 

@@ -2,12 +2,17 @@
 #include "pidfd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "util/cleanup.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -95,4 +100,19 @@ int pfd_exit_status_supported(void)
 		r = pfd_exit_status(fd, &st);
 	close(fd);
 	return r == 0 ? 1 : r == -EOPNOTSUPP ? 0 : r;
+}
+
+/* The host pid of a pidfd's process, from /proc/self/fdinfo: -errno when it is gone. */
+pid_t pfd_pid(int pidfd)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -errno;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nPid:");
+	long pid = p ? strtol(p + 5, NULL, 10) : -1;
+	return pid > 0 ? (pid_t)pid : -ESRCH;
 }

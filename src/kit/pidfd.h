@@ -11,6 +11,8 @@
  * cgroup_fd >= 0 starts the child directly in that cgroup (CLONE_INTO_CGROUP, cgroup v2). */
 pid_t pfd_clone3(uint64_t ns_flags, int *pidfd, int cgroup_fd);
 int pfd_send_signal(int pidfd, int sig);
+/* The pid (in our pid namespace) of a pidfd's process, from /proc/self/fdinfo: -errno when it is gone. */
+pid_t pfd_pid(int pidfd);
 /* waitid(P_PIDFD) with the rusage of the child and of every descendant it reaped. */
 int pfd_wait(int pidfd, siginfo_t *info, struct rusage *ru, int options);
 

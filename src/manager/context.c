@@ -27,7 +27,9 @@
 
 #define CTX_GRACE_MS  2000	  /* an interrupted cell's time to come back before its kernel is killed */
 #define CTX_START_MS  30000	  /* a kernel's time to say hello (first imports, a cold page cache) */
-#define CTX_FRAME_MAX (64u << 20) /* no frame from a kernel is bigger: a larger one ends it */
+#define CTX_HELLO_MAX (64u << 10) /* a kernel's hello: its pid and version */
+#define CTX_CHUNK     (64u << 10) /* output frames are read in pieces of this, never whole */
+#define CTX_CELL_MAX  (64u << 20) /* the most a cell's request may send a kernel */
 #define CTX_ID_MAX    64
 /* Contexts per sandbox: each kernel costs the server a supervising thread, so a client may not
  * make them without bound (the sandbox's cgroup bounds only what runs inside). */
@@ -49,6 +51,8 @@ struct ctx {
 	struct al_verdict *death; /* the kernel's verdict once it ended */
 	unsigned cells;		  /* cells run by the current kernel */
 	unsigned restarts;	  /* kernels started for this context */
+	struct al_job_census idle; /* what the kernel runs between cells, seen from the host at its hello */
+	bool have_idle;
 };
 
 struct ctx_set {
@@ -127,6 +131,8 @@ static void kernel_stop(struct ctx_set *cs, struct ctx *c)
 	c->dead = false;
 }
 
+static const char *const one_thread[] = {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1"};
+
 /* The kernel's policy: an exec's limits and environment, the language's interpreter with the
  * embedded kernel as its -c program, no wall-clock or CPU-time limit of its own (each cell has
  * its deadline here; the sandbox's cgroup bounds memory and processes). */
@@ -158,6 +164,10 @@ static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l
 	r = r ?: al_policy_add_env(p, "AL_KERNEL_WORKSPACE=" AL_WORKSPACE, err);
 	r = r ?: al_policy_add_env(p, lang_env, err);
 	r = r ?: al_policy_add_env(p, shell_env, err);
+	/* Native thread pools (numpy's BLAS, OpenMP) stay one thread: a pool's idle workers would be
+	 * threads outliving the cell that imported them, which restarts the kernel (left_running). */
+	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(one_thread); i++)
+		r = al_policy_add_env(p, one_thread[i], err);
 	for (size_t i = 0; r == 0 && i < l->nenv; i++) {
 		char kv[1024];
 		snprintf(kv, sizeof(kv), "%s=%s", l->env[i].name, l->env[i].value);
@@ -208,32 +218,57 @@ static int read_full(int sock, int cancel_fd, uint64_t deadline, void *buf, size
 	return 1;
 }
 
-/* Reads one frame within deadline (ms, now_ms() clock) or until cancel_fd is readable: 1 and the
- * frame (*body malloc'd, NUL-terminated), 0 on EOF, -ETIMEDOUT, -ECANCELED, -EPROTO (a frame too
- * big: the kernel is not ours any more). A frame cut by a deadline leaves the stream unusable:
- * the caller then only interrupts or kills. */
-static int frame_read(int sock, int cancel_fd, uint64_t deadline, char *type, char **body, size_t *len)
+/* Reads one frame's header within deadline (ms, now_ms() clock) or until cancel_fd is readable: 1
+ * with its type and length, 0 on EOF, -ETIMEDOUT, -ECANCELED. The body follows on the socket. */
+static int frame_head(int sock, int cancel_fd, uint64_t deadline, char *type, size_t *len)
 {
 	unsigned char h[5];
 	int r = read_full(sock, cancel_fd, deadline, h, sizeof(h));
 	if (r <= 0)
 		return r;
-	size_t n = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
-	if (n > CTX_FRAME_MAX)
+	*type = (char)h[0];
+	*len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+	return 1;
+}
+
+/* A body of len bytes (at most max: a larger one ends the kernel) into *body (malloc'd,
+ * NUL-terminated): 1, or -EPROTO (too big, cut short). The rest of a frame that has begun comes
+ * without waiting on the cell's deadline; a frame cut by a deadline leaves the stream unusable: the
+ * caller then only interrupts or kills. */
+static int frame_body(int sock, size_t len, size_t max, char **body)
+{
+	if (len > max)
 		return -EPROTO;
-	char *b = malloc(n + 1);
+	char *b = malloc(len + 1);
 	if (!b)
 		return -ENOMEM;
-	/* The rest of a frame that has begun comes without waiting on the cell's deadline. */
-	r = read_full(sock, -1, now_ms() + CTX_GRACE_MS, b, n);
+	int r = read_full(sock, -1, now_ms() + CTX_GRACE_MS, b, len);
 	if (r <= 0) {
 		free(b);
-		return r == 0 ? 0 : -EPROTO;
+		return -EPROTO;
 	}
-	b[n] = 0;
-	*type = (char)h[0];
+	b[len] = 0;
 	*body = b;
-	*len = n;
+	return 1;
+}
+
+/* A body of len bytes handed to fn in pieces of CTX_CHUNK (fn NULL: dropped), so output costs
+ * the server one piece whatever size the kernel's frame says: 1, or -EPROTO (cut short). */
+static int frame_pieces(int sock, size_t len, void (*fn)(void *, const char *, size_t), void *arg)
+{
+	char buf[4096];
+	uint64_t deadline = now_ms() + CTX_GRACE_MS;
+	cleanup_free char *big = malloc(CTX_CHUNK);
+	char *piece = big ? big : buf;
+	size_t cap = big ? CTX_CHUNK : sizeof(buf);
+	while (len) {
+		size_t n = len < cap ? len : cap;
+		if (read_full(sock, -1, deadline, piece, n) <= 0)
+			return -EPROTO;
+		if (fn)
+			fn(arg, piece, n);
+		len -= n;
+	}
 	return 1;
 }
 
@@ -308,10 +343,15 @@ static int kernel_start(struct ctx_set *cs, struct ctx *c, const struct ctx_env 
 	char t = 0;
 	char *body = NULL;
 	size_t len = 0;
-	r = frame_read(c->sock, -1, now_ms() + CTX_START_MS, &t, &body, &len);
+	r = frame_head(c->sock, -1, now_ms() + CTX_START_MS, &t, &len);
+	r = r == 1 ? frame_body(c->sock, len, CTX_HELLO_MAX, &body) : r;
 	free(body);
-	if (r == 1 && t == 'h')
+	if (r == 1 && t == 'h') {
+		/* What it runs once ready (its threads: the interpreter's, the channel's reader): more
+		 * after a cell is what the cell left running. */
+		c->have_idle = al_job_census(c->job, &c->idle) == 0;
 		return 0;
+	}
 	/* Its last words (a missing interpreter, a seccomp refusal) tell the operator why. */
 	al_job_kill(c->job);
 	pthread_join(c->pump, NULL);
@@ -351,10 +391,14 @@ struct cell_run {
 	size_t image_max; /* base64 bytes of figures (server.cell_image_limit) */
 	json_t *res;	  /* the kernel's 'r' answer */
 	bool timed_out, cancelled, lost;
+	char broke[200];    /* how the kernel broke its protocol ("" if it did not): it was killed */
+	char leftover[200]; /* what the cell left running at its end ("" if nothing): the kernel was restarted */
 };
 
 static void capture(struct cell_run *cr, const struct ctx_cell_req *req, int k, const char *d, size_t n)
 {
+	if (!n)
+		return;
 	cr->total[k] += n;
 	size_t keep = cr->cap - cr->kept[k] < n ? cr->cap - cr->kept[k] : n;
 	if (!keep)
@@ -370,6 +414,39 @@ static void capture(struct cell_run *cr, const struct ctx_cell_req *req, int k, 
 		req->on_output(req->cookie, k + 1, d, keep);
 }
 
+struct piece_arg {
+	struct cell_run *cr;
+	const struct ctx_cell_req *req;
+	int k;
+};
+
+static void piece_out(void *arg, const char *d, size_t n)
+{
+	struct piece_arg *a = arg;
+	capture(a->cr, a->req, a->k, d, n);
+}
+
+/* The cell's answer frame of len bytes, bounded before it is parsed (ctx_load_answer): a kernel
+ * that sends more than an answer can hold has broken its protocol and is killed. */
+static void cell_answer(struct ctx *c, size_t len, struct cell_run *cr)
+{
+	char *body = NULL;
+	size_t max = ctx_answer_max(cr->cap, cr->image_max);
+	int r = frame_body(c->sock, len, max, &body);
+	if (r == 1)
+		cr->res = ctx_load_answer(body, len, cr->cap, cr->image_max, cr->broke, sizeof(cr->broke));
+	else if (r == -EPROTO && len > max)
+		snprintf(cr->broke, sizeof(cr->broke), "its answer was %zu bytes, over the %zu an answer can need",
+			 len, max);
+	else
+		snprintf(cr->broke, sizeof(cr->broke), "its answer of %zu bytes was cut short", len);
+	free(body);
+	if (!cr->res) {
+		al_job_kill(c->job);
+		cr->lost = true;
+	}
+}
+
 /* Reads the cell's frames until its answer or the kernel's end. At the deadline or a cancel the
  * cell is interrupted once; past the grace period after that, the kernel is killed (lost). */
 static void cell_loop(struct ctx *c, const struct ctx_cell_req *req, uint64_t deadline, struct cell_run *cr)
@@ -378,9 +455,8 @@ static void cell_loop(struct ctx *c, const struct ctx_cell_req *req, uint64_t de
 	int cancel_fd = req->cancel_fd;
 	for (;;) {
 		char t = 0;
-		char *body = NULL;
 		size_t len = 0;
-		int r = frame_read(c->sock, cancel_fd, deadline, &t, &body, &len);
+		int r = frame_head(c->sock, cancel_fd, deadline, &t, &len);
 		if ((r == -ETIMEDOUT || r == -ECANCELED) && !interrupted) {
 			*(r == -ETIMEDOUT ? &cr->timed_out : &cr->cancelled) = true;
 			interrupted = true;
@@ -396,19 +472,41 @@ static void cell_loop(struct ctx *c, const struct ctx_cell_req *req, uint64_t de
 			cr->lost = true;
 			return;
 		}
-		if (t == 'o' || t == 'e')
-			capture(cr, req, t == 'e', body, len);
-		if (t == 'r')
-			cr->res = json_loadb(body, len, 0, NULL);
-		free(body);
 		if (t == 'r') {
-			if (!cr->res) {
-				al_job_kill(c->job);
-				cr->lost = true;
-			}
+			cell_answer(c, len, cr);
+			return;
+		}
+		struct piece_arg pa = {cr, req, t == 'e'};
+		r = frame_pieces(c->sock, len, t == 'o' || t == 'e' ? piece_out : NULL, &pa);
+		if (r < 0) {
+			snprintf(cr->broke, sizeof(cr->broke), "its output frame of %zu bytes was cut short", len);
+			al_job_kill(c->job);
+			cr->lost = true;
 			return;
 		}
 	}
+}
+
+/* Whether the cell left something running, judged from the host (the kernel's own word is the
+ * sandbox's): more processes or threads in the kernel's exec than at its hello. A thread a cell
+ * started would run on past the cell's time limit and beside the sandbox's next calls (it could
+ * change what they run), so the kernel is then restarted; the cell's result and its stderr say so. */
+static void left_running(struct ctx *c, const struct ctx_cell_req *req, struct cell_run *cr)
+{
+	struct al_job_census now;
+	if (!c->have_idle || al_job_census(c->job, &now) < 0)
+		return;
+	unsigned procs = now.processes > c->idle.processes ? now.processes - c->idle.processes : 0;
+	unsigned threads = now.threads > c->idle.threads + procs ? now.threads - c->idle.threads - procs : 0;
+	if (!procs && !threads)
+		return;
+	snprintf(cr->leftover, sizeof(cr->leftover),
+		 "the cell left %u thread%s and %u process%s running at its end: the %s kernel was restarted and "
+		 "its state is gone",
+		 threads, threads == 1 ? "" : "s", procs, procs == 1 ? "" : "es", c->language);
+	char note[256];
+	int n = snprintf(note, sizeof(note), "airlock: %s\n", cr->leftover);
+	capture(cr, req, 1, note, (size_t)n);
 }
 
 /* The output limit (bytes per stream) and the default wall-clock limit of an exec here. */
@@ -427,101 +525,8 @@ static void exec_limits(const struct ctx_env *env, uint64_t *wall_ms, uint64_t *
 	al_policy_free(p);
 	if (env->timeout_ms)
 		*wall_ms = env->timeout_ms;
-	if (*cap > CTX_FRAME_MAX / 4)
-		*cap = CTX_FRAME_MAX / 4;
-}
-
-static json_t *bounded_string(const json_t *s, size_t cap)
-{
-	if (!json_is_string(s))
-		return json_null();
-	size_t n = json_string_length(s);
-	const char *t = json_string_value(s);
-	if (n > cap) { /* cut at a character boundary */
-		n = cap;
-		while (n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80)
-			n--;
-	}
-	return json_stringn(t, n);
-}
-
-static bool looks_png_base64(const char *s, size_t n)
-{
-	if (n < 12 || strncmp(s, "iVBORw0KGgo", 11) != 0)
-		return false;
-	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == n;
-}
-
-/* The kernel's images, those that look like PNG, within image_max bytes; *dropped counts the
- * others (the kernel drops what is over the limit itself: this is the check it cannot dodge). */
-static json_t *sane_images(const json_t *in, size_t image_max, json_int_t *dropped)
-{
-	json_t *out = json_array();
-	size_t i, total = 0;
-	const json_t *im;
-	json_array_foreach(in, i, im) {
-		const json_t *d = json_object_get(im, "data");
-		size_t n = json_string_length(d);
-		if (!out || !json_is_string(d) || !looks_png_base64(json_string_value(d), n) || total + n > image_max) {
-			(*dropped)++;
-			continue;
-		}
-		total += n;
-		json_array_append_new(out, json_pack("{s:s,s:O,s:I,s:I}", "mime", "image/png", "data", d, "width",
-						     json_integer_value(json_object_get(im, "width")), "height",
-						     json_integer_value(json_object_get(im, "height"))));
-	}
-	return out;
-}
-
-static json_t *sane_files(const json_t *in)
-{
-	json_t *out = json_array();
-	size_t i;
-	const json_t *f;
-	json_array_foreach(in, i, f) {
-		const json_t *p = json_object_get(f, "path");
-		if (out && i < 200 && json_is_string(p))
-			json_array_append_new(out, json_pack("{s:o,s:I}", "path", bounded_string(p, 4096), "size",
-							     json_integer_value(json_object_get(f, "size"))));
-	}
-	return out;
-}
-
-static json_t *sane_value(const json_t *v, size_t cap)
-{
-	if (!json_is_object(v))
-		return json_null();
-	return json_pack("{s:o,s:o,s:o,s:b}", "type", bounded_string(json_object_get(v, "type"), 128), "text",
-			 bounded_string(json_object_get(v, "text"), cap), "html",
-			 bounded_string(json_object_get(v, "html"), cap), "truncated",
-			 json_is_true(json_object_get(v, "truncated")));
-}
-
-static json_t *sane_error(const json_t *e, size_t cap)
-{
-	if (!json_is_object(e))
-		return json_null();
-	return json_pack("{s:o,s:o,s:o}", "ename", bounded_string(json_object_get(e, "ename"), 256), "evalue",
-			 bounded_string(json_object_get(e, "evalue"), cap), "traceback",
-			 bounded_string(json_object_get(e, "traceback"), cap));
-}
-
-json_t *ctx_answer(const json_t *r, size_t cap, size_t image_max)
-{
-	json_int_t dropped = json_integer_value(json_object_get(r, "images_dropped"));
-	if (dropped < 0 || dropped > 1000000)
-		dropped = 0;
-	json_t *images = sane_images(json_object_get(r, "images"), image_max, &dropped);
-	return json_pack("{s:o,s:o,s:o,s:I,s:I,s:o,s:b,s:b,s:I,s:I,s:I}", "value",
-			 sane_value(json_object_get(r, "value"), cap), "error",
-			 sane_error(json_object_get(r, "error"), cap), "images", images, "images_dropped", dropped,
-			 "image_limit", (json_int_t)image_max, "files", sane_files(json_object_get(r, "files")),
-			 "files_truncated", json_is_true(json_object_get(r, "files_truncated")), "interrupted",
-			 json_is_true(json_object_get(r, "interrupted")), "processes_killed",
-			 json_integer_value(json_object_get(r, "processes_killed")), "timers_cancelled",
-			 json_integer_value(json_object_get(r, "timers_cancelled")), "late_output_bytes",
-			 json_integer_value(json_object_get(r, "late_output_bytes")));
+	if (*cap > CTX_CELL_MAX / 4)
+		*cap = CTX_CELL_MAX / 4;
 }
 
 /* The cell's part of the result: the kernel's answer (ctx_answer) and what the manager knows. */
@@ -532,7 +537,12 @@ static char *cell_json(const struct ctx *c, const struct cell_run *cr, bool rest
 	r = r ?: json_object_set_new(o, "context_id", json_string(c->id));
 	r = r ?: json_object_set_new(o, "language", json_string(c->language));
 	r = r ?: json_object_set_new(o, "execution_count", json_integer(c->cells));
-	r = r ?: json_object_set_new(o, "state", json_string(cr->lost || oom ? "lost" : "kept"));
+	r = r ?: json_object_set_new(o, "state", json_string(cr->lost || oom || *cr->leftover ? "lost" : "kept"));
+	/* Why the state is gone, when the kernel was killed for what it did rather than ended. */
+	if (r == 0 && (*cr->broke || *cr->leftover))
+		r = json_object_set_new(o, "kernel_killed",
+					json_pack("{s:s,s:s}", "reason", *cr->broke ? "protocol" : "left-running", "detail",
+						  *cr->broke ? cr->broke : cr->leftover));
 	r = r ?: json_object_set_new(o, "restarted", json_boolean(restarted));
 	if (r == 0 && (cr->timed_out || cr->cancelled))
 		r = json_object_set_new(o, "interrupted", json_true());
@@ -589,6 +599,10 @@ static struct al_verdict *cell_verdict(struct cell_run *cr, const struct al_verd
 	} else if (cr->cancelled) {
 		v->status = AL_STATUS_KILLED;
 		v->signal = SIGINT;
+	} else if (*cr->broke) { /* killed by us for what it sent */
+		v->status = AL_STATUS_SIGNALED;
+		v->exit_code = 0;
+		v->signal = SIGKILL;
 	} else if (cr->lost && death) { /* the kernel itself ended: os._exit(), a signal */
 		v->status = death->status;
 		v->exit_code = death->exit_code;
@@ -699,7 +713,7 @@ static int send_cell(struct ctx *c, const struct ctx_cell_req *req, size_t cap, 
 	json_decref(x);
 	if (!s)
 		return -ENOMEM;
-	int r = strlen(s) > CTX_FRAME_MAX ? -E2BIG : frame_write(c->sock, 'x', s, strlen(s));
+	int r = strlen(s) > CTX_CELL_MAX ? -E2BIG : frame_write(c->sock, 'x', s, strlen(s));
 	free(s);
 	return r;
 }
@@ -731,6 +745,14 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 		ooms_before = UINT64_MAX;
 	uint64_t t0 = now_ms();
 	cell_loop(c, req, wall_ms == AL_UNLIMITED ? UINT64_MAX : t0 + wall_ms, &cr);
+	if (!cr.lost)
+		left_running(c, req, &cr);
+	if (*cr.broke) {
+		char note[320];
+		int n = snprintf(note, sizeof(note), "airlock: the %s kernel broke its protocol (%s): it was killed and its "
+				 "state is gone\n", c->language, cr.broke);
+		capture(&cr, req, 1, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
+	}
 	double wall_s = (double)(now_ms() - t0) / 1000.0;
 	pthread_mutex_lock(&cs->mu);
 	c->cells++;
@@ -762,7 +784,7 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 				enforced_with(al_sandbox_enforced(env->sb), have_kcg ? &kcg : NULL);
 		res->cell_json = cell_json(c, &cr, fresh && c->restarts > 1, oom);
 	}
-	if (cr.lost || oom)
+	if (cr.lost || oom || *cr.leftover)
 		kernel_stop(cs, c); /* the next cell starts a clean kernel */
 	ctx_give(cs, c);
 	json_decref(cr.res);

@@ -78,4 +78,18 @@ int ctx_manage(struct ctx_set *cs, const struct ctx_env *env, const struct srv_c
  * image_max base64 bytes (the others counted in images_dropped), at most 200 files. A new reference, or NULL on ENOMEM. */
 json_t *ctx_answer(const json_t *answer, size_t cap, size_t image_max);
 
+/* A cell answer costs the server about its own size, whatever the sandbox sends (cellanswer.c):
+ * at most ctx_answer_max bytes, CTX_ANSWER_ELEMENTS array elements and object members (a 32 MiB
+ * flat array of zeros was 32 million values, 1.4 GB), CTX_ANSWER_DEPTH levels. */
+#define CTX_ANSWER_ELEMENTS 50000
+#define CTX_ANSWER_DEPTH    32
+/* The most bytes an answer can need for texts of cap characters and image_max bytes of figures. */
+size_t ctx_answer_max(size_t cap, size_t image_max);
+/* Whether JSON text s[0..n) stays within max_elements (',' ':' '[' '{' outside strings) and
+ * max_depth, counted without parsing it. */
+bool ctx_json_within(const char *s, size_t n, unsigned max_elements, unsigned max_depth);
+/* A kernel's answer frame, bounded (above), then parsed: a JSON object still to be re-encoded
+ * (ctx_answer), or NULL with why set (the kernel broke its protocol: it is not ours any more). */
+json_t *ctx_load_answer(const char *body, size_t len, size_t cap, size_t image_max, char *why, size_t why_cap);
+
 #endif

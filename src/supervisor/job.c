@@ -18,6 +18,7 @@
 #include "kit/channel.h"
 #include "kit/memfd.h"
 #include "kit/pidfd.h"
+#include "kit/proctree.h"
 #include "job.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -483,6 +484,26 @@ int al_job_cgroup(struct al_job *j, struct al_job_cgroup *out)
 				      .pids_limited = u.pids_limited,
 				      .cpu_limited = u.cpu_limited,
 				      .version = cg_version_name(j->cg)};
+	return 0;
+}
+
+int al_job_census(struct al_job *j, struct al_job_census *out)
+{
+	if (!j || j->proc.pidfd < 0 || !j->proc.backend || strcmp(j->proc.backend, "native") != 0)
+		return -ENOTSUP;
+	/* The job's init (an exec's, in a held sandbox: not our child, known by its pidfd) is pid 1
+	 * of the job's pid namespace: everything of the job descends from it. */
+	pid_t init = j->proc.foreign ? pfd_pid(j->proc.pidfd) : j->proc.pid;
+	if (init <= 0)
+		return -ESRCH;
+	struct pt_census c;
+	int r = pt_census(init, &c);
+	/* Read after the walk: a pid reused by another process meanwhile was not the job's. */
+	if (r == 0 && pfd_pid(j->proc.pidfd) != init)
+		r = -ESRCH;
+	if (r < 0)
+		return r;
+	*out = (struct al_job_census){.processes = c.processes, .threads = c.threads};
 	return 0;
 }
 

@@ -143,21 +143,6 @@ static int spare_get(struct be_held *h, uint32_t flags, struct be_spare *s, stru
 	return r < 0 ? r : spare_recv(h, s);
 }
 
-/* The host pid of a pidfd's process, from /proc/self/fdinfo: -errno when it is gone. */
-static pid_t pidfd_pid(int pidfd)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return -errno;
-	buf[n] = 0;
-	const char *p = strstr(buf, "\nPid:");
-	long pid = p ? strtol(p + 5, NULL, 10) : -1;
-	return pid > 0 ? (pid_t)pid : -ESRCH;
-}
-
 /*
  * Puts a spare into the exec's own cgroup (a child of the sandbox's), so the verdict accounts for
  * this exec alone. Safe: it stays beneath the sandbox's cgroup and under its limits, and the
@@ -182,7 +167,7 @@ static int spare_into_cgroup(const struct be_spare *s, struct cg_job *cg, struct
 			close(fds[i]);
 		return r < 0 ? al_err_sys(err, -r, "cgroup: handing the exec's cgroup to its spare") : 0;
 	}
-	pid_t init = pidfd_pid(s->pidfd);
+	pid_t init = pfd_pid(s->pidfd);
 	if (init < 0)
 		return al_err_sys(err, -init, "the spare's exec init");
 	return cg_attach_family(cg, init, true, err);

@@ -204,7 +204,9 @@ async function cell(req) {
     }
   } catch (e) {
     const { error, timedOut } = errorOf(e);
-    res.error = error;
+    // Within the output limit, as every text of the answer: the manager takes no bigger one.
+    res.error = { ename: String(error.ename).slice(0, 256), evalue: error.evalue.slice(0, textMax),
+      traceback: error.traceback.slice(0, textMax) };
     res.exit_code = 1;
     res.interrupted = timedOut;
     errS.raw(res.error.traceback + '\n');
@@ -226,6 +228,10 @@ async function cell(req) {
 }
 
 async function main() {
+  // libuv's thread pool starts, all its threads at once, with the first work it is given: started
+  // now, it is part of what the manager sees at our hello, not threads a cell left running (the
+  // manager restarts a kernel whose cell left threads behind).
+  await fs.promises.stat('/');
   send('h', Buffer.from(JSON.stringify({ pid: process.pid, version: process.version })));
   for (;;) {
     const head = readExact(5);

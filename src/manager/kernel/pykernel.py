@@ -349,6 +349,9 @@ def cell(req):
             res["exit_code"] = code or 0
         except BaseException as e:  # KeyboardInterrupt too: the interrupt is the cell's end
             res["error"] = error_of(e, False)
+            # Within the output limit, as every text of the answer: the manager takes no bigger one.
+            for k in ("evalue", "traceback"):
+                res["error"][k] = res["error"][k][:text_max]
             res["exit_code"] = 1
             sys.stderr.write(res["error"]["traceback"])
         finally:
