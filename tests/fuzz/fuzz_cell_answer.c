@@ -1,4 +1,4 @@
-/* fuzz_cell_answer.c — a kernel's cell answer (the sandbox's word) through the manager's re-encoding: never a crash, never an image that is not PNG-like base64, never text past the cap. */
+/* fuzz_cell_answer.c — a kernel's cell answer frame (the sandbox's word) through the manager's bounds and re-encoding: never a crash, never a parse past the budget, never an image that is not PNG-like base64, never text past the cap. */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,8 +11,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	json_t *in = json_loadb((const char *)data, size, 0, NULL);
-	json_t *out = ctx_answer(in, 64, 4096);
+	char why[200] = "";
+	json_t *in = ctx_load_answer((const char *)data, size, 64, 4096, why, sizeof(why));
+	/* The bound holds: what it took parses within the budget, what it refused says why. */
+	if (!in && !*why)
+		abort();
+	if (in && !ctx_json_within((const char *)data, size, CTX_ANSWER_ELEMENTS, CTX_ANSWER_DEPTH))
+		abort();
+	json_t *out = in ? ctx_answer(in, 64, 4096) : NULL;
 	size_t i;
 	json_t *im;
 	json_array_foreach(json_object_get(out, "images"), i, im) {

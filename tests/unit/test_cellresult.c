@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "manager/context.h"
 #include "service/tools.h"
 
 #define PNG_B64 "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg=="
@@ -25,6 +26,37 @@ static struct srv_result *cell_result(void)
 	r->cell_json = strdup("{\"context_id\":\"python\",\"state\":\"kept\",\"value\":{\"type\":\"int\",\"text\":\"42\"},"
 			      "\"images\":[{\"mime\":\"image/png\",\"data\":\"" PNG_B64 "\",\"width\":1,\"height\":1}]}");
 	return r;
+}
+
+/* A kernel's answer is bounded before jansson sees it: its bytes, its elements, its depth. */
+static void test_answer_budget(void **state)
+{
+	(void)state;
+	char why[200] = "";
+	const char *ok = "{\"value\":{\"text\":\"[,:{\\\"\"},\"files\":[{\"path\":\"a\",\"size\":1}]}";
+	json_t *j = ctx_load_answer(ok, strlen(ok), 64, 4096, why, sizeof(why));
+	assert_non_null(j);
+	json_decref(j);
+	/* Separators inside strings, escaped quotes included, do not count. */
+	assert_true(ctx_json_within("[\"\\\",,,,\"]", 10, 2, 2));
+	assert_false(ctx_json_within("[0,0,0]", 7, 2, 8));
+	assert_false(ctx_json_within("[[[]]]", 6, 100, 2));
+	assert_true(ctx_json_within("[[]]", 4, 100, 2));
+	size_t n = 2 * CTX_ANSWER_ELEMENTS + 2;
+	char *flat = malloc(n + 1);
+	assert_non_null(flat);
+	flat[0] = '[';
+	for (size_t i = 1; i < n - 1; i += 2)
+		memcpy(flat + i, "0,", 2);
+	flat[n - 1] = '0';
+	flat[n] = ']';
+	assert_null(ctx_load_answer(flat, n + 1, 64, 4096, why, sizeof(why)));
+	assert_non_null(strstr(why, "elements"));
+	free(flat);
+	size_t max = ctx_answer_max(64, 4096);
+	assert_null(ctx_load_answer("{}", max + 1, 64, 4096, why, sizeof(why)));
+	assert_non_null(strstr(why, "bytes"));
+	assert_null(ctx_load_answer("[1]", 3, 64, 4096, why, sizeof(why)));
 }
 
 static void test_figure_is_image_content(void **state)
@@ -101,6 +133,7 @@ static void test_context_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_answer_budget),
 		cmocka_unit_test(test_figure_is_image_content),
 		cmocka_unit_test(test_exec_without_cell),
 		cmocka_unit_test(test_context_args),
