@@ -157,6 +157,9 @@ static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *
 		return al_err(err, -r, "out of memory");
 	r = lang_apply(l, op->code, op->code_len, NULL, 0, p, err);
 	r = r ?: al_policy_add_env(p, "PYTHONPATH=" AL_WORKSPACE, err);
+	/* A program read from /dev/fd/3 resolves require() from /dev/fd: the workspace's packages
+	 * (npm installs them into /workspace/node_modules) are found through NODE_PATH instead. */
+	r = r ?: al_policy_add_env(p, "NODE_PATH=" AL_WORKSPACE "/node_modules", err);
 	r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, err);
 	r = r ?: sbm_set_limit_if(p, AL_LIMIT_WALL_MS, op->timeout_ms ? op->timeout_ms : s->exec_timeout_ms, err);
 	for (int i = 0; r == 0 && !l->compile.n && i < p->argc; i++) {
