@@ -665,12 +665,36 @@ static void test_host_origin(void **state)
 	close(fd);
 	assert_non_null(strstr(raw, "403"));
 	free(raw);
+	/* A port that is not one: whatever follows the colon is not ignored. */
+	fd = connect_to(e);
+	req = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:80@evil.example\r\nConnection: close\r\n\r\n";
+	send_all(fd, req, strlen(req));
+	raw = NULL;
+	len = 0;
+	read_all(fd, &raw, &len);
+	close(fd);
+	assert_non_null(strstr(raw, "HTTP/1.1 403"));
+	free(raw);
 	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", "Origin: http://evil.example\r\n", "{\"command\":\"id\"}",
 		     403, "Origin");
 	expect_error(e, "POST", "/mcp", "Origin: null\r\n", "{}", 403, "Origin");
 	struct resp r = request(e, "GET", "/v1/health", "Origin: http://localhost:3000\r\n", NULL);
 	assert_int_equal(r.status, 200);
 	resp_clear(&r);
+	/* After the host, only a port: digits, 1 to 65535, nothing after it. */
+	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", "Origin: http://127.0.0.1:80@evil.example\r\n",
+		     "{\"command\":\"id\"}", 403, "Origin");
+	static const char *const good[] = {"127.0.0.1", "127.0.0.1:80", "localhost:65535", "[::1]", "[::1]:8080",
+					   "LOCALHOST:1"};
+	static const char *const bad[] = {"127.0.0.1:80@evil", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+					  "127.0.0.1:8080x", "127.0.0.1:-1", "127.0.0.1:+80", "localhost:80/",
+					  "[::1]:80@evil", "[::1]x", "[::1]:", "127.0.0.1:1000000", "127.0.0.1: 80"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!hx_loopback_host(good[i], strlen(good[i])))
+			fail_msg("Host %s was refused", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (hx_loopback_host(bad[i], strlen(bad[i])))
+			fail_msg("Host %s was accepted", bad[i]);
 	assert_int_equal(hf_get(&e->m.total_calls), 0);
 	env_close(e);
 }
