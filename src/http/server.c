@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -294,41 +295,78 @@ static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
 	return MHD_lookup_connection_value(ctx, kind == HX_HEADER ? MHD_HEADER_KIND : MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* Whether the peer of the connected socket fd has gone: it closed the connection (or its sending
+ * side, as a client that is done with us does), or the connection broke. libmicrohttpd would only
+ * learn it from a failed write, and a program that prints nothing gives it nothing to write: an
+ * exec would then run on to its own timeout for nobody. A client that pipelined its next request
+ * is still there (data without the hang-up). */
+static bool peer_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+static int conn_fd(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci ? ci->connect_fd : -1;
+}
+
+/* hx_request.gone: the handler's thread is the connection's, which is open while it runs. */
+static bool conn_gone(void *ctx)
+{
+	return peer_gone(conn_fd(ctx));
+}
+
+/* A streamed response and the socket it goes to. */
+struct held {
+	struct hx_response rs;
+	int fd;
+};
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	struct hx_response *rs = cls;
-	/* Thread per connection: blocking here holds only this connection's thread. */
-	ssize_t n = rs->ops->read(rs->stream, buf, max, true);
-	if (n == HX_STREAM_END)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	if (n <= 0)
-		return MHD_CONTENT_READER_END_WITH_ERROR;
-	return n;
+	struct held *h = cls;
+	/* Thread per connection: blocking here holds only this connection's thread. A read waits one
+	 * slice at most, so a client that went away is seen within HX_WAIT_SLICE_MS whatever the
+	 * stream has to say; freeing the stream (reader_free) then cancels what it carried. */
+	for (;;) {
+		ssize_t n = h->rs.ops->read(h->rs.stream, buf, max, true);
+		if (n == HX_STREAM_END)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (n < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (n > 0)
+			return n;
+		if (peer_gone(h->fd))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
 }
 
 static void reader_free(void *cls)
 {
-	struct hx_response *rs = cls;
-	hx_response_clear(rs);
-	free(rs);
+	struct held *h = cls;
+	hx_response_clear(&h->rs);
+	free(h);
 }
 
 static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs)
 {
 	struct MHD_Response *r;
-	struct hx_response *held = NULL;
+	struct held *held = NULL;
 	if (rs->ops) {
 		held = malloc(sizeof(*held));
 		if (!held)
 			return MHD_NO;
-		*held = *rs;
+		held->rs = *rs;
+		held->fd = conn_fd(conn);
 		memset(rs, 0, sizeof(*rs));
 		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader, held, reader_free);
 		if (!r) {
 			reader_free(held);
 			return MHD_NO;
 		}
-		rs = held;
+		rs = &held->rs;
 	} else if (rs->has_fd) {
 		/* From the file in bounded pieces (sendfile, or MHD's own buffer): a 16 MiB read costs the
 		 * server no 16 MiB. A file that shrank meanwhile ends the connection early. */
@@ -417,7 +455,8 @@ static void fill_request(struct MHD_Connection *conn, const char *url, const cha
 				  .len = c ? c->len : 0,
 				  .too_large = c && c->too_large,
 				  .peer = c && c->peer[0] ? c->peer : NULL,
-				  .who = who};
+				  .who = who,
+				  .gone = conn_gone};
 	rq->local = c ? c->local : local_peer(conn, &rq->uid);
 	if (c)
 		rq->uid = c->uid;

@@ -613,6 +613,23 @@ static void test_exec_disconnect(void **state)
 	env_close(e);
 }
 
+/* A client that goes away while the program prints nothing: the server has nothing to write, yet
+ * sees the closed connection (within a second; 5 s allowed here) and cancels the exec. */
+static void test_exec_disconnect_quiet(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){0});
+	e->m.async = true;
+	int fd = send_req(e, "POST", "/v1/sandboxes/sb-a/exec", NULL, "{\"command\":\"sleep 100\"}", 23);
+	wait_for(&e->m.calls[FK_EXEC], 1);
+	close(fd);
+	for (int i = 0; i < 500 && hf_get(&e->m.releases) == 0; i++)
+		usleep(10000);
+	assert_int_equal(hf_get(&e->m.cancels), 1);
+	assert_int_equal(hf_get(&e->m.releases), 1);
+	assert_int_equal(hf_get(&e->m.live_ops), 0);
+	env_close(e);
+}
+
 static void test_token(void **state)
 {
 	struct env *e = env_open(&(struct env_opts){.token = "s3cret-token"});
@@ -1193,6 +1210,7 @@ int main(void)
 		cmocka_unit_test(test_file_limit),
 		cmocka_unit_test(test_exec_stream),
 		cmocka_unit_test(test_exec_disconnect),
+		cmocka_unit_test(test_exec_disconnect_quiet),
 		cmocka_unit_test(test_token),
 		cmocka_unit_test(test_listen_rules),
 		cmocka_unit_test(test_host_origin),
