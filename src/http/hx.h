@@ -194,6 +194,7 @@ struct hx_server {
 	pthread_mutex_t conns_mu;
 	struct mq_table conns;	      /* open connections per principal (max_connections_per_principal) */
 	struct conn_owner *conn_list; /* every open connection, for the request deadline (under conns_mu) */
+	unsigned unauth_evicted;      /* unauthenticated connections ended for a newer one, not logged yet */
 	struct svc_runner rn;	      /* the JSON API's calls (the MCP sessions have their own) */
 	struct tl_catalog cat;
 	struct hx_metrics metrics;

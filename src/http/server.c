@@ -28,6 +28,8 @@
 #define CONNECTION_TIMEOUT_S 120   /* an idle keep-alive connection (not one waiting for us) */
 #define DRAIN_MS	     3000  /* on stop, how long requests in flight get to send their answer */
 #define REQUEST_MS	     60000 /* default: a request trickled in slower than this ends its connection */
+#define UNAUTH_MS	     5000  /* a TCP connection that presented no credential by then is closed */
+#define UNAUTH_MIN	     4	   /* the unauthenticated TCP connections' cap, at least (below) */
 
 /* ---- small shared helpers ------------------------------------------------------------------- */
 
@@ -194,15 +196,54 @@ struct conn {
  * request_timeout_ms: libmicrohttpd then sees the end of the stream and closes the connection
  * itself. Shutting down (never closing) a descriptor we do not own is safe because
  * libmicrohttpd notifies MHD_CONNECTION_NOTIFY_CLOSED, which unlists it under conns_mu, before
- * it closes the descriptor: a listed descriptor is always still this connection's. */
+ * it closes the descriptor: a listed descriptor is always still this connection's.
+ *
+ * Unauthenticated TCP connections. Until a request on it carries a valid token, a TCP connection
+ * is anybody's: any local user can open hundreds, and on loopback they all come from the one
+ * address the per-address limit knows. So they are counted apart and held short: at most
+ * unauth_max of them at once (an eighth of the listener's slots) — a new one beyond that ends the
+ * oldest, which leaves room for a token holder's connection, whose request comes at once — and
+ * each gets UNAUTH_MS from its start to present a credential. A connection that did is the
+ * principal's (its quota above) and keeps its slot. The Unix socket's peers are known by uid from
+ * the start: they are never unauthenticated. */
 struct conn_owner {
 	struct conn_owner *next, **pprev;
 	int fd;
+	uint64_t started_ms;
 	uint64_t receiving_ms; /* 0: answering */
 	bool cut;
+	bool authed; /* a request carried a valid credential (the Unix socket: always) */
 	char name[HX_PRINCIPAL_MAX];
 	bool counted;
 };
+
+static bool unix_socket(int fd)
+{
+	int domain = 0;
+	socklen_t dl = sizeof(domain);
+	return fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) == 0 && domain == AF_UNIX;
+}
+
+/* Makes room for one more unauthenticated connection: ends the oldest beyond the cap that is
+ * waiting for its request (one being answered is left alone; its answer ends it or it authenticates).
+ * Under conns_mu. Shutting it down is safe for the reason above. */
+static void evict_unauthed(struct hx_server *s)
+{
+	unsigned cap = s->o.max_connections / 8 > UNAUTH_MIN ? s->o.max_connections / 8 : UNAUTH_MIN;
+	unsigned n = 0;
+	struct conn_owner *oldest = NULL;
+	for (struct conn_owner *o = s->conn_list; o; o = o->next) /* newest first */
+		if (!o->authed && !o->cut) {
+			n++;
+			if (o->receiving_ms && o->fd >= 0)
+				oldest = o;
+		}
+	if (n < cap || !oldest)
+		return;
+	(void)shutdown(oldest->fd, SHUT_RDWR);
+	oldest->cut = true;
+	s->unauth_evicted++;
+}
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
@@ -213,8 +254,13 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (o) {
 			o->fd = ci ? ci->connect_fd : -1;
-			o->receiving_ms = hx_now_ms();
+			o->started_ms = o->receiving_ms = hx_now_ms();
+			/* A server without any credential (in-process tests only: http_serve refuses TCP
+			 * without tokens) has nobody to tell apart. */
+			o->authed = s->ntokens == 0 || unix_socket(o->fd);
 			pthread_mutex_lock(&s->conns_mu);
+			if (!o->authed)
+				evict_unauthed(s);
 			o->next = s->conn_list;
 			if (o->next)
 				o->next->pprev = &o->next;
@@ -251,22 +297,36 @@ static void set_receiving(struct hx_server *s, struct MHD_Connection *conn, bool
 	pthread_mutex_unlock(&s->conns_mu);
 }
 
-/* Ends every connection that has been receiving one request for longer than request_timeout_ms. */
+/* Ends every connection that has been receiving one request for longer than request_timeout_ms,
+ * and every unauthenticated one older than UNAUTH_MS that is not being answered. */
 static void cut_slow_requests(struct hx_server *s)
 {
 	uint64_t now = hx_now_ms();
-	unsigned cut = 0;
+	unsigned cut = 0, unauth = 0;
 	pthread_mutex_lock(&s->conns_mu);
-	for (struct conn_owner *o = s->conn_list; o; o = o->next)
-		if (!o->cut && o->fd >= 0 && o->receiving_ms && now - o->receiving_ms > s->o.request_timeout_ms) {
+	for (struct conn_owner *o = s->conn_list; o; o = o->next) {
+		if (o->cut || o->fd < 0 || !o->receiving_ms)
+			continue;
+		bool slow = now - o->receiving_ms > s->o.request_timeout_ms;
+		bool anonymous = !o->authed && now - o->started_ms > UNAUTH_MS;
+		if (slow || anonymous) {
 			(void)shutdown(o->fd, SHUT_RDWR);
 			o->cut = true;
-			cut++;
+			cut += slow;
+			unauth += !slow;
 		}
+	}
+	unsigned evicted = s->unauth_evicted;
+	s->unauth_evicted = 0;
 	pthread_mutex_unlock(&s->conns_mu);
 	if (cut)
 		hx_log(s, MCP_LOG_WARNING, "closed %u connection(s) whose request took longer than %u ms to arrive",
 		       cut, (unsigned)s->o.request_timeout_ms);
+	if (unauth + evicted)
+		hx_log(s, MCP_LOG_WARNING,
+		       "closed %u TCP connection(s) that presented no token within %u ms, and %u beyond the cap of "
+		       "unauthenticated ones",
+		       unauth, (unsigned)UNAUTH_MS, evicted);
 }
 
 /* The connection's first authenticated request names its principal: one more connection of it,
@@ -276,6 +336,13 @@ static int charge_connection(struct hx_server *s, struct MHD_Connection *conn, c
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct conn_owner *o = ci ? ci->socket_context : NULL;
+	if (o && who->name[0] && !o->authed) {
+		/* A credential (a public route's anonymous principal has no name): off the
+		 * unauthenticated list's cap and deadline for good. */
+		pthread_mutex_lock(&s->conns_mu);
+		o->authed = true;
+		pthread_mutex_unlock(&s->conns_mu);
+	}
 	if (!o || o->counted || !s->o.max_connections_per_principal)
 		return 0;
 	pthread_mutex_lock(&s->conns_mu);
@@ -487,6 +554,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				 who.name[0] ? who.name : "this client", s->o.max_connections_per_principal);
 			rs.close = true;
 		}
+		if (rs.status == 401)
+			rs.close = true; /* no credential: nothing to keep the connection open for */
 		if (rs.status) {
 			hx_metrics_request(&s->metrics, rs.status);
 			enum MHD_Result ret = queue(conn, &rs);
