@@ -419,7 +419,8 @@ static ssize_t mstream_read(void *ctx, char *buf, size_t max, bool block)
 		pump_locked(ms);
 		int r = take_mail(m);
 		bool answered = m->w->answered, closed = ms->closed;
-		bool waited = r == 0 && m->len == 0 && !answered && !closed && block && round == 0 && !hx_stopping(m->srv);
+		bool waited =
+			r == 0 && m->len == 0 && !answered && !closed && block && round == 0 && !hx_stopping(m->srv);
 		if (waited)
 			hx_cond_wait_ms(&ms->cv, &ms->mu, HX_WAIT_SLICE_MS);
 		pthread_mutex_unlock(&ms->mu);

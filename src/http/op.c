@@ -28,8 +28,8 @@ struct hx_call {
 	char *peer;
 	struct svc_call *sc; /* the runner's side: approval, the manager's operation, the audit record */
 	bool want_output;
-	uint64_t ask_id;       /* the approval queue's entry, while a human is asked */
-	uint64_t ask_deadline; /* hx_now_ms() when silence becomes a denial */
+	uint64_t ask_id;	 /* the approval queue's entry, while a human is asked */
+	uint64_t ask_deadline;	 /* hx_now_ms() when silence becomes a denial */
 	bool (*gone)(void *ctx); /* the request's connection watch (hx_request.gone), while its handler waits */
 	void *gone_ctx;
 	bool left; /* the client went away before its answer: the call was cancelled */
@@ -379,7 +379,7 @@ void hx_call_run(struct hx_call *c, const void *raw, size_t raw_len, hx_ok_fn ok
 			 * killed program ended. */
 			hx_error(rs, 503, "the client went away: the call was cancelled");
 			rs->close = true;
-			svc_call_end(c->sc, SRV_CALL_CANCELLED, c->result, "the client went away");
+			svc_call_end(c->sc, SRV_CALL_CANCELLED, r == 0 ? c->result : NULL, "the client went away");
 		} else if (r < 0) {
 			hx_error(rs, 503, "the server is stopping");
 		} else if (!c->result) {

@@ -29,7 +29,7 @@ struct svc_call {
 	bool want_fd;
 	struct srv_op *op;
 	bool running, cancelled;
-	bool client_left; /* svc_call_client_left: the client's connection closed before the answer */
+	bool client_left;	       /* svc_call_client_left: the client's connection closed before the answer */
 	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted ("" before) */
 	char approver[96];	       /* the principal who answered an ASK ("" : none named) */
 	char for_owner[96];	       /* svc_call_act_for: whose sandbox an approver acts on ("" : its own) */

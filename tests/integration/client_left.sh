@@ -54,8 +54,8 @@ left() {
 	kill -KILL "$cpid"
 	wait "$cpid" 2>/dev/null || true
 	t0=$(date +%s.%N)
-	for _ in $(seq 50); do
-		[ -n "$(al_marker_pids "$mark")" ] || break
+	local end=$((SECONDS + 6)) # 5 s at least (SECONDS counts whole seconds)
+	while [ -n "$(al_marker_pids "$mark")" ] && [ "$SECONDS" -lt "$end" ]; do
 		sleep 0.1
 	done
 	[ -z "$(al_marker_pids "$mark")" ] ||
