@@ -127,6 +127,13 @@ as "$alice" POST /mcp -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/js
 	-H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
 al_assert_eq "$CODE" 202 "alice uses her MCP session"
 
+# ---- Host: a port is digits only -------------------------------------------------------------------
+# Whatever follows the colon is read (it was ignored: "127.0.0.1:80@evil" passed as loopback).
+as "$alice" GET /v1/health -H 'Host: 127.0.0.1:80@evil.example'
+al_assert_eq "$CODE" 403 "a Host whose port is followed by more"
+as "$alice" GET /v1/health -H "Host: 127.0.0.1:$PORT"
+al_assert_eq "$CODE" 200 "a Host naming this listener"
+
 # ---- roles ----------------------------------------------------------------------------------------
 as "$reviewer" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
 al_assert_eq "$CODE" 403 "a reviewer's token creates a sandbox"
