@@ -18,6 +18,8 @@
  *                "timeout"|"unavailable"|"cancelled"|null,      approval_by in risk.h
  *                "approver":"name" | null},                    who answered, when known
  *    "result":{"status":"ok","duration_ms":12},      a start record: "started", 0
+ *              "client_left":true                   only when the client's connection closed before
+ *                                                   it had the answer (its call was cancelled)
  *    "resources":{...} | null, "proxy":[...] | null}  as the caller passed them
  *
  * Events. A call that passed the gate gets a "start" record, written and synced before it runs
@@ -136,6 +138,7 @@ struct audit_record {
 	enum approval_by by;  /* meaningful unless AUDIT_NOT_DECIDED */
 	const char *approver; /* who answered, when known, or NULL */
 	const char *status;   /* "ok", "error", "timeout", "denied", ... */
+	bool client_left;     /* END and CALL: the client went away first ("client_left":true in result) */
 	uint64_t duration_ms;
 	const json_t *resources; /* object: CPU time, peak memory, ... */
 	const json_t *proxy;	 /* array: the proxy's connections */

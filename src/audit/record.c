@@ -294,9 +294,14 @@ int audit_record_json(const struct audit_record *rec, json_t **out, struct al_er
 		json_decref(dropped);
 	put(o, "risk", risk_json(rec->risk), &ok);
 	put(o, "approval", approval_json(rec), &ok);
-	put(o, "result",
-	    json_pack("{s:o, s:I}", "status", str_or_null(rec->status), "duration_ms", (json_int_t)rec->duration_ms),
-	    &ok);
+	json_t *result = json_pack("{s:o, s:I}", "status", str_or_null(rec->status), "duration_ms",
+				   (json_int_t)rec->duration_ms);
+	/* Only when true: the records of every other call keep the shape readers already know. */
+	if (result && rec->client_left && json_object_set_new(result, "client_left", json_true()) < 0) {
+		json_decref(result);
+		result = NULL;
+	}
+	put(o, "result", result, &ok);
 	put(o, "resources", copy_or_null(rec->resources), &ok);
 	put(o, "proxy", copy_or_null(rec->proxy), &ok);
 	if (!ok) {

@@ -52,7 +52,7 @@ static bool set_str(json_t *o, const char *key, const char *value)
 static void run(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args, hx_ok_fn ok,
 		struct hx_response *rs)
 {
-	struct hx_call *c = hx_call_new(s, tool, args, rq->peer, rq->who->name);
+	struct hx_call *c = hx_call_new(s, tool, args, rq);
 	if (!c) {
 		hx_error(rs, 500, "out of memory");
 		return;
@@ -203,7 +203,7 @@ oom:
 static void stream(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
 		   struct hx_response *rs)
 {
-	struct hx_call *c = hx_call_new(s, tool, args, rq->peer, rq->who->name);
+	struct hx_call *c = hx_call_new(s, tool, args, rq);
 	if (!c)
 		hx_error(rs, 500, "out of memory");
 	else
@@ -249,7 +249,7 @@ void api_write(struct hx_server *s, const struct hx_request *rq, char *const cap
 	json_t *args = content ? json_pack("{s:s,s:s,s:o,s:s}", "sandbox_id", caps[0], "path", caps[1], "content",
 					   content, "encoding", text ? "utf-8" : "base64")
 			       : NULL;
-	struct hx_call *c = args ? hx_call_new(s, TL_WRITE_FILE, args, rq->peer, rq->who->name) : NULL;
+	struct hx_call *c = args ? hx_call_new(s, TL_WRITE_FILE, args, rq) : NULL;
 	if (!c) {
 		hx_error(rs, 500, "out of memory");
 		return;

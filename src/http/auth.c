@@ -71,7 +71,26 @@ int hx_parse_listen(const char *spec, struct hx_listen *out, struct al_error *er
 
 /* ---- Host and Origin ------------------------------------------------------------------------ */
 
-/* host[0..len) without its port: "127.0.0.1:8080", "[::1]:8080", "localhost". */
+/* What follows the host name in a Host header or an Origin: nothing, or ":" and a port of 1 to
+ * 65535 in decimal digits and nothing after it. Anything else ("127.0.0.1:80@evil",
+ * "[::1]:80/x", "localhost:") is not an authority this server is reached by: a browser sends
+ * none of them, and a parser downstream (a proxy, a log reader) may read another host in them. */
+static bool port_suffix_ok(const char *p, size_t n)
+{
+	if (n == 0)
+		return true;
+	if (p[0] != ':' || n < 2 || n > 6)
+		return false;
+	unsigned v = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(p[i] - '0');
+	}
+	return v >= 1 && v <= 65535;
+}
+
+/* host[0..len): "127.0.0.1:8080", "[::1]:8080", "localhost" (the port, if any, must be one). */
 bool hx_loopback_host(const char *host, size_t len)
 {
 	char name[64];
@@ -79,7 +98,8 @@ bool hx_loopback_host(const char *host, size_t len)
 		return false;
 	if (host[0] == '[') {
 		const char *close = memchr(host, ']', len);
-		if (!close || (size_t)(close - host - 1) >= sizeof(name))
+		if (!close || (size_t)(close - host - 1) >= sizeof(name) ||
+		    !port_suffix_ok(close + 1, len - (size_t)(close + 1 - host)))
 			return false;
 		memcpy(name, host + 1, (size_t)(close - host - 1));
 		name[close - host - 1] = 0;
@@ -88,6 +108,8 @@ bool hx_loopback_host(const char *host, size_t len)
 	}
 	const char *colon = memchr(host, ':', len);
 	size_t n = colon ? (size_t)(colon - host) : len;
+	if (!port_suffix_ok(host + n, len - n))
+		return false;
 	if (n >= sizeof(name))
 		return false;
 	memcpy(name, host, n);

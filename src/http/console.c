@@ -240,7 +240,7 @@ void api_admin_destroy(struct hx_server *s, const struct hx_request *rq, char *c
 		return;
 	}
 	json_t *args = json_pack("{s:s}", "sandbox_id", caps[0]);
-	struct hx_call *c = args ? hx_call_new(s, TL_DESTROY_SANDBOX, args, rq->peer, rq->who->name) : NULL;
+	struct hx_call *c = args ? hx_call_new(s, TL_DESTROY_SANDBOX, args, rq) : NULL;
 	if (!c) {
 		hx_error(rs, 500, "out of memory");
 		return;
@@ -287,6 +287,7 @@ static ssize_t approvals_read(void *ctx, char *buf, size_t max, bool block)
 {
 	struct approvals_stream *st = ctx;
 	struct apq *q = st->s->o.approvals;
+	bool waited = false; /* one wait at most: the server then looks whether the reviewer is there */
 	while (st->off == st->len) {
 		free(st->pending);
 		st->pending = NULL;
@@ -300,10 +301,11 @@ static ssize_t approvals_read(void *ctx, char *buf, size_t max, bool block)
 			st->pending = approvals_event(st);
 		} else if (now - st->last_ms >= HX_KEEPALIVE_MS) {
 			st->pending = strdup(": keepalive\n\n"); /* a proxy must not close a quiet stream */
-		} else if (!block) {
+		} else if (!block || waited) {
 			return 0;
 		} else {
 			apq_wait(q, st->seen, HX_WAIT_SLICE_MS);
+			waited = true;
 			continue;
 		}
 		if (!st->pending)

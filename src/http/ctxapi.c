@@ -25,7 +25,7 @@ static void context_call(struct hx_server *s, const struct hx_request *rq, const
 		json_decref(body);
 		json_object_set_new(args, "action", json_string(action));
 	}
-	struct hx_call *c = args ? hx_call_new(s, TL_CONTEXT, args, rq->peer, rq->who->name) : NULL;
+	struct hx_call *c = args ? hx_call_new(s, TL_CONTEXT, args, rq) : NULL;
 	if (!c)
 		hx_error(rs, 500, "out of memory");
 	else

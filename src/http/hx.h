@@ -58,14 +58,20 @@ struct hx_request {
 	bool local;	  /* came through the Unix socket: uid is the peer's (SO_PEERCRED) */
 	uid_t uid;
 	struct hx_principal *who; /* filled by hx_precheck (required: the caller's storage) */
+	/* Whether the client has gone (its connection closed or half-closed), asked with lookup_ctx
+	 * while a handler waits (for a reviewer, for the manager); NULL: it never goes (the fuzzer). */
+	bool (*gone)(void *ctx);
 };
 
 #define HX_STREAM_END	((ssize_t)-1)
 #define HX_STREAM_ERROR ((ssize_t)-2)
 
 /* A body produced while the request runs. read copies up to max bytes into buf and returns how
- * many; with block false it returns 0 instead of waiting; HX_STREAM_END at the regular end,
- * HX_STREAM_ERROR to cut the connection. free is called exactly once, whatever happened. */
+ * many; with block false it returns 0 instead of waiting; with block true it waits at most about
+ * HX_WAIT_SLICE_MS and returns 0 when nothing came meanwhile (the server then looks whether the
+ * client is still there, and reads again); HX_STREAM_END at the regular end, HX_STREAM_ERROR to
+ * cut the connection. free is called exactly once, whatever happened: before the regular end, it
+ * means the client went away (or stopped reading). */
 struct hx_stream_ops {
 	ssize_t (*read)(void *ctx, char *buf, size_t max, bool block);
 	void (*free)(void *ctx);
@@ -188,6 +194,7 @@ struct hx_server {
 	pthread_mutex_t conns_mu;
 	struct mq_table conns;	      /* open connections per principal (max_connections_per_principal) */
 	struct conn_owner *conn_list; /* every open connection, for the request deadline (under conns_mu) */
+	unsigned unauth_evicted;      /* unauthenticated connections ended for a newer one, not logged yet */
 	struct svc_runner rn;	      /* the JSON API's calls (the MCP sessions have their own) */
 	struct tl_catalog cat;
 	struct hx_metrics metrics;
@@ -245,10 +252,10 @@ void api_ctx_delete(struct hx_server *s, const struct hx_request *rq, char *cons
 
 struct hx_call;
 
-/* A call of tool with args (consumed even on failure) from peer, made by principal (owner of what it
- * creates). NULL on ENOMEM. */
-struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer,
-			    const char *principal);
+/* A call of tool with args (consumed even on failure) for the request rq (its peer; its principal,
+ * owner of what it creates; its connection, watched while the call waits: a client that goes away
+ * cancels it). rq must outlive the handler's call of hx_call_run / hx_call_stream. NULL on ENOMEM. */
+struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const struct hx_request *rq);
 /* Runs the whole request with a non-streamed answer: validation, gate, manager, wait, the response
  * (built by ok() from the result), the audit hook. raw: write_file's bytes (else from args). */
 typedef void (*hx_ok_fn)(struct hx_call *c, const struct srv_result *r, struct hx_response *rs);

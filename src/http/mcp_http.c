@@ -353,7 +353,20 @@ struct mstream {
 	char *pending;
 	size_t len, off;
 	bool eof;
+	uint64_t idle_since; /* hx_now_ms() when the stream last had something to send */
 };
+
+/* The client of w's request went away before its answer (session lock held): what still runs for
+ * it is cancelled, and whatever that says goes to the session's other streams. */
+static void client_left_locked(struct msession *ms, struct waiter *w)
+{
+	json_t *out = json_array();
+	if (!out)
+		return;
+	(void)mcp_session_client_left(ms->s, w->req_id, out);
+	route(ms, out);
+	json_decref(out);
+}
 
 static void unlink_waiter(struct msession *ms, struct waiter *w)
 {
@@ -394,8 +407,9 @@ static ssize_t mstream_read(void *ctx, char *buf, size_t max, bool block)
 {
 	struct mstream *m = ctx;
 	struct msession *ms = m->ms;
-	uint64_t idle_since = hx_now_ms();
-	while (m->off == m->len) {
+	/* One wait at most (round 0), then one more look: the server sees a client that went away
+	 * between slices (hx_stream_ops). */
+	for (int round = 0; m->off == m->len; round++) {
 		free(m->pending);
 		m->pending = NULL;
 		m->len = m->off = 0;
@@ -405,23 +419,25 @@ static ssize_t mstream_read(void *ctx, char *buf, size_t max, bool block)
 		pump_locked(ms);
 		int r = take_mail(m);
 		bool answered = m->w->answered, closed = ms->closed;
-		if (r == 0 && m->len == 0 && !answered && !closed && block && !hx_stopping(m->srv))
+		bool waited =
+			r == 0 && m->len == 0 && !answered && !closed && block && round == 0 && !hx_stopping(m->srv);
+		if (waited)
 			hx_cond_wait_ms(&ms->cv, &ms->mu, HX_WAIT_SLICE_MS);
 		pthread_mutex_unlock(&ms->mu);
 		if (r < 0 || (m->len == 0 && hx_stopping(m->srv)))
 			return HX_STREAM_ERROR;
 		if (answered || closed)
 			m->eof = true; /* everything routed before the answer is in pending */
-		if (m->len == 0 && !m->eof && !block)
-			return 0;
-		if (m->len == 0 && !m->eof && hx_now_ms() - idle_since >= HX_KEEPALIVE_MS) {
+		if (m->len == 0 && !m->eof && hx_now_ms() - m->idle_since >= HX_KEEPALIVE_MS) {
 			m->pending = strdup(": keepalive\n\n");
 			if (!m->pending)
 				return HX_STREAM_ERROR;
 			m->len = strlen(m->pending);
-			idle_since = hx_now_ms();
+		} else if (m->len == 0 && !m->eof && !waited) {
+			return 0;
 		}
 	}
+	m->idle_since = hx_now_ms();
 	size_t n = m->len - m->off < max ? m->len - m->off : max;
 	memcpy(buf, m->pending + m->off, n);
 	m->off += n;
@@ -432,6 +448,9 @@ static void mstream_free(void *ctx)
 {
 	struct mstream *m = ctx;
 	pthread_mutex_lock(&m->ms->mu);
+	/* Freed before the answer went out: the connection ended under the stream. */
+	if (!m->eof && !m->w->answered)
+		client_left_locked(m->ms, m->w);
 	unlink_waiter(m->ms, m->w);
 	pthread_mutex_unlock(&m->ms->mu);
 	waiter_free(m->w);
@@ -506,12 +525,22 @@ static void request(struct hx_server *s, struct msession *ms, const struct hx_re
 	*tail = w;
 	ms->busy++;
 	feed_locked(ms, rq);
-	/* A client that reads only JSON waits here for the answer (nothing else can reach it). */
+	/* A client that reads only JSON waits here for the answer (nothing else can reach it), as
+	 * long as it is there to get it. */
+	bool left = false;
 	while (!sse && !w->answered && !ms->closed && !hx_stopping(s)) {
 		hx_cond_wait_ms(&ms->cv, &ms->mu, HX_WAIT_SLICE_MS);
 		pump_locked(ms);
+		if (!w->answered && rq->gone && rq->gone(rq->lookup_ctx)) {
+			client_left_locked(ms, w);
+			left = true;
+			break;
+		}
 	}
-	if (w->answered && (!sse || json_array_size(w->mail) == 1)) {
+	if (left) {
+		hx_error(rs, 503, "the client went away: the call was cancelled");
+		rs->close = true;
+	} else if (w->answered && (!sse || json_array_size(w->mail) == 1)) {
 		json_answer(w, rs);
 	} else if (!sse) {
 		bool stopping = hx_stopping(s);
@@ -519,7 +548,7 @@ static void request(struct hx_server *s, struct msession *ms, const struct hx_re
 	} else {
 		struct mstream *st = calloc(1, sizeof(*st));
 		if (st) {
-			*st = (struct mstream){.srv = s, .ms = ms, .w = w};
+			*st = (struct mstream){.srv = s, .ms = ms, .w = w, .idle_since = hx_now_ms()};
 			pthread_mutex_unlock(&ms->mu);
 			rs->status = 200;
 			rs->type = "text/event-stream";

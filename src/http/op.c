@@ -28,8 +28,11 @@ struct hx_call {
 	char *peer;
 	struct svc_call *sc; /* the runner's side: approval, the manager's operation, the audit record */
 	bool want_output;
-	uint64_t ask_id;       /* the approval queue's entry, while a human is asked */
-	uint64_t ask_deadline; /* hx_now_ms() when silence becomes a denial */
+	uint64_t ask_id;	 /* the approval queue's entry, while a human is asked */
+	uint64_t ask_deadline;	 /* hx_now_ms() when silence becomes a denial */
+	bool (*gone)(void *ctx); /* the request's connection watch (hx_request.gone), while its handler waits */
+	void *gone_ctx;
+	bool left; /* the client went away before its answer: the call was cancelled */
 
 	/* Shared with the manager's threads and the approval queue's resolver: under mu. */
 	pthread_mutex_t mu;
@@ -47,6 +50,7 @@ struct hx_call {
 
 	/* The stream (the connection's thread only). */
 	bool sse, eof;
+	uint64_t idle_since; /* hx_now_ms() when the stream last had something to send */
 	char *pending;
 	size_t pending_len, pending_off;
 	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
@@ -76,9 +80,9 @@ static void call_unref(struct hx_call *c)
 		call_destroy(c);
 }
 
-struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const char *peer,
-			    const char *principal)
+struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_args, const struct hx_request *rq)
 {
+	const char *peer = rq->peer, *principal = rq->who ? rq->who->name : NULL;
 	struct hx_call *c = steal_args ? calloc(1, sizeof(*c)) : NULL;
 	/* The principal auth.c authenticated: a token's name or the socket peer's uid ("" only on a
 	 * server that has no credential at all: the in-process tests). */
@@ -106,6 +110,8 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 	c->s = s;
 	c->tool = tool;
 	c->args = steal_args;
+	c->gone = rq->gone;
+	c->gone_ctx = rq->lookup_ctx;
 	c->refs = 1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
@@ -179,6 +185,22 @@ static void approval_done(void *cookie, enum srv_gate_outcome outcome, enum srv_
 	pthread_mutex_unlock(&c->mu); /* c may be gone from here on: the waiter owns it */
 }
 
+/* ---- the client ------------------------------------------------------------------------------ */
+
+/* Whether the client went away while its handler waits (the request's thread only). Once seen, it
+ * stays so, and the audit record will say the client left: its call is cancelled, since nobody is
+ * there to get the answer (docs/openapi.yaml promises it). */
+static bool client_gone(struct hx_call *c)
+{
+	if (!c->left && c->gone && c->gone(c->gone_ctx)) {
+		c->left = true;
+		svc_call_client_left(c->sc);
+		hx_log(c->s, MCP_LOG_INFO, "%s from %s: the client went away; the call is cancelled", tl_name(c->tool),
+		       c->peer ? c->peer : "?");
+	}
+	return c->left;
+}
+
 /* ---- the port: how the runner reaches this request's reviewer and sink ---------------------- */
 
 /* The JSON API's words for a human's (or the clock's) no, with what the rules found. */
@@ -238,7 +260,7 @@ static enum svc_step wait_answer(struct hx_call *c, struct svc_refusal *ref)
 	pthread_mutex_lock(&c->mu);
 	while (!c->answered) {
 		uint64_t now = hx_now_ms();
-		if (!gave_up && (now >= c->ask_deadline || hx_stopping(c->s))) {
+		if (!gave_up && (now >= c->ask_deadline || hx_stopping(c->s) || client_gone(c))) {
 			/* Outside our lock: apq_cancel calls approval_done, which takes it. A resolver
 			 * that won the race calls it instead; either way answered becomes true. */
 			gave_up = true;
@@ -264,13 +286,14 @@ static enum svc_step wait_answer(struct hx_call *c, struct svc_refusal *ref)
 
 /* ---- running -------------------------------------------------------------------------------- */
 
-/* Waits for on_done. On a stop, cancels the operation and waits a grace period more. */
+/* Waits for on_done. On a stop, or when the client goes away, cancels the operation and waits a
+ * grace period more. */
 static int wait_done(struct hx_call *c)
 {
 	uint64_t give_up = 0;
 	pthread_mutex_lock(&c->mu);
 	while (!c->done) {
-		if (hx_stopping(c->s) && !give_up) {
+		if (!give_up && (hx_stopping(c->s) || client_gone(c))) {
 			pthread_mutex_unlock(&c->mu);
 			svc_call_cancel(c->sc);
 			give_up = hx_now_ms() + STOP_GRACE_MS;
@@ -350,7 +373,14 @@ static int begin(struct hx_call *c, const void *raw, size_t raw_len, struct hx_r
 void hx_call_run(struct hx_call *c, const void *raw, size_t raw_len, hx_ok_fn ok, struct hx_response *rs)
 {
 	if (begin(c, raw, raw_len, rs) == 0) {
-		if (wait_done(c) < 0) {
+		int r = wait_done(c);
+		if (c->left) {
+			/* Nobody reads this answer; the record says the call was cancelled, not how the
+			 * killed program ended. */
+			hx_error(rs, 503, "the client went away: the call was cancelled");
+			rs->close = true;
+			svc_call_end(c->sc, SRV_CALL_CANCELLED, r == 0 ? c->result : NULL, "the client went away");
+		} else if (r < 0) {
 			hx_error(rs, 503, "the server is stopping");
 		} else if (!c->result) {
 			hx_error(rs, 500, "the manager ran out of memory");
@@ -475,8 +505,9 @@ static int emit_stopped(struct hx_call *c)
 static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 {
 	struct hx_call *c = ctx;
-	uint64_t idle_since = hx_now_ms();
-	while (c->pending_off == c->pending_len) {
+	/* One wait at most (round 0), then one more look: a quiet program returns 0 to the server
+	 * every slice, so it can see a client that went away (hx_stream_ops). */
+	for (int round = 0; c->pending_off == c->pending_len; round++) {
 		free(c->pending);
 		c->pending = NULL;
 		c->pending_len = c->pending_off = 0;
@@ -484,7 +515,8 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 			return HX_STREAM_END;
 		pthread_mutex_lock(&c->mu);
 		int r = fill(c);
-		if (r == 0 && block && !hx_stopping(c->s))
+		bool waited = r == 0 && block && round == 0 && !hx_stopping(c->s);
+		if (waited)
 			hx_cond_wait_ms(&c->cv, &c->mu, HX_WAIT_SLICE_MS);
 		pthread_mutex_unlock(&c->mu);
 		if (r == 0 && hx_stopping(c->s)) {
@@ -494,16 +526,17 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 		}
 		if (r < 0)
 			return HX_STREAM_ERROR;
-		if (r == 0 && !block)
-			return 0;
-		if (r == 0 && c->sse && hx_now_ms() - idle_since >= HX_KEEPALIVE_MS) {
+		if (r == 0 && c->sse && hx_now_ms() - c->idle_since >= HX_KEEPALIVE_MS) {
 			/* An SSE comment: keeps proxies from closing a quiet stream. */
 			c->pending = strdup(": keepalive\n\n");
 			if (!c->pending)
 				return HX_STREAM_ERROR;
 			c->pending_len = strlen(c->pending);
+		} else if (r == 0 && !waited) {
+			return 0;
 		}
 	}
+	c->idle_since = hx_now_ms();
 	size_t n = c->pending_len - c->pending_off;
 	if (n > max)
 		n = max;
@@ -514,7 +547,15 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 
 static void stream_free(void *ctx)
 {
-	call_release(ctx);
+	struct hx_call *c = ctx;
+	/* Freed before its last event: the connection ended under it (the client closed it, or a
+	 * write to it failed). A call that ended already keeps its record as it is. */
+	if (!c->eof) {
+		svc_call_client_left(c->sc);
+		hx_log(c->s, MCP_LOG_INFO, "%s from %s: the client went away; the call is cancelled", tl_name(c->tool),
+		       c->peer ? c->peer : "?");
+	}
+	call_release(c);
 }
 
 static const struct hx_stream_ops call_stream_ops = {.read = stream_read, .free = stream_free};
@@ -529,6 +570,7 @@ void hx_call_stream(struct hx_call *c, bool sse, struct hx_response *rs)
 	}
 	/* Started: from here the status is 200 and failures travel in the stream's last event. */
 	rs->status = 200;
+	c->idle_since = hx_now_ms();
 	rs->type = sse ? "text/event-stream" : "application/x-ndjson";
 	rs->ops = &call_stream_ops;
 	rs->stream = c;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@
 #define CONNECTION_TIMEOUT_S 120   /* an idle keep-alive connection (not one waiting for us) */
 #define DRAIN_MS	     3000  /* on stop, how long requests in flight get to send their answer */
 #define REQUEST_MS	     60000 /* default: a request trickled in slower than this ends its connection */
+#define UNAUTH_MS	     5000  /* a TCP connection that presented no credential by then is closed */
+#define UNAUTH_MIN	     4	   /* the unauthenticated TCP connections' cap, at least (below) */
 
 /* ---- small shared helpers ------------------------------------------------------------------- */
 
@@ -193,15 +196,54 @@ struct conn {
  * request_timeout_ms: libmicrohttpd then sees the end of the stream and closes the connection
  * itself. Shutting down (never closing) a descriptor we do not own is safe because
  * libmicrohttpd notifies MHD_CONNECTION_NOTIFY_CLOSED, which unlists it under conns_mu, before
- * it closes the descriptor: a listed descriptor is always still this connection's. */
+ * it closes the descriptor: a listed descriptor is always still this connection's.
+ *
+ * Unauthenticated TCP connections. Until a request on it carries a valid token, a TCP connection
+ * is anybody's: any local user can open hundreds, and on loopback they all come from the one
+ * address the per-address limit knows. So they are counted apart and held short: at most
+ * unauth_max of them at once (an eighth of the listener's slots) — a new one beyond that ends the
+ * oldest, which leaves room for a token holder's connection, whose request comes at once — and
+ * each gets UNAUTH_MS from its start to present a credential. A connection that did is the
+ * principal's (its quota above) and keeps its slot. The Unix socket's peers are known by uid from
+ * the start: they are never unauthenticated. */
 struct conn_owner {
 	struct conn_owner *next, **pprev;
 	int fd;
+	uint64_t started_ms;
 	uint64_t receiving_ms; /* 0: answering */
 	bool cut;
+	bool authed; /* a request carried a valid credential (the Unix socket: always) */
 	char name[HX_PRINCIPAL_MAX];
 	bool counted;
 };
+
+static bool unix_socket(int fd)
+{
+	int domain = 0;
+	socklen_t dl = sizeof(domain);
+	return fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) == 0 && domain == AF_UNIX;
+}
+
+/* Makes room for one more unauthenticated connection: ends the oldest beyond the cap that is
+ * waiting for its request (one being answered is left alone; its answer ends it or it authenticates).
+ * Under conns_mu. Shutting it down is safe for the reason above. */
+static void evict_unauthed(struct hx_server *s)
+{
+	unsigned cap = s->o.max_connections / 8 > UNAUTH_MIN ? s->o.max_connections / 8 : UNAUTH_MIN;
+	unsigned n = 0;
+	struct conn_owner *oldest = NULL;
+	for (struct conn_owner *o = s->conn_list; o; o = o->next) /* newest first */
+		if (!o->authed && !o->cut) {
+			n++;
+			if (o->receiving_ms && o->fd >= 0)
+				oldest = o;
+		}
+	if (n < cap || !oldest)
+		return;
+	(void)shutdown(oldest->fd, SHUT_RDWR);
+	oldest->cut = true;
+	s->unauth_evicted++;
+}
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
@@ -212,8 +254,13 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (o) {
 			o->fd = ci ? ci->connect_fd : -1;
-			o->receiving_ms = hx_now_ms();
+			o->started_ms = o->receiving_ms = hx_now_ms();
+			/* A server without any credential (in-process tests only: http_serve refuses TCP
+			 * without tokens) has nobody to tell apart. */
+			o->authed = s->ntokens == 0 || unix_socket(o->fd);
 			pthread_mutex_lock(&s->conns_mu);
+			if (!o->authed)
+				evict_unauthed(s);
 			o->next = s->conn_list;
 			if (o->next)
 				o->next->pprev = &o->next;
@@ -250,22 +297,36 @@ static void set_receiving(struct hx_server *s, struct MHD_Connection *conn, bool
 	pthread_mutex_unlock(&s->conns_mu);
 }
 
-/* Ends every connection that has been receiving one request for longer than request_timeout_ms. */
+/* Ends every connection that has been receiving one request for longer than request_timeout_ms,
+ * and every unauthenticated one older than UNAUTH_MS that is not being answered. */
 static void cut_slow_requests(struct hx_server *s)
 {
 	uint64_t now = hx_now_ms();
-	unsigned cut = 0;
+	unsigned cut = 0, unauth = 0;
 	pthread_mutex_lock(&s->conns_mu);
-	for (struct conn_owner *o = s->conn_list; o; o = o->next)
-		if (!o->cut && o->fd >= 0 && o->receiving_ms && now - o->receiving_ms > s->o.request_timeout_ms) {
+	for (struct conn_owner *o = s->conn_list; o; o = o->next) {
+		if (o->cut || o->fd < 0 || !o->receiving_ms)
+			continue;
+		bool slow = now - o->receiving_ms > s->o.request_timeout_ms;
+		bool anonymous = !o->authed && now - o->started_ms > UNAUTH_MS;
+		if (slow || anonymous) {
 			(void)shutdown(o->fd, SHUT_RDWR);
 			o->cut = true;
-			cut++;
+			cut += slow;
+			unauth += !slow;
 		}
+	}
+	unsigned evicted = s->unauth_evicted;
+	s->unauth_evicted = 0;
 	pthread_mutex_unlock(&s->conns_mu);
 	if (cut)
 		hx_log(s, MCP_LOG_WARNING, "closed %u connection(s) whose request took longer than %u ms to arrive",
 		       cut, (unsigned)s->o.request_timeout_ms);
+	if (unauth + evicted)
+		hx_log(s, MCP_LOG_WARNING,
+		       "closed %u TCP connection(s) that presented no token within %u ms, and %u beyond the cap of "
+		       "unauthenticated ones",
+		       unauth, (unsigned)UNAUTH_MS, evicted);
 }
 
 /* The connection's first authenticated request names its principal: one more connection of it,
@@ -275,6 +336,13 @@ static int charge_connection(struct hx_server *s, struct MHD_Connection *conn, c
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct conn_owner *o = ci ? ci->socket_context : NULL;
+	if (o && who->name[0] && !o->authed) {
+		/* A credential (a public route's anonymous principal has no name): off the
+		 * unauthenticated list's cap and deadline for good. */
+		pthread_mutex_lock(&s->conns_mu);
+		o->authed = true;
+		pthread_mutex_unlock(&s->conns_mu);
+	}
 	if (!o || o->counted || !s->o.max_connections_per_principal)
 		return 0;
 	pthread_mutex_lock(&s->conns_mu);
@@ -294,41 +362,78 @@ static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
 	return MHD_lookup_connection_value(ctx, kind == HX_HEADER ? MHD_HEADER_KIND : MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* Whether the peer of the connected socket fd has gone: it closed the connection (or its sending
+ * side, as a client that is done with us does), or the connection broke. libmicrohttpd would only
+ * learn it from a failed write, and a program that prints nothing gives it nothing to write: an
+ * exec would then run on to its own timeout for nobody. A client that pipelined its next request
+ * is still there (data without the hang-up). */
+static bool peer_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+static int conn_fd(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci ? ci->connect_fd : -1;
+}
+
+/* hx_request.gone: the handler's thread is the connection's, which is open while it runs. */
+static bool conn_gone(void *ctx)
+{
+	return peer_gone(conn_fd(ctx));
+}
+
+/* A streamed response and the socket it goes to. */
+struct held {
+	struct hx_response rs;
+	int fd;
+};
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	struct hx_response *rs = cls;
-	/* Thread per connection: blocking here holds only this connection's thread. */
-	ssize_t n = rs->ops->read(rs->stream, buf, max, true);
-	if (n == HX_STREAM_END)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	if (n <= 0)
-		return MHD_CONTENT_READER_END_WITH_ERROR;
-	return n;
+	struct held *h = cls;
+	/* Thread per connection: blocking here holds only this connection's thread. A read waits one
+	 * slice at most, so a client that went away is seen within HX_WAIT_SLICE_MS whatever the
+	 * stream has to say; freeing the stream (reader_free) then cancels what it carried. */
+	for (;;) {
+		ssize_t n = h->rs.ops->read(h->rs.stream, buf, max, true);
+		if (n == HX_STREAM_END)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (n < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (n > 0)
+			return n;
+		if (peer_gone(h->fd))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
 }
 
 static void reader_free(void *cls)
 {
-	struct hx_response *rs = cls;
-	hx_response_clear(rs);
-	free(rs);
+	struct held *h = cls;
+	hx_response_clear(&h->rs);
+	free(h);
 }
 
 static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs)
 {
 	struct MHD_Response *r;
-	struct hx_response *held = NULL;
+	struct held *held = NULL;
 	if (rs->ops) {
 		held = malloc(sizeof(*held));
 		if (!held)
 			return MHD_NO;
-		*held = *rs;
+		held->rs = *rs;
+		held->fd = conn_fd(conn);
 		memset(rs, 0, sizeof(*rs));
 		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader, held, reader_free);
 		if (!r) {
 			reader_free(held);
 			return MHD_NO;
 		}
-		rs = held;
+		rs = &held->rs;
 	} else if (rs->has_fd) {
 		/* From the file in bounded pieces (sendfile, or MHD's own buffer): a 16 MiB read costs the
 		 * server no 16 MiB. A file that shrank meanwhile ends the connection early. */
@@ -417,7 +522,8 @@ static void fill_request(struct MHD_Connection *conn, const char *url, const cha
 				  .len = c ? c->len : 0,
 				  .too_large = c && c->too_large,
 				  .peer = c && c->peer[0] ? c->peer : NULL,
-				  .who = who};
+				  .who = who,
+				  .gone = conn_gone};
 	rq->local = c ? c->local : local_peer(conn, &rq->uid);
 	if (c)
 		rq->uid = c->uid;
@@ -448,6 +554,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				 who.name[0] ? who.name : "this client", s->o.max_connections_per_principal);
 			rs.close = true;
 		}
+		if (rs.status == 401)
+			rs.close = true; /* no credential: nothing to keep the connection open for */
 		if (rs.status) {
 			hx_metrics_request(&s->metrics, rs.status);
 			enum MHD_Result ret = queue(conn, &rs);

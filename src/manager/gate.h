@@ -77,6 +77,7 @@ struct srv_call_end {
 	uint64_t duration_us;		 /* the same in microseconds where the front end measures them, else 0 */
 	const struct srv_result *result; /* the manager's result (verdict, resources), or NULL */
 	const char *message;		 /* the error text the client got, or NULL */
+	bool client_left;		 /* the client's connection closed before it had the answer */
 };
 
 #define SRV_GATE_REASON_MAX 256

@@ -526,14 +526,9 @@ static int abandon(struct mcp_session *s, struct call *c, json_t *out)
 	return r;
 }
 
-int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out)
+/* Stops c, whatever it is doing: waiting for the session's sandbox, for a human, or running. */
+static int cancel_call(struct mcp_session *s, struct call *c, json_t *out)
 {
-	const json_t *id = json_object_get(params, "requestId");
-	struct call *c = jr_valid_id(id) ? find_by_request(s, id) : NULL;
-	if (!c || c->cancelled)
-		return 0; /* unknown or finished: the spec says to ignore it */
-	const char *reason = json_string_value(json_object_get(params, "reason"));
-	ses_logf(s, NULL, MCP_LOG_INFO, "%s cancelled by the client: %.120s", tl_name(c->tool), reason ? reason : "");
 	if (c->state == CALL_SANDBOX) {
 		call_free(s, c); /* never begun: nothing ran, nothing to record */
 		return 0;
@@ -544,6 +539,27 @@ int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out)
 	c->cancelled = true;
 	svc_call_cancel(c->sc);
 	return 0;
+}
+
+int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out)
+{
+	const json_t *id = json_object_get(params, "requestId");
+	struct call *c = jr_valid_id(id) ? find_by_request(s, id) : NULL;
+	if (!c || c->cancelled)
+		return 0; /* unknown or finished: the spec says to ignore it */
+	const char *reason = json_string_value(json_object_get(params, "reason"));
+	ses_logf(s, NULL, MCP_LOG_INFO, "%s cancelled by the client: %.120s", tl_name(c->tool), reason ? reason : "");
+	return cancel_call(s, c, out);
+}
+
+int call_client_left(struct mcp_session *s, const json_t *req_id, json_t *out)
+{
+	struct call *c = jr_valid_id(req_id) ? find_by_request(s, req_id) : NULL;
+	if (!c || c->cancelled)
+		return 0; /* answered already (or never a tools/call): nothing runs for it */
+	ses_logf(s, NULL, MCP_LOG_INFO, "%s: the client went away; the call is cancelled", tl_name(c->tool));
+	svc_call_client_left(c->sc);
+	return cancel_call(s, c, out);
 }
 
 /* ---- manager events ----------------------------------------------------------------------- */

@@ -290,6 +290,11 @@ void mcp_session_cancel_all(struct mcp_session *s)
 	call_cancel_all(s);
 }
 
+int mcp_session_client_left(struct mcp_session *s, const json_t *req_id, json_t *out)
+{
+	return call_client_left(s, req_id, out);
+}
+
 size_t mcp_session_inflight(const struct mcp_session *s)
 {
 	return s->n_calls;

@@ -101,6 +101,10 @@ int mcp_session_timeout(const struct mcp_session *s);
  * on_done still has to arrive (poll until mcp_session_inflight() is 0) before the manager has
  * let go of them; nothing is sent for cancelled calls. */
 void mcp_session_cancel_all(struct mcp_session *s);
+/* The transport lost the client of request req_id before it could carry the answer (an HTTP
+ * connection closed): a tools/call still in progress is cancelled as notifications/cancelled
+ * would, and its audit record says the client left. 0 or -ENOMEM. */
+int mcp_session_client_left(struct mcp_session *s, const json_t *req_id, json_t *out);
 size_t mcp_session_inflight(const struct mcp_session *s);
 /* Who sends the messages fed from now on (copied, truncated to 95 bytes; NULL: nobody known):
  * each tools/call keeps the peer it came from, for the audit hook (srv_call_end.peer). */

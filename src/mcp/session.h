@@ -92,6 +92,8 @@ int call_fail(struct mcp_session *s, struct call *c, enum srv_call_status status
 struct svc_principal call_principal(const struct mcp_session *s);
 int call_tools_call(struct mcp_session *s, const struct jr_message *m, json_t *out);
 int call_cancelled(struct mcp_session *s, const json_t *params, json_t *out);
+/* The transport lost the client that sent request req_id (mcp_session_client_left). */
+int call_client_left(struct mcp_session *s, const json_t *req_id, json_t *out);
 int call_answer(struct mcp_session *s, const struct jr_message *m, json_t *out);
 int call_poll(struct mcp_session *s, json_t *out);
 void call_cancel_all(struct mcp_session *s);

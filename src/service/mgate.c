@@ -135,6 +135,7 @@ static void g_finished(void *ctx, const struct srv_call_end *end)
 		.approver = end->approver,
 		.on_behalf_of = end->on_behalf_of,
 		.status = status_name(end->status),
+		.client_left = end->client_left,
 		.duration_ms = end->duration_ms,
 		.resources = res,
 		.proxy = proxy,

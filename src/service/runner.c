@@ -29,6 +29,7 @@ struct svc_call {
 	bool want_fd;
 	struct srv_op *op;
 	bool running, cancelled;
+	bool client_left;	       /* svc_call_client_left: the client's connection closed before the answer */
 	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted ("" before) */
 	char approver[96];	       /* the principal who answered an ASK ("" : none named) */
 	char for_owner[96];	       /* svc_call_act_for: whose sandbox an approver acts on ("" : its own) */
@@ -107,6 +108,7 @@ void svc_call_end(struct svc_call *c, enum srv_call_status status, const struct 
 		.duration_us = us,
 		.result = res,
 		.message = msg,
+		.client_left = c->client_left,
 	};
 	/* AFTER END: the one place where every call, however it ended, reaches the audit log. */
 	const struct srv_gate *g = c->rn->gate;
@@ -231,6 +233,12 @@ void svc_call_cancel(struct svc_call *c)
 		c->cancelled = true;
 		m->cancel(m->ctx, c->op);
 	}
+}
+
+void svc_call_client_left(struct svc_call *c)
+{
+	if (!c->ended)
+		c->client_left = true;
 }
 
 /* ---- classification and approval ---------------------------------------------------------------- */

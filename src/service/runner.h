@@ -131,6 +131,9 @@ void svc_call_set_approver(struct svc_call *c, const char *approver);
 void svc_call_abandon(struct svc_call *c);
 /* Asks the manager to stop the running operation (at most once; its on_done still comes). */
 void svc_call_cancel(struct svc_call *c);
+/* The client went away (its connection closed) before it got the answer: the end record says so
+ * (srv_call_end.client_left). Before svc_call_end; later it changes nothing. */
+void svc_call_client_left(struct svc_call *c);
 /* AFTER END: how the call ended (res: the manager's result, or NULL; msg: the client's error
  * text, or NULL). Only the first call counts. */
 void svc_call_end(struct svc_call *c, enum srv_call_status status, const struct srv_result *res, const char *msg);

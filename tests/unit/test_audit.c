@@ -223,6 +223,29 @@ static void test_gate_records(void **state)
 	cfg_free(cfg);
 }
 
+/* "client_left" is in a record's result only when the client went away: every other record keeps
+ * the shape its readers know. */
+static void test_client_left(void **state)
+{
+	(void)state;
+	struct audit_record rec = {.event = AUDIT_EVENT_END, .call_id = "c-1", .transport = "http",
+				   .tool = "code_execute", .status = "cancelled"};
+	for (int left = 0; left < 2; left++) {
+		rec.client_left = left;
+		json_t *j = NULL;
+		struct al_error err = {0};
+		assert_int_equal(audit_record_json(&rec, &j, &err), 0);
+		const json_t *res = json_object_get(j, "result");
+		assert_string_equal(json_string_value(json_object_get(res, "status")), "cancelled");
+		if (left)
+			assert_true(json_is_true(json_object_get(res, "client_left")));
+		else
+			assert_null(json_object_get(res, "client_left"));
+		assert_int_equal(json_object_size(res), 2 + (size_t)left);
+		json_decref(j);
+	}
+}
+
 /* ---- what is never written ------------------------------------------------------------------------ */
 
 static void test_secrets_dropped(void **state)
@@ -776,6 +799,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip, setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_gate_records, setup_tmp, teardown_tmp),
+		cmocka_unit_test(test_client_left),
 		cmocka_unit_test(test_secrets_dropped),
 		cmocka_unit_test(test_code_digest),
 		cmocka_unit_test_setup_teardown(test_torn_line, setup_tmp, teardown_tmp),

@@ -613,6 +613,23 @@ static void test_exec_disconnect(void **state)
 	env_close(e);
 }
 
+/* A client that goes away while the program prints nothing: the server has nothing to write, yet
+ * sees the closed connection (within a second; 5 s allowed here) and cancels the exec. */
+static void test_exec_disconnect_quiet(void **state)
+{
+	struct env *e = env_open(&(struct env_opts){0});
+	e->m.async = true;
+	int fd = send_req(e, "POST", "/v1/sandboxes/sb-a/exec", NULL, "{\"command\":\"sleep 100\"}", 23);
+	wait_for(&e->m.calls[FK_EXEC], 1);
+	close(fd);
+	for (int i = 0; i < 500 && hf_get(&e->m.releases) == 0; i++)
+		usleep(10000);
+	assert_int_equal(hf_get(&e->m.cancels), 1);
+	assert_int_equal(hf_get(&e->m.releases), 1);
+	assert_int_equal(hf_get(&e->m.live_ops), 0);
+	env_close(e);
+}
+
 static void test_token(void **state)
 {
 	struct env *e = env_open(&(struct env_opts){.token = "s3cret-token"});
@@ -665,12 +682,36 @@ static void test_host_origin(void **state)
 	close(fd);
 	assert_non_null(strstr(raw, "403"));
 	free(raw);
+	/* A port that is not one: whatever follows the colon is not ignored. */
+	fd = connect_to(e);
+	req = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:80@evil.example\r\nConnection: close\r\n\r\n";
+	send_all(fd, req, strlen(req));
+	raw = NULL;
+	len = 0;
+	read_all(fd, &raw, &len);
+	close(fd);
+	assert_non_null(strstr(raw, "HTTP/1.1 403"));
+	free(raw);
 	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", "Origin: http://evil.example\r\n", "{\"command\":\"id\"}",
 		     403, "Origin");
 	expect_error(e, "POST", "/mcp", "Origin: null\r\n", "{}", 403, "Origin");
 	struct resp r = request(e, "GET", "/v1/health", "Origin: http://localhost:3000\r\n", NULL);
 	assert_int_equal(r.status, 200);
 	resp_clear(&r);
+	/* After the host, only a port: digits, 1 to 65535, nothing after it. */
+	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", "Origin: http://127.0.0.1:80@evil.example\r\n",
+		     "{\"command\":\"id\"}", 403, "Origin");
+	static const char *const good[] = {"127.0.0.1", "127.0.0.1:80", "localhost:65535", "[::1]", "[::1]:8080",
+					   "LOCALHOST:1"};
+	static const char *const bad[] = {"127.0.0.1:80@evil", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+					  "127.0.0.1:8080x", "127.0.0.1:-1", "127.0.0.1:+80", "localhost:80/",
+					  "[::1]:80@evil", "[::1]x", "[::1]:", "127.0.0.1:1000000", "127.0.0.1: 80"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!hx_loopback_host(good[i], strlen(good[i])))
+			fail_msg("Host %s was refused", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (hx_loopback_host(bad[i], strlen(bad[i])))
+			fail_msg("Host %s was accepted", bad[i]);
 	assert_int_equal(hf_get(&e->m.total_calls), 0);
 	env_close(e);
 }
@@ -1169,6 +1210,7 @@ int main(void)
 		cmocka_unit_test(test_file_limit),
 		cmocka_unit_test(test_exec_stream),
 		cmocka_unit_test(test_exec_disconnect),
+		cmocka_unit_test(test_exec_disconnect_quiet),
 		cmocka_unit_test(test_token),
 		cmocka_unit_test(test_listen_rules),
 		cmocka_unit_test(test_host_origin),
