@@ -367,6 +367,25 @@ int audit_write(struct audit_log *l, const struct audit_record *rec, struct al_e
 	return r;
 }
 
+int audit_write_json(struct audit_log *l, const json_t *rec, struct al_error *err)
+{
+	struct al_error local = {0};
+	struct al_error *e = err ? err : &local;
+	cleanup_free char *text = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	cleanup_free char *line = NULL;
+	if (!text || asprintf(&line, "%s\n", text) < 0)
+		return al_err(e, ENOMEM, "audit: out of memory");
+	size_t len = strlen(line);
+	if (len > AUDIT_LINE_MAX)
+		return al_err(e, E2BIG, "audit: a record longer than %u bytes", AUDIT_LINE_MAX);
+	pthread_mutex_lock(&l->lock);
+	int r = prepare(l, len, e);
+	r = r ?: write_line(l, line, len, true, e);
+	note(l, r, e);
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}
+
 void audit_health(struct audit_log *l, struct audit_health *out)
 {
 	pthread_mutex_lock(&l->lock);

@@ -27,7 +27,10 @@
  * same call_id when it ends; a crash in between leaves the start alone. A call that never ran
  * (denied, invalid) gets one "call" record. "repair" records (no client, tool or params) say
  * what audit_open found at the end of the file: {"time","event":"repair","repair":{"offset":N,
- * "bytes":N,"kind":"unterminated"|"invalid"}}.
+ * "bytes":N,"kind":"unterminated"|"invalid"}}. A "recovered" record, written by a server as it
+ * starts, names the calls of its predecessors that have a start and no end (it crashed, or was
+ * killed, while they ran): {"time","event":"recovered","unfinished":["call_id",...]}; a later
+ * server names only those started after it.
  *
  * Parameters are reduced before they are written, at every depth of nested objects:
  *  - Never secrets: a parameter whose name, lowercased and without '_', '-', '.' and spaces,
@@ -157,6 +160,26 @@ int audit_shrink(json_t *rec, size_t max);
  * Thread-safe. A failure leaves no partial line behind (see above) and marks the log degraded
  * until a record is written again. */
 int audit_write(struct audit_log *log, const struct audit_record *rec, struct al_error *err);
+
+/* Appends rec, an object of the log's own (a "recovered" record), as one synced line. */
+int audit_write_json(struct audit_log *log, const json_t *rec, struct al_error *err);
+
+/* ---- what the log says of the servers before this one (past.c) ---- */
+
+struct audit_past {
+	json_t *open;	   /* object: call_id -> true, for each start without its end (nor a later
+			    * "recovered" record naming it): the calls a crash cut short */
+	json_t *sandboxes; /* object: sandbox id -> the principal of a call that named it ("" for
+			    * none), unless a code_destroy_sandbox of it ended "ok" */
+};
+/* Reads the log at path (a missing file is an empty one): 0 and *out (audit_past_free), or -errno. */
+int audit_past_read(const char *path, struct audit_past *out, struct al_error *err);
+void audit_past_free(struct audit_past *p);
+/* When past names unfinished calls: appends {"time","event":"recovered","unfinished":[call_id...]},
+ * synced. 0 or -errno. */
+int audit_write_recovered(struct audit_log *log, const struct audit_past *past, struct al_error *err);
+/* That record (new reference; takes ids; NULL: ENOMEM). */
+json_t *audit_recovered_json(json_t *ids);
 
 /* The writer's state, for /v1/health and the metrics. */
 struct audit_health {

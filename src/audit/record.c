@@ -355,3 +355,10 @@ json_t *audit_repair_json(const struct audit_tail *t, uint64_t at)
 			 (json_int_t)at, "bytes", (json_int_t)t->bytes, "kind",
 			 t->kind == AUDIT_TAIL_UNTERMINATED ? "unterminated" : "invalid");
 }
+
+json_t *audit_recovered_json(json_t *ids)
+{
+	char when[32];
+	format_time((struct timespec){0, 0}, when);
+	return ids ? json_pack("{s:s, s:s, s:o}", "time", when, "event", "recovered", "unfinished", ids) : NULL;
+}

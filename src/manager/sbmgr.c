@@ -103,7 +103,12 @@ struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_
 		s->used_ms = sbm_now_ms();
 	}
 	pthread_mutex_unlock(&m->mu);
-	if (!s)
+	/* Until sandboxes survive a restart: one of ours from before it is said to be lost, to its owner
+	 * only (to anyone else it is unknown, as above). */
+	const char *was = m->o.lost ? json_string_value(json_object_get(m->o.lost, id)) : NULL;
+	if (!s && was && strcmp(was, owner ? owner : "") == 0)
+		al_err(err, ENOENT, "sandbox %s was lost when the server restarted (its processes and files are gone)", id);
+	else if (!s)
 		al_err(err, ENOENT, "no sandbox \"%s\" (never created, destroyed, or expired)", id);
 	return s;
 }

@@ -16,6 +16,7 @@ struct sbm_opts {
 	size_t size;		     /* sizeof(struct sbm_opts) */
 	const struct cfg *cfg;	     /* borrowed: profiles, languages, registries, limits, server section */
 	const char *default_profile; /* NULL: untrusted-code-read */
+	const json_t *lost;	     /* borrowed, or NULL: sandbox id -> owner, of a server before us */
 };
 
 struct sbm_stats {

@@ -39,7 +39,15 @@ static int open_audit(struct service *svc, const char *path, struct al_error *er
 	svc->audit_path = strdup(ao.path);
 	if (!svc->audit_path)
 		return al_err(err, ENOMEM, "out of memory");
-	return audit_open(&ao, &svc->log, err);
+	int r = audit_open(&ao, &svc->log, err);
+	/* Calls of a predecessor that started and never ended (it crashed or was killed while they
+	 * ran) are named once, in a record of their own, before any call of ours is written; its
+	 * sandboxes died with it, and a request naming one is told so (sbx_get). Read before our first
+	 * record, so none of ours is taken for theirs. A log shared by servers that run at the same time
+	 * would have the other's running calls named too: give each server its own log. */
+	if (r == 0 && (r = audit_past_read(ao.path, &svc->past, err)) == 0)
+		r = audit_write_recovered(svc->log, &svc->past, err);
+	return r;
 }
 
 int service_open(const struct service_opts *o, struct service **out, struct al_error *err)
@@ -63,7 +71,8 @@ int service_open(const struct service_opts *o, struct service **out, struct al_e
 	}
 	/* Jobs of a killed predecessor (cgroups, workspaces) go before ours start. */
 	al_cleanup_stale(NULL);
-	struct sbm_opts so = {.size = sizeof(so), .cfg = svc->cfg, .default_profile = o->profile};
+	struct sbm_opts so = {
+		.size = sizeof(so), .cfg = svc->cfg, .default_profile = o->profile, .lost = svc->past.sandboxes};
 	r = sbm_new(&so, &svc->mgr, err);
 	if (r < 0) {
 		service_close(svc);
@@ -86,6 +95,7 @@ void service_close(struct service *svc)
 	sbm_free(svc->mgr); /* every sandbox is destroyed: no process, cgroup or workspace is left */
 	apq_free(svc->approvals);
 	audit_close(svc->log);
+	audit_past_free(&svc->past);
 	free(svc->audit_path);
 	cfg_free(svc->cfg);
 	free(svc);

@@ -47,6 +47,7 @@ struct service {
 	struct srv_gate gate;	/* risk rules + audit log */
 	struct mgate mg;	/* gate's context */
 	char peer[128];
+	struct audit_past past; /* the log's predecessors: their sandboxes, lost in our start (sbm_opts.lost) */
 };
 
 /* Before any thread exists (so every thread inherits the mask): SIGTERM and SIGINT arrive on the

@@ -121,6 +121,28 @@ peak=$(r peak_memory_bytes)
 	al_fail "a cell holding 24 MiB reports its context's peak memory: $peak"
 al_pass "a cell reports its cgroup and its context's peak memory ($peak), as an exec does"
 
+# ---- many small processes at the limit: the OOM killer takes the sandbox's code, never its init
+# (issue 30). 150 shells holding 700 KiB each left the sandbox's init (airlock-init, some 2.6 MiB)
+# the biggest task of a 64 MiB sandbox: the OOM killer took it, the exec's result was a setup-error
+# ("init exited without reporting the command's end") and the sandbox was gone (404). Only the
+# server as root can make its payloads the first choice (oom_score_adj 1000; an ordinary user may
+# not write a non-dumpable process's /proc files): docs/threat-model.md.
+if [ "$AL_CALLER_UID" = 0 ]; then
+	sbo=$(create '{"limits":{"memory_mb":64}}')
+	run "$sbo" shell "printf 'kept-$m' >/workspace/canary; mkdir -p /workspace/d; echo two >/workspace/d/f"
+	al_assert_eq "$(r status)" exited "writing the canary files"
+	small='for i in $(seq 150); do sh -c '"'"'x=$(head -c 716800 /dev/zero | tr "\0" a); sleep 5'"'"' & done; wait; echo survived'
+	run "$sbo" shell "$small"
+	al_assert_eq "$(r status)/$(r oom_killed)/$(r error)" "oom/true/null" "150 processes of 700 KiB in 64 MiB"
+	[ "$(r verdict.oom_kills)" -ge 1 ] || al_fail "oom_kills of 150 x 700 KiB: $(r verdict.oom_kills)"
+	run "$sbo" shell 'cat /workspace/canary; echo; cat /workspace/d/f'
+	al_assert_eq "$(r status)/$(r stdout)" "exited/kept-$m
+two" "the next exec in the same sandbox, and its files"
+	al_pass "150 x 700 KiB in a 64 MiB sandbox: oom, and the sandbox and its files live on"
+else
+	al_log "not as an ordinary user: the sandbox's init can still be the OOM killer's choice (docs/threat-model.md)"
+fi
+
 # ---- pids: a fork bomb held at the sandbox's limit is a pids-limit hit of that exec
 sbp=$(create '{"limits":{"pids":16}}')
 run "$sbp" shell 'for i in $(seq 40); do sleep 2 & done 2>/dev/null; echo forked'

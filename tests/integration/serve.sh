@@ -226,4 +226,48 @@ rc=0
 	--audit "$dir/x.jsonl" 2>"$dir/x.err" || rc=$?
 [ "$rc" -ne 0 ] || al_fail "serve with a world-readable token file started"
 al_assert_contains "$(cat "$dir/x.err")" "mode 0644" "the refusal names the mode"
+
+# ---- a crash in the middle of a call (issue 30): the next server on the same log writes one record
+# naming the call that started and never ended, and a request naming a sandbox of the crashed
+# server gets a 404 that says it was lost in the restart (to its owner), not a plain unknown id.
+confdir=$(al_tmpdir 0755) # a config's directory may be writable by its owner only
+serve_config_head >"$confdir/auto.yaml"
+chmod 0644 "$confdir/auto.yaml"
+start_server crash --config "$confdir/auto.yaml"
+api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+al_assert_eq "$CODE" 201 "create before the crash: $BODY"
+sbc=$(al_json_get "$BODY" sandbox_id)
+curl -s -m 60 -o /dev/null -X POST "http://127.0.0.1:$PORT/v1/sandboxes/$sbc/exec" \
+	-H 'Content-Type: application/json' -d '{"language":"shell","code":"sleep 30","fresh":true}' &
+long=$!
+call=
+for _ in $(seq 100); do
+	call=$(grep '"event":"start"' "$dir/crash.jsonl" | grep '"tool":"code_execute"' | grep "\"sandbox\":\"$sbc\"" |
+		sed -n 's/.*"call_id":"\([^"]*\)".*/\1/p' | tail -n 1) || true
+	[ -n "$call" ] && break
+	sleep 0.1
+done
+[ -n "$call" ] || al_fail "no start record of the long exec: $(tail -n 3 "$dir/crash.jsonl")"
+sleep 0.5
+kill -KILL "$SPID"
+wait "$SPID" 2>/dev/null || true
+wait "$long" 2>/dev/null || true
+! grep -q '"event":"recovered"' "$dir/crash.jsonl" || al_fail "a recovered record before the restart"
+start_server crash --config "$confdir/auto.yaml"
+rec=$(grep '"event":"recovered"' "$dir/crash.jsonl") || al_fail "no recovered record after the restart: $(tail -n 3 "$dir/crash.jsonl")"
+al_assert_eq "$(printf '%s\n' "$rec" | wc -l)" 1 "one recovered record"
+al_assert_eq "$(al_json_get "$rec" unfinished)" "[\"$call\"]" "the recovered record names the unfinished call"
+api POST "/v1/sandboxes/$sbc/exec" -H 'Content-Type: application/json' -d '{"language":"shell","code":"true","fresh":true}'
+al_assert_eq "$CODE" 404 "an exec in the sandbox of the crashed server"
+al_assert_contains "$BODY" "sandbox $sbc was lost when the server restarted" "its 404"
+api POST /v1/sandboxes/sb-0123456789abcdef/exec -H 'Content-Type: application/json' -d '{"language":"shell","code":"true"}'
+al_assert_not_contains "$BODY" "restarted" "an id that never existed"
+# A clean stop and a third start: nothing new is unfinished, so no second record.
+kill -TERM "$SPID"
+wait "$SPID" || true
+start_server crash --config "$confdir/auto.yaml"
+al_assert_eq "$(grep -c '"event":"recovered"' "$dir/crash.jsonl")" 1 "recovered records after a clean restart"
+kill -TERM "$SPID"
+wait "$SPID" || true
+al_pass "after a crash: the unfinished call is named, the lost sandbox's 404 says so"
 al_pass "airlock serve over HTTP"

@@ -27,6 +27,7 @@
 #include "backend/backend.h"
 #include "cgroup/cgroup.h"
 #include "execmsg.h"
+#include "kit/oomadj.h"
 #include "kit/pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -143,9 +144,72 @@ static int spare_get(struct be_held *h, uint32_t flags, struct be_spare *s, stru
 	return r < 0 ? r : spare_recv(h, s);
 }
 
+/* How long a spare's exec init may take to fork its payload (it does so at once: hold.c). */
+#define SPARE_PAYLOAD_WAIT_MS 5000
+
+/* The spare's payload, the only child of its exec init (init): its host pid once it is listed,
+ * -ESRCH when the exec init is gone, -ETIMEDOUT. */
+static pid_t spare_payload_pid(const struct be_spare *s, pid_t init)
+{
+	char path[80], buf[32];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
+	for (long waited_us = 0, step = 20; waited_us < SPARE_PAYLOAD_WAIT_MS * 1000L; waited_us += step) {
+		cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		long pid = n > 0 ? (buf[n] = 0, strtol(buf, NULL, 10)) : 0;
+		if (pid > 0)
+			return (pid_t)pid;
+		struct pollfd pf = {.fd = s->pidfd, .events = POLLIN};
+		if (n < 0 || poll(&pf, 1, 0) != 0)
+			return -ESRCH;
+		step = step < 1000 ? step * 2 : 1000;
+		nanosleep(&(struct timespec){.tv_nsec = step * 1000}, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+/* Set once a payload's oom_score_adj could not be raised and nothing required it (we lack
+ * CAP_DAC_OVERRIDE over its /proc files: an ordinary user): not tried again. */
+static bool payload_adj_refused;
+
+/*
+ * Makes a spare's payload the OOM killer's first choice (oom_score_adj 1000) before the sandbox's
+ * init and the exec init, which keep the server's value (or -1000: native.c, protect_keeper). 150
+ * payloads of 700 KiB each left init the biggest task of a 64 MiB sandbox and the OOM killer took it,
+ * and the sandbox with it. At 1000 a payload's score is its size plus the whole limit, above any
+ * size init can have: while any process of the sandbox's code lives, neither init is chosen. Every
+ * process the payload starts inherits the value, and none can lower it: the value may only go down
+ * to a floor that only a writer with CAP_SYS_RESOURCE moves (we never move it down), and the
+ * sandbox's /proc is read-only besides. Safe to write now: the payload runs nothing of the request
+ * before it is sent, after this; being in vfork, only it changes (the kernel leaves a vfork parent's
+ * value alone), and until its execve the OOM killer skips it. An ordinary user cannot write it (the
+ * file of a non-dumpable process is root's): the payload keeps the server's value, as before
+ * (docs/threat-model.md). A payload that would keep -1000 is never run.
+ */
+static int spare_oom_adj(const struct be_spare *s, pid_t init, struct al_error *err)
+{
+	int theirs, r;
+	if ((r = oom_adj_read(init, &theirs)) < 0)
+		return al_err_sys(err, -r, "setup: reading the spare's oom_score_adj");
+	bool required = theirs == OOM_ADJ_MIN;
+	if (__atomic_load_n(&payload_adj_refused, __ATOMIC_RELAXED) && !required)
+		return 0;
+	pid_t pid = spare_payload_pid(s, init);
+	if (pid < 0)
+		return al_err_sys(err, -pid, "setup: the spare's payload");
+	if ((r = oom_adj_write(pid, OOM_ADJ_MAX)) == 0)
+		return 0;
+	if (!required && (r == -EACCES || r == -EPERM)) {
+		__atomic_store_n(&payload_adj_refused, true, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return al_err_sys(err, -r, "setup: giving the spare's payload oom_score_adj %d", OOM_ADJ_MAX);
+}
+
 /*
  * Puts a spare into the exec's own cgroup (a child of the sandbox's), so the verdict accounts for
- * this exec alone. Safe: it stays beneath the sandbox's cgroup and under its limits, and the
+ * this exec alone, once its payload is the OOM killer's first choice (spare_oom_adj). Safe: it stays beneath
+ * the sandbox's cgroup and under its limits, and the
  * payload runs nothing until its request, sent only after this. On v1 the spare payload moves
  * itself in: it is sent the cgroup's files ahead of the request (NX_JOIN_MAGIC), and its exec init,
  * which only reaps, stays in the sandbox's cgroup; no move by pid, which after a quiet moment waits
@@ -156,20 +220,23 @@ static int spare_get(struct be_held *h, uint32_t flags, struct be_spare *s, stru
  */
 static int spare_into_cgroup(const struct be_spare *s, struct cg_job *cg, struct al_error *err)
 {
+	pid_t init = pfd_pid(s->pidfd);
+	if (init < 0)
+		return al_err_sys(err, -init, "the spare's exec init");
+	int r = spare_oom_adj(s, init, err);
+	if (r < 0)
+		return r;
 	if (cg_joins_self(cg)) {
 		int fds[CG_JOIN_MAX];
 		int n = cg_join_fds(cg, fds, err);
 		if (n < 0)
 			return n;
 		struct nx_join q = {.magic = NX_JOIN_MAGIC};
-		int r = nx_send(s->sock, (char *)&q, sizeof(q), fds, n);
+		r = nx_send(s->sock, (char *)&q, sizeof(q), fds, n);
 		for (int i = 0; i < n; i++)
 			close(fds[i]);
 		return r < 0 ? al_err_sys(err, -r, "cgroup: handing the exec's cgroup to its spare") : 0;
 	}
-	pid_t init = pfd_pid(s->pidfd);
-	if (init < 0)
-		return al_err_sys(err, -init, "the spare's exec init");
 	return cg_attach_family(cg, init, true, err);
 }
 
@@ -178,8 +245,10 @@ static int spare_into_cgroup(const struct be_spare *s, struct cg_job *cg, struct
 static int spare_cgroup(struct be_held *h, const struct be_spare *s, struct cg_job **out, struct al_error *err)
 {
 	*out = NULL;
-	if (!h->cg)
-		return 0;
+	if (!h->cg) { /* no cgroup to move it into: only its oom_score_adj */
+		pid_t init = pfd_pid(s->pidfd);
+		return init < 0 ? al_err_sys(err, -init, "the spare's exec init") : spare_oom_adj(s, init, err);
+	}
 	struct cg_job *cg = NULL;
 	int r = cg_create_child(h->cg, &cg, err);
 	if (r == 0 && (r = spare_into_cgroup(s, cg, err)) < 0)

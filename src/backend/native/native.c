@@ -43,6 +43,7 @@
 #include "cgroup/cgroup.h"
 #include "child.h"
 #include "native.h"
+#include "kit/oomadj.h"
 #include "kit/pidfd.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -142,6 +143,23 @@ const struct be_caps be_native_caps = {
 	.kernel_landlock = true,
 	.makes_cgroup = true, /* on v1 while init builds its root (be_native_spawn) */
 };
+
+/*
+ * A held sandbox's init (its keeper: hold.c) is never the OOM killer's choice where we hold
+ * CAP_SYS_RESOURCE: -1000, written by us before init runs anything of its own, so that it is init's
+ * floor too (the kernel moves oom_score_adj_min only for such a writer), and every exec init it forks
+ * inherits both. Safe: both run only our code in a few fixed pages, and nothing of the sandbox can
+ * change either value (its /proc and every exec's are read-only; it holds no capability outside its
+ * user namespace). A payload never keeps it (it would be unkillable at the host's limit too): each
+ * spare payload is raised to 1000 by us before its request goes out, or never runs (attach.c,
+ * spare_oom_adj), which alone already makes the sandbox's code the first choice. Without the
+ * capability (an ordinary user; root in a container that dropped it) the write is refused and init
+ * keeps the server's value.
+ */
+static void protect_keeper(pid_t pid)
+{
+	(void)oom_adj_write(pid, OOM_ADJ_MIN);
+}
 
 static int clone_error(struct al_error *err, int e)
 {
@@ -252,6 +270,8 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	 * to our cgroup. A cgroup that cannot be made or joined is refused as before it was started:
 	 * init is killed and reaped, and the supervisor removes what was made (cg_destroy). On v2
 	 * the child was born in the job's cgroup (CLONE_INTO_CGROUP) and "c" carries nothing. */
+	if (io->hold)
+		protect_keeper(pid);
 	if (send(sync_p[1], "g", 1, MSG_NOSIGNAL) != 1) {
 		r = al_err_sys(err, errno, "setup: releasing the sandbox");
 		abort_child(pid, pidfd);
