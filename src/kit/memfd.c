@@ -8,24 +8,11 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/fsutil.h"
 
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008U
 #endif
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 int mfd_sealed(const char *name, const char *data, size_t len)
 {
@@ -36,7 +23,7 @@ int mfd_sealed(const char *name, const char *data, size_t len)
 		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	int r = write_all(fd, data, len);
+	int r = al_write_all(fd, data, len);
 	if (r < 0)
 		return r;
 	/* Safe: F_SEAL_WRITE refuses every write (and every shared writable mapping) from now on,

@@ -493,13 +493,20 @@ static void cell_loop(struct ctx *c, const struct ctx_cell_req *req, uint64_t de
  * change what they run), so the kernel is then restarted; the cell's result and its stderr say so. */
 static void left_running(struct ctx *c, const struct ctx_cell_req *req, struct cell_run *cr)
 {
-	struct al_job_census now;
-	if (!c->have_idle || al_job_census(c->job, &now) < 0)
-		return;
-	unsigned procs = now.processes > c->idle.processes ? now.processes - c->idle.processes : 0;
-	unsigned threads = now.threads > c->idle.threads + procs ? now.threads - c->idle.threads - procs : 0;
-	if (!procs && !threads)
-		return;
+	unsigned procs = 0, threads = 0;
+	/* A thread the kernel joined is gone for it before the kernel has reaped it (its exit still
+	 * runs), and so is a killed process not yet reaped: what is more than idle is looked at again
+	 * for up to about a quarter of a second, and only what stays counts. */
+	for (unsigned wait_us = 1000; wait_us <= 128000; wait_us *= 2) {
+		struct al_job_census now;
+		if (!c->have_idle || al_job_census(c->job, &now) < 0)
+			return;
+		procs = now.processes > c->idle.processes ? now.processes - c->idle.processes : 0;
+		threads = now.threads > c->idle.threads + procs ? now.threads - c->idle.threads - procs : 0;
+		if (!procs && !threads)
+			return;
+		usleep(wait_us);
+	}
 	snprintf(cr->leftover, sizeof(cr->leftover),
 		 "the cell left %u thread%s and %u process%s running at its end: the %s kernel was restarted and "
 		 "its state is gone",
