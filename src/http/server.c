@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -224,22 +225,35 @@ static bool unix_socket(int fd)
 	return fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) == 0 && domain == AF_UNIX;
 }
 
+/* Whether the kernel holds bytes of a request on fd that nobody has read yet. */
+static bool request_pending(int fd)
+{
+	int n = 0;
+	return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 /* Makes room for one more unauthenticated connection: ends the oldest beyond the cap that is
  * waiting for its request (one being answered is left alone; its answer ends it or it authenticates).
- * Under conns_mu. Shutting it down is safe for the reason above. */
+ * One whose request has arrived, not yet read (a token holder's, on a loaded server), goes last:
+ * the oldest idle one goes first. Under conns_mu. Shutting it down is safe for the reason above. */
 static void evict_unauthed(struct hx_server *s)
 {
 	unsigned cap = s->o.max_connections / 8 > UNAUTH_MIN ? s->o.max_connections / 8 : UNAUTH_MIN;
 	unsigned n = 0;
-	struct conn_owner *oldest = NULL;
+	struct conn_owner *oldest = NULL, *oldest_idle = NULL;
 	for (struct conn_owner *o = s->conn_list; o; o = o->next) /* newest first */
 		if (!o->authed && !o->cut) {
 			n++;
-			if (o->receiving_ms && o->fd >= 0)
+			if (o->receiving_ms && o->fd >= 0) {
 				oldest = o;
+				if (!request_pending(o->fd))
+					oldest_idle = o;
+			}
 		}
 	if (n < cap || !oldest)
 		return;
+	if (oldest_idle)
+		oldest = oldest_idle;
 	(void)shutdown(oldest->fd, SHUT_RDWR);
 	oldest->cut = true;
 	s->unauth_evicted++;
