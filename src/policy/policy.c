@@ -145,8 +145,14 @@ int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value
 		if (value == AL_UNLIMITED || value < 16 || value > (1 << 20))
 			return al_err(err, ERANGE, "--%s must be between 16 and 1048576", name);
 		break;
-	case AL_LIMIT_FSIZE:
 	case AL_LIMIT_AS:
+		/* Below this even the dynamic loader cannot map libc: the job would die of SIGSEGV (or
+		 * "failed to map segment") looking like its own fault. 16M runs sh and python3. */
+		if (value < AL_MIN_ADDRESS_SPACE)
+			return al_err(err, ERANGE, "--%s must be at least 16M (a smaller one cannot load a program)",
+				      name);
+		break;
+	case AL_LIMIT_FSIZE:
 	case AL_LIMIT_NPROC:
 		if (value == 0)
 			return al_err(err, EINVAL, "--%s must be positive", name);
