@@ -228,6 +228,17 @@ al_run image import "$work/hd" h-layout
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "digest mismatch" "a layout with a tampered blob"
 al_assert_eq "$(setup_state)" "$before" "the store is as it was"
+# A layer descriptor's "size" that no blob can have (-1 was taken as "no size given"): refused,
+# naming the field.
+for v in size-negative size-absurd; do
+	rm -f "$work/h.tar"
+	mk oci-archive "$work/h.tar" "$v"
+	chmod a+r "$work/h.tar"
+	al_run image import "$work/h.tar" "h-$v"
+	al_assert_rc 125
+	al_assert_contains "$AL_ERR" '"size" must be a byte count' "$v: a refusal naming the field"
+	al_assert_eq "$(setup_state)" "$before" "$v: the store is as it was"
+done
 for w in dotdot absolute symlink; do
 	[ ! -e "/tmp/airlock-escape-$w" ] || al_fail "an escape wrote /tmp/airlock-escape-$w"
 done
