@@ -139,7 +139,9 @@ def oci(variant):
     layers = [(l1gz, "application/vnd.oci.image.layer.v1.tar+gzip"), (l2, "application/vnd.oci.image.layer.v1.tar")]
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"], "Entrypoint": ["echo"], "Cmd": ["image-cmd"],
+        # PATH and HOME: airlock's own win over them; MARKER is one only the image sets
+        "config": {"Env": ["PATH=/usr/bin:/bin", "HOME=/image-home", "IMAGE_GREETING=hello", "MARKER=from-image"],
+                   "Entrypoint": ["echo"], "Cmd": ["image-cmd"],
                    # other-user: a uid the posture does not grant, and a WorkingDir the image lacks
                    "WorkingDir": "/nonexistent" if variant == "other-user" else "/opt/app",
                    "User": {"other-user": "70000:70000", "owners": "1001:1001",
