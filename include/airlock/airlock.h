@@ -31,7 +31,8 @@ struct al_error {
 struct al_policy; /* opaque: what the job may see and use */
 
 /* Limits. A value of AL_UNLIMITED lifts the limit (where the policy allows). */
-#define AL_UNLIMITED UINT64_MAX
+#define AL_UNLIMITED	     UINT64_MAX
+#define AL_MIN_ADDRESS_SPACE (16ULL << 20) /* the smallest RLIMIT_AS that still loads a program */
 enum al_limit {
 	AL_LIMIT_WALL_MS, /* wall clock, milliseconds (default 30 s) */
 	AL_LIMIT_CPU_MS,  /* RLIMIT_CPU, milliseconds rounded up to seconds (default unlimited) */
@@ -39,7 +40,7 @@ enum al_limit {
 	AL_LIMIT_DISK,	  /* bytes: size of the /workspace and /tmp tmpfs (default 1 GiB) */
 	AL_LIMIT_NOFILE,  /* RLIMIT_NOFILE (default 1024) */
 	AL_LIMIT_FSIZE,	  /* RLIMIT_FSIZE bytes (default 1 GiB) */
-	AL_LIMIT_AS,	  /* RLIMIT_AS bytes (default unlimited) */
+	AL_LIMIT_AS,	  /* RLIMIT_AS bytes (default unlimited; at least AL_MIN_ADDRESS_SPACE) */
 	AL_LIMIT_NPROC,	  /* RLIMIT_NPROC (default unlimited; cgroups do this properly) */
 	AL_LIMIT_MEMORY,  /* cgroup memory limit, bytes, swap disabled (default 512 MiB) */
 	AL_LIMIT_PIDS,	  /* cgroup pids limit (default 1024) */

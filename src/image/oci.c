@@ -19,6 +19,7 @@
 /* Manifests, indexes and configs are small; a bigger one is not an image we read. */
 #define OCI_JSON_MAX   (4u << 20)
 #define OCI_MAX_LAYERS 256
+#define OCI_BLOB_MAX   (1LL << 40) /* a descriptor's size beyond this is absurd for a root filesystem */
 
 int oci_open_beneath(int dirfd, const char *rel, int flags)
 {
@@ -72,11 +73,20 @@ int oci_sha256_fd(int fd, char out[IMG_DIGEST_LEN], uint64_t *size)
 	return r;
 }
 
-/* Opens blobs/sha256/<hex> and checks its digest and (when given, >= 0) its size. */
-static int open_blob(int srcfd, const char *digest, json_int_t want_size, struct al_error *err)
+/* Opens the blob a descriptor names (blobs/sha256/<hex>) and checks its digest and, when the
+ * descriptor gives one, its size. A size that is not a byte count (negative, absurd, not an
+ * integer) is refused before the blob is read: a "size": -1 was taken as "no size", so the blob's
+ * length went unchecked. */
+static int open_blob(int srcfd, json_t *desc, struct al_error *err)
 {
+	const char *digest = json_string_value(json_object_get(desc, "digest"));
 	if (!digest || !img_digest_valid(digest))
 		return al_err(err, EINVAL, "a descriptor's digest '%s' is not sha256:<64 hex>", digest ? digest : "");
+	json_t *js = json_object_get(desc, "size");
+	if (js && (!json_is_integer(js) || json_integer_value(js) < 0 || json_integer_value(js) > OCI_BLOB_MAX))
+		return al_err(err, EINVAL,
+			      "the descriptor of %s: \"size\" must be a byte count from 0 to %lld: refused", digest,
+			      (long long)OCI_BLOB_MAX);
 	char rel[128], got[IMG_DIGEST_LEN];
 	snprintf(rel, sizeof(rel), "blobs/sha256/%s", digest + 7);
 	cleanup_close int fd = oci_open_beneath(srcfd, rel, O_RDONLY);
@@ -89,9 +99,9 @@ static int open_blob(int srcfd, const char *digest, json_int_t want_size, struct
 	if (strcmp(got, digest) != 0)
 		return al_err(err, EBADMSG, "blob %s: digest mismatch (its content hashes to %s): refused", digest,
 			      got);
-	if (want_size >= 0 && (uint64_t)want_size != size)
+	if (js && (uint64_t)json_integer_value(js) != size)
 		return al_err(err, EBADMSG, "blob %s: %llu bytes where its descriptor says %lld: refused", digest,
-			      (unsigned long long)size, (long long)want_size);
+			      (unsigned long long)size, (long long)json_integer_value(js));
 	return steal_fd(fd);
 }
 
@@ -124,12 +134,6 @@ static int load_json(int fd, json_t **out, char **text_out, const char *what, st
 	if (text_out)
 		*text_out = steal_ptr(text);
 	return 0;
-}
-
-static json_int_t desc_size(json_t *desc)
-{
-	json_t *s = json_object_get(desc, "size");
-	return json_is_integer(s) ? json_integer_value(s) : -2;
 }
 
 /* An index's entry: the only one, else the first for linux/amd64 (the machine we run on). */
@@ -174,7 +178,7 @@ static int add_layer(struct oci_plan *plan, int fd, struct al_error *err)
 static int load_manifest(int srcfd, json_t *desc, struct oci_plan *plan, struct al_error *err)
 {
 	const char *digest = json_string_value(json_object_get(desc, "digest"));
-	cleanup_close int mfd = open_blob(srcfd, digest, desc_size(desc), err);
+	cleanup_close int mfd = open_blob(srcfd, desc, err);
 	if (mfd < 0)
 		return mfd;
 	json_auto_t *m = NULL;
@@ -185,8 +189,7 @@ static int load_manifest(int srcfd, json_t *desc, struct oci_plan *plan, struct 
 	json_t *cfg = json_object_get(m, "config"), *layers = json_object_get(m, "layers"), *l;
 	if (!json_is_object(cfg) || !json_is_array(layers))
 		return al_err(err, EBADMSG, "the manifest %s has no config or layers", digest);
-	cleanup_close int cfd =
-		open_blob(srcfd, json_string_value(json_object_get(cfg, "digest")), desc_size(cfg), err);
+	cleanup_close int cfd = open_blob(srcfd, cfg, err);
 	if (cfd < 0)
 		return cfd;
 	json_auto_t *cj = NULL;
@@ -195,7 +198,7 @@ static int load_manifest(int srcfd, json_t *desc, struct oci_plan *plan, struct 
 	json_array_foreach(layers, i, l) {
 		if (r < 0)
 			break;
-		int fd = open_blob(srcfd, json_string_value(json_object_get(l, "digest")), desc_size(l), err);
+		int fd = open_blob(srcfd, l, err);
 		r = fd < 0 ? fd : add_layer(plan, fd, err);
 	}
 	return r;
@@ -211,8 +214,7 @@ static int load_oci(int srcfd, int ifd, struct oci_plan *plan, struct al_error *
 	json_auto_t *inner = NULL;
 	if (desc && is_index_type(json_string_value(json_object_get(desc, "mediaType")))) {
 		/* A nested index (multi-platform image): one level, then a manifest. */
-		const char *digest = json_string_value(json_object_get(desc, "digest"));
-		cleanup_close int nfd = open_blob(srcfd, digest, desc_size(desc), err);
+		cleanup_close int nfd = open_blob(srcfd, desc, err);
 		r = nfd < 0 ? nfd : load_json(nfd, &inner, NULL, "the nested index", err);
 		if (r < 0)
 			return r;

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -134,34 +136,90 @@ static int open_parent(int ws, char *rel, uid_t uid, gid_t gid, const char **lea
 	return dir;
 }
 
-/* The leaf, for writing: a new regular file (0644 whatever the umask), or an existing regular
- * file, truncated. Never blocks and never follows: O_NONBLOCK makes a FIFO without a reader fail
- * with ENXIO (and one with a reader open at once), O_NOFOLLOW refuses a symlink, and anything that
- * is not a regular file is refused after fstat, before a byte is written or it is truncated. */
-static int open_leaf(int dir, const char *leaf, uid_t uid, gid_t gid, const char *shown, struct al_error *err)
+static int not_regular(struct al_error *err, const char *shown)
 {
-	const int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
-	int fd = beneath(dir, leaf, flags | O_CREAT | O_EXCL, 0644);
-	bool made = fd >= 0;
-	if (fd == -EEXIST)
-		fd = beneath(dir, leaf, flags, 0);
+	return al_err(err, EINVAL, "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)",
+		      shown);
+}
+
+/* What is already at the leaf, checked with the rules a write has always had, and never changed:
+ * *mode is its mode (kept by its replacement), or 0644 when there is none. It is opened for writing
+ * (not truncated) so that the kernel applies them: O_NONBLOCK makes a FIFO without a reader fail with
+ * ENXIO (and one with a reader open at once), O_NOFOLLOW refuses a symlink, a file the sandbox user
+ * may not write is EACCES, and anything that is not a regular file is refused after fstat. */
+static int check_leaf(int dir, const char *leaf, mode_t *mode, const char *shown, struct al_error *err)
+{
+	*mode = 0644;
+	cleanup_close int fd = beneath(dir, leaf, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd == -ENOENT)
+		return 0;
 	if (fd == -ENXIO || fd == -ELOOP || fd == -EISDIR || fd == -EOPNOTSUPP || fd == -ENODEV)
-		return al_err(err, EINVAL,
-			      "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)",
-			      shown);
+		return not_regular(err, shown);
 	if (fd < 0)
 		return path_error(err, -fd, shown);
-	cleanup_close int owned = fd;
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return al_err(err, EINVAL,
-			      "not a regular file: %s (a FIFO, socket, device, directory or symlink is refused)",
-			      shown);
-	if (made && (fchmod(fd, 0644) < 0 || fchown(fd, uid, gid) < 0))
-		return al_err_sys(err, errno, "giving %s to the sandbox user", shown);
-	if (!made && ftruncate(fd, 0) < 0)
-		return al_err_sys(err, errno, "truncating %s", shown);
-	return steal_fd(owned);
+		return not_regular(err, shown);
+	*mode = st.st_mode & 0777; /* never a set-id bit the sandbox set */
+	return 0;
+}
+
+/* A new temporary file beside the leaf, named in *name: unpredictable (the sandbox cannot plant
+ * something there in advance), made with O_CREAT | O_EXCL | O_NOFOLLOW beneath dir, so it is always a
+ * new regular file of ours, whatever the sandbox put in the directory; given to the sandbox user. */
+static int open_temp(int dir, char name[static 40], uid_t uid, gid_t gid, const char *shown, struct al_error *err)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		uint8_t rnd[8];
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			return al_err_sys(err, errno, "getrandom");
+		int n = snprintf(name, 40, ".airlock-write-");
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			n += snprintf(name + n, 40 - (size_t)n, "%02x", rnd[i]);
+		int fd = beneath(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
+		if (fd == -EEXIST)
+			continue;
+		if (fd < 0)
+			return fd == -ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
+					     : path_error(err, -fd, shown);
+		if (fchown(fd, uid, gid) < 0) {
+			int e = errno;
+			close(fd);
+			unlinkat(dir, name, 0);
+			return al_err_sys(err, e, "giving %s to the sandbox user", shown);
+		}
+		return fd;
+	}
+	return al_err(err, EEXIST, "no free temporary name beside %s", shown);
+}
+
+static int write_all(int fd, const char *p, size_t len, mode_t mode, const char *shown, struct al_error *err)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno == ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
+					       : al_err_sys(err, errno, "writing %s", shown);
+		p += w;
+		len -= (size_t)w;
+	}
+	if (fchmod(fd, mode) < 0)
+		return al_err_sys(err, errno, "setting the mode of %s", shown);
+	if (fsync(fd) < 0)
+		return errno == ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
+				       : al_err_sys(err, errno, "syncing %s", shown);
+	return 0;
+}
+
+/* The directory entry made durable too, where it can be: a directory the sandbox made unreadable
+ * cannot be opened to sync, and the file is complete and in place either way. */
+static void sync_dir(int dir)
+{
+	cleanup_close int fd = beneath(dir, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (fd >= 0)
+		(void)fsync(fd);
 }
 
 /* The checked path's parent directory, made as needed (open_parent); *rel (free it) holds *leaf. */
@@ -179,6 +237,10 @@ static int checked_parent(int ws, const char *path, uid_t uid, gid_t gid, char *
 	return open_parent(ws, *rel, uid, gid, leaf, path, err);
 }
 
+/* All or nothing: the bytes go to a temporary file beside the leaf, synced, then renamed over it, so
+ * a write refused half way (the --disk limit, EIO) leaves the old file as it was, or no file, and no
+ * partial file filling the workspace. renameat never follows a link: a symlink or FIFO the sandbox
+ * swaps in at the leaf after check_leaf is replaced, not written through; a directory is refused. */
 int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, gid_t gid, struct al_error *err)
 {
 	if (len > WS_MAX_FILE)
@@ -188,19 +250,24 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	cleanup_close int dir = checked_parent(ws, path, uid, gid, &rel, &leaf, err);
 	if (dir < 0)
 		return dir;
-	cleanup_close int fd = open_leaf(dir, leaf, uid, gid, path, err);
+	mode_t mode;
+	int r = check_leaf(dir, leaf, &mode, path, err);
+	if (r < 0)
+		return r;
+	char tmp[40];
+	cleanup_close int fd = open_temp(dir, tmp, uid, gid, path, err);
 	if (fd < 0)
 		return fd;
-	for (const char *p = data; len > 0;) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return errno == ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
-					       : al_err_sys(err, errno, "writing %s", path);
-		p += w;
-		len -= (size_t)w;
+	r = write_all(fd, data, len, mode, path, err);
+	if (r == 0 && renameat(dir, tmp, dir, leaf) < 0)
+		r = errno == EISDIR || errno == ENOTDIR || errno == EEXIST || errno == ENOTEMPTY
+			    ? not_regular(err, path)
+			    : al_err_sys(err, errno, "replacing %s", path);
+	if (r < 0) {
+		(void)unlinkat(dir, tmp, 0); /* the entry, never what it may point to */
+		return r;
 	}
+	sync_dir(dir);
 	return 0;
 }
 
@@ -214,6 +281,9 @@ int ws_open(int ws, const char *path, int *fd_out, size_t *size, struct al_error
 	cleanup_close int fd = beneath(ws, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd == -ELOOP)
 		return al_err(err, EINVAL, "not a regular file: %s (a symlink)", path);
+	/* A socket (and a device without a driver) cannot be opened at all: ENXIO, not a server fault. */
+	if (fd == -ENXIO || fd == -ENODEV || fd == -EOPNOTSUPP)
+		return al_err(err, EINVAL, "not a regular file: %s (a socket or device)", path);
 	if (fd < 0)
 		return path_error(err, -fd, path);
 	struct stat st;

@@ -11,11 +11,13 @@
  *   2. resolves and connects to the upstream the operator named (never one the client names),
  *      and completes a TLS handshake that verifies the certificate chain (system store, or
  *      only the broker's ca= file) and the host name or IP (SNI for names);
- *   3. sends its own request line and Host, the secret header, the client's headers minus any
- *      of the secret header's name (the client can neither replace nor duplicate it), then the
- *      body (exactly Content-Length bytes);
- *   4. relays the response until the upstream closes, holding back enough bytes to see the
- *      secret whole: a response that reflects the raw secret is cut before it reaches the job.
+ *   3. sends its own request line and Host, the secret header, "Accept-Encoding: identity", the
+ *      client's headers minus any of the secret header's name (the client can neither replace nor
+ *      duplicate it) and its Accept-Encoding, then the body (exactly Content-Length bytes);
+ *   4. relays the response until the upstream closes: its head whole and first, refused (502) if it
+ *      names a content coding (a gzipped echo would carry the secret past the scan), then the body,
+ *      holding back enough bytes to see the secret whole: a response that reflects the raw secret
+ *      is cut before it reaches the job.
  * Every wait is a poll bounded by the idle timeout, which also watches the client socket so a
  * proxy shutdown (which shuts the client down) ends the wait. Errors before the first
  * response byte are answered with px_reply (404, 400 or 502), never with the secret.
@@ -620,16 +622,20 @@ static bool hdr_name_is(const char *line, size_t len, const char *name)
 	return len > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0;
 }
 
+/* Asked of every upstream in place of the client's Accept-Encoding: the response scan reads the
+ * body as it comes, and a compressed echo of the request would carry the secret past it. */
+#define IDENTITY_LINE "Accept-Encoding: identity\r\n"
+
 /*
- * "METHOD BASE+tail HTTP/1.1", Host, the secret line, then the client's header lines without
- * any named like the secret header (a client copy could replace ours at a server that takes
- * the last one, or make the header a list). req->head ends with Connection: close and the empty
+ * "METHOD BASE+tail HTTP/1.1", Host, the secret line, Accept-Encoding: identity, then the client's
+ * header lines without any named like the secret header (a client copy could replace ours at a
+ * server that takes the last one, or make the header a list) or Accept-Encoding. req->head ends with Connection: close and the empty
  * line. Returns a heap buffer the caller wipes (it holds the secret), or NULL.
  */
 static char *build_head(const struct broker *b, const struct pr_request *req, const char *tail, size_t *len)
 {
-	size_t cap =
-		strlen(req->method) + strlen(b->base) + strlen(tail) + AL_HOST_MAX + b->line_len + req->head_len + 64;
+	size_t cap = strlen(req->method) + strlen(b->base) + strlen(tail) + AL_HOST_MAX + b->line_len +
+		     sizeof(IDENTITY_LINE) + req->head_len + 64;
 	char *h = malloc(cap);
 	if (!h)
 		return NULL;
@@ -643,10 +649,11 @@ static char *build_head(const struct broker *b, const struct pr_request *req, co
 			 !b->base[0] && tail[0] != '/' ? "/" : "", tail, v6 ? "[" : "", b->host, v6 ? "]" : "", port);
 	size_t used = (size_t)n; /* cap covers every part: n < cap */
 	memcpy(h + used, b->line, b->line_len), used += b->line_len;
+	memcpy(h + used, IDENTITY_LINE, sizeof(IDENTITY_LINE) - 1), used += sizeof(IDENTITY_LINE) - 1;
 	for (const char *p = req->head, *end = req->head + req->head_len; p < end;) {
 		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
 		size_t ll = eol ? (size_t)(eol - p) + 2 : (size_t)(end - p);
-		if (!hdr_name_is(p, ll, b->header)) {
+		if (!hdr_name_is(p, ll, b->header) && !hdr_name_is(p, ll, "accept-encoding")) {
 			memcpy(h + used, p, ll);
 			used += ll;
 		}
@@ -926,18 +933,68 @@ static int to_client(struct conn *c, const char *p, size_t n)
 	return r;
 }
 
+/* Where the response head at h ends (just past its blank line), or 0 while it is incomplete. */
+static size_t head_end(const char *h, size_t n)
+{
+	const char *e = memmem(h, n, "\r\n\r\n", 4);
+	return e ? (size_t)(e - h) + 4 : 0;
+}
+
+/* Whether a complete head names a content coding other than identity (in any Content-Encoding line,
+ * any element of its list). Such a body is refused whole: the secret scan sees only raw bytes, and
+ * gzip or br of an echo hides the secret from it, whatever the request asked for. */
+static bool head_encoded(const char *h, size_t n)
+{
+	static const char name[] = "content-encoding";
+	for (const char *p = h, *end = h + n; p < end;) {
+		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+		size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
+		for (size_t i = hdr_name_is(p, ll, name) ? sizeof(name) : ll; i < ll;) {
+			while (i < ll && (p[i] == ' ' || p[i] == '\t' || p[i] == ','))
+				i++;
+			size_t t = i;
+			while (t < ll && p[t] != ' ' && p[t] != '\t' && p[t] != ',')
+				t++;
+			if (t > i && !(t - i == 8 && strncasecmp(p + i, "identity", 8) == 0))
+				return true;
+			i = t;
+		}
+		p += ll + 2;
+	}
+	return false;
+}
+
+/* Checks the heads complete in buf[*hs, total): an interim 1xx head is passed over (its final head
+ * follows), a final one ends the head phase. -EPROTO for an encoded body, -E2BIG for a head that does
+ * not fit the buffer (cap bytes). */
+static int check_heads(const char *buf, size_t total, size_t cap, size_t *hs, bool *in_head)
+{
+	size_t e;
+	while (*in_head && (e = head_end(buf + *hs, total - *hs)) > 0) {
+		if (head_encoded(buf + *hs, e))
+			return -EPROTO;
+		if (e > 9 && buf[*hs + 9] == '1')
+			*hs += e;
+		else
+			*in_head = false;
+	}
+	return *in_head && total == cap ? -E2BIG : 0;
+}
+
 /*
- * Upstream to client until the upstream ends. The last secret_len - 1 bytes are held back
- * until more arrive, so the scan always sees the secret whole before any of it is passed on:
- * an upstream that reflects request headers (an echo or debug endpoint) is cut off instead
- * of handing the job the secret. An encoded reflection (base64, JSON escapes) is not caught.
+ * Upstream to client until the upstream ends. The response head is held whole and checked first
+ * (check_heads). Then the last secret_len - 1 bytes are held back until more arrive, so the scan
+ * always sees the secret whole before any of it is passed on: an upstream that reflects request
+ * headers (an echo or debug endpoint) is cut off instead of handing the job the secret. An encoded
+ * reflection (base64, JSON escapes) is not caught; a compressed one is refused (head_encoded).
  */
 static int relay_response(struct conn *c, char *buf)
 {
 	const char *secret = c->b->line + c->b->secret_off;
-	size_t sl = c->b->secret_len, keep = sl - 1, held = 0;
+	size_t sl = c->b->secret_len, keep = sl - 1, held = 0, cap = RELAY_CHUNK + sl, hs = 0;
+	bool in_head = true;
 	for (;;) {
-		int n = tls_read(c, buf + held, RELAY_CHUNK);
+		int n = tls_read(c, buf + held, in_head ? cap - held : RELAY_CHUNK);
 		if (n == -ETIMEDOUT && c->rec->decision == PXD_ALLOWED)
 			c->rec->reason = "upstream idle timeout";
 		else if (n < 0)
@@ -949,9 +1006,11 @@ static int relay_response(struct conn *c, char *buf)
 		size_t total = held + (size_t)n;
 		if (memmem(buf, total, secret, sl))
 			return -EACCES;
-		size_t out = total > keep ? total - keep : 0;
-		int r = to_client(c, buf, out);
+		int r = in_head ? check_heads(buf, total, cap, &hs, &in_head) : 0;
 		if (r < 0)
+			return r;
+		size_t out = in_head ? 0 : total > keep ? total - keep : 0;
+		if ((r = to_client(c, buf, out)) < 0)
 			return r;
 		memmove(buf, buf + out, total - out);
 		held = total - out;
@@ -976,6 +1035,11 @@ static const char *relay_reason(int r)
 	switch (r) {
 	case -EACCES:
 		return "upstream response contained the secret; cut off";
+	case -EPROTO:
+		return "upstream response is content-encoded (gzip, br...): refused, the broker scans only "
+		       "identity bodies for the secret";
+	case -E2BIG:
+		return "upstream response head too large";
 	case -ETIMEDOUT:
 		return "upstream timed out";
 	case -EPIPE:
@@ -1005,7 +1069,7 @@ static void exchange(struct conn *c, const struct pr_request *req, const char *t
 	} else if ((r = relay_response(c, buf)) < 0) {
 		bool had = c->rec->decision == PXD_ALLOWED;
 		fail_reply(c, 502, relay_reason(r));
-		if (had && r != -EACCES)
+		if (had && r != -EACCES && r != -EPROTO && r != -E2BIG)
 			c->rec->decision = PXD_ALLOWED; /* the upstream did answer; the end was untidy */
 	} else if (c->rec->decision != PXD_ALLOWED) {
 		fail_reply(c, 502, "upstream closed without answering");

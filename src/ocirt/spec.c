@@ -170,6 +170,20 @@ static int want_u32(json_t *j, const char *what, uint32_t *out, struct al_error 
 	return 0;
 }
 
+/* A user or group id: 4294967295 is (uid_t)-1, which setresuid and setresgid read as "leave this
+ * one unchanged", so the process would go on as the container's root. Refused, never a no-op. */
+static int want_id(json_t *j, const char *what, uint32_t *out, struct al_error *err)
+{
+	int r = want_u32(j, what, out, err);
+	if (r == 0 && *out == UINT32_MAX)
+		return al_err(
+			err, EINVAL,
+			"config.json: %s 4294967295 is (uid_t)-1, which setresuid/setresgid take as \"unchanged\" "
+			"(the process would stay root): refused",
+			what);
+	return r;
+}
+
 static void free_strv(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
@@ -277,15 +291,15 @@ static int parse_user(json_t *u, struct ort_process *p, struct al_error *err)
 	if (!json_is_object(u))
 		return al_err(err, EINVAL, "config.json: process.user must be an object");
 	int r;
-	if ((r = want_u32(json_object_get(u, "uid"), "process.user.uid", &p->uid, err)) < 0 ||
-	    (r = want_u32(json_object_get(u, "gid"), "process.user.gid", &p->gid, err)) < 0)
+	if ((r = want_id(json_object_get(u, "uid"), "process.user.uid", &p->uid, err)) < 0 ||
+	    (r = want_id(json_object_get(u, "gid"), "process.user.gid", &p->gid, err)) < 0)
 		return r;
 	json_t *g = json_object_get(u, "additionalGids");
 	if (g && (!json_is_array(g) || json_array_size(g) > ORT_MAX_GIDS))
 		return al_err(err, EINVAL, "config.json: process.user.additionalGids: an array of at most %d",
 			      ORT_MAX_GIDS);
 	for (size_t i = 0; g && i < json_array_size(g); i++)
-		if ((r = want_u32(json_array_get(g, i), "additionalGids[]", &p->gids[p->ngids++], err)) < 0)
+		if ((r = want_id(json_array_get(g, i), "process.user.additionalGids[]", &p->gids[p->ngids++], err)) < 0)
 			return r;
 	if (json_object_get(u, "username"))
 		return al_err(err, ENOTSUP, "config.json: process.user.username is not supported (give uid and gid)");

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "image/image.h"
 #include "policy/policy.h"
@@ -12,22 +11,27 @@
 
 #define IMG_ENV_MAX 256
 
-/* The image's Env fills in what nothing else set. The proxy's variables are never taken from
- * an image: they belong to the network posture (which an image never changes). */
-static int add_defaults(struct al_policy *p, char *const *env, struct al_error *err)
+/* The image's Env is kept as the image has it and merged last, by pol_build_envp: it fills in
+ * only what nothing else set (--env, airlock's own PATH, HOME..., the proxy's). Each entry must be
+ * NAME=VALUE with a name --env would take: a bare NAME would otherwise read like --env's
+ * pass-through, and nothing from airlock's own environment reaches a payload through an image. */
+static int check_env(char *const *env, struct al_error *err)
 {
 	for (size_t i = 0; i < IMG_ENV_MAX && env[i]; i++) {
-		size_t n = strcspn(env[i], "=");
-		bool set = false;
-		for (size_t j = 0; j < p->nenv && !set; j++)
-			set = strncmp(p->env[j], env[i], n + 1) == 0;
-		if (set || (n >= 6 && strncasecmp(env[i] + n - 6, "_PROXY", 6) == 0))
-			continue;
-		int r = al_policy_add_env(p, env[i], err);
-		if (r < 0)
-			return r;
+		if (!strchr(env[i], '=') || !pol_env_name_ok(env[i], strcspn(env[i], "=")))
+			return al_err(err, EINVAL, "the image's Env entry '%.64s' is not NAME=VALUE", env[i]);
 	}
 	return 0;
+}
+
+char *const *pol_image_env(const struct al_policy *p, size_t *n)
+{
+	*n = 0;
+	if (!p->image)
+		return NULL;
+	while (*n < IMG_ENV_MAX && p->image->env[*n])
+		(*n)++;
+	return p->image->env;
 }
 
 /* Whether the image's User is the payload's: any uid but root within the sandbox's ids. Root in
@@ -66,7 +70,7 @@ int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *
 	r = r ?: img_open(&s, name, ref, err);
 	img_store_close(&s);
 	r = r ?: al_policy_set_rootfs(p, ref->rootfs, err); /* also drops an earlier image */
-	r = r ?: add_defaults(p, ref->env, err);
+	r = r ?: check_env(ref->env, err);
 	r = r ?: apply_user(p, ref, err);
 	if (r < 0) {
 		al_err_prefix(err, "--image %s", name);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "util/cleanup.h"
@@ -145,8 +146,14 @@ int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value
 		if (value == AL_UNLIMITED || value < 16 || value > (1 << 20))
 			return al_err(err, ERANGE, "--%s must be between 16 and 1048576", name);
 		break;
-	case AL_LIMIT_FSIZE:
 	case AL_LIMIT_AS:
+		/* Below this even the dynamic loader cannot map libc: the job would die of SIGSEGV (or
+		 * "failed to map segment") looking like its own fault. 16M runs sh and python3. */
+		if (value < AL_MIN_ADDRESS_SPACE)
+			return al_err(err, ERANGE, "--%s must be at least 16M (a smaller one cannot load a program)",
+				      name);
+		break;
+	case AL_LIMIT_FSIZE:
 	case AL_LIMIT_NPROC:
 		if (value == 0)
 			return al_err(err, EINVAL, "--%s must be positive", name);
@@ -176,7 +183,7 @@ uint64_t al_policy_get_limit(const struct al_policy *p, enum al_limit which)
 	return (unsigned)which < AL_LIMIT__COUNT ? p->limits[which] : 0;
 }
 
-static bool valid_env_name(const char *s, size_t len)
+bool pol_env_name_ok(const char *s, size_t len)
 {
 	if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
 		return false;
@@ -192,7 +199,7 @@ int al_policy_add_env(struct al_policy *p, const char *spec, struct al_error *er
 {
 	const char *eq = strchr(spec, '=');
 	size_t nlen = eq ? (size_t)(eq - spec) : strlen(spec);
-	if (!valid_env_name(spec, nlen))
+	if (!pol_env_name_ok(spec, nlen))
 		return al_err(err, EINVAL, "--env: invalid variable name in '%s'", spec);
 	cleanup_free char *entry = NULL;
 	if (eq) {
@@ -359,14 +366,41 @@ int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *e
 	return 0;
 }
 
+/* Whether one of v's first k entries sets the variable s names ("NAME=VALUE"). */
+static bool env_has(char *const *v, size_t k, const char *s)
+{
+	size_t nlen = strcspn(s, "=");
+	for (size_t j = 0; j < k; j++)
+		if (strncmp(v[j], s, nlen) == 0 && v[j][nlen] == '=')
+			return true;
+	return false;
+}
+
 /* Adds a copy of s unless the policy sets a variable of the same name (policy entries win). */
 static int env_put_base(char **v, size_t *k, const struct al_policy *p, const char *s)
 {
-	size_t nlen = (size_t)(strchr(s, '=') - s);
-	for (size_t j = 0; j < p->nenv; j++)
-		if (strncmp(p->env[j], s, nlen + 1) == 0)
-			return 0;
+	if (env_has(p->env, p->nenv, s))
+		return 0;
 	return (v[(*k)++] = strdup(s)) ? 0 : -ENOMEM;
+}
+
+/* Adds the image's entries that nothing in v set: the image fills in, never replaces, so an
+ * image's PATH or HOME does not undo airlock's (its PATH names the image's own directories; the
+ * README's contract is airlock's fixed base). The proxy's variables, in any case, are never an
+ * image's: they belong to the network posture, which an image never changes. Of two entries of
+ * one name the later wins, as with --env. */
+static int env_put_image(char **v, size_t *k, char *const *img, size_t n)
+{
+	size_t had = *k;
+	for (size_t i = 0; i < n; i++) {
+		size_t nlen = strcspn(img[i], "=");
+		bool proxy = nlen >= 6 && strncasecmp(img[i] + nlen - 6, "_PROXY", 6) == 0;
+		if (proxy || env_has(v, had, img[i]) || env_has(img + i + 1, n - i - 1, img[i]))
+			continue;
+		if (!(v[(*k)++] = strdup(img[i])))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 char **pol_build_envp(const struct al_policy *p)
@@ -379,9 +413,10 @@ char **pol_build_envp(const struct al_policy *p)
 		"LOGNAME=sandbox",
 		"TMPDIR=/tmp",
 	};
-	size_t nb = AL_ARRAY_SIZE(base), nnet = 0, k = 0;
+	size_t nb = AL_ARRAY_SIZE(base), nnet = 0, nimg = 0, k = 0;
+	char *const *img = pol_image_env(p, &nimg);
 	char **net = pol_net_env(p, &nnet);
-	char **v = net ? calloc(nb + nnet + p->nenv + 1, sizeof(*v)) : NULL;
+	char **v = net ? calloc(nb + nnet + p->nenv + nimg + 1, sizeof(*v)) : NULL;
 	bool ok = v != NULL;
 	for (size_t i = 0; ok && i < nb; i++)
 		ok = env_put_base(v, &k, p, base[i]) == 0;
@@ -389,6 +424,7 @@ char **pol_build_envp(const struct al_policy *p)
 		ok = env_put_base(v, &k, p, net[i]) == 0;
 	for (size_t j = 0; ok && j < p->nenv; j++)
 		ok = (v[k++] = strdup(p->env[j])) != NULL;
+	ok = ok && env_put_image(v, &k, img, nimg) == 0;
 	for (size_t i = 0; net && i < nnet; i++)
 		free(net[i]);
 	free(net);

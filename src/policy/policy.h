@@ -113,8 +113,15 @@ void pol_free_net(struct al_policy *p);
 uint64_t pol_default_limit(enum al_limit which);
 /* Checks that a path inside the sandbox is absolute and free of "." and ".." parts. Pure. */
 int pol_check_inside_path(const char *path, struct al_error *err);
-/* The environment the payload gets: fixed base plus the policy's entries (NULL-terminated, malloc'd). */
+/* The environment the payload gets (NULL-terminated, malloc'd): the policy's entries (--env), then
+ * airlock's fixed base and the proxy's variables where --env did not set them, then the image's
+ * Env where none of those did. */
 char **pol_build_envp(const struct al_policy *p);
+/* Whether s[0..len) is a variable name --env takes (letters, digits, '_'; no leading digit). Pure. */
+bool pol_env_name_ok(const char *s, size_t len);
+/* The image's Env as the image has it, "NAME=VALUE" (checked by al_policy_set_image), its first *n
+ * entries taken (bounded); NULL and 0 without an image. */
+char *const *pol_image_env(const struct al_policy *p, size_t *n);
 /* The posture's name ("none", "host", "allow"; "?" for no posture). */
 const char *pol_net_name(enum al_net_posture n);
 /* A posture chosen by its name alone ("none", its synonym "loopback", "host"): 0, or -EINVAL. */

@@ -5,7 +5,8 @@
 #   FORMAT  layout (a directory), oci-archive (a tar of the layout) or docker (docker save)
 #   VARIANT good (default) or one hostile case: dotdot, absolute, symlink-parent, hardlink-out,
 #           device, fifo, setuid (accepted, bits dropped), digest-mismatch, truncated, sparse10g,
-#           whiteout-dotdot, bigfile, wide (a Debian-shaped root, for bench/image.sh); other-user (a User past the
+#           whiteout-dotdot, size-negative and size-absurd (a layer descriptor's "size" -1 or 2^62,
+#           layouts only), bigfile, wide (a Debian-shaped root, for bench/image.sh); other-user (a User past the
 #           sandbox's ids and a WorkingDir the image lacks: not applied); owners (User "1001:1001" and files of
 #           several owners: /home/app 1001, /root 0, a 4755 file of uid 0, a file of uid 70000) and
 #           owners-named (the same, User "app2", uid 1001 in the image's /etc/passwd) and group-root
@@ -138,7 +139,9 @@ def oci(variant):
     layers = [(l1gz, "application/vnd.oci.image.layer.v1.tar+gzip"), (l2, "application/vnd.oci.image.layer.v1.tar")]
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/usr/bin:/bin", "IMAGE_GREETING=hello"], "Entrypoint": ["echo"], "Cmd": ["image-cmd"],
+        # PATH and HOME: airlock's own win over them; MARKER is one only the image sets
+        "config": {"Env": ["PATH=/usr/bin:/bin", "HOME=/image-home", "IMAGE_GREETING=hello", "MARKER=from-image"],
+                   "Entrypoint": ["echo"], "Cmd": ["image-cmd"],
                    # other-user: a uid the posture does not grant, and a WorkingDir the image lacks
                    "WorkingDir": "/nonexistent" if variant == "other-user" else "/opt/app",
                    "User": {"other-user": "70000:70000", "owners": "1001:1001",
@@ -149,7 +152,11 @@ def oci(variant):
         "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha(config), "size": len(config)},
         "layers": [{"mediaType": m, "digest": sha(b), "size": len(b)} for b, m in layers],
-    }).encode()
+    })
+    manifest = json.loads(manifest)
+    # size-negative, size-absurd: the first layer's descriptor gives a size no blob can have
+    manifest["layers"][0]["size"] = {"size-negative": -1, "size-absurd": 1 << 62}.get(variant, len(l1gz))
+    manifest = json.dumps(manifest).encode()
     index = json.dumps({"schemaVersion": 2, "manifests": [{
         "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sha(manifest), "size": len(manifest),
         "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}).encode()

@@ -16,15 +16,22 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca -keyout "$d
 	-out "$dir/other.pem" 2>/dev/null
 chmod 0644 "$dir"/*
 
-# The upstream: records each request's line and headers, answers "upstream saw <path>".
+# The upstream: records each request's line and headers, answers "upstream saw <path>"; /echo
+# (the last segment) answers with the request's headers, gzipped when the request accepts gzip;
+# /gz always gzips.
 al_bg "$AL_PY" -c '
-import http.server, os, ssl, sys, threading
+import gzip, http.server, os, ssl, sys, threading
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        seen = "".join("%s: %s\n" % kv for kv in self.headers.items())
         with open(sys.argv[2] + "/seen.log", "a") as f:
-            f.write(self.requestline + "\n" + "".join("%s: %s\n" % kv for kv in self.headers.items()) + "--\n")
-        body = ("upstream saw " + self.path + "\n").encode()
-        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+            f.write(self.requestline + "\n" + seen + "--\n")
+        leaf = self.path.rsplit("/", 1)[-1]
+        body = (seen if leaf == "echo" else "upstream saw " + self.path + "\n").encode()
+        self.send_response(200)
+        if leaf == "gz" or (leaf == "echo" and "gzip" in self.headers.get("Accept-Encoding", "")):
+            body = gzip.compress(body); self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body))); self.end_headers()
         self.wfile.write(body)
     do_POST = do_GET
     def log_message(self, *a): pass
@@ -70,6 +77,20 @@ al_run run --json --net loopback --broker "api=https://localhost:$PORT,header=X-
 al_assert_contains "$(j stdout.data)" "upstream saw /k" "file-sourced broker"
 al_assert_contains "$(cat "$dir/seen.log")" "X-Api-Key: $secret-file" "the file's secret as the header"
 al_pass "broker: secret from a file"
+
+# ---- compression: the job's Accept-Encoding never reaches the upstream (which gets identity, so
+# its echo stays raw and is cut), and an upstream that gzips anyway is refused with 502
+: >"$dir/seen.log"
+al_run run --json --net loopback --broker "$broker" -- sh -c '
+curl -sS --compressed -H "Accept-Encoding: gzip" "$AIRLOCK_BROKER_API_URL/echo"; echo
+curl -sS --compressed -w "gz=%{http_code}\n" "$AIRLOCK_BROKER_API_URL/gz"'
+al_assert_not_contains "$AL_OUT" "$secret" "a gzipped echo of the request, decoded by the job"
+al_assert_contains "$(j stdout.data)" "gz=502" "an upstream response in gzip"
+seen=$(cat "$dir/seen.log")
+al_assert_contains "$seen" "Accept-Encoding: identity" "the Accept-Encoding the upstream got"
+al_assert_not_contains "$seen" "gzip" "the job's Accept-Encoding upstream"
+al_assert_contains "$AL_OUT" "content-encoded" "the proxy record says why the gzip response was refused"
+al_pass "broker: no compressed response carries the secret past the scan"
 
 # ---- an upstream whose certificate does not verify: 502, and nothing reaches it
 : >"$dir/seen.log"

@@ -77,6 +77,9 @@ expect_error "$unknown:3:22: profiles.p.netwrok: unknown key"
 range=$(cfg range.yaml $'version: 1\nlimits: {open-files: 5}\n')
 al_run config check "$range"
 expect_error "$range:2:22: limits.open-files: must be between 16 and 1048576"
+tiny=$(cfg tiny.yaml $'version: 1\nlimits: {address-space: 1}\n')
+al_run config check "$tiny"
+expect_error "$tiny:2:25: limits.address-space: must be at least 16M"
 al_run config check "$base/missing.yaml"
 expect_error "missing.yaml: No such file"
 al_run run --config "$base/missing.yaml" -- /bin/true

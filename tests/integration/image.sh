@@ -48,6 +48,12 @@ al_pass "layers applied in order, whiteouts honoured, the tree read-only"
 sanitized=$(ldd "$AIRLOCK" 2>/dev/null | grep -c 'libasan' || true)
 # init_runs_in_image B: whether backend B's airlock-init can start inside an image with this build.
 init_runs_in_image() { [ "${sanitized:-0}" = 0 ] || [ "$1" = native ]; }
+# The image's Env fills in only what nothing else set: airlock's own PATH and HOME (what a run
+# without the image gets) win over the image's PATH=/usr/bin:/bin and HOME=/image-home.
+al_run run -- sh -c 'echo "$PATH"; echo "$HOME"'
+al_assert_rc 0
+ours=$AL_OUT
+al_assert_contains "$ours" "/workspace" "airlock's own HOME"
 for b in native bwrap oci gvisor; do
 	if ! init_runs_in_image "$b"; then
 		al_log "$b: not in a sanitizer build (its dynamically linked init cannot start inside the image)"
@@ -58,11 +64,13 @@ for b in native bwrap oci gvisor; do
 		al_assert_rc 125
 		continue
 	fi
-	al_run run --json --backend "$b" --image bb -- sh -c 'cat /usr/share/hello.txt; ls /usr/share/opq; echo "$IMAGE_GREETING"; test -e /usr/lib/python3 && echo host-usr; echo x >/usr/share/hello.txt 2>/dev/null && echo wrote; exit 0'
+	al_run run --json --backend "$b" --image bb -- sh -c 'cat /usr/share/hello.txt; ls /usr/share/opq; echo "$IMAGE_GREETING"; test -e /usr/lib/python3 && echo host-usr; echo x >/usr/share/hello.txt 2>/dev/null && echo wrote; echo "$PATH"; echo "$HOME"; echo "$MARKER"; exit 0'
 	al_assert_rc 0
 	al_assert_eq "$(j stdout.data)" "hello from the top layer
 new.txt
-hello" "$b: the image's tree and Env, not the host's /usr, and not writable"
+hello
+$ours
+from-image" "$b: the image's tree and Env (airlock's PATH and HOME win), not the host's /usr, and not writable"
 	al_assert_eq "$(j image.digest)" "$digest" "$b: the verdict names the image digest"
 	# The whole root: the image's /etc beside airlock's own files, its /opt and /srv, read-only;
 	# its WorkingDir is the working directory; its User "app" is uid 1000, the sandbox user.
@@ -76,6 +84,10 @@ srv
 1
 1000" "$b: the image's /etc, /opt and /srv read-only, its WorkingDir, airlock's own passwd"
 done
+# An explicit --env wins over the image's Env and airlock's own alike.
+al_run run --image bb --env HOME=/x --env MARKER=given -- sh -c 'echo "$HOME $MARKER"'
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "/x given" "--env wins over the image's HOME and MARKER"
 # Without a command, the image's Entrypoint and Cmd run.
 al_run run --image bb
 al_assert_rc 0
@@ -228,6 +240,17 @@ al_run image import "$work/hd" h-layout
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "digest mismatch" "a layout with a tampered blob"
 al_assert_eq "$(setup_state)" "$before" "the store is as it was"
+# A layer descriptor's "size" that no blob can have (-1 was taken as "no size given"): refused,
+# naming the field.
+for v in size-negative size-absurd; do
+	rm -f "$work/h.tar"
+	mk oci-archive "$work/h.tar" "$v"
+	chmod a+r "$work/h.tar"
+	al_run image import "$work/h.tar" "h-$v"
+	al_assert_rc 125
+	al_assert_contains "$AL_ERR" '"size" must be a byte count' "$v: a refusal naming the field"
+	al_assert_eq "$(setup_state)" "$before" "$v: the store is as it was"
+done
 for w in dotdot absolute symlink; do
 	[ ! -e "/tmp/airlock-escape-$w" ] || al_fail "an escape wrote /tmp/airlock-escape-$w"
 done

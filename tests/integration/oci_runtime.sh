@@ -314,6 +314,10 @@ refuse hostpid 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] 
 refuse badprof 'c["annotations"] = {"io.airlock.profile": "lenient"}' "unknown profile"
 refuse hooks 'c["hooks"] = {"prestart": [{"path": "/bin/true"}]}' "hooks"
 refuse noexe 'c["process"]["args"] = ["/no/such/program"]' "/no/such/program"
+# 4294967295 is (uid_t)-1: setresuid(-1) is a no-op, and the process ran as the container's root.
+refuse uidm1 'c["process"]["user"]["uid"] = 4294967295' "process.user.uid 4294967295"
+refuse gidm1 'c["process"]["user"]["gid"] = 4294967295' "process.user.gid 4294967295"
+refuse agidm1 'c["process"]["user"]["additionalGids"] = [4294967295]' "additionalGids[] 4294967295"
 refuse vout 'c["annotations"] = {"io.airlock.verdict": "/etc/passwd"}' "outside the verdict directory"
 ln -s /etc "$AIRLOCK_VERDICT_DIR/link"
 refuse vlink 'c["annotations"] = {"io.airlock.verdict": "link/passwd"}' "io.airlock.verdict"

@@ -270,4 +270,42 @@ al_assert_eq "$(grep -c '"event":"recovered"' "$dir/crash.jsonl")" 1 "recovered 
 kill -TERM "$SPID"
 wait "$SPID" || true
 al_pass "after a crash: the unfinished call is named, the lost sandbox's 404 says so"
+
+# A write refused at the disk limit (507) destroys nothing: the bytes went to a temporary name beside
+# the target and only a complete, synced file is renamed over it. In an 8 MiB workspace: a 5 MiB
+# file, then a 10 MiB write over it (507; the old file reads back byte-identical), then a 10 MiB
+# write of a new file (507; no file and no temporary left), then an exec still runs (a partial file
+# had filled the workspace, and every exec's code file answered 507).
+confdir=$(al_tmpdir 0755) # a config's directory may be writable by its owner only
+printf 'version: 1\napproval:\n  auto_approve_up_to: HIGH\n' >"$confdir/auto.yaml"
+chmod 0644 "$confdir/auto.yaml"
+start_server disk --config "$confdir/auto.yaml"
+api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"limits":{"disk_mb":8}}'
+al_assert_eq "$CODE" 201 "create a sandbox with an 8 MiB disk: $BODY"
+sb=$(printf '%s' "$BODY" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+head -c $((5 << 20)) /dev/urandom >"$dir/old.bin"
+head -c $((10 << 20)) /dev/urandom >"$dir/big.bin"
+api PUT "/v1/sandboxes/$sb/files/keep.bin" --data-binary "@$dir/old.bin"
+al_assert_eq "$CODE" 200 "PUT 5 MiB into an 8 MiB workspace: $BODY"
+api PUT "/v1/sandboxes/$sb/files/keep.bin" --data-binary "@$dir/big.bin"
+al_assert_eq "$CODE" 507 "PUT 10 MiB over it: $BODY"
+curl -s -o "$dir/back.bin" "http://127.0.0.1:$PORT/v1/sandboxes/$sb/files/keep.bin"
+cmp -s "$dir/old.bin" "$dir/back.bin" || al_fail "a refused write changed the old file ($(stat -c %s "$dir/back.bin") bytes now)"
+api DELETE "/v1/sandboxes/$sb"
+api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"limits":{"disk_mb":8}}'
+al_assert_eq "$CODE" 201 "create a second sandbox with an 8 MiB disk: $BODY"
+sb=$(printf '%s' "$BODY" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+api PUT "/v1/sandboxes/$sb/files/new.bin" --data-binary "@$dir/big.bin"
+al_assert_eq "$CODE" 507 "PUT 10 MiB as a new file into an 8 MiB workspace: $BODY"
+api GET "/v1/sandboxes/$sb/files?path="
+al_assert_eq "$CODE" 200 "list the workspace after the refused write"
+al_assert_not_contains "$BODY" '"new.bin"' "the refused new file"
+al_assert_not_contains "$BODY" 'airlock-write' "a temporary left by the refused write"
+api POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' \
+	-d '{"language":"shell","code":"echo exec-after-507; ls -A","fresh":true}'
+al_assert_contains "$BODY" 'exec-after-507' "an exec after a refused write: $BODY"
+al_assert_not_contains "$BODY" 'new.bin' "the refused new file, as the exec sees the workspace"
+kill -TERM "$SPID"
+wait "$SPID" || true
+rm -f "$dir"/*.bin
 al_pass "airlock serve over HTTP"

@@ -5,9 +5,9 @@
 # without --audit; then, judged from outside: the audit log and its directory were made with safe
 # modes; files written over HTTP and MCP are readable by the code and node starts; ps and
 # /proc/self work in a held exec and show only its processes; FIFOs and symlinks planted in
-# workspaces never block the server (8 sandboxes of them, destroy and SIGTERM still finish); 16
-# parallel reads of a 16 MiB file leave the server's peak RSS far below 16 x 16 MiB; bad URLs and
-# numbers get 400 and a refused path creates nothing; a streamed exec cut by SIGTERM ends with a
+# workspaces never block the server (8 sandboxes of them, destroy and SIGTERM still finish), and
+# a GET of a socket there is refused with 400; 16 parallel reads of a 16 MiB file leave the
+# server's peak RSS far below 16 x 16 MiB; bad URLs and numbers get 400 and a refused path creates nothing; a streamed exec cut by SIGTERM ends with a
 # line saying so; `airlock audit tail` refuses a FIFO at once.
 . "$(dirname "$0")/../lib.sh"
 
@@ -203,6 +203,13 @@ for i in $(seq 8); do
 	run "$s" "$plant"
 	al_assert_eq "$OUT" planted "plant FIFOs in sandbox $i"
 done
+# A socket the code bound in its workspace: a GET is refused with 400 naming it (opening one fails
+# with ENXIO, which was answered 500).
+run "${sbs[0]}" 'python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")" && [ -S sock ] && echo bound'
+al_assert_eq "$OUT" bound "bind a socket in the workspace"
+api GET "/v1/sandboxes/${sbs[0]}/files/sock"
+al_assert_eq "$CODE" 400 "GET of a socket: $BODY"
+al_assert_contains "$BODY" "not a regular file" "the refusal of a socket says why"
 t0=$(date +%s)
 bg=()
 for s in "${sbs[@]}"; do

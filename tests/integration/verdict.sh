@@ -186,6 +186,11 @@ except OSError as e:
     print("write=" + os.strerror(e.errno))'
 al_assert_eq "$(al_kv alloc)" MemoryError "512M allocation under --address-space 256M"
 al_assert_eq "$(al_kv write)" "File too large" "128K write under --file-size 64K"
+# ... and one too small to load a program is refused, naming the floor (--address-space 1 was
+# accepted, and the payload died of SIGSEGV).
+al_run run --address-space 1 -- /bin/true
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "--address-space must be at least 16M" "the refusal of --address-space 1"
 
 # ---- --result-file: the verdict goes to the file, the payload's output streams live
 rd=$(al_tmpdir 0755)

@@ -300,6 +300,7 @@ static void test_good_specs(void **state)
 enum srv_mode {
 	SRV_HELLO, /* answers "hello" */
 	SRV_ECHO,  /* answers with the request head it got, in 7-byte TLS records */
+	SRV_GZIP,  /* answers a 100 Continue, then a gzip-encoded body (whatever the request asked) */
 };
 
 struct server {
@@ -351,6 +352,13 @@ static void srv_answer(struct server *s, SSL *ssl)
 	if (s->mode == SRV_HELLO) {
 		static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
 		SSL_write(ssl, ok, sizeof(ok) - 1);
+		return;
+	}
+	if (s->mode == SRV_GZIP) {
+		static const char gz[] = "HTTP/1.1 100 Continue\r\n\r\n"
+					 "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nContent-Encoding: identity, GZip\r\n\r\n"
+					 "\x1f\x8bZIPD";
+		SSL_write(ssl, gz, sizeof(gz) - 1);
 		return;
 	}
 	char resp[9000];
@@ -604,6 +612,34 @@ static void test_serve_echo_cut(void **state)
 	al_broker_list_free(bl);
 }
 
+/* The client's Accept-Encoding never reaches the upstream, which is asked for identity; a response
+ * in another content coding (after an interim 100) is refused, and none of its bytes reach the
+ * client: a gzipped echo would carry the secret past the raw-secret scan. */
+static void test_serve_encoded(void **state)
+{
+	(void)state;
+	NEED_CERTS();
+	struct server srv;
+	struct result res;
+	struct al_broker_list *bl = serve_one(
+		&srv, "srv", SRV_GZIP,
+		"svc=https://localhost:{P},header=Authorization,scheme=Bearer,env=BROKER_TEST_SECRET,ca={D}/ca.pem",
+		"GET /svc/z HTTP/1.1\r\nAccept-Encoding: gzip, br\r\naccept-encoding: deflate\r\n\r\n", NULL, &res);
+	assert_int_equal(count_lines(srv.head, "Accept-Encoding"), 1);
+	assert_non_null(strstr(srv.head, "\r\nAccept-Encoding: identity\r\n"));
+	assert_null(strstr(srv.head, "gzip"));
+	assert_null(strstr(srv.head, "deflate"));
+	if (strncmp(res.got, "HTTP/1.1 502 ", 13) != 0)
+		fail_msg("got \"%s\"", res.got);
+	assert_null(strstr(res.got, "ZIPD"));
+	assert_null(strstr(res.got, "Continue"));
+	assert_int_equal(res.rec.decision, PXD_ERROR);
+	assert_int_equal(res.rec.status, 502);
+	if (!res.rec.reason || !strstr(res.rec.reason, "content-encoded"))
+		fail_msg("reason \"%s\"", res.rec.reason ? res.rec.reason : "(null)");
+	al_broker_list_free(bl);
+}
+
 static void expect_502(const char *spec, const char *cert, const char *reason_part)
 {
 	struct server srv;
@@ -716,6 +752,7 @@ int main(void)
 		cmocka_unit_test(test_bad_specs),	cmocka_unit_test(test_good_specs),
 		cmocka_unit_test(test_serve_refused),	cmocka_unit_test(test_serve_get),
 		cmocka_unit_test(test_serve_post),	cmocka_unit_test(test_serve_echo_cut),
+		cmocka_unit_test(test_serve_encoded),
 		cmocka_unit_test(test_serve_untrusted), cmocka_unit_test(test_serve_concurrent),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -86,6 +86,7 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nlimits: {cpus: 2000}\n", "2:16", "limits.cpus: must be between 0.01 and 1024"},
 	{"version: 1\nlimits: {output-limit: 2G}\n", "2:24", "limits.output-limit: must be at most 1G"},
 	{"version: 1\nlimits: {memory: 1M}\n", "2:18", "limits.memory: must be at least 4M"},
+	{"version: 1\nlimits: {address-space: 1}\n", "2:25", "limits.address-space: must be at least 16M"},
 	{"version: 1\nlimits: {pids: -1}\n", "2:16", "limits.pids: invalid number"},
 	{"version: 1\nlimits: {cgroup-systemd: sometimes}\n", "2:26",
 	 "limits.cgroup-systemd: expected auto or never, not 'sometimes'"},

@@ -266,6 +266,41 @@ static void test_parse_refusals(void **state)
 	}
 }
 
+/* uid, gid or an additional gid 4294967295 is (uid_t)-1: setresuid(-1) changes nothing and the
+ * process ran as the container's root. Each is refused, naming its field. */
+static void test_user_minus_one(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *user, *field;
+	} bad[] = {
+		{"{\"uid\":4294967295,\"gid\":0}", "process.user.uid 4294967295"},
+		{"{\"uid\":1000,\"gid\":4294967295}", "process.user.gid 4294967295"},
+		{"{\"uid\":1000,\"gid\":1000,\"additionalGids\":[5,4294967295]}", "additionalGids[] 4294967295"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char json[256];
+		snprintf(json, sizeof(json),
+			 "{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],\"user\":%s}}",
+			 bad[i].user);
+		struct ort_spec s;
+		struct al_error err = {0};
+		if (ort_spec_parse(json, strlen(json), "/b", &s, &err) == 0)
+			fail_msg("accepted: %s", json);
+		if (!strstr(err.msg, bad[i].field))
+			fail_msg("%s: \"%s\" does not name \"%s\"", json, err.msg, bad[i].field);
+	}
+	/* The largest id that is not -1 is still an id. */
+	static const char ok[] = "{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],"
+				 "\"user\":{\"uid\":4294967294,\"gid\":4294967294}}}";
+	struct ort_spec s;
+	struct al_error err = {0};
+	if (ort_spec_parse(ok, strlen(ok), "/b", &s, &err) != 0)
+		fail_msg("refused uid 4294967294: %s", err.msg);
+	assert_int_equal(s.proc.uid, 4294967294u);
+	ort_spec_free(&s);
+}
+
 /* linux.sysctl: the settings of a namespace the container has of its own, nothing else. */
 static void test_sysctls(void **state)
 {
@@ -406,10 +441,15 @@ static void test_pidfd_exit_status(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_ctr_spec),	  cmocka_unit_test(test_plan_default_is_confined),
-		cmocka_unit_test(test_plan_refusals),	  cmocka_unit_test(test_parse_refusals),
-		cmocka_unit_test(test_seccomp_compile),	  cmocka_unit_test(test_ids),
-		cmocka_unit_test(test_sysctls),		  cmocka_unit_test(test_end_from_wait),
+		cmocka_unit_test(test_parse_ctr_spec),
+		cmocka_unit_test(test_plan_default_is_confined),
+		cmocka_unit_test(test_plan_refusals),
+		cmocka_unit_test(test_parse_refusals),
+		cmocka_unit_test(test_user_minus_one),
+		cmocka_unit_test(test_seccomp_compile),
+		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_sysctls),
+		cmocka_unit_test(test_end_from_wait),
 		cmocka_unit_test(test_pidfd_exit_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "image/image.h"
 #include "policy/policy.h"
+#include "util/cleanup.h"
 
 /* A scratch directory with a marker file (removed only if the marker is there), a
  * regular file and a subdirectory: real sources for bind tests. */
@@ -188,7 +190,11 @@ static void limit_rlimits(void **state)
 	set_limit_bad(p, AL_LIMIT_FSIZE, 0, -EINVAL);
 	set_limit_ok(p, AL_LIMIT_FSIZE, 1);
 	set_limit_ok(p, AL_LIMIT_FSIZE, AL_UNLIMITED);
-	set_limit_bad(p, AL_LIMIT_AS, 0, -EINVAL);
+	/* Below 16M not even the loader maps libc: refused, not a SIGSEGV in the payload. */
+	set_limit_bad(p, AL_LIMIT_AS, 0, -ERANGE);
+	set_limit_bad(p, AL_LIMIT_AS, 1, -ERANGE);
+	set_limit_bad(p, AL_LIMIT_AS, (16ULL << 20) - 1, -ERANGE);
+	set_limit_ok(p, AL_LIMIT_AS, 16ULL << 20);
 	set_limit_ok(p, AL_LIMIT_AS, 256ULL << 20);
 	set_limit_ok(p, AL_LIMIT_AS, AL_UNLIMITED);
 	set_limit_bad(p, AL_LIMIT_NPROC, 0, -EINVAL);
@@ -384,6 +390,38 @@ static void envp_policy_overrides_base(void **state)
 	assert_string_equal(strv_get(envp, "PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	assert_string_equal(strv_get(envp, "EXTRA"), "1");
 	assert_string_equal(strv_get(envp, "USER"), "sandbox");
+	pol_free_strv(envp);
+}
+
+static void envp_image_fills_in(void **state)
+{
+	/* An image's Env fills in only what nothing else set: airlock's own PATH, HOME, USER and
+	 * --env win over it; its other variables come through, a proxy variable never does. */
+	struct al_policy *p = *state;
+	struct al_error err = {0};
+	static const char *const env[] = {"PATH=/image/bin",	     "HOME=/image-home", "USER=root",  "MARKER=one",
+					  "https_proxy=http://evil", "FOO=bar",		 "MARKER=two", "GIVEN=image"};
+	struct img_ref *ref = calloc(1, sizeof(*ref));
+	assert_non_null(ref);
+	ref->lock_fd = -1;
+	ref->env = calloc(AL_ARRAY_SIZE(env) + 1, sizeof(char *));
+	assert_non_null(ref->env);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(env); i++)
+		assert_non_null(ref->env[i] = strdup(env[i]));
+	p->image = ref; /* al_policy_free releases it */
+	assert_int_equal(al_policy_add_env(p, "GIVEN=flag", &err), 0);
+	char **envp = pol_build_envp(p);
+	assert_non_null(envp);
+	/* 6 base + GIVEN + MARKER + FOO; each name exactly once. */
+	assert_int_equal(strv_len(envp), 9);
+	assert_string_equal(strv_get(envp, "PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	assert_string_equal(strv_get(envp, "HOME"), "/workspace");
+	assert_string_equal(strv_get(envp, "USER"), "sandbox");
+	assert_string_equal(strv_get(envp, "GIVEN"), "flag");
+	assert_int_equal(strv_count_name(envp, "MARKER"), 1);
+	assert_string_equal(strv_get(envp, "MARKER"), "two");
+	assert_string_equal(strv_get(envp, "FOO"), "bar");
+	assert_null(strv_get(envp, "https_proxy"));
 	pol_free_strv(envp);
 }
 
@@ -639,6 +677,7 @@ int main(void)
 		T(envp_base),
 		T(envp_not_inherited),
 		T(envp_policy_overrides_base),
+		T(envp_image_fills_in),
 		T(inside_path_accepts),
 		T(inside_path_rejects),
 		T(inside_path_too_long),
