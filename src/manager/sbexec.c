@@ -142,8 +142,9 @@ void exec_turn_done(struct sbm *m, struct sbx *s)
  * its program from AL_CODE_PATH, a sealed memfd (code_fd) that nothing in the sandbox can change:
  * never from a file of the workspace, which other code of this sandbox (a thread a cell left
  * running, a background process) could swap between the server's write and the interpreter's open,
- * so that what ran was not what was approved. A compiled language's source still goes through the
- * workspace (write_code), since its compiler names its output by path. No side effect.
+ * so that what ran was not what was approved. A compiled language is refused (sbm_exec): its
+ * compiler reads its source and writes the binary it runs by path, where that code could swap
+ * either. No side effect.
  */
 static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, struct al_policy **out,
 		       struct al_error *err)
@@ -162,7 +163,7 @@ static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *
 	r = r ?: al_policy_add_env(p, "NODE_PATH=" AL_WORKSPACE "/node_modules", err);
 	r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, err);
 	r = r ?: sbm_set_limit_if(p, AL_LIMIT_WALL_MS, op->timeout_ms ? op->timeout_ms : s->exec_timeout_ms, err);
-	for (int i = 0; r == 0 && !l->compile.n && i < p->argc; i++) {
+	for (int i = 0; r == 0 && i < p->argc; i++) {
 		if (strcmp(p->argv[i], l->file) != 0)
 			continue;
 		char *a = strdup(AL_CODE_PATH);
@@ -180,32 +181,6 @@ static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *
 	}
 	*out = p;
 	return 0;
-}
-
-/* A compiled language's code files of exec_policy's p into s's workspace, through the workspace
- * descriptor as the file API's writes do. Only with s's turn held: the files under .airlock/ are the
- * running exec's. */
-static int write_code(struct sbx *s, const struct al_policy *p, struct al_error *err)
-{
-	uid_t uid;
-	gid_t gid;
-	al_sandbox_owner(s->sb, &uid, &gid);
-	struct ws_cred saved;
-	ws_become(uid, gid, &saved);
-	/* The code files and their directory are ours: a FIFO or symlink the last exec's code left in
-	 * their place is removed (never opened: that could block this thread), so one exec cannot
-	 * break the next. */
-	int r = ws_clear_special(al_sandbox_workspace(s->sb), SBM_CODE_DIR, uid, gid, err);
-	r = r < 0 ? r : 0;
-	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
-		const char *dest = p->files[i].dest;
-		r = ws_clear_special(al_sandbox_workspace(s->sb), dest, uid, gid, err);
-		if (r >= 0)
-			r = ws_write(al_sandbox_workspace(s->sb), dest, p->files[i].data, p->files[i].len, uid, gid,
-				     err);
-	}
-	ws_restore(&saved);
-	return r;
 }
 
 /* exec and install: the sandbox named, or a throwaway one made for this call. */
@@ -262,11 +237,8 @@ void *exec_thread(void *arg)
 	/* Its turn in the sandbox and a slot, within its own wall-clock limit; then its code goes in. */
 	if (r == 0)
 		turn = (r = exec_turn(m, op, s, !throwaway, al_policy_get_limit(p, AL_LIMIT_WALL_MS), &err)) == 0;
-	const struct cfg_language *l = op->kind == OP_EXEC ? cfg_language(m->o.cfg, op->language) : NULL;
 	cleanup_close int code_fd = -1;
-	if (r == 0 && l && l->compile.n)
-		r = write_code(s, p, &err);
-	else if (r == 0 && l && (code_fd = al_code_memfd(op->code, op->code_len)) < 0)
+	if (r == 0 && op->kind == OP_EXEC && (code_fd = al_code_memfd(op->code, op->code_len)) < 0)
 		r = al_err_sys(&err, -code_fd, "setup: the program's sealed copy");
 	if (r == 0)
 		r = run_in(op, s, p, op->kind == OP_INSTALL || op->network, code_fd, &v, &err);
@@ -290,8 +262,14 @@ int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *s
 	     struct al_error *err)
 {
 	struct sbm *m = ctx;
-	if (!cfg_language(m->o.cfg, req->language))
+	const struct cfg_language *l = cfg_language(m->o.cfg, req->language);
+	if (!l)
 		return al_err(err, ENOENT, "unknown language \"%s\"", req->language);
+	if (l->compile.n) /* see exec_policy */
+		return al_err(err, EINVAL,
+			      "language \"%s\" compiles its code in the workspace, where other code of a held sandbox "
+			      "could change the source or the binary before it runs: not offered by the service",
+			      req->language);
 	if (sbx_known(m, req->sandbox_id, req->owner, err) < 0)
 		return -ENOENT;
 	struct srv_op *op = op_new(m, OP_EXEC, sink);

@@ -16,7 +16,6 @@
 
 #define SBM_DEFAULT_PROFILE "untrusted-code-read"
 #define SBM_ID_LEN	    20
-#define SBM_CODE_DIR	    ".airlock"
 /* A claimed spare is replaced this long after the claim: cloning a sandbox copies the server's
  * page tables and takes a CPU, which would otherwise delay the claim's own answer (measured: a
  * warm create's median 1.3 ms with an immediate refill, 0.23 ms with this delay). */

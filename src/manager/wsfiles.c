@@ -396,18 +396,3 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 	return 0;
 }
 
-int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_error *err)
-{
-	cleanup_free char *rel = NULL;
-	const char *leaf = "";
-	cleanup_close int dir = checked_parent(ws, path, uid, gid, &rel, &leaf, err);
-	if (dir < 0)
-		return dir;
-	struct stat st;
-	if (fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
-		return 0;
-	/* unlinkat on the entry, never on what it points to: a symlink goes, its target stays. */
-	if (unlinkat(dir, leaf, 0) < 0 && errno != ENOENT)
-		return al_err_sys(err, errno, "removing %s", path);
-	return 1;
-}

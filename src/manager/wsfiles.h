@@ -29,9 +29,6 @@ void ws_restore(const struct ws_cred *saved);
  * uid:gid. Only a regular file is written: a FIFO, socket, device or symlink at path is refused
  * (EINVAL) without blocking; a path with ".." is refused before any parent is created. */
 int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, gid_t gid, struct al_error *err);
-/* Removes what sits at path if it is neither a regular file nor a directory (a FIFO, socket,
- * device or symlink the sandbox planted): 1 when it removed one, 0 when there was nothing to do. */
-int ws_clear_special(int ws, const char *path, uid_t uid, gid_t gid, struct al_error *err);
 /* Opens path (a regular file of at most WS_MAX_FILE bytes) for reading: *fd (O_CLOEXEC) and its size
  * when opened. The descriptor reads the file whatever the calling thread's identity later. */
 int ws_open(int ws, const char *path, int *fd, size_t *size, struct al_error *err);
