@@ -503,6 +503,24 @@ static void cg_inherit_limits(struct cg_hier *parent, const struct cg_hier *chil
 			(void)cg_write_at(child->fd, files[i], parent->limits[i]);
 }
 
+int cg_lift_memory_limit(struct cg_job *cg, struct al_error *err)
+{
+	for (int i = 0; cg && i < cg->nh; i++) {
+		struct cg_hier *h = &cg->h[i];
+		if (!(h->ctrls & CG_BIT(HOST_CG_MEMORY)))
+			continue;
+		/* v1: memory+swap first, since the memory limit may never exceed it. */
+		int r = h->version == 2 ? cg_write_at(h->fd, "memory.max", "max") : 0;
+		if (h->version == 1 && (r = cg_write_at(h->fd, "memory.memsw.limit_in_bytes", "-1")) == -ENOENT)
+			r = 0; /* no swap accounting on this host */
+		if (r == 0 && h->version == 1)
+			r = cg_write_at(h->fd, "memory.limit_in_bytes", "-1");
+		if (r < 0)
+			return al_err_sys(err, -r, "cgroup: lifting the memory limit of %s", h->path);
+	}
+	return 0;
+}
+
 int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err)
 {
 	*out = NULL;

@@ -80,6 +80,10 @@ int cg_join_self(const int *fds, int n);
  * enforced. On v2 the parent's processes first move into the leaf CG_V2_HELD (the
  * no-internal-process rule). Free it with cg_destroy, before its parent. */
 int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error *err);
+/* Lifts the memory limit of cg (a held sandbox's, once a child carries it: cg_create_child copies
+ * it), so that an OOM at that limit happens in the child and its victims are the child's processes
+ * only, never cg's own (the sandbox's init). 0 or -errno. */
+int cg_lift_memory_limit(struct cg_job *cg, struct al_error *err);
 /* pids.events "max" of the job's pids cgroup: forks refused at a limit so far (0 and *n, or -errno). */
 int cg_pids_max_count(struct cg_job *cg, uint64_t *n);
 /* Kills every process in the job's cgroup(s) (cgroup.kill on v2 where available). */

@@ -45,7 +45,7 @@ void be_held_init(struct be_held *h)
 {
 	h->spare = NO_SPARE;
 	h->spare_asked = h->readying = h->worker = h->closing = false;
-	h->spare_cg = NULL;
+	h->spare_cg = h->work = NULL;
 	h->ndone = 0;
 	pthread_condattr_t a;
 	pthread_condattr_init(&a);
@@ -96,6 +96,8 @@ void be_held_release(struct be_held *h)
 	for (int i = 0; i < h->ndone; i++)
 		done_remove(&h->done[i]);
 	h->ndone = 0;
+	cg_destroy(h->work); /* empty now: its children, the execs' cgroups, are gone */
+	h->work = NULL;
 	pthread_cond_destroy(&h->cv);
 }
 
