@@ -6,7 +6,10 @@
  * and `airlock config dump` round-trips; parsed once, at build time (tools/gen-config.c writes
  * the trees every load starts from: cfg_defaults_job, cfg_defaults_all), not at every start. No limits here: their defaults are the policy's
  * (policy.c), stated into the loaded configuration by config.c (default_limits); like every
- * default they are enforced where the host can, and reported where it cannot.
+ * default they are enforced where the host can, and reported where it cannot. Node gets
+ * --preserve-symlinks-main: the service hands a program to its interpreter as /dev/fd/3, a sealed
+ * memfd (manager/sbexec.c), whose link Node would otherwise resolve to a name that is no file; for
+ * a program that is a file the flag changes nothing.
  */
 const char cfg_default_yaml[] =
 	"# airlock's embedded configuration. A file (--config FILE, /etc/airlock/config.yaml or\n"
