@@ -5,8 +5,9 @@
  * reads /sys/fs/cgroup/<it>/memory.max and memory.high when that file starts "0::/" (v2), else
  * /sys/fs/cgroup/memory/<it>/memory.limit_in_bytes and memory.soft_limit_in_bytes; a JVM and Go
  * read cpu.max or cpu.cfs_quota_us alike. Without them they size themselves from the whole host.
- * Inside the cgroup namespace <it> is "/" (or an exec's child cgroup in a held sandbox, which
- * repeats the sandbox's limits: cgroup.c, cg_inherit_limits).
+ * Inside the cgroup namespace <it> is "/" (or, in a held sandbox, an exec's cgroup beneath the
+ * cgroup of the sandbox's code, both repeating the sandbox's limits: cgroup.c, cg_inherit_limits;
+ * the sandbox's own cgroup at the root has given its memory limit to the code's: sandbox.c).
  *
  * Why this shows nothing but the job: a cgroup filesystem mounted inside a cgroup namespace has
  * the mounting process's cgroup at the namespace's creation as its root (the kernel's

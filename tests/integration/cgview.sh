@@ -152,12 +152,21 @@ api() {
 api POST /v1/sandboxes -d '{"limits":{"memory_mb":300}}'
 al_assert_eq "$CODE" 201 "create a sandbox: $BODY"
 sb=$(al_json_get "$BODY" sandbox_id)
-req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[1],"fresh":True}))' "$LIMITS")
+# The exec's own cgroup (named by /proc/self/cgroup, as runtimes find it) holds the limit: the
+# sandbox's code's cgroup carries it, beneath the sandbox's, which gave it up so that an OOM at the
+# limit never reaches the sandbox's init (docs/backends.md).
+# shellcheck disable=SC2016 # expanded inside the sandbox
+OWN='if [ -e /sys/fs/cgroup/cgroup.controllers ]; then
+	echo memory=$(cat /sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup)/memory.max)
+else
+	echo memory=$(cat /sys/fs/cgroup/memory$(sed -n "s/^[0-9]*:memory://p" /proc/self/cgroup)/memory.limit_in_bytes)
+fi'
+req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[1],"fresh":True}))' "$OWN")
 api POST "/v1/sandboxes/$sb/exec" -d "$req"
 res=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"])') ||
 	al_fail "no result for the exec in $sb ($CODE): $(printf '%s' "$BODY" | head -c 600)"
-printf '%s\n' "$res" | grep -qx memory=314572800 || al_fail "the held exec does not read the sandbox's 300M limit: $res"
-al_pass "an exec in a held sandbox reads the sandbox's memory limit at the view's root"
+printf '%s\n' "$res" | grep -qx memory=314572800 || al_fail "the held exec does not read the sandbox's 300M limit in its own cgroup: $res"
+al_pass "an exec in a held sandbox reads the sandbox's memory limit in its own cgroup"
 # Each exec runs in a child cgroup of the sandbox's, which repeats its limits: a runtime that reads
 # only its own cgroup (libuv, from /proc/self/cgroup) finds them there.
 if command -v node >/dev/null; then
