@@ -95,9 +95,12 @@ static DIR *cg_opendir_at(int dfd)
 	return d;
 }
 
-/* The cgroups inside a dead job's (a held sandbox's: its execs', and on v2 the leaf of its init,
- * cg_create_child): killed and removed, one level deep as cg_create_child makes them. */
-static void cg_clean_children(int job_fd, int version)
+/* The cgroups inside a dead job's (a held sandbox's: its code's, the execs' inside that, and on v2
+ * the leaves of its init, cg_create_child): killed and removed, the deepest first, as deep as a held
+ * sandbox makes them (and a level more). */
+#define CG_CLEAN_DEPTH 3
+
+static void cg_clean_children(int job_fd, int version, int depth)
 {
 	DIR *d = cg_opendir_at(job_fd);
 	if (!d)
@@ -109,6 +112,8 @@ static void cg_clean_children(int job_fd, int version)
 		cleanup_close int fd = openat(job_fd, de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
+		if (depth < CG_CLEAN_DEPTH)
+			cg_clean_children(fd, version, depth + 1);
 		cg_kill_dir(fd, version);
 		cg_wait_empty(fd, 200);
 		(void)unlinkat(job_fd, de->d_name, AT_REMOVEDIR);
@@ -138,7 +143,7 @@ static void cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
 		bool v2 = faccessat(fd, "cgroup.events", F_OK, 0) == 0;
 		cg_kill_dir(fd, v2 ? 2 : 1);
 		cg_wait_empty(fd, 200);
-		cg_clean_children(fd, v2 ? 2 : 1);
+		cg_clean_children(fd, v2 ? 2 : 1, 1);
 		(void)unlinkat(dfd, de->d_name, AT_REMOVEDIR); /* still busy: the next start tries again */
 	}
 	closedir(d);

@@ -72,15 +72,27 @@ for c in int80-unshare-newuser x32-unshare-newuser; do
 	[ "$v" != OK ] || esc_escaped "$c: a namespace was created through another system call ABI"
 	al_pass "$c=$v"
 done
+# The host's own answer to int $0x80, bare (the call is harmless: a child's unshare): a kernel without
+# the i386 entry (IA32 emulation off, as this machine's 6.18 has it) faults it with
+# SIGSEGV before any filter could see it, so there is nothing to kill, and the call must fail the
+# same way inside; where the entry exists the filter kills it (SIGSYS).
+bare_int80=$("$AL_ESC_BIN/esc-kernel" abi 2>/dev/null | sed -n 's/^int80-unshare-newuser=//p')
+al_log "int \$0x80 on this host, bare: ${bare_int80:-nothing}"
+if [ "$bare_int80" = SIGSEGV ]; then
+	al_assert_eq "$(esc_kv int80-unshare-newuser)" SIGSEGV "the i386 ABI, which this kernel lacks, inside too"
+	c=x32
+else
+	c="int80 x32"
+fi
 if esc_gvisor; then
 	# -38 (ENOSYS: this gVisor does not implement the ABI) or -1 (EPERM: the Sentry's seccomp).
-	for c in int80 x32; do
+	for c in $c; do
 		case "$(esc_kv "$c-unshare-newuser-ret")" in
 		-38 | -1) al_pass "$c ABI under gVisor: $(esc_kv "$c-unshare-newuser-ret")" ;;
 		*) esc_escaped "$c ABI under gVisor returned $(esc_kv "$c-unshare-newuser-ret")" ;;
 		esac
 	done
-else
+elif [ "$bare_int80" != SIGSEGV ]; then
 	al_assert_eq "$(esc_kv int80-unshare-newuser)" SIGSYS "the i386 ABI is killed"
 fi
 
