@@ -96,8 +96,10 @@ if [ "$have_fcap" = true ]; then
 	gained host-fcap
 fi
 
-# ---- the host's own set-id binaries are visible, but on nosuid mounts only
-esc_run -- "$ESC/esc-setuid" scan
+# ---- the host's own set-id binaries are visible, but on nosuid mounts only. The scan walks /usr and
+# the rest four levels deep (49,000 entries on this host): gVisor's gofer takes 23 s on a quiet
+# machine, more than the default 30 s time limit under load, so the walk gets 120 s.
+esc_run --time 120 -- "$ESC/esc-setuid" scan
 esc_ran
 al_log "set-id files visible inside: $(esc_kv setid-files)"
 if esc_gvisor; then
