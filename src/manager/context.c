@@ -740,6 +740,13 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	exec_limits(env, &wall_ms, &cap);
 	uint64_t im = env->cfg->server.cell_image_bytes ? env->cfg->server.cell_image_bytes : CFG_CELL_IMAGE_LIMIT;
 	struct cell_run cr = {.cap = (size_t)cap, .image_max = (size_t)im};
+	uint64_t ooms_before = UINT64_MAX;
+	if (r == 0 && al_sandbox_oom_kills(env->sb, &ooms_before) < 0)
+		ooms_before = UINT64_MAX;
+	/* The cell's clock starts before the kernel has it: a kernel that ends a cell at its own limit
+	 * (JavaScript's, counted from when it read the cell) is then always later than ours, and the
+	 * cell is a timeout, not a cell that happened to end just in time. */
+	uint64_t t0 = now_ms();
 	if (r == 0 && (r = send_cell(c, req, cr.cap, cr.image_max, wall_ms)) < 0)
 		al_err(err, -r, "the %s kernel does not take cells", c->language);
 	if (r < 0) {
@@ -747,10 +754,6 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 		ctx_give(cs, c);
 		return r;
 	}
-	uint64_t ooms_before = UINT64_MAX;
-	if (al_sandbox_oom_kills(env->sb, &ooms_before) < 0)
-		ooms_before = UINT64_MAX;
-	uint64_t t0 = now_ms();
 	cell_loop(c, req, wall_ms == AL_UNLIMITED ? UINT64_MAX : t0 + wall_ms, &cr);
 	if (!cr.lost)
 		left_running(c, req, &cr);
