@@ -100,6 +100,7 @@ static DIR *cg_opendir_at(int dfd)
  * sandbox makes them (and a level more). */
 #define CG_CLEAN_DEPTH 3
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by CG_CLEAN_DEPTH */
 static void cg_clean_children(int job_fd, int version, int depth)
 {
 	DIR *d = cg_opendir_at(job_fd);

@@ -47,6 +47,7 @@ static int stat_of(pid_t pid, char *state, unsigned *threads)
 static void walk(pid_t pid, int depth, struct pt_census *c);
 
 /* Every child of every thread of pid (a thread's forks are listed under that thread). */
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by PT_MAX_DEPTH */
 static void children_of(pid_t pid, int depth, struct pt_census *c)
 {
 	char path[64];
@@ -57,7 +58,7 @@ static void children_of(pid_t pid, int depth, struct pt_census *c)
 	for (struct dirent *e; (e = readdir(d));) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		char cpath[320], buf[4096];
+		char cpath[320], buf[4096] = "";
 		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", (int)pid, e->d_name);
 		if (read_text(cpath, buf, sizeof(buf)) <= 0)
 			continue;
@@ -72,6 +73,7 @@ static void children_of(pid_t pid, int depth, struct pt_census *c)
 	closedir(d);
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by PT_MAX_DEPTH */
 static void walk(pid_t pid, int depth, struct pt_census *c)
 {
 	char state = 0;

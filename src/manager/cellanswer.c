@@ -104,7 +104,7 @@ size_t ctx_answer_max(size_t cap, size_t image_max)
 	/* Four texts of at most cap characters (value text and html, error value and traceback),
 	 * each up to 6 bytes once JSON escapes it (\u0001), the figures' base64, and 6 MiB for the
 	 * rest: 200 file paths of up to 4096 characters, escaped as much, the counters, the keys. */
-	return 4 * 6 * cap + image_max + (6u << 20);
+	return (size_t)(4 * 6) * cap + image_max + ((size_t)6 << 20);
 }
 
 bool ctx_json_within(const char *s, size_t n, unsigned max_elements, unsigned max_depth)
