@@ -81,8 +81,8 @@ json_t *ctx_answer(const json_t *answer, size_t cap, size_t image_max);
 /* A cell answer costs the server about its own size, whatever the sandbox sends (cellanswer.c):
  * at most ctx_answer_max bytes, CTX_ANSWER_ELEMENTS array elements and object members (a 32 MiB
  * flat array of zeros was 32 million values, 1.4 GB), CTX_ANSWER_DEPTH levels. */
-#define CTX_ANSWER_ELEMENTS 50000
-#define CTX_ANSWER_DEPTH    32
+#define CTX_ANSWER_ELEMENTS 50000u
+#define CTX_ANSWER_DEPTH    32u
 /* The most bytes an answer can need for texts of cap characters and image_max bytes of figures. */
 size_t ctx_answer_max(size_t cap, size_t image_max);
 /* Whether JSON text s[0..n) stays within max_elements (',' ':' '[' '{' outside strings) and
