@@ -152,21 +152,27 @@ api() {
 api POST /v1/sandboxes -d '{"limits":{"memory_mb":300}}'
 al_assert_eq "$CODE" 201 "create a sandbox: $BODY"
 sb=$(al_json_get "$BODY" sandbox_id)
-# The exec's own cgroup (named by /proc/self/cgroup, as runtimes find it) holds the limit: the
-# sandbox's code's cgroup carries it, beneath the sandbox's, which gave it up so that an OOM at the
-# limit never reaches the sandbox's init (docs/backends.md).
+# A runtime finds the limit: in the exec's own cgroup (named by /proc/self/cgroup, as libuv reads
+# it) where the view shows it (v1 here: the view's root is the sandbox's cgroup, which gave its
+# memory limit to its code's cgroup so that an OOM at the limit never reaches the sandbox's init),
+# else at the view's root (v2: the root is the leaf holding init, which keeps the limit, and the
+# exec's cgroup, beside it, is not in the view): docs/backends.md.
 # shellcheck disable=SC2016 # expanded inside the sandbox
 OWN='if [ -e /sys/fs/cgroup/cgroup.controllers ]; then
-	echo memory=$(cat /sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup)/memory.max)
+	f=/sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup)/memory.max; root=/sys/fs/cgroup/memory.max
 else
-	echo memory=$(cat /sys/fs/cgroup/memory$(sed -n "s/^[0-9]*:memory://p" /proc/self/cgroup)/memory.limit_in_bytes)
-fi'
+	f=/sys/fs/cgroup/memory$(sed -n "s/^[0-9]*:memory://p" /proc/self/cgroup)/memory.limit_in_bytes
+	root=/sys/fs/cgroup/memory/memory.limit_in_bytes
+fi
+case $(cat /proc/self/cgroup) in */..*) f=$root ;; esac
+echo memory=$(cat "$f")
+cat /proc/self/cgroup'
 req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[1],"fresh":True}))' "$OWN")
 api POST "/v1/sandboxes/$sb/exec" -d "$req"
 res=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"])') ||
 	al_fail "no result for the exec in $sb ($CODE): $(printf '%s' "$BODY" | head -c 600)"
-printf '%s\n' "$res" | grep -qx memory=314572800 || al_fail "the held exec does not read the sandbox's 300M limit in its own cgroup: $res"
-al_pass "an exec in a held sandbox reads the sandbox's memory limit in its own cgroup"
+printf '%s\n' "$res" | grep -qx memory=314572800 || al_fail "the held exec does not find the sandbox's 300M limit: $res"
+al_pass "an exec in a held sandbox finds the sandbox's memory limit"
 # Each exec runs in a child cgroup of the sandbox's, which repeats its limits: a runtime that reads
 # only its own cgroup (libuv, from /proc/self/cgroup) finds them there.
 if command -v node >/dev/null; then
