@@ -156,8 +156,6 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	/* Each exec gets a cgroup of its own beneath it (attach.c). Its counters, read twice per exec
 	 * (its pids-limit hits) and by usage calls, were opened by job_spawn. */
 	sb->held.cg = sb->job->cg;
-	if (sb->job->cg && (r = make_work(sb, err)) < 0)
-		goto fail;
 	if ((r = wait_ready(sb, err)) == -EPIPE) {
 		/* The job's verdict turns init's status record into the usual setup message. */
 		struct al_verdict *v = NULL;
@@ -171,6 +169,10 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 		}
 		al_verdict_free(v);
 	}
+	/* Once init waits for requests: on v2 its cgroup's processes move into a leaf first (cg_create_child),
+	 * which must not race init's own set-up (its cgroup namespace is entered by then, too). */
+	if (r == 0 && sb->job->cg)
+		r = make_work(sb, err);
 	if (r < 0)
 		goto fail;
 	read_owner(sb);

@@ -152,11 +152,10 @@ api() {
 api POST /v1/sandboxes -d '{"limits":{"memory_mb":300}}'
 al_assert_eq "$CODE" 201 "create a sandbox: $BODY"
 sb=$(al_json_get "$BODY" sandbox_id)
-# A runtime finds the limit: in the exec's own cgroup (named by /proc/self/cgroup, as libuv reads
-# it) where the view shows it (v1 here: the view's root is the sandbox's cgroup, which gave its
-# memory limit to its code's cgroup so that an OOM at the limit never reaches the sandbox's init),
-# else at the view's root (v2: the root is the leaf holding init, which keeps the limit, and the
-# exec's cgroup, beside it, is not in the view): docs/backends.md.
+# A runtime finds the limit in the exec's own cgroup (named by /proc/self/cgroup, as libuv reads
+# it): the view's root is the sandbox's cgroup, which gave its memory limit to its code's cgroup so
+# that an OOM at the limit never reaches the sandbox's init (docs/backends.md). Were the exec's
+# cgroup outside the view (a path with ".."), the root would have to hold the limit instead.
 # shellcheck disable=SC2016 # expanded inside the sandbox
 OWN='if [ -e /sys/fs/cgroup/cgroup.controllers ]; then
 	f=/sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup)/memory.max; root=/sys/fs/cgroup/memory.max
