@@ -262,6 +262,16 @@ struct al_job_census {
 	unsigned processes, threads;
 };
 int al_job_census(struct al_job *job, struct al_job_census *out);
+/* Sends sig to the job's payload and its process group (the command and the programs it waits for,
+ * as a terminal's ^C; not the job's init: in a pid namespace a signal to its init without a
+ * handler is dropped); SIGKILL ends the whole job, as
+ * al_job_kill. From any thread. 0, -ESRCH (the payload is gone), -ENOTSUP (a backend whose
+ * processes the host cannot see: only the native one's), or -errno. */
+int al_job_signal(struct al_job *job, int sig);
+/* The payload's pid as the processes of its held sandbox number it (an exec of a held sandbox:
+ * in the sandbox's pid namespace, unique among its live processes; another job: in its own).
+ * 0, or -errno as al_job_signal. */
+int al_job_pid(struct al_job *job, pid_t *pid);
 /* Kills anything still running, reaps, releases. */
 void al_job_free(struct al_job *job);
 

@@ -223,6 +223,7 @@ struct cfg_pool {
 
 struct cfg_server {
 	unsigned max_sandboxes, max_execs;
+	unsigned max_execs_per_sandbox; /* execs, cells and background processes at once in one sandbox */
 	char *idle_ttl, *max_lifetime; /* as written */
 	uint64_t idle_ttl_ms, max_lifetime_ms;
 	char *request_timeout;	     /* as written */

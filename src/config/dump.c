@@ -311,6 +311,7 @@ static void manager(struct dumper *d, const struct cfg *c)
 	map_start(d);
 	key_uint(d, "max_sandboxes", s->max_sandboxes);
 	key_uint(d, "max_execs", s->max_execs);
+	key_uint(d, "max_execs_per_sandbox", s->max_execs_per_sandbox ? s->max_execs_per_sandbox : 16);
 	key_str(d, "idle_ttl", s->idle_ttl);
 	key_str(d, "max_lifetime", s->max_lifetime);
 	if (s->request_timeout)

@@ -533,6 +533,11 @@ static int s_max_execs(struct conv *c, const struct cfg_node *v, const char *pat
 	return count(c, v, path, 1, 4096, &c->cfg->server.max_execs);
 }
 
+static int s_max_execs_per_sandbox(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return count(c, v, path, 1, 1024, &c->cfg->server.max_execs_per_sandbox);
+}
+
 static int q_sessions(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	return count(c, v, path, 1, 4096, &c->cfg->server.quota_sessions);
@@ -774,6 +779,7 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 	static const struct field fields[] = {
 		{"max_sandboxes", s_max_sandboxes},
 		{"max_execs", s_max_execs},
+		{"max_execs_per_sandbox", s_max_execs_per_sandbox},
 		{"idle_ttl", s_idle_ttl},
 		{"max_lifetime", s_max_lifetime},
 		{"request_timeout", s_request_timeout},

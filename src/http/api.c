@@ -200,8 +200,8 @@ oom:
 	return NULL;
 }
 
-static void stream(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
-		   struct hx_response *rs)
+void hx_stream_tool(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
+		    struct hx_response *rs)
 {
 	struct hx_call *c = hx_call_new(s, tool, args, rq);
 	if (!c)
@@ -214,7 +214,7 @@ void api_exec(struct hx_server *s, const struct hx_request *rq, char *const caps
 {
 	json_t *args = exec_args(rq, caps[0], rs);
 	if (args)
-		stream(s, rq, TL_EXECUTE, args, rs);
+		hx_stream_tool(s, rq, TL_EXECUTE, args, rs);
 }
 
 void api_install(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
@@ -227,7 +227,7 @@ void api_install(struct hx_server *s, const struct hx_request *rq, char *const c
 		hx_error(rs, 500, "out of memory");
 		return;
 	}
-	stream(s, rq, TL_INSTALL_PACKAGE, args, rs);
+	hx_stream_tool(s, rq, TL_INSTALL_PACKAGE, args, rs);
 }
 
 /* ---- files ---------------------------------------------------------------------------------- */

@@ -247,6 +247,18 @@ void api_ctx_list(struct hx_server *s, const struct hx_request *rq, char *const 
 void api_ctx_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_ctx_restart(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_ctx_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* Background processes (procapi.c). */
+void api_proc_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_proc_get(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_proc_kill(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_proc_stdin(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_proc_close_stdin(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
+			  struct hx_response *rs);
+void api_proc_signal(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_proc_output(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* Runs tool with args (stolen) as a stream of NDJSON lines, or SSE events when rq accepts them. */
+void hx_stream_tool(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
+		    struct hx_response *rs);
 
 /* ---- one tool call on the manager (op.c) ---------------------------------------------------- */
 

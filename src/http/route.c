@@ -48,6 +48,13 @@ static const struct route routes[] = {
 	{"POST", "/v1/sandboxes/{}/contexts", api_ctx_create, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/contexts/{}/restart", api_ctx_restart, BODY_NONE, ROLE_CLIENT},
 	{"DELETE", "/v1/sandboxes/{}/contexts/{}", api_ctx_delete, BODY_NONE, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/processes", api_proc_list, BODY_NONE, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/processes/{}", api_proc_get, BODY_NONE, ROLE_CLIENT},
+	{"DELETE", "/v1/sandboxes/{}/processes/{}", api_proc_kill, BODY_NONE, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/processes/{}/output", api_proc_output, BODY_NONE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_stdin, BODY_FILE, ROLE_CLIENT},
+	{"DELETE", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_close_stdin, BODY_NONE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/processes/{}/signal", api_proc_signal, BODY_JSON, ROLE_CLIENT},
 	{"GET", "/v1/approvals", api_approvals, BODY_NONE, ROLE_ANY},
 	{"POST", "/v1/approvals/{}", api_decide, BODY_JSON, ROLE_APPROVER},
 	{"GET", "/v1/approvals/events", api_approval_events, BODY_NONE, ROLE_ANY},
@@ -222,6 +229,7 @@ int hx_status_of_errno(int neg_errno)
 	case EROFS:
 		return 403;
 	case EEXIST:
+	case EPIPE: /* a process's stdin that is closed */
 		return 409;
 	case EFBIG:
 	case E2BIG:

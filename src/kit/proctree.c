@@ -97,3 +97,50 @@ int pt_census(pid_t root, struct pt_census *out)
 	children_of(root, 0, out);
 	return 0;
 }
+
+int pt_first_child(pid_t root, pid_t *child)
+{
+	char path[64], buf[4096] = "";
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)root, (int)root);
+	if (read_text(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	long best = 0;
+	for (char *s = buf, *end; *s; s = end) {
+		long c = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		char state = 0;
+		unsigned threads = 0;
+		if (c > 0 && (best == 0 || c < best) && stat_of((pid_t)c, &state, &threads) == 0 && state != 'Z' &&
+		    state != 'X')
+			best = c;
+	}
+	if (best <= 0)
+		return -ESRCH;
+	*child = (pid_t)best;
+	return 0;
+}
+
+int pt_nspid(pid_t pid, unsigned up, pid_t *out)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	int r = read_text(path, buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	char *line = strstr(buf, "\nNSpid:");
+	if (!line)
+		return -EPROTO;
+	long v[32];
+	unsigned n = 0;
+	for (char *s = line + 7, *end; n < 32; s = end) {
+		long x = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		v[n++] = x;
+	}
+	if (up >= n)
+		return -ERANGE;
+	*out = (pid_t)v[n - 1 - up];
+	return 0;
+}

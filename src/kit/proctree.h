@@ -15,4 +15,12 @@ struct pt_census {
  * children. */
 int pt_census(pid_t root, struct pt_census *out);
 
+/* The oldest live child of root (the lowest pid among its threads' children): a job's init has one,
+ * its payload. 0 and *child, -ESRCH (none, or root gone). */
+int pt_first_child(pid_t root, pid_t *child);
+/* pid's number in the pid namespace `up` levels above its own (0: its own namespace's; 1: the
+ * parent namespace's ...), from the NSpid line of /proc/PID/status. 0 and *out, -ERANGE (fewer
+ * levels), or -errno. */
+int pt_nspid(pid_t pid, unsigned up, pid_t *out);
+
 #endif

@@ -22,6 +22,7 @@ void srv_result_free(struct srv_result *r)
 		close(r->fd);
 	free(r->sandbox_id);
 	free(r->cell_json);
+	free(r->process_json);
 	free(r->data);
 	for (size_t i = 0; i < r->n_entries; i++)
 		free(r->entries[i].name);

@@ -87,6 +87,35 @@ struct srv_exec_req {
 	 * cell of its default context, or of context_id; fresh runs a new process as before. */
 	bool fresh;
 	const char *context_id;
+	/* A fresh exec's run (not a cell's): env entries "NAME=VALUE" (a name --env takes) added to the
+	 * scrubbed environment; cwd, a directory of the sandbox (relative: beneath the workspace; one
+	 * of the workspace must exist); stdin_len bytes as its standard input (NULL: /dev/null). */
+	const char *const *env;
+	size_t n_env;
+	const char *cwd;
+	const char *stdin_data;
+	size_t stdin_len;
+	/* Start it and answer at once with its process (result->process_json): it runs on until it
+	 * ends, is killed or its sandbox goes. keep_stdin: its stdin stays open for the process
+	 * call's "stdin" (after stdin_data), until "close_stdin". */
+	bool background, keep_stdin;
+};
+
+/* A sandbox's background processes: action "list"; "get", "connect" (its output kept so far from
+ * offset, then with follow live until it ends: on_output, and on_done at its end), "stdin" (data),
+ * "close_stdin", "signal" (signal), "kill" — of the process pid. */
+struct srv_process_req {
+	const char *owner;
+	const char *sandbox_id;
+	const char *action;
+	int pid;
+	const char *data;
+	size_t len;
+	int signal;
+	uint64_t offset;
+	bool follow;
+	uint64_t wait_ms; /* connect with follow: at most this long (0: until the end) */
+	bool collect;	  /* connect: the output read also in the answer's "output" (text, bounded) */
 };
 
 /* Interpreter contexts of a sandbox: action "create" (language, context_id), "list", "restart"
@@ -150,6 +179,7 @@ struct srv_result {
 	size_t n_entries;
 	uint64_t bytes;	 /* write_file: bytes written */
 	char *cell_json; /* a cell of a context: its value, error, images, files (JSON object); contexts: the answer */
+	char *process_json; /* a background exec, the process calls: the answer (JSON object) */
 };
 
 struct srv_result *srv_result_new(void);
@@ -198,6 +228,8 @@ struct srv_mgr_api {
 	 * spare, never another principal's) in *out (malloc'd, free()) and *n. 0 or -ENOMEM. */
 	int (*list_sandboxes)(void *ctx, const char *owner, struct srv_sandbox_info **out, size_t *n,
 			      struct al_error *err);
+	int (*process)(void *ctx, const struct srv_process_req *req, const struct srv_sink *sink, struct srv_op **op,
+		       struct al_error *err);
 };
 
 #endif

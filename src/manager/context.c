@@ -23,6 +23,7 @@
 
 #include "policy/policy.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 #define CTX_GRACE_MS  2000	  /* an interrupted cell's time to come back before its kernel is killed */
@@ -57,6 +58,8 @@ struct ctx {
 
 struct ctx_set {
 	pthread_mutex_t mu;
+	pthread_cond_t cv; /* a context given back, or the set killed */
+	bool killed;
 	struct ctx *list;
 };
 
@@ -79,6 +82,7 @@ int ctx_set_new(struct ctx_set **out)
 	if (!cs)
 		return -ENOMEM;
 	pthread_mutex_init(&cs->mu, NULL);
+	pthread_cond_init(&cs->cv, NULL);
 	*out = cs;
 	return 0;
 }
@@ -644,14 +648,48 @@ static bool valid_id(const char *id)
 	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
 }
 
-/* Takes context id (made for language if missing and create) for the caller alone: 0 and *out,
+/* Under cs->mu: waits (a slice) for c to be given back; false once waiting must stop: the set is
+ * killed, the caller cancelled (cancel_fd readable), or wait_ms passed since start. */
+static bool wait_turn_locked(struct ctx_set *cs, int cancel_fd, uint64_t start, uint64_t wait_ms)
+{
+	struct pollfd pf = {.fd = cancel_fd, .events = POLLIN};
+	if (cs->killed || (cancel_fd >= 0 && poll(&pf, 1, 0) > 0) || now_ms() - start >= wait_ms)
+		return false;
+	struct timespec t = al_deadline_ts(CLOCK_REALTIME, 250);
+	pthread_cond_timedwait(&cs->cv, &cs->mu, &t);
+	return true;
+}
+
+/* Takes context id (made for language if missing and create) for the caller alone, waiting up to
+ * wait_ms (AL_UNLIMITED: until cancel_fd or the set's end) while another cell holds it: 0 and *out,
  * or -errno (busy with another cell, unknown, another language). */
-static int ctx_take(struct ctx_set *cs, const char *id, const char *language, bool create, struct ctx **out,
-		    struct al_error *err)
+static int ctx_take_now(struct ctx_set *cs, const char *id, const char *language, bool create, struct ctx **out,
+			struct al_error *err);
+static int ctx_take_wait(struct ctx_set *cs, const char *id, const char *language, bool create, int cancel_fd,
+			 uint64_t wait_ms, struct ctx **out, struct al_error *err)
 {
 	*out = NULL;
 	if (!valid_id(id))
 		return al_err(err, EINVAL, "bad context_id \"%s\" (1-64 of A-Z a-z 0-9 _ . -)", id);
+	uint64_t start = now_ms();
+	for (;;) {
+		pthread_mutex_lock(&cs->mu);
+		struct ctx *c = cs->list;
+		while (c && strcmp(c->id, id) != 0)
+			c = c->next;
+		bool again = c && c->busy && (!language || strcmp(c->language, language) == 0) &&
+			     wait_turn_locked(cs, cancel_fd, start, wait_ms);
+		pthread_mutex_unlock(&cs->mu);
+		if (!again)
+			break;
+	}
+	return ctx_take_now(cs, id, language, create, out, err);
+}
+
+static int ctx_take_now(struct ctx_set *cs, const char *id, const char *language, bool create, struct ctx **out,
+			struct al_error *err)
+{
+	*out = NULL;
 	pthread_mutex_lock(&cs->mu);
 	struct ctx *c = cs->list;
 	unsigned n = 0;
@@ -689,10 +727,17 @@ static int ctx_take(struct ctx_set *cs, const char *id, const char *language, bo
 	return r;
 }
 
+static int ctx_take(struct ctx_set *cs, const char *id, const char *language, bool create, struct ctx **out,
+		    struct al_error *err)
+{
+	return ctx_take_wait(cs, id, language, create, -1, 0, out, err);
+}
+
 static void ctx_give(struct ctx_set *cs, struct ctx *c)
 {
 	pthread_mutex_lock(&cs->mu);
 	c->busy = false;
+	pthread_cond_broadcast(&cs->cv);
 	pthread_mutex_unlock(&cs->mu);
 }
 
@@ -731,7 +776,10 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	if (!ctx_language_supported(req->language))
 		return al_err(err, ENOENT, "no interpreter context for %s (use fresh)", req->language);
 	struct ctx *c = NULL;
-	int r = ctx_take(cs, req->context_id ? req->context_id : req->language, req->language, true, &c, err);
+	/* A cell waits for the one before it in its context, as long as it may run (a context's
+	 * kernel runs one cell at a time; other execs of the sandbox run beside them). */
+	int r = ctx_take_wait(cs, req->context_id ? req->context_id : req->language, req->language, true, req->cancel_fd,
+			      env->timeout_ms ? env->timeout_ms : AL_UNLIMITED, &c, err);
 	if (r < 0 || !c)
 		return r < 0 ? r : -EIO;
 	bool fresh = false;
@@ -901,9 +949,11 @@ void ctx_set_kill(struct ctx_set *cs)
 	if (!cs)
 		return;
 	pthread_mutex_lock(&cs->mu);
+	cs->killed = true;
 	for (struct ctx *c = cs->list; c; c = c->next)
 		if (c->job)
 			al_job_kill(c->job);
+	pthread_cond_broadcast(&cs->cv);
 	pthread_mutex_unlock(&cs->mu);
 }
 
@@ -918,5 +968,6 @@ void ctx_set_free(struct ctx_set *cs)
 		free(c);
 	}
 	pthread_mutex_destroy(&cs->mu);
+	pthread_cond_destroy(&cs->cv);
 	free(cs);
 }

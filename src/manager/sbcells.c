@@ -18,7 +18,11 @@
  * no network (a kernel's pid and network namespaces are its own): network_enabled runs fresh. */
 bool sbm_cell_wanted(const struct srv_exec_req *req)
 {
-	return req->sandbox_id && !req->fresh && !req->network_enabled && ctx_language_supported(req->language);
+	/* What shapes one process's run (its environment, directory, input, a life of its own) asks
+	 * for a process of its own: a cell is a turn of the context's kernel, which has its own. */
+	bool own_run = req->background || req->n_env || req->cwd || req->stdin_data;
+	return req->sandbox_id && !req->fresh && !own_run && !req->network_enabled &&
+	       ctx_language_supported(req->language);
 }
 
 /* s's contexts, made on first use: 0, or -ENOMEM. */
@@ -52,10 +56,10 @@ static void *cell_thread(void *arg)
 						 .cookie = op};
 			/* A cell is an exec for the server's limits: it takes the sandbox's turn and a slot
 			 * (server.max_execs), waiting at most its own time limit (none set: until cancelled). */
-			r = exec_turn(m, op, s, true, env.timeout_ms ? env.timeout_ms : AL_UNLIMITED, &err);
+			r = exec_turn(m, op, s, true, true, env.timeout_ms ? env.timeout_ms : AL_UNLIMITED, &err);
 			if (r == 0) {
 				r = ctx_run_cell(cs, &env, &q, &res, &err);
-				exec_turn_done(m, s);
+				exec_turn_done(m, s, true);
 			}
 			/* No kernel for this language in this sandbox (its root lacks the interpreter the
 			 * kernel needs, e.g. an image without python3): the default context's cell runs

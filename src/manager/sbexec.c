@@ -1,6 +1,7 @@
-/* sbexec.c — executions and package installs in a held sandbox (or a throwaway one): the policy,
- * the sandbox's turn and an execution slot, the code file written beneath /workspace/.airlock, the
- * job streamed to the caller's sink. */
+/* sbexec.c — executions and package installs in a held sandbox (or a throwaway one): the policy
+ * (with the call's env, cwd and stdin), a place in the sandbox and an execution slot, the program
+ * as a sealed descriptor, the job streamed to the caller's sink (or, in the background, handed to
+ * sbprocs.c). */
 #include "manager/sbmint.h"
 
 #include <errno.h>
@@ -20,10 +21,8 @@
 
 /* Runs policy p (argv set by the caller) in s, streaming output: 0 and *v, or -errno. With network,
  * the sandbox's posture; without, the exec gets a network namespace of its own (lo only, up). */
-static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool network, int code_fd,
-		  struct al_verdict **v, struct al_error *err)
+int exec_in_sandbox(struct sbx *s, struct al_policy *p, bool network, struct al_error *err)
 {
-	struct sbm *m = op->m;
 	int r = al_policy_set_sandbox(p, s->sb, err);
 	if (r < 0)
 		return r;
@@ -31,16 +30,29 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 		r = al_policy_set_network(p, AL_NET_ALLOW, err);
 		if (r == 0 && *s->net_hosts)
 			r = al_policy_allow_hosts(p, s->net_hosts, err);
-		if (r < 0)
-			return r;
 	}
-	struct al_spawn_opts so = {
-		.size = sizeof(so), .stdin_fd = -1, .on_output = op_output_cb, .on_output_cookie = op, .code_fd = code_fd};
+	return r;
+}
+
+static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool network, int code_fd, int stdin_fd,
+		  struct al_verdict **v, struct al_error *err)
+{
+	struct sbm *m = op->m;
+	int r = exec_in_sandbox(s, p, network, err);
+	if (r < 0)
+		return r;
+	struct al_spawn_opts so = {.size = sizeof(so),
+				   .stdin_fd = stdin_fd,
+				   .on_output = op_output_cb,
+				   .on_output_cookie = op,
+				   .code_fd = code_fd};
 	struct al_job *job = NULL;
 	r = al_job_spawn(p, &so, &job, err);
 	if (r == 0) {
+		struct sbrun run = {.job = job};
 		pthread_mutex_lock(&m->mu);
-		s->running = job;
+		run.next = s->runs;
+		s->runs = &run;
 		/* Destroyed or stopping since the turn was taken: unlist_locked found no job to kill. */
 		bool gone = m->stopping || (op->sandbox_id && !s->listed);
 		pthread_mutex_unlock(&m->mu);
@@ -54,7 +66,11 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 		op->job = NULL;
 		pthread_mutex_unlock(&op->mu);
 		pthread_mutex_lock(&m->mu);
-		s->running = NULL;
+		for (struct sbrun **pp = &s->runs; *pp; pp = &(*pp)->next)
+			if (*pp == &run) {
+				*pp = run.next;
+				break;
+			}
 		pthread_mutex_unlock(&m->mu);
 		al_job_free(job);
 	}
@@ -70,17 +86,27 @@ static bool cancelled_locked(struct srv_op *op)
 	return c;
 }
 
+/* server.max_execs_per_sandbox, or its default in a configuration made before it. */
+static unsigned per_sandbox(const struct sbm *m)
+{
+	unsigned n = m->o.cfg->server.max_execs_per_sandbox;
+	return n ? n : 16;
+}
+
 /*
- * Waits for s's turn and an exec slot (server.max_execs), and takes both: 0, or -errno with err
- * set when the exec must never run: its wall-clock limit wall_ms (AL_UNLIMITED: none) passed
- * since the request was accepted (ETIMEDOUT), it was cancelled, its sandbox was destroyed
- * (persistent sandboxes only: a throwaway one is never listed) or the server stops.
+ * Takes a place among s's running work, refused at once past server.max_execs_per_sandbox
+ * (EBUSY: what runs there is the caller's own, waiting would only hide it), and with slot waits
+ * for an exec slot (server.max_execs) and takes it: 0, or -errno with err set when the exec must
+ * never run: its wall-clock limit wall_ms (AL_UNLIMITED: none) passed since the request was
+ * accepted (ETIMEDOUT), it was cancelled, its sandbox was destroyed (persistent sandboxes only:
+ * a throwaway one is never listed) or the server stops.
  */
-int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, uint64_t wall_ms, struct al_error *err)
+int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, bool slot, uint64_t wall_ms,
+	      struct al_error *err)
 {
 	if (!s) /* every caller has its sandbox by now; a turn in none is a bug, not a crash */
 		return al_err(err, EIO, "no sandbox");
-	unsigned max = m->o.cfg->server.max_execs;
+	unsigned max = slot ? m->o.cfg->server.max_execs : 0, per = per_sandbox(m);
 	uint64_t deadline = wall_ms == AL_UNLIMITED || wall_ms > UINT64_MAX - op->started_ms ? UINT64_MAX
 											     : op->started_ms + wall_ms;
 	int r = 0;
@@ -99,21 +125,27 @@ int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, 
 				   "sandbox %s was destroyed before the execution could start: it never ran", s->id);
 			break;
 		}
-		if (!s->busy && (!max || m->execs < max)) {
-			s->busy = true;
-			m->execs++;
-			m->st.execs_running++;
+		if (s->nrun >= per) {
+			r = al_err(err, EBUSY,
+				   "sandbox %s already runs %u executions and processes (server.max_execs_per_sandbox): "
+				   "wait for one to end, or kill a background process; the code never ran",
+				   s->id, s->nrun);
+			break;
+		}
+		if (!max || m->execs < max) {
+			s->nrun++;
+			if (slot) {
+				m->execs++;
+				m->st.execs_running++;
+			}
 			break;
 		}
 		uint64_t now = sbm_now_ms();
 		if (now >= deadline) {
-			char why[96];
-			if (s->busy)
-				snprintf(why, sizeof(why), "another execution of this sandbox was running");
-			else
-				snprintf(why, sizeof(why), "every execution slot was taken (server.max_execs %u)", max);
-			r = al_err(err, ETIMEDOUT, "timed out after %.1f s waiting to start, so the code never ran: %s",
-				   (double)(now - op->started_ms) / 1000.0, why);
+			r = al_err(err, ETIMEDOUT,
+				   "timed out after %.1f s waiting to start, so the code never ran: every execution "
+				   "slot was taken (server.max_execs %u)",
+				   (double)(now - op->started_ms) / 1000.0, max);
 			break;
 		}
 		if (deadline == UINT64_MAX) {
@@ -127,12 +159,14 @@ int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, 
 	return r;
 }
 
-void exec_turn_done(struct sbm *m, struct sbx *s)
+void exec_turn_done(struct sbm *m, struct sbx *s, bool slot)
 {
 	pthread_mutex_lock(&m->mu);
-	s->busy = false;
-	m->execs--;
-	m->st.execs_running--;
+	s->nrun--;
+	if (slot) {
+		m->execs--;
+		m->st.execs_running--;
+	}
 	pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);
 }
@@ -146,8 +180,8 @@ void exec_turn_done(struct sbm *m, struct sbx *s)
  * compiler reads its source and writes the binary it runs by path, where that code could swap
  * either. No side effect.
  */
-static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, struct al_policy **out,
-		       struct al_error *err)
+int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, struct al_policy **out,
+		struct al_error *err)
 {
 	const struct cfg_language *l = cfg_language(m->o.cfg, op->language);
 	if (!l)
@@ -162,7 +196,20 @@ static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *
 	 * (npm installs them into /workspace/node_modules) are found through NODE_PATH instead. */
 	r = r ?: al_policy_add_env(p, "NODE_PATH=" AL_WORKSPACE "/node_modules", err);
 	r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, err);
-	r = r ?: sbm_set_limit_if(p, AL_LIMIT_WALL_MS, op->timeout_ms ? op->timeout_ms : s->exec_timeout_ms, err);
+	/* A background process lives until it ends or is killed: only a limit it was given ends it,
+	 * and its output is counted and kept by its process (sbprocs.c), not by the job. */
+	r = r ?: sbm_set_limit_if(p, AL_LIMIT_WALL_MS,
+				  op->timeout_ms	 ? op->timeout_ms
+				  : op->background ? AL_UNLIMITED
+						   : s->exec_timeout_ms,
+				  err);
+	/* Relayed to the process's buffer up to the most a job counts (its verdict keeps none of it). */
+	if (r == 0 && op->background)
+		r = al_policy_set_limit(p, AL_LIMIT_OUTPUT, (uint64_t)1 << 30, err);
+	for (size_t i = 0; r == 0 && op->env && op->env[i]; i++)
+		r = al_policy_add_env(p, op->env[i], err);
+	if (r == 0 && op->cwd)
+		r = al_policy_set_cwd(p, op->cwd, err);
 	for (int i = 0; r == 0 && i < p->argc; i++) {
 		if (strcmp(p->argv[i], l->file) != 0)
 			continue;
@@ -181,6 +228,23 @@ static int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *
 	}
 	*out = p;
 	return 0;
+}
+
+/* An exec's cwd: one of the workspace must be a directory there, looked up as the sandbox's user
+ * beneath the workspace; any other (/tmp, /) is the sandbox's own to have, and a missing one fails
+ * the exec's chdir before anything runs (a setup error naming it). */
+static int cwd_check(struct sbx *s, const char *cwd, struct al_error *err)
+{
+	if (cwd[0] == '/' && strcmp(cwd, AL_WORKSPACE) != 0 && strncmp(cwd, AL_WORKSPACE "/", sizeof(AL_WORKSPACE)) != 0)
+		return 0;
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(s->sb, &uid, &gid);
+	struct ws_cred saved;
+	ws_become(uid, gid, &saved);
+	int r = ws_dir(al_sandbox_workspace(s->sb), cwd, err);
+	ws_restore(&saved);
+	return r;
 }
 
 /* exec and install: the sandbox named, or a throwaway one made for this call. */
@@ -234,16 +298,29 @@ void *exec_thread(void *arg)
 		al_err(&err, EINVAL, "no policy for this operation");
 		r = -EINVAL;
 	}
-	/* Its turn in the sandbox and a slot, within its own wall-clock limit; then its code goes in. */
+	if (r == 0 && s && op->cwd)
+		r = cwd_check(s, op->cwd, &err);
+	/* Its place in the sandbox and (a foreground exec) a slot, within its own wall-clock limit;
+	 * then its code goes in. */
+	bool slot = !op->background;
 	if (r == 0)
-		turn = (r = exec_turn(m, op, s, !throwaway, al_policy_get_limit(p, AL_LIMIT_WALL_MS), &err)) == 0;
+		turn = (r = exec_turn(m, op, s, !throwaway, slot, al_policy_get_limit(p, AL_LIMIT_WALL_MS), &err)) ==
+		       0;
 	cleanup_close int code_fd = -1;
 	if (r == 0 && op->kind == OP_EXEC && (code_fd = al_code_memfd(op->code, op->code_len)) < 0)
 		r = al_err_sys(&err, -code_fd, "setup: the program's sealed copy");
+	if (r == 0 && op->background) { /* answered at once; the process holds the place from here */
+		sbproc_start(op, s, p, code_fd);
+		return NULL;
+	}
+	/* Its standard input, as the program's text: a sealed copy nothing in the sandbox can change. */
+	cleanup_close int in_fd = -1;
+	if (r == 0 && op->stdin_data && (in_fd = al_code_memfd(op->stdin_data, op->stdin_len)) < 0)
+		r = al_err_sys(&err, -in_fd, "setup: the program's standard input");
 	if (r == 0)
-		r = run_in(op, s, p, op->kind == OP_INSTALL || op->network, code_fd, &v, &err);
+		r = run_in(op, s, p, op->kind == OP_INSTALL || op->network, code_fd, in_fd, &v, &err);
 	if (turn)
-		exec_turn_done(m, s);
+		exec_turn_done(m, s, slot);
 	al_policy_free(p);
 	if (r == 0 && (res = srv_result_new())) {
 		res->verdict = v;
@@ -258,6 +335,64 @@ void *exec_thread(void *arg)
 	return NULL;
 }
 
+/* An exec's environment: at most this many entries and bytes (names and values), within the
+ * exec request's own bound (execmsg.h NX_MAX_MSG, which argv and the base environment share). */
+#define EXEC_ENV_MAX	   256
+#define EXEC_ENV_MAX_BYTES ((size_t)32 << 10)
+#define EXEC_STDIN_MAX	   ((size_t)16 << 20)
+
+/* What the request adds to its run, checked before anything starts: 0, or -errno with err. */
+static int run_request_check(const struct srv_exec_req *req, struct al_error *err)
+{
+	if (req->background && !req->sandbox_id)
+		return al_err(err, EINVAL, "a background process needs a sandbox_id: it lives in a sandbox, between calls");
+	if (req->keep_stdin && !req->background)
+		return al_err(err, EINVAL, "keep_stdin is for background processes (a foreground exec takes stdin)");
+	if (req->n_env > EXEC_ENV_MAX)
+		return al_err(err, E2BIG, "env has %zu entries, at most %u", req->n_env, EXEC_ENV_MAX);
+	size_t bytes = 0;
+	for (size_t i = 0; i < req->n_env; i++) {
+		const char *e = req->env[i], *eq = strchr(e, '=');
+		if (!eq || !pol_env_name_ok(e, (size_t)(eq - e)))
+			return al_err(err, EINVAL, "env: \"%.*s\" is not a variable name (letters, digits, _; not a digit first)",
+				      eq ? (int)(eq - e > 64 ? 64 : eq - e) : 64, e);
+		bytes += strlen(e) + 1;
+	}
+	if (bytes > EXEC_ENV_MAX_BYTES)
+		return al_err(err, E2BIG, "env holds %zu bytes, at most %zu", bytes, EXEC_ENV_MAX_BYTES);
+	if (req->stdin_len > EXEC_STDIN_MAX)
+		return al_err(err, E2BIG, "stdin holds %zu bytes, at most %zu (a background process takes more through its stdin)",
+			      req->stdin_len, EXEC_STDIN_MAX);
+	if (req->cwd && (!*req->cwd || strlen(req->cwd) > 4096 || strstr(req->cwd, "\xc0\x80")))
+		return al_err(err, EINVAL, "cwd must be a path of 1 to 4096 bytes");
+	return 0;
+}
+
+/* Copies the request's run (env, cwd relative to the workspace made absolute, stdin): 0 or -ENOMEM. */
+static int copy_run(struct srv_op *op, const struct srv_exec_req *req)
+{
+	op->background = req->background;
+	op->keep_stdin = req->keep_stdin;
+	if (req->n_env) {
+		if (!(op->env = calloc(req->n_env + 1, sizeof(char *))))
+			return -ENOMEM;
+		for (size_t i = 0; i < req->n_env; i++)
+			if (!(op->env[i] = strdup(req->env[i])))
+				return -ENOMEM;
+	}
+	if (req->cwd && asprintf(&op->cwd, "%s%s", req->cwd[0] == '/' ? "" : AL_WORKSPACE "/", req->cwd) < 0) {
+		op->cwd = NULL;
+		return -ENOMEM;
+	}
+	if (req->stdin_data) {
+		if (!(op->stdin_data = malloc(req->stdin_len ? req->stdin_len : 1)))
+			return -ENOMEM;
+		memcpy(op->stdin_data, req->stdin_data, req->stdin_len);
+		op->stdin_len = req->stdin_len;
+	}
+	return 0;
+}
+
 int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **out,
 	     struct al_error *err)
 {
@@ -270,11 +405,18 @@ int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *s
 			      "language \"%s\" compiles its code in the workspace, where other code of a held sandbox "
 			      "could change the source or the binary before it runs: not offered by the service",
 			      req->language);
+	int r = run_request_check(req, err);
+	if (r < 0)
+		return r;
 	if (sbx_known(m, req->sandbox_id, req->owner, err) < 0)
 		return -ENOENT;
 	struct srv_op *op = op_new(m, OP_EXEC, sink);
 	if (!op)
 		return al_err(err, ENOMEM, "out of memory");
+	if (copy_run(op, req) < 0) {
+		op_free(op);
+		return al_err(err, ENOMEM, "out of memory");
+	}
 	op->sandbox_id = req->sandbox_id ? strdup(req->sandbox_id) : NULL;
 	snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
 	op->language = strdup(req->language);

@@ -36,7 +36,7 @@ int sbm_list_sandboxes(void *ctx, const char *owner, struct srv_sandbox_info **o
 		snprintf(v[k].profile, sizeof(v[k].profile), "%s", s->profile);
 		v[k].created_unix_ms = unix_ms(s->created_ms, mono_now, wall_now);
 		v[k].used_unix_ms = unix_ms(s->used_ms, mono_now, wall_now);
-		v[k].busy = s->busy;
+		v[k].busy = s->nrun > 0;
 		k++;
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -58,7 +58,7 @@ static json_t *sbx_json(const struct sbx *s, uint64_t now)
 			 "image_digest", s->image_digest[0] ? json_string(s->image_digest) : json_null(), "network",
 			 pol_net_name(s->net), "hosts", s->net_hosts ? s->net_hosts : "", "age_ms",
 			 (json_int_t)(now - s->created_ms), "idle_ms", (json_int_t)(now - s->used_ms), "exec_running",
-			 s->busy, "cpu_s", have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
+			 s->nrun > 0, "cpu_s", have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
 			 have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(),
 			 "peak_memory_bytes",
 			 have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());

@@ -10,11 +10,12 @@
  *     destroy_sandbox: removed from the table at once; freed when its last operation ends
  *
  * Everything shared sits under m->mu: the table, each sandbox's reference count, the counters.
- * An exec holds its sandbox's turn (busy) from writing its code file to its end, so execs of one
- * sandbox take turns (the code file under /workspace/.airlock is theirs in turn) while other
- * sandboxes run in parallel, up to server.max_execs. An exec waiting for its turn or a slot gives
- * up, never to run, when its own wall-clock limit passes (counted from the request), when it is
- * cancelled, when its sandbox is destroyed or when the server stops. A housekeeping thread makes
+ * Execs of one sandbox run side by side (each reads its program from a sealed descriptor of its
+ * own), up to server.max_execs_per_sandbox at once counting cells and background processes
+ * (sbprocs.c), past which a call is refused at once; foreground work of every sandbox together
+ * waits for one of server.max_execs slots. A cell waits for the previous cell of its context. An
+ * exec waiting for a slot gives up, never to run, when its own wall-clock limit passes (counted
+ * from the request), when it is cancelled, when its sandbox is destroyed or when the server stops. A housekeeping thread makes
  * every sandbox (see struct sbm), destroys those idle past server.idle_ttl or older than
  * server.max_lifetime, and keeps the warm pool (server.pool) filled.
  */
@@ -49,6 +50,7 @@ void sbx_free(struct sbx *s)
 	if (!s)
 		return;
 	ctx_set_free(s->ctxs); /* the kernels run in s->sb */
+	sbproc_free_all(s);
 	al_sandbox_destroy(s->sb);
 	free(s->profile);
 	free(s->net_hosts);
@@ -78,8 +80,9 @@ void sbx_unlist_locked(struct sbm *m, struct sbx *s)
 			s->listed = false;
 			m->live--;
 			m->st.destroyed++;
-			if (s->running)
-				al_job_kill(s->running);
+			for (struct sbrun *run = s->runs; run; run = run->next)
+				al_job_kill(run->job);
+			sbproc_kill_all_locked(s);
 			ctx_set_kill(s->ctxs);		/* its contexts' kernels too: a running cell ends here */
 			pthread_cond_broadcast(&m->cv); /* an exec waiting for its turn in s gives up */
 			return;
@@ -342,6 +345,11 @@ void op_free(struct srv_op *op)
 	free(op->manager);
 	free(op->context_id);
 	free(op->action);
+	for (size_t i = 0; op->env && op->env[i]; i++)
+		free(op->env[i]);
+	free(op->env);
+	free(op->cwd);
+	free(op->stdin_data);
 	if (op->cancel_fd >= 0)
 		close(op->cancel_fd);
 	for (size_t i = 0; i < op->npackages; i++)
@@ -426,7 +434,9 @@ int op_start_thread(struct sbm *m, struct srv_op *op, void *(*fn)(void *), struc
 		return al_err(err, ESHUTDOWN, "the server is shutting down");
 	}
 	/* Executions a principal has queued or running: one client's flood waits in nobody's way. */
-	int q = op->kind == OP_CREATE ? 0 : mq_take(&m->execs_of, op->owner, qe);
+	/* A reader of a background process's output runs nothing: not an execution of the quota. */
+	bool execution = op->kind != OP_CREATE && op->kind != OP_PROCESS;
+	int q = !execution ? 0 : mq_take(&m->execs_of, op->owner, qe);
 	if (q < 0) {
 		pthread_mutex_unlock(&m->mu);
 		int e = q == -EAGAIN ? al_err(err, EAGAIN,
@@ -436,7 +446,7 @@ int op_start_thread(struct sbm *m, struct srv_op *op, void *(*fn)(void *), struc
 		op_free(op);
 		return e;
 	}
-	op->counted = op->kind != OP_CREATE;
+	op->counted = execution;
 	m->ops++;
 	pthread_mutex_unlock(&m->mu);
 	pthread_attr_t a;
@@ -662,6 +672,7 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.cancel = m_cancel,
 		.release = m_release,
 		.list_sandboxes = sbm_list_sandboxes,
+		.process = sbm_process,
 	};
 }
 

@@ -21,6 +21,14 @@
  * warm create's median 1.3 ms with an immediate refill, 0.23 ms with this delay). */
 #define SBM_REFILL_DELAY_MS 5
 
+/* A foreground exec's job while it runs, on its worker's stack. */
+struct sbrun {
+	struct sbrun *next;
+	struct al_job *job;
+};
+
+struct sbproc; /* a background process (sbprocs.c) */
+
 /* One held sandbox. */
 struct sbx {
 	struct sbx *next;
@@ -37,8 +45,10 @@ struct sbx {
 	unsigned refs;		/* the table's (while listed) + each operation's */
 	bool listed;		/* in m->list (false once destroyed or expired) */
 	bool pooled;		/* a warm spare nobody has asked for yet */
-	bool busy;		/* an exec holds this sandbox's turn (under m->mu) */
-	struct al_job *running; /* the exec holding the turn, for destroy (under m->mu) */
+	unsigned nrun;		/* execs, cells and background processes running (under m->mu) */
+	struct sbrun *runs;	/* the foreground execs' jobs, for destroy (under m->mu) */
+	struct sbproc *procs;	/* background processes, running and ended (sbprocs.c; under m->mu) */
+	unsigned nprocs;	/* how many procs lists */
 	struct ctx_set *ctxs;	/* interpreter contexts (context.c), made by the first cell (under m->mu) */
 	char *pool_image;	/* the image it was made on, or NULL (the profile's root): what a claim matches */
 };
@@ -79,7 +89,8 @@ enum op_kind {
 	OP_INSTALL,
 	OP_DESTROY,
 	OP_CELL,
-	OP_CONTEXT
+	OP_CONTEXT,
+	OP_PROCESS
 };
 
 struct srv_op {
@@ -98,7 +109,17 @@ struct srv_op {
 	size_t code_len, npackages;
 	uint64_t timeout_ms;
 	uint64_t started_ms;	   /* when the request was accepted: a queued exec's wait counts from here */
-	char *context_id, *action; /* OP_CELL, OP_CONTEXT */
+	char *context_id, *action; /* OP_CELL, OP_CONTEXT, OP_PROCESS */
+	/* OP_EXEC: what the caller adds to the program's run. */
+	char **env; /* NULL-terminated "NAME=VALUE" */
+	char *cwd;  /* NULL: the workspace */
+	char *stdin_data;
+	size_t stdin_len;
+	bool background, keep_stdin;
+	/* OP_PROCESS: the process and what is done to it. */
+	int pid, signal;
+	uint64_t offset;
+	bool follow, collect; /* timeout_ms: how long a follow waits (0: to the end) */
 	int cancel_fd;		   /* OP_CELL: an eventfd m_cancel makes readable, or -1 */
 	bool network;
 	struct srv_limits limits;
@@ -147,9 +168,16 @@ int op_start_thread(struct sbm *m, struct srv_op *op, void *(*fn)(void *), struc
 
 /* ---- sbexec.c: executions and package installs ---- */
 
-/* Waits for s's turn and an exec slot within wall_ms of the request, and takes both. */
-int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, uint64_t wall_ms, struct al_error *err);
-void exec_turn_done(struct sbm *m, struct sbx *s);
+/* Takes a place among s's running work (server.max_execs_per_sandbox: -EBUSY past it) and, with
+ * slot, waits for an exec slot (server.max_execs) within wall_ms of the request. */
+int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, bool slot, uint64_t wall_ms,
+	      struct al_error *err);
+void exec_turn_done(struct sbm *m, struct sbx *s, bool slot);
+/* Points policy p at s: its execs run there, with the sandbox's network or (network false) none. */
+int exec_in_sandbox(struct sbx *s, struct al_policy *p, bool network, struct al_error *err);
+/* The policy of op's exec in s (argv, env, cwd, limits): 0 and *out, or -errno. */
+int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, struct al_policy **out,
+		struct al_error *err);
 void *exec_thread(void *arg);
 int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **out,
 	     struct al_error *err);
@@ -172,6 +200,19 @@ int sbm_read_file(void *ctx, const struct srv_path_req *req, const struct srv_si
 		  struct al_error *err);
 int sbm_list_files(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **out,
 		   struct al_error *err);
+
+/* ---- sbprocs.c: background processes ---- */
+
+/* The exec of op (a background one) in s, whose place exec_turn took: started, answered at once with
+ * the process; it lives on until it ends, is killed, or s goes (sbproc_kill_all). Consumes the
+ * policy. */
+void sbproc_start(struct srv_op *op, struct sbx *s, struct al_policy *p, int code_fd);
+/* Under m->mu: kills every running background process of s (its table entry goes, or the server stops). */
+void sbproc_kill_all_locked(struct sbx *s);
+/* Frees what is left of s's processes once nothing runs (sbx_free). */
+void sbproc_free_all(struct sbx *s);
+int sbm_process(void *ctx, const struct srv_process_req *req, const struct srv_sink *sink, struct srv_op **out,
+		struct al_error *err);
 
 /* ---- sbpool.c: the warm pool, expiry, and the housekeeper that makes every sandbox ---- */
 

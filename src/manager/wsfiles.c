@@ -396,3 +396,16 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 	return 0;
 }
 
+
+int ws_dir(int ws, const char *path, struct al_error *err)
+{
+	const char *rel = relative(path);
+	if (!*rel)
+		return 0;
+	cleanup_close int fd = beneath(ws, rel, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
+		return al_err(err, fd == -ENOENT || fd == -ENOTDIR ? EINVAL : -fd,
+			      "cwd \"%s\": no such directory in the sandbox's workspace%s", path,
+			      fd == -EXDEV || fd == -ELOOP ? " (it leaves the workspace)" : "");
+	return 0;
+}

@@ -34,6 +34,10 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 int ws_open(int ws, const char *path, int *fd, size_t *size, struct al_error *err);
 /* Reads path (a regular file of at most WS_MAX_FILE bytes) into a malloc'd *data. */
 int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err);
+/* 0 when path (an exec's cwd: "/workspace/x" or "x") is a directory beneath the workspace; else
+ * -EINVAL (none there, or it leaves the workspace) or -errno, with err naming it. Call as the
+ * sandbox user (ws_become). */
+int ws_dir(int ws, const char *path, struct al_error *err);
 /* Lists directory path (NULL or "": the workspace) into a malloc'd array of entries. */
 int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n, struct al_error *err);
 

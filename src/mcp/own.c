@@ -33,6 +33,7 @@ bool own_wanted(const struct call *c)
 		return !json_is_true(json_object_get(args, "network_enabled"));
 	case TL_INSTALL_PACKAGE:
 	case TL_CONTEXT:
+	case TL_PROCESS:
 	case TL_WRITE_FILE:
 	case TL_READ_FILE:
 	case TL_LIST_FILES:

@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/text.h"
 #include "util/cleanup.h"
@@ -75,6 +77,41 @@ static const char context_input[] =
 static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
 				     "\"contexts\":{\"type\":\"array\"},\"context_id\":{\"type\":\"string\"}}}";
 
+/* code_execute: one process's run, and a life of its own. */
+#define RUN_PROPS                                                                                                    \
+	"\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"maxLength\":32768},"          \
+	"\"description\":\"Environment variables added to the sandbox's scrubbed environment (names: letters, "      \
+	"digits, _). A new process only (not a cell).\"},"                                                            \
+	"\"cwd\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"The working directory: "  \
+	"relative to /workspace, or absolute inside the sandbox; one in the workspace must exist.\"},"                \
+	"\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the program as its standard input.\"},"        \
+	"\"background\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id: start the "         \
+	"program and answer at once with its pid; it keeps running between calls (a server, a watcher) until it "   \
+	"ends, is killed (code_process), or the sandbox goes.\"},"                                                    \
+	"\"keep_stdin\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With background: its stdin stays "   \
+	"open for code_process stdin until close_stdin.\"}"
+
+static const char process_input[] =
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
+	"\"action\":{\"type\":\"string\",\"enum\":[\"list\",\"get\",\"output\",\"stdin\",\"close_stdin\",\"signal\","
+	"\"kill\"],\"description\":\"list the sandbox's background processes; get one (its exit when it ended); output: "
+	"what it printed (from offset), waiting up to wait seconds for more or its end; stdin: send data; "
+	"close_stdin; signal; kill.\"},"
+	"\"pid\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":4194304,\"description\":\"The process (from "
+	"code_execute with background).\"},"
+	"\"data\":{\"type\":\"string\",\"description\":\"stdin: the text to send.\"},"
+	"\"signal\":{\"type\":[\"integer\",\"string\"],\"description\":\"signal: a number or a name (TERM, INT, HUP, "
+	"SIGUSR1 ...).\"},"
+	"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"output: from this byte of its output on.\"},"
+	"\"wait\":{\"type\":\"number\",\"minimum\":0,\"maximum\":60,\"description\":\"output: seconds to wait for "
+	"its end (default 0: what it printed so far).\"},"
+	"\"follow\":{\"type\":\"boolean\",\"description\":\"output: then live until it ends (or wait passes).\"}},"
+	"\"required\":[\"action\"],\"additionalProperties\":false}";
+
+static const char process_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
+				     "\"processes\":{\"type\":\"array\"},\"pid\":{\"type\":\"integer\"},"
+				     "\"running\":{\"type\":\"boolean\"},\"output\":{\"type\":\"string\"}}}";
+
 static const char execute_input[] =
 	"{\"type\":\"object\",\"properties\":{" LANGUAGE_PROP ","
 	"\"code\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The program's source text.\"},"
@@ -84,7 +121,7 @@ static const char execute_input[] =
 	"persistent sandbox (from code_create_sandbox): files and installed packages stay between calls. "
 	"Without it the code runs in this session's own sandbox (made on first use, destroyed when the "
 	"session ends), where the files of code_write_file are; with network_enabled and no sandbox_id, "
-	"in a throwaway sandbox with that network.\"}," CONTEXT_EXEC_PROPS "},"
+	"in a throwaway sandbox with that network.\"}," CONTEXT_EXEC_PROPS "," RUN_PROPS "},"
 	"\"required\":[\"language\",\"code\"],\"additionalProperties\":false}";
 
 static const char install_input[] =
@@ -142,8 +179,8 @@ static const char
 	verdict_output[] =
 		"{\"type\":\"object\",\"properties\":{"
 		"\"status\":{\"type\":\"string\",\"enum\":[\"exited\",\"signaled\",\"timeout\",\"output-limit\","
-		"\"setup-error\",\"oom\"],\"description\":\"How the program ended; setup-error means the sandbox "
-		"failed, not the program.\"},"
+		"\"setup-error\",\"oom\",\"killed\",\"started\"],\"description\":\"How the program ended; setup-error means "
+		"the sandbox failed, not the program; started: a background process now runs (see process).\"},"
 		"\"exit_code\":" NULLABLE_INT ",\"signal\":" NULLABLE_INT ","
 		"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
 		"\"truncated\":" STREAM_PAIR(
@@ -239,6 +276,9 @@ static json_t *result_sandbox(const json_t *, const struct srv_result *, bool *)
 static int start_context(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
 			 struct srv_op **, struct al_error *);
 static json_t *result_context(const json_t *, const struct srv_result *, bool *);
+static int start_process(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+			 struct srv_op **, struct al_error *);
+static json_t *result_process(const json_t *, const struct srv_result *, bool *);
 
 static const struct tool_def tools[TL__COUNT] = {
 	[TL_EXECUTE] = {"code_execute", "Run code in a sandbox",
@@ -293,6 +333,14 @@ static const struct tool_def tools[TL__COUNT] = {
 				"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
 				"\"openWorldHint\":false}",
 				start_destroy, result_sandbox},
+	[TL_PROCESS] = {"code_process", "Manage background processes",
+			"Lists a sandbox's background processes (started by code_execute with background), reads what "
+			"one printed, sends it stdin, signals or kills it. A process lives until it exits, is killed, or "
+			"its sandbox is destroyed.",
+			process_input, process_output,
+			"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,"
+			"\"openWorldHint\":false}",
+			start_process, result_process},
 	[TL_CONTEXT] = {"code_context", "Manage interpreter contexts",
 			"Creates, lists, restarts or deletes the interpreter contexts of a sandbox: long-lived "
 			"interpreters whose state (variables, imports) code_execute cells share.",
@@ -458,6 +506,7 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 	case TL_LIST_FILES:
 	case TL_DESTROY_SANDBOX:
 	case TL_CONTEXT:
+	case TL_PROCESS:
 	case TL__COUNT:
 		break;
 	}
@@ -488,6 +537,31 @@ static uint64_t seconds_ms(const json_t *v)
 	return v ? (uint64_t)ceil(json_number_value(v) * 1000.0) : 0;
 }
 
+/* The env object as "NAME=VALUE" strings (malloc'd, NULL-terminated; the manager checks the names). */
+static int env_of(json_t *o, char ***out, size_t *n, struct al_error *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (!o)
+		return 0;
+	char **v = calloc(json_object_size(o) + 1, sizeof(char *));
+	if (!v)
+		return al_err(err, ENOMEM, "out of memory");
+	*out = v;
+	const char *key;
+	json_t *val;
+	json_object_foreach(o, key, val) {
+		if (strchr(key, '=') || memchr(json_string_value(val), 0, json_string_length(val)))
+			return al_err(err, EINVAL, "env: \"%.64s\" is not a variable name with a value", key);
+		if (asprintf(&v[*n], "%s=%s", key, json_string_value(val)) < 0) {
+			v[*n] = NULL;
+			return al_err(err, ENOMEM, "out of memory");
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
 static int start_execute(const struct srv_mgr_api *m, const json_t *args, const char *owner,
 			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
@@ -504,12 +578,28 @@ static int start_execute(const struct srv_mgr_api *m, const json_t *args, const 
 		.fresh = flag_arg(args, "fresh"),
 		.context_id = str_arg(args, "context_id"),
 	};
+	const json_t *in = json_object_get(args, "stdin");
+	req.cwd = str_arg(args, "cwd");
+	req.stdin_data = json_string_value(in);
+	req.stdin_len = json_string_length(in);
+	req.background = flag_arg(args, "background");
+	req.keep_stdin = flag_arg(args, "keep_stdin");
 	cleanup_free const char **domains =
 		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
 	if (rc < 0)
 		return al_err(err, ENOMEM, "out of memory");
 	req.allowed_domains = domains;
-	return m->exec(m->ctx, &req, sink, op, err);
+	cleanup_free char **env = NULL;
+	if ((rc = env_of(json_object_get(args, "env"), &env, &req.n_env, err)) < 0) {
+		for (size_t i = 0; env && env[i]; i++)
+			free(env[i]);
+		return rc;
+	}
+	req.env = (const char *const *)env;
+	rc = m->exec(m->ctx, &req, sink, op, err);
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	return rc;
 }
 
 static int start_install(const struct srv_mgr_api *m, const json_t *args, const char *owner,
@@ -616,6 +706,53 @@ static int start_context(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->context(m->ctx, &req, sink, op, err);
 }
 
+/* A signal's number from a number or a name ("TERM", "SIGTERM", "term"): 0 when it names none. */
+static int signal_of(const json_t *v)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v) > 0 && json_integer_value(v) <= SIGRTMAX ? (int)json_integer_value(v) : -1;
+	const char *name = json_string_value(v);
+	if (!name)
+		return 0;
+	if (strncasecmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (int sig = 1; sig < NSIG; sig++) {
+		const char *abbrev = sigabbrev_np(sig);
+		if (abbrev && strcasecmp(abbrev, name) == 0)
+			return sig;
+	}
+	return -1;
+}
+
+static int start_process(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
+{
+	if (!m->process)
+		return al_err(err, ENOTSUP, "this server has no background processes");
+	const char *action = str_arg(args, "action");
+	bool output = action && strcmp(action, "output") == 0;
+	const json_t *data = json_object_get(args, "data"), *wait = json_object_get(args, "wait");
+	int sig = signal_of(json_object_get(args, "signal"));
+	bool follow = json_is_true(json_object_get(args, "follow"));
+	if (sig < 0)
+		return al_err(err, EINVAL, "signal: not a signal's number (1 to %d) or name (TERM, KILL, SIGINT ...)",
+			      SIGRTMAX);
+	struct srv_process_req req = {.owner = owner,
+				      .sandbox_id = str_arg(args, "sandbox_id"),
+				      .action = output ? "connect" : action,
+				      .pid = (int)json_integer_value(json_object_get(args, "pid")),
+				      .data = json_string_value(data),
+				      .len = json_string_length(data),
+				      .signal = action && strcmp(action, "kill") == 0 ? SIGKILL : sig ? sig : SIGTERM,
+				      .offset = (uint64_t)json_integer_value(json_object_get(args, "offset")),
+				      .follow = follow || (wait && json_number_value(wait) > 0),
+				      .wait_ms = seconds_ms(wait),
+				      /* A follow to the end is a stream (its output is the stream's); a bounded
+				       * read answers with what it read. */
+				      .collect = !(follow && !wait)};
+	return m->process(m->ctx, &req, sink, op, err);
+}
+
 int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
 	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
@@ -636,7 +773,8 @@ bool tl_is_request_error(int neg_errno)
 	static const int request_errnos[] = {EINVAL, ENOENT, ENOTDIR, EISDIR, EXDEV,	 ELOOP,
 					     EACCES, EPERM,  EEXIST,  EFBIG,  E2BIG,	 ENAMETOOLONG,
 					     EBUSY,  EAGAIN, ENOSPC,  EDQUOT, ENOTEMPTY, ETIMEDOUT,
-					     ESRCH,  EMLINK, ENOTSUP, EROFS,  EOVERFLOW, ERANGE};
+					     ESRCH,  EMLINK, ENOTSUP, EROFS,  EOVERFLOW, ERANGE,
+					     EPIPE};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(request_errnos); i++)
 		if (-neg_errno == request_errnos[i])
 			return true;
@@ -683,8 +821,21 @@ static json_t *verdict_json(const struct al_verdict *v, const char *sandbox_id)
 	return o;
 }
 
+/* A background exec's start, in the shape of a verdict (the tool's outputSchema), with its process. */
+static json_t *started_json(const struct srv_result *r)
+{
+	json_t *proc = json_loads(r->process_json, 0, NULL);
+	return json_pack("{s:s,s:n,s:n,s:s,s:s,s:{s:b,s:b},s:{s:i,s:i},s:{s:f,s:f,s:f},s:b,s:s?,s:n,s:o}", "status",
+			 "started", "exit_code", "signal", "stdout", "", "stderr", "", "truncated", "stdout", 0, "stderr", 0,
+			 "output_bytes", "stdout", 0, "stderr", 0, "timing", "wall_s", 0.0, "cpu_user_s", 0.0,
+			 "cpu_system_s", 0.0, "oom_killed", 0, "sandbox_id", r->sandbox_id, "error", "process",
+			 proc ? proc : json_null());
+}
+
 static json_t *result_verdict(const json_t *args, const struct srv_result *r, bool *is_error)
 {
+	if (!r->verdict && r->process_json)
+		return started_json(r);
 	if (!r->verdict)
 		return NULL;
 	const struct al_verdict *v = r->verdict;
@@ -724,6 +875,14 @@ static int add_images(json_t *content, json_t *text_copy)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/* A process call's answer; its output (connect) comes as the stream's output, and is kept in the
+ * answer's "output" too for the MCP result (bounded by the session's own budget). */
+static json_t *result_process(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	json_t *o = r->process_json ? json_loads(r->process_json, 0, NULL) : json_object();
+	return o ? o : json_object();
 }
 
 static json_t *result_write(const json_t *args, const struct srv_result *r, bool *is_error)

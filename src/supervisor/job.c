@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -466,6 +467,7 @@ int al_job_wait(struct al_job *j, struct al_verdict **out, struct al_error *err)
 
 int al_job_kill(struct al_job *j)
 {
+	__atomic_store_n(&j->kill_asked, 1, __ATOMIC_SEQ_CST);
 	int r = j->proc.pidfd >= 0 ? pfd_send_signal(j->proc.pidfd, j->proc.kill_signal) : -ESRCH;
 	if (j->cg)
 		cg_kill(j->cg);
@@ -505,6 +507,55 @@ int al_job_census(struct al_job *j, struct al_job_census *out)
 		return r;
 	*out = (struct al_job_census){.processes = c.processes, .threads = c.threads};
 	return 0;
+}
+
+/* The job's init (pid 1 of its pid namespace) and its payload, the init's child: host pids, checked
+ * against the pidfd after the lookup so that a reused pid is never taken for the job's. */
+static int job_payload(struct al_job *j, pid_t *init, pid_t *payload)
+{
+	if (!j || j->proc.pidfd < 0 || !j->proc.backend || strcmp(j->proc.backend, "native") != 0)
+		return -ENOTSUP;
+	*init = j->proc.foreign ? pfd_pid(j->proc.pidfd) : j->proc.pid;
+	if (*init <= 0)
+		return -ESRCH;
+	int r = pt_first_child(*init, payload);
+	if (r == 0 && pfd_pid(j->proc.pidfd) != *init)
+		r = -ESRCH;
+	return r;
+}
+
+int al_job_signal(struct al_job *j, int sig)
+{
+	if (sig == SIGKILL)
+		return al_job_kill(j);
+	pid_t init, payload;
+	int r = job_payload(j, &init, &payload);
+	if (r < 0)
+		return r;
+	/* A pidfd of the payload, then a second look that it is still the init's child: a signal
+	 * through it can only reach that process, never one that took its pid after it ended. */
+	cleanup_close int fd = (int)syscall(SYS_pidfd_open, payload, 0);
+	if (fd < 0)
+		return -errno;
+	pid_t again;
+	if (pt_first_child(init, &again) < 0 || again != payload)
+		return -ESRCH;
+	/* The payload leads its own session and process group (setsid, DESIGN's first payload step):
+	 * the group is what a terminal's ^C reaches, the shell and the program it waits for. Its number
+	 * is the payload's pid, found the init's live child just above: another group could take that
+	 * number only if the payload were reaped and the pid space wrapped in between. */
+	if (kill(-payload, sig) == 0)
+		return 0;
+	return pfd_send_signal(fd, sig);
+}
+
+int al_job_pid(struct al_job *j, pid_t *pid)
+{
+	pid_t init, payload;
+	int r = job_payload(j, &init, &payload);
+	/* The job's own pid namespace is the innermost; its parent's is the sandbox's (a held
+	 * sandbox's init's), where the payload's number is unique among the sandbox's processes. */
+	return r < 0 ? r : pt_nspid(payload, j->proc.foreign ? 1 : 0, pid);
 }
 
 void al_cleanup_stale(const struct al_policy *p)

@@ -28,6 +28,7 @@ struct al_job {
 	struct timespec start;
 	bool timed_out, exited, reaped;
 	bool killing;		     /* the deadline or a stop killed it: live output no longer waits */
+	int kill_asked;		     /* al_job_kill was called (atomic: from any thread) */
 	int wake_fds[2];	     /* timerfd, stop_fd: what a live copy must not block (pump.h) */
 	struct nat_record setup_err; /* first error record, kind == 0 if none */
 	bool have_status;

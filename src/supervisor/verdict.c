@@ -114,6 +114,11 @@ static void classify(struct al_job *j, struct al_verdict *v)
 	} else if (j->have_status && WIFSIGNALED(j->wstatus)) {
 		v->status = AL_STATUS_SIGNALED;
 		v->signal = WTERMSIG(j->wstatus);
+	} else if (j->proc.foreign && __atomic_load_n(&j->kill_asked, __ATOMIC_SEQ_CST)) {
+		/* An exec of a held sandbox its caller killed (a cancel, a kill, its sandbox destroyed):
+		 * its init died with the payload before any record, as the kill meant. */
+		v->status = AL_STATUS_KILLED;
+		v->signal = SIGKILL;
 	} else if (j->si.si_code == CLD_KILLED || j->si.si_code == CLD_DUMPED) {
 		/* init itself was killed from outside (e.g. the OOM killer): everything died with it. */
 		v->status = AL_STATUS_SIGNALED;
