@@ -179,6 +179,18 @@ static int apply_profile(struct front *f, const char *name, struct al_error *e)
 	return 0;
 }
 
+/* A terminal's programs need its type, as docker -t gives it: ours when it is a plain terminfo name
+ * (the one variable of our environment a -t job gets, and only its value's name), else xterm. */
+static int tty_term(struct al_policy *p, struct al_error *e)
+{
+	const char *t = getenv("TERM");
+	bool plain = t && *t && strlen(t) < 64 && strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+							   "0123456789.+-_") == strlen(t);
+	char spec[80];
+	snprintf(spec, sizeof(spec), "TERM=%s", plain ? t : "xterm");
+	return al_policy_add_env(p, spec, e);
+}
+
 int front_build(struct front *f, const char *default_profile)
 {
 	struct al_error e = {0};
@@ -191,6 +203,8 @@ int front_build(struct front *f, const char *default_profile)
 	const char *profile = f->profile ? f->profile : default_profile;
 	if (profile && apply_profile(f, profile, &e) != 0)
 		return AL_EXIT_FAILURE;
+	if (f->tty && tty_term(f->policy, &e) < 0) /* before the flags: an --env TERM=... wins */
+		return cli_fail("%s", e.msg);
 	for (size_t i = 0; i < f->nflags; i++)
 		if (opt_apply(f->policy, f->flags[i].o, f->flags[i].arg, &e) < 0)
 			return cli_fail("%s", e.msg);
