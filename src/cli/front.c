@@ -184,8 +184,9 @@ static int apply_profile(struct front *f, const char *name, struct al_error *e)
 static int tty_term(struct al_policy *p, struct al_error *e)
 {
 	const char *t = getenv("TERM");
-	bool plain = t && *t && strlen(t) < 64 && strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-							   "0123456789.+-_") == strlen(t);
+	bool plain = t && *t && strlen(t) < 64 &&
+		     strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			       "0123456789.+-_") == strlen(t);
 	char spec[80];
 	snprintf(spec, sizeof(spec), "TERM=%s", plain ? t : "xterm");
 	return al_policy_add_env(p, spec, e);
@@ -308,9 +309,10 @@ static bool run_job(struct front *f, struct al_spawn_opts *so, struct al_verdict
 		int r = ftty_begin(&t, &so->tty_cols, &so->tty_rows);
 		if (r < 0) {
 			ftty_end(&t);
-			al_err(e, -r, "--tty: %s", r == -ENOTTY ? "standard input is not a terminal (run it from one, "
-								"or without -t)"
-								: strerror(-r));
+			al_err(e, -r, "--tty: %s",
+			       r == -ENOTTY ? "standard input is not a terminal (run it from one, "
+					      "or without -t)"
+					    : strerror(-r));
 			return false;
 		}
 		so->tty = true;

@@ -13,8 +13,8 @@
 /* A limit's help says "default @": the default is filled in from the policy's table when printed
  * (opt_help), never written here. */
 const struct al_option al_options[] = {
-	{OPT_TIME, "time", 0, OK_DURATION, "DURATION",
-	 "wall-clock limit; kills the whole sandbox (default @; 'none')", true},
+	{OPT_TIME, "time", 0, OK_DURATION, "DURATION", "wall-clock limit; kills the whole sandbox (default @; 'none')",
+	 true},
 	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default @)",
 	 true},
 	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE", "bytes kept per stream; the rest is counted (default @)",

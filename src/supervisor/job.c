@@ -248,7 +248,8 @@ static int job_tty_opts(const struct al_spawn_opts *o, bool hold, struct be_io *
 	if (hold)
 		return al_err(err, EINVAL, "a terminal is for a job or an exec, not for making a held sandbox");
 	if (o->stdin_fd >= 0)
-		return al_err(err, EINVAL, "a terminal job takes its input through its terminal (al_job_tty), not stdin_fd");
+		return al_err(err, EINVAL,
+			      "a terminal job takes its input through its terminal (al_job_tty), not stdin_fd");
 	io->tty = true;
 	io->tty_cols = o->tty_cols;
 	io->tty_rows = o->tty_rows;
@@ -599,7 +600,7 @@ void al_job_free(struct al_job *j)
 		j->cg = NULL;
 		j->proc.pidfd = -1;
 	}
-	int fds[] = {j->proc.pidfd,	 j->proc.status_fd,  j->timerfd,      j->epfd,
+	int fds[] = {j->proc.pidfd,	 j->proc.status_fd,  j->timerfd,       j->epfd,
 		     j->proc.upper_sock, j->proc.proxy_sock, j->proc.ctl_sock, j->proc.tty_master};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)

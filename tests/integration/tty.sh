@@ -169,6 +169,7 @@ al_pass "TIOCSTI is refused in the sandbox's terminal; nothing typed for it appe
 # ---- our terminal's modes come back whatever ends the job: its exit, --time, a SIGTERM to airlock.
 # The modes are read with stty -g on the same terminal before and after airlock (raw mode while it
 # runs would otherwise stay).
+# shellcheck disable=SC2016
 outer='stty -g >"$0.before"; "$@" </dev/tty & echo "APID=$!"; wait $!; echo "rc=$?"; stty -g >"$0.after"; echo outer-done'
 for how in exit time term; do
 	f=$AL_TEST_ROOT/modes-$how

@@ -481,7 +481,8 @@ static void test_tty(void **state)
 	for (int i = 0; i < 2; i++) {
 		/* Its first size is the one asked for (read before the resize and the input arrive:
 		 * /bin/sh reads no input here, and ends before the resize only when it is quick). */
-		struct al_verdict *v = run_tty(sbs[i], 90, 25, NULL, (const char *const[]){"/bin/sh", "-c", "stty size", NULL});
+		struct al_verdict *v =
+			run_tty(sbs[i], 90, 25, NULL, (const char *const[]){"/bin/sh", "-c", "stty size", NULL});
 		assert_int_equal(v->exit_code, 0);
 		assert_true(strstr(v->out.data, "25 90") || strstr(v->out.data, "40 120"));
 		al_verdict_free(v);
@@ -519,14 +520,9 @@ static void test_tty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_results),
-		cmocka_unit_test(test_stdin),
-		cmocka_unit_test(test_failures),
-		cmocka_unit_test(test_spare),
-		cmocka_unit_test(test_destroy),
-		cmocka_unit_test(test_exec_cgroups),
-		cmocka_unit_test(test_network),
-		cmocka_unit_test(test_tty),
+		cmocka_unit_test(test_results), cmocka_unit_test(test_stdin),	cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_spare),	cmocka_unit_test(test_destroy), cmocka_unit_test(test_exec_cgroups),
+		cmocka_unit_test(test_network), cmocka_unit_test(test_tty),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

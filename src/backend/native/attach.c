@@ -412,9 +412,8 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 			err, EPERM,
 			"setup: this sandbox was made with network %s: an exec in it can have that or none, not %s",
 			pol_net_name((enum al_net_posture)h->net), pol_net_name(p->net));
-	uint32_t flags =
-		(io->stdin_fd >= 0 && !io->tty ? NX_STDIN : 0) | (io->code_fd >= 0 ? NX_CODE : 0) | (io->tty ? NX_TTY : 0) |
-		(p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
+	uint32_t flags = (io->stdin_fd >= 0 && !io->tty ? NX_STDIN : 0) | (io->code_fd >= 0 ? NX_CODE : 0) |
+			 (io->tty ? NX_TTY : 0) | (p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
 	char **envp = pol_build_envp(p);
 	cleanup_free char *msg = malloc(NX_MAX_MSG);
 	if (!envp || !msg) {

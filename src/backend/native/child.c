@@ -214,7 +214,7 @@ static void join_cgroups(const struct nat_child *c)
 	int n = al_recv_fds(c->sync_fd, fds, CG_JOIN_MAX, &tag, true);
 	if (n < 0 || tag != 'c')
 		_exit(CHILD_FAIL_EXIT); /* the supervisor gave up (a cgroup failed); it reports why */
-	if (c->sync_fd != c->tty_sock) /* else the payload's way to send its terminal (start_payload) */
+	if (c->sync_fd != c->tty_sock)	/* else the payload's way to send its terminal (start_payload) */
 		close(c->sync_fd);
 	/* v1: we are alone (the network helper is reaped) and have one thread, so moving this
 	 * thread moves the job; the files are closed before anything of the payload runs. */

@@ -21,7 +21,7 @@
 #define NX_CODE	       4u	   /* the program's text comes beside the request, for fd 3 (AL_CODE_FD) */
 /* A terminal: the spare opens a pty of the sandbox's devpts (cols x rows), sends its master back on
  * the request socket (tag 't') and takes the slave as stdio and controlling terminal; no NX_STDIN. */
-#define NX_TTY 8u
+#define NX_TTY	       8u
 #define NX_SPARE_MAGIC 0x616c7873u /* "alxs" */
 
 struct nx_spare_req {

@@ -348,7 +348,8 @@ static char *none_enforced(const struct pol_plan *pl, uid_t uid, gid_t gid)
 }
 
 /* No layer at all: what the none backend refuses is be_refuse's (refuse_no_isolation). */
-const struct be_caps be_none_caps = {.name = "none", .isolation = false, .lacks = {[PN_HOLD] = BE_WHY_NO_HOLD, [PN_TTY] = BE_WHY_NO_TTY}};
+const struct be_caps be_none_caps = {
+	.name = "none", .isolation = false, .lacks = {[PN_HOLD] = BE_WHY_NO_HOLD, [PN_TTY] = BE_WHY_NO_TTY}};
 
 /*
  * No isolation at all (profile none: local development, an explicit opt-out): the host's

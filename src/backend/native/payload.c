@@ -255,7 +255,7 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 	if (f.stage || (c->tty && open_terminal(c, sock, &f) < 0))
 		nat_die(c, f.stage, f.err, f.what);
 	setup_stdio(c, code_fd); /* also closes the socket and /dev/null */
-	take_terminal(c); /* our setsid above made a session without one */
+	take_terminal(c);	 /* our setsid above made a session without one */
 	place_code(c, code_fd);
 	if (chdir(c->cwd) < 0)
 		nat_die(c, NS_CHDIR, errno, c->cwd);
