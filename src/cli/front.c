@@ -179,6 +179,8 @@ static int apply_profile(struct front *f, const char *name, struct al_error *e)
 	return 0;
 }
 
+#define TTY_OUTPUT_LIMIT (1ULL << 30)
+
 /* A terminal's programs need its type, as docker -t gives it: ours when it is a plain terminfo name
  * (the one variable of our environment a -t job gets, and only its value's name), else xterm. */
 static int tty_term(struct al_policy *p, struct al_error *e)
@@ -200,6 +202,11 @@ int front_build(struct front *f, const char *default_profile)
 	if (cfg_load_job(cli_config_path(), &f->cfg, &e) < 0)
 		return cli_fail("%s", e.msg);
 	if (cfg_apply_limits(&f->cfg->limits, f->policy, true, &e) < 0)
+		return cli_fail("%s", e.msg);
+	/* A terminal session is shown live and nothing of it is kept in memory: the output limit then
+	 * only ends the display, which at the 1 MiB default a long session reaches. Its default for -t
+	 * is the largest the supervisor takes; a profile's or a flag's value still wins. */
+	if (f->tty && al_policy_set_limit(f->policy, AL_LIMIT_OUTPUT, TTY_OUTPUT_LIMIT, &e) < 0)
 		return cli_fail("%s", e.msg);
 	const char *profile = f->profile ? f->profile : default_profile;
 	if (profile && apply_profile(f, profile, &e) != 0)

@@ -18,7 +18,11 @@
  *     ▼
  *   payload: setsid, stdio from the supervisor's pipes, every other descriptor closed,
  *     rlimits, bounding/ambient caps dropped, uid/gid 1000 (or the image's User), caps cleared,
- *     no_new_privs, execve.
+ *     no_new_privs, execve. With a terminal (be_io.tty) the payload drops its privileges first,
+ *     opens a pty of the sandbox's devpts as its own user, sends the master to the supervisor on
+ *     the sync socket (which init keeps open until the payload's fork for it) and takes the slave
+ *     as stdio and controlling terminal (payload.c); the supervisor waits for that master
+ *     (nx_recv_terminal) before returning, and its pump reads the job's stdout from it.
  *
  * Pipes: sync (supervisor → init, two bytes: "maps written", then "in the job's cgroups", which
  * init waits for only before its cgroup namespace and the payload's fork: on v1 the supervisor
