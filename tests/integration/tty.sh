@@ -89,7 +89,7 @@ expect $
 send jobs\r
 expect Running
 send fg\r
-expect sleep 30
+expect \rsleep 30\r\n
 sleep 0.5
 send \x03
 expect $ 
