@@ -213,6 +213,15 @@ struct al_spawn_opts {
 	 * caller keeps its descriptor. Any other job refuses it (its files are written before
 	 * anything of it runs). */
 	int code_fd;
+	/* Optional: a terminal (native backend; others refuse). The payload gets a pty of the
+	 * sandbox's own devpts as stdin, stdout, stderr and controlling terminal (job control works;
+	 * TIOCSTI and TIOCLINUX stay refused). The job's stdout is then what the terminal shows, input
+	 * echo included, under the same capture, live copy, on_output and output limit; its stderr is
+	 * empty. stdin_fd must be -1: input is written to the master (al_job_tty). tty_cols x tty_rows
+	 * is its first size (0 x 0: the kernel's default; al_job_resize changes it). A fresh job or an
+	 * exec in a held sandbox, not the creation of one. */
+	bool tty;
+	uint16_t tty_cols, tty_rows;
 };
 
 #define AL_CODE_FD   3
@@ -264,14 +273,21 @@ struct al_job_census {
 int al_job_census(struct al_job *job, struct al_job_census *out);
 /* Sends sig to the job's payload and its process group (the command and the programs it waits for,
  * as a terminal's ^C; not the job's init: in a pid namespace a signal to its init without a
- * handler is dropped); SIGKILL ends the whole job, as
- * al_job_kill. From any thread. 0, -ESRCH (the payload is gone), -ENOTSUP (a backend whose
+ * handler is dropped); SIGKILL ends the whole job, as al_job_kill. From any thread. 0, -ESRCH (the payload is gone), -ENOTSUP (a backend whose
  * processes the host cannot see: only the native one's), or -errno. */
 int al_job_signal(struct al_job *job, int sig);
 /* The payload's pid as the processes of its held sandbox number it (an exec of a held sandbox:
  * in the sandbox's pid namespace, unique among its live processes; another job: in its own).
  * 0, or -errno as al_job_signal. */
 int al_job_pid(struct al_job *job, pid_t *pid);
+/* A terminal job's pty master (al_spawn_opts.tty), borrowed: valid until al_job_free. Write the
+ * job's input to it (from any thread; it is non-blocking, so a full terminal answers EAGAIN: wait
+ * for POLLOUT); its output is the job's stdout, read by al_job_wait. -ENOTTY for a job without a
+ * terminal, -ESRCH when the sandbox failed before opening one (the verdict says why). */
+int al_job_tty(struct al_job *job);
+/* Sets a terminal job's window size (TIOCSWINSZ on the master: the job gets SIGWINCH), from any
+ * thread: 0, -EINVAL for 0 or above 65535, -ENOTTY / -ESRCH as al_job_tty. */
+int al_job_resize(struct al_job *job, unsigned cols, unsigned rows);
 /* Kills anything still running, reaps, releases. */
 void al_job_free(struct al_job *job);
 

@@ -71,6 +71,8 @@ int be_spawn(const struct al_policy *p, const struct be_io *io, struct be_proc *
 		return al_err(err, EINVAL, "unknown backend %d", (int)p->backend);
 	if (io->hold)
 		pl.needs |= 1u << PN_HOLD;
+	if (io->tty)
+		pl.needs |= 1u << PN_TTY;
 	const struct be_caps *caps = backends[p->backend].caps;
 	struct be_host host;
 	probe_host(caps, &pl, &host);

@@ -20,6 +20,11 @@ struct be_io {
 	struct cg_job *cg;    /* the job's cgroup (owned by the supervisor), or NULL */
 	bool hold;	      /* a held sandbox: init keeps it and serves exec requests (native only) */
 	struct be_held *held; /* policy->attach's held state (the supervisor's, passed down), or NULL */
+	/* A terminal (al_spawn_opts.tty): the payload opens a pty of the sandbox's devpts, takes its
+	 * slave as stdin, stdout, stderr and controlling terminal, and sends the master back
+	 * (be_proc.tty_master); stdin_fd is then -1. Native backend only (PN_TTY). */
+	bool tty;
+	uint16_t tty_cols, tty_rows; /* its first size; 0: the kernel's default */
 };
 
 struct be_proc {
@@ -44,6 +49,8 @@ struct be_proc {
 	bool foreign;	      /* pid is not our child (an exec in a held sandbox): no waitid */
 	struct cg_job *cg;    /* an exec in a held sandbox: its own cgroup, the supervisor's from now on */
 	struct be_held *held; /* an exec in a held sandbox: be_held_exec_done once it is over */
+	int tty_master;	      /* -1, or be_io.tty's pty master (the supervisor's); -1 too when the
+			       * sandbox failed before opening it (its status record says why) */
 };
 
 /* Spawns through the policy's backend (backend.c): the one entry the supervisor calls. It plans

@@ -28,6 +28,7 @@ static const struct {
 	[PN_PIDS] = {ENOTSUP, "cannot enforce a pids limit (--pids, --require cgroup-pids) on the payload's processes"},
 	[PN_CPU_TIME] = {ENOTSUP, "cannot enforce --cpu-time"},
 	[PN_PROXY] = {ENOTSUP, "cannot serve the egress proxy (--net allow=..., --broker)"},
+	[PN_TTY] = {ENOTSUP, "has no terminal of the sandbox's own (--tty)"},
 };
 
 /* The none backend makes no layer: a floor, a filesystem view, a proxy or a rootfs is refused. */
@@ -63,6 +64,10 @@ int be_refuse(const struct be_caps *caps, const struct al_policy *p, const struc
 	if (pol_plan_needs(pl, PN_HOLD) && caps->lacks[PN_HOLD])
 		return al_err(err, EINVAL, "held sandboxes (airlock serve) need the native backend, not %s",
 			      caps->name);
+	/* Before the none backend's own refusals, which never look at the plan's needs. */
+	if (pol_plan_needs(pl, PN_TTY) && caps->lacks[PN_TTY])
+		return al_err(err, ENOTSUP, "the %s backend %s: %s", caps->name, need_refusal[PN_TTY].what,
+			      caps->lacks[PN_TTY]);
 	if (!caps->isolation)
 		return refuse_no_isolation(p, err);
 	int r = pol_plan_conflicts(p, pl, err);

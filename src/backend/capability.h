@@ -43,6 +43,7 @@ struct be_caps {
 	"--checkout-mode ro)"
 #define BE_WHY_NO_KEEP	"it needs the copied checkout's overlay (use --backend native)"
 #define BE_WHY_NO_HOLD	"only the native backend's init serves later commands"
+#define BE_WHY_NO_TTY	"only the native backend opens a pty of the sandbox's own devpts (use --backend native)"
 #define BE_WHY_NO_WBACK "(use --backend native, which copies the changes back with set-id bits dropped, or --checkout)"
 
 extern const struct be_caps be_native_caps, be_bwrap_caps, be_oci_caps, be_gvisor_caps, be_none_caps;

@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/tty.h"
 #include "config/profile.h"
+#include "config/units.h"
+#include "util/error.h"
 #include "util/cleanup.h"
 
 /* Options that only airlock exec takes. */
@@ -106,6 +109,8 @@ static int front_option(struct front *f, const struct al_option *o, const char *
 		f->code = arg;
 	} else if (id == OPT_LIST) {
 		f->list = true;
+	} else if (id == OPT_TTY) {
+		f->tty = true;
 	} else {
 		return cli_fail("internal: unhandled option --%s", o->name);
 	}
@@ -142,6 +147,12 @@ int front_parse(struct front *f, int argc, char **argv, void (*help)(void))
 		else if (front_option(f, o, optarg) != 0)
 			return -AL_EXIT_FAILURE;
 	}
+	/* -t was --time before it was --tty (as docker's): a duration right after it was meant as one. */
+	uint64_t ms;
+	if (f->tty && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9' &&
+	    al_parse_duration_ms(argv[optind], &ms, NULL) == 0)
+		return -cli_fail("-t is --tty (a terminal) now: for a time limit of %s, say --time %s", argv[optind],
+				 argv[optind]);
 	return optind;
 }
 
@@ -168,6 +179,21 @@ static int apply_profile(struct front *f, const char *name, struct al_error *e)
 	return 0;
 }
 
+#define TTY_OUTPUT_LIMIT (1ULL << 30)
+
+/* A terminal's programs need its type, as docker -t gives it: ours when it is a plain terminfo name
+ * (the one variable of our environment a -t job gets, and only its value's name), else xterm. */
+static int tty_term(struct al_policy *p, struct al_error *e)
+{
+	const char *t = getenv("TERM");
+	bool plain = t && *t && strlen(t) < 64 &&
+		     strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			       "0123456789.+-_") == strlen(t);
+	char spec[80];
+	snprintf(spec, sizeof(spec), "TERM=%s", plain ? t : "xterm");
+	return al_policy_add_env(p, spec, e);
+}
+
 int front_build(struct front *f, const char *default_profile)
 {
 	struct al_error e = {0};
@@ -177,9 +203,16 @@ int front_build(struct front *f, const char *default_profile)
 		return cli_fail("%s", e.msg);
 	if (cfg_apply_limits(&f->cfg->limits, f->policy, true, &e) < 0)
 		return cli_fail("%s", e.msg);
+	/* A terminal session is shown live and nothing of it is kept in memory: the output limit then
+	 * only ends the display, which at the 1 MiB default a long session reaches. Its default for -t
+	 * is the largest the supervisor takes; a profile's or a flag's value still wins. */
+	if (f->tty && al_policy_set_limit(f->policy, AL_LIMIT_OUTPUT, TTY_OUTPUT_LIMIT, &e) < 0)
+		return cli_fail("%s", e.msg);
 	const char *profile = f->profile ? f->profile : default_profile;
 	if (profile && apply_profile(f, profile, &e) != 0)
 		return AL_EXIT_FAILURE;
+	if (f->tty && tty_term(f->policy, &e) < 0) /* before the flags: an --env TERM=... wins */
+		return cli_fail("%s", e.msg);
 	for (size_t i = 0; i < f->nflags; i++)
 		if (opt_apply(f->policy, f->flags[i].o, f->flags[i].arg, &e) < 0)
 			return cli_fail("%s", e.msg);
@@ -272,15 +305,57 @@ static void report_end(const struct al_verdict *v, const struct al_policy *p)
 		fprintf(stderr, "airlock: the command was killed by the seccomp filter (a forbidden system call)\n");
 }
 
-int front_run(struct front *f)
+/* One job to its end, with -t inside our terminal in raw mode (cli/tty.c): false with e set when
+ * it could not be run. Our terminal's modes are back before this returns, on every path, so the
+ * verdict is printed on a terminal as it was. */
+static bool run_job(struct front *f, struct al_spawn_opts *so, struct al_verdict **v, struct al_error *e)
 {
 	struct al_job *job = NULL;
+	struct ftty t;
+	if (f->tty) {
+		int r = ftty_begin(&t, &so->tty_cols, &so->tty_rows);
+		if (r < 0) {
+			ftty_end(&t);
+			al_err(e, -r, "--tty: %s",
+			       r == -ENOTTY ? "standard input is not a terminal (run it from one, "
+					      "or without -t)"
+					    : strerror(-r));
+			return false;
+		}
+		so->tty = true;
+		so->stdin_fd = -1; /* our terminal is never the sandbox's: its input goes through the relay */
+	}
+	bool ok = al_job_spawn(f->policy, so, &job, e) == 0;
+	int r = ok && f->tty ? ftty_relay(&t, job) : 0;
+	if (r < 0) {
+		ok = false;
+		al_err(e, -r, "--tty: the input relay: %s", strerror(-r));
+	}
+	/* Leftovers of dead supervisors are swept while the sandbox's init builds its root: this
+	 * process would only wait then, and the sweep (a read of the cgroup hierarchies and, on the
+	 * backends that make bundle directories, of /tmp) left the start's critical path. Ours are
+	 * alive, so never taken for stale. */
+	al_cleanup_stale(f->policy);
+	ok = ok && al_job_wait(job, v, e) == 0 && *v;
+	if (f->tty)
+		ftty_end(&t); /* before the job goes: the relay borrows its terminal */
+	/* Nothing of the job is left (processes, cgroups, directories) before anything is printed:
+	 * a reader that never takes the verdict cannot hold them. */
+	al_job_free(job);
+	return ok;
+}
+
+int front_run(struct front *f)
+{
 	struct al_verdict *v = NULL;
 	struct al_error e = {0};
 	int rfd = -1, rc;
+	if (f->tty && f->stream == AL_STREAM_CAPTURE)
+		return cli_fail("--tty shows the terminal as it goes: not with --stream capture");
 	if (f->result_file && (rfd = open(f->result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return cli_fail("--result-file '%s': %s", f->result_file, strerror(errno));
-	int mode = f->stream >= 0 ? f->stream : f->json ? AL_STREAM_CAPTURE : AL_STREAM_LIVE;
+	/* A terminal is shown as it goes (its stderr is empty). */
+	int mode = f->tty ? AL_STREAM_LIVE : f->stream >= 0 ? f->stream : f->json ? AL_STREAM_CAPTURE : AL_STREAM_LIVE;
 	int stop_fd = block_stop_signals();
 	if (stop_fd < 0) {
 		if (rfd >= 0)
@@ -296,16 +371,7 @@ int front_run(struct front *f)
 				   .stop_fd = stop_fd};
 	if (f->stdin_null || fcntl(0, F_GETFD) < 0)
 		so.stdin_fd = -1;
-	bool ok = al_job_spawn(f->policy, &so, &job, &e) == 0;
-	/* Leftovers of dead supervisors are swept while the sandbox's init builds its root: this
-	 * process would only wait then, and the sweep (a read of the cgroup hierarchies and, on the
-	 * backends that make bundle directories, of /tmp) left the start's critical path. Ours are
-	 * alive, so never taken for stale. */
-	al_cleanup_stale(f->policy);
-	ok = ok && al_job_wait(job, &v, &e) == 0 && v;
-	/* Nothing of the job is left (processes, cgroups, directories) before anything is printed:
-	 * a reader that never takes the verdict cannot hold them. */
-	al_job_free(job);
+	bool ok = run_job(f, &so, &v, &e);
 	if (!ok) {
 		struct al_verdict fail = {.status = AL_STATUS_SETUP_ERROR,
 					  .backend = al_backend_name(al_policy_get_backend(f->policy)),

@@ -29,6 +29,7 @@ struct front {
 	const char *lang, *code;
 	bool list;
 	bool stdin_null; /* the job gets /dev/null as stdin (its code came from ours) */
+	bool tty;	 /* -t: a terminal of the sandbox's own, relayed to ours (cli/tty.c) */
 	/* built */
 	struct cfg *cfg;
 	struct al_policy *policy;

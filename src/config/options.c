@@ -13,8 +13,8 @@
 /* A limit's help says "default @": the default is filled in from the policy's table when printed
  * (opt_help), never written here. */
 const struct al_option al_options[] = {
-	{OPT_TIME, "time", 't', OK_DURATION, "DURATION",
-	 "wall-clock limit; kills the whole sandbox (default @; 'none')", true},
+	{OPT_TIME, "time", 0, OK_DURATION, "DURATION", "wall-clock limit; kills the whole sandbox (default @; 'none')",
+	 true},
 	{OPT_CPU_TIME, "cpu-time", 0, OK_DURATION, "DURATION", "CPU-time limit per process, RLIMIT_CPU (default @)",
 	 true},
 	{OPT_OUTPUT_LIMIT, "output-limit", 0, OK_SIZE, "SIZE", "bytes kept per stream; the rest is counted (default @)",
@@ -105,6 +105,10 @@ const struct al_option al_options[] = {
 	{OPT_JSON, "json", 0, OK_FLAG, NULL, "print the verdict as one JSON object on stdout", false},
 	{OPT_RESULT_FD, "result-fd", 0, OK_COUNT, "N", "write the verdict JSON to descriptor N", false},
 	{OPT_RESULT_FILE, "result-file", 0, OK_STRING, "FILE", "write the verdict JSON to FILE", false},
+	{OPT_TTY, "tty", 't', OK_FLAG, NULL,
+	 "a terminal of the sandbox's own for CMD (stdin must be a terminal: raw mode, window size forwarded, "
+	 "modes restored at the end)",
+	 false},
 	{OPT_HELP, "help", 'h', OK_FLAG, NULL, "show this help", false},
 };
 const size_t al_noptions = AL_ARRAY_SIZE(al_options);

@@ -63,6 +63,7 @@ enum opt_id {
 	OPT_JSON,
 	OPT_RESULT_FD,
 	OPT_RESULT_FILE,
+	OPT_TTY,
 	OPT_HELP,
 	OPT__COUNT,
 };

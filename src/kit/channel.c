@@ -75,6 +75,7 @@ static const struct {
 	[NS_LANDLOCK] = {"applying Landlock rules", "Landlock"},
 	[NS_SECCOMP] = {"loading the seccomp filter", "seccomp filters"},
 	[NS_EXEC] = {"executing the command", "execve"},
+	[NS_TTY] = {"opening the terminal", "a pty of the sandbox's devpts (TIOCGPTPEER, Linux 4.13+)"},
 };
 
 const char *nat_stage_name(enum nat_stage s)

@@ -38,6 +38,7 @@ enum nat_stage {
 	NS_LANDLOCK,
 	NS_SECCOMP,
 	NS_EXEC,
+	NS_TTY, /* the job's terminal (--tty): a pty of the sandbox's devpts */
 	NS__COUNT,
 };
 

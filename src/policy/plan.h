@@ -47,6 +47,7 @@ enum pol_need {
 	PN_CGROUPNS,	  /* --require cgroupns */
 	PN_PIVOT_ROOT,	  /* --require pivot_root */
 	PN_PROXY,	  /* the egress proxy (--net allow=..., --broker) */
+	PN_TTY,		  /* a terminal of the sandbox's own (al_spawn_opts.tty, airlock run -t) */
 	PN__COUNT,
 };
 

@@ -20,6 +20,7 @@
 #include "kit/memfd.h"
 #include "kit/pidfd.h"
 #include "kit/proctree.h"
+#include "kit/pty.h"
 #include "job.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -239,6 +240,57 @@ static int job_code_fd(const struct al_spawn_opts *o)
 	return o->code_fd;
 }
 
+/* The caller's terminal request (al_spawn_opts.tty), into io: callers built before the fields
+ * existed pass a shorter struct, and a zeroed one asks for none. */
+static int job_tty_opts(const struct al_spawn_opts *o, bool hold, struct be_io *io, struct al_error *err)
+{
+	if (!o || o->size < offsetof(struct al_spawn_opts, tty_rows) + sizeof(uint16_t) || !o->tty)
+		return 0;
+	if (hold)
+		return al_err(err, EINVAL, "a terminal is for a job or an exec, not for making a held sandbox");
+	if (o->stdin_fd >= 0)
+		return al_err(err, EINVAL,
+			      "a terminal job takes its input through its terminal (al_job_tty), not stdin_fd");
+	io->tty = true;
+	io->tty_cols = o->tty_cols;
+	io->tty_rows = o->tty_rows;
+	return 0;
+}
+
+/* The terminal's master, once the backend has it: the job's stdout is read from it (a copy, so
+ * the pump's close at end of file leaves the caller's), and the pipe it replaces goes. Non-blocking
+ * for the pump, and so for the caller's writes too (one open file). End of file is EIO, once every
+ * slave of the sandbox is closed: the pump takes any error as the end. */
+static int job_take_tty(struct al_job *j)
+{
+	int m = j->proc.tty_master;
+	if (m < 0)
+		return 0; /* the sandbox failed first: its status record says why */
+	int fd = fcntl(m, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0 || fcntl(m, F_SETFL, O_NONBLOCK) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	close(j->out.fd);
+	j->out.fd = fd;
+	return 0;
+}
+
+int al_job_tty(struct al_job *j)
+{
+	if (!j || !j->terminal)
+		return -ENOTTY;
+	return j->proc.tty_master >= 0 ? j->proc.tty_master : -ESRCH;
+}
+
+int al_job_resize(struct al_job *j, unsigned cols, unsigned rows)
+{
+	int m = al_job_tty(j);
+	return m < 0 ? m : pty_resize(m, cols, rows);
+}
+
 int al_code_memfd(const char *data, size_t len)
 {
 	return mfd_sealed("airlock-code", data, len);
@@ -256,7 +308,7 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 		return al_err(err, ENOMEM, "out of memory");
 	j->timerfd = j->epfd = j->proc.pidfd = j->proc.status_fd = -1;
 	j->proc.kill_signal = SIGKILL;
-	j->proc.upper_sock = j->proc.proxy_sock = j->proc.ctl_sock = -1;
+	j->proc.upper_sock = j->proc.proxy_sock = j->proc.ctl_sock = j->proc.tty_master = -1;
 	/* The job may change a terminal it is given (echo off, no ISIG): the caller gets its
 	 * settings back when the job ends, whatever the job did. */
 	j->tty_fd = -1;
@@ -289,6 +341,9 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 			   .cg = j->cg,
 			   .hold = hold,
 			   .held = p->attach ? sandbox_held(p->attach) : NULL};
+	if ((r = job_tty_opts(opts, hold, &io, err)) < 0)
+		goto fail;
+	j->terminal = io.tty;
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	r = be_spawn(p, &io, &j->proc, err);
 	if (r < 0 && cg_make_failed(j->cg))
@@ -297,6 +352,8 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 	close(op[1]);
 	close(ep[1]);
 	op[1] = ep[1] = -1;
+	if (r == 0 && j->terminal && (r = job_take_tty(j)) < 0)
+		r = al_err_sys(err, -r, "setup: the terminal");
 	if (r < 0)
 		goto fail;
 	/* The verdict's counters are read the moment the job ends, on the way to the caller: open
@@ -594,8 +651,8 @@ void al_job_free(struct al_job *j)
 		j->cg = NULL;
 		j->proc.pidfd = -1;
 	}
-	int fds[] = {j->proc.pidfd,	 j->proc.status_fd,  j->timerfd,      j->epfd,
-		     j->proc.upper_sock, j->proc.proxy_sock, j->proc.ctl_sock};
+	int fds[] = {j->proc.pidfd,	 j->proc.status_fd,  j->timerfd,       j->epfd,
+		     j->proc.upper_sock, j->proc.proxy_sock, j->proc.ctl_sock, j->proc.tty_master};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

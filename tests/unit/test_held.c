@@ -434,16 +434,95 @@ static void test_network(void **state)
 	al_sandbox_destroy(sb);
 }
 
+/* Runs argv with a terminal of cols x rows (in sb, or a fresh sandbox when sb is NULL), resized to
+ * 120 x 40 and then given input; the verdict. */
+static struct al_verdict *run_tty(struct al_sandbox *sb, uint16_t cols, uint16_t rows, const char *input,
+				  const char *const *argv)
+{
+	struct al_policy *p = NULL;
+	struct al_error e = {0};
+	int argc = 0;
+	while (argv[argc])
+		argc++;
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(al_policy_set_argv(p, argc, argv, &e), 0);
+	if (sb)
+		assert_int_equal(al_policy_set_sandbox(p, sb, &e), 0);
+	struct al_spawn_opts o = {.size = sizeof(o), .stdin_fd = -1, .tty = true, .tty_cols = cols, .tty_rows = rows};
+	struct al_job *j = NULL;
+	struct al_verdict *v = NULL;
+	if (al_job_spawn(p, &o, &j, &e) < 0)
+		fail_msg("spawn: %s", e.msg);
+	int m = al_job_tty(j);
+	assert_true(m > 2);
+	assert_int_equal(al_job_resize(j, 0, 40), -EINVAL);
+	assert_int_equal(al_job_resize(j, 120, 40), 0);
+	if (input)
+		assert_int_equal(write(m, input, strlen(input)), (ssize_t)strlen(input));
+	if (al_job_wait(j, &v, &e) < 0)
+		fail_msg("wait: %s", e.msg);
+	al_job_free(j);
+	al_policy_free(p);
+	return v;
+}
+
+/* A terminal of the sandbox's own devpts: stdio and controlling terminal, its size as given and as
+ * resized, its input from the master, one stream (stderr empty); in a held sandbox and a fresh one. */
+static void test_tty(void **state)
+{
+	struct fixture *f = *state;
+	const char *const size[] = {"/bin/sh", "-c", "exec 2>&1; stty size </dev/tty; echo err >&2", NULL};
+	const char *const probe[] = {
+		"/bin/sh", "-c",
+		"read x; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo isatty; tty; stty size; echo \"got:$x\"; "
+		"exec 3</dev/tty && echo ctty; stat -c %U /proc/self/fd/0 >&2",
+		NULL};
+	struct al_sandbox *sbs[] = {f->sb, NULL};
+	for (int i = 0; i < 2; i++) {
+		/* Its first size is the one asked for (read before the resize and the input arrive:
+		 * /bin/sh reads no input here, and ends before the resize only when it is quick). */
+		struct al_verdict *v =
+			run_tty(sbs[i], 90, 25, NULL, (const char *const[]){"/bin/sh", "-c", "stty size", NULL});
+		assert_int_equal(v->exit_code, 0);
+		assert_true(strstr(v->out.data, "25 90") || strstr(v->out.data, "40 120"));
+		al_verdict_free(v);
+		v = run_tty(sbs[i], 90, 25, NULL, size);
+		assert_int_equal(v->exit_code, 0);
+		assert_non_null(strstr(v->out.data, "err"));
+		assert_int_equal(v->err.bytes, 0);
+		al_verdict_free(v);
+		v = run_tty(sbs[i], 90, 25, "hello\n", probe);
+		assert_int_equal(v->exit_code, 0);
+		const char *o = v->out.data;
+		assert_non_null(strstr(o, "hello\r\n")); /* echoed by the sandbox's line discipline */
+		assert_non_null(strstr(o, "isatty\r\n/dev/pts/"));
+		assert_non_null(strstr(o, "40 120\r\ngot:hello\r\nctty\r\n"));
+		assert_non_null(strstr(o, "sandbox\r\n")); /* the slave is the payload's user's */
+		al_verdict_free(v);
+	}
+	/* Its input comes through the terminal only; a job without one has none. */
+	struct al_policy *p = NULL;
+	struct al_error e = {0};
+	assert_int_equal(al_policy_new(&p), 0);
+	assert_int_equal(al_policy_set_argv(p, 1, (const char *const[]){"/bin/true", NULL}, &e), 0);
+	struct al_spawn_opts o = {.size = sizeof(o), .stdin_fd = 0, .tty = true};
+	struct al_job *j = NULL;
+	assert_int_equal(al_job_spawn(p, &o, &j, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "al_job_tty"));
+	o = (struct al_spawn_opts){.size = sizeof(o), .stdin_fd = -1};
+	assert_int_equal(al_job_spawn(p, &o, &j, &e), 0);
+	assert_int_equal(al_job_tty(j), -ENOTTY);
+	assert_int_equal(al_job_resize(j, 80, 24), -ENOTTY);
+	al_job_free(j);
+	al_policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_results),
-		cmocka_unit_test(test_stdin),
-		cmocka_unit_test(test_failures),
-		cmocka_unit_test(test_spare),
-		cmocka_unit_test(test_destroy),
-		cmocka_unit_test(test_exec_cgroups),
-		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_results), cmocka_unit_test(test_stdin),	cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_spare),	cmocka_unit_test(test_destroy), cmocka_unit_test(test_exec_cgroups),
+		cmocka_unit_test(test_network), cmocka_unit_test(test_tty),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -29,6 +29,7 @@ const struct be_caps be_bwrap_caps = {
 			[PN_SUBIDS] = "bubblewrap maps only the sandbox user (use --backend native)",
 			[PN_FALLBACK] = "bubblewrap itself needs user namespaces (use --backend native)",
 			[PN_HOLD] = BE_WHY_NO_HOLD,
+			[PN_TTY] = "bubblewrap has no pty support of its own (use --backend native)",
 			[PN_WORKDIR_DISK] = "bubblewrap 0.8 has no overlay, so the directory is bound read-write and "
 					    "writes reach the host directly (use --backend native)",
 			/* Without write-back the job would write the host directory itself: set-id bits,

@@ -412,9 +412,8 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 			err, EPERM,
 			"setup: this sandbox was made with network %s: an exec in it can have that or none, not %s",
 			pol_net_name((enum al_net_posture)h->net), pol_net_name(p->net));
-	uint32_t flags =
-		(io->stdin_fd >= 0 ? NX_STDIN : 0) | (io->code_fd >= 0 ? NX_CODE : 0) |
-		(p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
+	uint32_t flags = (io->stdin_fd >= 0 && !io->tty ? NX_STDIN : 0) | (io->code_fd >= 0 ? NX_CODE : 0) |
+			 (io->tty ? NX_TTY : 0) | (p->net == AL_NET_NONE && h->net != AL_NET_NONE ? NX_NONET : 0);
 	char **envp = pol_build_envp(p);
 	cleanup_free char *msg = malloc(NX_MAX_MSG);
 	if (!envp || !msg) {
@@ -429,8 +428,10 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	pol_free_strv(envp);
 	if (len < 0)
 		return al_err(err, -len, "setup: the command and its environment exceed %d bytes", NX_MAX_MSG);
+	if (io->tty)
+		nx_encode_tty(msg, io->tty_cols, io->tty_rows);
 	int fds[NX_MAX_FDS] = {io->stdout_fd, io->stderr_fd}, nfds = 2, r = 0, cr = 0;
-	if (io->stdin_fd >= 0)
+	if (flags & NX_STDIN)
 		fds[nfds++] = io->stdin_fd;
 	if (io->code_fd >= 0)
 		fds[nfds++] = io->code_fd;
@@ -467,6 +468,9 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 			return al_err(err, ESRCH, "setup: the sandbox is gone (its init exited)");
 		return al_err_sys(err, -r, "setup: starting the command in the sandbox");
 	}
+	/* With a terminal, the spare answers its request with the pty's master before anything of the
+	 * request runs (payload.c, open_terminal); end of file instead: it failed, its status says why. */
+	out->tty_master = io->tty ? nx_recv_terminal(s.sock) : -1;
 	close(s.sock); /* the payload has its request */
 	out->pid = 0;
 	out->foreign = true;

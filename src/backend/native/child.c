@@ -165,6 +165,10 @@ static pid_t start_payload(const struct nat_child *c)
 	close(c->stderr_fd);
 	if (c->stdin_fd >= 0)
 		close(c->stdin_fd);
+	/* The payload holds its own copy for its terminal's master: once it is gone, without having
+	 * sent one, the supervisor's wait for it ends (native.c, take_terminal). */
+	if (c->tty_sock >= 0)
+		close(c->tty_sock);
 	return pid;
 }
 
@@ -210,7 +214,8 @@ static void join_cgroups(const struct nat_child *c)
 	int n = al_recv_fds(c->sync_fd, fds, CG_JOIN_MAX, &tag, true);
 	if (n < 0 || tag != 'c')
 		_exit(CHILD_FAIL_EXIT); /* the supervisor gave up (a cgroup failed); it reports why */
-	close(c->sync_fd);
+	if (c->sync_fd != c->tty_sock)	/* else the payload's way to send its terminal (start_payload) */
+		close(c->sync_fd);
 	/* v1: we are alone (the network helper is reaped) and have one thread, so moving this
 	 * thread moves the job; the files are closed before anything of the payload runs. */
 	int r = cg_join_self(fds, n);

@@ -37,6 +37,12 @@ struct nat_child {
 	int ctl_sock;	  /* -1, or a held sandbox's control socket (hold.c) */
 	bool shed_libs;	  /* a held sandbox's init unmaps the libraries it never runs (nat_hold_can_shed) */
 	struct cg_view cgview; /* the job's cgroups, shown at FS_CGROUP_VIEW when the plan made it */
+	/* --tty: the payload opens a pty of the sandbox's devpts and sends its master on tty_sock
+	 * (the sync socket for a fresh job, which init keeps open until the payload's fork; a
+	 * spare's request socket); its slave becomes stdio and controlling terminal (payload.c). */
+	bool tty;
+	uint16_t tty_cols, tty_rows;
+	int tty_sock; /* -1 without a terminal */
 };
 
 /* Runs as the clone3 child: builds the sandbox, forks the payload, reaps until it ends. */

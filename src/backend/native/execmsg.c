@@ -38,6 +38,15 @@ int nx_encode(char *const *argv, char *const *envp, const char *cwd, uint32_t fl
 	return (int)off;
 }
 
+void nx_encode_tty(char *buf, uint16_t cols, uint16_t rows)
+{
+	struct nx_hdr h;
+	memcpy(&h, buf, sizeof(h));
+	h.cols = cols;
+	h.rows = rows;
+	memcpy(buf, &h, sizeof(h));
+}
+
 int nx_decode(char *buf, size_t len, struct nx_view *v)
 {
 	struct nx_hdr h;
@@ -45,9 +54,11 @@ int nx_decode(char *buf, size_t len, struct nx_view *v)
 		return -EPROTO;
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != NX_MAGIC || h.argc == 0 || h.argc > NX_MAX_STRS || h.envc > NX_MAX_STRS - h.argc ||
-	    (h.flags & ~(NX_STDIN | NX_CODE)))
+	    (h.flags & ~(NX_STDIN | NX_CODE | NX_TTY)) || ((h.flags & NX_TTY) && (h.flags & NX_STDIN)))
 		return -EPROTO;
 	v->flags = h.flags;
+	v->cols = h.cols;
+	v->rows = h.rows;
 	size_t off = sizeof(h), n = (size_t)h.argc + h.envc + 1;
 	for (size_t i = 0; i < n; i++) {
 		char *s = buf + off, *nul = off < len ? memchr(s, 0, len - off) : NULL;
@@ -79,6 +90,18 @@ ssize_t nx_recv(int sock, char *buf, size_t cap, int *fds, int *nfds)
 	if (*nfds > NX_MAX_FDS)
 		*nfds = NX_MAX_FDS; /* the others are closed */
 	return n;
+}
+
+int nx_recv_terminal(int sock)
+{
+	int fd = -1;
+	char tag = 0;
+	int n = al_recv_fds(sock, &fd, 1, &tag, true);
+	if (n == 1 && tag == 't')
+		return fd;
+	if (n == 1)
+		close(fd);
+	return -1;
 }
 
 const char *nx_env_path(char *const *envp)

@@ -19,6 +19,9 @@
 #define NX_STDIN       1u
 #define NX_NONET       2u	   /* a spare in a network namespace of its own, only lo, up (nx_spare_req) */
 #define NX_CODE	       4u	   /* the program's text comes beside the request, for fd 3 (AL_CODE_FD) */
+/* A terminal: the spare opens a pty of the sandbox's devpts (cols x rows), sends its master back on
+ * the request socket (tag 't') and takes the slave as stdio and controlling terminal; no NX_STDIN. */
+#define NX_TTY	       8u
 #define NX_SPARE_MAGIC 0x616c7873u /* "alxs" */
 
 struct nx_spare_req {
@@ -38,6 +41,8 @@ struct nx_hdr {
 	uint32_t flags;
 	uint32_t argc;
 	uint32_t envc;
+	uint16_t cols, rows; /* NX_TTY: the terminal's first size (0: the kernel's default) */
+	uint32_t reserved;
 };
 
 struct nx_reply {
@@ -46,9 +51,12 @@ struct nx_reply {
 
 /* Encodes into buf[0..cap): the message length, or -E2BIG / -EINVAL (empty argv, relative cwd). */
 int nx_encode(char *const *argv, char *const *envp, const char *cwd, uint32_t flags, char *buf, size_t cap);
+/* The terminal's size for an NX_TTY request already encoded in buf. */
+void nx_encode_tty(char *buf, uint16_t cols, uint16_t rows);
 
 struct nx_view {
 	uint32_t flags;
+	uint16_t cols, rows;
 	char *argv[NX_MAX_STRS + 1]; /* NULL-terminated, pointing into the buffer */
 	char *envp[NX_MAX_STRS + 1];
 	const char *cwd;
@@ -64,6 +72,11 @@ int nx_send(int sock, char *msg, size_t len, const int *fds, int nfds);
 /* One message into buf: its length (0 at end of file, -errno, -EMSGSIZE when cut), and up to
  * NX_MAX_FDS descriptors (O_CLOEXEC) in fds; more are closed. Allocates nothing. */
 ssize_t nx_recv(int sock, char *buf, size_t cap, int *fds, int *nfds);
+/* A terminal's master (NX_TTY; a fresh job's payload sends one too, on the sync socket), tag 't',
+ * waited for: the descriptor, or -1 when the peer ended first (the sandbox's status says why).
+ * The sender does so at once after its fork or request, so this waits only for the sandbox's own
+ * set-up; every other holder of the far end is the sandbox's, gone with it. */
+int nx_recv_terminal(int sock);
 /* The request's PATH, for finding argv[0] (execvpe would search the supervisor's). */
 const char *nx_env_path(char *const *envp);
 

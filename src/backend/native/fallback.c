@@ -204,6 +204,7 @@ static void fb_child(struct nat_child *c, const struct al_policy *p, const struc
 		.fallback = true,
 		.proxy_sock = -1,
 		.ctl_sock = -1,
+		.tty_sock = -1,
 	};
 }
 
@@ -273,6 +274,12 @@ int nat_fallback_spawn(const struct al_policy *p, const struct pol_plan *pl, con
 	int r = refuse(p, clone_errno, err);
 	if (r < 0)
 		return r;
+	/* A pty from the host's own devpts would be one of the host's terminals. */
+	if (io->tty)
+		return al_err(err, ENOTSUP,
+			      "setup: --tty needs the sandbox's own devpts, which the fallback without namespaces "
+			      "does not have (user namespaces: %s)",
+			      strerror(clone_errno));
 	bool root = pl->root;
 	uid_t uid = root ? p->id_base + AL_SANDBOX_UID : getuid();
 	gid_t gid = root ? p->id_base + AL_SANDBOX_UID : getgid();
@@ -341,7 +348,8 @@ static char *none_enforced(const struct pol_plan *pl, uid_t uid, gid_t gid)
 }
 
 /* No layer at all: what the none backend refuses is be_refuse's (refuse_no_isolation). */
-const struct be_caps be_none_caps = {.name = "none", .isolation = false, .lacks = {[PN_HOLD] = BE_WHY_NO_HOLD}};
+const struct be_caps be_none_caps = {
+	.name = "none", .isolation = false, .lacks = {[PN_HOLD] = BE_WHY_NO_HOLD, [PN_TTY] = BE_WHY_NO_TTY}};
 
 /*
  * No isolation at all (profile none: local development, an explicit opt-out): the host's

@@ -9,6 +9,7 @@
  *                                  (payload.c) already confined — rlimits, ids, no capabilities,
  *                                  no_new_privs, Landlock, seccomp — and waiting on its socket.
  *   manager ──the exec request (argv, env, cwd + stdout, stderr [, stdin])──▶ spare payload
+ *           ◀──with NX_TTY: the master of a pty the spare opened in the sandbox's devpts──
  *                                  Once the payload is reaped, the exec init kills and reaps whatever
  *                                  it left behind (a setsid double-fork daemon included), then
  *                                  reports the payload's status and usage, and exits: the exec is

@@ -18,7 +18,11 @@
  *     ▼
  *   payload: setsid, stdio from the supervisor's pipes, every other descriptor closed,
  *     rlimits, bounding/ambient caps dropped, uid/gid 1000 (or the image's User), caps cleared,
- *     no_new_privs, execve.
+ *     no_new_privs, execve. With a terminal (be_io.tty) the payload drops its privileges first,
+ *     opens a pty of the sandbox's devpts as its own user, sends the master to the supervisor on
+ *     the sync socket (which init keeps open until the payload's fork for it) and takes the slave
+ *     as stdio and controlling terminal (payload.c); the supervisor waits for that master
+ *     (nx_recv_terminal) before returning, and its pump reads the job's stdout from it.
  *
  * Pipes: sync (supervisor → init, two bytes: "maps written", then "in the job's cgroups", which
  * init waits for only before its cgroup namespace and the payload's fork: on v1 the supervisor
@@ -42,6 +46,7 @@
 #include "backend/capability.h"
 #include "cgroup/cgroup.h"
 #include "child.h"
+#include "execmsg.h"
 #include "native.h"
 #include "kit/oomadj.h"
 #include "kit/pidfd.h"
@@ -221,6 +226,10 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		.proxy_sock = px_p[1],
 		.ctl_sock = ctl_p[1],
 		.shed_libs = ctl_p[1] >= 0 && nat_hold_can_shed(),
+		.tty = io->tty,
+		.tty_cols = io->tty_cols,
+		.tty_rows = io->tty_rows,
+		.tty_sock = io->tty ? sync_p[0] : -1,
 	};
 	if ((r = uns_choose(&c.map, p->id_base, p->subids, p->run_uid, p->run_gid, err)) < 0)
 		goto out;
@@ -294,6 +303,10 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		abort_child(pid, pidfd);
 		goto out;
 	}
+	/* Our copy of init's end goes first, or the wait would never see it end. */
+	close(sync_p[0]);
+	sync_p[0] = -1;
+	out->tty_master = io->tty ? nx_recv_terminal(sync_p[1]) : -1;
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(status_p[0]);

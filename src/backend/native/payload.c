@@ -19,6 +19,7 @@
 #include "cgroup/cgroup.h"
 #include "child.h"
 #include "execmsg.h"
+#include "kit/pty.h"
 #include "kit/rawsys.h"
 #include "kit/rlimits.h"
 #include "util/fdpass.h"
@@ -75,6 +76,40 @@ static void place_code(struct nat_child *c, int code_fd)
 	if (dup2(code_fd, AL_CODE_FD) < 0)
 		nat_die(c, NS_STDIO, errno, "the program's descriptor");
 	close(code_fd);
+}
+
+/*
+ * --tty: a pty of the sandbox's own devpts, opened by the payload as its own user (so the slave is
+ * the payload's, as a login's terminal is its user's). The master goes to the supervisor over sock
+ * and is closed here; the slave becomes stdin, stdout and stderr (setup_stdio), then the
+ * controlling terminal (take_terminal). Safe: nothing of the host's terminals is reachable from
+ * this devpts, and the supervisor only ever reads and writes the master; TIOCSTI and TIOCLINUX stay
+ * refused by the filter (seccomp.c), so the job cannot push input into anything through it.
+ */
+static int open_terminal(struct nat_child *c, int sock, struct pl_fail *f)
+{
+	int m, s;
+	const char *what;
+	int r = pty_open(c->tty_cols, c->tty_rows, &m, &s, &what);
+	if (r < 0)
+		return fail(f, NS_TTY, -r, what);
+	r = al_send_fd(sock, m, 't');
+	close(m);
+	if (r < 0) {
+		close(s);
+		return fail(f, NS_TTY, -r, "handing the terminal's master to the supervisor");
+	}
+	c->stdin_fd = c->stdout_fd = c->stderr_fd = s;
+	return 0;
+}
+
+/* After setup_stdio, in a session of our own (setsid) that has no terminal yet: the pty on fd 0
+ * becomes its controlling terminal, so job control works (a shell's process groups, ^C, ^Z). */
+static void take_terminal(const struct nat_child *c)
+{
+	int r = c->tty ? pty_make_controlling(0) : 0;
+	if (r < 0)
+		nat_die(c, NS_TTY, -r, "the controlling terminal (TIOCSCTTY)");
 }
 
 /* execvp with the sandbox's PATH (execvpe would search the supervisor's). */
@@ -140,15 +175,21 @@ static int restrict_self(const struct nat_child *c, const char *what, struct pl_
 	return 0;
 }
 
-_Noreturn void nat_payload_main(const struct nat_child *c)
+_Noreturn void nat_payload_main(const struct nat_child *init_c)
 {
-	/* A new session: no controlling terminal, so TIOCSTI cannot push input to ours. */
+	struct nat_child pc = *init_c, *c = &pc; /* our copy: a terminal replaces the stdio pipes */
+	/* A new session: no controlling terminal, so TIOCSTI cannot push input to ours; with --tty
+	 * the sandbox's own pty becomes this session's terminal (take_terminal). */
 	if (setsid() < 0)
 		nat_die(c, NS_SETSID, errno, NULL);
 	mon_reset_signals();
-	setup_stdio(c, -1);
 	struct pl_fail f = {0};
-	if (drop_privileges(c, &f) < 0)
+	/* The terminal is opened as the payload's user: the privileges go first. */
+	if (c->tty && (drop_privileges(c, &f) < 0 || open_terminal(c, c->tty_sock, &f) < 0))
+		nat_die(c, f.stage, f.err, f.what);
+	setup_stdio(c, -1);
+	take_terminal(c);
+	if (!c->tty && drop_privileges(c, &f) < 0)
 		nat_die(c, f.stage, f.err, f.what);
 	if (chdir(c->cwd) < 0)
 		nat_die(c, NS_CHDIR, errno, c->cwd);
@@ -197,7 +238,7 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 	}
 	/* Only the manager holds the other end; anything malformed is not ours to run. */
 	int dr = nx_decode(buf, (size_t)n, &v);
-	int want = 2 + !!(v.flags & NX_STDIN) + !!(v.flags & NX_CODE);
+	int want = 2 + !!(v.flags & NX_STDIN) + !!(v.flags & NX_CODE); /* NX_TTY: none for stdin */
 	if (dr < 0 || nfds != want)
 		nat_die(c, NS_STDIO, EPROTO, "exec request");
 	c->stdout_fd = fds[0];
@@ -208,9 +249,13 @@ _Noreturn void nat_spare_payload(struct nat_child *c, int sock)
 	c->envp = v.envp;
 	c->path = nx_env_path(v.envp);
 	c->cwd = v.cwd;
-	if (f.stage)
+	c->tty = v.flags & NX_TTY;
+	c->tty_cols = v.cols;
+	c->tty_rows = v.rows;
+	if (f.stage || (c->tty && open_terminal(c, sock, &f) < 0))
 		nat_die(c, f.stage, f.err, f.what);
 	setup_stdio(c, code_fd); /* also closes the socket and /dev/null */
+	take_terminal(c);	 /* our setsid above made a session without one */
 	place_code(c, code_fd);
 	if (chdir(c->cwd) < 0)
 		nat_die(c, NS_CHDIR, errno, c->cwd);

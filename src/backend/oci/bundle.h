@@ -75,6 +75,7 @@ bool oci_log_error(const char *buf, size_t n, char *msg, size_t size);
 	[PN_CHECKOUT_COPY] = BE_WHY_NO_COPY, [PN_KEEP_CHANGES] = BE_WHY_NO_KEEP,                                       \
 	[PN_SUBIDS] = "the container maps only the sandbox user (use --backend native)",                               \
 	[PN_FALLBACK] = "the runtime itself needs user namespaces (use --backend native)", [PN_HOLD] = BE_WHY_NO_HOLD, \
+	[PN_TTY] = BE_WHY_NO_TTY,                                                                                      \
 	[PN_WORKDIR_DISK] = "it has no overlay, so the directory is bound read-write and writes reach the "            \
 			    "host directly (use --backend native)",                                                    \
 	[PN_WORKDIR] = "it has no overlay, so the host directory would be bound read-write and the job's "             \
