@@ -662,6 +662,8 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.cancel = m_cancel,
 		.release = m_release,
 		.list_sandboxes = sbm_list_sandboxes,
+		.file_op = sbm_file_op,
+		.open_upload = sbm_open_upload,
 	};
 }
 
