@@ -14,8 +14,8 @@
  * a bigger one is a code_upload call, whose arguments carry its size and SHA-256. */
 #define HX_INSPECT_MAX ((size_t)1 << 20)
 
-static void run(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args, hx_ok_fn ok,
-		int spool, struct hx_response *rs)
+static void run(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args, hx_ok_fn ok, int spool,
+		struct hx_response *rs)
 {
 	struct hx_call *c = args ? hx_call_new(s, tool, args, rq) : NULL;
 	if (!c) {
@@ -88,8 +88,8 @@ static json_t *inspect_args(const char *id, const char *path, int fd, size_t len
 	bool text = txt_utf8_valid(data, len) && !memchr(data, 0, len);
 	cleanup_free char *b64 = text ? NULL : txt_base64_encode(data, len);
 	json_t *content = text ? json_stringn(data, len) : (b64 ? json_string(b64) : NULL);
-	return content ? json_pack("{s:s,s:s,s:o,s:s}", "sandbox_id", id, "path", path, "content", content,
-				   "encoding", text ? "utf-8" : "base64")
+	return content ? json_pack("{s:s,s:s,s:o,s:s}", "sandbox_id", id, "path", path, "content", content, "encoding",
+				   text ? "utf-8" : "base64")
 		       : NULL;
 }
 
@@ -207,7 +207,8 @@ void api_move(struct hx_server *s, const struct hx_request *rq, char *const caps
 	}
 	json_t *args = json_pack("{s:s,s:s,s:O}", "sandbox_id", caps[0], "action", "move", "path", from);
 	json_t *to = json_object_get(body, "to"), *ow = json_object_get(body, "overwrite");
-	if (args && ((to && json_object_set(args, "to", to) < 0) || (ow && json_object_set(args, "overwrite", ow) < 0))) {
+	if (args &&
+	    ((to && json_object_set(args, "to", to) < 0) || (ow && json_object_set(args, "overwrite", ow) < 0))) {
 		json_decref(args);
 		args = NULL;
 	}

@@ -368,7 +368,9 @@ int hx_upload_route(const char *method, const char *path, char *caps[2], bool *a
 	size_t c[MAX_CAPS][2] = {{0}};
 	bool known;
 	caps[0] = caps[1] = NULL;
-	const struct route *r = find(method, path ? path : "", c, &known, NULL, 0);
+	if (!path)
+		return 0;
+	const struct route *r = find(method, path, c, &known, NULL, 0);
 	if (!r || r->body != BODY_FILE)
 		return 0;
 	if (bad_url(path, rs))

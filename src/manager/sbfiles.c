@@ -19,9 +19,9 @@ enum file_op {
 struct file_call {
 	enum file_op op;
 	const char *sandbox_id, *owner, *path;
-	const struct srv_write_req *write;  /* FILE_WRITE */
-	bool want_fd;			    /* FILE_READ: the open file rather than its bytes */
-	const struct srv_file_req *other;   /* FILE_OTHER */
+	const struct srv_write_req *write; /* FILE_WRITE */
+	bool want_fd;			   /* FILE_READ: the open file rather than its bytes */
+	const struct srv_file_req *other;  /* FILE_OTHER */
 };
 
 static int write_op(int ws, const struct srv_write_req *w, uid_t uid, gid_t gid, struct srv_result *res,
@@ -106,15 +106,18 @@ static int file_call(struct sbm *m, const struct file_call *c, const struct srv_
 int sbm_write_file(void *ctx, const struct srv_write_req *req, const struct srv_sink *sink, struct srv_op **out,
 		   struct al_error *err)
 {
-	struct file_call c = {.op = FILE_WRITE, .sandbox_id = req->sandbox_id, .owner = req->owner, .path = req->path,
-			      .write = req};
+	struct file_call c = {
+		.op = FILE_WRITE, .sandbox_id = req->sandbox_id, .owner = req->owner, .path = req->path, .write = req};
 	return file_call(ctx, &c, sink, out, err);
 }
 
 int sbm_read_file(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **out,
 		  struct al_error *err)
 {
-	struct file_call c = {.op = FILE_READ, .sandbox_id = req->sandbox_id, .owner = req->owner, .path = req->path,
+	struct file_call c = {.op = FILE_READ,
+			      .sandbox_id = req->sandbox_id,
+			      .owner = req->owner,
+			      .path = req->path,
 			      .want_fd = req->want_fd};
 	return file_call(ctx, &c, sink, out, err);
 }
@@ -129,8 +132,8 @@ int sbm_list_files(void *ctx, const struct srv_path_req *req, const struct srv_s
 int sbm_file_op(void *ctx, const struct srv_file_req *req, const struct srv_sink *sink, struct srv_op **out,
 		struct al_error *err)
 {
-	struct file_call c = {.op = FILE_OTHER, .sandbox_id = req->sandbox_id, .owner = req->owner, .path = req->path,
-			      .other = req};
+	struct file_call c = {
+		.op = FILE_OTHER, .sandbox_id = req->sandbox_id, .owner = req->owner, .path = req->path, .other = req};
 	return file_call(ctx, &c, sink, out, err);
 }
 

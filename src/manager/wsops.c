@@ -61,7 +61,10 @@ static int open_parent(int ws, char *rel, const char *shown, const char **leaf, 
 
 static const char *kind_of(mode_t m, enum srv_file_type *t)
 {
-	*t = S_ISREG(m) ? SRV_FILE_REGULAR : S_ISDIR(m) ? SRV_FILE_DIRECTORY : S_ISLNK(m) ? SRV_FILE_SYMLINK : SRV_FILE_OTHER;
+	*t = S_ISREG(m)	  ? SRV_FILE_REGULAR
+	     : S_ISDIR(m) ? SRV_FILE_DIRECTORY
+	     : S_ISLNK(m) ? SRV_FILE_SYMLINK
+			  : SRV_FILE_OTHER;
 	return S_ISREG(m)    ? "file"
 	       : S_ISDIR(m)  ? "directory"
 	       : S_ISLNK(m)  ? "symlink"
@@ -187,6 +190,7 @@ static int rm_tree(int parent, const char *name, dev_t dev, int depth, uint64_t 
 		   struct al_error *err);
 
 /* One pass over the open directory d: every entry removed (directories through rm_tree). */
+/* NOLINTNEXTLINE(misc-no-recursion): with rm_tree, bounded by WS_TREE_DEPTH */
 static int rm_entries(DIR *d, dev_t dev, int depth, uint64_t *count, bool *changed, const char *shown,
 		      struct al_error *err)
 {

@@ -96,6 +96,7 @@ static int check_link(const char *name, const char *target, struct al_error *err
 static int check_member(struct archive_entry *e, char *rel, size_t size, struct al_error *err)
 {
 	const char *name = archive_entry_pathname(e);
+	rel[0] = 0;
 	if (!name)
 		return al_err(err, EINVAL, "an archive member without a name: refused");
 	int r = norm_name(name, rel, size, err);
@@ -151,8 +152,8 @@ static int check_all(int spool, uint64_t *members, struct al_error *err)
 	if (!a)
 		return -EINVAL;
 	struct archive_entry *e;
-	char rel[PATH_MAX];
-	int h, r = 0;
+	char rel[PATH_MAX] = "";
+	int h = ARCHIVE_OK, r = 0;
 	*members = 0;
 	while (r == 0 && (h = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		r = check_member(e, rel, sizeof(rel), err);
@@ -256,8 +257,8 @@ static int unpack_all(int spool, int top, uid_t uid, gid_t gid, struct al_error 
 	if (!a)
 		return -EINVAL;
 	struct archive_entry *e;
-	char rel[PATH_MAX];
-	int h, r = 0;
+	char rel[PATH_MAX] = "";
+	int h = ARCHIVE_OK, r = 0;
 	while (r == 0 && (h = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		r = check_member(e, rel, sizeof(rel), err); /* the same file as pass 1, checked again anyway */
 		if (r == 0 && *rel)
@@ -296,7 +297,8 @@ static int merge(int src, int dst, bool move, int depth, struct al_error *err)
 		}
 		bool exists = fstatat(dst, e->d_name, &t, AT_SYMLINK_NOFOLLOW) == 0;
 		if (exists && S_ISDIR(s.st_mode) && S_ISDIR(t.st_mode)) {
-			cleanup_close int a = openat(dirfd(d), e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			cleanup_close int a =
+				openat(dirfd(d), e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			cleanup_close int b = openat(dst, e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			r = a < 0 || b < 0 ? al_err_sys(err, errno, "%s", e->d_name)
 			    : t.st_dev != dst_st.st_dev
@@ -304,7 +306,8 @@ static int merge(int src, int dst, bool move, int depth, struct al_error *err)
 				    : merge(a, b, move, depth + 1, err);
 		} else if (exists && (S_ISDIR(s.st_mode) || S_ISDIR(t.st_mode))) {
 			r = al_err(err, EEXIST, "'%s': the archive has a %s where the workspace has a %s", e->d_name,
-				   S_ISDIR(s.st_mode) ? "directory" : "file", S_ISDIR(s.st_mode) ? "file" : "directory");
+				   S_ISDIR(s.st_mode) ? "directory" : "file",
+				   S_ISDIR(s.st_mode) ? "file" : "directory");
 		} else if (move && renameat(dirfd(d), e->d_name, dst, e->d_name) < 0) {
 			r = errno == ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
 					    : al_err_sys(err, errno, "placing '%s'", e->d_name);
