@@ -32,6 +32,7 @@
 #define REQUEST_MS	     60000 /* default: a request trickled in slower than this ends its connection */
 #define UNAUTH_MS	     5000  /* a TCP connection that presented no credential by then is closed */
 #define UNAUTH_MIN	     4	   /* the unauthenticated TCP connections' cap, at least (below) */
+#define SPOOL_PROGRESS	     ((uint64_t)1 << 20) /* an upload's bytes that move its request deadline on */
 
 /* ---- small shared helpers ------------------------------------------------------------------- */
 
@@ -185,6 +186,7 @@ struct conn {
 	int spool; /* the upload's unnamed file (closed when the request ends: nothing is left of it) */
 	int spool_error;
 	uint64_t spool_bytes;
+	uint64_t spool_seen; /* spool_bytes when the request deadline was last moved on */
 	EVP_MD_CTX *sha; /* the body's SHA-256, for the rules and the audit record */
 	char peer[64];
 	bool local; /* the Unix socket: uid is the peer's */
@@ -659,6 +661,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		size_t n = *upload_size;
 		*upload_size = 0;
 		spool_piece(c, upload, n);
+		/* An upload of any size may take longer than request_timeout_ms: each SPOOL_PROGRESS
+		 * bytes that arrived start its deadline again, so only a body trickling slower than
+		 * that per deadline is cut (the slow-request guard stays). */
+		if (c->spool_bytes - c->spool_seen >= SPOOL_PROGRESS) {
+			c->spool_seen = c->spool_bytes;
+			set_receiving(s, conn, true);
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {
