@@ -285,6 +285,38 @@ listing=$(sh_in "$sb" "ls -A . dest")
 al_assert_not_contains "$listing" ".airlock-" "no temporary directory is left"
 al_assert_contains "$(cat "$dir/audit.jsonl")" '"code_upload"' "the audit log records the uploads"
 
+# ---- MCP: code_file on the same manager ----------------------------------------------------------
+"$AL_PY" - "$PORT" "$sb" <<'PY' >"$dir/mcp.out" || al_fail "code_file over MCP: $(cat "$dir/mcp.out")"
+import json, os, sys, urllib.request
+base, sb, sid = "http://127.0.0.1:%s/mcp" % sys.argv[1], sys.argv[2], None
+def post(msg):
+    global sid
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+         "Authorization": "Bearer " + os.environ["AL_TOKEN"], **({"Mcp-Session-Id": sid} if sid else {})}
+    with urllib.request.urlopen(urllib.request.Request(base, json.dumps(msg).encode(), h), timeout=30) as r:
+        sid = r.headers.get("Mcp-Session-Id") or sid
+        body = r.read().decode()
+    lines = [l[5:] for l in body.splitlines() if l.startswith("data:")] or [body]
+    return [json.loads(l) for l in lines if l.strip()][-1] if body.strip() else None
+post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+def call(i, args):
+    return post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "code_file", "arguments": args}})["result"]
+r = call(2, {"sandbox_id": sb, "action": "mkdir", "path": "via-mcp/x"})
+assert not r["isError"] and r["structuredContent"]["created"] is True, r
+r = call(3, {"sandbox_id": sb, "action": "stat", "path": "via-mcp/x"})
+assert r["structuredContent"]["type"] == "directory", r
+r = call(4, {"sandbox_id": sb, "action": "remove", "path": "via-mcp", "recursive": True})
+assert r["structuredContent"]["removed"] == 2, r
+r = call(5, {"sandbox_id": sb, "action": "stat", "path": "via-mcp"})
+assert r["isError"] and "no such file" in r["content"][0]["text"], r
+r = post({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "code_upload", "arguments": {}}})
+assert "error" in r or r["result"]["isError"], r
+print("ok")
+PY
+al_assert_eq "$(cat "$dir/mcp.out")" ok "code_file over MCP; code_upload is not an MCP tool"
+
 kill "$SPID"
 wait "$SPID" 2>/dev/null || true
 al_pass "files API"
