@@ -93,7 +93,7 @@ const char cfg_default_service_yaml[] =
 	"    risk: HIGH\n"
 	"    approval_timeout: 60s\n"
 	"  - name: files\n"
-	"    tools: [code_read_file, code_write_file, code_list_files]\n"
+	"    tools: [code_read_file, code_write_file, code_list_files, code_file, code_upload]\n"
 	"    risk: MEDIUM\n"
 	"    approval_timeout: 120s\n"
 	"  - name: destroy-sandbox\n"

@@ -242,6 +242,10 @@ static void written(struct hx_call *c, const struct srv_result *r, struct hx_res
  * base64, so the risk rules (and the audit digest) see the same thing over both transports. */
 void api_write(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
+	if (rq->spooled) {
+		api_write_spooled(s, rq, caps, rs);
+		return;
+	}
 	const char *data = rq->body ? rq->body : "";
 	bool text = txt_utf8_valid(data, rq->len) && !memchr(data, 0, rq->len);
 	cleanup_free char *b64 = text ? NULL : txt_base64_encode(data, rq->len);

@@ -61,6 +61,13 @@ struct hx_request {
 	/* Whether the client has gone (its connection closed or half-closed), asked with lookup_ctx
 	 * while a handler waits (for a reviewer, for the manager); NULL: it never goes (the fuzzer). */
 	bool (*gone)(void *ctx);
+	/* A streamed upload (files.c): the body went to spool_fd, a file beneath the sandbox's
+	 * workspace (hx_upload_begin), instead of body; spool_error: -errno when writing it failed. */
+	bool spooled;
+	int spool_fd;
+	int spool_error;
+	uint64_t spool_bytes;
+	char spool_sha256[65]; /* hex */
 };
 
 #define HX_STREAM_END	((ssize_t)-1)
@@ -232,6 +239,25 @@ void api_destroy(struct hx_server *s, const struct hx_request *rq, char *const c
 void api_write(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_read(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* The files API beyond read, write and list (files.c). */
+void api_stat(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_mkdir(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_move(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_remove(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_archive(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* api_write for a spooled body (rq->spooled). */
+void api_write_spooled(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* At a request's headers: for a route whose body is a file (PUT files/..., archive), asks the manager
+ * for the upload's spool (open_upload). 0: not such a route, or a manager without uploads (the
+ * body is read into memory, up to its limit); 1: *fd is the spool, the body goes there; -1: refused,
+ * rs holds the answer (send it now, read nothing). */
+int hx_upload_begin(struct hx_server *s, const struct hx_request *rq, int *fd, struct hx_response *rs);
+/* The route's captures ({id}, {path}: malloc'd, NULL when absent) when method and path name an
+ * upload route (a file body): 1; 0 when not; -1 with rs filled for a URL no handler takes. */
+int hx_upload_route(const char *method, const char *path, char *caps[2], bool *archive, struct hx_response *rs);
+/* The body limit of a file route that streams to the workspace. */
+size_t hx_upload_limit(const struct hx_server *s);
+
 void api_approvals(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_decide(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 /* The approver's console (console.c). */
@@ -283,6 +309,8 @@ void hx_call_drop(struct hx_call *c);
 /* An hx_ok_fn answering 200 with the tool's structuredContent (api.c). */
 void hx_ok_structured(struct hx_call *c, const struct srv_result *r, struct hx_response *rs);
 enum tl_id hx_call_tool(const struct hx_call *c);
+/* The call's bytes are in the upload's spool fd (borrowed: it outlives the call). Before running it. */
+void hx_call_spool(struct hx_call *c, int fd);
 
 /* ---- MCP sessions (mcp_http.c) -------------------------------------------------------------- */
 

@@ -33,6 +33,7 @@ struct hx_call {
 	bool (*gone)(void *ctx); /* the request's connection watch (hx_request.gone), while its handler waits */
 	void *gone_ctx;
 	bool left; /* the client went away before its answer: the call was cancelled */
+	int spool_fd; /* hx_call_spool: the upload's file (borrowed from the request), or -1 */
 
 	/* Shared with the manager's threads and the approval queue's resolver: under mu. */
 	pthread_mutex_t mu;
@@ -113,6 +114,7 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 	c->gone = rq->gone;
 	c->gone_ctx = rq->lookup_ctx;
 	c->refs = 1;
+	c->spool_fd = -1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	return c;
@@ -126,6 +128,11 @@ int hx_call_act_for(struct hx_call *c, const char *owner)
 const json_t *hx_call_args(const struct hx_call *c)
 {
 	return c->args;
+}
+
+void hx_call_spool(struct hx_call *c, int fd)
+{
+	c->spool_fd = fd;
 }
 
 enum tl_id hx_call_tool(const struct hx_call *c)
@@ -360,6 +367,8 @@ static int begin(struct hx_call *c, const void *raw, size_t raw_len, struct hx_r
 	enum svc_step step = SVC_REFUSED;
 	if (svc_call_validate(c->sc, &ref) == 0) {
 		svc_call_payload(c->sc, raw, raw_len, c->tool == TL_READ_FILE);
+		if (c->spool_fd >= 0)
+			svc_call_spool(c->sc, c->spool_fd);
 		step = svc_call_begin(c->sc, &request_port, c, &ref);
 		if (step == SVC_ASKING)
 			step = wait_answer(c, &ref);

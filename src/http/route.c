@@ -44,6 +44,15 @@ static const struct route routes[] = {
 	{"GET", "/v1/sandboxes/{}/files", api_list, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/files/{*}", api_read, BODY_NONE, ROLE_CLIENT},
 	{"PUT", "/v1/sandboxes/{}/files/{*}", api_write, BODY_FILE, ROLE_CLIENT},
+	{"DELETE", "/v1/sandboxes/{}/files/{*}", api_remove, BODY_NONE, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/stat", api_stat, BODY_NONE, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/stat/{*}", api_stat, BODY_NONE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/dirs/{*}", api_mkdir, BODY_NONE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/move", api_move, BODY_JSON, ROLE_CLIENT},
+	{"PUT", "/v1/sandboxes/{}/archive", api_archive, BODY_FILE, ROLE_CLIENT},
+	{"PUT", "/v1/sandboxes/{}/archive/{*}", api_archive, BODY_FILE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/archive", api_archive, BODY_FILE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/archive/{*}", api_archive, BODY_FILE, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/contexts", api_ctx_list, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/contexts", api_ctx_create, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/contexts/{}/restart", api_ctx_restart, BODY_NONE, ROLE_CLIENT},
@@ -144,11 +153,21 @@ size_t hx_body_limit(const struct hx_server *s, const char *method, const char *
 	case BODY_JSON:
 		return s->o.max_body;
 	case BODY_FILE:
-		return s->o.max_file;
+		return hx_upload_limit(s);
 	case BODY_MESSAGE:
 		return s->o.max_message;
 	}
 	return 0;
+}
+
+size_t hx_upload_limit(const struct hx_server *s)
+{
+	/* Streamed to the workspace (a manager with open_upload), a body is bounded by the sandbox's
+	 * disk limit, not by the server's memory: no cap unless the operator set one. Held in memory
+	 * (a manager without), by HX_DEFAULT_MAX_FILE. */
+	if (s->o.max_file)
+		return s->o.max_file;
+	return s->o.mgr && s->o.mgr->open_upload ? SIZE_MAX : HX_DEFAULT_MAX_FILE;
 }
 
 /* ---- responses ------------------------------------------------------------------------------ */
@@ -350,6 +369,31 @@ size_t hx_unescape(char *s)
 	}
 	*out = 0;
 	return (size_t)(out - s);
+}
+
+int hx_upload_route(const char *method, const char *path, char *caps[2], bool *archive, struct hx_response *rs)
+{
+	size_t c[MAX_CAPS][2] = {{0}};
+	bool known;
+	caps[0] = caps[1] = NULL;
+	if (!path)
+		return 0;
+	const struct route *r = find(method, path, c, &known, NULL, 0);
+	if (!r || r->body != BODY_FILE)
+		return 0;
+	if (bad_url(path, rs))
+		return -1;
+	*archive = r->fn == api_archive;
+	caps[0] = capture(path, c[0]);
+	caps[1] = capture(path, c[1]);
+	if ((c[0][1] && !caps[0]) || (c[1][1] && !caps[1])) {
+		free(caps[0]);
+		free(caps[1]);
+		caps[0] = caps[1] = NULL;
+		out_of_memory(rs);
+		return -1;
+	}
+	return 1;
 }
 
 void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 #include "http/hx.h"
@@ -31,6 +32,7 @@
 #define REQUEST_MS	     60000 /* default: a request trickled in slower than this ends its connection */
 #define UNAUTH_MS	     5000  /* a TCP connection that presented no credential by then is closed */
 #define UNAUTH_MIN	     4	   /* the unauthenticated TCP connections' cap, at least (below) */
+#define SPOOL_PROGRESS	     ((uint64_t)1 << 20) /* an upload's bytes that move its request deadline on */
 
 /* ---- small shared helpers ------------------------------------------------------------------- */
 
@@ -100,8 +102,7 @@ int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **o
 	s->o.size = sizeof(s->o);
 	if (!s->o.max_body)
 		s->o.max_body = HX_DEFAULT_MAX_BODY;
-	if (!s->o.max_file)
-		s->o.max_file = HX_DEFAULT_MAX_FILE;
+	/* max_file 0: no cap of its own for streamed uploads (hx_upload_limit). */
 	if (!s->o.max_message)
 		s->o.max_message = HX_DEFAULT_MAX_MESSAGE;
 	if (!s->o.max_sessions)
@@ -175,11 +176,18 @@ void hx_server_free(struct hx_server *s)
 
 /* ---- libmicrohttpd ------------------------------------------------------------------------- */
 
-/* One request's state across the access handler's calls: its body, bounded by the route. */
+/* One request's state across the access handler's calls: its body, bounded by the route; or, for
+ * an upload, the spool beneath the sandbox's workspace that its body goes to as it arrives. */
 struct conn {
 	char *body;
 	size_t len, cap, limit;
 	bool too_large;
+	bool spooled;
+	int spool; /* the upload's unnamed file (closed when the request ends: nothing is left of it) */
+	int spool_error;
+	uint64_t spool_bytes;
+	uint64_t spool_seen; /* spool_bytes when the request deadline was last moved on */
+	EVP_MD_CTX *sha; /* the body's SHA-256, for the rules and the audit record */
 	char peer[64];
 	bool local; /* the Unix socket: uid is the peer's */
 	uid_t uid;
@@ -550,6 +558,50 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *text)
 	return hx_unescape(text);
 }
 
+/* One piece of an upload's body, written to its spool as it comes: the server holds at most
+ * libmicrohttpd's buffer of it. After a failure (the workspace's disk limit, the route's limit)
+ * the spool is closed at once, which frees what it held, and the rest is counted and discarded. */
+static void spool_piece(struct conn *c, const char *p, size_t n)
+{
+	c->spool_bytes += n;
+	if (c->spool_error)
+		return;
+	if (c->spool_bytes > c->limit)
+		c->spool_error = -EFBIG;
+	(void)EVP_DigestUpdate(c->sha, p, n);
+	while (!c->spool_error && n > 0) {
+		ssize_t w = write(c->spool, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			c->spool_error = w < 0 ? -errno : -EIO;
+			break;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	if (c->spool_error) {
+		close(c->spool);
+		c->spool = -1;
+	}
+}
+
+static void spool_request(struct conn *c, struct hx_request *rq)
+{
+	if (!c || !c->spooled)
+		return;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned n = 0;
+	if (EVP_DigestFinal_ex(c->sha, md, &n) != 1)
+		n = 0;
+	for (size_t i = 0; i < n && i < 32; i++)
+		snprintf(rq->spool_sha256 + 2 * i, 3, "%02x", md[i]);
+	rq->spooled = true;
+	rq->spool_fd = c->spool;
+	rq->spool_error = c->spool_error;
+	rq->spool_bytes = c->spool_bytes;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -576,14 +628,46 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			hx_response_clear(&rs);
 			return ret;
 		}
+		int spool = -1;
+		int up = hx_upload_begin(s, &rq, &spool, &rs);
+		if (up < 0) {
+			hx_metrics_request(&s->metrics, rs.status);
+			enum MHD_Result ret = queue(conn, &rs);
+			hx_response_clear(&rs);
+			return ret;
+		}
 		c = calloc(1, sizeof(*c));
-		if (!c)
+		if (!c) {
+			if (spool >= 0)
+				close(spool);
 			return MHD_NO;
+		}
+		c->spooled = up == 1;
+		c->spool = spool;
+		if (c->spooled && (!(c->sha = EVP_MD_CTX_new()) || EVP_DigestInit_ex(c->sha, EVP_sha256(), NULL) != 1)) {
+			EVP_MD_CTX_free(c->sha);
+			close(spool);
+			free(c);
+			return MHD_NO;
+		}
 		c->limit = hx_body_limit(s, method, url);
 		peer_of(conn, c->peer, sizeof(c->peer));
 		c->local = rq.local;
 		c->uid = rq.uid;
 		*con_cls = c;
+		return MHD_YES;
+	}
+	if (*upload_size && c->spooled) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		spool_piece(c, upload, n);
+		/* An upload of any size may take longer than request_timeout_ms: each SPOOL_PROGRESS
+		 * bytes that arrived start its deadline again, so only a body trickling slower than
+		 * that per deadline is cut (the slow-request guard stays). */
+		if (c->spool_bytes - c->spool_seen >= SPOOL_PROGRESS) {
+			c->spool_seen = c->spool_bytes;
+			set_receiving(s, conn, true);
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -612,6 +696,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	fill_request(conn, url, method, c, &who, &rq);
+	spool_request(c, &rq);
 	set_receiving(s, conn, false); /* the whole request is in: what follows is our answer */
 	hx_handle(s, &rq, &rs);
 	enum MHD_Result ret = queue(conn, &rs);
@@ -624,6 +709,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	set_receiving(cls, conn, true); /* a kept-alive connection now awaits its next request */
 	struct conn *c = *con_cls;
 	if (c) {
+		if (c->spool >= 0)
+			close(c->spool); /* done, or cut: the unnamed file goes with its last descriptor */
+		EVP_MD_CTX_free(c->sha);
 		free(c->body);
 		free(c);
 	}

@@ -27,6 +27,9 @@ void srv_result_free(struct srv_result *r)
 	for (size_t i = 0; i < r->n_entries; i++)
 		free(r->entries[i].name);
 	free(r->entries);
+	if (r->stat)
+		free(r->stat->link_target);
+	free(r->stat);
 	free(r);
 }
 

@@ -142,7 +142,31 @@ struct srv_write_req {
 	const char *path; /* as the client gave it: resolve beneath the workspace (RESOLVE_BENEATH) */
 	const void *data;
 	size_t len;
+	/* Instead of data: the bytes are in spool_fd, a file open_upload made beneath the workspace
+	 * (borrowed); archive: it is a tar stream to unpack beneath path (a directory). */
+	bool spooled;
+	int spool_fd;
+	bool archive;
 };
+
+/* The file operations beyond read, write and list (file_op). */
+enum srv_file_action {
+	SRV_FILE_STAT,	 /* path: what is there (a symlink itself, never followed) */
+	SRV_FILE_MKDIR,	 /* path: a directory, with its parents (as mkdir -p) */
+	SRV_FILE_MOVE,	 /* path to "to", as rename(2) does (replacing; no_replace: refused if "to" exists) */
+	SRV_FILE_REMOVE, /* path: a file, a link, an empty directory; recursive: a whole tree */
+};
+
+struct srv_file_req {
+	const char *owner;
+	const char *sandbox_id;
+	enum srv_file_action action;
+	const char *path; /* as the client gave it: resolved beneath the workspace */
+	const char *to;	  /* SRV_FILE_MOVE */
+	bool recursive;	  /* SRV_FILE_REMOVE */
+	bool no_replace;  /* SRV_FILE_MOVE */
+};
+
 
 /* read_file, list_files (path NULL: the workspace root), destroy_sandbox (path NULL). */
 struct srv_path_req {
@@ -165,6 +189,17 @@ struct srv_file_entry {
 	uint64_t size;
 };
 
+/* What SRV_FILE_STAT found; the owner as the sandbox sees it. */
+struct srv_file_stat {
+	enum srv_file_type type;
+	char kind[16]; /* "file", "directory", "symlink", "fifo", "socket", "char-device", "block-device" */
+	uint64_t size;
+	uint32_t mode; /* permission bits with set-id and sticky (07777) */
+	uint32_t uid, gid;
+	int64_t mtime_ns; /* since the epoch */
+	char *link_target; /* a symlink's target (malloc'd), never followed; else NULL */
+};
+
 /* What an operation produced. Allocated by the manager (srv_result_new), owned by the session
  * once passed to on_done. Every pointer is malloc'd (or NULL) and freed by srv_result_free. */
 struct srv_result {
@@ -180,6 +215,8 @@ struct srv_result {
 	uint64_t bytes;	 /* write_file: bytes written */
 	char *cell_json; /* a cell of a context: its value, error, images, files (JSON object); contexts: the answer */
 	char *process_json; /* a background exec, the process calls: the answer (JSON object) */
+	struct srv_file_stat *stat; /* file_op SRV_FILE_STAT (malloc'd); mkdir: bytes is 1 when it was made;
+				     * remove: bytes counts the entries removed; archive: the members unpacked */
 };
 
 struct srv_result *srv_result_new(void);
@@ -230,6 +267,15 @@ struct srv_mgr_api {
 			      struct al_error *err);
 	int (*process)(void *ctx, const struct srv_process_req *req, const struct srv_sink *sink, struct srv_op **op,
 		       struct al_error *err);
+	/* Optional (NULL: ENOTSUP): stat, mkdir, move, remove; asynchronous like the start entries. */
+	int (*file_op)(void *ctx, const struct srv_file_req *req, const struct srv_sink *sink, struct srv_op **op,
+		       struct al_error *err);
+	/* Synchronous and optional (NULL: no streamed uploads): checks that owner's sandbox exists and
+	 * that path is one a write may name, then opens in *fd (O_RDWR | O_CLOEXEC, owned by the caller)
+	 * an unnamed file beneath its workspace, counted against its disk limit and invisible to the
+	 * sandbox, that write_file (spooled) later puts in place. Closing it unused leaves nothing. */
+	int (*open_upload)(void *ctx, const char *owner, const char *sandbox_id, const char *path, int *fd,
+			   struct al_error *err);
 };
 
 #endif

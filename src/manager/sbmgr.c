@@ -673,6 +673,8 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.release = m_release,
 		.list_sandboxes = sbm_list_sandboxes,
 		.process = sbm_process,
+		.file_op = sbm_file_op,
+		.open_upload = sbm_open_upload,
 	};
 }
 

@@ -200,6 +200,10 @@ int sbm_read_file(void *ctx, const struct srv_path_req *req, const struct srv_si
 		  struct al_error *err);
 int sbm_list_files(void *ctx, const struct srv_path_req *req, const struct srv_sink *sink, struct srv_op **out,
 		   struct al_error *err);
+int sbm_file_op(void *ctx, const struct srv_file_req *req, const struct srv_sink *sink, struct srv_op **out,
+		struct al_error *err);
+int sbm_open_upload(void *ctx, const char *owner, const char *sandbox_id, const char *path, int *fd,
+		    struct al_error *err);
 
 /* ---- sbprocs.c: background processes ---- */
 

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "manager/wsint.h"
 #include "util/cleanup.h"
 #include "policy/policy.h"
 #include "util/error.h"
@@ -167,15 +168,23 @@ static int check_leaf(int dir, const char *leaf, mode_t *mode, const char *shown
 /* A new temporary file beside the leaf, named in *name: unpredictable (the sandbox cannot plant
  * something there in advance), made with O_CREAT | O_EXCL | O_NOFOLLOW beneath dir, so it is always a
  * new regular file of ours, whatever the sandbox put in the directory; given to the sandbox user. */
+int ws_temp_name(char name[static 40], const char *what, struct al_error *err)
+{
+	uint8_t rnd[8];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return al_err_sys(err, errno, "getrandom");
+	int n = snprintf(name, 40, ".airlock-%s-", what);
+	for (size_t i = 0; i < sizeof(rnd) && n > 0 && n < 40; i++)
+		n += snprintf(name + n, 40 - (size_t)n, "%02x", rnd[i]);
+	return 0;
+}
+
 static int open_temp(int dir, char name[static 40], uid_t uid, gid_t gid, const char *shown, struct al_error *err)
 {
 	for (int tries = 0; tries < 16; tries++) {
-		uint8_t rnd[8];
-		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-			return al_err_sys(err, errno, "getrandom");
-		int n = snprintf(name, 40, ".airlock-write-");
-		for (size_t i = 0; i < sizeof(rnd); i++)
-			n += snprintf(name + n, 40 - (size_t)n, "%02x", rnd[i]);
+		int r = ws_temp_name(name, "write", err);
+		if (r < 0)
+			return r;
 		int fd = beneath(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
 		if (fd == -EEXIST)
 			continue;
@@ -237,6 +246,8 @@ static int checked_parent(int ws, const char *path, uid_t uid, gid_t gid, char *
 	return open_parent(ws, *rel, uid, gid, leaf, path, err);
 }
 
+static int place(int dir, const char *tmp, const char *leaf, int r, const char *path, struct al_error *err);
+
 /* All or nothing: the bytes go to a temporary file beside the leaf, synced, then renamed over it, so
  * a write refused half way (the --disk limit, EIO) leaves the old file as it was, or no file, and no
  * partial file filling the workspace. renameat never follows a link: a symlink or FIFO the sandbox
@@ -259,6 +270,12 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	if (fd < 0)
 		return fd;
 	r = write_all(fd, data, len, mode, path, err);
+	return place(dir, tmp, leaf, r, path, err);
+}
+
+/* Renames the complete temporary file tmp over leaf (r: how writing it went), or removes it. */
+static int place(int dir, const char *tmp, const char *leaf, int r, const char *path, struct al_error *err)
+{
 	if (r == 0 && renameat(dir, tmp, dir, leaf) < 0)
 		r = errno == EISDIR || errno == ENOTDIR || errno == EEXIST || errno == ENOTEMPTY
 			    ? not_regular(err, path)
@@ -271,7 +288,102 @@ int ws_write(int ws, const char *path, const void *data, size_t len, uid_t uid, 
 	return 0;
 }
 
-int ws_open(int ws, const char *path, int *fd_out, size_t *size, struct al_error *err)
+int ws_spool(int ws, uid_t uid, gid_t gid, struct al_error *err)
+{
+	/* O_TMPFILE: a file without a name, so the sandbox cannot see or change it while it fills, and
+	 * nothing is left of it if the upload fails or the server dies; its pages count against the
+	 * workspace's size limit like any file's. */
+	int fd = beneath(ws, ".", O_TMPFILE | O_RDWR, 0600);
+	if (fd == -EOPNOTSUPP || fd == -EISDIR)
+		return al_err(err, ENOTSUP, "this workspace's file system cannot hold a streamed upload");
+	if (fd < 0)
+		return fd == -ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
+				     : path_error(err, -fd, "/");
+	if (fchown(fd, uid, gid) < 0) {
+		int e = errno;
+		close(fd);
+		return al_err_sys(err, e, "giving an upload to the sandbox user");
+	}
+	return fd;
+}
+
+/* Links the unnamed spool as a new temporary name beside the leaf (the kernel's linkat of an
+ * O_TMPFILE through /proc/self/fd: our own descriptor, never a path the sandbox controls; the
+ * target is one fresh component beneath dir, AT_SYMLINK_FOLLOW only dereferences that magic link). */
+static int link_spool(int dir, int spool, char tmp[static 40], const char *shown, struct al_error *err)
+{
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", spool);
+	for (int tries = 0; tries < 16; tries++) {
+		int r = ws_temp_name(tmp, "write", err);
+		if (r < 0)
+			return r;
+		if (linkat(AT_FDCWD, self, dir, tmp, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		if (errno == EEXIST)
+			continue;
+		if (errno == EXDEV)
+			return al_err(err, EXDEV, "%s: not on the workspace's file system (a mount point)", shown);
+		return errno == ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
+				       : path_error(err, errno, shown);
+	}
+	return al_err(err, EEXIST, "no free temporary name beside %s", shown);
+}
+
+int ws_commit(int ws, const char *path, int spool, uid_t uid, gid_t gid, struct al_error *err)
+{
+	cleanup_free char *rel = NULL;
+	const char *leaf = "";
+	cleanup_close int dir = checked_parent(ws, path, uid, gid, &rel, &leaf, err);
+	if (dir < 0)
+		return dir;
+	mode_t mode;
+	int r = check_leaf(dir, leaf, &mode, path, err);
+	if (r < 0)
+		return r;
+	if (fchmod(spool, mode) < 0)
+		return al_err_sys(err, errno, "setting the mode of %s", path);
+	if (fsync(spool) < 0)
+		return errno == ENOSPC ? al_err(err, ENOSPC, "the workspace is full (its --disk limit)")
+				       : al_err_sys(err, errno, "syncing %s", path);
+	char tmp[40];
+	r = link_spool(dir, spool, tmp, path, err);
+	return r < 0 ? r : place(dir, tmp, leaf, 0, path, err);
+}
+
+int ws_check_write_path(const char *path, struct al_error *err)
+{
+	int r = check_path(path, err);
+	return r < 0 ? r : check_names(relative(path), path, err);
+}
+
+int ws_beneath(int dir, const char *path, int flags, mode_t mode)
+{
+	return beneath(dir, path, flags, mode);
+}
+
+const char *ws_relative(const char *path)
+{
+	return relative(path);
+}
+
+int ws_path_error(struct al_error *err, int e, const char *path)
+{
+	return path_error(err, e, path);
+}
+
+int ws_checked_parent(int ws, const char *path, uid_t uid, gid_t gid, char **rel, const char **leaf,
+		      struct al_error *err)
+{
+	return checked_parent(ws, path, uid, gid, rel, leaf, err);
+}
+
+int ws_make_dir(int dir, const char *part, uid_t uid, gid_t gid, const char *shown, struct al_error *err)
+{
+	return make_dir(dir, part, uid, gid, shown, err);
+}
+
+static int open_file(int ws, const char *path, int *fd_out, size_t *size, size_t max, struct al_error *err)
 {
 	int r = check_path(path, err);
 	if (r < 0)
@@ -289,18 +401,24 @@ int ws_open(int ws, const char *path, int *fd_out, size_t *size, struct al_error
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return al_err(err, EISDIR, "not a regular file: %s", path);
-	if ((uint64_t)st.st_size > WS_MAX_FILE)
-		return al_err(err, EFBIG, "file too big: %lld bytes (at most %u)", (long long)st.st_size, WS_MAX_FILE);
+	if ((uint64_t)st.st_size > max)
+		return al_err(err, EFBIG, "file too big: %lld bytes (at most %zu)", (long long)st.st_size, max);
 	*size = (size_t)st.st_size;
 	*fd_out = steal_fd(fd);
 	return 0;
+}
+
+/* Streamed from the descriptor in bounded pieces: any size (the workspace's limit bounds it). */
+int ws_open(int ws, const char *path, int *fd_out, size_t *size, struct al_error *err)
+{
+	return open_file(ws, path, fd_out, size, SIZE_MAX, err);
 }
 
 int ws_read(int ws, const char *path, char **data, size_t *len, struct al_error *err)
 {
 	size_t size = 0;
 	cleanup_close int fd = -1;
-	int r = ws_open(ws, path, &fd, &size, err);
+	int r = open_file(ws, path, &fd, &size, WS_MAX_FILE, err); /* in memory: capped */
 	if (r < 0)
 		return r;
 	char *buf = malloc(size + 1);

@@ -37,7 +37,9 @@ bool own_wanted(const struct call *c)
 	case TL_WRITE_FILE:
 	case TL_READ_FILE:
 	case TL_LIST_FILES:
+	case TL_FILE:
 		return true;
+	case TL_UPLOAD:
 	case TL_CREATE_SANDBOX:
 	case TL_DESTROY_SANDBOX:
 	case TL__COUNT:

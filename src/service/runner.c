@@ -27,6 +27,7 @@ struct svc_call {
 	const void *raw;
 	size_t raw_len;
 	bool want_fd;
+	int spool_fd; /* svc_call_spool: the upload's file, borrowed (-1: none) */
 	struct srv_op *op;
 	bool running, cancelled;
 	bool client_left;	       /* svc_call_client_left: the client's connection closed before the answer */
@@ -61,6 +62,7 @@ struct svc_call *svc_call_new(const struct svc_runner *rn, enum tl_id tool, json
 	}
 	c->rn = rn;
 	c->tool = tool;
+	c->spool_fd = -1;
 	c->args = json_incref(args);
 	c->who = who ? *who : (struct svc_principal){.kind = SVC_PRINCIPAL_ANONYMOUS, .uid = (uid_t)-1};
 	snprintf(c->who_name, sizeof(c->who_name), "%s", c->who.name ? c->who.name : "anonymous");
@@ -152,6 +154,11 @@ void svc_call_payload(struct svc_call *c, const void *raw, size_t len, bool want
 	c->want_fd = want_fd;
 }
 
+void svc_call_spool(struct svc_call *c, int fd)
+{
+	c->spool_fd = fd;
+}
+
 int svc_call_set_sandbox(struct svc_call *c, const char *id)
 {
 	json_t *args = json_copy(c->args); /* shallow: the caller's object stays as it sent it */
@@ -173,6 +180,18 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 		return tl_start(m, c->tool, c->args, c->for_owner, sink, &c->op, err);
 	const char *sandbox = json_string_value(json_object_get(c->args, "sandbox_id"));
 	const char *path = json_string_value(json_object_get(c->args, "path"));
+	if ((c->tool == TL_WRITE_FILE || c->tool == TL_UPLOAD) && c->spool_fd >= 0) {
+		/* The upload is already beneath the workspace (open_upload): the manager puts it in
+		 * place, or unpacks it. */
+		const char *kind = json_string_value(json_object_get(c->args, "kind"));
+		struct srv_write_req req = {.owner = c->who.name,
+					    .sandbox_id = sandbox,
+					    .path = path,
+					    .spooled = true,
+					    .spool_fd = c->spool_fd,
+					    .archive = kind && strcmp(kind, "archive") == 0};
+		return m->write_file(m->ctx, &req, sink, &c->op, err);
+	}
 	if (c->tool == TL_WRITE_FILE && c->raw) {
 		/* The bytes as they came: no base64 round trip for a raw PUT body. */
 		struct srv_write_req req = {

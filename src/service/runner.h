@@ -111,6 +111,9 @@ int svc_call_validate(struct svc_call *c, struct svc_refusal *ref);
 /* raw: write_file's bytes as they came (instead of the arguments' content); want_fd: read_file
  * answers with the open file. Set before svc_call_begin; raw is borrowed until the start. */
 void svc_call_payload(struct svc_call *c, const void *raw, size_t len, bool want_fd);
+/* write_file or upload: the bytes are in fd, a file the manager's open_upload made (borrowed until
+ * the call ends). Before svc_call_begin. */
+void svc_call_spool(struct svc_call *c, int fd);
 /* The call runs in sandbox id (the transport's session sandbox for a call that named none): set
  * in the call's own copy of its arguments, so the rules, the approval and the audit record see
  * the sandbox it acts on. Before svc_call_begin; 0 or -ENOMEM. */

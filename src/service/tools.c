@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "util/text.h"
 #include "util/cleanup.h"
@@ -170,6 +171,42 @@ static const char create_input[] =
 static const char destroy_input[] = "{\"type\":\"object\",\"properties\":{" DESTROY_ID_PROP "},"
 				    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
 
+static const char file_input[] =
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
+	"\"action\":{\"type\":\"string\",\"enum\":[\"stat\",\"mkdir\",\"move\",\"remove\"],\"description\":"
+	"\"stat: what is at path (type, size, mode, owner, mtime, a symlink's target; never followed); mkdir: "
+	"a directory with its parents; move: path to 'to' (replacing what is there, as rename(2)); remove: a "
+	"file, link or empty directory (recursive: a whole tree).\"}," PATH_PROP("Path beneath the workspace.") ","
+	"\"to\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"move: the new "
+	"path.\"},"
+	"\"recursive\":{\"type\":\"boolean\",\"default\":false,\"description\":\"remove: a directory with "
+	"everything in it.\"},"
+	"\"overwrite\":{\"type\":\"boolean\",\"default\":true,\"description\":\"move: false refuses to "
+	"replace an existing 'to'.\"}},"
+	"\"required\":[\"action\",\"path\"],\"additionalProperties\":false}";
+
+static const char file_output[] =
+	"{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},"
+	"\"size\":{\"type\":\"integer\",\"minimum\":0},\"mode\":{\"type\":\"string\"},"
+	"\"uid\":{\"type\":\"integer\"},\"gid\":{\"type\":\"integer\"},\"mtime\":{\"type\":\"string\"},"
+	"\"link_target\":{\"type\":[\"string\",\"null\"]},\"created\":{\"type\":\"boolean\"},"
+	"\"to\":{\"type\":\"string\"},\"removed\":{\"type\":\"integer\",\"minimum\":0}},"
+	"\"required\":[\"path\"]}";
+
+/* The JSON API's streamed upload: its bytes are in the upload, not in the arguments, so the rules
+ * and the audit record see its size and SHA-256 digest. */
+static const char upload_input[] =
+	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
+	"\"path\":{\"type\":\"string\",\"maxLength\":4096},"
+	"\"kind\":{\"type\":\"string\",\"enum\":[\"file\",\"archive\"]},"
+	"\"size\":{\"type\":\"integer\",\"minimum\":0},"
+	"\"sha256\":{\"type\":\"string\",\"minLength\":64,\"maxLength\":64}},"
+	"\"required\":[\"sandbox_id\",\"path\",\"kind\",\"size\"],\"additionalProperties\":false}";
+
+static const char upload_output[] = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+				    "\"bytes\":{\"type\":\"integer\",\"minimum\":0},\"members\":{\"type\":"
+				    "\"integer\",\"minimum\":0}},\"required\":[\"path\"]}";
+
 #define NULLABLE_INT "{\"type\":[\"integer\",\"null\"]}"
 #define STREAM_PAIR(t)                                                             \
 	"{\"type\":\"object\",\"properties\":{\"stdout\":" t ",\"stderr\":" t "}," \
@@ -252,6 +289,7 @@ struct tool_def {
 	const char *annotations; /* ToolAnnotations as JSON text: hints for the client, never trusted */
 	start_fn start;
 	result_fn result;
+	bool internal; /* a call the JSON API makes itself: not listed, not callable over MCP */
 };
 
 static int start_execute(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
@@ -279,6 +317,12 @@ static json_t *result_context(const json_t *, const struct srv_result *, bool *)
 static int start_process(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
 			 struct srv_op **, struct al_error *);
 static json_t *result_process(const json_t *, const struct srv_result *, bool *);
+static int start_file(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+		      struct srv_op **, struct al_error *);
+static json_t *result_file(const json_t *, const struct srv_result *, bool *);
+static int start_upload(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+			struct srv_op **, struct al_error *);
+static json_t *result_upload(const json_t *, const struct srv_result *, bool *);
 
 static const struct tool_def tools[TL__COUNT] = {
 	[TL_EXECUTE] = {"code_execute", "Run code in a sandbox",
@@ -348,12 +392,23 @@ static const struct tool_def tools[TL__COUNT] = {
 			"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,"
 			"\"openWorldHint\":false}",
 			start_context, result_context},
+	[TL_FILE] = {"code_file", "Stat, make, move or remove files in a sandbox",
+		     "Acts on a path beneath a sandbox's workspace (without sandbox_id: this session's own "
+		     "sandbox): stat it, make a directory with its parents, move it, or remove a file or a "
+		     "whole tree. Links are never followed.",
+		     file_input, file_output,
+		     "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,"
+		     "\"openWorldHint\":false}",
+		     start_file, result_file},
+	[TL_UPLOAD] = {"code_upload", "Upload a file or an archive", "The JSON API's streamed upload.",
+		       upload_input, upload_output, "{\"readOnlyHint\":false,\"destructiveHint\":true}",
+		       start_upload, result_upload, true},
 };
 
 int tl_lookup(const char *name)
 {
 	for (int i = 0; i < TL__COUNT; i++)
-		if (name && strcmp(name, tools[i].name) == 0)
+		if (name && !tools[i].internal && strcmp(name, tools[i].name) == 0)
 			return i;
 	return -1;
 }
@@ -393,7 +448,8 @@ int tl_catalog_load(struct tl_catalog *c, char msg[SCH_MSG_MAX])
 		int r = load_json(tools[i].input, &c->input[i], msg);
 		if (r == 0)
 			r = load_json(tools[i].output, &c->output[i], msg);
-		if (r == 0 && json_array_append_new(c->tools, tool_entry(&tools[i], c->input[i], c->output[i])) < 0)
+		if (r == 0 && !tools[i].internal &&
+		    json_array_append_new(c->tools, tool_entry(&tools[i], c->input[i], c->output[i])) < 0)
 			r = -ENOMEM;
 		if (r < 0) {
 			tl_catalog_clear(c);
@@ -487,6 +543,30 @@ static int check_nul(const json_t *args, char *msg)
 	return 0;
 }
 
+/* Each of code_file's optional arguments belongs to one action. */
+static int check_file(const json_t *args, char *msg)
+{
+	static const struct {
+		const char *key, *action;
+	} only[] = {{"to", "move"}, {"overwrite", "move"}, {"recursive", "remove"}};
+	const char *action = str_arg(args, "action");
+	for (size_t i = 0; i < AL_ARRAY_SIZE(only); i++)
+		if (json_object_get(args, only[i].key) && strcmp(action, only[i].action) != 0) {
+			snprintf(msg, SCH_MSG_MAX, "%s: only with \"action\": \"%s\"", only[i].key, only[i].action);
+			return -EINVAL;
+		}
+	if (strcmp(action, "move") == 0 && !json_object_get(args, "to")) {
+		snprintf(msg, SCH_MSG_MAX, "to: required with \"action\": \"move\"");
+		return -EINVAL;
+	}
+	const json_t *to = json_object_get(args, "to");
+	if (to && strlen(json_string_value(to)) != json_string_length(to)) {
+		snprintf(msg, SCH_MSG_MAX, "to: a NUL character is not allowed");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX])
 {
 	int r = sch_validate(c->input[id], args, msg);
@@ -502,6 +582,9 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 		return check_packages(args, msg);
 	case TL_WRITE_FILE:
 		return check_content(args, msg);
+	case TL_FILE:
+		return check_file(args, msg);
+	case TL_UPLOAD:
 	case TL_READ_FILE:
 	case TL_LIST_FILES:
 	case TL_DESTROY_SANDBOX:
@@ -753,6 +836,38 @@ static int start_process(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->process(m->ctx, &req, sink, op, err);
 }
 
+static int start_file(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
+		      struct srv_op **op, struct al_error *err)
+{
+	if (!m->file_op)
+		return al_err(err, ENOTSUP, "this server has no file operations");
+	static const char *const actions[] = {[SRV_FILE_STAT] = "stat",
+					      [SRV_FILE_MKDIR] = "mkdir",
+					      [SRV_FILE_MOVE] = "move",
+					      [SRV_FILE_REMOVE] = "remove"};
+	const char *action = str_arg(args, "action");
+	struct srv_file_req req = {.owner = owner,
+				   .sandbox_id = str_arg(args, "sandbox_id"),
+				   .path = str_arg(args, "path"),
+				   .to = str_arg(args, "to"),
+				   .recursive = flag_arg(args, "recursive"),
+				   .no_replace = json_is_false(json_object_get(args, "overwrite"))};
+	size_t i = 0;
+	while (i < AL_ARRAY_SIZE(actions) && strcmp(actions[i], action ? action : "") != 0)
+		i++;
+	if (i == AL_ARRAY_SIZE(actions))
+		return al_err(err, EINVAL, "no such action");
+	req.action = (enum srv_file_action)i;
+	return m->file_op(m->ctx, &req, sink, op, err);
+}
+
+/* Its bytes come only with the JSON API's upload (runner.c's spool): without it there is nothing to write. */
+static int start_upload(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
+{
+	return al_err(err, ENOTSUP, "an upload's bytes come only with the JSON API's PUT");
+}
+
 int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
 	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
@@ -941,6 +1056,51 @@ static json_t *result_sandbox(const json_t *args, const struct srv_result *r, bo
 {
 	const char *id = r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id");
 	return json_pack("{s:s}", "sandbox_id", id ? id : "");
+}
+
+/* RFC 3339 UTC with nanoseconds (a file's mtime, as precise as the file system keeps it). */
+static json_t *rfc3339_ns(int64_t ns)
+{
+	time_t secs = (time_t)(ns / 1000000000);
+	long frac = (long)(ns % 1000000000);
+	if (frac < 0) {
+		secs--;
+		frac += 1000000000;
+	}
+	struct tm tm;
+	char buf[40], full[64];
+	if (!gmtime_r(&secs, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
+		return json_null();
+	snprintf(full, sizeof(full), "%s.%09ldZ", buf, frac);
+	return json_string(full);
+}
+
+static json_t *stat_json(const char *path, const struct srv_file_stat *st)
+{
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)st->mode);
+	json_t *target = st->link_target ? txt_json_lossy(st->link_target, strlen(st->link_target)) : json_null();
+	return json_pack("{s:s,s:s,s:I,s:s,s:I,s:I,s:o,s:o}", "path", path, "type", st->kind, "size",
+			 (json_int_t)st->size, "mode", mode, "uid", (json_int_t)st->uid, "gid", (json_int_t)st->gid,
+			 "mtime", rfc3339_ns(st->mtime_ns), "link_target", target);
+}
+
+static json_t *result_file(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	const char *path = str_arg(args, "path"), *action = str_arg(args, "action");
+	if (r->stat)
+		return stat_json(path, r->stat);
+	if (strcmp(action, "mkdir") == 0)
+		return json_pack("{s:s,s:b}", "path", path, "created", r->bytes != 0);
+	if (strcmp(action, "move") == 0)
+		return json_pack("{s:s,s:s}", "path", path, "to", str_arg(args, "to"));
+	return json_pack("{s:s,s:I}", "path", path, "removed", (json_int_t)r->bytes);
+}
+
+static json_t *result_upload(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	bool archive = strcmp(str_arg(args, "kind"), "archive") == 0;
+	return json_pack("{s:s,s:I}", "path", str_arg(args, "path"), archive ? "members" : "bytes", (json_int_t)r->bytes);
 }
 
 json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)

@@ -18,6 +18,8 @@ enum tl_id {
 	TL_DESTROY_SANDBOX,
 	TL_CONTEXT,
 	TL_PROCESS,
+	TL_FILE,   /* code_file: stat, mkdir, move, remove */
+	TL_UPLOAD, /* the JSON API's streamed uploads (a file or a tar archive); not an MCP tool */
 	TL__COUNT,
 };
 
