@@ -39,6 +39,7 @@ const char *cfg_risk_name(enum cfg_risk r)
 const char *const cfg_tools[] = {
 	"code_execute",	   "code_install_package", "code_write_file",	  "code_read_file",
 	"code_list_files", "code_destroy_sandbox", "code_create_sandbox", "code_context",
+	"code_set_sandbox_timeout",
 };
 const size_t cfg_ntools = AL_ARRAY_SIZE(cfg_tools);
 

@@ -61,6 +61,9 @@ struct hx_request {
 	/* Whether the client has gone (its connection closed or half-closed), asked with lookup_ctx
 	 * while a handler waits (for a reviewer, for the manager); NULL: it never goes (the fuzzer). */
 	bool (*gone)(void *ctx);
+	/* Every query argument in turn, until fn returns non-zero (then that value), with lookup_ctx;
+	 * NULL: the transport cannot enumerate them (a handler then sees only those it names). */
+	int (*each_query)(void *ctx, int (*fn)(void *arg, const char *key, const char *value), void *arg);
 };
 
 #define HX_STREAM_END	((ssize_t)-1)
@@ -224,7 +227,7 @@ typedef void (*hx_handler)(struct hx_server *s, const struct hx_request *rq, cha
 void api_health(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_metrics(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
-/* GET /v1/sandboxes: the caller's own live sandboxes. */
+/* GET /v1/sandboxes: the caller's own live sandboxes, filtered by metadata (life.c). */
 void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_exec(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_install(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
@@ -247,6 +250,9 @@ void api_ctx_list(struct hx_server *s, const struct hx_request *rq, char *const 
 void api_ctx_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_ctx_restart(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_ctx_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* A sandbox's info and lifetime (life.c). */
+void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 
 /* ---- one tool call on the manager (op.c) ---------------------------------------------------- */
 
