@@ -271,13 +271,11 @@ void life_apply_create(struct sbm *m, struct sbx *s, struct srv_op *op)
 	pthread_mutex_unlock(&m->mu);
 }
 
-/* The sbm_now_ms stamp t on the wall clock (ms since the epoch), past or future. */
-uint64_t sbm_wall_ms(uint64_t t)
+/* The offset is read once (sbm_new): a sandbox's created_at stays the same in every answer,
+ * whatever the two clocks' readings between them. */
+uint64_t sbm_wall_ms(const struct sbm *m, uint64_t t)
 {
-	struct timespec wall;
-	clock_gettime(CLOCK_REALTIME, &wall);
-	uint64_t wall_now = (uint64_t)wall.tv_sec * 1000 + (uint64_t)wall.tv_nsec / 1000000, now = sbm_now_ms();
-	return t >= now ? wall_now + (t - now) : wall_now - (now - t);
+	return (uint64_t)((int64_t)t + m->wall_offset_ms);
 }
 
 /* Under m->mu: the new end of s, lifetime_ms from now, within the server's cap: 0, or -EINVAL. */
@@ -323,7 +321,7 @@ int sbm_set_timeout(void *ctx, const struct srv_timeout_req *req, const struct s
 		srv_result_free(res);
 		return r;
 	}
-	res->ends_unix_ms = ends ? sbm_wall_ms(ends) : 0;
+	res->ends_unix_ms = ends ? sbm_wall_ms(m, ends) : 0;
 	sink->on_done(sink->cookie, res);
 	*out = NULL;
 	return 0;

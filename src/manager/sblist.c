@@ -22,10 +22,10 @@ static int info_locked(const struct sbm *m, const struct sbx *s, struct srv_sand
 	snprintf(i->state, sizeof(i->state), "running");
 	snprintf(i->image, sizeof(i->image), "%s", s->image[0] ? s->image : "host");
 	snprintf(i->network, sizeof(i->network), "%s", pol_net_name(s->net));
-	i->created_unix_ms = sbm_wall_ms(s->created_ms);
-	i->used_unix_ms = sbm_wall_ms(s->used_ms);
+	i->created_unix_ms = sbm_wall_ms(m, s->created_ms);
+	i->used_unix_ms = sbm_wall_ms(m, s->used_ms);
 	uint64_t ends = life_ends_locked(m, s);
-	i->ends_unix_ms = ends ? sbm_wall_ms(ends) : 0;
+	i->ends_unix_ms = ends ? sbm_wall_ms(m, ends) : 0;
 	i->busy = s->busy;
 	i->processes = sbm_running_in(s);
 	struct al_sandbox_usage u;

@@ -479,7 +479,7 @@ static struct srv_result *created(struct sbm *m, struct sbx *s)
 	uint64_t ends = life_ends_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
 	if (res)
-		res->ends_unix_ms = ends ? sbm_wall_ms(ends) : 0;
+		res->ends_unix_ms = ends ? sbm_wall_ms(m, ends) : 0;
 	return res;
 }
 
@@ -699,6 +699,9 @@ int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err)
 	if (!m)
 		return al_err(err, ENOMEM, "out of memory");
 	m->o = *o;
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	m->wall_offset_ms = ((int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000) - (int64_t)sbm_now_ms();
 	/* Each sandbox holds about a dozen descriptors here (control socket, workspace, init's
 	 * pidfd, cgroup directories, its spare's pidfd, socket and status pipe): the usual soft limit
 	 * of 1024 would refuse creates long before server.max_sandboxes. Payloads get their own

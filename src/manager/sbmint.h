@@ -90,6 +90,7 @@ struct sbm {
 	struct mq_table execs_of; /* executions (queued or running) per principal: server.quota.execs */
 	struct sbx_gone gone[SBM_GONE_MAX]; /* sandboxes that ended lately (sblife.c), under mu */
 	unsigned gone_next;
+	int64_t wall_offset_ms; /* wall clock minus sbm_now_ms, read once: one sandbox's times never jitter */
 };
 
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
@@ -225,7 +226,7 @@ void sbx_end_locked(struct sbm *m, struct sbx *s, enum sbx_end why, const char *
 /* Under m->mu: the reason s expires at now (SBX_LIVE: none); *next lowered to its next deadline. */
 enum sbx_end life_expiry_locked(const struct sbm *m, const struct sbx *s, uint64_t now, uint64_t *next);
 /* The sbm_now_ms stamp t on the wall clock (ms since the epoch), past or future. */
-uint64_t sbm_wall_ms(uint64_t t);
+uint64_t sbm_wall_ms(const struct sbm *m, uint64_t t);
 /* Under m->mu: when s ends (sbm_now_ms clock), 0: never. */
 uint64_t life_ends_locked(const struct sbm *m, const struct sbx *s);
 /* Under m->mu: why a call on id by owner finds no sandbox, if it ended lately: true and why set. */
