@@ -291,8 +291,8 @@ static int set_end_locked(struct sbm *m, struct sbx *s, uint64_t lifetime_ms, st
 		uint64_t left = s->created_ms + max > now ? s->created_ms + max - now : 0;
 		return al_err(err, EINVAL,
 			      "lifetime: %s from now would outlive the server's max_lifetime (%s from the sandbox's "
-			      "creation): ask for at most %g",
-			      a, c, (double)(left / 1000));
+			      "creation): ask for at most %llu",
+			      a, c, (unsigned long long)(left / 1000));
 	}
 	s->ends_ms = now + lifetime_ms;
 	s->lifetime_ms = lifetime_ms;
@@ -310,10 +310,15 @@ int sbm_set_timeout(void *ctx, const struct srv_timeout_req *req, const struct s
 	if (!s)
 		return -ENOENT;
 	struct srv_result *res = srv_result_new();
-	int r = res && (res->sandbox_id = strdup(s->id)) ? 0 : al_err(err, ENOMEM, "out of memory");
+	if (!res || !(res->sandbox_id = strdup(s->id))) {
+		srv_result_free(res);
+		sbx_put(m, s);
+		return al_err(err, ENOMEM, "out of memory");
+	}
 	uint64_t ends = 0;
 	pthread_mutex_lock(&m->mu);
-	if (r == 0 && (r = set_end_locked(m, s, req->lifetime_ms, err)) == 0)
+	int r = set_end_locked(m, s, req->lifetime_ms, err);
+	if (r == 0)
 		ends = life_ends_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
 	sbx_put(m, s);

@@ -661,9 +661,9 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const c
 	/* The labels as two borrowed arrays (the arguments outlive the start call). */
 	json_t *meta = json_object_get(args, "metadata");
 	size_t n = json_object_size(meta);
-	cleanup_free const char **keys = n ? calloc(n, sizeof(*keys)) : NULL;
-	cleanup_free const char **values = n ? calloc(n, sizeof(*values)) : NULL;
-	if (n && (!keys || !values))
+	cleanup_free const char **keys = calloc(n ? n : 1, sizeof(*keys));
+	cleanup_free const char **values = calloc(n ? n : 1, sizeof(*values));
+	if (!keys || !values)
 		return al_err(err, ENOMEM, "out of memory");
 	const char *key;
 	const json_t *v;
