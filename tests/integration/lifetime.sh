@@ -5,7 +5,8 @@
 # running when the lifetime ends come back at once as a kill with the lifetime named in words, and
 # the next call is told the same; the list filters by metadata (E2B's encoding and metadata.KEY);
 # another principal gets 404 for GET and timeout and lists none of them; bad labels and lifetimes
-# are refused with 400 naming the problem, creating nothing; code_set_sandbox_timeout over MCP.
+# are refused with 400 naming the problem, creating nothing; code_set_sandbox_timeout over MCP; a
+# sandbox destroyed by its owner or by a reviewer is named so to its owner's next call.
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -23,7 +24,8 @@ bob=$(al_token_file "$dir/bob.token" bob)
 cat "$dir/alice.token" "$dir/bob.token" >"$dir/serve.token"
 chmod 0600 "$dir/serve.token"
 chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
-al_serve_start "$dir" --config "$confdir/life.yaml" --audit "$dir/audit.jsonl"
+reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
+al_serve_start "$dir" --config "$confdir/life.yaml" --audit "$dir/audit.jsonl" --approver-token-file "$dir/reviewer.token"
 [ "$AL_TOKEN" = "$alice" ] || al_fail "the plain curls would not be alice's"
 url=$AL_SERVE_URL
 
@@ -239,4 +241,11 @@ api DELETE "/v1/sandboxes/$b"
 al_assert_eq "$CODE" 200 "alice destroys her sandbox"
 api GET "/v1/sandboxes/$b"
 al_assert_eq "$CODE:$(get error)" "404:no sandbox \"$b\": it was destroyed by its owner" "GET after the destroy"
+# ... and by an approver (the console's destroy): the owner is told who.
+create '{}'
+e=$SB
+code=$(curl -q -sS -m 60 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $reviewer" -X DELETE "$url/v1/admin/sandboxes/$e")
+al_assert_eq "$code" 200 "the reviewer destroys alice's sandbox"
+api GET "/v1/sandboxes/$e"
+al_assert_eq "$CODE:$(get error)" "404:no sandbox \"$e\": it was destroyed by an approver (token:reviewer)" "GET after the reviewer's destroy"
 al_pass "per-sandbox lifetime and metadata"
