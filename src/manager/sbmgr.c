@@ -15,8 +15,9 @@
  * sandboxes run in parallel, up to server.max_execs. An exec waiting for its turn or a slot gives
  * up, never to run, when its own wall-clock limit passes (counted from the request), when it is
  * cancelled, when its sandbox is destroyed or when the server stops. A housekeeping thread makes
- * every sandbox (see struct sbm), destroys those idle past server.idle_ttl or older than
- * server.max_lifetime, and keeps the warm pool (server.pool) filled.
+ * every sandbox (see struct sbm), destroys those idle past server.idle_ttl, older than
+ * server.max_lifetime or past their own lifetime (sblife.c: a call they cut short says why), and
+ * keeps the warm pool (server.pool) filled.
  */
 #include "manager/sbmint.h"
 

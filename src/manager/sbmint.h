@@ -1,7 +1,7 @@
 /* sbmint.h — what the sandbox manager's files share among themselves: the table of held sandboxes
  * and its lock (sbmgr.c), executions and their turns (sbexec.c), interpreter cells (sbcells.c), the
- * workspace file operations (sbfiles.c), the warm pool and expiry (sbpool.c) and the listings
- * (sblist.c). Nothing outside src/manager/sb*.c includes it: the contract is sbmgr.h and api.h. */
+ * workspace file operations (sbfiles.c), the warm pool and expiry (sbpool.c), the listings
+ * (sblist.c) and lifetimes, labels and why a sandbox ended (sblife.c). Nothing outside src/manager/sb*.c includes it: the contract is sbmgr.h and api.h. */
 #ifndef AL_MANAGER_SBMINT_H
 #define AL_MANAGER_SBMINT_H
 
