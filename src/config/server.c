@@ -41,6 +41,7 @@ const char *const cfg_tools[] = {
 	"code_list_files", "code_destroy_sandbox", "code_create_sandbox", "code_context",
 	"code_file",	   "code_upload", /* the JSON API's streamed uploads: size and sha256, not content */
 	"code_process",
+	"code_set_sandbox_timeout",
 };
 const size_t cfg_ntools = AL_ARRAY_SIZE(cfg_tools);
 

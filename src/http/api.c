@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "http/hx.h"
 #include "service/approval.h"
@@ -99,7 +98,9 @@ void api_metrics(struct hx_server *s, const struct hx_request *rq, char *const c
 static void created(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
 	const char *id = r->sandbox_id ? r->sandbox_id : "";
-	hx_json(rs, 201, json_pack("{s:s,s:s}", "id", id, "sandbox_id", id));
+	hx_json(rs, 201,
+		json_pack("{s:s,s:s,s:o}", "id", id, "sandbox_id", id, "ends_at",
+			  r->ends_unix_ms ? txt_json_time(r->ends_unix_ms) : json_null()));
 }
 
 void api_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
@@ -107,55 +108,6 @@ void api_create(struct hx_server *s, const struct hx_request *rq, char *const ca
 	json_t *args = body_object(rq, rs);
 	if (args)
 		run(s, rq, TL_CREATE_SANDBOX, args, created, rs);
-}
-
-/* RFC 3339 UTC with milliseconds, as the audit log writes its times. */
-static json_t *timestamp(uint64_t unix_ms)
-{
-	time_t secs = (time_t)(unix_ms / 1000);
-	struct tm tm;
-	char buf[40];
-	if (!gmtime_r(&secs, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
-		return json_null();
-	char full[48];
-	snprintf(full, sizeof(full), "%s.%03uZ", buf, (unsigned)(unix_ms % 1000));
-	return json_string(full);
-}
-
-static json_t *sandbox_json(const struct srv_sandbox_info *i)
-{
-	return json_pack("{s:s,s:s,s:o,s:o,s:b}", "id", i->id, "profile", i->profile, "created_at",
-			 timestamp(i->created_unix_ms), "last_used_at", timestamp(i->used_unix_ms), "busy", i->busy);
-}
-
-/* The caller's own sandboxes only: the owner is the principal auth.c authenticated, named as the
- * runner names it when the calls created them (op.c, runner.c: no name is "anonymous"). */
-void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
-{
-	const struct srv_mgr_api *m = s->o.mgr;
-	if (!m->list_sandboxes) {
-		hx_error(rs, 501, "this manager cannot list sandboxes");
-		return;
-	}
-	const char *owner = rq->who->name[0] ? rq->who->name : "anonymous";
-	struct srv_sandbox_info *v = NULL;
-	size_t n = 0;
-	struct al_error err = {0};
-	if (m->list_sandboxes(m->ctx, owner, &v, &n, &err) < 0) {
-		hx_error(rs, 500, "%s", err.msg[0] ? err.msg : "out of memory");
-		return;
-	}
-	json_t *list = json_array();
-	for (size_t i = 0; list && i < n; i++)
-		if (json_array_append_new(list, sandbox_json(&v[i])) < 0) {
-			json_decref(list);
-			list = NULL;
-		}
-	free(v);
-	if (!list)
-		hx_error(rs, 500, "out of memory");
-	else
-		hx_json(rs, 200, json_pack("{s:o}", "sandboxes", list));
 }
 
 static void destroyed(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)

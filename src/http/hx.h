@@ -68,6 +68,9 @@ struct hx_request {
 	int spool_error;
 	uint64_t spool_bytes;
 	char spool_sha256[65]; /* hex */
+	/* Every query argument in turn, until fn returns non-zero (then that value), with lookup_ctx;
+	 * NULL: the transport cannot enumerate them (a handler then sees only those it names). */
+	int (*each_query)(void *ctx, int (*fn)(void *arg, const char *key, const char *value), void *arg);
 };
 
 #define HX_STREAM_END	((ssize_t)-1)
@@ -231,7 +234,7 @@ typedef void (*hx_handler)(struct hx_server *s, const struct hx_request *rq, cha
 void api_health(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_metrics(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
-/* GET /v1/sandboxes: the caller's own live sandboxes. */
+/* GET /v1/sandboxes: the caller's own live sandboxes, filtered by metadata (life.c). */
 void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_exec(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_install(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
@@ -285,6 +288,9 @@ void api_proc_output(struct hx_server *s, const struct hx_request *rq, char *con
 /* Runs tool with args (stolen) as a stream of NDJSON lines, or SSE events when rq accepts them. */
 void hx_stream_tool(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
 		    struct hx_response *rs);
+/* A sandbox's info and lifetime (life.c). */
+void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 
 /* ---- one tool call on the manager (op.c) ---------------------------------------------------- */
 

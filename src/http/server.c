@@ -384,6 +384,27 @@ static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
 	return MHD_lookup_connection_value(ctx, kind == HX_HEADER ? MHD_HEADER_KIND : MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct each_arg {
+	int (*fn)(void *arg, const char *key, const char *value);
+	void *arg;
+	int r;
+};
+
+static enum MHD_Result each_value(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	struct each_arg *a = cls;
+	a->r = a->fn(a->arg, key, value ? value : "");
+	return a->r ? MHD_NO : MHD_YES;
+}
+
+static int each_query(void *ctx, int (*fn)(void *arg, const char *key, const char *value), void *arg)
+{
+	struct each_arg a = {fn, arg, 0};
+	MHD_get_connection_values(ctx, MHD_GET_ARGUMENT_KIND, each_value, &a);
+	return a.r;
+}
+
 /* Whether the peer of the connected socket fd has gone: it closed the connection (or its sending
  * side, as a client that is done with us does), or the connection broke. libmicrohttpd would only
  * learn it from a failed write, and a program that prints nothing gives it nothing to write: an
@@ -545,7 +566,8 @@ static void fill_request(struct MHD_Connection *conn, const char *url, const cha
 				  .too_large = c && c->too_large,
 				  .peer = c && c->peer[0] ? c->peer : NULL,
 				  .who = who,
-				  .gone = conn_gone};
+				  .gone = conn_gone,
+				  .each_query = each_query};
 	rq->local = c ? c->local : local_peer(conn, &rq->uid);
 	if (c)
 		rq->uid = c->uid;

@@ -23,6 +23,7 @@ void srv_result_free(struct srv_result *r)
 	free(r->sandbox_id);
 	free(r->cell_json);
 	free(r->process_json);
+	free(r->ended);
 	free(r->data);
 	for (size_t i = 0; i < r->n_entries; i++)
 		free(r->entries[i].name);
@@ -31,6 +32,12 @@ void srv_result_free(struct srv_result *r)
 		free(r->stat->link_target);
 	free(r->stat);
 	free(r);
+}
+
+void srv_sandbox_infos_free(struct srv_sandbox_info *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].metadata_json);
 }
 
 const char *srv_gate_outcome_name(enum srv_gate_outcome o)

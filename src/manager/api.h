@@ -71,6 +71,27 @@ struct srv_create_req {
 	const char *const *allowed_domains; /* n_allowed_domains host names (empty: the profile's list) */
 	size_t n_allowed_domains;
 	struct srv_limits limits;
+	/* The sandbox's own lifetime: it ends this long after its creation (0: only the server's
+	 * caps). Above server.max_lifetime the create is refused (EINVAL), never clamped. */
+	uint64_t lifetime_ms;
+	/* Labels (metadata): n_metadata keys and values, each a C string; checked again here
+	 * (SRV_META_MAX keys, a key of 1-SRV_META_KEY_MAX bytes of [A-Za-z0-9._/-], a value of at
+	 * most SRV_META_VALUE_MAX bytes of UTF-8). */
+	const char *const *metadata_keys;
+	const char *const *metadata_values;
+	size_t n_metadata;
+};
+
+#define SRV_META_MAX	   64
+#define SRV_META_KEY_MAX   64
+#define SRV_META_VALUE_MAX 512
+
+/* set_timeout: the sandbox ends lifetime_ms from now (as E2B's setTimeout), within
+ * server.max_lifetime counted from its creation. */
+struct srv_timeout_req {
+	const char *owner;
+	const char *sandbox_id;
+	uint64_t lifetime_ms;
 };
 
 struct srv_exec_req {
@@ -174,6 +195,9 @@ struct srv_path_req {
 	const char *sandbox_id;
 	const char *path;
 	bool want_fd; /* read_file: answer with result->fd (the open file) instead of its bytes */
+	/* destroy_sandbox: the approver ending another principal's sandbox (owner is the owner's),
+	 * or NULL: the owner itself. Only words: what a later call of the owner is told. */
+	const char *by_approver;
 };
 
 enum srv_file_type {
@@ -217,6 +241,14 @@ struct srv_result {
 	char *process_json; /* a background exec, the process calls: the answer (JSON object) */
 	struct srv_file_stat *stat; /* file_op SRV_FILE_STAT (malloc'd); mkdir: bytes is 1 when it was made;
 				     * remove: bytes counts the entries removed; archive: the members unpacked */
+	/* exec, cell, files: the sandbox ended while the call ran (its lifetime, the server's caps, a
+	 * destroy, the server stopping): why, in words ("sandbox sb-1 reached its lifetime (3 s) and
+	 * was destroyed while this call ran", malloc'd) and as a keyword (a static string: "lifetime",
+	 * "max_lifetime", "idle_ttl", "destroyed", "destroyed_by_approver", "server_stopping",
+	 * "died"); else both NULL. */
+	char *ended;
+	const char *ended_reason;
+	uint64_t ends_unix_ms; /* create, set_timeout: when the sandbox ends (wall clock, ms), 0: never */
 };
 
 struct srv_result *srv_result_new(void);
@@ -229,7 +261,21 @@ struct srv_sandbox_info {
 	uint64_t created_unix_ms; /* wall clock (ms since the epoch) */
 	uint64_t used_unix_ms;	  /* its last use: an operation started or ended */
 	bool busy;		  /* an exec runs in it now */
+	/* GET /v1/sandboxes/{id} (and the list): what E2B's getInfo answers. */
+	char state[16];		/* "running" */
+	char image[128];	/* the image it was made with, "host" without one */
+	char network[16];	/* its posture: "none", "allowlist", "host" */
+	uint64_t ends_unix_ms;	/* when it ends (its lifetime or server.max_lifetime), 0: never */
+	char *metadata_json;	/* its labels, a JSON object (malloc'd: srv_sandbox_infos_free) */
+	bool have_usage;	/* the sandbox's cgroup was read: */
+	double cpu_s;		/* CPU time so far (-1 unknown) */
+	uint64_t memory_bytes;	/* in use now (0 unknown) */
+	uint64_t peak_memory_bytes;
+	unsigned processes;	/* executions running in it now */
 };
+
+/* Frees what n infos hold (their metadata_json; the array itself is the caller's to free). */
+void srv_sandbox_infos_free(struct srv_sandbox_info *v, size_t n);
 
 struct srv_op; /* the manager's handle of one running operation; opaque to the session */
 
@@ -276,6 +322,14 @@ struct srv_mgr_api {
 	 * sandbox, that write_file (spooled) later puts in place. Closing it unused leaves nothing. */
 	int (*open_upload)(void *ctx, const char *owner, const char *sandbox_id, const char *path, int *fd,
 			   struct al_error *err);
+	/* Optional: the sandbox's lifetime from now (finishes in the start call; result->ends_unix_ms). */
+	int (*set_timeout)(void *ctx, const struct srv_timeout_req *req, const struct srv_sink *sink,
+			   struct srv_op **op, struct al_error *err);
+	/* Synchronous and optional: one of owner's sandboxes, as list_sandboxes describes it (*out
+	 * filled; free its metadata_json with srv_sandbox_infos_free(out, 1)). -ENOENT, as for an
+	 * unknown id, for another principal's. */
+	int (*sandbox_info)(void *ctx, const char *owner, const char *id, struct srv_sandbox_info *out,
+			    struct al_error *err);
 };
 
 #endif

@@ -60,6 +60,8 @@ static void *cell_thread(void *arg)
 			if (r == 0) {
 				r = ctx_run_cell(cs, &env, &q, &res, &err);
 				exec_turn_done(m, s, true);
+				/* Its lifetime (or a destroy) killed the kernel mid-cell: said in words. */
+				r = sbm_end_note(m, s, r, &err, res);
 			}
 			/* No kernel for this language in this sandbox (its root lacks the interpreter the
 			 * kernel needs, e.g. an image without python3): the default context's cell runs

@@ -121,8 +121,11 @@ int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, 
 			break;
 		}
 		if (persistent && !s->listed) {
-			r = al_err(err, ENOENT,
-				   "sandbox %s was destroyed before the execution could start: it never ran", s->id);
+			char why[AL_ERROR_MAX / 2];
+			const char *kw = NULL;
+			if (!life_ended_locked(m, s, why, sizeof(why), &kw))
+				snprintf(why, sizeof(why), "sandbox %s was destroyed", s->id);
+			r = al_err(err, ENOENT, "%s before the execution could start: it never ran", why);
 			break;
 		}
 		if (s->nrun >= per) {
@@ -331,6 +334,8 @@ void *exec_thread(void *arg)
 		}
 	}
 	al_verdict_free(v);
+	if (s && (r == 0 || turn))
+		r = sbm_end_note(m, s, r, &err, res);
 	op_end(op, s, r, &err, res);
 	return NULL;
 }

@@ -93,6 +93,11 @@ static int file_call(struct sbm *m, const struct file_call *c, const struct srv_
 		break;
 	}
 	ws_restore(&saved);
+	/* Ended meanwhile (its lifetime, a destroy): what was written is gone, and the caller is told. */
+	char why[AL_ERROR_MAX / 2];
+	const char *kw = NULL;
+	if (life_ended(m, s, why, sizeof(why), &kw))
+		r = al_err(err, ENOENT, "%s while this call ran", why);
 	sbx_put(m, s);
 	if (r < 0) {
 		srv_result_free(res);

@@ -7,43 +7,90 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "policy/policy.h"
 #include "util/error.h"
 
-/* The monotonic stamps of the table, on the wall clock (what a client can read). */
-static uint64_t unix_ms(uint64_t mono_ms, uint64_t mono_now, uint64_t wall_now)
+/* Under m->mu: s as its owner sees it (GET /v1/sandboxes and /v1/sandboxes/{id}). Its cgroup is
+ * only read (a few small files), as the console's listing does. 0, or -ENOMEM. */
+static int info_locked(const struct sbm *m, const struct sbx *s, struct srv_sandbox_info *i)
 {
-	return wall_now - (mono_now >= mono_ms ? mono_now - mono_ms : 0);
+	memset(i, 0, sizeof(*i));
+	snprintf(i->id, sizeof(i->id), "%s", s->id);
+	snprintf(i->profile, sizeof(i->profile), "%s", s->profile);
+	snprintf(i->state, sizeof(i->state), "running");
+	snprintf(i->image, sizeof(i->image), "%s", s->image[0] ? s->image : "host");
+	snprintf(i->network, sizeof(i->network), "%s", pol_net_name(s->net));
+	i->created_unix_ms = sbm_wall_ms(m, s->created_ms);
+	i->used_unix_ms = sbm_wall_ms(m, s->used_ms);
+	uint64_t ends = life_ends_locked(m, s);
+	i->ends_unix_ms = ends ? sbm_wall_ms(m, ends) : 0;
+	i->busy = s->nrun > 0;
+	i->processes = sbm_running_in(s);
+	struct al_sandbox_usage u;
+	if (al_sandbox_usage(s->sb, &u) == 0) {
+		i->have_usage = true;
+		i->cpu_s = u.cpu_s;
+		i->memory_bytes = u.memory_bytes;
+		i->peak_memory_bytes = u.peak_memory_bytes;
+	}
+	i->metadata_json = strdup(s->meta_json ? s->meta_json : "{}");
+	return i->metadata_json ? 0 : -ENOMEM;
 }
 
 /* Only owner's listed sandboxes: a spare (owner "") or another principal's never shows. */
 int sbm_list_sandboxes(void *ctx, const char *owner, struct srv_sandbox_info **out, size_t *n, struct al_error *err)
 {
 	struct sbm *m = ctx;
-	struct timespec wall;
-	clock_gettime(CLOCK_REALTIME, &wall);
-	uint64_t wall_now = (uint64_t)wall.tv_sec * 1000 + (uint64_t)wall.tv_nsec / 1000000, mono_now = sbm_now_ms();
 	const char *who = owner ? owner : "";
+	int r = 0;
 	pthread_mutex_lock(&m->mu);
 	size_t k = 0, cap = m->live ? m->live : 1;
 	struct srv_sandbox_info *v = calloc(cap, sizeof(*v));
-	for (struct sbx *s = m->list; v && s && k < cap; s = s->next) {
+	for (struct sbx *s = m->list; v && r == 0 && s && k < cap; s = s->next) {
 		if (s->pooled || strcmp(s->owner, who) != 0)
 			continue;
-		snprintf(v[k].id, sizeof(v[k].id), "%s", s->id);
-		snprintf(v[k].profile, sizeof(v[k].profile), "%s", s->profile);
-		v[k].created_unix_ms = unix_ms(s->created_ms, mono_now, wall_now);
-		v[k].used_unix_ms = unix_ms(s->used_ms, mono_now, wall_now);
-		v[k].busy = s->nrun > 0;
-		k++;
+		r = info_locked(m, s, &v[k++]);
 	}
 	pthread_mutex_unlock(&m->mu);
-	if (!v)
+	if (!v || r < 0) {
+		srv_sandbox_infos_free(v, k);
+		free(v);
 		return al_err(err, ENOMEM, "out of memory");
+	}
 	*out = v;
 	*n = k;
+	return 0;
+}
+
+/* A look is not a use: the sandbox is found under the lock, without a reference, so reading its
+ * info never holds off its idle_ttl. */
+int sbm_sandbox_info(void *ctx, const char *owner, const char *id, struct srv_sandbox_info *out, struct al_error *err)
+{
+	struct sbm *m = ctx;
+	const char *who = owner ? owner : "";
+	int r = -ENOENT;
+	pthread_mutex_lock(&m->mu);
+	struct sbx *s = m->list;
+	/* The ownership check: another principal's id is answered as an unknown one. */
+	while (s && (s->pooled || strcmp(s->id, id) != 0 || strcmp(s->owner, who) != 0))
+		s = s->next;
+	if (s)
+		r = info_locked(m, s, out);
+	pthread_mutex_unlock(&m->mu);
+	if (r == -ENOENT) {
+		/* sbx_get's words for an id that is not there (ended lately, lost, unknown). */
+		struct sbx *late = sbx_get(m, id, owner, err);
+		if (late) {
+			sbx_put(m, late);
+			al_err(err, ENOENT, "no sandbox \"%s\" (never created, destroyed, or expired)", id);
+		}
+		return -ENOENT;
+	}
+	if (r < 0) {
+		srv_sandbox_infos_free(out, 1);
+		return al_err(err, ENOMEM, "out of memory");
+	}
 	return 0;
 }
 

@@ -16,8 +16,9 @@
  * waits for one of server.max_execs slots. A cell waits for the previous cell of its context. An
  * exec waiting for a slot gives up, never to run, when its own wall-clock limit passes (counted
  * from the request), when it is cancelled, when its sandbox is destroyed or when the server stops. A housekeeping thread makes
- * every sandbox (see struct sbm), destroys those idle past server.idle_ttl or older than
- * server.max_lifetime, and keeps the warm pool (server.pool) filled.
+ * every sandbox (see struct sbm), destroys those idle past server.idle_ttl, older than
+ * server.max_lifetime or past their own lifetime (sblife.c: a call they cut short says why), and
+ * keeps the warm pool (server.pool) filled.
  */
 #include "manager/sbmint.h"
 
@@ -55,6 +56,7 @@ void sbx_free(struct sbx *s)
 	free(s->profile);
 	free(s->net_hosts);
 	free(s->pool_image);
+	free(s->meta_json);
 	free(s);
 }
 
@@ -105,11 +107,17 @@ struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_
 		s->refs++;
 		s->used_ms = sbm_now_ms();
 	}
+	/* One that ended lately is named, with why, to its owner only (life_gone_locked matches the
+	 * owner): to anyone else it stays the unknown id below. */
+	char gone[AL_ERROR_MAX];
+	bool ended = !s && life_gone_locked(m, id, owner ? owner : "", gone, sizeof(gone));
 	pthread_mutex_unlock(&m->mu);
 	/* Until sandboxes survive a restart: one of ours from before it is said to be lost, to its owner
 	 * only (to anyone else it is unknown, as above). */
 	const char *was = m->o.lost ? json_string_value(json_object_get(m->o.lost, id)) : NULL;
-	if (!s && was && strcmp(was, owner ? owner : "") == 0)
+	if (ended)
+		al_err(err, ENOENT, "%s", gone);
+	else if (!s && was && strcmp(was, owner ? owner : "") == 0)
 		al_err(err, ENOENT, "sandbox %s was lost when the server restarted (its processes and files are gone)", id);
 	else if (!s)
 		al_err(err, ENOENT, "no sandbox \"%s\" (never created, destroyed, or expired)", id);
@@ -350,6 +358,7 @@ void op_free(struct srv_op *op)
 	free(op->env);
 	free(op->cwd);
 	free(op->stdin_data);
+	free(op->meta_json);
 	if (op->cancel_fd >= 0)
 		close(op->cancel_fd);
 	for (size_t i = 0; i < op->npackages; i++)
@@ -478,7 +487,10 @@ static struct srv_result *created(struct sbm *m, struct sbx *s)
 	}
 	pthread_mutex_lock(&m->mu);
 	s->refs--; /* the table keeps it */
+	uint64_t ends = life_ends_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
+	if (res)
+		res->ends_unix_ms = ends ? sbm_wall_ms(m, ends) : 0;
 	return res;
 }
 
@@ -507,6 +519,8 @@ static void *create_thread(void *arg)
 	 * profile's offer when the pool was configured, so a claim grants nothing the request could not. */
 	if (plain && (!op->image || image_offered(m, profile, op->image)))
 		s = sbm_claim_pooled(m, profile, op->image, op->owner, true); /* listed, with our reference */
+	if (s)
+		life_apply_create(m, s, op);
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
 	bool full = !s && max && m->live >= max; /* checked again when listed: this spares a build */
@@ -517,6 +531,7 @@ static void *create_thread(void *arg)
 	    (r = sbx_new(m, profile, op->image, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
 		s->refs = 1;		     /* ours; list_sandbox adds the table's */
 		sbx_set_owner(s, op->owner); /* before it is listed: never visible without its owner */
+		life_apply_create(m, s, op); /* and its lifetime: never listed without its end */
 		if ((r = sbx_list(m, s, &err)) < 0) {
 			sbx_free(s);
 			s = NULL;
@@ -531,7 +546,7 @@ static void *create_thread(void *arg)
 		 * unused under its owner's quota. */
 		pthread_mutex_lock(&m->mu);
 		if (s->listed) {
-			sbx_unlist_locked(m, s);
+			sbx_end_locked(m, s, SBX_END_UNWANTED, NULL);
 			s->refs--; /* the table's */
 		}
 		pthread_mutex_unlock(&m->mu);
@@ -552,6 +567,13 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 		return al_err(err, ENOMEM, "out of memory");
 	op->network = req->network_enabled;
 	op->limits = req->limits;
+	op->lifetime_ms = req->lifetime_ms;
+	/* Refused before anything is made: a bad lifetime or label creates nothing. */
+	int lr = life_check_create(m, req, &op->meta_json, err);
+	if (lr < 0) {
+		op_free(op);
+		return lr;
+	}
 	snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
 	op->profile = req->profile ? strdup(req->profile) : NULL;
 	op->image = req->image ? strdup(req->image) : NULL;
@@ -579,6 +601,7 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 		s = sbm_claim_pooled(m, profile, op->image, req->owner, true);
 	if (!s)
 		return op_start_thread(m, op, create_thread, out, err);
+	life_apply_create(m, s, op);
 	op_free(op);
 	sink->on_done(sink->cookie, created(m, s));
 	*out = NULL;
@@ -608,7 +631,9 @@ static int m_destroy(void *ctx, const struct srv_path_req *req, const struct srv
 	pthread_mutex_lock(&m->mu);
 	bool listed = s->listed;
 	if (listed) {
-		sbx_unlist_locked(m, s);
+		/* The approver's name is only words for the owner's later calls: the ownership check
+		 * above (sbx_get with the owner's name) stays the only one. */
+		sbx_end_locked(m, s, req->by_approver ? SBX_END_APPROVER : SBX_END_OWNER, req->by_approver);
 		s->refs--; /* the table's reference */
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -675,6 +700,8 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.process = sbm_process,
 		.file_op = sbm_file_op,
 		.open_upload = sbm_open_upload,
+		.set_timeout = sbm_set_timeout,
+		.sandbox_info = sbm_sandbox_info,
 	};
 }
 
@@ -686,6 +713,9 @@ int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err)
 	if (!m)
 		return al_err(err, ENOMEM, "out of memory");
 	m->o = *o;
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	m->wall_offset_ms = ((int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000) - (int64_t)sbm_now_ms();
 	/* Each sandbox holds about a dozen descriptors here (control socket, workspace, init's
 	 * pidfd, cgroup directories, its spare's pidfd, socket and status pipe): the usual soft limit
 	 * of 1024 would refuse creates long before server.max_sandboxes. Payloads get their own
@@ -737,7 +767,7 @@ void sbm_free(struct sbm *m)
 	 * still chains them); running execs are killed and end soon. */
 	struct sbx *all = m->list;
 	while (m->list)
-		sbx_unlist_locked(m, m->list);
+		sbx_end_locked(m, m->list, SBX_END_STOPPING, NULL);
 	pthread_cond_signal(&m->hk_cv);
 	pthread_mutex_unlock(&m->mu);
 	if (m->hk_started)

@@ -1,7 +1,7 @@
 /* sbmint.h — what the sandbox manager's files share among themselves: the table of held sandboxes
  * and its lock (sbmgr.c), executions and their turns (sbexec.c), interpreter cells (sbcells.c), the
- * workspace file operations (sbfiles.c), the warm pool and expiry (sbpool.c) and the listings
- * (sblist.c). Nothing outside src/manager/sb*.c includes it: the contract is sbmgr.h and api.h. */
+ * workspace file operations (sbfiles.c), the warm pool and expiry (sbpool.c), the listings
+ * (sblist.c) and lifetimes, labels and why a sandbox ended (sblife.c). Nothing outside src/manager/sb*.c includes it: the contract is sbmgr.h and api.h. */
 #ifndef AL_MANAGER_SBMINT_H
 #define AL_MANAGER_SBMINT_H
 
@@ -28,6 +28,27 @@ struct sbrun {
 };
 
 struct sbproc; /* a background process (sbprocs.c) */
+/* Why a sandbox ended (sblife.c words it for the calls it cut short and for later calls). */
+enum sbx_end {
+	SBX_LIVE,
+	SBX_END_LIFETIME,     /* its own lifetime (create's lifetime, or set_timeout) */
+	SBX_END_MAX_LIFETIME, /* server.max_lifetime */
+	SBX_END_IDLE,	      /* server.idle_ttl */
+	SBX_END_DIED,	      /* its init died */
+	SBX_END_OWNER,	      /* destroyed by its owner */
+	SBX_END_APPROVER,     /* destroyed by an approver */
+	SBX_END_STOPPING,     /* the server stopped */
+	SBX_END_UNWANTED,     /* its create was cancelled while it was made */
+};
+
+/* A sandbox that ended lately, remembered (a ring of SBM_GONE_MAX) so that its owner's next call
+ * is told why, not only that the id is unknown. */
+#define SBM_GONE_MAX 64
+struct sbx_gone {
+	char id[SBM_ID_LEN + 1];
+	char owner[SRV_OWNER_MAX];
+	char why[160];
+};
 
 /* One held sandbox. */
 struct sbx {
@@ -51,6 +72,12 @@ struct sbx {
 	unsigned nprocs;	/* how many procs lists */
 	struct ctx_set *ctxs;	/* interpreter contexts (context.c), made by the first cell (under m->mu) */
 	char *pool_image;	/* the image it was made on, or NULL (the profile's root): what a claim matches */
+	/* Lifetime and labels (sblife.c), under m->mu. */
+	uint64_t ends_ms;     /* its own end (sbm_now_ms clock), 0: only the server's caps */
+	uint64_t lifetime_ms; /* the lifetime last asked for (create or set_timeout), for the words */
+	char *meta_json;      /* its metadata, a JSON object's text ("{}" without any; never changed once set) */
+	enum sbx_end end;     /* SBX_LIVE until it ends */
+	char end_by[SRV_OWNER_MAX]; /* SBX_END_APPROVER: who */
 };
 
 struct sbm {
@@ -70,6 +97,9 @@ struct sbm {
 	uint64_t refill_after_ms; /* no spare is made before this (now_ms() clock): see SBM_REFILL_DELAY_MS */
 	struct sbm_stats st;
 	struct mq_table execs_of; /* executions (queued or running) per principal: server.quota.execs */
+	struct sbx_gone gone[SBM_GONE_MAX]; /* sandboxes that ended lately (sblife.c), under mu */
+	unsigned gone_next;
+	int64_t wall_offset_ms; /* wall clock minus sbm_now_ms, read once: one sandbox's times never jitter */
 };
 
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
@@ -123,6 +153,8 @@ struct srv_op {
 	int cancel_fd;		   /* OP_CELL: an eventfd m_cancel makes readable, or -1 */
 	bool network;
 	struct srv_limits limits;
+	uint64_t lifetime_ms; /* OP_CREATE: srv_create_req.lifetime_ms */
+	char *meta_json;      /* OP_CREATE: the metadata as a JSON object's text, or NULL */
 };
 
 /* ---- sbmgr.c: the table, policies, operations ---- */
@@ -227,5 +259,38 @@ void *sbm_housekeeper(void *arg);
 /* ---- sblist.c: listings ---- */
 
 int sbm_list_sandboxes(void *ctx, const char *owner, struct srv_sandbox_info **out, size_t *n, struct al_error *err);
+int sbm_sandbox_info(void *ctx, const char *owner, const char *id, struct srv_sandbox_info *out, struct al_error *err);
+
+/* ---- sblife.c: lifetime, labels, and why a sandbox ended ---- */
+
+/* Executions running in s now (under m->mu): the one place that counts them. */
+unsigned sbm_running_in(const struct sbx *s);
+/* Under m->mu: takes s off the table for why (by: the approver), remembering it for its owner. */
+void sbx_end_locked(struct sbm *m, struct sbx *s, enum sbx_end why, const char *by);
+/* Under m->mu: the reason s expires at now (SBX_LIVE: none); *next lowered to its next deadline. */
+enum sbx_end life_expiry_locked(const struct sbm *m, const struct sbx *s, uint64_t now, uint64_t *next);
+/* The sbm_now_ms stamp t on the wall clock (ms since the epoch), past or future. */
+uint64_t sbm_wall_ms(const struct sbm *m, uint64_t t);
+/* Under m->mu: when s ends (sbm_now_ms clock), 0: never. */
+uint64_t life_ends_locked(const struct sbm *m, const struct sbx *s);
+/* Under m->mu: why a call on id by owner finds no sandbox, if it ended lately: true and why set. */
+bool life_gone_locked(const struct sbm *m, const char *id, const char *owner, char *why, size_t cap);
+/* Whether s ended (or the server stops) since the caller took it: its words (" while this call
+ * ran" follows them) and keyword; false with nothing set otherwise. */
+bool life_ended(struct sbm *m, const struct sbx *s, char *why, size_t cap, const char **reason);
+bool life_ended_locked(const struct sbm *m, const struct sbx *s, char *why, size_t cap, const char **reason);
+/* An ended call's result: its verdict a kill (SIGKILL) rather than a setup error, res->ended set. */
+int life_mark_result(struct srv_result *res, const char *why, const char *reason);
+/* After a call in s that ran (r its outcome so far, res its result or NULL): if s ended meanwhile,
+ * the call says so — a failure becomes -ENOENT with the words, a result is marked
+ * (life_mark_result). Returns the call's r. */
+int sbm_end_note(struct sbm *m, const struct sbx *s, int r, struct al_error *err, struct srv_result *res);
+/* create's lifetime against server.max_lifetime and its metadata checked: 0 and *meta_json
+ * (malloc'd, NULL without metadata), or -EINVAL/-ENOMEM with err naming the problem. */
+int life_check_create(const struct sbm *m, const struct srv_create_req *req, char **meta_json, struct al_error *err);
+/* Gives s (not yet listed, or just claimed) the lifetime and labels of create op (its labels move to s). */
+void life_apply_create(struct sbm *m, struct sbx *s, struct srv_op *op);
+int sbm_set_timeout(void *ctx, const struct srv_timeout_req *req, const struct srv_sink *sink, struct srv_op **out,
+		    struct al_error *err);
 
 #endif

@@ -45,18 +45,16 @@ struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *ima
 
 /* ---- expiry and the warm pool ------------------------------------------------------------ */
 
-/* One sweep: unlists what expired (returned in *dead, to be put outside the lock). */
-static struct sbx *expire_locked(struct sbm *m, uint64_t now)
+/* One sweep: unlists what expired (returned in *dead, to be put outside the lock), each with why
+ * (the words its calls and its owner get); *next: the earliest deadline still ahead. */
+static struct sbx *expire_locked(struct sbm *m, uint64_t now, uint64_t *next)
 {
-	const struct cfg_server *c = &m->o.cfg->server;
 	struct sbx *dead = NULL;
-	for (struct sbx *s = m->list, *next; s; s = next) {
-		next = s->next;
-		bool idle = c->idle_ttl_ms && !s->pooled && s->refs == 1 && now - s->used_ms >= c->idle_ttl_ms;
-		bool old = c->max_lifetime_ms && now - s->created_ms >= c->max_lifetime_ms;
-		bool died = !al_sandbox_alive(s->sb) && s->refs == 1;
-		if (idle || old || died) {
-			sbx_unlist_locked(m, s);
+	for (struct sbx *s = m->list, *nx; s; s = nx) {
+		nx = s->next;
+		enum sbx_end why = life_expiry_locked(m, s, now, next);
+		if (why != SBX_LIVE) {
+			sbx_end_locked(m, s, why, NULL);
 			m->st.expired++;
 			s->next = dead; /* the table's reference moves to the dead list */
 			dead = s;
@@ -128,17 +126,22 @@ void *sbm_housekeeper(void *arg)
 			more = refill_one(m);
 			pthread_mutex_lock(&m->mu);
 		}
-		struct sbx *dead = m->stopping ? NULL : expire_locked(m, sbm_now_ms());
+		uint64_t next = UINT64_MAX;
+		struct sbx *dead = m->stopping ? NULL : expire_locked(m, sbm_now_ms(), &next);
 		if (dead) {
 			pthread_mutex_unlock(&m->mu);
 			while (dead) {
-				struct sbx *next = dead->next;
+				struct sbx *nd = dead->next;
 				sbx_put(m, dead);
-				dead = next;
+				dead = nd;
 			}
 			pthread_mutex_lock(&m->mu);
 		}
-		if (!more && !m->queue && !m->stopping) {
+		/* A lifetime ends on time, not at the next one-second sweep. */
+		now = sbm_now_ms();
+		if (next != UINT64_MAX)
+			wait_ms = next > now ? (next - now < wait_ms ? next - now : wait_ms) : 0;
+		if (!more && !m->queue && !m->stopping && wait_ms) {
 			struct timespec t = al_deadline_ts(CLOCK_REALTIME, wait_ms);
 			pthread_cond_timedwait(&m->hk_cv, &m->mu, &t);
 		}

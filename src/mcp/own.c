@@ -42,6 +42,7 @@ bool own_wanted(const struct call *c)
 	case TL_UPLOAD:
 	case TL_CREATE_SANDBOX:
 	case TL_DESTROY_SANDBOX:
+	case TL_SET_TIMEOUT:
 	case TL__COUNT:
 		break;
 	}

@@ -176,6 +176,14 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 	const struct srv_mgr_api *m = c->rn->mgr;
 	/* An approver acting on another principal's sandbox reaches it as its owner would: the
 	 * manager's ownership check stays the only one, and the audit record names both. */
+	if (c->for_owner[0] && c->tool == TL_DESTROY_SANDBOX) {
+		/* Who ended it, for the words its owner's later calls get (svc_call_act_for allows only
+		 * destroy): an approver, named. */
+		struct srv_path_req req = {.owner = c->for_owner,
+					   .sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
+					   .by_approver = c->who.name ? c->who.name : "an approver"};
+		return m->destroy_sandbox(m->ctx, &req, sink, &c->op, err);
+	}
 	if (c->for_owner[0])
 		return tl_start(m, c->tool, c->args, c->for_owner, sink, &c->op, err);
 	const char *sandbox = json_string_value(json_object_get(c->args, "sandbox_id"));

@@ -141,14 +141,43 @@ static size_t utf8_chars(const char *s, size_t n)
 	return c;
 }
 
-static int check_string(const json_t *schema, const json_t *v, char *msg, const struct vpath *p)
+/* what: "" for a value, or "key \"k\" " for a property name (propertyNames). */
+static int check_text(const json_t *schema, const char *s, size_t len, const char *what, char *msg,
+		      const struct vpath *p)
 {
-	size_t n = utf8_chars(json_string_value(v), json_string_length(v));
+	size_t n = utf8_chars(s, len);
 	const json_t *lo = json_object_get(schema, "minLength"), *hi = json_object_get(schema, "maxLength");
 	if (lo && n < (size_t)json_integer_value(lo))
-		return fail(msg, p, "must be at least %lld characters", (long long)json_integer_value(lo));
+		return fail(msg, p, "%smust be at least %lld characters", what, (long long)json_integer_value(lo));
 	if (hi && n > (size_t)json_integer_value(hi))
-		return fail(msg, p, "must be at most %lld characters", (long long)json_integer_value(hi));
+		return fail(msg, p, "%smust be at most %lld characters", what, (long long)json_integer_value(hi));
+	return 0;
+}
+
+static int check_string(const json_t *schema, const json_t *v, char *msg, const struct vpath *p)
+{
+	return check_text(schema, json_string_value(v), json_string_length(v), "", msg, p);
+}
+
+/* maxProperties, and propertyNames (its length keywords: a key is always a string). */
+static int check_keys(const json_t *schema, const json_t *v, char *msg, const struct vpath *p)
+{
+	const json_t *hi = json_object_get(schema, "maxProperties");
+	if (hi && json_object_size(v) > (size_t)json_integer_value(hi))
+		return fail(msg, p, "takes at most %lld properties", (long long)json_integer_value(hi));
+	const json_t *names = json_object_get(schema, "propertyNames");
+	if (!names)
+		return 0;
+	const char *key;
+	const json_t *val;
+	json_t *obj = iterable(v);
+	json_object_foreach(obj, key, val) {
+		char what[80];
+		snprintf(what, sizeof(what), "key \"%.40s\" ", key);
+		int r = check_text(names, key, strlen(key), what, msg, p);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -208,6 +237,8 @@ static int check_required(const json_t *schema, const json_t *v, char *msg, cons
 static int check_object(const json_t *schema, const json_t *v, char *msg, struct vpath *p)
 {
 	int r = check_required(schema, v, msg, p);
+	if (r == 0)
+		r = check_keys(schema, v, msg, p);
 	if (r < 0)
 		return r;
 	const json_t *props = json_object_get(schema, "properties");
@@ -331,6 +362,23 @@ static bool array_of_strings(const json_t *a, bool allow_empty)
 	return true;
 }
 
+/* propertyNames: {minLength, maxLength} (what check_keys enforces), nothing else. */
+static int check_names_kw(const json_t *v, char *msg, const struct vpath *p)
+{
+	if (!json_is_object(v))
+		return fail(msg, p, "\"propertyNames\" must be a schema object");
+	const char *key;
+	const json_t *sub;
+	json_t *obj = iterable(v);
+	json_object_foreach(obj, key, sub) {
+		if (strcmp(key, "minLength") != 0 && strcmp(key, "maxLength") != 0)
+			return fail(msg, p, "\"propertyNames\": keyword \"%.40s\" is not enforced by this validator", key);
+		if (!json_is_integer(sub) || json_integer_value(sub) < 0)
+			return fail(msg, p, "\"propertyNames\": \"%s\" must be a count", key);
+	}
+	return 0;
+}
+
 /* One keyword; 1 if it is not one we know. */
 /* NOLINTNEXTLINE(misc-no-recursion): depth is bounded by SCH_MAX_DEPTH (check_schema_at) */
 static int check_keyword(const char *k, const json_t *v, char *msg, struct vpath *p)
@@ -347,7 +395,10 @@ static int check_keyword(const char *k, const json_t *v, char *msg, struct vpath
 		return array_of_strings(v, true) ? 0 : fail(msg, p, "\"required\" must be an array of strings");
 	if (!strcmp(k, "enum"))
 		return json_is_array(v) && json_array_size(v) ? 0 : fail(msg, p, "\"enum\" must be a non-empty array");
-	if (!strcmp(k, "minItems") || !strcmp(k, "maxItems") || !strcmp(k, "minLength") || !strcmp(k, "maxLength"))
+	if (!strcmp(k, "propertyNames")) /* only its length keywords are enforced: say so if it has others */
+		return check_names_kw(v, msg, p);
+	if (!strcmp(k, "minItems") || !strcmp(k, "maxItems") || !strcmp(k, "minLength") || !strcmp(k, "maxLength") ||
+	    !strcmp(k, "maxProperties"))
 		return json_is_integer(v) && json_integer_value(v) >= 0 ? 0 : fail(msg, p, "\"%s\" must be a count", k);
 	if (!strcmp(k, "minimum") || !strcmp(k, "maximum") || !strcmp(k, "exclusiveMinimum") ||
 	    !strcmp(k, "exclusiveMaximum"))

@@ -50,6 +50,13 @@
 	"\"maxLength\":253},\"description\":\"Host names the code may reach when network_enabled is true, e.g. "   \
 	"pypi.org or *.pythonhosted.org. With sandbox_id: omit it, or give exactly the sandbox's own list (the "   \
 	"domains it was created with); any other list is refused.\"}"
+/* code_create_sandbox and code_set_sandbox_timeout: the sandbox's own end (config.c caps
+ * max_lifetime at 30 days, so no lifetime above that could be granted anyway). */
+#define LIFETIME_PROP                                                                                        \
+	"\"lifetime\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":2592000,\"description\":"     \
+	"\"Seconds until the sandbox ends (counted from its creation on create, from now on "                 \
+	"code_set_sandbox_timeout): it is then destroyed, with whatever runs in it. Within the server's "     \
+	"max_lifetime, counted from the creation: more is refused. Without it, only the server's limits.\"}"
 #define PATH_PROP(what) "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what "\"}"
 
 /* Interpreter contexts (manager/context.h): a sandbox's Python code runs as a cell of a context. */
@@ -165,8 +172,17 @@ static const char create_input[] =
 	"\"pids\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576},"
 	"\"disk_mb\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576},"
 	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":3600,\"description\":\"Default "
-	"wall-clock limit of each execution, seconds.\"}},\"additionalProperties\":false}},"
+	"wall-clock limit of each execution, seconds.\"}},\"additionalProperties\":false}," LIFETIME_PROP ","
+	"\"metadata\":{\"type\":\"object\",\"maxProperties\":64,\"propertyNames\":{\"minLength\":1,"
+	"\"maxLength\":64},\"additionalProperties\":{\"type\":\"string\",\"maxLength\":512},\"description\":"
+	"\"Labels of the sandbox, string to string (at most 64; a key is 1-64 bytes of A-Z a-z 0-9 . _ - /, a value "
+	"at most 512 bytes): shown by its info and matched by the list's metadata filter.\"}},"
 	"\"additionalProperties\":false}";
+
+static const char timeout_input[] =
+	"{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"
+	"\"description\":\"The sandbox (from code_create_sandbox).\"}," LIFETIME_PROP "},"
+	"\"required\":[\"sandbox_id\",\"lifetime\"],\"additionalProperties\":false}";
 
 static const char destroy_input[] = "{\"type\":\"object\",\"properties\":{" DESTROY_ID_PROP "},"
 				    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
@@ -244,6 +260,14 @@ static const char
 											"},"
 											"\"error\":{\"type\":["
 											"\"string\",\"null\"]},"
+											"\"sandbox_ended\":{"
+											"\"type\":\"string\","
+											"\"description\":\"Why "
+											"the sandbox ended while "
+											"this ran (lifetime, "
+											"max_lifetime, destroyed, "
+											"...): error says it in "
+											"words.\"},"
 											"\"verdict\":{\"type\":"
 											"\"object\",\"description\":"
 											"\"The "
@@ -273,6 +297,11 @@ static const char list_output[] =
 	"\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"type\":{\"type\":"
 	"\"string\",\"enum\":[\"file\",\"directory\",\"symlink\",\"other\"]},\"size\":{\"type\":\"integer\","
 	"\"minimum\":0}},\"required\":[\"name\",\"type\",\"size\"]}}},\"required\":[\"path\",\"entries\"]}";
+
+static const char created_output[] =
+	"{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},\"ends_at\":{\"type\":[\"string\","
+	"\"null\"],\"description\":\"When the sandbox ends (RFC 3339), by its lifetime or the server's "
+	"max_lifetime; null: never.\"}},\"required\":[\"sandbox_id\",\"ends_at\"]}";
 
 static const char sandbox_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"}},"
 				     "\"required\":[\"sandbox_id\"]}";
@@ -311,6 +340,9 @@ static json_t *result_write(const json_t *, const struct srv_result *, bool *);
 static json_t *result_read(const json_t *, const struct srv_result *, bool *);
 static json_t *result_list(const json_t *, const struct srv_result *, bool *);
 static json_t *result_sandbox(const json_t *, const struct srv_result *, bool *);
+static int start_timeout(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
+			 struct srv_op **, struct al_error *);
+static json_t *result_created(const json_t *, const struct srv_result *, bool *);
 static int start_context(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
 			 struct srv_op **, struct al_error *);
 static json_t *result_context(const json_t *, const struct srv_result *, bool *);
@@ -367,10 +399,10 @@ static const struct tool_def tools[TL__COUNT] = {
 		 "calls until code_destroy_sandbox (or its idle timeout); pass its sandbox_id to use it. "
 		 "Not needed for one workspace: calls without sandbox_id share this session's own sandbox. "
 		 "Returns its sandbox_id.",
-		 create_input, sandbox_output,
+		 create_input, created_output,
 		 "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,"
 		 "\"openWorldHint\":false}",
-		 start_create, result_sandbox},
+		 start_create, result_created},
 	[TL_DESTROY_SANDBOX] = {"code_destroy_sandbox", "Destroy a sandbox",
 				"Destroys a persistent sandbox: its processes, files and packages are gone.",
 				destroy_input, sandbox_output,
@@ -403,6 +435,14 @@ static const struct tool_def tools[TL__COUNT] = {
 	[TL_UPLOAD] = {"code_upload", "Upload a file or an archive", "The JSON API's streamed upload.",
 		       upload_input, upload_output, "{\"readOnlyHint\":false,\"destructiveHint\":true}",
 		       start_upload, result_upload, true},
+	[TL_SET_TIMEOUT] = {"code_set_sandbox_timeout", "Set a sandbox's lifetime",
+			    "Sets when a persistent sandbox ends: lifetime seconds from now (longer or shorter "
+			    "than before), within the server's max_lifetime counted from its creation. At its end "
+			    "the sandbox is destroyed with whatever runs in it. Returns ends_at.",
+			    timeout_input, created_output,
+			    "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
+			    "\"openWorldHint\":false}",
+			    start_timeout, result_created},
 };
 
 int tl_lookup(const char *name)
@@ -567,6 +607,28 @@ static int check_file(const json_t *args, char *msg)
 	return 0;
 }
 
+/* What the schema cannot say of metadata: a key's characters, a value's bytes (the schema counts
+ * characters) and no NUL (the manager takes C strings). */
+static int check_metadata(const json_t *args, char *msg)
+{
+	const char *key;
+	const json_t *v;
+	json_t *meta = json_object_get(args, "metadata");
+	json_object_foreach(meta, key, v) {
+		size_t n = strlen(key);
+		if (strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") != n) {
+			snprintf(msg, SCH_MSG_MAX, "metadata: key \"%.64s\" may hold only A-Z a-z 0-9 . _ - /", key);
+			return -EINVAL;
+		}
+		if (json_string_length(v) > SRV_META_VALUE_MAX || strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(msg, SCH_MSG_MAX, "metadata: the value of \"%s\" must be at most %d bytes, without NUL",
+				 key, SRV_META_VALUE_MAX);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX])
 {
 	int r = sch_validate(c->input[id], args, msg);
@@ -576,8 +638,9 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 		return r;
 	switch (id) {
 	case TL_EXECUTE:
-	case TL_CREATE_SANDBOX:
 		return check_network(args, msg);
+	case TL_CREATE_SANDBOX:
+		return check_network(args, msg) ?: check_metadata(args, msg);
 	case TL_INSTALL_PACKAGE:
 		return check_packages(args, msg);
 	case TL_WRITE_FILE:
@@ -590,6 +653,7 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 	case TL_DESTROY_SANDBOX:
 	case TL_CONTEXT:
 	case TL_PROCESS:
+	case TL_SET_TIMEOUT:
 	case TL__COUNT:
 		break;
 	}
@@ -761,12 +825,39 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const c
 		.network_enabled = flag_arg(args, "network_enabled"),
 	};
 	limits_of(json_object_get(args, "limits"), &req.limits);
+	req.lifetime_ms = seconds_ms(json_object_get(args, "lifetime"));
 	cleanup_free const char **domains =
 		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
 	if (rc < 0)
 		return al_err(err, ENOMEM, "out of memory");
 	req.allowed_domains = domains;
+	/* The labels as two borrowed arrays (the arguments outlive the start call). */
+	json_t *meta = json_object_get(args, "metadata");
+	size_t n = json_object_size(meta);
+	cleanup_free const char **keys = calloc(n ? n : 1, sizeof(*keys));
+	cleanup_free const char **values = calloc(n ? n : 1, sizeof(*values));
+	if (!keys || !values)
+		return al_err(err, ENOMEM, "out of memory");
+	const char *key;
+	const json_t *v;
+	json_object_foreach(meta, key, v) {
+		keys[req.n_metadata] = key;
+		values[req.n_metadata++] = json_string_value(v);
+	}
+	req.metadata_keys = keys;
+	req.metadata_values = values;
 	return m->create_sandbox(m->ctx, &req, sink, op, err);
+}
+
+static int start_timeout(const struct srv_mgr_api *m, const json_t *args, const char *owner,
+			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
+{
+	if (!m->set_timeout)
+		return al_err(err, ENOTSUP, "this server cannot change a sandbox's lifetime");
+	struct srv_timeout_req req = {.owner = owner,
+				      .sandbox_id = str_arg(args, "sandbox_id"),
+				      .lifetime_ms = seconds_ms(json_object_get(args, "lifetime"))};
+	return m->set_timeout(m->ctx, &req, sink, op, err);
 }
 
 static int start_destroy(const struct srv_mgr_api *m, const json_t *args, const char *owner,
@@ -957,6 +1048,13 @@ static json_t *result_verdict(const json_t *args, const struct srv_result *r, bo
 	/* Anything but a clean exit 0 is the program failing: the model should see it as an error. */
 	*is_error = !(v->status == AL_STATUS_EXITED && v->exit_code == 0);
 	json_t *o = verdict_json(v, r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id"));
+	/* The sandbox ended while this ran (its lifetime, a destroy): why, in words, as the error. */
+	if (o && r->ended &&
+	    (json_object_set_new(o, "error", json_string(r->ended)) < 0 ||
+	     json_object_set_new(o, "sandbox_ended", json_string(r->ended_reason ? r->ended_reason : "destroyed")) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
 	json_t *cell = r->cell_json ? json_loads(r->cell_json, 0, NULL) : NULL;
 	if (o && cell && json_object_set_new(o, "cell", cell) < 0) {
 		json_decref(o);
@@ -1050,6 +1148,13 @@ static json_t *result_list(const json_t *args, const struct srv_result *r, bool 
 	}
 	const char *path = str_arg(args, "path");
 	return json_pack("{s:s,s:o}", "path", path ? path : ".", "entries", entries);
+}
+
+static json_t *result_created(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	const char *id = r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id");
+	return json_pack("{s:s,s:o}", "sandbox_id", id ? id : "", "ends_at",
+			 r->ends_unix_ms ? txt_json_time(r->ends_unix_ms) : json_null());
 }
 
 static json_t *result_sandbox(const json_t *args, const struct srv_result *r, bool *is_error)

@@ -20,6 +20,7 @@ enum tl_id {
 	TL_PROCESS,
 	TL_FILE,   /* code_file: stat, mkdir, move, remove */
 	TL_UPLOAD, /* the JSON API's streamed uploads (a file or a tar archive); not an MCP tool */
+	TL_SET_TIMEOUT,
 	TL__COUNT,
 };
 

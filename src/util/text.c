@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 size_t txt_utf8_seq(const unsigned char *s, size_t n)
 {
@@ -178,4 +180,16 @@ long txt_base64_decode(const char *s, size_t n, unsigned char **out)
 	}
 	*out = o;
 	return (long)k;
+}
+
+json_t *txt_json_time(uint64_t unix_ms)
+{
+	time_t secs = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	char buf[40];
+	if (!gmtime_r(&secs, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
+		return json_null();
+	char full[48];
+	snprintf(full, sizeof(full), "%s.%03uZ", buf, (unsigned)(unix_ms % 1000));
+	return json_string(full);
 }

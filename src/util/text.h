@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Length of the valid UTF-8 sequence at s[0..n) (1-4), or 0 if it is not one. Overlong forms,
  * surrogates and code points above U+10FFFF are invalid, as in RFC 3629. */
@@ -35,5 +36,10 @@ int txt_carry_take(struct txt_carry *c, const char *buf, size_t n, bool final, c
  * Decode: strict (no whitespace, correct padding); returns the length or -EINVAL / -ENOMEM. */
 char *txt_base64_encode(const void *data, size_t n);
 long txt_base64_decode(const char *s, size_t n, unsigned char **out);
+
+/* A wall-clock time (ms since the epoch) as RFC 3339 UTC with milliseconds, as the audit log
+ * writes its times: "2025-01-02T03:04:05.678Z" (24 characters). A JSON string, or JSON null when
+ * it cannot be written; NULL on ENOMEM. */
+json_t *txt_json_time(uint64_t unix_ms);
 
 #endif

@@ -210,12 +210,23 @@ static void test_schema(void **state)
 	expect(obj, "{\"n\":1,\"a\":[\"x\",\"z\"]}", "a[1]: must be one of: x, y");
 	expect(obj, "{\"n\":1,\"o\":1}", "o: has the wrong type (integer)");
 	expect(obj, "{\"n\":1,\"zz\":1}", "unknown property \"zz\"");
+	/* Labels: a bounded map of strings (code_create_sandbox's metadata). */
+	const char *map = "{\"type\":\"object\",\"properties\":{\"m\":{\"type\":\"object\",\"maxProperties\":2,"
+			  "\"propertyNames\":{\"minLength\":1,\"maxLength\":3},\"additionalProperties\":{\"type\":"
+			  "\"string\",\"maxLength\":4}}}}";
+	expect(map, "{\"m\":{\"a\":\"x\",\"bcd\":\"wxyz\"}}", NULL);
+	expect(map, "{\"m\":{\"a\":\"x\",\"b\":\"y\",\"c\":\"z\"}}", "m: takes at most 2 properties");
+	expect(map, "{\"m\":{\"abcd\":\"x\"}}", "m: key \"abcd\" must be at most 3 characters");
+	expect(map, "{\"m\":{\"\":\"x\"}}", "m: key \"\" must be at least 1 characters");
+	expect(map, "{\"m\":{\"a\":\"vwxyz\"}}", "m.a: must be at most 4 characters");
+	expect(map, "{\"m\":{\"a\":1}}", "m.a: expected string, got integer");
 	/* Our own schemas must only use what the validator enforces. */
 	char msg[SCH_MSG_MAX];
 	static const char *const bad[] = {
 		"{\"type\":\"object\",\"pattern\":\"x\"}", "{\"type\":\"thing\"}", "{\"required\":\"a\"}",
 		"{\"minLength\":-1}", "{\"enum\":[]}", "{\"type\":\"integer\",\"default\":\"x\"}", "[]",
 		"{\"properties\":{\"a\":{\"format\":\"email\"}}}",
+		"{\"propertyNames\":{\"pattern\":\"^a\"}}", "{\"maxProperties\":-1}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		json_t *s = j(bad[i]);
