@@ -318,7 +318,8 @@ static void test_defaults_manager(void **state)
 	assert_int_equal(cfg_load_defaults(&c, &err), 0);
 	static const char *const names[] = {"code-with-network", "code-rm-rf", "code-pipe-to-shell", "code-eval-exec",
 					    "code-execute",	 "package-install", "files",		  "destroy-sandbox",
-					    "create-sandbox", "contexts",	  "sandbox-timeout"};
+					    "create-sandbox", "contexts",	  "process-stdin",	  "processes",
+					    "sandbox-timeout"};
 	assert_int_equal(c->nrules, AL_ARRAY_SIZE(names));
 	for (size_t i = 0; i < c->nrules; i++)
 		assert_string_equal(c->rules[i].name, names[i]);
