@@ -52,6 +52,8 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 		struct sbrun run = {.job = job};
 		pthread_mutex_lock(&m->mu);
 		run.next = s->runs;
+		/* Listed only while this frame lives: taken off below, under the same lock, before return. */
+		// cppcheck-suppress autoVariables ; unlisted before this function returns
 		s->runs = &run;
 		/* Destroyed or stopping since the turn was taken: unlist_locked found no job to kill. */
 		bool gone = m->stopping || (op->sandbox_id && !s->listed);
