@@ -25,6 +25,10 @@
 #define TRACEBACK_LINES 12 /* a short traceback: its last lines say where and what */
 #define TAIL_LINES 15	   /* what an install's failure shows of its output */
 #define TAIL_CHARS 2000
+/* A stream's text beyond this shows its head and tail only (the whole kept output is in
+ * structuredContent): a chatty program costs a model at most about 64 kB per stream. */
+#define STREAM_HEAD (48u << 10)
+#define STREAM_TAIL (16u << 10)
 
 static const char *sv(const json_t *o, const char *key)
 {
@@ -90,6 +94,33 @@ static const char *tail(const char *s, size_t n, unsigned lines, size_t chars)
 	return s + i;
 }
 
+/* The start of the character at or after s + i (never inside a UTF-8 sequence). */
+static size_t char_start(const char *s, size_t n, size_t i)
+{
+	while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
+		i++;
+	return i;
+}
+
+/* A stream's text, its middle left out past STREAM_HEAD + STREAM_TAIL. */
+static void put_stream(FILE *f, const json_t *js)
+{
+	const char *s = json_string_value(js);
+	size_t n = json_string_length(js);
+	if (n <= STREAM_HEAD + STREAM_TAIL) {
+		put_lines(f, js);
+		return;
+	}
+	size_t head = char_start(s, n, STREAM_HEAD), tail = char_start(s, n, n - STREAM_TAIL);
+	char gap[32];
+	size_text(tail - head, gap, sizeof(gap));
+	fwrite(s, 1, head, f);
+	fprintf(f, "\n[... %s not shown here: the whole output is in structuredContent ...]\n", gap);
+	fwrite(s + tail, 1, n - tail, f);
+	if (s[n - 1] != '\n')
+		fputc('\n', f);
+}
+
 /* stdout, and stderr labelled when there is any (stdout too is labelled then, so the two read apart). */
 static void streams(FILE *f, const json_t *st)
 {
@@ -97,10 +128,10 @@ static void streams(FILE *f, const json_t *st)
 	if (out && err)
 		fputs("stdout:\n", f);
 	if (out)
-		put_lines(f, json_object_get(st, "stdout"));
+		put_stream(f, json_object_get(st, "stdout"));
 	if (err) {
 		fputs("stderr:\n", f);
-		put_lines(f, json_object_get(st, "stderr"));
+		put_stream(f, json_object_get(st, "stderr"));
 	}
 }
 

@@ -32,8 +32,18 @@ static void g_check(void *ctx, const char *tool, const json_t *args, struct srv_
 	}
 	enum approval_verdict v = approval_auto(&g->cfg->approval, &d);
 	out->timeout_ms = d.timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)d.timeout_ms;
-	snprintf(out->reason, sizeof(out->reason), "risk %s (rule %s)%s", cfg_risk_name(d.level), d.rule,
-		 v == APPROVAL_DENY ? ": above the approval policy's deny_above" : "");
+	/* A denial says which part of the policy made it: the ceiling, or nobody to ask above what
+	 * the operator lets run unasked (--approve auto=LEVEL, deny). */
+	const struct cfg_approval *a = &g->cfg->approval;
+	bool ceiling = a->deny_above != CFG_RISK_NONE && d.level > a->deny_above;
+	char why[96] = "";
+	if (v == APPROVAL_DENY && ceiling)
+		snprintf(why, sizeof(why), ": above the approval policy's deny_above");
+	else if (v == APPROVAL_DENY)
+		snprintf(why, sizeof(why), ": nobody to ask, and the approval policy approves %s%s unasked",
+			 a->auto_approve_up_to == CFG_RISK_NONE ? "nothing" : "up to ",
+			 a->auto_approve_up_to == CFG_RISK_NONE ? "" : cfg_risk_name(a->auto_approve_up_to));
+	snprintf(out->reason, sizeof(out->reason), "risk %s (rule %s)%s", cfg_risk_name(d.level), d.rule, why);
 	out->verdict = v == APPROVAL_APPROVE ? SRV_GATE_ALLOW : v == APPROVAL_DENY ? SRV_GATE_DENY : SRV_GATE_ASK;
 	/* A human will be asked: show them what the rule's pattern found. Best effort: without marks
 	 * the code is still shown whole. */

@@ -618,6 +618,21 @@ static int start_context(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->context(m->ctx, &req, sink, op, err);
 }
 
+int tl_precheck(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
+		struct al_error *err)
+{
+	if (id != TL_INSTALL_PACKAGE || !m->install_check)
+		return 0;
+	int rc;
+	struct srv_install_req req = {
+		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
+	cleanup_free const char **pkgs = strings_of(json_object_get(args, "packages"), &req.n_packages, &rc);
+	if (rc < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	req.packages = pkgs;
+	return m->install_check(m->ctx, &req, err);
+}
+
 int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
 	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {

@@ -45,6 +45,11 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
 	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err);
 
+/* What the manager would refuse at once (manager/api.h install_check), asked before the call is
+ * classified and approved: 0, or -errno with err set. */
+int tl_precheck(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
+		struct al_error *err);
+
 /* The CallToolResult for a finished operation: structuredContent, a short text content made of it
  * (tl_brief), a cell's figures as image content, and isError when the program failed or the
  * request did (result->error). NULL on ENOMEM. */
