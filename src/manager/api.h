@@ -330,6 +330,11 @@ struct srv_mgr_api {
 	 * unknown id, for another principal's. */
 	int (*sandbox_info)(void *ctx, const char *owner, const char *id, struct srv_sandbox_info *out,
 			    struct al_error *err);
+	/* Synchronous, cheap and optional (NULL: none): 0 when install_package could start, else
+	 * -errno with err set for what it would refuse at once (an unknown sandbox, a registry the
+	 * sandbox's network cannot reach). Asked before the call is classified: nobody is asked to
+	 * approve what cannot run. */
+	int (*install_check)(void *ctx, const struct srv_install_req *req, struct al_error *err);
 };
 
 #endif

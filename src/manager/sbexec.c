@@ -449,6 +449,20 @@ int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *s
 	return op_start_thread(m, op, exec_thread, out, err);
 }
 
+int sbm_install_check(void *ctx, const struct srv_install_req *req, struct al_error *err)
+{
+	struct sbm *m = ctx;
+	if (!req->sandbox_id)
+		return 0; /* sbm_install says what is wrong */
+	struct sbx *s = sbx_get(m, req->sandbox_id, req->owner, err);
+	if (!s)
+		return -ENOENT;
+	struct inst_net net = {.posture = s->net, .hosts = s->net_hosts ? s->net_hosts : ""};
+	int r = inst_check_route(req->manager, req->packages, req->n_packages, &net, err);
+	sbx_put(m, s);
+	return r;
+}
+
 int sbm_install(void *ctx, const struct srv_install_req *req, const struct srv_sink *sink, struct srv_op **out,
 		struct al_error *err)
 {

@@ -689,6 +689,7 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.create_sandbox = m_create,
 		.exec = sbm_exec,
 		.install_package = sbm_install,
+		.install_check = sbm_install_check,
 		.write_file = sbm_write_file,
 		.read_file = sbm_read_file,
 		.list_files = sbm_list_files,

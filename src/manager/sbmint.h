@@ -213,6 +213,9 @@ int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, str
 void *exec_thread(void *arg);
 int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **out,
 	     struct al_error *err);
+/* srv_mgr_api.install_check: what install_package would refuse at once (no such sandbox, a
+ * registry its network cannot reach), before the call is classified and approved. */
+int sbm_install_check(void *ctx, const struct srv_install_req *req, struct al_error *err);
 int sbm_install(void *ctx, const struct srv_install_req *req, const struct srv_sink *sink, struct srv_op **out,
 		struct al_error *err);
 
