@@ -53,6 +53,7 @@ void sbx_free(struct sbx *s)
 	free(s->profile);
 	free(s->net_hosts);
 	free(s->pool_image);
+	free(s->port_tokens);
 	free(s);
 }
 
@@ -662,6 +663,9 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.cancel = m_cancel,
 		.release = m_release,
 		.list_sandboxes = sbm_list_sandboxes,
+		.port_connect = sbm_port_connect,
+		.list_ports = sbm_list_ports,
+		.port_token = sbm_port_token,
 	};
 }
 
