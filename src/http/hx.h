@@ -92,6 +92,7 @@ struct hx_response {
 	bool challenge;			     /* 401: WWW-Authenticate: Bearer */
 	bool close;			     /* Connection: close (a connection over its principal's quota) */
 	const char *csp;		     /* a page's Content-Security-Policy (static string), or NULL */
+	char *location;			     /* a redirect's Location (malloc'd), or NULL */
 };
 
 struct hx_server;

@@ -309,10 +309,29 @@ static bool parse_path(const char *path, char *id, size_t idcap, char *port, siz
 static int open_error(struct hx_response *rs, int r, const struct al_error *err, unsigned port)
 {
 	int st = r == -EACCES ? 401 : r == -ECONNREFUSED ? 502 : r == -ETIMEDOUT ? 504 : hx_status_of_errno(r);
-	if (r == -ECONNREFUSED)
-		hx_error(rs, st, "nothing listens on port %u in the sandbox (%s)", port, err->msg);
+	if (err->msg[0])
+		hx_error(rs, st, "%s", err->msg);
 	else
-		hx_error(rs, st, "%s", err->msg[0] ? err->msg : "cannot reach the sandbox's port");
+		hx_error(rs, st, "cannot reach port %u of the sandbox", port);
+	return 1;
+}
+
+/* "/v1/sandboxes/ID/ports/PORT" itself, the port's root without its slash: 1 when rs got the
+ * redirect to ".../PORT/" (the page's relative links then resolve beneath it). */
+static int root_redirect(const struct hx_request *rq, const char *raw, struct hx_response *rs)
+{
+	const char *p = raw;
+	for (int seg = 0; seg < 5 && *p == '/'; seg++)
+		p += 1 + strcspn(p + 1, "/?");
+	if (*p == '/' || (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0))
+		return 0;
+	size_t n = (size_t)(p - raw);
+	if (!(rs->location = malloc(n + strlen(p) + 2))) {
+		hx_error(rs, 500, "out of memory");
+		return 1;
+	}
+	snprintf(rs->location, n + strlen(p) + 2, "%.*s/%s", (int)n, raw, p);
+	rs->status = 308;
 	return 1;
 }
 
@@ -346,6 +365,8 @@ int hx_proxy_open(struct hx_server *s, struct MHD_Connection *conn, const struct
 		hx_error(rs, 400, "port \"%.8s\": a port is a number from 1 to 65535", portname);
 		return 1;
 	}
+	if (root_redirect(rq, raw_uri, rs))
+		return 1;
 	if (!m->port_connect) {
 		hx_error(rs, 501, "this manager cannot reach a sandbox's ports");
 		return 1;

@@ -179,6 +179,7 @@ bool hx_route_proxied(const char *method, const char *path)
 void hx_response_clear(struct hx_response *rs)
 {
 	free(rs->body);
+	free(rs->location);
 	if (rs->ops)
 		rs->ops->free(rs->stream);
 	if (rs->has_fd)

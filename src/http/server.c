@@ -490,6 +490,8 @@ enum MHD_Result hx_queue(struct MHD_Connection *conn, struct hx_response *rs)
 		MHD_add_response_header(r, "Mcp-Session-Id", rs->session);
 	if (rs->allow[0])
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
+	if (rs->location)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, rs->location);
 	if (rs->challenge)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"airlock\"");
 	if (rs->close)
