@@ -391,6 +391,8 @@ int hx_proxy_open(struct hx_server *s, struct MHD_Connection *conn, const struct
 		return open_error(rs, r, &err, port);
 	}
 	px->port = port;
+	if (token)
+		hx_conn_mark(s, conn, true, false); /* the manager took the token: a credential */
 	snprintf(px->prefix, sizeof(px->prefix), "/v1/sandboxes/%s/ports/%u", id, port);
 	px->set_cookie = from_query && strlen(token) < sizeof(px->token) && strspn(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == strlen(token);
 	if (px->set_cookie)
@@ -683,9 +685,9 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
 		       MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
 	struct hx_proxy *px = cls;
-	(void)conn;
 	(void)con_cls;
 	px->upgraded = true;
+	hx_conn_mark(px->s, conn, false, true); /* the splice is ours: no request deadline cuts it */
 	struct px_pipe *up = calloc(1, sizeof(*up)), *down = calloc(1, sizeof(*down));
 	if (up && down && extra_n <= sizeof(up->buf) && px->len - px->off <= sizeof(down->buf)) {
 		memcpy(up->buf, extra_in, extra_n); /* the client's first frames, read with its handshake */

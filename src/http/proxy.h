@@ -30,5 +30,8 @@ void hx_proxy_free(struct hx_proxy *px);
 /* server.c: queues rs (as every route's answer is queued); whether the peer of fd has gone. */
 enum MHD_Result hx_queue(struct MHD_Connection *conn, struct hx_response *rs);
 bool hx_peer_gone(int fd);
+/* server.c: conn is authenticated (a valid port token: off the unauthenticated connections' cap
+ * and deadline), or being answered (no request deadline). */
+void hx_conn_mark(struct hx_server *s, struct MHD_Connection *conn, bool authed, bool answering);
 
 #endif

@@ -329,6 +329,22 @@ static void set_receiving(struct hx_server *s, struct MHD_Connection *conn, bool
 	pthread_mutex_unlock(&s->conns_mu);
 }
 
+/* proxy.c: a port token opened the request (authed: the connection is no anonymous one's any
+ * more), or what follows is our answer (answering: a WebSocket's splice, never the client's
+ * slowness, which the request deadline is for). */
+void hx_conn_mark(struct hx_server *s, struct MHD_Connection *conn, bool authed, bool answering)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn_owner *o = ci ? ci->socket_context : NULL;
+	if (!o)
+		return;
+	pthread_mutex_lock(&s->conns_mu);
+	if (answering)
+		o->receiving_ms = 0;
+	o->authed |= authed;
+	pthread_mutex_unlock(&s->conns_mu);
+}
+
 /* Ends every connection that has been receiving one request for longer than request_timeout_ms,
  * and every unauthenticated one older than UNAUTH_MS that is not being answered. */
 static void cut_slow_requests(struct hx_server *s)
