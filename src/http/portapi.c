@@ -81,8 +81,8 @@ void api_ports(struct hx_server *s, const struct hx_request *rq, char *const cap
 	for (size_t i = 0; list && i < n; i++) {
 		char url[SRV_SANDBOX_ID_MAX + 48];
 		snprintf(url, sizeof(url), "/v1/sandboxes/%s/ports/%u/", caps[0], (unsigned)v[i].port);
-		if (json_array_append_new(list, json_pack("{s:i,s:s,s:s}", "port", (int)v[i].port, "address",
-							  v[i].addr, "url", url)) < 0) {
+		if (json_array_append_new(list, json_pack("{s:i,s:s,s:s}", "port", (int)v[i].port, "address", v[i].addr,
+							  "url", url)) < 0) {
 			json_decref(list);
 			list = NULL;
 		}
@@ -138,7 +138,8 @@ void api_port_token(struct hx_server *s, const struct hx_request *rq, char *cons
 	if (token_ttl(rq, &ttl_ms, rs))
 		return;
 	const struct srv_mgr_api *m = s->o.mgr;
-	struct srv_port_req req = {.owner = owner_of(rq), .sandbox_id = caps[0], .port = (uint16_t)port, .ttl_ms = ttl_ms};
+	struct srv_port_req req = {
+		.owner = owner_of(rq), .sandbox_id = caps[0], .port = (uint16_t)port, .ttl_ms = ttl_ms};
 	char token[SRV_PORT_TOKEN_LEN + 1];
 	uint64_t expires = 0;
 	struct al_error err = {0};

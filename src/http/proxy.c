@@ -23,11 +23,11 @@
 
 #include "util/cleanup.h"
 
-#define PX_BUF	       65536  /* the sandbox server's bytes held at once; also the request head's cap */
-#define PX_HEAD_MAX    65536  /* an answer's head (status line and headers) at most */
-#define PX_IO_MS       60000  /* a read or write that makes no progress this long ends the exchange */
-#define PX_HEAD_MS     300000 /* how long the sandbox's server may take to start its answer */
-#define PX_PREFIX_MAX  (SRV_SANDBOX_ID_MAX + 32)
+#define PX_BUF	      65536  /* the sandbox server's bytes held at once; also the request head's cap */
+#define PX_HEAD_MAX   65536  /* an answer's head (status line and headers) at most */
+#define PX_IO_MS      60000  /* a read or write that makes no progress this long ends the exchange */
+#define PX_HEAD_MS    300000 /* how long the sandbox's server may take to start its answer */
+#define PX_PREFIX_MAX (SRV_SANDBOX_ID_MAX + 32)
 /* What a proxied page runs under: an opaque origin of its own (no allow-same-origin), so its
  * scripts can read neither the console's storage (its approver's token) nor any answer of this
  * server's API, though they share its host and port. Added to every answer: it cannot be removed
@@ -179,10 +179,21 @@ static bool has_token(const char *list, const char *tok)
  */
 static bool dropped(const char *name, const char *connection)
 {
-	static const char *const hop[] = {"Connection",	  "Keep-Alive",		  "Proxy-Connection", "Proxy-Authenticate",
-					  "Proxy-Authorization", "TE",	  "Trailer",	      "Transfer-Encoding",
-					  "Upgrade",		 "Authorization", "X-Airlock-Port-Token", "Expect",
-					  "Content-Length",	 "Cookie",	  "X-Forwarded-Prefix"};
+	static const char *const hop[] = {"Connection",
+					  "Keep-Alive",
+					  "Proxy-Connection",
+					  "Proxy-Authenticate",
+					  "Proxy-Authorization",
+					  "TE",
+					  "Trailer",
+					  "Transfer-Encoding",
+					  "Upgrade",
+					  "Authorization",
+					  "X-Airlock-Port-Token",
+					  "Expect",
+					  "Content-Length",
+					  "Cookie",
+					  "X-Forwarded-Prefix"};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(hop); i++)
 		if (strcasecmp(name, hop[i]) == 0)
 			return true;
@@ -253,8 +264,8 @@ static void target_add(struct px_text *t, const char *raw)
 }
 
 /* The request's head for the sandbox's server, in t. */
-static void request_head(struct hx_proxy *px, struct MHD_Connection *conn, const struct hx_request *rq,
-			 const char *raw, struct px_text *t)
+static void request_head(struct hx_proxy *px, struct MHD_Connection *conn, const struct hx_request *rq, const char *raw,
+			 struct px_text *t)
 {
 	text_str(t, rq->method);
 	text_str(t, " ");
@@ -394,7 +405,10 @@ int hx_proxy_open(struct hx_server *s, struct MHD_Connection *conn, const struct
 	if (token)
 		hx_conn_mark(s, conn, true, false); /* the manager took the token: a credential */
 	snprintf(px->prefix, sizeof(px->prefix), "/v1/sandboxes/%s/ports/%u", id, port);
-	px->set_cookie = from_query && strlen(token) < sizeof(px->token) && strspn(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == strlen(token);
+	/* Only a token of ours' shape goes into a header (no ';' or spaces to smuggle attributes). */
+	px->set_cookie =
+		from_query && token && strlen(token) < sizeof(px->token) &&
+		strspn(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == strlen(token);
 	if (px->set_cookie)
 		snprintf(px->token, sizeof(px->token), "%s", token);
 	px->head_only = strcmp(rq->method, "HEAD") == 0;
@@ -432,6 +446,15 @@ void hx_proxy_body(struct hx_proxy *px, const char *data, size_t n)
 
 /* ---- the answer --------------------------------------------------------------------------- */
 
+/* The status of a status line ("HTTP/1.1 200 OK"): its three digits, or 0. */
+static int status_of(const char *line)
+{
+	const char *d = line + 9;
+	if (line[8] != ' ' || strspn(d, "0123456789") != 3 || (d[3] != ' ' && d[3] != '\r'))
+		return 0;
+	return (d[0] - '0') * 100 + (d[1] - '0') * 10 + (d[2] - '0');
+}
+
 /* The head of the sandbox server's answer, NUL-terminated in buf[0..end), end past its blank
  * line: 0, or -errno (-EPROTO: not HTTP). Interim answers (1xx but 101) are skipped. */
 static int read_head(struct hx_proxy *px, size_t *end)
@@ -448,7 +471,7 @@ static int read_head(struct hx_proxy *px, size_t *end)
 		size_t at = (size_t)(e - px->buf) + 4;
 		if (px->len - px->off < 12 || strncmp(px->buf + px->off, "HTTP/1.", 7) != 0)
 			return -EPROTO;
-		int status = atoi(px->buf + px->off + 9);
+		int status = status_of(px->buf + px->off);
 		if (status >= 100 && status < 200 && status != 101) {
 			px->off = at;
 			continue;
@@ -486,16 +509,16 @@ static bool head_value(const char *head, const char *name, char *v, size_t cap)
  * libmicrohttpd sets itself (framing, Date). */
 static void answer_headers(struct MHD_Response *r, char *head)
 {
-	static const char *const skip[] = {"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
-					   "Transfer-Encoding", "Upgrade", "Content-Length", "Date"};
+	static const char *const skip[] = {"Connection",	"Keep-Alive", "Proxy-Connection", "TE",	 "Trailer",
+					   "Transfer-Encoding", "Upgrade",    "Content-Length",	  "Date"};
 	char conn[256] = "";
 	(void)head_value(head, "Connection", conn, sizeof(conn));
 	for (char *l = strstr(head, "\r\n"); l && l[2];) {
 		l += 2;
 		char *next = strstr(l, "\r\n");
-		char *colon = next ? memchr(l, ':', (size_t)(next - l)) : NULL;
 		if (!next)
 			break;
+		char *colon = memchr(l, ':', (size_t)(next - l));
 		if (colon && colon > l) {
 			*colon = 0;
 			*next = 0;
@@ -664,10 +687,12 @@ static void splice_both(struct hx_proxy *px, int client, struct px_pipe *up, str
 	bool go = true;
 	while (go && !hx_stopping(px->s)) {
 		struct pollfd pf[2] = {
-			{.fd = client, .events = (short)((up->len < sizeof(up->buf) && !up->eof ? POLLIN : 0) |
-							 (down->len ? POLLOUT : 0))},
-			{.fd = px->fd, .events = (short)((down->len < sizeof(down->buf) && !down->eof ? POLLIN : 0) |
-							 (up->len ? POLLOUT : 0))},
+			{.fd = client,
+			 .events = (short)((up->len < sizeof(up->buf) && !up->eof ? POLLIN : 0) |
+					   (down->len ? POLLOUT : 0))},
+			{.fd = px->fd,
+			 .events = (short)((down->len < sizeof(down->buf) && !down->eof ? POLLIN : 0) |
+					   (up->len ? POLLOUT : 0))},
 		};
 		int n = poll(pf, 2, HX_WAIT_SLICE_MS);
 		if (n < 0 && errno != EINTR)
@@ -744,9 +769,10 @@ enum MHD_Result hx_proxy_respond(struct hx_proxy *px, struct MHD_Connection *con
 		return px_error(px, conn, 504, "its server did not answer in time");
 	if (r < 0)
 		return px_error(px, conn, 502,
-				r == -EPROTO ? "its server's answer is not HTTP/1.x" : "its server closed the connection without an answer");
+				r == -EPROTO ? "its server's answer is not HTTP/1.x"
+					     : "its server closed the connection without an answer");
 	char *head = px->buf + px->off;
-	int status = atoi(head + 9);
+	int status = status_of(head);
 	px->off = end;
 	if (status < 100 || status > 599)
 		return px_error(px, conn, 502, "its server's answer has no valid status");

@@ -12,7 +12,10 @@
 
 static int hexval(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+				      : -1;
 }
 
 /* n hex digits at p into *v: false unless all are. */
@@ -78,7 +81,8 @@ static bool parse_line(const char *l, size_t len, bool v6, struct srv_port_info 
 	if (state != TCP_LISTEN || port == 0 || !reachable(v6, &a6, &a4))
 		return false;
 	out->port = (uint16_t)port;
-	if (!inet_ntop(v6 ? AF_INET6 : AF_INET, v6 ? (const void *)&a6 : (const void *)&a4, out->addr, sizeof(out->addr)))
+	if (!inet_ntop(v6 ? AF_INET6 : AF_INET, v6 ? (const void *)&a6 : (const void *)&a4, out->addr,
+		       sizeof(out->addr)))
 		snprintf(out->addr, sizeof(out->addr), "?");
 	return true;
 }

@@ -196,6 +196,8 @@ int sbm_list_ports(void *ctx, const struct srv_port_req *req, struct srv_port_in
 		   struct al_error *err);
 int sbm_port_token(void *ctx, const struct srv_port_req *req, char *token, uint64_t *expires_unix_ms,
 		   struct al_error *err);
+/* s's listening ports for the approver's console ([{port, address, url}]), or NULL. */
+json_t *sbm_ports_json(struct sbx *s);
 
 /* ---- sblist.c: listings ---- */
 

@@ -17,9 +17,9 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
-#define PORTS_MAX	  256		  /* listening sockets listed at most */
-#define PORTS_TABLE_MAX	  ((size_t)1 << 20) /* bytes of one /proc/net table read at most */
-#define PORT_TOKEN_BYTES  32		  /* 256 random bits */
+#define PORTS_MAX	 256		   /* listening sockets listed at most */
+#define PORTS_TABLE_MAX	 ((size_t)1 << 20) /* bytes of one /proc/net table read at most */
+#define PORT_TOKEN_BYTES 32		   /* 256 random bits */
 
 /* The egress proxy's listener (allowlist posture) is airlock's, not the sandbox's: the port proxy
  * never leads there, so the owner cannot use the sandbox's allowlist from outside it. */
@@ -78,7 +78,8 @@ static struct sbx *port_sandbox(struct sbm *m, const struct srv_port_req *req, i
 		s = NULL;
 	}
 	pthread_mutex_unlock(&m->mu);
-	*r = s ? 0 : al_err(err, EACCES, "the port token is not valid for port %u of this sandbox", (unsigned)req->port);
+	*r = s ? 0
+	       : al_err(err, EACCES, "the port token is not valid for port %u of this sandbox", (unsigned)req->port);
 	return s;
 }
 
@@ -92,8 +93,9 @@ int sbm_port_connect(void *ctx, const struct srv_port_req *req, int *fd, struct 
 	if (!s)
 		return r;
 	if (airlock_port(s, req->port))
-		r = al_err(err, ECONNREFUSED, "port %u is the sandbox's egress proxy (airlock's own), not a server of the "
-					      "sandbox",
+		r = al_err(err, ECONNREFUSED,
+			   "port %u is the sandbox's egress proxy (airlock's own), not a server of the "
+			   "sandbox",
 			   (unsigned)req->port);
 	else
 		r = al_sandbox_connect(s->sb, req->port, fd, err);
@@ -135,7 +137,12 @@ int sbm_list_ports(void *ctx, const struct srv_port_req *req, struct srv_port_in
 	cleanup_free char *buf = malloc(PORTS_TABLE_MAX);
 	struct srv_port_info *v = calloc(PORTS_MAX, sizeof(*v));
 	size_t k = 0;
-	int r = buf && v ? 0 : al_err(err, ENOMEM, "out of memory");
+	if (!buf || !v) {
+		free(v);
+		sbx_put(m, s);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	int r = 0;
 	for (int i = 0; r == 0 && i < 2; i++) {
 		ssize_t len = read_table(s, i ? "tcp6" : "tcp", buf, PORTS_TABLE_MAX, err);
 		if (len == -ENOENT && i == 1)
@@ -168,7 +175,8 @@ static int token_text(char out[SRV_PORT_TOKEN_LEN + 1])
 		return -EIO;
 	size_t k = 0;
 	for (size_t i = 0; i < PORT_TOKEN_BYTES; i += 3) {
-		uint32_t g = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | (i + 2 < PORT_TOKEN_BYTES ? raw[i + 2] : 0);
+		uint32_t g = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 |
+			     (i + 2 < PORT_TOKEN_BYTES ? raw[i + 2] : 0);
 		for (int j = 3; j >= 0 && k < SRV_PORT_TOKEN_LEN; j--)
 			out[k++] = b64[(g >> (6 * j)) & 63];
 	}
@@ -225,4 +233,30 @@ int sbm_port_token(void *ctx, const struct srv_port_req *req, char *token, uint6
 	}
 	*expires_unix_ms = req->ttl_ms ? wall_ms + req->ttl_ms : 0;
 	return 0;
+}
+
+/* The listening ports of s as the approver's console lists them: [{port, address, url}] (the
+ * url is the owner's: an approver is no owner, and reaches it only with a token the owner gave).
+ * Reads two small /proc tables; NULL when they cannot be read. */
+json_t *sbm_ports_json(struct sbx *s)
+{
+	cleanup_free char *buf = malloc(PORTS_TABLE_MAX);
+	struct srv_port_info v[64];
+	size_t k = 0;
+	for (int i = 0; buf && i < 2; i++)
+		if (read_table(s, i ? "tcp6" : "tcp", buf, PORTS_TABLE_MAX, NULL) >= 0)
+			ports_parse_tcp(buf, i == 1, v, &k, AL_ARRAY_SIZE(v));
+	if (!buf)
+		return NULL;
+	k = ports_sort_unique(v, k);
+	json_t *list = json_array();
+	for (size_t i = 0; list && i < k; i++) {
+		if (airlock_port(s, v[i].port))
+			continue;
+		char url[SBM_ID_LEN + 48];
+		snprintf(url, sizeof(url), "/v1/sandboxes/%s/ports/%u/", s->id, (unsigned)v[i].port);
+		json_array_append_new(
+			list, json_pack("{s:i,s:s,s:s}", "port", (int)v[i].port, "address", v[i].addr, "url", url));
+	}
+	return list;
 }
