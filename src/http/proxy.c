@@ -513,7 +513,8 @@ static void answer_headers(struct MHD_Response *r, char *head)
 					   "Transfer-Encoding", "Upgrade",    "Content-Length",	  "Date"};
 	char conn[256] = "";
 	(void)head_value(head, "Connection", conn, sizeof(conn));
-	for (char *l = strstr(head, "\r\n"); l && l[2];) {
+	char *l = strstr(head, "\r\n"); /* the end of the status line */
+	while (l && l[2]) {
 		l += 2;
 		char *next = strstr(l, "\r\n");
 		if (!next)
@@ -531,7 +532,7 @@ static void answer_headers(struct MHD_Response *r, char *head)
 			*colon = ':';
 			*next = '\r';
 		}
-		l = next;
+		l = strstr(l, "\r\n"); /* next again, restored */
 	}
 }
 
