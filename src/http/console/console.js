@@ -453,6 +453,22 @@ function imageCell(x) {
   return el('td', {title: x.image_digest}, x.image + ' ', el('span', {class: 'digest', text: x.image_digest.slice(0, 19) + '…'}));
 }
 
+// A sandbox's listening ports, each a link to its proxied path. The path is the owner's: an
+// approver is not let in there (404) unless the owner gave a port token. It opens in a new tab
+// without an opener or referrer, and whatever the sandbox serves there runs under a CSP sandbox
+// (an opaque origin): it can read neither this page's storage (the approver's token) nor the API.
+function portsCell(x) {
+  const ports = x.ports || [];
+  if (!ports.length) return el('td', {text: '—'});
+  const td = el('td', {class: 'ports'});
+  ports.forEach((p, i) => {
+    if (i) td.append(' ');
+    td.append(el('a', {href: p.url, target: '_blank', rel: 'noopener noreferrer',
+      title: p.address + ':' + p.port + ' in the sandbox (its owner, or a port token, opens it)', text: String(p.port)}));
+  });
+  return td;
+}
+
 function sandboxRow(x) {
   const destroy = el('button', {type: 'button', class: 'destroy', text: 'Destroy', 'aria-label': 'Destroy sandbox ' + x.id + ' of ' + x.owner});
   destroy.addEventListener('click', () => confirmDestroy(tr, x));
@@ -462,7 +478,7 @@ function sandboxRow(x) {
     el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
     el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
     el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}),
-    el('td', {class: 'act'}, el('div', {class: 'actbox'}, destroy)));
+    portsCell(x), el('td', {class: 'act'}, el('div', {class: 'actbox'}, destroy)));
   return tr;
 }
 
