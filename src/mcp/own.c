@@ -38,6 +38,7 @@ bool own_wanted(const struct call *c)
 	case TL_READ_FILE:
 	case TL_LIST_FILES:
 	case TL_FILE:
+	case TL_WATCH:
 		return true;
 	case TL_UPLOAD:
 	case TL_CREATE_SANDBOX:
