@@ -62,6 +62,7 @@ struct wdir {
  * (paired with its second by the cookie). */
 struct held {
 	bool on;
+	bool temp; /* a move: from one of the files API's own hidden names (is_temp) */
 	char *path;
 	int is_dir;
 	uint32_t cookie;
@@ -96,6 +97,17 @@ static char *join(const char *dir, const char *name)
 	if (asprintf(&p, "%s%s%s", dir, *dir ? "/" : "", name) < 0)
 		return NULL;
 	return p;
+}
+
+/* Whether name is one the files API gives a file while it writes it (ws_temp_name:
+ * ".airlock-<what>-<16 hex>"), before renaming it into place: what the client sees is the write of
+ * the final name, not the server's own steps. */
+static bool is_temp(const char *name)
+{
+	size_t n = strlen(name);
+	if (strncmp(name, ".airlock-", 9) != 0 || n < 9 + 2 + 16 || name[n - 17] != '-')
+		return false;
+	return strspn(name + n - 16, "0123456789abcdef") == 16;
 }
 
 /* ---- events out ----------------------------------------------------------------------------- */
@@ -256,8 +268,11 @@ static bool is_subdir(int fd, const struct dirent *de)
 }
 
 /* Pushes the subdirectories of fd (directory rel; consumed) onto the queue, which never holds more
- * than WATCH_MAX_DIRS (past it one overflow event, as add_dir's). */
-static void list_subdirs(struct watch *w, int fd, const char *rel, char ***queue, size_t *n, size_t *cap)
+ * than WATCH_MAX_DIRS (past it one overflow event, as add_dir's). announce: rel is new, and what it
+ * holds was made before its watch could see it (mkdir -p a/b; echo > a/b/f): each entry found is
+ * reported as created (at worst twice, never missed). */
+static void list_subdirs(struct watch *w, int fd, const char *rel, bool announce, char ***queue, size_t *n,
+			 size_t *cap)
 {
 	DIR *d = fdopendir(fd);
 	if (!d) {
@@ -265,7 +280,16 @@ static void list_subdirs(struct watch *w, int fd, const char *rel, char ***queue
 		return;
 	}
 	for (struct dirent *de; (de = readdir(d));) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || !is_subdir(dirfd(d), de))
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		bool dir = is_subdir(dirfd(d), de);
+		if (announce) {
+			char *path = join(rel, de->d_name);
+			if (path)
+				emit(w, "create", path, dir, NULL, NULL);
+			free(path);
+		}
+		if (!dir)
 			continue;
 		if (*n >= WATCH_MAX_DIRS) {
 			if (!w->dirs_full)
@@ -292,8 +316,8 @@ static void list_subdirs(struct watch *w, int fd, const char *rel, char ***queue
 }
 
 /* Follows rel and (recursive) every directory beneath it, breadth first, within WATCH_MAX_DIRS:
- * add_dir's answer for rel (1 for a descriptor, which is closed here). */
-static int add_tree(struct watch *w, const char *rel, int *wd_out)
+ * add_dir's answer for rel (1 for a descriptor, which is closed here). announce: see list_subdirs. */
+static int add_tree(struct watch *w, const char *rel, bool announce, int *wd_out)
 {
 	int fd = add_dir(w, rel, wd_out);
 	if (fd <= 0)
@@ -304,11 +328,11 @@ static int add_tree(struct watch *w, const char *rel, int *wd_out)
 	}
 	char **queue = NULL;
 	size_t n = 0, cap = 0;
-	list_subdirs(w, fd, rel, &queue, &n, &cap);
+	list_subdirs(w, fd, rel, announce, &queue, &n, &cap);
 	for (size_t i = 0; i < n; i++) {
 		fd = w->dirs_full ? 0 : add_dir(w, queue[i], NULL);
 		if (fd > 0)
-			list_subdirs(w, fd, queue[i], &queue, &n, &cap);
+			list_subdirs(w, fd, queue[i], announce, &queue, &n, &cap);
 		free(queue[i]);
 	}
 	free(queue);
@@ -347,7 +371,8 @@ static void flush_move(struct watch *w)
 {
 	if (!w->move.on)
 		return;
-	emit(w, "rename", w->move.path, w->move.is_dir, w->move.path, NULL);
+	if (!w->move.temp)
+		emit(w, "rename", w->move.path, w->move.is_dir, w->move.path, NULL);
 	if (w->move.is_dir == 1)
 		forget_prefix(w, w->move.path);
 	held_clear(&w->move);
@@ -368,6 +393,11 @@ static void on_write(struct watch *w, char *path, int is_dir)
 
 static void on_moved_to(struct watch *w, const struct inotify_event *e, const char *path, int is_dir)
 {
+	if (w->move.on && w->move.cookie == e->cookie && w->move.temp) {
+		emit(w, "write", path, is_dir, NULL, NULL); /* the files API's write put in place */
+		held_clear(&w->move);
+		return;
+	}
 	if (w->move.on && w->move.cookie == e->cookie) {
 		emit(w, "rename", path, is_dir, w->move.path, path);
 		if (is_dir == 1)
@@ -378,7 +408,7 @@ static void on_moved_to(struct watch *w, const struct inotify_event *e, const ch
 	flush_move(w);
 	emit(w, "rename", path, is_dir, NULL, path);
 	if (is_dir == 1 && w->recursive)
-		(void)add_tree(w, path, NULL);
+		(void)add_tree(w, path, true, NULL);
 }
 
 /* An event about the directory itself (no name): the watched root's chmod, removal or move. */
@@ -398,6 +428,9 @@ static void on_self(struct watch *w, const struct inotify_event *e, const struct
 
 static void on_named(struct watch *w, const struct inotify_event *e, const struct wdir *d)
 {
+	bool temp = is_temp(e->name);
+	if (temp && !(e->mask & IN_MOVED_FROM))
+		return; /* the files API's own steps: its write is reported once in place */
 	char *path = join(d->rel, e->name);
 	int is_dir = (e->mask & IN_ISDIR) != 0;
 	if (!path)
@@ -414,13 +447,13 @@ static void on_named(struct watch *w, const struct inotify_event *e, const struc
 	}
 	flush_move(w);
 	if (e->mask & IN_MOVED_FROM) {
-		w->move = (struct held){.on = true, .path = path, .is_dir = is_dir, .cookie = e->cookie};
+		w->move = (struct held){.on = true, .temp = temp, .path = path, .is_dir = is_dir, .cookie = e->cookie};
 		return;
 	}
 	if (e->mask & IN_CREATE) {
 		emit(w, "create", path, is_dir, NULL, NULL);
 		if (is_dir && w->recursive)
-			(void)add_tree(w, path, NULL);
+			(void)add_tree(w, path, true, NULL);
 	} else if (e->mask & IN_DELETE) {
 		emit(w, "remove", path, is_dir, NULL, NULL);
 	} else if (e->mask & IN_ATTRIB) {
@@ -535,6 +568,8 @@ static const char *end_reason(struct watch *w, uint64_t until, char *why, size_t
 	return NULL;
 }
 
+static void give_place(struct sbm *m, struct sbx *s);
+
 static void *watch_thread(void *arg)
 {
 	struct srv_op *op = arg;
@@ -571,9 +606,7 @@ static void *watch_thread(void *arg)
 		res->sandbox_id = strdup(s->id);
 		res->watch_json = summary(w, reason, why);
 	}
-	pthread_mutex_lock(&m->mu);
-	s->nwatches--;
-	pthread_mutex_unlock(&m->mu);
+	give_place(m, s);
 	op->watch = NULL;
 	watch_free(w);
 	struct al_error err = {0};
@@ -637,7 +670,7 @@ static int watch_open(struct watch *w, const char *path, struct al_error *err)
 		return al_err_sys(err, errno == EMFILE ? EAGAIN : errno, "a watch's inotify instance");
 	struct ws_cred saved;
 	ws_become(w->uid, w->gid, &saved);
-	r = add_tree(w, w->root, &w->root_wd);
+	r = add_tree(w, w->root, false, &w->root_wd);
 	ws_restore(&saved);
 	if (r == 0)
 		r = -ENOMEM;
