@@ -624,6 +624,7 @@ static int normalise(const char *path, char **out, struct al_error *err)
 	char *norm = calloc(1, strlen(rel) + 1);
 	if (!norm)
 		return al_err(err, ENOMEM, "out of memory");
+	size_t len = 0; /* never more than rel's: each part copied once, with at most one '/' */
 	for (const char *p = rel; *p;) {
 		size_t n = strcspn(p, "/");
 		if (n == 2 && p[0] == '.' && p[1] == '.') {
@@ -631,9 +632,10 @@ static int normalise(const char *path, char **out, struct al_error *err)
 			return al_err(err, EXDEV, "path escapes the workspace: %s", path);
 		}
 		if (n && !(n == 1 && p[0] == '.')) {
-			if (*norm)
-				strcat(norm, "/");
-			strncat(norm, p, n);
+			if (len)
+				norm[len++] = '/';
+			memcpy(norm + len, p, n);
+			len += n;
 		}
 		p += n;
 		p += *p == '/';
@@ -729,12 +731,13 @@ int sbm_watch(void *ctx, const struct srv_watch_req *req, const struct srv_sink 
 	bool placed = r == 0;
 	r = r ?: watch_open(w, req->path, err);
 	struct srv_op *op = r == 0 ? op_new(m, OP_WATCH, sink) : NULL;
-	if (r == 0 && (!op || !(op->sandbox_id = strdup(s->id)))) {
-		if (op)
-			op_free(op);
-		r = al_err(err, ENOMEM, "out of memory");
+	if (op && !(op->sandbox_id = strdup(s->id))) {
+		op_free(op);
+		op = NULL;
 	}
-	if (r == 0) {
+	if (r == 0 && !op)
+		r = al_err(err, ENOMEM, "out of memory");
+	if (op) {
 		snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
 		op->timeout_ms = req->wait_ms;
 		op->watch = w;
