@@ -147,6 +147,36 @@ done
 al_assert_eq "$(inotify)" 0 "serve's inotify descriptors once every client left"
 al_pass "limit, owner only, bad input; a client that leaves frees everything"
 
+# MCP: code_watch watches for a while and answers with the events.
+curl -sS -XPOST "$api/sandboxes/$sb/exec" -d '{"command":"sleep 0.5; touch w/mcp-made","background":true}' >/dev/null
+"$AL_PY" - "$SERVE_PORT" "$sb" <<'PY' >"$dir/mcp.out" || al_fail "code_watch over MCP: $(cat "$dir/mcp.out")"
+import json, os, sys, urllib.request
+base, sb, sid = "http://127.0.0.1:%s/mcp" % sys.argv[1], sys.argv[2], None
+def post(msg):
+    global sid
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+         "Authorization": "Bearer " + os.environ["AL_TOKEN"], **({"Mcp-Session-Id": sid} if sid else {})}
+    with urllib.request.urlopen(urllib.request.Request(base, json.dumps(msg).encode(), h), timeout=30) as r:
+        sid = r.headers.get("Mcp-Session-Id") or sid
+        body = r.read().decode()
+    lines = [l[5:] for l in body.splitlines() if l.startswith("data:")] or [body]
+    return [json.loads(l) for l in lines if l.strip()][-1] if body.strip() else None
+post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+def call(i, args):
+    return post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "code_watch", "arguments": args}})["result"]
+r = call(2, {"sandbox_id": sb, "path": "w", "wait": 1.5})
+sc = r["structuredContent"]
+assert not r["isError"] and sc["ended"] == "timeout", r
+assert {"type": "create", "path": "w/mcp-made", "is_dir": False} in sc["events"], r
+r = call(3, {"sandbox_id": sb, "path": "../x", "wait": 1})
+assert r["isError"] and "escapes the workspace" in r["content"][0]["text"], r
+print("ok")
+PY
+al_assert_eq "$(cat "$dir/mcp.out")" ok "code_watch over MCP: the events of its wait"
+al_pass "code_watch over MCP"
+
 # A flood: 20000 files made fast; the stream stays bounded, serve's memory too, and the watch ends
 # within a second of its sandbox's destroy, its last line saying why.
 al_assert_eq "$(code -XPOST "$api/sandboxes/$sb/dirs/flood")" 201 "flood made"
