@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fuzz.sh — builds the libFuzzer targets (tests/fuzz/fuzz_*.c) with clang into build-fuzz/ and
-# runs each for FUZZ_SECONDS (default 60); fails on any crash, leak, timeout or sanitizer report.
+# runs each for FUZZ_SECONDS (default 60), one per CPU at a time; fails on any crash, leak, timeout or
+# sanitizer report.
 # New inputs go to build-fuzz/corpus/<name>/ (the committed seeds are only read); a crash leaves
 # its input in build-fuzz/artifacts/ — copy it into tests/fuzz/corpus/<name>/ once fixed.
 set -euo pipefail
@@ -32,22 +33,46 @@ cmake --build "$dir" -j"$(nproc)"
 
 mkdir -p "$dir/artifacts"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-failed=()
-for src in tests/fuzz/fuzz_*.c; do
-  target=$(basename "$src" .c)
-  name=${target#fuzz_}
-  seeds=tests/fuzz/corpus/$name
-  work=$dir/corpus/$name
+# run_one NAME: one target for $seconds; its outcome in $dir/fuzz-NAME.ok or .failed.
+run_one() {
+  local name=$1 target=fuzz_$1 seeds=tests/fuzz/corpus/$1 work=$dir/corpus/$1
   mkdir -p "$work"
-  [ -d "$seeds" ] || { echo "fuzz.sh: $name has no seed corpus ($seeds)" >&2; failed+=("$name"); continue; }
-  echo "fuzz.sh: $name for ${seconds}s"
-  if ! "$dir/fuzz/$target" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+  rm -f "$dir/fuzz-$name.ok" "$dir/fuzz-$name.failed"
+  if [ ! -d "$seeds" ]; then
+    echo "fuzz.sh: $name has no seed corpus ($seeds)" >"$dir/fuzz-$name.failed"
+    return
+  fi
+  if "$dir/fuzz/$target" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$dir/artifacts/$name-" "$work" "$seeds" >"$dir/fuzz-$name.log" 2>&1; then
-    tail -n 60 "$dir/fuzz-$name.log" >&2
-    failed+=("$name")
+    grep -E "^stat::(number_of_executed_units|new_units_added)" "$dir/fuzz-$name.log" | tr '\n' ' ' >"$dir/fuzz-$name.ok"
   else
-    grep -E "^stat::(number_of_executed_units|new_units_added)" "$dir/fuzz-$name.log" | tr '\n' ' '
-    echo
+    tail -n 60 "$dir/fuzz-$name.log" >"$dir/fuzz-$name.failed"
+  fi
+}
+# One target per CPU at a time: each fuzzer is one process on one core.
+names=()
+for src in tests/fuzz/fuzz_*.c; do
+  name=$(basename "$src" .c)
+  names+=("${name#fuzz_}")
+done
+running=0
+for name in "${names[@]}"; do
+  echo "fuzz.sh: $name for ${seconds}s"
+  run_one "$name" &
+  running=$((running + 1))
+  if [ "$running" -ge "$(nproc)" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+failed=()
+for name in "${names[@]}"; do
+  if [ -f "$dir/fuzz-$name.ok" ]; then
+    echo "fuzz.sh: $name: $(cat "$dir/fuzz-$name.ok")"
+  else
+    cat "$dir/fuzz-$name.failed" >&2 2>/dev/null || echo "fuzz.sh: $name left no outcome" >&2
+    failed+=("$name")
   fi
 done
 if ((${#failed[@]})); then

@@ -320,8 +320,13 @@ struct tool_def {
 	const char *annotations; /* ToolAnnotations as JSON text: hints for the client, never trusted */
 	start_fn start;
 	result_fn result;
-	bool internal; /* a call the JSON API makes itself: not listed, not callable over MCP */
 };
+
+/* A call the JSON API makes itself (its streamed uploads): not listed, not callable over MCP. */
+static bool internal(enum tl_id id)
+{
+	return id == TL_UPLOAD;
+}
 
 static int start_execute(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
 			 struct srv_op **, struct al_error *);
@@ -437,7 +442,7 @@ static const struct tool_def tools[TL__COUNT] = {
 		     start_file, result_file},
 	[TL_UPLOAD] = {"code_upload", "Upload a file or an archive", "The JSON API's streamed upload.",
 		       upload_input, upload_output, "{\"readOnlyHint\":false,\"destructiveHint\":true}",
-		       start_upload, result_upload, true},
+		       start_upload, result_upload},
 	[TL_SET_TIMEOUT] = {"code_set_sandbox_timeout", "Set a sandbox's lifetime",
 			    "Sets when a persistent sandbox ends: lifetime seconds from now (longer or shorter "
 			    "than before), within the server's max_lifetime counted from its creation. At its end "
@@ -457,7 +462,7 @@ static const struct tool_def tools[TL__COUNT] = {
 int tl_lookup(const char *name)
 {
 	for (int i = 0; i < TL__COUNT; i++)
-		if (name && !tools[i].internal && strcmp(name, tools[i].name) == 0)
+		if (name && !internal((enum tl_id)i) && strcmp(name, tools[i].name) == 0)
 			return i;
 	return -1;
 }
@@ -497,7 +502,7 @@ int tl_catalog_load(struct tl_catalog *c, char msg[SCH_MSG_MAX])
 		int r = load_json(tools[i].input, &c->input[i], msg);
 		if (r == 0)
 			r = load_json(tools[i].output, &c->output[i], msg);
-		if (r == 0 && !tools[i].internal &&
+		if (r == 0 && !internal((enum tl_id)i) &&
 		    json_array_append_new(c->tools, tool_entry(&tools[i], c->input[i], c->output[i])) < 0)
 			r = -ENOMEM;
 		if (r < 0) {

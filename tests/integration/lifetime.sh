@@ -64,9 +64,9 @@ count() {
 }
 
 # ---- create with a lifetime and labels; a held exec and a cell whose lifetime ends mid-way -------
-create '{"lifetime": 2}'
+create '{"lifetime": 6}'
 c=$SB
-create '{"lifetime": 3}'
+create '{"lifetime": 7}'
 d=$SB
 t0=$(date +%s%N)
 curl -sS -m 60 -X POST "$url/v1/sandboxes/$c/exec" -d "{\"command\": \"sh -c 'sleep 30' $m-exec\", \"fresh\": true}" \
@@ -152,23 +152,23 @@ wait "$cpid" || true
 elapsed=$((($(date +%s%N) - t0) / 1000000))
 # Not a timing bound: run to their end they would take 30 s; cut short by their sandboxes' ends they
 # are over well before, however loaded the machine that ran every check above meanwhile.
-[ "$elapsed" -lt 28000 ] || al_fail "the exec and the cell ended ${elapsed} ms after they began (their lifetimes were 2 and 3 s)"
+[ "$elapsed" -lt 28000 ] || al_fail "the exec and the cell ended ${elapsed} ms after they began (their lifetimes were 6 and 7 s)"
 r=$(tail -n1 "$dir/exec.out")
 al_assert_eq "$(al_json_get "$r" result.status)/$(al_json_get "$r" result.signal)" signaled/9 "the exec's verdict: $r"
-al_assert_eq "$(al_json_get "$r" result.error)" "sandbox $c reached its lifetime (2 s) and was destroyed while this call ran" \
+al_assert_eq "$(al_json_get "$r" result.error)" "sandbox $c reached its lifetime (6 s) and was destroyed while this call ran" \
 	"the exec's error says why"
 al_assert_eq "$(al_json_get "$r" result.sandbox_ended)" lifetime "the exec's sandbox_ended"
 [ -z "$(al_marker_pids "$m-exec")" ] || al_fail "the exec's sleep outlived its sandbox"
 r=$(tail -n1 "$dir/cell.out")
 al_assert_eq "$(al_json_get "$r" result.status)/$(al_json_get "$r" result.cell.state)" signaled/lost "the cell's verdict: $r"
-al_assert_eq "$(al_json_get "$r" result.error)" "sandbox $d reached its lifetime (3 s) and was destroyed while this call ran" \
+al_assert_eq "$(al_json_get "$r" result.error)" "sandbox $d reached its lifetime (7 s) and was destroyed while this call ran" \
 	"the cell's error says why"
 api POST "/v1/sandboxes/$c/exec" -d '{"command": "true"}'
 al_assert_eq "$CODE" 404 "an exec after the lifetime"
-al_assert_eq "$(get error)" "no sandbox \"$c\": it reached its lifetime (2 s) and was destroyed" "... is told why"
+al_assert_eq "$(get error)" "no sandbox \"$c\": it reached its lifetime (6 s) and was destroyed" "... is told why"
 api GET "/v1/sandboxes/$d"
 al_assert_eq "$CODE" 404 "GET after the lifetime"
-al_assert_contains "$(get error)" "reached its lifetime (3 s)" "... is told why"
+al_assert_contains "$(get error)" "reached its lifetime (7 s)" "... is told why"
 bobs POST "/v1/sandboxes/$c/exec" -d '{"command": "true"}'
 al_assert_eq "$CODE:$(get error)" "404:no sandbox \"$c\" (never created, destroyed, or expired)" \
 	"bob is not told what became of alice's sandbox"
