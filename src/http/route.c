@@ -66,6 +66,7 @@ static const struct route routes[] = {
 	{"POST", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_stdin, BODY_FILE, ROLE_CLIENT},
 	{"DELETE", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_close_stdin, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/processes/{}/signal", api_proc_signal, BODY_JSON, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/processes/{}/resize", api_proc_resize, BODY_JSON, ROLE_CLIENT},
 	{"GET", "/v1/approvals", api_approvals, BODY_NONE, ROLE_ANY},
 	{"POST", "/v1/approvals/{}", api_decide, BODY_JSON, ROLE_APPROVER},
 	{"GET", "/v1/approvals/events", api_approval_events, BODY_NONE, ROLE_ANY},
@@ -73,6 +74,9 @@ static const struct route routes[] = {
 	{"GET", "/v1/console/rules", api_rules, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes", api_admin_sandboxes, BODY_NONE, ROLE_APPROVER},
 	{"DELETE", "/v1/admin/sandboxes/{}", api_admin_destroy, BODY_NONE, ROLE_APPROVER},
+	/* Read-only: an approver watches a sandbox's processes (its terminals); no stdin, resize or kill. */
+	{"GET", "/v1/admin/sandboxes/{}/processes", api_admin_procs, BODY_NONE, ROLE_APPROVER},
+	{"GET", "/v1/admin/sandboxes/{}/processes/{}/output", api_admin_proc_output, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/console", api_console, BODY_NONE, ROLE_PUBLIC},
 	{"GET", "/console/{}", api_console, BODY_NONE, ROLE_PUBLIC},
 	{"POST", "/mcp", hx_mcp, BODY_MESSAGE, ROLE_CLIENT},
