@@ -63,7 +63,7 @@ static const struct route routes[] = {
 	{"GET", "/v1/sandboxes/{}/processes/{}", api_proc_get, BODY_NONE, ROLE_CLIENT},
 	{"DELETE", "/v1/sandboxes/{}/processes/{}", api_proc_kill, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/processes/{}/output", api_proc_output, BODY_NONE, ROLE_CLIENT},
-	{"POST", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_stdin, BODY_FILE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_stdin, BODY_JSON, ROLE_CLIENT}, /* raw text: the API's body limit */
 	{"DELETE", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_close_stdin, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/processes/{}/signal", api_proc_signal, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/processes/{}/resize", api_proc_resize, BODY_JSON, ROLE_CLIENT},

@@ -55,6 +55,7 @@
 #define PROC_READ_SLICE	  250		    /* ms a reader waits before it looks at its cancel */
 #define PROC_READ_BATCH	  ((size_t)256 << 10)
 #define PROC_READERS_MAX  16 /* connects following one process at once */
+#define PROC_ID_BASE	  2000000 /* ids of processes whose pid could not be read: above a namespace's pids */
 
 struct pchunk {
 	struct pchunk *next;
@@ -311,6 +312,21 @@ static struct sbproc *proc_new(struct srv_op *op, struct sbx *s)
 	return p;
 }
 
+/* Its number among the sandbox's processes: the payload's pid there, which the exec's init may not
+ * show as its child for a moment after the request reached it; a number of ours past any pid the
+ * sandbox's namespace hands out when it cannot be read (an id, still unique in the sandbox). */
+static int proc_pid(struct al_job *job)
+{
+	static int next_id;
+	for (int tries = 0; tries < 100; tries++) {
+		pid_t pid = 0;
+		if (al_job_pid(job, &pid) == 0 && pid > 0)
+			return (int)pid;
+		usleep(2000);
+	}
+	return PROC_ID_BASE + __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED) % PROC_ID_BASE;
+}
+
 /* Spawns it and its supervising thread: 0, or -errno with err (nothing left running). */
 static int proc_launch(struct sbproc *p, struct srv_op *op, struct al_policy *pol, int code_fd, struct al_error *err)
 {
@@ -338,8 +354,7 @@ static int proc_launch(struct sbproc *p, struct srv_op *op, struct al_policy *po
 		close(in_fd);
 	if (r < 0)
 		return r;
-	pid_t pid = 0;
-	p->pid = al_job_pid(p->job, &pid) == 0 ? (int)pid : 0;
+	p->pid = proc_pid(p->job);
 	pthread_mutex_lock(&m->mu);
 	bool gone = m->stopping || !s->listed;
 	s->refs++; /* the process's: its sandbox is not freed before it is reaped */
