@@ -21,18 +21,20 @@ api=$AL_SERVE_URL/v1
 
 mk() { curl -sS -XPOST "$api/sandboxes" -d '{}' | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])'; }
 code() { curl -sS -o "$dir/body" -w '%{http_code}' "$@"; }
-# The terminal's output so far, its bytes decoded from the base64 output events (\r\n as \n).
+# The terminal's output so far, its bytes decoded from the base64 output events (without carriage
+# returns and CSI escape sequences).
 screen() {
 	curl -sS "$api/sandboxes/$sb/processes/$1/output?follow=false&encoding=base64" >"$dir/out.ndjson"
 	"$AL_PY" - "$dir/out.ndjson" <<'EOF'
-import base64, json, sys
+import base64, json, re, sys
 out = b""
 for line in open(sys.argv[1]):
     d = json.loads(line)
     if "data" in d:
         assert d.get("encoding") == "base64", d
         out += base64.b64decode(d["data"])
-sys.stdout.write(out.replace(b"\r\n", b"\n").decode("utf-8", "backslashreplace"))
+out = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", out)  # bash's bracketed-paste switches, not text
+sys.stdout.write(out.replace(b"\r", b"").decode("utf-8", "backslashreplace"))
 EOF
 }
 # type PID TEXT: TEXT sent to the terminal, as typed.
@@ -48,7 +50,7 @@ wait_for() {
 		grep -Eq "$2" "$dir/screen" && return 0
 		sleep 0.1
 	done
-	cat "$dir/screen" >&2
+	cat -A "$dir/screen" >&2
 	al_fail "$3: the terminal never showed /$2/"
 }
 m=$(al_marker)
@@ -83,7 +85,7 @@ al_pass "a resize reaches the program"
 # Job control: a background job of the shell, listed by `jobs` (only a shell with a controlling
 # terminal has it: without one, bash -i says "no job control in this shell").
 type_in "$sh" $'sleep 30 &\n'
-type_in "$sh" $'jobs; echo "jobs-$?-'"$m"'"\n'
+type_in "$sh" "jobs; echo \"jobs-\$?-$m\""$'\n'
 wait_for "$sh" "jobs-0-$m" "jobs ran"
 wait_for "$sh" '^\[1\]\+ +Running +sleep 30 &' "jobs lists the background job"
 if grep -q "no job control" "$dir/screen"; then al_fail "bash -i has no job control: $(cat "$dir/screen")"; fi
@@ -93,7 +95,7 @@ al_pass "job control works"
 type_in "$sh" $'printf "raw:\\377\\376:end\\n"\n'
 wait_for "$sh" '^raw:\\xff\\xfe:end$' "non-UTF-8 bytes"
 curl -sS "$api/sandboxes/$sb/processes/$sh/output?follow=false" >"$dir/text.ndjson"
-al_assert_contains "$(cat "$dir/text.ndjson")" 'raw:\ufffd\ufffd:end' "as text, each bad byte is U+FFFD"
+al_assert_contains "$(cat "$dir/text.ndjson")" $'raw:\xef\xbf\xbd\xef\xbf\xbd:end' "as text, each bad byte is U+FFFD"
 al_pass "a terminal's bytes in base64"
 
 # Bad input: refused with 400, naming the problem, nothing started.
