@@ -85,7 +85,8 @@ struct sbproc {
 	char *verdict_json;
 	char status[24];
 	int exit_code, signal;
-	unsigned cols, rows;   /* a terminal session's size (0: not one), under p->mu */
+	bool tty;	       /* a terminal session (set at its start, never changed: read without p->mu) */
+	unsigned cols, rows;   /* its terminal's size now, under p->mu */
 	pthread_mutex_t in_mu; /* a terminal's writer: one call's input never interleaves another's */
 };
 
@@ -157,12 +158,12 @@ static json_t *when(uint64_t ms)
 /* Under p->mu: what a listing says of p. */
 static json_t *proc_json_locked(const struct sbproc *p, bool verdict)
 {
-	bool in_open = p->cols ? !p->ended : p->stdin_w >= 0; /* a terminal's is open while it runs */
+	bool in_open = p->tty ? !p->ended : p->stdin_w >= 0; /* a terminal's is open while it runs */
 	json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:b,s:b,s:I,s:I}", "pid", p->pid, "language", p->language, "command",
 			      txt_json_lossy(p->command, strlen(p->command)), "started_at", when(p->started_unix_ms),
 			      "running", !p->ended, "stdin_open", in_open, "output_bytes",
 			      (json_int_t)p->total, "output_dropped_bytes", (json_int_t)p->dropped);
-	if (o && p->cols)
+	if (o && p->tty)
 		json_object_set_new(o, "pty", json_pack("{s:i,s:i}", "cols", (int)p->cols, "rows", (int)p->rows));
 	if (!o || !p->ended)
 		return o;
@@ -296,6 +297,7 @@ static struct sbproc *proc_new(struct srv_op *op, struct sbx *s)
 	p->stdin_w = -1;
 	p->exit_code = -1;
 	p->started_unix_ms = unix_ms();
+	p->tty = op->pty_cols > 0;
 	p->cols = op->pty_cols;
 	p->rows = op->pty_rows;
 	snprintf(p->language, sizeof(p->language), "%s", op->language ? op->language : "");
@@ -334,7 +336,7 @@ static int proc_launch(struct sbproc *p, struct srv_op *op, struct al_policy *po
 	struct sbx *s = p->s;
 	int in_fd = -1;
 	/* A terminal session reads its pty (the master is its stdin's other end): no pipe. */
-	int r = p->cols ? 0 : proc_stdin(op, &in_fd, &p->stdin_w, err);
+	int r = p->tty ? 0 : proc_stdin(op, &in_fd, &p->stdin_w, err);
 	r = r ?: exec_in_sandbox(s, pol, op->network, err);
 	struct al_spawn_opts so = {.size = sizeof(so),
 				   .stdin_fd = in_fd,
@@ -345,7 +347,7 @@ static int proc_launch(struct sbproc *p, struct srv_op *op, struct al_policy *po
 				   .on_output = proc_output,
 				   .on_output_cookie = p,
 				   .code_fd = code_fd,
-				   .tty = p->cols > 0,
+				   .tty = p->tty,
 				   .tty_cols = (uint16_t)p->cols,
 				   .tty_rows = (uint16_t)p->rows};
 	if (r == 0)
@@ -502,7 +504,7 @@ static int write_stdin(struct sbproc *p, const char *data, size_t len, struct al
 {
 	if (len > PROC_STDIN_MAX)
 		return al_err(err, E2BIG, "one stdin write holds at most %zu bytes (this one %zu)", PROC_STDIN_MAX, len);
-	if (p->cols) /* set at its start, never changed to or from 0 */
+	if (p->tty)
 		return write_tty(p, data, len, err);
 	pthread_mutex_lock(&p->mu);
 	int r = 0;
@@ -549,24 +551,27 @@ static int act(struct sbproc *p, const struct srv_process_req *req, struct al_er
 		return write_stdin(p, req->data ? req->data : "", req->len, err);
 	bool resize = strcmp(req->action, "resize") == 0;
 	pthread_mutex_lock(&p->mu);
-	if (strcmp(req->action, "close_stdin") == 0 && p->cols) {
+	if (strcmp(req->action, "close_stdin") == 0 && p->tty) {
 		r = al_err(err, EINVAL, "process %d's stdin is its terminal, which stays open while it runs: send ^D "
 			   "(\\u0004) to end its input, or kill it", p->pid);
 	} else if (strcmp(req->action, "close_stdin") == 0) {
 		if (p->stdin_w >= 0)
 			close(p->stdin_w);
 		p->stdin_w = -1;
-	} else if (resize && !p->cols) {
+	} else if (resize && !p->tty) {
 		r = al_err(err, EINVAL, "process %d has no terminal to resize (started without pty)", p->pid);
 	} else if (!p->job) {
 		r = al_err(err, ESRCH, "process %d has ended", p->pid);
 	} else if (strcmp(req->action, "kill") == 0) {
 		r = al_job_kill(p->job);
 	} else if (resize) {
-		if ((r = al_job_resize(p->job, req->cols, req->rows)) < 0)
+		r = al_job_resize(p->job, req->cols, req->rows);
+		if (r < 0) {
 			r = al_err_sys(err, -r, "resize of process %d's terminal", p->pid);
-		else
-			p->cols = req->cols, p->rows = req->rows;
+		} else {
+			p->cols = req->cols;
+			p->rows = req->rows;
+		}
 	} else if (req->signal < 1 || req->signal > SIGRTMAX) {
 		r = al_err(err, EINVAL, "signal %d is not a signal (1 to %d)", req->signal, SIGRTMAX);
 	} else if ((r = al_job_signal(p->job, req->signal)) < 0) {
