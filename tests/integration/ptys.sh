@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # ptys.sh — terminal sessions of airlock serve (issue 31) over the JSON API with curl: an interactive
 # `bash -i` on a terminal of the sandbox's own devpts, typed into through the process's stdin, its
-# size as the program sees it (stty size) at start and after a resize, its tty a /dev/pts/N, job
-# control (a background job listed by `jobs`), bytes that are not UTF-8 read back whole as base64,
-# kill; bad input (a size out of 1..1000, resize of a process without a terminal, ...) refused
-# with 400 and nothing started.
+# size as programs see it (stty size, tput, top's screen) at start and after a resize, its tty a
+# /dev/pts/N, job control (a background job listed by `jobs`), bytes that are not UTF-8 read back
+# whole as base64, kill; bad input (a size out of 1..1000, resize of a process without a terminal,
+# ...) refused with 400 and nothing started.
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -80,6 +80,10 @@ type_in "$sh" $'stty size\n'
 wait_for "$sh" '^30 100$' "stty size after the resize"
 g=$(curl -sS "$api/sandboxes/$sb/processes/$sh")
 al_assert_eq "$(al_json_get "$g" pty.cols)x$(al_json_get "$g" pty.rows)" 100x30 "get shows the new size"
+# A full-screen program draws on it: top's one screen, sized to the terminal (tput reads the same).
+type_in "$sh" $'top -n1; echo; echo "size=$(tput cols)x$(tput lines)"\n'
+wait_for "$sh" 'load average' "top drew its screen"
+wait_for "$sh" '^size=100x30$' "tput sees the new size"
 al_pass "a resize reaches the program"
 
 # Job control: a background job of the shell, listed by `jobs` (only a shell with a controlling
