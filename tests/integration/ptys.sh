@@ -3,8 +3,8 @@
 # `bash -i` on a terminal of the sandbox's own devpts, typed into through the process's stdin, its
 # size as programs see it (stty size, tput, top's screen) at start and after a resize, its tty a
 # /dev/pts/N, job control (a background job listed by `jobs`), bytes that are not UTF-8 read back
-# whole as base64, kill; bad input (a size out of 1..1000, resize of a process without a terminal,
-# ...) refused with 400 and nothing started.
+# whole as base64, kill, a session gone with its sandbox; bad input (a size out of 1..1000, resize of
+# a process without a terminal, ...) refused with 400 and nothing started.
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -137,5 +137,14 @@ for _ in $(seq 50); do
 done
 al_assert_eq "$(al_json_get "$g" running)/$(al_json_get "$g" stdin_open)" false/false "the killed session ended"
 al_assert_eq "$(code -XPOST --data-binary x "$api/sandboxes/$sb/processes/$sh/stdin")" 409 "stdin of an ended session"
+al_pass "a killed session ends"
+
+# A session ends with its sandbox: nothing of it is left on the host.
+c=$(code -XPOST "$api/sandboxes/$sb/exec" -d "{\"command\":\"exec -a sh-$m bash -i\",\"pty\":{\"cols\":40,\"rows\":10}}")
+al_assert_eq "$c/$(al_json_get "$(tail -n1 "$dir/body")" result.status)" 200/started "a second session starts"
+for _ in $(seq 50); do [ -n "$(al_marker_pids "sh-$m")" ] && break; sleep 0.1; done
+[ -n "$(al_marker_pids "sh-$m")" ] || al_fail "the second session's shell is not on the host"
 al_assert_eq "$(code -XDELETE "$api/sandboxes/$sb")" 200 "the sandbox goes"
+for _ in $(seq 50); do [ -z "$(al_marker_pids "sh-$m")" ] && break; sleep 0.1; done
+al_assert_eq "$(al_marker_pids "sh-$m")" "" "its terminal session went with it"
 al_pass "terminal sessions"
