@@ -5,18 +5,25 @@
 # clang-tidy) and a short libFuzzer run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
-BUILD_DIR=build bash scripts/build.sh
+# phase NAME CMD...: runs CMD and says how long it took (what to look at when CI grows slow).
+phase() {
+	local name=$1 t0=$SECONDS
+	shift
+	"$@"
+	printf 'test.sh: %s took %d s\n' "$name" $((SECONDS - t0)) >&2
+}
+phase deps bash scripts/deps.sh
+BUILD_DIR=build phase build bash scripts/build.sh
 # Two tests at a time: most of the suite waits (TTLs, timeouts, downloads) rather than computes.
 jobs=$(nproc)
 # On this host (as root and as an unprivileged user).
-ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs" -LE vm
+phase host-suite ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs" -LE vm
 # Static analysis (cppcheck, clang-tidy): any finding fails.
-bash scripts/lint.sh
+phase lint bash scripts/lint.sh
 # In a qemu VM with pure cgroup v2 (scripts/vm): with CI=true, a VM that cannot start is a failure.
-bash scripts/vm/suite.sh
-BUILD_DIR=build-asan bash scripts/build.sh -DAIRLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+phase vm-suite bash scripts/vm/suite.sh
+BUILD_DIR=build-asan phase asan-build bash scripts/build.sh -DAIRLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE vm
+  phase asan-suite ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE vm
 # libFuzzer: every tests/fuzz target for FUZZ_SECONDS each (their corpora already ran above as CTest cases).
-FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} phase fuzz bash scripts/fuzz.sh

@@ -329,6 +329,12 @@ int al_sandbox_usage(struct al_sandbox *sb, struct al_sandbox_usage *out);
 int al_sandbox_oom_kills(const struct al_sandbox *sb, uint64_t *out);
 /* Kills everything in the sandbox, removes its cgroup and workspace, frees it. NULL is a no-op. */
 void al_sandbox_destroy(struct al_sandbox *sb);
+/* A TCP connection to port (1-65535) of the sandbox's own loopback, made from inside its network
+ * namespace (127.0.0.1, else ::1): 0 and *fd (the caller's; O_CLOEXEC, O_NONBLOCK), or -errno
+ * (-ECONNREFUSED: nothing listens there). Never leaves the sandbox's namespace. */
+int al_sandbox_connect(struct al_sandbox *sb, uint16_t port, int *fd, struct al_error *err);
+/* The sandbox's network table name ("tcp" or "tcp6", as in /proc/net), open for reading: an fd, or -errno. */
+int al_sandbox_net_file(struct al_sandbox *sb, const char *name, struct al_error *err);
 /* Runs jobs of this policy in sb (borrowed: it must outlive the jobs); NULL: a new sandbox each. */
 int al_policy_set_sandbox(struct al_policy *p, struct al_sandbox *sb, struct al_error *err);
 

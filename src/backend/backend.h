@@ -115,5 +115,8 @@ void be_held_release(struct be_held *h);
 /* An exec of h is over and its cgroup cg read (cg and the exec init's pidfd, taken over): the
  * worker removes the cgroup once that init is gone. */
 void be_held_exec_done(struct be_held *h, struct cg_job *cg, int pidfd);
+/* A TCP socket (family AF_INET or AF_INET6; unconnected, O_CLOEXEC, O_NONBLOCK) made by h's init in
+ * the sandbox's network namespace (attach.c): 0 and *fd (the caller's), or -errno. */
+int be_held_socket(struct be_held *h, int family, int *fd, struct al_error *err);
 
 #endif

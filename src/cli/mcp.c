@@ -20,88 +20,55 @@
 #include "service/service.h"
 #include "util/cleanup.h"
 
-static const char mcp_usage[] =
+static const char mcp_usage_head[] =
 	"Usage: airlock mcp [--profile NAME] [--audit FILE] [--approve MODE]\n"
 	"\n"
 	"Serves the Model Context Protocol on standard input and output (newline-delimited\n"
-	"JSON-RPC; revisions " MCP_PROTOCOL_LATEST " and " MCP_PROTOCOL_PREVIOUS "). Tools: code_execute,\n"
-	"code_create_sandbox, code_install_package, code_write_file, code_read_file,\n"
-	"code_list_files, code_destroy_sandbox. Standard output carries protocol messages\n"
-	"only; the log goes to standard error.\n"
+	"JSON-RPC; revisions " MCP_PROTOCOL_LATEST " and " MCP_PROTOCOL_PREVIOUS ").";
+
+static const char mcp_usage_options[] =
+	"\nStandard output carries protocol messages only; the log goes to standard error.\n"
 	"\n"
 	"  --profile NAME   profile of throwaway sandboxes and of code_create_sandbox without\n"
 	"                   one (default untrusted-code-read)\n"
 	"  --audit FILE     the audit log (default: the configuration's audit.path, else\n"
-	"                   /var/log/airlock/audit.jsonl as root, ~/.local/state/airlock/audit.jsonl)\n"
-	"  --approve MODE   who approves a call the risk rules put to a human:\n"
-	"                   elicitation   the client's user (MCP elicitation)\n"
-	"                   terminal      a prompt on the controlling terminal (/dev/tty; never\n"
-	"                                 stdin or stdout); refused without one\n"
-	"                   elicitation,terminal / terminal,elicitation: the first one\n"
-	"                                 that can ask (elicitation only if the client declared it)\n"
-	"                   auto=LEVEL    nobody: approved up to LEVEL (LOW, MEDIUM, HIGH,\n"
-	"                                 CRITICAL), denied above\n"
-	"                   deny          nobody: denied\n"
-	"                   Default: the configuration's approval.channels, in order\n"
+	"                   /var/log/airlock/audit.jsonl as root, ~/.local/state/airlock/audit.jsonl)\n";
+
+static const char mcp_usage_tail[] =
 	"                   (elicitation, then the terminal when there is one).\n"
 	"\n"
 	"Every request passes the configuration's risk rules. No answer before the rule's\n"
 	"approval_timeout is a denial, and a denied call never runs. End of input or SIGTERM\n"
 	"destroys every sandbox and exits 0.\n";
 
+/* The usage text: the tools named from the tool table (it cannot drift from what is served), the
+ * --approve lines from the table airlock serve shares. */
+static void usage(FILE *f)
+{
+	char approve[2048];
+	mgate_approve_help(CFG_CHAN_TERMINAL, 19, approve, sizeof(approve));
+	fputs(mcp_usage_head, f);
+	fputs("\nTools:", f);
+	unsigned col = 6;
+	for (int i = 0; i < TL__COUNT; i++) {
+		const char *name = tl_name((enum tl_id)i);
+		unsigned w = (unsigned)strlen(name) + 2;
+		if (col + w > 88) {
+			fputc('\n', f);
+			col = 0;
+		}
+		fprintf(f, "%s%s%s", col ? " " : "", name, i + 1 < TL__COUNT ? "," : ".");
+		col += w;
+	}
+	fputs(mcp_usage_options, f);
+	fputs(approve, f);
+	fputs(mcp_usage_tail, f);
+}
+
 static void log_stderr(void *ctx, enum mcp_log_level level, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, "airlock mcp: %s: %s\n", mcp_log_level_name(level), msg);
-}
-
-/* ---- --approve ------------------------------------------------------------------------------- */
-
-struct approve_mode {
-	bool given;	     /* --approve was given: it replaces approval.channels */
-	bool elicitation;    /* ask the client's user */
-	bool terminal;	     /* ask on /dev/tty */
-	bool terminal_first; /* before elicitation */
-	bool auto_level_set; /* auto=LEVEL */
-	enum cfg_risk auto_level;
-};
-
-static int parse_level(const char *s, enum cfg_risk *out)
-{
-	for (int r = CFG_RISK_LOW; r <= CFG_RISK_CRITICAL; r++)
-		if (strcasecmp(s, cfg_risk_name((enum cfg_risk)r)) == 0) {
-			*out = (enum cfg_risk)r;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-/* "elicitation", "terminal" (aliases "elicit", "tty"), a comma list of them, "auto=LEVEL", "deny". */
-static int parse_approve(const char *arg, struct approve_mode *m)
-{
-	*m = (struct approve_mode){.given = true};
-	if (strcmp(arg, "deny") == 0)
-		return 0;
-	if (strncmp(arg, "auto=", 5) == 0) {
-		m->auto_level_set = true;
-		return parse_level(arg + 5, &m->auto_level) < 0
-			       ? cli_fail("mcp: --approve auto=LEVEL: LEVEL is LOW, MEDIUM, HIGH or CRITICAL, not '%s'",
-					  arg + 5)
-			       : 0;
-	}
-	for (const char *p = arg; *p;) {
-		size_t n = strcspn(p, ",");
-		if ((n == 11 && strncmp(p, "elicitation", n) == 0) || (n == 6 && strncmp(p, "elicit", n) == 0))
-			m->elicitation = true;
-		else if ((n == 8 && strncmp(p, "terminal", n) == 0) || (n == 3 && strncmp(p, "tty", n) == 0)) {
-			m->terminal_first = m->terminal_first || !m->elicitation; /* listed first */
-			m->terminal = true;
-		} else
-			return cli_fail("mcp: --approve: unknown mode '%.*s' (elicitation, terminal, auto=LEVEL, deny)",
-					(int)n, p);
-		p += n + (p[n] == ',');
-	}
-	return 0;
 }
 
 /* ---- who the client is (the audit log's peer) --------------------------------------------------- */
@@ -443,7 +410,7 @@ static void prompt_stop(struct prompt *p)
 
 /* The session's approval channels from --approve, else from approval.channels. */
 struct channel_choice {
-	const struct approve_mode *mode;
+	const struct mgate_approve *mode;
 	int tty; /* /dev/tty or -1 */
 	struct mcp_opts *mo;
 	bool use_tty;
@@ -453,30 +420,18 @@ struct channel_choice {
 static int channels(void *ctx, struct cfg *cfg)
 {
 	struct channel_choice *cc = ctx;
-	const struct approve_mode *m = cc->mode;
-	struct cfg_approval *a = &cfg->approval;
-	if (!m->given) {
-		struct mgate_channels ch;
-		mgate_channels(a, CFG_CHAN_TERMINAL, &ch);
-		cc->use_tty = ch.other && cc->tty >= 0;
-		cc->mo->no_elicitation = !ch.elicitation;
-		cc->mo->approver_first = ch.other_first;
-		return 0;
-	}
-	if (m->terminal && cc->tty < 0)
+	struct mgate_channels ch;
+	if (cc->mode->given && cc->mode->other && cc->tty < 0)
 		return cli_fail("mcp: --approve terminal: no controlling terminal (/dev/tty cannot be opened)");
-	cc->use_tty = m->terminal;
-	cc->mo->no_elicitation = !m->elicitation;
-	cc->mo->approver_first = m->terminal_first;
-	/* Nobody to ask (auto=LEVEL, deny): the policy decides alone, denying what it cannot approve. */
-	a->channel_bits =
-		(m->elicitation ? 1u << CFG_CHAN_ELICITATION : 0) | (m->terminal ? 1u << CFG_CHAN_TERMINAL : 0);
-	if (m->auto_level_set)
-		a->auto_approve_up_to = m->auto_level;
+	mgate_approve_apply(cc->mode, CFG_CHAN_TERMINAL, &cfg->approval, &ch);
+	/* approval.channels may name the terminal where there is none: then it is not used. */
+	cc->use_tty = ch.other && cc->tty >= 0;
+	cc->mo->no_elicitation = !ch.elicitation;
+	cc->mo->approver_first = ch.other_first;
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, const char **profile, const char **audit_path, struct approve_mode *m)
+static int parse_args(int argc, char **argv, const char **profile, const char **audit_path, struct mgate_approve *m)
 {
 	static const struct option opts[] = {
 		{"profile", required_argument, NULL, 'p'},
@@ -495,14 +450,16 @@ static int parse_args(int argc, char **argv, const char **profile, const char **
 		case 'a':
 			*audit_path = optarg;
 			break;
-		case 'A':
-			if (parse_approve(optarg, m) != 0)
-				return AL_EXIT_FAILURE;
+		case 'A': {
+			char msg[MGATE_MSG_MAX];
+			if (mgate_approve_parse(optarg, CFG_CHAN_TERMINAL, m, msg) < 0)
+				return cli_fail("mcp: %s", msg);
 			break;
+		}
 		case 'h':
-			return fputs(mcp_usage, stdout), 0;
+			return usage(stdout), 0;
 		default:
-			return fputs(mcp_usage, stderr), AL_EXIT_FAILURE;
+			return usage(stderr), AL_EXIT_FAILURE;
 		}
 	}
 	if (optind < argc)
@@ -515,7 +472,7 @@ int cli_mcp(int argc, char **argv)
 	if (cli_take_config(&argc, argv, true) != 0)
 		return AL_EXIT_FAILURE;
 	const char *profile = NULL, *audit_path = NULL;
-	struct approve_mode mode = {0};
+	struct mgate_approve mode = {0};
 	int rc = parse_args(argc, argv, &profile, &audit_path, &mode);
 	if (rc >= 0)
 		return rc;

@@ -33,6 +33,7 @@
 enum hx_kind {
 	HX_HEADER,
 	HX_QUERY,
+	HX_COOKIE, /* a cookie of the Cookie header, by name */
 };
 
 /* Who sent a request: the peer's uid on the Unix socket (SO_PEERCRED), a named bearer token on
@@ -101,6 +102,7 @@ struct hx_response {
 	bool challenge;			     /* 401: WWW-Authenticate: Bearer */
 	bool close;			     /* Connection: close (a connection over its principal's quota) */
 	const char *csp;		     /* a page's Content-Security-Policy (static string), or NULL */
+	char *location;			     /* a redirect's Location (malloc'd), or NULL */
 };
 
 struct hx_server;
@@ -110,6 +112,8 @@ struct hx_server;
 int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
 /* The body limit of the route (the file limit for PUT of a file, the message limit for /mcp). */
 size_t hx_body_limit(const struct hx_server *s, const char *method, const char *path);
+/* Whether (method, path) is a port of a sandbox, proxied (proxy.c) rather than handled here. */
+bool hx_route_proxied(const char *method, const char *path);
 /* The whole request: prechecks, then the route's handler. Always fills rs. */
 void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
 void hx_response_clear(struct hx_response *rs);
@@ -271,6 +275,17 @@ void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char 
 void api_approval_events(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_admin_destroy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void hx_mcp(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* Ports of a sandbox (portapi.c): the listing, tokens; api_port_proxy only answers when the
+ * connection glue did not take the request (the fuzzer): server.c streams it through proxy.c. */
+void api_ports(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_port_token(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_port_proxy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* The port token a request presents (X-Airlock-Port-Token, else the airlock_token query argument,
+ * else the airlock_port_token cookie), or NULL; *from_query (may be NULL) says whether it came in the URL. */
+const char *hx_port_token(const struct hx_request *rq, bool *from_query);
+/* The port of a path segment: 1-65535 in decimal digits only, else 0. */
+unsigned hx_port_number(const char *text);
+#define HX_PORT_COOKIE "airlock_port_token"
 /* Interpreter contexts (ctxapi.c). */
 void api_ctx_list(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_ctx_create(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);

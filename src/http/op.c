@@ -34,6 +34,7 @@ struct hx_call {
 	void *gone_ctx;
 	bool left; /* the client went away before its answer: the call was cancelled */
 	int spool_fd; /* hx_call_spool: the upload's file (borrowed from the request), or -1 */
+	bool asking; /* a stream that started while a human is asked (its events say so) */
 
 	/* Shared with the manager's threads and the approval queue's resolver: under mu. */
 	pthread_mutex_t mu;
@@ -261,26 +262,47 @@ static void port_unsink(void *owner)
 
 static const struct svc_port request_port = {.ask = port_ask, .sink = port_sink, .unsink = port_unsink};
 
-/* Waits for the reviewer's decision, its deadline, or a stop; then hands it to the runner. */
-static enum svc_step wait_answer(struct hx_call *c, struct svc_refusal *ref)
+/* The reviewer's silence past the deadline, a stop, or a client gone: gives up on the question
+ * (apq_cancel answers it, here or on a resolver that won the race). Called with mu held; drops
+ * and retakes it. Whether it gave up. */
+static bool give_up_asking(struct hx_call *c)
 {
-	bool gave_up = false;
+	uint64_t now = hx_now_ms();
+	if (!(now >= c->ask_deadline || hx_stopping(c->s) || client_gone(c)))
+		return false;
+	/* Outside our lock: apq_cancel calls approval_done, which takes it. A resolver that won the
+	 * race calls it instead; either way answered becomes true. */
+	pthread_mutex_unlock(&c->mu);
+	apq_cancel(c->s->o.approvals, c->ask_id, now >= c->ask_deadline ? SRV_GATE_TIMED_OUT : SRV_GATE_ABANDONED);
 	pthread_mutex_lock(&c->mu);
+	return true;
+}
+
+/* Waits for the queue's answer at most wait_ms (-1: until it comes, giving up at the deadline).
+ * Called with mu held. Whether it was answered. */
+static bool await_answer(struct hx_call *c, int wait_ms, bool *gave_up)
+{
+	uint64_t until = wait_ms < 0 ? UINT64_MAX : hx_now_ms() + (uint64_t)wait_ms;
 	while (!c->answered) {
-		uint64_t now = hx_now_ms();
-		if (!gave_up && (now >= c->ask_deadline || hx_stopping(c->s) || client_gone(c))) {
-			/* Outside our lock: apq_cancel calls approval_done, which takes it. A resolver
-			 * that won the race calls it instead; either way answered becomes true. */
-			gave_up = true;
-			pthread_mutex_unlock(&c->mu);
-			apq_cancel(c->s->o.approvals, c->ask_id,
-				   now >= c->ask_deadline ? SRV_GATE_TIMED_OUT : SRV_GATE_ABANDONED);
-			pthread_mutex_lock(&c->mu);
+		if (!*gave_up && give_up_asking(c)) {
+			*gave_up = true;
 			continue;
 		}
+		uint64_t now = hx_now_ms();
+		if (now >= until)
+			break;
 		uint64_t left = c->ask_deadline > now ? c->ask_deadline - now : 0;
+		if (until - now < left)
+			left = until - now;
 		hx_cond_wait_ms(&c->cv, &c->mu, left < HX_WAIT_SLICE_MS ? (int)left + 1 : HX_WAIT_SLICE_MS);
 	}
+	return c->answered;
+}
+
+/* Hands the queue's answer (answered is true) to the runner. */
+static enum svc_step take_answer(struct hx_call *c, struct svc_refusal *ref)
+{
+	pthread_mutex_lock(&c->mu);
 	enum srv_gate_outcome o = c->answer;
 	enum srv_gate_by by = c->answer_by;
 	char approver[sizeof(c->approver)];
@@ -290,6 +312,16 @@ static enum svc_step wait_answer(struct hx_call *c, struct svc_refusal *ref)
 	denial(c, o, text, sizeof(text));
 	svc_call_set_approver(c->sc, approver[0] ? approver : NULL);
 	return svc_call_answer(c->sc, o, by, text, ref);
+}
+
+/* Waits for the reviewer's decision, its deadline, or a stop; then hands it to the runner. */
+static enum svc_step wait_answer(struct hx_call *c, struct svc_refusal *ref)
+{
+	bool gave_up = false;
+	pthread_mutex_lock(&c->mu);
+	(void)await_answer(c, -1, &gave_up);
+	pthread_mutex_unlock(&c->mu);
+	return take_answer(c, ref);
 }
 
 /* ---- running -------------------------------------------------------------------------------- */
@@ -360,20 +392,26 @@ static void refused(const struct svc_refusal *ref, struct hx_response *rs)
 		 ref->text[0] ? ref->text : "the request failed");
 }
 
+/* Validation, the gate and the start: SVC_ASKING when a reviewer is asked (the queue's answer
+ * then comes to approval_done). */
+static enum svc_step start(struct hx_call *c, const void *raw, size_t raw_len, struct svc_refusal *ref)
+{
+	if (svc_call_validate(c->sc, ref) != 0)
+		return SVC_REFUSED;
+	svc_call_payload(c->sc, raw, raw_len, c->tool == TL_READ_FILE);
+	if (c->spool_fd >= 0)
+		svc_call_spool(c->sc, c->spool_fd);
+	return svc_call_begin(c->sc, &request_port, c, ref);
+}
+
 /* Validation, the gate (waiting for a reviewer when the rules ask one) and the start; 1 when rs
  * holds the refusal. */
 static int begin(struct hx_call *c, const void *raw, size_t raw_len, struct hx_response *rs)
 {
 	struct svc_refusal ref;
-	enum svc_step step = SVC_REFUSED;
-	if (svc_call_validate(c->sc, &ref) == 0) {
-		svc_call_payload(c->sc, raw, raw_len, c->tool == TL_READ_FILE);
-		if (c->spool_fd >= 0)
-			svc_call_spool(c->sc, c->spool_fd);
-		step = svc_call_begin(c->sc, &request_port, c, &ref);
-		if (step == SVC_ASKING)
-			step = wait_answer(c, &ref);
-	}
+	enum svc_step step = start(c, raw, raw_len, &ref);
+	if (step == SVC_ASKING)
+		step = wait_answer(c, &ref);
 	if (step == SVC_RUNNING)
 		return 0;
 	refused(&ref, rs);
@@ -480,6 +518,56 @@ static int emit_result(struct hx_call *c)
 	return r;
 }
 
+/* A stream whose call waits for a reviewer says so at once: which approval, where to decide it. */
+static int emit_pending(struct hx_call *c)
+{
+	char decide[64];
+	snprintf(decide, sizeof(decide), "POST /v1/approvals/%llu", (unsigned long long)c->ask_id);
+	uint64_t now = hx_now_ms();
+	return emit(c, "approval",
+		    json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:I}", "type", "approval", "status", "pending", "approval_id",
+			      (json_int_t)c->ask_id, "decide", decide, "console", "/console", "reason",
+			      svc_call_reason(c->sc), "timeout_s",
+			      (json_int_t)((c->ask_deadline > now ? c->ask_deadline - now + 999 : 0) / 1000)));
+}
+
+/* How the approval ended, then (denied, timed out) the refusal as the stream's last event. */
+static int emit_decided(struct hx_call *c, enum svc_step step, const struct svc_refusal *ref)
+{
+	pthread_mutex_lock(&c->mu);
+	enum srv_gate_outcome o = c->answer;
+	enum srv_gate_by by = c->answer_by;
+	json_t *who = c->approver[0] ? json_string(c->approver) : json_null();
+	pthread_mutex_unlock(&c->mu);
+	const char *status = o == SRV_GATE_DECLINED ? "denied" : srv_gate_outcome_name(o);
+	int r = emit(c, "approval",
+		     json_pack("{s:s,s:s,s:I,s:s,s:o}", "type", "approval", "status", status, "approval_id",
+			       (json_int_t)c->ask_id, "by", srv_gate_by_name(by), "approver", who));
+	if (r < 0 || step != SVC_REFUSED)
+		return r;
+	c->eof = true;
+	return emit(c, "error",
+		    json_pack("{s:s,s:i,s:s}", "error", ref->text, "status", ref->status == SRV_CALL_DENIED ? 403 : 500,
+			      "approval", srv_gate_outcome_name(ref->approval)));
+}
+
+/* The stream's part of the wait for a reviewer (the connection's thread): 1 once answered (the
+ * outcome is pending), 0 while still asked, -errno. */
+static int stream_asking(struct hx_call *c, bool block)
+{
+	bool gave_up = false;
+	pthread_mutex_lock(&c->mu);
+	bool answered = await_answer(c, block ? HX_WAIT_SLICE_MS : 0, &gave_up);
+	pthread_mutex_unlock(&c->mu);
+	if (!answered)
+		return 0;
+	c->asking = false;
+	struct svc_refusal ref;
+	enum svc_step step = take_answer(c, &ref);
+	int r = emit_decided(c, step, &ref);
+	return r < 0 ? r : 1;
+}
+
 /* Moves what the manager queued into pending; 1 when something is pending or the stream ended,
  * 0 when the caller should wait, -errno on failure. Called with mu held; drops and retakes it. */
 static int fill(struct hx_call *c)
@@ -531,6 +619,20 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 		c->pending_len = c->pending_off = 0;
 		if (c->eof)
 			return HX_STREAM_END;
+		if (c->asking) {
+			int a = stream_asking(c, block && round == 0);
+			if (a < 0)
+				return HX_STREAM_ERROR;
+			if (a > 0)
+				continue;
+			if (!c->sse || hx_now_ms() - c->idle_since < HX_KEEPALIVE_MS)
+				return 0;
+			c->pending = strdup(": keepalive\n\n"); /* a reviewer may take minutes */
+			if (!c->pending)
+				return HX_STREAM_ERROR;
+			c->pending_len = strlen(c->pending);
+			continue;
+		}
 		pthread_mutex_lock(&c->mu);
 		int r = fill(c);
 		bool waited = r == 0 && block && round == 0 && !hx_stopping(c->s);
@@ -573,6 +675,18 @@ static void stream_free(void *ctx)
 		hx_log(c->s, MCP_LOG_INFO, "%s from %s: the client went away; the call is cancelled", tl_name(c->tool),
 		       c->peer ? c->peer : "?");
 	}
+	if (c->asking) {
+		/* Nobody waits for this call now: the question leaves the queue (a reviewer's late
+		 * approval is void), and the queue's callback, which may be running on a resolver's
+		 * thread, has come before c goes. */
+		apq_cancel(c->s->o.approvals, c->ask_id, SRV_GATE_ABANDONED);
+		pthread_mutex_lock(&c->mu);
+		while (!c->answered)
+			hx_cond_wait_ms(&c->cv, &c->mu, HX_WAIT_SLICE_MS);
+		pthread_mutex_unlock(&c->mu);
+		c->asking = false;
+		svc_call_abandon(c->sc);
+	}
 	call_release(c);
 }
 
@@ -587,7 +701,20 @@ void hx_call_stream(struct hx_call *c, bool sse, struct hx_response *rs)
 {
 	c->want_output = true;
 	c->sse = sse;
-	if (begin(c, NULL, 0, rs)) {
+	struct svc_refusal ref;
+	enum svc_step step = start(c, NULL, 0, &ref);
+	if (step == SVC_REFUSED) {
+		refused(&ref, rs);
+		call_release(c);
+		return;
+	}
+	/* A reviewer is asked: the stream starts now and says so, rather than a silent wait of up to
+	 * the rule's timeout; how it ends (approved and running, denied, timed out) follows in it. */
+	c->asking = step == SVC_ASKING;
+	if (c->asking && emit_pending(c) < 0) {
+		apq_cancel(c->s->o.approvals, c->ask_id, SRV_GATE_ABANDONED);
+		(void)wait_answer(c, &ref);
+		hx_error(rs, 500, "out of memory");
 		call_release(c);
 		return;
 	}

@@ -20,7 +20,8 @@ struct route {
 		BODY_NONE,
 		BODY_JSON,
 		BODY_FILE,
-		BODY_MESSAGE
+		BODY_MESSAGE,
+		BODY_PROXY /* streamed to a port of the sandbox (proxy.c), never held here */
 	} body;
 	/* Who may: any principal (what it sees is its own), clients (sandboxes, MCP sessions: their
 	 * own), approvers (decisions on others' calls); public: nobody's credential (the console's
@@ -29,7 +30,8 @@ struct route {
 		ROLE_ANY,
 		ROLE_CLIENT,
 		ROLE_APPROVER,
-		ROLE_PUBLIC
+		ROLE_PUBLIC,
+		ROLE_PORT /* a client, its own sandbox's port; or anyone with a port token for it (portapi.c) */
 	} role;
 };
 
@@ -77,6 +79,10 @@ static const struct route routes[] = {
 	/* Read-only: an approver watches a sandbox's processes (its terminals); no stdin, resize or kill. */
 	{"GET", "/v1/admin/sandboxes/{}/processes", api_admin_procs, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes/{}/processes/{}/output", api_admin_proc_output, BODY_NONE, ROLE_APPROVER},
+	{"GET", "/v1/sandboxes/{}/ports", api_ports, BODY_NONE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/ports/{}/token", api_port_token, BODY_JSON, ROLE_CLIENT},
+	/* Any proxied method (PROXY_METHODS); the rest of the path is the sandbox server's. */
+	{"*", "/v1/sandboxes/{}/ports/{}{**}", api_port_proxy, BODY_PROXY, ROLE_PORT},
 	{"GET", "/console", api_console, BODY_NONE, ROLE_PUBLIC},
 	{"GET", "/console/{}", api_console, BODY_NONE, ROLE_PUBLIC},
 	{"POST", "/mcp", hx_mcp, BODY_MESSAGE, ROLE_CLIENT},
@@ -86,6 +92,16 @@ static const struct route routes[] = {
 };
 
 #define MAX_CAPS 2
+#define PROXY_METHODS "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS"
+
+static bool proxied_method(const char *method)
+{
+	static const char *const m[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
+	for (size_t i = 0; method && i < AL_ARRAY_SIZE(m); i++)
+		if (strcmp(method, m[i]) == 0)
+			return true;
+	return false;
+}
 
 /* Matches path against pattern; caps[] get [start, end) offsets of captures. */
 static bool match(const char *pattern, const char *path, size_t caps[MAX_CAPS][2])
@@ -93,6 +109,8 @@ static bool match(const char *pattern, const char *path, size_t caps[MAX_CAPS][2
 	const char *p = pattern, *u = path;
 	int n = 0;
 	while (*p) {
+		if (strncmp(p, "{**}", 4) == 0) /* the rest, maybe empty: nothing, or "/" and anything */
+			return !*u || *u == '/';
 		if (strncmp(p, "{*}", 3) == 0) {
 			if (!*u || n >= MAX_CAPS)
 				return false;
@@ -133,7 +151,8 @@ static const struct route *find(const char *method, const char *path, size_t cap
 		size_t c[MAX_CAPS][2] = {{0}};
 		if (!match(routes[i].pattern, path, c))
 			continue;
-		if (method && strcmp(routes[i].method, method) == 0) {
+		if (method && (strcmp(routes[i].method, method) == 0 ||
+			       (routes[i].method[0] == '*' && proxied_method(method)))) {
 			memcpy(caps, c, sizeof(c));
 			return &routes[i];
 		}
@@ -141,7 +160,8 @@ static const struct route *find(const char *method, const char *path, size_t cap
 		if (!allow_cap)
 			continue;
 		size_t used = strlen(allow);
-		snprintf(allow + used, allow_cap - used, "%s%s", used ? ", " : "", routes[i].method);
+		snprintf(allow + used, allow_cap - used, "%s%s", used ? ", " : "",
+			 routes[i].method[0] == '*' ? PROXY_METHODS : routes[i].method);
 	}
 	return NULL;
 }
@@ -162,6 +182,8 @@ size_t hx_body_limit(const struct hx_server *s, const char *method, const char *
 		return hx_upload_limit(s);
 	case BODY_MESSAGE:
 		return s->o.max_message;
+	case BODY_PROXY:
+		return SIZE_MAX; /* streamed through, never held: the sandbox's server reads what it wants */
 	}
 	return 0;
 }
@@ -176,11 +198,20 @@ size_t hx_upload_limit(const struct hx_server *s)
 	return s->o.mgr && s->o.mgr->open_upload ? SIZE_MAX : HX_DEFAULT_MAX_FILE;
 }
 
+bool hx_route_proxied(const char *method, const char *path)
+{
+	size_t caps[MAX_CAPS][2];
+	bool known;
+	const struct route *r = find(method, path ? path : "", caps, &known, NULL, 0);
+	return r && r->body == BODY_PROXY;
+}
+
 /* ---- responses ------------------------------------------------------------------------------ */
 
 void hx_response_clear(struct hx_response *rs)
 {
 	free(rs->body);
+	free(rs->location);
 	if (rs->ops)
 		rs->ops->free(rs->stream);
 	if (rs->has_fd)
@@ -299,6 +330,12 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 		*rq->who = (struct hx_principal){0};
 		return !rq->local && hx_check_origin(s, rq, rs);
 	}
+	/* A port token stands for the owner on that one port: Host and Origin as for any request on
+	 * TCP, and the token itself is checked by the manager before anything reaches the sandbox. */
+	if (r && r->role == ROLE_PORT && hx_port_token(rq, NULL)) {
+		*rq->who = (struct hx_principal){0};
+		return !rq->local && hx_check_origin(s, rq, rs);
+	}
 	if (hx_check_access(s, rq, rs))
 		return 1;
 	if (!r && !known) {
@@ -311,7 +348,7 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 		snprintf(rs->allow, sizeof(rs->allow), "%s", allow);
 		return 1;
 	}
-	if ((r->role == ROLE_CLIENT && !rq->who->client) || (r->role == ROLE_APPROVER && !rq->who->approver)) {
+	if (((r->role == ROLE_CLIENT || r->role == ROLE_PORT) && !rq->who->client) || (r->role == ROLE_APPROVER && !rq->who->approver)) {
 		hx_error(rs, 403, "%s may not %s %.200s (%s)", rq->who->name, rq->method, path,
 			 r->role == ROLE_CLIENT ? "an approver's credential runs nothing"
 						: "only approvers decide approvals and read the audit log");

@@ -22,6 +22,7 @@
 #include <openssl/sha.h>
 
 #include "http/hx.h"
+#include "http/proxy.h"
 #include "util/clock.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -191,7 +192,26 @@ struct conn {
 	char peer[64];
 	bool local; /* the Unix socket: uid is the peer's */
 	uid_t uid;
+	char *raw_uri;	     /* the request target as sent (on_uri): a proxied port's is passed on as it is */
+	bool begun;	     /* the headers' call is done */
+	struct hx_proxy *px; /* a request to a sandbox's port (proxy.c), or NULL */
 };
+
+#define RAW_URI_MAX 16384
+
+/* Called once per request before its headers (MHD_OPTION_URI_LOG_CALLBACK): the request's state
+ * starts here, with the URI before unescaping. NULL (no memory) is handled as before. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls;
+	(void)conn;
+	struct conn *c = calloc(1, sizeof(*c));
+	if (c)
+		c->spool = -1; /* no upload's file (yet): never descriptor 0 */
+	if (c && uri)
+		c->raw_uri = strndup(uri, RAW_URI_MAX);
+	return c;
+}
 
 /* One connection (its socket context): the principal that first used it, counted against that
  * principal's connections until it closes; and since when it has been receiving a request.
@@ -319,6 +339,22 @@ static void set_receiving(struct hx_server *s, struct MHD_Connection *conn, bool
 	pthread_mutex_unlock(&s->conns_mu);
 }
 
+/* proxy.c: a port token opened the request (authed: the connection is no anonymous one's any
+ * more), or what follows is our answer (answering: a WebSocket's splice, never the client's
+ * slowness, which the request deadline is for). */
+void hx_conn_mark(struct hx_server *s, struct MHD_Connection *conn, bool authed, bool answering)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn_owner *o = ci ? ci->socket_context : NULL;
+	if (!o)
+		return;
+	pthread_mutex_lock(&s->conns_mu);
+	if (answering)
+		o->receiving_ms = 0;
+	o->authed |= authed;
+	pthread_mutex_unlock(&s->conns_mu);
+}
+
 /* Ends every connection that has been receiving one request for longer than request_timeout_ms,
  * and every unauthenticated one older than UNAUTH_MS that is not being answered. */
 static void cut_slow_requests(struct hx_server *s)
@@ -381,7 +417,11 @@ static int charge_connection(struct hx_server *s, struct MHD_Connection *conn, c
 
 static const char *lookup(void *ctx, enum hx_kind kind, const char *name)
 {
-	return MHD_lookup_connection_value(ctx, kind == HX_HEADER ? MHD_HEADER_KIND : MHD_GET_ARGUMENT_KIND, name);
+	return MHD_lookup_connection_value(ctx,
+					   kind == HX_HEADER  ? MHD_HEADER_KIND
+					   : kind == HX_QUERY ? MHD_GET_ARGUMENT_KIND
+							      : MHD_COOKIE_KIND,
+					   name);
 }
 
 struct each_arg {
@@ -410,7 +450,7 @@ static int each_query(void *ctx, int (*fn)(void *arg, const char *key, const cha
  * learn it from a failed write, and a program that prints nothing gives it nothing to write: an
  * exec would then run on to its own timeout for nobody. A client that pipelined its next request
  * is still there (data without the hang-up). */
-static bool peer_gone(int fd)
+bool hx_peer_gone(int fd)
 {
 	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
 	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
@@ -425,7 +465,7 @@ static int conn_fd(struct MHD_Connection *conn)
 /* hx_request.gone: the handler's thread is the connection's, which is open while it runs. */
 static bool conn_gone(void *ctx)
 {
-	return peer_gone(conn_fd(ctx));
+	return hx_peer_gone(conn_fd(ctx));
 }
 
 /* A streamed response and the socket it goes to. */
@@ -448,7 +488,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (n > 0)
 			return n;
-		if (peer_gone(h->fd))
+		if (hx_peer_gone(h->fd))
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 }
@@ -460,7 +500,7 @@ static void reader_free(void *cls)
 	free(h);
 }
 
-static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs)
+enum MHD_Result hx_queue(struct MHD_Connection *conn, struct hx_response *rs)
 {
 	struct MHD_Response *r;
 	struct held *held = NULL;
@@ -497,6 +537,8 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct hx_response *rs
 		MHD_add_response_header(r, "Mcp-Session-Id", rs->session);
 	if (rs->allow[0])
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
+	if (rs->location)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, rs->location);
 	if (rs->challenge)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"airlock\"");
 	if (rs->close)
@@ -632,7 +674,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct hx_request rq;
 	struct hx_response rs = {0};
 	struct hx_principal who;
-	if (!c) {
+	if (!c || !c->begun) {
 		/* First call: headers only. Refuse what needs no body to refuse (no token, wrong
 		 * Host, unknown route, a declared length over the limit) before reading any of it. */
 		fill_request(conn, url, method, NULL, &who, &rq);
@@ -642,42 +684,52 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				 who.name[0] ? who.name : "this client", s->o.max_connections_per_principal);
 			rs.close = true;
 		}
+		if (!rs.status && hx_route_proxied(method, url)) {
+			if (!c || hx_proxy_open(s, conn, &rq, c->raw_uri, &c->px, &rs) == 0)
+				rs.status = c ? 0 : 500;
+		}
 		if (rs.status == 401)
 			rs.close = true; /* no credential: nothing to keep the connection open for */
 		if (rs.status) {
 			hx_metrics_request(&s->metrics, rs.status);
-			enum MHD_Result ret = queue(conn, &rs);
+			enum MHD_Result ret = hx_queue(conn, &rs);
 			hx_response_clear(&rs);
 			return ret;
 		}
 		int spool = -1;
-		int up = hx_upload_begin(s, &rq, &spool, &rs);
+		int up = c && c->px ? 0 : hx_upload_begin(s, &rq, &spool, &rs);
 		if (up < 0) {
 			hx_metrics_request(&s->metrics, rs.status);
-			enum MHD_Result ret = queue(conn, &rs);
+			enum MHD_Result ret = hx_queue(conn, &rs);
 			hx_response_clear(&rs);
 			return ret;
 		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
+		if (!c && !(c = calloc(1, sizeof(*c)))) {
 			if (spool >= 0)
 				close(spool);
 			return MHD_NO;
 		}
+		*con_cls = c; /* freed by on_completed, whatever happens next */
+		c->begun = true;
 		c->spooled = up == 1;
 		c->spool = spool;
-		if (c->spooled && (!(c->sha = EVP_MD_CTX_new()) || EVP_DigestInit_ex(c->sha, EVP_sha256(), NULL) != 1)) {
-			EVP_MD_CTX_free(c->sha);
-			close(spool);
-			free(c);
+		if (c->spooled && (!(c->sha = EVP_MD_CTX_new()) || EVP_DigestInit_ex(c->sha, EVP_sha256(), NULL) != 1))
 			return MHD_NO;
-		}
 		c->limit = hx_body_limit(s, method, url);
 		peer_of(conn, c->peer, sizeof(c->peer));
 		c->local = rq.local;
 		c->uid = rq.uid;
 		*con_cls = c;
 		return MHD_YES;
+	}
+	if (*upload_size && c->px) { /* a sandbox's port: passed on as it comes */
+		hx_proxy_body(c->px, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (c->px) {
+		set_receiving(s, conn, false);
+		return hx_proxy_respond(c->px, conn);
 	}
 	if (*upload_size && c->spooled) {
 		size_t n = *upload_size;
@@ -721,7 +773,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	spool_request(c, &rq);
 	set_receiving(s, conn, false); /* the whole request is in: what follows is our answer */
 	hx_handle(s, &rq, &rs);
-	enum MHD_Result ret = queue(conn, &rs);
+	enum MHD_Result ret = hx_queue(conn, &rs);
 	hx_response_clear(&rs);
 	return ret;
 }
@@ -734,6 +786,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (c->spool >= 0)
 			close(c->spool); /* done, or cut: the unnamed file goes with its last descriptor */
 		EVP_MD_CTX_free(c->sha);
+		hx_proxy_free(c->px);
+		free(c->raw_uri);
 		free(c->body);
 		free(c);
 	}
@@ -791,7 +845,9 @@ static int unix_listen(const char *path, int *out, struct al_error *err)
 
 static struct MHD_Daemon *start_daemon(struct hx_server *s, const struct hx_listen *l, int listen_fd)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
+	/* Upgrades: a WebSocket to a sandbox's port (proxy.c) is spliced on its connection's thread. */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
+			 MHD_ALLOW_UPGRADE;
 	if (l && l->v6)
 		flags |= MHD_USE_IPv6;
 	/* One connection limit for both listeners would let one door starve the other: each gets its
@@ -806,12 +862,12 @@ static struct MHD_Daemon *start_daemon(struct hx_server *s, const struct hx_list
 			MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 			per_ip ? per_ip : 1u, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
 			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-			MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
+			MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-				on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_END);
+				on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_END);
 }
 
 static void stop_daemon(struct MHD_Daemon *d)

@@ -284,6 +284,22 @@ struct srv_sandbox_info {
 
 /* Frees what n infos hold (their metadata_json; the array itself is the caller's to free). */
 void srv_sandbox_infos_free(struct srv_sandbox_info *v, size_t n);
+/* A port of a sandbox's own loopback (sbports.c): its owner's, or reached with a port token. */
+struct srv_port_req {
+	const char *owner;	/* the requesting principal (ignored when token is set) */
+	const char *sandbox_id;
+	uint16_t port;		/* 1-65535 */
+	const char *token;	/* NULL: owner's credentials; else a port token (port_token) for this sandbox and port */
+	uint64_t ttl_ms;	/* port_token: how long the token lives (0: as long as the sandbox) */
+};
+
+/* A listening TCP socket of a sandbox (list_ports): on loopback or on any address. */
+struct srv_port_info {
+	uint16_t port;
+	char addr[48]; /* "127.0.0.1", "0.0.0.0", "::1", "::" */
+};
+
+#define SRV_PORT_TOKEN_LEN 43 /* characters of a port token (256 random bits, base64url) */
 
 struct srv_op; /* the manager's handle of one running operation; opaque to the session */
 
@@ -338,6 +354,23 @@ struct srv_mgr_api {
 	 * unknown id, for another principal's. */
 	int (*sandbox_info)(void *ctx, const char *owner, const char *id, struct srv_sandbox_info *out,
 			    struct al_error *err);
+	/* Synchronous, cheap and optional (NULL: none): 0 when install_package could start, else
+	 * -errno with err set for what it would refuse at once (an unknown sandbox, a registry the
+	 * sandbox's network cannot reach). Asked before the call is classified: nobody is asked to
+	 * approve what cannot run. */
+	int (*install_check)(void *ctx, const struct srv_install_req *req, struct al_error *err);
+	/* Ports (synchronous, optional). port_connect: a TCP connection to req->port of the sandbox's
+	 * loopback, made inside its network namespace: 0 and *fd (the caller's, O_NONBLOCK), or -errno
+	 * (-ENOENT: no such sandbox of owner's; -EACCES: the token is not valid for this sandbox and
+	 * port; -ECONNREFUSED: nothing listens there). list_ports: the sandbox's listening ports in
+	 * *out (malloc'd, free()), sorted by port. port_token: a new token for req->port of owner's
+	 * sandbox into token (SRV_PORT_TOKEN_LEN + 1 bytes), its end in *expires_unix_ms (0: never but
+	 * with the sandbox); only its digest is kept. */
+	int (*port_connect)(void *ctx, const struct srv_port_req *req, int *fd, struct al_error *err);
+	int (*list_ports)(void *ctx, const struct srv_port_req *req, struct srv_port_info **out, size_t *n,
+			  struct al_error *err);
+	int (*port_token)(void *ctx, const struct srv_port_req *req, char *token, uint64_t *expires_unix_ms,
+			  struct al_error *err);
 };
 
 #endif

@@ -33,8 +33,8 @@ static bool listed(const char *list, const char *host)
 /* Without a route, pip and npm retry for a minute or more (npm: 71 s, then EAI_AGAIN): say at once
  * what is missing instead. A sandbox made with its profile's registries ("") is trusted to have
  * them; an explicit allowlist must name the registry's hosts. */
-static int check_route(const char *manager, char *const *packages, size_t n, const struct inst_net *net,
-		       struct al_error *err)
+int inst_check_route(const char *manager, const char *const *packages, size_t n, const struct inst_net *net,
+		     struct al_error *err)
 {
 	bool remote = false;
 	for (size_t i = 0; i < n; i++)
@@ -87,7 +87,7 @@ static int set_argv(struct al_policy *p, const char *manager, char *const *packa
 int inst_policy(const struct cfg *cfg, const char *manager, char *const *packages, size_t n, const struct inst_net *net,
 		struct al_policy **out, struct al_error *err)
 {
-	int r = check_route(manager, packages, n, net, err);
+	int r = inst_check_route(manager, (const char *const *)packages, n, net, err);
 	if (r < 0)
 		return r;
 	struct al_policy *p = NULL;

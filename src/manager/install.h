@@ -15,6 +15,12 @@ struct inst_net {
 	const char *hosts;
 };
 
+/* Whether the sandbox's network reaches the registry the packages come from (a spec that is a
+ * path needs none): 0, or EPERM saying what is missing. Cheap: the service asks it before a
+ * human is asked to approve an install that could never work. */
+int inst_check_route(const char *manager, const char *const *packages, size_t n, const struct inst_net *net,
+		     struct al_error *err);
+
 /* The policy (argv, environment, limits; the caller attaches it to the sandbox) that installs
  * packages with manager ("pip" or "npm") into /workspace, where a later exec finds them. EPERM,
  * before anything runs, when a package must come from a registry the sandbox cannot reach. */

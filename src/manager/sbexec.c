@@ -52,6 +52,8 @@ static int run_in(struct srv_op *op, struct sbx *s, struct al_policy *p, bool ne
 		struct sbrun run = {.job = job};
 		pthread_mutex_lock(&m->mu);
 		run.next = s->runs;
+		/* Listed only while this frame lives: taken off below, under the same lock, before return. */
+		// cppcheck-suppress autoVariables ; unlisted before this function returns
 		s->runs = &run;
 		/* Destroyed or stopping since the turn was taken: unlist_locked found no job to kill. */
 		bool gone = m->stopping || (op->sandbox_id && !s->listed);
@@ -459,6 +461,20 @@ int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *s
 			      "shell) and no network_enabled");
 	}
 	return op_start_thread(m, op, exec_thread, out, err);
+}
+
+int sbm_install_check(void *ctx, const struct srv_install_req *req, struct al_error *err)
+{
+	struct sbm *m = ctx;
+	if (!req->sandbox_id)
+		return 0; /* sbm_install says what is wrong */
+	struct sbx *s = sbx_get(m, req->sandbox_id, req->owner, err);
+	if (!s)
+		return -ENOENT;
+	struct inst_net net = {.posture = s->net, .hosts = s->net_hosts ? s->net_hosts : ""};
+	int r = inst_check_route(req->manager, req->packages, req->n_packages, &net, err);
+	sbx_put(m, s);
+	return r;
 }
 
 int sbm_install(void *ctx, const struct srv_install_req *req, const struct srv_sink *sink, struct srv_op **out,

@@ -95,12 +95,12 @@ int sbm_sandbox_info(void *ctx, const char *owner, const char *id, struct srv_sa
 }
 
 /* One sandbox as the approver's console shows it. Call with m->mu held: s stays listed, and its
- * cgroup is only read (a few small files). */
-static json_t *sbx_json(const struct sbx *s, uint64_t now)
+ * cgroup and its two /proc network tables are only read (a few small files). */
+static json_t *sbx_json(struct sbx *s, uint64_t now)
 {
 	struct al_sandbox_usage u;
 	bool have = al_sandbox_usage(s->sb, &u) == 0;
-	return json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner,
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner,
 			 "profile", s->profile ? s->profile : "", "image", s->image[0] ? s->image : "host",
 			 "image_digest", s->image_digest[0] ? json_string(s->image_digest) : json_null(), "network",
 			 pol_net_name(s->net), "hosts", s->net_hosts ? s->net_hosts : "", "age_ms",
@@ -109,6 +109,10 @@ static json_t *sbx_json(const struct sbx *s, uint64_t now)
 			 have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(),
 			 "peak_memory_bytes",
 			 have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());
+	json_t *ports = o ? sbm_ports_json(s) : NULL;
+	if (ports)
+		json_object_set_new(o, "ports", ports);
+	return o;
 }
 
 json_t *sbm_list_all(struct sbm *m)

@@ -57,6 +57,7 @@ void sbx_free(struct sbx *s)
 	free(s->net_hosts);
 	free(s->pool_image);
 	free(s->meta_json);
+	free(s->port_tokens);
 	free(s);
 }
 
@@ -689,6 +690,7 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.create_sandbox = m_create,
 		.exec = sbm_exec,
 		.install_package = sbm_install,
+		.install_check = sbm_install_check,
 		.write_file = sbm_write_file,
 		.read_file = sbm_read_file,
 		.list_files = sbm_list_files,
@@ -702,6 +704,9 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.open_upload = sbm_open_upload,
 		.set_timeout = sbm_set_timeout,
 		.sandbox_info = sbm_sandbox_info,
+		.port_connect = sbm_port_connect,
+		.list_ports = sbm_list_ports,
+		.port_token = sbm_port_token,
 	};
 }
 

@@ -78,6 +78,16 @@ struct sbx {
 	char *meta_json;      /* its metadata, a JSON object's text ("{}" without any; never changed once set) */
 	enum sbx_end end;     /* SBX_LIVE until it ends */
 	char end_by[SRV_OWNER_MAX]; /* SBX_END_APPROVER: who */
+	struct sbm_port_token *port_tokens; /* SBM_PORT_TOKENS_MAX slots (sbports.c), or NULL (under m->mu) */
+};
+
+/* A port token as the manager keeps it: its digest only, bound to one sandbox (the sbx holding it:
+ * it dies with it) and one port. */
+#define SBM_PORT_TOKENS_MAX 32
+struct sbm_port_token {
+	unsigned char digest[32]; /* SHA-256 of the token's text */
+	uint16_t port;		  /* 0: a free slot */
+	uint64_t expires_ms;	  /* sbm_now_ms() clock; 0: with the sandbox */
 };
 
 struct sbm {
@@ -214,6 +224,9 @@ int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, str
 void *exec_thread(void *arg);
 int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *sink, struct srv_op **out,
 	     struct al_error *err);
+/* srv_mgr_api.install_check: what install_package would refuse at once (no such sandbox, a
+ * registry its network cannot reach), before the call is classified and approved. */
+int sbm_install_check(void *ctx, const struct srv_install_req *req, struct al_error *err);
 int sbm_install(void *ctx, const struct srv_install_req *req, const struct srv_sink *sink, struct srv_op **out,
 		struct al_error *err);
 
@@ -256,6 +269,16 @@ int sbm_process(void *ctx, const struct srv_process_req *req, const struct srv_s
 /* A spare of profile for owner (keep: within its sandbox quota), listed with a reference; or NULL. */
 struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *image, const char *owner, bool keep);
 void *sbm_housekeeper(void *arg);
+
+/* ---- sbports.c: ports of a sandbox's loopback (the srv_mgr_api entries) ---- */
+
+int sbm_port_connect(void *ctx, const struct srv_port_req *req, int *fd, struct al_error *err);
+int sbm_list_ports(void *ctx, const struct srv_port_req *req, struct srv_port_info **out, size_t *n,
+		   struct al_error *err);
+int sbm_port_token(void *ctx, const struct srv_port_req *req, char *token, uint64_t *expires_unix_ms,
+		   struct al_error *err);
+/* s's listening ports for the approver's console ([{port, address, url}]), or NULL. */
+json_t *sbm_ports_json(struct sbx *s);
 
 /* ---- sblist.c: listings ---- */
 

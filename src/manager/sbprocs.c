@@ -143,31 +143,19 @@ static void proc_output(void *cookie, int stream, const char *data, size_t len)
 	pthread_mutex_unlock(&p->mu);
 }
 
-/* RFC 3339 UTC with milliseconds, as the audit log and the JSON API write times. */
-static json_t *when(uint64_t ms)
-{
-	time_t secs = (time_t)(ms / 1000);
-	struct tm tm;
-	char buf[40], full[48];
-	if (!gmtime_r(&secs, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
-		return json_null();
-	snprintf(full, sizeof(full), "%s.%03uZ", buf, (unsigned)(ms % 1000));
-	return json_string(full);
-}
-
 /* Under p->mu: what a listing says of p. */
 static json_t *proc_json_locked(const struct sbproc *p, bool verdict)
 {
 	bool in_open = p->tty ? !p->ended : p->stdin_w >= 0; /* a terminal's is open while it runs */
 	json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:b,s:b,s:I,s:I}", "pid", p->pid, "language", p->language, "command",
-			      txt_json_lossy(p->command, strlen(p->command)), "started_at", when(p->started_unix_ms),
+			      txt_json_lossy(p->command, strlen(p->command)), "started_at", txt_json_time(p->started_unix_ms),
 			      "running", !p->ended, "stdin_open", in_open, "output_bytes",
 			      (json_int_t)p->total, "output_dropped_bytes", (json_int_t)p->dropped);
 	if (o && p->tty)
 		json_object_set_new(o, "pty", json_pack("{s:i,s:i}", "cols", (int)p->cols, "rows", (int)p->rows));
 	if (!o || !p->ended)
 		return o;
-	json_object_set_new(o, "ended_at", when(p->ended_unix_ms));
+	json_object_set_new(o, "ended_at", txt_json_time(p->ended_unix_ms));
 	json_object_set_new(o, "status", json_string(p->status));
 	json_object_set_new(o, "exit_code", p->exit_code >= 0 ? json_integer(p->exit_code) : json_null());
 	json_object_set_new(o, "signal", p->signal ? json_integer(p->signal) : json_null());

@@ -38,10 +38,10 @@ bool own_wanted(const struct call *c)
 	case TL_READ_FILE:
 	case TL_LIST_FILES:
 	case TL_FILE:
+	case TL_DESTROY_SANDBOX: /* a reset: own_destroyed forgets it, the next call makes a new one */
 		return true;
 	case TL_UPLOAD:
 	case TL_CREATE_SANDBOX:
-	case TL_DESTROY_SANDBOX:
 	case TL_SET_TIMEOUT:
 	case TL__COUNT:
 		break;
@@ -87,10 +87,23 @@ static int start_making(struct mcp_session *s, json_t *out)
 	return call_begin(s, mk, out); /* its end (now or later) reaches own_made */
 }
 
+/* A reset of a sandbox not made yet: nothing to destroy, and nothing is made just for that. */
+static int nothing_to_destroy(struct mcp_session *s, struct call *c, json_t *out)
+{
+	json_t *res = json_pack("{s:[{s:s,s:s}],s:{s:s},s:b}", "content", "type", "text", "text",
+				"this session has no sandbox yet: nothing to destroy", "structuredContent",
+				"sandbox_id", "", "isError", 0);
+	int r = res ? ses_reply(out, c->req_id, res) : -ENOMEM;
+	call_free(s, c); /* never begun: nothing ran, nothing to record */
+	return r;
+}
+
 int own_route(struct mcp_session *s, struct call *c, json_t *out)
 {
 	if (s->own_id[0])
 		return begin_in_own(s, c, out);
+	if (c->tool == TL_DESTROY_SANDBOX && !s->own_making)
+		return nothing_to_destroy(s, c, out);
 	c->state = CALL_SANDBOX;
 	if (s->own_making)
 		return 0;

@@ -24,7 +24,7 @@
 static const char usage[] =
 	"Usage: airlock serve [--socket PATH|none] [--http ADDR] [--token-file FILE]\n"
 	"                     [--approver-token-file FILE] [--profile NAME] [--audit FILE]\n"
-	"                     [--port-file FILE] [--config FILE]\n"
+	"                     [--port-file FILE] [--approve MODE] [--config FILE]\n"
 	"\n"
 	"Keeps sandboxes for agents and serves them over HTTP: MCP (streamable HTTP) at /mcp,\n"
 	"a JSON API under /v1 (docs/openapi.yaml), approvals at /v1/approvals, Prometheus\n"
@@ -45,9 +45,25 @@ static const char usage[] =
 	"  --profile NAME     profile of sandboxes created without one (default untrusted-code-read)\n"
 	"  --audit FILE       the audit log (default: audit.path, else /var/log/airlock/audit.jsonl\n"
 	"                     as root, ~/.local/state/airlock/audit.jsonl)\n"
-	"  --port-file FILE   write the bound TCP port there once listening (for port 0)\n"
+	"  --port-file FILE   write the bound TCP port there once listening (for port 0)\n";
+
+static const char usage_tail[] =
+	"                     (elicitation for MCP clients that can, then the approvals queue).\n"
+	"                     Headless agents on root's socket: root is the only default\n"
+	"                     approver and never approves its own calls; choose auto=HIGH, or\n"
+	"                     name reviewers (server.approver_uids, --approver-token-file).\n"
 	"\n"
 	"SIGTERM or SIGINT destroys every sandbox and exits 0.\n";
+
+/* The usage text; the --approve lines come from the table airlock mcp shares (service/mgate.c). */
+static void print_usage(FILE *f)
+{
+	char approve[2048];
+	mgate_approve_help(CFG_CHAN_HTTP, 21, approve, sizeof(approve));
+	fputs(usage, f);
+	fputs(approve, f);
+	fputs(usage_tail, f);
+}
 
 _Static_assert(sizeof(uid_t) == sizeof(unsigned), "server.approver_uids holds uids as unsigned");
 
@@ -57,6 +73,8 @@ struct serve {
 	struct http_token *tokens;
 	size_t ntokens;
 	struct sbm *m;
+	struct mgate_approve approve;  /* --approve */
+	struct mgate_channels channels; /* where calls are asked, settled in listeners() */
 };
 
 static void log_stderr(void *ctx, enum mcp_log_level level, const char *msg)
@@ -79,13 +97,11 @@ static json_t *sandboxes(void *ctx)
 	return sbm_list_all(((struct serve *)ctx)->m);
 }
 
+/* The listening lines are the HTTP front end's log (one per listener, with its rules): here only
+ * the port file. */
 static void ready(void *ctx, uint16_t port)
 {
 	struct serve *s = ctx;
-	if (s->socket)
-		fprintf(stderr, "airlock serve: listening on %s\n", s->socket);
-	if (port)
-		fprintf(stderr, "airlock serve: listening on port %u\n", (unsigned)port);
 	if (!s->port_file)
 		return;
 	cleanup_free char *tmp = NULL;
@@ -175,6 +191,7 @@ static int parse(struct serve *s, int argc, char **argv)
 		{"config", required_argument, NULL, 'c'},
 		{"socket", required_argument, NULL, 'S'},
 		{"approver-token-file", required_argument, NULL, 'A'},
+		{"approve", required_argument, NULL, 'Y'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -205,11 +222,17 @@ static int parse(struct serve *s, int argc, char **argv)
 		case 'c':
 			s->config = optarg;
 			break;
+		case 'Y': {
+			char msg[MGATE_MSG_MAX];
+			if (mgate_approve_parse(optarg, CFG_CHAN_HTTP, &s->approve, msg) < 0)
+				return fail("%s", msg);
+			break;
+		}
 		case 'h':
-			fputs(usage, stdout);
+			print_usage(stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
+			print_usage(stderr);
 			return 125;
 		}
 	}
@@ -218,16 +241,16 @@ static int parse(struct serve *s, int argc, char **argv)
 	return -1;
 }
 
-/* The HTTP front end on the service. approval.channels: elicitation for MCP clients that can, the
- * queue behind /v1/approvals for everyone else (the JSON API, MCP clients without elicitation),
- * in the listed order. A channel left out is never used: without "http", a call that needs
- * approval over the JSON API is denied rather than parked where no reviewer is expected to look. */
+/* The HTTP front end on the service. approval.channels (or --approve): elicitation for MCP clients
+ * that can, the queue behind /v1/approvals for everyone else (the JSON API, MCP clients without
+ * elicitation), in the listed order. A channel left out is never used: without "http", a call that
+ * needs approval over the JSON API is denied rather than parked where no reviewer is expected to
+ * look. */
 static int serve_http(struct serve *s, struct service *svc, int sfd)
 {
 	struct al_error e = {0};
 	const struct cfg *cfg = svc->cfg;
-	struct mgate_channels ch;
-	mgate_channels(&cfg->approval, CFG_CHAN_HTTP, &ch);
+	const struct mgate_channels ch = s->channels;
 	struct http_opts ho = {
 		.size = sizeof(ho),
 		.listen = s->listen,
@@ -262,7 +285,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 	return 0;
 }
 
-/* service_opts.adjust: where to listen and with which tokens, settled before anything is opened
+/* service_opts.adjust: where to listen, with which tokens and who approves (--approve), settled before anything is opened
  * (a bad token file, or nowhere to listen, changes nothing). */
 static int listeners(void *ctx, struct cfg *cfg)
 {
@@ -270,6 +293,7 @@ static int listeners(void *ctx, struct cfg *cfg)
 	struct al_error e = {0};
 	if (default_paths(s) < 0)
 		return fail("out of memory");
+	mgate_approve_apply(&s->approve, CFG_CHAN_HTTP, &cfg->approval, &s->channels);
 	if (!s->listen)
 		s->listen = cfg->server.http_listen;
 	if (!s->socket)

@@ -4,13 +4,16 @@
 #include "service/mgate.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "util/cleanup.h"
 #include "util/error.h"
 
 #include "risk/risk.h"
@@ -29,8 +32,18 @@ static void g_check(void *ctx, const char *tool, const json_t *args, struct srv_
 	}
 	enum approval_verdict v = approval_auto(&g->cfg->approval, &d);
 	out->timeout_ms = d.timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)d.timeout_ms;
-	snprintf(out->reason, sizeof(out->reason), "risk %s (rule %s)%s", cfg_risk_name(d.level), d.rule,
-		 v == APPROVAL_DENY ? ": above the approval policy's deny_above" : "");
+	/* A denial says which part of the policy made it: the ceiling, or nobody to ask above what
+	 * the operator lets run unasked (--approve auto=LEVEL, deny). */
+	const struct cfg_approval *a = &g->cfg->approval;
+	bool ceiling = a->deny_above != CFG_RISK_NONE && d.level > a->deny_above;
+	char why[96] = "";
+	if (v == APPROVAL_DENY && ceiling)
+		snprintf(why, sizeof(why), ": above the approval policy's deny_above");
+	else if (v == APPROVAL_DENY)
+		snprintf(why, sizeof(why), ": nobody to ask, and the approval policy approves %s%s unasked",
+			 a->auto_approve_up_to == CFG_RISK_NONE ? "nothing" : "up to ",
+			 a->auto_approve_up_to == CFG_RISK_NONE ? "" : cfg_risk_name(a->auto_approve_up_to));
+	snprintf(out->reason, sizeof(out->reason), "risk %s (rule %s)%s", cfg_risk_name(d.level), d.rule, why);
 	out->verdict = v == APPROVAL_APPROVE ? SRV_GATE_ALLOW : v == APPROVAL_DENY ? SRV_GATE_DENY : SRV_GATE_ASK;
 	/* A human will be asked: show them what the rule's pattern found. Best effort: without marks
 	 * the code is still shown whole. */
@@ -225,4 +238,133 @@ void mgate_channels(const struct cfg_approval *a, enum cfg_channel other, struct
 		.other = at_other != SIZE_MAX,
 		.other_first = at_other < at_elicit,
 	};
+}
+
+/* ---- --approve: one table for airlock mcp and airlock serve ------------------------------------ */
+
+static const struct approve_name {
+	const char *name, *alias;
+	enum cfg_channel ch;
+	const char *help; /* lines after the first are indented to the help column */
+} approve_names[] = {
+	{"elicitation", "elicit", CFG_CHAN_ELICITATION, "the client's user (MCP elicitation)"},
+	{"terminal", "tty", CFG_CHAN_TERMINAL,
+	 "a prompt on the controlling terminal (/dev/tty; never\n"
+	 "stdin or stdout); refused without one"},
+	{"http", "queue", CFG_CHAN_HTTP,
+	 "a reviewer: GET /v1/approvals and POST /v1/approvals/{id}\n"
+	 "(approver credentials; the console at /console)"},
+};
+
+static const struct approve_name *approve_lookup(const char *s, size_t n, enum cfg_channel other)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(approve_names); i++) {
+		const struct approve_name *a = &approve_names[i];
+		if (a->ch != CFG_CHAN_ELICITATION && a->ch != other)
+			continue;
+		if ((strlen(a->name) == n && strncmp(s, a->name, n) == 0) ||
+		    (strlen(a->alias) == n && strncmp(s, a->alias, n) == 0))
+			return a;
+	}
+	return NULL;
+}
+
+static int approve_level(const char *s, enum cfg_risk *out)
+{
+	for (int r = CFG_RISK_LOW; r <= CFG_RISK_CRITICAL; r++)
+		if (strcasecmp(s, cfg_risk_name((enum cfg_risk)r)) == 0) {
+			*out = (enum cfg_risk)r;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int mgate_approve_parse(const char *arg, enum cfg_channel other, struct mgate_approve *m, char msg[MGATE_MSG_MAX])
+{
+	*m = (struct mgate_approve){.given = true};
+	if (strcmp(arg, "deny") == 0)
+		return 0;
+	if (strncmp(arg, "auto=", 5) == 0) {
+		m->auto_level_set = true;
+		if (approve_level(arg + 5, &m->auto_level) == 0)
+			return 0;
+		snprintf(msg, MGATE_MSG_MAX, "--approve auto=LEVEL: LEVEL is LOW, MEDIUM, HIGH or CRITICAL, not '%.40s'",
+			 arg + 5);
+		return -EINVAL;
+	}
+	if (!*arg) {
+		snprintf(msg, MGATE_MSG_MAX, "--approve: empty mode");
+		return -EINVAL;
+	}
+	for (const char *p = arg; *p;) {
+		size_t n = strcspn(p, ",");
+		const struct approve_name *a = approve_lookup(p, n, other);
+		if (!a) {
+			snprintf(msg, MGATE_MSG_MAX, "--approve: unknown mode '%.*s' (elicitation, %s, auto=LEVEL, deny)",
+				 (int)(n > 40 ? 40 : n), p, cfg_channel_name(other));
+			return -EINVAL;
+		}
+		if (a->ch == CFG_CHAN_ELICITATION) {
+			m->elicitation = true;
+		} else {
+			m->other_first = m->other_first || !m->elicitation; /* listed first */
+			m->other = true;
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+void mgate_approve_apply(const struct mgate_approve *m, enum cfg_channel other, struct cfg_approval *a,
+			 struct mgate_channels *out)
+{
+	if (!m->given) {
+		mgate_channels(a, other, out);
+		return;
+	}
+	*out = (struct mgate_channels){.elicitation = m->elicitation, .other = m->other, .other_first = m->other_first};
+	/* Nobody to ask (auto=LEVEL, deny): the policy decides alone, denying what it cannot approve
+	 * (risk.c: no channel is a denial). The operator's flag is the policy; no caller approves
+	 * its own call. */
+	a->channel_bits = (m->elicitation ? 1u << CFG_CHAN_ELICITATION : 0) | (m->other ? 1u << other : 0);
+	if (m->auto_level_set)
+		a->auto_approve_up_to = m->auto_level;
+}
+
+/* Appends to buf[0..cap) at *n, clamped: the text stays terminated when it does not fit. */
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+{
+	if (*n >= cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(buf + *n, cap - *n, fmt, ap);
+	va_end(ap);
+	*n = w < 0 ? cap : *n + (size_t)w;
+}
+
+void mgate_approve_help(enum cfg_channel other, int col, char *buf, size_t cap)
+{
+	const char *oname = cfg_channel_name(other);
+	const int sub = col + 14; /* a mode's explanation */
+	size_t n = 0;
+	if (cap)
+		buf[0] = 0;
+	append(buf, cap, &n, "  %-*swho approves a call the risk rules put to a human:\n", col - 2, "--approve MODE");
+	for (size_t i = 0; i < AL_ARRAY_SIZE(approve_names); i++) {
+		const struct approve_name *a = &approve_names[i];
+		if (a->ch != CFG_CHAN_ELICITATION && a->ch != other)
+			continue;
+		const char *nl = strchr(a->help, '\n');
+		int first = (int)(nl ? (size_t)(nl - a->help) : strlen(a->help));
+		append(buf, cap, &n, "%*s%-13s %.*s\n", col, "", a->name, first, a->help);
+		if (nl)
+			append(buf, cap, &n, "%*s%s\n", sub, "", nl + 1);
+	}
+	append(buf, cap, &n, "%*selicitation,%s / %s,elicitation: the first one\n", col, "", oname, oname);
+	append(buf, cap, &n, "%*sthat can ask (elicitation only if the client declared it)\n", sub, "");
+	append(buf, cap, &n, "%*sauto=LEVEL    nobody: approved up to LEVEL (LOW, MEDIUM, HIGH,\n", col, "");
+	append(buf, cap, &n, "%*sCRITICAL), denied above; audited as approval.by=auto\n", sub, "");
+	append(buf, cap, &n, "%*sdeny          nobody: denied\n", col, "");
+	append(buf, cap, &n, "%*sDefault: the configuration's approval.channels, in order\n", col, "");
 }

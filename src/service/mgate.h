@@ -29,4 +29,30 @@ struct mgate_channels {
 };
 void mgate_channels(const struct cfg_approval *a, enum cfg_channel other, struct mgate_channels *out);
 
+/* --approve MODE, the same choice on airlock mcp and airlock serve (one table, mgate.c): who
+ * decides a call the risk rules put to a human. `other` is the front end's own channel
+ * (CFG_CHAN_TERMINAL: airlock mcp's prompt; CFG_CHAN_HTTP: airlock serve's approvals queue). An
+ * operator's auto=LEVEL is the approval policy's auto_approve_up_to: the audit log says
+ * approval.by=auto for each call it let run, never a human's name. */
+struct mgate_approve {
+	bool given;	  /* --approve was given: it replaces approval.channels */
+	bool elicitation; /* ask the client's user (MCP elicitation) */
+	bool other;	  /* ask on the front end's own channel */
+	bool other_first; /* listed before elicitation */
+	bool auto_level_set;
+	enum cfg_risk auto_level;
+};
+#define MGATE_MSG_MAX 192
+/* "elicitation", the front end's channel, a comma list of them, "auto=LEVEL", "deny". 0, or
+ * -EINVAL with the reason in msg. */
+int mgate_approve_parse(const char *arg, enum cfg_channel other, struct mgate_approve *m, char msg[MGATE_MSG_MAX]);
+/* The channels the front end's sessions may ask on: m's when given (its choice replaces
+ * approval.channels in a, and auto=LEVEL its auto_approve_up_to; nobody to ask denies what the
+ * policy does not approve), else approval.channels' (mgate_channels). */
+void mgate_approve_apply(const struct mgate_approve *m, enum cfg_channel other, struct cfg_approval *a,
+			 struct mgate_channels *out);
+/* The --approve lines of the front end's usage text into buf (newline-terminated), its options'
+ * explanations starting at column col. */
+void mgate_approve_help(enum cfg_channel other, int col, char *buf, size_t cap);
+
 #endif

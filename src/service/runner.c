@@ -311,6 +311,13 @@ enum svc_step svc_call_begin(struct svc_call *c, const struct svc_port *port, vo
 	c->owner = owner;
 	c->begun = true;
 	c->d = (struct srv_gate_decision){.verdict = SRV_GATE_DENY};
+	/* A call the manager would refuse at once (an install in a sandbox without a route to its
+	 * registry) is refused now, with its cause: a human is never asked to approve what cannot
+	 * run, and nothing reaches the manager. */
+	struct al_error perr = {0};
+	int pr = tl_precheck(c->rn->mgr, c->tool, c->args, c->for_owner[0] ? c->for_owner : c->who.name, &perr);
+	if (pr < 0)
+		return refuse(c, ref, SRV_CALL_REQUEST_FAILED, pr, perr.msg[0] ? perr.msg : "the request failed");
 	if (g)
 		g->check(g->ctx, tl_name(c->tool), c->args, &c->d);
 	else

@@ -21,10 +21,11 @@
 	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                              \
 	"\"description\":\"A sandbox made by code_create_sandbox. Omit it to use this session's own sandbox " \
 	"(made on first use, destroyed when the session ends).\"}"
-/* code_destroy_sandbox: always an explicit id (the session's own goes with the session). */
-#define DESTROY_ID_PROP                                                          \
-	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128," \
-	"\"description\":\"The sandbox to destroy.\"}"
+/* code_destroy_sandbox: without an id, the session's own (a reset: the next call gets a new one). */
+#define DESTROY_ID_PROP                                                                                     \
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                            \
+	"\"description\":\"The sandbox to destroy. Omit it to destroy this session's own sandbox (its files, " \
+	"packages and interpreter state): the next call without sandbox_id gets a new, empty one.\"}"
 #define LANGUAGE_PROP                                                                                                 \
 	"\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\",\"shell\",\"ruby\",\"php\",\"perl\"]," \
 	"\"description\":\"The interpreter that runs the code.\"}"
@@ -193,7 +194,7 @@ static const char timeout_input[] =
 	"\"required\":[\"sandbox_id\",\"lifetime\"],\"additionalProperties\":false}";
 
 static const char destroy_input[] = "{\"type\":\"object\",\"properties\":{" DESTROY_ID_PROP "},"
-				    "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
+				    "\"additionalProperties\":false}";
 
 static const char file_input[] =
 	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
@@ -412,7 +413,8 @@ static const struct tool_def tools[TL__COUNT] = {
 		 "\"openWorldHint\":false}",
 		 start_create, result_created},
 	[TL_DESTROY_SANDBOX] = {"code_destroy_sandbox", "Destroy a sandbox",
-				"Destroys a persistent sandbox: its processes, files and packages are gone.",
+				"Destroys a sandbox: its processes, files and packages are gone. Without sandbox_id "
+				"it resets this session's own sandbox: the next call gets a new, empty one.",
 				destroy_input, sandbox_output,
 				"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
 				"\"openWorldHint\":false}",
@@ -986,6 +988,21 @@ static int start_upload(const struct srv_mgr_api *m, const json_t *args, const c
 	return al_err(err, ENOTSUP, "an upload's bytes come only with the JSON API's PUT");
 }
 
+int tl_precheck(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
+		struct al_error *err)
+{
+	if (id != TL_INSTALL_PACKAGE || !m->install_check)
+		return 0;
+	int rc;
+	struct srv_install_req req = {
+		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
+	cleanup_free const char **pkgs = strings_of(json_object_get(args, "packages"), &req.n_packages, &rc);
+	if (rc < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	req.packages = pkgs;
+	return m->install_check(m->ctx, &req, err);
+}
+
 int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
 	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
@@ -1101,17 +1118,16 @@ static json_t *result_context(const json_t *args, const struct srv_result *r, bo
 	return o;
 }
 
-/* A cell's figures as MCP image content; in the text copy, a note replaces each image's bytes. */
-static int add_images(json_t *content, json_t *text_copy)
+/* A cell's figures as MCP image content (the text content names each one). */
+static int add_images(json_t *content, const json_t *structured)
 {
-	json_t *ims = json_object_get(json_object_get(text_copy, "cell"), "images");
+	json_t *ims = json_object_get(json_object_get(structured, "cell"), "images");
 	size_t i;
 	json_t *im;
 	json_array_foreach(ims, i, im) {
 		json_t *item = json_pack("{s:s,s:O,s:s}", "type", "image", "data", json_object_get(im, "data"),
 					 "mimeType", "image/png");
-		if (!item || json_array_append_new(content, item) < 0 ||
-		    json_object_set_new(im, "data", json_string("(the image content block)")) < 0)
+		if (!item || json_array_append_new(content, item) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -1245,13 +1261,10 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
 	json_t *structured = tools[id].result(args, r, &is_error);
 	if (!structured)
 		return NULL;
-	/* The spec asks for the structured result's JSON as text too, for clients that predate
-	 * structuredContent. */
-	json_t *copy = json_deep_copy(structured);
+	/* The text is what a model reads, short (tl_brief); the whole result is structuredContent. */
 	json_t *images = json_array();
-	int rc = copy && images ? add_images(images, copy) : -ENOMEM;
-	cleanup_free char *text = rc == 0 ? json_dumps(copy, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
-	json_decref(copy);
+	int rc = images ? add_images(images, structured) : -ENOMEM;
+	cleanup_free char *text = rc == 0 ? tl_brief(id, args, structured) : NULL;
 	if (!text) {
 		json_decref(images);
 		json_decref(structured);

@@ -49,9 +49,19 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 int tl_start(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
 	     const struct srv_sink *sink, struct srv_op **op, struct al_error *err);
 
-/* The CallToolResult for a finished operation: structuredContent, its JSON as text content, and
- * isError when the program failed or the request did (result->error). NULL on ENOMEM. */
+/* What the manager would refuse at once (manager/api.h install_check), asked before the call is
+ * classified and approved: 0, or -errno with err set. */
+int tl_precheck(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
+		struct al_error *err);
+
+/* The CallToolResult for a finished operation: structuredContent, a short text content made of it
+ * (tl_brief), a cell's figures as image content, and isError when the program failed or the
+ * request did (result->error). NULL on ENOMEM. */
 json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r);
+/* The text content of a tool's result, made of its structuredContent st: what a model needs (the
+ * output, a cell's value or error, a status line when the program did not exit 0), not the whole
+ * verdict. malloc'd; NULL on ENOMEM. */
+char *tl_brief(enum tl_id id, const json_t *args, const json_t *st);
 /* A CallToolResult with isError and one text block. */
 json_t *tl_error_result(const char *text);
 /* Whether a manager errno is the request's fault (a tool error the model can act on) rather

@@ -7,17 +7,22 @@
  * as for any job. Execs are jobs of their own (policy->attach, backend/native/attach.c). Destroy
  * closes the control socket (init exits, and with it every process of the sandbox) and frees the
  * job (reap, cgroup removal, proxy stop). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "airlock/airlock.h"
 #include "image/image.h"
 #include "job.h"
+#include "kit/pidfd.h"
 #include "policy/policy.h"
 #include "util/error.h"
 #include "util/fdpass.h"
@@ -217,6 +222,87 @@ int al_sandbox_usage(struct al_sandbox *sb, struct al_sandbox_usage *out)
 	out->memory_bytes = u.memory_bytes;
 	out->peak_memory_bytes = u.peak_memory_bytes;
 	return 0;
+}
+
+/* How long a connect to the sandbox's loopback may take: no packet leaves the host, so a listener
+ * answers at once; only a full accept queue makes it wait. */
+#define SANDBOX_CONNECT_MS 5000
+
+/* Connects fd (non-blocking) to sa: 0, or -errno (-ECONNREFUSED: nothing listens there). */
+static int connect_wait(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	if (connect(fd, sa, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	struct pollfd pf = {.fd = fd, .events = POLLOUT};
+	int n;
+	while ((n = poll(&pf, 1, SANDBOX_CONNECT_MS)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return n == 0 ? -ETIMEDOUT : -errno;
+	int e = 0;
+	socklen_t el = sizeof(e);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+		return -errno;
+	return -e;
+}
+
+static int connect_family(struct al_sandbox *sb, int family, uint16_t port, int *out, struct al_error *err)
+{
+	int fd = -1;
+	int r = be_held_socket(&sb->held, family, &fd, err);
+	if (r < 0)
+		return r;
+	struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	/* Safe: the address is ours (the sandbox's own loopback), never one the sandbox or the client names. */
+	r = family == AF_INET ? connect_wait(fd, (struct sockaddr *)&v4, sizeof(v4))
+			      : connect_wait(fd, (struct sockaddr *)&v6, sizeof(v6));
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*out = fd;
+	return 0;
+}
+
+int al_sandbox_connect(struct al_sandbox *sb, uint16_t port, int *fd, struct al_error *err)
+{
+	if (!sb || port == 0)
+		return al_err(err, EINVAL, "port %u: ports are 1 to 65535", (unsigned)port);
+	if (!al_sandbox_alive(sb))
+		return al_err(err, ESRCH, "the sandbox is gone");
+	int r = connect_family(sb, AF_INET, port, fd, err);
+	/* A server bound to ::1 alone (some bind "localhost" that way). */
+	if (r == -ECONNREFUSED && connect_family(sb, AF_INET6, port, fd, NULL) == 0)
+		return 0;
+	if (r == -ECONNREFUSED)
+		return al_err(err, ECONNREFUSED, "nothing listens on port %u of the sandbox's loopback", (unsigned)port);
+	if (r < 0 && !(err && err->msg[0]))
+		return al_err_sys(err, -r, "connecting to port %u of the sandbox's loopback", (unsigned)port);
+	return r;
+}
+
+int al_sandbox_net_file(struct al_sandbox *sb, const char *name, struct al_error *err)
+{
+	if (strcmp(name, "tcp") != 0 && strcmp(name, "tcp6") != 0)
+		return al_err(err, EINVAL, "no such network table: %s", name);
+	pid_t pid = sb->job ? pfd_pid(sb->job->proc.pidfd) : -ESRCH;
+	if (pid < 0)
+		return al_err(err, ESRCH, "the sandbox is gone");
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return al_err_sys(err, errno, "reading the sandbox's %s", name);
+	/* Opened by pid: only still init's while init lives (a pid is reused only after its reaping,
+	 * which is ours to do). Alive after the open, so the file is the sandbox's own. */
+	if (!al_sandbox_alive(sb)) {
+		close(fd);
+		return al_err(err, ESRCH, "the sandbox is gone");
+	}
+	return fd;
 }
 
 void al_sandbox_destroy(struct al_sandbox *sb)

@@ -52,6 +52,16 @@ class Exec(threading.Thread):
         self.result = http("POST", f"/v1/sandboxes/{self.sandbox}/exec", CLIENT, {"language": "shell", "code": self.code})
 
 
+def refused(result):
+    """An exec that did not run: refused at once (4xx), or (a reviewer was asked, so its stream had
+    started with the pending approval) a stream that ends with a 403 error line and no result."""
+    if result is None:
+        return False
+    lines = [json.loads(l) for l in result[1].splitlines() if l.strip()] if result[0] == 200 else []
+    return result[0] >= 400 or (bool(lines) and lines[0].get("status") == "pending" and
+                                lines[-1].get("status") == 403 and not any("result" in l for l in lines))
+
+
 def pending(expect_code):
     """Waits until the server lists a pending call holding expect_code; returns (item, when)."""
     for _ in range(500):
@@ -171,7 +181,7 @@ def step_deny(b, sb):
     check(b.wait("document.body.dataset.live === 'off'", 2) is True, "a dropped stream is noticed")
     check(b.wait("document.body.dataset.live === 'sse'", 5) is True, "and reconnected")
     stream_only(b)
-    ex = Exec(sb, f"touch denied-{M}.txt # {hostile}")
+    ex = Exec(sb, f"echo //example.com/x-{M} | cat; touch denied-{M}.txt # {hostile}")
     item, listed = pending(f"denied-{M}")
     shown = item is not None and card_of(b, item) is True
     lag = time.monotonic() - listed if listed else 99
@@ -179,12 +189,15 @@ def step_deny(b, sb):
     polling(b)
     sel = f"#approvals .card[data-id=\"{item['id']}\"]"
     check(hostile in b.eval(f"document.querySelector('{sel} .code').textContent"), "markup in the code is shown as text")
+    greyed = b.eval(f"[...document.querySelectorAll('{sel} .code .com')].map(e => e.textContent).join('')")
+    check(greyed.startswith("#") and "example.com" not in greyed,
+          f"shell: '//' is no comment, '#' at a word's start is ({greyed[:60]!r})")
     check(b.eval(f"document.querySelectorAll('{sel} img, {sel} script').length === 0 && window.pwned === undefined"),
           "and never becomes an element or runs")
     b.eval(f"document.querySelector('{sel}').focus(); true")
     b.key("d")
     ex.join(60)
-    check(ex.result is not None and ex.result[0] != 200, f"d denies the focused call ({ex.result and ex.result[0]})")
+    check(refused(ex.result), f"d denies the focused call ({ex.result and ex.result[1][-200:]})")
     check(b.eval(f"document.querySelector('{sel}') && document.querySelector('{sel}').dataset.outcome") in ("denied", None),
           "the card says denied")
     check(f"denied-{M}.txt" not in files(sb), "the denied call did not run")
@@ -218,7 +231,7 @@ def step_timeout(b, sb):
     check(left in [f"0:{n:02d}" for n in range(10, 0, -1)], f"its countdown counts down the rule's timeout ({left})")
     check(b.wait(f"!document.querySelector('{sel}')", 20) is True, "it leaves the page when it times out")
     ex.join(60)
-    check(ex.result is not None and ex.result[0] != 200, "the timed-out call was refused")
+    check(refused(ex.result) and '"status":"timed-out"' in ex.result[1], "the timed-out call was refused, its stream says timed-out")
     check(f"quick-{M}.txt" not in files(sb), "the timed-out call did not run")
 
 

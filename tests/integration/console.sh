@@ -21,13 +21,14 @@ export AIRLOCK_IMAGES=$dir/store
 al_image_import "$dir" bb
 digest=$AL_IMAGE_DIGEST
 # The first rule whose pattern matches decides: "quick-" calls time out after 10 s (long enough for
-# a loaded host to show the card and its countdown before then).
+# a loaded host to show the card and its countdown before then). "asked" is written in PCRE (\h, a
+# horizontal space, which a JavaScript RegExp reads as "h"): the page marks what the server matched.
 cat >"$confdir/c.yaml" <<'EOF'
 version: 1
 approval: {deny_above: CRITICAL, channels: [http]}
 rules:
 - {name: quick, tools: [code_execute], risk: HIGH, approval_timeout: 10s, when: [{param: code, matches: "quick-"}]}
-- {name: asked, tools: [code_execute], risk: HIGH, approval_timeout: 60s, when: [{param: code, matches: touch}]}
+- {name: asked, tools: [code_execute], risk: HIGH, approval_timeout: 60s, when: [{param: code, matches: 'touch(?=\h)'}]}
 - {name: the-rest, tools: ["*"], risk: LOW, require_approval: false}
 profiles: {imgs: {images: [bb]}}
 EOF

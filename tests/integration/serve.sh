@@ -77,8 +77,14 @@ al_assert_not_contains "$BODY" "root:" "a path out of the workspace"
 curl -s -N -X POST "http://127.0.0.1:$PORT/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' \
 	-d '{"language":"shell","code":"cat data/in.txt; echo; echo made > made.txt"}' >"$dir/exec.ndjson" &
 cpid=$!
+# While it waits, its stream says so at once: which approval, where to decide it.
+for _ in $(seq 50); do grep -q '"status":"pending"' "$dir/exec.ndjson" && break; sleep 0.1; done
+al_assert_contains "$(head -n 1 "$dir/exec.ndjson")" '{"type":"approval","status":"pending","approval_id":' \
+	"the waiting exec's stream names its approval at once"
+al_assert_contains "$(head -n 1 "$dir/exec.ndjson")" '"decide":"POST /v1/approvals/' "... and where to decide it"
 approve_next true
 wait "$cpid"
+al_assert_contains "$(sed -n 2p "$dir/exec.ndjson")" '"status":"approved","approval_id":' "then that it was approved"
 al_assert_contains "$(cat "$dir/exec.ndjson")" "hello $m" "exec output streamed"
 al_assert_contains "$(tail -n 1 "$dir/exec.ndjson")" '"exit_code":0' "exec's final result line"
 
@@ -88,7 +94,8 @@ curl -s -X POST "http://127.0.0.1:$PORT/v1/sandboxes/$sb/exec" -H 'Content-Type:
 cpid=$!
 approve_next false
 wait "$cpid" || true
-al_assert_contains "$(cat "$dir/denied.out")" "den" "the denied exec's answer"
+al_assert_contains "$(sed -n 2p "$dir/denied.out")" '"status":"denied"' "the denied exec's stream says denied"
+al_assert_contains "$(tail -n 1 "$dir/denied.out")" '"status":403' "... and ends with a 403 error line"
 curl -s "http://127.0.0.1:$PORT/v1/sandboxes/$sb/files?path=" >"$dir/list.json"
 al_assert_contains "$(cat "$dir/list.json")" "made.txt" "the approved exec's file is listed"
 al_assert_not_contains "$(cat "$dir/list.json")" "denied.txt" "the denied exec never ran"

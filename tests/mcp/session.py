@@ -115,6 +115,41 @@ def explicit_ids_work(call, own):
           "code_execute with network and no sandbox_id: a throwaway sandbox (%s)" % json.dumps(r)[:300])
 
 
+def text(r):
+    """The text content a model reads."""
+    return "".join(x.get("text", "") for x in r.get("result", {}).get("content", []) if x.get("type") == "text")
+
+
+def texts_are_short(call):
+    """Text content carries what a model needs, not the whole verdict (which stays in
+    structuredContent): the output, a cell's value, the error, a status line only when the
+    program did not exit 0."""
+    cases = [
+        ({"language": "python", "code": "print(6*7)"}, lambda t: t == "42", False),
+        ({"language": "python", "code": "x = 6\nx * 7"}, lambda t: t.startswith("Out[") and t.endswith("]: 42"), False),
+        ({"language": "python", "code": "print('a')\n1/0"},
+         lambda t: t.startswith("stdout:\na\nstderr:\n") and t.endswith("ZeroDivisionError: division by zero"), True),
+        ({"language": "python", "code": "import sys; sys.exit(3)", "fresh": True}, lambda t: t == "exit 3", True),
+        ({"language": "shell", "code": "ls /", "fresh": True}, lambda t: "\nusr" in t and "verdict" not in t, False),
+        ({"language": "shell", "code": "sleep 5", "timeout": 1, "fresh": True}, lambda t: t == "timed out after 1 s", True),
+        ({"language": "shell", "code": "head -c 1100000 /dev/zero | tr '\\0' x", "fresh": True},
+         lambda t: len(t) < 70000 and "[... 983.0 kB not shown here: the whole output is in structuredContent ...]" in t
+         and t.endswith("x\nstdout truncated: 51.4 kB more not shown"), True),
+    ]
+    for args, want, failed in cases:
+        r = call("code_execute", args)
+        t = text(r)
+        check(want(t) and r["result"].get("isError") is failed and "enforced" not in t,
+              "text content of %s: %r (%d characters)" % (args["code"][:30], t[-160:], len(t)))
+        check("enforced" in json.dumps(sc(r).get("verdict", {})), "structuredContent still holds the whole verdict")
+    r = call("code_write_file", {"path": "t.txt", "content": "hello"})
+    check(text(r) == "wrote 5 bytes to t.txt", "code_write_file's text: %r" % text(r))
+    r = call("code_read_file", {"path": "t.txt"})
+    check(text(r) == "hello", "code_read_file's text is the content: %r" % text(r))
+    r = call("code_list_files", {})
+    check("t.txt  5 bytes" in text(r).split("\n"), "code_list_files's text: one line per entry: %r" % text(r)[:200])
+
+
 # ---- MCP on stdio: the session ends at end of input ----------------------------------------------
 
 def over_stdio():
@@ -126,12 +161,24 @@ def over_stdio():
             s = tools[t]["inputSchema"]
             check("sandbox_id" not in s.get("required", []) and "session" in tools[t]["description"],
                   "%s: sandbox_id optional, the session's sandbox described" % t)
-        check("sandbox_id" in tools["code_destroy_sandbox"]["inputSchema"]["required"], "code_destroy_sandbox still needs an id")
+        check("sandbox_id" not in tools["code_destroy_sandbox"]["inputSchema"].get("required", []),
+              "code_destroy_sandbox: sandbox_id optional (without it: the session's own)")
+        r = c.call("code_destroy_sandbox", {})
+        check(ok(r) and "nothing to destroy" in text(r), "code_destroy_sandbox before any call: nothing made, nothing to destroy (%s)" % json.dumps(r)[:300])
         own, links = where(agent(lambda t, a: c.call(t, a)))
         check(own is not None and len(links) == 1, "stdio: the sandbox reported its network namespace")
         check(len(ns_holders(links)) > 0, "stdio: while the session lives, its sandbox has processes on the host")
         check(fds_on(c.p.pid, MADE) > 0, "stdio: while the session lives, the server holds its workspace")
         explicit_ids_work(lambda t, a: c.call(t, a), own)
+        texts_are_short(lambda t, a: c.call(t, a))
+        # A reset: without an id, the session's own sandbox goes; the next call gets a new, empty one.
+        r = c.call("code_destroy_sandbox", {})
+        check(ok(r) and sc(r).get("sandbox_id") == own, "code_destroy_sandbox without sandbox_id destroys the session's own (%s)" % json.dumps(r)[:300])
+        check(gone(links, c.p.pid), "stdio: the reset sandbox's processes and workspace are gone")
+        r = c.call("code_read_file", {"path": "out.txt"})
+        check(r["result"].get("isError") is True, "after the reset the files are gone (%s)" % json.dumps(r)[:200])
+        new, new_links = where(c.call("code_execute", {"language": "shell", "code": PROBE}))
+        check(new is not None and new != own and new_links != links, "the next call runs in a new sandbox (%s, was %s)" % (new, own))
     finally:
         check(c.close() == 0, "stdio: airlock mcp exits 0 at end of input")
     check(gone(links, None), "stdio: after end of input no process is left in the session's sandbox")

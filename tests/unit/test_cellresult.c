@@ -71,7 +71,9 @@ static void test_figure_is_image_content(void **state)
 	json_t *text = json_array_get(content, 0), *image = json_array_get(content, 1);
 	assert_string_equal(json_string_value(json_object_get(text, "type")), "text");
 	assert_null(strstr(json_string_value(json_object_get(text, "text")), PNG_B64)); /* said once, as the image */
-	assert_non_null(strstr(json_string_value(json_object_get(text, "text")), "\"42\""));
+	/* The text a model reads: the value, and the figure named (its bytes are the image block). */
+	assert_non_null(strstr(json_string_value(json_object_get(text, "text")), "]: 42"));
+	assert_non_null(strstr(json_string_value(json_object_get(text, "text")), "[figure 1: PNG"));
 	assert_string_equal(json_string_value(json_object_get(image, "type")), "image");
 	assert_string_equal(json_string_value(json_object_get(image, "mimeType")), "image/png");
 	assert_string_equal(json_string_value(json_object_get(image, "data")), PNG_B64);

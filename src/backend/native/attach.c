@@ -382,6 +382,45 @@ void be_held_exec_done(struct be_held *h, struct cg_job *cg, int pidfd)
 		done_remove(&now[i]);
 }
 
+/*
+ * A TCP socket of the sandbox's network namespace (hold.c, serve_socket), for the port proxy. The
+ * control socket carries spare requests too, and init answers all of them in order: under h->lock,
+ * once the worker is done with an answer it is taking (ready_wait), an answer still on its way to a
+ * spare request is taken first, as the next exec would take it (spare_get); then ours is the next
+ * answer. Init makes the socket at once (it never blocks), so the lock is held for one round trip.
+ */
+int be_held_socket(struct be_held *h, int family, int *out, struct al_error *err)
+{
+	if (!h || h->ctl_sock < 0)
+		return al_err(err, ESRCH, "the sandbox is gone");
+	struct nx_spare_req q = {.magic = NX_SOCK_MAGIC, .flags = (uint32_t)family};
+	struct nx_reply rep = {.err = EPROTO};
+	int fds[NX_MAX_FDS], nfds = 0;
+	ssize_t n = -EPIPE;
+	pthread_mutex_lock(&h->lock);
+	ready_wait(h);
+	if (h->spare_asked) {
+		h->spare_asked = false;
+		struct be_spare got = NO_SPARE;
+		if (spare_recv(h, &got) == 0)
+			h->spare = got;
+	}
+	int r = nx_send(h->ctl_sock, (char *)&q, sizeof(q), NULL, 0);
+	if (r == 0)
+		n = nx_recv(h->ctl_sock, (char *)&rep, sizeof(rep), fds, &nfds);
+	pthread_mutex_unlock(&h->lock);
+	if (n == (ssize_t)sizeof(rep) && rep.err == 0 && nfds == 1) {
+		*out = fds[0];
+		return 0;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (r < 0 || n <= 0)
+		return al_err(err, ESRCH, "the sandbox is gone (its init exited)");
+	return al_err_sys(err, n == (ssize_t)sizeof(rep) && rep.err > 0 ? rep.err : EPROTO,
+			  "a socket in the sandbox's network");
+}
+
 /* The sandbox's enforced object, told for this exec: one without the sandbox's network ran in a
  * namespace of its own holding only lo, up ("none"), whatever the sandbox was made with. */
 static char *exec_enforced(const char *held, bool own_net)

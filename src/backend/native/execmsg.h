@@ -4,7 +4,9 @@
  * the spare payload itself: argv, environment, cwd.
  *
  * One SOCK_SEQPACKET message: a header, then argc + envc + 1 NUL-terminated strings (argv...,
- * envp..., cwd). Descriptors travel beside it (SCM_RIGHTS): stdout, stderr, then stdin when
+ * envp..., cwd). A socket request (NX_SOCK_MAGIC) is answered with one descriptor, a TCP socket
+ * made in the sandbox's network namespace (the manager connects it to a port of its loopback).
+ * Descriptors travel beside it (SCM_RIGHTS): stdout, stderr, then stdin when
  * NX_STDIN is set, then the program's text (a sealed memfd) when NX_CODE is set. Decoding allocates nothing: it points into the caller's buffer. */
 #ifndef AL_NATIVE_EXECMSG_H
 #define AL_NATIVE_EXECMSG_H
@@ -26,8 +28,13 @@
 
 struct nx_spare_req {
 	uint32_t magic;
-	uint32_t flags; /* NX_NONET */
+	uint32_t flags; /* NX_NONET; for NX_SOCK_MAGIC: the address family */
 };
+
+/* "A socket, please" (same struct, this magic, flags the family: AF_INET or AF_INET6): init makes
+ * an unconnected TCP socket in the sandbox's network namespace and answers struct nx_reply with it
+ * beside (SCM_RIGHTS). Answered in order with the spare requests on the same socket. */
+#define NX_SOCK_MAGIC 0x616c786bu /* "alxk" */
 
 /* A spare payload's exec cgroup on v1, sent to the payload before its request with that cgroup's
  * `tasks` files (cg_join_fds): it moves itself in (cg_join_self) and waits on for the request. */

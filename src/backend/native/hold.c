@@ -3,6 +3,7 @@
  *   manager ──ctl socket (SEQPACKET)──▶ init (pid 1 of the sandbox, sandbox root)
  *      request: a spare, please (flags: without the sandbox's network)       (execmsg.h)
  *      reply:   errno, or the spare: its pidfd, its payload's socket, its status pipe
+ *      request: a socket, please (family)  reply: errno, or a TCP socket of the sandbox's network
  *                                         │ clone3(CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWNET])
  *                                         ▼
  *                                  exec init: pid 1 of a nested pid namespace, its own /proc, with a spare payload
@@ -118,6 +119,29 @@ out:;
 			close(all[i]);
 }
 
+/*
+ * A TCP socket made here, in the sandbox's network namespace, for the manager's port proxy: a
+ * socket keeps the namespace it was made in, so the manager connects it to 127.0.0.1:PORT of the
+ * sandbox's loopback without entering the namespace (which an ordinary user's server could not:
+ * setns needs CAP_SYS_ADMIN over the namespace's owner, the sandbox's user namespace, held only by
+ * us). Safe: the socket is unconnected, and the namespace holds lo (and, under an allowlist, the
+ * egress proxy's listener) and no route out, so it reaches nothing but the sandbox's own loopback;
+ * the manager, not the sandbox, chooses the address. socket() allocates nothing of ours and never
+ * blocks; the descriptor is ours only until it is sent.
+ */
+static void serve_socket(struct nat_child *c, uint32_t family)
+{
+	struct nx_reply r = {.err = 0};
+	int fd = -1;
+	if (family != AF_INET && family != AF_INET6)
+		r.err = EAFNOSUPPORT;
+	else if ((fd = socket((int)family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		r.err = errno;
+	(void)nx_send(c->ctl_sock, (char *)&r, sizeof(r), &fd, r.err ? 0 : 1);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Every exec init is a fork of ours, and we are a copy of the supervisor with each library it
  * loaded (TLS, JSON, YAML, archives... about a hundred mappings in a dynamically linked one): each
  * fork copied them all and each exec init's exit tore them down, for code that neither it, its
@@ -197,6 +221,10 @@ _Noreturn void nat_hold_main(struct nat_child *c)
 			close(fds[i]); /* a spare request carries none */
 		if (n == 0 || (n < 0 && n != -EMSGSIZE))
 			_exit(0); /* the manager closed the sandbox (or died): everything in it goes */
+		if (n == (ssize_t)sizeof(q) && q.magic == NX_SOCK_MAGIC) {
+			serve_socket(c, q.flags);
+			continue;
+		}
 		if (n != (ssize_t)sizeof(q) || q.magic != NX_SPARE_MAGIC || (q.flags & ~NX_NONET)) {
 			struct nx_reply r = {.err = EPROTO};
 			(void)send(c->ctl_sock, &r, sizeof(r), MSG_NOSIGNAL);

@@ -249,8 +249,8 @@ function card(item) {
   fact(dl, 'Digest', item.digest, 'digest');
   fact(dl, 'Time left', el('span', {class: 'countdown'}));
   li.append(dl);
-  const marks = patternMarks(why.rule, req, dl);
-  if (typeof req.code === 'string') li.append(codeView(req.code, marks));
+  const marks = patternMarks(why.rule, item, dl);
+  if (typeof req.code === 'string') li.append(codeView(req.code, marks, req.language));
   const ok = el('button', {type: 'button', class: 'approve', text: 'Approve (a)'});
   const no = el('button', {type: 'button', class: 'deny', text: 'Deny (d)'});
   ok.addEventListener('click', () => decide(li, true));
@@ -259,40 +259,69 @@ function card(item) {
   return li;
 }
 
-// Marks where the deciding rule's patterns match the code. PCRE and JavaScript agree on the
-// patterns rules use; one JavaScript cannot compile is said so, not silently left unmarked.
-function patternMarks(ruleName, req, dl) {
+// Marks where the deciding rule's patterns matched the code: the server's own matches (item.marks,
+// found by the same PCRE2 engine that classified the call), never a JavaScript re-run of the
+// pattern, which reads PCRE differently (\h is "h" to a RegExp) and would mark other text.
+function patternMarks(ruleName, item, dl) {
   const rule = state.rules.get(ruleName);
+  for (const c of (rule && rule.when) || []) {
+    if (c.matches !== undefined) fact(dl, 'Pattern', c.param + ' ~ ' + c.matches, 'pattern');
+  }
+  const code = (item.request || {}).code;
+  if (typeof code !== 'string' || !Array.isArray(item.marks)) return [];
+  const unit = utf16Offsets(code);
   const marks = [];
-  if (!rule) return marks;
-  for (const c of rule.when || []) {
-    if (c.matches === undefined) continue;
-    let src = c.matches, flags = 'g';
-    const inline = /^\(\?([imsx]+)\)/.exec(src);
-    if (inline) { src = src.slice(inline[0].length); flags += inline[1].replace('x', ''); }
-    let re;
-    try { re = new RegExp(src, flags); } catch (e) { fact(dl, 'Pattern', c.matches + ' (cannot be marked here)'); continue; }
-    fact(dl, 'Pattern', c.param + ' ~ ' + c.matches, 'pattern');
-    if (c.param !== 'code' || typeof req.code !== 'string') continue;
-    for (let m; (m = re.exec(req.code)) !== null;) {
-      if (m[0].length === 0) { re.lastIndex++; continue; }
-      marks.push([m.index, m.index + m[0].length]);
-    }
+  for (const m of item.marks) {
+    const a = unit.get(m.start), b = unit.get(m.end);
+    if (a !== undefined && b !== undefined && a < b) marks.push([a, b]);
   }
   return marks;
+}
+
+// The server counts the code's UTF-8 bytes; the page indexes UTF-16 units: byte offset -> unit
+// offset, at every character boundary (a mark never starts inside a character).
+function utf16Offsets(code) {
+  const map = new Map();
+  let bytes = 0, i = 0;
+  while (i < code.length) {
+    map.set(bytes, i);
+    const cp = code.codePointAt(i);
+    bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    i += cp > 0xffff ? 2 : 1;
+  }
+  map.set(bytes, i);
+  return map;
 }
 
 const KEYWORDS = 'import|from|def|class|return|if|elif|else|for|while|in|not|and|or|try|except|finally|with|as|' +
   'lambda|yield|pass|break|continue|raise|global|None|True|False|function|const|let|var|new|async|await|' +
   'then|do|done|fi|case|esac|export|require|of|exec|eval';
-const TOKENS = new RegExp('(#[^\\n]*|//[^\\n]*)|("(?:[^"\\\\\\n]|\\\\.)*"|\'(?:[^\'\\\\\\n]|\\\\.)*\'|`(?:[^`\\\\]|\\\\.)*`)' +
-  '|\\b(\\d+(?:\\.\\d+)?)\\b|\\b(' + KEYWORDS + ')\\b', 'g');
+// Comments by language: '#' in Python, Ruby, Perl and PHP; in shell only at the start of a word
+// (a#b and ${#x} are not comments); '//' in JavaScript and PHP, never in shell ('curl
+// //example.com/x | sh' must not read as a comment).
+const COMMENTS = {
+  shell: '(?<![^\\s;&|()<>])#[^\\n]*',
+  javascript: '//[^\\n]*',
+  php: '#[^\\n]*|//[^\\n]*',
+};
+const STRINGS = '"(?:[^"\\\\\\n]|\\\\.)*"|\'(?:[^\'\\\\\\n]|\\\\.)*\'|`(?:[^`\\\\]|\\\\.)*`';
+const tokenCache = new Map();
+function tokens(language) {
+  const key = COMMENTS[language] ? language : 'other';
+  if (!tokenCache.has(key)) {
+    const com = COMMENTS[key] || '#[^\\n]*';
+    tokenCache.set(key, new RegExp('(' + com + ')|(' + STRINGS + ')|\\b(\\d+(?:\\.\\d+)?)\\b|\\b(' + KEYWORDS + ')\\b', 'g'));
+  }
+  return tokenCache.get(key);
+}
 
 // A syntax class per UTF-16 unit of code: comments, strings, numbers, keywords (a light touch
-// across Python, JavaScript and shell; the marks and the visible characters are what matter).
-function highlight(code) {
+// across the languages; the marks and the visible characters are what matter).
+function highlight(code, language) {
   const cls = new Array(code.length).fill('');
-  for (let m; (m = TOKENS.exec(code)) !== null;) {
+  const re = tokens(language);
+  re.lastIndex = 0;
+  for (let m; (m = re.exec(code)) !== null;) {
     const name = m[1] ? 'com' : m[2] ? 'str' : m[3] ? 'num' : 'kw';
     for (let i = m.index; i < m.index + m[0].length; i++) cls[i] = name;
   }
@@ -347,8 +376,8 @@ function lineNodes(code, from, to, syn, marked) {
   return td;
 }
 
-function codeView(code, marks) {
-  const syn = highlight(code);
+function codeView(code, marks, language) {
+  const syn = highlight(code, language);
   const marked = new Uint8Array(code.length);
   for (const [a, b] of marks) marked.fill(1, a, b);
   const body = el('tbody');
@@ -424,6 +453,22 @@ function imageCell(x) {
   return el('td', {title: x.image_digest}, x.image + ' ', el('span', {class: 'digest', text: x.image_digest.slice(0, 19) + '…'}));
 }
 
+// A sandbox's listening ports, each a link to its proxied path. The path is the owner's: an
+// approver is not let in there (404) unless the owner gave a port token. It opens in a new tab
+// without an opener or referrer, and whatever the sandbox serves there runs under a CSP sandbox
+// (an opaque origin): it can read neither this page's storage (the approver's token) nor the API.
+function portsCell(x) {
+  const ports = x.ports || [];
+  if (!ports.length) return el('td', {text: '—'});
+  const td = el('td', {class: 'ports'});
+  ports.forEach((p, i) => {
+    if (i) td.append(' ');
+    td.append(el('a', {href: p.url, target: '_blank', rel: 'noopener noreferrer',
+      title: p.address + ':' + p.port + ' in the sandbox (its owner, or a port token, opens it)', text: String(p.port)}));
+  });
+  return td;
+}
+
 function sandboxRow(x) {
   const destroy = el('button', {type: 'button', class: 'destroy', text: 'Destroy', 'aria-label': 'Destroy sandbox ' + x.id + ' of ' + x.owner});
   destroy.addEventListener('click', () => confirmDestroy(tr, x));
@@ -433,7 +478,7 @@ function sandboxRow(x) {
     el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
     el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
     el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}),
-    el('td', {class: 'act'}, el('div', {class: 'actbox'}, destroy)));
+    portsCell(x), el('td', {class: 'act'}, el('div', {class: 'actbox'}, destroy)));
   return tr;
 }
 
