@@ -42,6 +42,7 @@ const char *const cfg_tools[] = {
 	"code_file",	   "code_upload", /* the JSON API's streamed uploads: size and sha256, not content */
 	"code_process",
 	"code_set_sandbox_timeout",
+	"code_watch",
 };
 const size_t cfg_ntools = AL_ARRAY_SIZE(cfg_tools);
 

@@ -43,6 +43,7 @@ struct hx_call {
 	struct chunk *head, *tail;
 	size_t queued;
 	uint64_t dropped;
+	uint64_t dropped_events; /* SRV_EVENT chunks (a watch's events) dropped past the budget */
 	struct srv_result *result;
 	bool done;
 	bool answered; /* the approval queue called back */
@@ -165,6 +166,7 @@ static void sink_output(void *cookie, enum srv_stream stream, const char *data, 
 		pthread_cond_broadcast(&c->cv);
 	} else if (c->want_output) {
 		c->dropped += len;
+		c->dropped_events += stream == SRV_EVENT;
 	}
 	pthread_mutex_unlock(&c->mu);
 }
@@ -473,6 +475,10 @@ static int emit(struct hx_call *c, const char *name, json_t *steal)
 /* One chunk as an output event; a character cut by the chunk boundary waits for the next one. */
 static int emit_output(struct hx_call *c, enum srv_stream stream, const char *data, size_t len, bool final)
 {
+	if (stream == SRV_EVENT) { /* a whole JSON object (a watch's event): its own line, as it is */
+		json_t *ev = json_loadb(data, len, 0, NULL);
+		return ev ? emit(c, "event", ev) : 0;
+	}
 	int k = stream == SRV_STDERR;
 	cleanup_free char *joined = NULL;
 	size_t send;
@@ -511,8 +517,10 @@ static int emit_result(struct hx_call *c)
 	json_t *full = tl_result(c->tool, c->args, res);
 	json_t *sc = json_object_get(full, "structuredContent");
 	bool failed = json_is_true(json_object_get(full, "isError"));
-	r = sc ? emit(c, "result", json_pack("{s:O,s:I}", "result", sc, "stream_dropped_bytes", (json_int_t)c->dropped))
-	       : -ENOMEM;
+	json_t *last = sc ? json_pack("{s:O,s:I}", "result", sc, "stream_dropped_bytes", (json_int_t)c->dropped) : NULL;
+	if (last && c->dropped_events)
+		json_object_set_new(last, "stream_dropped_events", json_integer((json_int_t)c->dropped_events));
+	r = last ? emit(c, "result", last) : -ENOMEM;
 	json_decref(full);
 	svc_call_end(c->sc, failed ? SRV_CALL_PROGRAM_FAILED : SRV_CALL_OK, res, NULL);
 	return r;

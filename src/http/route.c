@@ -69,6 +69,8 @@ static const struct route routes[] = {
 	{"DELETE", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_close_stdin, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/processes/{}/signal", api_proc_signal, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/processes/{}/resize", api_proc_resize, BODY_JSON, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/watch", api_watch, BODY_NONE, ROLE_CLIENT},
+	{"GET", "/v1/sandboxes/{}/watch/{*}", api_watch, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/approvals", api_approvals, BODY_NONE, ROLE_ANY},
 	{"POST", "/v1/approvals/{}", api_decide, BODY_JSON, ROLE_APPROVER},
 	{"GET", "/v1/approvals/events", api_approval_events, BODY_NONE, ROLE_ANY},

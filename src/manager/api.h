@@ -50,6 +50,7 @@
 enum srv_stream {
 	SRV_STDOUT = 1,
 	SRV_STDERR = 2,
+	SRV_EVENT = 3, /* one event of a watch: a JSON object's text (not program output) */
 };
 
 /* Resource knobs a client may set on a sandbox (a profile's posture cannot be widened).
@@ -197,6 +198,19 @@ struct srv_file_req {
 };
 
 
+/* A watch of a directory of the workspace (watch.c): its events (on_output with SRV_EVENT, one JSON
+ * object each: type create|write|remove|rename|chmod|overflow, path relative to the workspace,
+ * is_dir) until the caller cancels, wait_ms passes, or the sandbox ends; then on_done with the
+ * summary (result->watch_json). collect: the events in the summary too (bounded), none on_output. */
+struct srv_watch_req {
+	const char *owner;
+	const char *sandbox_id;
+	const char *path; /* NULL or "": the workspace */
+	bool recursive;
+	uint64_t wait_ms; /* 0: until cancelled or the sandbox ends */
+	bool collect;
+};
+
 /* read_file, list_files (path NULL: the workspace root), destroy_sandbox (path NULL). */
 struct srv_path_req {
 	const char *owner;
@@ -257,6 +271,7 @@ struct srv_result {
 	char *ended;
 	const char *ended_reason;
 	uint64_t ends_unix_ms; /* create, set_timeout: when the sandbox ends (wall clock, ms), 0: never */
+	char *watch_json; /* watch: the summary (JSON object) */
 };
 
 struct srv_result *srv_result_new(void);
@@ -371,6 +386,9 @@ struct srv_mgr_api {
 			  struct al_error *err);
 	int (*port_token)(void *ctx, const struct srv_port_req *req, char *token, uint64_t *expires_unix_ms,
 			  struct al_error *err);
+	/* Optional (NULL: ENOTSUP): a watch of a directory; a bad path fails the start call. */
+	int (*watch)(void *ctx, const struct srv_watch_req *req, const struct srv_sink *sink, struct srv_op **op,
+		     struct al_error *err);
 };
 
 #endif

@@ -444,8 +444,8 @@ int op_start_thread(struct sbm *m, struct srv_op *op, void *(*fn)(void *), struc
 		return al_err(err, ESHUTDOWN, "the server is shutting down");
 	}
 	/* Executions a principal has queued or running: one client's flood waits in nobody's way. */
-	/* A reader of a background process's output runs nothing: not an execution of the quota. */
-	bool execution = op->kind != OP_CREATE && op->kind != OP_PROCESS;
+	/* A reader of a background process's output, or a watch, runs nothing: not an execution of the quota. */
+	bool execution = op->kind != OP_CREATE && op->kind != OP_PROCESS && op->kind != OP_WATCH;
 	int q = !execution ? 0 : mq_take(&m->execs_of, op->owner, qe);
 	if (q < 0) {
 		pthread_mutex_unlock(&m->mu);
@@ -707,6 +707,7 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.port_connect = sbm_port_connect,
 		.list_ports = sbm_list_ports,
 		.port_token = sbm_port_token,
+		.watch = sbm_watch,
 	};
 }
 

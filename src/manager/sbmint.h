@@ -78,6 +78,7 @@ struct sbx {
 	char *meta_json;      /* its metadata, a JSON object's text ("{}" without any; never changed once set) */
 	enum sbx_end end;     /* SBX_LIVE until it ends */
 	char end_by[SRV_OWNER_MAX]; /* SBX_END_APPROVER: who */
+	unsigned nwatches;	    /* watches of its workspace running (watch.c; under m->mu) */
 	struct sbm_port_token *port_tokens; /* SBM_PORT_TOKENS_MAX slots (sbports.c), or NULL (under m->mu) */
 };
 
@@ -130,7 +131,8 @@ enum op_kind {
 	OP_DESTROY,
 	OP_CELL,
 	OP_CONTEXT,
-	OP_PROCESS
+	OP_PROCESS,
+	OP_WATCH
 };
 
 struct srv_op {
@@ -166,6 +168,7 @@ struct srv_op {
 	uint64_t lifetime_ms; /* OP_CREATE: srv_create_req.lifetime_ms */
 	char *meta_json;      /* OP_CREATE: the metadata as a JSON object's text, or NULL */
 	unsigned pty_cols, pty_rows; /* OP_EXEC (background): its terminal's first size, 0: none */
+	struct watch *watch;  /* OP_WATCH: its state (watch.c), owned by its worker */
 };
 
 /* ---- sbmgr.c: the table, policies, operations ---- */
@@ -263,6 +266,11 @@ void sbproc_kill_all_locked(struct sbx *s);
 void sbproc_free_all(struct sbx *s);
 int sbm_process(void *ctx, const struct srv_process_req *req, const struct srv_sink *sink, struct srv_op **out,
 		struct al_error *err);
+
+/* ---- watch.c: directory watches ---- */
+
+int sbm_watch(void *ctx, const struct srv_watch_req *req, const struct srv_sink *sink, struct srv_op **out,
+	      struct al_error *err);
 
 /* ---- sbpool.c: the warm pool, expiry, and the housekeeper that makes every sandbox ---- */
 

@@ -39,6 +39,7 @@ bool own_wanted(const struct call *c)
 	case TL_LIST_FILES:
 	case TL_FILE:
 	case TL_DESTROY_SANDBOX: /* a reset: own_destroyed forgets it, the next call makes a new one */
+	case TL_WATCH:
 		return true;
 	case TL_UPLOAD:
 	case TL_CREATE_SANDBOX:

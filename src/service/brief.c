@@ -413,6 +413,7 @@ char *tl_brief(enum tl_id id, const json_t *args, const json_t *st)
 		fprintf(f, "sandbox %s ends at %s", or_q(sv(st, "sandbox_id")), or_q(sv(st, "ends_at")));
 		break;
 	case TL_FILE:	/* small objects: as they are */
+	case TL_WATCH:	/* the events, as they came */
 	case TL_UPLOAD: /* (not an MCP tool) */
 		json_dumpf(st, f, JSON_COMPACT);
 		break;

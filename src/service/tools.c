@@ -1,6 +1,7 @@
 /* tools.c — the tool table: one JSON Schema per tool (published and enforced), the manager call
  * it turns into, and the structured result it gives back. */
 #include "service/tools.h"
+#include "service/tlwatch.h"
 
 #include <errno.h>
 #include <math.h>
@@ -453,6 +454,12 @@ static const struct tool_def tools[TL__COUNT] = {
 			    "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
 			    "\"openWorldHint\":false}",
 			    start_timeout, result_created},
+	[TL_WATCH] = {"code_watch", "Watch a directory of a sandbox",
+		      "Watches a directory beneath a sandbox's workspace (without sandbox_id: this session's own "
+		      "sandbox), recursively or not, for wait seconds, and returns what happened there: files "
+		      "created, written, removed, renamed, their mode changed. Runs nothing.",
+		      tl_watch_input, tl_watch_output, "{\"readOnlyHint\":true,\"openWorldHint\":false}",
+		      tl_watch_start, tl_watch_result},
 };
 
 int tl_lookup(const char *name)
@@ -674,6 +681,7 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 	case TL_CONTEXT:
 	case TL_PROCESS:
 	case TL_SET_TIMEOUT:
+	case TL_WATCH:
 	case TL__COUNT:
 		break;
 	}

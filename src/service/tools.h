@@ -21,6 +21,7 @@ enum tl_id {
 	TL_FILE,   /* code_file: stat, mkdir, move, remove */
 	TL_UPLOAD, /* the JSON API's streamed uploads (a file or a tar archive); not an MCP tool */
 	TL_SET_TIMEOUT,
+	TL_WATCH, /* code_watch (tlwatch.c) */
 	TL__COUNT,
 };
 

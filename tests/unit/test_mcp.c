@@ -107,7 +107,7 @@ static void test_tools_list(void **state)
 	static const char *const names[] = {"code_execute",	    "code_install_package", "code_write_file",
 					    "code_read_file",	    "code_list_files",	    "code_create_sandbox",
 					    "code_destroy_sandbox", "code_context",	    "code_process",
-					    "code_file",	    "code_set_sandbox_timeout"};
+					    "code_file",	    "code_set_sandbox_timeout", "code_watch"};
 	struct env *e = env_open(false, 0);
 	initialize(e, "2025-11-25", false);
 	json_t *out = feed(e, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
@@ -177,7 +177,6 @@ static const struct bad_args bad_args[] = {
 	 "encoding"},
 	{"code_read_file", "{\"sandbox_id\":\"sb-a\"}", "missing required property \"path\""},
 	{"code_read_file", "{\"sandbox_id\":\"sb-a\",\"path\":\"\"}", "path: must be at least 1"},
-	{"code_destroy_sandbox", "{}", "missing required property \"sandbox_id\""},
 	{"code_create_sandbox", "{\"limits\":{\"memory_mb\":1}}", "limits.memory_mb: must be at least 16"},
 	{"code_create_sandbox", "{\"limits\":{\"memory_mb\":64.5}}", "limits.memory_mb: expected integer"},
 	{"code_create_sandbox", "{\"limits\":{\"swap\":1}}", "unknown property \"swap\""},
@@ -233,8 +232,8 @@ static void test_bad_calls(void **state)
 	assert_int_equal(error_code(out, 6), JR_INVALID_PARAMS);
 	/* No arguments at all is an empty object: here, a missing required property. */
 	out = feed(e, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/"
-		      "call\",\"params\":{\"name\":\"code_destroy_sandbox\"}}");
-	check_tool_error(out, 7, "sandbox_id");
+		      "call\",\"params\":{\"name\":\"code_read_file\"}}");
+	check_tool_error(out, 7, "path");
 	out = feed(e, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/list\"}");
 	assert_int_equal(error_code(out, 8), JR_METHOD_NOT_FOUND);
 	out = feed(e, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\",\"params\":{}}");
