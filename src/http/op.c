@@ -482,10 +482,10 @@ static int emit_output(struct hx_call *c, enum srv_stream stream, const char *da
 	int k = stream == SRV_STDERR;
 	cleanup_free char *joined = NULL;
 	size_t send;
+	if (c->base64 && !len)
+		return 0;
 	if (c->base64) { /* bytes as they are: no character to keep whole */
-		cleanup_free char *b64 = len ? txt_base64_encode(data, len) : NULL;
-		if (!len)
-			return 0;
+		cleanup_free char *b64 = txt_base64_encode(data, len);
 		return b64 ? emit(c, "output", json_pack("{s:s,s:s,s:s}", "stream", k ? "stderr" : "stdout", "data", b64,
 							 "encoding", "base64"))
 			   : -ENOMEM;
