@@ -4,7 +4,8 @@
 #       one NUL-terminated array `const char sym[]` with the bytes of IN (a kernel's source);
 #   cmake -DOUT=f.c -DDIR=src/http/console -DFILES=index.html,console.css,console.js -P embed.cmake
 #       each file becomes {name, bytes, length} in the table console_assets[]; a NUL follows the
-#       bytes only so the array is never empty, and is not counted.
+#       bytes only so the array is never empty, and is not counted. An entry NAME=PATH serves the
+#       file at PATH (relative to DIR) as NAME (a package's file under its own name).
 
 # bytes_of(PATH VAR LEN): the file's bytes as "0x..," C initialisers, 16 to a line; LEN its size.
 function(bytes_of path var len)
@@ -26,8 +27,14 @@ else()
   set(table "")
   set(i 0)
   string(REPLACE "," ";" FILES "${FILES}")
-  foreach(name IN LISTS FILES)
-    bytes_of("${DIR}/${name}" bytes len)
+  foreach(entry IN LISTS FILES)
+    set(name "${entry}")
+    set(rel "${entry}")
+    if(entry MATCHES "^([^=]+)=(.+)$")
+      set(name "${CMAKE_MATCH_1}")
+      set(rel "${CMAKE_MATCH_2}")
+    endif()
+    bytes_of("${DIR}/${rel}" bytes len)
     string(APPEND body "static const unsigned char asset${i}[] = {\n${bytes}0x00};\n")
     string(APPEND table "\t{\"${name}\", asset${i}, ${len}},\n")
     math(EXPR i "${i} + 1")

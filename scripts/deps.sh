@@ -34,3 +34,9 @@ if ! cmp -s tests/mcp/sdk/package-lock.json tests/mcp/sdk/node_modules/.airlock-
   (cd tests/mcp/sdk && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
    cp package-lock.json node_modules/.airlock-lock)
 fi
+# xterm.js, which the approver's console embeds at build time (src/http/console/npm: the versions
+# its lock file names, checked against their integrity hashes by npm ci); the build reads it there.
+if ! cmp -s src/http/console/npm/package-lock.json src/http/console/npm/node_modules/.airlock-lock 2>/dev/null; then
+  (cd src/http/console/npm && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+   cp package-lock.json node_modules/.airlock-lock)
+fi

@@ -143,6 +143,11 @@ static json_t *exec_args(const struct hx_request *rq, const char *sandbox, struc
 		if (!json_object_get(args, "language") && !set_str(args, "language", "shell"))
 			goto oom;
 	}
+	/* A terminal session without a command is the sandbox's interactive shell, with job control. */
+	if (json_object_get(args, "pty") && !json_object_get(args, "code") &&
+	    ((!json_object_get(args, "language") && !set_str(args, "language", "shell")) ||
+	     !set_str(args, "code", "exec bash -i")))
+		goto oom;
 	if (!set_str(args, "sandbox_id", sandbox))
 		goto oom;
 	return args;
@@ -150,6 +155,11 @@ oom:
 	json_decref(args);
 	hx_error(rs, 500, "out of memory");
 	return NULL;
+}
+
+bool hx_wants_sse(const struct hx_request *rq)
+{
+	return wants_sse(rq);
 }
 
 void hx_stream_tool(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,

@@ -204,7 +204,7 @@ void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char 
 
 /* The owner of live sandbox id, from the same listing the console shows; NULL when there is none
  * (destroyed, expired, a spare, never made). */
-static char *owner_of(struct hx_server *s, const char *id)
+char *hx_sandbox_owner(struct hx_server *s, const char *id)
 {
 	json_t *list = s->o.sandboxes ? s->o.sandboxes(s->o.sandboxes_ctx) : NULL;
 	char *owner = NULL;
@@ -234,7 +234,7 @@ static void admin_destroyed(struct hx_call *c, const struct srv_result *r, struc
  * the manager sees the owner (its ownership check stays the only one), the audit log names both. */
 void api_admin_destroy(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
-	cleanup_free char *owner = owner_of(s, caps[0]);
+	cleanup_free char *owner = hx_sandbox_owner(s, caps[0]);
 	if (!owner) {
 		hx_error(rs, 404, "no sandbox \"%.100s\" (never created, destroyed, or expired)", caps[0]);
 		return;

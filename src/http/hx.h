@@ -300,6 +300,15 @@ void api_proc_close_stdin(struct hx_server *s, const struct hx_request *rq, char
 			  struct hx_response *rs);
 void api_proc_signal(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_proc_output(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_proc_resize(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* The approver's read-only view of a sandbox's processes (procapi.c): list, and output. */
+void api_admin_procs(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_proc_output(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
+			   struct hx_response *rs);
+/* The owner of live sandbox id as the approver's listing names it (console.c), malloc'd; NULL: none. */
+char *hx_sandbox_owner(struct hx_server *s, const char *id);
+/* Whether rq asks for server-sent events rather than NDJSON (api.c). */
+bool hx_wants_sse(const struct hx_request *rq);
 /* Runs tool with args (stolen) as a stream of NDJSON lines, or SSE events when rq accepts them. */
 void hx_stream_tool(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
 		    struct hx_response *rs);
@@ -332,6 +341,9 @@ void hx_call_drop(struct hx_call *c);
 /* An hx_ok_fn answering 200 with the tool's structuredContent (api.c). */
 void hx_ok_structured(struct hx_call *c, const struct srv_result *r, struct hx_response *rs);
 enum tl_id hx_call_tool(const struct hx_call *c);
+/* A stream's output events carry their bytes as base64 ("encoding": "base64"): a terminal's output
+ * is not always UTF-8. Before hx_call_stream. */
+void hx_call_output_base64(struct hx_call *c);
 /* The call's bytes are in the upload's spool fd (borrowed: it outlives the call). Before running it. */
 void hx_call_spool(struct hx_call *c, int fd);
 

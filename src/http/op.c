@@ -57,6 +57,7 @@ struct hx_call {
 	char *pending;
 	size_t pending_len, pending_off;
 	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
+	bool base64;		   /* output events carry bytes as base64 (hx_call_output_base64) */
 };
 
 static void call_destroy(struct hx_call *c)
@@ -481,6 +482,14 @@ static int emit_output(struct hx_call *c, enum srv_stream stream, const char *da
 	int k = stream == SRV_STDERR;
 	cleanup_free char *joined = NULL;
 	size_t send;
+	if (c->base64 && !len)
+		return 0;
+	if (c->base64) { /* bytes as they are: no character to keep whole */
+		cleanup_free char *b64 = txt_base64_encode(data, len);
+		return b64 ? emit(c, "output", json_pack("{s:s,s:s,s:s}", "stream", k ? "stderr" : "stdout", "data", b64,
+							 "encoding", "base64"))
+			   : -ENOMEM;
+	}
 	if (txt_carry_take(&c->carry[k], data, len, final, &joined, &send) < 0)
 		return -ENOMEM;
 	if (!send)
@@ -690,6 +699,11 @@ static void stream_free(void *ctx)
 }
 
 static const struct hx_stream_ops call_stream_ops = {.read = stream_read, .free = stream_free};
+
+void hx_call_output_base64(struct hx_call *c)
+{
+	c->base64 = true;
+}
 
 void hx_call_stream(struct hx_call *c, bool sse, struct hx_response *rs)
 {

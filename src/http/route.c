@@ -68,6 +68,7 @@ static const struct route routes[] = {
 	{"POST", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_stdin, BODY_JSON, ROLE_CLIENT}, /* raw text: the API's body limit */
 	{"DELETE", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_close_stdin, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/processes/{}/signal", api_proc_signal, BODY_JSON, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/processes/{}/resize", api_proc_resize, BODY_JSON, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/watch", api_watch, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/watch/{*}", api_watch, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/approvals", api_approvals, BODY_NONE, ROLE_ANY},
@@ -77,6 +78,9 @@ static const struct route routes[] = {
 	{"GET", "/v1/console/rules", api_rules, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes", api_admin_sandboxes, BODY_NONE, ROLE_APPROVER},
 	{"DELETE", "/v1/admin/sandboxes/{}", api_admin_destroy, BODY_NONE, ROLE_APPROVER},
+	/* Read-only: an approver watches a sandbox's processes (its terminals); no stdin, resize or kill. */
+	{"GET", "/v1/admin/sandboxes/{}/processes", api_admin_procs, BODY_NONE, ROLE_APPROVER},
+	{"GET", "/v1/admin/sandboxes/{}/processes/{}/output", api_admin_proc_output, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/sandboxes/{}/ports", api_ports, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/ports/{}/token", api_port_token, BODY_JSON, ROLE_CLIENT},
 	/* Any proxied method (PROXY_METHODS); the rest of the path is the sandbox server's. */

@@ -121,11 +121,18 @@ struct srv_exec_req {
 	 * ends, is killed or its sandbox goes. keep_stdin: its stdin stays open for the process
 	 * call's "stdin" (after stdin_data), until "close_stdin". */
 	bool background, keep_stdin;
+	/* A terminal session: with pty_cols x pty_rows (each 1 to SRV_PTY_MAX; 0 x 0: none) the
+	 * background process gets a pty of the sandbox's own devpts as its stdin, stdout, stderr and
+	 * controlling terminal (job control works), first of that size; the process call's "stdin"
+	 * writes to it and "resize" changes its size. Needs background; no stdin_data. */
+	unsigned pty_cols, pty_rows;
 };
+
+#define SRV_PTY_MAX 1000 /* a terminal's columns or rows at most */
 
 /* A sandbox's background processes: action "list"; "get", "connect" (its output kept so far from
  * offset, then with follow live until it ends: on_output, and on_done at its end), "stdin" (data),
- * "close_stdin", "signal" (signal), "kill" — of the process pid. */
+ * "close_stdin", "signal" (signal), "kill", "resize" (cols, rows: a terminal's) — of the process pid. */
 struct srv_process_req {
 	const char *owner;
 	const char *sandbox_id;
@@ -138,6 +145,7 @@ struct srv_process_req {
 	bool follow;
 	uint64_t wait_ms; /* connect with follow: at most this long (0: until the end) */
 	bool collect;	  /* connect: the output read also in the answer's "output" (text, bounded) */
+	unsigned cols, rows; /* resize (a terminal's process): its new size, 1 to SRV_PTY_MAX each */
 };
 
 /* Interpreter contexts of a sandbox: action "create" (language, context_id), "list", "restart"

@@ -211,6 +211,9 @@ int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, str
 	/* Relayed to the process's buffer up to the most a job counts (its verdict keeps none of it). */
 	if (r == 0 && op->background)
 		r = al_policy_set_limit(p, AL_LIMIT_OUTPUT, (uint64_t)1 << 30, err);
+	/* A terminal says what it is, as `airlock run -t` does; before the call's env, so its TERM wins. */
+	if (r == 0 && op->pty_cols)
+		r = al_policy_add_env(p, "TERM=xterm-256color", err);
 	for (size_t i = 0; r == 0 && op->env && op->env[i]; i++)
 		r = al_policy_add_env(p, op->env[i], err);
 	if (r == 0 && op->cwd)
@@ -355,6 +358,15 @@ static int run_request_check(const struct srv_exec_req *req, struct al_error *er
 		return al_err(err, EINVAL, "a background process needs a sandbox_id: it lives in a sandbox, between calls");
 	if (req->keep_stdin && !req->background)
 		return al_err(err, EINVAL, "keep_stdin is for background processes (a foreground exec takes stdin)");
+	if ((req->pty_cols || req->pty_rows) &&
+	    (req->pty_cols < 1 || req->pty_cols > SRV_PTY_MAX || req->pty_rows < 1 || req->pty_rows > SRV_PTY_MAX))
+		return al_err(err, EINVAL, "pty: cols and rows must be 1 to %d (got %u x %u)", SRV_PTY_MAX, req->pty_cols,
+			      req->pty_rows);
+	if (req->pty_cols && !req->background)
+		return al_err(err, EINVAL, "a pty session is a background process: pty needs background");
+	if (req->pty_cols && req->stdin_data)
+		return al_err(err, EINVAL, "a pty session reads its terminal: send input with the process's stdin, not the "
+			      "exec's stdin");
 	if (req->n_env > EXEC_ENV_MAX)
 		return al_err(err, E2BIG, "env has %zu entries, at most %u", req->n_env, EXEC_ENV_MAX);
 	size_t bytes = 0;
@@ -380,6 +392,8 @@ static int copy_run(struct srv_op *op, const struct srv_exec_req *req)
 {
 	op->background = req->background;
 	op->keep_stdin = req->keep_stdin;
+	op->pty_cols = req->pty_cols;
+	op->pty_rows = req->pty_rows;
 	if (req->n_env) {
 		if (!(op->env = calloc(req->n_env + 1, sizeof(char *))))
 			return -ENOMEM;

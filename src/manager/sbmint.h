@@ -167,6 +167,7 @@ struct srv_op {
 	struct srv_limits limits;
 	uint64_t lifetime_ms; /* OP_CREATE: srv_create_req.lifetime_ms */
 	char *meta_json;      /* OP_CREATE: the metadata as a JSON object's text, or NULL */
+	unsigned pty_cols, pty_rows; /* OP_EXEC (background): its terminal's first size, 0: none */
 	struct watch *watch;  /* OP_WATCH: its state (watch.c), owned by its worker */
 };
 

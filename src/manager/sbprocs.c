@@ -6,7 +6,7 @@
  *                        answered at once with {pid, ...}; the worker thread stays the job's
  *                        supervisor (al_job_wait) until the job ends, then records its verdict
  *   process "connect" ─▶ a reader's worker: the output kept so far from an offset, then live
- *   process "stdin"/"close_stdin"/"signal"/"kill"/"list"/"get" ─▶ answered in the start call
+ *   process "stdin"/"close_stdin"/"signal"/"kill"/"resize"/"list"/"get" ─▶ answered in the start call
  *
  * A process is one exec of the sandbox (its own pid namespace beneath the sandbox's, its own
  * cgroup beneath the sandbox's, every confinement of an exec): it lives until it exits, is killed,
@@ -17,6 +17,13 @@
  * kept in a bounded buffer (PROC_KEEP_BYTES, oldest dropped first) that any number of readers
  * follow. The list (s->procs) and each process's readers count are under m->mu; a process's
  * output, stdin and end under its own p->mu (lock order: m->mu, then p->mu).
+ *
+ * A terminal session (exec with pty) is such a process whose stdin, stdout and stderr are a pty of
+ * the sandbox's own devpts (al_spawn_opts.tty: the engine opens it as the sandbox's user, makes it
+ * the controlling terminal, keeps TIOCSTI and TIOCLINUX refused). Its output is what the terminal
+ * shows (bytes, not always UTF-8); its "stdin" is written to the pty master, a copy of which the
+ * writer holds while it waits for room (POLLOUT) without p->mu, so the job's output keeps flowing
+ * meanwhile (a terminal echoes what it reads: holding the output would stall its input too).
  */
 #include "manager/sbmint.h"
 
@@ -78,6 +85,9 @@ struct sbproc {
 	char *verdict_json;
 	char status[24];
 	int exit_code, signal;
+	bool tty;	       /* a terminal session (set at its start, never changed: read without p->mu) */
+	unsigned cols, rows;   /* its terminal's size now, under p->mu */
+	pthread_mutex_t in_mu; /* a terminal's writer: one call's input never interleaves another's */
 };
 
 static uint64_t unix_ms(void)
@@ -99,6 +109,7 @@ static void proc_free(struct sbproc *p)
 	free(p->command);
 	free(p->verdict_json);
 	pthread_mutex_destroy(&p->mu);
+	pthread_mutex_destroy(&p->in_mu);
 	pthread_cond_destroy(&p->cv);
 	free(p);
 }
@@ -135,10 +146,13 @@ static void proc_output(void *cookie, int stream, const char *data, size_t len)
 /* Under p->mu: what a listing says of p. */
 static json_t *proc_json_locked(const struct sbproc *p, bool verdict)
 {
+	bool in_open = p->tty ? !p->ended : p->stdin_w >= 0; /* a terminal's is open while it runs */
 	json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:b,s:b,s:I,s:I}", "pid", p->pid, "language", p->language, "command",
 			      txt_json_lossy(p->command, strlen(p->command)), "started_at", txt_json_time(p->started_unix_ms),
-			      "running", !p->ended, "stdin_open", p->stdin_w >= 0, "output_bytes",
+			      "running", !p->ended, "stdin_open", in_open, "output_bytes",
 			      (json_int_t)p->total, "output_dropped_bytes", (json_int_t)p->dropped);
+	if (o && p->tty)
+		json_object_set_new(o, "pty", json_pack("{s:i,s:i}", "cols", (int)p->cols, "rows", (int)p->rows));
 	if (!o || !p->ended)
 		return o;
 	json_object_set_new(o, "ended_at", txt_json_time(p->ended_unix_ms));
@@ -271,11 +285,15 @@ static struct sbproc *proc_new(struct srv_op *op, struct sbx *s)
 	p->stdin_w = -1;
 	p->exit_code = -1;
 	p->started_unix_ms = unix_ms();
+	p->tty = op->pty_cols > 0;
+	p->cols = op->pty_cols;
+	p->rows = op->pty_rows;
 	snprintf(p->language, sizeof(p->language), "%s", op->language ? op->language : "");
 	size_t n = op->code_len < PROC_COMMAND_MAX ? op->code_len : PROC_COMMAND_MAX;
 	n = txt_utf8_complete(op->code ? op->code : "", n);
 	p->command = strndup(op->code ? op->code : "", n);
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_mutex_init(&p->in_mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	if (!p->command) {
 		proc_free(p);
@@ -304,8 +322,9 @@ static int proc_launch(struct sbproc *p, struct srv_op *op, struct al_policy *po
 {
 	struct sbm *m = op->m;
 	struct sbx *s = p->s;
-	int in_fd;
-	int r = proc_stdin(op, &in_fd, &p->stdin_w, err);
+	int in_fd = -1;
+	/* A terminal session reads its pty (the master is its stdin's other end): no pipe. */
+	int r = p->tty ? 0 : proc_stdin(op, &in_fd, &p->stdin_w, err);
 	r = r ?: exec_in_sandbox(s, pol, op->network, err);
 	struct al_spawn_opts so = {.size = sizeof(so),
 				   .stdin_fd = in_fd,
@@ -315,7 +334,10 @@ static int proc_launch(struct sbproc *p, struct srv_op *op, struct al_policy *po
 				   .stderr_live_fd = -1,
 				   .on_output = proc_output,
 				   .on_output_cookie = p,
-				   .code_fd = code_fd};
+				   .code_fd = code_fd,
+				   .tty = p->tty,
+				   .tty_cols = (uint16_t)p->cols,
+				   .tty_rows = (uint16_t)p->rows};
 	if (r == 0)
 		r = al_job_spawn(pol, &so, &p->job, err);
 	if (in_fd >= 0)
@@ -426,12 +448,52 @@ static char *list_answer(struct sbm *m, struct sbx *s)
 	return text;
 }
 
+/* Writes data to terminal session p's pty master, waiting up to PROC_STDIN_WAIT for room (the
+ * program reads its terminal at its own pace). A terminal takes input piecewise, as a keyboard
+ * gives it: a refusal says how much of it went in. */
+static int write_tty(struct sbproc *p, const char *data, size_t len, struct al_error *err)
+{
+	pthread_mutex_lock(&p->in_mu);
+	pthread_mutex_lock(&p->mu);
+	int fd = p->job ? al_job_tty(p->job) : -ESRCH;
+	/* Our own copy of the master: the job's is closed by al_job_free once it ends, possibly while
+	 * we wait below without p->mu. Writing to it reaches only this session's terminal. */
+	int own = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+	pthread_mutex_unlock(&p->mu);
+	int r = own < 0 ? al_err(err, EPIPE, "process %d's terminal is closed (the process ended)", p->pid) : 0;
+	size_t done = 0;
+	uint64_t until = sbm_now_ms() + PROC_STDIN_WAIT;
+	while (r == 0 && done < len) {
+		ssize_t w = write(own, data + done, len - done);
+		if (w > 0) {
+			done += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		uint64_t now = sbm_now_ms();
+		if (w < 0 && errno != EAGAIN)
+			r = al_err(err, EPIPE, "process %d's terminal took %zu of %zu bytes, then closed", p->pid, done, len);
+		else if (now >= until)
+			r = al_err(err, EAGAIN, "process %d is not reading its terminal: it took %zu of %zu bytes in %d s",
+				   p->pid, done, len, PROC_STDIN_WAIT / 1000);
+		else
+			(void)poll(&(struct pollfd){.fd = own, .events = POLLOUT}, 1, (int)(until - now));
+	}
+	if (own >= 0)
+		close(own);
+	pthread_mutex_unlock(&p->in_mu);
+	return r;
+}
+
 /* Writes data whole to p's stdin, waiting up to PROC_STDIN_WAIT for the room: all of it or none
  * (the pipe grows to hold one write), so that a refused write leaves nothing half-sent. */
 static int write_stdin(struct sbproc *p, const char *data, size_t len, struct al_error *err)
 {
 	if (len > PROC_STDIN_MAX)
 		return al_err(err, E2BIG, "one stdin write holds at most %zu bytes (this one %zu)", PROC_STDIN_MAX, len);
+	if (p->tty)
+		return write_tty(p, data, len, err);
 	pthread_mutex_lock(&p->mu);
 	int r = 0;
 	if (p->stdin_w < 0)
@@ -475,15 +537,29 @@ static int act(struct sbproc *p, const struct srv_process_req *req, struct al_er
 	int r = 0;
 	if (strcmp(req->action, "stdin") == 0)
 		return write_stdin(p, req->data ? req->data : "", req->len, err);
+	bool resize = strcmp(req->action, "resize") == 0;
 	pthread_mutex_lock(&p->mu);
-	if (strcmp(req->action, "close_stdin") == 0) {
+	if (strcmp(req->action, "close_stdin") == 0 && p->tty) {
+		r = al_err(err, EINVAL, "process %d's stdin is its terminal, which stays open while it runs: send ^D "
+			   "(\\u0004) to end its input, or kill it", p->pid);
+	} else if (strcmp(req->action, "close_stdin") == 0) {
 		if (p->stdin_w >= 0)
 			close(p->stdin_w);
 		p->stdin_w = -1;
+	} else if (resize && !p->tty) {
+		r = al_err(err, EINVAL, "process %d has no terminal to resize (started without pty)", p->pid);
 	} else if (!p->job) {
 		r = al_err(err, ESRCH, "process %d has ended", p->pid);
 	} else if (strcmp(req->action, "kill") == 0) {
 		r = al_job_kill(p->job);
+	} else if (resize) {
+		r = al_job_resize(p->job, req->cols, req->rows);
+		if (r < 0) {
+			r = al_err_sys(err, -r, "resize of process %d's terminal", p->pid);
+		} else {
+			p->cols = req->cols;
+			p->rows = req->rows;
+		}
 	} else if (req->signal < 1 || req->signal > SIGRTMAX) {
 		r = al_err(err, EINVAL, "signal %d is not a signal (1 to %d)", req->signal, SIGRTMAX);
 	} else if ((r = al_job_signal(p->job, req->signal)) < 0) {
@@ -663,13 +739,18 @@ int sbm_process(void *ctx, const struct srv_process_req *req, const struct srv_s
 		struct al_error *err)
 {
 	struct sbm *m = ctx;
-	static const char *const actions[] = {"list", "get", "connect", "stdin", "close_stdin", "signal", "kill"};
+	static const char *const actions[] = {"list", "get", "connect", "stdin", "close_stdin", "signal", "kill",
+					      "resize"};
 	bool known = false;
 	for (size_t i = 0; req->action && i < AL_ARRAY_SIZE(actions); i++)
 		known = known || strcmp(req->action, actions[i]) == 0;
 	if (!known)
 		return al_err(err, EINVAL, "unknown process action \"%s\" (list, get, connect, stdin, close_stdin, "
-			      "signal, kill)", req->action ? req->action : "");
+			      "signal, kill, resize)", req->action ? req->action : "");
+	if (strcmp(req->action, "resize") == 0 &&
+	    (req->cols < 1 || req->cols > SRV_PTY_MAX || req->rows < 1 || req->rows > SRV_PTY_MAX))
+		return al_err(err, EINVAL, "resize: cols and rows must be 1 to %d (got %u x %u)", SRV_PTY_MAX, req->cols,
+			      req->rows);
 	if (strcmp(req->action, "list") != 0 && req->pid <= 0)
 		return al_err(err, EINVAL, "process action \"%s\" needs a pid (a positive number)", req->action);
 	if (strcmp(req->action, "connect") != 0) {

@@ -245,6 +245,10 @@ static void process_line(FILE *f, const json_t *p)
 		fprintf(f, "%s by signal %lld", or_q(sv(p, "status")), (long long)json_integer_value(sig));
 	else
 		fputs(or_q(sv(p, "status")), f);
+	const json_t *pty = json_object_get(p, "pty");
+	if (pty) /* a terminal session: its size, which the model resizes with code_process resize */
+		fprintf(f, " on a %lldx%lld terminal", (long long)json_integer_value(json_object_get(pty, "cols")),
+			(long long)json_integer_value(json_object_get(pty, "rows")));
 	fprintf(f, ": %s", or_q(sv(p, "command")));
 }
 
@@ -277,8 +281,9 @@ static void brief_execute(FILE *f, const json_t *args, const json_t *st)
 	const json_t *cell = json_object_get(st, "cell");
 	const json_t *proc = json_object_get(st, "process");
 	if (proc && strcmp(or_q(sv(st, "status")), "started") == 0) {
-		fprintf(f, "started in the background as pid %lld (code_process reads its output, sends stdin, kills it)",
-			(long long)json_integer_value(json_object_get(proc, "pid")));
+		fprintf(f, "started in the background as pid %lld%s (code_process reads its output, sends stdin, kills it)",
+			(long long)json_integer_value(json_object_get(proc, "pid")),
+			json_object_get(proc, "pty") ? " on a terminal" : "");
 		return;
 	}
 	streams(f, st);

@@ -349,8 +349,13 @@ enum svc_step svc_call_begin(struct svc_call *c, const struct svc_port *port, vo
 
 int svc_call_act_for(struct svc_call *c, const char *owner)
 {
-	/* Only destroy: an approver may end what another principal runs, never run anything in it. */
-	if (c->tool != TL_DESTROY_SANDBOX || c->begun || !owner || !*owner || strlen(owner) >= sizeof(c->for_owner))
+	/* Only destroy, and a look at its processes (list, output: they read what the manager keeps
+	 * and change nothing): an approver may end or watch what another principal runs, never run
+	 * anything in it, type into it, resize, signal or kill a process of it. */
+	const char *action = json_string_value(json_object_get(c->args, "action"));
+	bool look = c->tool == TL_PROCESS && action && (strcmp(action, "list") == 0 || strcmp(action, "output") == 0);
+	if ((c->tool != TL_DESTROY_SANDBOX && !look) || c->begun || !owner || !*owner ||
+	    strlen(owner) >= sizeof(c->for_owner))
 		return -EINVAL;
 	snprintf(c->for_owner, sizeof(c->for_owner), "%s", owner);
 	return 0;

@@ -125,8 +125,8 @@ enum svc_step svc_call_answer(struct svc_call *c, enum srv_gate_outcome outcome,
 			      struct svc_refusal *ref);
 /* An approver's call on a sandbox owner owns (the console's destroy): the manager sees owner as
  * the caller, the audit records name the call's principal and, as on_behalf_of, owner. The
- * transport checked that the principal is an approver. Only code_destroy_sandbox, before
- * svc_call_begin: 0, or -EINVAL. */
+ * transport checked that the principal is an approver. Only code_destroy_sandbox and code_process's
+ * read-only actions (list, output), before svc_call_begin: 0, or -EINVAL. */
 int svc_call_act_for(struct svc_call *c, const char *owner);
 /* Who answered (before svc_call_answer): the principal the approval queue names, for the audit log. */
 void svc_call_set_approver(struct svc_call *c, const char *approver);

@@ -87,6 +87,9 @@ static const char context_input[] =
 static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
 				     "\"contexts\":{\"type\":\"array\"},\"context_id\":{\"type\":\"string\"}}}";
 
+/* A terminal's columns or rows (manager/api.h SRV_PTY_MAX). */
+#define PTY_SIZE_PROP "{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000}"
+
 /* code_execute: one process's run, and a life of its own. */
 #define RUN_PROPS                                                                                                    \
 	"\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"maxLength\":32768},"          \
@@ -99,14 +102,19 @@ static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"san
 	"program and answer at once with its pid; it keeps running between calls (a server, a watcher) until it "   \
 	"ends, is killed (code_process), or the sandbox goes.\"},"                                                    \
 	"\"keep_stdin\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With background: its stdin stays "   \
-	"open for code_process stdin until close_stdin.\"}"
+	"open for code_process stdin until close_stdin.\"},"                                                            \
+	"\"pty\":{\"type\":\"object\",\"properties\":{\"cols\":" PTY_SIZE_PROP ",\"rows\":" PTY_SIZE_PROP "},"          \
+	"\"additionalProperties\":false,\"description\":\"With sandbox_id: a terminal session, a background process "  \
+	"whose stdin, stdout and stderr are a terminal of this size (default 80 x 24; code \\\"exec bash -i\\\" gives an " \
+	"interactive shell with job control); code_process stdin types into it, resize changes its size.\"}"
 
 static const char process_input[] =
 	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
 	"\"action\":{\"type\":\"string\",\"enum\":[\"list\",\"get\",\"output\",\"stdin\",\"close_stdin\",\"signal\","
-	"\"kill\"],\"description\":\"list the sandbox's background processes; get one (its exit when it ended); output: "
-	"what it printed (from offset), waiting up to wait seconds for more or its end; stdin: send data; "
-	"close_stdin; signal; kill.\"},"
+	"\"kill\",\"resize\"],\"description\":\"list the sandbox's background processes; get one (its exit when it "
+	"ended); output: what it printed (from offset), waiting up to wait seconds for more or its end; stdin: send "
+	"data; close_stdin; signal; kill; resize: a terminal session's new size (cols, rows).\"},"
+	"\"cols\":" PTY_SIZE_PROP ",\"rows\":" PTY_SIZE_PROP ","
 	"\"pid\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":4194304,\"description\":\"The process (from "
 	"code_execute with background).\"},"
 	"\"data\":{\"type\":\"string\",\"description\":\"stdin: the text to send.\"},"
@@ -621,6 +629,16 @@ static int check_file(const json_t *args, char *msg)
 	return 0;
 }
 
+/* A terminal session is a background process: "background": false beside "pty" contradicts it. */
+static int check_pty(const json_t *args, char *msg)
+{
+	if (json_object_get(args, "pty") && json_is_false(json_object_get(args, "background"))) {
+		snprintf(msg, SCH_MSG_MAX, "pty: a terminal session is a background process (drop \"background\": false)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* What the schema cannot say of metadata: a key's characters, a value's bytes (the schema counts
  * characters) and no NUL (the manager takes C strings). */
 static int check_metadata(const json_t *args, char *msg)
@@ -652,7 +670,7 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 		return r;
 	switch (id) {
 	case TL_EXECUTE:
-		return check_network(args, msg);
+		return check_network(args, msg) ?: check_pty(args, msg);
 	case TL_CREATE_SANDBOX:
 		return check_network(args, msg) ?: check_metadata(args, msg);
 	case TL_INSTALL_PACKAGE:
@@ -746,6 +764,13 @@ static int start_execute(const struct srv_mgr_api *m, const json_t *args, const 
 	req.stdin_len = json_string_length(in);
 	req.background = flag_arg(args, "background");
 	req.keep_stdin = flag_arg(args, "keep_stdin");
+	const json_t *pty = json_object_get(args, "pty");
+	if (pty) { /* the schema bounds both; a terminal's usual 80 x 24 when one is left out */
+		const json_t *cols = json_object_get(pty, "cols"), *rows = json_object_get(pty, "rows");
+		req.pty_cols = cols ? (unsigned)json_integer_value(cols) : 80;
+		req.pty_rows = rows ? (unsigned)json_integer_value(rows) : 24;
+		req.background = true;
+	}
 	cleanup_free const char **domains =
 		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
 	if (rc < 0)
@@ -938,7 +963,9 @@ static int start_process(const struct srv_mgr_api *m, const json_t *args, const 
 				      .wait_ms = seconds_ms(wait),
 				      /* A follow to the end is a stream (its output is the stream's); a bounded
 				       * read answers with what it read. */
-				      .collect = !(follow && !wait)};
+				      .collect = !(follow && !wait),
+				      .cols = (unsigned)json_integer_value(json_object_get(args, "cols")),
+				      .rows = (unsigned)json_integer_value(json_object_get(args, "rows"))};
 	return m->process(m->ctx, &req, sink, op, err);
 }
 

@@ -1,4 +1,4 @@
-"""drive.py — the approver's console judged in headless Chromium: sign-in, a live pending call, approve, deny, a changed request, a timeout, the sandboxes and audit views; screenshots of each view.
+"""drive.py — the approver's console judged in headless Chromium: sign-in, a live pending call, approve, deny, a changed request, a timeout, the sandboxes, terminals and audit views; screenshots of each view.
 
 Environment: AL_URL (the server), AL_CLIENT and AL_REVIEWER (tokens), AL_MARK (a marker), AL_SHOTS
 (screenshot directory), AL_PROFILE (Chromium's profile directory). Prints FAIL lines and exits 1.
@@ -258,6 +258,52 @@ def step_sandboxes(b, sb):
     b.screenshot(os.path.join(SHOTS, "console-sandboxes.png"))
 
 
+def step_terminals(b, sb):
+    """The terminals view: a client's live terminal session, rendered by xterm.js for the approver, read-only."""
+    s, body, _ = http("POST", f"/v1/sandboxes/{sb}/exec", CLIENT, {"pty": {"cols": 80, "rows": 24}})
+    last = json.loads(body.strip().splitlines()[-1]) if s == 200 else {}
+    pid = last.get("result", {}).get("process", {}).get("pid")
+    check(bool(pid), f"the client starts a terminal session ({s} {body[-300:]})")
+    # What the session prints, never what was typed: the typed line holds "%s", the output the marker.
+    # Markup in the output must stay text.
+    typed = f"printf 'seen-%s\\n' {M}; printf '<img src=x class=inj-{M}>\\n'\n"
+    rq = urllib.request.Request(URL + f"/v1/sandboxes/{sb}/processes/{pid}/stdin", data=typed.encode(), method="POST")
+    rq.add_header("Authorization", "Bearer " + CLIENT)
+    with urllib.request.urlopen(rq, timeout=30) as r:
+        check(r.status == 200, "the client types into its terminal")
+    out = f"/v1/admin/sandboxes/{sb}/processes/{pid}/output?follow=false&encoding=base64"
+    s, _, _ = http("GET", out, CLIENT)
+    check(s == 403, f"a client's token cannot read a terminal through the approver's route ({s})")
+    s, _, _ = http("GET", f"/v1/admin/sandboxes/{sb}/processes", CLIENT)
+    check(s == 403, f"nor list the processes there ({s})")
+    s, _, _ = http("GET", out, None)
+    check(s == 401, f"nor can anybody without a token ({s})")
+    s, _, _ = http("POST", f"/v1/admin/sandboxes/{sb}/processes/{pid}/stdin", REVIEWER, {})
+    check(s in (404, 405), f"the approver's view has no stdin route ({s})")
+    s, body, _ = http("GET", out, REVIEWER)
+    check(s == 200 and '"encoding":"base64"' in body, f"the approver reads the terminal's bytes ({s})")
+
+    b.eval("document.querySelector('.tab[data-view=\"terminals\"]').click(); true")
+    item = f"#terminals li[data-key=\"{sb}/{pid}\"]"
+    check(b.wait(f"!!document.querySelector('{item}')", 10) is True, "the terminals view lists the session")
+    b.eval(f"document.querySelector('{item} button.watch').click(); true")
+    rows = "document.querySelector('#terminal-screen .xterm-rows')"
+    shown = b.wait(f"{rows} && {rows}.textContent.includes('seen-{M}')", 15)
+    check(shown is True, "xterm.js renders the session's output in the page's terminal rows")
+    check(b.eval(f"{rows}.children.length") == 24, "... on a terminal of the session's 24 rows")
+    check(b.eval(f"{rows}.children[0].getBoundingClientRect().height > 5 && "
+                 f"{rows}.getBoundingClientRect().width > 300") is True,
+          "... laid out by its own styles under the page's policy")
+    check(b.wait(f"{rows}.textContent.includes('<img src=x class=inj-{M}>')", 5) is True
+          and b.eval(f"!document.querySelector('.inj-{M}')") is True, "markup in the output stays text")
+    s, _, _ = http("POST", f"/v1/sandboxes/{sb}/processes/{pid}/resize", CLIENT, {"cols": 100, "rows": 30})
+    check(s == 200, "the client resizes its terminal")
+    check(b.wait(f"{rows}.children.length === 30", 10) is True, "the watched terminal follows the new size")
+    b.screenshot(os.path.join(SHOTS, "console-terminals.png"))
+    http("DELETE", f"/v1/sandboxes/{sb}/processes/{pid}", CLIENT)
+    b.eval("document.querySelector('.tab[data-view=\"sandboxes\"]').click(); true")
+
+
 def sleepers(tag):
     """Host pids of the processes running `sleep TAG` (a sandbox's exec, seen from outside)."""
     want = b"sleep\0" + tag.encode() + b"\0"
@@ -387,6 +433,7 @@ def run(b, sb):
     step_changed(b, sb)
     step_timeout(b, sb)
     step_sandboxes(b, sb)
+    step_terminals(b, sb)
     step_destroy(b, sb)
     step_audit(b, sb)
     step_audit_route(b, sb)
