@@ -301,9 +301,10 @@ static void brief_install(FILE *f, const json_t *args, const json_t *st)
 	bool ok = json_is_integer(code) && json_integer_value(code) == 0 && strcmp(sv(st, "status"), "exited") == 0;
 	fprintf(f, "%s with %s:", ok ? "installed" : "not installed", sv(args, "manager") ? sv(args, "manager") : "?");
 	size_t i;
-	const json_t *p;
-	json_array_foreach(json_object_get(args, "packages"), i, p)
+	const json_t *p, *pkgs = json_object_get(args, "packages");
+	json_array_foreach(pkgs, i, p) {
 		fprintf(f, " %s", json_string_value(p));
+	}
 	fputc('\n', f);
 	if (ok)
 		return;
@@ -362,12 +363,13 @@ static void brief_context(FILE *f, const json_t *args, const json_t *st)
 			fputs("no interpreter contexts yet", f);
 		size_t i;
 		const json_t *c;
-		json_array_foreach(list, i, c)
+		json_array_foreach(list, i, c) {
 			fprintf(f, "%s%s (%s): %lld cells, %s", i ? "\n" : "", sv(c, "context_id"), sv(c, "language"),
 				(long long)json_integer_value(json_object_get(c, "execution_count")),
 				json_is_true(json_object_get(c, "busy"))      ? "busy"
 				: json_is_true(json_object_get(c, "running")) ? "running"
 									      : "not running");
+		}
 		return;
 	}
 	const char *action = sv(args, "action") ? sv(args, "action") : "";
