@@ -1,6 +1,7 @@
 /* tools.c — the tool table: one JSON Schema per tool (published and enforced), the manager call
  * it turns into, and the structured result it gives back. */
 #include "service/tools.h"
+#include "service/tlproc.h"
 #include "service/tlwatch.h"
 
 #include <errno.h>
@@ -88,7 +89,6 @@ static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"san
 				     "\"contexts\":{\"type\":\"array\"},\"context_id\":{\"type\":\"string\"}}}";
 
 /* A terminal's columns or rows (manager/api.h SRV_PTY_MAX). */
-#define PTY_SIZE_PROP "{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000}"
 
 /* code_execute: one process's run, and a life of its own. */
 #define RUN_PROPS                                                                                                    \
@@ -103,32 +103,10 @@ static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"san
 	"ends, is killed (code_process), or the sandbox goes.\"},"                                                    \
 	"\"keep_stdin\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With background: its stdin stays "   \
 	"open for code_process stdin until close_stdin.\"},"                                                            \
-	"\"pty\":{\"type\":\"object\",\"properties\":{\"cols\":" PTY_SIZE_PROP ",\"rows\":" PTY_SIZE_PROP "},"          \
+	"\"pty\":{\"type\":\"object\",\"properties\":{\"cols\":" TL_PTY_SIZE_PROP ",\"rows\":" TL_PTY_SIZE_PROP "},"          \
 	"\"additionalProperties\":false,\"description\":\"With sandbox_id: a terminal session, a background process "  \
 	"whose stdin, stdout and stderr are a terminal of this size (default 80 x 24; code \\\"exec bash -i\\\" gives an " \
 	"interactive shell with job control); code_process stdin types into it, resize changes its size.\"}"
-
-static const char process_input[] =
-	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
-	"\"action\":{\"type\":\"string\",\"enum\":[\"list\",\"get\",\"output\",\"stdin\",\"close_stdin\",\"signal\","
-	"\"kill\",\"resize\"],\"description\":\"list the sandbox's background processes; get one (its exit when it "
-	"ended); output: what it printed (from offset), waiting up to wait seconds for more or its end; stdin: send "
-	"data; close_stdin; signal; kill; resize: a terminal session's new size (cols, rows).\"},"
-	"\"cols\":" PTY_SIZE_PROP ",\"rows\":" PTY_SIZE_PROP ","
-	"\"pid\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":4194304,\"description\":\"The process (from "
-	"code_execute with background).\"},"
-	"\"data\":{\"type\":\"string\",\"description\":\"stdin: the text to send.\"},"
-	"\"signal\":{\"type\":[\"integer\",\"string\"],\"description\":\"signal: a number or a name (TERM, INT, HUP, "
-	"SIGUSR1 ...).\"},"
-	"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"output: from this byte of its output on.\"},"
-	"\"wait\":{\"type\":\"number\",\"minimum\":0,\"maximum\":60,\"description\":\"output: seconds to wait for "
-	"its end (default 0: what it printed so far).\"},"
-	"\"follow\":{\"type\":\"boolean\",\"description\":\"output: then live until it ends (or wait passes).\"}},"
-	"\"required\":[\"action\"],\"additionalProperties\":false}";
-
-static const char process_output[] = "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-				     "\"processes\":{\"type\":\"array\"},\"pid\":{\"type\":\"integer\"},"
-				     "\"running\":{\"type\":\"boolean\"},\"output\":{\"type\":\"string\"}}}";
 
 static const char execute_input[] =
 	"{\"type\":\"object\",\"properties\":{" LANGUAGE_PROP ","
@@ -361,9 +339,6 @@ static json_t *result_created(const json_t *, const struct srv_result *, bool *)
 static int start_context(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
 			 struct srv_op **, struct al_error *);
 static json_t *result_context(const json_t *, const struct srv_result *, bool *);
-static int start_process(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
-			 struct srv_op **, struct al_error *);
-static json_t *result_process(const json_t *, const struct srv_result *, bool *);
 static int start_file(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
 		      struct srv_op **, struct al_error *);
 static json_t *result_file(const json_t *, const struct srv_result *, bool *);
@@ -429,10 +404,10 @@ static const struct tool_def tools[TL__COUNT] = {
 			"Lists a sandbox's background processes (started by code_execute with background), reads what "
 			"one printed, sends it stdin, signals or kills it. A process lives until it exits, is killed, or "
 			"its sandbox is destroyed.",
-			process_input, process_output,
+			tl_process_input, tl_process_output,
 			"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,"
 			"\"openWorldHint\":false}",
-			start_process, result_process},
+			tl_process_start, tl_process_result},
 	[TL_CONTEXT] = {"code_context", "Manage interpreter contexts",
 			"Creates, lists, restarts or deletes the interpreter contexts of a sandbox: long-lived "
 			"interpreters whose state (variables, imports) code_execute cells share.",
@@ -920,54 +895,6 @@ static int start_context(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->context(m->ctx, &req, sink, op, err);
 }
 
-/* A signal's number from a number or a name ("TERM", "SIGTERM", "term"): 0 when it names none. */
-static int signal_of(const json_t *v)
-{
-	if (json_is_integer(v))
-		return json_integer_value(v) > 0 && json_integer_value(v) <= SIGRTMAX ? (int)json_integer_value(v) : -1;
-	const char *name = json_string_value(v);
-	if (!name)
-		return 0;
-	if (strncasecmp(name, "SIG", 3) == 0)
-		name += 3;
-	for (int sig = 1; sig < NSIG; sig++) {
-		const char *abbrev = sigabbrev_np(sig);
-		if (abbrev && strcasecmp(abbrev, name) == 0)
-			return sig;
-	}
-	return -1;
-}
-
-static int start_process(const struct srv_mgr_api *m, const json_t *args, const char *owner,
-			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
-{
-	if (!m->process)
-		return al_err(err, ENOTSUP, "this server has no background processes");
-	const char *action = str_arg(args, "action");
-	bool output = action && strcmp(action, "output") == 0;
-	const json_t *data = json_object_get(args, "data"), *wait = json_object_get(args, "wait");
-	int sig = signal_of(json_object_get(args, "signal"));
-	bool follow = json_is_true(json_object_get(args, "follow"));
-	if (sig < 0)
-		return al_err(err, EINVAL, "signal: not a signal's number (1 to %d) or name (TERM, KILL, SIGINT ...)",
-			      SIGRTMAX);
-	struct srv_process_req req = {.owner = owner,
-				      .sandbox_id = str_arg(args, "sandbox_id"),
-				      .action = output ? "connect" : action,
-				      .pid = (int)json_integer_value(json_object_get(args, "pid")),
-				      .data = json_string_value(data),
-				      .len = json_string_length(data),
-				      .signal = action && strcmp(action, "kill") == 0 ? SIGKILL : sig ? sig : SIGTERM,
-				      .offset = (uint64_t)json_integer_value(json_object_get(args, "offset")),
-				      .follow = follow || (wait && json_number_value(wait) > 0),
-				      .wait_ms = seconds_ms(wait),
-				      /* A follow to the end is a stream (its output is the stream's); a bounded
-				       * read answers with what it read. */
-				      .collect = !(follow && !wait),
-				      .cols = (unsigned)json_integer_value(json_object_get(args, "cols")),
-				      .rows = (unsigned)json_integer_value(json_object_get(args, "rows"))};
-	return m->process(m->ctx, &req, sink, op, err);
-}
 
 static int start_file(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 		      struct srv_op **op, struct al_error *err)
@@ -1146,13 +1073,6 @@ static int add_images(json_t *content, const json_t *structured)
 	return 0;
 }
 
-/* A process call's answer; its output (connect) comes as the stream's output, and is kept in the
- * answer's "output" too for the MCP result (bounded by the session's own budget). */
-static json_t *result_process(const json_t *args, const struct srv_result *r, bool *is_error)
-{
-	json_t *o = r->process_json ? json_loads(r->process_json, 0, NULL) : json_object();
-	return o ? o : json_object();
-}
 
 static json_t *result_write(const json_t *args, const struct srv_result *r, bool *is_error)
 {
