@@ -55,7 +55,7 @@ struct hx_call {
 	bool sse, eof;
 	uint64_t idle_since; /* hx_now_ms() when the stream last had something to send */
 	char *pending;
-	size_t pending_len, pending_off;
+	size_t pending_len, pending_off, pending_cap;
 	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
 	bool base64;		   /* output events carry bytes as base64 (hx_call_output_base64) */
 };
@@ -460,15 +460,23 @@ static int emit(struct hx_call *c, const char *name, json_t *steal)
 	int n = c->sse ? asprintf(&ev, "event: %s\ndata: %s\n\n", name, text) : asprintf(&ev, "%s\n", text);
 	if (n < 0)
 		return -ENOMEM;
-	char *grown = realloc(c->pending, c->pending_len + (size_t)n);
-	if (!grown) {
-		free(ev);
-		return -ENOMEM;
+	/* Grown by doubling: a stream of many small events (a watch's) appends thousands at once. */
+	size_t need = c->pending_len + (size_t)n;
+	if (need > c->pending_cap) {
+		size_t cap = c->pending_cap ? c->pending_cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		char *grown = realloc(c->pending, cap);
+		if (!grown) {
+			free(ev);
+			return -ENOMEM;
+		}
+		c->pending = grown;
+		c->pending_cap = cap;
 	}
-	memcpy(grown + c->pending_len, ev, (size_t)n);
+	memcpy(c->pending + c->pending_len, ev, (size_t)n);
 	free(ev);
-	c->pending = grown;
-	c->pending_len += (size_t)n;
+	c->pending_len = need;
 	return 0;
 }
 
@@ -624,7 +632,7 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 	for (int round = 0; c->pending_off == c->pending_len; round++) {
 		free(c->pending);
 		c->pending = NULL;
-		c->pending_len = c->pending_off = 0;
+		c->pending_len = c->pending_off = c->pending_cap = 0;
 		if (c->eof)
 			return HX_STREAM_END;
 		if (c->asking) {
@@ -639,6 +647,7 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 			if (!c->pending)
 				return HX_STREAM_ERROR;
 			c->pending_len = strlen(c->pending);
+			c->pending_cap = c->pending_len + 1;
 			continue;
 		}
 		pthread_mutex_lock(&c->mu);
@@ -660,6 +669,7 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 			if (!c->pending)
 				return HX_STREAM_ERROR;
 			c->pending_len = strlen(c->pending);
+			c->pending_cap = c->pending_len + 1;
 		} else if (r == 0 && !waited) {
 			return 0;
 		}
