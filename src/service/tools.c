@@ -895,7 +895,6 @@ static int start_context(const struct srv_mgr_api *m, const json_t *args, const 
 	return m->context(m->ctx, &req, sink, op, err);
 }
 
-
 static int start_file(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
 		      struct srv_op **op, struct al_error *err)
 {
