@@ -35,8 +35,8 @@ static void test_execute_pty(void **state)
 	static const char *const good[] = {
 		"{\"language\":\"shell\",\"code\":\"exec bash -i\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":24}}",
 		"{\"language\":\"shell\",\"code\":\"exec bash -i\",\"sandbox_id\":\"sb\",\"pty\":{}}",
-		"{\"language\":\"shell\",\"code\":\"top\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":1000,\"rows\":1},"
-		"\"background\":true}"};
+		("{\"language\":\"shell\",\"code\":\"top\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":1000,\"rows\":1},"
+		 "\"background\":true}")};
 	static const char *const bad[] = {
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":0,\"rows\":24}}",
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":5000}}",
