@@ -93,6 +93,8 @@ static int file_call(struct sbm *m, const struct file_call *c, const struct srv_
 		break;
 	}
 	ws_restore(&saved);
+	if (c->op == FILE_WRITE || (c->op == FILE_OTHER && c->other->action != SRV_FILE_STAT))
+		sbp_sync(m, s); /* what the call wrote is on disk before it is answered */
 	/* Ended meanwhile (its lifetime, a destroy): what was written is gone, and the caller is told. */
 	char why[AL_ERROR_MAX / 2];
 	const char *kw = NULL;

@@ -320,6 +320,8 @@ int sbm_set_timeout(void *ctx, const struct srv_timeout_req *req, const struct s
 	if (r == 0)
 		ends = life_ends_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
+	if (r == 0)
+		sbp_save(m, s); /* its new end, kept */
 	sbx_put(m, s);
 	if (r < 0) {
 		srv_result_free(res);

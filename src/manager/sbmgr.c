@@ -35,6 +35,7 @@
 
 #include "config/profile.h"
 #include "manager/context.h"
+#include "manager/persist.h"
 #include "policy/policy.h"
 #include "util/error.h"
 uint64_t sbm_now_ms(void)
@@ -52,6 +53,7 @@ void sbx_free(struct sbx *s)
 		return;
 	ctx_set_free(s->ctxs); /* the kernels run in s->sb */
 	sbproc_free_all(s);
+	sbp_release(s); /* kept (the server stops) or removed from disk, before its workspace goes */
 	al_sandbox_destroy(s->sb);
 	free(s->profile);
 	free(s->net_hosts);
@@ -243,6 +245,12 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 	int r = s->profile && s->net_hosts && (!image || s->pool_image) ? 0 : al_err(err, ENOMEM, "out of memory");
 	r = r ?: create_policy(m, profile, image, network, hosts, lim, &p, &s->net, err);
 	r = r ?: al_sandbox_create(p, &s->sb, err);
+	if (r == 0) {
+		s->m = m;
+		s->lim = *lim;
+		s->network = network;
+		s->disk_bytes = p->limits[AL_LIMIT_DISK];
+	}
 	if (r == 0 && al_policy_image_digest(p)) { /* the client's image or the profile's, as resolved */
 		const char *name = al_policy_image_name(p);
 		snprintf(s->image, sizeof(s->image), "%s", name ? name : al_policy_image_digest(p));
@@ -412,6 +420,8 @@ void op_end(struct srv_op *op, struct sbx *s, int r, const struct al_error *err,
 		srv_result_free(res);
 		res = op_error_result(r, err);
 	}
+	if (s && op->kind != OP_PROCESS && op->kind != OP_WATCH && op->kind != OP_CONTEXT)
+		sbp_sync(op->m, s); /* what the call wrote is on disk before its result is sent */
 	if (s)
 		sbx_put(op->m, s);
 	op_finish(op, res);
@@ -504,6 +514,23 @@ static bool image_offered(struct sbm *m, const char *profile, const char *image)
 	return pr && cfg_profile_image_allowed(pr, image, &e) == 0;
 }
 
+/* A claimed spare kept on disk (sbp_keep): on a refusal it is destroyed, and the caller's
+ * reference with it. */
+static int keep_claimed(struct sbm *m, struct sbx *s, struct al_error *err)
+{
+	int r = sbp_keep(m, s, err);
+	if (r == 0)
+		return 0;
+	pthread_mutex_lock(&m->mu);
+	if (s->listed) {
+		sbx_end_locked(m, s, SBX_END_UNWANTED, NULL);
+		s->refs--; /* the table's */
+	}
+	pthread_mutex_unlock(&m->mu);
+	sbx_put(m, s);
+	return r;
+}
+
 static void *create_thread(void *arg)
 {
 	struct srv_op *op = arg;
@@ -522,18 +549,21 @@ static void *create_thread(void *arg)
 		s = sbm_claim_pooled(m, profile, op->image, op->owner, true); /* listed, with our reference */
 	if (s)
 		life_apply_create(m, s, op);
+	if (s && (r = keep_claimed(m, s, &err)) < 0)
+		s = NULL;
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
-	bool full = !s && max && m->live >= max; /* checked again when listed: this spares a build */
+	bool full = !s && r == 0 && max && m->live >= max; /* checked again when listed: this spares a build */
 	pthread_mutex_unlock(&m->mu);
 	if (full)
 		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
-	if (!s && !full &&
+	if (!s && !full && r == 0 &&
 	    (r = sbx_new(m, profile, op->image, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
 		s->refs = 1;		     /* ours; list_sandbox adds the table's */
 		sbx_set_owner(s, op->owner); /* before it is listed: never visible without its owner */
 		life_apply_create(m, s, op); /* and its lifetime: never listed without its end */
-		if ((r = sbx_list(m, s, &err)) < 0) {
+		/* And kept on disk before anyone can write in it: a refusal makes nothing. */
+		if ((r = sbp_keep(m, s, &err)) < 0 || (r = sbx_list(m, s, &err)) < 0) {
 			sbx_free(s);
 			s = NULL;
 		}
@@ -603,6 +633,11 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	if (!s)
 		return op_start_thread(m, op, create_thread, out, err);
 	life_apply_create(m, s, op);
+	int kr = keep_claimed(m, s, err);
+	if (kr < 0) {
+		op_free(op);
+		return kr;
+	}
 	op_free(op);
 	sink->on_done(sink->cookie, created(m, s));
 	*out = NULL;
@@ -748,6 +783,11 @@ int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err)
 		return al_err(err, EAGAIN, "cannot start the manager's housekeeping thread");
 	}
 	m->hk_started = true;
+	int r = sbp_open(m, o->state_dir, err);
+	if (r < 0) {
+		sbm_free(m);
+		return r;
+	}
 	*out = m;
 	return 0;
 }
@@ -788,6 +828,7 @@ void sbm_free(struct sbm *m)
 		pthread_cond_wait(&m->cv, &m->mu);
 	pthread_mutex_unlock(&m->mu);
 	mq_clear(&m->execs_of);
+	pst_close(m->pst);
 	pthread_mutex_destroy(&m->mu);
 	pthread_cond_destroy(&m->cv);
 	pthread_cond_destroy(&m->hk_cv);

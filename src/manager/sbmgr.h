@@ -17,6 +17,9 @@ struct sbm_opts {
 	const struct cfg *cfg;	     /* borrowed: profiles, languages, registries, limits, server section */
 	const char *default_profile; /* NULL: untrusted-code-read */
 	const json_t *lost;	     /* borrowed, or NULL: sandbox id -> owner, of a server before us */
+	/* A state directory (persist.h): clients' sandboxes are kept there, a stop of the server keeps
+	 * them and the next one with the same directory brings them back. NULL: they end with us. */
+	const char *state_dir;
 };
 
 struct sbm_stats {

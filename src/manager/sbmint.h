@@ -27,7 +27,9 @@ struct sbrun {
 	struct al_job *job;
 };
 
-struct sbproc; /* a background process (sbprocs.c) */
+struct sbproc;	/* a background process (sbprocs.c) */
+struct pst_box; /* a sandbox's state on disk (persist.h) */
+struct pst;
 /* Why a sandbox ended (sblife.c words it for the calls it cut short and for later calls). */
 enum sbx_end {
 	SBX_LIVE,
@@ -80,6 +82,12 @@ struct sbx {
 	char end_by[SRV_OWNER_MAX]; /* SBX_END_APPROVER: who */
 	unsigned nwatches;	    /* watches of its workspace running (watch.c; under m->mu) */
 	struct sbm_port_token *port_tokens; /* SBM_PORT_TOKENS_MAX slots (sbports.c), or NULL (under m->mu) */
+	/* What it was made with, for the record that brings it back after a restart (sbpersist.c). */
+	struct srv_limits lim; /* the client's knobs */
+	bool network;	       /* network_enabled at create */
+	uint64_t disk_bytes;   /* its workspace's size limit, as enforced */
+	struct pst_box *box;   /* its state on disk, or NULL (no state directory, a spare) */
+	struct sbm *m;	       /* its manager (sbx_free keeps or removes its state) */
 };
 
 /* A port token as the manager keeps it: its digest only, bound to one sandbox (the sbx holding it:
@@ -111,6 +119,7 @@ struct sbm {
 	struct sbx_gone gone[SBM_GONE_MAX]; /* sandboxes that ended lately (sblife.c), under mu */
 	unsigned gone_next;
 	int64_t wall_offset_ms; /* wall clock minus sbm_now_ms, read once: one sandbox's times never jitter */
+	struct pst *pst;	/* the state directory (sbm_opts.state_dir), or NULL: nothing outlives us */
 };
 
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
@@ -324,5 +333,20 @@ int life_check_create(const struct sbm *m, const struct srv_create_req *req, cha
 void life_apply_create(struct sbm *m, struct sbx *s, struct srv_op *op);
 int sbm_set_timeout(void *ctx, const struct srv_timeout_req *req, const struct srv_sink *sink, struct srv_op **out,
 		    struct al_error *err);
+
+/* ---- sbpersist.c: sandboxes kept across a restart of the server ---- */
+
+/* Opens the state directory and brings back every sandbox kept there (sbm_new). */
+int sbp_open(struct sbm *m, const char *dir, struct al_error *err);
+/* A client's new sandbox kept from now on (before it is listed): 0, or the state directory's
+ * refusal (no room, read-only), and then the sandbox must not be made. */
+int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err);
+/* Its record written again (its lifetime changed). */
+void sbp_save(struct sbm *m, struct sbx *s);
+/* A call that may have changed s's files has ended: they are on disk before its result is sent. */
+void sbp_sync(struct sbm *m, struct sbx *s);
+/* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of
+ * the stop); any other is removed from disk. */
+void sbp_release(struct sbx *s);
 
 #endif

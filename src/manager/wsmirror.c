@@ -272,10 +272,11 @@ static int keep_mode(int fd, mode_t mode, mode_t owner)
 	if (fchmod(fd, kept) < 0)
 		return -errno;
 	if (kept == (mode & 01777))
-		return fremovexattr(fd, WSM_MODE_XATTR) == 0 || errno == ENODATA ? 0 : -errno;
+		return fremovexattr(fd, WSM_MODE_XATTR) == 0 || errno == ENODATA || errno == EOPNOTSUPP ? 0 : -errno;
 	char v[8];
 	int n = snprintf(v, sizeof(v), "%o", (unsigned)(mode & 01777));
-	return fsetxattr(fd, WSM_MODE_XATTR, v, (size_t)n, 0) < 0 ? -errno : 0;
+	/* A filesystem without user attributes (tmpfs before Linux 6.6) keeps the owner's bits added. */
+	return fsetxattr(fd, WSM_MODE_XATTR, v, (size_t)n, 0) < 0 && errno != EOPNOTSUPP ? -errno : 0;
 }
 
 /* The mode a restored entry gets: the one noted, else the mirror's own. */

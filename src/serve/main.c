@@ -25,6 +25,7 @@ static const char usage[] =
 	"Usage: airlock serve [--socket PATH|none] [--http ADDR] [--token-file FILE]\n"
 	"                     [--approver-token-file FILE] [--profile NAME] [--audit FILE]\n"
 	"                     [--port-file FILE] [--approve MODE] [--config FILE]\n"
+	"                     [--state-dir DIR|none]\n"
 	"\n"
 	"Keeps sandboxes for agents and serves them over HTTP: MCP (streamable HTTP) at /mcp,\n"
 	"a JSON API under /v1 (docs/openapi.yaml), approvals at /v1/approvals, Prometheus\n"
@@ -45,7 +46,11 @@ static const char usage[] =
 	"  --profile NAME     profile of sandboxes created without one (default untrusted-code-read)\n"
 	"  --audit FILE       the audit log (default: audit.path, else /var/log/airlock/audit.jsonl\n"
 	"                     as root, ~/.local/state/airlock/audit.jsonl)\n"
-	"  --port-file FILE   write the bound TCP port there once listening (for port 0)\n";
+	"  --port-file FILE   write the bound TCP port there once listening (for port 0)\n"
+	"  --state-dir DIR    keep clients' sandboxes there (workspace files, owner, metadata,\n"
+	"                     lifetime left): a stop keeps them, and a server started again with\n"
+	"                     the same DIR brings them back under the same ids; a call's file\n"
+	"                     changes are on disk before its result is sent (default: none)\n";
 
 static const char usage_tail[] =
 	"                     (elicitation for MCP clients that can, then the approvals queue).\n"
@@ -53,7 +58,8 @@ static const char usage_tail[] =
 	"                     approver and never approves its own calls; choose auto=HIGH, or\n"
 	"                     name reviewers (server.approver_uids, --approver-token-file).\n"
 	"\n"
-	"SIGTERM or SIGINT destroys every sandbox and exits 0.\n";
+	"SIGTERM or SIGINT ends every sandbox's processes and exits 0; the sandboxes are destroyed,\n"
+	"or kept in --state-dir.\n";
 
 /* The usage text; the --approve lines come from the table airlock mcp shares (service/mgate.c). */
 static void print_usage(FILE *f)
@@ -69,6 +75,7 @@ _Static_assert(sizeof(uid_t) == sizeof(unsigned), "server.approver_uids holds ui
 
 struct serve {
 	const char *config, *listen, *token_file, *approver_token_file, *socket, *profile, *audit, *port_file;
+	const char *state_dir;
 	char *socket_default, *token_default;
 	struct http_token *tokens;
 	size_t ntokens;
@@ -192,11 +199,12 @@ static int parse(struct serve *s, int argc, char **argv)
 		{"socket", required_argument, NULL, 'S'},
 		{"approver-token-file", required_argument, NULL, 'A'},
 		{"approve", required_argument, NULL, 'Y'},
+		{"state-dir", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "+H:t:p:a:P:c:S:A:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+H:t:p:a:P:c:S:A:D:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'H':
 			s->listen = optarg;
@@ -221,6 +229,9 @@ static int parse(struct serve *s, int argc, char **argv)
 			break;
 		case 'c':
 			s->config = optarg;
+			break;
+		case 'D':
+			s->state_dir = strcmp(optarg, "none") == 0 ? NULL : optarg;
 			break;
 		case 'Y': {
 			char msg[MGATE_MSG_MAX];
@@ -326,6 +337,7 @@ int main(int argc, char **argv)
 				  .config = s.config,
 				  .profile = s.profile,
 				  .audit = s.audit,
+				  .state_dir = s.state_dir,
 				  .transport = "http",
 				  .adjust = listeners,
 				  .adjust_ctx = &s};

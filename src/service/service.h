@@ -23,6 +23,7 @@ struct service_opts {
 	const char *audit;     /* the audit log, instead of the configuration's audit.path */
 	const char *transport; /* the audit record's transport when a call names none ("stdio", "http") */
 	const char *peer;      /* the audit record's peer when a call names none, or NULL */
+	const char *state_dir; /* where clients' sandboxes are kept across restarts (sbm_opts), or NULL */
 	/* Called once the configuration is loaded, before anything else is opened: a front end's
 	 * command-line choices that change the configuration (cfg is the service's). Non-zero
 	 * stops service_open, which then returns -ECANCELED (the front end has said why). */

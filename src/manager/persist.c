@@ -1,0 +1,301 @@
+/* persist.c — the state directory (see persist.h). */
+#include "manager/persist.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "manager/wsint.h"
+#include "util/fsutil.h"
+
+#define PST_RECORD "sandbox.json"
+
+struct pst {
+	char *path;
+	int dir, lock;
+	pthread_mutex_t mu;
+	struct pst_box *boxes; /* for the room promised (under mu) */
+};
+
+struct pst_box {
+	struct pst_box *next;
+	struct pst *p;
+	char id[64];
+	int dir;
+	uint64_t disk; /* the room promised */
+	uint64_t held; /* what its mirror holds, as of its last sync */
+	pthread_mutex_t mu;
+	struct wsm *w;
+};
+
+int pst_open(const char *dir, struct pst **out, struct al_error *err)
+{
+	if (!dir || dir[0] != '/')
+		return al_err(err, EINVAL, "the state directory must be an absolute path, not \"%s\"", dir ? dir : "");
+	struct pst *p = calloc(1, sizeof(*p));
+	if (!p || !(p->path = strdup(dir))) {
+		free(p);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	p->dir = p->lock = -1;
+	pthread_mutex_init(&p->mu, NULL);
+	int r = al_make_parents(dir, 0755);
+	if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	if (r == 0 && (p->dir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = -errno;
+	if (r == 0 && (p->lock = openat(p->dir, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+		r = -errno;
+	if (r < 0) {
+		pst_close(p);
+		return al_err_sys(err, -r, "the state directory %s", dir);
+	}
+	if (flock(p->lock, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		pst_close(p);
+		return e == EWOULDBLOCK ? al_err(err, EBUSY,
+						 "another airlock serve keeps its sandboxes in %s: give this one its own "
+						 "(--state-dir DIR)",
+						 dir)
+					: al_err_sys(err, e, "cannot lock the state directory %s", dir);
+	}
+	*out = p;
+	return 0;
+}
+
+void pst_close(struct pst *p)
+{
+	if (!p)
+		return;
+	if (p->lock >= 0)
+		close(p->lock);
+	if (p->dir >= 0)
+		close(p->dir);
+	pthread_mutex_destroy(&p->mu);
+	free(p->path);
+	free(p);
+}
+
+const char *pst_path(const struct pst *p)
+{
+	return p->path;
+}
+
+/* An id as the manager makes them: letters and digits only (a name of the directory, never a path). */
+static bool id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n >= 64)
+		return false;
+	for (const char *c = id; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+		      *c == '_'))
+			return false;
+	return true;
+}
+
+int pst_list(struct pst *p, json_t **ids, struct al_error *err)
+{
+	int fd = openat(p->dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	json_t *a = json_array();
+	if (!d || !a) {
+		if (d)
+			closedir(d);
+		else if (fd >= 0)
+			close(fd);
+		json_decref(a);
+		return al_err_sys(err, errno ? errno : ENOMEM, "cannot read the state directory %s", p->path);
+	}
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && id_ok(de->d_name) && faccessat(dirfd(d), de->d_name, F_OK, 0) == 0)
+			json_array_append_new(a, json_string(de->d_name));
+	closedir(d);
+	*ids = a;
+	return 0;
+}
+
+/* Room for disk more bytes beside what is promised: under p->mu. */
+static int room_locked(struct pst *p, uint64_t disk, struct al_error *err)
+{
+	struct statvfs v;
+	if (fstatvfs(p->dir, &v) < 0)
+		return al_err_sys(err, errno, "the state directory %s", p->path);
+	if (v.f_flag & ST_RDONLY)
+		return al_err(err, EROFS, "the state directory %s is read-only: no sandbox can be kept, so none is made",
+			      p->path);
+	uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize, promised = disk;
+	for (const struct pst_box *b = p->boxes; b; b = b->next)
+		promised += b->disk > b->held ? b->disk - b->held : 0;
+	if (promised > free_bytes)
+		return al_err(err, ENOSPC,
+			      "the state directory %s has %llu MiB free, and keeping this sandbox needs %llu MiB "
+			      "(its disk limit, beside what the others may still write): no sandbox is made",
+			      p->path, (unsigned long long)(free_bytes >> 20), (unsigned long long)(promised >> 20));
+	return 0;
+}
+
+static int box_dirs(struct pst_box *b, bool make, struct al_error *err)
+{
+	struct pst *p = b->p;
+	if (make && mkdirat(p->dir, b->id, 0700) < 0)
+		return al_err_sys(err, errno, "cannot keep sandbox %s in %s", b->id, p->path);
+	b->dir = openat(p->dir, b->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (b->dir < 0)
+		return al_err_sys(err, errno, "cannot keep sandbox %s in %s", b->id, p->path);
+	for (int i = 0; i < 2; i++) {
+		const char *n = i ? "stage" : "files";
+		if (mkdirat(b->dir, n, 0700) < 0 && errno != EEXIST)
+			return al_err_sys(err, errno, "cannot keep sandbox %s in %s", b->id, p->path);
+	}
+	/* What a sync staged and never put in place (it was cut short) is nobody's. */
+	uint64_t n = 0;
+	(void)ws_rm_beneath(b->dir, "stage", &n, NULL);
+	if (mkdirat(b->dir, "stage", 0700) < 0 && errno != EEXIST)
+		return al_err_sys(err, errno, "cannot keep sandbox %s in %s", b->id, p->path);
+	cleanup_close int files = openat(b->dir, "files", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	cleanup_close int stage = openat(b->dir, "stage", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (files < 0 || stage < 0)
+		return al_err_sys(err, errno, "cannot keep sandbox %s in %s", b->id, p->path);
+	return wsm_open(files, stage, &b->w, err);
+}
+
+static int box_new(struct pst *p, const char *id, uint64_t disk, bool make, struct pst_box **out,
+		   struct al_error *err)
+{
+	if (!id_ok(id))
+		return al_err(err, EINVAL, "bad sandbox id \"%s\"", id);
+	struct pst_box *b = calloc(1, sizeof(*b));
+	if (!b)
+		return al_err(err, ENOMEM, "out of memory");
+	b->p = p;
+	b->dir = -1;
+	b->disk = disk;
+	snprintf(b->id, sizeof(b->id), "%s", id);
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_mutex_lock(&p->mu);
+	int r = make ? room_locked(p, disk, err) : 0;
+	r = r ?: box_dirs(b, make, err);
+	if (r == 0) {
+		b->next = p->boxes;
+		p->boxes = b;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (r < 0) {
+		b->p = make ? p : NULL; /* a new one goes; a kept one stays on disk */
+		pst_box_close(b, make);
+		return r;
+	}
+	*out = b;
+	return 0;
+}
+
+int pst_box_make(struct pst *p, const char *id, uint64_t disk, struct pst_box **out, struct al_error *err)
+{
+	return box_new(p, id, disk, true, out, err);
+}
+
+int pst_box_open(struct pst *p, const char *id, uint64_t disk, struct pst_box **out, json_t **rec,
+		 struct al_error *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s/" PST_RECORD, p->path, id);
+	json_error_t je;
+	json_t *j = json_load_file(path, 0, &je);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return al_err(err, EINVAL, "sandbox %s's record %s: %s", id, path, je.text);
+	}
+	json_t *dl = json_object_get(j, "disk_limit"); /* the room it was promised */
+	uint64_t promised = disk ? disk : json_is_integer(dl) && json_integer_value(dl) > 0 ? (uint64_t)json_integer_value(dl) : 0;
+	int r = box_new(p, id, promised, false, out, err);
+	if (r < 0) {
+		json_decref(j);
+		return r;
+	}
+	*rec = j;
+	return 0;
+}
+
+int pst_box_save(struct pst_box *b, const json_t *rec, struct al_error *err)
+{
+	cleanup_free char *text = json_dumps(rec, JSON_COMPACT);
+	if (!text)
+		return al_err(err, ENOMEM, "out of memory");
+	pthread_mutex_lock(&b->mu);
+	int fd = openat(b->dir, PST_RECORD ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int r = fd < 0 ? -errno : al_write_all(fd, text, strlen(text));
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (r == 0 && renameat(b->dir, PST_RECORD ".tmp", b->dir, PST_RECORD) < 0)
+		r = -errno;
+	if (r == 0 && fsync(b->dir) < 0)
+		r = -errno;
+	pthread_mutex_unlock(&b->mu);
+	return r < 0 ? al_err_sys(err, -r, "cannot keep sandbox %s's record in %s", b->id, b->p->path) : 0;
+}
+
+int pst_box_sync(struct pst_box *b, int ws, struct wsm_stats *st, struct al_error *err)
+{
+	struct wsm_stats s;
+	pthread_mutex_lock(&b->mu);
+	int r = wsm_sync(b->w, ws, &s, err);
+	pthread_mutex_unlock(&b->mu);
+	pthread_mutex_lock(&b->p->mu);
+	b->held = s.stored;
+	pthread_mutex_unlock(&b->p->mu);
+	if (st)
+		*st = s;
+	return r;
+}
+
+int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
+{
+	struct wsm_stats s;
+	pthread_mutex_lock(&b->mu);
+	int r = wsm_restore(b->w, ws, uid, gid, &s, err);
+	pthread_mutex_unlock(&b->mu);
+	b->held = s.stored;
+	if (st)
+		*st = s;
+	return r;
+}
+
+void pst_box_close(struct pst_box *b, bool remove)
+{
+	if (!b)
+		return;
+	struct pst *p = b->p;
+	if (p) {
+		pthread_mutex_lock(&p->mu);
+		for (struct pst_box **pp = &p->boxes; *pp; pp = &(*pp)->next)
+			if (*pp == b) {
+				*pp = b->next;
+				break;
+			}
+		pthread_mutex_unlock(&p->mu);
+	}
+	wsm_free(b->w);
+	if (b->dir >= 0)
+		close(b->dir);
+	if (remove && p) {
+		uint64_t n = 0;
+		(void)ws_rm_beneath(p->dir, b->id, &n, NULL);
+		(void)fsync(p->dir);
+	}
+	pthread_mutex_destroy(&b->mu);
+	free(b);
+}

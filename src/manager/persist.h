@@ -1,0 +1,50 @@
+/* persist.h — the state directory of `airlock serve`: each kept sandbox's record and workspace
+ * mirror on disk, so that the sandboxes outlive the server (issue 32).
+ *
+ *   DIR/lock            flock'd by the one server that keeps its sandboxes here
+ *   DIR/<id>/sandbox.json   what the sandbox was made with, its owner, metadata, lifetime
+ *   DIR/<id>/files/     the workspace's mirror (wsmirror.h)
+ *   DIR/<id>/stage/     the mirror's writes before they are flushed and put in place
+ *
+ * Durability: a record is written to a temporary file, flushed, renamed and its directory flushed;
+ * a mirror's sync flushes before it returns (wsmirror.h). Space: a sandbox is kept only if the
+ * state directory's filesystem has room for its whole disk limit beside the limits already
+ * promised to the others (less what they already hold): a sync then never runs out of room
+ * unless something else fills the filesystem. */
+#ifndef AL_MANAGER_PERSIST_H
+#define AL_MANAGER_PERSIST_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "manager/wsmirror.h"
+#include "util/error.h"
+
+struct pst;	/* a state directory, locked */
+struct pst_box; /* one sandbox's state */
+
+/* Opens (making it, 0700) and locks the state directory dir: another server keeping sandboxes there
+ * is refused by name. */
+int pst_open(const char *dir, struct pst **out, struct al_error *err);
+void pst_close(struct pst *p);
+const char *pst_path(const struct pst *p);
+/* The ids of the sandboxes kept there (a JSON array of strings, yours). */
+int pst_list(struct pst *p, json_t **ids, struct al_error *err);
+
+/* A new sandbox's state, with room promised for disk bytes: refused (ENOSPC, EROFS, EACCES...)
+ * with err saying why, and nothing left behind. */
+int pst_box_make(struct pst *p, const char *id, uint64_t disk, struct pst_box **out, struct al_error *err);
+/* A kept sandbox's state (pst_list), its record in *rec (yours). */
+int pst_box_open(struct pst *p, const char *id, uint64_t disk, struct pst_box **out, json_t **rec,
+		 struct al_error *err);
+/* Writes the record, durably. */
+int pst_box_save(struct pst_box *b, const json_t *rec, struct al_error *err);
+/* The mirror brought up to date with workspace ws (one sync at a time per box). */
+int pst_box_sync(struct pst_box *b, int ws, struct wsm_stats *st, struct al_error *err);
+/* The mirror copied into the new, empty workspace ws (see wsm_restore). */
+int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
+/* Frees b; with remove, its state on disk goes too (a destroyed or expired sandbox). */
+void pst_box_close(struct pst_box *b, bool remove);
+
+#endif

@@ -1,0 +1,220 @@
+/* sbpersist.c — sandboxes that outlive the server: each client's sandbox has a record and a mirror
+ * of its workspace in the state directory (persist.h); a call that may have changed its files syncs
+ * the mirror before its result is sent; a stop of the server keeps them all (a last sync, the time
+ * of the stop); the next server with the same directory makes each again, under the same id for
+ * the same owner, with its files, metadata and the lifetime it had left.
+ *
+ * What does not survive: processes and interpreter contexts (their memory). What the clock does: a
+ * graceful stop stops a sandbox's lifetime clock until the restart; after a crash, the time the
+ * server was down counts (its end is a wall-clock time). */
+#include "manager/sbmint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "manager/persist.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+static uint64_t wall_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static json_t *record_of(struct sbm *m, struct sbx *s, uint64_t stopped_unix_ms)
+{
+	pthread_mutex_lock(&m->mu);
+	uint64_t ends = s->ends_ms ? sbm_wall_ms(m, s->ends_ms) : 0, lifetime = s->lifetime_ms;
+	pthread_mutex_unlock(&m->mu);
+	json_t *meta = json_loads(s->meta_json ? s->meta_json : "{}", 0, NULL);
+	return json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:I,s:I,s:I,s:I}", "version", 1,
+			 "id", s->id, "owner", s->owner, "profile", s->profile, "image", s->pool_image, "network",
+			 s->network, "hosts", s->net_hosts ? s->net_hosts : "", "limits", "memory_bytes",
+			 (json_int_t)s->lim.memory_bytes, "milli_cpus", (json_int_t)s->lim.milli_cpus, "pids",
+			 (json_int_t)s->lim.pids, "disk_bytes", (json_int_t)s->lim.disk_bytes, "timeout_ms",
+			 (json_int_t)s->lim.timeout_ms, "disk_limit", (json_int_t)s->disk_bytes, "metadata",
+			 meta ? meta : json_object(), "created_unix_ms", (json_int_t)sbm_wall_ms(m, s->created_ms),
+			 "ends_unix_ms", (json_int_t)ends, "lifetime_ms", (json_int_t)lifetime, "stopped_unix_ms",
+			 (json_int_t)stopped_unix_ms);
+}
+
+static void save(struct sbm *m, struct sbx *s, uint64_t stopped)
+{
+	struct al_error err = {0};
+	json_t *rec = record_of(m, s, stopped);
+	if (!rec || pst_box_save(s->box, rec, &err) < 0)
+		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, rec ? err.msg : "out of memory");
+	json_decref(rec);
+}
+
+int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err)
+{
+	if (!m->pst || s->box)
+		return 0;
+	struct pst_box *b = NULL;
+	int r = pst_box_make(m->pst, s->id, s->disk_bytes, &b, err);
+	if (r < 0)
+		return r;
+	s->box = b;
+	json_t *rec = record_of(m, s, 0);
+	r = rec ? pst_box_save(b, rec, err) : al_err(err, ENOMEM, "out of memory");
+	json_decref(rec);
+	if (r < 0) {
+		pst_box_close(b, true);
+		s->box = NULL;
+	}
+	return r;
+}
+
+void sbp_save(struct sbm *m, struct sbx *s)
+{
+	if (s->box)
+		save(m, s, 0);
+}
+
+void sbp_sync(struct sbm *m, struct sbx *s)
+{
+	(void)m;
+	if (!s->box)
+		return;
+	struct al_error err = {0};
+	if (pst_box_sync(s->box, al_sandbox_workspace(s->sb), NULL, &err) < 0)
+		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, err.msg);
+}
+
+void sbp_release(struct sbx *s)
+{
+	if (!s->box)
+		return;
+	bool keep = s->end == SBX_END_STOPPING;
+	if (keep) {
+		sbp_sync(s->m, s);
+		save(s->m, s, wall_now_ms());
+	}
+	pst_box_close(s->box, !keep);
+	s->box = NULL;
+}
+
+/* ---- bringing them back ------------------------------------------------------------------- */
+
+static uint64_t num(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* Its lifetime left (ms; 0: none), or -1 when it ran out while the server was down. */
+static int64_t left(const json_t *rec)
+{
+	uint64_t ends = num(rec, "ends_unix_ms"), stopped = num(rec, "stopped_unix_ms");
+	if (!ends)
+		return 0;
+	uint64_t from = stopped ? stopped : wall_now_ms();
+	return ends > from ? (int64_t)(ends - from) : -1;
+}
+
+/* Makes the sandbox rec describes again, its workspace filled from b: 0, or -errno (err). */
+static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sbx **out, struct al_error *err)
+{
+	const json_t *l = json_object_get(rec, "limits");
+	struct srv_limits lim = {.memory_bytes = num(l, "memory_bytes"),
+				 .milli_cpus = (uint32_t)num(l, "milli_cpus"),
+				 .pids = (uint32_t)num(l, "pids"),
+				 .disk_bytes = num(l, "disk_bytes"),
+				 .timeout_ms = num(l, "timeout_ms")};
+	const char *profile = str(rec, "profile"), *id = str(rec, "id"), *owner = str(rec, "owner");
+	if (!profile || !id || !owner || strlen(id) > SBM_ID_LEN)
+		return al_err(err, EINVAL, "its record is incomplete");
+	struct sbx *s = NULL;
+	int r = sbx_new(m, profile, str(rec, "image"), json_is_true(json_object_get(rec, "network")), str(rec, "hosts"),
+			&lim, false, &s, err);
+	if (r < 0)
+		return r;
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	sbx_set_owner(s, owner);
+	cleanup_free char *meta = json_dumps(json_object_get(rec, "metadata"), JSON_COMPACT);
+	free(s->meta_json);
+	s->meta_json = meta && strcmp(meta, "{}") != 0 ? steal_ptr(meta) : NULL;
+	int64_t rest = left(rec);
+	uint64_t now = sbm_now_ms(), stopped = num(rec, "stopped_unix_ms"), born = num(rec, "created_unix_ms");
+	uint64_t age = born && (stopped ? stopped : wall_now_ms()) > born ? (stopped ? stopped : wall_now_ms()) - born : 0;
+	s->created_ms = now > age ? now - age : 0;
+	s->ends_ms = rest > 0 ? now + (uint64_t)rest : 0;
+	s->lifetime_ms = num(rec, "lifetime_ms");
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(s->sb, &uid, &gid);
+	struct wsm_stats st;
+	r = pst_box_restore(b, al_sandbox_workspace(s->sb), uid, gid, &st, err);
+	if (r == 0) {
+		s->box = b;
+		fprintf(stderr, "airlock serve: sandbox %s of %s is back (%llu entries, %llu bytes)\n", s->id,
+			s->owner[0] ? s->owner : "(none)", (unsigned long long)st.entries,
+			(unsigned long long)st.bytes);
+	}
+	if (r < 0) {
+		sbx_free(s);
+		return r;
+	}
+	*out = s;
+	return 0;
+}
+
+static void bring_back(struct sbm *m, const char *id)
+{
+	struct al_error err = {0};
+	struct pst_box *b = NULL;
+	json_t *rec = NULL;
+	int r = pst_box_open(m->pst, id, 0, &b, &rec, &err);
+	if (r == 0 && left(rec) < 0) {
+		fprintf(stderr, "airlock serve: sandbox %s reached its lifetime while the server was down: removed\n", id);
+		pst_box_close(b, true);
+		json_decref(rec);
+		return;
+	}
+	struct sbx *s = NULL;
+	r = r ?: remake(m, b, rec, &s, &err);
+	r = r ?: sbx_list(m, s, &err);
+	if (r < 0) {
+		/* Nothing is lost: its state stays on disk for a server that can make it. */
+		fprintf(stderr, "airlock serve: sandbox %s could not be brought back (its state stays in %s): %s\n", id,
+			pst_path(m->pst), err.msg);
+		if (s)
+			s->box = NULL; /* b is closed below, kept on disk */
+		sbx_free(s);
+		pst_box_close(b, false);
+	} else {
+		s->disk_bytes = num(rec, "disk_limit");
+		save(m, s, 0); /* from now on a crash counts from here */
+	}
+	json_decref(rec);
+}
+
+int sbp_open(struct sbm *m, const char *dir, struct al_error *err)
+{
+	if (!dir)
+		return 0;
+	int r = pst_open(dir, &m->pst, err);
+	json_t *ids = NULL;
+	r = r ?: pst_list(m->pst, &ids, err);
+	if (r < 0)
+		return r;
+	size_t i;
+	json_t *v;
+	json_array_foreach(ids, i, v)
+	{
+		bring_back(m, json_string_value(v));
+	}
+	json_decref(ids);
+	return 0;
+}
