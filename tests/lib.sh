@@ -324,6 +324,11 @@ al_inner() {
 		AL_CALLER_UID=$(id -u)
 		AL_CALLER_GID=$(id -g)
 	fi
+	# Each test's servers keep their sandboxes in a state directory of its own (airlock serve's
+	# default is one per host user, which tests run side by side would share).
+	export AIRLOCK_STATE_DIR="$AL_TEST_ROOT/state"
+	mkdir -m 0700 "$AIRLOCK_STATE_DIR"
+	chown "$AL_CALLER_UID:$AL_CALLER_GID" "$AIRLOCK_STATE_DIR"
 	# The payload's uid as the host sees it (SPEC: id_base+1000 as root; the caller otherwise).
 	if [ "$AL_CALLER_UID" = 0 ]; then
 		AL_PAYLOAD_HOST_UID=$((AL_ID_BASE + 1000))

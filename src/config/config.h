@@ -234,6 +234,7 @@ struct cfg_server {
 	char *http_token_file;		/* absolute, or NULL */
 	char *http_approver_token_file; /* absolute, or NULL */
 	char *socket;			/* the Unix socket: absolute, "none", or NULL (the default) */
+	char *state_dir;		/* where sandboxes are kept across restarts: absolute, "none", or NULL */
 	unsigned *approver_uids;	/* Unix socket peers that decide approvals (NULL: root only) */
 	size_t napprover_uids;
 	/* quota: what one principal may hold at once (0: the default, CFG_QUOTA_*) */

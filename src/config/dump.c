@@ -329,6 +329,8 @@ static void manager(struct dumper *d, const struct cfg *c)
 	map_end(d);
 	if (s->socket)
 		key_str(d, "socket", s->socket);
+	if (s->state_dir)
+		key_str(d, "state_dir", s->state_dir);
 	scalar(d, "quota");
 	map_start(d);
 	key_uint(d, "sessions", s->quota_sessions ? s->quota_sessions : CFG_QUOTA_SESSIONS);

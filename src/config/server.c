@@ -94,6 +94,7 @@ void cfg_manager_free(struct cfg *c)
 	free(c->server.http_token_file);
 	free(c->server.http_approver_token_file);
 	free(c->server.socket);
+	free(c->server.state_dir);
 	free(c->server.approver_uids);
 	free(c->server.cell_image_limit);
 }
@@ -752,6 +753,14 @@ static int s_socket(struct conv *c, const struct cfg_node *v, const char *path, 
 	return r ?: conv_copy_str(c, v, path, &c->cfg->server.socket);
 }
 
+static int s_state_dir(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	if (r == 0 && strcmp(v->text, "none") != 0)
+		r = conv_host_path(c, v, path, NULL);
+	return r ?: conv_copy_str(c, v, path, &c->cfg->server.state_dir);
+}
+
 static int s_approver_uids(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	struct cfg_server *s = &c->cfg->server;
@@ -790,6 +799,7 @@ int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void
 		{"pool", s_pool},
 		{"http", s_http},
 		{"socket", s_socket},
+		{"state_dir", s_state_dir},
 		{"approver_uids", s_approver_uids},
 		{"quota", s_quota},
 		{"cell_image_limit", s_cell_image_limit},

@@ -19,6 +19,7 @@
 #include "util/fsutil.h"
 
 #define PST_RECORD "sandbox.json"
+#define PST_TRASH  ".gone-" /* a removed sandbox's state, until it is emptied */
 
 struct pst {
 	char *path;
@@ -37,6 +38,24 @@ struct pst_box {
 	pthread_mutex_t mu;
 	struct wsm *w;
 };
+
+static void clear_trash(struct pst *p)
+{
+	int fd = openat(p->dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, PST_TRASH, sizeof(PST_TRASH) - 1) == 0) {
+			uint64_t n = 0;
+			(void)ws_rm_beneath(dirfd(d), de->d_name, &n, NULL);
+		}
+	closedir(d);
+}
 
 int pst_open(const char *dir, struct pst **out, struct al_error *err)
 {
@@ -69,6 +88,7 @@ int pst_open(const char *dir, struct pst **out, struct al_error *err)
 						 dir)
 					: al_err_sys(err, e, "cannot lock the state directory %s", dir);
 	}
+	clear_trash(p);
 	*out = p;
 	return 0;
 }
@@ -274,6 +294,45 @@ int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_
 	return r;
 }
 
+/* Removes what a trash name holds, on a thread of its own. */
+struct trash {
+	int dir;
+	char name[80];
+};
+
+static void *empty_trash(void *arg)
+{
+	struct trash *t = arg;
+	uint64_t n = 0;
+	(void)ws_rm_beneath(t->dir, t->name, &n, NULL);
+	close(t->dir);
+	free(t);
+	return NULL;
+}
+
+/* A sandbox's state leaves the directory at once (a rename, flushed: a restart never brings it
+ * back) and is removed meanwhile: a destroyed sandbox's thousands of files must not hold up the
+ * call that ended it. What a stop cuts short, the next start removes (pst_open). */
+static void discard(struct pst *p, const char *id)
+{
+	struct trash *t = calloc(1, sizeof(*t));
+	if (!t)
+		return;
+	snprintf(t->name, sizeof(t->name), PST_TRASH "%s", id);
+	if (renameat(p->dir, id, p->dir, t->name) < 0 || fsync(p->dir) < 0 ||
+	    (t->dir = fcntl(p->dir, F_DUPFD_CLOEXEC, 3)) < 0) {
+		free(t);
+		return;
+	}
+	pthread_t th;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &a, empty_trash, t) != 0)
+		empty_trash(t);
+	pthread_attr_destroy(&a);
+}
+
 void pst_box_close(struct pst_box *b, bool remove)
 {
 	if (!b)
@@ -291,11 +350,8 @@ void pst_box_close(struct pst_box *b, bool remove)
 	wsm_free(b->w);
 	if (b->dir >= 0)
 		close(b->dir);
-	if (remove && p) {
-		uint64_t n = 0;
-		(void)ws_rm_beneath(p->dir, b->id, &n, NULL);
-		(void)fsync(p->dir);
-	}
+	if (remove && p)
+		discard(p, b->id);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
 }

@@ -30,7 +30,8 @@ struct sbm_stats {
 struct sbm;
 
 int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err);
-/* Destroys every sandbox (waits for running operations to end, killing their processes). */
+/* Ends every sandbox (waits for running operations to end, killing their processes): with a state
+ * directory each is kept there (a last sync), else destroyed. */
 void sbm_free(struct sbm *m);
 /* The operation table for the MCP session / HTTP front end (ctx = m). */
 void sbm_api(struct sbm *m, struct srv_mgr_api *api);

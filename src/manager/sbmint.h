@@ -120,6 +120,8 @@ struct sbm {
 	unsigned gone_next;
 	int64_t wall_offset_ms; /* wall clock minus sbm_now_ms, read once: one sandbox's times never jitter */
 	struct pst *pst;	/* the state directory (sbm_opts.state_dir), or NULL: nothing outlives us */
+	struct al_error pst_err; /* why it cannot be used (pst NULL, a state directory asked for) */
+	bool pst_broken;
 };
 
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */

@@ -54,6 +54,11 @@ static void save(struct sbm *m, struct sbx *s, uint64_t stopped)
 
 int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err)
 {
+	if (m->pst_broken) {
+		if (err)
+			*err = m->pst_err;
+		return m->pst_err.code < 0 ? m->pst_err.code : -EIO;
+	}
 	if (!m->pst || s->box)
 		return 0;
 	struct pst_box *b = NULL;
@@ -204,11 +209,24 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err)
 {
 	if (!dir)
 		return 0;
-	int r = pst_open(dir, &m->pst, err);
+	struct al_error e = {0};
+	int r = pst_open(dir, &m->pst, &e);
 	json_t *ids = NULL;
-	r = r ?: pst_list(m->pst, &ids, err);
-	if (r < 0)
+	r = r ?: pst_list(m->pst, &ids, &e);
+	if (r == -EBUSY) { /* another server's: two cannot share sandboxes */
+		if (err)
+			*err = e;
 		return r;
+	}
+	if (r < 0) {
+		/* Nowhere to keep sandboxes (read-only, no room, not ours): the server serves, and every
+		 * create is refused with this reason rather than made as if it would be kept. */
+		al_err(&m->pst_err, -r, "%s: no sandbox can be kept, so none is made (choose another --state-dir, or "
+			 "--state-dir none for sandboxes that end with the server)", e.msg);
+		m->pst_broken = true;
+		fprintf(stderr, "airlock serve: %s\n", m->pst_err.msg);
+		return 0;
+	}
 	size_t i;
 	json_t *v;
 	json_array_foreach(ids, i, v)

@@ -50,7 +50,10 @@ static const char usage[] =
 	"  --state-dir DIR    keep clients' sandboxes there (workspace files, owner, metadata,\n"
 	"                     lifetime left): a stop keeps them, and a server started again with\n"
 	"                     the same DIR brings them back under the same ids; a call's file\n"
-	"                     changes are on disk before its result is sent (default: none)\n";
+	"                     changes are on disk before its result is sent; none: sandboxes end\n"
+	"                     with the server (default: server.state_dir, else $AIRLOCK_STATE_DIR,\n"
+	"                     else /var/lib/airlock/sandboxes as root, ~/.local/state/airlock/\n"
+	"                     sandboxes otherwise)\n";
 
 static const char usage_tail[] =
 	"                     (elicitation for MCP clients that can, then the approvals queue).\n"
@@ -58,8 +61,8 @@ static const char usage_tail[] =
 	"                     approver and never approves its own calls; choose auto=HIGH, or\n"
 	"                     name reviewers (server.approver_uids, --approver-token-file).\n"
 	"\n"
-	"SIGTERM or SIGINT ends every sandbox's processes and exits 0; the sandboxes are destroyed,\n"
-	"or kept in --state-dir.\n";
+	"SIGTERM or SIGINT ends every sandbox's processes, keeps the sandboxes in the state\n"
+	"directory (or destroys them with --state-dir none) and exits 0.\n";
 
 /* The usage text; the --approve lines come from the table airlock mcp shares (service/mgate.c). */
 static void print_usage(FILE *f)
@@ -75,8 +78,9 @@ _Static_assert(sizeof(uid_t) == sizeof(unsigned), "server.approver_uids holds ui
 
 struct serve {
 	const char *config, *listen, *token_file, *approver_token_file, *socket, *profile, *audit, *port_file;
-	const char *state_dir;
-	char *socket_default, *token_default;
+	const char *state_dir; /* --state-dir ("none": nothing kept), or NULL */
+	char *socket_default, *token_default, *state_default;
+	struct service_opts so; /* its state_dir is settled in listeners(), once the configuration is read */
 	struct http_token *tokens;
 	size_t ntokens;
 	struct sbm *m;
@@ -145,6 +149,15 @@ static int default_paths(struct serve *s)
 		n = asprintf(&s->socket_default, "/run/airlock/serve.sock");
 	else if (run && run[0] == '/')
 		n = asprintf(&s->socket_default, "%s/airlock/serve.sock", run);
+	const char *state = getenv("XDG_STATE_HOME"), *env = getenv("AIRLOCK_STATE_DIR");
+	if (n >= 0 && env && env[0] == '/')
+		n = asprintf(&s->state_default, "%s", env);
+	else if (n >= 0 && root)
+		n = asprintf(&s->state_default, "/var/lib/airlock/sandboxes");
+	else if (n >= 0 && state && state[0] == '/')
+		n = asprintf(&s->state_default, "%s/airlock/sandboxes", state);
+	else if (n >= 0 && home && home[0] == '/')
+		n = asprintf(&s->state_default, "%s/.local/state/airlock/sandboxes", home);
 	if (n >= 0 && root)
 		n = asprintf(&s->token_default, "/var/lib/airlock/serve.token");
 	else if (n >= 0 && conf && conf[0] == '/')
@@ -231,7 +244,7 @@ static int parse(struct serve *s, int argc, char **argv)
 			s->config = optarg;
 			break;
 		case 'D':
-			s->state_dir = strcmp(optarg, "none") == 0 ? NULL : optarg;
+			s->state_dir = optarg;
 			break;
 		case 'Y': {
 			char msg[MGATE_MSG_MAX];
@@ -311,6 +324,9 @@ static int listeners(void *ctx, struct cfg *cfg)
 		s->socket = cfg->server.socket ? cfg->server.socket : s->socket_default;
 	if (s->socket && strcmp(s->socket, "none") == 0)
 		s->socket = NULL;
+	if (!s->state_dir)
+		s->state_dir = cfg->server.state_dir ? cfg->server.state_dir : s->state_default;
+	s->so.state_dir = s->state_dir && strcmp(s->state_dir, "none") != 0 ? s->state_dir : NULL;
 	if (!s->socket && !s->listen)
 		return fail("nowhere to listen: no XDG_RUNTIME_DIR for the default socket; give --socket PATH or "
 			    "--http ADDR");
@@ -333,15 +349,14 @@ int main(int argc, char **argv)
 		fail("signalfd: %s", strerror(-sfd));
 		goto out;
 	}
-	struct service_opts so = {.size = sizeof(so),
-				  .config = s.config,
-				  .profile = s.profile,
-				  .audit = s.audit,
-				  .state_dir = s.state_dir,
-				  .transport = "http",
-				  .adjust = listeners,
-				  .adjust_ctx = &s};
-	int r = service_open(&so, &svc, &e);
+	s.so = (struct service_opts){.size = sizeof(s.so),
+				     .config = s.config,
+				     .profile = s.profile,
+				     .audit = s.audit,
+				     .transport = "http",
+				     .adjust = listeners,
+				     .adjust_ctx = &s};
+	int r = service_open(&s.so, &svc, &e);
 	if (r < 0) {
 		if (r != -ECANCELED)
 			fail("%s", e.msg);
@@ -350,10 +365,11 @@ int main(int argc, char **argv)
 	s.m = svc->mgr;
 	rc = serve_http(&s, svc, sfd);
 out:
-	service_close(svc); /* every sandbox is destroyed: no process, cgroup or workspace is left */
+	service_close(svc); /* no process or cgroup is left; sandboxes are kept in the state directory or destroyed */
 	http_tokens_free(s.tokens, s.ntokens);
 	free(s.socket_default);
 	free(s.token_default);
+	free(s.state_default);
 	if (sfd >= 0)
 		close(sfd);
 	return rc;

@@ -96,7 +96,7 @@ void service_close(struct service *svc)
 {
 	if (!svc)
 		return;
-	sbm_free(svc->mgr); /* every sandbox is destroyed: no process, cgroup or workspace is left */
+	sbm_free(svc->mgr); /* no process or cgroup is left; sandboxes kept in the state directory stay there */
 	apq_free(svc->approvals);
 	audit_close(svc->log);
 	audit_past_free(&svc->past);

@@ -123,7 +123,7 @@ server:
   - {profile: imgs, image: bb, count: 1}
 EOF
 chmod 0644 "$confdir/pool.yaml"
-al_serve_start "$dir" --config "$confdir/pool.yaml" --audit "$dir/audit2.jsonl"
+al_serve_start "$dir" --config "$confdir/pool.yaml" --audit "$dir/audit2.jsonl" --state-dir none # the first server's sandboxes stay kept: max_sandboxes 1 holds only the spare
 pooled=
 for _ in $(seq 100); do
 	pooled=$(call GET /metrics | grep '^airlock_sandboxes_pooled ' | awk '{print $2}')
