@@ -220,7 +220,10 @@ suite_dirs() {
 # PREFIX.port, PREFIX.err); sets spid and port, or dies when the server does not start.
 bench_serve_start() {
 	local rc=0
-	serve_launch "$1" "$airlock" serve "${@:2}" || rc=$?
+	# Each server keeps its sandboxes (the default, and its cost is measured) in a state directory of
+	# its own: a later server of the same benchmark must not start with an earlier one's.
+	rm -rf "$1.state"
+	AIRLOCK_STATE_DIR="$1.state" serve_launch "$1" "$airlock" serve "${@:2}" || rc=$?
 	spid=$SERVE_PID
 	[ "$rc" = 0 ] || die "airlock serve did not start"
 	# shellcheck disable=SC2034 # used by the scripts that source this file

@@ -73,6 +73,15 @@ int pst_open(const char *dir, struct pst **out, struct al_error *err)
 		r = -errno;
 	if (r == 0 && (p->dir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = -errno;
+	struct stat st;
+	if (r == 0 && fstat(p->dir, &st) < 0)
+		r = -errno;
+	/* Sandboxes' files and records are read back from here as they are: nobody else may plant them. */
+	if (r == 0 && (st.st_uid != geteuid() || (st.st_mode & 022))) {
+		pst_close(p);
+		return al_err(err, EPERM, "the state directory %s must be %s's and writable by it alone (mode %04o, owner %u)",
+			      dir, geteuid() == 0 ? "root" : "this user", (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+	}
 	if (r == 0 && (p->lock = openat(p->dir, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
 		r = -errno;
 	if (r < 0) {

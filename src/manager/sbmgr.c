@@ -245,7 +245,7 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 	int r = s->profile && s->net_hosts && (!image || s->pool_image) ? 0 : al_err(err, ENOMEM, "out of memory");
 	r = r ?: create_policy(m, profile, image, network, hosts, lim, &p, &s->net, err);
 	r = r ?: al_sandbox_create(p, &s->sb, err);
-	if (r == 0) {
+	if (r == 0 && p) {
 		s->m = m;
 		s->lim = *lim;
 		s->network = network;

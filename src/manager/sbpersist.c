@@ -198,8 +198,7 @@ static void bring_back(struct sbm *m, const char *id)
 			s->box = NULL; /* b is closed below, kept on disk */
 		sbx_free(s);
 		pst_box_close(b, false);
-	} else {
-		s->disk_bytes = num(rec, "disk_limit");
+	} else if (s) {
 		save(m, s, 0); /* from now on a crash counts from here */
 	}
 	json_decref(rec);

@@ -472,7 +472,7 @@ static int flush(struct walk *k)
 
 int wsm_sync(struct wsm *w, int ws, struct wsm_stats *st, struct al_error *err)
 {
-	struct wsm_stats none;
+	struct wsm_stats none = {0};
 	struct walk k = {.w = w, .st = st ? st : &none, .err = err};
 	*k.st = (struct wsm_stats){0};
 	struct stat root;
@@ -590,7 +590,7 @@ static int restore_tree(struct walk *k, int src, int dst, int depth)
 
 int wsm_restore(struct wsm *w, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
 {
-	struct wsm_stats none;
+	struct wsm_stats none = {0};
 	struct walk k = {.w = w, .st = st ? st : &none, .err = err, .uid = uid, .gid = gid};
 	*k.st = (struct wsm_stats){0};
 	w->gen++;

@@ -132,6 +132,7 @@ static int fail(const char *fmt, ...)
 	va_list ap;
 	fputs("airlock serve: ", stderr);
 	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive: ap was just started */
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);

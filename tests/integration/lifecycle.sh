@@ -37,12 +37,16 @@ config() {
 }
 
 # start_server NAME: airlock serve with $dir/NAME.yaml on a free loopback port, its TMPDIR a
-# directory of its own (it must stay empty); sets PORT and SPID.
+# directory of its own (it must stay empty), and a state directory of its own (each server starts
+# with none of the previous one's sandboxes kept); sets PORT and SPID.
 start_server() {
 	local name=$1 rc=0
 	mkdir -m 0777 "$dir/$name.tmp"
+	mkdir -m 0700 "$dir/$name.state"
+	chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/$name.state"
 	TMPDIR="$dir/$name.tmp" serve_launch "$dir/$name" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve \
-		--config "$cfgdir/$name.yaml" --socket none --token-file "$dir/token" --audit "$dir/$name.jsonl" || rc=$?
+		--config "$cfgdir/$name.yaml" --socket none --token-file "$dir/token" --audit "$dir/$name.jsonl" \
+		--state-dir "$dir/$name.state" || rc=$?
 	SPID=$SERVE_PID
 	AL_BG_PIDS+=("$SPID")
 	[ "$rc" = 0 ] || al_fail "airlock serve ($name) did not start"
