@@ -28,4 +28,4 @@ BUILD_DIR=build-asan phase asan-build bash scripts/build.sh -DAIRLOCK_SANITIZE=O
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   phase asan-suite ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE vm
 # libFuzzer: every tests/fuzz target for FUZZ_SECONDS each (their corpora already ran above as CTest cases).
-FUZZ_SECONDS=${FUZZ_SECONDS:-30} phase fuzz bash scripts/fuzz.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} phase fuzz bash scripts/fuzz.sh

@@ -349,20 +349,43 @@ static int mirror_dir(struct walk *k, int dst, const char *name, const struct st
 	return fd;
 }
 
+/* What a walk does with one entry: 0 to go on, else the error that stops it. */
+typedef int entry_fn(struct walk *k, int src, int dst, const char *name, int depth);
+
+/* fn for each entry of directory src, from our own descriptor of it (a name from readdir is one
+ * component: nothing on the way can be swapped), until one fails. */
+static int each_entry(struct walk *k, int src, int dst, int depth, entry_fn *fn)
+{
+	int fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			r = fn(k, src, dst, de->d_name, depth);
+	closedir(d);
+	return r;
+}
+
 static int sync_tree(struct walk *k, int src, int dst, int depth);
 
-/* One entry of the workspace's directory src, against the mirror's dst. */
+/* One entry of the workspace's directory src, against the mirror's dst: 0, or the walk's fatal error. */
 /* NOLINTNEXTLINE(misc-no-recursion): with sync_tree, bounded by WSM_DEPTH */
-static void sync_entry(struct walk *k, int src, int dst, const char *name, int depth)
+static int sync_entry(struct walk *k, int src, int dst, const char *name, int depth)
 {
 	struct stat st;
 	if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return; /* gone meanwhile: the sweep removes it */
+		return 0; /* gone meanwhile: the sweep removes it */
 	size_t base = k->len, nl = strlen(name);
 	if ((!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) || st.st_dev != k->dev ||
 	    base + nl + 2 > sizeof(k->path) || (S_ISDIR(st.st_mode) && depth >= WSM_DEPTH)) {
 		k->st->skipped++;
-		return;
+		return 0;
 	}
 	if (base)
 		k->path[k->len++] = '/';
@@ -392,24 +415,13 @@ static void sync_entry(struct walk *k, int src, int dst, const char *name, int d
 		failed(k, -r, "cannot keep");
 	k->len = base;
 	k->path[base] = 0;
+	return k->fatal;
 }
 
 /* NOLINTNEXTLINE(misc-no-recursion): with sync_entry, bounded by WSM_DEPTH */
 static int sync_tree(struct walk *k, int src, int dst, int depth)
 {
-	int fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	struct dirent *de;
-	while (!k->fatal && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			sync_entry(k, src, dst, de->d_name, depth);
-	closedir(d);
-	return k->fatal;
+	return each_entry(k, src, dst, depth, sync_entry);
 }
 
 /* The staged entries renamed into place (after they were flushed). */
@@ -572,20 +584,7 @@ static int restore_entry(struct walk *k, int src, int dst, const char *name, int
 /* NOLINTNEXTLINE(misc-no-recursion): with restore_entry, bounded by WSM_DEPTH */
 static int restore_tree(struct walk *k, int src, int dst, int depth)
 {
-	int fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	struct dirent *de;
-	int r = 0;
-	while (r == 0 && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			r = restore_entry(k, src, dst, de->d_name, depth);
-	closedir(d);
-	return r;
+	return each_entry(k, src, dst, depth, restore_entry);
 }
 
 int wsm_restore(struct wsm *w, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
