@@ -52,7 +52,10 @@ mkdir -p $R/dev/pts $R/dev/shm
 mount -t devpts -o newinstance,mode=0620,ptmxmode=0666 devpts $R/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs $R/dev/shm
 mount -t tmpfs -o mode=0755 tmpfs $R/run
-mount -t tmpfs -o mode=1777 tmpfs $R/tmp
+# /tmp holds the tests' state directories, and serve promises each sandbox room for its whole disk
+# limit there (1 GiB by default): half the guest's memory, tmpfs's default size, is less than a
+# few sandboxes' promise. tmpfs reserves nothing, so a larger size costs only what is written.
+mount -t tmpfs -o mode=1777,size=16G tmpfs $R/tmp
 mkdir -p $R/run/lock $R/run/airlock-vm
 cp -r /job $R/run/airlock-vm/job || die "cannot copy the job"
 

@@ -170,7 +170,8 @@ static int room_locked(struct pst *p, uint64_t disk, struct al_error *err)
 	if (promised > free_bytes)
 		return al_err(err, ENOSPC,
 			      "the state directory %s has %llu MiB free, and keeping this sandbox needs %llu MiB "
-			      "(its disk limit, beside what the others may still write): no sandbox is made",
+			      "(its disk limit, beside what the others may still write): no sandbox is made; "
+			      "ask for a smaller disk_mb, free space there, or run serve with --state-dir none",
 			      p->path, (unsigned long long)(free_bytes >> 20), (unsigned long long)(promised >> 20));
 	return 0;
 }
