@@ -113,6 +113,19 @@ int lang_apply(const struct cfg_language *l, const char *code, size_t len, char 
 	return r;
 }
 
+int cfg_apply_etc(const struct cfg *c, struct al_policy *p, struct al_error *err)
+{
+	for (size_t i = 0; i < c->nlanguages; i++)
+		for (size_t k = 0; k < c->languages[i].etc.n; k++) {
+			int r = pol_add_etc(p, c->languages[i].etc.v[k], err);
+			if (r < 0) {
+				al_err_prefix(err, "language %s: etc", c->languages[i].name);
+				return r;
+			}
+		}
+	return 0;
+}
+
 /* Is path (absolute, as the sandbox sees it) an executable file under root ("" for the host)?
  * Under an image, links resolve as inside it (RESOLVE_IN_ROOT), not against the host. */
 static bool executable(const char *root, const char *path)

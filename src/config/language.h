@@ -13,6 +13,10 @@
 int lang_apply(const struct cfg_language *l, const char *code, size_t len, char *const *args, size_t nargs,
 	       struct al_policy *p, struct al_error *err);
 
+/* Every configured language's configuration beneath /etc into p (pol_add_etc): what any job may
+ * run reads at start, so each sandbox shows the union, whatever its command. */
+int cfg_apply_etc(const struct cfg *c, struct al_policy *p, struct al_error *err);
+
 /* Is the language runnable under p (on the host, or in p's image or rootfs; p may be NULL)?
  * When not, *why names the missing program (text in buf). */
 bool lang_available(const struct cfg_language *l, const struct al_policy *p, char *buf, size_t cap, const char **why);

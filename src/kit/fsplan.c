@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -204,39 +205,40 @@ static const char *probe_etc_missing(const struct al_policy *p, const char *etc)
 	return NULL;
 }
 
-/* "python3" or "python3.N": a directory of the system's Python configuration. */
-static bool python_etc_name(const char *n)
+/* One path a policy's /etc pattern expanded to (path is root + the sandbox path): shown if it is a
+ * directory or a regular file (a link could lead anywhere on the host, even from a rootfs), passes
+ * pol_etc_check itself, and is not shown already. */
+static void etc_found(struct fs_host *h, struct fs_plan *plan, const char *path)
 {
-	if (strncmp(n, "python3", 7) != 0)
-		return false;
-	if (!n[7])
-		return true;
-	if (n[7] != '.' || !n[8])
-		return false;
-	for (n += 8; *n; n++)
-		if (*n < '0' || *n > '9')
-			return false;
-	return true;
+	const char *inside = path + strlen(h->root);
+	struct stat st;
+	if (h->netc_paths >= FS_ETC_PATHS || lstat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) ||
+	    pol_etc_check(inside, NULL) < 0)
+		return;
+	for (size_t i = 0; i < h->netc_paths; i++)
+		if (strcmp(h->etc_paths[i], inside) == 0)
+			return;
+	const char *own_path = own(plan, strdup(inside));
+	if (own_path)
+		h->etc_paths[h->netc_paths++] = own_path;
 }
 
-static void probe_etc_python(struct fs_host *h, struct fs_plan *plan)
+/* The policy's /etc patterns, expanded in the host's /etc or the rootfs's (glob(3): a pattern that
+ * matches nothing shows nothing). */
+static void probe_etc_paths(struct fs_host *h, struct fs_plan *plan, const struct al_policy *p)
 {
-	char etc[PATH_MAX];
-	snprintf(etc, sizeof(etc), "%s/etc", h->root);
-	DIR *d = opendir(etc);
-	if (!d)
-		return;
-	struct dirent *e;
-	while (h->netc_python < FS_ETC_PYTHON && (e = readdir(d))) {
-		struct stat st;
-		if (!python_etc_name(e->d_name) || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+	if (strpbrk(h->root, "*?[\\"))
+		return; /* the root would be read as a pattern */
+	for (size_t i = 0; i < p->netc; i++) {
+		char pat[PATH_MAX];
+		glob_t g = {0};
+		if ((size_t)snprintf(pat, sizeof(pat), "%s%s", h->root, p->etc[i]) >= sizeof(pat))
 			continue;
-		const char *path = ownf(plan, "/etc/%s", e->d_name);
-		if (path)
-			h->etc_python[h->netc_python++] = path;
+		if (glob(pat, GLOB_NOESCAPE, NULL, &g) == 0)
+			for (size_t k = 0; k < g.gl_pathc; k++)
+				etc_found(h, plan, g.gl_pathv[k]);
+		globfree(&g);
 	}
-	closedir(d);
 }
 
 int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_policy *p)
@@ -250,8 +252,8 @@ int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_polic
 			probe_resolv(h, plan);
 		h->etc_missing = h->image_etc ? probe_etc_missing(p, h->image_etc) : NULL;
 	}
-	if (!p || !p->image)
-		probe_etc_python(h, plan);
+	if (p && !p->image)
+		probe_etc_paths(h, plan, p);
 	char buf[PATH_MAX], path[PATH_MAX];
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
 		snprintf(path, sizeof(path), "%s/%s", h->root, fs_toplevel_names[i]);
@@ -411,9 +413,15 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 		const char *src = sys_src(plan, host, ro_files[i]);
 		r = src ? bind(plan, src, ro_files[i], RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
 	}
-	for (size_t i = 0; r == 0 && i < host->netc_python; i++) {
-		const char *src = sys_src(plan, host, host->etc_python[i]);
-		r = src ? bind(plan, src, host->etc_python[i], RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
+	/* The languages' configuration (policy/etcview.c says why it holds no secret). A nested one
+	 * (/etc/perl/Net) gets its parents, 0755 as on the host's Debian. */
+	for (size_t i = 0; r == 0 && i < host->netc_paths; i++) {
+		const char *path = host->etc_paths[i], *slash = strrchr(path, '/');
+		const char *parent = slash > path + 4 ? ownf(plan, "%.*s", (int)(slash - path), path) : "/etc";
+		const char *src = sys_src(plan, host, path);
+		r = parent && src ? 0 : -ENOMEM;
+		r = r ?: strcmp(parent, "/etc") != 0 ? mkdir_op(plan, parent, 0755) : 0;
+		r = r ?: bind(plan, src, path, RO_ATTRS, FS_OPTIONAL);
 	}
 	if (r == 0 && host->localtime_link)
 		r = symlink_op(plan, "/etc/localtime", host->localtime_link);

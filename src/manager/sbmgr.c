@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/language.h"
 #include "config/profile.h"
 #include "manager/context.h"
 #include "manager/persist.h"
@@ -217,6 +218,7 @@ static int create_policy(struct sbm *m, const char *profile, const char *image, 
 		for (size_t k = 0; r == 0 && k < c->languages[i].paths.n; k++)
 			if (access(c->languages[i].paths.v[k], F_OK) == 0)
 				r = al_policy_add_bind(p, c->languages[i].paths.v[k], NULL, false, err);
+	r = r ?: cfg_apply_etc(c, p, err);
 	if (r == 0 && network) {
 		if (p->net != AL_NET_ALLOW)
 			r = al_policy_set_network(p, AL_NET_ALLOW, err);

@@ -99,6 +99,9 @@ void al_policy_free(struct al_policy *p)
 	pol_free_image(p);
 	free(p->cwd);
 	pol_free_net(p);
+	for (size_t i = 0; i < p->netc; i++)
+		free(p->etc[i]);
+	free(p->etc);
 	free(p);
 }
 
