@@ -95,13 +95,20 @@ static bool plain_name(const char *n)
 	return true;
 }
 
-/* An entry's kind for fs_host: its symlink target, "" for a directory, NULL for anything else. */
+/* The kind of a regular file among an image's top-level entries (told apart by its address: a
+ * link's target is always a plan-owned copy). */
+static const char top_regular[] = "";
+
+/* An entry's kind for fs_host: its symlink target, "" for a directory, top_regular for a regular
+ * file, NULL for anything else. */
 static const char *entry_kind(struct fs_plan *plan, int dfd, const char *name)
 {
 	struct stat st;
 	char buf[PATH_MAX];
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return NULL;
+	if (S_ISREG(st.st_mode))
+		return top_regular;
 	if (S_ISDIR(st.st_mode))
 		return "";
 	ssize_t n = S_ISLNK(st.st_mode) ? readlinkat(dfd, name, buf, sizeof(buf) - 1) : -1;
@@ -246,6 +253,10 @@ int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_polic
 	memset(h, 0, sizeof(*h));
 	h->root = p && p->rootfs ? p->rootfs : "";
 	if (*h->root && p->image) {
+		struct stat st;
+		char usr[PATH_MAX];
+		snprintf(usr, sizeof(usr), "%s/usr", h->root);
+		h->no_usr = lstat(usr, &st) < 0 || !S_ISDIR(st.st_mode);
 		h->ntop = list_names(plan, h->root, &h->top_names, &h->top_links);
 		h->image_etc = p->image->etc;
 		if (p->net != AL_NET_HOST)
@@ -311,10 +322,12 @@ static const char *sys_src(struct fs_plan *plan, const struct fs_host *host, con
 	return *host->root ? ownf(plan, "%s%s", host->root, path) : path;
 }
 
+/* The system directories. An image may have no /usr (busybox with /bin alone, a static binary):
+ * then there is none (the host's /usr never stands in for an image's). */
 static int plan_system(struct fs_plan *plan, const struct fs_host *host)
 {
 	const char *usr = sys_src(plan, host, "/usr");
-	int r = usr ? bind(plan, usr, "/usr", RO_ATTRS, 0) : -ENOMEM;
+	int r = !usr ? -ENOMEM : host->no_usr ? 0 : bind(plan, usr, "/usr", RO_ATTRS, 0);
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
 		const char *t = host->toplinks[i];
 		const char *dest = ownf(plan, "/%s", fs_toplevel_names[i]);
@@ -580,8 +593,9 @@ static bool taken(const struct fs_plan *plan, const struct al_policy *p, const c
 	return false;
 }
 
-/* The image's other top-level entries: a directory bound read-only, a symlink made again (it
- * resolves in the sandbox's root, as in the image's), anything else left out. */
+/* The image's other top-level entries: a directory or a regular file (a static binary FROM
+ * scratch) bound read-only, a symlink made again (it resolves in the sandbox's root, as in the
+ * image's), anything else left out. */
 static int image_top(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
 {
 	static const char *const own_top[] = {"usr",	"bin", "sbin", "lib", "lib32", "lib64",
@@ -597,8 +611,8 @@ static int image_top(struct fs_plan *plan, const struct al_policy *p, const stru
 			return -ENOMEM;
 		if (skip || taken(plan, p, dest))
 			continue;
-		r = *host->top_links[i] ? symlink_op(plan, dest, host->top_links[i])
-					: bind(plan, src, dest, RO_ATTRS, 0);
+		const char *t = host->top_links[i];
+		r = t != top_regular && *t ? symlink_op(plan, dest, t) : bind(plan, src, dest, RO_ATTRS, 0);
 	}
 	return r;
 }

@@ -72,9 +72,10 @@ struct fs_host {
 	const char *toplinks[6];
 	const char *localtime_link; /* readlink of /etc/localtime, or NULL (then bound if present) */
 	const char *root;	    /* where the system dirs come from: "" (the host's) or a rootfs */
+	bool no_usr;		    /* an image without a /usr directory: the sandbox has none */
 	/* The rootfs's top-level entries (at most FS_IMAGE_NAMES), for an image's whole root
 	 * (fs_plan_build uses them only when the policy names an image): each name, and its symlink
-	 * target, or "" for a directory, or NULL for anything else. */
+	 * target, or "" for a directory or a regular file, or NULL for anything else. */
 	const char **top_names, **top_links;
 	size_t ntop;
 	/* An image's: its prepared /etc (img_ref.etc, bound at /etc), and, but under --net host, its

@@ -59,6 +59,7 @@ void sbx_free(struct sbx *s)
 	free(s->profile);
 	free(s->net_hosts);
 	free(s->pool_image);
+	free(s->root);
 	free(s->meta_json);
 	free(s->port_tokens);
 	free(s);
@@ -252,6 +253,10 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 		s->lim = *lim;
 		s->network = network;
 		s->disk_bytes = p->limits[AL_LIMIT_DISK];
+		/* The image's tree (the store keeps it while a sandbox uses it): what a language's
+		 * program is looked up in (lang_program). */
+		if (p->rootfs && !(s->root = strdup(p->rootfs)))
+			r = al_err(err, ENOMEM, "out of memory");
 	}
 	if (r == 0 && al_policy_image_digest(p)) { /* the client's image or the profile's, as resolved */
 		const char *name = al_policy_image_name(p);

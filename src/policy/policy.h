@@ -141,6 +141,8 @@ int pol_net_parse(const char *name, enum al_net_posture *out);
 /* Those names, in order, into names (at most max): how many. */
 size_t pol_net_choices(const char **names, size_t max);
 void pol_free_strv(char **v);
+/* Sets p's root: a rootfs (image false: a system tree, with /usr) or an image's root (any shape). */
+int pol_set_root(struct al_policy *p, const char *dir, bool image, struct al_error *err);
 /* Releases the policy's image (its lock too). */
 void pol_free_image(struct al_policy *p);
 
