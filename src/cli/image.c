@@ -17,9 +17,10 @@ static const char usage[] =
 	"Usage: airlock image COMMAND [OPTIONS]\n"
 	"\n"
 	"  import FILE|DIR [NAME]   an OCI image layout, oci-archive or docker save tarball\n"
-	"  build NAME --packages P1,P2,... [--suite S] [--mirror URL] [--variant V]\n"
+	"  build NAME --packages P1,P2,... [--suite S] [--mirror URL] [--variant V] [--recommends]\n"
 	"  build --recipe FILE      a Debian environment made by mmdebstrap (a YAML recipe:\n"
-	"                           name, packages, suite, mirror, variant, epoch)\n"
+	"                           name, packages, suite, mirror, variant, epoch, recommends);\n"
+	"                           the packages' Recommends only with --recommends\n"
 	"  ls [--json]              names, digests, sizes, whether in use\n"
 	"  inspect NAME             what was recorded: digest, size, the config's Env, WorkingDir...\n"
 	"  rm NAME                  remove a name (and its content when no other name keeps it);\n"
@@ -34,7 +35,7 @@ static const char usage[] =
 struct image_args {
 	const char *store, *packages, *suite, *mirror, *variant, *recipe;
 	struct img_limits lim;
-	bool json;
+	bool json, recommends;
 	int first; /* index of the first operand */
 };
 
@@ -66,7 +67,8 @@ static int parse(int argc, char **argv, struct image_args *a)
 		{"packages", required_argument, NULL, 'p'}, {"suite", required_argument, NULL, 'S'},
 		{"mirror", required_argument, NULL, 'M'},   {"variant", required_argument, NULL, 'V'},
 		{"recipe", required_argument, NULL, 'r'},   {"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
+		{"recommends", no_argument, NULL, 'R'},	    {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	*a = (struct image_args){.lim = {IMG_DEFAULT_MAX_BYTES, IMG_DEFAULT_MAX_ENTRIES}};
 	struct al_error e = {0};
@@ -80,6 +82,8 @@ static int parse(int argc, char **argv, struct image_args *a)
 			return -cli_fail("--max-size: %s", e.msg);
 		else if (c == 'j')
 			a->json = true;
+		else if (c == 'R')
+			a->recommends = true;
 		else if (c == 'h')
 			return fputs(usage, stdout), -1000;
 		else if (c == '?')
@@ -154,20 +158,38 @@ static int do_one(struct img_store *s, const char *verb, int argc, char **argv, 
 	return 0;
 }
 
-/* The progress indicator: elapsed time and mmdebstrap's latest line, on one terminal line. */
+/* The progress indicator: elapsed time, the phase and apt's counts (img_progress), one terminal
+ * line kept up to date; without a terminal, a line at each change of phase and at each tenth of
+ * the packages set up, so a log shows the same without thousands of lines. */
 struct progress {
 	time_t start;
 	bool tty;
+	struct img_progress st;
+	char shown_phase[80];
+	unsigned shown_tenth;
 };
 
 static void show_progress(void *ctx, const char *line)
 {
 	struct progress *p = ctx;
 	long t = (long)(time(NULL) - p->start);
-	if (p->tty)
-		fprintf(stderr, "\r\033[K[%02ld:%02ld] %.70s", t / 60, t % 60, line);
+	if (strcmp(line, "unpacking") == 0) /* img_build's own last step */
+		snprintf(p->st.phase, sizeof(p->st.phase), "storing the image"), p->st.total = 0;
 	else
-		fprintf(stderr, "[%02ld:%02ld] %s\n", t / 60, t % 60, line);
+		img_progress_feed(&p->st, line);
+	char text[256];
+	img_progress_text(&p->st, text, sizeof(text));
+	unsigned tenth = p->st.total ? p->st.set_up * 10 / p->st.total : 0;
+	if (p->tty) {
+		fprintf(stderr, "\r\033[K[%02ld:%02ld] %.110s", t / 60, t % 60, text);
+	} else if (strcmp(p->st.phase, p->shown_phase) != 0 || tenth != p->shown_tenth) {
+		fprintf(stderr, "[%02ld:%02ld] %s\n", t / 60, t % 60, text);
+		snprintf(p->shown_phase, sizeof(p->shown_phase), "%s", p->st.phase);
+		p->shown_tenth = tenth;
+	}
+	/* mmdebstrap's warnings and errors are shown as they are, whatever the phase. */
+	if (!strncmp(line, "W: ", 3) || !strncmp(line, "E: ", 3))
+		fprintf(stderr, "%s%s\n", p->tty ? "\r\033[K" : "", line);
 }
 
 static char **split_packages(const char *list)
@@ -201,7 +223,7 @@ static char *scalar(const struct cfg_node *map, const char *key)
 	return v && v->kind == CFG_SCALAR && !cfg_node_is_null(v) ? strdup(v->text) : NULL;
 }
 
-/* A recipe: name, packages (a list), suite, mirror, variant, epoch. */
+/* A recipe: name, packages (a list), suite, mirror, variant, epoch, recommends (true|false). */
 static int load_recipe(const char *file, struct img_build_spec *sp)
 {
 	FILE *f = fopen(file, "re");
@@ -223,6 +245,8 @@ static int load_recipe(const char *file, struct img_build_spec *sp)
 	sp->mirror = scalar(root, "mirror");
 	sp->variant = scalar(root, "variant");
 	cleanup_free char *epoch = scalar(root, "epoch");
+	cleanup_free char *recommends = scalar(root, "recommends");
+	sp->recommends = recommends && strcmp(recommends, "true") == 0;
 	sp->epoch = epoch ? strtoull(epoch, NULL, 10) : 0;
 	sp->packages = calloc((pk && pk->kind == CFG_SEQ ? pk->n : 0) + 1, sizeof(char *));
 	for (size_t i = 0; sp->packages && pk && pk->kind == CFG_SEQ && i < pk->n; i++)
@@ -246,6 +270,7 @@ static int do_build(struct img_store *s, struct image_args *a, int argc, char **
 	spec.suite = a->suite ? strdup(a->suite) : spec.suite;
 	spec.mirror = a->mirror ? strdup(a->mirror) : spec.mirror;
 	spec.variant = a->variant ? strdup(a->variant) : spec.variant;
+	spec.recommends = spec.recommends || a->recommends;
 	struct progress p = {.start = time(NULL), .tty = isatty(2)};
 	char digest[IMG_DIGEST_LEN];
 	int r = img_build(s, &spec, &a->lim, show_progress, &p, digest, &e);

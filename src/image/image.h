@@ -60,10 +60,24 @@ struct img_build_spec {
 	char *variant;	 /* default apt */
 	char **packages; /* NULL-terminated */
 	uint64_t epoch;	 /* SOURCE_DATE_EPOCH; 0: IMG_DEFAULT_EPOCH, so rebuilds are reproducible */
+	bool recommends; /* install the packages' Recommends too (apt's default; off: what they depend on only) */
 };
 #define IMG_DEFAULT_EPOCH 1704067200u /* 2024-01-01T00:00:00Z */
 /* Called with each line mmdebstrap prints (progress), from the calling thread. */
 typedef void (*img_progress_fn)(void *ctx, const char *line);
+
+/* A build's progress as a person follows it, from mmdebstrap's and apt's lines: the phase
+ * (mmdebstrap's "I: ..."), how many packages apt is installing, fetched, unpacked and set up of
+ * them, and how much it has to download. */
+struct img_progress {
+	char phase[80];
+	char need[24]; /* "45.6 MB" of apt's "Need to get 45.6 MB of archives" */
+	unsigned total, fetched, unpacked, set_up;
+};
+/* Takes one line into p. Pure. */
+void img_progress_feed(struct img_progress *p, const char *line);
+/* p as one line ("installing remaining packages: 45/123 set up, 120/123 fetched of 45.6 MB"). Pure. */
+void img_progress_text(const struct img_progress *p, char *buf, size_t size);
 /* Builds spec with mmdebstrap into a tarball (no device nodes), whose sha256 is the image's
  * digest, and unpacks it like any other layer (the same checks). Takes minutes. */
 int img_build(struct img_store *s, const struct img_build_spec *spec, const struct img_limits *lim,

@@ -126,6 +126,34 @@ static void test_profile_images(void **state)
 	assert_int_equal(cfg_profile_image_allowed(&none, "bb", &err), -EPERM);
 }
 
+/* A build's progress from mmdebstrap's and apt's lines: phase, counts, the download's size. */
+static void test_build_progress(void **state)
+{
+	(void)state;
+	struct img_progress p = {0};
+	char text[256];
+	img_progress_text(&p, text, sizeof(text));
+	assert_string_equal(text, "starting");
+	static const char *const lines[] = {
+		"I: installing remaining packages inside the chroot...",
+		"0 upgraded, 3 newly installed, 0 to remove and 0 not upgraded.",
+		"Need to get 1,234 kB of archives.",
+		"Get:1 http://deb.debian.org/debian bookworm/main amd64 a amd64 1 [10 kB]",
+		"Get:2 http://deb.debian.org/debian bookworm/main amd64 b amd64 1 [10 kB]",
+		"Unpacking a (1) ...",
+		"Setting up a (1) ...",
+		"something else entirely",
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		img_progress_feed(&p, lines[i]);
+	img_progress_text(&p, text, sizeof(text));
+	assert_string_equal(text, "installing remaining packages inside the chroot: 2/3 fetched of 1,234 kB, 1 unpacked, 1 set up");
+	/* A new apt run starts its own counts. */
+	img_progress_feed(&p, "1 upgraded, 7 newly installed, 0 to remove and 0 not upgraded.");
+	img_progress_text(&p, text, sizeof(text));
+	assert_string_equal(text, "installing remaining packages inside the chroot: 0/7 fetched, 0 unpacked, 0 set up");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -134,6 +162,7 @@ int main(void)
 		cmocka_unit_test(test_members),
 		cmocka_unit_test(test_profile_images),
 		cmocka_unit_test(test_user),
+		cmocka_unit_test(test_build_progress),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
