@@ -63,11 +63,16 @@ static const char **string_slot(struct image_args *a, int c)
 static int parse(int argc, char **argv, struct image_args *a)
 {
 	static const struct option opts[] = {
-		{"store", required_argument, NULL, 's'},    {"max-size", required_argument, NULL, 'm'},
-		{"packages", required_argument, NULL, 'p'}, {"suite", required_argument, NULL, 'S'},
-		{"mirror", required_argument, NULL, 'M'},   {"variant", required_argument, NULL, 'V'},
-		{"recipe", required_argument, NULL, 'r'},   {"json", no_argument, NULL, 'j'},
-		{"recommends", no_argument, NULL, 'R'},	    {"help", no_argument, NULL, 'h'},
+		{"store", required_argument, NULL, 's'},
+		{"max-size", required_argument, NULL, 'm'},
+		{"packages", required_argument, NULL, 'p'},
+		{"suite", required_argument, NULL, 'S'},
+		{"mirror", required_argument, NULL, 'M'},
+		{"variant", required_argument, NULL, 'V'},
+		{"recipe", required_argument, NULL, 'r'},
+		{"json", no_argument, NULL, 'j'},
+		{"recommends", no_argument, NULL, 'R'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	*a = (struct image_args){.lim = {IMG_DEFAULT_MAX_BYTES, IMG_DEFAULT_MAX_ENTRIES}};

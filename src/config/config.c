@@ -686,7 +686,8 @@ static int l_env(struct conv *c, const struct cfg_node *v, const char *path, voi
 static int conv_language(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i)
 {
 	static const struct field fields[] = {
-		{"command", l_command}, {"compile", l_compile}, {"file", l_file}, {"paths", l_paths}, {"etc", l_etc}, {"env", l_env},
+		{"command", l_command}, {"compile", l_compile}, {"file", l_file},
+		{"paths", l_paths},	{"etc", l_etc},		{"env", l_env},
 	};
 	struct cfg_language *l = &c->cfg->languages[i];
 	if (!(l->name = strdup(e->key)))

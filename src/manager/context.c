@@ -164,8 +164,9 @@ static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l
 	r = al_policy_set_argv(p, js ? 4 : 3, argv, err);
 	if (r == 0 && !js) {
 		cleanup_free char *src = NULL;
-		r = asprintf(&src, "AL_KERNEL_SOURCE=%s", ctx_pykernel) < 0 ? al_err(err, ENOMEM, "out of memory")
-									  : al_policy_add_env(p, src, err);
+		if (asprintf(&src, "AL_KERNEL_SOURCE=%s", ctx_pykernel) < 0)
+			src = NULL;
+		r = src ? al_policy_add_env(p, src, err) : al_err(err, ENOMEM, "out of memory");
 	}
 	r = r ?: cfg_apply_limits(&env->cfg->limits, p, true, err);
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_WALL_MS, AL_UNLIMITED, err);

@@ -25,16 +25,55 @@
  * which a host could otherwise make match (a pattern such as /etc/s* and a file /etc/shadow).
  */
 static const char *const etc_secret[] = {
-	"/etc/shadow",	     "/etc/shadow-",	     "/etc/gshadow",	 "/etc/gshadow-",     "/etc/passwd-",
-	"/etc/group-",	     "/etc/sudoers",	     "/etc/sudoers.d",	 "/etc/ssh",	      "/etc/ssl/private",
-	"/etc/pki",	     "/etc/krb5.keytab",     "/etc/security",	 "/etc/subuid",	      "/etc/subgid",
-	"/etc/machine-id",   "/etc/pip.conf",	     "/etc/npmrc",	 "/etc/apt/auth.conf", "/etc/apt/auth.conf.d",
-	"/etc/docker",	     "/etc/containerd",	     "/etc/containers",	 "/etc/letsencrypt",  "/etc/libvirt",
-	"/etc/mysql",	     "/etc/postgresql",	     "/etc/ppp",	 "/etc/wireguard",    "/etc/openvpn",
-	"/etc/ipsec.secrets", "/etc/NetworkManager", "/etc/wpa_supplicant", "/etc/netplan",   "/etc/network",
-	"/etc/resolv.conf",  "/etc/hosts",	     "/etc/passwd",	 "/etc/group",	      "/etc/airlock",
-	"/etc/perl/CPAN",    "/etc/cups",	     "/etc/polkit-1",	 "/etc/pam.d",	      "/etc/ldap",
-	"/etc/sssd",	     "/etc/credstore",	     "/etc/credstore.encrypted", "/etc/ldap.secret",
+	"/etc/shadow",
+	"/etc/shadow-",
+	"/etc/gshadow",
+	"/etc/gshadow-",
+	"/etc/passwd-",
+	"/etc/group-",
+	"/etc/sudoers",
+	"/etc/sudoers.d",
+	"/etc/ssh",
+	"/etc/ssl/private",
+	"/etc/pki",
+	"/etc/krb5.keytab",
+	"/etc/security",
+	"/etc/subuid",
+	"/etc/subgid",
+	"/etc/machine-id",
+	"/etc/pip.conf",
+	"/etc/npmrc",
+	"/etc/apt/auth.conf",
+	"/etc/apt/auth.conf.d",
+	"/etc/docker",
+	"/etc/containerd",
+	"/etc/containers",
+	"/etc/letsencrypt",
+	"/etc/libvirt",
+	"/etc/mysql",
+	"/etc/postgresql",
+	"/etc/ppp",
+	"/etc/wireguard",
+	"/etc/openvpn",
+	"/etc/ipsec.secrets",
+	"/etc/NetworkManager",
+	"/etc/wpa_supplicant",
+	"/etc/netplan",
+	"/etc/network",
+	"/etc/resolv.conf",
+	"/etc/hosts",
+	"/etc/passwd",
+	"/etc/group",
+	"/etc/airlock",
+	"/etc/perl/CPAN",
+	"/etc/cups",
+	"/etc/polkit-1",
+	"/etc/pam.d",
+	"/etc/ldap",
+	"/etc/sssd",
+	"/etc/credstore",
+	"/etc/credstore.encrypted",
+	"/etc/ldap.secret",
 };
 
 /* Is a beneath b (or b itself)? Both absolute, clean. */
@@ -54,8 +93,9 @@ int pol_etc_check(const char *path, struct al_error *err)
 		const char *s = etc_secret[i];
 		/* Beneath a secret, a secret beneath it, or a pattern that names a secret itself. */
 		if (beneath(path, s) || beneath(s, path) || fnmatch(path, s, FNM_PATHNAME | FNM_PERIOD) == 0)
-			return al_err(err, EPERM, "'%s' may hold secrets or the host's network configuration (%s): not shown",
-				      path, s);
+			return al_err(err, EPERM,
+				      "'%s' may hold secrets or the host's network configuration (%s): not shown", path,
+				      s);
 	}
 	return 0;
 }

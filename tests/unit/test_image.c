@@ -147,7 +147,8 @@ static void test_build_progress(void **state)
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		img_progress_feed(&p, lines[i]);
 	img_progress_text(&p, text, sizeof(text));
-	assert_string_equal(text, "installing remaining packages inside the chroot: 2/3 fetched of 1,234 kB, 1 unpacked, 1 set up");
+	assert_string_equal(
+		text, "installing remaining packages inside the chroot: 2/3 fetched of 1,234 kB, 1 unpacked, 1 set up");
 	/* A new apt run starts its own counts. */
 	img_progress_feed(&p, "1 upgraded, 7 newly installed, 0 to remove and 0 not upgraded.");
 	img_progress_text(&p, text, sizeof(text));

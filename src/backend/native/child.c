@@ -204,7 +204,7 @@ static void hide_cmdline(void)
 	 * environment (as for setproctitle), and ps showed "airlock-initHOME=/root" where the
 	 * supervisor's own was shorter ("airlock mcp"); the name is cut to fit instead. */
 	size_t k = len - 1 < sizeof(name) - 1 ? len - 1 : sizeof(name) - 1;
-	memset((void *)v[0], 0, len);	   /* NOLINT(performance-no-int-to-ptr): the kernel's own address */
+	memset((void *)v[0], 0, len);  /* NOLINT(performance-no-int-to-ptr): the kernel's own address */
 	memcpy((void *)v[0], name, k); /* NOLINT(performance-no-int-to-ptr) */
 }
 
