@@ -87,6 +87,8 @@ static void *cell_thread(void *arg)
 	}
 	if (r == 0 && !(res->sandbox_id = strdup(s->id)))
 		r = al_err(&err, ENOMEM, "out of memory");
+	if (s)
+		sbp_contexts(m, s); /* a context made or deleted is in the record before the answer */
 	op_end(op, s, r, &err, res);
 	return NULL;
 }

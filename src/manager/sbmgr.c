@@ -59,6 +59,7 @@ void sbx_free(struct sbx *s)
 	free(s->net_hosts);
 	free(s->pool_image);
 	free(s->meta_json);
+	json_decref(s->ctx_names);
 	free(s->port_tokens);
 	free(s);
 }

@@ -73,6 +73,8 @@ struct sbx {
 	struct sbproc *procs;	/* background processes, running and ended (sbprocs.c; under m->mu) */
 	unsigned nprocs;	/* how many procs lists */
 	struct ctx_set *ctxs;	/* interpreter contexts (context.c), made by the first cell (under m->mu) */
+	struct json_t *ctx_names; /* their names as the record keeps them (ctx_set_names), or NULL */
+	unsigned ctx_gen;	  /* the set's generation ctx_names was taken at */
 	char *pool_image;	/* the image it was made on, or NULL (the profile's root): what a claim matches */
 	/* Lifetime and labels (sblife.c), under m->mu. */
 	uint64_t ends_ms;     /* its own end (sbm_now_ms clock), 0: only the server's caps */
@@ -345,6 +347,9 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err);
 int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err);
 /* Its record written again (its lifetime changed). */
 void sbp_save(struct sbm *m, struct sbx *s);
+/* After a cell or a context call: the record again if the sandbox's contexts were made or deleted,
+ * so a restart (even after a crash) knows which contexts to say were lost. */
+void sbp_contexts(struct sbm *m, struct sbx *s);
 /* A call that may have changed s's files has ended: they are on disk before its result is sent. */
 void sbp_sync(struct sbm *m, struct sbx *s);
 /* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of

@@ -4,7 +4,8 @@
  * of the stop); the next server with the same directory makes each again, under the same id for
  * the same owner, with its files, metadata and the lifetime it had left.
  *
- * What does not survive: processes and interpreter contexts (their memory). What the clock does: a
+ * What does not survive: processes and interpreter contexts (their memory); the record names the
+ * contexts, so the first cell of each after the restart says its state was lost. What the clock does: a
  * graceful stop stops a sandbox's lifetime clock until the restart; after a crash, the time the
  * server was down counts (its end is a wall-clock time). */
 #include "manager/sbmint.h"
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "manager/context.h"
 #include "manager/persist.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -30,15 +32,16 @@ static json_t *record_of(struct sbm *m, struct sbx *s, uint64_t stopped_unix_ms)
 {
 	pthread_mutex_lock(&m->mu);
 	uint64_t ends = s->ends_ms ? sbm_wall_ms(m, s->ends_ms) : 0, lifetime = s->lifetime_ms;
+	json_t *ctxs = s->ctx_names ? json_incref(s->ctx_names) : json_array();
 	pthread_mutex_unlock(&m->mu);
 	json_t *meta = json_loads(s->meta_json ? s->meta_json : "{}", 0, NULL);
-	return json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:I,s:I,s:I,s:I}", "version", 1,
+	return json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:o,s:I,s:I,s:I,s:I}", "version", 1,
 			 "id", s->id, "owner", s->owner, "profile", s->profile, "image", s->pool_image, "network",
 			 s->network, "hosts", s->net_hosts ? s->net_hosts : "", "limits", "memory_bytes",
 			 (json_int_t)s->lim.memory_bytes, "milli_cpus", (json_int_t)s->lim.milli_cpus, "pids",
 			 (json_int_t)s->lim.pids, "disk_bytes", (json_int_t)s->lim.disk_bytes, "timeout_ms",
 			 (json_int_t)s->lim.timeout_ms, "disk_limit", (json_int_t)s->disk_bytes, "metadata",
-			 meta ? meta : json_object(), "created_unix_ms", (json_int_t)sbm_wall_ms(m, s->created_ms),
+			 meta ? meta : json_object(), "contexts", ctxs ? ctxs : json_array(), "created_unix_ms", (json_int_t)sbm_wall_ms(m, s->created_ms),
 			 "ends_unix_ms", (json_int_t)ends, "lifetime_ms", (json_int_t)lifetime, "stopped_unix_ms",
 			 (json_int_t)stopped_unix_ms);
 }
@@ -79,6 +82,29 @@ int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err)
 void sbp_save(struct sbm *m, struct sbx *s)
 {
 	if (s->box)
+		save(m, s, 0);
+}
+
+void sbp_contexts(struct sbm *m, struct sbx *s)
+{
+	pthread_mutex_lock(&m->mu);
+	struct ctx_set *cs = s->box ? s->ctxs : NULL;
+	pthread_mutex_unlock(&m->mu);
+	if (!cs)
+		return;
+	unsigned gen = 0;
+	json_t *names = ctx_set_names(cs, &gen);
+	pthread_mutex_lock(&m->mu);
+	bool changed = names && (gen != s->ctx_gen || !s->ctx_names);
+	if (changed) {
+		json_decref(s->ctx_names);
+		s->ctx_names = names;
+		s->ctx_gen = gen;
+		names = NULL;
+	}
+	pthread_mutex_unlock(&m->mu);
+	json_decref(names);
+	if (changed)
 		save(m, s, 0);
 }
 
@@ -129,6 +155,23 @@ static int64_t left(const json_t *rec)
 }
 
 /* Makes the sandbox rec describes again, its workspace filled from b: 0, or -errno (err). */
+/* The contexts the sandbox had, made again without kernels (ctx_set_lost); names that are not
+ * (a record from another version) are passed over. */
+static int lost_contexts(struct sbx *s, const json_t *names, struct al_error *err)
+{
+	if (!json_array_size(names))
+		return 0;
+	if (ctx_set_new(&s->ctxs) < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	size_t i;
+	const json_t *c;
+	json_array_foreach(names, i, c)
+		if (ctx_set_lost(s->ctxs, str(c, "context_id"), str(c, "language")) == -ENOMEM)
+			return al_err(err, ENOMEM, "out of memory");
+	s->ctx_names = ctx_set_names(s->ctxs, &s->ctx_gen);
+	return 0;
+}
+
 static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sbx **out, struct al_error *err)
 {
 	const json_t *l = json_object_get(rec, "limits");
@@ -156,11 +199,12 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 	s->created_ms = now > age ? now - age : 0;
 	s->ends_ms = rest > 0 ? now + (uint64_t)rest : 0;
 	s->lifetime_ms = num(rec, "lifetime_ms");
+	r = lost_contexts(s, json_object_get(rec, "contexts"), err);
 	uid_t uid;
 	gid_t gid;
 	al_sandbox_owner(s->sb, &uid, &gid);
 	struct wsm_stats st;
-	r = pst_box_restore(b, al_sandbox_workspace(s->sb), uid, gid, &st, err);
+	r = r ?: pst_box_restore(b, al_sandbox_workspace(s->sb), uid, gid, &st, err);
 	if (r == 0) {
 		s->box = b;
 		fprintf(stderr, "airlock serve: sandbox %s of %s is back (%llu entries, %llu bytes)\n", s->id,
