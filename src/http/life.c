@@ -194,14 +194,15 @@ void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *co
 		hx_json(rs, 200, o);
 }
 
-/* {"lifetime": S}: a code_set_sandbox_timeout call (principal, rules, audit) on sandbox caps[0]. */
-void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+/* A tool call on sandbox caps[0] with the request's JSON object (none: {}) as its arguments. */
+static void call_on(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs,
+		    enum tl_id tool, const char *shape)
 {
 	json_error_t jerr;
 	json_t *args = rq->len ? json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &jerr) : json_object();
 	if (!json_is_object(args)) {
 		json_decref(args);
-		hx_error(rs, 400, "the body must be a JSON object: {\"lifetime\": SECONDS}");
+		hx_error(rs, 400, "the body must be a JSON object: %s", shape);
 		return;
 	}
 	/* The path names the sandbox; a body's own sandbox_id cannot point elsewhere. */
@@ -210,10 +211,22 @@ void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const c
 		hx_error(rs, 500, "out of memory");
 		return;
 	}
-	struct hx_call *c = hx_call_new(s, TL_SET_TIMEOUT, args, rq); /* takes args, even when it fails */
+	struct hx_call *c = hx_call_new(s, tool, args, rq); /* takes args, even when it fails */
 	if (!c) {
 		hx_error(rs, 500, "out of memory");
 		return;
 	}
 	hx_call_run(c, NULL, 0, hx_ok_structured, rs);
+}
+
+/* {"lifetime": S}: a code_set_sandbox_timeout call (principal, rules, audit) on sandbox caps[0]. */
+void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	call_on(s, rq, caps, rs, TL_SET_TIMEOUT, "{\"lifetime\": SECONDS}");
+}
+
+/* {"count": N, "lifetime": S, "metadata": {...}}: a code_fork_sandbox call on sandbox caps[0]. */
+void api_fork(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	call_on(s, rq, caps, rs, TL_FORK, "{\"count\": N, \"lifetime\": SECONDS, \"metadata\": {...}}");
 }

@@ -43,6 +43,7 @@ static const struct route routes[] = {
 	{"DELETE", "/v1/sandboxes/{}", api_destroy, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}", api_sandbox_info, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/timeout", api_timeout, BODY_JSON, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/fork", api_fork, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/exec", api_exec, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/packages", api_install, BODY_JSON, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/files", api_list, BODY_NONE, ROLE_CLIENT},

@@ -95,6 +95,22 @@ struct srv_timeout_req {
 	uint64_t lifetime_ms;
 };
 
+/* fork: count new sandboxes of owner's, each with sandbox_id's files as they are now (copied: the
+ * children and the parent diverge from here), its profile, image, network and limits; its
+ * metadata unless n_metadata labels are given (as create's); lifetime_ms from now (0: the parent's
+ * lifetime, counted afresh). Processes and contexts are not copied. */
+struct srv_fork_req {
+	const char *owner;
+	const char *sandbox_id;
+	unsigned count; /* 1 to SRV_FORK_MAX */
+	uint64_t lifetime_ms;
+	const char *const *metadata_keys;
+	const char *const *metadata_values;
+	size_t n_metadata;
+};
+
+#define SRV_FORK_MAX 16
+
 struct srv_exec_req {
 	const char *owner;
 	const char *sandbox_id; /* NULL: a throwaway sandbox, destroyed when the call ends */
@@ -272,6 +288,7 @@ struct srv_result {
 	const char *ended_reason;
 	uint64_t ends_unix_ms; /* create, set_timeout: when the sandbox ends (wall clock, ms), 0: never */
 	char *watch_json; /* watch: the summary (JSON object) */
+	char *sandboxes_json; /* fork: {"sandboxes": [{"sandbox_id", "ends_at"}...], "entries", "bytes"} */
 };
 
 struct srv_result *srv_result_new(void);
@@ -389,6 +406,9 @@ struct srv_mgr_api {
 	/* Optional (NULL: ENOTSUP): a watch of a directory; a bad path fails the start call. */
 	int (*watch)(void *ctx, const struct srv_watch_req *req, const struct srv_sink *sink, struct srv_op **op,
 		     struct al_error *err);
+	/* Optional (NULL: ENOTSUP): a fork; an unknown sandbox fails the start call. */
+	int (*fork)(void *ctx, const struct srv_fork_req *req, const struct srv_sink *sink, struct srv_op **op,
+		    struct al_error *err);
 };
 
 #endif

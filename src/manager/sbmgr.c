@@ -739,6 +739,7 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.file_op = sbm_file_op,
 		.open_upload = sbm_open_upload,
 		.set_timeout = sbm_set_timeout,
+		.fork = sbm_fork,
 		.sandbox_info = sbm_sandbox_info,
 		.port_connect = sbm_port_connect,
 		.list_ports = sbm_list_ports,

@@ -145,7 +145,8 @@ enum op_kind {
 	OP_CELL,
 	OP_CONTEXT,
 	OP_PROCESS,
-	OP_WATCH
+	OP_WATCH,
+	OP_FORK
 };
 
 struct srv_op {
@@ -182,6 +183,7 @@ struct srv_op {
 	char *meta_json;      /* OP_CREATE: the metadata as a JSON object's text, or NULL */
 	unsigned pty_cols, pty_rows; /* OP_EXEC (background): its terminal's first size, 0: none */
 	struct watch *watch;  /* OP_WATCH: its state (watch.c), owned by its worker */
+	unsigned count;	      /* OP_FORK: how many children */
 };
 
 /* ---- sbmgr.c: the table, policies, operations ---- */
@@ -337,6 +339,11 @@ int life_check_create(const struct sbm *m, const struct srv_create_req *req, cha
 void life_apply_create(struct sbm *m, struct sbx *s, struct srv_op *op);
 int sbm_set_timeout(void *ctx, const struct srv_timeout_req *req, const struct srv_sink *sink, struct srv_op **out,
 		    struct al_error *err);
+
+/* ---- sbfork.c: forks ---- */
+
+int sbm_fork(void *ctx, const struct srv_fork_req *req, const struct srv_sink *sink, struct srv_op **out,
+	     struct al_error *err);
 
 /* ---- sbpersist.c: sandboxes kept across a restart of the server ---- */
 

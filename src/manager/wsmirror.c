@@ -638,3 +638,15 @@ void wsm_free(struct wsm *w)
 		close(w->stage);
 	free(w);
 }
+
+int wsm_copy(int from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
+{
+	struct wsm *w = NULL;
+	/* A mirror whose files are the live workspace: restore's walk, which never follows a link
+	 * and makes each entry as the sandbox user, is the copy; its index is not needed. */
+	int r = wsm_open(from, from, &w, err);
+	if (r == 0 && w)
+		r = wsm_restore(w, to, uid, gid, st, err);
+	wsm_free(w);
+	return r;
+}

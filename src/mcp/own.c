@@ -40,6 +40,7 @@ bool own_wanted(const struct call *c)
 	case TL_FILE:
 	case TL_DESTROY_SANDBOX: /* a reset: own_destroyed forgets it, the next call makes a new one */
 	case TL_WATCH:
+	case TL_FORK:
 		return true;
 	case TL_UPLOAD:
 	case TL_CREATE_SANDBOX:

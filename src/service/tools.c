@@ -2,6 +2,7 @@
  * it turns into, and the structured result it gives back. */
 #include "service/tools.h"
 #include "service/tlproc.h"
+#include "service/tlfork.h"
 #include "service/tlwatch.h"
 
 #include <errno.h>
@@ -440,6 +441,15 @@ static const struct tool_def tools[TL__COUNT] = {
 		      "created, written, removed, renamed, their mode changed. Runs nothing.",
 		      tl_watch_input, tl_watch_output, "{\"readOnlyHint\":true,\"openWorldHint\":false}",
 		      tl_watch_start, tl_watch_result},
+	[TL_FORK] = {"code_fork_sandbox", "Fork a sandbox",
+		     "Makes count new sandboxes (default 1), each with a copy of a sandbox's files as they are "
+		     "now (without sandbox_id: this session's own sandbox), its profile, image, network and "
+		     "limits; from then on each changes on its own. Running processes and interpreter state "
+		     "are not copied. Returns the new sandbox_ids: pass one to later calls to work in it.",
+		     tl_fork_input, tl_fork_output,
+		     "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,"
+		     "\"openWorldHint\":false}",
+		     tl_fork_start, tl_fork_result},
 };
 
 int tl_lookup(const char *name)
@@ -654,6 +664,8 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 		return check_content(args, msg);
 	case TL_FILE:
 		return check_file(args, msg);
+	case TL_FORK:
+		return check_metadata(args, msg);
 	case TL_UPLOAD:
 	case TL_READ_FILE:
 	case TL_LIST_FILES:
@@ -847,21 +859,30 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const c
 		return al_err(err, ENOMEM, "out of memory");
 	req.allowed_domains = domains;
 	/* The labels as two borrowed arrays (the arguments outlive the start call). */
-	json_t *meta = json_object_get(args, "metadata");
-	size_t n = json_object_size(meta);
-	cleanup_free const char **keys = calloc(n ? n : 1, sizeof(*keys));
-	cleanup_free const char **values = calloc(n ? n : 1, sizeof(*values));
-	if (!keys || !values)
+	cleanup_free const char **keys = NULL;
+	cleanup_free const char **values = NULL;
+	if (tl_metadata_args(json_object_get(args, "metadata"), &keys, &values, &req.n_metadata) < 0)
 		return al_err(err, ENOMEM, "out of memory");
-	const char *key;
-	const json_t *v;
-	json_object_foreach(meta, key, v) {
-		keys[req.n_metadata] = key;
-		values[req.n_metadata++] = json_string_value(v);
-	}
 	req.metadata_keys = keys;
 	req.metadata_values = values;
 	return m->create_sandbox(m->ctx, &req, sink, op, err);
+}
+
+int tl_metadata_args(json_t *meta, const char ***keys, const char ***values, size_t *n)
+{
+	size_t k = json_object_size(meta);
+	*n = 0;
+	*keys = calloc(k ? k : 1, sizeof(**keys));
+	*values = calloc(k ? k : 1, sizeof(**values));
+	if (!*keys || !*values)
+		return -ENOMEM;
+	const char *key;
+	json_t *v;
+	json_object_foreach(meta, key, v) {
+		(*keys)[*n] = key;
+		(*values)[(*n)++] = json_string_value(v);
+	}
+	return 0;
 }
 
 static int start_timeout(const struct srv_mgr_api *m, const json_t *args, const char *owner,
