@@ -3,10 +3,11 @@
  * From there the children and the parent diverge: each has its own tmpfs, its own disk limit, its
  * own mirror on disk. What runs in the parent (processes, contexts) is not copied: only files.
  *
- * The copy is wsmirror's restore walk pointed at the live workspace (wsm_copy): it never follows a
- * link the sandbox made, and makes each entry as the sandbox user, so the child's files are its
- * own. A child is kept on disk (sbp_keep, then a sync) before it is listed, as a create's is: the
- * fork's answer names only children whose files are already durable. */
+ * The copy is wsmirror's restore walk (it never follows a link the sandbox made, and makes each
+ * entry as the sandbox user, so the child's files are its own): from the parent's mirror, which the
+ * child's mirror shares by hard links (a mirror's file is replaced, never written in place), or,
+ * when sandboxes are not kept, from the parent's live workspace. A child is kept on disk before it
+ * is listed, as a create's is: the fork's answer names only children whose files are durable. */
 #include "manager/sbmint.h"
 
 #include <errno.h>
@@ -45,14 +46,9 @@ static int fork_one(struct sbm *m, struct srv_op *op, struct sbx *p, struct wsm_
 	sbx_set_owner(c, op->owner);
 	struct srv_op life = {.lifetime_ms = lifetime, .meta_json = steal_ptr(meta)};
 	life_apply_create(m, c, &life);
-	uid_t uid;
-	gid_t gid;
-	al_sandbox_owner(c->sb, &uid, &gid);
-	r = wsm_copy(al_sandbox_workspace(p->sb), al_sandbox_workspace(c->sb), uid, gid, st, err);
-	if (r == 0 && (r = sbp_keep(m, c, err)) == 0) {
-		sbp_sync(m, c); /* its files on disk before anyone is told of it */
+	/* Kept, then filled: its files are on disk before anyone is told of it. */
+	if ((r = sbp_keep(m, c, err)) == 0 && (r = sbp_fork_files(m, p, c, st, err)) == 0)
 		r = sbx_list(m, c, err);
-	}
 	if (r < 0) {
 		sbx_free(c);
 		return r;

@@ -359,6 +359,10 @@ void sbp_save(struct sbm *m, struct sbx *s);
 void sbp_contexts(struct sbm *m, struct sbx *s);
 /* A call that may have changed s's files has ended: they are on disk before its result is sent. */
 void sbp_sync(struct sbm *m, struct sbx *s);
+/* A fork's child c (kept, empty) given parent p's files, indexed for its next sync and on disk:
+ * linked from p's mirror when both are kept, else copied from p's workspace and synced. */
+struct wsm_stats;
+int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err);
 /* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of
  * the stop); any other is removed from disk. */
 void sbp_release(struct sbx *s);

@@ -18,6 +18,7 @@
 
 #include "manager/context.h"
 #include "manager/persist.h"
+#include "manager/wsmirror.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -116,6 +117,25 @@ void sbp_sync(struct sbm *m, struct sbx *s)
 	struct al_error err = {0};
 	if (pst_box_sync(s->box, al_sandbox_workspace(s->sb), NULL, &err) < 0)
 		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, err.msg);
+}
+
+int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err)
+{
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(c->sb, &uid, &gid);
+	if (!p->box || !c->box) {
+		int r = wsm_copy(al_sandbox_workspace(p->sb), al_sandbox_workspace(c->sb), uid, gid, st, err);
+		if (r == 0)
+			sbp_sync(m, c);
+		return r;
+	}
+	/* The parent's mirror brought up to date (what its background processes wrote since its last
+	 * call), then shared: the child's mirror links its files, and the workspace is filled from
+	 * there, so nothing is written to disk but directories and links. */
+	sbp_sync(m, p);
+	int r = pst_box_seed(c->box, p->box, err);
+	return r ?: pst_box_restore(c->box, al_sandbox_workspace(c->sb), uid, gid, st, err);
 }
 
 void sbp_release(struct sbx *s)

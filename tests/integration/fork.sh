@@ -73,7 +73,7 @@ al_pass "a fork's children have the parent's files (tree, modes, a 5 MB file, a 
 
 # From here on they diverge.
 run "$k1" 'echo one >shared; echo new >only-k1; rm d1/f1'
-run "$parent" 'echo parent >shared'
+run "$parent" 'echo parent >shared; chmod 0600 d2/f2; echo more >>d3/f3' # in the mirror the children share
 run "$k2" 'cat shared; ls only-k1 2>&1 >/dev/null | grep -c "No such"; cat d1/f1'
 al_assert_eq "$OUT" "base
 1
