@@ -120,7 +120,7 @@ static int exec_job(struct front *f, int argc, char **argv, int first)
 	/* Code read from standard input leaves nothing there for the program. */
 	bool stdin_used = !f->code && strcmp(argv[first], "-") == 0;
 	struct al_error e = {0};
-	if (lang_apply(l, code, len, argv + args_at, (size_t)(argc - args_at), f->policy, &e) < 0)
+	if (lang_apply(l, NULL, code, len, argv + args_at, (size_t)(argc - args_at), f->policy, &e) < 0)
 		return cli_fail("%s", e.msg);
 	if (stdin_used)
 		f->stdin_null = true;

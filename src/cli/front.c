@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "cli/tty.h"
+#include "config/language.h"
 #include "config/profile.h"
 #include "config/units.h"
 #include "util/error.h"
@@ -201,7 +202,7 @@ int front_build(struct front *f, const char *default_profile)
 		return cli_fail("out of memory");
 	if (cfg_load_job(cli_config_path(), &f->cfg, &e) < 0)
 		return cli_fail("%s", e.msg);
-	if (cfg_apply_limits(&f->cfg->limits, f->policy, true, &e) < 0)
+	if (cfg_apply_limits(&f->cfg->limits, f->policy, true, &e) < 0 || cfg_apply_etc(f->cfg, f->policy, &e) < 0)
 		return cli_fail("%s", e.msg);
 	/* A terminal session is shown live and nothing of it is kept in memory: the output limit then
 	 * only ends the display, which at the 1 MiB default a long session reaches. Its default for -t

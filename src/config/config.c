@@ -87,6 +87,7 @@ static void language_free(struct cfg_language *l)
 	conv_strv_free(&l->compile);
 	free(l->file);
 	conv_strv_free(&l->paths);
+	conv_strv_free(&l->etc);
 	for (size_t i = 0; i < l->nenv; i++) {
 		free(l->env[i].name);
 		free(l->env[i].value);
@@ -638,6 +639,18 @@ static int l_paths(struct conv *c, const struct cfg_node *v, const char *path, v
 	return conv_strv(c, v, path, &((struct cfg_language *)obj)->paths, conv_host_path, NULL);
 }
 
+/* A configuration path beneath /etc the language reads: never a place of secrets (etcview.c). */
+static int check_etc(struct conv *c, const struct cfg_node *it, const char *ipath, void *obj)
+{
+	struct al_error e = {0};
+	return pol_etc_check(it->text, &e) == 0 ? 0 : conv_bad(c->err, -e.code, it->mark, ipath, "%s", e.msg);
+}
+
+static int l_etc(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return conv_strv(c, v, path, &((struct cfg_language *)obj)->etc, check_etc, NULL);
+}
+
 static int l_env_entry(struct conv *c, const struct cfg_entry *e, const char *sub, struct cfg_language *l)
 {
 	int r = conv_want(c, e->value, CFG_SCALAR, sub);
@@ -673,7 +686,7 @@ static int l_env(struct conv *c, const struct cfg_node *v, const char *path, voi
 static int conv_language(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i)
 {
 	static const struct field fields[] = {
-		{"command", l_command}, {"compile", l_compile}, {"file", l_file}, {"paths", l_paths}, {"env", l_env},
+		{"command", l_command}, {"compile", l_compile}, {"file", l_file}, {"paths", l_paths}, {"etc", l_etc}, {"env", l_env},
 	};
 	struct cfg_language *l = &c->cfg->languages[i];
 	if (!(l->name = strdup(e->key)))

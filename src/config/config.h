@@ -127,6 +127,7 @@ struct cfg_language {
 	struct cfg_strv compile; /* empty: interpreted */
 	char *file;		 /* a plain file name */
 	struct cfg_strv paths;	 /* absolute host paths the language needs, bound read-only */
+	struct cfg_strv etc;	 /* configuration it reads beneath /etc (glob patterns, pol_etc_check) */
 	struct cfg_env *env;	 /* extra environment, in file order */
 	size_t nenv;
 };

@@ -178,6 +178,7 @@ static void language(struct dumper *d, const struct cfg_language *l)
 	key_strv(d, "command", &l->command);
 	key_str(d, "file", l->file);
 	key_strv(d, "paths", &l->paths);
+	key_strv(d, "etc", &l->etc);
 	scalar(d, "env");
 	map_start(d);
 	/* Quoted: environment values are strings, also to YAML readers that type "1" as a number. */

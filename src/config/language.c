@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,8 +71,20 @@ static char *compile_script(const struct cfg_language *l)
 	return b.oom ? NULL : b.s;
 }
 
-static int set_argv(const struct cfg_language *l, char *const *args, size_t nargs, struct al_policy *p,
-		    struct al_error *err)
+static bool found(const char *root, const char *prog, char *buf, size_t cap);
+
+const char *lang_program(const struct cfg_language *l, const char *root)
+{
+	char buf[PATH_MAX];
+	const char *c = l->command.v[0];
+	if (strcmp(c, "bash") == 0 && !found(root ? root : "", c, buf, sizeof(buf)) &&
+	    found(root ? root : "", "sh", buf, sizeof(buf)))
+		return "sh";
+	return c;
+}
+
+static int set_argv(const struct cfg_language *l, const char *root, char *const *args, size_t nargs,
+		    struct al_policy *p, struct al_error *err)
 {
 	cleanup_free char *script = l->compile.n ? compile_script(l) : NULL;
 	size_t n = l->compile.n ? 4 + nargs : l->command.n + 1 + nargs, k = 0;
@@ -84,7 +97,8 @@ static int set_argv(const struct cfg_language *l, char *const *args, size_t narg
 		argv[k++] = script;
 		argv[k++] = l->name; /* $0 */
 	} else {
-		for (size_t i = 0; i < l->command.n; i++)
+		argv[k++] = lang_program(l, root);
+		for (size_t i = 1; i < l->command.n; i++)
 			argv[k++] = l->command.v[i];
 		argv[k++] = l->file;
 	}
@@ -93,8 +107,8 @@ static int set_argv(const struct cfg_language *l, char *const *args, size_t narg
 	return al_policy_set_argv(p, (int)k, argv, err);
 }
 
-int lang_apply(const struct cfg_language *l, const char *code, size_t len, char *const *args, size_t nargs,
-	       struct al_policy *p, struct al_error *err)
+int lang_apply(const struct cfg_language *l, const char *root, const char *code, size_t len, char *const *args,
+	       size_t nargs, struct al_policy *p, struct al_error *err)
 {
 	char dest[300];
 	snprintf(dest, sizeof(dest), "%s/%s", AL_WORKSPACE, l->file);
@@ -107,10 +121,23 @@ int lang_apply(const struct cfg_language *l, const char *code, size_t len, char 
 			return al_err(err, ENOMEM, "out of memory");
 		r = al_policy_add_env(p, kv, err);
 	}
-	r = r ?: set_argv(l, args, nargs, p, err);
+	r = r ?: set_argv(l, root ? root : p->rootfs, args, nargs, p, err);
 	if (r < 0)
 		al_err_prefix(err, "language %s", l->name);
 	return r;
+}
+
+int cfg_apply_etc(const struct cfg *c, struct al_policy *p, struct al_error *err)
+{
+	for (size_t i = 0; i < c->nlanguages; i++)
+		for (size_t k = 0; k < c->languages[i].etc.n; k++) {
+			int r = pol_add_etc(p, c->languages[i].etc.v[k], err);
+			if (r < 0) {
+				al_err_prefix(err, "language %s: etc", c->languages[i].name);
+				return r;
+			}
+		}
+	return 0;
 }
 
 /* Is path (absolute, as the sandbox sees it) an executable file under root ("" for the host)?
@@ -143,8 +170,8 @@ static bool found(const char *root, const char *prog, char *buf, size_t cap)
 
 bool lang_available(const struct cfg_language *l, const struct al_policy *p, char *buf, size_t cap, const char **why)
 {
-	const char *first = l->compile.n ? l->compile.v[0] : l->command.v[0];
 	const char *root = p && p->rootfs ? p->rootfs : "";
+	const char *first = l->compile.n ? l->compile.v[0] : lang_program(l, root);
 	if (!found(root, first, buf, cap)) {
 		snprintf(buf, cap, "%s not found in PATH%s", first, *root ? " of the image or rootfs" : "");
 		*why = buf;

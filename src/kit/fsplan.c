@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,13 +95,20 @@ static bool plain_name(const char *n)
 	return true;
 }
 
-/* An entry's kind for fs_host: its symlink target, "" for a directory, NULL for anything else. */
+/* The kind of a regular file among an image's top-level entries (told apart by its address: a
+ * link's target is always a plan-owned copy). */
+static const char top_regular[] = "";
+
+/* An entry's kind for fs_host: its symlink target, "" for a directory, top_regular for a regular
+ * file, NULL for anything else. */
 static const char *entry_kind(struct fs_plan *plan, int dfd, const char *name)
 {
 	struct stat st;
 	char buf[PATH_MAX];
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return NULL;
+	if (S_ISREG(st.st_mode))
+		return top_regular;
 	if (S_ISDIR(st.st_mode))
 		return "";
 	ssize_t n = S_ISLNK(st.st_mode) ? readlinkat(dfd, name, buf, sizeof(buf) - 1) : -1;
@@ -204,39 +212,40 @@ static const char *probe_etc_missing(const struct al_policy *p, const char *etc)
 	return NULL;
 }
 
-/* "python3" or "python3.N": a directory of the system's Python configuration. */
-static bool python_etc_name(const char *n)
+/* One path a policy's /etc pattern expanded to (path is root + the sandbox path): shown if it is a
+ * directory or a regular file (a link could lead anywhere on the host, even from a rootfs), passes
+ * pol_etc_check itself, and is not shown already. */
+static void etc_found(struct fs_host *h, struct fs_plan *plan, const char *path)
 {
-	if (strncmp(n, "python3", 7) != 0)
-		return false;
-	if (!n[7])
-		return true;
-	if (n[7] != '.' || !n[8])
-		return false;
-	for (n += 8; *n; n++)
-		if (*n < '0' || *n > '9')
-			return false;
-	return true;
+	const char *inside = path + strlen(h->root);
+	struct stat st;
+	if (h->netc_paths >= FS_ETC_PATHS || lstat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) ||
+	    pol_etc_check(inside, NULL) < 0)
+		return;
+	for (size_t i = 0; i < h->netc_paths; i++)
+		if (strcmp(h->etc_paths[i], inside) == 0)
+			return;
+	const char *own_path = own(plan, strdup(inside));
+	if (own_path)
+		h->etc_paths[h->netc_paths++] = own_path;
 }
 
-static void probe_etc_python(struct fs_host *h, struct fs_plan *plan)
+/* The policy's /etc patterns, expanded in the host's /etc or the rootfs's (glob(3): a pattern that
+ * matches nothing shows nothing). */
+static void probe_etc_paths(struct fs_host *h, struct fs_plan *plan, const struct al_policy *p)
 {
-	char etc[PATH_MAX];
-	snprintf(etc, sizeof(etc), "%s/etc", h->root);
-	DIR *d = opendir(etc);
-	if (!d)
-		return;
-	struct dirent *e;
-	while (h->netc_python < FS_ETC_PYTHON && (e = readdir(d))) {
-		struct stat st;
-		if (!python_etc_name(e->d_name) || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+	if (strpbrk(h->root, "*?[\\"))
+		return; /* the root would be read as a pattern */
+	for (size_t i = 0; i < p->netc; i++) {
+		char pat[PATH_MAX];
+		glob_t g = {0};
+		if ((size_t)snprintf(pat, sizeof(pat), "%s%s", h->root, p->etc[i]) >= sizeof(pat))
 			continue;
-		const char *path = ownf(plan, "/etc/%s", e->d_name);
-		if (path)
-			h->etc_python[h->netc_python++] = path;
+		if (glob(pat, GLOB_NOESCAPE, NULL, &g) == 0)
+			for (size_t k = 0; k < g.gl_pathc; k++)
+				etc_found(h, plan, g.gl_pathv[k]);
+		globfree(&g);
 	}
-	closedir(d);
 }
 
 int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_policy *p)
@@ -244,14 +253,18 @@ int fs_host_probe(struct fs_host *h, struct fs_plan *plan, const struct al_polic
 	memset(h, 0, sizeof(*h));
 	h->root = p && p->rootfs ? p->rootfs : "";
 	if (*h->root && p->image) {
+		struct stat st;
+		char usr[PATH_MAX];
+		snprintf(usr, sizeof(usr), "%s/usr", h->root);
+		h->no_usr = lstat(usr, &st) < 0 || !S_ISDIR(st.st_mode);
 		h->ntop = list_names(plan, h->root, &h->top_names, &h->top_links);
 		h->image_etc = p->image->etc;
 		if (p->net != AL_NET_HOST)
 			probe_resolv(h, plan);
 		h->etc_missing = h->image_etc ? probe_etc_missing(p, h->image_etc) : NULL;
 	}
-	if (!p || !p->image)
-		probe_etc_python(h, plan);
+	if (p && !p->image)
+		probe_etc_paths(h, plan, p);
 	char buf[PATH_MAX], path[PATH_MAX];
 	for (size_t i = 0; i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
 		snprintf(path, sizeof(path), "%s/%s", h->root, fs_toplevel_names[i]);
@@ -309,10 +322,12 @@ static const char *sys_src(struct fs_plan *plan, const struct fs_host *host, con
 	return *host->root ? ownf(plan, "%s%s", host->root, path) : path;
 }
 
+/* The system directories. An image may have no /usr (busybox with /bin alone, a static binary):
+ * then there is none (the host's /usr never stands in for an image's). */
 static int plan_system(struct fs_plan *plan, const struct fs_host *host)
 {
 	const char *usr = sys_src(plan, host, "/usr");
-	int r = usr ? bind(plan, usr, "/usr", RO_ATTRS, 0) : -ENOMEM;
+	int r = !usr ? -ENOMEM : host->no_usr ? 0 : bind(plan, usr, "/usr", RO_ATTRS, 0);
 	for (size_t i = 0; r == 0 && i < AL_ARRAY_SIZE(fs_toplevel_names); i++) {
 		const char *t = host->toplinks[i];
 		const char *dest = ownf(plan, "/%s", fs_toplevel_names[i]);
@@ -411,9 +426,15 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 		const char *src = sys_src(plan, host, ro_files[i]);
 		r = src ? bind(plan, src, ro_files[i], RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
 	}
-	for (size_t i = 0; r == 0 && i < host->netc_python; i++) {
-		const char *src = sys_src(plan, host, host->etc_python[i]);
-		r = src ? bind(plan, src, host->etc_python[i], RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
+	/* The languages' configuration (policy/etcview.c says why it holds no secret). A nested one
+	 * (/etc/perl/Net) gets its parents, 0755 as on the host's Debian. */
+	for (size_t i = 0; r == 0 && i < host->netc_paths; i++) {
+		const char *path = host->etc_paths[i], *slash = strrchr(path, '/');
+		const char *parent = slash > path + 4 ? ownf(plan, "%.*s", (int)(slash - path), path) : "/etc";
+		const char *src = sys_src(plan, host, path);
+		r = parent && src ? 0 : -ENOMEM;
+		r = r ?: strcmp(parent, "/etc") != 0 ? mkdir_op(plan, parent, 0755) : 0;
+		r = r ?: bind(plan, src, path, RO_ATTRS, FS_OPTIONAL);
 	}
 	if (r == 0 && host->localtime_link)
 		r = symlink_op(plan, "/etc/localtime", host->localtime_link);
@@ -572,8 +593,9 @@ static bool taken(const struct fs_plan *plan, const struct al_policy *p, const c
 	return false;
 }
 
-/* The image's other top-level entries: a directory bound read-only, a symlink made again (it
- * resolves in the sandbox's root, as in the image's), anything else left out. */
+/* The image's other top-level entries: a directory or a regular file (a static binary FROM
+ * scratch) bound read-only, a symlink made again (it resolves in the sandbox's root, as in the
+ * image's), anything else left out. */
 static int image_top(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
 {
 	static const char *const own_top[] = {"usr",	"bin", "sbin", "lib", "lib32", "lib64",
@@ -589,8 +611,8 @@ static int image_top(struct fs_plan *plan, const struct al_policy *p, const stru
 			return -ENOMEM;
 		if (skip || taken(plan, p, dest))
 			continue;
-		r = *host->top_links[i] ? symlink_op(plan, dest, host->top_links[i])
-					: bind(plan, src, dest, RO_ATTRS, 0);
+		const char *t = host->top_links[i];
+		r = t != top_regular && *t ? symlink_op(plan, dest, t) : bind(plan, src, dest, RO_ATTRS, 0);
 	}
 	return r;
 }

@@ -65,16 +65,17 @@ struct fs_plan {
 #define FS_CGROUP_VIEW "/sys/fs/cgroup"
 
 /* Builds the whole plan for policy p. host_merged_usr: probe of /bin etc. done by the caller. */
-#define FS_ETC_PYTHON 8
+#define FS_ETC_PATHS 128
 struct fs_host {
 	/* For each of bin, sbin, lib, lib32, lib64, libx32: its symlink target on the host,
 	 * "" if it is a real directory, NULL if absent. */
 	const char *toplinks[6];
 	const char *localtime_link; /* readlink of /etc/localtime, or NULL (then bound if present) */
 	const char *root;	    /* where the system dirs come from: "" (the host's) or a rootfs */
+	bool no_usr;		    /* an image without a /usr directory: the sandbox has none */
 	/* The rootfs's top-level entries (at most FS_IMAGE_NAMES), for an image's whole root
 	 * (fs_plan_build uses them only when the policy names an image): each name, and its symlink
-	 * target, or "" for a directory, or NULL for anything else. */
+	 * target, or "" for a directory or a regular file, or NULL for anything else. */
 	const char **top_names, **top_links;
 	size_t ntop;
 	/* An image's: its prepared /etc (img_ref.etc, bound at /etc), and, but under --net host, its
@@ -85,11 +86,10 @@ struct fs_host {
 	const char *image_etc, *resolv_text, *resolv_link, *etc_missing;
 	size_t resolv_len;
 	mode_t resolv_mode;
-	/* The system's Python configuration directories, "/etc/python3" and "/etc/python3.N": Debian's
-	 * /usr/lib/python3.N/sitecustomize.py links into one, and a stdlib file that dangles inside
-	 * fails whatever opens every stdlib file (CPython's test___all__, test_ast, test_unparse). */
-	const char *etc_python[FS_ETC_PYTHON];
-	size_t netc_python;
+	/* The host's (or the rootfs's) configuration the policy's /etc patterns name (p->etc): each an
+	 * absolute sandbox path of a directory or regular file that passed pol_etc_check, sorted. */
+	const char *etc_paths[FS_ETC_PATHS];
+	size_t netc_paths;
 };
 #define FS_IMAGE_NAMES 512
 extern const char *const fs_toplevel_names[6];

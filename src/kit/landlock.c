@@ -305,7 +305,7 @@ int ll_restrict(int ruleset_fd)
  * programs list / (ls, find, os.walk) and reaches nothing the sandbox was not given. */
 static const struct ll_path default_paths[] = {
 	{"/", false, false},
-	{"/usr", false, false},
+	{"/usr", false, true}, /* an image may have none */
 	{"/bin", false, true},
 	{"/sbin", false, true},
 	{"/lib", false, true},

@@ -137,6 +137,9 @@ static void kernel_stop(struct ctx_set *cs, struct ctx *c)
 	c->dead = false;
 }
 
+/* The Python kernel's -c program: the kernel itself, taken out of the environment first. */
+static const char py_boot[] = "import os; exec(compile(os.environ.pop('AL_KERNEL_SOURCE'), 'airlock-kernel', 'exec'))";
+
 static const char *const one_thread[] = {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1"};
 
 /* The kernel's policy: an exec's limits and environment, the language's interpreter with the
@@ -157,10 +160,15 @@ static int kernel_policy(const struct ctx_env *env, const struct cfg_language *l
 	if (r < 0)
 		return al_err(err, -r, "out of memory");
 	/* node --expose-internals: the JavaScript kernel rewrites top-level await with Node's own
-	 * REPL transform (see jskernel.js). */
-	const char *argv[] = {l->command.v[0], js ? "--expose-internals" : "-c", js ? "-e" : ctx_pykernel,
-			      ctx_jskernel};
+	 * REPL transform (see jskernel.js). The Python kernel's source comes in its environment and
+	 * leaves it at once: as its -c argument it was the whole of the kernel's line in ps. */
+	const char *argv[] = {l->command.v[0], js ? "--expose-internals" : "-c", js ? "-e" : py_boot, ctx_jskernel};
 	r = al_policy_set_argv(p, js ? 4 : 3, argv, err);
+	if (r == 0 && !js) {
+		cleanup_free char *src = NULL;
+		r = asprintf(&src, "AL_KERNEL_SOURCE=%s", ctx_pykernel) < 0 ? al_err(err, ENOMEM, "out of memory")
+									  : al_policy_add_env(p, src, err);
+	}
 	r = r ?: cfg_apply_limits(&env->cfg->limits, p, true, err);
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_WALL_MS, AL_UNLIMITED, err);
 	r = r ?: al_policy_set_limit(p, AL_LIMIT_CPU_MS, AL_UNLIMITED, err);

@@ -195,7 +195,7 @@ int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, str
 	int r = al_policy_new(&p);
 	if (r < 0)
 		return al_err(err, -r, "out of memory");
-	r = lang_apply(l, op->code, op->code_len, NULL, 0, p, err);
+	r = lang_apply(l, s->root ? s->root : "", op->code, op->code_len, NULL, 0, p, err);
 	r = r ?: al_policy_add_env(p, "PYTHONPATH=" AL_WORKSPACE, err);
 	/* A program read from /dev/fd/3 resolves require() from /dev/fd: the workspace's packages
 	 * (npm installs them into /workspace/node_modules) are found through NODE_PATH instead. */

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/language.h"
 #include "config/profile.h"
 #include "manager/context.h"
 #include "manager/persist.h"
@@ -58,6 +59,7 @@ void sbx_free(struct sbx *s)
 	free(s->profile);
 	free(s->net_hosts);
 	free(s->pool_image);
+	free(s->root);
 	free(s->meta_json);
 	json_decref(s->ctx_names);
 	free(s->port_tokens);
@@ -218,6 +220,7 @@ static int create_policy(struct sbm *m, const char *profile, const char *image, 
 		for (size_t k = 0; r == 0 && k < c->languages[i].paths.n; k++)
 			if (access(c->languages[i].paths.v[k], F_OK) == 0)
 				r = al_policy_add_bind(p, c->languages[i].paths.v[k], NULL, false, err);
+	r = r ?: cfg_apply_etc(c, p, err);
 	if (r == 0 && network) {
 		if (p->net != AL_NET_ALLOW)
 			r = al_policy_set_network(p, AL_NET_ALLOW, err);
@@ -251,6 +254,10 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 		s->lim = *lim;
 		s->network = network;
 		s->disk_bytes = p->limits[AL_LIMIT_DISK];
+		/* The image's tree (the store keeps it while a sandbox uses it): what a language's
+		 * program is looked up in (lang_program). */
+		if (p->rootfs && !(s->root = strdup(p->rootfs)))
+			r = al_err(err, ENOMEM, "out of memory");
 	}
 	if (r == 0 && al_policy_image_digest(p)) { /* the client's image or the profile's, as resolved */
 		const char *name = al_policy_image_name(p);

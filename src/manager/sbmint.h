@@ -76,6 +76,7 @@ struct sbx {
 	struct json_t *ctx_names; /* their names as the record keeps them (ctx_set_names), or NULL */
 	unsigned ctx_gen;	  /* the set's generation ctx_names was taken at */
 	char *pool_image;	/* the image it was made on, or NULL (the profile's root): what a claim matches */
+	char *root;		/* the rootfs it runs on, or NULL (the host's, or not known after a restart) */
 	/* Lifetime and labels (sblife.c), under m->mu. */
 	uint64_t ends_ms;     /* its own end (sbm_now_ms clock), 0: only the server's caps */
 	uint64_t lifetime_ms; /* the lifetime last asked for (create or set_timeout), for the words */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -65,13 +66,20 @@ const char *px_status_text(int status)
 
 void px_reply(int fd, int status, const char *reason, int timeout_ms)
 {
-	char buf[512];
+	char buf[512], phrase[160];
 	if (!reason)
 		reason = px_status_text(status);
+	/* A refused or failed destination names its cause in the status line too: that line is what
+	 * clients print for a failed tunnel ("Tunnel connection failed: 502 ..."), never the body. */
+	bool named = status == 403 || status == 502 || status == 504;
+	snprintf(phrase, sizeof(phrase), named ? "%s (airlock: %s)" : "%s", px_status_text(status), reason);
+	for (char *s = phrase; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
 	int n = snprintf(buf, sizeof(buf),
 			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
 			 "Connection: close\r\n\r\nairlock: %s\n",
-			 status, px_status_text(status), strlen(reason) + 10, reason);
+			 status, phrase, strlen(reason) + 10, reason);
 	if (n > 0 && (size_t)n < sizeof(buf))
 		(void)px_write_all(fd, buf, (size_t)n, timeout_ms);
 }

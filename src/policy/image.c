@@ -69,7 +69,7 @@ int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *
 	int r = img_store_open(&s, NULL, false, err);
 	r = r ?: img_open(&s, name, ref, err);
 	img_store_close(&s);
-	r = r ?: al_policy_set_rootfs(p, ref->rootfs, err); /* also drops an earlier image */
+	r = r ?: pol_set_root(p, ref->rootfs, true, err); /* also drops an earlier image */
 	r = r ?: check_env(ref->env, err);
 	r = r ?: apply_user(p, ref, err);
 	if (r < 0) {

@@ -188,6 +188,28 @@ void pol_free_net(struct al_policy *p)
 static const char *const proxy_vars[] = {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
 					 "https_proxy", "http_proxy", "all_proxy"};
 
+/*
+ * What installers need where the posture lets them reach a registry (the write profile's). pip:
+ * Debian 12 marks its Python externally managed (PEP 668) and refuses even user installs; inside,
+ * /usr is read-only, so pip falls back to the user site in HOME (the workspace), where a later
+ * python3 imports from, or installs into a virtual environment the job made: the override is safe
+ * here and set inside the sandbox only, never on the host. Both managers retry once and briefly:
+ * without a route pip retried 5 times over ~10 s and npm for 72 s, while the proxy's answer (its
+ * status line names the cause) says at once why; a job's own --env or flags still win.
+ */
+static const char *const installer_vars[] = {
+	"PIP_BREAK_SYSTEM_PACKAGES=1",
+	"PIP_DISABLE_PIP_VERSION_CHECK=1",
+	"PIP_RETRIES=1",
+	"PIP_TIMEOUT=20",
+	"npm_config_fetch_retries=1",
+	"npm_config_fetch_retry_mintimeout=1000",
+	"npm_config_fetch_retry_maxtimeout=2000",
+	"npm_config_update_notifier=false",
+	"npm_config_fund=false",
+	"npm_config_audit=false",
+};
+
 /* v[*k] = the formatted string, *k advanced only on success. */
 __attribute__((format(printf, 3, 4))) static int put(char **v, size_t *k, const char *fmt, ...)
 {
@@ -207,7 +229,7 @@ char **pol_net_env(const struct al_policy *p, size_t *n)
 {
 	const struct al_broker_list *bl = pol_brokers(p);
 	size_t nb = al_broker_count(bl), k = 0;
-	char **v = calloc(AL_ARRAY_SIZE(proxy_vars) + 2 + nb + 1, sizeof(*v));
+	char **v = calloc(AL_ARRAY_SIZE(proxy_vars) + 2 + AL_ARRAY_SIZE(installer_vars) + nb + 1, sizeof(*v));
 	*n = 0;
 	if (!v || !pol_needs_proxy(p))
 		return v;
@@ -219,6 +241,9 @@ char **pol_net_env(const struct al_policy *p, size_t *n)
 	if (p->net == AL_NET_ALLOW &&
 	    (put(v, &k, "NO_PROXY=localhost,127.0.0.1") < 0 || put(v, &k, "no_proxy=localhost,127.0.0.1") < 0))
 		goto oom;
+	for (size_t i = 0; p->net == AL_NET_ALLOW && i < AL_ARRAY_SIZE(installer_vars); i++)
+		if (put(v, &k, "%s", installer_vars[i]) < 0)
+			goto oom;
 	for (size_t i = 0; i < nb; i++) {
 		char name[AL_BROKER_NAME_MAX];
 		const char *bn = al_broker_name(bl, i);

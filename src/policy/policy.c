@@ -99,6 +99,9 @@ void al_policy_free(struct al_policy *p)
 	pol_free_image(p);
 	free(p->cwd);
 	pol_free_net(p);
+	for (size_t i = 0; i < p->netc; i++)
+		free(p->etc[i]);
+	free(p->etc);
 	free(p);
 }
 
@@ -658,20 +661,31 @@ int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, 
 	return 0;
 }
 
-int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err)
+/* A rootfs is a system tree (its /usr replaces the host's); an image's root is whatever the image
+ * holds (busybox with /bin alone, a static binary, FROM scratch): its tree is shown whole. */
+int pol_set_root(struct al_policy *p, const char *dir, bool image, struct al_error *err)
 {
+	const char *what = image ? "the image's root" : "--rootfs";
 	cleanup_free char *real = realpath(dir, NULL);
 	if (!real)
-		return al_err_sys(err, errno, "--rootfs '%s'", dir);
+		return al_err_sys(err, errno, "%s '%s'", what, dir);
 	char usr[PATH_MAX];
 	struct stat sb;
 	snprintf(usr, sizeof(usr), "%s/usr", real);
-	if (stat(usr, &sb) < 0 || !S_ISDIR(sb.st_mode))
-		return al_err(err, ENOTDIR, "--rootfs '%s' has no usr directory: not a system tree", dir);
+	if (!image && (stat(usr, &sb) < 0 || !S_ISDIR(sb.st_mode)))
+		return al_err(err, ENOTDIR,
+			      "--rootfs '%s' has no usr directory: not a system tree (an image of any shape runs "
+			      "with --image)",
+			      dir);
 	if (strcmp(real, "/") == 0)
-		return al_err(err, EINVAL, "--rootfs '/': that is the host's own tree (leave --rootfs out)");
+		return al_err(err, EINVAL, "%s '/': that is the host's own tree (leave --rootfs out)", what);
 	free(p->rootfs);
 	pol_free_image(p); /* a rootfs given later replaces the image's */
 	p->rootfs = steal_ptr(real);
 	return 0;
+}
+
+int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err)
+{
+	return pol_set_root(p, dir, false, err);
 }

@@ -92,7 +92,19 @@ struct al_policy {
 	uint32_t proxy_max_conns;
 	uint64_t proxy_idle_ms;
 	struct al_sandbox *attach; /* run in this held sandbox instead of a new one (supervisor/sandbox.c) */
+	/* Host configuration beneath /etc shown read-only where it exists (etcview.c): patterns
+	 * (glob(7)) the configured languages read, each checked by pol_etc_check. */
+	char **etc;
+	size_t netc;
 };
+#define AL_ETC_PATTERNS 64
+
+/* Whether path (or glob pattern) beneath /etc may be shown: 0, or -EPERM when it is, holds or
+ * names a place of secrets or of the host's network configuration, -EINVAL when not a clean path
+ * beneath /etc. Pure. */
+int pol_etc_check(const char *path, struct al_error *err);
+/* Adds a checked pattern to p->etc (once). */
+int pol_add_etc(struct al_policy *p, const char *pattern, struct al_error *err);
 
 #define AL_PROXY_DEFAULT_CONNS	 64
 #define AL_PROXY_DEFAULT_IDLE_MS 60000
@@ -129,6 +141,8 @@ int pol_net_parse(const char *name, enum al_net_posture *out);
 /* Those names, in order, into names (at most max): how many. */
 size_t pol_net_choices(const char **names, size_t max);
 void pol_free_strv(char **v);
+/* Sets p's root: a rootfs (image false: a system tree, with /usr) or an image's root (any shape). */
+int pol_set_root(struct al_policy *p, const char *dir, bool image, struct al_error *err);
 /* Releases the policy's image (its lock too). */
 void pol_free_image(struct al_policy *p);
 

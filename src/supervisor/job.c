@@ -147,10 +147,13 @@ static void default_limit_hint(struct al_error *err)
 {
 	char was[AL_ERROR_MAX];
 	snprintf(was, sizeof(was), "%s", err->msg);
-	/* The cause last, as long as the message allows: it names what was tried. */
+	/* The cause last, as long as the message allows: it names what was tried. Both ways to run
+	 * without it are named: the flag (run, exec) and the configuration key, which is the only one
+	 * the service's front ends (serve, mcp) read. */
 	al_err(err, err->code,
 	       "a default limit cannot be enforced (get a delegated cgroup: systemd-run --user --scope -p "
-	       "Delegate=yes; or set it to none, or pass --best-effort-limits): %s",
+	       "Delegate=yes; or set it to none, or run without it: --best-effort-limits, or "
+	       "limits: {best-effort-limits: true} in the configuration): %s",
 	       was);
 }
 

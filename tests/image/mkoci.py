@@ -7,7 +7,8 @@
 #           device, fifo, setuid (accepted, bits dropped), digest-mismatch, truncated, sparse10g,
 #           whiteout-dotdot, size-negative and size-absurd (a layer descriptor's "size" -1 or 2^62,
 #           layouts only), bigfile, wide (a Debian-shaped root, for bench/image.sh); other-user (a User past the
-#           sandbox's ids and a WorkingDir the image lacks: not applied); owners (User "1001:1001" and files of
+#           sandbox's ids and a WorkingDir the image lacks: not applied); bin-only (busybox in /bin, no
+#           /usr, no bash) and static (one static binary at the root, nothing else); owners (User "1001:1001" and files of
 #           several owners: /home/app 1001, /root 0, a 4755 file of uid 0, a file of uid 70000) and
 #           owners-named (the same, User "app2", uid 1001 in the image's /etc/passwd) and group-root
 #           (the same, User "1001:0")
@@ -33,7 +34,28 @@ def add_file(tar, name, data, mode=0o644, owner=(0, 0)):
     tar.addfile(ti(name, size=len(data), mode=mode, owner=owner), io.BytesIO(data))
 
 
+def bare_layer(variant):
+    """bin-only: busybox in /bin, a passwd in /etc, no /usr, no bash (how busybox's own image looks);
+    static: one static binary at the root and nothing else (FROM scratch)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        with open(BUSYBOX, "rb") as f:
+            exe = f.read()
+        if variant == "static":
+            add_file(tar, "busybox", exe, 0o755)
+            return buf.getvalue()
+        for d in ("bin", "etc", "tmp"):
+            tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=0o755))
+        add_file(tar, "bin/busybox", exe, 0o755)
+        for applet in ("sh", "cat", "ls", "echo", "id", "stat", "sleep", "true", "test", "uname"):
+            tar.addfile(ti("bin/" + applet, tarfile.SYMTYPE, link="busybox"))
+        add_file(tar, "etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+    return buf.getvalue()
+
+
 def base_layer(variant):
+    if variant in ("bin-only", "static"):
+        return bare_layer(variant)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for d in ("usr", "usr/bin", "usr/share", "usr/share/opq", "etc", "tmp", "opt", "opt/app", "srv"):
@@ -101,9 +123,12 @@ def hostile(tar, variant):
             tar.addfile(ti("etc/link%d" % i, tarfile.SYMTYPE, link="conf%d" % i))
 
 
-def top_layer():
+def top_layer(variant="good"):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
+        if variant in ("bin-only", "static"):
+            add_file(tar, "hello.txt", b"hello from the top layer\n")
+            return buf.getvalue()
         add_file(tar, "usr/share/hello.txt", b"hello from the top layer\n")
         add_file(tar, "usr/share/.wh.gone.txt", b"")
         tar.addfile(ti("usr/share/opq/", tarfile.DIRTYPE, mode=0o755))
@@ -131,7 +156,7 @@ def blobs_for(variant):
         with tarfile.open(fileobj=buf, mode="w") as tar:
             add_file(tar, "big.bin", b"\0" * (3 << 20))
         l1 = buf.getvalue()
-    return [gzip.compress(l1, mtime=0), l1], top_layer()
+    return [gzip.compress(l1, mtime=0), l1], top_layer(variant)
 
 
 def oci(variant):
@@ -143,9 +168,10 @@ def oci(variant):
         "config": {"Env": ["PATH=/usr/bin:/bin", "HOME=/image-home", "IMAGE_GREETING=hello", "MARKER=from-image"],
                    "Entrypoint": ["echo"], "Cmd": ["image-cmd"],
                    # other-user: a uid the posture does not grant, and a WorkingDir the image lacks
-                   "WorkingDir": "/nonexistent" if variant == "other-user" else "/opt/app",
+                   "WorkingDir": {"other-user": "/nonexistent", "bin-only": "/", "static": "/"}.get(variant, "/opt/app"),
                    "User": {"other-user": "70000:70000", "owners": "1001:1001",
-                            "owners-named": "app2", "group-root": "1001:0"}.get(variant, "app")},
+                            "owners-named": "app2", "group-root": "1001:0", "bin-only": "",
+                            "static": ""}.get(variant, "app")},
         "rootfs": {"type": "layers", "diff_ids": [sha(l1raw), sha(l2)]},
     }).encode()
     manifest = json.dumps({

@@ -48,6 +48,9 @@ r=$(cell "$a" '{"language":"python","code":"import matplotlib.pyplot as plt\nplt
 al_json_get "$r" result.cell.images.0.data | base64 -d >"$dir/fig.png"
 al_assert_eq "$(head -c 8 "$dir/fig.png" | od -An -tx1 | tr -d ' \n')" 89504e470d0a1a0a "curl: the figure is a PNG"
 al_assert_eq "$(od -An -tu1 -j16 -N8 "$dir/fig.png" | awk '{print $3*256+$4 "x" $7*256+$8}')" 400x300 "curl: ... of the figure's size"
+# ps shows the kernel as a short line, not its source; pid 1 as airlock-init, never its environment.
+r=$(cell "$a" '{"language":"python","code":"import os\nprint(len(open(\"/proc/self/cmdline\").read()) < 200, open(\"/proc/1/cmdline\").read().rstrip(\"\\0\"), \"AL_KERNEL_SOURCE\" in os.environ)"}')
+al_assert_eq "$(al_json_get "$r" result.stdout)" "True airlock-init False" "curl: the kernel's and pid 1's command lines"
 r=$(cell "$a" '{"language":"python","code":"import pandas as pd\npd.DataFrame({\"a\": [1]})"}')
 al_assert_eq "$(al_json_get "$r" result.cell.value.type)" DataFrame "curl: a DataFrame"
 al_assert_contains "$(al_json_get "$r" result.cell.value.html)" "<table" "curl: ... arrives as a table"

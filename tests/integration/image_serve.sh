@@ -12,6 +12,7 @@ export AIRLOCK_IMAGES=$dir/store
 al_image_import "$dir" bb
 bb_digest=$AL_IMAGE_DIGEST
 al_image_import "$dir" owners owners-named
+al_image_import "$dir" binonly bin-only
 al_assert_contains "$bb_digest" "sha256:" "the import names the image's digest"
 confdir=$(al_tmpdir 0755)
 cat >"$confdir/images.yaml" <<'EOF'
@@ -20,7 +21,7 @@ approval:
   auto_approve_up_to: CRITICAL
 profiles:
   imgs:
-    images: [bb, owners]
+    images: [bb, owners, binonly]
 EOF
 chmod 0644 "$confdir/images.yaml"
 
@@ -57,6 +58,14 @@ out=$(call POST "/v1/sandboxes/$sb/exec" \
 	'{"language":"shell","code":"cat /usr/share/hello.txt; test -e /usr/lib/python3 || echo no-host-usr"}')
 al_assert_contains "$out" "hello from the top layer" "the sandbox runs on the image's tree"
 al_assert_contains "$out" "no-host-usr" "and not on the host's /usr"
+# An image without /usr and without bash: the shell language runs its /bin/sh.
+out=$(call POST /v1/sandboxes '{"profile":"imgs","image":"binonly"}')
+al_assert_eq "${out%% *}" 201 "create a sandbox on an image without /usr: $out"
+sbb=$(printf '%s' "${out#* }" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+out=$(call POST "/v1/sandboxes/$sbb/exec" '{"language":"shell","code":"cat /hello.txt; test -e /usr || echo no-usr"}')
+al_assert_contains "$out" "hello from the top layer" "a shell exec on an image without bash ($out)"
+al_assert_contains "$out" "no-usr" "a shell exec on an image without bash"
+call DELETE "/v1/sandboxes/$sbb" >/dev/null
 plain=$(call POST /v1/sandboxes '{}')
 plain=$(printf '%s' "${plain#* }" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
 # The approvers' listing: the image a sandbox was made with, or "host".

@@ -78,7 +78,7 @@ static int setup(void **state)
 	put("etc/ssl/cert.pem", "pem\n");
 	link_("app.conf", "etc/link0");
 	link_(root, "etc/out"); /* a link to a directory outside /etc: kept as a link, never entered */
-	put("hello.txt", "a file at the top: not shown\n");
+	put("hello.txt", "a file at the top: shown, read-only\n");
 	link_("opt", "srv");
 	char path[160];
 	snprintf(path, sizeof(path), "%s/etc/ssl", root);
@@ -277,8 +277,12 @@ static void test_image_root(void **state)
 		assert_false(x->kind == FS_BIND && x->src && strstr(x->src, "/proc"));
 		assert_false(x->kind == FS_BIND && x->src && strstr(x->src, "/tmp/al-fsplan") &&
 			     !strcmp(x->dest, "tmp"));
-		assert_false(strcmp(x->dest, "hello.txt") == 0);
 	}
+	/* A top-level file is the image's (a static binary FROM scratch is one), bound read-only. */
+	o = op_at(&plan, "hello.txt");
+	assert_non_null(o);
+	assert_int_equal(o->kind, FS_BIND);
+	assert_true(o->attr_set & MOUNT_ATTR_RDONLY);
 	assert_int_equal(op_at(&plan, "tmp")->kind, FS_MKDIR);
 	fs_plan_free(&plan);
 	al_policy_free(p);

@@ -657,6 +657,31 @@ static void workdir_validation(void **state)
 	free(real);
 }
 
+/* The languages' configuration is shown; a place of secrets, or one holding one, never is. */
+static void etc_view(void **state)
+{
+	struct al_policy *p = *state;
+	struct al_error err = {0};
+	static const char *const ok[] = {"/etc/php", "/etc/fonts", "/etc/python3.*", "/etc/java-*",
+					 "/etc/perl/Net", "/etc/ssl/certs", "/etc/matplotlibrc"};
+	static const char *const secret[] = {"/etc/shadow",	 "/etc/gshadow",     "/etc/ssh",	"/etc/ssh/sshd_config",
+					     "/etc/ssl",	 "/etc/ssl/private", "/etc/ssl/priv*",	"/etc/s*",
+					     "/etc/*",		 "/etc/sudoers.d/x", "/etc/pip.conf",	"/etc/npmrc",
+					     "/etc/resolv.conf", "/etc/network",     "/etc/apt",	"/etc/perl"};
+	static const char *const bad[] = {"/etc", "/etc/", "/usr/lib", "etc/php", "/etc/../root", "/etc/php/", "/etcx"};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(ok); i++)
+		assert_int_equal(pol_add_etc(p, ok[i], &err), 0);
+	assert_int_equal(pol_add_etc(p, "/etc/php", &err), 0); /* once */
+	assert_int_equal(p->netc, AL_ARRAY_SIZE(ok));
+	for (size_t i = 0; i < AL_ARRAY_SIZE(secret); i++) {
+		assert_int_equal(pol_add_etc(p, secret[i], &err), -EPERM);
+		assert_non_null(strstr(err.msg, "secrets"));
+	}
+	for (size_t i = 0; i < AL_ARRAY_SIZE(bad); i++)
+		assert_int_equal(pol_add_etc(p, bad[i], &err), -EINVAL);
+	assert_int_equal(p->netc, AL_ARRAY_SIZE(ok));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, policy_setup, policy_teardown)
 
 int main(void)
@@ -690,6 +715,7 @@ int main(void)
 		T(hostname_validation),
 		T(id_base_bounds),
 		T(workdir_validation),
+		T(etc_view),
 	};
 	return cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 }

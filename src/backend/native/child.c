@@ -200,8 +200,12 @@ static void hide_cmdline(void)
 		return;
 	static const char name[] = "airlock-init";
 	size_t len = v[1] - v[0];
-	memset((void *)v[0], 0, len); /* NOLINT(performance-no-int-to-ptr): the kernel's own address */
-	memcpy((void *)v[0], name, len < sizeof(name) ? len : sizeof(name)); /* NOLINT(performance-no-int-to-ptr) */
+	/* The area's last byte stays 0: without it the kernel reads the command line on into the
+	 * environment (as for setproctitle), and ps showed "airlock-initHOME=/root" where the
+	 * supervisor's own was shorter ("airlock mcp"); the name is cut to fit instead. */
+	size_t k = len - 1 < sizeof(name) - 1 ? len - 1 : sizeof(name) - 1;
+	memset((void *)v[0], 0, len);	   /* NOLINT(performance-no-int-to-ptr): the kernel's own address */
+	memcpy((void *)v[0], name, k); /* NOLINT(performance-no-int-to-ptr) */
 }
 
 /* Waits until the supervisor has moved us into the job's cgroups (it does so while we build the

@@ -203,9 +203,13 @@ bool oci_log_error(const char *buf, size_t n, char *msg, size_t size)
 		    memmem(line, len, err, sizeof(err) - 1)) {
 			const char *m = line + sizeof(key) - 1;
 			size_t k = 0;
-			for (; m < line + len && *m != '"' && k + 1 < size; m++)
-				if (*m != '\\')
-					msg[k++] = *m;
+			/* An escaped character is taken as itself: runsc quotes the command it could not
+			 * find (error finding executable \"X\"), and the message goes on past it. */
+			for (; m < line + len && *m != '"' && k + 1 < size; m++) {
+				if (*m == '\\' && m + 1 < line + len)
+					m++;
+				msg[k++] = *m;
+			}
 			msg[k] = 0;
 			found = k > 0;
 		}

@@ -207,10 +207,6 @@ sys.meta_path.insert(0, _InlineBackend())
 os.environ["MPLBACKEND"] = "module://airlock_inline"
 os.environ.setdefault("MPLCONFIGDIR", "/tmp/.airlock-mpl")
 os.environ.setdefault("XDG_CACHE_HOME", "/tmp/.airlock-cache")  # caches stay out of the cell's file list
-# Debian's matplotlib looks for its rc file in /etc only, which the sandbox does not show.
-_RC = "/usr/share/matplotlib/mpl-data/matplotlibrc"
-if "MATPLOTLIBRC" not in os.environ and os.path.exists(_RC):
-    os.environ["MATPLOTLIBRC"] = _RC
 
 
 # ---- one cell ----
