@@ -144,7 +144,7 @@ void sbx_unuse_put(struct sbm *m, struct sbx *s)
 /* ---- the calls ------------------------------------------------------------------------------ */
 
 /* The answer of pause and resume: the state as it is now. */
-static char *state_json(struct sbm *m, struct sbx *s, const char *freezer, double took_ms, bool resumed)
+static char *state_json(struct sbm *m, struct sbx *s, const char *freezer, double took_ms, bool changed)
 {
 	pthread_mutex_lock(&m->mu);
 	bool paused = s->paused;
@@ -155,7 +155,7 @@ static char *state_json(struct sbm *m, struct sbx *s, const char *freezer, doubl
 	json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:f,s:b}", "sandbox_id", s->id, "state", paused ? "paused" : "running",
 			      "paused_at", paused ? txt_json_time(sbm_wall_ms(m, at)) : json_null(), "paused_by",
 			      paused ? json_string(by) : json_null(), "freezer",
-			      freezer ? json_string(freezer) : json_null(), "took_ms", took_ms, "resumed", resumed);
+			      freezer ? json_string(freezer) : json_null(), "took_ms", took_ms, "changed", changed);
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return text;
@@ -171,7 +171,7 @@ static void by_words(const struct srv_pause_req *req, char *buf, size_t cap)
 }
 
 static int finish(struct sbm *m, struct sbx *s, const struct srv_sink *sink, double took_ms, bool changed,
-		  struct srv_op **out, struct al_error *err)
+		  bool resume, struct srv_op **out, struct al_error *err)
 {
 	const char *why = NULL;
 	const char *freezer = al_sandbox_freezer(s->sb, &why);
@@ -179,6 +179,7 @@ static int finish(struct sbm *m, struct sbx *s, const struct srv_sink *sink, dou
 	if (res) {
 		res->sandbox_id = strdup(s->id);
 		res->state_json = state_json(m, s, freezer, took_ms, changed);
+		res->resumed = changed && resume;
 	}
 	if (changed)
 		sbp_save(m, s); /* its state (and lifetime clock) kept */
@@ -234,7 +235,7 @@ int sbm_pause(void *ctx, const struct srv_pause_req *req, const struct srv_sink 
 		sbx_put(m, s);
 		return r;
 	}
-	return finish(m, s, sink, ms_since(t0), changed, out, err);
+	return finish(m, s, sink, ms_since(t0), changed, false, out, err);
 }
 
 int sbm_resume(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink, struct srv_op **out,
@@ -263,7 +264,7 @@ int sbm_resume(void *ctx, const struct srv_pause_req *req, const struct srv_sink
 		sbx_put(m, s);
 		return r;
 	}
-	return finish(m, s, sink, ms_since(t0), changed, out, err);
+	return finish(m, s, sink, ms_since(t0), changed, true, out, err);
 }
 
 /* ---- auto_pause ----------------------------------------------------------------------------- */

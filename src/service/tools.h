@@ -22,6 +22,8 @@ enum tl_id {
 	TL_UPLOAD, /* the JSON API's streamed uploads (a file or a tar archive); not an MCP tool */
 	TL_SET_TIMEOUT,
 	TL_WATCH, /* code_watch (tlwatch.c) */
+	TL_PAUSE,  /* code_pause_sandbox (tlpause.c) */
+	TL_RESUME, /* code_resume_sandbox (tlpause.c) */
 	TL__COUNT,
 };
 
