@@ -6,7 +6,7 @@
 # pause is 404; a pause while an exec runs is refused (429); a paused sandbox's lifetime does not
 # run; auto_pause pauses at the lifetime's end instead of destroying; a SIGKILL of the server while
 # a sandbox is paused leaves no process and no frozen cgroup; the restart brings it back paused,
-# with its files, and its first use resumes it.
+# with its files, and its first use resumes it. The MCP tools through the official SDK.
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -196,6 +196,15 @@ al_assert_eq "$(jget 'd["state"]')/$(jget 'd["paused_by"]')" paused/lifetime "au
 exec_last "$c" "$(cmd_json 'echo awake' '{}')"
 al_assert_eq "$(jget 'd["result"].get("resumed")')" True "the next exec resumed it"
 al_pass "auto_pause pauses at the lifetime's end; the next call resumes it"
+
+# ---- the same through the official MCP SDK (tests/mcp/sdk/pause.mjs)
+command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
+sdk="$AL_SRC/tests/mcp/sdk"
+[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
+out=$(node "$sdk/pause.mjs" "$url/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
+	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "pause through the MCP SDK (see above)"; }
+al_log "$out"
+al_pass "pause and resume through the official MCP SDK"
 
 # ---- SIGKILL of the server while paused: nothing frozen, nothing left; the restart brings it back paused
 api POST "/v1/sandboxes/$a/pause"
