@@ -330,8 +330,8 @@ int al_sandbox_oom_kills(const struct al_sandbox *sb, uint64_t *out);
 /* Kills everything in the sandbox, removes its cgroup and workspace, frees it. NULL is a no-op. */
 void al_sandbox_destroy(struct al_sandbox *sb);
 /* Pauses every process of the sandbox in place (the cgroup freezer, v2 or v1): they keep their
- * memory and state and use no CPU until al_sandbox_resume. While it is paused, a keeper process
- * ends the sandbox should this process die (nothing stays frozen, nothing outlives it). Not to be
+ * memory and state and use no CPU until al_sandbox_resume. From its first pause on, a keeper
+ * process ends the sandbox should this process die (nothing stays frozen, nothing outlives it). Not to be
  * called while an exec of it runs in the foreground (its caller's rule: the exec would stop with
  * it). 0 (also when already paused); -ENOTSUP with err saying why no freezer is usable here;
  * -ETIMEDOUT when its processes did not freeze in time (it is left running); -errno. */

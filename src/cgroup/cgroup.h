@@ -121,8 +121,8 @@ void cg_thaw_killed(struct cg_job *cg);
 /* Thaws the cgroup dirfd (v2 or a v1 freezer one): stale cleanup. Best effort. */
 void cg_thaw_dir(int dirfd);
 /* A process of ours, out of the job's cgroups and in a session of its own, that waits for this
- * process to end and then kills, thaws and removes the frozen job cg (see freeze.c). Started
- * before a freeze, stopped after the thaw. */
+ * process to end and then kills, thaws and removes the (frozen) job cg (see freeze.c). Started
+ * before the first freeze, stopped when the job goes. */
 struct cg_keeper;
 int cg_keeper_start(struct cg_job *cg, struct cg_keeper **out, struct al_error *err);
 /* Kills and reaps the keeper. Accepts NULL. */

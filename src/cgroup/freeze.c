@@ -12,14 +12,16 @@
  *
  * The keeper (v1 and v2)
  *   A paused sandbox's init cannot act on its parent's death (it is frozen), and on v1 nothing
- *   frozen dies: a server killed while a sandbox is paused would leave it frozen forever. So each
- *   pause starts a keeper — a forked process of the server's, in the server's cgroups (never the
+ *   frozen dies: a server killed while a sandbox is paused would leave it frozen forever. So a
+ *   sandbox's first pause starts a keeper — a forked process of the server's, in the server's cgroups (never the
  *   job's), in a session of its own (a kill of the server's process group leaves it to do its job),
  *   holding no descriptor but a pidfd of the server and the job's cgroup directories. It waits
  *   for the server to end (the pidfd polls readable); then it kills every process of the job,
  *   thaws it, waits for it to be empty, removes the v1 freezer cgroup (its processes were all
- *   there) and exits. A resume stops the keeper (SIGKILL, reaped) after the thaw. It allocates
- *   nothing after the fork (the server is threaded).
+ *   there) and exits. It stays through resumes (it would end a running sandbox as its init's
+ *   parent-death signal does) until the sandbox is destroyed, which stops it (SIGKILL, reaped):
+ *   a fork and a reap on every pause and resume cost a third of a pause. It allocates nothing after
+ *   the fork (the server is threaded).
  */
 #include <errno.h>
 #include <fcntl.h>
