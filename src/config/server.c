@@ -44,6 +44,8 @@ const char *const cfg_tools[] = {
 	"code_set_sandbox_timeout",
 	"code_watch",
 	"code_fork_sandbox",
+	"code_pause_sandbox",
+	"code_resume_sandbox",
 };
 const size_t cfg_ntools = AL_ARRAY_SIZE(cfg_tools);
 

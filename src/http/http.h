@@ -61,6 +61,7 @@
 struct http_stats {
 	uint64_t sandboxes_live;
 	uint64_t sandboxes_pooled;
+	uint64_t sandboxes_paused;
 	uint64_t execs_running;
 };
 

@@ -316,6 +316,11 @@ void hx_stream_tool(struct hx_server *s, const struct hx_request *rq, enum tl_id
 void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_fork(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* Pause and resume in place, the owner's and an approver's (pauseapi.c). */
+void api_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 /* A directory watch, streamed (watchapi.c). */
 void api_watch(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 

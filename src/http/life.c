@@ -33,6 +33,20 @@ static json_t *sandbox_json(const struct srv_sandbox_info *i)
 			 "processes", (int)i->processes, "busy", i->busy);
 }
 
+/* sandbox_json plus its pause: paused_at, paused_by (null while running), auto_pause. */
+static json_t *info_json(const struct srv_sandbox_info *i)
+{
+	json_t *o = sandbox_json(i);
+	bool paused = i->paused_unix_ms != 0;
+	if (o && (json_object_set_new(o, "paused_at", paused ? txt_json_time(i->paused_unix_ms) : json_null()) < 0 ||
+		  json_object_set_new(o, "paused_by", paused ? json_string(i->paused_by) : json_null()) < 0 ||
+		  json_object_set_new(o, "auto_pause", json_boolean(i->auto_pause)) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* ---- the metadata filter ------------------------------------------------------------------ */
 
 /* The labels a listed sandbox must carry, from ?metadata=k%3Dv%26k2%3Dv2 (E2B's encoding: one
@@ -152,7 +166,7 @@ void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const
 	}
 	json_t *list = json_array();
 	for (size_t i = 0; list && i < n; i++) {
-		json_t *o = sandbox_json(&v[i]);
+		json_t *o = info_json(&v[i]);
 		if (o && !filter_match(&f, o)) {
 			json_decref(o);
 			continue;
@@ -186,7 +200,7 @@ void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *co
 		hx_error(rs, hx_status_of_errno(r), "%s", err.msg[0] ? err.msg : "no such sandbox");
 		return;
 	}
-	json_t *o = sandbox_json(&i);
+	json_t *o = info_json(&i);
 	srv_sandbox_infos_free(&i, 1);
 	if (!o)
 		hx_error(rs, 500, "out of memory");

@@ -44,6 +44,8 @@ static const struct route routes[] = {
 	{"GET", "/v1/sandboxes/{}", api_sandbox_info, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/timeout", api_timeout, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/fork", api_fork, BODY_JSON, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/pause", api_pause, BODY_NONE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/resume", api_resume, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/exec", api_exec, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/packages", api_install, BODY_JSON, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/files", api_list, BODY_NONE, ROLE_CLIENT},
@@ -79,6 +81,8 @@ static const struct route routes[] = {
 	{"GET", "/v1/console/rules", api_rules, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes", api_admin_sandboxes, BODY_NONE, ROLE_APPROVER},
 	{"DELETE", "/v1/admin/sandboxes/{}", api_admin_destroy, BODY_NONE, ROLE_APPROVER},
+	{"POST", "/v1/admin/sandboxes/{}/pause", api_admin_pause, BODY_NONE, ROLE_APPROVER},
+	{"POST", "/v1/admin/sandboxes/{}/resume", api_admin_resume, BODY_NONE, ROLE_APPROVER},
 	/* Read-only: an approver watches a sandbox's processes (its terminals); no stdin, resize or kill. */
 	{"GET", "/v1/admin/sandboxes/{}/processes", api_admin_procs, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes/{}/processes/{}/output", api_admin_proc_output, BODY_NONE, ROLE_APPROVER},

@@ -45,6 +45,8 @@ bool own_wanted(const struct call *c)
 	case TL_UPLOAD:
 	case TL_CREATE_SANDBOX:
 	case TL_SET_TIMEOUT:
+	case TL_PAUSE: /* the session's own sandbox is the session's to use, not to pause by omission */
+	case TL_RESUME:
 	case TL__COUNT:
 		break;
 	}

@@ -99,7 +99,10 @@ static void stats(void *ctx, struct http_stats *out)
 	struct sbm_stats st;
 	sbm_stats(((struct serve *)ctx)->m, &st);
 	*out = (struct http_stats){
-		.sandboxes_live = st.live, .sandboxes_pooled = st.pooled, .execs_running = st.execs_running};
+		.sandboxes_live = st.live,
+		.sandboxes_pooled = st.pooled,
+		.sandboxes_paused = st.paused,
+		.execs_running = st.execs_running};
 }
 
 /* The approver's console's sandbox view: every principal's. */

@@ -433,6 +433,10 @@ char *tl_brief(enum tl_id id, const json_t *args, const json_t *st)
 	case TL_FORK:
 		brief_fork(f, st);
 		break;
+	case TL_PAUSE:
+	case TL_RESUME:
+		fprintf(f, "sandbox %s is %s", or_q(sv(st, "sandbox_id")), or_q(sv(st, "state")));
+		break;
 	case TL_FILE:	/* small objects: as they are */
 	case TL_WATCH:	/* the events, as they came */
 	case TL_UPLOAD: /* (not an MCP tool) */

@@ -23,6 +23,8 @@ enum tl_id {
 	TL_SET_TIMEOUT,
 	TL_WATCH, /* code_watch (tlwatch.c) */
 	TL_FORK,  /* code_fork_sandbox (tlfork.c) */
+	TL_PAUSE,  /* code_pause_sandbox (tlpause.c) */
+	TL_RESUME, /* code_resume_sandbox (tlpause.c) */
 	TL__COUNT,
 };
 
