@@ -509,7 +509,7 @@ static void test_default_paths(void **state)
 		const char *path;
 		bool writable, optional;
 	} want[] = {
-		{"/", false, false},	     {"/usr", false, false},	 {"/etc", false, false},	 {"/proc", false, false},
+		{"/", false, false},	     {"/usr", false, true}, 	 {"/etc", false, false},	 {"/proc", false, false},
 		{"/dev", false, false},	     {"/lib", false, true},	 {"/bin", false, true},
 		{"/workspace", true, false}, {"/tmp", true, false},	 {"/dev/pts", true, false},
 		{"/dev/null", true, true},   {"/dev/urandom", true, true}, {"/dev/tty", true, true},
