@@ -253,8 +253,11 @@ static void fs_remove(struct hx_server *s, const struct hx_request *rq, const ch
 			 json_pack("{s:s,s:s,s:s,s:b}", "sandbox_id", id, "action", "remove", "path", mgr_path(rel),
 				   "recursive", 1),
 			 rs);
+	if (r)
+		cx_unary_ok(rs, json_object());
+	else
+		cx_from_api(rs, NULL);
 	json_decref(r);
-	cx_from_api(rs, r ? json_object() : NULL);
 }
 
 /* Appends rel's entries (and, depth > 1, those of its directories) to out. */

@@ -275,21 +275,26 @@ static json_t *start_args(struct hx_server *s, const struct hx_request *rq, cons
 		json_pack("{s:s,s:s,s:s,s:b}", "sandbox_id", id, "language", "shell", "code", code, "background", 1);
 	if (!args)
 		return NULL;
-	json_t *env = start_env(s, rq, id, json_object_get(proc, "envs"));
-	if (json_object_size(env))
-		json_object_set(args, "env", env);
-	json_decref(env);
 	const char *cwd = json_string_value(json_object_get(proc, "cwd"));
-	if (cwd && *cwd) {
-		cleanup_free char *rel = e2b_path_in(cwd, why, cap);
-		if (!rel) {
-			json_decref(args);
-			return NULL;
-		}
-		char dir[4200];
-		snprintf(dir, sizeof(dir), "/workspace%s%s", *rel ? "/" : "", rel);
-		json_object_set_new(args, "cwd", json_string(dir));
+	cleanup_free char *rel = e2b_path_in(cwd && *cwd ? cwd : E2B_HOME, why, cap);
+	if (!rel) {
+		json_decref(args);
+		return NULL;
 	}
+	/* The directory by its workspace name (the manager checks that it is one there); the shell
+	 * shows it as E2B's: /home/user links to the workspace, and a PWD naming the same directory
+	 * is the one bash's pwd reports. */
+	char dir[4200], shown[4200];
+	snprintf(dir, sizeof(dir), "/workspace%s%s", *rel ? "/" : "", rel);
+	snprintf(shown, sizeof(shown), E2B_HOME "%s%s", *rel ? "/" : "", rel);
+	json_object_set_new(args, "cwd", json_string(dir));
+	json_t *env = json_pack("{s:s,s:s,s:s,s:s}", "HOME", E2B_HOME, "USER", "user", "LOGNAME", "user", "PWD", shown);
+	json_t *more = start_env(s, rq, id, json_object_get(proc, "envs"));
+	if (env && more)
+		json_object_update(env, more);
+	json_decref(more);
+	if (env)
+		json_object_set_new(args, "env", env);
 	if (json_is_object(pty)) {
 		const json_t *size = json_object_get(pty, "size");
 		json_int_t cols = json_integer_value(json_object_get(size, "cols")),
