@@ -430,7 +430,7 @@ static void create(struct hx_server *s, const struct hx_request *rq, struct hx_r
 	}
 	hx_call_run(c, NULL, 0, created_ok, rs);
 	if (rs->status != 201) {
-		if (rs->status == 400 && !default_template(tpl)) {
+		if ((rs->status == 400 || rs->status == 403 || rs->status == 404) && !default_template(tpl)) {
 			json_t *b = rs->body ? json_loadb(rs->body, rs->len, 0, NULL) : NULL;
 			char msg[AL_ERROR_MAX];
 			snprintf(msg, sizeof(msg), "%s", json_string_value(json_object_get(b, "error")) ?: "");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/e2b.h"
 #include "http/hx.h"
 #include "service/approval.h"
 #include "util/text.h"
@@ -115,6 +116,9 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 		json_decref(steal_args);
 		return NULL;
 	}
+	/* The audit records of an E2B SDK's calls say they came through that front end. */
+	if (e2b_claims(s, rq, NULL))
+		svc_call_set_transport(c->sc, "e2b");
 	c->s = s;
 	c->tool = tool;
 	c->args = steal_args;
