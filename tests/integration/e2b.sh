@@ -18,7 +18,11 @@ al_serve_bin
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 m=$(al_marker)
-serve_config_head >"$confdir/e2b.yaml"
+# A sandbox domain: a Host "PORT-ID.e2b.test" names a sandbox (E2B_DOMAIN's addressing).
+{
+	serve_config_head
+	printf 'server:\n  http:\n    e2b_domain: e2b.test\n'
+} >"$confdir/e2b.yaml"
 chmod 0644 "$confdir/e2b.yaml"
 
 # E2B's keys are "e2b_" and hex: client tokens of the token file like any other (docs/e2b.md).
@@ -96,6 +100,12 @@ req GET "/files?path=/home/user/ran.txt" -H "E2b-Sandbox-Id: $sb" -H "X-Access-T
 al_assert_eq "$CODE:$BODY" "200:ran-$m" "the command ran, as alice"
 req GET "/files?path=bob.txt" -H "E2b-Sandbox-Id: $sb" -H "X-Access-Token: $token"
 al_assert_eq "$CODE" 404 "bob's command never ran in alice's sandbox"
+req GET "/files?path=ran.txt" -H "Host: 49983-$sb.e2b.test" -H "X-Access-Token: $token"
+al_assert_eq "$CODE:$BODY" "200:ran-$m" "the sandbox by its Host under the configured domain"
+req GET "/files?path=ran.txt" -H "Host: 49983-$sb.e2b.test"
+al_assert_eq "$CODE" 401 "the Host alone is no credential"
+req GET "/files?path=ran.txt" -H "Host: 49983-$sb.elsewhere.example" -H "X-Access-Token: $token"
+al_assert_eq "$CODE" 403 "a Host under another domain (no DNS rebinding onto a loopback listener)"
 req POST /filesystem.Filesystem/Stat -H "E2b-Sandbox-Id: $sb" -H "X-Access-Token: $token" \
 	-H 'Content-Type: application/json' -d '{"path": "/etc/passwd"}'
 al_assert_eq "$CODE" 403 "a path outside the workspace (Connect's permission_denied)"
