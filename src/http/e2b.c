@@ -156,23 +156,32 @@ static void refuse(const struct hx_request *rq, struct hx_response *rs, int stat
 
 /* ---- credentials ------------------------------------------------------------------------------ */
 
-void e2b_access_token(const unsigned char key[32], const char *id, char out[65])
+/* An HMAC of the sandbox id under the digest of its owner's token: only a holder of that token
+ * (or of this value, which the owner got at create) has it; it needs no table and is the same
+ * after serve restarts; another sandbox's id, or another label, gives another value. */
+static void sandbox_mac(const unsigned char key[32], const char *label, const char *id, char out[65])
 {
-	/* An HMAC of the sandbox id under the digest of its owner's token: only a holder of that
-	 * token (or of this value, which the owner got at create) has it; it needs no table and is
-	 * the same after serve restarts; another sandbox's id gives another value. */
-	static const char label[] = "airlock e2b envd access token\n";
-	unsigned char msg[sizeof(label) + 64];
-	size_t n = strnlen(id, 64);
-	memcpy(msg, label, sizeof(label) - 1);
-	memcpy(msg + sizeof(label) - 1, id, n);
+	unsigned char msg[128];
+	size_t ln = strlen(label), n = strnlen(id, sizeof(msg) - ln);
+	memcpy(msg, label, ln);
+	memcpy(msg + ln, id, n);
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned len = 0;
-	if (!HMAC(EVP_sha256(), key, 32, msg, sizeof(label) - 1 + n, mac, &len) || len < 32)
+	if (!HMAC(EVP_sha256(), key, 32, msg, ln + n, mac, &len) || len < 32)
 		memset(mac, 0, sizeof(mac)); /* never equal to a real token: compared against a client's */
 	for (size_t i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", mac[i]);
 	explicit_bzero(mac, sizeof(mac));
+}
+
+void e2b_access_token(const unsigned char key[32], const char *id, char out[65])
+{
+	sandbox_mac(key, "airlock e2b envd access token\n", id, out);
+}
+
+void e2b_traffic_token(const unsigned char key[32], const char *id, char out[65])
+{
+	sandbox_mac(key, "airlock e2b traffic token\n", id, out);
 }
 
 /* The API key: X-API-Key (the SDK's), or a bearer token as the JSON API takes it. */
@@ -203,21 +212,30 @@ static int by_api_key(struct hx_server *s, const struct hx_request *rq, struct h
 	return 0;
 }
 
-/* An envd request: the sandbox's access token names its owner; the owner's API key also will
- * do (the manager's ownership check then decides, as for every call). */
+/* A sandbox-plane request: the sandbox's access token names its owner (on any of its ports), its
+ * traffic token too on the ports other than envd's (the code interpreter's SDK sends only that
+ * one on some calls); the owner's API key also will do (the manager's ownership check then
+ * decides, as for every call). */
 static int by_access_token(struct hx_server *s, const struct hx_request *rq, const struct e2b_target *t,
 			   struct hx_response *rs)
 {
-	const char *given = header(rq, "X-Access-Token");
-	if (!given || api_key_of(rq))
+	const char *access = header(rq, "X-Access-Token");
+	const char *traffic = t->port != E2B_ENVD_PORT ? header(rq, "E2B-Traffic-Access-Token") : NULL;
+	if ((!access && !traffic) || api_key_of(rq))
 		return by_api_key(s, rq, rs);
 	cleanup_free char *owner = t->sandbox[0] ? hx_sandbox_owner(s, t->sandbox) : NULL;
 	const struct hx_token *tok = owner && strncmp(owner, "token:", 6) == 0 ? hx_token_named(s, owner + 6) : NULL;
 	char want[65];
-	if (tok)
+	bool ok = false;
+	if (tok && access) {
 		e2b_access_token(tok->digest, t->sandbox, want);
+		ok = strlen(access) == 64 && CRYPTO_memcmp(access, want, 64) == 0;
+	} else if (tok && traffic) {
+		e2b_traffic_token(tok->digest, t->sandbox, want);
+		ok = strlen(traffic) == 64 && CRYPTO_memcmp(traffic, want, 64) == 0;
+	}
 	/* The same answer for an unknown sandbox and a wrong token: nothing tells which ids exist. */
-	if (!tok || strlen(given) != 64 || CRYPTO_memcmp(given, want, 64) != 0) {
+	if (!ok) {
 		refuse(rq, rs, 401, "missing or wrong X-Access-Token for this sandbox");
 		return 1;
 	}
@@ -273,15 +291,17 @@ static const char *owner_of(const struct hx_request *rq)
 	return rq->who->name[0] ? rq->who->name : "anonymous";
 }
 
-/* The access token of sandbox id for rq's principal ("" when it has no token: the tests'). */
-static void token_for(struct hx_server *s, const struct hx_request *rq, const char *id, char out[65])
+/* The access and traffic tokens of sandbox id for rq's principal ("" when it has no token: the
+ * tests'). */
+static void token_for(struct hx_server *s, const struct hx_request *rq, const char *id, char out[65], char traffic[65])
 {
 	const struct hx_token *t =
 		strncmp(rq->who->name, "token:", 6) == 0 ? hx_token_named(s, rq->who->name + 6) : NULL;
-	if (t)
+	out[0] = traffic[0] = 0;
+	if (t) {
 		e2b_access_token(t->digest, id, out);
-	else
-		out[0] = 0;
+		e2b_traffic_token(t->digest, id, traffic);
+	}
 }
 
 /* Templates that mean the host's default environment. */
@@ -328,12 +348,13 @@ static json_t *sandbox_e2b(const struct srv_sandbox_info *i, const char *token)
 }
 
 /* The Sandbox answer of create and connect. */
-static json_t *sandbox_handle(const char *id, const char *tpl, const char *token)
+static json_t *sandbox_handle(const char *id, const char *tpl, const char *token, const char *traffic)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:n,s:n}", "sandboxID", id, "templateID", tpl, "clientID", "airlock",
-			      "envdVersion", E2B_ENVD_VERSION, "domain", "trafficAccessToken");
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:n}", "sandboxID", id, "templateID", tpl, "clientID", "airlock",
+			      "envdVersion", E2B_ENVD_VERSION, "domain");
 	if (o && token[0])
 		json_object_set_new(o, "envdAccessToken", json_string(token));
+	json_object_set_new(o, "trafficAccessToken", traffic[0] ? json_string(traffic) : json_null());
 	return o;
 }
 
@@ -446,9 +467,9 @@ static void create(struct hx_server *s, const struct hx_request *rq, struct hx_r
 	}
 	json_t *b = json_loadb(rs->body, rs->len, 0, NULL);
 	const char *id = json_string_value(json_object_get(b, "sandboxID"));
-	char token[65];
-	token_for(s, rq, id ? id : "", token);
-	json_t *out = sandbox_handle(id ? id : "", tpl ? tpl : "base", token);
+	char token[65], traffic[65];
+	token_for(s, rq, id ? id : "", token, traffic);
+	json_t *out = sandbox_handle(id ? id : "", tpl ? tpl : "base", token, traffic);
 	json_decref(b);
 	hx_response_clear(rs);
 	hx_json(rs, 201, out);
@@ -513,8 +534,8 @@ static void info(struct hx_server *s, const struct hx_request *rq, const char *i
 		rest_error(rs, hx_status_of_errno(r), "%s", err.msg[0] ? err.msg : "sandbox not found");
 		return;
 	}
-	char token[65];
-	token_for(s, rq, id, token);
+	char token[65], traffic[65];
+	token_for(s, rq, id, token, traffic);
 	json_t *o = metrics ? json_pack("[{s:o,s:f,s:i,s:I,s:I,s:I,s:I}]", "timestamp", txt_json_time(i.used_unix_ms),
 					"cpuUsedPct", 0.0, "cpuCount", 1, "memUsed", (json_int_t)i.memory_bytes,
 					"memTotal", (json_int_t)i.peak_memory_bytes, "diskUsed", (json_int_t)0,
@@ -605,7 +626,7 @@ static void connect_route(struct hx_server *s, const struct hx_request *rq, cons
 		return;
 	}
 	const char *tpl = strcmp(i.image, "host") == 0 || !i.image[0] ? "base" : i.image;
-	char token[65], tplcopy[sizeof(i.image)];
+	char token[65], traffic[65], tplcopy[sizeof(i.image)];
 	snprintf(tplcopy, sizeof(tplcopy), "%s", tpl);
 	srv_sandbox_infos_free(&i, 1);
 	if (secs > 0) {
@@ -614,8 +635,8 @@ static void connect_route(struct hx_server *s, const struct hx_request *rq, cons
 			return;
 		hx_response_clear(rs);
 	}
-	token_for(s, rq, id, token);
-	hx_json(rs, 200, sandbox_handle(id, tplcopy, token));
+	token_for(s, rq, id, token, traffic);
+	hx_json(rs, 200, sandbox_handle(id, tplcopy, token, traffic));
 }
 
 /* "/sandboxes/ID[/ACTION]" or "/v2/sandboxes/ID[/ACTION]": id and action (malloc'd, "" when none). */
@@ -640,6 +661,8 @@ void e2b_handle(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 	if (t.envd) {
 		if (t.port == E2B_ENVD_PORT)
 			e2b_envd(s, rq, t.sandbox, rs);
+		else if (t.port == E2B_JUPYTER_PORT)
+			e2b_interpreter(s, rq, t.sandbox, rs);
 		else
 			rest_error(rs, 502,
 				   "port %u of sandbox %.64s: only envd (%d) is served through E2B's headers so far",

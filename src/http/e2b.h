@@ -108,6 +108,12 @@ char *e2b_path_in(const char *path, char *why, size_t cap);
 /* The manager's workspace-relative path as E2B shows it ("/home/user/..."), malloc'd. */
 char *e2b_path_out(const char *rel);
 
+/* The code interpreter's port (e2bcode.c): /execute, /contexts. */
+void e2b_interpreter(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs);
+/* The traffic token of sandbox id (its ports other than envd's, the code interpreter's included):
+ * as e2b_access_token, another value. */
+void e2b_traffic_token(const unsigned char key[32], const char *id, char out[65]);
+
 /* ---- multipart/form-data (e2bform.c) ------------------------------------------------------- */
 
 struct e2b_part {

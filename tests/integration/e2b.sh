@@ -4,7 +4,8 @@
 # E2B_SANDBOX_URL and E2B_API_KEY: create, info, list with a metadata filter, commands (foreground,
 # streamed, background with list and kill, stdin, a non-zero exit as CommandExitError), files
 # (text, bytes, list with depth, exists, rename, remove, makeDir, watch), setTimeout, connect,
-# kill (tests/e2b/sdk.mjs); two principals that cannot see each other's sandboxes; from outside:
+# kill (tests/e2b/sdk.mjs); the code interpreter SDK's runCode with state, logs, errors, a
+# matplotlib PNG, a DataFrame, javascript and bash contexts (tests/e2b/interp.mjs); two principals that cannot see each other's sandboxes; from outside:
 # anonymous and wrong credentials refused on both planes, another principal's key or a forged
 # access token never reaching a sandbox, a host listener a sandbox cannot reach, the audit log
 # naming each call's principal.
@@ -53,6 +54,10 @@ out=$(cd "$sdk" && AL_MARKER=$m E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_API_KE
 	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "the E2B SDK's run (see above)"; }
 al_log "$out"
 al_assert_contains "$out" "ok: all" "the SDK's run"
+out=$(cd "$sdk" && E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_API_KEY=$alice timeout 300 node interp.mjs 2>"$dir/interp.err") ||
+	{ printf '%s\n' "$out"; cat "$dir/interp.err" "$dir/serve.err" >&2; al_fail "the code interpreter SDK's run (see above)"; }
+al_log "$out"
+al_assert_contains "$out" "ok: all" "the code interpreter SDK's run"
 
 # ---- from outside: who reaches what ------------------------------------------------------------------
 # req METHOD PATH [CURL ARGS...]: sets CODE and BODY (no credential unless given).
@@ -116,6 +121,19 @@ envelope "{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-c\",\"(exec 3<>/dev/t
 start -H "X-Access-Token: $token"
 al_assert_contains "$BODY" '"stdout":"dW5yZWFjaGFibGUK"' "the sandbox reports the host listener unreachable"
 [ ! -s "$dir/host.seen" ] || al_fail "a connection reached the host listener from the sandbox"
+
+# The code interpreter's port: its traffic token or the access token, nothing less.
+traffic=$(curl -q -s -m 30 -X POST "$url/v2/sandboxes/$sb/connect" -H "X-API-Key: $alice" -d '{}' |
+	"$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["trafficAccessToken"])')
+req GET /contexts -H "E2b-Sandbox-Id: $sb" -H 'E2b-Sandbox-Port: 49999'
+al_assert_eq "$CODE" 401 "the interpreter's contexts without a token"
+req GET /contexts -H "E2b-Sandbox-Id: $sb" -H 'E2b-Sandbox-Port: 49999' -H "E2B-Traffic-Access-Token: $traffic"
+al_assert_eq "$CODE" 200 "the interpreter's contexts with the sandbox's traffic token"
+req POST /execute -H "E2b-Sandbox-Id: $sb" -H 'E2b-Sandbox-Port: 49999' -H "E2B-Traffic-Access-Token: $traffic" \
+	-H 'Content-Type: application/json' -d '{"code": "6 * 7"}'
+al_assert_contains "$BODY" '"text":"42"' "a cell through the interpreter's port"
+req GET "/files?path=ran.txt" -H "E2b-Sandbox-Id: $sb" -H "E2B-Traffic-Access-Token: $traffic"
+al_assert_eq "$CODE" 401 "the traffic token does not open envd"
 
 req DELETE "/sandboxes/$sb" -H "X-API-Key: $bob"
 al_assert_eq "$CODE" 404 "bob kills alice's sandbox"
