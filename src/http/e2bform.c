@@ -60,6 +60,8 @@ static const char *param(const char *p, const char *end, const char *key, char *
 				ve = end;
 		}
 		char *out = *names;
+		if (out >= names_end) /* no room for even the terminating NUL */
+			return NULL;
 		for (const char *c = v; c < ve; c++) {
 			char ch = *c;
 			if (ch == '%' && ve - c >= 3 &&
