@@ -161,13 +161,12 @@ static void refuse(const struct hx_request *rq, struct hx_response *rs, int stat
  * after serve restarts; another sandbox's id, or another label, gives another value. */
 static void sandbox_mac(const unsigned char key[32], const char *label, const char *id, char out[65])
 {
-	unsigned char msg[128];
-	size_t ln = strlen(label), n = strnlen(id, sizeof(msg) - ln);
-	memcpy(msg, label, ln);
-	memcpy(msg + ln, id, n);
+	char msg[128];
+	int ln = snprintf(msg, sizeof(msg), "%s%.64s", label, id); /* the id: a sandbox's, 19 characters */
+	size_t n = ln < 0 ? 0 : (size_t)ln >= sizeof(msg) ? sizeof(msg) - 1 : (size_t)ln;
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned len = 0;
-	if (!HMAC(EVP_sha256(), key, 32, msg, ln + n, mac, &len) || len < 32)
+	if (!HMAC(EVP_sha256(), key, 32, (const unsigned char *)msg, n, mac, &len) || len < 32)
 		memset(mac, 0, sizeof(mac)); /* never equal to a real token: compared against a client's */
 	for (size_t i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", mac[i]);

@@ -245,8 +245,9 @@ static void list_contexts(struct hx_server *s, const struct hx_request *rq, cons
 	json_t *out = json_array();
 	size_t i;
 	json_t *c;
-	json_array_foreach(json_object_get(o, "contexts"), i, c)
+	json_array_foreach(json_object_get(o, "contexts"), i, c) {
 		json_array_append_new(out, context_e2b(c));
+	}
 	json_decref(o);
 	hx_json(rs, 200, out);
 }

@@ -67,7 +67,7 @@ static const char *param(const char *p, const char *end, const char *key, char *
 			if (ch == '%' && ve - c >= 3 &&
 			    (strncasecmp(c, "%22", 3) == 0 || strncasecmp(c, "%0D", 3) == 0 ||
 			     strncasecmp(c, "%0A", 3) == 0)) {
-				ch = c[2] == '2' ? '"' : (c[2] == 'D' || c[2] == 'd') ? '\r' : '\n';
+				ch = "\"\r\n"[c[2] == '2' ? 0 : (c[2] == 'D' || c[2] == 'd') ? 1 : 2];
 				c += 2;
 			}
 			if (out + 1 >= names_end)

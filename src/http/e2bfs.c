@@ -123,9 +123,12 @@ static const char *base_name(const char *rel)
 static void permissions(unsigned mode, const char *kind, char out[11])
 {
 	static const char rwx[] = "rwxrwxrwx";
-	out[0] = kind && strcmp(kind, "directory") == 0 ? 'd' : kind && strcmp(kind, "symlink") == 0 ? 'L' : '-';
-	for (int i = 0; i < 9; i++)
-		out[1 + i] = mode & (1u << (8 - i)) ? rwx[i] : '-';
+	bool dir = kind && strcmp(kind, "directory") == 0, link = kind && strcmp(kind, "symlink") == 0;
+	out[0] = "-dL"[dir ? 1 : link ? 2 : 0];
+	for (int i = 0; i < 9; i++) {
+		bool on = mode & (1u << (8 - i));
+		out[1 + i] = (on ? rwx : "---------")[i];
+	}
 	out[10] = 0;
 }
 
@@ -261,6 +264,7 @@ static void fs_remove(struct hx_server *s, const struct hx_request *rq, const ch
 }
 
 /* Appends rel's entries (and, depth > 1, those of its directories) to out. */
+/* NOLINTNEXTLINE(misc-no-recursion): bounded by depth (at most LIST_MAX_DEPTH) */
 static int list_into(struct hx_server *s, const struct hx_request *rq, const char *id, const char *rel, unsigned depth,
 		     json_t *out, struct hx_response *rs)
 {
