@@ -122,10 +122,9 @@ static int filter_parse(const struct hx_request *rq, struct filter *f)
 	return v ? filter_arg(f, "metadata", v) : 0;
 }
 
-/* Whether the info's labels hold every wanted key with its value. */
-static bool filter_match(const struct filter *f, const json_t *info)
+/* Whether the labels hold every wanted key with its value. */
+static bool filter_match(const struct filter *f, const json_t *meta)
 {
-	const json_t *meta = json_object_get(info, "metadata");
 	const char *key;
 	json_t *v;
 	json_object_foreach(f->want, key, v) {
@@ -138,13 +137,15 @@ static bool filter_match(const struct filter *f, const json_t *info)
 
 /* ---- routes ------------------------------------------------------------------------------- */
 
-/* The caller's own sandboxes only: the manager lists no other principal's. */
-void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+int hx_sandboxes_filtered(struct hx_server *s, const struct hx_request *rq, struct srv_sandbox_info **out, size_t *nout,
+			  struct hx_response *rs)
 {
 	const struct srv_mgr_api *m = s->o.mgr;
+	*out = NULL;
+	*nout = 0;
 	if (!m->list_sandboxes) {
 		hx_error(rs, 501, "this manager cannot list sandboxes");
-		return;
+		return 1;
 	}
 	struct filter f = {0};
 	int r = filter_parse(rq, &f);
@@ -154,31 +155,47 @@ void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const
 			hx_error(rs, 400, "%s", f.error);
 		else
 			hx_error(rs, 500, "out of memory");
-		return;
+		return 1;
 	}
 	struct srv_sandbox_info *v = NULL;
 	size_t n = 0;
 	struct al_error err = {0};
+	/* The caller's own sandboxes only: the manager lists no other principal's. */
 	if (m->list_sandboxes(m->ctx, owner_of(rq), &v, &n, &err) < 0) {
 		json_decref(f.want);
 		hx_error(rs, 500, "%s", err.msg[0] ? err.msg : "out of memory");
-		return;
+		return 1;
 	}
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *meta = json_loads(v[i].metadata_json ? v[i].metadata_json : "{}", 0, NULL);
+		bool keep = filter_match(&f, meta);
+		json_decref(meta);
+		if (keep)
+			v[kept++] = v[i];
+		else
+			srv_sandbox_infos_free(&v[i], 1);
+	}
+	json_decref(f.want);
+	*out = v;
+	*nout = kept;
+	return 0;
+}
+
+void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	struct srv_sandbox_info *v = NULL;
+	size_t n = 0;
+	if (hx_sandboxes_filtered(s, rq, &v, &n, rs))
+		return;
 	json_t *list = json_array();
-	for (size_t i = 0; list && i < n; i++) {
-		json_t *o = info_json(&v[i]);
-		if (o && !filter_match(&f, o)) {
-			json_decref(o);
-			continue;
-		}
-		if (json_array_append_new(list, o) < 0) {
+	for (size_t i = 0; list && i < n; i++)
+		if (json_array_append_new(list, info_json(&v[i])) < 0) {
 			json_decref(list);
 			list = NULL;
 		}
-	}
 	srv_sandbox_infos_free(v, n);
 	free(v);
-	json_decref(f.want);
 	if (!list)
 		hx_error(rs, 500, "out of memory");
 	else

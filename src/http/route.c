@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/e2b.h"
 #include "http/hx.h"
 #include "util/text.h"
 #include "util/cleanup.h"
@@ -205,6 +206,16 @@ size_t hx_upload_limit(const struct hx_server *s)
 	return s->o.mgr && s->o.mgr->open_upload ? SIZE_MAX : HX_DEFAULT_MAX_FILE;
 }
 
+size_t hx_request_limit(struct hx_server *s, const struct hx_request *rq)
+{
+	return e2b_claims(s, rq, NULL) ? e2b_body_limit(s, rq) : hx_body_limit(s, rq->method, rq->path);
+}
+
+bool hx_request_proxied(struct hx_server *s, const struct hx_request *rq)
+{
+	return !e2b_claims(s, rq, NULL) && hx_route_proxied(rq->method, rq->path);
+}
+
 bool hx_route_proxied(const char *method, const char *path)
 {
 	size_t caps[MAX_CAPS][2];
@@ -219,6 +230,7 @@ void hx_response_clear(struct hx_response *rs)
 {
 	free(rs->body);
 	free(rs->location);
+	free(rs->headers);
 	if (rs->ops)
 		rs->ops->free(rs->stream);
 	if (rs->has_fd)
@@ -325,6 +337,11 @@ static const char *header(const struct hx_request *rq, const char *name)
 
 int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
 {
+	/* An E2B SDK's request (its control plane's paths, or a sandbox named by its headers or
+	 * Host) has its own credentials and routes (e2b.c); the rest is the JSON API's. */
+	int e2b = e2b_precheck(s, rq, rs);
+	if (e2b >= 0)
+		return e2b;
 	size_t caps[MAX_CAPS][2];
 	bool known;
 	char allow[64];
@@ -450,7 +467,12 @@ void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_respo
 {
 	memset(rs, 0, sizeof(*rs));
 	const char *path = rq->path ? rq->path : "";
-	if (bad_url(path, rs) == 0 && hx_precheck(s, rq, rs) == 0) {
+	if (bad_url(path, rs) == 0 && hx_precheck(s, rq, rs) == 0 && e2b_claims(s, rq, NULL)) {
+		if (rq->too_large)
+			hx_error(rs, 413, "request body over the limit of %zu bytes", e2b_body_limit(s, rq));
+		else
+			e2b_handle(s, rq, rs);
+	} else if (!rs->status) {
 		size_t caps[MAX_CAPS][2] = {{0}};
 		bool known;
 		const struct route *r = find(rq->method, path, caps, &known, NULL, 0);

@@ -295,6 +295,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 			cfg->server.quota_connections ? cfg->server.quota_connections : CFG_QUOTA_CONNECTIONS,
 		.approvals = ch.other ? svc->approvals : NULL,
 		.request_timeout_ms = (uint32_t)cfg->server.request_timeout_ms,
+		.e2b_domain = cfg->server.http_e2b_domain,
 		.server_version = AIRLOCK_VERSION,
 		.stats = stats,
 		.stats_ctx = s,

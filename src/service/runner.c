@@ -36,6 +36,7 @@ struct svc_call {
 	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted ("" before) */
 	char approver[96];	       /* the principal who answered an ASK ("" : none named) */
 	char for_owner[96];	       /* svc_call_act_for: whose sandbox an approver acts on ("" : its own) */
+	const char *transport;	       /* svc_call_set_transport (static), or NULL: the runner's */
 };
 
 static uint64_t monotonic_us(void *ctx)
@@ -102,7 +103,7 @@ void svc_call_end(struct svc_call *c, enum srv_call_status status, const struct 
 		.decided = c->decided,
 		.approval = c->approval,
 		.by = c->by,
-		.transport = c->rn->transport,
+		.transport = c->transport ? c->transport : c->rn->transport,
 		.peer = c->peer,
 		.principal = c->who.name,
 		.approver = c->approver[0] ? c->approver : NULL,
@@ -238,7 +239,7 @@ static enum svc_step start(struct svc_call *c, struct svc_refusal *ref)
 				    .args = c->args,
 				    .approval = c->approval,
 				    .by = c->by,
-				    .transport = c->rn->transport,
+				    .transport = c->transport ? c->transport : c->rn->transport,
 				    .peer = c->peer,
 				    .principal = c->who.name,
 				    .approver = c->approver[0] ? c->approver : NULL,
@@ -371,6 +372,11 @@ int svc_call_act_for(struct svc_call *c, const char *owner)
 		return -EINVAL;
 	snprintf(c->for_owner, sizeof(c->for_owner), "%s", owner);
 	return 0;
+}
+
+void svc_call_set_transport(struct svc_call *c, const char *transport)
+{
+	c->transport = transport;
 }
 
 void svc_call_set_approver(struct svc_call *c, const char *approver)
