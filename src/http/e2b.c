@@ -501,14 +501,17 @@ static void list(struct hx_server *s, const struct hx_request *rq, struct hx_res
 	if (next) /* the page after the sandbox the token names (ids are unique) */
 		while (i < n && strcmp(v[i++].id, next) != 0)
 			;
-	/* Only running sandboxes exist until pause does: a ?state= without "running" lists none. */
-	bool running = !state || strstr(state, "running") != NULL;
+	/* ?state=running,paused (E2B's default: both): the states asked for, by name. */
 	const char *last = NULL;
-	for (; running && arr && i < n && taken < (size_t)limit; i++, taken++) {
+	for (; arr && i < n && taken < (size_t)limit; i++) {
+		bool paused = strcmp(v[i].state, "paused") == 0;
+		if (state && !strstr(state, paused ? "paused" : "running"))
+			continue;
 		json_array_append_new(arr, sandbox_e2b(&v[i], NULL));
 		last = v[i].id;
+		taken++;
 	}
-	if (arr && running && i < n && last && asprintf(&rs->headers, "x-next-token: %s\n", last) < 0)
+	if (arr && i < n && last && asprintf(&rs->headers, "x-next-token: %s\n", last) < 0)
 		rs->headers = NULL;
 	char *headers = rs->headers;
 	rs->headers = NULL;
@@ -585,27 +588,88 @@ static void timeout_route(struct hx_server *s, const struct hx_request *rq, cons
 	json_decref(body);
 }
 
-/*
- * Pause and resume are the manager's (issue 32's pause, built beside this front end): until it
- * offers them, pause answers 501 and connect resumes nothing — a running sandbox's connect just
- * returns it (with its timeout set when one is given). e2b_pause is the one place to wire them.
- */
-static int e2b_pause(struct hx_server *s, const struct hx_request *rq, const char *id, struct al_error *err)
+/* Pause and resume in place (the manager's freezer): code_pause_sandbox / code_resume_sandbox
+ * calls on the one runner, as the JSON API's. E2B's pause answers 204; its connect resumes a paused
+ * sandbox first. */
+static void pause_call(struct hx_server *s, const struct hx_request *rq, const char *id, enum tl_id tool,
+		       struct hx_response *rs)
 {
-	(void)s;
-	(void)rq;
-	(void)id;
-	return al_err(err, ENOTSUP, "pause is not available on this server yet");
+	struct hx_call *c = hx_call_new(s, tool, json_pack("{s:s}", "sandbox_id", id), rq);
+	if (!c) {
+		rest_error(rs, 500, "out of memory");
+		return;
+	}
+	hx_call_run(c, NULL, 0, no_content, rs);
+	rest_from_api(rs);
 }
 
 static void pause_route(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
 {
+	pause_call(s, rq, id, TL_PAUSE, rs);
+}
+
+static void forked_ok(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	(void)c;
+	json_t *o = r->sandboxes_json ? json_loads(r->sandboxes_json, 0, NULL) : NULL;
+	hx_json(rs, 201, o ? o : json_object());
+}
+
+/* {count, timeout}: a code_fork_sandbox call; E2B's answer is one {sandbox} per child (airlock
+ * makes all or, past a quota, refuses the call naming what it made). Without a timeout a child
+ * gets its parent's lifetime. */
+static void fork_route(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
+{
+	json_t *body = body_object(rq, rs);
+	if (!body)
+		return;
+	const json_t *n = json_object_get(body, "count"), *t = json_object_get(body, "timeout");
+	bool bad = (n && !json_is_integer(n)) || (t && !json_is_integer(t));
+	json_int_t count = n ? json_integer_value(n) : 1, secs = t ? json_integer_value(t) : 0;
+	json_decref(body);
+	if (bad) {
+		rest_error(rs, 400, "the body must be {\"count\": N, \"timeout\": SECONDS}");
+		return;
+	}
+	const struct srv_mgr_api *m = s->o.mgr;
+	struct srv_sandbox_info i;
 	struct al_error err = {0};
-	int r = e2b_pause(s, rq, id, &err);
-	if (r < 0)
-		rest_error(rs, hx_status_of_errno(r), "%s", err.msg);
+	int r = m->sandbox_info ? m->sandbox_info(m->ctx, owner_of(rq), id, &i, &err) : -ENOTSUP;
+	if (r < 0) {
+		rest_error(rs, hx_status_of_errno(r), "%s", err.msg[0] ? err.msg : "sandbox not found");
+		return;
+	}
+	char tpl[sizeof(i.image)];
+	snprintf(tpl, sizeof(tpl), "%s", strcmp(i.image, "host") == 0 || !i.image[0] ? "base" : i.image);
+	srv_sandbox_infos_free(&i, 1);
+	json_t *args = json_pack("{s:s,s:I}", "sandbox_id", id, "count", count);
+	if (args && secs > 0)
+		json_object_set_new(args, "lifetime", json_integer(secs));
+	struct hx_call *c = args ? hx_call_new(s, TL_FORK, args, rq) : NULL;
+	if (!c) {
+		rest_error(rs, 500, "out of memory");
+		return;
+	}
+	hx_call_run(c, NULL, 0, forked_ok, rs);
+	if (rs->status != 201) {
+		rest_from_api(rs);
+		return;
+	}
+	json_t *b = json_loadb(rs->body, rs->len, 0, NULL), *out = json_array();
+	size_t k;
+	json_t *kid;
+	json_array_foreach(json_object_get(b, "sandboxes"), k, kid) {
+		const char *kid_id = json_string_value(json_object_get(kid, "sandbox_id"));
+		char token[65], traffic[65];
+		token_for(s, rq, kid_id ? kid_id : "", token, traffic);
+		json_array_append_new(out, json_pack("{s:o}", "sandbox", sandbox_handle(kid_id ? kid_id : "", tpl, token, traffic)));
+	}
+	json_decref(b);
+	hx_response_clear(rs);
+	if (out)
+		hx_json(rs, 201, out);
 	else
-		rs->status = 204;
+		rest_error(rs, 500, "out of memory");
 }
 
 static void connect_route(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
@@ -627,7 +691,14 @@ static void connect_route(struct hx_server *s, const struct hx_request *rq, cons
 	const char *tpl = strcmp(i.image, "host") == 0 || !i.image[0] ? "base" : i.image;
 	char token[65], traffic[65], tplcopy[sizeof(i.image)];
 	snprintf(tplcopy, sizeof(tplcopy), "%s", tpl);
+	bool paused = strcmp(i.state, "paused") == 0;
 	srv_sandbox_infos_free(&i, 1);
+	if (paused) {
+		pause_call(s, rq, id, TL_RESUME, rs);
+		if (rs->status >= 300)
+			return;
+		hx_response_clear(rs);
+	}
 	if (secs > 0) {
 		set_timeout(s, rq, id, secs, rs);
 		if (rs->status >= 300)
@@ -701,6 +772,10 @@ void e2b_handle(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 		}
 		if (strcmp(action, "pause") == 0 && strcmp(m, "POST") == 0) {
 			pause_route(s, rq, id, rs);
+			return;
+		}
+		if (strcmp(action, "fork") == 0 && strcmp(m, "POST") == 0) {
+			fork_route(s, rq, id, rs);
 			return;
 		}
 	}
