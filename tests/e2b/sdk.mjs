@@ -75,6 +75,15 @@ await sbx.commands.closeStdin(cat.pid)
 const catr = await cat.wait()
 check(catr.stdout === 'through stdin\n', 'sendStdin and closeStdin reach the process', catr)
 
+// ---- a terminal ----------------------------------------------------------------------------------------
+let screen = ''
+const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += new TextDecoder().decode(d) } })
+await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
+await sbx.pty.sendInput(term.pid, new TextEncoder().encode('echo pty-$((6*7)); stty size; exit\n'))
+const termEnd = await term.wait()
+check(screen.includes('pty-42') && screen.includes('30 100') && termEnd.exitCode === 0,
+  'pty.create, sendInput and resize: a terminal session', screen)
+
 // ---- files -----------------------------------------------------------------------------------------
 await sbx.files.write('/home/user/notes/a.txt', 'text A')
 check(await sbx.files.read('/home/user/notes/a.txt') === 'text A', 'files.write / read text (parents made)')

@@ -2,8 +2,9 @@
 # e2b.sh — E2B's official JavaScript SDK (npm "e2b", pinned by tests/e2b/package-lock.json), unchanged,
 # against airlock serve's E2B front end (issue 33), switched over only by E2B_API_URL,
 # E2B_SANDBOX_URL and E2B_API_KEY: create, info, list with a metadata filter, commands (foreground,
-# streamed, background with list and kill, stdin, a non-zero exit as CommandExitError), files
-# (text, bytes, list with depth, exists, rename, remove, makeDir, watch), setTimeout, pause, connect (which resumes), fork,
+# streamed, background with list and kill, stdin, a non-zero exit as CommandExitError), a pty, files
+# (text, bytes, list with depth, exists, rename, remove, makeDir, watch), setTimeout, pause, connect
+# (which resumes), fork,
 # kill (tests/e2b/sdk.mjs); the code interpreter SDK's runCode with state, logs, errors, a
 # matplotlib PNG, a DataFrame, javascript and bash contexts (tests/e2b/interp.mjs); two principals that cannot see each other's sandboxes; from outside:
 # anonymous and wrong credentials refused on both planes, another principal's key or a forged

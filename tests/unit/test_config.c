@@ -190,6 +190,7 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nserver: {approver_uids: [0, -1]}\n", "2:29", "server.approver_uids[1]: '-1' is not a uid"},
 	{"version: 1\nserver: {http: {listen: '127.0.0.1:8080', token_file: tok}}\n", "2:55", "server.http.token_file: 'tok' must be an absolute path"},
 	{"version: 1\nserver: {http: {port: 1}}\n", "2:17", "server.http.port: unknown key (expected listen, token_file, approver_token_file, e2b_domain)"},
+	{"version: 1\nserver: {http: {e2b_domain: a..b}}\n", "2:29", "server.http.e2b_domain: 'a..b' is not a domain name"},
 	{"version: 1\nserver: {workers: 1}\n", "2:10", "server.workers: unknown key"},
 	{"version: 1\nserver: {pool: [{count: 1}]}\n", "2:17", "server.pool[0]: needs profile"},
 	{"version: 1\nserver: {pool: [{profile: untrusted-code-read, image: py, count: 1}]}\n", "2:17", "server.pool[0]: profile untrusted-code-read does not offer the image 'py'"},
