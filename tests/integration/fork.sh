@@ -7,6 +7,7 @@
 # (a restart brings them back) and outlive a destroy of the parent; another principal's fork is
 # 404; a bad count is refused; past the quota the fork stops, naming the children it made; an agent
 # forks its MCP session's own sandbox through the official MCP SDK.
+: "${AL_GUARD_TIMEOUT:=270}" # several servers, restarts and a load of three clients (CTest allows 300s)
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"

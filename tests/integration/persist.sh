@@ -8,6 +8,7 @@
 # limit the state directory has no room for is refused, with nothing left behind; a second server
 # on the same directory is refused by name. Contexts do not survive, and their first cell after a
 # restart (a SIGTERM's or a SIGKILL's) says so: restarted, why, and a line on its stderr.
+: "${AL_GUARD_TIMEOUT:=270}" # several servers, restarts and a load of three clients (CTest allows 300s)
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
