@@ -34,6 +34,12 @@ if ! cmp -s tests/mcp/sdk/package-lock.json tests/mcp/sdk/node_modules/.airlock-
   (cd tests/mcp/sdk && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
    cp package-lock.json node_modules/.airlock-lock)
 fi
+# The official E2B SDKs, the clients of the E2B front end's tests (tests/e2b: the versions its
+# lock file names), likewise.
+if ! cmp -s tests/e2b/package-lock.json tests/e2b/node_modules/.airlock-lock 2>/dev/null; then
+  (cd tests/e2b && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+   cp package-lock.json node_modules/.airlock-lock)
+fi
 # xterm.js, which the approver's console embeds at build time (src/http/console/npm: the versions
 # its lock file names, checked against their integrity hashes by npm ci); the build reads it there.
 if ! cmp -s src/http/console/npm/package-lock.json src/http/console/npm/node_modules/.airlock-lock 2>/dev/null; then

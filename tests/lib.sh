@@ -109,6 +109,10 @@ al_write() { { printf '%s\n' "$2" >"$1"; } 2>/dev/null; }
 al_guard_setup() {
 	local name="airlock-test.$$.$RANDOM" fstype rel dir parent ctrl ctrls="pids memory"
 	[ "$AL_TEST_MODE" != user ] || ctrls="pids memory cpu"
+	# v1: the freezer too where the host has it, so that the test's paused sandboxes are the
+	# guard's to find (and thaw: al_guard_teardown) and, in user mode, the user's to pause.
+	[ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] || [ ! -f /sys/fs/cgroup/freezer/cgroup.procs ] ||
+		ctrls="$ctrls freezer"
 	AL_GUARD_DIRS=()
 	fstype=$(stat -f -c %T /sys/fs/cgroup 2>/dev/null || echo none)
 	if [ "$fstype" = cgroup2fs ]; then
@@ -174,6 +178,24 @@ al_guard_pids() {
 	done | sort -un
 }
 
+# al_guard_thaw: thaws every frozen cgroup beneath the guard (v2 cgroup.freeze, v1 freezer.state);
+# true when it found one.
+al_guard_thaw() {
+	local d f found=1
+	for d in "${AL_GUARD_DIRS[@]}"; do
+		[ -d "$d" ] || continue
+		while read -r f; do
+			case "$f" in
+			*/cgroup.freeze) [ "$(cat "$f" 2>/dev/null)" = 1 ] || continue; al_write "$f" 0 ;;
+			*/freezer.state) [ "$(cat "$f" 2>/dev/null)" != THAWED ] || continue; al_write "$f" THAWED ;;
+			esac
+			printf '# thawed %s\n' "$f" >&2
+			found=0
+		done < <(find "$d" -mindepth 1 \( -name cgroup.freeze -o -name freezer.state \) 2>/dev/null)
+	done
+	return $found
+}
+
 # Kill whatever is left in the guard, remove it (deepest first). Prints leftovers and
 # returns 1 if anything was still alive: nothing may outlive its test.
 al_guard_teardown() {
@@ -187,6 +209,13 @@ al_guard_teardown() {
 		[ -n "$leftovers" ] || break
 		sleep 0.05
 	done
+	# A frozen cgroup left behind (a paused sandbox whose server and keeper were both killed) is
+	# a failure, and thawed so that what is in it can be killed (a frozen v1 task only dies once
+	# thawed).
+	if al_guard_thaw; then
+		echo "FAIL: $AL_NAME: a frozen cgroup outlived the test in the guard" >&2
+		status=1
+	fi
 	if [ -n "$leftovers" ]; then
 		echo "FAIL: $AL_NAME: processes outlived the test in the guard cgroup:" >&2
 		for pid in $leftovers; do

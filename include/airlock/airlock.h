@@ -329,6 +329,18 @@ int al_sandbox_usage(struct al_sandbox *sb, struct al_sandbox_usage *out);
 int al_sandbox_oom_kills(const struct al_sandbox *sb, uint64_t *out);
 /* Kills everything in the sandbox, removes its cgroup and workspace, frees it. NULL is a no-op. */
 void al_sandbox_destroy(struct al_sandbox *sb);
+/* Pauses every process of the sandbox in place (the cgroup freezer, v2 or v1): they keep their
+ * memory and state and use no CPU until al_sandbox_resume. From its first pause on, a keeper
+ * process ends the sandbox should this process die (nothing stays frozen, nothing outlives it). Not to be
+ * called while an exec of it runs in the foreground (its caller's rule: the exec would stop with
+ * it). 0 (also when already paused); -ENOTSUP with err saying why no freezer is usable here;
+ * -ETIMEDOUT when its processes did not freeze in time (it is left running); -errno. */
+int al_sandbox_pause(struct al_sandbox *sb, struct al_error *err);
+/* Thaws a paused sandbox: 0 (also when it was not paused), or -errno. */
+int al_sandbox_resume(struct al_sandbox *sb, struct al_error *err);
+bool al_sandbox_paused(const struct al_sandbox *sb);
+/* The freezer the sandbox would pause with: "v2", "v1", or NULL and *why (static or the sandbox's). */
+const char *al_sandbox_freezer(const struct al_sandbox *sb, const char **why);
 /* A TCP connection to port (1-65535) of the sandbox's own loopback, made from inside its network
  * namespace (127.0.0.1, else ::1): 0 and *fd (the caller's; O_CLOEXEC, O_NONBLOCK), or -errno
  * (-ECONNREFUSED: nothing listens there). Never leaves the sandbox's namespace. */

@@ -111,6 +111,10 @@ struct be_held {
 /* Initialises h's spare (none), or lets the spare go (its payload exits unused) once the worker
  * is done with h. */
 void be_held_init(struct be_held *h);
+/* Takes h->lock once the worker is not readying a spare (no request to init is half answered):
+ * a pause freezes the sandbox under it, so nothing of ours waits on a frozen init. */
+void be_held_lock_idle(struct be_held *h);
+void be_held_unlock(struct be_held *h);
 void be_held_release(struct be_held *h);
 /* An exec of h is over and its cgroup cg read (cg and the exec init's pidfd, taken over): the
  * worker removes the cgroup once that init is gone. */

@@ -50,6 +50,7 @@ struct cg_job {
 	struct cg_enforced enf;
 	struct cg_limits lim; /* what cg_make sets */
 	int made;	      /* 0: planned; 1: made; -errno: cg_make failed */
+	char no_freezer[200]; /* lim.freezer asked and none usable: why (cg_freezer_why) */
 };
 
 /* ---- layout ----------------------------------------------------------------------- */
@@ -110,7 +111,7 @@ static void cg_why(const struct host_cgroups *hc, enum host_cg_ctrl c, int v2err
 		cg_fmt(a, sizeof(a), "our cgroup is not visible under %.60s", v2->mount);
 	else if (!v2->writable)
 		cg_fmt(a, sizeof(a), "%.100s is not writable", v2->dir);
-	else if (!host_cg_list_has(hc->v2_controllers, name))
+	else if (c != HOST_CG_FREEZER && !host_cg_list_has(hc->v2_controllers, name))
 		cg_fmt(a, sizeof(a), "%s not delegated to %.100s", name, v2->dir);
 	else if (v2msg[0])
 		cg_fmt(a, sizeof(a), "%.150s", v2msg);
@@ -138,6 +139,8 @@ static bool cg_wanted(const struct cg_limits *lim, enum host_cg_ctrl c)
 		return lim->need_pids || lim->pids != AL_UNLIMITED;
 	case HOST_CG_CPU:
 		return lim->need_cpu || lim->cpu_millis != AL_UNLIMITED;
+	case HOST_CG_FREEZER:
+		return lim->freezer;
 	case HOST_CG__COUNT:
 		break;
 	}
@@ -306,6 +309,8 @@ void cg_view_plan(const struct cg_job *cg, struct cg_view *v)
 		const struct cg_hier *h = &cg->h[i];
 		if (h->version == 1 && !h->v1_ctrls[0])
 			continue; /* its options are unknown (too long to keep): not mountable */
+		if (h->version == 1 && h->ctrls == CG_BIT(HOST_CG_FREEZER))
+			continue; /* the server's to pause with, nothing a runtime sizes itself by */
 		struct cg_view_hier *out = &v->h[v->n++];
 		out->version = h->version;
 		out->path = h->path;
@@ -326,7 +331,7 @@ static int cg_setup_v2(struct cg_job *cg, struct host_cgroups *hc, const struct 
 	for (int c = 0; c < HOST_CG__COUNT; c++)
 		if (hc->use[c] == HOST_CG_V2 && cg_wanted(lim, c)) {
 			used |= CG_BIT(c);
-			if (c != HOST_CG_CPUACCT) /* cpu.stat is core on v2: nothing to enable */
+			if (c != HOST_CG_CPUACCT && c != HOST_CG_FREEZER) /* cpu.stat and cgroup.freeze are core on v2 */
 				want |= CG_BIT(c);
 		}
 	if (!used)
@@ -437,6 +442,11 @@ int cg_plan(const struct cg_limits *lim, struct cg_job **out, struct al_error *e
 		if (hc->use[c] == HOST_CG_V1 && cg_wanted(lim, c) && (r = cg_add_v1(cg, hc, c, err)) < 0)
 			goto fail;
 	}
+	if (lim->freezer && hc->use[HOST_CG_FREEZER] == HOST_CG_NONE) {
+		char why_s[sizeof(cg->no_freezer)];
+		cg_why(hc, HOST_CG_FREEZER, why[HOST_CG_FREEZER], v2msg, "", why_s, sizeof(why_s));
+		memcpy(cg->no_freezer, why_s, sizeof(why_s));
+	}
 	if (cg->nh == 0) {
 		r = 0; /* nothing usable, nothing required */
 		goto fail;
@@ -534,8 +544,9 @@ int cg_create_child(struct cg_job *parent, struct cg_job **out, struct al_error 
 		/* A v1 hierarchy of the cpu controller alone holds a limit and accounts nothing
 		 * (cg_v1_account): the child stays in the parent's cgroup there, under the same
 		 * quota, and saves a mkdir, a move per process (each may wait for an RCU grace
-		 * period) and an rmdir on every held exec. */
-		if (ph->version == 1 && !(ph->ctrls & ~CG_BIT(HOST_CG_CPU)))
+		 * period) and an rmdir on every held exec. The same for the v1 freezer: the sandbox
+		 * freezes as a whole, so its processes all stay in its own freezer cgroup. */
+		if (ph->version == 1 && !(ph->ctrls & ~(CG_BIT(HOST_CG_CPU) | CG_BIT(HOST_CG_FREEZER))))
 			continue;
 		if (ph->version == 2 && (r = cg_v2_nest(ph->fd, ph->path, ph->ctrls, err)) < 0) {
 			al_err_prefix(err, "cgroup");
@@ -769,6 +780,39 @@ void cg_destroy(struct cg_job *cg)
 }
 
 /* ---- names ------------------------------------------------------------------------ */
+
+int cg_nhier(const struct cg_job *cg)
+{
+	return cg ? cg->nh : 0;
+}
+
+int cg_hier_fd(const struct cg_job *cg, int i, int *version)
+{
+	*version = cg->h[i].version;
+	return cg->h[i].fd;
+}
+
+unsigned cg_hier_ctrls(const struct cg_job *cg, int i)
+{
+	return cg->h[i].ctrls;
+}
+
+int cg_hier_parent_fd(const struct cg_job *cg, int i)
+{
+	return cg->h[i].parent_fd;
+}
+
+const char *cg_name(const struct cg_job *cg)
+{
+	return cg->name;
+}
+
+const char *cg_freezer_why(const struct cg_job *cg)
+{
+	if (!cg)
+		return "the sandbox has no cgroup";
+	return cg->no_freezer[0] ? cg->no_freezer : "the sandbox's cgroup has no freezer";
+}
 
 int cg_ctrl_version(const struct cg_job *cg, enum host_cg_ctrl c)
 {

@@ -15,6 +15,7 @@ struct cg_limits {
 	uint64_t cpu_millis;		       /* AL_UNLIMITED: none; 500 = half a CPU */
 	bool need_memory, need_pids, need_cpu; /* explicitly requested: fail rather than skip */
 	bool no_systemd_scope;		       /* never ask the user's systemd for a delegated scope */
+	bool freezer;			       /* a held sandbox's: join a freezer where one is usable (never required) */
 };
 
 struct cg_usage {
@@ -103,6 +104,29 @@ bool cg_owner_alive_since(pid_t owner, int64_t created);
 void cg_cleanup_stale(void);
 /* For the verdict and `airlock check`: "v2", "v1" or "none", and the controllers used. */
 const char *cg_version_name(const struct cg_job *cg);
+
+/* ---- the freezer (freeze.c): a job paused in place ------------------------------------ */
+
+/* The freezer cg can use: 2 (cgroup.freeze), 1 (the v1 freezer hierarchy), 0: none. */
+int cg_freezer(const struct cg_job *cg);
+/* Why cg (NULL: none at all) has no freezer, in words (a static or cg's own string). */
+const char *cg_freezer_why(const struct cg_job *cg);
+/* Freezes (freeze) or thaws every process of cg and of the cgroups beneath it, and waits up to
+ * timeout_ms until the kernel says it is done; a freeze not done in time is thawed back. 0, or
+ * -ENOTSUP (no freezer: err says why), -ETIMEDOUT, -errno. */
+int cg_freeze(struct cg_job *cg, bool freeze, int timeout_ms, struct al_error *err);
+/* A frozen job about to be killed: each of its processes sent SIGKILL, then thawed, so that they
+ * die (a frozen v1 task does not) and run nothing meanwhile. No-op without a freezer. */
+void cg_thaw_killed(struct cg_job *cg);
+/* Thaws the cgroup dirfd (v2 or a v1 freezer one): stale cleanup. Best effort. */
+void cg_thaw_dir(int dirfd);
+/* A process of ours, out of the job's cgroups and in a session of its own, that waits for this
+ * process to end and then kills, thaws and removes the (frozen) job cg (see freeze.c). Started
+ * before the first freeze, stopped when the job goes. */
+struct cg_keeper;
+int cg_keeper_start(struct cg_job *cg, struct cg_keeper **out, struct al_error *err);
+/* Kills and reaps the keeper. Accepts NULL. */
+void cg_keeper_stop(struct cg_keeper *k);
 
 /* ---- the job's own cgroups, seen from inside (view.c) --------------------------------- */
 
@@ -216,6 +240,15 @@ int cg_write_at(int dirfd, const char *file, const char *value); /* 0 or -errno 
 int cg_for_each_pid(int dirfd, int (*fn)(pid_t pid, void *arg), void *arg);
 /* 1 when cgroup.procs lists a process, 0 when empty, -errno. */
 int cg_has_procs(int dirfd);
+/* One round of SIGKILL to what one cgroup's cgroup.procs lists (pinned by pidfds): how many, or -errno. */
+int cg_kill_once(int dirfd);
+/* The job's hierarchies, for freeze.c: their number; hierarchy i's job cgroup fd (-1 before it
+ * is made) and version, its controllers, the fd of its parent directory; the job's name. */
+int cg_nhier(const struct cg_job *cg);
+int cg_hier_fd(const struct cg_job *cg, int i, int *version);
+unsigned cg_hier_ctrls(const struct cg_job *cg, int i);
+int cg_hier_parent_fd(const struct cg_job *cg, int i);
+const char *cg_name(const struct cg_job *cg);
 /* SIGKILLs everything in one cgroup (cgroup.kill on v2 where present). 0 when it ended up empty. */
 int cg_kill_dir(int dirfd, int version);
 /* Waits up to timeout_ms for cgroup.procs to be empty: 0, or -EBUSY. */

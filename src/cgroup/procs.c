@@ -194,6 +194,11 @@ static int cg_kill_round(int dirfd)
 	return r < 0 ? r : b.n;
 }
 
+int cg_kill_once(int dirfd)
+{
+	return cg_kill_round(dirfd);
+}
+
 int cg_kill_dir(int dirfd, int version)
 {
 	/* cgroup.kill (v2, 5.14+) kills the whole subtree atomically, forks in flight included. */

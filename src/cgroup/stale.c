@@ -142,6 +142,10 @@ static void cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
 		if (fd < 0)
 			continue;
 		bool v2 = faccessat(fd, "cgroup.events", F_OK, 0) == 0;
+		/* Left frozen (a paused sandbox whose keeper died too): a frozen v1 task dies only
+		 * once thawed, so signalled first and then thawed, as freeze.c does. */
+		cg_kill_once(fd);
+		cg_thaw_dir(fd);
 		cg_kill_dir(fd, v2 ? 2 : 1);
 		cg_wait_empty(fd, 200);
 		cg_clean_children(fd, v2 ? 2 : 1, 1);

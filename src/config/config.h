@@ -234,6 +234,7 @@ struct cfg_server {
 	char *http_listen;		/* "HOST:PORT" or "[V6]:PORT", or NULL */
 	char *http_token_file;		/* absolute, or NULL */
 	char *http_approver_token_file; /* absolute, or NULL */
+	char *http_e2b_domain;		/* the E2B front end's sandbox domain (Host "PORT-ID.DOMAIN"), or NULL */
 	char *socket;			/* the Unix socket: absolute, "none", or NULL (the default) */
 	char *state_dir;		/* where sandboxes are kept across restarts: absolute, "none", or NULL */
 	unsigned *approver_uids;	/* Unix socket peers that decide approvals (NULL: root only) */

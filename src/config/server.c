@@ -43,6 +43,9 @@ const char *const cfg_tools[] = {
 	"code_process",
 	"code_set_sandbox_timeout",
 	"code_watch",
+	"code_fork_sandbox",
+	"code_pause_sandbox",
+	"code_resume_sandbox",
 };
 const size_t cfg_ntools = AL_ARRAY_SIZE(cfg_tools);
 
@@ -93,6 +96,7 @@ void cfg_manager_free(struct cfg *c)
 	free(c->server.http_listen);
 	free(c->server.http_token_file);
 	free(c->server.http_approver_token_file);
+	free(c->server.http_e2b_domain);
 	free(c->server.socket);
 	free(c->server.state_dir);
 	free(c->server.approver_uids);
@@ -735,12 +739,28 @@ static int h_approver_token_file(struct conv *c, const struct cfg_node *v, const
 	return r ?: conv_copy_str(c, v, path, &c->cfg->server.http_approver_token_file);
 }
 
+/* A DNS name (letters, digits, '-' and '.', no empty label): the Host suffix of E2B's sandbox URLs. */
+static int h_e2b_domain(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	const char *t = r == 0 ? v->text : "";
+	size_t n = strlen(t);
+	if (r == 0 && (n == 0 || n > 200 || t[0] == '.' || t[0] == '-' || t[n - 1] == '.' || strstr(t, "..") ||
+		       strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != n))
+		r = conv_bad(c->err, EINVAL, v->mark, path, "'%.64s' is not a domain name", t);
+	return r ?: conv_copy_str(c, v, path, &c->cfg->server.http_e2b_domain);
+}
+
 /* TCP always needs tokens (a missing client token file is generated on first start, see
  * airlock serve): there is no listener without an identity to check. */
 static int s_http(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	static const struct field fields[] = {
-		{"listen", h_listen}, {"token_file", h_token_file}, {"approver_token_file", h_approver_token_file}};
+		{"listen", h_listen},
+		{"token_file", h_token_file},
+		{"approver_token_file", h_approver_token_file},
+		{"e2b_domain", h_e2b_domain},
+	};
 	bool loopback = true;
 	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), &loopback);
 }

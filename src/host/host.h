@@ -16,6 +16,7 @@ enum host_cg_ctrl {
 	HOST_CG_PIDS,
 	HOST_CG_CPU,
 	HOST_CG_CPUACCT,
+	HOST_CG_FREEZER, /* pause and resume (v2: cgroup.freeze, core; v1: the freezer hierarchy) */
 	HOST_CG__COUNT,
 };
 

@@ -12,6 +12,7 @@ static const char *const ctrl_names[HOST_CG__COUNT] = {
 	[HOST_CG_PIDS] = "pids",
 	[HOST_CG_CPU] = "cpu",
 	[HOST_CG_CPUACCT] = "cpuacct",
+	[HOST_CG_FREEZER] = "freezer",
 };
 
 /* Every v1 controller the kernel has had; mount options that are not in this list
@@ -278,6 +279,19 @@ static bool host_hier_usable(const struct host_cg_hier *h)
 	return h->found && h->writable && h->dir[0];
 }
 
+/* cgroup.freeze is core on v2 (5.2+): the freezer goes there where the job's processes are in
+ * a v2 cgroup anyway (memory, pids or cpu use v2) or no v1 freezer can be had. On a hybrid host
+ * whose controllers are all v1 a v2 cgroup for the freezer alone would make every job join both
+ * versions, moved by pid (cg_joins_self): the v1 freezer hierarchy serves it instead. */
+static bool host_cg_v2_freezes(const struct host_cgroups *cg)
+{
+	static const char *const limits[] = {"memory", "pids", "cpu"};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(limits); i++)
+		if (host_cg_list_has(cg->v2_controllers, limits[i]))
+			return true;
+	return !host_hier_usable(&cg->v1[HOST_CG_FREEZER]);
+}
+
 /* v2 is preferred: one hierarchy, and its memory.peak/oom_kill are exact. cpuacct has
  * no v2 controller because cpu.stat's usage is core there; it goes to v2 when v2 also
  * has cpu or when v1 cannot account, so a hybrid host is not made to join both
@@ -289,6 +303,8 @@ void host_cg_choose(struct host_cgroups *cg)
 		bool in_v2;
 		if (c == HOST_CG_CPUACCT)
 			in_v2 = host_cg_list_has(cg->v2_controllers, "cpu") || !host_hier_usable(&cg->v1[c]);
+		else if (c == HOST_CG_FREEZER)
+			in_v2 = host_cg_v2_freezes(cg);
 		else
 			in_v2 = host_cg_list_has(cg->v2_controllers, ctrl_names[c]);
 		if (v2 && in_v2)

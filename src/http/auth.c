@@ -179,6 +179,27 @@ static bool approver_uid(const struct hx_server *s, uid_t uid)
 
 /* The token's entry, or NULL. Every entry is compared, each by digest in constant time: neither
  * which token matched, nor a prefix, nor a length leaks through timing. */
+const struct hx_token *hx_token_of_secret(const struct hx_server *s, const char *given)
+{
+	if (!given)
+		return NULL;
+	unsigned char d[SHA256_DIGEST_LENGTH];
+	SHA256((const unsigned char *)given, strlen(given), d);
+	const struct hx_token *found = NULL;
+	for (size_t i = 0; i < s->ntokens; i++)
+		if (CRYPTO_memcmp(d, s->tokens[i].digest, sizeof(d)) == 0)
+			found = &s->tokens[i];
+	return found;
+}
+
+const struct hx_token *hx_token_named(const struct hx_server *s, const char *name)
+{
+	for (size_t i = 0; name && i < s->ntokens; i++)
+		if (!s->tokens[i].approver && strcmp(s->tokens[i].name, name) == 0)
+			return &s->tokens[i];
+	return NULL;
+}
+
 static const struct hx_token *token_of(const struct hx_server *s, const struct hx_request *rq)
 {
 	const char *auth = rq->lookup ? rq->lookup(rq->lookup_ctx, HX_HEADER, "Authorization") : NULL;
@@ -187,13 +208,7 @@ static const struct hx_token *token_of(const struct hx_server *s, const struct h
 	const char *given = auth + 7;
 	while (*given == ' ')
 		given++;
-	unsigned char d[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)given, strlen(given), d);
-	const struct hx_token *found = NULL;
-	for (size_t i = 0; i < s->ntokens; i++)
-		if (CRYPTO_memcmp(d, s->tokens[i].digest, sizeof(d)) == 0)
-			found = &s->tokens[i];
-	return found;
+	return hx_token_of_secret(s, given);
 }
 
 /*

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/e2b.h"
 #include "http/hx.h"
 #include "util/text.h"
 #include "util/cleanup.h"
@@ -37,8 +38,8 @@ static const char *query(const struct hx_request *rq, const char *name)
 int hx_upload_begin(struct hx_server *s, const struct hx_request *rq, int *fd, struct hx_response *rs)
 {
 	const struct srv_mgr_api *m = s->o.mgr;
-	if (!m->open_upload)
-		return 0;
+	if (!m->open_upload || e2b_claims(s, rq, NULL))
+		return 0; /* an E2B upload (/files) is a form read into memory (e2bfs.c) */
 	char *caps[2];
 	bool archive = false;
 	int r = hx_upload_route(rq->method, rq->path, caps, &archive, rs);

@@ -61,6 +61,7 @@
 struct http_stats {
 	uint64_t sandboxes_live;
 	uint64_t sandboxes_pooled;
+	uint64_t sandboxes_paused;
 	uint64_t execs_running;
 };
 
@@ -118,6 +119,10 @@ struct http_opts {
 	/* A request's headers and body must arrive within this, counted from the connection's start
 	 * or its previous answer (0: 60 s); then its connection is closed. */
 	uint32_t request_timeout_ms;
+	/* The E2B front end's sandbox domain: a request whose Host is "<port>-<sandbox id>.<domain>"
+	 * goes to that sandbox, as E2B's SDKs address one with E2B_DOMAIN (NULL: only the
+	 * E2b-Sandbox-Id header mode of E2B_SANDBOX_URL). */
+	const char *e2b_domain;
 };
 
 /*

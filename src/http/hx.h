@@ -103,15 +103,24 @@ struct hx_response {
 	bool close;			     /* Connection: close (a connection over its principal's quota) */
 	const char *csp;		     /* a page's Content-Security-Policy (static string), or NULL */
 	char *location;			     /* a redirect's Location (malloc'd), or NULL */
+	char *headers;			     /* more headers, "Name: value\n" each (malloc'd), or NULL */
 };
 
 struct hx_server;
+
+/* The token whose secret is given (compared by digest in constant time), or NULL (auth.c). */
+const struct hx_token *hx_token_of_secret(const struct hx_server *s, const char *given);
+/* The client token named name ("alice", not "token:alice"), or NULL. */
+const struct hx_token *hx_token_named(const struct hx_server *s, const char *name);
 
 /* Checks that need no body: Host/Origin, token, route, method, Content-Length. 1 when resp was
  * filled (answer now, read nothing), 0 to go on. */
 int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
 /* The body limit of the route (the file limit for PUT of a file, the message limit for /mcp). */
 size_t hx_body_limit(const struct hx_server *s, const char *method, const char *path);
+/* The body limit of the request (an E2B one's, or its route's), and whether it is proxied. */
+size_t hx_request_limit(struct hx_server *s, const struct hx_request *rq);
+bool hx_request_proxied(struct hx_server *s, const struct hx_request *rq);
 /* Whether (method, path) is a port of a sandbox, proxied (proxy.c) rather than handled here. */
 bool hx_route_proxied(const char *method, const char *path);
 /* The whole request: prechecks, then the route's handler. Always fills rs. */
@@ -312,9 +321,20 @@ bool hx_wants_sse(const struct hx_request *rq);
 /* Runs tool with args (stolen) as a stream of NDJSON lines, or SSE events when rq accepts them. */
 void hx_stream_tool(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
 		    struct hx_response *rs);
+/* The caller's sandboxes whose labels match the request's metadata filter (?metadata=k%3Dv, as
+ * E2B encodes it, or ?metadata.k=v): *v and *n (free with srv_sandbox_infos_free, then free). 0,
+ * or 1 with rs filled (life.c). */
+int hx_sandboxes_filtered(struct hx_server *s, const struct hx_request *rq, struct srv_sandbox_info **v, size_t *n,
+			  struct hx_response *rs);
 /* A sandbox's info and lifetime (life.c). */
 void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_fork(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* Pause and resume in place, the owner's and an approver's (pauseapi.c). */
+void api_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 /* A directory watch, streamed (watchapi.c). */
 void api_watch(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 
@@ -344,6 +364,21 @@ enum tl_id hx_call_tool(const struct hx_call *c);
 /* A stream's output events carry their bytes as base64 ("encoding": "base64"): a terminal's output
  * is not always UTF-8. Before hx_call_stream. */
 void hx_call_output_base64(struct hx_call *c);
+/* A stream framed by another front end (the E2B one's Connect envelopes) instead of NDJSON or SSE.
+ * Each callback appends to *out (malloc'd, *n bytes; leave it NULL for nothing) and returns 0 or
+ * -ENOMEM. event gets every event the JSON API would send ("output", "result", "error",
+ * "approval", "event") with its object; begin runs once, when the stream starts; keepalive when it
+ * was quiet keepalive_ms. free (may be NULL) frees ctx with the call. */
+struct hx_framing {
+	const char *type; /* the stream's Content-Type */
+	int (*begin)(void *ctx, char **out, size_t *n);
+	int (*event)(void *ctx, const char *name, const json_t *ev, char **out, size_t *n);
+	int (*keepalive)(void *ctx, char **out, size_t *n);
+	uint32_t keepalive_ms;
+	void (*free)(void *ctx);
+};
+/* Before hx_call_stream; ctx is the call's from here on (freed by f->free, whatever happens). */
+void hx_call_framing(struct hx_call *c, const struct hx_framing *f, void *ctx);
 /* The call's bytes are in the upload's spool fd (borrowed: it outlives the call). Before running it. */
 void hx_call_spool(struct hx_call *c, int fd);
 

@@ -33,6 +33,20 @@ static json_t *sandbox_json(const struct srv_sandbox_info *i)
 			 "processes", (int)i->processes, "busy", i->busy);
 }
 
+/* sandbox_json plus its pause: paused_at, paused_by (null while running), auto_pause. */
+static json_t *info_json(const struct srv_sandbox_info *i)
+{
+	json_t *o = sandbox_json(i);
+	bool paused = i->paused_unix_ms != 0;
+	if (o && (json_object_set_new(o, "paused_at", paused ? txt_json_time(i->paused_unix_ms) : json_null()) < 0 ||
+		  json_object_set_new(o, "paused_by", paused ? json_string(i->paused_by) : json_null()) < 0 ||
+		  json_object_set_new(o, "auto_pause", json_boolean(i->auto_pause)) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* ---- the metadata filter ------------------------------------------------------------------ */
 
 /* The labels a listed sandbox must carry, from ?metadata=k%3Dv%26k2%3Dv2 (E2B's encoding: one
@@ -108,10 +122,9 @@ static int filter_parse(const struct hx_request *rq, struct filter *f)
 	return v ? filter_arg(f, "metadata", v) : 0;
 }
 
-/* Whether the info's labels hold every wanted key with its value. */
-static bool filter_match(const struct filter *f, const json_t *info)
+/* Whether the labels hold every wanted key with its value. */
+static bool filter_match(const struct filter *f, const json_t *meta)
 {
-	const json_t *meta = json_object_get(info, "metadata");
 	const char *key;
 	json_t *v;
 	json_object_foreach(f->want, key, v) {
@@ -124,13 +137,15 @@ static bool filter_match(const struct filter *f, const json_t *info)
 
 /* ---- routes ------------------------------------------------------------------------------- */
 
-/* The caller's own sandboxes only: the manager lists no other principal's. */
-void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+int hx_sandboxes_filtered(struct hx_server *s, const struct hx_request *rq, struct srv_sandbox_info **out, size_t *nout,
+			  struct hx_response *rs)
 {
 	const struct srv_mgr_api *m = s->o.mgr;
+	*out = NULL;
+	*nout = 0;
 	if (!m->list_sandboxes) {
 		hx_error(rs, 501, "this manager cannot list sandboxes");
-		return;
+		return 1;
 	}
 	struct filter f = {0};
 	int r = filter_parse(rq, &f);
@@ -140,31 +155,47 @@ void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const
 			hx_error(rs, 400, "%s", f.error);
 		else
 			hx_error(rs, 500, "out of memory");
-		return;
+		return 1;
 	}
 	struct srv_sandbox_info *v = NULL;
 	size_t n = 0;
 	struct al_error err = {0};
+	/* The caller's own sandboxes only: the manager lists no other principal's. */
 	if (m->list_sandboxes(m->ctx, owner_of(rq), &v, &n, &err) < 0) {
 		json_decref(f.want);
 		hx_error(rs, 500, "%s", err.msg[0] ? err.msg : "out of memory");
-		return;
+		return 1;
 	}
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *meta = json_loads(v[i].metadata_json ? v[i].metadata_json : "{}", 0, NULL);
+		bool keep = filter_match(&f, meta);
+		json_decref(meta);
+		if (keep)
+			v[kept++] = v[i];
+		else
+			srv_sandbox_infos_free(&v[i], 1);
+	}
+	json_decref(f.want);
+	*out = v;
+	*nout = kept;
+	return 0;
+}
+
+void api_sandboxes(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	struct srv_sandbox_info *v = NULL;
+	size_t n = 0;
+	if (hx_sandboxes_filtered(s, rq, &v, &n, rs))
+		return;
 	json_t *list = json_array();
-	for (size_t i = 0; list && i < n; i++) {
-		json_t *o = sandbox_json(&v[i]);
-		if (o && !filter_match(&f, o)) {
-			json_decref(o);
-			continue;
-		}
-		if (json_array_append_new(list, o) < 0) {
+	for (size_t i = 0; list && i < n; i++)
+		if (json_array_append_new(list, info_json(&v[i])) < 0) {
 			json_decref(list);
 			list = NULL;
 		}
-	}
 	srv_sandbox_infos_free(v, n);
 	free(v);
-	json_decref(f.want);
 	if (!list)
 		hx_error(rs, 500, "out of memory");
 	else
@@ -186,7 +217,7 @@ void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *co
 		hx_error(rs, hx_status_of_errno(r), "%s", err.msg[0] ? err.msg : "no such sandbox");
 		return;
 	}
-	json_t *o = sandbox_json(&i);
+	json_t *o = info_json(&i);
 	srv_sandbox_infos_free(&i, 1);
 	if (!o)
 		hx_error(rs, 500, "out of memory");
@@ -194,14 +225,15 @@ void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *co
 		hx_json(rs, 200, o);
 }
 
-/* {"lifetime": S}: a code_set_sandbox_timeout call (principal, rules, audit) on sandbox caps[0]. */
-void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+/* A tool call on sandbox caps[0] with the request's JSON object (none: {}) as its arguments. */
+static void call_on(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs,
+		    enum tl_id tool, const char *shape)
 {
 	json_error_t jerr;
 	json_t *args = rq->len ? json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &jerr) : json_object();
 	if (!json_is_object(args)) {
 		json_decref(args);
-		hx_error(rs, 400, "the body must be a JSON object: {\"lifetime\": SECONDS}");
+		hx_error(rs, 400, "the body must be a JSON object: %s", shape);
 		return;
 	}
 	/* The path names the sandbox; a body's own sandbox_id cannot point elsewhere. */
@@ -210,10 +242,22 @@ void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const c
 		hx_error(rs, 500, "out of memory");
 		return;
 	}
-	struct hx_call *c = hx_call_new(s, TL_SET_TIMEOUT, args, rq); /* takes args, even when it fails */
+	struct hx_call *c = hx_call_new(s, tool, args, rq); /* takes args, even when it fails */
 	if (!c) {
 		hx_error(rs, 500, "out of memory");
 		return;
 	}
 	hx_call_run(c, NULL, 0, hx_ok_structured, rs);
+}
+
+/* {"lifetime": S}: a code_set_sandbox_timeout call (principal, rules, audit) on sandbox caps[0]. */
+void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	call_on(s, rq, caps, rs, TL_SET_TIMEOUT, "{\"lifetime\": SECONDS}");
+}
+
+/* {"count": N, "lifetime": S, "metadata": {...}}: a code_fork_sandbox call on sandbox caps[0]. */
+void api_fork(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	call_on(s, rq, caps, rs, TL_FORK, "{\"count\": N, \"lifetime\": SECONDS, \"metadata\": {...}}");
 }

@@ -191,6 +191,8 @@ char *hx_metrics_render(struct hx_server *s, size_t *len)
 	put(&t, "airlock_sandboxes_live %llu\n", (unsigned long long)st.sandboxes_live);
 	help(&t, "airlock_sandboxes_pooled", "gauge", "Warm sandboxes waiting in the pool.");
 	put(&t, "airlock_sandboxes_pooled %llu\n", (unsigned long long)st.sandboxes_pooled);
+	help(&t, "airlock_sandboxes_paused", "gauge", "Persistent sandboxes paused in place now.");
+	put(&t, "airlock_sandboxes_paused %llu\n", (unsigned long long)st.sandboxes_paused);
 	help(&t, "airlock_execs_running", "gauge", "Executions running now.");
 	put(&t, "airlock_execs_running %llu\n", (unsigned long long)st.execs_running);
 	help(&t, "airlock_mcp_sessions", "gauge", "MCP sessions open over HTTP.");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/e2b.h"
 #include "http/hx.h"
 #include "service/approval.h"
 #include "util/text.h"
@@ -58,6 +59,8 @@ struct hx_call {
 	size_t pending_len, pending_off, pending_cap;
 	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
 	bool base64;		   /* output events carry bytes as base64 (hx_call_output_base64) */
+	const struct hx_framing *framing; /* hx_call_framing: the front end frames the events itself */
+	void *framing_ctx;
 };
 
 static void call_destroy(struct hx_call *c)
@@ -70,6 +73,8 @@ static void call_destroy(struct hx_call *c)
 	json_decref(c->args);
 	free(c->peer);
 	free(c->pending);
+	if (c->framing && c->framing->free)
+		c->framing->free(c->framing_ctx);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -111,6 +116,9 @@ struct hx_call *hx_call_new(struct hx_server *s, enum tl_id tool, json_t *steal_
 		json_decref(steal_args);
 		return NULL;
 	}
+	/* The audit records of an E2B SDK's calls say they came through that front end. */
+	if (e2b_claims(s, rq, NULL))
+		svc_call_set_transport(c->sc, "e2b");
 	c->s = s;
 	c->tool = tool;
 	c->args = steal_args;
@@ -449,9 +457,47 @@ void hx_call_run(struct hx_call *c, const void *raw, size_t raw_len, hx_ok_fn ok
 
 /* ---- the stream ----------------------------------------------------------------------------- */
 
-/* Appends one event (an NDJSON line, or an SSE event named name) carrying obj to pending. */
+/* Appends n bytes to pending. */
+static int append(struct hx_call *c, const char *p, size_t n)
+{
+	/* Grown by doubling: a stream of many small events (a watch's) appends thousands at once. */
+	size_t need = c->pending_len + n;
+	if (need > c->pending_cap) {
+		size_t cap = c->pending_cap ? c->pending_cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		char *grown = realloc(c->pending, cap);
+		if (!grown)
+			return -ENOMEM;
+		c->pending = grown;
+		c->pending_cap = cap;
+	}
+	if (n)
+		memcpy(c->pending + c->pending_len, p, n);
+	c->pending_len = need;
+	return 0;
+}
+
+/* Appends what a framing callback made (malloc'd out, n bytes; r its return). */
+static int append_framed(struct hx_call *c, int r, char *out, size_t n)
+{
+	if (r == 0 && out)
+		r = append(c, out, n);
+	free(out);
+	return r;
+}
+
+/* Appends one event (an NDJSON line, or an SSE event named name, or what the framing makes of it)
+ * carrying obj to pending. */
 static int emit(struct hx_call *c, const char *name, json_t *steal)
 {
+	if (c->framing) {
+		char *out = NULL;
+		size_t n = 0;
+		int r = steal ? c->framing->event(c->framing_ctx, name, steal, &out, &n) : -ENOMEM;
+		json_decref(steal);
+		return append_framed(c, r, out, n);
+	}
 	cleanup_free char *text = steal ? json_dumps(steal, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
 	json_decref(steal);
 	if (!text)
@@ -460,24 +506,27 @@ static int emit(struct hx_call *c, const char *name, json_t *steal)
 	int n = c->sse ? asprintf(&ev, "event: %s\ndata: %s\n\n", name, text) : asprintf(&ev, "%s\n", text);
 	if (n < 0)
 		return -ENOMEM;
-	/* Grown by doubling: a stream of many small events (a watch's) appends thousands at once. */
-	size_t need = c->pending_len + (size_t)n;
-	if (need > c->pending_cap) {
-		size_t cap = c->pending_cap ? c->pending_cap : 4096;
-		while (cap < need)
-			cap *= 2;
-		char *grown = realloc(c->pending, cap);
-		if (!grown) {
-			free(ev);
-			return -ENOMEM;
-		}
-		c->pending = grown;
-		c->pending_cap = cap;
-	}
-	memcpy(c->pending + c->pending_len, ev, (size_t)n);
+	int r = append(c, ev, (size_t)n);
 	free(ev);
-	c->pending_len = need;
-	return 0;
+	return r;
+}
+
+/* A quiet stream's keep-alive (an SSE comment, or the framing's ping), when one is due. */
+static int keepalive(struct hx_call *c)
+{
+	if (c->framing) {
+		char *out = NULL;
+		size_t n = 0;
+		int r = c->framing->keepalive ? c->framing->keepalive(c->framing_ctx, &out, &n) : 0;
+		return append_framed(c, r, out, n);
+	}
+	return append(c, ": keepalive\n\n", 13);
+}
+
+static bool keepalive_due(const struct hx_call *c)
+{
+	uint32_t every = c->framing ? c->framing->keepalive_ms : c->sse ? HX_KEEPALIVE_MS : 0;
+	return every && (c->framing ? c->framing->keepalive != NULL : true) && hx_now_ms() - c->idle_since >= every;
 }
 
 /* One chunk as an output event; a character cut by the chunk boundary waits for the next one. */
@@ -641,13 +690,11 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 				return HX_STREAM_ERROR;
 			if (a > 0)
 				continue;
-			if (!c->sse || hx_now_ms() - c->idle_since < HX_KEEPALIVE_MS)
+			if (!keepalive_due(c))
 				return 0;
-			c->pending = strdup(": keepalive\n\n"); /* a reviewer may take minutes */
-			if (!c->pending)
+			if (keepalive(c) < 0) /* a reviewer may take minutes */
 				return HX_STREAM_ERROR;
-			c->pending_len = strlen(c->pending);
-			c->pending_cap = c->pending_len + 1;
+			c->idle_since = hx_now_ms();
 			continue;
 		}
 		pthread_mutex_lock(&c->mu);
@@ -663,13 +710,11 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max, bool block)
 		}
 		if (r < 0)
 			return HX_STREAM_ERROR;
-		if (r == 0 && c->sse && hx_now_ms() - c->idle_since >= HX_KEEPALIVE_MS) {
-			/* An SSE comment: keeps proxies from closing a quiet stream. */
-			c->pending = strdup(": keepalive\n\n");
-			if (!c->pending)
+		if (r == 0 && keepalive_due(c)) {
+			/* Keeps proxies (and clients that ask for pings) from closing a quiet stream. */
+			if (keepalive(c) < 0)
 				return HX_STREAM_ERROR;
-			c->pending_len = strlen(c->pending);
-			c->pending_cap = c->pending_len + 1;
+			c->idle_since = hx_now_ms();
 		} else if (r == 0 && !waited) {
 			return 0;
 		}
@@ -715,6 +760,12 @@ void hx_call_output_base64(struct hx_call *c)
 	c->base64 = true;
 }
 
+void hx_call_framing(struct hx_call *c, const struct hx_framing *f, void *ctx)
+{
+	c->framing = f;
+	c->framing_ctx = ctx;
+}
+
 void hx_call_stream(struct hx_call *c, bool sse, struct hx_response *rs)
 {
 	c->want_output = true;
@@ -737,9 +788,19 @@ void hx_call_stream(struct hx_call *c, bool sse, struct hx_response *rs)
 		return;
 	}
 	/* Started: from here the status is 200 and failures travel in the stream's last event. */
+	if (c->framing && c->framing->begin) {
+		char *out = NULL;
+		size_t n = 0;
+		int r = c->framing->begin(c->framing_ctx, &out, &n);
+		if (append_framed(c, r, out, n) < 0) {
+			hx_error(rs, 500, "out of memory");
+			call_release(c);
+			return;
+		}
+	}
 	rs->status = 200;
 	c->idle_since = hx_now_ms();
-	rs->type = sse ? "text/event-stream" : "application/x-ndjson";
+	rs->type = c->framing ? c->framing->type : sse ? "text/event-stream" : "application/x-ndjson";
 	rs->ops = &call_stream_ops;
 	rs->stream = c;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "http/e2b.h"
 #include "http/hx.h"
 #include "util/text.h"
 #include "util/cleanup.h"
@@ -43,6 +44,9 @@ static const struct route routes[] = {
 	{"DELETE", "/v1/sandboxes/{}", api_destroy, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}", api_sandbox_info, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/timeout", api_timeout, BODY_JSON, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/fork", api_fork, BODY_JSON, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/pause", api_pause, BODY_NONE, ROLE_CLIENT},
+	{"POST", "/v1/sandboxes/{}/resume", api_resume, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/exec", api_exec, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/packages", api_install, BODY_JSON, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/files", api_list, BODY_NONE, ROLE_CLIENT},
@@ -78,6 +82,8 @@ static const struct route routes[] = {
 	{"GET", "/v1/console/rules", api_rules, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes", api_admin_sandboxes, BODY_NONE, ROLE_APPROVER},
 	{"DELETE", "/v1/admin/sandboxes/{}", api_admin_destroy, BODY_NONE, ROLE_APPROVER},
+	{"POST", "/v1/admin/sandboxes/{}/pause", api_admin_pause, BODY_NONE, ROLE_APPROVER},
+	{"POST", "/v1/admin/sandboxes/{}/resume", api_admin_resume, BODY_NONE, ROLE_APPROVER},
 	/* Read-only: an approver watches a sandbox's processes (its terminals); no stdin, resize or kill. */
 	{"GET", "/v1/admin/sandboxes/{}/processes", api_admin_procs, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes/{}/processes/{}/output", api_admin_proc_output, BODY_NONE, ROLE_APPROVER},
@@ -200,6 +206,16 @@ size_t hx_upload_limit(const struct hx_server *s)
 	return s->o.mgr && s->o.mgr->open_upload ? SIZE_MAX : HX_DEFAULT_MAX_FILE;
 }
 
+size_t hx_request_limit(struct hx_server *s, const struct hx_request *rq)
+{
+	return e2b_claims(s, rq, NULL) ? e2b_body_limit(s, rq) : hx_body_limit(s, rq->method, rq->path);
+}
+
+bool hx_request_proxied(struct hx_server *s, const struct hx_request *rq)
+{
+	return !e2b_claims(s, rq, NULL) && hx_route_proxied(rq->method, rq->path);
+}
+
 bool hx_route_proxied(const char *method, const char *path)
 {
 	size_t caps[MAX_CAPS][2];
@@ -214,6 +230,7 @@ void hx_response_clear(struct hx_response *rs)
 {
 	free(rs->body);
 	free(rs->location);
+	free(rs->headers);
 	if (rs->ops)
 		rs->ops->free(rs->stream);
 	if (rs->has_fd)
@@ -320,6 +337,11 @@ static const char *header(const struct hx_request *rq, const char *name)
 
 int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
 {
+	/* An E2B SDK's request (its control plane's paths, or a sandbox named by its headers or
+	 * Host) has its own credentials and routes (e2b.c); the rest is the JSON API's. */
+	int e2b = e2b_precheck(s, rq, rs);
+	if (e2b >= 0)
+		return e2b;
 	size_t caps[MAX_CAPS][2];
 	bool known;
 	char allow[64];
@@ -445,7 +467,12 @@ void hx_handle(struct hx_server *s, const struct hx_request *rq, struct hx_respo
 {
 	memset(rs, 0, sizeof(*rs));
 	const char *path = rq->path ? rq->path : "";
-	if (bad_url(path, rs) == 0 && hx_precheck(s, rq, rs) == 0) {
+	if (bad_url(path, rs) == 0 && hx_precheck(s, rq, rs) == 0 && e2b_claims(s, rq, NULL)) {
+		if (rq->too_large)
+			hx_error(rs, 413, "request body over the limit of %zu bytes", e2b_body_limit(s, rq));
+		else
+			e2b_handle(s, rq, rs);
+	} else if (!rs->status) {
 		size_t caps[MAX_CAPS][2] = {{0}};
 		bool known;
 		const struct route *r = find(rq->method, path, caps, &known, NULL, 0);

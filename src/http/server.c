@@ -500,6 +500,19 @@ static void reader_free(void *cls)
 	free(h);
 }
 
+/* The response's further headers ("Name: value\n" each, from a front end's handler). */
+static void add_headers(struct MHD_Response *r, char *list)
+{
+	for (char *save = NULL, *line = list ? strtok_r(list, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(line, ':');
+		if (!colon)
+			continue;
+		*colon = 0;
+		MHD_add_response_header(r, line, colon + 1 + (colon[1] == ' '));
+	}
+}
+
 enum MHD_Result hx_queue(struct MHD_Connection *conn, struct hx_response *rs)
 {
 	struct MHD_Response *r;
@@ -543,6 +556,7 @@ enum MHD_Result hx_queue(struct MHD_Connection *conn, struct hx_response *rs)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"airlock\"");
 	if (rs->close)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	add_headers(r, rs->headers);
 	if (held)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
@@ -684,7 +698,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				 who.name[0] ? who.name : "this client", s->o.max_connections_per_principal);
 			rs.close = true;
 		}
-		if (!rs.status && hx_route_proxied(method, url)) {
+		if (!rs.status && hx_request_proxied(s, &rq)) {
 			if (!c || hx_proxy_open(s, conn, &rq, c->raw_uri, &c->px, &rs) == 0)
 				rs.status = c ? 0 : 500;
 		}
@@ -715,7 +729,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		c->spool = spool;
 		if (c->spooled && (!(c->sha = EVP_MD_CTX_new()) || EVP_DigestInit_ex(c->sha, EVP_sha256(), NULL) != 1))
 			return MHD_NO;
-		c->limit = hx_body_limit(s, method, url);
+		c->limit = hx_request_limit(s, &rq);
 		peer_of(conn, c->peer, sizeof(c->peer));
 		c->local = rq.local;
 		c->uid = rq.uid;

@@ -631,6 +631,17 @@ static int plan_sys(struct fs_plan *plan, const struct al_policy *p)
 	return r;
 }
 
+/* /home/user, a link to the workspace: the home directory E2B's SDKs (and programs written for
+ * them) expect. Only a link in the sandbox's own root (nothing of the host's): where the policy or
+ * an image has a /home, that one stays as it is. */
+static int plan_home(struct fs_plan *plan, const struct al_policy *p)
+{
+	if (taken(plan, p, "/home"))
+		return 0;
+	int r = mkdir_op(plan, "/home", 0755);
+	return r ?: symlink_op(plan, "/home/user", AL_WORKSPACE);
+}
+
 /* An image's whole root, read-only, but for what the sandbox owns itself (/proc, /dev, /tmp, the
  * workspace, and airlock's files in /etc: passwd, group, hosts, hostname, nsswitch.conf naming
  * the sandbox user; the host's resolv.conf under --net host). Its top-level directories (/opt,
@@ -665,6 +676,7 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 	r = r ?: plan_checkout(plan, p);
 	r = r ?: plan_image(plan, p, host);
 	r = r ?: plan_sys(plan, p);
+	r = r ?: plan_home(plan, p);
 	/* Files last: an empty one is written as such (len 0 would mean "a string"). */
 	for (size_t i = 0; r == 0 && i < p->nfiles; i++) {
 		const struct al_file *f = &p->files[i];

@@ -81,6 +81,20 @@ struct srv_create_req {
 	const char *const *metadata_keys;
 	const char *const *metadata_values;
 	size_t n_metadata;
+	/* Paused instead of destroyed when its idle time (server.idle_ttl) or its own lifetime ends
+	 * (E2B's autoPause); resumed by its next call. */
+	bool auto_pause;
+	/* Its own lifetime runs on while it is paused (default: it stops, and what was left is kept). */
+	bool lifetime_runs_paused;
+};
+
+/* pause_sandbox and resume_sandbox: the sandbox's processes frozen in place (the cgroup freezer)
+ * and thawed. Pause is refused (EBUSY) while a call runs in it in the foreground (an exec, a cell)
+ * and (ENOTSUP) where no freezer can be had, saying why. by_approver: as srv_path_req's. */
+struct srv_pause_req {
+	const char *owner;
+	const char *sandbox_id;
+	const char *by_approver;
 };
 
 #define SRV_META_MAX	   64
@@ -94,6 +108,22 @@ struct srv_timeout_req {
 	const char *sandbox_id;
 	uint64_t lifetime_ms;
 };
+
+/* fork: count new sandboxes of owner's, each with sandbox_id's files as they are now (copied: the
+ * children and the parent diverge from here), its profile, image, network and limits; its
+ * metadata unless n_metadata labels are given (as create's); lifetime_ms from now (0: the parent's
+ * lifetime, counted afresh). Processes and contexts are not copied. */
+struct srv_fork_req {
+	const char *owner;
+	const char *sandbox_id;
+	unsigned count; /* 1 to SRV_FORK_MAX */
+	uint64_t lifetime_ms;
+	const char *const *metadata_keys;
+	const char *const *metadata_values;
+	size_t n_metadata;
+};
+
+#define SRV_FORK_MAX 16
 
 struct srv_exec_req {
 	const char *owner;
@@ -272,6 +302,12 @@ struct srv_result {
 	const char *ended_reason;
 	uint64_t ends_unix_ms; /* create, set_timeout: when the sandbox ends (wall clock, ms), 0: never */
 	char *watch_json; /* watch: the summary (JSON object) */
+	char *sandboxes_json; /* fork: {"sandboxes": [{"sandbox_id", "ends_at"}...], "entries", "bytes"} */
+	/* pause, resume: the sandbox's state (JSON object: sandbox_id, state, paused_at, paused_by,
+	 * freezer, took_ms). */
+	char *state_json;
+	/* A call that needed the sandbox found it paused and resumed it first (said in its result). */
+	bool resumed;
 };
 
 struct srv_result *srv_result_new(void);
@@ -285,7 +321,10 @@ struct srv_sandbox_info {
 	uint64_t used_unix_ms;	  /* its last use: an operation started or ended */
 	bool busy;		  /* an exec runs in it now */
 	/* GET /v1/sandboxes/{id} (and the list): what E2B's getInfo answers. */
-	char state[16];		/* "running" */
+	char state[16];		/* "running" or "paused" */
+	uint64_t paused_unix_ms; /* paused: since when (wall clock, ms) */
+	char paused_by[SRV_OWNER_MAX + 16]; /* paused: "owner", "approver <name>", "idle_ttl", "lifetime" */
+	bool auto_pause;	/* create's auto_pause */
 	char image[128];	/* the image it was made with, "host" without one */
 	char network[16];	/* its posture: "none", "allowlist", "host" */
 	uint64_t ends_unix_ms;	/* when it ends (its lifetime or server.max_lifetime), 0: never */
@@ -389,6 +428,14 @@ struct srv_mgr_api {
 	/* Optional (NULL: ENOTSUP): a watch of a directory; a bad path fails the start call. */
 	int (*watch)(void *ctx, const struct srv_watch_req *req, const struct srv_sink *sink, struct srv_op **op,
 		     struct al_error *err);
+	/* Optional (NULL: ENOTSUP): a fork; an unknown sandbox fails the start call. */
+	int (*fork)(void *ctx, const struct srv_fork_req *req, const struct srv_sink *sink, struct srv_op **op,
+		    struct al_error *err);
+	/* Optional (NULL: ENOTSUP): pause and resume in place (finish in the start call; result->state_json). */
+	int (*pause_sandbox)(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink,
+			     struct srv_op **op, struct al_error *err);
+	int (*resume_sandbox)(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink,
+			      struct srv_op **op, struct al_error *err);
 };
 
 #endif

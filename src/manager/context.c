@@ -54,6 +54,7 @@ struct ctx {
 	unsigned restarts;	  /* kernels started for this context */
 	struct al_job_census idle; /* what the kernel runs between cells, seen from the host at its hello */
 	bool have_idle;
+	bool server_restarted; /* made again after a restart of the server: its next cell says so */
 };
 
 struct ctx_set {
@@ -61,6 +62,7 @@ struct ctx_set {
 	pthread_cond_t cv; /* a context given back, or the set killed */
 	bool killed;
 	struct ctx *list;
+	unsigned generation; /* bumped when a context is made or deleted: what the sandbox's record names */
 };
 
 static uint64_t now_ms(void)
@@ -564,6 +566,8 @@ static char *cell_json(const struct ctx *c, const struct cell_run *cr, bool rest
 					json_pack("{s:s,s:s}", "reason", *cr->broke ? "protocol" : "left-running", "detail",
 						  *cr->broke ? cr->broke : cr->leftover));
 	r = r ?: json_object_set_new(o, "restarted", json_boolean(restarted));
+	if (r == 0 && restarted && c->server_restarted)
+		r = json_object_set_new(o, "restart_reason", json_string("server-restarted"));
 	if (r == 0 && (cr->timed_out || cr->cancelled))
 		r = json_object_set_new(o, "interrupted", json_true());
 	char *s = r == 0 ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -718,6 +722,7 @@ static int ctx_take_now(struct ctx_set *cs, const char *id, const char *language
 		c->sock = -1;
 		c->next = cs->list;
 		cs->list = c;
+		cs->generation++;
 	}
 	if (!c) {
 		if (create)
@@ -797,6 +802,14 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	exec_limits(env, &wall_ms, &cap);
 	uint64_t im = env->cfg->server.cell_image_bytes ? env->cfg->server.cell_image_bytes : CFG_CELL_IMAGE_LIMIT;
 	struct cell_run cr = {.cap = (size_t)cap, .image_max = (size_t)im};
+	/* The first cell after a restart of the server says, beside its output, what it lost: code
+	 * that reads only its output (a model) must not take the empty namespace for its own. */
+	if (r == 0 && fresh && c->server_restarted) {
+		char note[200];
+		int n = snprintf(note, sizeof(note), "airlock: the server restarted since this context's last cell: its %s "
+				 "kernel is new, and what it held is gone\n", c->language);
+		capture(&cr, req, 1, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
+	}
 	uint64_t ooms_before = UINT64_MAX;
 	if (r == 0 && al_sandbox_oom_kills(env->sb, &ooms_before) < 0)
 		ooms_before = UINT64_MAX;
@@ -851,6 +864,7 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 				enforced_with(al_sandbox_enforced(env->sb), have_kcg ? &kcg : NULL);
 		res->cell_json = cell_json(c, &cr, fresh && c->restarts > 1, oom);
 	}
+	c->server_restarted = false; /* said once (c is ours: busy) */
 	if (cr.lost || oom || *cr.leftover)
 		kernel_stop(cs, c); /* the next cell starts a clean kernel */
 	ctx_give(cs, c);
@@ -890,6 +904,7 @@ static void ctx_delete(struct ctx_set *cs, struct ctx *c)
 			*pp = c->next;
 			break;
 		}
+	cs->generation++;
 	pthread_mutex_unlock(&cs->mu);
 	free(c);
 }
@@ -979,4 +994,43 @@ void ctx_set_free(struct ctx_set *cs)
 	pthread_mutex_destroy(&cs->mu);
 	pthread_cond_destroy(&cs->cv);
 	free(cs);
+}
+
+/* ---- what a restart keeps: the contexts' names ---------------------------------------------- */
+
+json_t *ctx_set_names(struct ctx_set *cs, unsigned *generation)
+{
+	json_t *a = json_array();
+	if (!cs) {
+		*generation = 0;
+		return a;
+	}
+	pthread_mutex_lock(&cs->mu);
+	for (struct ctx *c = cs->list; a && c; c = c->next)
+		if (json_array_append_new(a, json_pack("{s:s,s:s}", "context_id", c->id, "language", c->language)) < 0) {
+			json_decref(a);
+			a = NULL;
+		}
+	*generation = cs->generation;
+	pthread_mutex_unlock(&cs->mu);
+	return a;
+}
+
+int ctx_set_lost(struct ctx_set *cs, const char *id, const char *language)
+{
+	if (!id || !valid_id(id) || !ctx_language_supported(language))
+		return -EINVAL;
+	struct ctx *c = NULL;
+	struct al_error err = {0};
+	int r = ctx_take(cs, id, language, true, &c, &err);
+	if (r < 0)
+		return r;
+	/* Counted as a kernel started, so the next one is a restart (cell_json's restarted). */
+	pthread_mutex_lock(&cs->mu);
+	c->restarts = 1;
+	c->server_restarted = true;
+	cs->generation = 0;
+	pthread_mutex_unlock(&cs->mu);
+	ctx_give(cs, c);
+	return 0;
 }

@@ -73,6 +73,14 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 int ctx_manage(struct ctx_set *cs, const struct ctx_env *env, const struct srv_context_req *req,
 	       struct srv_result **out, struct al_error *err);
 
+/* What a restart of the server keeps of a sandbox's contexts: their names (a JSON array of
+ * {context_id, language}, a new reference, NULL on ENOMEM; [] for no set) and *generation, which
+ * changes whenever one is made or deleted. */
+json_t *ctx_set_names(struct ctx_set *cs, unsigned *generation);
+/* Makes context id of language again after a restart of the server, with no kernel: its next cell
+ * starts one and says `restarted: true`, `restart_reason: "server-restarted"`. 0 or -errno. */
+int ctx_set_lost(struct ctx_set *cs, const char *id, const char *language);
+
 /* Pure, for the fuzz target: a kernel's 'r' answer (any JSON, the sandbox's word) re-encoded key
  * by key: value and error texts cut at cap bytes, images only those that look like PNG within
  * image_max base64 bytes (the others counted in images_dropped), at most 200 files. A new reference, or NULL on ENOMEM. */

@@ -304,6 +304,16 @@ int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_
 	return r;
 }
 
+int pst_box_seed(struct pst_box *b, struct pst_box *from, struct al_error *err)
+{
+	pthread_mutex_lock(&from->mu);
+	pthread_mutex_lock(&b->mu);
+	int r = wsm_link(from->w, b->w, NULL, err);
+	pthread_mutex_unlock(&b->mu);
+	pthread_mutex_unlock(&from->mu);
+	return r;
+}
+
 /* Removes what a trash name holds, on a thread of its own. */
 struct trash {
 	int dir;

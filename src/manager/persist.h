@@ -42,6 +42,9 @@ int pst_box_open(struct pst *p, const char *id, uint64_t disk, struct pst_box **
 int pst_box_save(struct pst_box *b, const json_t *rec, struct al_error *err);
 /* The mirror brought up to date with workspace ws (one sync at a time per box). */
 int pst_box_sync(struct pst_box *b, int ws, struct wsm_stats *st, struct al_error *err);
+/* Fills b's empty mirror with from's entries, linked rather than copied (a fork: from is synced
+ * first); a pst_box_restore from b then fills the workspace and b's index. */
+int pst_box_seed(struct pst_box *b, struct pst_box *from, struct al_error *err);
 /* The mirror copied into the new, empty workspace ws (see wsm_restore). */
 int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
 /* Frees b; with remove, its state on disk goes too (a destroyed or expired sandbox). */

@@ -42,7 +42,11 @@ static void *cell_thread(void *arg)
 	struct al_error err = {0};
 	struct srv_result *res = NULL;
 	struct ctx_set *cs = NULL;
-	struct sbx *s = sbx_get(m, op->sandbox_id, op->owner, &err);
+	/* A cell or a context's change needs its kernels running; a list only looks. */
+	op->inuse = op->kind == OP_CELL || !op->action || strcmp(op->action, "list") != 0;
+	struct sbx *s = op->inuse ? sbx_use(m, op->sandbox_id, op->owner, &op->resumed, &err)
+				  : sbx_get(m, op->sandbox_id, op->owner, &err);
+	op->inuse = op->inuse && s;
 	int r = !s ? -ENOENT : sbx_contexts(m, s, &cs) < 0 ? al_err(&err, ENOMEM, "out of memory") : 0;
 	if (r == 0) {
 		struct ctx_env env = {.sb = s->sb, .cfg = m->o.cfg, .timeout_ms = op->timeout_ms ?: s->exec_timeout_ms};
@@ -67,7 +71,8 @@ static void *cell_thread(void *arg)
 			 * kernel needs, e.g. an image without python3): the default context's cell runs
 			 * as a fresh exec instead, as before contexts; a named context is an error. */
 			if (r == -ENOTSUP && !op->context_id) {
-				sbx_put(m, s);
+				sbx_unuse_put(m, s);
+				op->inuse = false;
 				op->kind = OP_EXEC;
 				return exec_thread(op);
 			}
@@ -87,6 +92,8 @@ static void *cell_thread(void *arg)
 	}
 	if (r == 0 && !(res->sandbox_id = strdup(s->id)))
 		r = al_err(&err, ENOMEM, "out of memory");
+	if (s)
+		sbp_contexts(m, s); /* a context made or deleted is in the record before the answer */
 	op_end(op, s, r, &err, res);
 	return NULL;
 }

@@ -283,7 +283,7 @@ void *exec_thread(void *arg)
 			s->refs--;
 			pthread_mutex_unlock(&m->mu);
 		}
-	} else if (!(s = sbx_get(m, op->sandbox_id, op->owner, &err))) {
+	} else if (!(s = sbx_use(m, op->sandbox_id, op->owner, &op->resumed, &err))) {
 		r = -ENOENT;
 	} else if (op->network && s->net != AL_NET_ALLOW) {
 		r = al_err(&err, EPERM,
@@ -294,6 +294,7 @@ void *exec_thread(void *arg)
 			   "network, not others",
 			   s->id, *s->net_hosts ? s->net_hosts : "its profile's registries");
 	}
+	op->inuse = s && !throwaway; /* op_end lets go of the hold */
 	if (r == 0 && !s)
 		r = al_err(&err, EIO, "no sandbox");
 	if (r == 0 && op->kind == OP_EXEC)
@@ -318,6 +319,9 @@ void *exec_thread(void *arg)
 	if (r == 0 && op->kind == OP_EXEC && (code_fd = al_code_memfd(op->code, op->code_len)) < 0)
 		r = al_err_sys(&err, -code_fd, "setup: the program's sealed copy");
 	if (r == 0 && op->background) { /* answered at once; the process holds the place from here */
+		if (op->inuse) /* a background process is what a pause freezes: it holds no pause off */
+			sbx_unuse(m, s);
+		op->inuse = false;
 		sbproc_start(op, s, p, code_fd);
 		return NULL;
 	}

@@ -66,7 +66,11 @@ static int file_call(struct sbm *m, const struct file_call *c, const struct srv_
 	struct srv_result *res = srv_result_new();
 	if (!res)
 		return al_err(err, ENOMEM, "out of memory");
-	struct sbx *s = sbx_get(m, c->sandbox_id, c->owner, err);
+	/* Reading or changing files is a use: a paused sandbox is resumed first (its programs see the
+	 * change as it happens). A listing or a stat only looks. */
+	bool use = c->op == FILE_WRITE || c->op == FILE_READ || (c->op == FILE_OTHER && c->other->action != SRV_FILE_STAT);
+	struct sbx *s = use ? sbx_use(m, c->sandbox_id, c->owner, &res->resumed, err)
+			    : sbx_get(m, c->sandbox_id, c->owner, err);
 	if (!s) {
 		srv_result_free(res);
 		return -ENOENT;
@@ -100,6 +104,8 @@ static int file_call(struct sbm *m, const struct file_call *c, const struct srv_
 	const char *kw = NULL;
 	if (life_ended(m, s, why, sizeof(why), &kw))
 		r = al_err(err, ENOENT, "%s while this call ran", why);
+	if (use)
+		sbx_unuse(m, s);
 	sbx_put(m, s);
 	if (r < 0) {
 		srv_result_free(res);

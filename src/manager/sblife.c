@@ -128,12 +128,21 @@ bool life_gone_locked(const struct sbm *m, const char *id, const char *owner, ch
 	return false;
 }
 
+/* Its own end as the clock stands: paused (and not lifetime_runs_paused), the end moves on with
+ * the time, as the resume will move it (sbpause.c). */
+static uint64_t own_end_locked(const struct sbx *s, uint64_t now)
+{
+	if (!s->ends_ms || !s->paused || s->lifetime_runs_paused || now <= s->clock_stop_ms)
+		return s->ends_ms;
+	return s->ends_ms + (now - s->clock_stop_ms);
+}
+
 uint64_t life_ends_locked(const struct sbm *m, const struct sbx *s)
 {
 	uint64_t max = m->o.cfg->server.max_lifetime_ms;
-	uint64_t cap = max ? s->created_ms + max : 0;
-	if (s->ends_ms && (!cap || s->ends_ms < cap))
-		return s->ends_ms;
+	uint64_t cap = max ? s->created_ms + max : 0, own = own_end_locked(s, sbm_now_ms());
+	if (own && (!cap || own < cap))
+		return own;
 	return cap;
 }
 
@@ -147,18 +156,25 @@ enum sbx_end life_expiry_locked(const struct sbm *m, const struct sbx *s, uint64
 {
 	const struct cfg_server *c = &m->o.cfg->server;
 	uint64_t cap = c->max_lifetime_ms ? s->created_ms + c->max_lifetime_ms : 0;
+	/* Paused: its own lifetime stands still (unless it runs while paused) and it is never idle;
+	 * the server's max_lifetime runs on. Being paused or resumed right now: the next sweep. */
+	bool stopped = s->paused && !s->lifetime_runs_paused;
+	if (s->changing)
+		return SBX_LIVE;
 	/* Its own lifetime first when it is the earlier end: the words name what the owner chose. */
-	if (s->ends_ms && now >= s->ends_ms && (!cap || s->ends_ms <= cap))
+	if (!stopped && s->ends_ms && now >= s->ends_ms && (!cap || s->ends_ms <= cap))
 		return SBX_END_LIFETIME;
 	if (cap && now >= cap)
 		return SBX_END_MAX_LIFETIME;
 	/* Idle: never while an operation holds it (refs), so an idle end never cuts a call short. */
-	if (c->idle_ttl_ms && !s->pooled && s->refs == 1 && now - s->used_ms >= c->idle_ttl_ms)
+	if (c->idle_ttl_ms && !s->pooled && !s->paused && s->refs == 1 && now - s->used_ms >= c->idle_ttl_ms)
 		return SBX_END_IDLE;
 	if (!al_sandbox_alive(s->sb) && s->refs == 1)
 		return SBX_END_DIED;
-	lower(next, s->ends_ms);
+	if (!stopped)
+		lower(next, s->ends_ms);
 	lower(next, cap);
+	/* idle_ttl's sweep comes every second (the housekeeper's default wait). */
 	return SBX_LIVE;
 }
 
@@ -263,6 +279,8 @@ void life_apply_create(struct sbm *m, struct sbx *s, struct srv_op *op)
 	pthread_mutex_lock(&m->mu);
 	s->lifetime_ms = op->lifetime_ms;
 	s->ends_ms = op->lifetime_ms ? s->created_ms + op->lifetime_ms : 0;
+	s->auto_pause = op->auto_pause;
+	s->lifetime_runs_paused = op->lifetime_runs_paused;
 	free(s->meta_json);
 	s->meta_json = op->meta_json; /* the sandbox's now */
 	op->meta_json = NULL;

@@ -18,7 +18,10 @@ static int info_locked(const struct sbm *m, const struct sbx *s, struct srv_sand
 	memset(i, 0, sizeof(*i));
 	snprintf(i->id, sizeof(i->id), "%s", s->id);
 	snprintf(i->profile, sizeof(i->profile), "%s", s->profile);
-	snprintf(i->state, sizeof(i->state), "running");
+	snprintf(i->state, sizeof(i->state), "%s", s->paused ? "paused" : "running");
+	i->paused_unix_ms = s->paused ? sbm_wall_ms(m, s->paused_ms) : 0;
+	snprintf(i->paused_by, sizeof(i->paused_by), "%s", s->paused ? s->paused_by : "");
+	i->auto_pause = s->auto_pause;
 	snprintf(i->image, sizeof(i->image), "%s", s->image[0] ? s->image : "host");
 	snprintf(i->network, sizeof(i->network), "%s", pol_net_name(s->net));
 	i->created_unix_ms = sbm_wall_ms(m, s->created_ms);
@@ -112,6 +115,13 @@ static json_t *sbx_json(struct sbx *s, uint64_t now)
 	json_t *ports = o ? sbm_ports_json(s) : NULL;
 	if (ports)
 		json_object_set_new(o, "ports", ports);
+	if (o && (json_object_set_new(o, "state", json_string(s->paused ? "paused" : "running")) < 0 ||
+		  json_object_set_new(o, "paused_ms", s->paused ? json_integer((json_int_t)(now > s->paused_ms ? now - s->paused_ms : 0))
+								: json_null()) < 0 ||
+		  json_object_set_new(o, "paused_by", s->paused ? json_string(s->paused_by) : json_null()) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 

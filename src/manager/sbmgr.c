@@ -61,6 +61,7 @@ void sbx_free(struct sbx *s)
 	free(s->pool_image);
 	free(s->root);
 	free(s->meta_json);
+	json_decref(s->ctx_names);
 	free(s->port_tokens);
 	free(s);
 }
@@ -91,6 +92,10 @@ void sbx_unlist_locked(struct sbm *m, struct sbx *s)
 				al_job_kill(run->job);
 			sbproc_kill_all_locked(s);
 			ctx_set_kill(s->ctxs);		/* its contexts' kernels too: a running cell ends here */
+			/* Paused: what was just killed dies only once thawed (v1), and the calls that wait
+			 * for it hold the sandbox; the rest ends with it (al_sandbox_destroy). */
+			if (s->frozen && al_sandbox_resume(s->sb, NULL) == 0)
+				s->frozen = false;
 			pthread_cond_broadcast(&m->cv); /* an exec waiting for its turn in s gives up */
 			return;
 		}
@@ -405,6 +410,8 @@ void op_finish(struct srv_op *op, struct srv_result *res)
 	char owner[SRV_OWNER_MAX];
 	bool counted = op->counted;
 	memcpy(owner, op->owner, sizeof(owner)); /* op may be freed below */
+	if (res && op->resumed)
+		res->resumed = true; /* its sandbox was paused: the call resumed it first */
 	op->sink.on_done(op->sink.cookie, res);
 	pthread_mutex_lock(&op->mu);
 	op->done = true;
@@ -429,6 +436,9 @@ void op_end(struct srv_op *op, struct sbx *s, int r, const struct al_error *err,
 	}
 	if (s && op->kind != OP_PROCESS && op->kind != OP_WATCH && op->kind != OP_CONTEXT)
 		sbp_sync(op->m, s); /* what the call wrote is on disk before its result is sent */
+	if (s && op->inuse)
+		sbx_unuse(op->m, s);
+	op->inuse = false;
 	if (s)
 		sbx_put(op->m, s);
 	op_finish(op, res);
@@ -606,6 +616,8 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	op->network = req->network_enabled;
 	op->limits = req->limits;
 	op->lifetime_ms = req->lifetime_ms;
+	op->auto_pause = req->auto_pause;
+	op->lifetime_runs_paused = req->lifetime_runs_paused;
 	/* Refused before anything is made: a bad lifetime or label creates nothing. */
 	int lr = life_check_create(m, req, &op->meta_json, err);
 	if (lr < 0) {
@@ -745,11 +757,14 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.file_op = sbm_file_op,
 		.open_upload = sbm_open_upload,
 		.set_timeout = sbm_set_timeout,
+		.fork = sbm_fork,
 		.sandbox_info = sbm_sandbox_info,
 		.port_connect = sbm_port_connect,
 		.list_ports = sbm_list_ports,
 		.port_token = sbm_port_token,
 		.watch = sbm_watch,
+		.pause_sandbox = sbm_pause,
+		.resume_sandbox = sbm_resume,
 	};
 }
 
@@ -804,8 +819,10 @@ void sbm_stats(struct sbm *m, struct sbm_stats *st)
 	pthread_mutex_lock(&m->mu);
 	*st = m->st;
 	st->live = st->pooled = 0;
-	for (struct sbx *s = m->list; s; s = s->next)
+	for (struct sbx *s = m->list; s; s = s->next) {
 		*(s->pooled ? &st->pooled : &st->live) += 1;
+		st->paused += s->paused;
+	}
 	pthread_mutex_unlock(&m->mu);
 }
 

@@ -23,7 +23,7 @@ struct sbm_opts {
 };
 
 struct sbm_stats {
-	uint64_t live, pooled, created, destroyed, expired;
+	uint64_t live, pooled, paused, created, destroyed, expired;
 	uint64_t execs_running;
 };
 

@@ -73,6 +73,8 @@ struct sbx {
 	struct sbproc *procs;	/* background processes, running and ended (sbprocs.c; under m->mu) */
 	unsigned nprocs;	/* how many procs lists */
 	struct ctx_set *ctxs;	/* interpreter contexts (context.c), made by the first cell (under m->mu) */
+	struct json_t *ctx_names; /* their names as the record keeps them (ctx_set_names), or NULL */
+	unsigned ctx_gen;	  /* the set's generation ctx_names was taken at */
 	char *pool_image;	/* the image it was made on, or NULL (the profile's root): what a claim matches */
 	char *root;		/* the rootfs it runs on, or NULL (the host's, or not known after a restart) */
 	/* Lifetime and labels (sblife.c), under m->mu. */
@@ -88,6 +90,18 @@ struct sbx {
 	bool network;	       /* network_enabled at create */
 	uint64_t disk_bytes;   /* its workspace's size limit, as enforced */
 	struct pst_box *box;   /* its state on disk, or NULL (no state directory, a spare) */
+	/* Paused in place (sbpause.c), under m->mu. */
+	bool paused;	      /* its state is "paused" (frozen, or brought back paused after a restart) */
+	bool frozen;	      /* its processes are frozen (al_sandbox_pause) */
+	bool changing;	      /* a pause or resume of it is under way (outside the lock): wait on m->cv */
+	bool auto_pause;      /* create's auto_pause: idle_ttl or its lifetime pause it instead */
+	bool lifetime_runs_paused; /* create's lifetime_runs_paused */
+	bool lifetime_restart;	   /* auto-paused at its lifetime's end: the lifetime starts again at the resume */
+	unsigned inuse;		   /* calls that need it running now (sbx_use): a pause waits for none */
+	uint64_t paused_ms;	   /* since when (sbm_now_ms) */
+	uint64_t clock_stop_ms;	   /* its lifetime clock stopped here (paused; or brought back) */
+	char paused_by[SRV_OWNER_MAX + 16];
+	struct sbx *pause_next;	   /* the housekeeper's list of sandboxes to auto-pause */
 	struct sbm *m;	       /* its manager (sbx_free keeps or removes its state) */
 };
 
@@ -144,7 +158,8 @@ enum op_kind {
 	OP_CELL,
 	OP_CONTEXT,
 	OP_PROCESS,
-	OP_WATCH
+	OP_WATCH,
+	OP_FORK
 };
 
 struct srv_op {
@@ -181,6 +196,9 @@ struct srv_op {
 	char *meta_json;      /* OP_CREATE: the metadata as a JSON object's text, or NULL */
 	unsigned pty_cols, pty_rows; /* OP_EXEC (background): its terminal's first size, 0: none */
 	struct watch *watch;  /* OP_WATCH: its state (watch.c), owned by its worker */
+	unsigned count;	      /* OP_FORK: how many children */
+	bool auto_pause, lifetime_runs_paused; /* OP_CREATE */
+	bool inuse, resumed;  /* holds its sandbox through sbx_use (op_end lets go); it resumed it */
 };
 
 /* ---- sbmgr.c: the table, policies, operations ---- */
@@ -337,6 +355,32 @@ void life_apply_create(struct sbm *m, struct sbx *s, struct srv_op *op);
 int sbm_set_timeout(void *ctx, const struct srv_timeout_req *req, const struct srv_sink *sink, struct srv_op **out,
 		    struct al_error *err);
 
+/* ---- sbfork.c: forks ---- */
+
+int sbm_fork(void *ctx, const struct srv_fork_req *req, const struct srv_sink *sink, struct srv_op **out,
+	     struct al_error *err);
+/* ---- sbpause.c: paused in place ---- */
+
+int sbm_pause(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink, struct srv_op **out,
+	      struct al_error *err);
+int sbm_resume(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink, struct srv_op **out,
+	       struct al_error *err);
+/* sbx_get for a call that needs the sandbox running (an exec, a cell, files, process actions, a
+ * port): a paused one is resumed first (*resumed set, when not NULL), and while the caller holds
+ * it (until sbx_unuse) no pause comes between. NULL with err set, as sbx_get, or when the resume
+ * failed. */
+struct sbx *sbx_use(struct sbm *m, const char *id, const char *owner, bool *resumed, struct al_error *err);
+/* The same for s, found by the caller with a reference: 0, or -errno with s put. */
+int sbx_wake(struct sbm *m, struct sbx *s, bool *resumed, struct al_error *err);
+/* The end of sbx_use's hold: no sbx_put (unuse_put does both). */
+void sbx_unuse(struct sbm *m, struct sbx *s);
+void sbx_unuse_put(struct sbm *m, struct sbx *s);
+/* Under m->mu, from the housekeeper's sweep: s expired for why; with auto_pause (idle_ttl or its own
+ * lifetime) it is to be paused instead: true, a reference taken and s put on *list. */
+bool pause_instead_locked(struct sbm *m, struct sbx *s, enum sbx_end why, struct sbx **list);
+/* Outside the lock: pauses each of list (failing that, ends it as it would have ended), puts it. */
+void pause_list(struct sbm *m, struct sbx *list);
+
 /* ---- sbpersist.c: sandboxes kept across a restart of the server ---- */
 
 /* Opens the state directory and brings back every sandbox kept there (sbm_new). */
@@ -346,8 +390,15 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err);
 int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err);
 /* Its record written again (its lifetime changed). */
 void sbp_save(struct sbm *m, struct sbx *s);
+/* After a cell or a context call: the record again if the sandbox's contexts were made or deleted,
+ * so a restart (even after a crash) knows which contexts to say were lost. */
+void sbp_contexts(struct sbm *m, struct sbx *s);
 /* A call that may have changed s's files has ended: they are on disk before its result is sent. */
 void sbp_sync(struct sbm *m, struct sbx *s);
+/* A fork's child c (kept, empty) given parent p's files, indexed for its next sync and on disk:
+ * linked from p's mirror when both are kept, else copied from p's workspace and synced. */
+struct wsm_stats;
+int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err);
 /* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of
  * the stop); any other is removed from disk. */
 void sbp_release(struct sbx *s);

@@ -4,7 +4,8 @@
  * of the stop); the next server with the same directory makes each again, under the same id for
  * the same owner, with its files, metadata and the lifetime it had left.
  *
- * What does not survive: processes and interpreter contexts (their memory). What the clock does: a
+ * What does not survive: processes and interpreter contexts (their memory); the record names the
+ * contexts, so the first cell of each after the restart says its state was lost. What the clock does: a
  * graceful stop stops a sandbox's lifetime clock until the restart; after a crash, the time the
  * server was down counts (its end is a wall-clock time). */
 #include "manager/sbmint.h"
@@ -15,7 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "manager/context.h"
 #include "manager/persist.h"
+#include "manager/wsmirror.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -26,21 +29,43 @@ static uint64_t wall_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The pause part of the record (sbpause.c): its state, since when and by whom, create's options,
+ * and where its lifetime clock stopped (wall clock; 0 while it runs). Under m->mu. */
+static json_t *pause_record_locked(struct sbm *m, const struct sbx *s)
+{
+	bool stopped = s->paused && !s->lifetime_runs_paused;
+	return json_pack("{s:s,s:I,s:s,s:b,s:b,s:b,s:I}", "state", s->paused ? "paused" : "running", "paused_unix_ms",
+			 (json_int_t)(s->paused ? sbm_wall_ms(m, s->paused_ms) : 0), "paused_by",
+			 s->paused ? s->paused_by : "", "auto_pause", s->auto_pause, "lifetime_runs_paused",
+			 s->lifetime_runs_paused, "lifetime_restart", s->lifetime_restart, "clock_stopped_unix_ms",
+			 (json_int_t)(stopped ? sbm_wall_ms(m, s->clock_stop_ms) : 0));
+}
+
 static json_t *record_of(struct sbm *m, struct sbx *s, uint64_t stopped_unix_ms)
 {
 	pthread_mutex_lock(&m->mu);
 	uint64_t ends = s->ends_ms ? sbm_wall_ms(m, s->ends_ms) : 0, lifetime = s->lifetime_ms;
+	json_t *ctxs = s->ctx_names ? json_incref(s->ctx_names) : json_array();
+	json_t *pause = pause_record_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
 	json_t *meta = json_loads(s->meta_json ? s->meta_json : "{}", 0, NULL);
-	return json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:I,s:I,s:I,s:I}", "version", 1,
+	json_t *rec = json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:o,s:I,s:I,s:I,s:I}",
+				"version", 1,
 			 "id", s->id, "owner", s->owner, "profile", s->profile, "image", s->pool_image, "network",
 			 s->network, "hosts", s->net_hosts ? s->net_hosts : "", "limits", "memory_bytes",
 			 (json_int_t)s->lim.memory_bytes, "milli_cpus", (json_int_t)s->lim.milli_cpus, "pids",
 			 (json_int_t)s->lim.pids, "disk_bytes", (json_int_t)s->lim.disk_bytes, "timeout_ms",
 			 (json_int_t)s->lim.timeout_ms, "disk_limit", (json_int_t)s->disk_bytes, "metadata",
-			 meta ? meta : json_object(), "created_unix_ms", (json_int_t)sbm_wall_ms(m, s->created_ms),
+			 meta ? meta : json_object(), "contexts", ctxs ? ctxs : json_array(), "created_unix_ms",
+			 (json_int_t)sbm_wall_ms(m, s->created_ms),
 			 "ends_unix_ms", (json_int_t)ends, "lifetime_ms", (json_int_t)lifetime, "stopped_unix_ms",
 			 (json_int_t)stopped_unix_ms);
+	if (rec && (!pause || json_object_update(rec, pause) < 0)) {
+		json_decref(rec);
+		rec = NULL;
+	}
+	json_decref(pause);
+	return rec;
 }
 
 static void save(struct sbm *m, struct sbx *s, uint64_t stopped)
@@ -82,6 +107,29 @@ void sbp_save(struct sbm *m, struct sbx *s)
 		save(m, s, 0);
 }
 
+void sbp_contexts(struct sbm *m, struct sbx *s)
+{
+	pthread_mutex_lock(&m->mu);
+	struct ctx_set *cs = s->box ? s->ctxs : NULL;
+	pthread_mutex_unlock(&m->mu);
+	if (!cs)
+		return;
+	unsigned gen = 0;
+	json_t *names = ctx_set_names(cs, &gen);
+	pthread_mutex_lock(&m->mu);
+	bool changed = names && (gen != s->ctx_gen || !s->ctx_names);
+	if (changed) {
+		json_decref(s->ctx_names);
+		s->ctx_names = names;
+		s->ctx_gen = gen;
+		names = NULL;
+	}
+	pthread_mutex_unlock(&m->mu);
+	json_decref(names);
+	if (changed)
+		save(m, s, 0);
+}
+
 void sbp_sync(struct sbm *m, struct sbx *s)
 {
 	(void)m;
@@ -90,6 +138,25 @@ void sbp_sync(struct sbm *m, struct sbx *s)
 	struct al_error err = {0};
 	if (pst_box_sync(s->box, al_sandbox_workspace(s->sb), NULL, &err) < 0)
 		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, err.msg);
+}
+
+int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err)
+{
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(c->sb, &uid, &gid);
+	if (!p->box || !c->box) {
+		int r = wsm_copy(al_sandbox_workspace(p->sb), al_sandbox_workspace(c->sb), uid, gid, st, err);
+		if (r == 0)
+			sbp_sync(m, c);
+		return r;
+	}
+	/* The parent's mirror brought up to date (what its background processes wrote since its last
+	 * call), then shared: the child's mirror links its files, and the workspace is filled from
+	 * there, so nothing is written to disk but directories and links. */
+	sbp_sync(m, p);
+	int r = pst_box_seed(c->box, p->box, err);
+	return r ?: pst_box_restore(c->box, al_sandbox_workspace(c->sb), uid, gid, st, err);
 }
 
 void sbp_release(struct sbx *s)
@@ -118,17 +185,55 @@ static const char *str(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-/* Its lifetime left (ms; 0: none), or -1 when it ran out while the server was down. */
+/* Its lifetime left (ms; 0: none), or -1 when it ran out while the server was down. Paused, its
+ * clock stood still from its pause on (clock_stopped_unix_ms), whatever the server did after. */
 static int64_t left(const json_t *rec)
 {
 	uint64_t ends = num(rec, "ends_unix_ms"), stopped = num(rec, "stopped_unix_ms");
+	uint64_t clock = num(rec, "clock_stopped_unix_ms");
 	if (!ends)
 		return 0;
-	uint64_t from = stopped ? stopped : wall_now_ms();
+	uint64_t from = clock ? clock : stopped ? stopped : wall_now_ms();
 	return ends > from ? (int64_t)(ends - from) : -1;
 }
 
+/* The pause part of rec onto s, brought back: paused, not frozen (nothing runs in it yet); its
+ * lifetime clock stopped from now, as it was. */
+static void pause_restore(struct sbm *m, struct sbx *s, const json_t *rec)
+{
+	const char *state = str(rec, "state"), *by = str(rec, "paused_by");
+	uint64_t now = sbm_now_ms(), at = num(rec, "paused_unix_ms"), wall = wall_now_ms();
+	s->auto_pause = json_is_true(json_object_get(rec, "auto_pause"));
+	s->lifetime_runs_paused = json_is_true(json_object_get(rec, "lifetime_runs_paused"));
+	if (!state || strcmp(state, "paused") != 0)
+		return;
+	s->paused = true;
+	s->frozen = false;
+	s->lifetime_restart = json_is_true(json_object_get(rec, "lifetime_restart"));
+	s->paused_ms = at && wall > at && now > wall - at ? now - (wall - at) : now;
+	s->clock_stop_ms = now;
+	snprintf(s->paused_by, sizeof(s->paused_by), "%s", by ? by : "owner");
+	(void)m;
+}
+
 /* Makes the sandbox rec describes again, its workspace filled from b: 0, or -errno (err). */
+/* The contexts the sandbox had, made again without kernels (ctx_set_lost); names that are not
+ * (a record from another version) are passed over. */
+static int lost_contexts(struct sbx *s, const json_t *names, struct al_error *err)
+{
+	if (!json_array_size(names))
+		return 0;
+	if (ctx_set_new(&s->ctxs) < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	size_t i;
+	const json_t *c;
+	json_array_foreach(names, i, c)
+		if (ctx_set_lost(s->ctxs, str(c, "context_id"), str(c, "language")) == -ENOMEM)
+			return al_err(err, ENOMEM, "out of memory");
+	s->ctx_names = ctx_set_names(s->ctxs, &s->ctx_gen);
+	return 0;
+}
+
 static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sbx **out, struct al_error *err)
 {
 	const json_t *l = json_object_get(rec, "limits");
@@ -156,15 +261,17 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 	s->created_ms = now > age ? now - age : 0;
 	s->ends_ms = rest > 0 ? now + (uint64_t)rest : 0;
 	s->lifetime_ms = num(rec, "lifetime_ms");
+	r = lost_contexts(s, json_object_get(rec, "contexts"), err);
+	pause_restore(m, s, rec);
 	uid_t uid;
 	gid_t gid;
 	al_sandbox_owner(s->sb, &uid, &gid);
 	struct wsm_stats st;
-	r = pst_box_restore(b, al_sandbox_workspace(s->sb), uid, gid, &st, err);
+	r = r ?: pst_box_restore(b, al_sandbox_workspace(s->sb), uid, gid, &st, err);
 	if (r == 0) {
 		s->box = b;
-		fprintf(stderr, "airlock serve: sandbox %s of %s is back (%llu entries, %llu bytes)\n", s->id,
-			s->owner[0] ? s->owner : "(none)", (unsigned long long)st.entries,
+		fprintf(stderr, "airlock serve: sandbox %s of %s is back%s (%llu entries, %llu bytes)\n", s->id,
+			s->owner[0] ? s->owner : "(none)", s->paused ? ", paused" : "", (unsigned long long)st.entries,
 			(unsigned long long)st.bytes);
 	}
 	if (r < 0) {

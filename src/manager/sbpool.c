@@ -47,12 +47,14 @@ struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *ima
 
 /* One sweep: unlists what expired (returned in *dead, to be put outside the lock), each with why
  * (the words its calls and its owner get); *next: the earliest deadline still ahead. */
-static struct sbx *expire_locked(struct sbm *m, uint64_t now, uint64_t *next)
+static struct sbx *expire_locked(struct sbm *m, uint64_t now, uint64_t *next, struct sbx **pause)
 {
 	struct sbx *dead = NULL;
 	for (struct sbx *s = m->list, *nx; s; s = nx) {
 		nx = s->next;
 		enum sbx_end why = life_expiry_locked(m, s, now, next);
+		if (why != SBX_LIVE && pause_instead_locked(m, s, why, pause))
+			continue; /* auto_pause: paused below, outside the lock */
 		if (why != SBX_LIVE) {
 			sbx_end_locked(m, s, why, NULL);
 			m->st.expired++;
@@ -127,14 +129,16 @@ void *sbm_housekeeper(void *arg)
 			pthread_mutex_lock(&m->mu);
 		}
 		uint64_t next = UINT64_MAX;
-		struct sbx *dead = m->stopping ? NULL : expire_locked(m, sbm_now_ms(), &next);
-		if (dead) {
+		struct sbx *pause = NULL;
+		struct sbx *dead = m->stopping ? NULL : expire_locked(m, sbm_now_ms(), &next, &pause);
+		if (dead || pause) {
 			pthread_mutex_unlock(&m->mu);
 			while (dead) {
 				struct sbx *nd = dead->next;
 				sbx_put(m, dead);
 				dead = nd;
 			}
+			pause_list(m, pause);
 			pthread_mutex_lock(&m->mu);
 		}
 		/* A lifetime ends on time, not at the next one-second sweep. */

@@ -92,6 +92,9 @@ int sbm_port_connect(void *ctx, const struct srv_port_req *req, int *fd, struct 
 	struct sbx *s = port_sandbox(m, req, &r, err);
 	if (!s)
 		return r;
+	/* A connection is made by the sandbox's init: a paused sandbox is resumed first. */
+	if ((r = sbx_wake(m, s, NULL, err)) < 0)
+		return r;
 	if (airlock_port(s, req->port))
 		r = al_err(err, ECONNREFUSED,
 			   "port %u is the sandbox's egress proxy (airlock's own), not a server of the "
@@ -99,7 +102,7 @@ int sbm_port_connect(void *ctx, const struct srv_port_req *req, int *fd, struct 
 			   (unsigned)req->port);
 	else
 		r = al_sandbox_connect(s->sb, req->port, fd, err);
-	sbx_put(m, s);
+	sbx_unuse_put(m, s);
 	return r;
 }
 

@@ -699,7 +699,7 @@ static void *connect_thread(void *arg)
 
 /* The calls answered at once: list, get, stdin, close_stdin, signal, kill. */
 static int process_now(struct sbm *m, struct sbx *s, const struct srv_process_req *req, const struct srv_sink *sink,
-		       struct al_error *err)
+		       bool resumed, struct al_error *err)
 {
 	struct srv_result *res = srv_result_new();
 	if (!res)
@@ -731,6 +731,7 @@ static int process_now(struct sbm *m, struct sbx *s, const struct srv_process_re
 		return r;
 	}
 	res->sandbox_id = strdup(s->id);
+	res->resumed = resumed;
 	sink->on_done(sink->cookie, res);
 	return 0;
 }
@@ -754,10 +755,16 @@ int sbm_process(void *ctx, const struct srv_process_req *req, const struct srv_s
 	if (strcmp(req->action, "list") != 0 && req->pid <= 0)
 		return al_err(err, EINVAL, "process action \"%s\" needs a pid (a positive number)", req->action);
 	if (strcmp(req->action, "connect") != 0) {
-		struct sbx *s = sbx_get(m, req->sandbox_id, req->owner, err);
+		/* stdin, a signal, a kill, a resize act on a process: its sandbox is resumed first (a
+		 * signal to a frozen process would wait). list and get only look. */
+		bool use = strcmp(req->action, "list") != 0 && strcmp(req->action, "get") != 0, resumed = false;
+		struct sbx *s = use ? sbx_use(m, req->sandbox_id, req->owner, &resumed, err)
+				    : sbx_get(m, req->sandbox_id, req->owner, err);
 		if (!s)
 			return -ENOENT;
-		int r = process_now(m, s, req, sink, err);
+		int r = process_now(m, s, req, sink, resumed, err);
+		if (use)
+			sbx_unuse(m, s);
 		sbx_put(m, s);
 		*out = NULL;
 		return r;

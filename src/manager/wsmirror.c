@@ -638,3 +638,66 @@ void wsm_free(struct wsm *w)
 		close(w->stage);
 	free(w);
 }
+
+/* ---- a mirror seeded from another (a fork) ---------------------------------------------------- */
+
+static int link_tree(struct walk *k, int src, int dst, int depth);
+
+/* NOLINTNEXTLINE(misc-no-recursion): with link_tree, bounded by WSM_DEPTH */
+static int link_entry(struct walk *k, int src, int dst, const char *name, int depth)
+{
+	struct stat st;
+	if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode)) {
+		/* A mirror's file is never written in place (a change is staged and renamed over it),
+		 * so both mirrors may hold the same inode until either changes it. */
+		if (linkat(src, name, dst, name, 0) < 0)
+			return -errno;
+		k->st->entries++;
+		return 0;
+	}
+	if (depth >= WSM_DEPTH)
+		return -ENAMETOOLONG;
+	if (mkdirat(dst, name, 0700) < 0)
+		return -errno;
+	cleanup_close int in = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	cleanup_close int out = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = in < 0 || out < 0 ? -errno : link_tree(k, in, out, depth + 1);
+	/* The directory as the other mirror keeps it: its bits, the exact mode noted, its times. */
+	char v[8];
+	ssize_t n = r == 0 ? fgetxattr(in, WSM_MODE_XATTR, v, sizeof(v)) : -1;
+	if (r == 0 && n > 0 && fsetxattr(out, WSM_MODE_XATTR, v, (size_t)n, 0) < 0 && errno != EOPNOTSUPP)
+		r = -errno;
+	struct timespec t[2] = {st.st_atim, st.st_mtim};
+	if (r == 0 && (fchmod(out, st.st_mode & 01777) < 0 || futimens(out, t) < 0))
+		r = -errno;
+	k->st->entries += r == 0;
+	return r;
+}
+
+static int link_tree(struct walk *k, int src, int dst, int depth)
+{
+	return each_entry(k, src, dst, depth, link_entry);
+}
+
+int wsm_link(const struct wsm *from, struct wsm *to, struct wsm_stats *st, struct al_error *err)
+{
+	struct wsm_stats none = {0};
+	struct walk k = {.w = to, .st = st ? st : &none, .err = err};
+	*k.st = (struct wsm_stats){0};
+	int r = link_tree(&k, from->files, to->files, 0);
+	return r < 0 ? al_err_sys(err, -r, "cannot seed a mirror from another") : 0;
+}
+
+int wsm_copy(int from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
+{
+	struct wsm *w = NULL;
+	/* A mirror whose files are the live workspace: restore's walk, which never follows a link
+	 * and makes each entry as the sandbox user, is the copy; its index is not needed. */
+	int r = wsm_open(from, from, &w, err);
+	if (r == 0 && w)
+		r = wsm_restore(w, to, uid, gid, st, err);
+	wsm_free(w);
+	return r;
+}

@@ -47,5 +47,11 @@ int wsm_sync(struct wsm *w, int ws, struct wsm_stats *st, struct al_error *err);
 /* Copies the mirror into the empty workspace ws, new entries owned by uid:gid (made as that user:
  * ws_become), and indexes them so that the next wsm_sync copies only what changed after. */
 int wsm_restore(struct wsm *w, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
+/* Fills the empty mirror to with from's entries as hard links (directories made anew), without
+ * reading a byte: to's index stays empty, for a wsm_restore from it to fill. */
+int wsm_link(const struct wsm *from, struct wsm *to, struct wsm_stats *st, struct al_error *err);
+/* Copies the workspace from into the empty workspace to (a fork), as wsm_restore copies a mirror:
+ * what a mirror keeps is copied, new entries owned by uid:gid. */
+int wsm_copy(int from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
 
 #endif

@@ -99,7 +99,10 @@ static void stats(void *ctx, struct http_stats *out)
 	struct sbm_stats st;
 	sbm_stats(((struct serve *)ctx)->m, &st);
 	*out = (struct http_stats){
-		.sandboxes_live = st.live, .sandboxes_pooled = st.pooled, .execs_running = st.execs_running};
+		.sandboxes_live = st.live,
+		.sandboxes_pooled = st.pooled,
+		.sandboxes_paused = st.paused,
+		.execs_running = st.execs_running};
 }
 
 /* The approver's console's sandbox view: every principal's. */
@@ -292,6 +295,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 			cfg->server.quota_connections ? cfg->server.quota_connections : CFG_QUOTA_CONNECTIONS,
 		.approvals = ch.other ? svc->approvals : NULL,
 		.request_timeout_ms = (uint32_t)cfg->server.request_timeout_ms,
+		.e2b_domain = cfg->server.http_e2b_domain,
 		.server_version = AIRLOCK_VERSION,
 		.stats = stats,
 		.stats_ctx = s,

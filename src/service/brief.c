@@ -276,6 +276,17 @@ static void brief_process(FILE *f, const json_t *st)
 		fprintf(f, " (next offset %lld)", (long long)json_integer_value(json_object_get(st, "next_offset")));
 }
 
+static void brief_fork(FILE *f, const json_t *st)
+{
+	const json_t *list = json_object_get(st, "sandboxes");
+	fprintf(f, "sandbox %s forked into %zu:", or_q(sv(st, "sandbox_id")), json_array_size(list));
+	size_t i;
+	const json_t *c;
+	json_array_foreach(list, i, c)
+		fprintf(f, " %s", or_q(sv(c, "sandbox_id")));
+	fputs(" (pass one as sandbox_id)", f);
+}
+
 static void brief_execute(FILE *f, const json_t *args, const json_t *st)
 {
 	const json_t *cell = json_object_get(st, "cell");
@@ -418,6 +429,13 @@ char *tl_brief(enum tl_id id, const json_t *args, const json_t *st)
 		break;
 	case TL_SET_TIMEOUT:
 		fprintf(f, "sandbox %s ends at %s", or_q(sv(st, "sandbox_id")), or_q(sv(st, "ends_at")));
+		break;
+	case TL_FORK:
+		brief_fork(f, st);
+		break;
+	case TL_PAUSE:
+	case TL_RESUME:
+		fprintf(f, "sandbox %s is %s", or_q(sv(st, "sandbox_id")), or_q(sv(st, "state")));
 		break;
 	case TL_FILE:	/* small objects: as they are */
 	case TL_WATCH:	/* the events, as they came */

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/error.h"
+
 struct svc_call {
 	const struct svc_runner *rn;
 	enum tl_id tool;
@@ -34,6 +36,7 @@ struct svc_call {
 	char call_id[SRV_CALL_ID_MAX]; /* its audit start record's, once admitted ("" before) */
 	char approver[96];	       /* the principal who answered an ASK ("" : none named) */
 	char for_owner[96];	       /* svc_call_act_for: whose sandbox an approver acts on ("" : its own) */
+	const char *transport;	       /* svc_call_set_transport (static), or NULL: the runner's */
 };
 
 static uint64_t monotonic_us(void *ctx)
@@ -100,7 +103,7 @@ void svc_call_end(struct svc_call *c, enum srv_call_status status, const struct 
 		.decided = c->decided,
 		.approval = c->approval,
 		.by = c->by,
-		.transport = c->rn->transport,
+		.transport = c->transport ? c->transport : c->rn->transport,
 		.peer = c->peer,
 		.principal = c->who.name,
 		.approver = c->approver[0] ? c->approver : NULL,
@@ -184,6 +187,14 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 					   .by_approver = c->who.name ? c->who.name : "an approver"};
 		return m->destroy_sandbox(m->ctx, &req, sink, &c->op, err);
 	}
+	if (c->for_owner[0] && (c->tool == TL_PAUSE || c->tool == TL_RESUME)) {
+		struct srv_pause_req req = {.owner = c->for_owner,
+					    .sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
+					    .by_approver = c->who.name ? c->who.name : "an approver"};
+		int (*fn)(void *, const struct srv_pause_req *, const struct srv_sink *, struct srv_op **,
+			  struct al_error *) = c->tool == TL_PAUSE ? m->pause_sandbox : m->resume_sandbox;
+		return fn ? fn(m->ctx, &req, sink, &c->op, err) : al_err(err, ENOTSUP, "this server cannot pause sandboxes");
+	}
 	if (c->for_owner[0])
 		return tl_start(m, c->tool, c->args, c->for_owner, sink, &c->op, err);
 	const char *sandbox = json_string_value(json_object_get(c->args, "sandbox_id"));
@@ -228,7 +239,7 @@ static enum svc_step start(struct svc_call *c, struct svc_refusal *ref)
 				    .args = c->args,
 				    .approval = c->approval,
 				    .by = c->by,
-				    .transport = c->rn->transport,
+				    .transport = c->transport ? c->transport : c->rn->transport,
 				    .peer = c->peer,
 				    .principal = c->who.name,
 				    .approver = c->approver[0] ? c->approver : NULL,
@@ -354,11 +365,18 @@ int svc_call_act_for(struct svc_call *c, const char *owner)
 	 * anything in it, type into it, resize, signal or kill a process of it. */
 	const char *action = json_string_value(json_object_get(c->args, "action"));
 	bool look = c->tool == TL_PROCESS && action && (strcmp(action, "list") == 0 || strcmp(action, "output") == 0);
-	if ((c->tool != TL_DESTROY_SANDBOX && !look) || c->begun || !owner || !*owner ||
+	/* Pausing and resuming stop and go on with what runs there, as it is: nothing new runs. */
+	bool hold = c->tool == TL_PAUSE || c->tool == TL_RESUME;
+	if ((c->tool != TL_DESTROY_SANDBOX && !look && !hold) || c->begun || !owner || !*owner ||
 	    strlen(owner) >= sizeof(c->for_owner))
 		return -EINVAL;
 	snprintf(c->for_owner, sizeof(c->for_owner), "%s", owner);
 	return 0;
+}
+
+void svc_call_set_transport(struct svc_call *c, const char *transport)
+{
+	c->transport = transport;
 }
 
 void svc_call_set_approver(struct svc_call *c, const char *approver)

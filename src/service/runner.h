@@ -128,6 +128,9 @@ enum svc_step svc_call_answer(struct svc_call *c, enum srv_gate_outcome outcome,
  * transport checked that the principal is an approver. Only code_destroy_sandbox and code_process's
  * read-only actions (list, output), before svc_call_begin: 0, or -EINVAL. */
 int svc_call_act_for(struct svc_call *c, const char *owner);
+/* The front end its audit records name instead of the runner's transport ("e2b": a call made
+ * through the E2B front end of the HTTP listener); a static string. Before svc_call_begin. */
+void svc_call_set_transport(struct svc_call *c, const char *transport);
 /* Who answered (before svc_call_answer): the principal the approval queue names, for the audit log. */
 void svc_call_set_approver(struct svc_call *c, const char *approver);
 /* The client went away or cancelled while a human was being asked: ends it as CANCELLED. */

@@ -2,6 +2,8 @@
  * it turns into, and the structured result it gives back. */
 #include "service/tools.h"
 #include "service/tlproc.h"
+#include "service/tlfork.h"
+#include "service/tlpause.h"
 #include "service/tlwatch.h"
 
 #include <errno.h>
@@ -164,7 +166,11 @@ static const char create_input[] =
 	"\"metadata\":{\"type\":\"object\",\"maxProperties\":64,\"propertyNames\":{\"minLength\":1,"
 	"\"maxLength\":64},\"additionalProperties\":{\"type\":\"string\",\"maxLength\":512},\"description\":"
 	"\"Labels of the sandbox, string to string (at most 64; a key is 1-64 bytes of A-Z a-z 0-9 . _ - /, a value "
-	"at most 512 bytes): shown by its info and matched by the list's metadata filter.\"}},"
+	"at most 512 bytes): shown by its info and matched by the list's metadata filter.\"},"
+	"\"auto_pause\":{\"type\":\"boolean\",\"description\":\"When its idle time or its lifetime ends, pause "
+	"it (code_pause_sandbox) instead of destroying it; its next call resumes it.\"},"
+	"\"lifetime_runs_paused\":{\"type\":\"boolean\",\"description\":\"Its lifetime runs on while it is paused "
+	"(default: it stops, and what was left is kept).\"}},"
 	"\"additionalProperties\":false}";
 
 static const char timeout_input[] =
@@ -440,6 +446,30 @@ static const struct tool_def tools[TL__COUNT] = {
 		      "created, written, removed, renamed, their mode changed. Runs nothing.",
 		      tl_watch_input, tl_watch_output, "{\"readOnlyHint\":true,\"openWorldHint\":false}",
 		      tl_watch_start, tl_watch_result},
+	[TL_FORK] = {"code_fork_sandbox", "Fork a sandbox",
+		     "Makes count new sandboxes (default 1), each with a copy of a sandbox's files as they are "
+		     "now (without sandbox_id: this session's own sandbox), its profile, image, network and "
+		     "limits; from then on each changes on its own. Running processes and interpreter state "
+		     "are not copied. Returns the new sandbox_ids: pass one to later calls to work in it.",
+		     tl_fork_input, tl_fork_output,
+		     "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,"
+		     "\"openWorldHint\":false}",
+		     tl_fork_start, tl_fork_result},
+	[TL_PAUSE] = {"code_pause_sandbox", "Pause a sandbox in place",
+		      "Freezes every process of a persistent sandbox where it is (background processes and "
+		      "interpreter contexts keep their memory and state; no CPU is used) until "
+		      "code_resume_sandbox or the next call that needs it, which resumes it first and says "
+		      "resumed. Its own lifetime stops while it is paused. Refused while a call runs in it.",
+		      tl_pause_input, tl_pause_output,
+		      "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
+		      "\"openWorldHint\":false}",
+		      tl_pause_start, tl_pause_result},
+	[TL_RESUME] = {"code_resume_sandbox", "Resume a paused sandbox",
+		       "Thaws a paused sandbox: its processes go on where they were.", tl_pause_input,
+		       tl_pause_output,
+		       "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
+		       "\"openWorldHint\":false}",
+		       tl_resume_start, tl_pause_result},
 };
 
 int tl_lookup(const char *name)
@@ -654,6 +684,8 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 		return check_content(args, msg);
 	case TL_FILE:
 		return check_file(args, msg);
+	case TL_FORK:
+		return check_metadata(args, msg);
 	case TL_UPLOAD:
 	case TL_READ_FILE:
 	case TL_LIST_FILES:
@@ -662,6 +694,8 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 	case TL_PROCESS:
 	case TL_SET_TIMEOUT:
 	case TL_WATCH:
+	case TL_PAUSE:
+	case TL_RESUME:
 	case TL__COUNT:
 		break;
 	}
@@ -841,27 +875,38 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const c
 	};
 	limits_of(json_object_get(args, "limits"), &req.limits);
 	req.lifetime_ms = seconds_ms(json_object_get(args, "lifetime"));
+	req.auto_pause = flag_arg(args, "auto_pause");
+	req.lifetime_runs_paused = flag_arg(args, "lifetime_runs_paused");
 	cleanup_free const char **domains =
 		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
 	if (rc < 0)
 		return al_err(err, ENOMEM, "out of memory");
 	req.allowed_domains = domains;
 	/* The labels as two borrowed arrays (the arguments outlive the start call). */
-	json_t *meta = json_object_get(args, "metadata");
-	size_t n = json_object_size(meta);
-	cleanup_free const char **keys = calloc(n ? n : 1, sizeof(*keys));
-	cleanup_free const char **values = calloc(n ? n : 1, sizeof(*values));
-	if (!keys || !values)
+	cleanup_free const char **keys = NULL;
+	cleanup_free const char **values = NULL;
+	if (tl_metadata_args(json_object_get(args, "metadata"), &keys, &values, &req.n_metadata) < 0)
 		return al_err(err, ENOMEM, "out of memory");
-	const char *key;
-	const json_t *v;
-	json_object_foreach(meta, key, v) {
-		keys[req.n_metadata] = key;
-		values[req.n_metadata++] = json_string_value(v);
-	}
 	req.metadata_keys = keys;
 	req.metadata_values = values;
 	return m->create_sandbox(m->ctx, &req, sink, op, err);
+}
+
+int tl_metadata_args(json_t *meta, const char ***keys, const char ***values, size_t *n)
+{
+	size_t k = json_object_size(meta);
+	*n = 0;
+	*keys = calloc(k ? k : 1, sizeof(**keys));
+	*values = calloc(k ? k : 1, sizeof(**values));
+	if (!*keys || !*values)
+		return -ENOMEM;
+	const char *key;
+	json_t *v;
+	json_object_foreach(meta, key, v) {
+		(*keys)[*n] = key;
+		(*values)[(*n)++] = json_string_value(v);
+	}
+	return 0;
 }
 
 static int start_timeout(const struct srv_mgr_api *m, const json_t *args, const char *owner,
@@ -1193,6 +1238,11 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
 	json_t *structured = tools[id].result(args, r, &is_error);
 	if (!structured)
 		return NULL;
+	/* The sandbox was paused and this call resumed it first (manager/sbpause.c). */
+	if (r->resumed && json_object_set_new(structured, "resumed", json_true()) < 0) {
+		json_decref(structured);
+		return NULL;
+	}
 	/* The text is what a model reads, short (tl_brief); the whole result is structuredContent. */
 	json_t *images = json_array();
 	int rc = images ? add_images(images, structured) : -ENOMEM;

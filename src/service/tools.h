@@ -22,6 +22,9 @@ enum tl_id {
 	TL_UPLOAD, /* the JSON API's streamed uploads (a file or a tar archive); not an MCP tool */
 	TL_SET_TIMEOUT,
 	TL_WATCH, /* code_watch (tlwatch.c) */
+	TL_FORK,  /* code_fork_sandbox (tlfork.c) */
+	TL_PAUSE,  /* code_pause_sandbox (tlpause.c) */
+	TL_RESUME, /* code_resume_sandbox (tlpause.c) */
 	TL__COUNT,
 };
 
@@ -39,6 +42,9 @@ void tl_catalog_clear(struct tl_catalog *c);
 
 /* The tool's id, or -1 for a name we do not serve. */
 int tl_lookup(const char *name);
+/* A metadata argument (an object of strings, checked by the schema) as the manager takes labels:
+ * two arrays borrowed from meta (*keys and *values malloc'd, the caller frees them). 0 or -ENOMEM. */
+int tl_metadata_args(json_t *meta, const char ***keys, const char ***values, size_t *n);
 const char *tl_name(enum tl_id id);
 
 /* Arguments against the input schema plus the rules a schema cannot say (base64 that decodes,

@@ -170,7 +170,7 @@ static void job_cgroup_refused(const struct al_policy *p, struct al_error *err)
  * floor's cgroup layers. What the layout cannot give is refused here, before anything starts;
  * the directories and limits are made by be_spawn or the backend (cg_make), which may do so
  * while the sandbox's init sets itself up. */
-static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_error *err)
+static int job_cgroup(struct al_job *j, const struct al_policy *p, bool hold, struct al_error *err)
 {
 	struct cg_limits lim = {
 		.memory_bytes = p->limits[AL_LIMIT_MEMORY],
@@ -180,6 +180,7 @@ static int job_cgroup(struct al_job *j, const struct al_policy *p, struct al_err
 		.need_pids = must_enforce(p, AL_LIMIT_PIDS) || (p->require & REQ_CGROUP_PIDS),
 		.need_cpu = must_enforce(p, AL_LIMIT_CPUS) || (p->require & REQ_CGROUP_CPU),
 		.no_systemd_scope = p->no_systemd_scope,
+		.freezer = hold, /* a held sandbox can be paused (al_sandbox_pause) */
 	};
 	if ((p->require & REQ_CGROUP_CPU) && lim.cpu_millis == AL_UNLIMITED)
 		return al_err(err, EINVAL, "--require cgroup-cpu needs a --cpus limit");
@@ -333,7 +334,7 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 	j->err.fd = ep[0];
 	clock_gettime(CLOCK_MONOTONIC, &j->start);
 	/* An exec in a held sandbox uses the sandbox's proxy and cgroup. */
-	if (!p->attach && ((r = job_proxy(j, p, err)) < 0 || (r = job_cgroup(j, p, err)) < 0))
+	if (!p->attach && ((r = job_proxy(j, p, err)) < 0 || (r = job_cgroup(j, p, hold, err)) < 0))
 		goto fail;
 	if (p->attach && (r = job_exec_acct_start(j, p, err)) < 0)
 		goto fail;

@@ -36,6 +36,8 @@ struct al_sandbox {
 	int image_lock; /* the image's lock, dup'd (the same open file: its LOCK_SH), or -1 */
 	uid_t uid;
 	gid_t gid;
+	bool paused;		   /* frozen (al_sandbox_pause), under held.lock */
+	struct cg_keeper *keeper; /* from its first pause on: ends the sandbox if we die */
 };
 
 struct be_held *sandbox_held(struct al_sandbox *sb)
@@ -305,10 +307,67 @@ int al_sandbox_net_file(struct al_sandbox *sb, const char *name, struct al_error
 	return fd;
 }
 
+/* How long the kernel may take to freeze or thaw every task (a task asleep in the kernel, say on a
+ * slow disk, freezes only when it wakes): past it the pause is refused and the sandbox runs on. */
+#define SANDBOX_FREEZE_MS 2000
+
+int al_sandbox_pause(struct al_sandbox *sb, struct al_error *err)
+{
+	if (!al_sandbox_alive(sb))
+		return al_err(err, ESRCH, "the sandbox is gone");
+	struct cg_job *cg = sb->job->cg;
+	if (!cg_freezer(cg))
+		return al_err(err, ENOTSUP, "this sandbox cannot be paused: no cgroup freezer (%s)", cg_freezer_why(cg));
+	be_held_lock_idle(&sb->held);
+	int r = 0;
+	/* The keeper first: from the moment the job is frozen, our death must not leave it so. It stays
+	 * until the sandbox goes (a resumed sandbox it would end as its init's parent-death signal does):
+	 * a fork and a reap on every pause and resume were 4 of a pause's 12 ms here. */
+	if (!sb->paused && !sb->keeper)
+		r = cg_keeper_start(cg, &sb->keeper, err);
+	if (!sb->paused && r == 0)
+		r = cg_freeze(cg, true, SANDBOX_FREEZE_MS, err);
+	if (r == 0)
+		__atomic_store_n(&sb->paused, true, __ATOMIC_RELAXED);
+	be_held_unlock(&sb->held);
+	return r;
+}
+
+int al_sandbox_resume(struct al_sandbox *sb, struct al_error *err)
+{
+	pthread_mutex_lock(&sb->held.lock);
+	int r = sb->paused ? cg_freeze(sb->job->cg, false, SANDBOX_FREEZE_MS, err) : 0;
+	if (sb->paused && r == 0)
+		__atomic_store_n(&sb->paused, false, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sb->held.lock);
+	return r;
+}
+
+bool al_sandbox_paused(const struct al_sandbox *sb)
+{
+	return __atomic_load_n(&sb->paused, __ATOMIC_RELAXED);
+}
+
+const char *al_sandbox_freezer(const struct al_sandbox *sb, const char **why)
+{
+	const struct cg_job *cg = sb && sb->job ? sb->job->cg : NULL;
+	int v = cg_freezer(cg);
+	*why = v ? NULL : cg_freezer_why(cg);
+	return v == 2 ? "v2" : v == 1 ? "v1" : NULL;
+}
+
 void al_sandbox_destroy(struct al_sandbox *sb)
 {
 	if (!sb)
 		return;
+	/* Paused: every process is sent SIGKILL, then thawed, so that it dies (a frozen v1 task does
+	 * not) and runs nothing of its own meanwhile; the keeper's job is done then. */
+	if (sb->paused && sb->job) {
+		cg_thaw_killed(sb->job->cg);
+		__atomic_store_n(&sb->paused, false, __ATOMIC_RELAXED);
+	}
+	cg_keeper_stop(sb->keeper);
+	sb->keeper = NULL;
 	if (sb->ws_fd >= 0)
 		close(sb->ws_fd);
 	if (sb->image_lock >= 0)

@@ -317,6 +317,30 @@ def sleepers(tag):
     return found
 
 
+def step_pause(b, sb):
+    """The approver pauses another principal's sandbox from its row and resumes it; the owner's info agrees."""
+    s, body, _ = http("POST", "/v1/sandboxes", CLIENT, {})
+    check(s == 201, "the client creates a sandbox to pause")
+    held = json.loads(body)["sandbox_id"]
+    s, _, _ = http("POST", f"/v1/admin/sandboxes/{held}/pause", CLIENT)
+    check(s == 403, f"a client's token cannot pause through the admin route ({s})")
+    row = f"#sandboxes tr[data-id=\"{held}\"]"
+    check(b.wait(f"!!document.querySelector('{row} button.pause')", 5) is True, "its row has a Pause button")
+    b.eval(f"document.querySelector('{row} button.pause').click(); true")
+    check(b.wait(f"document.body.dataset.paused === '{held}:pause:200'", 10) is True, "Pause pauses it")
+    check(b.wait(f"!!document.querySelector('{row} td.paused') && !!document.querySelector('{row} button.resume')", 5) is True,
+          "the row shows it paused, with a Resume button")
+    s, body, _ = http("GET", f"/v1/sandboxes/{held}", CLIENT)
+    info = json.loads(body) if s == 200 else {}
+    check(info.get("state") == "paused" and str(info.get("paused_by", "")).startswith("approver "),
+          f"the owner sees it paused by an approver ({info.get('state')}, {info.get('paused_by')})")
+    b.eval(f"document.querySelector('{row} button.resume').click(); true")
+    check(b.wait(f"document.body.dataset.paused === '{held}:resume:200'", 10) is True, "Resume resumes it")
+    s, body, _ = http("GET", f"/v1/sandboxes/{held}", CLIENT)
+    check(s == 200 and json.loads(body).get("state") == "running", "the owner sees it running again")
+    http("DELETE", f"/v1/sandboxes/{held}", CLIENT)
+
+
 def step_destroy(b, sb):
     """The approver destroys another principal's sandbox from its row: confirm, keyboard, gone."""
     s, body, _ = http("POST", "/v1/sandboxes", CLIENT, {"language": "shell"})
@@ -434,6 +458,7 @@ def run(b, sb):
     step_timeout(b, sb)
     step_sandboxes(b, sb)
     step_terminals(b, sb)
+    step_pause(b, sb)
     step_destroy(b, sb)
     step_audit(b, sb)
     step_audit_route(b, sb)

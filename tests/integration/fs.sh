@@ -77,11 +77,17 @@ al_probe --ro "$sec:/sec" -- read /sec/secret
 al_assert_rc 1
 al_assert_not_contains "$AL_OUT" "secret-$m" "read of a bound 0600 secret"
 al_assert_eq "$(al_kv read)" EACCES "read of a bound 0600 root-owned secret"
-for p in /root /home /etc/shadow; do
+for p in /root /etc/shadow; do
 	al_probe -- ls "$p"
 	al_assert_rc 1
 	al_assert_eq "$(al_kv ls)" ENOENT "ls $p inside"
 done
+# /home is the sandbox's own: one link, user -> the workspace (E2B's home directory), none of the
+# host's homes.
+al_run run -- sh -c 'ls -A /home; readlink /home/user'
+al_assert_rc 0
+al_assert_eq "$AL_OUT" "user
+/workspace" "/home inside holds only the link to the workspace"
 [ -d /root ] || al_fail "control: host has no /root"
 al_probe -- read /etc/passwd
 al_assert_contains "$AL_OUT" "sandbox:x:1000:1000:" "sandbox /etc/passwd"

@@ -6,7 +6,9 @@
 # through the files API are kept too; a SIGKILL under load from three clients loses none of the
 # writes the clients were told about; a destroy removes the sandbox's state; a sandbox whose disk
 # limit the state directory has no room for is refused, with nothing left behind; a second server
-# on the same directory is refused by name.
+# on the same directory is refused by name. Contexts do not survive, and their first cell after a
+# restart (a SIGTERM's or a SIGKILL's) says so: restarted, why, and a line on its stderr.
+: "${AL_GUARD_TIMEOUT:=270}" # several servers, restarts and a load of three clients (CTest allows 300s)
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -43,6 +45,9 @@ api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
 	CODE=${BODY##*$'\n'}
 	BODY=${BODY%$'\n'*}
 }
+cell() { # ID BODY: the cell's result in BODY
+	BODY=$(curl -sS -m 60 -X POST "$url/v1/sandboxes/$1/exec" -d "$2" | tail -n1)
+}
 jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$BODY" "$1"; }
 run() { # ID COMMAND: the command's stdout in OUT (an exec of the sandbox)
 	local body
@@ -61,6 +66,7 @@ run "$id" 'mkdir -p d && echo hello >d/f && chmod 0750 d && ln -s /etc/passwd l 
 sum=$OUT
 api PUT "/v1/sandboxes/$id/files/api.txt" --data-binary 'from the files API'
 [ "$CODE" = 200 ] || [ "$CODE" = 201 ] || al_fail "files API write: HTTP $CODE: $BODY"
+cell "$id" '{"language": "python", "code": "x = 41"}'
 api GET "/v1/sandboxes/$id"
 ends=$(jget 'd["ends_at"]')
 
@@ -82,7 +88,15 @@ al_assert_eq "$OUT" "hello
 /etc/passwd
 $sum
 from the files API" "the workspace after a SIGTERM and a restart"
-al_pass "SIGTERM keeps a sandbox: same id, owner, files, metadata, lifetime"
+cell "$id" '{"language": "python", "code": "x"}'
+al_assert_eq "$(jget 'd["result"]["cell"]["restarted"], d["result"]["cell"].get("restart_reason"), d["result"]["cell"]["error"]["ename"]')" \
+	"(True, 'server-restarted', 'NameError')" "the default context's first cell after the restart"
+al_assert_contains "$(jget 'd["result"]["stderr"]')" "the server restarted since this context's last cell" "... its stderr"
+cell "$id" '{"language": "python", "code": "x = 7"}'
+cell "$id" '{"language": "python", "code": "x"}'
+al_assert_eq "$(jget 'd["result"]["cell"]["restarted"], d["result"]["cell"]["value"]["text"]')" "(False, '7')" "the next cells keep their state again"
+cell "$id" '{"language": "python", "context_id": "calc", "code": "y = 1"}'
+al_pass "SIGTERM keeps a sandbox: same id, owner, files, metadata, lifetime; a context says it was lost"
 
 # SIGKILL under load: three clients write files; every write a client was told about is there.
 for c in 1 2 3; do
@@ -115,6 +129,9 @@ done
 al_assert_eq "$lost" 0 "acknowledged writes missing after a SIGKILL ($acked acknowledged)"
 run "$id" 'cat c1-1'
 al_assert_eq "$OUT" 1 "a file of the load, read in the sandbox brought back after a SIGKILL"
+cell "$id" '{"language": "python", "context_id": "calc", "code": "y"}'
+al_assert_eq "$(jget 'd["result"]["cell"]["restarted"], d["result"]["cell"].get("restart_reason"), d["result"]["cell"]["error"]["ename"]')" \
+	"(True, 'server-restarted', 'NameError')" "a named context made before a SIGKILL, its first cell after the restart"
 al_pass "SIGKILL under load: all $acked acknowledged writes are there"
 
 # A second server on the same state directory is refused by name.

@@ -567,6 +567,65 @@ static int spinner(void *arg)
 	return write(a->fd, &used, sizeof(used)) == (ssize_t)sizeof(used) ? 0 : 1;
 }
 
+static int burner(void *arg)
+{
+	(void)arg;
+	spin(30); /* killed long before */
+	return 0;
+}
+
+/* CPU ticks (user + system) of pid, from /proc/<pid>/stat. */
+static uint64_t ticks_of(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = 0;
+	uint64_t u = 0, s = 0;
+	assert_int_equal(cg_parse_proc_field(buf, 14, &u), 0);
+	assert_int_equal(cg_parse_proc_field(buf, 15, &s), 0);
+	return u + s;
+}
+
+/* A held sandbox's freezer (lim.freezer): frozen, a spinner uses no CPU; thawed, it spins again; a
+ * frozen job is killed and thawed (cg_thaw_killed) and dies. */
+static void test_live_freeze(void **state)
+{
+	(void)state;
+	if (!live())
+		skip();
+	struct cg_limits lim = {.memory_bytes = AL_UNLIMITED, .pids = AL_UNLIMITED, .cpu_millis = AL_UNLIMITED,
+				.freezer = true};
+	struct cg_job *cg = NULL;
+	struct al_error err = {0};
+	if (cg_create(&lim, &cg, &err) < 0)
+		fail_msg("cg_create: %s", err.msg);
+	if (!cg_freezer(cg)) {
+		print_message("no freezer here: %s\n", cg_freezer_why(cg));
+		assert_int_equal(cg_freeze(cg, true, 100, &err), -ENOTSUP);
+		cg_destroy(cg);
+		return;
+	}
+	pid_t pid = spawn_in(cg, burner, NULL);
+	assert_int_equal(cg_freeze(cg, true, 2000, &err), 0);
+	uint64_t t0 = ticks_of(pid);
+	usleep(300000);
+	assert_int_equal(ticks_of(pid), t0);
+	assert_int_equal(cg_freeze(cg, false, 2000, &err), 0);
+	usleep(300000);
+	assert_true(ticks_of(pid) > t0);
+	assert_int_equal(cg_freeze(cg, true, 2000, &err), 0);
+	cg_thaw_killed(cg);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	cg_destroy(cg);
+}
+
 static void test_live_cpu(void **state)
 {
 	(void)state;
@@ -718,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_live_fork_bomb),
 		cmocka_unit_test(test_live_memory_bomb),
 		cmocka_unit_test(test_live_cpu),
+		cmocka_unit_test(test_live_freeze),
 		cmocka_unit_test(test_unprivileged_refusal),
 		cmocka_unit_test(test_live_stale),
 	};

@@ -189,7 +189,8 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nserver: {socket: run/s.sock}\n", "2:18", "server.socket: 'run/s.sock' must be an absolute path"},
 	{"version: 1\nserver: {approver_uids: [0, -1]}\n", "2:29", "server.approver_uids[1]: '-1' is not a uid"},
 	{"version: 1\nserver: {http: {listen: '127.0.0.1:8080', token_file: tok}}\n", "2:55", "server.http.token_file: 'tok' must be an absolute path"},
-	{"version: 1\nserver: {http: {port: 1}}\n", "2:17", "server.http.port: unknown key (expected listen, token_file, approver_token_file)"},
+	{"version: 1\nserver: {http: {port: 1}}\n", "2:17", "server.http.port: unknown key (expected listen, token_file, approver_token_file, e2b_domain)"},
+	{"version: 1\nserver: {http: {e2b_domain: a..b}}\n", "2:29", "server.http.e2b_domain: 'a..b' is not a domain name"},
 	{"version: 1\nserver: {workers: 1}\n", "2:10", "server.workers: unknown key"},
 	{"version: 1\nserver: {pool: [{count: 1}]}\n", "2:17", "server.pool[0]: needs profile"},
 	{"version: 1\nserver: {pool: [{profile: untrusted-code-read, image: py, count: 1}]}\n", "2:17", "server.pool[0]: profile untrusted-code-read does not offer the image 'py'"},
@@ -319,7 +320,7 @@ static void test_defaults_manager(void **state)
 	static const char *const names[] = {"code-with-network", "code-rm-rf", "code-pipe-to-shell", "code-eval-exec",
 					    "code-execute",	 "package-install", "files",		  "destroy-sandbox",
 					    "create-sandbox", "contexts",	  "process-stdin",	  "processes",
-					    "sandbox-timeout", "watch"};
+					    "sandbox-timeout", "fork-sandbox", "pause-sandbox", "watch"};
 	assert_int_equal(c->nrules, AL_ARRAY_SIZE(names));
 	for (size_t i = 0; i < c->nrules; i++)
 		assert_string_equal(c->rules[i].name, names[i]);

@@ -23,12 +23,14 @@ static const char mi_hybrid[] =
 	"34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
 	"35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
 	"36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices\n"
+	"37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
 	"39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
 	"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
 	"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 
 static const char cg_hybrid[] = "9:name=systemd:/\n"
 				"8:pids:/\n"
+				"6:freezer:/\n"
 				"4:memory:/process_api/8f0f31cab7ba87f8f91ef0696bc287f1\n"
 				"3:cpuset:/\n"
 				"2:cpuacct:/\n"
@@ -112,6 +114,20 @@ static void test_hybrid(void **state)
 	assert_int_equal(cg->use[HOST_CG_CPU], HOST_CG_V2);
 	assert_int_equal(cg->use[HOST_CG_CPUACCT], HOST_CG_V2);
 	assert_int_equal(cg->use[HOST_CG_PIDS], HOST_CG_V1);
+	/* The job is in a v2 cgroup then: cgroup.freeze there, not a second, v1 freezer. */
+	assert_int_equal(cg->use[HOST_CG_FREEZER], HOST_CG_V2);
+	/* All v1 and no v1 freezer: the empty unified hierarchy freezes (a v2 cgroup for it alone). */
+	cg->v1[HOST_CG_FREEZER].writable = false;
+	pretend_writable(cg, "hugetlb");
+	assert_int_equal(cg->use[HOST_CG_MEMORY], HOST_CG_V1);
+	assert_int_equal(cg->use[HOST_CG_FREEZER], HOST_CG_V1); /* pretend_writable made it writable again */
+	cg->v1[HOST_CG_FREEZER].found = cg->v1[HOST_CG_FREEZER].writable = false;
+	host_cg_choose(cg);
+	assert_int_equal(cg->use[HOST_CG_FREEZER], HOST_CG_V2);
+	/* Neither: no freezer (a pause is refused, saying why). */
+	cg->v2.writable = false;
+	host_cg_choose(cg);
+	assert_int_equal(cg->use[HOST_CG_FREEZER], HOST_CG_NONE);
 	free(cg);
 }
 
@@ -156,7 +172,7 @@ static void test_v1(void **state)
 	assert_string_equal(cg->v1[HOST_CG_MEMORY].ctrls, "memory");
 	pretend_writable(cg, "");
 	for (int c = 0; c < HOST_CG__COUNT; c++)
-		assert_int_equal(cg->use[c], HOST_CG_V1);
+		assert_int_equal(cg->use[c], c == HOST_CG_FREEZER ? HOST_CG_NONE : HOST_CG_V1); /* none mounted */
 	assert_string_equal(host_cg_version_name(cg->use[HOST_CG_CPU]), "v1");
 	/* Read-only memory hierarchy: memory unusable, the others unaffected. */
 	cg->v1[HOST_CG_MEMORY].writable = false;

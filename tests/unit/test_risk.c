@@ -97,6 +97,8 @@ static const struct row shipped[] = {
 	{"code_destroy_sandbox", "{\"sandbox_id\": \"sb-1\"}", CFG_RISK_LOW, "destroy-sandbox", 60000, false},
 	{"code_create_sandbox", "{\"profile\": \"untrusted-code-write\"}", CFG_RISK_LOW, "create-sandbox", 60000, false},
 	{"code_set_sandbox_timeout", "{\"sandbox_id\": \"sb-1\", \"lifetime\": 60}", CFG_RISK_LOW, "sandbox-timeout", 60000, false},
+	{"code_pause_sandbox", "{\"sandbox_id\": \"sb-1\"}", CFG_RISK_LOW, "pause-sandbox", 60000, false},
+	{"code_resume_sandbox", "{\"sandbox_id\": \"sb-1\"}", CFG_RISK_LOW, "pause-sandbox", 60000, false},
 	/* no rule: the default, which needs approval (HIGH) */
 	{"code_frobnicate", "{}", CFG_RISK_HIGH, RISK_DEFAULT_RULE, 60000, true},
 	{NULL, NULL, CFG_RISK_HIGH, RISK_DEFAULT_RULE, 60000, true},

@@ -73,6 +73,17 @@ static void ready_wait(struct be_held *h)
 		pthread_cond_wait(&h->cv, &h->lock);
 }
 
+void be_held_lock_idle(struct be_held *h)
+{
+	pthread_mutex_lock(&h->lock);
+	ready_wait(h);
+}
+
+void be_held_unlock(struct be_held *h)
+{
+	pthread_mutex_unlock(&h->lock);
+}
+
 static void done_remove(struct be_done *d)
 {
 	cg_destroy(d->cg); /* kills what is left (nothing: the exec's pid namespace is gone), removes */

@@ -469,17 +469,40 @@ function portsCell(x) {
   return td;
 }
 
+// What runs in a sandbox: an exec, nothing, or nothing at all (paused: every process frozen in
+// place, since when and by whom).
+function execCell(x) {
+  if (x.state === 'paused') return el('td', {class: 'paused', title: 'paused by ' + (x.paused_by || '?'), text: 'paused ' + duration(x.paused_ms)});
+  return el('td', {text: x.exec_running ? 'running' : '—'});
+}
+
 function sandboxRow(x) {
   const destroy = el('button', {type: 'button', class: 'destroy', text: 'Destroy', 'aria-label': 'Destroy sandbox ' + x.id + ' of ' + x.owner});
   destroy.addEventListener('click', () => confirmDestroy(tr, x));
+  // Pausing freezes what runs in place; nothing is lost, and a resume (or the owner's next call) goes on.
+  const paused = x.state === 'paused';
+  const hold = el('button', {type: 'button', class: paused ? 'resume' : 'pause', text: paused ? 'Resume' : 'Pause',
+    'aria-label': (paused ? 'Resume' : 'Pause') + ' sandbox ' + x.id + ' of ' + x.owner});
+  hold.addEventListener('click', () => pauseSandbox(tr, x, !paused));
   const tr = el('tr', {'data-id': x.id},
     el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}), imageCell(x),
     el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
-    el('td', {class: 'qty', text: duration(x.idle_ms)}), el('td', {text: x.exec_running ? 'running' : '—'}),
+    el('td', {class: 'qty', text: duration(x.idle_ms)}), execCell(x),
     el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
     el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}),
-    portsCell(x), el('td', {class: 'act'}, el('div', {class: 'actbox'}, destroy)));
+    portsCell(x), el('td', {class: 'act'}, el('div', {class: 'actbox'}, hold, destroy)));
   return tr;
+}
+
+async function pauseSandbox(tr, x, pause) {
+  for (const b of tr.querySelectorAll('button')) b.disabled = true;
+  const r = await api('POST', '/v1/admin/sandboxes/' + encodeURIComponent(x.id) + (pause ? '/pause' : '/resume'));
+  if (refused(r)) return;
+  $('sandboxes-status').textContent = r.status === 200
+    ? (pause ? 'Paused ' : 'Resumed ') + x.id + ' of ' + x.owner + '.'
+    : 'Not ' + (pause ? 'paused' : 'resumed') + ': ' + (r.data && r.data.error ? r.data.error : 'HTTP ' + r.status);
+  document.body.dataset.paused = x.id + ':' + (pause ? 'pause' : 'resume') + ':' + r.status;
+  loadSandboxes();
 }
 
 // Destroying is a second, explicit step: the row asks, with the focus on the confirming button
@@ -525,7 +548,7 @@ async function loadSandboxes() {
   const body = $('sandboxes').tBodies[0];
   if (r.status === 200 && r.data) {
     body.replaceChildren(...r.data.sandboxes.map(sandboxRow));
-    if (!/^Destroyed|^Not destroyed/.test($('sandboxes-status').textContent)) $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
+    if (!/^Destroyed|^Not destroyed|^Paused|^Resumed|^Not paused|^Not resumed/.test($('sandboxes-status').textContent)) $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
     document.body.dataset.sandboxes = String(r.data.sandboxes.length);
   } else {
     $('sandboxes-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;

@@ -1,0 +1,65 @@
+/* pauseapi.c — the JSON API's pause and resume of a sandbox in place: the owner's routes and the approver's, each a code_pause_sandbox or code_resume_sandbox call on the one runner. */
+#include <stdlib.h>
+
+#include "http/hx.h"
+#include "util/cleanup.h"
+
+/* The owner's own sandbox caps[0] (another principal's is 404, as an unknown id: the manager's
+ * ownership check). The body is ignored: the path names everything. */
+static void owner_call(struct hx_server *s, const struct hx_request *rq, const char *id, enum tl_id tool,
+		       struct hx_response *rs)
+{
+	json_t *args = json_pack("{s:s}", "sandbox_id", id);
+	struct hx_call *c = args ? hx_call_new(s, tool, args, rq) : NULL; /* takes args */
+	if (!c) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	hx_call_run(c, NULL, 0, hx_ok_structured, rs);
+}
+
+void api_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	owner_call(s, rq, caps[0], TL_PAUSE, rs);
+}
+
+void api_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	owner_call(s, rq, caps[0], TL_RESUME, rs);
+}
+
+/* An approver pauses or resumes another principal's sandbox, as api_admin_destroy ends one: the
+ * call is made for the owner (its ownership check stays the only one), the audit log names both. */
+static void admin_call(struct hx_server *s, const struct hx_request *rq, const char *id, enum tl_id tool,
+		       struct hx_response *rs)
+{
+	cleanup_free char *owner = hx_sandbox_owner(s, id);
+	if (!owner) {
+		hx_error(rs, 404, "no sandbox \"%.100s\" (never created, destroyed, or expired)", id);
+		return;
+	}
+	json_t *args = json_pack("{s:s}", "sandbox_id", id);
+	struct hx_call *c = args ? hx_call_new(s, tool, args, rq) : NULL;
+	if (!c) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	if (hx_call_act_for(c, owner) < 0) {
+		hx_error(rs, 500, "cannot act for %.100s", owner);
+		hx_call_drop(c);
+		return;
+	}
+	hx_log(s, MCP_LOG_NOTICE, "%s %s %s, a sandbox of %s", rq->who->name, tool == TL_PAUSE ? "pauses" : "resumes",
+	       id, owner);
+	hx_call_run(c, NULL, 0, hx_ok_structured, rs);
+}
+
+void api_admin_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	admin_call(s, rq, caps[0], TL_PAUSE, rs);
+}
+
+void api_admin_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	admin_call(s, rq, caps[0], TL_RESUME, rs);
+}

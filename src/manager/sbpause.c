@@ -1,0 +1,322 @@
+/* sbpause.c — a held sandbox paused in place and resumed: its state (running|paused), who paused it
+ * and when, its lifetime clock stopped meanwhile, auto_pause at idle_ttl or its lifetime's end, and
+ * the resume that every call needing the sandbox makes first.
+ *
+ * Paused means every process of the sandbox is frozen by the cgroup freezer (al_sandbox_pause):
+ * background processes and interpreter kernels included, their memory kept, no CPU used; a resume
+ * thaws them where they were. A pause is refused (EBUSY) while a call holds the sandbox in the
+ * foreground — an exec, a cell, a file or process call, a port connection being made (inuse) — so
+ * nothing a client waits for is frozen under it; background processes are what it freezes. Calls
+ * that only look (info, lists, a process's output captured so far, watch) find it paused and leave
+ * it so. A pause or resume runs outside m->mu (the freezer takes milliseconds, its keeper a fork):
+ * changing marks it under way and every other pause, resume or use waits for it on m->cv.
+ *
+ * The lifetime clock: paused, a sandbox's own lifetime stops (what was left is kept: its end moves
+ * by the time it was paused) unless it was made with lifetime_runs_paused; the server's
+ * max_lifetime always runs (the operator's cap on what any sandbox holds), and a paused sandbox is
+ * never idle-expired. With auto_pause, idle_ttl or its own lifetime pause it instead of destroying
+ * it (E2B's autoPause); paused at its lifetime's end, its lifetime starts again at the resume.
+ * After a restart of the server a paused sandbox comes back paused, with its files (its processes
+ * are gone, as every sandbox's are): not frozen, since nothing runs in it, and resumed by its first
+ * use all the same. */
+#include "manager/sbmint.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/error.h"
+#include "util/text.h"
+
+/* Under m->mu: until no pause or resume of s is under way. */
+static void wait_steady_locked(struct sbm *m, struct sbx *s)
+{
+	while (s->changing)
+		pthread_cond_wait(&m->cv, &m->mu);
+}
+
+/* Under m->mu, s->changing set by the caller: s paused (frozen) by by. The lock is dropped while the
+ * freezer works. */
+static int pause_locked(struct sbm *m, struct sbx *s, const char *by, struct al_error *err)
+{
+	pthread_mutex_unlock(&m->mu);
+	int r = al_sandbox_pause(s->sb, err);
+	pthread_mutex_lock(&m->mu);
+	/* Destroyed meanwhile: what its end killed must be able to die (sbx_unlist_locked). */
+	if (r == 0 && !s->listed) {
+		(void)al_sandbox_resume(s->sb, NULL);
+		return al_err(err, ENOENT, "sandbox %s was destroyed while it was paused", s->id);
+	}
+	if (r == 0) {
+		s->paused = s->frozen = true;
+		s->paused_ms = s->clock_stop_ms = sbm_now_ms();
+		snprintf(s->paused_by, sizeof(s->paused_by), "%s", by);
+	}
+	return r;
+}
+
+/* Under m->mu, s->changing set: s thawed (when frozen), its lifetime clock going again. */
+static int resume_locked(struct sbm *m, struct sbx *s, struct al_error *err)
+{
+	int r = 0;
+	if (s->frozen) {
+		pthread_mutex_unlock(&m->mu);
+		r = al_sandbox_resume(s->sb, err);
+		pthread_mutex_lock(&m->mu);
+	}
+	if (r < 0)
+		return r;
+	uint64_t now = sbm_now_ms();
+	if (s->lifetime_restart && s->lifetime_ms)
+		s->ends_ms = now + s->lifetime_ms; /* auto-paused at its end: a new lifetime from here */
+	else if (s->ends_ms && !s->lifetime_runs_paused && now > s->clock_stop_ms)
+		s->ends_ms += now - s->clock_stop_ms; /* the time paused did not count */
+	s->paused = s->frozen = s->lifetime_restart = false;
+	s->paused_by[0] = '\0';
+	s->used_ms = now; /* idle from the resume on */
+	pthread_cond_signal(&m->hk_cv); /* its deadlines are back */
+	return 0;
+}
+
+/* Under m->mu: whether a call that needs s running holds it; err names it. */
+static bool held_locked(const struct sbx *s, struct al_error *err)
+{
+	if (!s->inuse && !s->runs)
+		return false;
+	al_err(err, EBUSY,
+	       "sandbox %s is running %u call%s in the foreground (an exec, a cell, a file or process call): a pause "
+	       "would freeze what its client waits for; pause it once %s ended",
+	       s->id, s->inuse ? s->inuse : 1, s->inuse > 1 ? "s" : "", s->inuse > 1 ? "they have" : "it has");
+	return true;
+}
+
+struct sbx *sbx_use(struct sbm *m, const char *id, const char *owner, bool *resumed, struct al_error *err)
+{
+	struct sbx *s = sbx_get(m, id, owner, err);
+	return s && sbx_wake(m, s, resumed, err) == 0 ? s : NULL;
+}
+
+int sbx_wake(struct sbm *m, struct sbx *s, bool *resumed, struct al_error *err)
+{
+	pthread_mutex_lock(&m->mu);
+	wait_steady_locked(m, s);
+	int r = 0;
+	bool woke = false;
+	if (s->paused && s->listed) {
+		s->changing = true;
+		r = resume_locked(m, s, err);
+		s->changing = false;
+		pthread_cond_broadcast(&m->cv);
+		woke = r == 0;
+	}
+	if (r == 0)
+		s->inuse++;
+	pthread_mutex_unlock(&m->mu);
+	if (woke && resumed)
+		*resumed = true; /* (never cleared here: a call may ask twice, its first answer stands) */
+	if (woke)
+		sbp_save(m, s); /* running again, on disk too */
+	if (r < 0) {
+		al_err_prefix(err, "sandbox %s is paused and could not be resumed", s->id);
+		sbx_put(m, s);
+	}
+	return r;
+}
+
+void sbx_unuse(struct sbm *m, struct sbx *s)
+{
+	pthread_mutex_lock(&m->mu);
+	if (s->inuse)
+		s->inuse--;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void sbx_unuse_put(struct sbm *m, struct sbx *s)
+{
+	sbx_unuse(m, s);
+	sbx_put(m, s);
+}
+
+/* ---- the calls ------------------------------------------------------------------------------ */
+
+/* The answer of pause and resume: the state as it is now. */
+static char *state_json(struct sbm *m, struct sbx *s, const char *freezer, double took_ms, bool changed)
+{
+	pthread_mutex_lock(&m->mu);
+	bool paused = s->paused;
+	uint64_t at = s->paused_ms;
+	char by[sizeof(s->paused_by)];
+	memcpy(by, s->paused_by, sizeof(by));
+	pthread_mutex_unlock(&m->mu);
+	json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:f,s:b}", "sandbox_id", s->id, "state", paused ? "paused" : "running",
+			      "paused_at", paused ? txt_json_time(sbm_wall_ms(m, at)) : json_null(), "paused_by",
+			      paused ? json_string(by) : json_null(), "freezer",
+			      freezer ? json_string(freezer) : json_null(), "took_ms", took_ms, "changed", changed);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
+}
+
+/* Who a pause is by, in the record and the answers: the owner, or an approver acting for it. */
+static void by_words(const struct srv_pause_req *req, char *buf, size_t cap)
+{
+	if (req->by_approver)
+		snprintf(buf, cap, "approver %s", req->by_approver);
+	else
+		snprintf(buf, cap, "owner");
+}
+
+static int finish(struct sbm *m, struct sbx *s, const struct srv_sink *sink, double took_ms, bool changed,
+		  bool resume, struct srv_op **out, struct al_error *err)
+{
+	const char *why = NULL;
+	const char *freezer = al_sandbox_freezer(s->sb, &why);
+	struct srv_result *res = srv_result_new();
+	if (res) {
+		res->sandbox_id = strdup(s->id);
+		res->state_json = state_json(m, s, freezer, took_ms, changed);
+		res->resumed = changed && resume;
+	}
+	if (changed)
+		sbp_save(m, s); /* its state (and lifetime clock) kept */
+	sbx_put(m, s);
+	if (!res || !res->sandbox_id || !res->state_json) {
+		srv_result_free(res);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	sink->on_done(sink->cookie, res);
+	*out = NULL;
+	return 0;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
+}
+
+static double ms_since(uint64_t t0_us)
+{
+	return (double)(now_us() - t0_us) / 1000.0;
+}
+
+int sbm_pause(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink, struct srv_op **out,
+	      struct al_error *err)
+{
+	struct sbm *m = ctx;
+	struct sbx *s = sbx_get(m, req->sandbox_id, req->owner, err);
+	if (!s)
+		return -ENOENT;
+	char by[sizeof(s->paused_by)];
+	by_words(req, by, sizeof(by));
+	uint64_t t0 = now_us();
+	pthread_mutex_lock(&m->mu);
+	wait_steady_locked(m, s);
+	int r = 0;
+	bool changed = false;
+	if (!s->listed)
+		r = al_err(err, ENOENT, "no sandbox \"%s\" (never created, destroyed, or expired)", s->id);
+	else if (!s->paused && !held_locked(s, err)) {
+		s->changing = true;
+		r = pause_locked(m, s, by, err);
+		changed = r == 0;
+		s->changing = false;
+		pthread_cond_broadcast(&m->cv);
+	} else if (!s->paused) {
+		r = -EBUSY;
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (r < 0) {
+		sbx_put(m, s);
+		return r;
+	}
+	return finish(m, s, sink, ms_since(t0), changed, false, out, err);
+}
+
+int sbm_resume(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink, struct srv_op **out,
+	       struct al_error *err)
+{
+	struct sbm *m = ctx;
+	struct sbx *s = sbx_get(m, req->sandbox_id, req->owner, err);
+	if (!s)
+		return -ENOENT;
+	uint64_t t0 = now_us();
+	pthread_mutex_lock(&m->mu);
+	wait_steady_locked(m, s);
+	int r = 0;
+	bool changed = false;
+	if (!s->listed)
+		r = al_err(err, ENOENT, "no sandbox \"%s\" (never created, destroyed, or expired)", s->id);
+	else if (s->paused) {
+		s->changing = true;
+		r = resume_locked(m, s, err);
+		changed = r == 0;
+		s->changing = false;
+		pthread_cond_broadcast(&m->cv);
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (r < 0) {
+		sbx_put(m, s);
+		return r;
+	}
+	return finish(m, s, sink, ms_since(t0), changed, true, out, err);
+}
+
+/* ---- auto_pause ----------------------------------------------------------------------------- */
+
+bool pause_instead_locked(struct sbm *m, struct sbx *s, enum sbx_end why, struct sbx **list)
+{
+	(void)m;
+	if (!s->auto_pause || s->paused || s->changing || s->pooled || s->inuse || s->runs)
+		return false;
+	if (why != SBX_END_IDLE && why != SBX_END_LIFETIME)
+		return false;
+	s->changing = true; /* not swept again meanwhile */
+	s->lifetime_restart = why == SBX_END_LIFETIME;
+	snprintf(s->paused_by, sizeof(s->paused_by), "%s", why == SBX_END_IDLE ? "idle_ttl" : "lifetime");
+	s->refs++;
+	s->pause_next = *list;
+	*list = s;
+	return true;
+}
+
+void pause_list(struct sbm *m, struct sbx *list)
+{
+	while (list) {
+		struct sbx *s = list, *next = s->pause_next;
+		struct al_error err = {0};
+		pthread_mutex_lock(&m->mu);
+		char by[sizeof(s->paused_by)];
+		memcpy(by, s->paused_by, sizeof(by));
+		bool restart = s->lifetime_restart;
+		/* Its own end passed: paused with it stopped, it would end again at the resume. */
+		int r = s->listed ? pause_locked(m, s, by, &err) : 0;
+		if (r == 0 && restart)
+			s->ends_ms = 0;
+		s->lifetime_restart = r == 0 && restart;
+		s->changing = false;
+		pthread_cond_broadcast(&m->cv);
+		bool ended = false;
+		if (r < 0)
+			s->paused_by[0] = '\0';
+		if (r < 0 && s->listed) {
+			/* No freezer here: it ends as it would have without auto_pause. */
+			fprintf(stderr, "airlock serve: sandbox %s: auto_pause failed, so it ends: %s\n", s->id, err.msg);
+			sbx_end_locked(m, s, strcmp(by, "idle_ttl") == 0 ? SBX_END_IDLE : SBX_END_LIFETIME, NULL);
+			m->st.expired++;
+			ended = true;
+		}
+		pthread_mutex_unlock(&m->mu);
+		if (r == 0)
+			sbp_save(m, s);
+		if (ended)
+			sbx_put(m, s); /* the table's */
+		sbx_put(m, s);
+		list = next;
+	}
+}

@@ -1,0 +1,166 @@
+// sdk.mjs — the official E2B JavaScript SDK (npm "e2b", unchanged) against airlock serve's E2B front end.
+// Configured only as an E2B user would: E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY (the first
+// principal); E2B_OTHER_KEY is a second principal's key. Prints "ok: ..." per check; the first
+// check that fails throws (exit 1).
+import { Sandbox, CommandExitError, NotFoundError, SandboxNotFoundError, AuthenticationError } from 'e2b'
+
+const other = process.env.E2B_OTHER_KEY
+const marker = process.env.AL_MARKER || 'e2b-marker'
+
+function check(cond, what, detail) {
+  if (!cond) throw new Error(`FAILED: ${what}${detail === undefined ? '' : ': ' + JSON.stringify(detail)}`)
+  console.log(`ok: ${what}`)
+}
+
+async function rejects(p) {
+  try {
+    await p
+  } catch (e) {
+    return e
+  }
+  return null
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+// ---- create, info, list --------------------------------------------------------------------------
+const sbx = await Sandbox.create({ timeoutMs: 300_000, metadata: { suite: marker }, envs: { GREETING: 'hello' } })
+check(/^sb-[0-9a-f]+$/.test(sbx.sandboxId), 'Sandbox.create returns an airlock sandbox id', sbx.sandboxId)
+
+const info = await sbx.getInfo()
+check(info.sandboxId === sbx.sandboxId && info.metadata.suite === marker && info.state === 'running',
+  'getInfo: id, metadata, state', info)
+
+const page = await Sandbox.list({ query: { metadata: { suite: marker } } }).nextItems()
+check(page.length === 1 && page[0].sandboxId === sbx.sandboxId, 'Sandbox.list with a metadata filter finds it', page)
+const none = await Sandbox.list({ query: { metadata: { suite: marker + '-not' } } }).nextItems()
+check(none.length === 0, 'a metadata filter that matches nothing lists nothing', none)
+
+// ---- commands --------------------------------------------------------------------------------------
+const r = await sbx.commands.run('echo "$GREETING from $(pwd)"; echo to-stderr >&2')
+check(r.exitCode === 0 && r.stdout === 'hello from /home/user\n' && r.stderr === 'to-stderr\n',
+  'commands.run: stdout, stderr, exit 0, the create\'s envs, cwd /home/user', r)
+
+const who = await sbx.commands.run('echo $USER; echo $HOME; cd /home/user && pwd && ls -d /home/user/.')
+check(who.stdout === 'user\nuser\n'.slice(0, 5) + '/home/user\n/home/user\n/home/user/.\n', 'the sandbox user is "user", its home /home/user', who.stdout)
+
+const err = await rejects(sbx.commands.run('echo partial; exit 7'))
+check(err instanceof CommandExitError && err.exitCode === 7 && err.stdout === 'partial\n',
+  'a non-zero exit is the SDK\'s CommandExitError with its code and output', err && { code: err.exitCode, out: err.stdout })
+
+const chunks = []
+const streamed = await sbx.commands.run('for i in 1 2 3; do echo line$i; sleep 0.2; done', {
+  onStdout: (d) => chunks.push(d),
+  envs: { EXTRA: 'x' },
+  cwd: '/home/user',
+})
+check(chunks.join('') === 'line1\nline2\nline3\n' && chunks.length >= 2 && streamed.exitCode === 0,
+  'onStdout gets the output as it comes', chunks)
+
+// ---- background processes, list, kill, stdin --------------------------------------------------------
+const bg = await sbx.commands.run('sleep 300', { background: true })
+check(bg.pid > 0, 'a background command has a pid', bg.pid)
+let procs = await sbx.commands.list()
+check(procs.some((p) => p.pid === bg.pid), 'commands.list shows it', procs)
+check(await sbx.commands.kill(bg.pid) === true, 'commands.kill kills it')
+const ended = await rejects(bg.wait())
+check(ended instanceof CommandExitError, 'its handle ends with an error after the kill', ended && ended.message)
+await sleep(200)
+procs = await sbx.commands.list()
+check(!procs.some((p) => p.pid === bg.pid), 'and it is gone from the list', procs)
+
+const cat = await sbx.commands.run('cat', { background: true, stdin: true })
+await sbx.commands.sendStdin(cat.pid, 'through stdin\n')
+await sbx.commands.closeStdin(cat.pid)
+const catr = await cat.wait()
+check(catr.stdout === 'through stdin\n', 'sendStdin and closeStdin reach the process', catr)
+
+// ---- a terminal ----------------------------------------------------------------------------------------
+let screen = ''
+const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += new TextDecoder().decode(d) } })
+await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
+await sbx.pty.sendInput(term.pid, new TextEncoder().encode('echo pty-$((6*7)); stty size; exit\n'))
+const termEnd = await term.wait()
+check(screen.includes('pty-42') && screen.includes('30 100') && termEnd.exitCode === 0,
+  'pty.create, sendInput and resize: a terminal session', screen)
+
+// ---- files -----------------------------------------------------------------------------------------
+await sbx.files.write('/home/user/notes/a.txt', 'text A')
+check(await sbx.files.read('/home/user/notes/a.txt') === 'text A', 'files.write / read text (parents made)')
+const bytes = new Uint8Array([0, 1, 2, 254, 255])
+await sbx.files.write('bin.dat', bytes)
+const back = await sbx.files.read('bin.dat', { format: 'bytes' })
+check(Buffer.from(back).equals(Buffer.from(bytes)), 'bytes round-trip (a relative path is under /home/user)', [...back])
+const seen = await sbx.commands.run('cat /home/user/notes/a.txt')
+check(seen.stdout === 'text A', 'a command sees the file at /home/user', seen.stdout)
+check(await sbx.files.exists('/home/user/notes/a.txt') && !(await sbx.files.exists('/home/user/nope')), 'files.exists')
+const listed = await sbx.files.list('/home/user/notes')
+check(listed.length === 1 && listed[0].name === 'a.txt' && listed[0].type === 'file' &&
+  listed[0].path === '/home/user/notes/a.txt', 'files.list', listed)
+check(await sbx.files.makeDir('/home/user/d1') === true, 'files.makeDir makes a directory')
+check(await sbx.files.makeDir('/home/user/d1') === false, 'files.makeDir of an existing one is false')
+const moved = await sbx.files.rename('/home/user/notes/a.txt', '/home/user/d1/b.txt')
+check(moved.path === '/home/user/d1/b.txt' && moved.type === 'file', 'files.rename', moved)
+const deep = await sbx.files.list('/home/user', { depth: 2 })
+check(deep.some((e) => e.path === '/home/user/d1/b.txt'), 'files.list with depth 2 goes into directories', deep.map((e) => e.path))
+const inf = await sbx.files.getInfo('/home/user/d1/b.txt')
+check(inf.size === 6 && inf.type === 'file', 'files.getInfo', inf)
+await sbx.files.remove('/home/user/d1')
+check(!(await sbx.files.exists('/home/user/d1/b.txt')), 'files.remove removes a directory with its files')
+const nf = await rejects(sbx.files.read('/home/user/missing.txt'))
+check(nf instanceof NotFoundError, 'reading a missing file is NotFoundError', nf && nf.constructor.name)
+
+// ---- watch -----------------------------------------------------------------------------------------
+await sbx.files.makeDir('/home/user/w')
+const events = []
+const handle = await sbx.files.watchDir('/home/user/w', (e) => events.push(e))
+await sbx.files.write('/home/user/w/new.txt', 'x')
+for (let i = 0; i < 50 && !events.some((e) => e.name === 'new.txt'); i++) await sleep(100)
+await handle.stop()
+check(events.some((e) => e.name === 'new.txt' && (e.type === 'create' || e.type === 'write')), 'watchDir reports a new file', events)
+
+// ---- timeout, another principal, kill ------------------------------------------------------------
+await sbx.setTimeout(600_000)
+const later = await sbx.getInfo()
+check(later.endAt.getTime() - Date.now() > 500_000, 'setTimeout moves the end', later.endAt)
+
+if (other) {
+  const theirs = await Sandbox.list({ apiKey: other }).nextItems()
+  check(!theirs.some((s) => s.sandboxId === sbx.sandboxId), 'another principal does not list this sandbox')
+  const e2 = await rejects(Sandbox.getInfo(sbx.sandboxId, { apiKey: other }))
+  check(e2 instanceof SandboxNotFoundError, 'nor can it get its info', e2 && e2.constructor.name)
+  check(await Sandbox.kill(sbx.sandboxId, { apiKey: other }) === false, 'nor kill it')
+  const foreign = await Sandbox.connect(sbx.sandboxId, { apiKey: other }).catch((e) => e)
+  check(foreign instanceof Error, 'nor connect to it', foreign && foreign.constructor.name)
+}
+const bad = await rejects(Sandbox.list({ apiKey: 'e2b_' + '0'.repeat(40) }).nextItems())
+check(bad instanceof AuthenticationError, 'an unknown API key is refused', bad && bad.constructor.name)
+
+const again = await Sandbox.connect(sbx.sandboxId)
+const r2 = await again.commands.run('echo connected')
+check(r2.stdout === 'connected\n', 'Sandbox.connect to a running sandbox works')
+
+// ---- pause, connect (which resumes), fork ---------------------------------------------------------
+await sbx.commands.run('echo before >/home/user/p.txt')
+check(await sbx.pause() === true, 'pause')
+const paused = await sbx.getInfo()
+check(paused.state === 'paused', 'a paused sandbox says so in its info', paused.state)
+const listedPaused = await Sandbox.list({ query: { state: ['paused'] } }).nextItems()
+check(listedPaused.some((x) => x.sandboxId === sbx.sandboxId), 'it is listed as paused')
+const resumed = await Sandbox.connect(sbx.sandboxId)
+check((await resumed.getInfo()).state === 'running', 'connect resumes it')
+const r3 = await resumed.commands.run('cat /home/user/p.txt')
+check(r3.stdout === 'before\n', 'its files are there after the resume', r3.stdout)
+const forks = await sbx.fork({ count: 2 })
+check(forks.length === 2 && forks.every((f) => f instanceof Sandbox) && forks[0].sandboxId !== forks[1].sandboxId,
+  'fork makes two sandboxes', forks.map((f) => (f instanceof Error ? f.message : f.sandboxId)))
+const fr = await forks[0].commands.run('cat /home/user/p.txt; echo kid >/home/user/p.txt')
+check(fr.stdout === 'before\n', 'a fork has the files', fr.stdout)
+const pr = await sbx.commands.run('cat /home/user/p.txt')
+check(pr.stdout === 'before\n', "the parent does not see the fork's write", pr.stdout)
+for (const f of forks) await f.kill()
+
+check(await sbx.kill() === true, 'kill')
+const gone = await rejects(Sandbox.getInfo(sbx.sandboxId))
+check(gone instanceof SandboxNotFoundError, 'a killed sandbox is gone', gone && gone.constructor.name)
+console.log('ok: all')
