@@ -48,24 +48,38 @@ create() { # JSON: the new sandbox's id in ID
 }
 # CPU ticks (user + system) of host pid $1.
 ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-# The freezer state of host pid $1's cgroup, read on the host: FROZEN/THAWED (v1) or 1/0 (v2).
+# The freezer state of host pid $1's cgroup, read on the host: FROZEN/THAWED (v1) or 1/0 (v2: the
+# nearest ancestor that has cgroup.freeze set, else 0).
 freezer_of() {
-	local line rel
-	if line=$(grep -E '^[0-9]+:([^:]*,)?freezer(,[^:]*)?:' "/proc/$1/cgroup"); then
-		rel=${line#*:*:}
-		cat "/sys/fs/cgroup/freezer$rel/freezer.state"
-		return
-	fi
-	rel=$(awk -F: '$1 == "0" { print $3 }' "/proc/$1/cgroup")
-	local root
-	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
-	# the job's cgroup: the exec's cgroup's ancestors up to the one that holds cgroup.freeze set
-	local d="$root$rel"
-	while [ "$d" != "$root" ]; do
-		[ "$(cat "$d/cgroup.freeze" 2>/dev/null)" = 1 ] && { grep '^frozen' "$d/cgroup.events" | cut -d' ' -f2; return; }
-		d=$(dirname "$d")
-	done
-	echo 0
+	"$AL_PY" - "$1" <<'PY'
+import os, sys
+lines = [l.rstrip("\n").split(":", 2) for l in open(f"/proc/{sys.argv[1]}/cgroup")]
+mounts = {}
+for l in open("/proc/self/mountinfo"):
+    a, b = l.split(" - ", 1)
+    fstype, opts = b.split()[0], b.split()[2]
+    mp = a.split()[4]
+    if fstype == "cgroup2":
+        mounts.setdefault("", mp)
+    elif fstype == "cgroup" and "freezer" in opts.split(","):
+        mounts.setdefault("freezer", mp)
+for hid, ctrls, path in lines:
+    if "freezer" in ctrls.split(",") and "freezer" in mounts:
+        print(open(mounts["freezer"] + path + "/freezer.state").read().strip())
+        sys.exit(0)
+path = next(p for h, c, p in lines if h == "0")
+d = mounts[""] + path
+while len(d) > len(mounts[""]):
+    try:
+        if open(d + "/cgroup.freeze").read().strip() == "1":
+            ev = dict(l.split() for l in open(d + "/cgroup.events"))
+            print(ev["frozen"])
+            sys.exit(0)
+    except OSError:
+        pass
+    d = os.path.dirname(d)
+print(0)
+PY
 }
 # Any cgroup beneath ours (the guard) that is frozen: printed, one per line.
 frozen_cgroups() {
