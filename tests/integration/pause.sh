@@ -7,7 +7,12 @@
 # run; auto_pause pauses at the lifetime's end instead of destroying; a SIGKILL of the server while
 # a sandbox is paused leaves no process and no frozen cgroup; the restart brings it back paused,
 # with its files, and its first use resumes it. The MCP tools through the official SDK.
+# The test VM emulates its CPU (a create takes seconds there): more time for the whole (CTest gives
+# it 600 s), and T, the unit of every lifetime and wait below, is longer there.
+: "${AL_GUARD_TIMEOUT:=570}"
 . "$(dirname "$0")/../lib.sh"
+T=1
+[ -z "${AL_IN_VM:-}" ] || T=8
 
 command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
@@ -30,7 +35,7 @@ start() {
 api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
 	local method=$1 path=$2
 	shift 2
-	BODY=$(curl -sS -m 60 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
+	BODY=$(curl -sS -m 120 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
 	CODE=${BODY##*$'\n'}
 	BODY=${BODY%$'\n'*}
 }
@@ -116,7 +121,7 @@ exec_last "$a" "$(cmd_json 'i=0; while :; do i=$((i+1)); echo $i; sleep 0.02; do
 counter=$(jget 'd["result"]["process"]["pid"]')
 exec_last "$a" "$(cmd_json 'echo kept >kept.txt' '{}')"
 burner=""
-for _ in $(seq 50); do
+for _ in $(seq $((50 * T))); do
 	burner=$(al_marker_pids "burn-$m" | awk '{ print $1; exit }')
 	[ -n "$burner" ] && break
 	sleep 0.1
@@ -169,9 +174,9 @@ api GET "/v1/sandboxes/$a"
 al_assert_eq "$(jget 'd["state"]')" running "alice's sandbox after bob's attempt"
 
 # ---- refused while an exec runs in the foreground
-curl -sS -m 60 -o "$dir/long.out" -X POST "$url/v1/sandboxes/$a/exec" -d "$(cmd_json 'sleep 2; echo done' '{}')" &
+curl -sS -m 120 -o "$dir/long.out" -X POST "$url/v1/sandboxes/$a/exec" -d "$(cmd_json "sleep $((3 * T)); echo done" '{}')" &
 long=$!
-for _ in $(seq 50); do
+for _ in $(seq $((100 * T))); do
 	api GET "/v1/sandboxes/$a"
 	[ "$(jget 'd["processes"]')" -ge 3 ] && break
 	sleep 0.05
@@ -184,26 +189,26 @@ al_assert_contains "$(tail -n1 "$dir/long.out")" '"stdout":"done\n"' "the long e
 al_pass "a pause while an exec runs is refused with 429"
 
 # ---- a paused sandbox's lifetime stands still
-create '{"lifetime": 2}'
+create "{\"lifetime\": $((2 * T))}"
 b=$ID
 api POST "/v1/sandboxes/$b/pause"
 [ "$CODE" = 200 ] || al_fail "pause of $b: HTTP $CODE: $BODY"
-sleep 3
+sleep $((3 * T))
 api GET "/v1/sandboxes/$b"
 [ "$CODE" = 200 ] || al_fail "a paused sandbox expired with its lifetime: HTTP $CODE: $BODY"
 al_assert_eq "$(jget 'd["state"]')" paused "$b after its lifetime's length, paused"
 api POST "/v1/sandboxes/$b/resume"
 api GET "/v1/sandboxes/$b"
 [ "$CODE" = 200 ] || al_fail "$b gone at its resume: HTTP $CODE: $BODY"
-sleep 2.5
+sleep "$(awk -v t="$T" 'BEGIN { print 2.5 * t }')"
 api GET "/v1/sandboxes/$b"
 al_assert_eq "$CODE" 404 "$b once what was left of its lifetime ran out after the resume"
 al_pass "the lifetime does not run while paused, and what was left runs after the resume"
 
 # ---- auto_pause: at its lifetime's end it is paused, not destroyed
-create '{"lifetime": 1, "auto_pause": true}'
+create "{\"lifetime\": $T, \"auto_pause\": true}"
 c=$ID
-sleep 2.5
+sleep "$(awk -v t="$T" 'BEGIN { print 2.5 * t }')"
 api GET "/v1/sandboxes/$c"
 [ "$CODE" = 200 ] || al_fail "an auto_pause sandbox was destroyed at its lifetime: HTTP $CODE: $BODY"
 al_assert_eq "$(jget 'd["state"]')/$(jget 'd["paused_by"]')" paused/lifetime "auto_pause at the lifetime's end"
@@ -226,7 +231,7 @@ api POST "/v1/sandboxes/$a/pause"
 kill -KILL "$AL_SERVE_PID"
 wait "$AL_SERVE_PID" 2>/dev/null || true
 gone=""
-for _ in $(seq 50); do
+for _ in $(seq $((50 * T))); do
 	if ! kill -0 "$burner" 2>/dev/null && [ -z "$(al_marker_pids "burn-$m")" ] && [ -z "$(frozen_cgroups)" ]; then
 		gone=yes
 		break
