@@ -119,7 +119,8 @@ exec_last "$a" "$(cmd_json "echo $m >/dev/null; exec sh -c 'while :; do :; done'
 [ "$(jget 'd["result"]["status"]')" = started ] || al_fail "the burner did not start: $BODY"
 exec_last "$a" "$(cmd_json 'i=0; while :; do i=$((i+1)); echo $i; sleep 0.02; done' '{"background": true}')"
 counter=$(jget 'd["result"]["process"]["pid"]')
-exec_last "$a" "$(cmd_json 'echo kept >kept.txt' '{}')"
+exec_last "$a" "$(cmd_json 'echo kept >kept.txt' '{"fresh": true}')"
+al_assert_eq "$(jget 'd["result"]["exit_code"]')" 0 "the exec that writes kept.txt ($BODY)"
 burner=""
 for _ in $(seq $((50 * T))); do
 	burner=$(al_marker_pids "burn-$m" | awk '{ print $1; exit }')
@@ -161,8 +162,9 @@ al_pass "resumed: both go on where they were"
 # ---- a call that needs the sandbox resumes it, and says so
 api POST "/v1/sandboxes/$a/pause"
 [ "$CODE" = 200 ] || al_fail "pause: HTTP $CODE: $BODY"
-exec_last "$a" "$(cmd_json 'cat kept.txt' '{}')"
-al_assert_eq "$(jget 'd["result"]["stdout"]')/$(jget 'd["result"].get("resumed")')" "kept/True" "an exec against the paused sandbox"
+exec_last "$a" "$(cmd_json 'cat kept.txt' '{"fresh": true}')"
+got="$(jget 'd.get("result", {}).get("stdout")')/$(jget 'd.get("result", {}).get("resumed")')"
+[ "$got" = kept/True ] || { tail -n 40 "$dir/serve.err" >&2; al_fail "an exec against the paused sandbox: $got ($BODY)"; }
 api GET "/v1/sandboxes/$a"
 al_assert_eq "$(jget 'd["state"]')" running "state after the exec"
 al_pass "an exec resumes a paused sandbox first and says resumed"
@@ -174,7 +176,7 @@ api GET "/v1/sandboxes/$a"
 al_assert_eq "$(jget 'd["state"]')" running "alice's sandbox after bob's attempt"
 
 # ---- refused while an exec runs in the foreground
-curl -sS -m 120 -o "$dir/long.out" -X POST "$url/v1/sandboxes/$a/exec" -d "$(cmd_json "sleep $((3 * T)); echo done" '{}')" &
+curl -sS -m 120 -o "$dir/long.out" -X POST "$url/v1/sandboxes/$a/exec" -d "$(cmd_json "sleep $((3 * T)); echo done" '{"fresh": true}')" &
 long=$!
 for _ in $(seq $((100 * T))); do
 	api GET "/v1/sandboxes/$a"
@@ -212,7 +214,7 @@ sleep "$(awk -v t="$T" 'BEGIN { print 2.5 * t }')"
 api GET "/v1/sandboxes/$c"
 [ "$CODE" = 200 ] || al_fail "an auto_pause sandbox was destroyed at its lifetime: HTTP $CODE: $BODY"
 al_assert_eq "$(jget 'd["state"]')/$(jget 'd["paused_by"]')" paused/lifetime "auto_pause at the lifetime's end"
-exec_last "$c" "$(cmd_json 'echo awake' '{}')"
+exec_last "$c" "$(cmd_json 'echo awake' '{"fresh": true}')"
 al_assert_eq "$(jget 'd["result"].get("resumed")')" True "the next exec resumed it"
 al_pass "auto_pause pauses at the lifetime's end; the next call resumes it"
 
@@ -245,6 +247,6 @@ start
 grep -q "sandbox $a of token:alice is back, paused" "$dir/serve.err" || al_fail "not brought back paused: $(cat "$dir/serve.err")"
 api GET "/v1/sandboxes/$a"
 al_assert_eq "$(jget 'd["state"]')" paused "$a after the restart"
-exec_last "$a" "$(cmd_json 'cat kept.txt' '{}')"
+exec_last "$a" "$(cmd_json 'cat kept.txt' '{"fresh": true}')"
 al_assert_eq "$(jget 'd["result"]["stdout"]')/$(jget 'd["result"].get("resumed")')" "kept/True" "the first exec after the restart"
 al_pass "the restart brings the paused sandbox back paused, with its files; its first use resumes it"
