@@ -543,6 +543,8 @@ enum MHD_Result hx_queue(struct MHD_Connection *conn, struct hx_response *rs)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"airlock\"");
 	if (rs->close)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (rs->resumed)
+		MHD_add_response_header(r, "X-Airlock-Resumed", "true");
 	if (held)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
