@@ -168,6 +168,13 @@ got="$(jget 'd.get("result", {}).get("stdout")')/$(jget 'd.get("result", {}).get
 api GET "/v1/sandboxes/$a"
 al_assert_eq "$(jget 'd["state"]')" running "state after the exec"
 al_pass "an exec resumes a paused sandbox first and says resumed"
+api POST "/v1/sandboxes/$a/pause"
+api PUT "/v1/sandboxes/$a/files/w.txt" --data-binary written
+al_assert_eq "$CODE/$(jget 'd.get("resumed")')" 200/True "a file write to the paused sandbox ($BODY)"
+api POST "/v1/sandboxes/$a/pause"
+hdr=$(curl -sS -m 120 -D - -o /dev/null "$url/v1/sandboxes/$a/files/w.txt" | tr -d '\r')
+al_assert_contains "$hdr" "X-Airlock-Resumed: true" "a raw file read of the paused sandbox"
+al_pass "file calls resume it too, and say so"
 
 # ---- another principal's sandbox is unknown to it
 c=$(curl -q -sS -m 30 -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $bob" "$url/v1/sandboxes/$a/pause") || true
