@@ -181,17 +181,19 @@ al_guard_pids() {
 # al_guard_thaw: thaws every frozen cgroup beneath the guard (v2 cgroup.freeze, v1 freezer.state);
 # true when it found one.
 al_guard_thaw() {
-	local d f found=1
+	local d f files found=1
 	for d in "${AL_GUARD_DIRS[@]}"; do
 		[ -d "$d" ] || continue
-		while read -r f; do
+		# (no process substitution: a guest without /dev/fd runs this too)
+		files=$(find "$d" -mindepth 1 \( -name cgroup.freeze -o -name freezer.state \) 2>/dev/null) || true
+		for f in $files; do
 			case "$f" in
 			*/cgroup.freeze) [ "$(cat "$f" 2>/dev/null)" = 1 ] || continue; al_write "$f" 0 ;;
 			*/freezer.state) [ "$(cat "$f" 2>/dev/null)" != THAWED ] || continue; al_write "$f" THAWED ;;
 			esac
 			printf '# thawed %s\n' "$f" >&2
 			found=0
-		done < <(find "$d" -mindepth 1 \( -name cgroup.freeze -o -name freezer.state \) 2>/dev/null)
+		done
 	done
 	return $found
 }

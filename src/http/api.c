@@ -197,7 +197,7 @@ void api_install(struct hx_server *s, const struct hx_request *rq, char *const c
 static void written(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
 	const char *path = json_string_value(json_object_get(hx_call_args(c), "path"));
-	hx_json(rs, 200, json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes));
+	hx_json(rs, 200, hx_resumed(json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes), r));
 }
 
 /* The arguments the gate sees are code_write_file's: the content as text when it is UTF-8, else
@@ -225,6 +225,7 @@ void api_write(struct hx_server *s, const struct hx_request *rq, char *const cap
 
 static void read_ok(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
+	rs->resumed = r->resumed; /* the body is the file's bytes: said in a header */
 	if (r->fd >= 0) { /* streamed from the file: the result keeps (and closes) its own descriptor */
 		rs->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
 		if (rs->fd < 0) {
@@ -256,6 +257,15 @@ void api_read(struct hx_server *s, const struct hx_request *rq, char *const caps
 		hx_error(rs, 500, "out of memory");
 	else
 		run(s, rq, TL_READ_FILE, args, read_ok, rs);
+}
+
+json_t *hx_resumed(json_t *o, const struct srv_result *r)
+{
+	if (o && r->resumed && json_object_set_new(o, "resumed", json_true()) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 void hx_ok_structured(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)

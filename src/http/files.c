@@ -97,7 +97,7 @@ static json_t *inspect_args(const char *id, const char *path, int fd, size_t len
 static void written(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
 	const char *path = json_string_value(json_object_get(hx_call_args(c), "path"));
-	hx_json(rs, 200, json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes));
+	hx_json(rs, 200, hx_resumed(json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes), r));
 }
 
 void api_write_spooled(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
@@ -113,7 +113,8 @@ void api_write_spooled(struct hx_server *s, const struct hx_request *rq, char *c
 static void unpacked(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
 	const char *path = json_string_value(json_object_get(hx_call_args(c), "path"));
-	hx_json(rs, 200, json_pack("{s:s,s:I}", "path", path && *path ? path : "/", "members", (json_int_t)r->bytes));
+	hx_json(rs, 200,
+		hx_resumed(json_pack("{s:s,s:I}", "path", path && *path ? path : "/", "members", (json_int_t)r->bytes), r));
 }
 
 void api_archive(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
@@ -142,7 +143,8 @@ void api_stat(struct hx_server *s, const struct hx_request *rq, char *const caps
 static void made(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
 	const char *path = json_string_value(json_object_get(hx_call_args(c), "path"));
-	hx_json(rs, r->bytes ? 201 : 200, json_pack("{s:s,s:b}", "path", path ? path : "", "created", r->bytes != 0));
+	hx_json(rs, r->bytes ? 201 : 200,
+		hx_resumed(json_pack("{s:s,s:b}", "path", path ? path : "", "created", r->bytes != 0), r));
 }
 
 void api_mkdir(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)

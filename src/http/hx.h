@@ -104,6 +104,7 @@ struct hx_response {
 	const char *csp;		     /* a page's Content-Security-Policy (static string), or NULL */
 	char *location;			     /* a redirect's Location (malloc'd), or NULL */
 	char *headers;			     /* more headers, "Name: value\n" each (malloc'd), or NULL */
+	bool resumed;			     /* X-Airlock-Resumed: true (a raw file read resumed its sandbox) */
 };
 
 struct hx_server;
@@ -360,6 +361,10 @@ int hx_call_act_for(struct hx_call *c, const char *owner);
 void hx_call_drop(struct hx_call *c);
 /* An hx_ok_fn answering 200 with the tool's structuredContent (api.c). */
 void hx_ok_structured(struct hx_call *c, const struct srv_result *r, struct hx_response *rs);
+/* o with "resumed": true when r says its call resumed a paused sandbox (o taken; NULL stays NULL). */
+json_t *hx_resumed(json_t *o, const struct srv_result *r);
+/* o with "resumed": true when r says its call resumed a paused sandbox (o taken; NULL stays NULL). */
+json_t *hx_resumed(json_t *o, const struct srv_result *r);
 enum tl_id hx_call_tool(const struct hx_call *c);
 /* A stream's output events carry their bytes as base64 ("encoding": "base64"): a terminal's output
  * is not always UTF-8. Before hx_call_stream. */

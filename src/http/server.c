@@ -557,6 +557,8 @@ enum MHD_Result hx_queue(struct MHD_Connection *conn, struct hx_response *rs)
 	if (rs->close)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	add_headers(r, rs->headers);
+	if (rs->resumed)
+		MHD_add_response_header(r, "X-Airlock-Resumed", "true");
 	if (held)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");

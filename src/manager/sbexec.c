@@ -319,9 +319,7 @@ void *exec_thread(void *arg)
 	if (r == 0 && op->kind == OP_EXEC && (code_fd = al_code_memfd(op->code, op->code_len)) < 0)
 		r = al_err_sys(&err, -code_fd, "setup: the program's sealed copy");
 	if (r == 0 && op->background) { /* answered at once; the process holds the place from here */
-		if (op->inuse) /* a background process is what a pause freezes: it holds no pause off */
-			sbx_unuse(m, s);
-		op->inuse = false;
+		/* Held until it is started (op_end lets go): a pause then freezes it with the rest. */
 		sbproc_start(op, s, p, code_fd);
 		return NULL;
 	}

@@ -376,7 +376,8 @@ int sbx_wake(struct sbm *m, struct sbx *s, bool *resumed, struct al_error *err);
 void sbx_unuse(struct sbm *m, struct sbx *s);
 void sbx_unuse_put(struct sbm *m, struct sbx *s);
 /* Under m->mu, from the housekeeper's sweep: s expired for why; with auto_pause (idle_ttl or its own
- * lifetime) it is to be paused instead: true, a reference taken and s put on *list. */
+ * lifetime) it is to be paused instead: true, a reference taken and s put on *list (or, while a
+ * call holds it in the foreground, true and nothing done: a later sweep pauses it). */
 bool pause_instead_locked(struct sbm *m, struct sbx *s, enum sbx_end why, struct sbx **list);
 /* Outside the lock: pauses each of list (failing that, ends it as it would have ended), puts it. */
 void pause_list(struct sbm *m, struct sbx *list);

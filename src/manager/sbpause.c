@@ -272,10 +272,14 @@ int sbm_resume(void *ctx, const struct srv_pause_req *req, const struct srv_sink
 bool pause_instead_locked(struct sbm *m, struct sbx *s, enum sbx_end why, struct sbx **list)
 {
 	(void)m;
-	if (!s->auto_pause || s->paused || s->changing || s->pooled || s->inuse || s->runs)
+	if (!s->auto_pause || s->paused || s->changing || s->pooled)
 		return false;
 	if (why != SBX_END_IDLE && why != SBX_END_LIFETIME)
 		return false;
+	/* A call in the foreground (an exec at its lifetime's end): not frozen under its client, nor
+	 * destroyed; it is paused at a sweep after the call (the housekeeper's next, within a second). */
+	if (s->inuse || s->runs)
+		return true;
 	s->changing = true; /* not swept again meanwhile */
 	s->lifetime_restart = why == SBX_END_LIFETIME;
 	snprintf(s->paused_by, sizeof(s->paused_by), "%s", why == SBX_END_IDLE ? "idle_ttl" : "lifetime");

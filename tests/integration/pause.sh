@@ -7,7 +7,12 @@
 # run; auto_pause pauses at the lifetime's end instead of destroying; a SIGKILL of the server while
 # a sandbox is paused leaves no process and no frozen cgroup; the restart brings it back paused,
 # with its files, and its first use resumes it. The MCP tools through the official SDK.
+# The test VM emulates its CPU (a create takes seconds there): more time for the whole (CTest gives
+# it 600 s), and T, the unit of every lifetime and wait below, is longer there.
+: "${AL_GUARD_TIMEOUT:=570}"
 . "$(dirname "$0")/../lib.sh"
+T=1
+[ -z "${AL_IN_VM:-}" ] || T=8
 
 command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
@@ -30,7 +35,7 @@ start() {
 api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
 	local method=$1 path=$2
 	shift 2
-	BODY=$(curl -sS -m 60 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
+	BODY=$(curl -sS -m 120 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
 	CODE=${BODY##*$'\n'}
 	BODY=${BODY%$'\n'*}
 }
@@ -48,24 +53,38 @@ create() { # JSON: the new sandbox's id in ID
 }
 # CPU ticks (user + system) of host pid $1.
 ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-# The freezer state of host pid $1's cgroup, read on the host: FROZEN/THAWED (v1) or 1/0 (v2).
+# The freezer state of host pid $1's cgroup, read on the host: FROZEN/THAWED (v1) or 1/0 (v2: the
+# nearest ancestor that has cgroup.freeze set, else 0).
 freezer_of() {
-	local line rel
-	if line=$(grep -E '^[0-9]+:([^:]*,)?freezer(,[^:]*)?:' "/proc/$1/cgroup"); then
-		rel=${line#*:*:}
-		cat "/sys/fs/cgroup/freezer$rel/freezer.state"
-		return
-	fi
-	rel=$(awk -F: '$1 == "0" { print $3 }' "/proc/$1/cgroup")
-	local root
-	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
-	# the job's cgroup: the exec's cgroup's ancestors up to the one that holds cgroup.freeze set
-	local d="$root$rel"
-	while [ "$d" != "$root" ]; do
-		[ "$(cat "$d/cgroup.freeze" 2>/dev/null)" = 1 ] && { grep '^frozen' "$d/cgroup.events" | cut -d' ' -f2; return; }
-		d=$(dirname "$d")
-	done
-	echo 0
+	"$AL_PY" - "$1" <<'PY'
+import os, sys
+lines = [l.rstrip("\n").split(":", 2) for l in open(f"/proc/{sys.argv[1]}/cgroup")]
+mounts = {}
+for l in open("/proc/self/mountinfo"):
+    a, b = l.split(" - ", 1)
+    fstype, opts = b.split()[0], b.split()[2]
+    mp = a.split()[4]
+    if fstype == "cgroup2":
+        mounts.setdefault("", mp)
+    elif fstype == "cgroup" and "freezer" in opts.split(","):
+        mounts.setdefault("freezer", mp)
+for hid, ctrls, path in lines:
+    if "freezer" in ctrls.split(",") and "freezer" in mounts:
+        print(open(mounts["freezer"] + path + "/freezer.state").read().strip())
+        sys.exit(0)
+path = next(p for h, c, p in lines if h == "0")
+d = mounts[""] + path
+while len(d) > len(mounts[""]):
+    try:
+        if open(d + "/cgroup.freeze").read().strip() == "1":
+            ev = dict(l.split() for l in open(d + "/cgroup.events"))
+            print(ev["frozen"])
+            sys.exit(0)
+    except OSError:
+        pass
+    d = os.path.dirname(d)
+print(0)
+PY
 }
 # Any cgroup beneath ours (the guard) that is frozen: printed, one per line.
 frozen_cgroups() {
@@ -100,9 +119,10 @@ exec_last "$a" "$(cmd_json "echo $m >/dev/null; exec sh -c 'while :; do :; done'
 [ "$(jget 'd["result"]["status"]')" = started ] || al_fail "the burner did not start: $BODY"
 exec_last "$a" "$(cmd_json 'i=0; while :; do i=$((i+1)); echo $i; sleep 0.02; done' '{"background": true}')"
 counter=$(jget 'd["result"]["process"]["pid"]')
-exec_last "$a" "$(cmd_json 'echo kept >kept.txt' '{}')"
+exec_last "$a" "$(cmd_json 'echo kept >kept.txt' '{"fresh": true}')"
+al_assert_eq "$(jget 'd["result"]["exit_code"]')" 0 "the exec that writes kept.txt ($BODY)"
 burner=""
-for _ in $(seq 50); do
+for _ in $(seq $((50 * T))); do
 	burner=$(al_marker_pids "burn-$m" | awk '{ print $1; exit }')
 	[ -n "$burner" ] && break
 	sleep 0.1
@@ -142,11 +162,19 @@ al_pass "resumed: both go on where they were"
 # ---- a call that needs the sandbox resumes it, and says so
 api POST "/v1/sandboxes/$a/pause"
 [ "$CODE" = 200 ] || al_fail "pause: HTTP $CODE: $BODY"
-exec_last "$a" "$(cmd_json 'cat kept.txt' '{}')"
-al_assert_eq "$(jget 'd["result"]["stdout"]')/$(jget 'd["result"].get("resumed")')" "kept/True" "an exec against the paused sandbox"
+exec_last "$a" "$(cmd_json 'cat kept.txt' '{"fresh": true}')"
+got="$(jget 'd.get("result", {}).get("stdout")')/$(jget 'd.get("result", {}).get("resumed")')"
+[ "$got" = kept/True ] || { tail -n 40 "$dir/serve.err" >&2; al_fail "an exec against the paused sandbox: $got ($BODY)"; }
 api GET "/v1/sandboxes/$a"
 al_assert_eq "$(jget 'd["state"]')" running "state after the exec"
 al_pass "an exec resumes a paused sandbox first and says resumed"
+api POST "/v1/sandboxes/$a/pause"
+api PUT "/v1/sandboxes/$a/files/w.txt" --data-binary written
+al_assert_eq "$CODE/$(jget 'd.get("resumed")')" 200/True "a file write to the paused sandbox ($BODY)"
+api POST "/v1/sandboxes/$a/pause"
+hdr=$(curl -sS -m 120 -D - -o /dev/null "$url/v1/sandboxes/$a/files/w.txt" | tr -d '\r')
+al_assert_contains "$hdr" "X-Airlock-Resumed: true" "a raw file read of the paused sandbox"
+al_pass "file calls resume it too, and say so"
 
 # ---- another principal's sandbox is unknown to it
 c=$(curl -q -sS -m 30 -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $bob" "$url/v1/sandboxes/$a/pause") || true
@@ -155,9 +183,9 @@ api GET "/v1/sandboxes/$a"
 al_assert_eq "$(jget 'd["state"]')" running "alice's sandbox after bob's attempt"
 
 # ---- refused while an exec runs in the foreground
-curl -sS -m 60 -o "$dir/long.out" -X POST "$url/v1/sandboxes/$a/exec" -d "$(cmd_json 'sleep 2; echo done' '{}')" &
+curl -sS -m 120 -o "$dir/long.out" -X POST "$url/v1/sandboxes/$a/exec" -d "$(cmd_json "sleep $((3 * T)); echo done" '{"fresh": true}')" &
 long=$!
-for _ in $(seq 50); do
+for _ in $(seq $((100 * T))); do
 	api GET "/v1/sandboxes/$a"
 	[ "$(jget 'd["processes"]')" -ge 3 ] && break
 	sleep 0.05
@@ -170,30 +198,30 @@ al_assert_contains "$(tail -n1 "$dir/long.out")" '"stdout":"done\n"' "the long e
 al_pass "a pause while an exec runs is refused with 429"
 
 # ---- a paused sandbox's lifetime stands still
-create '{"lifetime": 2}'
+create "{\"lifetime\": $((2 * T))}"
 b=$ID
 api POST "/v1/sandboxes/$b/pause"
 [ "$CODE" = 200 ] || al_fail "pause of $b: HTTP $CODE: $BODY"
-sleep 3
+sleep $((3 * T))
 api GET "/v1/sandboxes/$b"
 [ "$CODE" = 200 ] || al_fail "a paused sandbox expired with its lifetime: HTTP $CODE: $BODY"
 al_assert_eq "$(jget 'd["state"]')" paused "$b after its lifetime's length, paused"
 api POST "/v1/sandboxes/$b/resume"
 api GET "/v1/sandboxes/$b"
 [ "$CODE" = 200 ] || al_fail "$b gone at its resume: HTTP $CODE: $BODY"
-sleep 2.5
+sleep "$(awk -v t="$T" 'BEGIN { print 2.5 * t }')"
 api GET "/v1/sandboxes/$b"
 al_assert_eq "$CODE" 404 "$b once what was left of its lifetime ran out after the resume"
 al_pass "the lifetime does not run while paused, and what was left runs after the resume"
 
 # ---- auto_pause: at its lifetime's end it is paused, not destroyed
-create '{"lifetime": 1, "auto_pause": true}'
+create "{\"lifetime\": $T, \"auto_pause\": true}"
 c=$ID
-sleep 2.5
+sleep "$(awk -v t="$T" 'BEGIN { print 2.5 * t }')"
 api GET "/v1/sandboxes/$c"
 [ "$CODE" = 200 ] || al_fail "an auto_pause sandbox was destroyed at its lifetime: HTTP $CODE: $BODY"
 al_assert_eq "$(jget 'd["state"]')/$(jget 'd["paused_by"]')" paused/lifetime "auto_pause at the lifetime's end"
-exec_last "$c" "$(cmd_json 'echo awake' '{}')"
+exec_last "$c" "$(cmd_json 'echo awake' '{"fresh": true}')"
 al_assert_eq "$(jget 'd["result"].get("resumed")')" True "the next exec resumed it"
 al_pass "auto_pause pauses at the lifetime's end; the next call resumes it"
 
@@ -212,7 +240,7 @@ api POST "/v1/sandboxes/$a/pause"
 kill -KILL "$AL_SERVE_PID"
 wait "$AL_SERVE_PID" 2>/dev/null || true
 gone=""
-for _ in $(seq 50); do
+for _ in $(seq $((50 * T))); do
 	if ! kill -0 "$burner" 2>/dev/null && [ -z "$(al_marker_pids "burn-$m")" ] && [ -z "$(frozen_cgroups)" ]; then
 		gone=yes
 		break
@@ -226,6 +254,6 @@ start
 grep -q "sandbox $a of token:alice is back, paused" "$dir/serve.err" || al_fail "not brought back paused: $(cat "$dir/serve.err")"
 api GET "/v1/sandboxes/$a"
 al_assert_eq "$(jget 'd["state"]')" paused "$a after the restart"
-exec_last "$a" "$(cmd_json 'cat kept.txt' '{}')"
+exec_last "$a" "$(cmd_json 'cat kept.txt' '{"fresh": true}')"
 al_assert_eq "$(jget 'd["result"]["stdout"]')/$(jget 'd["result"].get("resumed")')" "kept/True" "the first exec after the restart"
 al_pass "the restart brings the paused sandbox back paused, with its files; its first use resumes it"
