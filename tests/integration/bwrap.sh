@@ -29,11 +29,15 @@ al_payload_wait
 
 # ---- the filesystem: the host's files are not there, /usr is read-only, --ro holds, --rw writes
 nn_hidden_files "$m"
-for d in /root /home /var /srv; do
+for d in /root /var /srv; do
 	[ -e "$d" ] || continue
 	al_probe "${NN[@]}" -- ls "$d"
 	al_assert_eq "$(al_kv ls)" ENOENT "host $d inside"
 done
+# /home is the sandbox's own: one link, user -> the workspace (E2B's home), none of the host's homes.
+al_run run "${NN[@]}" -- sh -c 'ls -A /home; readlink /home/user'
+al_assert_eq "$AL_OUT" "user
+/workspace" "/home inside holds only the link to the workspace"
 nn_not_writable /usr/bin/env /usr /usr/bin / /etc
 nn_binds "$m"
 al_probe "${NN[@]}" --ro "$NN_RO:/data" -- read /data/canary
