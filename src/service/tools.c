@@ -536,172 +536,6 @@ void tl_catalog_clear(struct tl_catalog *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* ---- argument checks beyond the schema ------------------------------------------------------ */
-
-static const char *str_arg(const json_t *args, const char *key)
-{
-	return json_string_value(json_object_get(args, key));
-}
-
-static bool flag_arg(const json_t *args, const char *key)
-{
-	return json_is_true(json_object_get(args, key));
-}
-
-/* Allowed domains without network would read as "network to these hosts" and give none. */
-static int check_network(const json_t *args, char *msg)
-{
-	if (json_array_size(json_object_get(args, "allowed_domains")) && !flag_arg(args, "network_enabled")) {
-		snprintf(msg, SCH_MSG_MAX, "allowed_domains: needs \"network_enabled\": true");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* A spec starting with '-' would be read by pip or npm as an option (--index-url=..., a
- * different registry): refuse it here, whatever the manager does later. */
-static int check_packages(const json_t *args, char *msg)
-{
-	size_t i;
-	const json_t *p;
-	json_array_foreach(json_object_get(args, "packages"), i, p) {
-		const char *s = json_string_value(p);
-		if (s[0] == '-') {
-			snprintf(msg, SCH_MSG_MAX, "packages[%zu]: a package spec cannot start with '-'", i);
-			return -EINVAL;
-		}
-		for (const char *c = s; *c; c++)
-			if ((unsigned char)*c <= ' ' || *c == 0x7f) {
-				snprintf(msg, SCH_MSG_MAX, "packages[%zu]: no spaces or control characters", i);
-				return -EINVAL;
-			}
-	}
-	return 0;
-}
-
-static int check_content(const json_t *args, char *msg)
-{
-	const char *enc = str_arg(args, "encoding");
-	if (!enc || strcmp(enc, "base64") != 0)
-		return 0;
-	const json_t *c = json_object_get(args, "content");
-	unsigned char *bytes = NULL;
-	long n = txt_base64_decode(json_string_value(c), json_string_length(c), &bytes);
-	free(bytes);
-	if (n == -EINVAL) {
-		snprintf(msg, SCH_MSG_MAX, "content: not valid base64 (RFC 4648, padded, no whitespace)");
-		return -EINVAL;
-	}
-	return n < 0 ? (int)n : 0;
-}
-
-/* JSON strings may hold \u0000; the manager takes C strings, which would end there ("config.py\u0000.txt"
- * would write config.py): refuse such a path or id rather than act on a shorter one. */
-static int check_nul(const json_t *args, char *msg)
-{
-	static const char *const names[] = {"path", "sandbox_id"};
-	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++) {
-		const json_t *v = json_object_get(args, names[i]);
-		if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v)) {
-			snprintf(msg, SCH_MSG_MAX, "%s: a NUL character is not allowed", names[i]);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-/* Each of code_file's optional arguments belongs to one action. */
-static int check_file(const json_t *args, char *msg)
-{
-	static const struct {
-		const char *key, *action;
-	} only[] = {{"to", "move"}, {"overwrite", "move"}, {"recursive", "remove"}};
-	const char *action = str_arg(args, "action");
-	for (size_t i = 0; i < AL_ARRAY_SIZE(only); i++)
-		if (json_object_get(args, only[i].key) && strcmp(action, only[i].action) != 0) {
-			snprintf(msg, SCH_MSG_MAX, "%s: only with \"action\": \"%s\"", only[i].key, only[i].action);
-			return -EINVAL;
-		}
-	if (strcmp(action, "move") == 0 && !json_object_get(args, "to")) {
-		snprintf(msg, SCH_MSG_MAX, "to: required with \"action\": \"move\"");
-		return -EINVAL;
-	}
-	const json_t *to = json_object_get(args, "to");
-	if (to && strlen(json_string_value(to)) != json_string_length(to)) {
-		snprintf(msg, SCH_MSG_MAX, "to: a NUL character is not allowed");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* A terminal session is a background process: "background": false beside "pty" contradicts it. */
-static int check_pty(const json_t *args, char *msg)
-{
-	if (json_object_get(args, "pty") && json_is_false(json_object_get(args, "background"))) {
-		snprintf(msg, SCH_MSG_MAX, "pty: a terminal session is a background process (drop \"background\": false)");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* What the schema cannot say of metadata: a key's characters, a value's bytes (the schema counts
- * characters) and no NUL (the manager takes C strings). */
-static int check_metadata(const json_t *args, char *msg)
-{
-	const char *key;
-	const json_t *v;
-	json_t *meta = json_object_get(args, "metadata");
-	json_object_foreach(meta, key, v) {
-		size_t n = strlen(key);
-		if (strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") != n) {
-			snprintf(msg, SCH_MSG_MAX, "metadata: key \"%.64s\" may hold only A-Z a-z 0-9 . _ - /", key);
-			return -EINVAL;
-		}
-		if (json_string_length(v) > SRV_META_VALUE_MAX || strlen(json_string_value(v)) != json_string_length(v)) {
-			snprintf(msg, SCH_MSG_MAX, "metadata: the value of \"%s\" must be at most %d bytes, without NUL",
-				 key, SRV_META_VALUE_MAX);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args, char msg[SCH_MSG_MAX])
-{
-	int r = sch_validate(c->input[id], args, msg);
-	if (r == 0)
-		r = check_nul(args, msg);
-	if (r < 0)
-		return r;
-	switch (id) {
-	case TL_EXECUTE:
-		return check_network(args, msg) ?: check_pty(args, msg);
-	case TL_CREATE_SANDBOX:
-		return check_network(args, msg) ?: check_metadata(args, msg);
-	case TL_INSTALL_PACKAGE:
-		return check_packages(args, msg);
-	case TL_WRITE_FILE:
-		return check_content(args, msg);
-	case TL_FILE:
-		return check_file(args, msg);
-	case TL_FORK:
-		return check_metadata(args, msg);
-	case TL_UPLOAD:
-	case TL_READ_FILE:
-	case TL_LIST_FILES:
-	case TL_DESTROY_SANDBOX:
-	case TL_CONTEXT:
-	case TL_PROCESS:
-	case TL_SET_TIMEOUT:
-	case TL_WATCH:
-	case TL_PAUSE:
-	case TL_RESUME:
-	case TL__COUNT:
-		break;
-	}
-	return 0;
-}
-
 /* ---- starting operations -------------------------------------------------------------------- */
 
 /* The strings of a JSON array of strings, borrowed; *n set. NULL with *n 0 when empty. */
@@ -758,21 +592,21 @@ static int start_execute(const struct srv_mgr_api *m, const json_t *args, const 
 	const json_t *code = json_object_get(args, "code");
 	struct srv_exec_req req = {
 		.owner = owner,
-		.sandbox_id = str_arg(args, "sandbox_id"),
-		.language = str_arg(args, "language"),
+		.sandbox_id = tl_str_arg(args, "sandbox_id"),
+		.language = tl_str_arg(args, "language"),
 		.code = json_string_value(code),
 		.code_len = json_string_length(code),
 		.timeout_ms = seconds_ms(json_object_get(args, "timeout")),
-		.network_enabled = flag_arg(args, "network_enabled"),
-		.fresh = flag_arg(args, "fresh"),
-		.context_id = str_arg(args, "context_id"),
+		.network_enabled = tl_flag_arg(args, "network_enabled"),
+		.fresh = tl_flag_arg(args, "fresh"),
+		.context_id = tl_str_arg(args, "context_id"),
 	};
 	const json_t *in = json_object_get(args, "stdin");
-	req.cwd = str_arg(args, "cwd");
+	req.cwd = tl_str_arg(args, "cwd");
 	req.stdin_data = json_string_value(in);
 	req.stdin_len = json_string_length(in);
-	req.background = flag_arg(args, "background");
-	req.keep_stdin = flag_arg(args, "keep_stdin");
+	req.background = tl_flag_arg(args, "background");
+	req.keep_stdin = tl_flag_arg(args, "keep_stdin");
 	const json_t *pty = json_object_get(args, "pty");
 	if (pty) { /* the schema bounds both; a terminal's usual 80 x 24 when one is left out */
 		const json_t *cols = json_object_get(pty, "cols"), *rows = json_object_get(pty, "rows");
@@ -803,7 +637,7 @@ static int start_install(const struct srv_mgr_api *m, const json_t *args, const 
 {
 	int rc;
 	struct srv_install_req req = {
-		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
+		.owner = owner, .sandbox_id = tl_str_arg(args, "sandbox_id"), .manager = tl_str_arg(args, "manager")};
 	cleanup_free const char **pkgs = strings_of(json_object_get(args, "packages"), &req.n_packages, &rc);
 	if (rc < 0)
 		return al_err(err, ENOMEM, "out of memory");
@@ -815,9 +649,9 @@ static int start_write(const struct srv_mgr_api *m, const json_t *args, const ch
 		       struct srv_op **op, struct al_error *err)
 {
 	const json_t *content = json_object_get(args, "content");
-	const char *enc = str_arg(args, "encoding");
+	const char *enc = tl_str_arg(args, "encoding");
 	struct srv_write_req req = {
-		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+		.owner = owner, .sandbox_id = tl_str_arg(args, "sandbox_id"), .path = tl_str_arg(args, "path")};
 	cleanup_free unsigned char *bytes = NULL;
 	if (enc && strcmp(enc, "base64") == 0) {
 		long n = txt_base64_decode(json_string_value(content), json_string_length(content), &bytes);
@@ -836,7 +670,7 @@ static int start_read(const struct srv_mgr_api *m, const json_t *args, const cha
 		      struct srv_op **op, struct al_error *err)
 {
 	struct srv_path_req req = {
-		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+		.owner = owner, .sandbox_id = tl_str_arg(args, "sandbox_id"), .path = tl_str_arg(args, "path")};
 	return m->read_file(m->ctx, &req, sink, op, err);
 }
 
@@ -844,7 +678,7 @@ static int start_list(const struct srv_mgr_api *m, const json_t *args, const cha
 		      struct srv_op **op, struct al_error *err)
 {
 	struct srv_path_req req = {
-		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .path = str_arg(args, "path")};
+		.owner = owner, .sandbox_id = tl_str_arg(args, "sandbox_id"), .path = tl_str_arg(args, "path")};
 	return m->list_files(m->ctx, &req, sink, op, err);
 }
 
@@ -868,15 +702,15 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const c
 	int rc;
 	struct srv_create_req req = {
 		.owner = owner,
-		.profile = str_arg(args, "profile"),
-		.image = str_arg(args, "image"),
-		.language = str_arg(args, "language"),
-		.network_enabled = flag_arg(args, "network_enabled"),
+		.profile = tl_str_arg(args, "profile"),
+		.image = tl_str_arg(args, "image"),
+		.language = tl_str_arg(args, "language"),
+		.network_enabled = tl_flag_arg(args, "network_enabled"),
 	};
 	limits_of(json_object_get(args, "limits"), &req.limits);
 	req.lifetime_ms = seconds_ms(json_object_get(args, "lifetime"));
-	req.auto_pause = flag_arg(args, "auto_pause");
-	req.lifetime_runs_paused = flag_arg(args, "lifetime_runs_paused");
+	req.auto_pause = tl_flag_arg(args, "auto_pause");
+	req.lifetime_runs_paused = tl_flag_arg(args, "lifetime_runs_paused");
 	cleanup_free const char **domains =
 		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
 	if (rc < 0)
@@ -915,7 +749,7 @@ static int start_timeout(const struct srv_mgr_api *m, const json_t *args, const 
 	if (!m->set_timeout)
 		return al_err(err, ENOTSUP, "this server cannot change a sandbox's lifetime");
 	struct srv_timeout_req req = {.owner = owner,
-				      .sandbox_id = str_arg(args, "sandbox_id"),
+				      .sandbox_id = tl_str_arg(args, "sandbox_id"),
 				      .lifetime_ms = seconds_ms(json_object_get(args, "lifetime"))};
 	return m->set_timeout(m->ctx, &req, sink, op, err);
 }
@@ -923,7 +757,7 @@ static int start_timeout(const struct srv_mgr_api *m, const json_t *args, const 
 static int start_destroy(const struct srv_mgr_api *m, const json_t *args, const char *owner,
 			 const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
 {
-	struct srv_path_req req = {.owner = owner, .sandbox_id = str_arg(args, "sandbox_id")};
+	struct srv_path_req req = {.owner = owner, .sandbox_id = tl_str_arg(args, "sandbox_id")};
 	return m->destroy_sandbox(m->ctx, &req, sink, op, err);
 }
 
@@ -933,10 +767,10 @@ static int start_context(const struct srv_mgr_api *m, const json_t *args, const 
 	if (!m->context)
 		return al_err(err, ENOTSUP, "this server has no interpreter contexts");
 	struct srv_context_req req = {.owner = owner,
-				      .sandbox_id = str_arg(args, "sandbox_id"),
-				      .action = str_arg(args, "action"),
-				      .language = str_arg(args, "language"),
-				      .context_id = str_arg(args, "context_id")};
+				      .sandbox_id = tl_str_arg(args, "sandbox_id"),
+				      .action = tl_str_arg(args, "action"),
+				      .language = tl_str_arg(args, "language"),
+				      .context_id = tl_str_arg(args, "context_id")};
 	return m->context(m->ctx, &req, sink, op, err);
 }
 
@@ -949,12 +783,12 @@ static int start_file(const struct srv_mgr_api *m, const json_t *args, const cha
 					      [SRV_FILE_MKDIR] = "mkdir",
 					      [SRV_FILE_MOVE] = "move",
 					      [SRV_FILE_REMOVE] = "remove"};
-	const char *action = str_arg(args, "action");
+	const char *action = tl_str_arg(args, "action");
 	struct srv_file_req req = {.owner = owner,
-				   .sandbox_id = str_arg(args, "sandbox_id"),
-				   .path = str_arg(args, "path"),
-				   .to = str_arg(args, "to"),
-				   .recursive = flag_arg(args, "recursive"),
+				   .sandbox_id = tl_str_arg(args, "sandbox_id"),
+				   .path = tl_str_arg(args, "path"),
+				   .to = tl_str_arg(args, "to"),
+				   .recursive = tl_flag_arg(args, "recursive"),
 				   .no_replace = json_is_false(json_object_get(args, "overwrite"))};
 	size_t i = 0;
 	while (i < AL_ARRAY_SIZE(actions) && strcmp(actions[i], action ? action : "") != 0)
@@ -979,7 +813,7 @@ int tl_precheck(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, 
 		return 0;
 	int rc;
 	struct srv_install_req req = {
-		.owner = owner, .sandbox_id = str_arg(args, "sandbox_id"), .manager = str_arg(args, "manager")};
+		.owner = owner, .sandbox_id = tl_str_arg(args, "sandbox_id"), .manager = tl_str_arg(args, "manager")};
 	cleanup_free const char **pkgs = strings_of(json_object_get(args, "packages"), &req.n_packages, &rc);
 	if (rc < 0)
 		return al_err(err, ENOMEM, "out of memory");
@@ -1075,7 +909,7 @@ static json_t *result_verdict(const json_t *args, const struct srv_result *r, bo
 	const struct al_verdict *v = r->verdict;
 	/* Anything but a clean exit 0 is the program failing: the model should see it as an error. */
 	*is_error = !(v->status == AL_STATUS_EXITED && v->exit_code == 0);
-	json_t *o = verdict_json(v, r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id"));
+	json_t *o = verdict_json(v, r->sandbox_id ? r->sandbox_id : tl_str_arg(args, "sandbox_id"));
 	/* The sandbox ended while this ran (its lifetime, a destroy): why, in words, as the error. */
 	if (o && r->ended &&
 	    (json_object_set_new(o, "error", json_string(r->ended)) < 0 ||
@@ -1094,7 +928,7 @@ static json_t *result_verdict(const json_t *args, const struct srv_result *r, bo
 static json_t *result_context(const json_t *args, const struct srv_result *r, bool *is_error)
 {
 	json_t *o = r->cell_json ? json_loads(r->cell_json, 0, NULL) : json_object();
-	const char *id = r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id");
+	const char *id = r->sandbox_id ? r->sandbox_id : tl_str_arg(args, "sandbox_id");
 	if (o && json_object_set_new(o, "sandbox_id", json_string(id ? id : "")) < 0) {
 		json_decref(o);
 		return NULL;
@@ -1120,7 +954,7 @@ static int add_images(json_t *content, const json_t *structured)
 
 static json_t *result_write(const json_t *args, const struct srv_result *r, bool *is_error)
 {
-	return json_pack("{s:s,s:I}", "path", str_arg(args, "path"), "bytes", (json_int_t)r->bytes);
+	return json_pack("{s:s,s:I}", "path", tl_str_arg(args, "path"), "bytes", (json_int_t)r->bytes);
 }
 
 static json_t *result_read(const json_t *args, const struct srv_result *r, bool *is_error)
@@ -1134,7 +968,7 @@ static json_t *result_read(const json_t *args, const struct srv_result *r, bool 
 		cleanup_free char *b64 = txt_base64_encode(data, r->len);
 		content = b64 ? json_string(b64) : NULL;
 	}
-	return json_pack("{s:s,s:I,s:s,s:o}", "path", str_arg(args, "path"), "size", (json_int_t)r->len, "encoding",
+	return json_pack("{s:s,s:I,s:s,s:o}", "path", tl_str_arg(args, "path"), "size", (json_int_t)r->len, "encoding",
 			 text ? "utf-8" : "base64", "content", content);
 }
 
@@ -1166,20 +1000,20 @@ static json_t *result_list(const json_t *args, const struct srv_result *r, bool 
 			return NULL;
 		}
 	}
-	const char *path = str_arg(args, "path");
+	const char *path = tl_str_arg(args, "path");
 	return json_pack("{s:s,s:o}", "path", path ? path : ".", "entries", entries);
 }
 
 static json_t *result_created(const json_t *args, const struct srv_result *r, bool *is_error)
 {
-	const char *id = r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id");
+	const char *id = r->sandbox_id ? r->sandbox_id : tl_str_arg(args, "sandbox_id");
 	return json_pack("{s:s,s:o}", "sandbox_id", id ? id : "", "ends_at",
 			 r->ends_unix_ms ? txt_json_time(r->ends_unix_ms) : json_null());
 }
 
 static json_t *result_sandbox(const json_t *args, const struct srv_result *r, bool *is_error)
 {
-	const char *id = r->sandbox_id ? r->sandbox_id : str_arg(args, "sandbox_id");
+	const char *id = r->sandbox_id ? r->sandbox_id : tl_str_arg(args, "sandbox_id");
 	return json_pack("{s:s}", "sandbox_id", id ? id : "");
 }
 
@@ -1212,20 +1046,20 @@ static json_t *stat_json(const char *path, const struct srv_file_stat *st)
 
 static json_t *result_file(const json_t *args, const struct srv_result *r, bool *is_error)
 {
-	const char *path = str_arg(args, "path"), *action = str_arg(args, "action");
+	const char *path = tl_str_arg(args, "path"), *action = tl_str_arg(args, "action");
 	if (r->stat)
 		return stat_json(path, r->stat);
 	if (strcmp(action, "mkdir") == 0)
 		return json_pack("{s:s,s:b}", "path", path, "created", r->bytes != 0);
 	if (strcmp(action, "move") == 0)
-		return json_pack("{s:s,s:s}", "path", path, "to", str_arg(args, "to"));
+		return json_pack("{s:s,s:s}", "path", path, "to", tl_str_arg(args, "to"));
 	return json_pack("{s:s,s:I}", "path", path, "removed", (json_int_t)r->bytes);
 }
 
 static json_t *result_upload(const json_t *args, const struct srv_result *r, bool *is_error)
 {
-	bool archive = strcmp(str_arg(args, "kind"), "archive") == 0;
-	return json_pack("{s:s,s:I}", "path", str_arg(args, "path"), archive ? "members" : "bytes", (json_int_t)r->bytes);
+	bool archive = strcmp(tl_str_arg(args, "kind"), "archive") == 0;
+	return json_pack("{s:s,s:I}", "path", tl_str_arg(args, "path"), archive ? "members" : "bytes", (json_int_t)r->bytes);
 }
 
 json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)

@@ -42,6 +42,15 @@ void tl_catalog_clear(struct tl_catalog *c);
 
 /* The tool's id, or -1 for a name we do not serve. */
 int tl_lookup(const char *name);
+/* An argument of a tool call: its string (NULL if absent or not one), whether it is true. */
+static inline const char *tl_str_arg(const json_t *args, const char *key)
+{
+	return json_string_value(json_object_get(args, key));
+}
+static inline bool tl_flag_arg(const json_t *args, const char *key)
+{
+	return json_is_true(json_object_get(args, key));
+}
 /* A metadata argument (an object of strings, checked by the schema) as the manager takes labels:
  * two arrays borrowed from meta (*keys and *values malloc'd, the caller frees them). 0 or -ENOMEM. */
 int tl_metadata_args(json_t *meta, const char ***keys, const char ***values, size_t *n);
