@@ -282,8 +282,9 @@ static void brief_fork(FILE *f, const json_t *st)
 	fprintf(f, "sandbox %s forked into %zu:", or_q(sv(st, "sandbox_id")), json_array_size(list));
 	size_t i;
 	const json_t *c;
-	json_array_foreach(list, i, c)
+	json_array_foreach(list, i, c) {
 		fprintf(f, " %s", or_q(sv(c, "sandbox_id")));
+	}
 	fputs(" (pass one as sandbox_id)", f);
 }
 
