@@ -563,18 +563,25 @@ static void kill_sandbox(struct hx_server *s, const struct hx_request *rq, const
 	rest_from_api(rs);
 }
 
-/* {"timeout": S}: a code_set_sandbox_timeout call. */
-static void set_timeout(struct hx_server *s, const struct hx_request *rq, const char *id, json_int_t secs,
-			struct hx_response *rs)
+/* A tool call whose E2B answer is 204 (or the call's error, in E2B's shape); takes args. */
+static void call_no_content(struct hx_server *s, const struct hx_request *rq, enum tl_id tool, json_t *args,
+			    struct hx_response *rs)
 {
-	struct hx_call *c = hx_call_new(s, TL_SET_TIMEOUT,
-					json_pack("{s:s,s:I}", "sandbox_id", id, "lifetime", secs > 0 ? secs : 1), rq);
+	struct hx_call *c = hx_call_new(s, tool, args, rq);
 	if (!c) {
 		rest_error(rs, 500, "out of memory");
 		return;
 	}
 	hx_call_run(c, NULL, 0, no_content, rs);
 	rest_from_api(rs);
+}
+
+/* {"timeout": S}: a code_set_sandbox_timeout call. */
+static void set_timeout(struct hx_server *s, const struct hx_request *rq, const char *id, json_int_t secs,
+			struct hx_response *rs)
+{
+	call_no_content(s, rq, TL_SET_TIMEOUT, json_pack("{s:s,s:I}", "sandbox_id", id, "lifetime", secs > 0 ? secs : 1),
+			rs);
 }
 
 static void timeout_route(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
@@ -594,13 +601,7 @@ static void timeout_route(struct hx_server *s, const struct hx_request *rq, cons
 static void pause_call(struct hx_server *s, const struct hx_request *rq, const char *id, enum tl_id tool,
 		       struct hx_response *rs)
 {
-	struct hx_call *c = hx_call_new(s, tool, json_pack("{s:s}", "sandbox_id", id), rq);
-	if (!c) {
-		rest_error(rs, 500, "out of memory");
-		return;
-	}
-	hx_call_run(c, NULL, 0, no_content, rs);
-	rest_from_api(rs);
+	call_no_content(s, rq, tool, json_pack("{s:s}", "sandbox_id", id), rs);
 }
 
 static void pause_route(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
