@@ -54,6 +54,8 @@ al_log() { printf '# %s\n' "$*" >&2; }
 # serve_launch and serve_config_head, shared with bench/lib.sh.
 # shellcheck source=tests/serve_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
+# shellcheck source=tests/skips.sh
+. "$(dirname "${BASH_SOURCE[0]}")/skips.sh"
 
 # ---------------------------------------------------------------- temp dirs
 
@@ -80,13 +82,10 @@ al_tmpdir() {
 
 # ---------------------------------------------------------------- skip / fail
 
+# al_skip REASON: a skip (exit 77), or a failure with CI=true unless tests/skips.allow lists the
+# test (tests/skips.sh; AL_CTEST is the CTest name, AL_NAME when run by hand).
 al_skip() {
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: $AL_NAME: would skip, but CI=true makes environment skips errors: $*" >&2
-		exit 1
-	fi
-	echo "SKIP: $AL_NAME: $*" >&2
-	exit 77
+	al_skip_or_fail "${AL_CTEST:-$AL_NAME}" "$*"
 }
 
 # ---------------------------------------------------------------- outer guard (cgroups)

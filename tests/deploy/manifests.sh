@@ -24,16 +24,10 @@ fail() {
 	fails=$((fails + 1))
 }
 
-skip_or_fail() {
-	if [[ ${CI:-} == true ]]; then
-		echo "FAIL (CI): $*" >&2
-		exit 1
-	fi
-	echo "SKIP: $*" >&2
-	exit 77
-}
-
-"$py" -c 'import yaml, tomllib' 2>/dev/null || skip_or_fail "python3 with yaml and tomllib (python3-yaml, Python 3.11) is needed"
+# shellcheck source=tests/skips.sh
+. "$(dirname "$0")/../skips.sh"
+"$py" -c 'import yaml, tomllib' 2>/dev/null ||
+	al_skip_or_fail "${AL_CTEST:-deploy.manifests}" "python3 with yaml and tomllib (python3-yaml, Python 3.11) is needed"
 
 # A marked scratch directory, removed on exit only if it still carries the marker.
 tmp=$(mktemp -d /tmp/al-manifests.XXXXXX)

@@ -6,7 +6,9 @@
 set -euo pipefail
 
 : "${AIRLOCK:?AIRLOCK must name the airlock binary}"
-command -v python3 >/dev/null || { echo "# python3 missing" >&2; exit 77; }
+# shellcheck source=tests/skips.sh
+. "$(dirname "$0")/../skips.sh"
+command -v python3 >/dev/null || al_skip_or_fail "${AL_CTEST:-check}" "python3 is missing"
 AIRLOCK=$(readlink -f "$AIRLOCK")
 
 TMP=$(mktemp -d /tmp/al-check.XXXXXX)

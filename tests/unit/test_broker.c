@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -520,10 +522,8 @@ static size_t count_lines(const char *head, const char *name)
 
 #define NEED_CERTS()                                                                                                   \
 	do {                                                                                                           \
-		if (!g_certs) {                                                                                        \
-			print_message("openssl CLI unavailable: end-to-end broker test skipped\n");                    \
-			skip();                                                                                        \
-		}                                                                                                      \
+		if (!g_certs)                                                                                          \
+			AL_SKIP("the openssl CLI is unavailable: no certificates for the end-to-end case");            \
 	} while (0)
 
 static void test_serve_get(void **state)

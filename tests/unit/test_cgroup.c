@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "cgroup/cgroup.h"
 
 #define MiB (1024ULL * 1024ULL)
@@ -197,14 +199,12 @@ static void test_started_before(void **state)
 
 /* ---- live: root only, on this host (v1) and in the v2 VM ---------------------------- */
 
-static bool live(void)
-{
-	if (geteuid() != 0) {
-		print_message("not root: skipping the live cgroup tests\n");
-		return false;
-	}
-	return true;
-}
+/* The live cases make real cgroups under the host's hierarchies: root only. */
+#define NEED_LIVE()                                                                                                    \
+	do {                                                                                                           \
+		if (geteuid() != 0)                                                                                    \
+			AL_SKIP("not root: the live cgroup cases make real cgroups");                                  \
+	} while (0)
 
 struct snap {
 	char path[HOST_CG__COUNT][PATH_MAX];
@@ -385,8 +385,7 @@ static void run_basic(struct cg_job *cg, bool self_join)
 static void test_live_basic(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	struct cg_job *cg = make_job(64 * MiB, 16, 500);
 	struct snap s;
 	snap_paths(cg, &s);
@@ -404,8 +403,7 @@ static void test_live_basic(void **state)
 static void test_live_join_self(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	struct cg_job *cg = make_job(64 * MiB, 16, 500);
 	if (!cg_joins_self(cg)) {
 		int fds[CG_JOIN_MAX];
@@ -423,8 +421,7 @@ static void test_live_join_self(void **state)
 static void test_live_plan_then_make(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	struct cg_limits lim = {.memory_bytes = 64 * MiB, .pids = 16, .cpu_millis = 500};
 	lim.need_memory = lim.need_pids = lim.need_cpu = true;
 	struct cg_job *cg = NULL;
@@ -487,8 +484,7 @@ static int fork_bomb(void *arg)
 static void test_live_fork_bomb(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	struct cg_job *cg = make_job(AL_UNLIMITED, 16, AL_UNLIMITED);
 	struct snap s;
 	snap_paths(cg, &s);
@@ -531,8 +527,7 @@ static int memory_bomb(void *arg)
 static void test_live_memory_bomb(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	struct cg_job *cg = make_job(64 * MiB, 64, AL_UNLIMITED);
 	struct snap s;
 	snap_paths(cg, &s);
@@ -596,8 +591,7 @@ static uint64_t ticks_of(pid_t pid)
 static void test_live_freeze(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	struct cg_limits lim = {.memory_bytes = AL_UNLIMITED, .pids = AL_UNLIMITED, .cpu_millis = AL_UNLIMITED,
 				.freezer = true};
 	struct cg_job *cg = NULL;
@@ -629,8 +623,7 @@ static void test_live_freeze(void **state)
 static void test_live_cpu(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	struct cg_job *cg = make_job(AL_UNLIMITED, AL_UNLIMITED, 500);
 	struct snap s;
 	snap_paths(cg, &s);
@@ -664,8 +657,7 @@ static void test_live_cpu(void **state)
 static void test_unprivileged_refusal(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	int ep[2];
 	assert_int_equal(pipe2(ep, O_CLOEXEC), 0);
 	pid_t pid = fork();
@@ -719,8 +711,7 @@ static int orphan(void *arg)
 static void test_live_stale(void **state)
 {
 	(void)state;
-	if (!live())
-		skip();
+	NEED_LIVE();
 	struct cg_job *mine = make_job(64 * MiB, AL_UNLIMITED, AL_UNLIMITED);
 	struct snap live_snap, dead_snap;
 	snap_paths(mine, &live_snap);

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -244,13 +246,12 @@ static bool need_abi(int abi, const char *what)
 	return false;
 }
 
-static void need_landlock(void)
-{
-	if (g_abi < 1) {
-		print_message("SKIP: this kernel has no Landlock\n");
-		skip();
-	}
-}
+/* A macro, so that the skip names the case (tests/unit/skip.h). */
+#define need_landlock()                                                                                                \
+	do {                                                                                                           \
+		if (g_abi < 1)                                                                                         \
+			AL_SKIP("this kernel has no Landlock");                                                        \
+	} while (0)
 
 /* ---- probes (child side: system calls only) ------------------------------------------- */
 
@@ -560,8 +561,7 @@ static void test_build_result(void **state)
 	if (g_abi < 1) {
 		assert_int_equal(ll_build(&F.spec, &res), -EOPNOTSUPP);
 		assert_int_equal(res.abi, 0);
-		print_message("SKIP: this kernel has no Landlock (ll_build refuses, as it must)\n");
-		skip();
+		AL_SKIP("this kernel has no Landlock (ll_build refuses, as it must)");
 	}
 	struct ll_spec s = F.spec;
 	s.deny_tcp = true;
@@ -737,8 +737,7 @@ static void test_pty(void **state)
 	need_landlock();
 	int r = bare(p_pty, NULL);
 	if (r != 0) {
-		print_message("SKIP: no working pty on this host (%s)\n", strerror(r));
-		skip();
+		AL_SKIP("no working pty on this host (%s)", strerror(r));
 	}
 	expect_errno(confined(&F.spec, p_pty, NULL), 0);
 }
