@@ -9,6 +9,7 @@
 
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/text.h"
 
 #define PARAM_DEPTH  16	 /* nesting of reduced parameters; deeper values are replaced */
 #define DROPPED_PATH 256 /* "env.API_TOKEN": where a dropped secret sat */
@@ -222,15 +223,12 @@ json_t *audit_params(const json_t *params, json_t **dropped)
 
 /* ---- the record ----------------------------------------------------------------------------- */
 
-/* RFC 3339, UTC, milliseconds: "2025-01-31T12:00:00.123Z". */
-static void format_time(struct timespec t, char out[32])
+/* RFC 3339, UTC, milliseconds: "2025-01-31T12:00:00.123Z"; a zero time is now. */
+static void format_time(struct timespec t, char out[TXT_RFC3339_MAX])
 {
 	if (t.tv_sec == 0 && t.tv_nsec == 0)
 		clock_gettime(CLOCK_REALTIME, &t);
-	struct tm tm;
-	gmtime_r(&t.tv_sec, &tm);
-	size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, 32 - n, ".%03ldZ", t.tv_nsec / 1000000L);
+	txt_rfc3339(t, 3, out);
 }
 
 static json_t *risk_json(const struct risk_decision *d)
@@ -266,7 +264,7 @@ static const char *const event_names[] = {
 
 int audit_record_json(const struct audit_record *rec, json_t **out, struct al_error *err)
 {
-	char when[32];
+	char when[TXT_RFC3339_MAX];
 	format_time(rec->time, when);
 	json_t *o = json_object(), *dropped = NULL;
 	bool ok = o != NULL;
@@ -349,7 +347,7 @@ int audit_shrink(json_t *rec, size_t max)
 
 json_t *audit_repair_json(const struct audit_tail *t, uint64_t at)
 {
-	char when[32];
+	char when[TXT_RFC3339_MAX];
 	format_time((struct timespec){0, 0}, when);
 	return json_pack("{s:s, s:s, s:{s:I, s:I, s:s}}", "time", when, "event", "repair", "repair", "offset",
 			 (json_int_t)at, "bytes", (json_int_t)t->bytes, "kind",
@@ -358,7 +356,7 @@ json_t *audit_repair_json(const struct audit_tail *t, uint64_t at)
 
 json_t *audit_recovered_json(json_t *ids)
 {
-	char when[32];
+	char when[TXT_RFC3339_MAX];
 	format_time((struct timespec){0, 0}, when);
 	return ids ? json_pack("{s:s, s:s, s:o}", "time", when, "event", "recovered", "unfinished", ids) : NULL;
 }

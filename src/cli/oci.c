@@ -14,6 +14,7 @@
 #include "ocirt/runtime.h"
 #include "ocirt/spec.h"
 #include "util/cleanup.h"
+#include "util/text.h"
 
 /* runc's exit status for every failure of its own. */
 #define OCI_EXIT_FAILURE 1
@@ -53,10 +54,8 @@ static void log_line(const char *msg)
 	if (!f)
 		return;
 	if (g.log_json) {
-		char t[40];
-		time_t now = time(NULL);
-		struct tm tm;
-		strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+		char t[TXT_RFC3339_MAX];
+		txt_rfc3339_now(0, t);
 		json_t *o = json_pack("{s:s,s:s,s:s}", "level", "error", "msg", msg, "time", t);
 		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		if (s)

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "http/hx.h"
+#include "util/text.h"
 
 #define PORT_TOKEN_TTL_MAX_S (30u * 24 * 3600) /* a token's lifetime at most (it dies with the sandbox anyway) */
 
@@ -115,10 +116,8 @@ static int token_ttl(const struct hx_request *rq, uint64_t *ttl_ms, struct hx_re
 
 static json_t *expiry(uint64_t unix_ms)
 {
-	time_t secs = (time_t)(unix_ms / 1000);
-	struct tm tm;
-	char buf[40];
-	if (!unix_ms || !gmtime_r(&secs, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
+	char buf[TXT_RFC3339_MAX];
+	if (!unix_ms || !*txt_rfc3339((struct timespec){(time_t)(unix_ms / 1000), 0}, 0, buf))
 		return json_null();
 	return json_string(buf);
 }

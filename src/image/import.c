@@ -13,6 +13,7 @@
 #include "image/imgint.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/text.h"
 
 /* The source as a directory: DIR itself, or FILE's members copied into stage/src. */
 static int open_source(const char *src, struct store_stage *st, const struct img_limits *lim, struct al_error *err)
@@ -54,9 +55,8 @@ static char *make_meta(const struct import_info *in, uint64_t bytes)
 		if (v && !json_is_null(v))
 			json_object_set(keep, keys[i], v);
 	}
-	char when[32];
-	time_t now = time(NULL);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	char when[TXT_RFC3339_MAX];
+	txt_rfc3339_now(0, when);
 	/* How the files are owned (unpack.c): the layers' owners in the sandbox range (root), or all
 	 * the store owner's. An image stored before owners were kept has no such key. */
 	json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:o, s:s}", "name", in->name, "digest", in->digest,

@@ -1,6 +1,6 @@
 /* record.c — what airlock-runc tells: the protections a container got, its audit records and its verdict file.
  *
- * The audit log is airlock's own (manager/audit.c; AIRLOCK_AUDIT, else /var/log/airlock/audit.jsonl
+ * The audit log is airlock's own (src/audit/; AIRLOCK_AUDIT, else /var/log/airlock/audit.jsonl
  * as root): a "start" record, synced, before the container's init is made (without it nothing
  * runs), an "end" record with its accounting when it is deleted. The verdict file is written on
  * delete where the annotation io.airlock.verdict asks for one; the annotation comes from whoever
@@ -27,6 +27,7 @@
 #include "occg.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/text.h"
 
 #define ORT_VERDICT_DIR "/var/lib/airlock/verdicts"
 
@@ -111,16 +112,6 @@ int ort_verdict_prepare(const char *dir, const char *want, struct al_error *err)
 	return 0;
 }
 
-static void rfc3339(char *buf, size_t size)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, size - n, ".%03ldZ", ts.tv_nsec / 1000000);
-}
-
 json_t *ort_usage_json(const char *cgroup)
 {
 	json_t *u = NULL;
@@ -132,8 +123,8 @@ json_t *ort_usage_json(const char *cgroup)
 int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage, json_t *enforced,
 		      const char *created, struct al_error *err)
 {
-	char now[40];
-	rfc3339(now, sizeof(now));
+	char now[TXT_RFC3339_MAX];
+	txt_rfc3339_now(3, now);
 	/* The end as airlock run's verdict tells it: exit_code for "exited" only, signal for the
 	 * statuses a signal ended; both null, and exit_unknown saying why, when the exit status was
 	 * not kept (keeper.c) — never a guess. */

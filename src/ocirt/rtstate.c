@@ -20,6 +20,7 @@
 #include "record.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/text.h"
 
 #define FIFO  "exec.fifo"
 #define STATE "state.json"
@@ -146,26 +147,16 @@ int ort_zombie_status(pid_t pid, uint64_t start, int *wstatus)
 	return 0;
 }
 
-static void now_rfc3339(char *buf, size_t size)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, size - n, ".%09ldZ", ts.tv_nsec);
-}
-
 int ort_state_save(const char *dir, const struct ort_saved *sv, struct al_error *err)
 {
 	uint64_t start = 0, kstart = 0;
-	char st, created[64];
+	char st, created[TXT_RFC3339_MAX];
 	if (ort_proc_stat(sv->pid, &start, &st) < 0)
 		return al_err(err, ESRCH, "the container's init is gone");
 	/* The keeper is create's child, so it is there to read (a zombie at worst) until create exits. */
 	if (sv->keeper > 0 && ort_proc_stat(sv->keeper, &kstart, &st) < 0)
 		return al_err(err, ESRCH, "the exit status keeper is gone");
-	now_rfc3339(created, sizeof(created));
+	txt_rfc3339_now(9, created);
 	json_t *o = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:s,s:s*,s:s*}", "id", sv->id, "pid", (int)sv->pid,
 			      "bundle", sv->bundle, "rootfs", sv->rootfs, "created", created, "cgroup", sv->cgroup,
 			      "start_ticks", (json_int_t)start, "profile", sv->profile, "verdict", sv->verdict,

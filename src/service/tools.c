@@ -1020,18 +1020,9 @@ static json_t *result_sandbox(const json_t *args, const struct srv_result *r, bo
 /* RFC 3339 UTC with nanoseconds (a file's mtime, as precise as the file system keeps it). */
 static json_t *rfc3339_ns(int64_t ns)
 {
-	time_t secs = (time_t)(ns / 1000000000);
-	long frac = (long)(ns % 1000000000);
-	if (frac < 0) {
-		secs--;
-		frac += 1000000000;
-	}
-	struct tm tm;
-	char buf[40], full[64];
-	if (!gmtime_r(&secs, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
-		return json_null();
-	snprintf(full, sizeof(full), "%s.%09ldZ", buf, frac);
-	return json_string(full);
+	char buf[TXT_RFC3339_MAX];
+	struct timespec t = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+	return *txt_rfc3339(t, 9, buf) ? json_string(buf) : json_null();
 }
 
 static json_t *stat_json(const char *path, const struct srv_file_stat *st)

@@ -182,14 +182,37 @@ long txt_base64_decode(const char *s, size_t n, unsigned char **out)
 	return (long)k;
 }
 
+const char *txt_rfc3339(struct timespec t, unsigned digits, char buf[TXT_RFC3339_MAX])
+{
+	while (t.tv_nsec < 0) {
+		t.tv_sec--;
+		t.tv_nsec += 1000000000L;
+	}
+	struct tm tm;
+	size_t n = gmtime_r(&t.tv_sec, &tm) ? strftime(buf, TXT_RFC3339_MAX, "%Y-%m-%dT%H:%M:%S", &tm) : 0;
+	if (!n) {
+		buf[0] = '\0';
+		return buf;
+	}
+	if (digits == 3)
+		snprintf(buf + n, TXT_RFC3339_MAX - n, ".%03ldZ", t.tv_nsec / 1000000L);
+	else if (digits == 9)
+		snprintf(buf + n, TXT_RFC3339_MAX - n, ".%09ldZ", t.tv_nsec);
+	else
+		snprintf(buf + n, TXT_RFC3339_MAX - n, "Z");
+	return buf;
+}
+
+const char *txt_rfc3339_now(unsigned digits, char buf[TXT_RFC3339_MAX])
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return txt_rfc3339(t, digits, buf);
+}
+
 json_t *txt_json_time(uint64_t unix_ms)
 {
-	time_t secs = (time_t)(unix_ms / 1000);
-	struct tm tm;
-	char buf[40];
-	if (!gmtime_r(&secs, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm))
-		return json_null();
-	char full[48];
-	snprintf(full, sizeof(full), "%s.%03uZ", buf, (unsigned)(unix_ms % 1000));
-	return json_string(full);
+	char buf[TXT_RFC3339_MAX];
+	struct timespec t = {(time_t)(unix_ms / 1000), (long)(unix_ms % 1000) * 1000000L};
+	return *txt_rfc3339(t, 3, buf) ? json_string(buf) : json_null();
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Length of the valid UTF-8 sequence at s[0..n) (1-4), or 0 if it is not one. Overlong forms,
  * surrogates and code points above U+10FFFF are invalid, as in RFC 3629. */
@@ -36,6 +37,14 @@ int txt_carry_take(struct txt_carry *c, const char *buf, size_t n, bool final, c
  * Decode: strict (no whitespace, correct padding); returns the length or -EINVAL / -ENOMEM. */
 char *txt_base64_encode(const void *data, size_t n);
 long txt_base64_decode(const char *s, size_t n, unsigned char **out);
+
+/* The one RFC 3339 formatter (UTC, "Z"): "2025-01-02T03:04:05Z" with digits 0, and 3 or 9 digits of
+ * the fraction ("...05.678Z", "...05.678901234Z"). t is a CLOCK_REALTIME time; a negative fraction
+ * is borrowed from the seconds. Returns buf; "" when the time has no calendar form. */
+#define TXT_RFC3339_MAX 40
+const char *txt_rfc3339(struct timespec t, unsigned digits, char buf[TXT_RFC3339_MAX]);
+/* Now, as txt_rfc3339 writes it. */
+const char *txt_rfc3339_now(unsigned digits, char buf[TXT_RFC3339_MAX]);
 
 /* A wall-clock time (ms since the epoch) as RFC 3339 UTC with milliseconds, as the audit log
  * writes its times: "2025-01-02T03:04:05.678Z" (24 characters). A JSON string, or JSON null when
