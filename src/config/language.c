@@ -16,6 +16,7 @@
 #include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/openat2.h"
 
 /* The directories the sandbox's PATH searches that exist on the host (the sandbox binds /usr). */
 static const char *const search_dirs[] = {"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"};
@@ -147,8 +148,7 @@ static bool executable(const char *root, const char *path)
 	if (!*root)
 		return access(path, X_OK) == 0;
 	cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	cleanup_close int fd = rfd < 0 ? -1 : (int)syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	cleanup_close int fd = rfd < 0 ? -1 : al_openat2(rfd, path, O_PATH, 0, AL_RESOLVE_IN_ROOT);
 	struct stat st;
 	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
 }

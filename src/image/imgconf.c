@@ -12,6 +12,7 @@
 #include "image/image.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/openat2.h"
 
 #define IDS_FILE_MAX (1u << 20) /* an image's /etc/passwd or /etc/group: read at most this much */
 #define ID_MAX	     0xFFFFFFFEu
@@ -92,9 +93,8 @@ int img_user_parse(const char *spec, const char *passwd, const char *group, uint
 static char *read_in_root(const char *root, const char *path)
 {
 	cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
-	cleanup_close int fd = rfd < 0 ? -1 : (int)syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	cleanup_close int fd =
+		rfd < 0 ? -1 : al_openat2(rfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, AL_RESOLVE_IN_ROOT | RESOLVE_NO_XDEV);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > IDS_FILE_MAX)
 		return NULL;
@@ -130,8 +130,7 @@ int img_user_resolve(const struct img_ref *ref, uint32_t *uid, uint32_t *gid, st
 bool img_dir_exists(const struct img_ref *ref, const char *path)
 {
 	cleanup_close int rfd = open(ref->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
-	cleanup_close int fd = rfd < 0 ? -1 : (int)syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	cleanup_close int fd =
+		rfd < 0 ? -1 : al_openat2(rfd, path, O_PATH | O_DIRECTORY, 0, AL_RESOLVE_IN_ROOT | RESOLVE_NO_XDEV);
 	return fd >= 0;
 }

@@ -15,6 +15,7 @@
 #include "image/imgint.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/openat2.h"
 
 /* Manifests, indexes and configs are small; a bigger one is not an image we read. */
 #define OCI_JSON_MAX   (4u << 20)
@@ -27,11 +28,9 @@ int oci_open_beneath(int dirfd, const char *rel, int flags)
 	 * read must be a regular one: a fifo would block us, a device never end (O_NONBLOCK lets
 	 * the open return so that fstat can tell). openat2 refuses O_NOCTTY beside O_PATH. */
 	bool file = !(flags & (O_PATH | O_DIRECTORY));
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | (file ? O_NOCTTY | O_NONBLOCK : 0)),
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+	int fd = al_openat2(dirfd, rel, flags | (file ? O_NOCTTY | O_NONBLOCK : 0), 0, AL_RESOLVE_NOLINKS);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	struct stat st;
 	if (file && (fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode))) {
 		close((int)fd);

@@ -1,6 +1,6 @@
 /* caps.h — capabilities and other per-process privilege switches of the payload. */
-#ifndef AL_NATIVE_CAPS_H
-#define AL_NATIVE_CAPS_H
+#ifndef AL_KIT_CAPS_H
+#define AL_KIT_CAPS_H
 
 /* Empties the bounding and ambient sets (needs CAP_SETPCAP: call before leaving sandbox root). */
 int caps_drop_bounding(void);

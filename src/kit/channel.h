@@ -1,6 +1,6 @@
 /* channel.h — the binary record the sandbox side sends the supervisor: never allocated, never formatted. */
-#ifndef AL_NATIVE_CHANNEL_H
-#define AL_NATIVE_CHANNEL_H
+#ifndef AL_KIT_CHANNEL_H
+#define AL_KIT_CHANNEL_H
 
 #include <stdint.h>
 

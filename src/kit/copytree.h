@@ -1,6 +1,6 @@
 /* copytree.h — the throwaway copy of a checkout, made by init inside the sandbox's tmpfs. */
-#ifndef AL_NATIVE_COPYTREE_H
-#define AL_NATIVE_COPYTREE_H
+#ifndef AL_KIT_COPYTREE_H
+#define AL_KIT_COPYTREE_H
 
 #include <sys/types.h>
 

@@ -20,6 +20,7 @@
 #include "image/image.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/openat2.h"
 
 const char *const fs_toplevel_names[6] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 
@@ -155,10 +156,7 @@ static size_t list_names(struct fs_plan *plan, const char *root, const char ***o
 /* Opens rel beneath dirfd without following any symlink and without leaving it. */
 static int open_beneath(int dirfd, const char *rel, int flags)
 {
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	long r = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-	return r < 0 ? -errno : (int)r;
+	return al_openat2(dirfd, rel, flags, 0, AL_RESOLVE_NOLINKS);
 }
 
 #define FS_RESOLV_MAX (64u << 10)

@@ -1,6 +1,6 @@
 /* fsplan.h — the sandbox's filesystem as a list of setup operations: built (pure) in the parent, replayed in the child. */
-#ifndef AL_NATIVE_FSPLAN_H
-#define AL_NATIVE_FSPLAN_H
+#ifndef AL_KIT_FSPLAN_H
+#define AL_KIT_FSPLAN_H
 
 #include <stdbool.h>
 #include <stddef.h>

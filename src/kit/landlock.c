@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/openat2.h"
 
 /* Distribution headers lag the kernel (Debian 12's stop at ABI 2): name what we use here. */
 #ifndef SYS_landlock_create_ruleset
@@ -136,15 +137,14 @@ static int open_rule_path(const char *path)
 	 * later rule goes straight to open (one call per rule, not two). A plain static: only the
 	 * single-threaded process building the ruleset ever writes it. */
 	static bool hidden;
-	long fd = -1;
 	if (!hidden) {
-		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
-		fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-		hidden = fd < 0 && (errno == ENOSYS || errno == EPERM);
+		int fd = al_openat2(AT_FDCWD, path, O_PATH, 0, RESOLVE_NO_MAGICLINKS);
+		hidden = fd == -ENOSYS || fd == -EPERM;
+		if (!hidden)
+			return fd;
 	}
-	if (hidden)
-		fd = open(path, O_PATH | O_CLOEXEC);
-	return fd < 0 ? -errno : (int)fd;
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 /* Adds the rule for fd (an O_PATH or mount descriptor of p) and closes fd. */

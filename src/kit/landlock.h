@@ -1,6 +1,6 @@
 /* landlock.h — Landlock rules for the payload (raw syscalls, ABI detected at run time). */
-#ifndef AL_NATIVE_LANDLOCK_H
-#define AL_NATIVE_LANDLOCK_H
+#ifndef AL_KIT_LANDLOCK_H
+#define AL_KIT_LANDLOCK_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -15,6 +15,7 @@
 #include "copytree.h"
 #include "util/fdpass.h"
 #include "util/fsutil.h"
+#include "util/openat2.h"
 
 static int fail(struct mnt_fail *f, enum nat_stage stage, int err, const char *what)
 {
@@ -28,12 +29,7 @@ static int fail(struct mnt_fail *f, enum nat_stage stage, int err, const char *w
  * --workdir may hold links planted by an earlier job, and they must not redirect a mount. */
 static int open_beneath(int rootfd, const char *rel, int flags)
 {
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	long r = syscall(SYS_openat2, rootfd, rel[0] ? rel : ".", &how, sizeof(how));
-	return r < 0 ? -errno : (int)r;
+	return al_openat2(rootfd, rel[0] ? rel : ".", flags, 0, AL_RESOLVE_NOLINKS);
 }
 
 static void fd_path(char buf[32], int fd)

@@ -1,6 +1,6 @@
 /* mnt.h — the mount namespace: replays the filesystem plan in the child and pivots into it. */
-#ifndef AL_NATIVE_MNT_H
-#define AL_NATIVE_MNT_H
+#ifndef AL_KIT_MNT_H
+#define AL_KIT_MNT_H
 
 #include "channel.h"
 #include "fsplan.h"

@@ -1,6 +1,6 @@
 /* net.h — the network namespace's own interfaces (the loopback posture brings lo up). */
-#ifndef AL_NATIVE_NET_H
-#define AL_NATIVE_NET_H
+#ifndef AL_KIT_NET_H
+#define AL_KIT_NET_H
 
 /* Sets lo up in the current network namespace (needs CAP_NET_ADMIN there). No allocation. */
 int net_lo_up(void);

@@ -1,6 +1,6 @@
 /* pidfd.h — clone3 with a pidfd, and the pidfd calls the supervisor and airlock-runc need (raw syscalls, ioctls). */
-#ifndef AL_NATIVE_PIDFD_H
-#define AL_NATIVE_PIDFD_H
+#ifndef AL_KIT_PIDFD_H
+#define AL_KIT_PIDFD_H
 
 #include <stdint.h>
 #include <sys/resource.h>

@@ -5,8 +5,8 @@
  * signals every listed thread and waits for them (setxid), forever; its fork() takes the malloc
  * locks, which another thread may have held at the moment of the clone. The raw calls change only
  * the calling thread, which is all the child has. */
-#ifndef AL_NATIVE_RAWSYS_H
-#define AL_NATIVE_RAWSYS_H
+#ifndef AL_KIT_RAWSYS_H
+#define AL_KIT_RAWSYS_H
 
 #include <signal.h>
 #include <sys/syscall.h>

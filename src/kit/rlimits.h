@@ -1,6 +1,6 @@
 /* rlimits.h — the policy's resource limits as setrlimit calls. */
-#ifndef AL_NATIVE_RLIMITS_H
-#define AL_NATIVE_RLIMITS_H
+#ifndef AL_KIT_RLIMITS_H
+#define AL_KIT_RLIMITS_H
 
 #include <stdint.h>
 

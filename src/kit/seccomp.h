@@ -1,6 +1,6 @@
 /* seccomp.h — the payload's system call filter: compiled with libseccomp in the parent, loaded last in the payload. */
-#ifndef AL_NATIVE_SECCOMP_H
-#define AL_NATIVE_SECCOMP_H
+#ifndef AL_KIT_SECCOMP_H
+#define AL_KIT_SECCOMP_H
 
 #include <linux/filter.h>
 #include <stdbool.h>

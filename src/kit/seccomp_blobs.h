@@ -1,6 +1,6 @@
 /* seccomp_blobs.h — the filters compiled at build time by tools/gen-seccomp.c (seccomp_blobs.c is generated). */
-#ifndef AL_NATIVE_SECCOMP_BLOBS_H
-#define AL_NATIVE_SECCOMP_BLOBS_H
+#ifndef AL_KIT_SECCOMP_BLOBS_H
+#define AL_KIT_SECCOMP_BLOBS_H
 
 #include <linux/filter.h>
 

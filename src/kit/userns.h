@@ -1,6 +1,6 @@
 /* userns.h — the user namespace: id maps written by the parent, credentials switched in the child. */
-#ifndef AL_NATIVE_USERNS_H
-#define AL_NATIVE_USERNS_H
+#ifndef AL_KIT_USERNS_H
+#define AL_KIT_USERNS_H
 
 #include <stdbool.h>
 #include <stdint.h>

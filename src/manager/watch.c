@@ -41,6 +41,7 @@
 #include "manager/wsint.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/openat2.h"
 
 #define WATCH_PER_SANDBOX 16	 /* watches of one sandbox at once: 429 past it */
 #define WATCH_MAX_DIRS	  4096	 /* directories one recursive watch follows */
@@ -221,13 +222,7 @@ static bool insert_dir(struct watch *w, int wd, const char *rel)
  * O_DIRECTORY refuse anything but a directory as the last one. */
 static int open_dir(int ws, const char *rel)
 {
-	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS};
-	long fd;
-	do
-		fd = syscall(SYS_openat2, ws, *rel ? rel : ".", &how, sizeof(how));
-	while (fd < 0 && errno == EAGAIN);
-	return fd < 0 ? -errno : (int)fd;
+	return al_openat2(ws, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, AL_RESOLVE_NOLINKS);
 }
 
 /* Follows directory rel: its descriptor (for listing; the caller closes it), -errno when it cannot

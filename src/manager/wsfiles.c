@@ -18,6 +18,7 @@
 #include "util/cleanup.h"
 #include "policy/policy.h"
 #include "util/error.h"
+#include "util/openat2.h"
 
 #define WS_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
 
@@ -36,12 +37,7 @@ void ws_restore(const struct ws_cred *saved)
 
 static int beneath(int dir, const char *path, int flags, mode_t mode)
 {
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = mode, .resolve = WS_RESOLVE};
-	long fd;
-	do
-		fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
-	while (fd < 0 && errno == EAGAIN);
-	return fd < 0 ? -errno : (int)fd;
+	return al_openat2(dir, path, flags, mode, WS_RESOLVE);
 }
 
 /* Client paths are relative to the workspace; "/workspace/x" and "/x" mean "x" too. */

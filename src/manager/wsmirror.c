@@ -26,6 +26,7 @@
 #include "manager/wsfiles.h"
 #include "manager/wsint.h"
 #include "util/cleanup.h"
+#include "util/openat2.h"
 
 #define WSM_DEPTH 256	   /* levels kept at most (one descriptor pair per level) */
 #define WSM_COPY  (1 << 17) /* the copy buffer, when copy_file_range cannot cross filesystems */
@@ -154,11 +155,9 @@ static int mirror_parent(const struct wsm *w, char *path, const char **leaf)
 	}
 	*slash = 0;
 	*leaf = slash + 1;
-	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, w->files, path, &how, sizeof(how));
+	int fd = al_openat2(w->files, path, O_PATH | O_DIRECTORY, 0, AL_RESOLVE_NOLINKS);
 	*slash = '/';
-	return fd < 0 ? -errno : (int)fd;
+	return fd;
 }
 
 static bool is_fatal(int e)

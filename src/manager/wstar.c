@@ -17,6 +17,7 @@
 
 #include "manager/wsint.h"
 #include "util/cleanup.h"
+#include "util/openat2.h"
 
 #define TAR_MAX_DEPTH 256 /* the merge descends this deep at most */
 
@@ -166,11 +167,7 @@ static int check_all(int spool, uint64_t *members, struct al_error *err)
 
 static int no_links(int dir, const char *path, int flags, mode_t mode)
 {
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .mode = mode,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS};
-	long fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
+	return al_openat2(dir, path, flags, mode, AL_RESOLVE_NOLINKS);
 }
 
 /* The directory rel beneath top, made as needed (0755), every part resolved without links. */

@@ -29,6 +29,7 @@
 #include "cgroup/cgroup.h"
 #include "kit/rawsys.h"
 #include "ctr.h"
+#include "util/openat2.h"
 
 _Noreturn void ort_die(int status_fd, enum ort_stage stage, int err, const char *what)
 {
@@ -49,10 +50,7 @@ _Noreturn void ort_die(int status_fd, enum ort_stage stage, int err, const char 
 
 static int open_in_root(int rootfd, const char *path, int flags)
 {
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
+	return al_openat2(rootfd, path, flags, 0, AL_RESOLVE_IN_ROOT);
 }
 
 /* "/proc/self/fd/N" in buf, without printf. */

@@ -31,6 +31,7 @@
 #include "ctr.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/openat2.h"
 
 static const char *const stage_names[] = {
 	[ORT_READY] = "ready",
@@ -327,10 +328,7 @@ void ort_payload_free(struct ort_payload *pl)
 
 static int open_in_root(int rootfd, const char *path, int flags)
 {
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
+	return al_openat2(rootfd, path, flags, 0, AL_RESOLVE_IN_ROOT);
 }
 
 /* mkdir -p of dest beneath rootfd (the last component a file when file is set), every step

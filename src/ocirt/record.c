@@ -27,6 +27,7 @@
 #include "occg.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/openat2.h"
 #include "util/text.h"
 
 #define ORT_VERDICT_DIR "/var/lib/airlock/verdicts"
@@ -94,13 +95,10 @@ static int open_verdict(const char *dir, const char *want, int flags, struct al_
 	cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return al_err_sys(err, errno, "verdict directory %s", dir);
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-			       .mode = 0600,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	int fd = al_openat2(dfd, rel, flags | O_NOFOLLOW, 0600, AL_RESOLVE_NOLINKS);
 	if (fd < 0)
-		return al_err_sys(err, errno, "annotation io.airlock.verdict=%s (beneath %s)", want, dir);
-	return (int)fd;
+		return al_err_sys(err, -fd, "annotation io.airlock.verdict=%s (beneath %s)", want, dir);
+	return fd;
 }
 
 int ort_verdict_prepare(const char *dir, const char *want, struct al_error *err)
