@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kit/landlock.h"
 #include "kit/seccomp.h"
+#include "util/cleanup.h"
 #include "util/error.h"
 
 /* Each need's refusal: "the NAME backend WHAT: WHY", WHY from the backend's table. */
@@ -190,4 +192,27 @@ char *be_enforced_json(const struct pol_plan *pl, const struct be_applied *a)
 	char *s = r == 0 && rl == 0 ? json_dumps(e, JSON_COMPACT) : NULL;
 	json_decref(e);
 	return s;
+}
+
+/* The host layers a capability table speaks of: a backend that lacks the need does not enforce
+ * the layer. */
+static const struct {
+	enum host_layer layer;
+	enum pol_need need;
+} by_need[] = {
+	{HOST_LAYER_LANDLOCK, PN_LANDLOCK},	      {HOST_LAYER_CGROUPNS, PN_CGROUPNS},
+	{HOST_LAYER_CHECKOUT_COPY, PN_CHECKOUT_COPY}, {HOST_LAYER_WORKDIR_OVERLAY, PN_WORKDIR},
+	{HOST_LAYER_EGRESS_PROXY, PN_PROXY},	      {HOST_LAYER_PIDS_LIMIT, PN_PIDS},
+};
+
+void be_host_lacks(host_lacks_table *out)
+{
+	static const struct be_caps *const caps[HOST_LAYERS__COUNT] = {[HOST_LAYERS_NATIVE] = &be_native_caps,
+								       [HOST_LAYERS_BWRAP] = &be_bwrap_caps,
+								       [HOST_LAYERS_GVISOR] = &be_gvisor_caps,
+								       [HOST_LAYERS_OCI] = &be_oci_caps};
+	memset(out, 0, sizeof(*out));
+	for (int b = 0; b < HOST_LAYERS__COUNT; b++)
+		for (size_t i = 0; i < AL_ARRAY_SIZE(by_need); i++)
+			(*out)[b][by_need[i].layer] = caps[b]->lacks[by_need[i].need] != NULL;
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "host/host.h"
 #include "policy/plan.h"
 
 struct ll_spec;
@@ -58,6 +59,10 @@ struct be_host {
  * the first thing missing (and -errno). */
 int be_refuse(const struct be_caps *caps, const struct al_policy *p, const struct pol_plan *pl,
 	      const struct be_host *host, struct al_error *err);
+
+/* What `airlock check` tells of each backend: the host layers its table says it lacks, whatever
+ * the host offers (host_backend_layers' lacks). */
+void be_host_lacks(host_lacks_table *out);
 
 /* The seccomp options of a plan: with a network namespace of the job's (or the host's), or with
  * none at all (the fallback). */

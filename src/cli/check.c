@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/capability.h"
 #include "cli/cli.h"
 #include "host/host.h"
 #include "util/cleanup.h"
@@ -189,9 +190,11 @@ static void check_other(struct check_table *t, const struct al_host_report *r)
 /* One row per backend: the layers it can enforce here, then those it cannot. */
 static void check_layers(struct check_table *t, const struct al_host_report *r)
 {
+	host_lacks_table lacks;
+	be_host_lacks(&lacks);
 	for (int b = 0; b < HOST_LAYERS__COUNT; b++) {
 		struct host_layers l;
-		host_backend_layers(r, b, &l);
+		host_backend_layers(r, b, lacks[b], &l);
 		char feature[40], can[300] = "", cannot[300] = "";
 		for (int k = 0; k < HOST_LAYER__COUNT; k++) {
 			char *list = l.has[k] ? can : cannot;
@@ -262,7 +265,9 @@ int cli_check(int argc, char **argv)
 		return cli_fail("check: %s", err.msg);
 	if (json) {
 		cleanup_free char *out = NULL;
-		if (host_report_to_json(r, &out) < 0)
+		host_lacks_table lacks;
+		be_host_lacks(&lacks);
+		if (host_report_to_json(r, &lacks, &out) < 0)
 			return cli_fail("check: cannot encode the report");
 		puts(out);
 	} else {

@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend/capability.h"
 #include "host/host.h"
 
 static const char *const layer_names[HOST_LAYER__COUNT] = {
@@ -99,23 +98,9 @@ static void availability(const struct al_host_report *r, enum host_layers_backen
 	snprintf(out->why, sizeof(out->why), "%s", why);
 }
 
-/* The host layers a backend's capability table speaks of (backend/capability.h): a backend that
- * lacks the need does not enforce the layer, whatever the host offers. */
-static const struct {
-	enum host_layer layer;
-	enum pol_need need;
-} by_need[] = {
-	{HOST_LAYER_LANDLOCK, PN_LANDLOCK},	      {HOST_LAYER_CGROUPNS, PN_CGROUPNS},
-	{HOST_LAYER_CHECKOUT_COPY, PN_CHECKOUT_COPY}, {HOST_LAYER_WORKDIR_OVERLAY, PN_WORKDIR},
-	{HOST_LAYER_EGRESS_PROXY, PN_PROXY},	      {HOST_LAYER_PIDS_LIMIT, PN_PIDS},
-};
-
-void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out)
+void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, const bool lacks[HOST_LAYER__COUNT],
+			 struct host_layers *out)
 {
-	static const struct be_caps *const caps[HOST_LAYERS__COUNT] = {[HOST_LAYERS_NATIVE] = &be_native_caps,
-								       [HOST_LAYERS_BWRAP] = &be_bwrap_caps,
-								       [HOST_LAYERS_GVISOR] = &be_gvisor_caps,
-								       [HOST_LAYERS_OCI] = &be_oci_caps};
 	memset(out, 0, sizeof(*out));
 	if ((unsigned)b >= HOST_LAYERS__COUNT)
 		return;
@@ -139,9 +124,8 @@ void host_backend_layers(const struct al_host_report *r, enum host_layers_backen
 	out->has[HOST_LAYER_LANDLOCK] = on && r->landlock_abi > 0;
 	out->has[HOST_LAYER_CHECKOUT_COPY] = on;
 	out->has[HOST_LAYER_WORKDIR_OVERLAY] = on && r->overlay.userns_mount.ok;
-	for (size_t i = 0; i < sizeof(by_need) / sizeof(by_need[0]); i++)
-		if (caps[b]->lacks[by_need[i].need])
-			out->has[by_need[i].layer] = false;
+	for (int k = 0; lacks && k < HOST_LAYER__COUNT; k++)
+		out->has[k] = out->has[k] && !lacks[k];
 }
 
 /* "bubblewrap 0.8.0\n" → "0.8.0". bwrap --version changes nothing. */

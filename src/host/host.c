@@ -208,12 +208,12 @@ static json_t *host_backends_json(const struct al_host_report *r)
 }
 
 /* {"native": {"available": b, "userns": b, ...}, "bwrap": {..., "path": s, "version": s}} */
-static json_t *host_layers_json(const struct al_host_report *r)
+static json_t *host_layers_json(const struct al_host_report *r, const host_lacks_table *lacks)
 {
 	json_t *o = json_object();
 	for (int b = 0; o && b < HOST_LAYERS__COUNT; b++) {
 		struct host_layers l;
-		host_backend_layers(r, b, &l);
+		host_backend_layers(r, b, lacks ? (*lacks)[b] : NULL, &l);
 		json_t *e = json_pack("{s:b}", "available", l.available);
 		if (e && b == HOST_LAYERS_BWRAP &&
 		    (json_object_set_new(e, "path", host_str_or_null(r->bwrap_version[0] ? "/usr/bin/bwrap" : NULL)) <
@@ -235,7 +235,7 @@ static json_t *host_layers_json(const struct al_host_report *r)
 	return o;
 }
 
-static json_t *host_report_json(const struct al_host_report *r)
+static json_t *host_report_json(const struct al_host_report *r, const host_lacks_table *lacks)
 {
 	char ovl[160];
 	host_res_describe(&r->overlay.userns_mount, ovl, sizeof(ovl));
@@ -250,12 +250,12 @@ static json_t *host_report_json(const struct al_host_report *r)
 			 r->kernel, "euid", (json_int_t)r->euid, "user_namespaces", host_userns_json(&r->userns),
 			 "namespaces", host_ns_json(r), "landlock", landlock, "seccomp", host_seccomp_json(&r->seccomp),
 			 "cgroup", host_cg_json(r), "overlayfs", overlay, "kvm", kvm, "backends", host_backends_json(r),
-			 "backend_layers", host_layers_json(r));
+			 "backend_layers", host_layers_json(r, lacks));
 }
 
-int host_report_to_json(const struct al_host_report *r, char **out)
+int host_report_to_json(const struct al_host_report *r, const host_lacks_table *lacks, char **out)
 {
-	json_t *root = host_report_json(r);
+	json_t *root = host_report_json(r, lacks);
 	if (!root)
 		return -ENOMEM;
 	*out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);

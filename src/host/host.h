@@ -255,8 +255,13 @@ struct host_layers {
 	bool has[HOST_LAYER__COUNT];
 };
 
-/* Pure: what backend b can enforce on the host the report describes. */
-void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out);
+/* Pure: what backend b can enforce on the host the report describes, but the layers it lacks
+ * whatever the host offers (lacks, NULL for none: its capability table's word, which the backend
+ * layer above gives, be_host_lacks). */
+void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, const bool lacks[HOST_LAYER__COUNT],
+			 struct host_layers *out);
+/* Each backend's lacks, as host_backend_layers takes them. */
+typedef bool host_lacks_table[HOST_LAYERS__COUNT][HOST_LAYER__COUNT];
 /* Runs /usr/bin/bwrap --version in a child; "" when it is missing or does not run. */
 void host_probe_bwrap(char *version, size_t size);
 
@@ -264,6 +269,6 @@ void host_probe_bwrap(char *version, size_t size);
 void host_res_describe(const struct host_probe_res *res, char *buf, size_t size);
 
 /* The report as one JSON object (malloc'd, caller frees). */
-int host_report_to_json(const struct al_host_report *r, char **out);
+int host_report_to_json(const struct al_host_report *r, const host_lacks_table *lacks, char **out);
 
 #endif

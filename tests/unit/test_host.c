@@ -317,7 +317,7 @@ static void test_json(void **state)
 	snprintf(r->backend[HOST_BACKEND_BWRAP], sizeof(r->backend[0]), "/usr/bin/bwrap");
 
 	char *out = NULL;
-	assert_int_equal(host_report_to_json(r, &out), 0);
+	assert_int_equal(host_report_to_json(r, NULL, &out), 0);
 	json_error_t jerr;
 	json_t *root = json_loads(out, 0, &jerr);
 	assert_non_null(root);
