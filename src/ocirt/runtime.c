@@ -226,12 +226,28 @@ static int hide_unmountable(struct ort_spec *s, const struct ort_plan *plan, str
 	return 0;
 }
 
+/* Docker's --network host names the host's network namespace by a path (a bind of it under its
+ * exec root) rather than leaving the namespace out: said as what it is, before the plan's
+ * general refusal of a joined namespace would word it as a pod's. */
+static int host_net_path(const struct ort_spec *s, struct al_error *err)
+{
+	const char *p = s->ns_path[ORT_NS_NET];
+	struct stat a, b;
+	if (!p || stat(p, &a) < 0 || stat("/proc/self/ns/net", &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+		return 0;
+	return al_err(err, EPERM,
+		      "the config joins the host's network namespace (%s; docker --network host): refused (a "
+		      "container gets a network namespace of its own: --network none, or the default)",
+		      p);
+}
+
 /* Parse, decide, prepare: everything that allocates, before clone3. */
 static int prepare(struct create_run *cr, const char *dir, const char *id, const struct ort_create_opts *o,
 		   struct al_error *err)
 {
 	int r = ort_state_load_spec(o->bundle, &cr->spec, err);
-	if (r < 0 || (r = ort_plan_decide(&cr->spec, geteuid() == 0, &cr->plan, err)) < 0)
+	if (r < 0 || (r = host_net_path(&cr->spec, err)) < 0 ||
+	    (r = ort_plan_decide(&cr->spec, geteuid() == 0, &cr->plan, err)) < 0)
 		return r;
 	if (cr->spec.proc.terminal && !o->console_socket)
 		return al_err(err, EINVAL, "process.terminal is set: --console-socket is needed");
