@@ -34,9 +34,12 @@
 extern char **environ;
 
 static const char *const point_names[ORT_HOOK__COUNT] = {
-	[ORT_HOOK_PRESTART] = "prestart",		[ORT_HOOK_CREATE_RUNTIME] = "createRuntime",
-	[ORT_HOOK_CREATE_CONTAINER] = "createContainer", [ORT_HOOK_START_CONTAINER] = "startContainer",
-	[ORT_HOOK_POSTSTART] = "poststart",		[ORT_HOOK_POSTSTOP] = "poststop",
+	[ORT_HOOK_PRESTART] = "prestart",
+	[ORT_HOOK_CREATE_RUNTIME] = "createRuntime",
+	[ORT_HOOK_CREATE_CONTAINER] = "createContainer",
+	[ORT_HOOK_START_CONTAINER] = "startContainer",
+	[ORT_HOOK_POSTSTART] = "poststart",
+	[ORT_HOOK_POSTSTOP] = "poststop",
 };
 
 const char *ort_hook_name(enum ort_hook_point p)
@@ -294,8 +297,8 @@ static int run_one(const struct ort_hook *hk, const char *point, size_t idx, int
 	else if (r < 0)
 		al_err(err, -r, "%s hook #%zu (%s): waiting: %s", point, idx, hk->path, strerror(-r));
 	else if (ws != 0)
-		r = al_err(err, ECANCELED, "%s hook #%zu (%s) %s %d, stdout: %.*s, stderr: %.*s", point, idx,
-			   hk->path, WIFEXITED(ws) ? "exited with status" : "was killed by signal",
+		r = al_err(err, ECANCELED, "%s hook #%zu (%s) %s %d, stdout: %.*s, stderr: %.*s", point, idx, hk->path,
+			   WIFEXITED(ws) ? "exited with status" : "was killed by signal",
 			   WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), (int)out.len, out.buf, (int)errc.len,
 			   errc.buf);
 	if (pidfd >= 0)

@@ -20,10 +20,10 @@ enum ort_hook_point {
 };
 
 struct ort_hook {
-	char *path;   /* absolute */
-	char **argv;  /* NULL-terminated; the hook's args, or {path} when it gives none (as Go's exec does) */
-	char **envp;  /* NULL-terminated, or NULL: the runtime's own environment (as runc's) */
-	int timeout;  /* seconds, 0: none */
+	char *path;  /* absolute */
+	char **argv; /* NULL-terminated; the hook's args, or {path} when it gives none (as Go's exec does) */
+	char **envp; /* NULL-terminated, or NULL: the runtime's own environment (as runc's) */
+	int timeout; /* seconds, 0: none */
 };
 
 struct ort_hooks {

@@ -189,8 +189,8 @@ _Noreturn void ort_payload_main(struct ort_payload *pl)
 		close(pl->fifo_fd);
 	}
 	int why = 0;
-	if (pl->start_hooks && ort_hooks_run_child(pl->start_hooks, ORT_HOOK_START_CONTAINER, pl->hook_state_fd,
-						   p->envp, &why) != 0) {
+	if (pl->start_hooks &&
+	    ort_hooks_run_child(pl->start_hooks, ORT_HOOK_START_CONTAINER, pl->hook_state_fd, p->envp, &why) != 0) {
 		/* start has returned: nobody to send a record to but the container's own stderr. */
 		static const char msg[] = "airlock-runc: a startContainer hook failed; the process does not run\n";
 		if (write(2, msg, sizeof(msg) - 1) < 0) {
