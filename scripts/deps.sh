@@ -4,7 +4,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-dev libyaml-dev libssl-dev libpcre2-dev libmicrohttpd-dev libsystemd-dev
       libarchive-dev libacl1-dev libzstd-dev liblz4-dev libbz2-dev liblzma-dev zlib1g-dev nettle-dev mmdebstrap busybox-static
-      openssl curl chromium python3-yaml containerd runc podman
+      openssl curl chromium python3-yaml containerd runc podman docker.io
       python3 python3-numpy python3-matplotlib python3-pandas perl bash util-linux uidmap iproute2 time procps strace
       bubblewrap runsc crun hyperfine gnuplot-nox man-db ruby php-cli
       cppcheck clang-tidy clang libclang-rt-14-dev

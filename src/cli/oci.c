@@ -46,7 +46,7 @@ struct oci_global {
 
 static struct oci_global g;
 
-static void log_line(const char *msg)
+static void log_line(const char *level, const char *msg)
 {
 	if (!g.log)
 		return;
@@ -56,14 +56,14 @@ static void log_line(const char *msg)
 	if (g.log_json) {
 		char t[TXT_RFC3339_MAX];
 		txt_rfc3339_now(0, t);
-		json_t *o = json_pack("{s:s,s:s,s:s}", "level", "error", "msg", msg, "time", t);
+		json_t *o = json_pack("{s:s,s:s,s:s}", "level", level, "msg", msg, "time", t);
 		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		if (s)
 			fprintf(f, "%s\n", s);
 		free(s);
 		json_decref(o);
 	} else {
-		fprintf(f, "level=error msg=\"%s\"\n", msg);
+		fprintf(f, "level=%s msg=\"%s\"\n", level, msg);
 	}
 	fclose(f);
 }
@@ -77,8 +77,15 @@ static int oci_fail(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "airlock-runc: %s\n", msg);
-	log_line(msg);
+	log_line("error", msg);
 	return OCI_EXIT_FAILURE;
+}
+
+/* What failed without failing the command (a poststart or poststop hook). */
+static void oci_warn(const char *msg)
+{
+	fprintf(stderr, "airlock-runc: warning: %s\n", msg);
+	log_line("warning", msg);
 }
 
 static int report(int r, const struct al_error *e)
@@ -448,7 +455,7 @@ int cli_oci(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	optind = 1;
-	struct ort_ctx c = {.root = g.root};
+	struct ort_ctx c = {.root = g.root, .warn = oci_warn};
 	const char *cmd = argv[0];
 	if (strcmp(cmd, "create") == 0)
 		return cmd_create(&c, argc, argv);

@@ -26,6 +26,10 @@ struct ort_payload {
 	int fifo_fd;		     /* create: wait for start on it (read one byte); -1 for exec */
 	int console_fd;		     /* a connected console socket, or -1 */
 	int status_fd;		     /* records to the parent */
+	/* create's init: config.json's startContainer hooks, run after start, confined, before execve,
+	 * with the state in hook_state_fd on their stdin (else NULL and -1) */
+	const struct ort_hooks *start_hooks;
+	int hook_state_fd;
 };
 
 /* Everything the container's init needs, prepared by create. */
@@ -37,6 +41,9 @@ struct ort_init {
 	int sync_fd;	       /* one byte: the id maps are written */
 	const int *cg_tasks;   /* the v1 cgroups' `tasks` to join (ort_cg_join), closed once joined */
 	int cg_ntasks;
+	/* prestart, createRuntime or createContainer hooks: after the mounts, the init asks create
+	 * (ORT_HOOKS) to run the first two, waits for a second byte on sync_fd, runs the third */
+	bool hooks_sync;
 	struct ort_payload pl;
 };
 
@@ -62,7 +69,9 @@ enum ort_stage {
 	ORT_EXEC,
 	ORT_SETNS,
 	ORT_SYSCTL,
-	ORT_CGROUP
+	ORT_CGROUP,
+	ORT_HOOKS, /* not a failure: the init asks create to run the runtime's hooks now */
+	ORT_HOOK   /* a hook of the container's side failed (err: ETIMEDOUT, ECANCELED, exec's errno) */
 };
 struct ort_record {
 	int stage;

@@ -193,6 +193,40 @@ static void write_sysctls(const struct ort_init *in, int rootfd)
 	}
 }
 
+/* "createContainer hook #N" into buf, without printf. */
+static const char *hook_what(char buf[40], int n)
+{
+	static const char head[] = "createContainer hook #";
+	memcpy(buf, head, sizeof(head) - 1);
+	char *p = buf + sizeof(head) - 1, digits[12];
+	int k = 0;
+	do
+		digits[k++] = (char)('0' + n % 10);
+	while ((n /= 10) > 0);
+	while (k)
+		*p++ = digits[--k];
+	*p = 0;
+	return buf;
+}
+
+/* The hooks' moment, as runc's: the mounts are made, pivot_root is not (the old root is still
+ * there for a hook that works on mounts). create runs prestart and createRuntime in the runtime's
+ * namespaces meanwhile; then createContainer's run here, as the namespaces' root, before any of
+ * the confinement (hooks.c refuses an image's own file for them under a confined profile). */
+static void run_create_hooks(const struct ort_init *in)
+{
+	struct ort_record rec = {.stage = ORT_HOOKS};
+	char go;
+	if (write(in->pl.status_fd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec) || read(in->sync_fd, &go, 1) != 1)
+		_exit(1); /* create gave up and says why */
+	close(in->sync_fd);
+	int why = 0, n = ort_hooks_run_child(&in->s->hooks, ORT_HOOK_CREATE_CONTAINER, in->pl.hook_state_fd,
+					     in->s->proc.envp, &why);
+	char buf[40];
+	if (n)
+		DIE(in, ORT_HOOK, why, hook_what(buf, n - 1));
+}
+
 /* maskedPaths: /dev/null over files, an empty read-only tmpfs over directories. readonlyPaths:
  * read-only binds of themselves. Absent paths need nothing. */
 static void mask_paths(const struct ort_init *in, int rootfd)
@@ -250,6 +284,8 @@ static void build_root(const struct ort_init *in)
 	for (size_t i = 0; i < s->nmounts; i++)
 		mount_one(in, rootfd, i);
 	populate_dev(in, rootfd);
+	if (in->hooks_sync)
+		run_create_hooks(in);
 	write_sysctls(in, rootfd);
 	mask_paths(in, rootfd);
 	if (fchdir(rootfd) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
@@ -302,7 +338,8 @@ _Noreturn void ort_init_main(struct ort_init *in)
 	char go;
 	if (read(in->sync_fd, &go, 1) != 1)
 		_exit(1); /* create gave up and says why */
-	close(in->sync_fd);
+	if (!in->hooks_sync)
+		close(in->sync_fd);
 	/* Alone and single-threaded: the cheap move (occg.h), before the cgroup namespace is made. */
 	int r = cg_join_self(in->cg_tasks, in->cg_ntasks);
 	if (r < 0)

@@ -55,6 +55,8 @@ static const char *const stage_names[] = {
 	[ORT_SETNS] = "joining the container's namespaces",
 	[ORT_SYSCTL] = "linux.sysctl",
 	[ORT_CGROUP] = "joining the container's cgroup",
+	[ORT_HOOKS] = "hooks",
+	[ORT_HOOK] = "hook",
 };
 
 const char *ort_stage_name(int stage)
@@ -187,6 +189,16 @@ _Noreturn void ort_payload_main(struct ort_payload *pl)
 			_exit(1);
 		close(pl->fifo_fd);
 	}
+	int why = 0;
+	if (pl->start_hooks &&
+	    ort_hooks_run_child(pl->start_hooks, ORT_HOOK_START_CONTAINER, pl->hook_state_fd, p->envp, &why) != 0) {
+		/* start has returned: nobody to send a record to but the container's own stderr. */
+		static const char msg[] = "airlock-runc: a startContainer hook failed; the process does not run\n";
+		if (write(2, msg, sizeof(msg) - 1) < 0) {
+			/* nobody to tell */
+		}
+		_exit(1);
+	}
 	execve(exe, p->argv, p->envp);
 	_exit(127);
 }
@@ -288,7 +300,7 @@ int ort_payload_prepare(struct ort_payload *pl, const struct ort_spec *s, const 
 	pl->proc = proc;
 	pl->caps = &plan->caps;
 	pl->nnp = plan->nnp;
-	pl->fifo_fd = pl->console_fd = pl->status_fd = -1;
+	pl->fifo_fd = pl->console_fd = pl->status_fd = pl->hook_state_fd = -1;
 	int r;
 	if (s->seccomp && (r = ort_seccomp_compile(s->seccomp, &pl->config_sc, err)) < 0)
 		return r;
@@ -396,11 +408,23 @@ int ort_prepare_rootfs(const struct ort_spec *s, struct al_error *err)
 	return 0;
 }
 
+/* A clone of a shared mount (Docker's data root, every mount of a systemd host) joins its peer
+ * group: the container's mounts inside it would propagate back to the host, and pivot_root
+ * refuses a shared new root. Private before it is attached, whatever the source's propagation;
+ * the config's own propagation is applied by the init afterwards. */
+static int make_private(int tree)
+{
+	struct mount_attr a = {.propagation = MS_PRIVATE};
+	return (int)syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a));
+}
+
 int ort_open_trees(const struct ort_spec *s, int *root_tree, int *trees, struct al_error *err)
 {
 	*root_tree = (int)syscall(SYS_open_tree, AT_FDCWD, s->root, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (*root_tree < 0)
 		return al_err_sys(err, errno, "rootfs %s", s->root);
+	if (make_private(*root_tree) < 0)
+		return al_err_sys(err, errno, "rootfs %s: making its clone private", s->root);
 	for (size_t i = 0; i < s->nmounts; i++) {
 		const struct ort_mount *m = &s->mounts[i];
 		trees[i] = -1;
@@ -410,6 +434,8 @@ int ort_open_trees(const struct ort_spec *s, int *root_tree, int *trees, struct 
 					OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->rec ? AT_RECURSIVE : 0));
 		if (trees[i] < 0)
 			return al_err_sys(err, errno, "bind mount source %s", m->source);
+		if (make_private(trees[i]) < 0)
+			return al_err_sys(err, errno, "bind mount %s: making its clone private", m->dest);
 		struct mount_attr a = {0};
 		if (m->flags & MS_RDONLY)
 			a.attr_set |= MOUNT_ATTR_RDONLY;

@@ -1,5 +1,8 @@
 /* plan.c — what airlock grants a bundle under its profile: refusals and ceilings, decided before anything runs (pure). */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 
@@ -104,7 +107,7 @@ static int decide_sysctls(const struct ort_spec *s, struct al_error *err)
 
 /* A confined container has every namespace of its own, or, in a pod (io.airlock.net=pod), its
  * pod's pid, ipc and uts namespaces (never the host's: create checks the paths); no devices
- * beyond the fixed set, no hooks and nothing airlock cannot enforce. */
+ * beyond the fixed set and nothing airlock cannot enforce (hooks: hooks.c). */
 static int decide_confinement(const struct ort_spec *s, const struct ort_plan *plan, struct al_error *err)
 {
 	static const enum ort_ns own[] = {ORT_NS_PID, ORT_NS_IPC, ORT_NS_UTS, ORT_NS_MNT};
@@ -119,8 +122,6 @@ static int decide_confinement(const struct ort_spec *s, const struct ort_plan *p
 	}
 	if (s->ns_path[ORT_NS_USER] || s->ns_path[ORT_NS_CGROUP])
 		return al_err(err, ENOTSUP, "joining an existing user or cgroup namespace is not supported");
-	if (s->has_hooks)
-		return al_err(err, ENOTSUP, "config.json hooks are not supported (they would run as host root)");
 	int r = decide_sysctls(s, err);
 	if (r < 0)
 		return r;
@@ -203,5 +204,58 @@ int ort_plan_decide(const struct ort_spec *s, bool is_root, struct ort_plan *pla
 	plan->verdict = ort_annotation(s, ORT_ANN_VERDICT);
 	if (plan->verdict && !plan->verdict[0])
 		return al_err(err, EINVAL, "annotation %s is empty", ORT_ANN_VERDICT);
+	return 0;
+}
+
+/* The kernel takes net.ipv4.ping_group_range only as two gids mapped in the writer's user
+ * namespace; Docker asks "0 2147483647" (every group), wider than any map airlock makes. A gid the
+ * map does not hold is no process's in the container, so the range narrowed to the mapped ids
+ * lets exactly the same processes ping: not a widening, not a loss. Nothing mapped in it: "1 0",
+ * the kernel's own "nobody". */
+int ort_ping_range_clamp(const char *value, const struct ort_idmap *m, size_t n, char out[32])
+{
+	uint32_t lo, hi;
+	char extra;
+	if (sscanf(value, "%" SCNu32 " %" SCNu32 " %c", &lo, &hi, &extra) != 2)
+		return -EINVAL;
+	uint64_t nlo = UINT64_MAX, nhi = 0;
+	bool any = false;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = m[i].inside, b = (uint64_t)m[i].inside + m[i].size - 1;
+		if (b < lo || a > hi)
+			continue;
+		uint64_t from = a > lo ? a : lo, to = b < hi ? b : hi;
+		nlo = from < nlo ? from : nlo;
+		nhi = to > nhi ? to : nhi;
+		any = true;
+	}
+	if (!any || hi < lo)
+		snprintf(out, 32, "1 0");
+	else
+		snprintf(out, 32, "%" PRIu64 " %" PRIu64, nlo, nhi);
+	return 0;
+}
+
+int ort_sysctls_clamp(struct ort_spec *s, const struct ort_plan *plan, struct al_error *err)
+{
+	struct ort_idmap added = {0, plan->id_base, 65536};
+	const struct ort_idmap *m = plan->add_userns ? &added : s->gidmap;
+	size_t n = plan->add_userns ? 1 : s->ngidmap;
+	if (!plan->add_userns && !s->ns[ORT_NS_USER])
+		return 0; /* no user namespace: the host's ids, nothing to clamp to */
+	for (size_t i = 0; i < s->nsysctls; i++) {
+		struct ort_sysctl *sc = &s->sysctls[i];
+		char v[32];
+		if (strcmp(sc->key, "net.ipv4.ping_group_range") != 0)
+			continue;
+		if (ort_ping_range_clamp(sc->value, m, n, v) < 0)
+			return al_err(err, EINVAL, "linux.sysctl net.ipv4.ping_group_range '%s': two group ids",
+				      sc->value);
+		char *d = strdup(v);
+		if (!d)
+			return al_err(err, ENOMEM, "out of memory");
+		free(sc->value);
+		sc->value = d;
+	}
 	return 0;
 }

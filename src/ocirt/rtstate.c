@@ -168,6 +168,8 @@ int ort_state_save(const char *dir, const struct ort_saved *sv, struct al_error 
 		json_object_set(o, "annotations", sv->annotations);
 	if (o && sv->enforced)
 		json_object_set(o, "enforced", sv->enforced);
+	if (o && sv->hooks)
+		json_object_set(o, "hooks", sv->hooks);
 	char p[4200], tmp[4210];
 	snprintf(p, sizeof(p), "%s/" STATE, dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
@@ -232,6 +234,7 @@ int ort_state_open(const char *root, const char *id, struct ort_loaded *st, stru
 	}
 	st->annotations = json_object_get(st->doc, "annotations");
 	st->enforced = json_object_get(st->doc, "enforced");
+	st->hooks = json_object_get(st->doc, "hooks");
 	st->pid = (pid_t)pid;
 	st->start = (uint64_t)start;
 	json_int_t kpid = 0, kstart = 0;

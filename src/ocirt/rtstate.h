@@ -15,6 +15,7 @@ struct ort_saved {
 	pid_t keeper; /* the exit status keeper (keeper.c), or 0 */
 	json_t *annotations;
 	json_t *enforced;
+	json_t *hooks; /* config.json's hooks, or NULL */
 };
 
 /* A container as read back, with its status now. */
@@ -22,7 +23,7 @@ struct ort_loaded {
 	char *dir;
 	json_t *doc; /* state.json; the strings below point into it */
 	const char *bundle, *rootfs, *created, *cgroup, *profile, *verdict, *verdict_dir;
-	json_t *annotations, *enforced;
+	json_t *annotations, *enforced, *hooks;
 	pid_t pid;
 	uint64_t start;	  /* the init's start time (ticks): a reused pid is told apart */
 	pid_t keeper_pid; /* 0: none recorded */

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,6 +40,7 @@
 
 #include "kit/pidfd.h"
 #include "ctr.h"
+#include "hooks.h"
 #include "keeper.h"
 #include "occg.h"
 #include "record.h"
@@ -148,6 +150,8 @@ struct create_run {
 	pid_t keeper;
 	char *cgpath;
 	json_t *enforced;
+	const char *id, *bundle;
+	int hook_state_fd; /* the state createContainer and startContainer hooks read, or -1 */
 };
 
 static void run_free(struct create_run *cr)
@@ -166,6 +170,8 @@ static void run_free(struct create_run *cr)
 		close(cr->init.pl.console_fd);
 	if (cr->pidfd >= 0)
 		close(cr->pidfd);
+	if (cr->hook_state_fd >= 0)
+		close(cr->hook_state_fd);
 	ort_payload_free(&cr->init.pl);
 	ort_spec_free(&cr->spec);
 	free(cr->cgpath);
@@ -220,18 +226,38 @@ static int hide_unmountable(struct ort_spec *s, const struct ort_plan *plan, str
 	return 0;
 }
 
+/* Docker's --network host names the host's network namespace by a path (a bind of it under its
+ * exec root) rather than leaving the namespace out: said as what it is, before the plan's
+ * general refusal of a joined namespace would word it as a pod's. */
+static int host_net_path(const struct ort_spec *s, struct al_error *err)
+{
+	const char *p = s->ns_path[ORT_NS_NET];
+	struct stat a, b;
+	if (!p || stat(p, &a) < 0 || stat("/proc/self/ns/net", &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+		return 0;
+	return al_err(err, EPERM,
+		      "the config joins the host's network namespace (%s; docker --network host): refused (a "
+		      "container gets a network namespace of its own: --network none, or the default)",
+		      p);
+}
+
 /* Parse, decide, prepare: everything that allocates, before clone3. */
 static int prepare(struct create_run *cr, const char *dir, const char *id, const struct ort_create_opts *o,
 		   struct al_error *err)
 {
 	int r = ort_state_load_spec(o->bundle, &cr->spec, err);
-	if (r < 0 || (r = ort_plan_decide(&cr->spec, geteuid() == 0, &cr->plan, err)) < 0)
+	if (r < 0 || (r = host_net_path(&cr->spec, err)) < 0 ||
+	    (r = ort_plan_decide(&cr->spec, geteuid() == 0, &cr->plan, err)) < 0)
 		return r;
 	if (cr->spec.proc.terminal && !o->console_socket)
 		return al_err(err, EINVAL, "process.terminal is set: --console-socket is needed");
 	/* Under a confined profile a container the config gives no pids limit gets airlock's default
 	 * (a fork bomb stays bounded); memory stays the config's, which a pod's orchestrator sizes. */
 	if (cr->plan.confined && cr->spec.res.pids < 0 && (r = default_pids(&cr->spec.res.pids, err)) < 0)
+		return r;
+	if ((r = ort_sysctls_clamp(&cr->spec, &cr->plan, err)) < 0)
+		return r;
+	if ((r = ort_hooks_check(&cr->spec.hooks, cr->spec.root, cr->plan.confined, cr->plan.profile, err)) < 0)
 		return r;
 	if ((r = hide_unmountable(&cr->spec, &cr->plan, err)) < 0 || (r = ort_prepare_rootfs(&cr->spec, err)) < 0)
 		return r;
@@ -242,6 +268,15 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 	if ((r = ort_payload_prepare(&cr->init.pl, &cr->spec, &cr->plan, &cr->spec.proc, err)) < 0)
 		return r;
 	cr->init.pl.fifo_fd = cr->init.pl.console_fd = -1;
+	/* The container's side of the hooks reads its state from a file shared with the init, which
+	 * create fills once the init's pid is known (the init cannot allocate or format it). */
+	const struct ort_hooks *h = &cr->spec.hooks;
+	if (ort_hooks_any(h, ORT_HOOK_CREATE_CONTAINER, ORT_HOOK_START_CONTAINER) &&
+	    (cr->hook_state_fd = memfd_create("oci-state", MFD_CLOEXEC)) < 0)
+		return al_err_sys(err, errno, "memfd for the hooks' state");
+	cr->init.pl.hook_state_fd = cr->hook_state_fd;
+	cr->init.pl.start_hooks = h->n[ORT_HOOK_START_CONTAINER] ? h : NULL;
+	cr->init.hooks_sync = ort_hooks_any(h, ORT_HOOK_PRESTART, ORT_HOOK_CREATE_CONTAINER);
 	if ((r = ort_fifo_make(dir, &cr->init.pl.fifo_fd, err)) < 0)
 		return r;
 	if (cr->spec.proc.terminal && (cr->init.pl.console_fd = ort_connect_console(o->console_socket, err)) < 0)
@@ -284,18 +319,55 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 	return r;
 }
 
-/* The child's one report: ready, or the step that failed. */
+/* The OCI state, as the hooks of the container's side will read it, into their shared file. */
+static int fill_hook_state(const struct create_run *cr, const char *status, struct al_error *err)
+{
+	if (cr->hook_state_fd < 0)
+		return 0;
+	cleanup_free char *st = ort_hook_state(cr->id, status, cr->pid, cr->bundle, cr->spec.annotations);
+	size_t len = st ? strlen(st) : 0;
+	if (!st)
+		return al_err(err, ENOMEM, "out of memory");
+	if (ftruncate(cr->hook_state_fd, 0) < 0 || pwrite(cr->hook_state_fd, st, len, 0) != (ssize_t)len)
+		return al_err_sys(err, errno, "the hooks' state");
+	return 0;
+}
+
+/* The init's mounts are made: prestart, then createRuntime, in create's own namespaces (the
+ * runtime's), then the init is let go to run createContainer's. */
+static int runtime_hooks(struct create_run *cr, struct al_error *err)
+{
+	cleanup_free char *st = ort_hook_state(cr->id, "creating", cr->pid, cr->bundle, cr->spec.annotations);
+	if (!st)
+		return al_err(err, ENOMEM, "out of memory");
+	int r;
+	if ((r = ort_hooks_run(&cr->spec.hooks, ORT_HOOK_PRESTART, st, err)) < 0 ||
+	    (r = ort_hooks_run(&cr->spec.hooks, ORT_HOOK_CREATE_RUNTIME, st, err)) < 0 ||
+	    (r = fill_hook_state(cr, "creating", err)) < 0)
+		return r;
+	return write(cr->sync_p[1], "g", 1) == 1 ? 0 : al_err_sys(err, errno, "releasing the container's init");
+}
+
+/* The child's reports: the hooks' moment, then ready, or the step that failed. */
 static int await_ready(struct create_run *cr, struct al_error *err)
 {
-	struct ort_record rec;
-	ssize_t n = read(cr->status_p[0], &rec, sizeof(rec));
-	if (n != (ssize_t)sizeof(rec))
-		return al_err(err, EIO, "the container's init ended during setup");
-	if (rec.stage == ORT_READY)
-		return 0;
-	rec.what[sizeof(rec.what) - 1] = 0;
-	return al_err(err, rec.err ? rec.err : EIO, "container init: %s%s%s: %s", ort_stage_name(rec.stage),
-		      rec.what[0] ? " " : "", rec.what, strerror(rec.err));
+	for (;;) {
+		struct ort_record rec;
+		ssize_t n = read(cr->status_p[0], &rec, sizeof(rec));
+		if (n != (ssize_t)sizeof(rec))
+			return al_err(err, EIO, "the container's init ended during setup");
+		if (rec.stage == ORT_READY)
+			return fill_hook_state(cr, "created", err);
+		int r;
+		if (rec.stage == ORT_HOOKS && cr->init.hooks_sync) {
+			if ((r = runtime_hooks(cr, err)) < 0)
+				return r;
+			continue;
+		}
+		rec.what[sizeof(rec.what) - 1] = 0;
+		return al_err(err, rec.err ? rec.err : EIO, "container init: %s%s%s: %s", ort_stage_name(rec.stage),
+			      rec.what[0] ? " " : "", rec.what, strerror(rec.err));
+	}
 }
 
 static int spawn(struct create_run *cr, struct al_error *err)
@@ -339,13 +411,51 @@ static int spawn(struct create_run *cr, struct al_error *err)
 	return await_ready(cr, err);
 }
 
+static void warn(const struct ort_ctx *c, const struct al_error *e)
+{
+	if (c->warn)
+		c->warn(e->msg);
+}
+
+/* poststop: the container is gone; a failing hook is a warning, the rest still run (the spec). */
+static void run_poststop(const struct ort_ctx *c, const struct ort_hooks *h, const char *id, pid_t pid,
+			 const char *bundle, json_t *annotations)
+{
+	if (!h->n[ORT_HOOK_POSTSTOP])
+		return;
+	cleanup_free char *st = ort_hook_state(id, "stopped", pid, bundle, annotations);
+	struct ort_hooks one = {0};
+	for (size_t i = 0; st && i < h->n[ORT_HOOK_POSTSTOP]; i++) {
+		one.v[ORT_HOOK_POSTSTOP] = &h->v[ORT_HOOK_POSTSTOP][i];
+		one.n[ORT_HOOK_POSTSTOP] = 1;
+		struct al_error e = {0};
+		if (ort_hooks_run(&one, ORT_HOOK_POSTSTOP, st, &e) < 0)
+			warn(c, &e);
+	}
+}
+
+/* The hooks create kept in state.json (start's poststart, delete's poststop). */
+static int saved_hooks(const struct ort_loaded *st, struct ort_hooks *h, struct al_error *err)
+{
+	int r = ort_hooks_parse(st->hooks, h, err);
+	if (r < 0)
+		al_err_prefix(err, "state.json");
+	return r;
+}
+
 int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_opts *o, struct al_error *err)
 {
 	cleanup_free char *dir = NULL;
 	int r = ort_state_mkdir(c->root, id, &dir, err);
 	if (r < 0)
 		return r;
-	struct create_run cr = {.root_tree = -1, .sync_p = {-1, -1}, .status_p = {-1, -1}, .pidfd = -1};
+	struct create_run cr = {.root_tree = -1,
+				.sync_p = {-1, -1},
+				.status_p = {-1, -1},
+				.pidfd = -1,
+				.hook_state_fd = -1,
+				.id = id,
+				.bundle = o->bundle};
 	cr.init.pl.fifo_fd = cr.init.pl.console_fd = -1;
 	if ((r = prepare(&cr, dir, id, o, err)) < 0 || (r = spawn(&cr, err)) < 0)
 		goto fail;
@@ -365,7 +475,8 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 			       .profile = cr.plan.profile,
 			       .verdict = cr.plan.verdict,
 			       .verdict_dir = cr.plan.verdict ? ort_verdict_dir() : NULL,
-			       .enforced = cr.enforced};
+			       .enforced = cr.enforced,
+			       .hooks = cr.spec.hooks_json};
 	if ((r = ort_state_save(dir, &sv, err)) < 0 ||
 	    (o->pid_file && (r = ort_write_pid_file(o->pid_file, cr.pid, err)) < 0))
 		goto fail;
@@ -380,6 +491,9 @@ fail:
 	}
 	if (cr.cgpath)
 		ort_cg_remove(cr.cgpath);
+	/* As runc's destroy after a failed create: a container that existed has its poststop hooks. */
+	if (cr.pid > 0)
+		run_poststop(c, &cr.spec.hooks, id, cr.pid, o->bundle, cr.spec.annotations);
 	/* The start record is closed: this container never ran (a refusal before it has none). */
 	if (cr.enforced) {
 		struct al_error e2 = {0};
@@ -402,7 +516,18 @@ int ort_start(const struct ort_ctx *c, const char *id, struct al_error *err)
 		r = al_err(err, EINVAL, "cannot start a container that is %s (only a created one)", st.status);
 		goto out;
 	}
-	r = ort_fifo_release(st.dir, err);
+	struct ort_hooks h;
+	if ((r = saved_hooks(&st, &h, err)) < 0 || (r = ort_fifo_release(st.dir, err)) < 0)
+		goto out;
+	/* poststart: the process runs; a failing hook is a warning, the container goes on (the spec;
+	 * runc instead runs them at the end of create and kills the container on a failure). */
+	if (h.n[ORT_HOOK_POSTSTART]) {
+		cleanup_free char *state = ort_hook_state(id, "running", st.pid, st.bundle, st.annotations);
+		struct al_error e = {0};
+		if (!state || ort_hooks_run(&h, ORT_HOOK_POSTSTART, state, &e) < 0)
+			warn(c, &e);
+	}
+	ort_hooks_free(&h);
 out:
 	ort_loaded_free(&st);
 	return r;
@@ -479,6 +604,13 @@ int ort_delete(const struct ort_ctx *c, const char *id, bool force, struct al_er
 	ort_state_finish(&st, &end);
 	ort_cg_remove(st.cgroup);
 	ort_state_rmdir(st.dir);
+	struct ort_hooks h;
+	struct al_error e = {0};
+	if (saved_hooks(&st, &h, &e) < 0)
+		warn(c, &e);
+	else
+		run_poststop(c, &h, id, st.pid, st.bundle, st.annotations);
+	ort_hooks_free(&h);
 	r = 0;
 out:
 	ort_loaded_free(&st);

@@ -12,6 +12,9 @@
 /* Each call returns 0 or -errno with err saying why; -ENOENT: no such container. */
 struct ort_ctx {
 	const char *root; /* state root (--root) */
+	/* What fails without failing the operation (a poststart or poststop hook, as the spec has
+	 * it): the front end reports it; NULL: dropped. */
+	void (*warn)(const char *msg);
 };
 
 struct ort_create_opts {

@@ -665,7 +665,10 @@ int ort_spec_parse(const char *text, size_t len, const char *bundle, struct ort_
 	}
 	s->annotations = json_incref(ann);
 	json_t *hooks = json_object_get(c, "hooks");
-	s->has_hooks = json_is_object(hooks) && json_object_size(hooks) > 0;
+	if ((r = ort_hooks_parse(hooks, &s->hooks, err)) < 0)
+		goto out;
+	if (hooks && !json_is_null(hooks))
+		s->hooks_json = json_incref(hooks);
 	r = 0;
 out:
 	json_decref(c);
@@ -699,6 +702,8 @@ void ort_spec_free(struct ort_spec *s)
 	free(s->cgroups_path);
 	json_decref(s->seccomp);
 	json_decref(s->annotations);
+	ort_hooks_free(&s->hooks);
+	json_decref(s->hooks_json);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "airlock/airlock.h"
+#include "hooks.h"
 
 #define ORT_MAX_IDMAPS 8
 #define ORT_MAX_GIDS   32
@@ -97,7 +98,9 @@ struct ort_spec {
 	size_t ndevices;	   /* linux.devices entries (refused unless profile none) */
 	struct ort_sysctl *sysctls;
 	size_t nsysctls;
-	bool has_apparmor, has_selinux, has_hooks, has_intel_rdt;
+	struct ort_hooks hooks;
+	json_t *hooks_json; /* config.json's hooks as given (create keeps it for start and delete), or NULL */
+	bool has_apparmor, has_selinux, has_intel_rdt;
 	size_t hidden_mounts; /* set by create: mounts a user namespace cannot make, now empty tmpfs */
 };
 
@@ -135,6 +138,11 @@ int ort_ns_flag(enum ort_ns ns);
 /* Decides what the container gets under its profile, or refuses (-EPERM, err says what and why).
  * is_root: the runtime runs as root (it can map a range of ids). Pure. */
 int ort_plan_decide(const struct ort_spec *s, bool is_root, struct ort_plan *plan, struct al_error *err);
+/* net.ipv4.ping_group_range's value "LO HI" narrowed to the ids the gid map m holds (out: "A B",
+ * or "1 0" when none). -EINVAL: not two ids. Pure. */
+int ort_ping_range_clamp(const char *value, const struct ort_idmap *m, size_t n, char out[32]);
+/* The namespaced sysctls that name ids, narrowed to the container's maps (create, after the plan). */
+int ort_sysctls_clamp(struct ort_spec *s, const struct ort_plan *plan, struct al_error *err);
 /* An annotation's value, or NULL. */
 const char *ort_annotation(const struct ort_spec *s, const char *key);
 

@@ -312,7 +312,8 @@ refuse priv 'c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")' "
 refuse hostnet 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]' "host's network"
 refuse hostpid 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "pid"]' "pid namespace"
 refuse badprof 'c["annotations"] = {"io.airlock.profile": "lenient"}' "unknown profile"
-refuse hooks 'c["hooks"] = {"prestart": [{"path": "/bin/true"}]}' "hooks"
+# Hooks run (oci_docker.sh); what a confined profile refuses is the image's own program as one.
+refuse hooks 'c["hooks"] = {"prestart": [{"path": d + "/rootfs/bin/busybox"}]}' "the container's own file"
 refuse noexe 'c["process"]["args"] = ["/no/such/program"]' "/no/such/program"
 # 4294967295 is (uid_t)-1: setresuid(-1) is a no-op, and the process ran as the container's root.
 refuse uidm1 'c["process"]["user"]["uid"] = 4294967295' "process.user.uid 4294967295"
