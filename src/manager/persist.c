@@ -47,6 +47,10 @@ struct pst_box {
 	pthread_mutex_t mu;
 	struct wsm *w;
 	json_t *layers; /* the ids its workspace stands on (pst_box_layers), or NULL */
+	/* Its last freeze (a reference held on it): a fork of files unchanged since reuses it. */
+	char frozen[PST_LAYER_ID];
+	uint64_t frozen_at; /* wsm_changes then */
+	struct wsm_stats frozen_st;
 };
 
 static void clear_trash(struct pst *p)
@@ -423,6 +427,15 @@ int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAY
 		     struct al_error *err)
 {
 	struct pst *p = from->p;
+	pthread_mutex_lock(&from->mu);
+	bool same = from->frozen[0] && wsm_changes(from->w) == from->frozen_at;
+	pthread_mutex_unlock(&from->mu);
+	if (same) {
+		snprintf(id, PST_LAYER_ID, "%s", from->frozen);
+		if (st)
+			*st = from->frozen_st;
+		return 0;
+	}
 	unsigned char rnd[8];
 	if (getentropy(rnd, sizeof(rnd)) < 0)
 		return al_err_sys(err, errno, "cannot name a layer");
@@ -444,9 +457,24 @@ int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAY
 	pthread_mutex_unlock(&from->mu);
 	if (r == 0 && fsync(top) < 0)
 		r = al_err_sys(err, errno, "cannot keep a layer in %s", p->path);
-	if (r < 0)
+	if (r < 0) {
 		discard_in(p, PST_LAYERS, id);
-	return r;
+		return r;
+	}
+	/* The box holds its last freeze, so that forks of unchanged files share it. */
+	json_t *old = from->frozen[0] ? json_pack("[s]", from->frozen) : NULL, *now = json_pack("[s]", id);
+	if (now && pst_layers_ref(p, now) == 0) {
+		pthread_mutex_lock(&from->mu);
+		snprintf(from->frozen, sizeof(from->frozen), "%s", id);
+		from->frozen_at = wsm_changes(from->w);
+		from->frozen_st = st ? *st : (struct wsm_stats){0};
+		pthread_mutex_unlock(&from->mu);
+		if (old)
+			pst_layers_unref(p, old);
+	}
+	json_decref(old);
+	json_decref(now);
+	return 0;
 }
 
 int pst_box_layers(struct pst_box *b, const json_t *ids, struct al_error *err)
@@ -530,6 +558,10 @@ void pst_box_close(struct pst_box *b, bool remove)
 	/* Kept, it still stands on its layers (a server that brings it back needs them). */
 	if (remove && p && b->layers)
 		pst_layers_unref(p, b->layers);
+	json_t *frozen = remove && p && b->frozen[0] ? json_pack("[s]", b->frozen) : NULL;
+	if (frozen)
+		pst_layers_unref(p, frozen);
+	json_decref(frozen);
 	json_decref(b->layers);
 	pthread_mutex_destroy(&b->mu);
 	free(b);

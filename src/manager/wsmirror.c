@@ -53,6 +53,7 @@ struct wsm {
 	struct pending *pend;
 	size_t npend, cpend;
 	bool layered; /* the workspace is an overlay: wsm_sync reads its upper layer (wsm_set_layered) */
+	uint64_t changes; /* syncs that changed the mirror (wsm_changes) */
 };
 
 /* One sync or restore under way. */
@@ -554,8 +555,10 @@ int wsm_sync(struct wsm *w, int ws, struct wsm_stats *st, struct al_error *err)
 	}
 	if (!k.fatal) /* a walk cut short saw only part: nothing is removed for not being seen */
 		sweep(&k);
-	if (k.changed)
+	if (k.changed) {
 		flush(&k);
+		w->changes++;
+	}
 	k.st->entries = w->n;
 	k.st->stored = w->stored;
 	return k.fatal;
@@ -787,6 +790,11 @@ int wsm_freeze(const struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_
 	if (r == 0 && syncfs(to) < 0)
 		r = -errno;
 	return r < 0 ? al_err_sys(err, -r, "cannot freeze the workspace's files into a layer") : 0;
+}
+
+uint64_t wsm_changes(const struct wsm *w)
+{
+	return w->changes;
 }
 
 void wsm_set_layered(struct wsm *w, bool layered)

@@ -61,6 +61,8 @@ int wsm_freeze(const struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_
  * and keeps whiteouts and opaque directories as they are there; wsm_restore is given the merged
  * view and replays them (a whiteout deletes, an opaque directory replaces). */
 void wsm_set_layered(struct wsm *w, bool layered);
+/* How many syncs changed the mirror so far: equal counts, the same files. */
+uint64_t wsm_changes(const struct wsm *w);
 int wsm_copy(int from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
 
 #endif
