@@ -5,6 +5,9 @@
  *   DIR/<id>/sandbox.json   what the sandbox was made with, its owner, metadata, lifetime
  *   DIR/<id>/files/     the workspace's mirror (wsmirror.h)
  *   DIR/<id>/stage/     the mirror's writes before they are flushed and put in place
+ *   DIR/.layers/<l>/files/  a frozen mirror (a fork's): read-only, beneath the workspaces of the
+ *                       sandboxes whose records name it; their files/ then hold only their upper
+ *                       layer (what they changed: overlayfs's whiteouts and opaque directories)
  *
  * Durability: a record is written to a temporary file, flushed, renamed and its directory flushed;
  * a mirror's sync flushes before it returns (wsmirror.h). Space: a sandbox is kept only if the

@@ -11,7 +11,8 @@
  * What is kept: regular files (holes stay holes), directories and symbolic links, with their
  * permission bits (set-id bits dropped; a server run as an ordinary user gives the owner read and
  * write back) and modification times. Sockets, FIFOs and devices are not
- * kept; hard links come back as separate files. A change is found by the kernel's ctime, size,
+ * kept (but an overlay's whiteouts, in a layered sandbox's upper layer); hard links come back as
+ * separate files. A change is found by the kernel's ctime, size,
  * inode and mode: a program cannot forge a ctime, so a rewrite that keeps size and mtime is still
  * seen. */
 #ifndef AL_MANAGER_WSMIRROR_H
