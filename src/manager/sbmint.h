@@ -410,8 +410,6 @@ struct wsm_stats;
  * stand on (the new one, then s's own), with one reference held on each for the caller
  * (pst_layers_unref); without a state directory, *layers is NULL and nothing is done. */
 int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *st, struct al_error *err);
-/* The snapshots kept in the state directory, loaded (sbsnap.c). */
-void sbs_open(struct sbm *m);
 int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err);
 /* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of
  * the stop); any other is removed from disk. */

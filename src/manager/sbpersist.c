@@ -373,7 +373,6 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err)
 		bring_back(m, json_string_value(v));
 	}
 	json_decref(ids);
-	sbs_open(m);
 	int gone = pst_layers_gc(m->pst);
 	if (gone > 0)
 		fprintf(stderr, "airlock serve: %d layer%s that nothing stands on removed\n", gone, gone == 1 ? "" : "s");
