@@ -96,8 +96,6 @@ int pst_open(const char *dir, struct pst **out, struct al_error *err)
 		return al_err(err, EPERM, "the state directory %s must be %s's and writable by it alone (mode %04o, owner %u)",
 			      dir, geteuid() == 0 ? "root" : "this user", (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
 	}
-	if (r == 0 && mkdirat(p->dir, PST_LAYERS, 0700) < 0 && errno != EEXIST)
-		r = -errno;
 	if (r == 0 && (p->lock = openat(p->dir, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -441,6 +439,9 @@ int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAY
 		return al_err_sys(err, errno, "cannot name a layer");
 	snprintf(id, PST_LAYER_ID, "l%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5],
 		 rnd[6], rnd[7]);
+	/* Made with the first layer: a server that never forks leaves its state directory as it was. */
+	if (mkdirat(p->dir, PST_LAYERS, 0700) < 0 && errno != EEXIST)
+		return al_err_sys(err, errno, "cannot make %s/" PST_LAYERS, p->path);
 	cleanup_close int top = openat(p->dir, PST_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int r = top < 0 || mkdirat(top, id, 0700) < 0 ? -errno : 0;
 	cleanup_close int ld = r < 0 ? -1 : openat(top, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
