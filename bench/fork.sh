@@ -4,7 +4,7 @@
 # flushed to its state directory before the answer) and one that does not (--state-dir none); the
 # issue's target is 50 ms for one child and 0.5 s for ten.
 # Usage: bench/fork.sh   (knobs: BUILD_DIR=build; STATE=DIR: the state directory's filesystem;
-#        RUNS=3 forks of each size)
+#        RUNS=3 forks of each size; MODES="kept none")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -24,7 +24,7 @@ trap cleanup EXIT
 	printf 'server:\n  quota:\n    sandboxes: 64\n'
 } >"$tmp/cfg.yaml"
 chmod 0600 "$tmp/cfg.yaml"
-for mode in kept none; do
+for mode in ${MODES:-kept none}; do
 	args=()
 	[ "$mode" = none ] && args=(--state-dir none)
 	bench_serve_start "$tmp/$mode" --config "$tmp/cfg.yaml" --socket none --token-file "$tmp/token" \

@@ -90,6 +90,12 @@ int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, 
 		       struct al_error *err);
 /* Bind a host directory read-write at /workspace instead of the throwaway tmpfs. */
 int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error *err);
+/* A held sandbox's workspace as an overlay: dir (a host directory, read-only to the sandbox)
+ * becomes a lower layer, beneath those added before it; what the sandbox writes goes to an upper
+ * layer on a tmpfs of --disk bytes (al_sandbox_upper). Its entries should belong to the sandbox's
+ * ids (al_sandbox_owner), whose namespace reads them. At most AL_WS_LAYERS. */
+int al_policy_add_ws_layer(struct al_policy *p, const char *dir, struct al_error *err);
+#define AL_WS_LAYERS 64
 int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_error *err);
 
 /* A view of a checkout (a host directory) inside the sandbox. */
@@ -310,6 +316,10 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 /* The workspace (O_PATH directory descriptor, owned by the sandbox): resolve client paths beneath
  * it with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS). */
 int al_sandbox_workspace(const struct al_sandbox *sb);
+/* With layers (al_policy_add_ws_layer): the overlay's upper layer, what the sandbox changed
+ * (O_RDONLY directory descriptor, owned by the sandbox; whiteouts and opaque directories as
+ * overlayfs keeps them, user.overlay.* attributes); else -1. */
+int al_sandbox_upper(const struct al_sandbox *sb);
 /* The host uid and gid of the sandbox's user, which should own files put into the workspace. */
 void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid);
 /* False once the sandbox's init is gone (killed, or out of memory). */

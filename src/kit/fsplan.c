@@ -481,21 +481,30 @@ static int plan_proc_dev(struct fs_plan *plan)
 	return r;
 }
 
-/* An overlay at dest whose lower layer is the host directory src (read-only) and whose upper
- * layer is a tmpfs of --disk bytes under the staging dir stage; the upper layer is handed to
- * the supervisor (FS_SENDFD with tag), then the staging mounts are detached.
+/* An overlay at dest whose lower layers are the host directories srcs[0..n) (read-only, the top
+ * first) and whose upper layer is a tmpfs of --disk bytes under the staging dir stage; the upper
+ * layer is handed to the supervisor (FS_SENDFD with tag), then the staging mounts are detached.
  *  --workdir: /workspace; the supervisor writes the changes back to src when the job ends, so
  *  no more than --disk bytes can ever reach the host.
  *  --checkout-mode copy: a throwaway read-write copy of a checkout; the changes are exported
- *  only with --keep-changes, and src is never written. */
-static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, const char *src, const char *dest,
-			const char *stage, char tag)
+ *  only with --keep-changes, and src is never written.
+ *  A held sandbox's layers (al_policy_add_ws_layer): a fork's or a snapshot's frozen files shared
+ *  by every sandbox made from them; the manager keeps the upper layer (its changes). */
+static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, char *const *srcs, size_t n,
+			const char *dest, const char *stage, char tag)
 {
 	const char *up = ownf(plan, "/%s/upper", stage), *data = ownf(plan, "/%s/upper/data", stage),
 		   *work = ownf(plan, "/%s/upper/work", stage), *low = ownf(plan, "/%s/lower", stage);
-	if (!up || !data || !work || !low)
+	if (!up || !data || !work || !low || n == 0)
 		return -ENOMEM;
 	int r = mkdir_op(plan, ownf(plan, "/%s", stage), 0700);
+	/* Each layer bound read-only at lower/I; lowerdir= names them so (no host path in it). */
+	const char *lowers = "";
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const char *li = ownf(plan, "%s/%zu", low, i);
+		lowers = li ? ownf(plan, "%s%s%s", lowers, i ? ":" : "", li + 1) : NULL;
+		r = !li || !lowers ? -ENOMEM : bind(plan, srcs[i], li, RO_ATTRS, 0);
+	}
 	r = r
 		    ?: add(plan, (struct fs_op){.kind = FS_TMPFS,
 						.dest = up + 1,
@@ -505,17 +514,20 @@ static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, const c
 	r = r ?: mkdir_op(plan, data, 0755);
 	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = data + 1, .owner = p->run_uid, .group = p->run_gid});
 	r = r ?: mkdir_op(plan, work, 0700);
-	r = r ?: bind(plan, src, low, RO_ATTRS, 0);
 	r = r
 		    ?: add(plan,
 			   (struct fs_op){.kind = FS_OVERLAY,
 					  .dest = dest + 1,
 					  .text = ownf(plan, "lowerdir=%s,upperdir=%s,workdir=%s,userxattr,xino=on",
-						       low + 1, data + 1, work + 1),
+						       lowers, data + 1, work + 1),
 					  .mflags = MS_NOSUID | MS_NODEV});
 	if (tag)
 		r = r ?: add(plan, (struct fs_op){.kind = FS_SENDFD, .dest = data + 1, .mode = (mode_t)tag});
-	r = r ?: add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = low + 1});
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const char *li = ownf(plan, "%s/%zu", low, i);
+		r = !li ? -ENOMEM : add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = li + 1});
+		r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = li + 1});
+	}
 	r = r ?: add(plan, (struct fs_op){.kind = FS_UMOUNT, .dest = up + 1});
 	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = low + 1});
 	r = r ?: add(plan, (struct fs_op){.kind = FS_RMDIR, .dest = up + 1});
@@ -566,7 +578,9 @@ static int plan_scratch(struct fs_plan *plan, const struct al_policy *p)
 	if (r)
 		return r;
 	if (p->workdir)
-		return plan_overlay(plan, p, p->workdir, AL_WORKSPACE, ".airlock", FS_TAG_WORKDIR);
+		return plan_overlay(plan, p, &p->workdir, 1, AL_WORKSPACE, ".airlock", FS_TAG_WORKDIR);
+	if (p->nws_layers)
+		return plan_overlay(plan, p, p->ws_layers, p->nws_layers, AL_WORKSPACE, ".airlock", FS_TAG_WORKDIR);
 	return add(plan, (struct fs_op){.kind = FS_TMPFS,
 					.dest = &AL_WORKSPACE[1],
 					.text = ownf(plan, "size=%llu,mode=0755,uid=%d,gid=%d",

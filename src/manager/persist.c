@@ -20,12 +20,21 @@
 
 #define PST_RECORD "sandbox.json"
 #define PST_TRASH  ".gone-" /* a removed sandbox's state, until it is emptied */
+#define PST_LAYERS ".layers" /* frozen workspaces (persist.h): a name no sandbox id can take */
+
+/* A layer and how many kept sandboxes and snapshots stand on it. */
+struct pst_layer {
+	char id[PST_LAYER_ID];
+	unsigned refs;
+};
 
 struct pst {
 	char *path;
 	int dir, lock;
 	pthread_mutex_t mu;
 	struct pst_box *boxes; /* for the room promised (under mu) */
+	struct pst_layer *layers; /* under mu */
+	size_t nlayers;
 };
 
 struct pst_box {
@@ -37,6 +46,11 @@ struct pst_box {
 	uint64_t held; /* what its mirror holds, as of its last sync */
 	pthread_mutex_t mu;
 	struct wsm *w;
+	json_t *layers; /* the ids its workspace stands on (pst_box_layers), or NULL */
+	/* Its last freeze (a reference held on it): a fork of files unchanged since reuses it. */
+	char frozen[PST_LAYER_ID];
+	uint64_t frozen_at; /* wsm_changes then */
+	struct wsm_stats frozen_st;
 };
 
 static void clear_trash(struct pst *p)
@@ -111,6 +125,7 @@ void pst_close(struct pst *p)
 	if (p->dir >= 0)
 		close(p->dir);
 	pthread_mutex_destroy(&p->mu);
+	free(p->layers);
 	free(p->path);
 	free(p);
 }
@@ -314,6 +329,168 @@ int pst_box_seed(struct pst_box *b, struct pst_box *from, struct al_error *err)
 	return r;
 }
 
+/* ---- layers -------------------------------------------------------------------------------- */
+
+static struct pst_layer *layer_find_locked(struct pst *p, const char *id)
+{
+	for (size_t i = 0; i < p->nlayers; i++)
+		if (strcmp(p->layers[i].id, id) == 0)
+			return &p->layers[i];
+	return NULL;
+}
+
+static int layer_ref_locked(struct pst *p, const char *id)
+{
+	struct pst_layer *l = layer_find_locked(p, id);
+	if (l) {
+		l->refs++;
+		return 0;
+	}
+	struct pst_layer *n = realloc(p->layers, (p->nlayers + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	p->layers = n;
+	snprintf(n[p->nlayers].id, sizeof(n[p->nlayers].id), "%s", id);
+	n[p->nlayers++].refs = 1;
+	return 0;
+}
+
+int pst_layers_ref(struct pst *p, const json_t *ids)
+{
+	size_t i;
+	const json_t *v;
+	int r = 0;
+	pthread_mutex_lock(&p->mu);
+	json_array_foreach(ids, i, v)
+	{
+		if (r == 0 && json_is_string(v) && id_ok(json_string_value(v)))
+			r = layer_ref_locked(p, json_string_value(v));
+	}
+	pthread_mutex_unlock(&p->mu);
+	return r;
+}
+
+static void discard_in(struct pst *p, const char *dir, const char *id);
+
+void pst_layers_unref(struct pst *p, const json_t *ids)
+{
+	size_t i;
+	const json_t *v;
+	json_array_foreach(ids, i, v)
+	{
+		const char *id = json_string_value(v);
+		pthread_mutex_lock(&p->mu);
+		struct pst_layer *l = id ? layer_find_locked(p, id) : NULL;
+		bool gone = l && --l->refs == 0;
+		if (gone)
+			*l = p->layers[--p->nlayers];
+		pthread_mutex_unlock(&p->mu);
+		if (gone) /* no sandbox nor snapshot stands on it any more */
+			discard_in(p, PST_LAYERS, id);
+	}
+}
+
+int pst_layers_gc(struct pst *p)
+{
+	cleanup_close int fd = openat(p->dir, PST_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d)
+		return -errno;
+	fd = -1;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!id_ok(de->d_name))
+			continue;
+		pthread_mutex_lock(&p->mu);
+		bool used = layer_find_locked(p, de->d_name) != NULL;
+		pthread_mutex_unlock(&p->mu);
+		if (!used) {
+			discard_in(p, PST_LAYERS, de->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+int pst_layer_path(const struct pst *p, const char *id, char *buf, size_t len)
+{
+	if (!id_ok(id) || (size_t)snprintf(buf, len, "%s/" PST_LAYERS "/%s/files", p->path, id) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAYER_ID], struct wsm_stats *st,
+		     struct al_error *err)
+{
+	struct pst *p = from->p;
+	pthread_mutex_lock(&from->mu);
+	bool same = from->frozen[0] && wsm_changes(from->w) == from->frozen_at;
+	pthread_mutex_unlock(&from->mu);
+	if (same) {
+		snprintf(id, PST_LAYER_ID, "%s", from->frozen);
+		if (st)
+			*st = from->frozen_st;
+		return 0;
+	}
+	unsigned char rnd[8];
+	if (getentropy(rnd, sizeof(rnd)) < 0)
+		return al_err_sys(err, errno, "cannot name a layer");
+	snprintf(id, PST_LAYER_ID, "l%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5],
+		 rnd[6], rnd[7]);
+	/* Made with the first layer: a server that never forks leaves its state directory as it was. */
+	if (mkdirat(p->dir, PST_LAYERS, 0700) < 0 && errno != EEXIST)
+		return al_err_sys(err, errno, "cannot make %s/" PST_LAYERS, p->path);
+	cleanup_close int top = openat(p->dir, PST_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = top < 0 || mkdirat(top, id, 0700) < 0 ? -errno : 0;
+	cleanup_close int ld = r < 0 ? -1 : openat(top, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r == 0 && (ld < 0 || mkdirat(ld, "files", 0755) < 0))
+		r = -errno;
+	cleanup_close int files = r < 0 ? -1 : openat(ld, "files", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* The overlay's mounter, root of the sandbox's namespace, searches it as the sandbox's ids. */
+	if (r == 0 && (files < 0 || (geteuid() == 0 && fchown(files, uid, gid) < 0)))
+		r = -errno;
+	if (r < 0)
+		return al_err_sys(err, -r, "cannot make a layer in %s/" PST_LAYERS, p->path);
+	pthread_mutex_lock(&from->mu);
+	r = wsm_freeze(from->w, files, uid, gid, st, err);
+	pthread_mutex_unlock(&from->mu);
+	if (r == 0 && fsync(top) < 0)
+		r = al_err_sys(err, errno, "cannot keep a layer in %s", p->path);
+	if (r < 0) {
+		discard_in(p, PST_LAYERS, id);
+		return r;
+	}
+	/* The box holds its last freeze, so that forks of unchanged files share it. */
+	json_t *old = from->frozen[0] ? json_pack("[s]", from->frozen) : NULL, *now = json_pack("[s]", id);
+	if (now && pst_layers_ref(p, now) == 0) {
+		pthread_mutex_lock(&from->mu);
+		snprintf(from->frozen, sizeof(from->frozen), "%s", id);
+		from->frozen_at = wsm_changes(from->w);
+		from->frozen_st = st ? *st : (struct wsm_stats){0};
+		pthread_mutex_unlock(&from->mu);
+		if (old)
+			pst_layers_unref(p, old);
+	}
+	json_decref(old);
+	json_decref(now);
+	return 0;
+}
+
+int pst_box_layers(struct pst_box *b, const json_t *ids, struct al_error *err)
+{
+	if (!json_array_size(ids) || b->layers)
+		return 0;
+	if (!(b->layers = json_deep_copy(ids)) || pst_layers_ref(b->p, b->layers) < 0) {
+		json_decref(b->layers);
+		b->layers = NULL;
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	wsm_set_layered(b->w, true);
+	return 0;
+}
+
 /* Removes what a trash name holds, on a thread of its own. */
 struct trash {
 	int dir;
@@ -333,13 +510,15 @@ static void *empty_trash(void *arg)
 /* A sandbox's state leaves the directory at once (a rename, flushed: a restart never brings it
  * back) and is removed meanwhile: a destroyed sandbox's thousands of files must not hold up the
  * call that ended it. What a stop cuts short, the next start removes (pst_open). */
-static void discard(struct pst *p, const char *id)
+static void discard_in(struct pst *p, const char *dir, const char *id)
 {
 	struct trash *t = calloc(1, sizeof(*t));
 	if (!t)
 		return;
-	snprintf(t->name, sizeof(t->name), PST_TRASH "%s", id);
-	if (renameat(p->dir, id, p->dir, t->name) < 0 || fsync(p->dir) < 0 ||
+	snprintf(t->name, sizeof(t->name), PST_TRASH "%s%s", dir ? "L" : "", id);
+	cleanup_close int from = dir ? openat(p->dir, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+				     : fcntl(p->dir, F_DUPFD_CLOEXEC, 3);
+	if (from < 0 || renameat(from, id, p->dir, t->name) < 0 || fsync(from) < 0 ||
 	    (t->dir = fcntl(p->dir, F_DUPFD_CLOEXEC, 3)) < 0) {
 		free(t);
 		return;
@@ -351,6 +530,11 @@ static void discard(struct pst *p, const char *id)
 	if (pthread_create(&th, &a, empty_trash, t) != 0)
 		empty_trash(t);
 	pthread_attr_destroy(&a);
+}
+
+static void discard(struct pst *p, const char *id)
+{
+	discard_in(p, NULL, id);
 }
 
 void pst_box_close(struct pst_box *b, bool remove)
@@ -372,6 +556,14 @@ void pst_box_close(struct pst_box *b, bool remove)
 		close(b->dir);
 	if (remove && p)
 		discard(p, b->id);
+	/* Kept, it still stands on its layers (a server that brings it back needs them). */
+	if (remove && p && b->layers)
+		pst_layers_unref(p, b->layers);
+	json_t *frozen = remove && p && b->frozen[0] ? json_pack("[s]", b->frozen) : NULL;
+	if (frozen)
+		pst_layers_unref(p, frozen);
+	json_decref(frozen);
+	json_decref(b->layers);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
 }

@@ -5,6 +5,9 @@
  *   DIR/<id>/sandbox.json   what the sandbox was made with, its owner, metadata, lifetime
  *   DIR/<id>/files/     the workspace's mirror (wsmirror.h)
  *   DIR/<id>/stage/     the mirror's writes before they are flushed and put in place
+ *   DIR/.layers/<l>/files/  a frozen mirror (a fork's): read-only, beneath the workspaces of the
+ *                       sandboxes whose records name it; their files/ then hold only their upper
+ *                       layer (what they changed: overlayfs's whiteouts and opaque directories)
  *
  * Durability: a record is written to a temporary file, flushed, renamed and its directory flushed;
  * a mirror's sync flushes before it returns (wsmirror.h). Space: a sandbox is kept only if the
@@ -47,6 +50,27 @@ int pst_box_sync(struct pst_box *b, int ws, struct wsm_stats *st, struct al_erro
 int pst_box_seed(struct pst_box *b, struct pst_box *from, struct al_error *err);
 /* The mirror copied into the new, empty workspace ws (see wsm_restore). */
 int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
+/* ---- layers: DIR/.layers/<id>/files, a frozen workspace (a fork's or a snapshot's) that many
+ * sandboxes' workspaces stand on read-only (al_policy_add_ws_layer), each with an upper layer of
+ * its own whose mirror is its box's. A layer is named by the boxes standing on it (pst_box_layers,
+ * their records) and the snapshots; it is removed when the last of them goes. */
+#define PST_LAYER_ID 24
+/* A new layer (its id in id): box from's mirror frozen (wsm_freeze: hard links, given to uid:gid).
+ * Nothing stands on it yet: pst_layers_ref. */
+int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAYER_ID], struct wsm_stats *st,
+		     struct al_error *err);
+/* The host path of layer id's files. */
+int pst_layer_path(const struct pst *p, const char *id, char *buf, size_t len);
+/* One more, one fewer user of each layer of ids (a JSON array of strings); the last one gone
+ * removes the layer. */
+int pst_layers_ref(struct pst *p, const json_t *ids);
+void pst_layers_unref(struct pst *p, const json_t *ids);
+/* Removes the layers nothing stands on (once every kept box and snapshot is open): how many. */
+int pst_layers_gc(struct pst *p);
+/* Box b's workspace stands on layers ids (the top first): b holds a reference on each until it is
+ * removed, and its mirror keeps the upper layer (wsm_set_layered). */
+int pst_box_layers(struct pst_box *b, const json_t *ids, struct al_error *err);
+
 /* Frees b; with remove, its state on disk goes too (a destroyed or expired sandbox). */
 void pst_box_close(struct pst_box *b, bool remove);
 

@@ -23,6 +23,7 @@
 #include "manager/sbmint.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,7 @@ void sbx_free(struct sbx *s)
 	free(s->root);
 	free(s->meta_json);
 	json_decref(s->ctx_names);
+	json_decref(s->layers);
 	free(s->port_tokens);
 	free(s);
 }
@@ -196,9 +198,26 @@ int sbm_set_limit_if(struct al_policy *p, enum al_limit l, uint64_t v, struct al
 
 /* The creation policy: configuration limits, the profile's posture, the client's knobs; with
  * network, the client's hosts through the egress proxy (the profile's registries stay allowed). */
+/* The workspace over layers: each layer's files, the top first. */
+static int add_layers(struct sbm *m, struct al_policy *p, const json_t *layers, struct al_error *err)
+{
+	size_t i;
+	const json_t *v;
+	int r = json_array_size(layers) && !m->pst ? al_err(err, ENOTSUP, "layers need a state directory") : 0;
+	json_array_foreach(layers, i, v)
+	{
+		char path[PATH_MAX];
+		if (r == 0 && pst_layer_path(m->pst, json_string_value(v) ? json_string_value(v) : "", path,
+					     sizeof(path)) < 0)
+			r = al_err(err, EINVAL, "bad layer id in a sandbox's record");
+		r = r ?: al_policy_add_ws_layer(p, path, err);
+	}
+	return r;
+}
+
 static int create_policy(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
-			 const struct srv_limits *lim, struct al_policy **out, enum al_net_posture *net,
-			 struct al_error *err)
+			 const struct srv_limits *lim, const json_t *layers, struct al_policy **out,
+			 enum al_net_posture *net, struct al_error *err)
 {
 	const struct cfg *c = m->o.cfg;
 	const struct cfg_profile *pr = cfg_profile(c, profile);
@@ -225,6 +244,7 @@ static int create_policy(struct sbm *m, const char *profile, const char *image, 
 			if (access(c->languages[i].paths.v[k], F_OK) == 0)
 				r = al_policy_add_bind(p, c->languages[i].paths.v[k], NULL, false, err);
 	r = r ?: cfg_apply_etc(c, p, err);
+	r = r ?: add_layers(m, p, layers, err);
 	if (r == 0 && network) {
 		if (p->net != AL_NET_ALLOW)
 			r = al_policy_set_network(p, AL_NET_ALLOW, err);
@@ -241,7 +261,8 @@ static int create_policy(struct sbm *m, const char *profile, const char *image, 
 }
 
 int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
-		 const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
+		 const struct srv_limits *lim, const json_t *layers, bool pooled, struct sbx **out,
+		 struct al_error *err)
 {
 	struct sbx *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -251,7 +272,9 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 	s->pool_image = image ? strdup(image) : NULL;
 	struct al_policy *p = NULL;
 	int r = s->profile && s->net_hosts && (!image || s->pool_image) ? 0 : al_err(err, ENOMEM, "out of memory");
-	r = r ?: create_policy(m, profile, image, network, hosts, lim, &p, &s->net, err);
+	if (r == 0 && json_array_size(layers) && !(s->layers = json_deep_copy(layers)))
+		r = al_err(err, ENOMEM, "out of memory");
+	r = r ?: create_policy(m, profile, image, network, hosts, lim, layers, &p, &s->net, err);
 	r = r ?: al_sandbox_create(p, &s->sb, err);
 	if (r == 0 && p) {
 		s->m = m;
@@ -281,13 +304,22 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 	return 0;
 }
 
-/* Makes a sandbox on the housekeeper's thread (see struct sbm) and waits for it. */
 int sbx_new(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
 	    const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
 {
 	if (m->hk_started && pthread_equal(pthread_self(), m->hk))
-		return sbx_make_now(m, profile, image, network, hosts, lim, pooled, out, err);
-	struct mkreq q = {.profile = profile, .image = image, .hosts = hosts, .network = network, .lim = lim};
+		return sbx_make_now(m, profile, image, network, hosts, lim, NULL, pooled, out, err);
+	return sbx_new_layered(m, profile, image, network, hosts, lim, NULL, out, err);
+}
+
+/* Makes a sandbox on the housekeeper's thread (see struct sbm) and waits for it. */
+int sbx_new_layered(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
+		    const struct srv_limits *lim, const json_t *layers, struct sbx **out, struct al_error *err)
+{
+	if (m->hk_started && pthread_equal(pthread_self(), m->hk))
+		return sbx_make_now(m, profile, image, network, hosts, lim, layers, false, out, err);
+	struct mkreq q = {
+		.profile = profile, .image = image, .hosts = hosts, .network = network, .lim = lim, .layers = layers};
 	pthread_mutex_lock(&m->mu);
 	if (m->stopping) {
 		pthread_mutex_unlock(&m->mu);

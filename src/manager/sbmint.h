@@ -90,6 +90,7 @@ struct sbx {
 	bool network;	       /* network_enabled at create */
 	uint64_t disk_bytes;   /* its workspace's size limit, as enforced */
 	struct pst_box *box;   /* its state on disk, or NULL (no state directory, a spare) */
+	json_t *layers;	       /* the layers its workspace stands on (persist.h), the top first, or NULL */
 	/* Paused in place (sbpause.c), under m->mu. */
 	bool paused;	      /* its state is "paused" (frozen, or brought back paused after a restart) */
 	bool frozen;	      /* its processes are frozen (al_sandbox_pause) */
@@ -143,6 +144,7 @@ struct sbm {
 struct mkreq {
 	struct mkreq *next;
 	const char *profile, *hosts, *image;
+	const json_t *layers;
 	bool network, done;
 	const struct srv_limits *lim;
 	struct sbx *s;
@@ -214,9 +216,14 @@ int sbx_known(struct sbm *m, const char *id, const char *owner, struct al_error 
 /* Under m->mu: takes s off the table, killing what runs in it. */
 void sbx_unlist_locked(struct sbm *m, struct sbx *s);
 void sbx_set_owner(struct sbx *s, const char *owner);
-/* Makes a sandbox on the calling thread (the housekeeper's): 0 and *out, or -errno. */
+/* Makes a sandbox on the calling thread (the housekeeper's): 0 and *out, or -errno. layers: the
+ * ids of the layers its workspace stands on (persist.h), the top first, or NULL for an empty one. */
 int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
-		 const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err);
+		 const struct srv_limits *lim, const json_t *layers, bool pooled, struct sbx **out,
+		 struct al_error *err);
+/* sbx_new with a workspace over layers (a fork's child, a sandbox from a snapshot, one brought back). */
+int sbx_new_layered(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
+		    const struct srv_limits *lim, const json_t *layers, struct sbx **out, struct al_error *err);
 /* Has the housekeeper make a sandbox, and waits for it. */
 int sbx_new(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
 	    const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err);
@@ -399,6 +406,10 @@ void sbp_sync(struct sbm *m, struct sbx *s);
 /* A fork's child c (kept, empty) given parent p's files, indexed for its next sync and on disk:
  * linked from p's mirror when both are kept, else copied from p's workspace and synced. */
 struct wsm_stats;
+/* A kept sandbox's files frozen into a new layer (persist.h): *layers, the ids its copy would
+ * stand on (the new one, then s's own), with one reference held on each for the caller
+ * (pst_layers_unref); without a state directory, *layers is NULL and nothing is done. */
+int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *st, struct al_error *err);
 int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err);
 /* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of
  * the stop); any other is removed from disk. */

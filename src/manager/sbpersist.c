@@ -48,6 +48,11 @@ static json_t *record_of(struct sbm *m, struct sbx *s, uint64_t stopped_unix_ms)
 	json_t *ctxs = s->ctx_names ? json_incref(s->ctx_names) : json_array();
 	json_t *pause = pause_record_locked(m, s);
 	pthread_mutex_unlock(&m->mu);
+	/* The layers its workspace stands on: its mirror holds only what it changed above them. */
+	if (pause && json_object_set_new(pause, "layers", s->layers ? json_incref(s->layers) : json_array()) < 0) {
+		json_decref(pause);
+		pause = NULL;
+	}
 	json_t *meta = json_loads(s->meta_json ? s->meta_json : "{}", 0, NULL);
 	json_t *rec = json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:o,s:I,s:I,s:I,s:I}",
 				"version", 1,
@@ -92,7 +97,8 @@ int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err)
 		return r;
 	s->box = b;
 	json_t *rec = record_of(m, s, 0);
-	r = rec ? pst_box_save(b, rec, err) : al_err(err, ENOMEM, "out of memory");
+	r = pst_box_layers(b, s->layers, err);
+	r = r ?: rec ? pst_box_save(b, rec, err) : al_err(err, ENOMEM, "out of memory");
 	json_decref(rec);
 	if (r < 0) {
 		pst_box_close(b, true);
@@ -136,7 +142,9 @@ void sbp_sync(struct sbm *m, struct sbx *s)
 	if (!s->box)
 		return;
 	struct al_error err = {0};
-	if (pst_box_sync(s->box, al_sandbox_workspace(s->sb), NULL, &err) < 0)
+	/* Over layers, what it changed is its upper layer, all the mirror keeps. */
+	int ws = s->layers ? al_sandbox_upper(s->sb) : al_sandbox_workspace(s->sb);
+	if (pst_box_sync(s->box, ws, NULL, &err) < 0)
 		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, err.msg);
 }
 
@@ -157,6 +165,28 @@ int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats
 	sbp_sync(m, p);
 	int r = pst_box_seed(c->box, p->box, err);
 	return r ?: pst_box_restore(c->box, al_sandbox_workspace(c->sb), uid, gid, st, err);
+}
+
+int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *st, struct al_error *err)
+{
+	*layers = NULL;
+	if (!s->box)
+		return 0;
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(s->sb, &uid, &gid);
+	/* Up to date first: what its background processes wrote since its last call is in it. */
+	sbp_sync(m, s);
+	char id[PST_LAYER_ID];
+	int r = pst_layer_freeze(s->box, uid, gid, id, st, err);
+	json_t *a = r < 0 ? NULL : json_array();
+	if (r == 0 && (!a || json_array_append_new(a, json_string(id)) < 0 ||
+		       (s->layers && json_array_extend(a, s->layers) < 0) || pst_layers_ref(m->pst, a) < 0)) {
+		json_decref(a);
+		return al_err(err, ENOMEM, "out of memory");
+	}
+	*layers = a;
+	return r;
 }
 
 void sbp_release(struct sbx *s)
@@ -246,8 +276,9 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 	if (!profile || !id || !owner || strlen(id) > SBM_ID_LEN)
 		return al_err(err, EINVAL, "its record is incomplete");
 	struct sbx *s = NULL;
-	int r = sbx_new(m, profile, str(rec, "image"), json_is_true(json_object_get(rec, "network")), str(rec, "hosts"),
-			&lim, false, &s, err);
+	const json_t *layers = json_object_get(rec, "layers");
+	int r = sbx_new_layered(m, profile, str(rec, "image"), json_is_true(json_object_get(rec, "network")),
+				str(rec, "hosts"), &lim, json_array_size(layers) ? layers : NULL, &s, err);
 	if (r < 0)
 		return r;
 	snprintf(s->id, sizeof(s->id), "%s", id);
@@ -288,6 +319,8 @@ static void bring_back(struct sbm *m, const char *id)
 	struct pst_box *b = NULL;
 	json_t *rec = NULL;
 	int r = pst_box_open(m->pst, id, 0, &b, &rec, &err);
+	/* Its layers are held from here, whether it comes back or stays on disk for a later server. */
+	r = r ?: pst_box_layers(b, json_object_get(rec, "layers"), &err);
 	if (r == 0 && left(rec) < 0) {
 		fprintf(stderr, "airlock serve: sandbox %s reached its lifetime while the server was down: removed\n", id);
 		pst_box_close(b, true);
@@ -340,5 +373,8 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err)
 		bring_back(m, json_string_value(v));
 	}
 	json_decref(ids);
+	int gone = pst_layers_gc(m->pst);
+	if (gone > 0)
+		fprintf(stderr, "airlock serve: %d layer%s that nothing stands on removed\n", gone, gone == 1 ? "" : "s");
 	return 0;
 }

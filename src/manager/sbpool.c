@@ -88,7 +88,7 @@ static bool refill_one(struct sbm *m)
 		struct sbx *s = NULL;
 		struct al_error err = {0};
 		struct srv_limits lim = {0};
-		if (sbx_make_now(m, c->pool[i].profile, c->pool[i].image, false, NULL, &lim, true, &s, &err) < 0)
+		if (sbx_make_now(m, c->pool[i].profile, c->pool[i].image, false, NULL, &lim, NULL, true, &s, &err) < 0)
 			continue; /* the next sweep tries again */
 		if (sbx_list(m, s, &err) < 0) {
 			sbx_free(s);
@@ -106,7 +106,8 @@ static void serve_queue_locked(struct sbm *m)
 		struct mkreq *q = m->queue;
 		m->queue = q->next;
 		pthread_mutex_unlock(&m->mu);
-		q->r = sbx_make_now(m, q->profile, q->image, q->network, q->hosts, q->lim, false, &q->s, &q->err);
+		q->r = sbx_make_now(m, q->profile, q->image, q->network, q->hosts, q->lim, q->layers, false, &q->s,
+				    &q->err);
 		pthread_mutex_lock(&m->mu);
 		q->done = true;
 		pthread_cond_broadcast(&m->cv);

@@ -53,6 +53,8 @@ struct wsm {
 	uint64_t stored;
 	struct pending *pend;
 	size_t npend, cpend;
+	bool layered; /* the workspace is an overlay: wsm_sync reads its upper layer (wsm_set_layered) */
+	uint64_t changes; /* syncs that changed the mirror (wsm_changes) */
 };
 
 /* One sync or restore under way. */
@@ -62,6 +64,7 @@ struct walk {
 	struct al_error *err;
 	int fatal; /* the first error that leaves the mirror incomplete */
 	bool changed;
+	bool own; /* link_tree: entries given to uid:gid (a layer the sandbox's namespace reads) */
 	dev_t dev;
 	uid_t uid;
 	gid_t gid;
@@ -132,13 +135,14 @@ static int record(struct wsm *w, const char *path, const struct stat *st)
 }
 
 /* Whether the workspace's entry is the one the mirror holds. A directory's ctime moves with its
- * entries, which are compared one by one: only its type and mode count. */
+ * entries, which are compared one by one: only its type, mode and inode count (a directory made
+ * again in an overlay's upper layer is opaque: its new inode says so). */
 static bool same(const struct ent *e, const struct stat *st)
 {
 	if (!e || e->mode != st->st_mode)
 		return false;
 	if (S_ISDIR(st->st_mode))
-		return true;
+		return e->ino == st->st_ino;
 	return e->ino == st->st_ino && e->size == (uint64_t)st->st_size && e->ctime.tv_sec == st->st_ctim.tv_sec &&
 	       e->ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
@@ -330,8 +334,49 @@ static int stage_link(struct walk *k, int src, const char *name)
 	return r;
 }
 
-/* The mirror's directory name in dst, made as needed, its mode set unless it is unchanged. */
-static int mirror_dir(struct walk *k, int dst, const char *name, const struct stat *st, bool unchanged)
+/* An overlay's whiteout (a character device 0:0: an entry of a lower layer deleted), kept as
+ * overlayfs keeps it, so that the mirror is a layer itself (a fork's or a snapshot's). Making one
+ * needs no privilege (Linux 5.8); the sandbox cannot plant one: it holds no CAP_MKNOD, and the
+ * overlay makes whiteouts only of deletions. */
+static bool is_whiteout(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && st->st_rdev == 0;
+}
+
+static int stage_whiteout(struct walk *k)
+{
+	struct wsm *w = k->w;
+	char tmp[24];
+	snprintf(tmp, sizeof(tmp), "t%u", w->seq++);
+	if (mknodat(w->stage, tmp, S_IFCHR, 0) < 0)
+		return -errno;
+	int r = push_pending(w, k->path, tmp);
+	if (r < 0)
+		(void)unlinkat(w->stage, tmp, 0);
+	return r;
+}
+
+/* An upper layer's directory made again over a lower one hides the lower's entries: overlayfs
+ * marks it so (user.overlay.opaque, as the userxattr mount option names it), and the mirror keeps
+ * the mark. Only the overlay sets it: it refuses the sandbox its own attributes. */
+#define WSM_OPAQUE_XATTR "user.overlay.opaque"
+static bool opaque(int dir)
+{
+	char v[4];
+	ssize_t n = fgetxattr(dir, WSM_OPAQUE_XATTR, v, sizeof(v));
+	return n > 0 && v[0] == 'y';
+}
+
+static int keep_opaque(int src, int dst)
+{
+	if (opaque(src))
+		return fsetxattr(dst, WSM_OPAQUE_XATTR, "y", 1, 0) < 0 ? -errno : 0;
+	return fremovexattr(dst, WSM_OPAQUE_XATTR) == 0 || errno == ENODATA || errno == EOPNOTSUPP ? 0 : -errno;
+}
+
+/* The mirror's directory name in dst, made as needed, its mode set unless it is unchanged (and
+ * for an upper layer's, src, its opaque mark). */
+static int mirror_dir(struct walk *k, int dst, const char *name, const struct stat *st, bool unchanged, int src)
 {
 	if (mkdirat(dst, name, kept_mode(st->st_mode, 0700)) == 0)
 		k->changed = true, unchanged = false;
@@ -341,6 +386,8 @@ static int mirror_dir(struct walk *k, int dst, const char *name, const struct st
 	if (fd < 0)
 		return -errno;
 	int r = unchanged ? 0 : keep_mode(fd, st->st_mode, 0700);
+	if (r == 0 && !unchanged && k->w->layered)
+		r = keep_opaque(src, fd);
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -381,7 +428,8 @@ static int sync_entry(struct walk *k, int src, int dst, const char *name, int de
 	if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0; /* gone meanwhile: the sweep removes it */
 	size_t base = k->len, nl = strlen(name);
-	if ((!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) || st.st_dev != k->dev ||
+	bool wh = k->w->layered && is_whiteout(&st);
+	if ((!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && !wh) || st.st_dev != k->dev ||
 	    base + nl + 2 > sizeof(k->path) || (S_ISDIR(st.st_mode) && depth >= WSM_DEPTH)) {
 		k->st->skipped++;
 		return 0;
@@ -400,10 +448,12 @@ static int sync_entry(struct walk *k, int src, int dst, const char *name, int de
 	}
 	if (r == 0 && S_ISDIR(st.st_mode)) {
 		cleanup_close int s = open_src(src, name, O_RDONLY | O_DIRECTORY);
-		cleanup_close int d = s < 0 ? s : mirror_dir(k, dst, name, &st, unchanged);
+		cleanup_close int d = s < 0 ? s : mirror_dir(k, dst, name, &st, unchanged, s);
 		r = d < 0 ? d : sync_tree(k, s, d, depth + 1);
 	} else if (r == 0 && !unchanged) {
-		r = S_ISREG(st.st_mode) ? stage_file(k, src, name, &st) : stage_link(k, src, name);
+		r = S_ISREG(st.st_mode) ? stage_file(k, src, name, &st)
+		    : wh		? stage_whiteout(k)
+					: stage_link(k, src, name);
 		k->st->copied += r == 0;
 	}
 	if (r == 0)
@@ -504,8 +554,10 @@ int wsm_sync(struct wsm *w, int ws, struct wsm_stats *st, struct al_error *err)
 	}
 	if (!k.fatal) /* a walk cut short saw only part: nothing is removed for not being seen */
 		sweep(&k);
-	if (k.changed)
+	if (k.changed) {
 		flush(&k);
+		w->changes++;
+	}
 	k.st->entries = w->n;
 	k.st->stored = w->stored;
 	return k.fatal;
@@ -533,6 +585,33 @@ static int make_in_ws(struct walk *k, int dst, const char *name, const struct st
 	return fd < 0 ? -e : fd;
 }
 
+/* Into an overlay's merged view (a layered sandbox brought back), name of the mirror's src over
+ * what its layers show in dst: 1 when done (a whiteout: the layers' entry deleted), 2 to fill the
+ * layers' directory in place, 0 to make the entry (what stood there removed first: through the
+ * overlay, a deletion of a layer's entry is a whiteout in the upper layer), or -errno. */
+static int restore_over(int src, int dst, const char *name, const struct stat *st)
+{
+	struct stat now;
+	if (fstatat(dst, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? (is_whiteout(st) ? 1 : 0) : -errno;
+	if (S_ISDIR(st->st_mode) && S_ISDIR(now.st_mode)) {
+		cleanup_close int d = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (d < 0)
+			return -errno;
+		if (!opaque(d))
+			return 2;
+	}
+	uint64_t n = 0;
+	int r = ws_rm_beneath(dst, name, &n, NULL);
+	return r < 0 && r != -ENOENT ? r : is_whiteout(st) ? 1 : 0;
+}
+
+static int open_dir_in(int dst, const char *name)
+{
+	int fd = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 /* NOLINTNEXTLINE(misc-no-recursion): with restore_tree, bounded by WSM_DEPTH */
 static int restore_entry(struct walk *k, int src, int dst, const char *name, int depth)
 {
@@ -540,6 +619,9 @@ static int restore_entry(struct walk *k, int src, int dst, const char *name, int
 	char target[PATH_MAX] = "";
 	if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	int pre = k->w->layered ? restore_over(src, dst, name, &st) : 0;
+	if (pre != 0 && pre != 2)
+		return pre < 0 ? pre : 0;
 	size_t base = k->len, nl = strlen(name);
 	if (base + nl + 2 > sizeof(k->path) || depth >= WSM_DEPTH)
 		return -ENAMETOOLONG;
@@ -555,7 +637,7 @@ static int restore_entry(struct walk *k, int src, int dst, const char *name, int
 		k->path[k->len++] = '/';
 	memcpy(k->path + k->len, name, nl + 1);
 	k->len += nl;
-	cleanup_close int out = make_in_ws(k, dst, name, &st, target);
+	cleanup_close int out = pre == 2 ? open_dir_in(dst, name) : make_in_ws(k, dst, name, &st, target);
 	int r = out < 0 ? out : 0;
 	mode_t mode = st.st_mode & 01777;
 	if (r == 0 && S_ISDIR(st.st_mode)) {
@@ -653,6 +735,10 @@ static int link_entry(struct walk *k, int src, int dst, const char *name, int de
 		 * so both mirrors may hold the same inode until either changes it. */
 		if (linkat(src, name, dst, name, 0) < 0)
 			return -errno;
+		/* The inode is the other mirror's too: its owner only ever becomes the sandbox's. */
+		if (k->own && (st.st_uid != k->uid || st.st_gid != k->gid) &&
+		    fchownat(dst, name, k->uid, k->gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
 		k->st->entries++;
 		return 0;
 	}
@@ -667,6 +753,10 @@ static int link_entry(struct walk *k, int src, int dst, const char *name, int de
 	char v[8];
 	ssize_t n = r == 0 ? fgetxattr(in, WSM_MODE_XATTR, v, sizeof(v)) : -1;
 	if (r == 0 && n > 0 && fsetxattr(out, WSM_MODE_XATTR, v, (size_t)n, 0) < 0 && errno != EOPNOTSUPP)
+		r = -errno;
+	if (r == 0 && opaque(in) && fsetxattr(out, WSM_OPAQUE_XATTR, "y", 1, 0) < 0)
+		r = -errno;
+	if (r == 0 && k->own && fchown(out, k->uid, k->gid) < 0)
 		r = -errno;
 	struct timespec t[2] = {st.st_atim, st.st_mtim};
 	if (r == 0 && (fchmod(out, st.st_mode & 01777) < 0 || futimens(out, t) < 0))
@@ -687,6 +777,28 @@ int wsm_link(const struct wsm *from, struct wsm *to, struct wsm_stats *st, struc
 	*k.st = (struct wsm_stats){0};
 	int r = link_tree(&k, from->files, to->files, 0);
 	return r < 0 ? al_err_sys(err, -r, "cannot seed a mirror from another") : 0;
+}
+
+int wsm_freeze(const struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
+{
+	struct wsm_stats none = {0};
+	/* As an ordinary user every entry is ours, as the sandbox's ids are. */
+	struct walk k = {.w = NULL, .st = st ? st : &none, .err = err, .uid = uid, .gid = gid, .own = geteuid() == 0};
+	*k.st = (struct wsm_stats){0};
+	int r = link_tree(&k, from->files, to, 0);
+	if (r == 0 && syncfs(to) < 0)
+		r = -errno;
+	return r < 0 ? al_err_sys(err, -r, "cannot freeze the workspace's files into a layer") : 0;
+}
+
+uint64_t wsm_changes(const struct wsm *w)
+{
+	return w->changes;
+}
+
+void wsm_set_layered(struct wsm *w, bool layered)
+{
+	w->layered = layered;
 }
 
 int wsm_copy(int from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)

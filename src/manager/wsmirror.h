@@ -11,12 +11,14 @@
  * What is kept: regular files (holes stay holes), directories and symbolic links, with their
  * permission bits (set-id bits dropped; a server run as an ordinary user gives the owner read and
  * write back) and modification times. Sockets, FIFOs and devices are not
- * kept; hard links come back as separate files. A change is found by the kernel's ctime, size,
+ * kept (but an overlay's whiteouts, in a layered sandbox's upper layer); hard links come back as
+ * separate files. A change is found by the kernel's ctime, size,
  * inode and mode: a program cannot forge a ctime, so a rewrite that keeps size and mtime is still
  * seen. */
 #ifndef AL_MANAGER_WSMIRROR_H
 #define AL_MANAGER_WSMIRROR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -52,6 +54,16 @@ int wsm_restore(struct wsm *w, int ws, uid_t uid, gid_t gid, struct wsm_stats *s
 int wsm_link(const struct wsm *from, struct wsm *to, struct wsm_stats *st, struct al_error *err);
 /* Copies the workspace from into the empty workspace to (a fork), as wsm_restore copies a mirror:
  * what a mirror keeps is copied, new entries owned by uid:gid. */
+/* Fills the empty directory to with from's entries as hard links (directories made anew), given to
+ * uid:gid, and flushes it: a frozen copy of the mirror, a read-only layer of other sandboxes'
+ * workspaces (persist.h), made without reading a byte. from's later syncs never write in place. */
+int wsm_freeze(const struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
+/* The workspace is an overlay over layers: wsm_sync is given its upper layer (al_sandbox_upper)
+ * and keeps whiteouts and opaque directories as they are there; wsm_restore is given the merged
+ * view and replays them (a whiteout deletes, an opaque directory replaces). */
+void wsm_set_layered(struct wsm *w, bool layered);
+/* How many syncs changed the mirror so far: equal counts, the same files. */
+uint64_t wsm_changes(const struct wsm *w);
 int wsm_copy(int from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
 
 #endif

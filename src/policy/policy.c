@@ -91,6 +91,9 @@ void al_policy_free(struct al_policy *p)
 	}
 	free(p->files);
 	free(p->workdir);
+	for (size_t i = 0; i < p->nws_layers; i++)
+		free(p->ws_layers[i]);
+	free(p->ws_layers);
 	free(p->checkout);
 	free(p->checkout_dest);
 	free(p->keep_changes);
@@ -323,6 +326,31 @@ int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error 
 		return al_err(err, ENOTDIR, "--workdir '%s' is not a directory", dir);
 	free(p->workdir);
 	p->workdir = steal_ptr(real);
+	return 0;
+}
+
+int al_policy_add_ws_layer(struct al_policy *p, const char *dir, struct al_error *err)
+{
+	if (p->nws_layers >= AL_WS_LAYERS)
+		return al_err(err, E2BIG, "a workspace has at most %d layers", AL_WS_LAYERS);
+	if (!dir || dir[0] != '/')
+		return al_err(err, EINVAL, "a workspace layer must be an absolute path, not \"%s\"", dir ? dir : "");
+	/* Overlayfs splits lowerdir= at ':' and ','; the plan names each layer by a path of its own
+	 * (fsplan.c), so these only matter here: refused rather than escaped. */
+	if (strpbrk(dir, ":,\\"))
+		return al_err(err, EINVAL, "a workspace layer's path may not hold ':', ',' or '\\': %s", dir);
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return al_err_sys(err, errno, "workspace layer %s", dir);
+	if (!S_ISDIR(st.st_mode))
+		return al_err(err, ENOTDIR, "workspace layer %s is not a directory", dir);
+	char **n = realloc(p->ws_layers, (p->nws_layers + 1) * sizeof(*n));
+	if (!n)
+		return al_err(err, ENOMEM, "out of memory");
+	p->ws_layers = n;
+	if (!(n[p->nws_layers] = strdup(dir)))
+		return al_err(err, ENOMEM, "out of memory");
+	p->nws_layers++;
 	return 0;
 }
 

@@ -61,6 +61,8 @@ struct al_policy {
 	struct al_file *files;
 	size_t nfiles;
 	char *workdir; /* canonical host dir bound at /workspace, or NULL for a tmpfs */
+	char **ws_layers; /* a held sandbox's workspace: lower layers of an overlay, the top first */
+	size_t nws_layers;
 	char *hostname;
 	char *rootfs;	       /* canonical host dir whose /usr, /bin, /lib... replace the host's, or NULL */
 	struct img_ref *image; /* the image rootfs comes from (its lock held while the policy lives), or NULL */

@@ -31,7 +31,9 @@ const char tl_fork_output[] =
 	"\"sandbox_id\":{\"type\":\"string\"},\"ends_at\":{\"type\":[\"string\",\"null\"]}},\"required\":["
 	"\"sandbox_id\"]}},\"entries\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Files, "
 	"directories and links each new sandbox got.\"},\"bytes\":{\"type\":\"integer\",\"minimum\":0,"
-	"\"description\":\"Bytes of file data copied, all new sandboxes together.\"}},"
+	"\"description\":\"Bytes of file data copied, all new sandboxes together (0 when layered).\"},"
+	"\"layered\":{\"type\":\"boolean\",\"description\":\"The new sandboxes stand on one frozen "
+	"layer of the files instead of a copy.\"}},"
 	"\"required\":[\"sandbox_id\",\"sandboxes\"]}";
 
 int tl_fork_start(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,

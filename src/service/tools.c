@@ -447,7 +447,7 @@ static const struct tool_def tools[TL__COUNT] = {
 		      tl_watch_input, tl_watch_output, "{\"readOnlyHint\":true,\"openWorldHint\":false}",
 		      tl_watch_start, tl_watch_result},
 	[TL_FORK] = {"code_fork_sandbox", "Fork a sandbox",
-		     "Makes count new sandboxes (default 1), each with a copy of a sandbox's files as they are "
+		     "Makes count new sandboxes (default 1), each with a sandbox's files as they are "
 		     "now (without sandbox_id: this session's own sandbox), its profile, image, network and "
 		     "limits; from then on each changes on its own. Running processes and interpreter state "
 		     "are not copied. Returns the new sandbox_ids: pass one to later calls to work in it.",

@@ -33,6 +33,7 @@ struct al_sandbox {
 	struct al_job *job; /* the held init */
 	struct be_held held;
 	int ws_fd;
+	int upper_fd; /* the workspace overlay's upper layer (al_sandbox_upper), or -1 */
 	int image_lock; /* the image's lock, dup'd (the same open file: its LOCK_SH), or -1 */
 	uid_t uid;
 	gid_t gid;
@@ -137,6 +138,19 @@ static int wait_ready(struct al_sandbox *sb, struct al_error *err)
 	}
 }
 
+static int take_upper(struct al_sandbox *sb)
+{
+	char tag = 0;
+	int fd = sb->job->proc.upper_sock < 0 ? -EPROTO : al_recv_fd(sb->job->proc.upper_sock, &tag);
+	if (fd >= 0 && tag != 'u') { /* FS_TAG_WORKDIR */
+		close(fd);
+		return -EPROTO;
+	}
+	if (fd >= 0)
+		sb->upper_fd = fd;
+	return fd < 0 ? fd : 0;
+}
+
 int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct al_error *err)
 {
 	if (p->attach)
@@ -148,7 +162,7 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	struct al_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return al_err(err, ENOMEM, "out of memory");
-	sb->ws_fd = sb->held.ctl_sock = -1;
+	sb->ws_fd = sb->upper_fd = sb->held.ctl_sock = -1;
 	/* The sandbox outlives the policy it was made from: it keeps the image from removal. */
 	sb->image_lock = p->image ? fcntl(p->image->lock_fd, F_DUPFD_CLOEXEC, 3) : -1;
 	pthread_mutex_init(&sb->held.lock, NULL);
@@ -180,6 +194,9 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	 * which must not race init's own set-up (its cgroup namespace is entered by then, too). */
 	if (r == 0 && sb->job->cg)
 		r = make_work(sb, err);
+	/* The upper layer was sent while init mounted the workspace, before it said it was ready. */
+	if (r == 0 && p->nws_layers && (r = take_upper(sb)) < 0)
+		al_err_sys(err, -r, "setup: the workspace's upper layer");
 	if (r < 0)
 		goto fail;
 	read_owner(sb);
@@ -193,6 +210,11 @@ fail:
 int al_sandbox_workspace(const struct al_sandbox *sb)
 {
 	return sb->ws_fd;
+}
+
+int al_sandbox_upper(const struct al_sandbox *sb)
+{
+	return sb->upper_fd;
 }
 
 void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid)
@@ -370,6 +392,8 @@ void al_sandbox_destroy(struct al_sandbox *sb)
 	sb->keeper = NULL;
 	if (sb->ws_fd >= 0)
 		close(sb->ws_fd);
+	if (sb->upper_fd >= 0)
+		close(sb->upper_fd);
 	if (sb->image_lock >= 0)
 		close(sb->image_lock);
 	/* al_job_free kills init (and so every exec, whose pid namespaces nest in its own), reaps

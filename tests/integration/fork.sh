@@ -63,7 +63,8 @@ api POST "/v1/sandboxes/$parent/fork" -d '{"count": 2}'
 kids=$(jget '" ".join(c["sandbox_id"] for c in d["sandboxes"])')
 read -r k1 k2 <<<"$kids"
 [ -n "$k2" ] && [ "$k1" != "$k2" ] && [ "$k1" != "$parent" ] || al_fail "fork did not name two new sandboxes: $BODY"
-al_assert_eq "$(jget 'd["sandbox_id"], d["entries"] > 200, d["bytes"] >= 2 * 5000000')" "('$parent', True, True)" "the fork's answer"
+# Kept sandboxes are forked without a copy: the children stand on one frozen layer of the parent's.
+al_assert_eq "$(jget 'd["sandbox_id"], d["entries"] > 200, d["bytes"], d["layered"]')" "('$parent', True, 0, True)" "the fork's answer"
 for k in $k1 $k2; do
 	run "$k" "$tree"
 	al_assert_eq "$OUT" "$before" "the files of child $k"
@@ -122,10 +123,42 @@ al_assert_eq "$OUT" "$before" "child 2 after its parent's destroy and a restart"
 run "$k1" 'cat shared only-k1'
 al_assert_eq "$OUT" "one
 new" "child 1 after a restart"
+run "$k1" '[ -e d1/f1 ] && echo back || echo gone'
+al_assert_eq "$OUT" gone "child 1's deletion of a file of the layer, after a restart"
 al_pass "children outlive the parent's destroy and a restart"
 
+# After a SIGKILL of the server, every call that had returned is still there: a new file, a
+# directory of the layer deleted and made again (the old entries stay hidden), a mode.
+run "$k1" 'echo killed >after-kill; rm -r d4; mkdir d4; echo fresh >d4/new; chmod 0700 d5'
+kill -KILL "$AL_SERVE_PID"
+for _ in $(seq 100); do
+	kill -0 "$AL_SERVE_PID" 2>/dev/null || break
+	sleep 0.1
+done
+start
+run "$k1" 'cat after-kill; ls d4; stat -c %a d5; cat shared'
+al_assert_eq "$OUT" "killed
+new
+700
+one" "child 1 after a SIGKILL of the server"
+run "$k2" 'cat d4/f4; ls d4 | wc -l; stat -c %a d5'
+al_assert_eq "$OUT" "file 4
+20
+755" "child 2, beside child 1's changes, after a SIGKILL"
+al_pass "a layered sandbox's changes survive a SIGKILL of the server"
+
+# The layers go with the last sandbox standing on them.
+api GET /v1/sandboxes
+for k in $(jget '" ".join(x["sandbox_id"] for x in d["sandboxes"])'); do api DELETE "/v1/sandboxes/$k"; done
+[ -d "$state/.layers" ] || al_fail "no layers were kept in $state/.layers"
+for _ in $(seq 50); do
+	[ -z "$(ls -A "$state/.layers")" ] && break
+	sleep 0.1
+done
+al_assert_eq "$(ls -A "$state/.layers")" "" "the layers left once every sandbox is destroyed"
+al_pass "destroying the last sandbox standing on a layer removes the layer"
+
 # The same through the official MCP SDK (tests/mcp/sdk/fork.mjs): an agent forks its session's sandbox.
-for k in $k1 $k2 $k3; do api DELETE "/v1/sandboxes/$k"; done
 command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
 sdk="$AL_SRC/tests/mcp/sdk"
 [ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
