@@ -8,9 +8,9 @@
 #include <sys/types.h>
 
 #include "airlock/airlock.h"
-#include "manager/gate.h"
 #include "mcp/mcp.h"
 #include "manager/api.h"
+#include "service/gate.h"
 
 /*
  * Theory of operation

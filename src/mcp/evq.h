@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "manager/gate.h"
 #include "manager/api.h"
+#include "service/gate.h"
 
 /*
  * Threads: the manager calls a sink from any thread; the sink only copies the event into the

@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "airlock/airlock.h"
-#include "manager/gate.h"
 #include "manager/api.h"
+#include "service/gate.h"
 #include "service/runner.h"
 
 /*

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "manager/gate.h"
+#include "service/gate.h"
 
 /*
  * When the risk rules answer ASK, the front end that received the call (the HTTP JSON API, or

@@ -4,7 +4,7 @@
 
 #include "config/config.h"
 #include "audit/audit.h"
-#include "manager/gate.h"
+#include "service/gate.h"
 
 struct mgate {
 	const struct cfg *cfg; /* the rules and the approval policy */

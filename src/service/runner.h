@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "manager/api.h"
-#include "manager/gate.h"
+#include "service/gate.h"
 #include "service/tools.h"
 
 /*

@@ -10,7 +10,7 @@
 #include "manager/api.h"
 #include "service/approval.h"
 #include "audit/audit.h"
-#include "manager/gate.h"
+#include "service/gate.h"
 #include "service/mgate.h"
 #include "manager/sbmgr.h"
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "manager/gate.h"
 #include "manager/api.h"
+#include "service/gate.h"
 #include "util/error.h"
 
 #define FAKE_UNUSED __attribute__((unused))

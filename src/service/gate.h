@@ -1,6 +1,7 @@
-/* gate.h — the risk/approval/audit hook every tool call passes before the manager sees it. */
-#ifndef AL_MANAGER_GATE_H
-#define AL_MANAGER_GATE_H
+/* gate.h — the risk/approval/audit hook every tool call passes before the manager sees it: the
+ * service's contract with the front ends and the runner (the manager knows nothing of it). */
+#ifndef AL_SERVICE_GATE_H
+#define AL_SERVICE_GATE_H
 
 #include <jansson.h>
 #include <stdbool.h>
