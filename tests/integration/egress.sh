@@ -236,6 +236,13 @@ run "$sb" "getent hosts good.test | cut -d' ' -f1; getent hosts other.test || ec
 al_assert_eq "$(r stdout)" "$(printf '%s\nnxdomain' "$addr1")" "the next exec: the same address, and NXDOMAIN for an unknown name"
 al_assert_eq "$(r verdict.proxy.records.0.kind)/$(r verdict.proxy.records.0.host)" "dns/other.test" "the next exec's own record"
 al_assert_eq "$(al_json_type "$RES" verdict.proxy.records.1)" missing "no record of the first exec again"
+# network_enabled with nothing to reach (the default profile names no registry, the request no
+# allowed_domains) is refused at once.
+api POST /v1/sandboxes -d '{"network_enabled":true}'
+al_assert_eq "$CODE" 400 "create with network_enabled and nothing allowed: $BODY"
+al_assert_contains "$BODY" "allows no host" "the refusal names the cause"
+api POST /v1/sandboxes -d '{"network_enabled":true,"allowed_domains":["good.test"]}'
+al_assert_eq "$CODE" 201 "create with network_enabled and allowed_domains: $BODY"
 kill -TERM "$SERVE_PID"
 al_netns_host_del
-al_pass "a held sandbox of airlock serve captures the same way; its names are kept from exec to exec"
+al_pass "a held sandbox of airlock serve captures the same way; its names are kept from exec to exec; network with nothing allowed is refused at create"
