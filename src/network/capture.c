@@ -209,7 +209,7 @@ static void refuse(struct px_conn *c, enum px_decision d, const char *why)
 
 void cap_conn_serve(struct px_conn *c, const struct px_config *cfg)
 {
-	struct sockaddr_in local;
+	struct sockaddr_in local = {0};
 	socklen_t ll = sizeof(local);
 	c->rec.kind = PXK_CAPTURE;
 	if (getsockname(c->client, (struct sockaddr *)&local, &ll) < 0 || local.sin_family != AF_INET) {

@@ -338,7 +338,7 @@ int px_add_listener(struct px *px, int fd, enum px_listen kind)
 	}
 	px->ls[px->nls].fd = fd;
 	px->ls[px->nls++].kind = kind;
-	struct sockaddr_in a;
+	struct sockaddr_in a = {0};
 	socklen_t al = sizeof(a);
 	if (kind == PXL_CAPTURE && px->ncap_ports < AL_CAPTURE_MAX_PORT &&
 	    getsockname(fd, (struct sockaddr *)&a, &al) == 0 && a.sin_family == AF_INET)
