@@ -98,8 +98,7 @@ static enum dns_rcode screen(uint16_t qtype, uint16_t qclass)
 }
 
 /* The answer's decision for a well-formed question: its rcode and, for A, the address. */
-static enum dns_rcode decide(struct dns_query *q, bool is_host, dns_lookup_fn lookup, void *ctx,
-			     struct in_addr *addr)
+static enum dns_rcode decide(struct dns_query *q, bool is_host, dns_lookup_fn lookup, void *ctx, struct in_addr *addr)
 {
 	enum dns_rcode rc = screen(q->qtype, q->qclass);
 	if (rc != DNS_NOERROR)

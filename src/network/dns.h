@@ -10,18 +10,18 @@
 
 #include "network/allowlist.h"
 
-#define DNS_HEADER	 12
-#define DNS_MAX_NAME	 255  /* wire form, length bytes included (RFC 1035 3.1) */
-#define DNS_MAX_QUERY	 4096 /* larger queries (TCP) are refused unread: no real one comes near */
-#define DNS_MAX_REPLY	 512  /* every answer fits the classic UDP size: no truncation ever */
-#define DNS_TTL		 60
-#define DNS_TYPE_A	 1
-#define DNS_TYPE_AAAA	 28
-#define DNS_TYPE_IXFR	 251
-#define DNS_TYPE_AXFR	 252
-#define DNS_TYPE_ANY	 255
-#define DNS_CLASS_IN	 1
-#define DNS_CLASS_ANY	 255
+#define DNS_HEADER    12
+#define DNS_MAX_NAME  255  /* wire form, length bytes included (RFC 1035 3.1) */
+#define DNS_MAX_QUERY 4096 /* larger queries (TCP) are refused unread: no real one comes near */
+#define DNS_MAX_REPLY 512  /* every answer fits the classic UDP size: no truncation ever */
+#define DNS_TTL	      60
+#define DNS_TYPE_A    1
+#define DNS_TYPE_AAAA 28
+#define DNS_TYPE_IXFR 251
+#define DNS_TYPE_AXFR 252
+#define DNS_TYPE_ANY  255
+#define DNS_CLASS_IN  1
+#define DNS_CLASS_ANY 255
 
 enum dns_rcode {
 	DNS_NOERROR = 0,

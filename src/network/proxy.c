@@ -39,10 +39,10 @@ struct px {
 		enum px_listen kind;
 	} ls[PX_MAX_LISTEN]; /* the capture's sockets, beside listen_fd */
 	size_t nls;
-	bool dns_served;			  /* the resolver's sockets arrived */
+	bool dns_served;			 /* the resolver's sockets arrived */
 	uint16_t cap_ports[AL_CAPTURE_MAX_PORT]; /* the capture listeners' ports */
 	size_t ncap_ports;
-	struct cap_names *names;	    /* with cfg.capture */
+	struct cap_names *names;	/* with cfg.capture */
 	char last_refused[AL_HOST_MAX]; /* the resolver's last refusal recorded, if have_refused */
 	bool have_refused;
 	pthread_t acceptor;
@@ -326,10 +326,10 @@ int px_new(const struct px_config *cfg, struct px **out)
 
 int px_add_listener(struct px *px, int fd, enum px_listen kind)
 {
-	int r = !px->cfg.capture || kind == PXL_PROXY ? -EINVAL
-		: px->nls == PX_MAX_LISTEN		 ? -ENOSPC
-		: px->acceptor_running || px->stopping	 ? -EBUSY
-							 : 0;
+	int r = !px->cfg.capture || kind == PXL_PROXY  ? -EINVAL
+		: px->nls == PX_MAX_LISTEN	       ? -ENOSPC
+		: px->acceptor_running || px->stopping ? -EBUSY
+						       : 0;
 	if (r == 0 && fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
 		r = -errno;
 	if (r < 0) {

@@ -11,10 +11,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                                       \
-	do {                                                                                                           \
-		if (!(x))                                                                                              \
-			abort();                                                                                       \
+#define CHECK(x)                 \
+	do {                     \
+		if (!(x))        \
+			abort(); \
 	} while (0)
 
 struct ctx {
@@ -78,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(cap_names_name(x.names, &a, back) && strcmp(back, q.name) == 0);
 		}
 		if (qd) /* the question echoed as sent */
-			CHECK(n >= DNS_HEADER + 5 && memcmp(out + DNS_HEADER, in + DNS_HEADER, n - DNS_HEADER - 16 * an) == 0);
+			CHECK(n >= DNS_HEADER + 5 &&
+			      memcmp(out + DNS_HEADER, in + DNS_HEADER, n - DNS_HEADER - 16 * an) == 0);
 	} else {
 		CHECK(size < DNS_HEADER || (in[2] & 0x80));
 	}

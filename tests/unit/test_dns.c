@@ -101,8 +101,8 @@ static void allowed_name_gets_a(void **state)
 	size_t n = dns_answer(q, ql, lookup, x, r, sizeof(r), &info);
 	assert_int_equal(n, ql + 16);
 	assert_int_equal(r[0] << 8 | r[1], 0x1234);
-	assert_true(r[2] & 0x80);		       /* a response */
-	assert_true(r[2] & 0x01);		       /* RD echoed */
+	assert_true(r[2] & 0x80); /* a response */
+	assert_true(r[2] & 0x01); /* RD echoed */
 	assert_int_equal(rcode(r), DNS_NOERROR);
 	assert_int_equal(count(r, 4), 1);
 	assert_int_equal(count(r, 6), 1);
