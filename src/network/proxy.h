@@ -1,6 +1,8 @@
 /* proxy.h — the egress proxy: serves, from the supervisor in the host's network namespace, a
- * listening socket that the sandbox's init made on 127.0.0.1 in the sandbox's namespace. One
- * accept thread; one thread per connection, bounded by max_conns. */
+ * listening socket that the sandbox's init made on 127.0.0.1 in the sandbox's namespace, and
+ * under an allowlist the capture's sockets made beside it (the resolver's UDP and TCP, one
+ * listener per allowlist port: capture.h). One accept thread, which also answers the resolver's
+ * datagrams (pure and quick: dns.c); one thread per connection, bounded by max_conns. */
 #ifndef AL_NETWORK_PROXY_H
 #define AL_NETWORK_PROXY_H
 
