@@ -11,10 +11,11 @@
  * addresses on lo are the resolver's and the proxy's. */
 static void capture_plan(const struct al_policy *p, struct pol_capture *c)
 {
-	uint16_t listed[AL_CAPTURE_MAX_PORT + 2] = {AL_ALLOW_DEFAULT_PORT, 80};
-	size_t n = al_allowlist_ports(p->allow, listed + 2, AL_CAPTURE_MAX_PORT);
-	if (n > AL_CAPTURE_MAX_PORT)
-		n = AL_CAPTURE_MAX_PORT;
+	/* Four more than fit: 443, 80, 53 and 3128 may be among the list's and take no place. */
+	uint16_t listed[2 + AL_CAPTURE_MAX_PORT + 4] = {AL_ALLOW_DEFAULT_PORT, 80};
+	size_t n = al_allowlist_ports(p->allow, listed + 2, AL_CAPTURE_MAX_PORT + 4);
+	if (n > AL_CAPTURE_MAX_PORT + 4)
+		n = AL_CAPTURE_MAX_PORT + 4;
 	c->on = p->net == AL_NET_ALLOW;
 	c->nports = 0;
 	for (size_t i = 0; c->on && i < n + 2 && c->nports < AL_CAPTURE_MAX_PORT; i++) {
