@@ -66,8 +66,8 @@ static void capture_ports(void **state)
 	pol_plan_build(p, true, &pl);
 	assert_false(pl.net.capture.on);
 	assert_int_equal(pl.net.capture.nports, 0);
-	assert_int_equal(al_policy_allow_hosts(p, "a.test,b.test:22,c.test:53,d.test:3128,e.test:22,9.9.9.9:8443", NULL),
-			 0);
+	assert_int_equal(
+		al_policy_allow_hosts(p, "a.test,b.test:22,c.test:53,d.test:3128,e.test:22,9.9.9.9:8443", NULL), 0);
 	pol_plan_build(p, true, &pl);
 	assert_true(pl.net.capture.on);
 	assert_int_equal(pl.net.capture.nports, 3);
@@ -225,7 +225,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(net_facts), cmocka_unit_test(net_names), cmocka_unit_test(refuse),
-		cmocka_unit_test(enforced),  cmocka_unit_test(defaults), cmocka_unit_test(capture_ports),
+		cmocka_unit_test(enforced),  cmocka_unit_test(defaults),  cmocka_unit_test(capture_ports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
