@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # proxy.sh — the issue-4 benchmark: an HTTPS download through the egress proxy against the
-# same download over a direct loopback connection, both from inside an airlock sandbox.
+# same download over a direct loopback connection, both from inside an airlock sandbox; and (issue
+# 36) through the capture: curl --noproxy, the name from the sandbox's own resolver.
 #
 # Direct: `--net host`, curl connects to the server on the host's 127.0.0.1. Proxied:
 # `--net allow=bench.test:PORT` with --allow-private 127.0.0.1/32 and a hosts file, curl goes
@@ -38,31 +39,36 @@ sleep 0.5
 printf '127.0.0.1 bench.test\n' >"$dir/hosts"
 
 fetch() { # MODE -> seconds of the download as curl measures it
-	local net=(--net host) url="https://bench.test:$port/blob"
-	if [[ $1 == proxy ]]; then
+	local net=(--net host) url="https://bench.test:$port/blob" how=(--resolve "bench.test:$port:127.0.0.1")
+	if [[ $1 != direct ]]; then
 		net=(--net "allow=bench.test:$port" --allow-private 127.0.0.1/32 --proxy-hosts "$dir/hosts")
 	fi
+	# The capture: no proxy, and the name resolved in the sandbox (airlock's resolver).
+	[[ $1 != capture ]] || how=(--noproxy '*')
 	"$airlock" run --time 120s --cpus none "${net[@]}" --ro "$dir/cert.pem:/etc/bench.pem" -- \
-		curl -sS --resolve "bench.test:$port:127.0.0.1" --cacert /etc/bench.pem -o /dev/null \
+		curl -sS "${how[@]}" --cacert /etc/bench.pem -o /dev/null \
 		-w '%{time_total} %{time_connect} %{time_appconnect}\n' "$url"
 }
 
 declare -A best
-for mode in direct proxy; do
+for mode in direct proxy capture; do
 	best[$mode]=999999
 	for _ in $(seq "$runs"); do
 		read -r total _ app < <(fetch "$mode")
 		best[$mode]=$(python3 -c "print(min($total, ${best[$mode]}))")
-		[[ $mode == proxy ]] && best[proxy_app]=$app || best[direct_app]=$app
+		best[${mode}_app]=$app
 	done
 done
-python3 - "$size_mb" "${best[direct]}" "${best[proxy]}" "${best[direct_app]}" "${best[proxy_app]}" <<'EOF'
+python3 - "$size_mb" "${best[direct]}" "${best[proxy]}" "${best[direct_app]}" "${best[proxy_app]}" \
+	"${best[capture]}" "${best[capture_app]}" <<'EOF'
 import sys
-mb, d, p, da, pa = int(sys.argv[1]), *map(float, sys.argv[2:])
+mb, d, p, da, pa, c, ca = int(sys.argv[1]), *map(float, sys.argv[2:])
 print("| path | best of runs: MiB/s | time to TLS established (ms) |")
 print("|---|---|---|")
 print("| direct (--net host) | %.0f | %.2f |" % (mb / d, da * 1000))
 print("| through the proxy (--net allow=) | %.0f | %.2f |" % (mb / p, pa * 1000))
+print("| through the capture (--net allow=, curl --noproxy) | %.0f | %.2f |" % (mb / c, ca * 1000))
 print()
 print("throughput through the proxy: %.1f%% of direct; added set-up latency %.2f ms" % (100 * d / p, (pa - da) * 1000))
+print("throughput through the capture: %.1f%% of direct; added set-up latency %.2f ms" % (100 * d / c, (ca - da) * 1000))
 EOF

@@ -139,6 +139,13 @@ int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, stru
 
 /* The egress proxy's port on the sandbox's own loopback (its network namespace is private). */
 #define AL_PROXY_PORT 3128
+/* Under an allowlist, the sandbox's resolver (its /etc/resolv.conf names it) answers on UDP and
+ * TCP port 53 of this address of its own loopback, and gives each allowed name an address of
+ * 127.18.0.0/16, where airlock listens on the allowlist's ports (the capture): programs that
+ * ignore HTTPS_PROXY reach allowed names through the proxy's checks. */
+#define AL_DNS_ADDR	    "127.53.0.1"
+#define AL_CAPTURE_NET	    0x7f120000u /* 127.18.0.0/16, host order */
+#define AL_CAPTURE_MAX_PORT 16		/* capture listeners (distinct allowlist ports) at most */
 /* Adds "HOST[,HOST...]" to the allowlist (pypi.org, *.pythonhosted.org, host:8443, an IP
  * literal) and selects AL_NET_ALLOW. All or nothing; the error names the bad entry. */
 int al_policy_allow_hosts(struct al_policy *p, const char *spec, struct al_error *err);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -13,6 +14,7 @@
 
 #include "kit/channel.h"
 #include "kit/net.h"
+#include "policy/plan.h"
 #include "kit/pidfd.h"
 #include "cgroup/cgroup.h"
 #include "util/error.h"
@@ -145,7 +147,37 @@ int mon_map_self(unsigned inside, unsigned uid, unsigned gid, bool *in_maps)
 	return r < 0 ? r : mon_write_map("/proc/self/gid_map", inside, gid);
 }
 
-int mon_hand_proxy_socket(int proxy_sock, const char **what)
+/* One socket made and sent: 0 or -errno. */
+static int hand_socket(int sock, int type, unsigned addr, unsigned short port, char tag)
+{
+	int fd = net_bind_socket(type, addr, port);
+	if (fd < 0)
+		return fd;
+	int r = al_send_fd(sock, fd, tag);
+	close(fd);
+	return r < 0 ? r : 0;
+}
+
+/* The capture's sockets. Safe to make: they are bound in the job's own namespace, where only
+ * the job can reach them, and they are served by the supervisor, which decides what each
+ * connection may reach; the payload never holds one (init closes them once sent). Binding port 53
+ * and the ports below 1024 needs init's CAP_NET_BIND_SERVICE, which the payload never has, so
+ * the job cannot take these ports first. */
+static int hand_capture(int sock, const struct pol_capture *cap, const char **what)
+{
+	unsigned dns = (127u << 24) | (53u << 16) | 1u; /* AL_DNS_ADDR */
+	*what = "the sandbox's resolver on " AL_DNS_ADDR ":53";
+	int r = hand_socket(sock, SOCK_DGRAM, dns, 53, 'u');
+	r = r ?: hand_socket(sock, SOCK_STREAM, dns, 53, 't');
+	if (r < 0)
+		return r;
+	*what = "a capture listener on an allowlist port";
+	for (unsigned i = 0; r == 0 && i < cap->nports; i++)
+		r = hand_socket(sock, SOCK_STREAM, INADDR_ANY, cap->ports[i], 'l');
+	return r ?: al_send_fds(sock, NULL, 0, 'e');
+}
+
+int mon_hand_proxy_socket(int proxy_sock, const struct pol_capture *cap, const char **what)
 {
 	*what = "proxy socket on 127.0.0.1";
 	int fd = net_listen_lo(AL_PROXY_PORT);
@@ -154,5 +186,8 @@ int mon_hand_proxy_socket(int proxy_sock, const char **what)
 	*what = "handing the proxy socket to the supervisor";
 	int r = al_send_fd(proxy_sock, fd, 'p');
 	close(fd);
+	if (r < 0)
+		return r;
+	r = cap && cap->on ? hand_capture(proxy_sock, cap, what) : 0;
 	return r < 0 ? r : 0;
 }

@@ -51,7 +51,10 @@ int mon_write_map(const char *file, unsigned inside, unsigned outside);
 int mon_map_self(unsigned inside, unsigned uid, unsigned gid, bool *in_maps);
 
 /* The egress proxy's listening socket, made on 127.0.0.1 in this process's network namespace (lo
- * up) and handed to the supervisor on proxy_sock: 0, or -errno with *what naming the step. */
-int mon_hand_proxy_socket(int proxy_sock, const char **what);
+ * up) and handed to the supervisor on proxy_sock ('p'); then, with cap on (may be NULL), the
+ * capture's sockets ('u' the resolver's UDP, 't' its TCP, 'l' each port's listener) and 'e' last.
+ * 0, or -errno with *what naming the step. No allocation. */
+struct pol_capture;
+int mon_hand_proxy_socket(int proxy_sock, const struct pol_capture *cap, const char **what);
 
 #endif

@@ -361,8 +361,8 @@ static int plan_image_etc(struct fs_plan *plan, const struct al_policy *p, const
 {
 	int r = bind(plan, host->image_etc, "/etc", RO_ATTRS, 0);
 	r = r ?: mkdir_op(plan, IMG_ETC_OWN, 0755);
-	if (r < 0 || p->net == AL_NET_HOST)
-		return r;
+	if (r < 0 || p->net == AL_NET_HOST || p->net == AL_NET_ALLOW)
+		return r; /* the host's, or airlock's resolver (plan_etc) */
 	const char *dest = own_etc(plan, true, "resolv.conf");
 	if (!dest)
 		return -ENOMEM;
@@ -415,6 +415,13 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 		const char *dest = own_etc(plan, image, "resolv.conf");
 		r = dest ? bind(plan, "/etc/resolv.conf", dest, RO_ATTRS, FS_OPTIONAL) : -ENOMEM;
 	}
+	/* An allowlist's: airlock's resolver in the sandbox's own namespace (network/capture.h),
+	 * which knows the allowed names only. One attempt of one second: it answers at once or
+	 * not at all, and a client should never wait out glibc's default 5 s twice. */
+	if (r == 0 && p->net == AL_NET_ALLOW)
+		r = file_op(plan, own_etc(plan, image, "resolv.conf"),
+			    "# airlock: the sandbox's resolver answers the allowlist's names only\n"
+			    "nameserver " AL_DNS_ADDR "\noptions timeout:1 attempts:1\n");
 	if (r < 0 || image)
 		return r; /* an image's own /etc fills the rest */
 	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */

@@ -53,14 +53,18 @@ int net_new_ns_lo_up(void)
 
 int net_listen_lo(unsigned short port)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return net_bind_socket(SOCK_STREAM, INADDR_LOOPBACK, port);
+}
+
+int net_bind_socket(int type, unsigned addr, unsigned short port)
+{
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	int one = 1;
-	struct sockaddr_in a = {
-		.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 128) < 0) {
+	    bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || (type == SOCK_STREAM && listen(fd, 128) < 0)) {
 		int e = errno;
 		close(fd);
 		return -e;

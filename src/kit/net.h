@@ -13,4 +13,8 @@ int net_new_ns_lo_up(void);
  * served from outside). Returns the fd or -errno. */
 int net_listen_lo(unsigned short port);
 
+/* A socket of type SOCK_STREAM (listening) or SOCK_DGRAM bound to addr:port (addr in host order,
+ * INADDR_ANY for every address) of this network namespace. Returns the fd or -errno. No allocation. */
+int net_bind_socket(int type, unsigned addr, unsigned short port);
+
 #endif

@@ -454,6 +454,12 @@ int sbm_exec(void *ctx, const struct srv_exec_req *req, const struct srv_sink *s
 	}
 	memcpy(op->code, req->code, req->code_len);
 	op->code[req->code_len] = 0;
+	/* A throwaway sandbox with network and nothing allowed: refused now (sbm_network_check). */
+	const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
+	if (!req->sandbox_id && sbm_network_check(m, profile, op->network, op->hosts, err) < 0) {
+		op_free(op);
+		return -EINVAL;
+	}
 	if (sbm_cell_wanted(req))
 		return sbm_start_cell(m, op, req, out, err);
 	if (req->context_id && !req->fresh) { /* named a context it cannot have: say so, never run elsewhere */

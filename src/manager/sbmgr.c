@@ -191,6 +191,29 @@ char *hosts_join(const char *const *v, size_t n)
 	return s;
 }
 
+/* How many host entries the profile's registries name (0 for a profile without an allowlist). */
+static size_t profile_hosts(const struct cfg *c, const struct cfg_profile *pr)
+{
+	size_t n = 0;
+	for (size_t i = 0; pr->net == AL_NET_ALLOW && i < pr->registries.n; i++) {
+		const struct cfg_registry *reg = cfg_registry(c, pr->registries.v[i]);
+		n += reg ? reg->hosts.n : 0;
+	}
+	return n;
+}
+
+int sbm_network_check(const struct sbm *m, const char *profile, bool network, const char *hosts, struct al_error *err)
+{
+	const struct cfg_profile *pr = profile ? cfg_profile(m->o.cfg, profile) : NULL;
+	if (!network || (hosts && *hosts) || !pr || profile_hosts(m->o.cfg, pr) > 0)
+		return 0;
+	return al_err(err, EINVAL,
+		      "network_enabled: profile %s allows no host (it names no registry with hosts) and the request "
+		      "names no allowed_domains, so nothing could be reached; name the hosts in allowed_domains, or "
+		      "use a profile whose network lists registries",
+		      profile);
+}
+
 int sbm_set_limit_if(struct al_policy *p, enum al_limit l, uint64_t v, struct al_error *err)
 {
 	return v ? al_policy_set_limit(p, l, v, err) : 0;
@@ -678,6 +701,11 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	const char *profile = op->profile	     ? op->profile
 			      : m->o.default_profile ? m->o.default_profile
 						     : SBM_DEFAULT_PROFILE;
+	/* Accepted, such a sandbox would only fail later, at each connection. */
+	if (sbm_network_check(m, profile, op->network, op->hosts, err) < 0) {
+		op_free(op);
+		return -EINVAL;
+	}
 	if (!stopping && !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0 &&
 	    (!op->image || image_offered(m, profile, op->image)))
 		s = sbm_claim_pooled(m, profile, op->image, req->owner, true);

@@ -235,6 +235,9 @@ unsigned sbm_quota_sandboxes(const struct sbm *m);
 int sbm_set_limit_if(struct al_policy *p, enum al_limit l, uint64_t v, struct al_error *err);
 bool hosts_same(const char *a, const char *b);
 char *hosts_join(const char *const *v, size_t n);
+/* Network asked for a new sandbox of profile with no host to reach (none of the client's, none
+ * of the profile's registries): -EINVAL naming the way out; else 0. */
+int sbm_network_check(const struct sbm *m, const char *profile, bool network, const char *hosts, struct al_error *err);
 
 struct srv_op *op_new(struct sbm *m, enum op_kind kind, const struct srv_sink *sink);
 void op_free(struct srv_op *op);

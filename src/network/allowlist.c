@@ -393,12 +393,33 @@ static bool suffix_match(const char *host, size_t hl, const char *suf)
 	return hl > sl + 1 && host[hl - sl - 1] == '.' && memcmp(host + hl - sl, suf, sl) == 0;
 }
 
-bool al_allow_match(const struct al_allowlist *al, const char *host, uint16_t port)
+/* Does entry e cover the normalized host (of kind, with addr its bytes for a literal)? */
+static bool entry_match(const struct entry *e, const char *norm, size_t nl, enum al_host_kind kind,
+			const uint8_t addr[16])
+{
+	/* An IP literal matches only an entry with the same address (compared as bytes, so any
+	 * spelling of it); a name never matches an IP entry, and a pattern never matches a literal
+	 * ("*.3.4" cannot exist, and would not match 1.2.3.4). */
+	switch (e->kind) {
+	case ENTRY_EXACT:
+		return kind == AL_HOST_NAME && strcmp(norm, e->name) == 0;
+	case ENTRY_SUFFIX:
+		return kind == AL_HOST_NAME && suffix_match(norm, nl, e->name);
+	case ENTRY_IP4:
+		return kind == AL_HOST_IPV4 && memcmp(addr, e->addr, 4) == 0;
+	case ENTRY_IP6:
+		return kind == AL_HOST_IPV6 && memcmp(addr, e->addr, 16) == 0;
+	}
+	return false;
+}
+
+/* any_port: whether some entry covers host on whatever port (the sandbox's resolver asks). */
+static bool match(const struct al_allowlist *al, const char *host, uint16_t port, bool any_port)
 {
 	char norm[AL_HOST_MAX];
 	enum al_host_kind kind;
 	uint8_t addr[16] = {0};
-	if (!al || !host || port == 0)
+	if (!al || !host || (port == 0 && !any_port))
 		return false;
 	size_t len = strnlen(host, 256);
 	if (len > 254 || al_host_normalize(host, len, norm, &kind) < 0)
@@ -406,33 +427,43 @@ bool al_allow_match(const struct al_allowlist *al, const char *host, uint16_t po
 	if (kind != AL_HOST_NAME)
 		inet_pton(kind == AL_HOST_IPV4 ? AF_INET : AF_INET6, norm, addr);
 	size_t nl = strlen(norm);
-	for (size_t i = 0; i < al->n; i++) {
-		const struct entry *e = &al->v[i];
-		if (e->port != port)
-			continue;
-		/* An IP literal matches only an entry with the same address (compared as bytes, so
-		 * any spelling of it); a name never matches an IP entry, and a pattern never
-		 * matches a literal ("*.3.4" cannot exist, and would not match 1.2.3.4). */
-		switch (e->kind) {
-		case ENTRY_EXACT:
-			if (kind == AL_HOST_NAME && strcmp(norm, e->name) == 0)
-				return true;
-			break;
-		case ENTRY_SUFFIX:
-			if (kind == AL_HOST_NAME && suffix_match(norm, nl, e->name))
-				return true;
-			break;
-		case ENTRY_IP4:
-			if (kind == AL_HOST_IPV4 && memcmp(addr, e->addr, 4) == 0)
-				return true;
-			break;
-		case ENTRY_IP6:
-			if (kind == AL_HOST_IPV6 && memcmp(addr, e->addr, 16) == 0)
-				return true;
-			break;
-		}
-	}
+	for (size_t i = 0; i < al->n; i++)
+		if ((any_port || al->v[i].port == port) && entry_match(&al->v[i], norm, nl, kind, addr))
+			return true;
 	return false;
+}
+
+bool al_allow_match(const struct al_allowlist *al, const char *host, uint16_t port)
+{
+	return match(al, host, port, false);
+}
+
+bool al_allow_name(const struct al_allowlist *al, const char *name)
+{
+	char norm[AL_HOST_MAX];
+	enum al_host_kind kind;
+	size_t len = name ? strnlen(name, 256) : 0;
+	/* A literal is never a name the resolver answers: it needs no answer. */
+	if (len == 0 || len > 254 || al_host_normalize(name, len, norm, &kind) < 0 || kind != AL_HOST_NAME)
+		return false;
+	return match(al, norm, 0, true);
+}
+
+size_t al_allowlist_ports(const struct al_allowlist *al, uint16_t *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; al && i < al->n; i++) {
+		const struct entry *e = &al->v[i];
+		bool seen = e->kind == ENTRY_IP4 || e->kind == ENTRY_IP6; /* literals are never captured */
+		for (size_t k = 0; k < n && !seen; k++)
+			seen = out[k] == e->port;
+		if (seen)
+			continue;
+		if (n == max)
+			return max + 1;
+		out[n++] = e->port;
+	}
+	return n;
 }
 
 /* ---- allow_private ---------------------------------------------------------------- */

@@ -61,6 +61,11 @@ int al_allowlist_clone(const struct al_allowlist *al, struct al_allowlist **out)
 /* May a CONNECT to host:port go ahead? host is a name or an IP literal without brackets.
  * Default deny: NULL, malformed hosts and port 0 never match. */
 bool al_allow_match(const struct al_allowlist *al, const char *host, uint16_t port);
+/* Is the name (not a literal) allowed on some port? What the sandbox's resolver answers for. */
+bool al_allow_name(const struct al_allowlist *al, const char *name);
+/* The distinct ports of the name entries (literals are reached by address, never captured), in
+ * the order listed, into out[0..max): their number, or max + 1 when there are more. */
+size_t al_allowlist_ports(const struct al_allowlist *al, uint16_t *out, size_t max);
 
 /* ---- allow_private: CIDRs exempt from the forbidden-address check ------------------ */
 

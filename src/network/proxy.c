@@ -10,8 +10,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -19,6 +21,8 @@
 #include <unistd.h>
 
 #include "network/broker.h"
+#include "network/capture.h"
+#include "network/dns.h"
 #include "util/clock.h"
 
 #define PX_THREAD_STACK ((size_t)256 * 1024) /* getaddrinfo and OpenSSL need more than a tiny stack */
@@ -30,6 +34,17 @@ struct px {
 	unsigned refs;
 	bool stopping, frozen;
 	int listen_fd, stop_efd;
+	struct {
+		int fd;
+		enum px_listen kind;
+	} ls[PX_MAX_LISTEN]; /* the capture's sockets, beside listen_fd */
+	size_t nls;
+	bool dns_served;			 /* the resolver's sockets arrived */
+	uint16_t cap_ports[AL_CAPTURE_MAX_PORT]; /* the capture listeners' ports */
+	size_t ncap_ports;
+	struct cap_names *names;	/* with cfg.capture */
+	char last_refused[AL_HOST_MAX]; /* the resolver's last refusal recorded, if have_refused */
+	bool have_refused;
 	pthread_t acceptor;
 	bool acceptor_running;
 	struct px_config cfg;
@@ -51,6 +66,9 @@ static void px_destroy(struct px *px)
 		close(px->listen_fd);
 	if (px->stop_efd >= 0)
 		close(px->stop_efd);
+	for (size_t i = 0; i < px->nls; i++)
+		close(px->ls[i].fd);
+	cap_names_free(px->names);
 	if (px->cfg.brokers_release)
 		px->cfg.brokers_release(px->cfg.brokers_ctx);
 	al_allowlist_free(px->allow);
@@ -79,22 +97,29 @@ static double since_t0(const struct px *px)
 	return (double)(now.tv_sec - px->cfg.t0.tv_sec) + (double)(now.tv_nsec - px->cfg.t0.tv_nsec) / 1e9;
 }
 
+static void count_decision(struct px_stats *st, enum px_decision d)
+{
+	switch (d) {
+	case PXD_ALLOWED:
+		st->allowed++;
+		break;
+	case PXD_DENIED:
+		st->denied++;
+		break;
+	case PXD_ERROR:
+		st->errors++;
+		break;
+	}
+}
+
 /* Called with mu held. */
 static void add_record(struct px *px, const struct px_record *r)
 {
 	if (px->frozen)
 		return;
-	switch (r->decision) {
-	case PXD_ALLOWED:
-		px->st.allowed++;
-		break;
-	case PXD_DENIED:
-		px->st.denied++;
-		break;
-	case PXD_ERROR:
-		px->st.errors++;
-		break;
-	}
+	/* A refused lookup is no connection: recorded, but not among the connections' outcomes. */
+	if (r->kind != PXK_DNS)
+		count_decision(&px->st, r->decision);
 	/* The parser's refusals (400 405 431 501 505); not timeouts (408) or our own 503s. */
 	if (r->kind == PXK_INVALID && r->decision == PXD_ERROR && r->status >= 400 && r->status != 408 &&
 	    r->status != 503)
@@ -121,13 +146,19 @@ static void *conn_thread(void *arg)
 	struct px_conn *c = arg;
 	struct px *px = c->px;
 	c->rec.start_s = since_t0(px);
-	px_conn_serve(c, &px->cfg);
+	if (c->via == PXL_CAPTURE)
+		cap_conn_serve(c, &px->cfg);
+	else if (c->via == PXL_DNS_TCP)
+		cap_dns_tcp(c, &px->cfg);
+	else
+		px_conn_serve(c, &px->cfg);
 	c->rec.duration_s = since_t0(px) - c->rec.start_s;
 	pthread_mutex_lock(&px->mu);
 	for (size_t i = 0; i < px->cfg.max_conns; i++)
 		if (px->conns[i] == c)
 			px->conns[i] = NULL;
-	if (c->gen == px->gen)
+	/* A resolver's connection is no egress: its queries are counted (and refusals recorded). */
+	if (c->gen == px->gen && c->via != PXL_DNS_TCP)
 		add_record(px, &c->rec);
 	close(c->client);
 	if (c->upstream >= 0)
@@ -141,14 +172,19 @@ static void *conn_thread(void *arg)
 }
 
 /* A connection beyond max_conns: answered at once, recorded, never given a thread. */
-static void refuse_over_limit(struct px *px, int fd)
+static void refuse_over_limit(struct px *px, int fd, enum px_listen via)
 {
-	struct px_record r = {.kind = PXK_INVALID,
+	struct px_record r = {.kind = via == PXL_PROXY ? PXK_INVALID : PXK_CAPTURE,
 			      .decision = PXD_DENIED,
 			      .reason = "too many connections",
-			      .status = 503,
+			      .status = via == PXL_PROXY ? 503 : 0,
 			      .start_s = since_t0(px)};
-	px_reply(fd, 503, r.reason, 100);
+	if (via == PXL_PROXY) {
+		px_reply(fd, 503, r.reason, 100);
+	} else {
+		struct linger lg = {.l_onoff = 1, .l_linger = 0}; /* a reset: see cap_conn_serve */
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
 	close(fd);
 	pthread_mutex_lock(&px->mu);
 	px->st.over_limit++;
@@ -156,12 +192,12 @@ static void refuse_over_limit(struct px *px, int fd)
 	pthread_mutex_unlock(&px->mu);
 }
 
-static int spawn_conn(struct px *px, int fd)
+static int spawn_conn(struct px *px, int fd, enum px_listen via)
 {
 	struct px_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	*c = (struct px_conn){.px = px, .client = fd, .upstream = -1};
+	*c = (struct px_conn){.px = px, .via = via, .client = fd, .upstream = -1};
 	pthread_mutex_lock(&px->mu);
 	size_t slot = 0;
 	while (slot < px->cfg.max_conns && px->conns[slot])
@@ -175,7 +211,7 @@ static int spawn_conn(struct px *px, int fd)
 	c->gen = px->gen;
 	px->active++;
 	px->refs++;
-	px->st.connections++;
+	px->st.connections += via != PXL_DNS_TCP;
 	pthread_mutex_unlock(&px->mu);
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -190,31 +226,51 @@ static int spawn_conn(struct px *px, int fd)
 	px->conns[slot] = NULL;
 	px->active--;
 	px->refs--;
-	px->st.connections--;
+	px->st.connections -= via != PXL_DNS_TCP;
 	pthread_mutex_unlock(&px->mu);
 	free(c);
 	return -r;
 }
 
+/* One listener's turn: an accepted connection gets its thread, a datagram its answer. */
+static void accept_one(struct px *px, int lfd, enum px_listen kind)
+{
+	if (kind == PXL_DNS_UDP) {
+		cap_dns_udp(px, lfd);
+		return;
+	}
+	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
+			poll(NULL, 0, 20); /* the supervisor's own limit: back off, never spin */
+		return;
+	}
+	if (spawn_conn(px, fd, kind) < 0) {
+		if (kind == PXL_DNS_TCP)
+			close(fd); /* the resolver's client retries or falls back; nothing to record */
+		else
+			refuse_over_limit(px, fd, kind);
+	}
+}
+
 static void *accept_thread(void *arg)
 {
 	struct px *px = arg;
-	struct pollfd pf[2] = {{.fd = px->listen_fd, .events = POLLIN}, {.fd = px->stop_efd, .events = POLLIN}};
+	struct pollfd pf[2 + PX_MAX_LISTEN] = {{.fd = px->stop_efd, .events = POLLIN},
+					       {.fd = px->listen_fd, .events = POLLIN}};
+	for (size_t i = 0; i < px->nls; i++)
+		pf[2 + i] = (struct pollfd){.fd = px->ls[i].fd, .events = POLLIN};
+	nfds_t n = (nfds_t)(2 + px->nls);
 	for (;;) {
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+		if (poll(pf, n, -1) < 0 && errno != EINTR)
 			break;
-		if (pf[1].revents)
+		if (pf[0].revents)
 			break;
-		if (!(pf[0].revents & POLLIN))
-			continue;
-		int fd = accept4(px->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
-				poll(NULL, 0, 20); /* the supervisor's own limit: back off, never spin */
-			continue;
-		}
-		if (spawn_conn(px, fd) < 0)
-			refuse_over_limit(px, fd);
+		if (pf[1].revents & POLLIN)
+			accept_one(px, px->listen_fd, PXL_PROXY);
+		for (size_t i = 0; i < px->nls; i++)
+			if (pf[2 + i].revents & POLLIN)
+				accept_one(px, px->ls[i].fd, px->ls[i].kind);
 	}
 	return NULL;
 }
@@ -236,6 +292,8 @@ static int copy_config(struct px *px, const struct px_config *cfg)
 	px->conns = calloc(px->cfg.max_conns,
 			   sizeof(struct px_conn *)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 	px->recs = calloc(PX_MAX_RECORDS, sizeof(*px->recs));
+	if (cfg->capture && cap_names_new(&px->names) < 0)
+		return -ENOMEM;
 	return px->conns && px->recs ? 0 : -ENOMEM;
 }
 
@@ -264,6 +322,86 @@ int px_new(const struct px_config *cfg, struct px **out)
 	}
 	*out = px;
 	return 0;
+}
+
+int px_add_listener(struct px *px, int fd, enum px_listen kind)
+{
+	int r = !px->cfg.capture || kind == PXL_PROXY  ? -EINVAL
+		: px->nls == PX_MAX_LISTEN	       ? -ENOSPC
+		: px->acceptor_running || px->stopping ? -EBUSY
+						       : 0;
+	if (r == 0 && fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	px->ls[px->nls].fd = fd;
+	px->ls[px->nls++].kind = kind;
+	struct sockaddr_in a = {0};
+	socklen_t al = sizeof(a);
+	if (kind == PXL_CAPTURE && px->ncap_ports < AL_CAPTURE_MAX_PORT &&
+	    getsockname(fd, (struct sockaddr *)&a, &al) == 0 && a.sin_family == AF_INET)
+		px->cap_ports[px->ncap_ports++] = ntohs(a.sin_port);
+	px->dns_served |= kind == PXL_DNS_UDP;
+	return 0;
+}
+
+size_t px_capture(const struct px *px, const uint16_t **ports)
+{
+	*ports = px->cap_ports;
+	return px->dns_served ? px->ncap_ports + 1 : 0;
+}
+
+struct cap_names *px_names(struct px *px)
+{
+	return px->names;
+}
+
+const struct al_allowlist *px_allowlist(const struct px *px)
+{
+	return px->cfg.allow;
+}
+
+static const char *dns_refusal(enum dns_rcode rc)
+{
+	switch (rc) {
+	case DNS_NXDOMAIN:
+		return "not in the allowlist";
+	case DNS_SERVFAIL:
+		return "no synthetic address left";
+	case DNS_FORMERR:
+		return "malformed query";
+	case DNS_NOTIMP:
+		return "not a standard query";
+	case DNS_REFUSED:
+		return "query type or class refused";
+	case DNS_NOERROR:
+		break;
+	}
+	return NULL;
+}
+
+void px_dns_note(struct px *px, const struct dns_query *q, bool answered)
+{
+	pthread_mutex_lock(&px->mu);
+	px->st.dns_queries += answered;
+	px->st.dns_nxdomain += q->rcode == DNS_NXDOMAIN;
+	px->st.dns_malformed += q->rcode == DNS_FORMERR || !answered;
+	/* One record per run of refusals of one name: a resolver asks A and AAAA, and retries. */
+	const char *why = dns_refusal(q->rcode);
+	if (why && (!px->have_refused || strcmp(px->last_refused, q->name) != 0)) {
+		struct px_record r = {.kind = PXK_DNS,
+				      .decision = q->rcode == DNS_NXDOMAIN ? PXD_DENIED : PXD_ERROR,
+				      .port = 53,
+				      .reason = why,
+				      .start_s = since_t0(px)};
+		snprintf(r.host, sizeof(r.host), "%s", q->name);
+		snprintf(px->last_refused, sizeof(px->last_refused), "%s", q->name);
+		px->have_refused = true;
+		add_record(px, &r);
+	}
+	pthread_mutex_unlock(&px->mu);
 }
 
 int px_serve(struct px *px, int listen_fd)
@@ -317,6 +455,7 @@ void px_stop(struct px *px)
 	}
 	wait_threads(px, PX_STOP_WAIT_MS);
 	px->st.unfinished = px->active;
+	px->st.dns_names = px->names ? cap_names_count(px->names) : 0;
 	px->frozen = true;
 	pthread_mutex_unlock(&px->mu);
 }
@@ -351,6 +490,9 @@ static struct px_stats stats_since(const struct px_stats *b, const struct px_sta
 		.malformed = b->malformed - a->malformed,
 		.over_limit = b->over_limit - a->over_limit,
 		.records_dropped = b->records_dropped - a->records_dropped,
+		.dns_queries = b->dns_queries - a->dns_queries,
+		.dns_nxdomain = b->dns_nxdomain - a->dns_nxdomain,
+		.dns_malformed = b->dns_malformed - a->dns_malformed,
 	};
 }
 
@@ -382,7 +524,13 @@ int px_take(struct px *px, const struct timespec *t0, int wait_ms, struct px **o
 	o->nrecs = px->nrecs;
 	o->st = stats_since(&px->st, &px->taken);
 	o->st.unfinished = px->active;
+	o->st.dns_names = px->names ? cap_names_count(px->names) : 0;
+	o->cfg.capture = px->cfg.capture;
+	o->dns_served = px->dns_served;
+	o->ncap_ports = px->ncap_ports;
+	memcpy(o->cap_ports, px->cap_ports, sizeof(o->cap_ports));
 	px->nrecs = 0;
+	px->have_refused = false; /* each exec records its own refusals */
 	px->taken = px->st;
 	px->gen++;
 	pthread_mutex_unlock(&px->mu);

@@ -1,6 +1,8 @@
 /* proxy.h — the egress proxy: serves, from the supervisor in the host's network namespace, a
- * listening socket that the sandbox's init made on 127.0.0.1 in the sandbox's namespace. One
- * accept thread; one thread per connection, bounded by max_conns. */
+ * listening socket that the sandbox's init made on 127.0.0.1 in the sandbox's namespace, and
+ * under an allowlist the capture's sockets made beside it (the resolver's UDP and TCP, one
+ * listener per allowlist port: capture.h). One accept thread, which also answers the resolver's
+ * datagrams (pure and quick: dns.c); one thread per connection, bounded by max_conns. */
 #ifndef AL_NETWORK_PROXY_H
 #define AL_NETWORK_PROXY_H
 
@@ -23,6 +25,7 @@ struct px_config {
 	void *brokers_ctx;
 	const char *hosts_file; /* NULL: system resolver only */
 	bool plain_http;
+	bool capture; /* the sandbox's resolver and the capture listeners (capture.c) may be served */
 	uint32_t max_conns;
 	int idle_ms;
 	struct timespec t0; /* the job's start (CLOCK_MONOTONIC): records are relative to it */
@@ -35,6 +38,9 @@ struct px_stats {
 	uint64_t over_limit;	  /* refused because max_conns were open */
 	uint64_t records_dropped; /* beyond PX_MAX_RECORDS */
 	uint64_t unfinished;	  /* still open when the job ended */
+	/* The sandbox's resolver (capture.c): queries answered, NXDOMAIN among them, malformed
+	 * (FORMERR, or too large to be one); names: synthetic addresses given so far. */
+	uint64_t dns_queries, dns_nxdomain, dns_malformed, dns_names;
 };
 
 #define PX_MAX_RECORDS 1024
@@ -43,12 +49,26 @@ struct px; /* opaque */
 
 /* Makes the proxy (copies the configuration; takes over the brokers reference even on error). */
 int px_new(const struct px_config *cfg, struct px **out);
-/* Starts serving listen_fd (taken over in every case) in an accept thread. */
+/* What a listening socket of the sandbox's namespace is for. */
+enum px_listen {
+	PXL_PROXY,   /* the explicit proxy, 127.0.0.1:AL_PROXY_PORT */
+	PXL_DNS_UDP, /* the resolver, AL_DNS_ADDR:53 */
+	PXL_DNS_TCP,
+	PXL_CAPTURE, /* 0.0.0.0:PORT, one per allowlist port */
+};
+#define PX_MAX_LISTEN (3 + AL_CAPTURE_MAX_PORT)
+/* Adds a capture socket (taken over in every case) before px_serve: -EINVAL without cfg.capture,
+ * -ENOSPC beyond PX_MAX_LISTEN, -EBUSY once serving. */
+int px_add_listener(struct px *px, int fd, enum px_listen kind);
+/* Starts serving listen_fd (taken over in every case) and those added, in an accept thread. */
 int px_serve(struct px *px, int listen_fd);
 /* Stops accepting, ends every connection, waits briefly for the threads. Idempotent. */
 void px_stop(struct px *px);
 /* Valid after px_stop until px_free. */
 const struct px_record *px_records(const struct px *px, size_t *n);
+/* The capture served: 0 when it was not (no resolver), else 1 + the number of capture ports,
+ * which *ports points at. */
+size_t px_capture(const struct px *px, const uint16_t **ports);
 struct px_stats px_get_stats(const struct px *px);
 void px_free(struct px *px);
 /*
@@ -63,6 +83,7 @@ int px_take(struct px *px, const struct timespec *t0, int wait_ms, struct px **o
 /* ---- internal: shared by proxy.c and pxconn.c -------------------------------------- */
 struct px_conn {
 	struct px *px;
+	enum px_listen via; /* the listener it came from */
 	int client;   /* accepted socket, non-blocking */
 	int upstream; /* -1 until connected */
 	unsigned gen; /* px_take's generation when accepted: a record of an earlier one is dropped */
@@ -72,5 +93,16 @@ struct px_conn {
 void px_conn_serve(struct px_conn *c, const struct px_config *cfg);
 /* Registers the upstream socket so px_stop can shut it down; false if stopping. */
 bool px_conn_set_upstream(struct px_conn *c, int fd);
+/* Resolves host, checks each address, connects to the first permitted one that answers: the
+ * upstream fd (registered), or -1 with the refusal recorded (and answered) (pxconn.c). */
+int px_connect_checked(struct px_conn *c, const struct px_config *cfg, const char *host, uint16_t port);
+/* Relays both ways until both directions ended or nothing moved for idle_ms (pxconn.c). */
+void px_relay(struct px_conn *c, int idle_ms);
+/* For capture.c: the names table (NULL without cfg.capture), the allowlist, and a query's
+ * counting (a refused name is recorded once per run of the same name). */
+struct cap_names *px_names(struct px *px);
+const struct al_allowlist *px_allowlist(const struct px *px);
+struct dns_query;
+void px_dns_note(struct px *px, const struct dns_query *q, bool answered);
 
 #endif

@@ -33,12 +33,29 @@ static int min_int(int a, int b)
 	return a < b ? a : b;
 }
 
+/* The record keeps the static reason; the client reads it with the name it asked for, in the
+ * status line and the body ("airlock: pypi.org refused: host or port not on the allowlist"), so
+ * pip's and curl's messages say why. A captured connection gets a reset: no HTTP answer means
+ * anything to its protocol. */
 static void refuse(struct px_conn *c, const struct px_config *cfg, enum px_decision d, int status, const char *why)
 {
 	c->rec.decision = d;
 	c->rec.status = status;
 	c->rec.reason = why;
-	px_reply(c->client, status, why, cfg->idle_ms);
+	if (c->rec.kind == PXK_CAPTURE) {
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+		(void)setsockopt(c->client, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		c->rec.status = 0;
+		return;
+	}
+	char text[AL_HOST_MAX + 128];
+	if (!c->rec.host[0] || !why)
+		snprintf(text, sizeof(text), "%s", why ? why : px_status_text(status));
+	else if (d == PXD_DENIED)
+		snprintf(text, sizeof(text), "%s refused: %s", c->rec.host, why);
+	else
+		snprintf(text, sizeof(text), "%s for %s", why, c->rec.host);
+	px_reply(c->client, status, text, cfg->idle_ms);
 }
 
 /* Reads the request head; buf keeps what followed it. Returns the parser or NULL (recorded). */
@@ -90,12 +107,11 @@ static void fill_addr(struct px_record *rec, const struct rs_addr *a)
 	inet_ntop(a->ss.ss_family, p, rec->addr, sizeof(rec->addr));
 }
 
-/* Resolves, checks each address, connects to the first permitted one that answers. */
-static int connect_checked(struct px_conn *c, const struct px_config *cfg, const struct pr_request *req)
+int px_connect_checked(struct px_conn *c, const struct px_config *cfg, const char *host, uint16_t port)
 {
 	struct rs_addr addrs[RS_MAX_ADDRS];
 	size_t n = 0;
-	int r = rs_resolve(req->host, req->port, cfg->hosts_file, addrs, &n);
+	int r = rs_resolve(host, port, cfg->hosts_file, addrs, &n);
 	if (r < 0) {
 		refuse(c, cfg, PXD_ERROR, 502, r == -ENOENT ? "name does not resolve" : "name resolution failed");
 		return -1;
@@ -200,8 +216,7 @@ static void dir_poll(const struct px_dir *d, struct pollfd *p)
 		*p = (struct pollfd){.fd = d->from, .events = POLLIN};
 }
 
-/* Relays both ways until both directions ended or nothing moved for idle_ms. */
-static void relay(struct px_conn *c, int idle_ms)
+void px_relay(struct px_conn *c, int idle_ms)
 {
 	struct px_dir up, down;
 	if (dir_open(&up, c->client, c->upstream, &c->rec.bytes_up) < 0) {
@@ -257,7 +272,7 @@ static void serve_network(struct px_conn *c, const struct px_config *cfg, const 
 		refuse(c, cfg, PXD_DENIED, 403, no);
 		return;
 	}
-	if (connect_checked(c, cfg, req) < 0)
+	if (px_connect_checked(c, cfg, req->host, req->port) < 0)
 		return;
 	c->rec.decision = PXD_ALLOWED;
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -269,7 +284,7 @@ static void serve_network(struct px_conn *c, const struct px_config *cfg, const 
 		c->rec.reason = "write failed";
 		return;
 	}
-	relay(c, cfg->idle_ms);
+	px_relay(c, cfg->idle_ms);
 }
 
 void px_conn_serve(struct px_conn *c, const struct px_config *cfg)

@@ -66,7 +66,7 @@ const char *px_status_text(int status)
 
 void px_reply(int fd, int status, const char *reason, int timeout_ms)
 {
-	char buf[512], phrase[160];
+	char buf[1024], phrase[320]; /* a 253-character name and its reason fit */
 	if (!reason)
 		reason = px_status_text(status);
 	/* A refused or failed destination names its cause in the status line too: that line is what

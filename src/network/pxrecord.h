@@ -14,6 +14,8 @@ enum px_kind {
 	PXK_CONNECT, /* CONNECT host:port tunnel */
 	PXK_HTTP,    /* absolute-form plain-HTTP request */
 	PXK_BROKER,  /* origin-form request to a credential broker */
+	PXK_CAPTURE, /* a connection to a synthetic address (capture.c): a tunnel, TLS not seen */
+	PXK_DNS,     /* a lookup the sandbox's resolver refused (NXDOMAIN, SERVFAIL, FORMERR) */
 };
 
 enum px_decision {

@@ -3,7 +3,29 @@
 
 #include <errno.h>
 
+#include "network/allowlist.h"
 #include "util/error.h"
+
+/* 443 and 80 always (a refusal there is recorded rather than a bare "connection refused"), then
+ * the allowlist's own ports, as far as AL_CAPTURE_MAX_PORT; never 53 or the proxy's port, whose
+ * addresses on lo are the resolver's and the proxy's. */
+static void capture_plan(const struct al_policy *p, struct pol_capture *c)
+{
+	/* Four more than fit: 443, 80, 53 and 3128 may be among the list's and take no place. */
+	uint16_t listed[2 + AL_CAPTURE_MAX_PORT + 4] = {AL_ALLOW_DEFAULT_PORT, 80};
+	size_t n = al_allowlist_ports(p->allow, listed + 2, AL_CAPTURE_MAX_PORT + 4);
+	if (n > AL_CAPTURE_MAX_PORT + 4)
+		n = AL_CAPTURE_MAX_PORT + 4;
+	c->on = p->net == AL_NET_ALLOW;
+	c->nports = 0;
+	for (size_t i = 0; c->on && i < n + 2 && c->nports < AL_CAPTURE_MAX_PORT; i++) {
+		bool seen = listed[i] == 53 || listed[i] == AL_PROXY_PORT;
+		for (size_t k = 0; k < c->nports && !seen; k++)
+			seen = c->ports[k] == listed[i];
+		if (!seen)
+			c->ports[c->nports++] = listed[i];
+	}
+}
 
 static void net_plan(const struct al_policy *p, struct pol_net_plan *n)
 {
@@ -14,6 +36,7 @@ static void net_plan(const struct al_policy *p, struct pol_net_plan *n)
 	n->loopback = n->own_netns ? "up" : "host";
 	n->inet_in_netns = true;
 	n->inet_without_netns = p->net == AL_NET_HOST;
+	capture_plan(p, &n->capture);
 }
 
 static uint32_t needs(const struct al_policy *p, bool root)

@@ -26,6 +26,13 @@ struct pol_net_plan {
 	 * host's lo is not the job's to use. */
 	bool inet_in_netns;
 	bool inet_without_netns;
+	/* The egress capture (allowlist posture): the sandbox's resolver on AL_DNS_ADDR:53 and a
+	 * listener on each port, every address (network/capture.h says what they serve). */
+	struct pol_capture {
+		bool on;
+		uint8_t nports;
+		uint16_t ports[AL_CAPTURE_MAX_PORT];
+	} capture;
 };
 
 /* What a policy asks of a backend beyond the namespaces, the root and the filter every backend

@@ -209,19 +209,43 @@ static int job_proxy(struct al_job *j, const struct al_policy *p, struct al_erro
 		.brokers_ctx = pol_brokers_ref(p),
 		.hosts_file = p->proxy_hosts,
 		.plain_http = p->proxy_http,
+		.capture = p->net == AL_NET_ALLOW,
 		.max_conns = p->proxy_max_conns,
 		.idle_ms = p->proxy_idle_ms > INT32_MAX ? INT32_MAX : (int)p->proxy_idle_ms,
 		.t0 = j->start,
 	};
+	j->capture = cfg.capture;
 	int r = px_new(&cfg, &j->px);
 	return r < 0 ? al_err_sys(err, -r, "setup: egress proxy") : 0;
 }
 
-/* The sandbox's init sends the proxy's listening socket once lo is up. */
+/* The capture's sockets, which init sends right after the proxy's, up to its 'e'. Waiting for
+ * them cannot hang: init sends them without waiting for anything, and were it to die first, its
+ * end of the socket closes and the wait ends (-ENOENT). */
+static void recv_capture(struct al_job *j)
+{
+	for (;;) {
+		char tag = 0;
+		int fd = -1, n = al_recv_fds(j->proc.proxy_sock, &fd, 1, &tag, true);
+		if (n < 0 || tag == 'e') {
+			if (n > 0)
+				close(fd);
+			return;
+		}
+		if (n != 1)
+			continue;
+		enum px_listen kind = tag == 'u' ? PXL_DNS_UDP : tag == 't' ? PXL_DNS_TCP : PXL_CAPTURE;
+		(void)px_add_listener(j->px, fd, kind); /* takes fd over; a refusal leaves it unserved */
+	}
+}
+
+/* The sandbox's init sends the proxy's listening socket once lo is up (then the capture's). */
 void job_serve_proxy(struct al_job *j)
 {
 	char tag;
 	int fd = al_recv_fd(j->proc.proxy_sock, &tag);
+	if (fd >= 0 && j->capture)
+		recv_capture(j);
 	if (fd >= 0 && px_serve(j->px, fd) == 0)
 		j->proxy_served = true;
 	if (j->epfd >= 0)

@@ -54,6 +54,7 @@ struct al_job {
 	uint64_t held_pids_max; /* its pids.events max when the exec started */
 	bool have_held_pids;
 	bool proxy_served; /* its listening socket arrived from the sandbox */
+	bool capture;	   /* the capture's sockets follow it (allowlist posture) */
 	bool terminal;	   /* al_spawn_opts.tty: proc.tty_master is the job's terminal (or -1: it failed first) */
 };
 

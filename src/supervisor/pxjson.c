@@ -13,6 +13,10 @@ static const char *kind_name(enum px_kind k)
 		return "http";
 	case PXK_BROKER:
 		return "broker";
+	case PXK_CAPTURE:
+		return "capture";
+	case PXK_DNS:
+		return "dns";
 	case PXK_INVALID:
 		break;
 	}
@@ -32,6 +36,31 @@ static const char *decision_name(enum px_decision d)
 	return "error";
 }
 
+/* How the job reached airlock: its proxy variables, or the capture (resolver and listeners). */
+static const char *via_name(enum px_kind k)
+{
+	return k == PXK_CAPTURE || k == PXK_DNS ? "capture" : "proxy";
+}
+
+/* What airlock saw of TLS: a tunnel's bytes pass through unread (name and port only); the broker
+ * makes the upstream's TLS itself; plain HTTP has none. */
+static json_t *tls_name(enum px_kind k)
+{
+	switch (k) {
+	case PXK_CONNECT:
+	case PXK_CAPTURE:
+		return json_string("passthrough");
+	case PXK_BROKER:
+		return json_string("airlock");
+	case PXK_HTTP:
+		return json_string("none");
+	case PXK_DNS:
+	case PXK_INVALID:
+		break;
+	}
+	return json_null();
+}
+
 static json_t *opt_str(const char *s)
 {
 	return s && s[0] ? json_string(s) : json_null();
@@ -47,7 +76,27 @@ static json_t *record_json(const struct px_record *r)
 			  (json_int_t)r->bytes_down, "start_s", r->start_s, "duration_s", r->duration_s);
 	if (o && r->kind == PXK_BROKER)
 		json_object_set_new(o, "broker", opt_str(r->broker));
+	if (o) {
+		json_object_set_new(o, "via", json_string(via_name(r->kind)));
+		json_object_set_new(o, "tls", tls_name(r->kind));
+	}
 	return o;
+}
+
+/* The capture's part: null when it was not served. */
+static json_t *capture_json(const struct px *px, const struct px_stats *st)
+{
+	const uint16_t *ports;
+	size_t n = px_capture(px, &ports);
+	if (n == 0)
+		return json_null();
+	json_t *pl = json_array();
+	for (size_t i = 0; pl && i + 1 < n; i++)
+		json_array_append_new(pl, json_integer(ports[i]));
+	return json_pack("{s:s,s:s,s:o,s:I,s:I,s:I,s:I}", "dns", AL_DNS_ADDR ":53", "addresses", "127.18.0.0/16",
+			 "ports", pl ? pl : json_array(), "queries", (json_int_t)st->dns_queries, "nxdomain",
+			 (json_int_t)st->dns_nxdomain, "malformed", (json_int_t)st->dns_malformed, "names",
+			 (json_int_t)st->dns_names);
 }
 
 char *jv_proxy_json(const struct al_job *j)
@@ -66,6 +115,8 @@ char *jv_proxy_json(const struct al_job *j)
 			      "malformed", (json_int_t)st.malformed, "over_limit", (json_int_t)st.over_limit,
 			      "unfinished", (json_int_t)st.unfinished, "records_dropped",
 			      (json_int_t)st.records_dropped, "records", list ? list : json_array());
+	if (o)
+		json_object_set_new(o, "capture", capture_json(j->px, &st));
 	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
 	json_decref(o);
 	return s;

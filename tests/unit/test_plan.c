@@ -2,6 +2,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <cmocka.h>
@@ -52,6 +53,35 @@ static void net_facts(void **state)
 	assert_string_equal(pl.net.name, "allow");
 	assert_true(pl.net.proxy && pl.net.own_netns);
 	assert_true(pol_plan_needs(&pl, PN_PROXY) && pol_plan_needs(&pl, PN_ROOTLESS));
+	al_policy_free(p);
+}
+
+/* The capture: only under allow=; 443 and 80, then the list's own ports in order, once each,
+ * never the resolver's 53 or the proxy's 3128, at most AL_CAPTURE_MAX_PORT; literals add none. */
+static void capture_ports(void **state)
+{
+	(void)state;
+	struct al_policy *p = policy();
+	struct pol_plan pl;
+	pol_plan_build(p, true, &pl);
+	assert_false(pl.net.capture.on);
+	assert_int_equal(pl.net.capture.nports, 0);
+	assert_int_equal(
+		al_policy_allow_hosts(p, "a.test,b.test:22,c.test:53,d.test:3128,e.test:22,9.9.9.9:8443", NULL), 0);
+	pol_plan_build(p, true, &pl);
+	assert_true(pl.net.capture.on);
+	assert_int_equal(pl.net.capture.nports, 3);
+	assert_int_equal(pl.net.capture.ports[0], 443);
+	assert_int_equal(pl.net.capture.ports[1], 80);
+	assert_int_equal(pl.net.capture.ports[2], 22);
+	char spec[32];
+	for (int i = 0; i < 40; i++) {
+		snprintf(spec, sizeof(spec), "f.test:%d", 9000 + i);
+		assert_int_equal(al_policy_allow_hosts(p, spec, NULL), 0);
+	}
+	pol_plan_build(p, true, &pl);
+	assert_int_equal(pl.net.capture.nports, AL_CAPTURE_MAX_PORT);
+	assert_int_equal(pl.net.capture.ports[AL_CAPTURE_MAX_PORT - 1], 9000 + AL_CAPTURE_MAX_PORT - 4);
 	al_policy_free(p);
 }
 
@@ -195,7 +225,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(net_facts), cmocka_unit_test(net_names), cmocka_unit_test(refuse),
-		cmocka_unit_test(enforced),  cmocka_unit_test(defaults),
+		cmocka_unit_test(enforced),  cmocka_unit_test(defaults),  cmocka_unit_test(capture_ports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,7 +77,7 @@ static void proxy_netns(const struct bw_child *c)
 		die(c, NS_NET, errno, "a network namespace for the egress proxy");
 	const char *what = "lo";
 	int r = net_lo_up();
-	if (r < 0 || (r = mon_hand_proxy_socket(c->proxy_sock, &what)) < 0)
+	if (r < 0 || (r = mon_hand_proxy_socket(c->proxy_sock, c->capture, &what)) < 0)
 		die(c, NS_NET, -r, what);
 	close(c->proxy_sock);
 }

@@ -193,6 +193,7 @@ static void child_setup(struct bw_child *c, const struct al_policy *p, const str
 		.pass_fds = s->data,
 		.npass = s->ndata,
 		.proxy_sock = s->px_p[1],
+		.capture = &pl->net.capture,
 		.drop_ids = root,
 		.run_uid = (uid_t)(p->id_base + p->run_uid),
 		.run_gid = (gid_t)(p->id_base + p->run_gid),

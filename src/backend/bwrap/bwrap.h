@@ -70,6 +70,8 @@ void bw_classify(const char *msg, enum nat_stage *stage, int *err);
 #define BW_MAX_PASS 64
 
 /* Everything the monitor needs, prepared by the parent: it allocates nothing. */
+struct pol_capture;
+
 struct bw_child {
 	char *const *argv; /* bwrap's */
 	const char *cmd;   /* the payload's argv[0], for messages */
@@ -84,6 +86,7 @@ struct bw_child {
 	const int *pass_fds; /* the descriptors bwrap reads (files, seccomp): at most BW_MAX_PASS */
 	size_t npass;
 	int proxy_sock; /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
+	const struct pol_capture *capture; /* and the capture's sockets, when on */
 	bool drop_ids;	/* root: run bwrap as run_uid/run_gid, never as host root */
 	uid_t run_uid;
 	gid_t run_gid;

@@ -67,7 +67,7 @@ static void build_landlock(struct nat_child *c, int mq_fd)
 static void start_proxy_socket(struct nat_child *c)
 {
 	const char *what;
-	int r = mon_hand_proxy_socket(c->proxy_sock, &what);
+	int r = mon_hand_proxy_socket(c->proxy_sock, c->capture, &what);
 	if (r < 0)
 		nat_die(c, NS_NET, -r, what);
 	close(c->proxy_sock);

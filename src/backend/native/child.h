@@ -10,6 +10,8 @@
 #include "kit/userns.h"
 
 /* Everything the child needs, prepared by the parent before clone3 (nothing is allocated after). */
+struct pol_capture;
+
 struct nat_child {
 	struct fs_plan *plan;
 	struct uns_map map;
@@ -34,6 +36,7 @@ struct nat_child {
 	bool fallback;	  /* no namespaces: see nat_fallback_main */
 	bool lo_up;	  /* loopback posture: lo up in the new network namespace */
 	int proxy_sock;	  /* -1, or where init sends the egress proxy's listening socket */
+	const struct pol_capture *capture; /* and the capture's sockets, when on */
 	int ctl_sock;	  /* -1, or a held sandbox's control socket (hold.c) */
 	bool shed_libs;	  /* a held sandbox's init unmaps the libraries it never runs (nat_hold_can_shed) */
 	struct cg_view cgview; /* the job's cgroups, shown at FS_CGROUP_VIEW when the plan made it */

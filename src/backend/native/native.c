@@ -224,6 +224,7 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		.seccomp = &layers.seccomp,
 		.lo_up = pl->net.own_netns,
 		.proxy_sock = px_p[1],
+		.capture = &pl->net.capture,
 		.ctl_sock = ctl_p[1],
 		.shed_libs = ctl_p[1] >= 0 && nat_hold_can_shed(),
 		.tty = io->tty,

@@ -105,6 +105,8 @@ int oci_strv_dup(char ***out, const char *const *list);
 
 /* ---- the monitor (ocichild.c): between clone3 and the runtime's execve ---------------- */
 
+struct pol_capture;
+
 struct oci_child {
 	char *const *argv; /* the runtime's */
 	const char *cmd;   /* the payload's argv[0], for messages */
@@ -117,6 +119,7 @@ struct oci_child {
 	int stdout_fd;
 	int stderr_fd;
 	int proxy_sock;	    /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
+	const struct pol_capture *capture; /* and the capture's sockets, when on */
 	int init_r, init_w; /* crun: the pipe of airlock-init's record (write end: the container's fd 3); else -1 */
 	bool root;	    /* host root: no user namespace of airlock's around the runtime */
 	bool mask_unified;  /* hide the cgroup2 hierarchy of a hybrid layout from the runtime */

@@ -70,7 +70,7 @@ static void surroundings(const struct oci_child *c)
 	if (c->proxy_sock < 0)
 		return;
 	const char *what = "lo";
-	if ((r = net_lo_up()) < 0 || (r = mon_hand_proxy_socket(c->proxy_sock, &what)) < 0)
+	if ((r = net_lo_up()) < 0 || (r = mon_hand_proxy_socket(c->proxy_sock, c->capture, &what)) < 0)
 		die(c, NS_NET, -r, what);
 }
 

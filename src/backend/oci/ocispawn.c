@@ -491,6 +491,7 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 		.stdout_fd = io->stdout_fd,
 		.stderr_fd = io->stderr_fd,
 		.proxy_sock = s.px_p[1],
+		.capture = &pl->net.capture,
 		.init_r = s.init_p[0],
 		.init_w = s.init_p[1],
 		.root = pl->root,
