@@ -100,8 +100,9 @@ void cg_destroy(struct cg_job *cg);
 /* Whether owner is alive and started before created (seconds since the epoch): false for a pid
  * that is gone or was reused since. What cannot be told counts as alive. */
 bool cg_owner_alive_since(pid_t owner, int64_t created);
-/* Removes cgroups left by a crashed airlock (their owner pid is gone). Best effort. */
-void cg_cleanup_stale(void);
+/* Removes cgroups left by a crashed airlock (their owner pid is gone), killing what still runs in
+ * them. Best effort. How many such cgroups it found. */
+unsigned cg_cleanup_stale(void);
 /* For the verdict and `airlock check`: "v2", "v1" or "none", and the controllers used. */
 const char *cg_version_name(const struct cg_job *cg);
 

@@ -122,12 +122,13 @@ static void cg_clean_children(int job_fd, int version, int depth)
 	closedir(d);
 }
 
-static void cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
+static unsigned cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
 {
 	cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd < 0 ? NULL : cg_opendir_at(dfd);
+	unsigned found = 0;
 	if (!d)
-		return;
+		return 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		pid_t owner;
@@ -141,6 +142,7 @@ static void cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
 		cleanup_close int fd = openat(dfd, de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
+		found++;
 		bool v2 = faccessat(fd, "cgroup.events", F_OK, 0) == 0;
 		/* Left frozen (a paused sandbox whose keeper died too): a frozen v1 task dies only
 		 * once thawed, so signalled first and then thawed, as freeze.c does. */
@@ -152,6 +154,7 @@ static void cg_clean_dir(const char *dir, int64_t btime, struct cg_owners *seen)
 		(void)unlinkat(dfd, de->d_name, AT_REMOVEDIR); /* still busy: the next start tries again */
 	}
 	closedir(d);
+	return found;
 }
 
 void cg_sweep_dirs(const struct host_cgroups *hc, struct cg_sweep *s)
@@ -170,24 +173,26 @@ void cg_sweep_dirs(const struct host_cgroups *hc, struct cg_sweep *s)
 	}
 }
 
-void cg_cleanup_stale(void)
+unsigned cg_cleanup_stale(void)
 {
 	struct cg_sweep *s = malloc(sizeof(*s));
 	if (!s)
-		return;
+		return 0;
 	if (!cg_recent_sweep(s)) {
 		struct host_cgroups *hc = malloc(sizeof(*hc)); /* cg_detect fills all of it */
 		if (!hc || cg_detect(hc, NULL) < 0) {
 			free(hc);
 			free(s);
-			return;
+			return 0;
 		}
 		cg_sweep_dirs(hc, s);
 		free(hc);
 	}
 	int64_t btime = cg_boot_time();
 	struct cg_owners owners = {.self = getpid()};
+	unsigned found = 0;
 	for (int i = 0; i < s->n; i++)
-		cg_clean_dir(s->dir[i], btime, &owners);
+		found += cg_clean_dir(s->dir[i], btime, &owners);
 	free(s);
+	return found;
 }
