@@ -179,34 +179,48 @@ static int clone_error(struct al_error *err, int e)
 		      nat_userns_refused(e) ? " (--fallback runs on Landlock and seccomp alone, reported)" : "");
 }
 
-int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
-		    struct al_error *err)
+/* The channels between the supervisor and init, each a pair: sync[1], status[0], fd[0], px[0]
+ * and ctl[0] are ours, the other ends init's. -1 where the job has no use for one. */
+struct nat_chans {
+	int sync[2], status[2], fd[2], px[2], ctl[2];
+};
+
+static int open_chans(const struct pol_plan *pl, const struct be_io *io, struct nat_chans *ch, struct al_error *err)
 {
-	struct fs_plan plan = {0};
-	struct fs_host host;
-	char **envp = NULL;
-	struct nat_layers layers = {0};
-	int sync_p[2] = {-1, -1}, status_p[2] = {-1, -1}, fd_p[2] = {-1, -1}, px_p[2] = {-1, -1}, ctl_p[2] = {-1, -1};
-	int pidfd = -1, r;
-	plan.sendfd_sock = -1;
-	fs_host_probe(&host, &plan, p);
-	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, pl, &layers, err)) < 0)
-		goto out;
-	if (!(envp = pol_build_envp(p))) {
-		r = al_err(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	/* sync_p is a socket: its second release carries the job's cgroup files (cg_join_fds). */
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_p) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
-	    (pl->sends_uppers && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd_p) < 0) ||
-	    (pl->net.proxy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, px_p) < 0) ||
-	    (io->hold && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl_p) < 0)) {
-		r = al_err_sys(err, errno, "setup: pipe");
-		goto out;
-	}
-	plan.sendfd_sock = fd_p[1];
-	struct nat_child c = {
-		.plan = &plan,
+	/* sync is a socket: its second release carries the job's cgroup files (cg_join_fds). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch->sync) < 0 || pipe2(ch->status, O_CLOEXEC) < 0 ||
+	    (pl->sends_uppers && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch->fd) < 0) ||
+	    (pl->net.proxy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch->px) < 0) ||
+	    (io->hold && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch->ctl) < 0))
+		return al_err_sys(err, errno, "setup: pipe");
+	return 0;
+}
+
+static void close_chans(struct nat_chans *ch)
+{
+	al_close_pair(ch->sync);
+	al_close_pair(ch->status);
+	al_close_pair(ch->fd);
+	al_close_pair(ch->px);
+	al_close_pair(ch->ctl);
+}
+
+/* In init, before anything else: the supervisor's ends are not init's to hold. */
+static void close_ours(const struct nat_chans *ch)
+{
+	const int ours[] = {ch->sync[1], ch->status[0], ch->fd[0], ch->px[0], ch->ctl[0]};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(ours); i++)
+		if (ours[i] >= 0)
+			close(ours[i]);
+}
+
+/* What init is given: everything it reads after the clone, prepared before it. */
+static int child_spec(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io,
+		      const struct nat_chans *ch, struct fs_plan *plan, char **envp, struct nat_layers *layers,
+		      struct nat_child *c, struct al_error *err)
+{
+	*c = (struct nat_child){
+		.plan = plan,
 		.limits = p->limits,
 		.argv = p->argv,
 		.envp = envp,
@@ -214,30 +228,128 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		.hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME,
 		.cwd = p->cwd ? p->cwd : AL_WORKSPACE,
 		.staging = "/tmp",
-		.sync_fd = sync_p[0],
-		.status_fd = status_p[1],
+		.sync_fd = ch->sync[0],
+		.status_fd = ch->status[1],
 		.stdin_fd = io->stdin_fd,
 		.stdout_fd = io->stdout_fd,
 		.stderr_fd = io->stderr_fd,
-		.landlock = layers.landlock_on ? &layers.landlock : NULL,
+		.landlock = layers->landlock_on ? &layers->landlock : NULL,
 		.landlock_fd = -1,
-		.seccomp = &layers.seccomp,
+		.seccomp = &layers->seccomp,
 		.lo_up = pl->net.own_netns,
-		.proxy_sock = px_p[1],
+		.proxy_sock = ch->px[1],
 		.capture = &pl->net.capture,
-		.ctl_sock = ctl_p[1],
-		.shed_libs = ctl_p[1] >= 0 && nat_hold_can_shed(),
+		.ctl_sock = ch->ctl[1],
+		.shed_libs = ch->ctl[1] >= 0 && nat_hold_can_shed(),
 		.tty = io->tty,
 		.tty_cols = io->tty_cols,
 		.tty_rows = io->tty_rows,
-		.tty_sock = io->tty ? sync_p[0] : -1,
+		.tty_sock = io->tty ? ch->sync[0] : -1,
 	};
-	if ((r = uns_choose(&c.map, p->id_base, p->subids, p->run_uid, p->run_gid, err)) < 0)
+	int r = uns_choose(&c->map, p->id_base, p->subids, p->run_uid, p->run_gid, err);
+	if (r < 0)
+		return r;
+	c->run_uid = p->run_uid;
+	c->run_gid = p->run_gid;
+	c->drop_groups = c->map.range;
+	cg_view_plan(io->cg, &c->cgview);
+	return 0;
+}
+
+/*
+ * Lets the new init go on, in three steps: its id maps written, then two releases. "g": the maps
+ * are written, init may build its root. "c": init may join the job's cgroups, and only then does
+ * it enter its cgroup namespace and fork the payload (child.c, join_cgroups). On cgroup v1 the
+ * job's cgroups are made (mkdir, limits) here while init mounts, and "c" carries their `tasks`
+ * files: init moves itself in, which costs the kernel no global lock, where our move of its pid
+ * would take one that after a quiet moment waits for an RCU grace period (cg_join_fds). The
+ * payload is born inside every cgroup and under every limit; only init's own set-up (a few tmpfs
+ * pages, its CPU time) is charged to our cgroup. A cgroup that cannot be made or joined is refused
+ * as before it was started: init is killed and reaped, and the supervisor removes what was made
+ * (cg_destroy). On v2 the child was born in the job's cgroup (CLONE_INTO_CGROUP, cgfd) and "c"
+ * carries nothing. On failure init is gone.
+ */
+static int release_init(pid_t pid, int pidfd, const struct be_io *io, const struct uns_map *map, int cgfd,
+			int sync, struct al_error *err)
+{
+	char why[96] = "";
+	int r = uns_write_maps(pid, map, why, sizeof(why));
+	if (r < 0) {
+		abort_child(pid, pidfd);
+		return al_err(err, -r, "setup: writing the user namespace id maps (%s): %s", why, strerror(-r));
+	}
+	if (io->hold)
+		protect_keeper(pid);
+	if (send(sync, "g", 1, MSG_NOSIGNAL) != 1) {
+		r = al_err_sys(err, errno, "setup: releasing the sandbox");
+		abort_child(pid, pidfd);
+		return r;
+	}
+	int join[CG_JOIN_MAX], njoin = 0;
+	if (io->cg && cgfd < 0) {
+		if ((r = cg_make(io->cg, err)) == 0)
+			r = cg_joins_self(io->cg) ? (njoin = cg_join_fds(io->cg, join, err)) : cg_attach(io->cg, pid, err);
+		if (r < 0) {
+			abort_child(pid, pidfd);
+			return r;
+		}
+	}
+	r = al_send_fds(sync, join, njoin, 'c');
+	for (int i = 0; i < njoin; i++)
+		close(join[i]);
+	if (r < 0) {
+		r = al_err_sys(err, -r, "setup: releasing the sandbox");
+		abort_child(pid, pidfd);
+		return r;
+	}
+	return 0;
+}
+
+/* What the supervisor keeps of a started init: its ends of the channels move into out. */
+static void hand_over(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io,
+		      struct nat_chans *ch, const struct nat_child *c, const struct nat_layers *layers, pid_t pid,
+		      int *pidfd, struct be_proc *out)
+{
+	out->tty_master = io->tty ? nx_recv_terminal(ch->sync[1]) : -1;
+	out->pid = pid;
+	out->pidfd = steal_fd(*pidfd);
+	out->status_fd = steal_fd(ch->status[0]);
+	out->enforced_json = enforced_json(pl, &c->map, layers);
+	if (pl->sends_uppers) {
+		out->upper_sock = steal_fd(ch->fd[0]);
+		out->workdir = p->workdir ? strdup(p->workdir) : NULL;
+		out->keep_changes = p->keep_changes ? strdup(p->keep_changes) : NULL;
+		out->checkout = p->keep_changes ? strdup(p->checkout) : NULL;
+	}
+	out->proxy_sock = steal_fd(ch->px[0]);
+	out->ctl_sock = steal_fd(ch->ctl[0]);
+	out->backend = "native";
+	/* Every profile kills foreign-ABI calls (and strict kills its always-denied calls). */
+	out->seccomp_kills = layers->seccomp.prog.len > 0;
+}
+
+int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
+		    struct al_error *err)
+{
+	struct fs_plan plan = {.sendfd_sock = -1};
+	struct fs_host host;
+	char **envp = NULL;
+	struct nat_layers layers = {0};
+	struct nat_chans ch = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+	struct nat_child c;
+	int pidfd = -1, r;
+	fs_host_probe(&host, &plan, p);
+	if ((r = fs_plan_build(&plan, p, &host, err)) < 0 || (r = prepare_layers(p, pl, &layers, err)) < 0)
 		goto out;
-	c.run_uid = p->run_uid;
-	c.run_gid = p->run_gid;
-	c.drop_groups = c.map.range;
-	cg_view_plan(io->cg, &c.cgview);
+	if (!(envp = pol_build_envp(p))) {
+		r = al_err(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((r = open_chans(pl, io, &ch, err)) < 0)
+		goto out;
+	plan.sendfd_sock = ch.fd[1];
+	if ((r = child_spec(p, pl, io, &ch, &plan, envp, &layers, &c, err)) < 0)
+		goto out;
 	/* v2: init is born in the job's cgroup, which must exist first. */
 	if (cg_clone_into(io->cg) && (r = cg_make(io->cg, err)) < 0)
 		goto out;
@@ -246,14 +358,7 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	 * (child.c, netns_start), off this clone3's path. */
 	pid_t pid = pfd_clone3(NS_FLAGS, &pidfd, cgfd);
 	if (pid == 0) {
-		close(sync_p[1]);
-		close(status_p[0]);
-		if (fd_p[0] >= 0)
-			close(fd_p[0]);
-		if (px_p[0] >= 0)
-			close(px_p[0]);
-		if (ctl_p[0] >= 0)
-			close(ctl_p[0]);
+		close_ours(&ch);
 		nat_child_main(&c);
 	}
 	if (pid < 0 && p->fallback && nat_userns_refused(-pid) && !io->hold) {
@@ -264,74 +369,17 @@ int be_native_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 		r = clone_error(err, -pid);
 		goto out;
 	}
-	char why[96] = "";
-	if ((r = uns_write_maps(pid, &c.map, why, sizeof(why))) < 0) {
-		abort_child(pid, pidfd);
-		r = al_err(err, -r, "setup: writing the user namespace id maps (%s): %s", why, strerror(-r));
+	if ((r = release_init(pid, pidfd, io, &c.map, cgfd, ch.sync[1], err)) < 0)
 		goto out;
-	}
-	/* Released in two steps. "g": the maps are written, init may build its root. "c": init may
-	 * join the job's cgroups, and only then does it enter its cgroup namespace and fork the
-	 * payload (child.c, join_cgroups). On cgroup v1 the job's cgroups are made (mkdir, limits)
-	 * here while init mounts, and "c" carries their `tasks` files: init moves itself in, which
-	 * costs the kernel no global lock, where our move of its pid would take one that after a quiet
-	 * moment waits for an RCU grace period (cg_join_fds). The payload is born inside every cgroup
-	 * and under every limit; only init's own set-up (a few tmpfs pages, its CPU time) is charged
-	 * to our cgroup. A cgroup that cannot be made or joined is refused as before it was started:
-	 * init is killed and reaped, and the supervisor removes what was made (cg_destroy). On v2
-	 * the child was born in the job's cgroup (CLONE_INTO_CGROUP) and "c" carries nothing. */
-	if (io->hold)
-		protect_keeper(pid);
-	if (send(sync_p[1], "g", 1, MSG_NOSIGNAL) != 1) {
-		r = al_err_sys(err, errno, "setup: releasing the sandbox");
-		abort_child(pid, pidfd);
-		goto out;
-	}
-	int join[CG_JOIN_MAX], njoin = 0;
-	if (io->cg && cgfd < 0) {
-		if ((r = cg_make(io->cg, err)) == 0)
-			r = cg_joins_self(io->cg) ? (njoin = cg_join_fds(io->cg, join, err)) : cg_attach(io->cg, pid, err);
-		if (r < 0) {
-			abort_child(pid, pidfd);
-			goto out;
-		}
-	}
-	r = al_send_fds(sync_p[1], join, njoin, 'c');
-	for (int i = 0; i < njoin; i++)
-		close(join[i]);
-	if (r < 0) {
-		r = al_err_sys(err, -r, "setup: releasing the sandbox");
-		abort_child(pid, pidfd);
-		goto out;
-	}
 	/* Our copy of init's end goes first, or the wait would never see it end. */
-	close(sync_p[0]);
-	sync_p[0] = -1;
-	out->tty_master = io->tty ? nx_recv_terminal(sync_p[1]) : -1;
-	out->pid = pid;
-	out->pidfd = steal_fd(pidfd);
-	out->status_fd = steal_fd(status_p[0]);
-	out->enforced_json = enforced_json(pl, &c.map, &layers);
-	if (pl->sends_uppers) {
-		out->upper_sock = steal_fd(fd_p[0]);
-		out->workdir = p->workdir ? strdup(p->workdir) : NULL;
-		out->keep_changes = p->keep_changes ? strdup(p->keep_changes) : NULL;
-		out->checkout = p->keep_changes ? strdup(p->checkout) : NULL;
-	}
-	out->proxy_sock = steal_fd(px_p[0]);
-	out->ctl_sock = steal_fd(ctl_p[0]);
-	out->backend = "native";
-	/* Every profile kills foreign-ABI calls (and strict kills its always-denied calls). */
-	out->seccomp_kills = layers.seccomp.prog.len > 0;
+	close(ch.sync[0]);
+	ch.sync[0] = -1;
+	hand_over(p, pl, io, &ch, &c, &layers, pid, &pidfd, out);
 	r = 0;
 out:
 	if (pidfd >= 0)
 		close(pidfd);
-	al_close_pair(sync_p);
-	al_close_pair(status_p);
-	al_close_pair(fd_p);
-	al_close_pair(px_p);
-	al_close_pair(ctl_p);
+	close_chans(&ch);
 	pol_free_strv(envp);
 	fs_plan_free(&plan);
 	free_layers(&layers);
