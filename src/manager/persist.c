@@ -392,11 +392,14 @@ void pst_layers_unref(struct pst *p, const json_t *ids)
 
 int pst_layers_gc(struct pst *p)
 {
-	cleanup_close int fd = openat(p->dir, PST_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(p->dir, PST_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d)
-		return -errno;
-	fd = -1;
+	if (!d) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
 	int n = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {

@@ -359,7 +359,7 @@ int ort_hooks_run_child(const struct ort_hooks *h, enum ort_hook_point p, int st
 				*why = ETIMEDOUT;
 				return (int)i + 1;
 			}
-			struct timespec step = {0, 10 * 1000 * 1000};
+			struct timespec step = {0, 10L * 1000 * 1000};
 			nanosleep(&step, NULL);
 			waited_ms += 10;
 		}

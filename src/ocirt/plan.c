@@ -214,10 +214,21 @@ int ort_plan_decide(const struct ort_spec *s, bool is_root, struct ort_plan *pla
  * the kernel's own "nobody". */
 int ort_ping_range_clamp(const char *value, const struct ort_idmap *m, size_t n, char out[32])
 {
-	uint32_t lo, hi;
-	char extra;
-	if (sscanf(value, "%" SCNu32 " %" SCNu32 " %c", &lo, &hi, &extra) != 2)
+	/* "LO HI": two decimal gids, nothing after (the kernel's own syntax, blanks between). */
+	char *end;
+	errno = 0;
+	unsigned long long l = strtoull(value, &end, 10);
+	if (end == value || (*end != ' ' && *end != '\t'))
 		return -EINVAL;
+	const char *second = end;
+	unsigned long long h = strtoull(second, &end, 10);
+	if (end == second || errno || l > UINT32_MAX || h > UINT32_MAX || value[0] == '-' || strchr(value, '-'))
+		return -EINVAL;
+	while (*end == ' ' || *end == '\t' || *end == '\n')
+		end++;
+	if (*end)
+		return -EINVAL;
+	uint32_t lo = (uint32_t)l, hi = (uint32_t)h;
 	uint64_t nlo = UINT64_MAX, nhi = 0;
 	bool any = false;
 	for (size_t i = 0; i < n; i++) {
