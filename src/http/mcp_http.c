@@ -330,14 +330,14 @@ static void pump_locked(struct msession *ms)
 	json_decref(out);
 }
 
-static void feed_locked(struct msession *ms, const struct hx_request *rq)
+static void feed_locked(struct msession *ms, const struct hx_request *rq, const struct jr_message *m)
 {
 	json_t *out = json_array();
 	if (!out)
 		return;
 	/* The audit log names the connection each tools/call came on. */
 	mcp_session_set_peer(ms->s, rq->peer);
-	mcp_session_feed(ms->s, rq->body, rq->len, out);
+	mcp_session_feed_message(ms->s, m, out);
 	/* A manager that finished synchronously queued its on_done already: answer now. */
 	mcp_session_poll(ms->s, out);
 	route(ms, out);
@@ -524,7 +524,7 @@ static void request(struct hx_server *s, struct msession *ms, const struct hx_re
 		tail = &(*tail)->next;
 	*tail = w;
 	ms->busy++;
-	feed_locked(ms, rq);
+	feed_locked(ms, rq, m);
 	/* A client that reads only JSON waits here for the answer (nothing else can reach it), as
 	 * long as it is there to get it. */
 	bool left = false;
@@ -585,7 +585,7 @@ static void initialize(struct hx_server *s, const struct hx_request *rq, const s
 	}
 	pthread_mutex_lock(&ms->mu);
 	ms->waiters = w;
-	feed_locked(ms, rq);
+	feed_locked(ms, rq, m);
 	ms->waiters = NULL;
 	pthread_mutex_unlock(&ms->mu);
 	json_t *answer = json_array_get(w->mail, json_array_size(w->mail) - 1);
@@ -664,7 +664,7 @@ static void post(struct hx_server *s, const struct hx_request *rq, struct hx_res
 	} else {
 		/* Notifications and responses (to our elicitation) are accepted without a body. */
 		pthread_mutex_lock(&ms->mu);
-		feed_locked(ms, rq);
+		feed_locked(ms, rq, &m);
 		ms->last_used = hx_now_ms();
 		pthread_mutex_unlock(&ms->mu);
 		rs->status = 202;

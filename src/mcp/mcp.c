@@ -244,19 +244,26 @@ int mcp_session_feed(struct mcp_session *s, const char *buf, size_t len, json_t 
 		jr_failure_clear(&f);
 		return r;
 	}
-	switch (m.kind) {
+	r = mcp_session_feed_message(s, &m, out);
+	jr_message_clear(&m);
+	return r;
+}
+
+int mcp_session_feed_message(struct mcp_session *s, const struct jr_message *m, json_t *out)
+{
+	int r = 0;
+	switch (m->kind) {
 	case JR_REQUEST:
-		r = on_request(s, &m, out);
+		r = on_request(s, m, out);
 		break;
 	case JR_NOTIFICATION:
-		r = on_notification(s, &m, out);
+		r = on_notification(s, m, out);
 		break;
 	case JR_RESULT:
 	case JR_ERROR:
-		r = call_answer(s, &m, out);
+		r = call_answer(s, m, out);
 		break;
 	}
-	jr_message_clear(&m);
 	/* A manager that finished synchronously has queued its result: answer in the same turn. */
 	int p = call_poll(s, out);
 	return r < 0 ? r : p;

@@ -91,6 +91,10 @@ void mcp_session_free(struct mcp_session *s);
  * never a crash. Returns 0, or -ENOMEM (the session stays usable).
  */
 int mcp_session_feed(struct mcp_session *s, const char *buf, size_t len, json_t *out);
+/* The same for a message the transport parsed already (jr_parse: HTTP reads the envelope to route
+ * it), so that no body is parsed twice. */
+struct jr_message;
+int mcp_session_feed_message(struct mcp_session *s, const struct jr_message *m, json_t *out);
 /* Work that arrived from the manager, and approvals that timed out: appends to out. */
 int mcp_session_poll(struct mcp_session *s, json_t *out);
 /* Readable when mcp_session_poll has manager events to process. */
