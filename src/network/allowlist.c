@@ -583,6 +583,14 @@ static bool any(const struct entry *e, void *ctx)
 	return true;
 }
 
+bool al_allowlist_has_rules(const struct al_allowlist *al)
+{
+	for (size_t i = 0; al && i < al->n; i++)
+		if (restricted(&al->v[i]))
+			return true;
+	return false;
+}
+
 bool al_allow_sees(const struct al_allowlist *al, const char *host, uint16_t port)
 {
 	/* One entry without a rule opens every request: then nothing needs to be seen. */

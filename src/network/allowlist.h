@@ -80,6 +80,8 @@ bool al_path_plain(const char *path, size_t len);
  * entries, ", "-joined (truncated to cap). */
 int al_allow_request(const struct al_allowlist *al, const char *host, uint16_t port, const char *method,
 		     const char *path, char *rule, size_t cap);
+/* Whether some entry has a rule. */
+bool al_allowlist_has_rules(const struct al_allowlist *al);
 /* The i-th entry as text; whether it covers host:port. */
 void al_rule_text(const struct al_allowlist *al, size_t i, char *out, size_t cap);
 bool al_allow_match_entry(const struct al_allowlist *al, size_t i, const char *host, uint16_t port);
