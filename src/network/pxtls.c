@@ -47,10 +47,10 @@
 #include "network/secrets.h"
 #include "network/tlsca.h"
 
-#define IO_CHUNK  16384
-#define HEAD_MAX  16384	    /* a response head held whole */
-#define BODY_MAX  (1 << 20) /* a request body a secret may be put into */
-#define REQ_HEAD  16384	    /* a request head */
+#define IO_CHUNK 16384
+#define HEAD_MAX 16384	   /* a response head held whole */
+#define BODY_MAX (1 << 20) /* a request body a secret may be put into */
+#define REQ_HEAD 16384	   /* a request head */
 
 bool px_tls_wanted(const struct px_config *cfg, const char *host, uint16_t port)
 {
@@ -163,10 +163,11 @@ static void side_end(struct side *s)
 static void answer(struct term *t, int status, const char *text)
 {
 	char buf[1536];
-	int n = snprintf(buf, sizeof(buf),
-			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n"
-			 "%s\n",
-			 status, px_status_text(status), strlen(text) + 1, text);
+	int n = snprintf(
+		buf, sizeof(buf),
+		"HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n"
+		"%s\n",
+		status, px_status_text(status), strlen(text) + 1, text);
 	if (n > 0)
 		(void)tls_write(t, &t->cl, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 	t->c->rec.status = status;
@@ -257,8 +258,7 @@ static bool hdr_is(const char *line, size_t len, const char *name)
 
 /* The head to send: request line, Host, the client's headers (minus Accept-Encoding when a secret
  * is put in, and minus Content-Length when the body's length changed), secrets put in. */
-static char *build_head(struct term *t, const struct pr_request *req, bool body_changed, uint64_t body_len,
-			size_t *len)
+static char *build_head(struct term *t, const struct pr_request *req, bool body_changed, uint64_t body_len, size_t *len)
 {
 	struct px_record *rec = &t->c->rec;
 	bool v6 = strchr(rec->host, ':') != NULL;
@@ -279,7 +279,8 @@ static char *build_head(struct term *t, const struct pr_request *req, bool body_
 	for (const char *p = req->head, *end = req->head + req->head_len; p < end;) {
 		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
 		size_t ll = eol ? (size_t)(eol - p) + 2 : (size_t)(end - p);
-		if (!(secrets && hdr_is(p, ll, "accept-encoding")) && !(body_changed && hdr_is(p, ll, "content-length")))
+		if (!(secrets && hdr_is(p, ll, "accept-encoding")) &&
+		    !(body_changed && hdr_is(p, ll, "content-length")))
 			memcpy(h + n, p, ll), n += ll;
 		p += ll;
 	}
@@ -366,7 +367,7 @@ static int connect_upstream(struct term *t)
 	int r = ok ? handshake(t, &t->up, false) : -ENOMEM;
 	if (r < 0 || SSL_get_verify_result(t->up.ssl) != X509_V_OK) {
 		long v = t->up.ssl ? SSL_get_verify_result(t->up.ssl) : X509_V_OK;
-		why = r == -ETIMEDOUT ? "upstream TLS handshake timed out"
+		why = r == -ETIMEDOUT  ? "upstream TLS handshake timed out"
 		      : v != X509_V_OK ? X509_verify_cert_error_string(v)
 		      : ok	       ? "upstream TLS handshake failed"
 				       : why;
@@ -579,8 +580,9 @@ static void exchange(struct term *t, const struct pr_request *req)
 	uint64_t bl = req->content_length;
 	if (into_body) {
 		int r = read_body(t, bl, &body);
-		r = r ?: al_secrets_apply(t->cfg->secrets, rec->host, rec->port, true, body, (size_t)bl, &sub, &sl,
-					  &t->used);
+		r = r
+			    ?: al_secrets_apply(t->cfg->secrets, rec->host, rec->port, true, body, (size_t)bl, &sub,
+						&sl, &t->used);
 		if (r < 0) {
 			free(body);
 			fail(t, PXD_ERROR, r == -ENOMEM ? 503 : 400, "the request body did not arrive whole");

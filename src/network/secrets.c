@@ -146,7 +146,8 @@ static int read_value(struct secret *e, const char *key, const char *v, struct a
 			return al_err(err, EINVAL, "--secret %s: env=%s is %s", e->name, v, val ? "empty" : "not set");
 		e->len = strlen(val);
 		if (e->len > VALUE_MAX)
-			return al_err(err, EINVAL, "--secret %s: env=%s is larger than %d bytes", e->name, v, VALUE_MAX);
+			return al_err(err, EINVAL, "--secret %s: env=%s is larger than %d bytes", e->name, v,
+				      VALUE_MAX);
 		e->value = malloc(e->len + 1);
 		if (!e->value)
 			return al_err(err, ENOMEM, "out of memory");
@@ -250,8 +251,9 @@ static int parse_spec(struct al_secrets *s, struct secret *e, char *spec, struct
 	char *comma = strchr(spec, ',');
 	size_t nl = comma ? (size_t)(comma - spec) : strlen(spec);
 	if (!env_name(spec, nl))
-		return al_err(err, EINVAL,
-			      "--secret: NAME must be an environment variable name (in NAME,env=VAR|file=PATH,hosts=...)");
+		return al_err(
+			err, EINVAL,
+			"--secret: NAME must be an environment variable name (in NAME,env=VAR|file=PATH,hosts=...)");
 	memcpy(e->name, spec, nl);
 	e->name[nl] = 0;
 	for (size_t i = 0; i < s->n; i++)
@@ -325,8 +327,8 @@ static char *replace_one(const struct secret *e, const char *in, size_t len, siz
 	return out;
 }
 
-int al_secrets_apply(const struct al_secrets *s, const char *host, uint16_t port, bool body, const char *in,
-		     size_t len, char **out, size_t *out_len, uint32_t *used)
+int al_secrets_apply(const struct al_secrets *s, const char *host, uint16_t port, bool body, const char *in, size_t len,
+		     char **out, size_t *out_len, uint32_t *used)
 {
 	char *cur = NULL;
 	size_t cur_len = len;

@@ -40,8 +40,8 @@ bool al_secrets_for(const struct al_secrets *s, const char *host, uint16_t port)
  * changed, or a malloc'd copy in *out, its length in *out_len (which the caller wipes with al_secrets_wipe), with the
  * bits of the secrets used or'ed into *used. -ENOMEM.
  */
-int al_secrets_apply(const struct al_secrets *s, const char *host, uint16_t port, bool body, const char *in,
-		     size_t len, char **out, size_t *out_len, uint32_t *used);
+int al_secrets_apply(const struct al_secrets *s, const char *host, uint16_t port, bool body, const char *in, size_t len,
+		     char **out, size_t *out_len, uint32_t *used);
 /* Whether buf[0..len) holds the value of a secret among used. */
 bool al_secrets_seen(const struct al_secrets *s, uint32_t used, const char *buf, size_t len);
 /* The longest value among used (the window a stream scan must hold back, plus one). */
