@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # proxy.sh — the issue-4 benchmark: an HTTPS download through the egress proxy against the
 # same download over a direct loopback connection, both from inside an airlock sandbox; and (issue
-# 36) through the capture: curl --noproxy, the name from the sandbox's own resolver.
+# 36) through the capture: curl --noproxy, the name from the sandbox's own resolver; and with the
+# TLS terminated at airlock (a request rule on the host), against the passthrough tunnel.
 #
 # Direct: `--net host`, curl connects to the server on the host's 127.0.0.1. Proxied:
 # `--net allow=bench.test:PORT` with --allow-private 127.0.0.1/32 and a hosts file, curl goes
@@ -45,13 +46,21 @@ fetch() { # MODE -> seconds of the download as curl measures it
 	fi
 	# The capture: no proxy, and the name resolved in the sandbox (airlock's resolver).
 	[[ $1 != capture ]] || how=(--noproxy '*')
+	local ca=(--cacert /etc/bench.pem)
+	# Terminated (issue 36, docs/tls.md): a request rule makes airlock end the TLS with the
+	# sandbox's CA (which the job's bundle names) and verify the upstream itself.
+	if [[ $1 == terminated ]]; then
+		net=(--net "allow=GET bench.test:$port/" --allow-private 127.0.0.1/32 --proxy-hosts "$dir/hosts"
+			--upstream-ca "$dir/cert.pem")
+		ca=()
+	fi
 	"$airlock" run --time 120s --cpus none "${net[@]}" --ro "$dir/cert.pem:/etc/bench.pem" -- \
-		curl -sS "${how[@]}" --cacert /etc/bench.pem -o /dev/null \
+		curl -sS "${how[@]}" "${ca[@]}" -o /dev/null \
 		-w '%{time_total} %{time_connect} %{time_appconnect}\n' "$url"
 }
 
 declare -A best
-for mode in direct proxy capture; do
+for mode in direct proxy capture terminated; do
 	best[$mode]=999999
 	for _ in $(seq "$runs"); do
 		read -r total _ app < <(fetch "$mode")
@@ -60,15 +69,17 @@ for mode in direct proxy capture; do
 	done
 done
 python3 - "$size_mb" "${best[direct]}" "${best[proxy]}" "${best[direct_app]}" "${best[proxy_app]}" \
-	"${best[capture]}" "${best[capture_app]}" <<'EOF'
+	"${best[capture]}" "${best[capture_app]}" "${best[terminated]}" "${best[terminated_app]}" <<'EOF'
 import sys
-mb, d, p, da, pa, c, ca = int(sys.argv[1]), *map(float, sys.argv[2:])
+mb, d, p, da, pa, c, ca, t, ta = int(sys.argv[1]), *map(float, sys.argv[2:])
 print("| path | best of runs: MiB/s | time to TLS established (ms) |")
 print("|---|---|---|")
 print("| direct (--net host) | %.0f | %.2f |" % (mb / d, da * 1000))
 print("| through the proxy (--net allow=) | %.0f | %.2f |" % (mb / p, pa * 1000))
 print("| through the capture (--net allow=, curl --noproxy) | %.0f | %.2f |" % (mb / c, ca * 1000))
+print("| terminated at airlock (a request rule: TLS ends at airlock) | %.0f | %.2f |" % (mb / t, ta * 1000))
 print()
+print("throughput terminated: %.1f%% of direct; added set-up latency %.2f ms" % (100 * d / t, (ta - da) * 1000))
 print("throughput through the proxy: %.1f%% of direct; added set-up latency %.2f ms" % (100 * d / p, (pa - da) * 1000))
 print("throughput through the capture: %.1f%% of direct; added set-up latency %.2f ms" % (100 * d / c, (ca - da) * 1000))
 EOF

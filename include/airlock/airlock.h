@@ -163,6 +163,12 @@ int al_policy_set_proxy_limits(struct al_policy *p, uint32_t max_conns, uint64_t
  * reaches the upstream at $AIRLOCK_BROKER_<NAME>_URL through the proxy port. Needs --net
  * none (the default) or allow=, not host. */
 int al_policy_add_broker(struct al_policy *p, const char *spec, struct al_error *err);
+/* A secret by reference, "NAME,env=VAR|file=PATH,hosts=HOST[|HOST...][,body]" (see
+ * network/secrets.h): the job's variable NAME holds a placeholder, the proxy puts the value in
+ * its place toward HOST only, over TLS it terminates with the sandbox's own CA. */
+int al_policy_add_secret(struct al_policy *p, const char *spec, struct al_error *err);
+/* PEM certificates that alone verify the upstreams of terminated TLS (default: the host's store). */
+int al_policy_set_upstream_ca(struct al_policy *p, const char *file, struct al_error *err);
 
 /* The system call filter applied last before execve. */
 enum al_seccomp_profile {

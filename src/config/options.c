@@ -44,6 +44,13 @@ const struct al_option al_options[] = {
 	 "a proxy connection with no traffic this long is closed (default 60s)", true},
 	{OPT_BROKER, "broker", 0, OK_STRING, "NAME=URL,header=H,env=VAR|file=F",
 	 "credential broker: the proxy adds a secret header towards an https upstream (see airlock(1))", true},
+	{OPT_SECRET, "secret", 0, OK_STRING, "NAME,env=VAR|file=F,hosts=HOST|...[,body]",
+	 "the job's NAME holds a placeholder; the proxy puts the secret in its place toward HOST only (TLS "
+	 "terminated there)",
+	 true},
+	{OPT_UPSTREAM_CA, "upstream-ca", 0, OK_STRING, "FILE",
+	 "verify the upstreams of terminated TLS against these PEM certificates only (default: the host's store)",
+	 true},
 	{OPT_BACKEND, "backend", 0, OK_STRING, "native|bwrap|gvisor|oci",
 	 "the boundary: airlock's own (default), bubblewrap, gVisor's runsc, or an OCI runtime (crun); refused, never "
 	 "replaced, when it cannot enforce the policy",
@@ -224,6 +231,10 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_policy_set_proxy_hosts(p, value, err);
 	if (id == OPT_BROKER)
 		return al_policy_add_broker(p, value, err);
+	if (id == OPT_SECRET)
+		return al_policy_add_secret(p, value, err);
+	if (id == OPT_UPSTREAM_CA)
+		return al_policy_set_upstream_ca(p, value, err);
 	if (id == OPT_NET) {
 		enum al_net_posture net;
 		if (pol_net_parse(value, &net) == 0) /* none, its synonym loopback, host */

@@ -53,6 +53,8 @@ enum opt_id {
 	OPT_PROXY_CONNS,
 	OPT_PROXY_IDLE,
 	OPT_BROKER,
+	OPT_SECRET,
+	OPT_UPSTREAM_CA,
 	/* Front-end options: how to report, not what the sandbox is. */
 	OPT_CONFIG,
 	OPT_PROFILE,

@@ -378,6 +378,40 @@ static int plan_image_etc(struct fs_plan *plan, const struct al_policy *p, const
 					.mode = host->resolv_mode});
 }
 
+/* Where airlock terminates the job's TLS (network/pxtls.c), the job's trust store: the system's
+ * bundle plus the sandbox's own CA, and that CA alone, in a directory of their own (AL_CA_BUNDLE);
+ * the job's SSL_CERT_FILE and friends name them (netpolicy.c). Only the certificate is public:
+ * the CA's key never leaves the supervisor. The host's bundle is read now, so what the job trusts
+ * besides this CA is exactly what it trusted before. (Not yet on an image: its /etc is its own.) */
+static int plan_ca_bundle(struct fs_plan *plan, const struct al_policy *p)
+{
+	const char *ca = p->net == AL_NET_ALLOW ? pol_tls_ca_pem(p) : NULL;
+	if (!ca)
+		return 0;
+	FILE *f = fopen("/etc/ssl/certs/ca-certificates.crt", "re");
+	size_t cap = strlen(ca) + 1, n = 0;
+	char *sys = NULL;
+	if (f) {
+		struct stat st;
+		if (fstat(fileno(f), &st) == 0 && st.st_size > 0 && st.st_size < (16 << 20))
+			cap += (size_t)st.st_size + 1;
+		sys = malloc(cap);
+		n = sys ? fread(sys, 1, cap - strlen(ca) - 1, f) : 0;
+		fclose(f);
+	} else {
+		sys = malloc(cap);
+	}
+	if (!sys)
+		return -ENOMEM;
+	if (n > 0 && sys[n - 1] != '\n')
+		sys[n++] = '\n';
+	memcpy(sys + n, ca, strlen(ca) + 1);
+	const char *bundle = own(plan, sys);
+	int r = bundle ? mkdir_op(plan, "/etc/ssl/airlock", 0755) : -ENOMEM;
+	r = r ?: file_op(plan, AL_CA_BUNDLE, bundle);
+	return r ?: file_op(plan, AL_CA_CERT, ownf(plan, "%s", ca));
+}
+
 static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
 {
 	const char *hostname = p->hostname ? p->hostname : AL_DEFAULT_HOSTNAME;
@@ -422,6 +456,7 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 		r = file_op(plan, own_etc(plan, image, "resolv.conf"),
 			    "# airlock: the sandbox's resolver answers the allowlist's names only\n"
 			    "nameserver " AL_DNS_ADDR "\noptions timeout:1 attempts:1\n");
+	r = r ?: image ? 0 : plan_ca_bundle(plan, p);
 	if (r < 0 || image)
 		return r; /* an image's own /etc fills the rest */
 	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */

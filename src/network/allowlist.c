@@ -3,10 +3,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "util/cleanup.h"
 #include "util/error.h"
 
 enum entry_kind {
@@ -21,6 +23,9 @@ struct entry {
 	uint16_t port;
 	char name[AL_HOST_MAX]; /* EXACT: the name; SUFFIX: the part after "*." */
 	uint8_t addr[16];	/* IP4 (4 bytes) / IP6 */
+	/* A request rule (seen only where airlock terminates TLS, or in plain HTTP): */
+	unsigned methods;	    /* AL_M_* bits; 0: any method */
+	char path[AL_RULE_PATH_MAX]; /* a path prefix, "/..."; "": any path */
 };
 
 struct al_allowlist {
@@ -329,7 +334,99 @@ int al_cidr_list_clone(const struct al_cidr_list *l, struct al_cidr_list **out)
 	return 0;
 }
 
+static const char *const method_names[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+
+unsigned al_method_bit(const char *m, size_t n)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(method_names); i++)
+		if (strlen(method_names[i]) == n && memcmp(m, method_names[i], n) == 0)
+			return 1u << i;
+	return 0;
+}
+
+/* "GET|HEAD" before the blank of "GET|HEAD host/path". */
+static int parse_methods(const char *s, size_t len, unsigned *out, const char **why)
+{
+	*out = 0;
+	for (size_t i = 0; i <= len;) {
+		size_t k = i;
+		while (k < len && s[k] != '|')
+			k++;
+		unsigned b = al_method_bit(s + i, k - i);
+		if (!b)
+			return *why = "methods are GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, joined by '|'", -EINVAL;
+		*out |= b;
+		i = k + 1;
+	}
+	return 0;
+}
+
+bool al_path_plain(const char *path, size_t len)
+{
+	size_t pl = 0;
+	while (pl < len && path[pl] != '?' && path[pl] != '#')
+		pl++;
+	for (size_t i = 0; i < pl; i++) {
+		unsigned char c = (unsigned char)path[i];
+		if (c == '\\' || c <= 0x20 || c >= 0x7f)
+			return false;
+		/* "%2e", "%2f", "%5c": decoded by some servers before they route, so "/ok/%2e%2e/x"
+		 * would climb out of a prefix that "/ok/" seems to hold. */
+		if (c == '%' && i + 2 < pl &&
+		    ((path[i + 1] == '2' && (path[i + 2] == 'e' || path[i + 2] == 'E' || path[i + 2] == 'f' ||
+					     path[i + 2] == 'F')) ||
+		     (path[i + 1] == '5' && (path[i + 2] == 'c' || path[i + 2] == 'C'))))
+			return false;
+		if (c != '/')
+			continue;
+		size_t sl = 0;
+		while (i + 1 + sl < pl && path[i + 1 + sl] != '/' && path[i + 1 + sl] != ';')
+			sl++;
+		if ((sl == 1 && path[i + 1] == '.') || (sl == 2 && path[i + 1] == '.' && path[i + 2] == '.'))
+			return false;
+	}
+	return pl > 0 && path[0] == '/';
+}
+
+/* The "/prefix" of "host/prefix": printable, plain (al_path_plain), no query. */
+static int parse_rule_path(const char *s, size_t len, struct entry *e, const char **why)
+{
+	if (len >= AL_RULE_PATH_MAX)
+		return *why = "path prefix too long", -EINVAL;
+	if (memchr(s, '?', len) || memchr(s, '#', len) || !al_path_plain(s, len))
+		return *why = "a path prefix is a plain path (no '?', '#', '%2e', '%2f', '\\', dot segments or blanks)",
+		       -EINVAL;
+	memcpy(e->path, s, len);
+	e->path[len] = 0;
+	return 0;
+}
+
+static int parse_host_entry(const char *s, size_t len, struct entry *e, const char **why);
+
+/* [METHODS ]HOST[:PORT][/PREFIX] */
 static int parse_allow_entry(const char *s, size_t len, struct entry *e, const char **why)
+{
+	const char *sp = memchr(s, ' ', len);
+	if (sp) {
+		int r = parse_methods(s, (size_t)(sp - s), &e->methods, why);
+		if (r < 0)
+			return r;
+		len -= (size_t)(sp - s) + 1;
+		s = sp + 1;
+		while (len > 0 && *s == ' ')
+			s++, len--;
+	}
+	const char *slash = memchr(s, '/', len);
+	if (slash) {
+		int r = parse_rule_path(slash, len - (size_t)(slash - s), e, why);
+		if (r < 0)
+			return r;
+		len = (size_t)(slash - s);
+	}
+	return parse_host_entry(s, len, e, why);
+}
+
+static int parse_host_entry(const char *s, size_t len, struct entry *e, const char **why)
 {
 	enum al_host_kind kind;
 	bool suffix = len >= 2 && s[0] == '*' && s[1] == '.';
@@ -447,6 +544,130 @@ bool al_allow_name(const struct al_allowlist *al, const char *name)
 	if (len == 0 || len > 254 || al_host_normalize(name, len, norm, &kind) < 0 || kind != AL_HOST_NAME)
 		return false;
 	return match(al, norm, 0, true);
+}
+
+static bool restricted(const struct entry *e)
+{
+	return e->methods != 0 || e->path[0] != 0;
+}
+
+/* Calls fn on each entry covering host:port; stops when fn returns true. */
+static bool each_match(const struct al_allowlist *al, const char *host, uint16_t port,
+		       bool (*fn)(const struct entry *e, void *ctx), void *ctx)
+{
+	char norm[AL_HOST_MAX];
+	enum al_host_kind kind;
+	uint8_t addr[16] = {0};
+	size_t len = host ? strnlen(host, 256) : 0;
+	if (!al || len == 0 || len > 254 || port == 0 || al_host_normalize(host, len, norm, &kind) < 0)
+		return false;
+	if (kind != AL_HOST_NAME)
+		inet_pton(kind == AL_HOST_IPV4 ? AF_INET : AF_INET6, norm, addr);
+	size_t nl = strlen(norm);
+	for (size_t i = 0; i < al->n; i++)
+		if (al->v[i].port == port && entry_match(&al->v[i], norm, nl, kind, addr) && fn(&al->v[i], ctx))
+			return true;
+	return false;
+}
+
+static bool is_open(const struct entry *e, void *ctx)
+{
+	(void)ctx;
+	return !restricted(e);
+}
+
+static bool any(const struct entry *e, void *ctx)
+{
+	(void)e;
+	(void)ctx;
+	return true;
+}
+
+bool al_allowlist_has_rules(const struct al_allowlist *al)
+{
+	for (size_t i = 0; al && i < al->n; i++)
+		if (restricted(&al->v[i]))
+			return true;
+	return false;
+}
+
+bool al_allow_sees(const struct al_allowlist *al, const char *host, uint16_t port)
+{
+	/* One entry without a rule opens every request: then nothing needs to be seen. */
+	return each_match(al, host, port, any, NULL) && !each_match(al, host, port, is_open, NULL);
+}
+
+void al_rule_text(const struct al_allowlist *al, size_t i, char *out, size_t cap)
+{
+	const struct entry *e = &al->v[i];
+	size_t n = 0;
+	out[0] = 0;
+	for (size_t m = 0; m < AL_ARRAY_SIZE(method_names); m++)
+		if (e->methods & (1u << m))
+			n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", n ? "|" : "", method_names[m]);
+	bool v6 = e->kind == ENTRY_IP6;
+	snprintf(out + (n < cap ? n : cap - 1), n < cap ? cap - n : 1, "%s%s%s%s%s:%u%s", n ? " " : "",
+		 e->kind == ENTRY_SUFFIX ? "*." : "", v6 ? "[" : "", e->name, v6 ? "]" : "", e->port, e->path);
+}
+
+struct req_ctx {
+	const struct al_allowlist *al;
+	unsigned bit;
+	const char *path;
+	size_t path_len;
+	bool plain;
+	const struct entry *hit;
+};
+
+static bool permits(const struct entry *e, void *ctx)
+{
+	struct req_ctx *q = ctx;
+	if (e->methods && !(e->methods & q->bit))
+		return false;
+	size_t pl = strlen(e->path);
+	if (pl && (!q->plain || q->path_len < pl || memcmp(q->path, e->path, pl) != 0))
+		return false;
+	q->hit = e;
+	return true;
+}
+
+int al_allow_request(const struct al_allowlist *al, const char *host, uint16_t port, const char *method,
+		     const char *path, char *rule, size_t cap)
+{
+	struct req_ctx q = {.al = al, .bit = al_method_bit(method, strlen(method)), .path = path};
+	q.path_len = strlen(path);
+	q.plain = al_path_plain(path, q.path_len);
+	rule[0] = 0;
+	if (each_match(al, host, port, permits, &q)) {
+		al_rule_text(al, (size_t)(q.hit - al->v), rule, cap);
+		return 0;
+	}
+	/* Refused: the rules for this host, for the message the client reads. */
+	size_t n = 0;
+	for (size_t i = 0; i < al->n && n + 2 < cap; i++) {
+		if (!al_allow_match_entry(al, i, host, port))
+			continue;
+		if (n)
+			n += (size_t)snprintf(rule + n, cap - n, ", ");
+		if (n + 2 < cap)
+			al_rule_text(al, i, rule + n, cap - n);
+		n = strlen(rule);
+	}
+	return q.plain ? -EACCES : -EPERM;
+}
+
+bool al_allow_match_entry(const struct al_allowlist *al, size_t i, const char *host, uint16_t port)
+{
+	char norm[AL_HOST_MAX];
+	enum al_host_kind kind;
+	uint8_t addr[16] = {0};
+	size_t len = host ? strnlen(host, 256) : 0;
+	if (!al || i >= al->n || len == 0 || len > 254 || al->v[i].port != port ||
+	    al_host_normalize(host, len, norm, &kind) < 0)
+		return false;
+	if (kind != AL_HOST_NAME)
+		inet_pton(kind == AL_HOST_IPV4 ? AF_INET : AF_INET6, norm, addr);
+	return entry_match(&al->v[i], norm, strlen(norm), kind, addr);
 }
 
 size_t al_allowlist_ports(const struct al_allowlist *al, uint16_t *out, size_t max)

@@ -49,7 +49,7 @@ struct al_allowlist; /* opaque */
 int al_allowlist_new(struct al_allowlist **out);
 void al_allowlist_free(struct al_allowlist *al);
 /*
- * Adds "HOST[,HOST...]": pypi.org, *.pythonhosted.org (subdomains only, not the bare domain),
+ * Adds "HOST[,HOST...]" (each optionally with request rules, below): pypi.org, *.pythonhosted.org (subdomains only, not the bare domain),
  * either with :PORT (default 443; a port other than the default only when listed), or an IP
  * literal (1.2.3.4, [2001:db8::1]:8443, 2001:db8::1). Surrounding blanks of an entry are
  * ignored. All or nothing: on -EINVAL nothing was added and err names the bad entry.
@@ -63,6 +63,29 @@ int al_allowlist_clone(const struct al_allowlist *al, struct al_allowlist **out)
 bool al_allow_match(const struct al_allowlist *al, const char *host, uint16_t port);
 /* Is the name (not a literal) allowed on some port? What the sandbox's resolver answers for. */
 bool al_allow_name(const struct al_allowlist *al, const char *name);
+/* ---- request rules: "[METHOD|METHOD... ]HOST[:PORT][/PREFIX]" --------------------------
+ * An entry may name methods and a path prefix ("GET|HEAD pypi.org/simple/"). airlock can hold a
+ * request to them only where it sees the request: TLS it terminates, or plain HTTP. */
+#define AL_RULE_PATH_MAX 128
+/* The bit of a method the rules know (GET HEAD POST PUT PATCH DELETE OPTIONS), or 0. */
+unsigned al_method_bit(const char *m, size_t n);
+/* Whether every entry covering host:port has a rule (and one does): airlock must then see the
+ * requests, so it terminates the TLS. One entry without a rule opens every request. */
+bool al_allow_sees(const struct al_allowlist *al, const char *host, uint16_t port);
+/* Whether a request target's path is plain: starts with '/', no dot segments, no "%2e", "%2f",
+ * "%5c" or '\\' before the query, printable. A prefix holds only over plain paths. */
+bool al_path_plain(const char *path, size_t len);
+/* May METHOD target go to host:port? 0, with rule the entry that permits it ("GET|HEAD
+ * pypi.org:443/simple/"); -EACCES, or -EPERM when the path was not plain, with rule the host's
+ * entries, ", "-joined (truncated to cap). */
+int al_allow_request(const struct al_allowlist *al, const char *host, uint16_t port, const char *method,
+		     const char *path, char *rule, size_t cap);
+/* Whether some entry has a rule. */
+bool al_allowlist_has_rules(const struct al_allowlist *al);
+/* The i-th entry as text; whether it covers host:port. */
+void al_rule_text(const struct al_allowlist *al, size_t i, char *out, size_t cap);
+bool al_allow_match_entry(const struct al_allowlist *al, size_t i, const char *host, uint16_t port);
+
 /* The distinct ports of the name entries (literals are reached by address, never captured), in
  * the order listed, into out[0..max): their number, or max + 1 when there are more. */
 size_t al_allowlist_ports(const struct al_allowlist *al, uint16_t *out, size_t max);

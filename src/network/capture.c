@@ -227,6 +227,10 @@ void cap_conn_serve(struct px_conn *c, const struct px_config *cfg)
 		refuse(c, PXD_DENIED, "host or port not on the allowlist");
 		return;
 	}
+	if (px_tls_wanted(cfg, c->rec.host, c->rec.port)) {
+		px_tls_serve(c, cfg); /* the job speaks TLS to the synthetic address: it ends here */
+		return;
+	}
 	if (px_connect_checked(c, cfg, c->rec.host, c->rec.port) < 0)
 		return;
 	c->rec.decision = PXD_ALLOWED;

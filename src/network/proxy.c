@@ -23,6 +23,8 @@
 #include "network/broker.h"
 #include "network/capture.h"
 #include "network/dns.h"
+#include "network/secrets.h"
+#include "network/tlsca.h"
 #include "util/clock.h"
 
 #define PX_THREAD_STACK ((size_t)256 * 1024) /* getaddrinfo and OpenSSL need more than a tiny stack */
@@ -73,6 +75,8 @@ static void px_destroy(struct px *px)
 		px->cfg.brokers_release(px->cfg.brokers_ctx);
 	al_allowlist_free(px->allow);
 	al_cidr_list_free(px->allow_private);
+	tca_unref(px->cfg.ca);
+	al_secrets_unref(px->cfg.secrets);
 	free(px->hosts_file);
 	free(px->conns);
 	free(px->recs);
@@ -139,6 +143,22 @@ bool px_conn_set_upstream(struct px_conn *c, int fd)
 		c->upstream = fd;
 	pthread_mutex_unlock(&c->px->mu);
 	return ok;
+}
+
+void px_conn_next(struct px_conn *c)
+{
+	struct px *px = c->px;
+	c->rec.duration_s = since_t0(px) - c->rec.start_s;
+	pthread_mutex_lock(&px->mu);
+	if (c->gen == px->gen)
+		add_record(px, &c->rec);
+	pthread_mutex_unlock(&px->mu);
+	c->rec.decision = PXD_ERROR;
+	c->rec.reason = NULL;
+	c->rec.status = 0;
+	c->rec.bytes_up = c->rec.bytes_down = 0;
+	c->rec.method[0] = c->rec.path[0] = c->rec.rule[0] = 0;
+	c->rec.start_s = since_t0(px);
 }
 
 static void *conn_thread(void *arg)
@@ -284,6 +304,8 @@ static int copy_config(struct px *px, const struct px_config *cfg)
 		return -ENOMEM;
 	if (cfg->hosts_file && !(px->hosts_file = strdup(cfg->hosts_file)))
 		return -ENOMEM;
+	tca_ref(px->cfg.ca);
+	al_secrets_ref(px->cfg.secrets);
 	px->cfg.allow = px->allow;
 	px->cfg.allow_private = px->allow_private;
 	px->cfg.hosts_file = px->hosts_file;

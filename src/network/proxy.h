@@ -15,6 +15,8 @@
 #include "network/pxrecord.h"
 
 struct al_broker_list;
+struct al_secrets;
+struct tls_ca;
 
 /* What the proxy enforces. The proxy keeps its own copies (or references) of everything. */
 struct px_config {
@@ -24,6 +26,11 @@ struct px_config {
 	void (*brokers_release)(void *ctx);	  /* called once the last thread is done with them */
 	void *brokers_ctx;
 	const char *hosts_file; /* NULL: system resolver only */
+	/* Where rules must see requests (al_allow_sees) or a secret may go (al_secrets_for), TLS is
+	 * terminated with this sandbox's CA (pxtls.c); NULL: never. The proxy takes a reference of
+	 * each (not of the caller's). */
+	struct tls_ca *ca;
+	struct al_secrets *secrets;
 	bool plain_http;
 	bool capture; /* the sandbox's resolver and the capture listeners (capture.c) may be served */
 	uint32_t max_conns;
@@ -96,6 +103,15 @@ bool px_conn_set_upstream(struct px_conn *c, int fd);
 /* Resolves host, checks each address, connects to the first permitted one that answers: the
  * upstream fd (registered), or -1 with the refusal recorded (and answered) (pxconn.c). */
 int px_connect_checked(struct px_conn *c, const struct px_config *cfg, const char *host, uint16_t port);
+/* Records the request served so far and starts a new record for the next one on the same
+ * connection (same host, port and kind): terminated TLS carries many requests (proxy.c). */
+void px_conn_next(struct px_conn *c);
+/* Whether the connection to host:port must be terminated: rules to see, or secrets to put. */
+bool px_tls_wanted(const struct px_config *cfg, const char *host, uint16_t port);
+/* Serves a connection whose TLS airlock terminates (pxtls.c): c->rec.host and port are set and
+ * allowed, the client was told the tunnel is up (or was captured); every request is checked
+ * against the rules, secrets are put in, each request recorded. */
+void px_tls_serve(struct px_conn *c, const struct px_config *cfg);
 /* Relays both ways until both directions ended or nothing moved for idle_ms (pxconn.c). */
 void px_relay(struct px_conn *c, int idle_ms);
 /* For capture.c: the names table (NULL without cfg.capture), the allowlist, and a query's

@@ -4,6 +4,7 @@
 #define AL_NETWORK_PXRECORD_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,11 @@ struct px_record {
 	int status;		     /* HTTP status sent to the client; 0 for a tunnel that was established */
 	uint64_t bytes_up;	     /* client -> upstream, after the head */
 	uint64_t bytes_down;	     /* upstream -> client */
+	/* A request airlock saw (TLS it terminated, or plain HTTP): */
+	bool tls_airlock;	     /* the job's TLS ended at airlock (pxtls.c): tls "airlock" */
+	char method[16];	     /* "" when no request was seen */
+	char path[160];		     /* the target as sent, truncated (its query too: no secret is put there) */
+	char rule[160];		     /* the rule that allowed it, or the host's rules when refused */
 	double start_s;		     /* seconds since the job started */
 	double duration_s;
 };

@@ -11,6 +11,8 @@
 
 #include "network/allowlist.h"
 #include "network/broker.h"
+#include "network/secrets.h"
+#include "network/tlsca.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -69,6 +71,50 @@ size_t pol_net_choices(const char **names, size_t max)
 	return n;
 }
 
+/* The sandbox's CA, made when the policy first needs TLS terminated. Each policy gets its own
+ * (one per job, or per held sandbox): a CA trusted by one sandbox vouches for nothing in another. */
+static int ensure_ca(struct al_policy *p, struct al_error *err)
+{
+	if (p->tls_ca)
+		return 0;
+	int r = tca_new(p->upstream_ca, &p->tls_ca);
+	if (r == -EINVAL)
+		return al_err(err, EINVAL, "--upstream-ca %s: no PEM certificate in it", p->upstream_ca);
+	return r < 0 ? al_err_sys(err, -r, "the sandbox's certificate authority") : 0;
+}
+
+const char *pol_tls_ca_pem(const struct al_policy *p)
+{
+	return tca_pem(p->tls_ca);
+}
+
+int al_policy_add_secret(struct al_policy *p, const char *spec, struct al_error *err)
+{
+	if (!p->secrets && al_secrets_new(&p->secrets) < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	int r = al_secrets_add(p->secrets, spec, err);
+	return r < 0 ? r : ensure_ca(p, err);
+}
+
+int al_policy_set_upstream_ca(struct al_policy *p, const char *file, struct al_error *err)
+{
+	if (!file || file[0] != '/')
+		return al_err(err, EINVAL, "--upstream-ca: '%s' is not an absolute path", file ? file : "");
+	if (access(file, R_OK) < 0)
+		return al_err_sys(err, errno, "--upstream-ca: %s", file);
+	char *s = strdup(file);
+	if (!s)
+		return al_err(err, ENOMEM, "out of memory");
+	free(p->upstream_ca);
+	p->upstream_ca = s;
+	if (!p->tls_ca)
+		return 0;
+	/* Made before this option was read: made again (no job holds it yet). */
+	tca_unref(p->tls_ca);
+	p->tls_ca = NULL;
+	return ensure_ca(p, err);
+}
+
 int al_policy_allow_hosts(struct al_policy *p, const char *spec, struct al_error *err)
 {
 	if (!p->allow) {
@@ -82,7 +128,7 @@ int al_policy_allow_hosts(struct al_policy *p, const char *spec, struct al_error
 		return r;
 	}
 	p->net = AL_NET_ALLOW;
-	return 0;
+	return al_allowlist_has_rules(p->allow) ? ensure_ca(p, err) : 0;
 }
 
 int al_policy_allow_private(struct al_policy *p, const char *spec, struct al_error *err)
@@ -181,6 +227,9 @@ void pol_free_net(struct al_policy *p)
 	al_cidr_list_free(p->allow_private);
 	pol_brokers_release(p->brokers);
 	free(p->proxy_hosts);
+	tca_unref(p->tls_ca);
+	al_secrets_unref(p->secrets);
+	free(p->upstream_ca);
 }
 
 /* HTTPS_PROXY and friends in both cases (curl reads lower case, many tools upper case), and
@@ -210,6 +259,11 @@ static const char *const installer_vars[] = {
 	"npm_config_audit=false",
 };
 
+/* Where the usual clients look for a CA bundle: OpenSSL (and so curl, Python's ssl, Ruby, PHP),
+ * requests, curl's own, pip, git, and Node (which adds NODE_EXTRA_CA_CERTS to its own store). */
+static const char *const ca_vars[] = {"SSL_CERT_FILE",  "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+				      "PIP_CERT",	"GIT_SSL_CAINFO",     "NODE_EXTRA_CA_CERTS"};
+
 /* v[*k] = the formatted string, *k advanced only on success. */
 __attribute__((format(printf, 3, 4))) static int put(char **v, size_t *k, const char *fmt, ...)
 {
@@ -229,7 +283,10 @@ char **pol_net_env(const struct al_policy *p, size_t *n)
 {
 	const struct al_broker_list *bl = pol_brokers(p);
 	size_t nb = al_broker_count(bl), k = 0;
-	char **v = calloc(AL_ARRAY_SIZE(proxy_vars) + 2 + AL_ARRAY_SIZE(installer_vars) + nb + 1, sizeof(*v));
+	size_t ns = al_secrets_count(p->secrets);
+	char **v = calloc(AL_ARRAY_SIZE(proxy_vars) + 2 + AL_ARRAY_SIZE(installer_vars) + nb + ns +
+				  AL_ARRAY_SIZE(ca_vars) + 1,
+			  sizeof(*v));
 	*n = 0;
 	if (!v || !pol_needs_proxy(p))
 		return v;
@@ -254,6 +311,15 @@ char **pol_net_env(const struct al_policy *p, size_t *n)
 		if (put(v, &k, "AIRLOCK_BROKER_%s_URL=%s/%s", name, url, bn ? bn : "") < 0)
 			goto oom;
 	}
+	/* The job's trust store: the system's plus the sandbox's CA (fsplan.c writes both files). */
+	for (size_t i = 0; p->net == AL_NET_ALLOW && p->tls_ca && i < AL_ARRAY_SIZE(ca_vars); i++)
+		if (put(v, &k, "%s=%s", ca_vars[i], strcmp(ca_vars[i], "NODE_EXTRA_CA_CERTS") ? AL_CA_BUNDLE : AL_CA_CERT) <
+		    0)
+			goto oom;
+	/* Placeholders only: the values stay in the supervisor (secrets.c). */
+	for (size_t i = 0; p->net == AL_NET_ALLOW && i < ns; i++)
+		if (put(v, &k, "%s=%s", al_secret_name(p->secrets, i), al_secret_placeholder(p->secrets, i)) < 0)
+			goto oom;
 	*n = k;
 	return v;
 oom:

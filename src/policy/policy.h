@@ -90,6 +90,11 @@ struct al_policy {
 	struct al_cidr_list *allow_private;
 	struct pol_brokers *brokers; /* shared with running proxies: see pol_brokers_ref */
 	char *proxy_hosts;	     /* hosts(5) file for the proxy's resolver, or NULL */
+	/* TLS terminated at airlock (network/pxtls.c): the sandbox's CA, made in memory once the
+	 * policy has a request rule or a secret; shared with running proxies by reference. */
+	struct tls_ca *tls_ca;
+	struct al_secrets *secrets;
+	char *upstream_ca; /* PEM file verifying upstreams, or NULL: the host's store */
 	bool proxy_http;	     /* forward absolute-form plain-HTTP requests too */
 	uint32_t proxy_max_conns;
 	uint64_t proxy_idle_ms;
@@ -122,6 +127,12 @@ void pol_brokers_release(void *ref);
  * array of *n malloc'd "NAME=VALUE" strings (empty when no proxy), or NULL when out of memory. */
 char **pol_net_env(const struct al_policy *p, size_t *n);
 void pol_free_net(struct al_policy *p);
+/* The CA bundle files the sandbox gets where TLS is terminated: the system's bundle plus the
+ * sandbox's CA, and the CA alone (NODE_EXTRA_CA_CERTS adds to Node's own). */
+#define AL_CA_BUNDLE "/etc/ssl/airlock/bundle.pem"
+#define AL_CA_CERT   "/etc/ssl/airlock/ca.pem"
+/* The sandbox CA's certificate (PEM), or NULL when nothing is terminated. */
+const char *pol_tls_ca_pem(const struct al_policy *p);
 
 /* A limit's default (policy.c, the one table of them): what al_policy_new starts with. */
 uint64_t pol_default_limit(enum al_limit which);

@@ -42,8 +42,9 @@ static const char *via_name(enum px_kind k)
 	return k == PXK_CAPTURE || k == PXK_DNS ? "capture" : "proxy";
 }
 
-/* What airlock saw of TLS: a tunnel's bytes pass through unread (name and port only); the broker
- * makes the upstream's TLS itself; plain HTTP has none. */
+/* What airlock saw of TLS: a tunnel's bytes pass through unread (so its rule can only be by name
+ * and port); the broker makes the upstream's TLS itself, as does terminated TLS (tls_airlock, the
+ * record's own flag); plain HTTP has none. */
 static json_t *tls_name(enum px_kind k)
 {
 	switch (k) {
@@ -78,7 +79,11 @@ static json_t *record_json(const struct px_record *r)
 		json_object_set_new(o, "broker", opt_str(r->broker));
 	if (o) {
 		json_object_set_new(o, "via", json_string(via_name(r->kind)));
-		json_object_set_new(o, "tls", tls_name(r->kind));
+		json_object_set_new(o, "tls", r->tls_airlock ? json_string("airlock") : tls_name(r->kind));
+		/* What airlock saw of the request, where it saw one (terminated TLS, plain HTTP). */
+		json_object_set_new(o, "method", opt_str(r->method));
+		json_object_set_new(o, "path", opt_str(r->path));
+		json_object_set_new(o, "rule", opt_str(r->rule));
 	}
 	return o;
 }

@@ -144,7 +144,11 @@ static void test_bad_entries(void **state)
 	expect_bad("::1:443:", NULL);
 	expect_bad("fe80::1%eth0", NULL);
 	expect_bad("http://pypi.org", NULL);
-	expect_bad("pypi.org/simple", NULL);
+	expect_bad("pypi.org/simple/../admin", NULL);
+	expect_bad("pypi.org/a%2e%2e/b", NULL);
+	expect_bad("pypi.org/a?b", NULL);
+	expect_bad("FETCH pypi.org", NULL);
+	expect_bad("GET||HEAD pypi.org", NULL);
 	expect_bad("evil\x1b[2J.org", "evil?[2J.org"); /* the message is printable */
 	/* Labels and lengths at their limits. */
 	char label64[80], name254[300];
@@ -167,6 +171,32 @@ static void test_bad_entries(void **state)
 	al_allowlist_free(al);
 	strcat(name254, "a");
 	expect_bad(name254, NULL);
+}
+
+/* Request rules: methods and path prefixes, seen only where airlock terminates TLS. */
+static void test_rules(void **state)
+{
+	(void)state;
+	struct al_allowlist *al = list("GET|HEAD pypi.org/simple/,POST api.example.com/v1/,open.example.com");
+	char rule[256];
+	assert_true(al_allow_match(al, "pypi.org", 443));
+	assert_true(al_allow_sees(al, "pypi.org", 443));
+	assert_false(al_allow_sees(al, "open.example.com", 443));
+	assert_false(al_allow_sees(al, "other.example.com", 443));
+	assert_int_equal(al_allow_request(al, "pypi.org", 443, "GET", "/simple/numpy/", rule, sizeof(rule)), 0);
+	assert_string_equal(rule, "GET|HEAD pypi.org:443/simple/");
+	assert_int_equal(al_allow_request(al, "pypi.org", 443, "POST", "/simple/x", rule, sizeof(rule)), -EACCES);
+	assert_string_equal(rule, "GET|HEAD pypi.org:443/simple/");
+	assert_int_equal(al_allow_request(al, "pypi.org", 443, "GET", "/admin", rule, sizeof(rule)), -EACCES);
+	assert_int_equal(al_allow_request(al, "pypi.org", 443, "GET", "/simple/../admin", rule, sizeof(rule)), -EPERM);
+	assert_int_equal(al_allow_request(al, "pypi.org", 443, "GET", "/simple/%2e%2e/admin", rule, sizeof(rule)),
+			 -EPERM);
+	assert_int_equal(al_allow_request(al, "api.example.com", 443, "POST", "/v1/chat?x=1", rule, sizeof(rule)), 0);
+	assert_int_equal(al_allow_request(al, "api.example.com", 443, "GET", "/v1/chat", rule, sizeof(rule)), -EACCES);
+	assert_int_equal(al_allow_request(al, "open.example.com", 443, "DELETE", "/x", rule, sizeof(rule)), 0);
+	assert_true(al_path_plain("/a/b.c/..x?q=/../", 17));
+	assert_false(al_path_plain("/a/./b", 6));
+	al_allowlist_free(al);
 }
 
 static void test_host_normalize(void **state)
@@ -285,7 +315,7 @@ int main(void)
 		cmocka_unit_test(test_exact_and_ports), cmocka_unit_test(test_suffix),
 		cmocka_unit_test(test_ip_literals),	cmocka_unit_test(test_all_or_nothing_and_append),
 		cmocka_unit_test(test_bad_entries),	cmocka_unit_test(test_host_normalize),
-		cmocka_unit_test(test_cidrs),		cmocka_unit_test(test_bad_cidrs),
+		cmocka_unit_test(test_rules),		cmocka_unit_test(test_cidrs),		cmocka_unit_test(test_bad_cidrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
