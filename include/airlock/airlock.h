@@ -67,7 +67,8 @@ AL_EXPORT uint64_t al_policy_get_limit(const struct al_policy *p, enum al_limit 
 /* "NAME" passes the caller's value through (if set); "NAME=VALUE" sets it. */
 AL_EXPORT int al_policy_add_env(struct al_policy *p, const char *spec, struct al_error *err);
 /* Bind SRC (host) at DEST (absolute, inside). DEST NULL means the same path. */
-AL_EXPORT int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable, struct al_error *err);
+AL_EXPORT int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable,
+				 struct al_error *err);
 /* The system directories (/usr, /bin, /lib..., and /etc's ld.so.cache, certificates,
  * alternatives) come from DIR, e.g. an unpacked distribution tree, instead of the host. */
 AL_EXPORT int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err);
@@ -95,7 +96,7 @@ AL_EXPORT int al_policy_image_config(struct al_policy *p, char *note, size_t not
 /* A file the sandbox starts with: data[0..len) at DEST (beneath /workspace, e.g. the code of
  * `airlock exec`), owned by the sandbox user. Copied; at most 64 MiB in all. */
 AL_EXPORT int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, size_t len, unsigned mode,
-		       struct al_error *err);
+				 struct al_error *err);
 /* Bind a host directory read-write at /workspace instead of the throwaway tmpfs. */
 AL_EXPORT int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error *err);
 AL_EXPORT int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_error *err);
@@ -107,7 +108,7 @@ enum al_checkout_mode {
 };
 /* DIR at DEST (default /workspace/src). */
 AL_EXPORT int al_policy_set_checkout(struct al_policy *p, const char *dir, const char *dest, enum al_checkout_mode mode,
-			   struct al_error *err);
+				     struct al_error *err);
 /* The mode alone (for front ends where the mode and the directory come separately). */
 AL_EXPORT int al_policy_set_checkout_mode(struct al_policy *p, enum al_checkout_mode mode, struct al_error *err);
 /* With AL_CHECKOUT_COPY: export the files the job changed, as a tree, into DIR (which must not
@@ -152,7 +153,8 @@ AL_EXPORT int al_policy_set_proxy_hosts(struct al_policy *p, const char *file, s
 /* Also forward plain-HTTP (absolute-form) requests to allowed hosts (default: CONNECT only). */
 AL_EXPORT int al_policy_set_proxy_http(struct al_policy *p, bool on, struct al_error *err);
 /* Concurrent proxy connections per job (default 64) and their idle timeout (default 60 s). */
-AL_EXPORT int al_policy_set_proxy_limits(struct al_policy *p, uint32_t max_conns, uint64_t idle_ms, struct al_error *err);
+AL_EXPORT int al_policy_set_proxy_limits(struct al_policy *p, uint32_t max_conns, uint64_t idle_ms,
+					 struct al_error *err);
 /* A credential broker: "NAME=https://HOST[:PORT][/BASE],header=HEADER[,scheme=WORD],
  * env=VAR|file=PATH[,ca=CAFILE]". The secret is read now and stays in the supervisor; the job
  * reaches the upstream at $AIRLOCK_BROKER_<NAME>_URL through the proxy port. Needs --net
@@ -245,7 +247,7 @@ struct al_job; /* opaque: one confined running job and its supervisor state */
  * retained. A failure to set up isolation is an error here or a setup-error verdict;
  * in both cases the payload never ran. */
 AL_EXPORT int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
-		 struct al_error *err);
+			   struct al_error *err);
 
 /* Removes what a crashed airlock left behind: job cgroups whose supervisor is gone and, when p is
  * NULL or runs on a backend that makes them (oci, gvisor), the bundle directories of such

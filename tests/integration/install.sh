@@ -61,7 +61,7 @@ void cg_attach(void);
 void cg_attach(void) { abort(); }
 EOF
 SAN=()
-[ -z "${AL_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
+[ -z "${AL_SANITIZED:-}" ] || SAN=("-fsanitize=address,undefined")
 # shellcheck disable=SC2046 # pkg-config's flags are words
 cc "${SAN[@]}" -Wall -Wextra -Werror -o "$T/run-shared" "$T/run.c" "$T/clash.c" $(pkg-config --cflags --libs airlock) \
 	-Wl,-rpath,"$LIBDIR" 2>"$T/cc-shared.err" || al_fail "building against libairlock.so failed: $(head -c 2000 "$T/cc-shared.err")"
@@ -89,6 +89,7 @@ echo "host secret" >"$canary"
 chmod 0644 "$canary"
 for kind in shared static; do
 	rc=0
+	# shellcheck disable=SC2016 # expanded by the sandbox's shell
 	"${AL_SETPRIV[@]}" "$T/run-$kind" /bin/sh -c 'echo "inside as $(id -u)"; cat "$1" || echo "no $1"; echo replaced >"$1"; exit 7' \
 		sh "$canary" >"$T/$kind.out" 2>"$T/$kind.err" || rc=$?
 	al_assert_eq "$rc" 7 "run-$kind's exit status (the payload's)"
@@ -178,7 +179,7 @@ wait "$OPID" || rc=$?
 # The unit's hardening that holds outside systemd too: no_new_privs and its capability bounding set.
 if [ "$AL_TEST_MODE" = root ]; then
 	drop=$(sed -n 's/^CapabilityBoundingSet=~//p' "$PREFIX/lib/systemd/system/airlock.service" | tr ' ' '\n' |
-		sed -n 's/^CAP_\(.*\)/-\1/p' | tr 'A-Z' 'a-z' | paste -sd, -)
+		sed -n 's/^CAP_\(.*\)/-\1/p' | tr '[:upper:]' '[:lower:]' | paste -sd, -)
 	[ -n "$drop" ] || al_fail "airlock.service drops no capability from its bounding set"
 	LAUNCH=(setpriv --no-new-privs --bounding-set "$drop" --)
 	al_log "serve runs as the unit would: ${LAUNCH[*]}"
@@ -202,6 +203,7 @@ done
 created=$(lcurl "$sock" -X POST -H 'Content-Type: application/json' -d '{}' http://airlock/v1/sandboxes)
 sb=$(al_json_get "$created" sandbox_id) || al_fail "no sandbox from serve started by $how: $created $(cat "$S/serve.err")"
 al_assert_contains "$(cat "$S/serve.err")" "listening on $sock (passed by systemd" "serve's log"
+# shellcheck disable=SC2016 # expanded by the sandbox's shell
 out=$(lcurl "$sock" -X POST -H 'Content-Type: application/json' -d '{"language":"shell","code":"echo from $(id -u) in the sandbox; exit 3"}' \
 	"http://airlock/v1/sandboxes/$sb/exec")
 result=$(printf '%s\n' "$out" | tail -n 1)
