@@ -17,7 +17,15 @@ extern "C" {
  *  - Every fallible call takes an optional `struct al_error *` (may be NULL) that
  *    receives a human-readable message; the library never prints and never exits.
  *  - Objects are opaque; each *_new/_spawn has a matching *_free that accepts NULL.
+ *  - libairlock exports exactly the functions declared here (AL_EXPORT): the library is built
+ *    with -fvisibility=hidden, so its internal modules never clash with a caller's names.
  */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define AL_EXPORT __attribute__((visibility("default")))
+#else
+#define AL_EXPORT
+#endif
 
 #define AL_ERROR_MAX 512 /* room for a refusal that names its cause, what was tried and the way out */
 
@@ -49,20 +57,21 @@ enum al_limit {
 };
 
 /* Allocates a policy with airlock's defaults: full isolation, no network. */
-int al_policy_new(struct al_policy **out);
-void al_policy_free(struct al_policy *p);
+AL_EXPORT int al_policy_new(struct al_policy **out);
+AL_EXPORT void al_policy_free(struct al_policy *p);
 
 /* argv[0] is resolved inside the sandbox (PATH=/usr/local/bin:/usr/bin:/bin...). Copied. */
-int al_policy_set_argv(struct al_policy *p, int argc, const char *const *argv, struct al_error *err);
-int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value, struct al_error *err);
-uint64_t al_policy_get_limit(const struct al_policy *p, enum al_limit which);
+AL_EXPORT int al_policy_set_argv(struct al_policy *p, int argc, const char *const *argv, struct al_error *err);
+AL_EXPORT int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value, struct al_error *err);
+AL_EXPORT uint64_t al_policy_get_limit(const struct al_policy *p, enum al_limit which);
 /* "NAME" passes the caller's value through (if set); "NAME=VALUE" sets it. */
-int al_policy_add_env(struct al_policy *p, const char *spec, struct al_error *err);
+AL_EXPORT int al_policy_add_env(struct al_policy *p, const char *spec, struct al_error *err);
 /* Bind SRC (host) at DEST (absolute, inside). DEST NULL means the same path. */
-int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable, struct al_error *err);
+AL_EXPORT int al_policy_add_bind(struct al_policy *p, const char *src, const char *dest, bool writable,
+				 struct al_error *err);
 /* The system directories (/usr, /bin, /lib..., and /etc's ld.so.cache, certificates,
  * alternatives) come from DIR, e.g. an unpacked distribution tree, instead of the host. */
-int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err);
+AL_EXPORT int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *err);
 /* The rootfs is the image NAME (or "sha256:<hex>") of the image store (`airlock image`): its
  * read-only tree, its config's Env as defaults, its config's User (resolved in the image's own
  * /etc/passwd and /etc/group) as the payload's uid:gid inside the sandbox's user namespace — but
@@ -70,12 +79,12 @@ int al_policy_set_rootfs(struct al_policy *p, const char *dir, struct al_error *
  * image is locked against removal while the policy lives. The posture never changes with the
  * image: no capability, no_new_privs, the same seccomp and Landlock whatever the uid. -EINVAL for
  * a User that is not NAME, UID, NAME:GROUP or UID:GID. */
-int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *err);
+AL_EXPORT int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *err);
 /* The policy's image digest and name, or NULL (owned by the policy). */
-const char *al_policy_image_digest(const struct al_policy *p);
-const char *al_policy_image_name(const struct al_policy *p);
+AL_EXPORT const char *al_policy_image_digest(const struct al_policy *p);
+AL_EXPORT const char *al_policy_image_name(const struct al_policy *p);
 /* The image's default command (its config's Entrypoint then Cmd), NULL-terminated, or NULL. */
-const char *const *al_policy_image_argv(const struct al_policy *p);
+AL_EXPORT const char *const *al_policy_image_argv(const struct al_policy *p);
 /* The image config's WorkingDir and User, for a command run on the image as it is (`airlock run`;
  * an exec's code lives in /workspace, which stays its directory). WorkingDir becomes the working
  * directory unless one was set (--cwd) or /workspace is the caller's (--workdir), and only when
@@ -83,20 +92,20 @@ const char *const *al_policy_image_argv(const struct al_policy *p);
  * al_policy_set_image; a name the image does not know and ids past the sandbox's are not, and
  * are said here. note receives what was not applied, in one line ("" when everything was). 0, or
  * -errno. */
-int al_policy_image_config(struct al_policy *p, char *note, size_t note_len, struct al_error *err);
+AL_EXPORT int al_policy_image_config(struct al_policy *p, char *note, size_t note_len, struct al_error *err);
 /* A file the sandbox starts with: data[0..len) at DEST (beneath /workspace, e.g. the code of
  * `airlock exec`), owned by the sandbox user. Copied; at most 64 MiB in all. */
-int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, size_t len, unsigned mode,
-		       struct al_error *err);
+AL_EXPORT int al_policy_add_file(struct al_policy *p, const char *dest, const void *data, size_t len, unsigned mode,
+				 struct al_error *err);
 /* Bind a host directory read-write at /workspace instead of the throwaway tmpfs. */
-int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error *err);
+AL_EXPORT int al_policy_set_workdir(struct al_policy *p, const char *dir, struct al_error *err);
 /* A held sandbox's workspace as an overlay: dir (a host directory, read-only to the sandbox)
  * becomes a lower layer, beneath those added before it; what the sandbox writes goes to an upper
  * layer on a tmpfs of --disk bytes (al_sandbox_upper). Its entries should belong to the sandbox's
  * ids (al_sandbox_owner), whose namespace reads them. At most AL_WS_LAYERS. */
-int al_policy_add_ws_layer(struct al_policy *p, const char *dir, struct al_error *err);
+AL_EXPORT int al_policy_add_ws_layer(struct al_policy *p, const char *dir, struct al_error *err);
 #define AL_WS_LAYERS 64
-int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_error *err);
+AL_EXPORT int al_policy_set_hostname(struct al_policy *p, const char *name, struct al_error *err);
 
 /* A view of a checkout (a host directory) inside the sandbox. */
 enum al_checkout_mode {
@@ -104,17 +113,17 @@ enum al_checkout_mode {
 	AL_CHECKOUT_COPY, /* a throwaway read-write copy (overlay on the job's tmpfs); the source is never written */
 };
 /* DIR at DEST (default /workspace/src). */
-int al_policy_set_checkout(struct al_policy *p, const char *dir, const char *dest, enum al_checkout_mode mode,
-			   struct al_error *err);
+AL_EXPORT int al_policy_set_checkout(struct al_policy *p, const char *dir, const char *dest, enum al_checkout_mode mode,
+				     struct al_error *err);
 /* The mode alone (for front ends where the mode and the directory come separately). */
-int al_policy_set_checkout_mode(struct al_policy *p, enum al_checkout_mode mode, struct al_error *err);
+AL_EXPORT int al_policy_set_checkout_mode(struct al_policy *p, enum al_checkout_mode mode, struct al_error *err);
 /* With AL_CHECKOUT_COPY: export the files the job changed, as a tree, into DIR (which must not
  * exist yet or be empty) when the job ends. */
-int al_policy_set_keep_changes(struct al_policy *p, const char *dir, struct al_error *err);
+AL_EXPORT int al_policy_set_keep_changes(struct al_policy *p, const char *dir, struct al_error *err);
 /* Working directory inside the sandbox (default /workspace). */
-int al_policy_set_cwd(struct al_policy *p, const char *dir, struct al_error *err);
+AL_EXPORT int al_policy_set_cwd(struct al_policy *p, const char *dir, struct al_error *err);
 /* Root only: the host uid/gid that sandbox id 0 maps to (65536 ids from there). */
-int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *err);
+AL_EXPORT int al_policy_set_id_base(struct al_policy *p, uint32_t base, struct al_error *err);
 
 /* Which boundary runs the job. Every backend honours the same policy or refuses it. */
 enum al_backend {
@@ -124,9 +133,9 @@ enum al_backend {
 	AL_BACKEND_OCI,	   /* an OCI runtime (crun) with airlock owning the cgroups */
 	AL_BACKEND_NONE,   /* no isolation at all (profile none, local development): loudly reported */
 };
-int al_policy_set_backend(struct al_policy *p, enum al_backend backend, struct al_error *err);
-enum al_backend al_policy_get_backend(const struct al_policy *p);
-const char *al_backend_name(enum al_backend backend);
+AL_EXPORT int al_policy_set_backend(struct al_policy *p, enum al_backend backend, struct al_error *err);
+AL_EXPORT enum al_backend al_policy_get_backend(const struct al_policy *p);
+AL_EXPORT const char *al_backend_name(enum al_backend backend);
 
 /* What the job may reach over the network. */
 enum al_net_posture {
@@ -135,7 +144,7 @@ enum al_net_posture {
 	AL_NET_HOST,  /* the host's network: explicit opt-in only, the highest risk */
 	AL_NET_ALLOW, /* lo up plus the egress proxy on 127.0.0.1:AL_PROXY_PORT: allowed host names only */
 };
-int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, struct al_error *err);
+AL_EXPORT int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, struct al_error *err);
 
 /* The egress proxy's port on the sandbox's own loopback (its network namespace is private). */
 #define AL_PROXY_PORT 3128
@@ -148,27 +157,28 @@ int al_policy_set_network(struct al_policy *p, enum al_net_posture posture, stru
 #define AL_CAPTURE_MAX_PORT 16		/* capture listeners (distinct allowlist ports) at most */
 /* Adds "HOST[,HOST...]" to the allowlist (pypi.org, *.pythonhosted.org, host:8443, an IP
  * literal) and selects AL_NET_ALLOW. All or nothing; the error names the bad entry. */
-int al_policy_allow_hosts(struct al_policy *p, const char *spec, struct al_error *err);
+AL_EXPORT int al_policy_allow_hosts(struct al_policy *p, const char *spec, struct al_error *err);
 /* "CIDR[,CIDR...]" exempt from the proxy's refusal of loopback, private, link-local, metadata
  * and CGNAT addresses (on-premise registries, tests). */
-int al_policy_allow_private(struct al_policy *p, const char *spec, struct al_error *err);
+AL_EXPORT int al_policy_allow_private(struct al_policy *p, const char *spec, struct al_error *err);
 /* A hosts(5) file the proxy's resolver consults before DNS (pinning; test resolvers). */
-int al_policy_set_proxy_hosts(struct al_policy *p, const char *file, struct al_error *err);
+AL_EXPORT int al_policy_set_proxy_hosts(struct al_policy *p, const char *file, struct al_error *err);
 /* Also forward plain-HTTP (absolute-form) requests to allowed hosts (default: CONNECT only). */
-int al_policy_set_proxy_http(struct al_policy *p, bool on, struct al_error *err);
+AL_EXPORT int al_policy_set_proxy_http(struct al_policy *p, bool on, struct al_error *err);
 /* Concurrent proxy connections per job (default 64) and their idle timeout (default 60 s). */
-int al_policy_set_proxy_limits(struct al_policy *p, uint32_t max_conns, uint64_t idle_ms, struct al_error *err);
+AL_EXPORT int al_policy_set_proxy_limits(struct al_policy *p, uint32_t max_conns, uint64_t idle_ms,
+					 struct al_error *err);
 /* A credential broker: "NAME=https://HOST[:PORT][/BASE],header=HEADER[,scheme=WORD],
  * env=VAR|file=PATH[,ca=CAFILE]". The secret is read now and stays in the supervisor; the job
  * reaches the upstream at $AIRLOCK_BROKER_<NAME>_URL through the proxy port. Needs --net
  * none (the default) or allow=, not host. */
-int al_policy_add_broker(struct al_policy *p, const char *spec, struct al_error *err);
+AL_EXPORT int al_policy_add_broker(struct al_policy *p, const char *spec, struct al_error *err);
 /* A secret by reference, "NAME,env=VAR|file=PATH,hosts=HOST[|HOST...][,body]" (see
  * network/secrets.h): the job's variable NAME holds a placeholder, the proxy puts the value in
  * its place toward HOST only, over TLS it terminates with the sandbox's own CA. */
-int al_policy_add_secret(struct al_policy *p, const char *spec, struct al_error *err);
+AL_EXPORT int al_policy_add_secret(struct al_policy *p, const char *spec, struct al_error *err);
 /* PEM certificates that alone verify the upstreams of terminated TLS (default: the host's store). */
-int al_policy_set_upstream_ca(struct al_policy *p, const char *file, struct al_error *err);
+AL_EXPORT int al_policy_set_upstream_ca(struct al_policy *p, const char *file, struct al_error *err);
 
 /* The system call filter applied last before execve. */
 enum al_seccomp_profile {
@@ -176,30 +186,30 @@ enum al_seccomp_profile {
 	AL_SECCOMP_STRICT,  /* smaller allowlist; the always-denied calls kill the process */
 	AL_SECCOMP_OFF,	    /* no filter: always reported, refused where the floor requires seccomp */
 };
-int al_policy_set_seccomp(struct al_policy *p, enum al_seccomp_profile profile, struct al_error *err);
+AL_EXPORT int al_policy_set_seccomp(struct al_policy *p, enum al_seccomp_profile profile, struct al_error *err);
 /* Landlock filesystem (and, from ABI 4, network; from ABI 6, scope) rules. On by default. */
-int al_policy_set_landlock(struct al_policy *p, bool on, struct al_error *err);
+AL_EXPORT int al_policy_set_landlock(struct al_policy *p, bool on, struct al_error *err);
 /* As an ordinary user, also map the caller's subordinate ids (/etc/subuid, /etc/subgid) around
  * the sandbox user, through the setuid newuidmap/newgidmap (costs two helper runs per start).
  * Refused where they cannot be had, and as root (which always maps a range). */
-int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err);
+AL_EXPORT int al_policy_use_subids(struct al_policy *p, bool on, struct al_error *err);
 /* As an ordinary user whose cgroup cannot hold the cgroup limits: whether airlock may ask the
  * user's systemd for a delegated scope and run in it (default true; false refuses instead). */
-int al_policy_use_systemd_scope(struct al_policy *p, bool on, struct al_error *err);
+AL_EXPORT int al_policy_use_systemd_scope(struct al_policy *p, bool on, struct al_error *err);
 /* Where user namespaces are unavailable (an unprivileged container, Ubuntu's AppArmor
  * restriction), run anyway on Landlock + seccomp + rlimits + no_new_privs, in the host's
  * namespaces, with a throwaway workspace directory; always reported. Off by default; refused
  * when the floor requires any namespace or pivot_root, or the kernel lacks Landlock. */
-int al_policy_allow_fallback(struct al_policy *p, bool allow, struct al_error *err);
+AL_EXPORT int al_policy_allow_fallback(struct al_policy *p, bool allow, struct al_error *err);
 /* Default memory, pids and cpu limits (those not set explicitly) that the host cannot enforce —
  * no delegated cgroup — are refused unless this allows running without them; the verdict then
  * lists them (limits_not_applied). Explicit limits are always enforced or refused. */
 /* The limit's name, as its flag and configuration key spell it ("memory", "pids", "cpus", ...). */
-const char *al_limit_name(enum al_limit which);
-int al_policy_allow_best_effort_limits(struct al_policy *p, bool allow, struct al_error *err);
+AL_EXPORT const char *al_limit_name(enum al_limit which);
+AL_EXPORT int al_policy_allow_best_effort_limits(struct al_policy *p, bool allow, struct al_error *err);
 /* A floor of protections, e.g. "userns,netns,seccomp,landlock>=4,cgroup-memory". Below it,
  * spawning fails and names what is missing. Repeated calls add to the floor. */
-int al_policy_require(struct al_policy *p, const char *spec, struct al_error *err);
+AL_EXPORT int al_policy_require(struct al_policy *p, const char *spec, struct al_error *err);
 
 /* ---- jobs ------------------------------------------------------------------------ */
 
@@ -248,15 +258,15 @@ struct al_spawn_opts {
 
 /* A sealed, read-only memfd holding data[0..len): nobody can write, grow or shrink it (its seals
  * are sealed too), so what it holds is what the payload reads. The descriptor (O_CLOEXEC) or -errno. */
-int al_code_memfd(const char *data, size_t len);
+AL_EXPORT int al_code_memfd(const char *data, size_t len);
 
 struct al_job; /* opaque: one confined running job and its supervisor state */
 
 /* Starts the job. On success *out owns the job (al_job_free). The policy is not
  * retained. A failure to set up isolation is an error here or a setup-error verdict;
  * in both cases the payload never ran. */
-int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
-		 struct al_error *err);
+AL_EXPORT int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, struct al_job **out,
+			   struct al_error *err);
 
 /* Removes what a crashed airlock left behind: job cgroups whose supervisor is gone and, when p is
  * NULL or runs on a backend that makes them (oci, gvisor), the bundle directories of such
@@ -264,14 +274,14 @@ int al_job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, st
  * a cost that grows with the host's /tmp), so a native or bwrap start leaves them to the next
  * start that could have made them, or to a service's start (p NULL). Best effort; front ends
  * call it once at start. */
-void al_cleanup_stale(const struct al_policy *p);
+AL_EXPORT void al_cleanup_stale(const struct al_policy *p);
 
 /* Supervises the job to its end (output pump, deadline, kill, accounting). */
 struct al_verdict;
-int al_job_wait(struct al_job *job, struct al_verdict **out, struct al_error *err);
+AL_EXPORT int al_job_wait(struct al_job *job, struct al_verdict **out, struct al_error *err);
 /* Kills the job's processes now (from any thread, e.g. to cancel while another waits); the
  * waiter then sees them die. 0 or -errno. */
-int al_job_kill(struct al_job *job);
+AL_EXPORT int al_job_kill(struct al_job *job);
 /* What a running job's own cgroup has counted so far, as its verdict would say it (a long-lived
  * job: an interpreter context's kernel, between its cells). Call from the thread that owns the job
  * (not concurrently with al_job_free). 0, or -ENOTSUP when the job has no cgroup of its own. */
@@ -281,7 +291,7 @@ struct al_job_cgroup {
 	bool memory_limited, pids_limited, cpu_limited; /* what the cgroup enforces */
 	const char *version;				/* "v1", "v2" or "hybrid" */
 };
-int al_job_cgroup(struct al_job *job, struct al_job_cgroup *out);
+AL_EXPORT int al_job_cgroup(struct al_job *job, struct al_job_cgroup *out);
 /* What runs in a running job now, seen from outside it: its payload and every process the payload
  * started (the job's init not counted), and their threads. What a long-lived job (a kernel between
  * cells) says of itself is the job's word; this is the host's. 0, or -ENOTSUP (a backend whose
@@ -289,26 +299,26 @@ int al_job_cgroup(struct al_job *job, struct al_job_cgroup *out);
 struct al_job_census {
 	unsigned processes, threads;
 };
-int al_job_census(struct al_job *job, struct al_job_census *out);
+AL_EXPORT int al_job_census(struct al_job *job, struct al_job_census *out);
 /* Sends sig to the job's payload and its process group (the command and the programs it waits for,
  * as a terminal's ^C; not the job's init: in a pid namespace a signal to its init without a
  * handler is dropped); SIGKILL ends the whole job, as al_job_kill. From any thread. 0, -ESRCH (the payload is gone), -ENOTSUP (a backend whose
  * processes the host cannot see: only the native one's), or -errno. */
-int al_job_signal(struct al_job *job, int sig);
+AL_EXPORT int al_job_signal(struct al_job *job, int sig);
 /* The payload's pid as the processes of its held sandbox number it (an exec of a held sandbox:
  * in the sandbox's pid namespace, unique among its live processes; another job: in its own).
  * 0, or -errno as al_job_signal. */
-int al_job_pid(struct al_job *job, pid_t *pid);
+AL_EXPORT int al_job_pid(struct al_job *job, pid_t *pid);
 /* A terminal job's pty master (al_spawn_opts.tty), borrowed: valid until al_job_free. Write the
  * job's input to it (from any thread; it is non-blocking, so a full terminal answers EAGAIN: wait
  * for POLLOUT); its output is the job's stdout, read by al_job_wait. -ENOTTY for a job without a
  * terminal, -ESRCH when the sandbox failed before opening one (the verdict says why). */
-int al_job_tty(struct al_job *job);
+AL_EXPORT int al_job_tty(struct al_job *job);
 /* Sets a terminal job's window size (TIOCSWINSZ on the master: the job gets SIGWINCH), from any
  * thread: 0, -EINVAL for 0 or above 65535, -ENOTTY / -ESRCH as al_job_tty. */
-int al_job_resize(struct al_job *job, unsigned cols, unsigned rows);
+AL_EXPORT int al_job_resize(struct al_job *job, unsigned cols, unsigned rows);
 /* Kills anything still running, reaps, releases. */
-void al_job_free(struct al_job *job);
+AL_EXPORT void al_job_free(struct al_job *job);
 
 /* ---- held sandboxes (persistent) ---------------------------------------------------- */
 
@@ -325,20 +335,20 @@ void al_job_free(struct al_job *job);
 struct al_sandbox;
 
 /* Creates and starts a held sandbox from p (not retained); waits until it is ready. */
-int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct al_error *err);
+AL_EXPORT int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct al_error *err);
 /* The workspace (O_PATH directory descriptor, owned by the sandbox): resolve client paths beneath
  * it with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS). */
-int al_sandbox_workspace(const struct al_sandbox *sb);
+AL_EXPORT int al_sandbox_workspace(const struct al_sandbox *sb);
 /* With layers (al_policy_add_ws_layer): the overlay's upper layer, what the sandbox changed
  * (O_RDONLY directory descriptor, owned by the sandbox; whiteouts and opaque directories as
  * overlayfs keeps them, user.overlay.* attributes); else -1. */
-int al_sandbox_upper(const struct al_sandbox *sb);
+AL_EXPORT int al_sandbox_upper(const struct al_sandbox *sb);
 /* The host uid and gid of the sandbox's user, which should own files put into the workspace. */
-void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid);
+AL_EXPORT void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid);
 /* False once the sandbox's init is gone (killed, or out of memory). */
-bool al_sandbox_alive(const struct al_sandbox *sb);
+AL_EXPORT bool al_sandbox_alive(const struct al_sandbox *sb);
 /* The protections applied (JSON object, owned by the sandbox). */
-const char *al_sandbox_enforced(const struct al_sandbox *sb);
+AL_EXPORT const char *al_sandbox_enforced(const struct al_sandbox *sb);
 /* What the sandbox's cgroup counted so far, its execs included (the approver's console). */
 struct al_sandbox_usage {
 	double cpu_s;		    /* user + system CPU time (-1 if not accounted) */
@@ -346,32 +356,32 @@ struct al_sandbox_usage {
 	uint64_t peak_memory_bytes; /* the peak (0 if unknown) */
 };
 /* 0, or -ENOTSUP when the sandbox has no cgroup of its own. */
-int al_sandbox_usage(struct al_sandbox *sb, struct al_sandbox_usage *out);
+AL_EXPORT int al_sandbox_usage(struct al_sandbox *sb, struct al_sandbox_usage *out);
 /* OOM kills in the sandbox's cgroup so far (all its execs together): 0 and *out, or -errno
  * (-ENOENT: no cgroup). A caller compares two readings around one piece of work. */
-int al_sandbox_oom_kills(const struct al_sandbox *sb, uint64_t *out);
+AL_EXPORT int al_sandbox_oom_kills(const struct al_sandbox *sb, uint64_t *out);
 /* Kills everything in the sandbox, removes its cgroup and workspace, frees it. NULL is a no-op. */
-void al_sandbox_destroy(struct al_sandbox *sb);
+AL_EXPORT void al_sandbox_destroy(struct al_sandbox *sb);
 /* Pauses every process of the sandbox in place (the cgroup freezer, v2 or v1): they keep their
  * memory and state and use no CPU until al_sandbox_resume. From its first pause on, a keeper
  * process ends the sandbox should this process die (nothing stays frozen, nothing outlives it). Not to be
  * called while an exec of it runs in the foreground (its caller's rule: the exec would stop with
  * it). 0 (also when already paused); -ENOTSUP with err saying why no freezer is usable here;
  * -ETIMEDOUT when its processes did not freeze in time (it is left running); -errno. */
-int al_sandbox_pause(struct al_sandbox *sb, struct al_error *err);
+AL_EXPORT int al_sandbox_pause(struct al_sandbox *sb, struct al_error *err);
 /* Thaws a paused sandbox: 0 (also when it was not paused), or -errno. */
-int al_sandbox_resume(struct al_sandbox *sb, struct al_error *err);
-bool al_sandbox_paused(const struct al_sandbox *sb);
+AL_EXPORT int al_sandbox_resume(struct al_sandbox *sb, struct al_error *err);
+AL_EXPORT bool al_sandbox_paused(const struct al_sandbox *sb);
 /* The freezer the sandbox would pause with: "v2", "v1", or NULL and *why (static or the sandbox's). */
-const char *al_sandbox_freezer(const struct al_sandbox *sb, const char **why);
+AL_EXPORT const char *al_sandbox_freezer(const struct al_sandbox *sb, const char **why);
 /* A TCP connection to port (1-65535) of the sandbox's own loopback, made from inside its network
  * namespace (127.0.0.1, else ::1): 0 and *fd (the caller's; O_CLOEXEC, O_NONBLOCK), or -errno
  * (-ECONNREFUSED: nothing listens there). Never leaves the sandbox's namespace. */
-int al_sandbox_connect(struct al_sandbox *sb, uint16_t port, int *fd, struct al_error *err);
+AL_EXPORT int al_sandbox_connect(struct al_sandbox *sb, uint16_t port, int *fd, struct al_error *err);
 /* The sandbox's network table name ("tcp" or "tcp6", as in /proc/net), open for reading: an fd, or -errno. */
-int al_sandbox_net_file(struct al_sandbox *sb, const char *name, struct al_error *err);
+AL_EXPORT int al_sandbox_net_file(struct al_sandbox *sb, const char *name, struct al_error *err);
 /* Runs jobs of this policy in sb (borrowed: it must outlive the jobs); NULL: a new sandbox each. */
-int al_policy_set_sandbox(struct al_policy *p, struct al_sandbox *sb, struct al_error *err);
+AL_EXPORT int al_policy_set_sandbox(struct al_policy *p, struct al_sandbox *sb, struct al_error *err);
 
 /* ---- verdict --------------------------------------------------------------------- */
 
@@ -426,12 +436,12 @@ struct al_verdict {
 	char *proxy_json;      /* JSON object: the egress proxy's counters and connection records, or NULL */
 };
 
-void al_verdict_free(struct al_verdict *v);
+AL_EXPORT void al_verdict_free(struct al_verdict *v);
 /* The verdict as one JSON object (malloc'd, caller frees). */
-int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *err);
+AL_EXPORT int al_verdict_to_json(const struct al_verdict *v, char **out, struct al_error *err);
 /* The process exit code airlock's CLI uses for this verdict (payload code, 128+sig, 124, 125). */
-int al_verdict_exit_code(const struct al_verdict *v);
-const char *al_status_name(enum al_status s);
+AL_EXPORT int al_verdict_exit_code(const struct al_verdict *v);
+AL_EXPORT const char *al_status_name(enum al_status s);
 
 #ifdef __cplusplus
 }

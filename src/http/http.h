@@ -77,7 +77,7 @@ struct http_token {
 struct http_opts {
 	size_t size;	       /* sizeof(struct http_opts) */
 	const char *listen;    /* TCP: "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080"; port 0: any; NULL: none */
-	const char *unix_path; /* the Unix socket (mode 0600; its peers are uids); NULL: none */
+	const char *unix_path; /* the Unix socket (mode 0600; its peers are uids); NULL: none (see unix_fd) */
 	const struct http_token *tokens; /* required on TCP: every TCP request needs one of these */
 	size_t ntokens;
 	const uid_t *approver_uids; /* Unix socket peers that may decide approvals (NULL: root only) */
@@ -123,6 +123,10 @@ struct http_opts {
 	 * goes to that sandbox, as E2B's SDKs address one with E2B_DOMAIN (NULL: only the
 	 * E2b-Sandbox-Id header mode of E2B_SANDBOX_URL). */
 	const char *e2b_domain;
+	/* A listening Unix stream socket made by someone else (systemd's socket activation), served
+	 * instead of creating unix_path, which then only names it in the log; 0: none. Never removed
+	 * when serving ends: its maker owns the path and keeps listening. */
+	int unix_fd;
 };
 
 /*

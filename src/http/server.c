@@ -901,7 +901,7 @@ int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
 		return al_err(err, EINVAL, "http: no manager");
 	if (stop_fd < 0)
 		return al_err(err, EINVAL, "http: a stop descriptor is required");
-	if (!o->listen && !o->unix_path)
+	if (!o->listen && !o->unix_path && o->unix_fd <= 0)
 		return al_err(err, EINVAL, "http: nowhere to listen (no socket path, no TCP address)");
 	int r = o->listen ? hx_parse_listen(o->listen, &l, err) : 0;
 	if (r < 0)
@@ -915,12 +915,17 @@ int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
 	if (r < 0 || !s)
 		return r < 0 ? r : -EINVAL;
 	int ufd = -1;
+	bool passed = o->unix_fd > 0;
+	const char *where = o->unix_path ? o->unix_path : "the socket passed to us";
 	struct MHD_Daemon *tcp = NULL, *local = NULL;
-	if (o->unix_path && (r = unix_listen(o->unix_path, &ufd, err)) < 0)
+	if (passed)
+		ufd = o->unix_fd;
+	else if (o->unix_path && (r = unix_listen(o->unix_path, &ufd, err)) < 0)
 		goto out;
 	if (ufd >= 0 && !(local = start_daemon(s, NULL, ufd))) {
-		close(ufd);
-		r = al_err(err, EIO, "http: cannot serve on %s", o->unix_path);
+		if (!passed)
+			close(ufd);
+		r = al_err(err, EIO, "http: cannot serve on %s", where);
 		goto out;
 	}
 	if (o->listen && !(tcp = start_daemon(s, &l, -1))) {
@@ -930,8 +935,10 @@ int http_serve(const struct http_opts *o, int stop_fd, struct al_error *err)
 	}
 	const union MHD_DaemonInfo *di = tcp ? MHD_get_daemon_info(tcp, MHD_DAEMON_INFO_BIND_PORT) : NULL;
 	uint16_t port = di ? di->port : 0;
-	if (local)
-		hx_log(s, MCP_LOG_NOTICE, "listening on %s (mode 0600; peers are known by uid)", o->unix_path);
+	if (local && passed)
+		hx_log(s, MCP_LOG_NOTICE, "listening on %s (passed by systemd; peers are known by uid)", where);
+	else if (local)
+		hx_log(s, MCP_LOG_NOTICE, "listening on %s (mode 0600; peers are known by uid)", where);
 	if (tcp)
 		hx_log(s, MCP_LOG_NOTICE, "listening on %s (port %u), bearer token required", o->listen, port);
 	if (o->ready)
@@ -947,7 +954,7 @@ out:
 	hx_server_stop(s);
 	stop_daemon(tcp);
 	stop_daemon(local);
-	if (local)
+	if (local && !passed)
 		unlink(o->unix_path);
 	hx_server_free(s);
 	return r;

@@ -5,14 +5,18 @@
  * needs GnuTLS and p11-kit, which ship no complete static libraries) while the airlock binary is
  * static for start-up speed; `airlock serve` execs this program from its own directory. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "http/http.h"
@@ -53,7 +57,10 @@ static const char usage[] =
 	"                     changes are on disk before its result is sent; none: sandboxes end\n"
 	"                     with the server (default: server.state_dir, else $AIRLOCK_STATE_DIR,\n"
 	"                     else /var/lib/airlock/sandboxes as root, ~/.local/state/airlock/\n"
-	"                     sandboxes otherwise)\n";
+	"                     sandboxes otherwise)\n"
+	"\n"
+	"Started by systemd with a socket (airlock.socket: LISTEN_PID, LISTEN_FDS), it serves on that\n"
+	"socket, one listening Unix stream socket, instead of making its own.\n";
 
 static const char usage_tail[] =
 	"                     (elicitation for MCP clients that can, then the approvals queue).\n"
@@ -79,6 +86,8 @@ _Static_assert(sizeof(uid_t) == sizeof(unsigned), "server.approver_uids holds ui
 struct serve {
 	const char *config, *listen, *token_file, *approver_token_file, *socket, *profile, *audit, *port_file;
 	const char *state_dir; /* --state-dir ("none": nothing kept), or NULL */
+	int passed_fd;	       /* the socket systemd passed (0: none), and its path for the log */
+	char passed_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
 	char *socket_default, *token_default, *state_default;
 	struct service_opts so; /* its state_dir is settled in listeners(), once the configuration is read */
 	struct http_token *tokens;
@@ -204,6 +213,58 @@ static int socket_dir(const char *path, struct al_error *e)
 	return r < 0 ? al_err_sys(e, -r, "cannot create the directories above %s", path) : 0;
 }
 
+/* Socket activation with sd_listen_fds(3)'s rules, without libsystemd (a few lines): LISTEN_PID
+ * names this process (else the variables were meant for another, and are ignored) and LISTEN_FDS
+ * counts the descriptors passed from 3 on. The variables are unset whatever they say, so nothing
+ * this server starts inherits them. Exactly one listening Unix stream socket is taken (the unit's
+ * ListenStream=PATH): its peers are known by uid as on serve's own socket. Anything else is
+ * refused rather than served with rules it was not made for (a TCP socket has no bearer tokens
+ * here: --http makes one that has). -1 to go on (s->passed_fd set, or 0), else the exit status. */
+static int activated_socket(struct serve *s)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	char *end = NULL;
+	unsigned long for_pid = pid ? strtoul(pid, &end, 10) : 0, n = 0;
+	bool ours = pid && end && end != pid && !*end && for_pid == (unsigned long)getpid();
+	if (ours && fds) {
+		errno = 0;
+		n = strtoul(fds, &end, 10);
+		if (errno || end == fds || *end || n > 64)
+			return fail("LISTEN_FDS=%s is not a count of descriptors", fds);
+	}
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (!ours || n == 0)
+		return -1;
+	int fd = 3; /* SD_LISTEN_FDS_START */
+	for (unsigned long i = 0; i < n; i++)
+		(void)fcntl(fd + (int)i, F_SETFD, FD_CLOEXEC);
+	if (n != 1)
+		return fail("systemd passed %lu sockets (LISTEN_FDS); airlock serve takes one, a Unix stream "
+			    "socket (ListenStream=PATH)",
+			    n);
+	int domain = 0, type = 0, listening = 0;
+	socklen_t len = sizeof(int);
+	struct sockaddr_un a = {0};
+	socklen_t alen = sizeof(a);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 || domain != AF_UNIX ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening ||
+	    getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+		return fail("the descriptor systemd passed (fd 3) is not a listening Unix stream socket "
+			    "(ListenStream=PATH; for TCP use --http, which needs bearer tokens)");
+	size_t plen = alen > offsetof(struct sockaddr_un, sun_path) ? alen - offsetof(struct sockaddr_un, sun_path) : 0;
+	if (plen == 0)
+		snprintf(s->passed_path, sizeof(s->passed_path), "an unnamed socket (fd 3)");
+	else if (a.sun_path[0] == 0) /* abstract: shown as ss(8) does */
+		snprintf(s->passed_path, sizeof(s->passed_path), "@%.*s", (int)(plen - 1), a.sun_path + 1);
+	else
+		snprintf(s->passed_path, sizeof(s->passed_path), "%.*s", (int)plen, a.sun_path);
+	s->passed_fd = fd;
+	return -1;
+}
+
 static int parse(struct serve *s, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -296,6 +357,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 		.approvals = ch.other ? svc->approvals : NULL,
 		.request_timeout_ms = (uint32_t)cfg->server.request_timeout_ms,
 		.e2b_domain = cfg->server.http_e2b_domain,
+		.unix_fd = s->passed_fd,
 		.server_version = AIRLOCK_VERSION,
 		.stats = stats,
 		.stats_ctx = s,
@@ -325,6 +387,11 @@ static int listeners(void *ctx, struct cfg *cfg)
 	mgate_approve_apply(&s->approve, CFG_CHAN_HTTP, &cfg->approval, &s->channels);
 	if (!s->listen)
 		s->listen = cfg->server.http_listen;
+	if (s->passed_fd > 0 && s->socket)
+		return fail("--socket %s and a socket passed by systemd (%s): give one", s->socket, s->passed_path);
+	/* systemd's socket replaces the configured or default one: the unit names the path. */
+	if (s->passed_fd > 0)
+		s->socket = s->passed_path;
 	if (!s->socket)
 		s->socket = cfg->server.socket ? cfg->server.socket : s->socket_default;
 	if (s->socket && strcmp(s->socket, "none") == 0)
@@ -335,7 +402,7 @@ static int listeners(void *ctx, struct cfg *cfg)
 	if (!s->socket && !s->listen)
 		return fail("nowhere to listen: no XDG_RUNTIME_DIR for the default socket; give --socket PATH or "
 			    "--http ADDR");
-	if ((s->listen && load_tokens(s, cfg, &e) < 0) || (s->socket && socket_dir(s->socket, &e) < 0))
+	if ((s->listen && load_tokens(s, cfg, &e) < 0) || (s->socket && !s->passed_fd && socket_dir(s->socket, &e) < 0))
 		return fail("%s", e.msg);
 	return 0;
 }
@@ -344,7 +411,7 @@ int main(int argc, char **argv)
 {
 	struct serve s = {0};
 	int rc = parse(&s, argc, argv);
-	if (rc >= 0)
+	if (rc >= 0 || (rc = activated_socket(&s)) >= 0)
 		return rc;
 	rc = 125;
 	struct al_error e = {0};
