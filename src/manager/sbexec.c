@@ -218,18 +218,8 @@ int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, str
 		r = al_policy_add_env(p, op->env[i], err);
 	if (r == 0 && op->cwd)
 		r = al_policy_set_cwd(p, op->cwd, err);
-	for (int i = 0; r == 0 && i < p->argc; i++) {
-		if (strcmp(p->argv[i], l->file) != 0)
-			continue;
-		char *a = strdup(AL_CODE_PATH);
-		if (!a) {
-			r = al_err(err, ENOMEM, "out of memory");
-			break;
-		}
-		free(p->argv[i]);
-		p->argv[i] = a;
-		break;
-	}
+	if (r == 0 && pol_argv_replace(p, l->file, AL_CODE_PATH) < 0)
+		r = al_err(err, ENOMEM, "out of memory");
 	if (r < 0) {
 		al_policy_free(p);
 		return r;

@@ -303,10 +303,10 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 		s->m = m;
 		s->lim = *lim;
 		s->network = network;
-		s->disk_bytes = p->limits[AL_LIMIT_DISK];
+		s->disk_bytes = al_policy_get_limit(p, AL_LIMIT_DISK);
 		/* The image's tree (the store keeps it while a sandbox uses it): what a language's
 		 * program is looked up in (lang_program). */
-		if (p->rootfs && !(s->root = strdup(p->rootfs)))
+		if (pol_rootfs(p) && !(s->root = strdup(pol_rootfs(p))))
 			r = al_err(err, ENOMEM, "out of memory");
 	}
 	if (r == 0 && al_policy_image_digest(p)) { /* the client's image or the profile's, as resolved */

@@ -128,6 +128,26 @@ int al_policy_set_argv(struct al_policy *p, int argc, const char *const *argv, s
 	return 0;
 }
 
+const char *pol_rootfs(const struct al_policy *p)
+{
+	return p->rootfs;
+}
+
+int pol_argv_replace(struct al_policy *p, const char *from, const char *to)
+{
+	for (int i = 0; i < p->argc; i++) {
+		if (strcmp(p->argv[i], from) != 0)
+			continue;
+		char *a = strdup(to);
+		if (!a)
+			return -ENOMEM;
+		free(p->argv[i]);
+		p->argv[i] = a;
+		return 1;
+	}
+	return 0;
+}
+
 int al_policy_set_limit(struct al_policy *p, enum al_limit which, uint64_t value, struct al_error *err)
 {
 	if ((unsigned)which >= AL_LIMIT__COUNT)

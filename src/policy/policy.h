@@ -154,6 +154,11 @@ int pol_net_parse(const char *name, enum al_net_posture *out);
 /* Those names, in order, into names (at most max): how many. */
 size_t pol_net_choices(const char **names, size_t max);
 void pol_free_strv(char **v);
+/* Replaces the first argument that equals from with a copy of to (a language's program file by
+ * the path the sandbox reads it at): 1 when one was replaced, 0 when none equals from, -ENOMEM. */
+int pol_argv_replace(struct al_policy *p, const char *from, const char *to);
+/* The root filesystem the job runs on (a rootfs directory, an image's tree), NULL: the host's. */
+const char *pol_rootfs(const struct al_policy *p);
 /* Sets p's root: a rootfs (image false: a system tree, with /usr) or an image's root (any shape). */
 int pol_set_root(struct al_policy *p, const char *dir, bool image, struct al_error *err);
 /* Releases the policy's image (its lock too). */
