@@ -101,7 +101,7 @@ struct srv_create_req {
 enum srv_snapshot_action {
 	SRV_SNAP_CREATE, /* of sandbox_id, with name and labels: result->snapshot_json, the snapshot */
 	SRV_SNAP_LIST,	 /* owner's: {"snapshots": [...]} */
-	SRV_SNAP_GET,	 /* snapshot_id: the snapshot */
+	SRV_SNAP_GET,	 /* snapshot_id: the list of that one, {"snapshots": [...]} */
 	SRV_SNAP_DELETE, /* snapshot_id: {"snapshot_id", "deleted": true}; its last layer goes with it */
 };
 

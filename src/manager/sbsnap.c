@@ -280,7 +280,7 @@ static int snap_get(struct sbm *m, const char *owner, const char *id, const stru
 	pthread_mutex_unlock(&m->snap_mu);
 	if (!rec)
 		return al_err(err, ENOENT, "no snapshot \"%s\"", id ? id : "");
-	return answer(sink, out, o, err);
+	return answer(sink, out, o ? json_pack("{s:[o]}", "snapshots", o) : NULL, err);
 }
 
 static int snap_delete(struct sbm *m, const char *owner, const char *id, const struct srv_sink *sink,
