@@ -21,7 +21,9 @@ state="$dir/state"
 chmod 0644 "$confdir/snap.yaml"
 al_token_file "$dir/alice.token" alice >/dev/null
 bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/serve.token"
+# E2B's keys are "e2b_" and hex (docs/e2b.md): carol's, for the E2B SDK.
+carol=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
+{ cat "$dir/alice.token" "$dir/bob.token"; printf 'carol %s\n' "$carol"; } >"$dir/serve.token"
 chmod 0600 "$dir/serve.token"
 chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
 start() {
@@ -205,6 +207,14 @@ out=$(node "$sdk/snapshot.mjs" "$url/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
 	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "snapshots through the MCP SDK (see above)"; }
 al_log "$out"
 al_pass "an agent snapshots its session's sandbox and makes a sandbox from it through the official MCP SDK"
+
+# E2B's snapshot calls through its official SDK (tests/e2b/snapshot.mjs), mapped onto the same tools.
+e2b="$AL_SRC/tests/e2b"
+[ -d "$e2b/node_modules/e2b" ] || al_fail "the E2B SDK is not installed in $e2b (scripts/deps.sh runs npm ci)"
+out=$(cd "$e2b" && E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_API_KEY=$carol timeout 200 node snapshot.mjs 2>"$dir/e2b.err") ||
+	{ printf '%s\n' "$out"; cat "$dir/e2b.err" "$dir/serve.err" >&2; al_fail "snapshots through the E2B SDK (see above)"; }
+al_log "$out"
+al_assert_contains "$out" "ok: all" "the E2B SDK's snapshot calls"
 stop TERM
 
 # Without a state directory there is nowhere to keep one: refused, saying why, and nothing made.
