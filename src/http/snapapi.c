@@ -71,14 +71,12 @@ void api_snapshots(struct hx_server *s, const struct hx_request *rq, char *const
 	run(s, rq, TL_LIST_SNAPSHOTS, json_object(), listed, rs);
 }
 
-void api_snapshot_info(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
-		       struct hx_response *rs)
+void api_snapshot_info(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
 	run(s, rq, TL_LIST_SNAPSHOTS, json_pack("{s:s}", "snapshot_id", caps[0]), found, rs);
 }
 
-void api_snapshot_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
-			 struct hx_response *rs)
+void api_snapshot_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
 	run(s, rq, TL_DELETE_SNAPSHOT, json_pack("{s:s}", "snapshot_id", caps[0]), hx_ok_structured, rs);
 }

@@ -91,7 +91,8 @@ static json_t *public_of(const json_t *rec)
 			 (json_int_t)num(rec, "bytes"), "entries", (json_int_t)num(rec, "entries"), "sandbox_id",
 			 str(rec, "sandbox_id") ? str(rec, "sandbox_id") : "", "profile",
 			 str(rec, "profile") ? str(rec, "profile") : "", "image", image ? image : json_null(),
-			 "metadata", json_object_get(rec, "metadata") ? json_object_get(rec, "metadata") : json_object());
+			 "metadata",
+			 json_object_get(rec, "metadata") ? json_object_get(rec, "metadata") : json_object());
 }
 
 /* Finishes a synchronous call: o (stolen) as the answer, or r's error. */
@@ -124,8 +125,8 @@ static void snap_id(char id[32])
 }
 
 /* The record of a snapshot of s standing on layers, of st's files. */
-static json_t *record_of(struct sbm *m, const struct srv_op *op, const struct sbx *s, const char *id,
-			 json_t *layers, const struct wsm_stats *st)
+static json_t *record_of(struct sbm *m, const struct srv_op *op, const struct sbx *s, const char *id, json_t *layers,
+			 const struct wsm_stats *st)
 {
 	json_t *meta = json_loads(op->meta_json ? op->meta_json : "{}", 0, NULL);
 	return json_pack("{s:i,s:s,s:o,s:s,s:s,s:I,s:I,s:I,s:s,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:O}", "version",
@@ -150,12 +151,15 @@ static int quota_ok(struct sbm *m, const char *owner, uint64_t more, bool counti
 	const char *who = owner[0] ? owner : "this client";
 	if (counting && n >= max)
 		return al_err(err, EAGAIN,
-			      "quota reached: %s keeps %u snapshots (server.quota.snapshots): delete one first", who, max);
-	if (!counting && cap && bytes + more > cap)
-		return al_err(err, EAGAIN,
-			      "quota reached: %s's snapshots would hold %llu bytes, more than server.quota.snapshot_bytes "
-			      "(%llu): delete one first",
-			      who, (unsigned long long)(bytes + more), (unsigned long long)cap);
+			      "quota reached: %s keeps %u snapshots (server.quota.snapshots): delete one first", who,
+			      max);
+	uint64_t would = bytes + more;
+	if (!counting && cap && would > cap)
+		return al_err(
+			err, EAGAIN,
+			"quota reached: %s's snapshots would hold %llu bytes, more than server.quota.snapshot_bytes "
+			"(%llu): delete one first",
+			who, (unsigned long long)would, (unsigned long long)cap);
 	return 0;
 }
 
@@ -164,7 +168,8 @@ static int make_locked(struct sbm *m, struct srv_op *op, struct sbx *s, json_t *
 {
 	int r = quota_ok(m, op->owner, 0, true, err);
 	if (r == 0 && !s->box)
-		r = al_err(err, ENOTSUP, "sandbox %s is not kept in the state directory: it cannot be snapshotted", s->id);
+		r = al_err(err, ENOTSUP, "sandbox %s is not kept in the state directory: it cannot be snapshotted",
+			   s->id);
 	json_t *layers = NULL;
 	struct wsm_stats st = {0};
 	/* Synced first: what its background processes wrote since its last call is in it. */
@@ -254,7 +259,7 @@ static int start_create(struct sbm *m, const struct srv_snapshot_req *req, const
 /* ---- the others: finished in the start call ---------------------------------------------------- */
 
 static int snap_list(struct sbm *m, const char *owner, const struct srv_sink *sink, struct srv_op **out,
-		struct al_error *err)
+		     struct al_error *err)
 {
 	json_t *a = json_array();
 	pthread_mutex_lock(&m->snap_mu);
@@ -272,7 +277,7 @@ static int snap_list(struct sbm *m, const char *owner, const struct srv_sink *si
 }
 
 static int snap_get(struct sbm *m, const char *owner, const char *id, const struct srv_sink *sink, struct srv_op **out,
-	       struct al_error *err)
+		    struct al_error *err)
 {
 	pthread_mutex_lock(&m->snap_mu);
 	json_t *rec = find_locked(m, owner, id);
@@ -284,7 +289,7 @@ static int snap_get(struct sbm *m, const char *owner, const char *id, const stru
 }
 
 static int snap_delete(struct sbm *m, const char *owner, const char *id, const struct srv_sink *sink,
-		  struct srv_op **out, struct al_error *err)
+		       struct srv_op **out, struct al_error *err)
 {
 	pthread_mutex_lock(&m->snap_mu);
 	json_t *rec = find_locked(m, owner, id);
@@ -377,8 +382,7 @@ void sbs_load(struct sbm *m)
 		fprintf(stderr, "airlock serve: %s\n", err.msg);
 	size_t i;
 	json_t *rec;
-	json_array_foreach(recs, i, rec)
-	{
+	json_array_foreach(recs, i, rec) {
 		const char *id = str(rec, "id"), *owner = str(rec, "owner");
 		const json_t *layers = json_object_get(rec, "layers");
 		/* Its layers held whatever else it says: nothing a record names is removed. */

@@ -11,9 +11,8 @@
 #include "util/error.h"
 #include "util/text.h"
 
-#define SNAPSHOT_ID_PROP(what)                                                                        \
-	"\"snapshot_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"" what \
-	"\"}"
+#define SNAPSHOT_ID_PROP(what) \
+	"\"snapshot_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"" what "\"}"
 
 const char tl_snapshot_input[] =
 	"{\"type\":\"object\",\"properties\":{"
@@ -26,14 +25,14 @@ const char tl_snapshot_input[] =
 	"\"Labels of the snapshot.\"}},"
 	"\"additionalProperties\":false}";
 
-#define SNAPSHOT_OBJECT                                                                                          \
+#define SNAPSHOT_OBJECT                                                                                            \
 	"{\"type\":\"object\",\"properties\":{\"snapshot_id\":{\"type\":\"string\"},\"id\":{\"type\":\"string\"}," \
-	"\"name\":{\"type\":[\"string\",\"null\"]},\"created_at\":{\"type\":\"string\"},\"bytes\":{\"type\":"     \
-	"\"integer\",\"minimum\":0,\"description\":\"File data its own layer holds: what it added to the "        \
-	"server's disk (files it shares with the layers its sandbox stood on are not counted again).\"},"         \
-	"\"entries\":{\"type\":\"integer\",\"minimum\":0},\"sandbox_id\":{\"type\":\"string\",\"description\":"   \
+	"\"name\":{\"type\":[\"string\",\"null\"]},\"created_at\":{\"type\":\"string\"},\"bytes\":{\"type\":"      \
+	"\"integer\",\"minimum\":0,\"description\":\"File data its own layer holds: what it added to the "         \
+	"server's disk (files it shares with the layers its sandbox stood on are not counted again).\"},"          \
+	"\"entries\":{\"type\":\"integer\",\"minimum\":0},\"sandbox_id\":{\"type\":\"string\",\"description\":"    \
 	"\"The sandbox it was taken of.\"},\"profile\":{\"type\":\"string\"},\"image\":{\"type\":[\"string\","     \
-	"\"null\"]},\"metadata\":{\"type\":\"object\"}},\"required\":[\"snapshot_id\",\"id\",\"created_at\","     \
+	"\"null\"]},\"metadata\":{\"type\":\"object\"}},\"required\":[\"snapshot_id\",\"id\",\"created_at\","      \
 	"\"bytes\",\"sandbox_id\"]}"
 
 const char tl_snapshot_output[] = SNAPSHOT_OBJECT;
@@ -44,9 +43,8 @@ const char tl_snapshots_input[] = "{\"type\":\"object\",\"properties\":{" SNAPSH
 const char tl_snapshots_output[] = "{\"type\":\"object\",\"properties\":{\"snapshots\":{\"type\":\"array\","
 				   "\"items\":" SNAPSHOT_OBJECT "}},\"required\":[\"snapshots\"]}";
 
-const char tl_snapshot_delete_input[] =
-	"{\"type\":\"object\",\"properties\":{" SNAPSHOT_ID_PROP(
-		"The snapshot to delete.") "},\"required\":[\"snapshot_id\"],\"additionalProperties\":false}";
+const char tl_snapshot_delete_input[] = "{\"type\":\"object\",\"properties\":{" SNAPSHOT_ID_PROP(
+	"The snapshot to delete.") "},\"required\":[\"snapshot_id\"],\"additionalProperties\":false}";
 
 const char tl_snapshot_delete_output[] =
 	"{\"type\":\"object\",\"properties\":{\"snapshot_id\":{\"type\":\"string\"},\"deleted\":{\"type\":"
@@ -60,8 +58,8 @@ static int start(const struct srv_mgr_api *m, struct srv_snapshot_req *req, cons
 	return m->snapshot(m->ctx, req, sink, op, err);
 }
 
-int tl_snapshot_start(const struct srv_mgr_api *m, const json_t *args, const char *owner,
-		      const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
+int tl_snapshot_start(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
+		      struct srv_op **op, struct al_error *err)
 {
 	struct srv_snapshot_req req = {.owner = owner,
 				       .action = SRV_SNAP_CREATE,
@@ -76,8 +74,8 @@ int tl_snapshot_start(const struct srv_mgr_api *m, const json_t *args, const cha
 	return start(m, &req, sink, op, err);
 }
 
-int tl_snapshots_start(const struct srv_mgr_api *m, const json_t *args, const char *owner,
-		       const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
+int tl_snapshots_start(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
+		       struct srv_op **op, struct al_error *err)
 {
 	const char *id = tl_str_arg(args, "snapshot_id");
 	struct srv_snapshot_req req = {.owner = owner, .action = id ? SRV_SNAP_GET : SRV_SNAP_LIST, .snapshot_id = id};
@@ -114,8 +112,7 @@ json_t *tl_snapshot_result(const json_t *args, const struct srv_result *r, bool 
 	json_t *list = json_object_get(o, "snapshots");
 	size_t i;
 	json_t *v;
-	json_array_foreach(list, i, v)
-	{
+	json_array_foreach(list, i, v) {
 		api_times(v);
 	}
 	if (!list)

@@ -15,10 +15,10 @@ extern const char tl_snapshots_output[];
 extern const char tl_snapshot_delete_input[];
 extern const char tl_snapshot_delete_output[];
 
-int tl_snapshot_start(const struct srv_mgr_api *m, const json_t *args, const char *owner,
-		      const struct srv_sink *sink, struct srv_op **op, struct al_error *err);
-int tl_snapshots_start(const struct srv_mgr_api *m, const json_t *args, const char *owner,
-		       const struct srv_sink *sink, struct srv_op **op, struct al_error *err);
+int tl_snapshot_start(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
+		      struct srv_op **op, struct al_error *err);
+int tl_snapshots_start(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
+		       struct srv_op **op, struct al_error *err);
 int tl_snapshot_delete_start(const struct srv_mgr_api *m, const json_t *args, const char *owner,
 			     const struct srv_sink *sink, struct srv_op **op, struct al_error *err);
 /* The three results: the manager's answer, its times as the API's (created_at, RFC 3339). */
