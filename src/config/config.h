@@ -241,6 +241,8 @@ struct cfg_server {
 	size_t napprover_uids;
 	/* quota: what one principal may hold at once (0: the default, CFG_QUOTA_*) */
 	unsigned quota_sessions, quota_sandboxes, quota_execs, quota_connections;
+	unsigned quota_snapshots;     /* snapshots kept (0: CFG_QUOTA_SNAPSHOTS) */
+	uint64_t quota_snapshot_bytes; /* their bytes together (0 or AL_UNLIMITED: no cap) */
 	char *cell_image_limit;	   /* as written, or NULL: the default */
 	uint64_t cell_image_bytes; /* base64 bytes of figures one cell may return (0: CFG_CELL_IMAGE_LIMIT) */
 };
@@ -251,6 +253,7 @@ struct cfg_server {
 #define CFG_QUOTA_SANDBOXES   32
 #define CFG_QUOTA_EXECS	      4
 #define CFG_QUOTA_CONNECTIONS 64
+#define CFG_QUOTA_SNAPSHOTS   32
 
 struct cfg {
 	char *source; /* the file merged over the defaults ("-" read as "<stdin>"), or NULL */

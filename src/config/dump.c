@@ -340,6 +340,9 @@ static void manager(struct dumper *d, const struct cfg *c)
 	key_uint(d, "sandboxes", s->quota_sandboxes ? s->quota_sandboxes : CFG_QUOTA_SANDBOXES);
 	key_uint(d, "execs", s->quota_execs ? s->quota_execs : CFG_QUOTA_EXECS);
 	key_uint(d, "connections", s->quota_connections ? s->quota_connections : CFG_QUOTA_CONNECTIONS);
+	key_uint(d, "snapshots", s->quota_snapshots ? s->quota_snapshots : CFG_QUOTA_SNAPSHOTS);
+	if (s->quota_snapshot_bytes && s->quota_snapshot_bytes != AL_UNLIMITED)
+		key_uint(d, "snapshot_bytes", s->quota_snapshot_bytes);
 	map_end(d);
 	if (s->approver_uids) {
 		scalar(d, "approver_uids");

@@ -46,6 +46,9 @@ const char *const cfg_tools[] = {
 	"code_fork_sandbox",
 	"code_pause_sandbox",
 	"code_resume_sandbox",
+	"code_snapshot_sandbox",
+	"code_list_snapshots",
+	"code_delete_snapshot",
 };
 const size_t cfg_ntools = AL_ARRAY_SIZE(cfg_tools);
 
@@ -567,13 +570,30 @@ static int q_connections(struct conv *c, const struct cfg_node *v, const char *p
 	return count(c, v, path, 1, 4096, &c->cfg->server.quota_connections);
 }
 
+static int q_snapshots(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return count(c, v, path, 1, 65536, &c->cfg->server.quota_snapshots);
+}
+
+/* What a principal's snapshots hold on the state directory's disk, together ("none": no cap). */
+static int q_snapshot_bytes(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	struct al_error e = {0};
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	if (r == 0 && al_parse_size(v->text, &c->cfg->server.quota_snapshot_bytes, &e) < 0)
+		return conv_bad(c->err, -e.code, v->mark, path, "%s", e.msg);
+	return r;
+}
+
 /* Per principal: one client filling the server's tables locks every other client out. */
 static int s_quota(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	static const struct field fields[] = {{"sessions", q_sessions},
 					      {"sandboxes", q_sandboxes},
 					      {"execs", q_execs},
-					      {"connections", q_connections}};
+					      {"connections", q_connections},
+					      {"snapshots", q_snapshots},
+					      {"snapshot_bytes", q_snapshot_bytes}};
 	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);
 }
 

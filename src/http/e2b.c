@@ -425,7 +425,10 @@ static json_t *create_args(const json_t *body, struct hx_response *rs)
 		json_object_set_new(args, "metadata", labels);
 	else
 		json_decref(labels);
-	if (!default_template(tpl))
+	/* Sandbox.create(snapshotId): E2B's snapshots are templates; airlock's are named "snap-...". */
+	if (tpl && strncmp(tpl, "snap-", 5) == 0)
+		json_object_set_new(args, "snapshot", json_string(tpl));
+	else if (!default_template(tpl))
 		json_object_set_new(args, "image", json_string(tpl));
 	/* Internet only when asked, and then the profile's allowlist through its egress proxy (the
 	 * tool's network_enabled): never an open network. */
@@ -450,7 +453,8 @@ static void create(struct hx_server *s, const struct hx_request *rq, struct hx_r
 	}
 	hx_call_run(c, NULL, 0, created_ok, rs);
 	if (rs->status != 201) {
-		if ((rs->status == 400 || rs->status == 403 || rs->status == 404) && !default_template(tpl)) {
+		if ((rs->status == 400 || rs->status == 403 || rs->status == 404) && !default_template(tpl) &&
+		    strncmp(tpl, "snap-", 5) != 0) {
 			json_t *b = rs->body ? json_loadb(rs->body, rs->len, 0, NULL) : NULL;
 			char msg[AL_ERROR_MAX];
 			snprintf(msg, sizeof(msg), "%s", json_string_value(json_object_get(b, "error")) ?: "");
@@ -673,6 +677,81 @@ static void fork_route(struct hx_server *s, const struct hx_request *rq, const c
 		rest_error(rs, 500, "out of memory");
 }
 
+/* ---- snapshots: createSnapshot, listSnapshots, deleteSnapshot (a template's DELETE) ---------- */
+
+/* E2B's SnapshotInfo of one of airlock's: its id, and its name as its one name (none: no names). */
+static json_t *snapshot_e2b(const json_t *o)
+{
+	const char *id = json_string_value(json_object_get(o, "snapshot_id"));
+	const char *name = json_string_value(json_object_get(o, "name"));
+	json_t *names = name ? json_pack("[s]", name) : json_array();
+	return json_pack("{s:s,s:o}", "snapshotID", id ? id : "", "names", names ? names : json_array());
+}
+
+static void snapshot_taken(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
+{
+	(void)c;
+	json_t *o = r->snapshot_json ? json_loads(r->snapshot_json, 0, NULL) : NULL;
+	hx_json(rs, 201, o ? snapshot_e2b(o) : json_object());
+	json_decref(o);
+}
+
+/* {name?}: a code_snapshot_sandbox call (the files only: E2B's keeps memory too, airlock's does
+ * not, and a sandbox made from it starts no process). */
+static void snapshot_route(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
+{
+	json_t *body = body_object(rq, rs);
+	if (!body)
+		return;
+	const json_t *name = json_object_get(body, "name");
+	json_t *args = json_pack("{s:s}", "sandbox_id", id);
+	if (args && json_is_string(name))
+		json_object_set_new(args, "name", json_string(json_string_value(name)));
+	json_decref(body);
+	struct hx_call *c = args ? hx_call_new(s, TL_SNAPSHOT, args, rq) : NULL;
+	if (!c) {
+		rest_error(rs, 500, "out of memory");
+		return;
+	}
+	hx_call_run(c, NULL, 0, snapshot_taken, rs);
+	rest_from_api(rs);
+}
+
+/* ?sandboxID= and ?name= filter the caller's snapshots; all of them fit one page (X-Next-Token
+ * never set: the quota bounds their number). */
+static void snapshots_route(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs)
+{
+	const char *of = query(rq, "sandboxID"), *name = query(rq, "name");
+	struct hx_call *c = hx_call_new(s, TL_LIST_SNAPSHOTS, json_object(), rq);
+	if (!c) {
+		rest_error(rs, 500, "out of memory");
+		return;
+	}
+	hx_call_run(c, NULL, 0, hx_ok_structured, rs);
+	if (rs->status != 200) {
+		rest_from_api(rs);
+		return;
+	}
+	json_t *b = json_loadb(rs->body, rs->len, 0, NULL), *out = json_array();
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(b, "snapshots"), i, v) {
+		const char *sb = json_string_value(json_object_get(v, "sandbox_id"));
+		const char *id = json_string_value(json_object_get(v, "snapshot_id"));
+		const char *n = json_string_value(json_object_get(v, "name"));
+		if ((of && (!sb || strcmp(sb, of) != 0)) ||
+		    (name && (!id || strcmp(id, name) != 0) && (!n || strcmp(n, name) != 0)))
+			continue;
+		json_array_append_new(out, snapshot_e2b(v));
+	}
+	json_decref(b);
+	hx_response_clear(rs);
+	if (out)
+		hx_json(rs, 200, out);
+	else
+		rest_error(rs, 500, "out of memory");
+}
+
 static void connect_route(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
 {
 	json_t *body = body_object(rq, rs);
@@ -779,6 +858,19 @@ void e2b_handle(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 			fork_route(s, rq, id, rs);
 			return;
 		}
+		if (strcmp(action, "snapshots") == 0 && strcmp(m, "POST") == 0) {
+			snapshot_route(s, rq, id, rs);
+			return;
+		}
+	}
+	if (strcmp(path, "/snapshots") == 0 && strcmp(m, "GET") == 0) {
+		snapshots_route(s, rq, rs);
+		return;
+	}
+	/* deleteSnapshot: a snapshot is a template to E2B; the other templates are not airlock's. */
+	if (strncmp(path, "/templates/snap-", 16) == 0 && !strchr(path + 11, '/') && strcmp(m, "DELETE") == 0) {
+		call_no_content(s, rq, TL_DELETE_SNAPSHOT, json_pack("{s:s}", "snapshot_id", path + 11), rs);
+		return;
 	}
 	rest_error(rs, 501, "%.16s %.200s: not offered by airlock's E2B front end (docs/e2b.md lists what is)", m,
 		   path);

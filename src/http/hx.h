@@ -331,6 +331,11 @@ int hx_sandboxes_filtered(struct hx_server *s, const struct hx_request *rq, stru
 void api_sandbox_info(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_timeout(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_fork(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+/* snapapi.c: snapshots */
+void api_snapshot(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_snapshots(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_snapshot_info(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_snapshot_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 /* Pause and resume in place, the owner's and an approver's (pauseapi.c). */
 void api_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);

@@ -26,6 +26,7 @@ void srv_result_free(struct srv_result *r)
 	free(r->watch_json);
 	free(r->sandboxes_json);
 	free(r->state_json);
+	free(r->snapshot_json);
 	free(r->ended);
 	free(r->data);
 	for (size_t i = 0; i < r->n_entries; i++)

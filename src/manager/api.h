@@ -86,7 +86,37 @@ struct srv_create_req {
 	bool auto_pause;
 	/* Its own lifetime runs on while it is paused (default: it stops, and what was left is kept). */
 	bool lifetime_runs_paused;
+	/* A snapshot of owner's (NULL: an empty workspace): the new sandbox's files are the snapshot's,
+	 * and its profile, image and limits the snapshot's record's where the request leaves them
+	 * unset (profile NULL, image NULL, a limit 0). Its network is the request's, never the
+	 * snapshot's sandbox's: a create asks for network itself. */
+	const char *snapshot;
 };
+
+/* Snapshots of a sandbox's workspace (sbsnap.c): its files frozen into a read-only layer of the
+ * state directory that outlives the sandbox; new sandboxes are made over it (create's snapshot).
+ * Processes, memory and interpreter contexts are not part of one. A snapshot is owner's alone
+ * (another principal's id is unknown: ENOENT); it is on disk before it is answered, counted in
+ * server.quota.snapshots (and snapshot_bytes), and without a state directory refused (ENOTSUP). */
+enum srv_snapshot_action {
+	SRV_SNAP_CREATE, /* of sandbox_id, with name and labels: result->snapshot_json, the snapshot */
+	SRV_SNAP_LIST,	 /* owner's: {"snapshots": [...]} */
+	SRV_SNAP_GET,	 /* snapshot_id: the list of that one, {"snapshots": [...]} */
+	SRV_SNAP_DELETE, /* snapshot_id: {"snapshot_id", "deleted": true}; its last layer goes with it */
+};
+
+struct srv_snapshot_req {
+	const char *owner;
+	enum srv_snapshot_action action;
+	const char *sandbox_id;	 /* SRV_SNAP_CREATE */
+	const char *snapshot_id; /* SRV_SNAP_GET, SRV_SNAP_DELETE */
+	const char *name;	 /* SRV_SNAP_CREATE: 1 to SRV_SNAP_NAME_MAX bytes of UTF-8, or NULL */
+	const char *const *metadata_keys; /* SRV_SNAP_CREATE: labels, checked as create's */
+	const char *const *metadata_values;
+	size_t n_metadata;
+};
+
+#define SRV_SNAP_NAME_MAX 128
 
 /* pause_sandbox and resume_sandbox: the sandbox's processes frozen in place (the cgroup freezer)
  * and thawed. Pause is refused (EBUSY) while a call runs in it in the foreground (an exec, a cell)
@@ -306,6 +336,9 @@ struct srv_result {
 	/* pause, resume: the sandbox's state (JSON object: sandbox_id, state, paused_at, paused_by,
 	 * freezer, took_ms). */
 	char *state_json;
+	/* snapshot: a snapshot {snapshot_id, name, created_unix_ms, bytes, entries, sandbox_id,
+	 * profile, image, metadata}, a list {"snapshots": [...]}, or a deletion's answer (JSON object). */
+	char *snapshot_json;
 	/* A call that needed the sandbox found it paused and resumed it first (said in its result). */
 	bool resumed;
 };
@@ -436,6 +469,10 @@ struct srv_mgr_api {
 			     struct srv_op **op, struct al_error *err);
 	int (*resume_sandbox)(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink,
 			      struct srv_op **op, struct al_error *err);
+	/* Optional (NULL: ENOTSUP): snapshots (srv_snapshot_req); an unknown sandbox or snapshot fails
+	 * the start call. */
+	int (*snapshot)(void *ctx, const struct srv_snapshot_req *req, const struct srv_sink *sink, struct srv_op **op,
+			struct al_error *err);
 };
 
 #endif

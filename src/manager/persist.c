@@ -21,6 +21,7 @@
 #define PST_RECORD "sandbox.json"
 #define PST_TRASH  ".gone-" /* a removed sandbox's state, until it is emptied */
 #define PST_LAYERS ".layers" /* frozen workspaces (persist.h): a name no sandbox id can take */
+#define PST_SNAPS  ".snapshots" /* snapshots' records (persist.h) */
 
 /* A layer and how many kept sandboxes and snapshots stand on it. */
 struct pst_layer {
@@ -273,24 +274,107 @@ int pst_box_open(struct pst *p, const char *id, uint64_t disk, struct pst_box **
 	return 0;
 }
 
-int pst_box_save(struct pst_box *b, const json_t *rec, struct al_error *err)
+/* rec as dir/name, durably: a temporary file, flushed, renamed, the directory flushed (a crash
+ * leaves the old record or the new one, never half of one). 0 or -errno. */
+static int write_record(int dir, const char *name, const json_t *rec)
 {
 	cleanup_free char *text = json_dumps(rec, JSON_COMPACT);
+	char tmp[96];
 	if (!text)
-		return al_err(err, ENOMEM, "out of memory");
-	pthread_mutex_lock(&b->mu);
-	int fd = openat(b->dir, PST_RECORD ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		return -ENOMEM;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int r = fd < 0 ? -errno : al_write_all(fd, text, strlen(text));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (fd >= 0)
 		close(fd);
-	if (r == 0 && renameat(b->dir, PST_RECORD ".tmp", b->dir, PST_RECORD) < 0)
+	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
 		r = -errno;
-	if (r == 0 && fsync(b->dir) < 0)
+	if (r == 0 && fsync(dir) < 0)
 		r = -errno;
+	return r;
+}
+
+int pst_box_save(struct pst_box *b, const json_t *rec, struct al_error *err)
+{
+	pthread_mutex_lock(&b->mu);
+	int r = write_record(b->dir, PST_RECORD, rec);
 	pthread_mutex_unlock(&b->mu);
 	return r < 0 ? al_err_sys(err, -r, "cannot keep sandbox %s's record in %s", b->id, b->p->path) : 0;
+}
+
+/* ---- snapshots' records ----------------------------------------------------------------------- */
+
+/* DIR/.snapshots, made with the first snapshot (a server that never takes one leaves the state
+ * directory as it was): its descriptor, or -errno. */
+static int snaps_dir(struct pst *p, bool make)
+{
+	if (make && mkdirat(p->dir, PST_SNAPS, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	int fd = openat(p->dir, PST_SNAPS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int pst_snap_save(struct pst *p, const char *id, const json_t *rec, struct al_error *err)
+{
+	char name[80];
+	if (!id_ok(id))
+		return al_err(err, EINVAL, "bad snapshot id \"%s\"", id);
+	snprintf(name, sizeof(name), "%s.json", id);
+	cleanup_close int d = snaps_dir(p, true);
+	/* The directory itself flushed into the state directory once, with its first record. */
+	int r = d < 0 ? d : write_record(d, name, rec);
+	if (r == 0 && fsync(p->dir) < 0)
+		r = -errno;
+	return r < 0 ? al_err_sys(err, -r, "cannot keep snapshot %s's record in %s/" PST_SNAPS, id, p->path) : 0;
+}
+
+int pst_snap_remove(struct pst *p, const char *id, struct al_error *err)
+{
+	char name[80];
+	if (!id_ok(id))
+		return al_err(err, EINVAL, "bad snapshot id \"%s\"", id);
+	snprintf(name, sizeof(name), "%s.json", id);
+	cleanup_close int d = snaps_dir(p, false);
+	int r = d < 0 ? d : unlinkat(d, name, 0) < 0 ? -errno : 0;
+	if (r == 0 && fsync(d) < 0)
+		r = -errno;
+	return r < 0 ? al_err_sys(err, -r, "cannot remove snapshot %s's record from %s/" PST_SNAPS, id, p->path) : 0;
+}
+
+int pst_snap_list(struct pst *p, json_t **recs, struct al_error *err)
+{
+	json_t *a = json_array();
+	if (!a)
+		return al_err(err, ENOMEM, "out of memory");
+	*recs = a;
+	int d = snaps_dir(p, false);
+	DIR *dir = d < 0 ? NULL : fdopendir(d);
+	if (!dir) {
+		if (d >= 0)
+			close(d);
+		return d == -ENOENT ? 0 : al_err_sys(err, d < 0 ? -d : errno, "cannot read %s/" PST_SNAPS, p->path);
+	}
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		size_t n = strlen(de->d_name);
+		if (n <= 5 || n >= 80 || strcmp(de->d_name + n - 5, ".json") != 0)
+			continue; /* ".", "..", and a record a crash left half-written (NAME.json.tmp) */
+		char id[80];
+		snprintf(id, sizeof(id), "%.*s", (int)(n - 5), de->d_name);
+		int fd = id_ok(id) ? openat(dirfd(dir), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		json_error_t je;
+		json_t *rec = fd < 0 ? NULL : json_loadfd(fd, 0, &je);
+		if (fd >= 0)
+			close(fd);
+		if (json_is_object(rec))
+			json_array_append_new(a, rec);
+		else
+			json_decref(rec);
+	}
+	closedir(dir);
+	return 0;
 }
 
 int pst_box_sync(struct pst_box *b, int ws, struct wsm_stats *st, struct al_error *err)

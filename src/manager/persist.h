@@ -5,9 +5,11 @@
  *   DIR/<id>/sandbox.json   what the sandbox was made with, its owner, metadata, lifetime
  *   DIR/<id>/files/     the workspace's mirror (wsmirror.h)
  *   DIR/<id>/stage/     the mirror's writes before they are flushed and put in place
- *   DIR/.layers/<l>/files/  a frozen mirror (a fork's): read-only, beneath the workspaces of the
- *                       sandboxes whose records name it; their files/ then hold only their upper
- *                       layer (what they changed: overlayfs's whiteouts and opaque directories)
+ *   DIR/.layers/<l>/files/  a frozen mirror (a fork's or a snapshot's): read-only, beneath the
+ *                       workspaces of the sandboxes whose records name it; their files/ then hold
+ *                       only their upper layer (what they changed: overlayfs's whiteouts and
+ *                       opaque directories)
+ *   DIR/.snapshots/<s>.json  a snapshot's record: its owner and the layers it stands on
  *
  * Durability: a record is written to a temporary file, flushed, renamed and its directory flushed;
  * a mirror's sync flushes before it returns (wsmirror.h). Space: a sandbox is kept only if the
@@ -70,6 +72,15 @@ int pst_layers_gc(struct pst *p);
 /* Box b's workspace stands on layers ids (the top first): b holds a reference on each until it is
  * removed, and its mirror keeps the upper layer (wsm_set_layered). */
 int pst_box_layers(struct pst_box *b, const json_t *ids, struct al_error *err);
+
+/* ---- snapshots: DIR/.snapshots/<id>.json, one snapshot's record (its owner, the layers it holds a
+ * reference on, what a sandbox made from it is made with). Saved durably before the snapshot is
+ * named to anyone; removed (durably) before its layers are let go, so that a crash between the
+ * two leaves only a layer nothing names, which the next start removes (pst_layers_gc). */
+int pst_snap_save(struct pst *p, const char *id, const json_t *rec, struct al_error *err);
+int pst_snap_remove(struct pst *p, const char *id, struct al_error *err);
+/* Every snapshot's record (a JSON array of objects, yours); none without the directory. */
+int pst_snap_list(struct pst *p, json_t **recs, struct al_error *err);
 
 /* Frees b; with remove, its state on disk goes too (a destroyed or expired sandbox). */
 void pst_box_close(struct pst_box *b, bool remove);

@@ -435,6 +435,10 @@ void op_free(struct srv_op *op)
 	free(op->cwd);
 	free(op->stdin_data);
 	free(op->meta_json);
+	free(op->snap_name);
+	if (op->layers && op->m->pst)
+		pst_layers_unref(op->m->pst, op->layers);
+	json_decref(op->layers);
 	if (op->cancel_fd >= 0)
 		close(op->cancel_fd);
 	for (size_t i = 0; i < op->npackages; i++)
@@ -613,7 +617,7 @@ static void *create_thread(void *arg)
 			      : m->o.default_profile ? m->o.default_profile
 						     : SBM_DEFAULT_PROFILE;
 	struct srv_limits none = {0};
-	bool plain = !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0;
+	bool plain = !op->network && !op->layers && memcmp(&op->limits, &none, sizeof(none)) == 0;
 	int r = 0;
 	/* A spare of the profile on the same image (server.pool): the image was checked against the
 	 * profile's offer when the pool was configured, so a claim grants nothing the request could not. */
@@ -630,7 +634,9 @@ static void *create_thread(void *arg)
 	if (full)
 		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
 	if (!s && !full && r == 0 &&
-	    (r = sbx_new(m, profile, op->image, op->network, op->hosts, &op->limits, false, &s, &err)) == 0 && s) {
+	    (r = sbx_new_layered(m, profile, op->image, op->network, op->hosts, &op->limits, op->layers, &s, &err)) ==
+		    0 &&
+	    s) {
 		s->refs = 1;		     /* ours; list_sandbox adds the table's */
 		sbx_set_owner(s, op->owner); /* before it is listed: never visible without its owner */
 		life_apply_create(m, s, op); /* and its lifetime: never listed without its end */
@@ -691,6 +697,11 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 		op_free(op);
 		return al_err(err, ENOENT, "unknown profile \"%s\"", req->profile);
 	}
+	/* From a snapshot: its files, and what it was made with where the request says nothing. */
+	if (req->snapshot && (lr = sbs_for_create(m, op, req->snapshot, err)) < 0) {
+		op_free(op);
+		return lr;
+	}
 	/* A warm spare is only a table entry away: answered here, without a worker thread (whose
 	 * start, stack and malloc arena would cost more than the claim). */
 	struct srv_limits none = {0};
@@ -706,7 +717,7 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 		op_free(op);
 		return -EINVAL;
 	}
-	if (!stopping && !op->network && memcmp(&op->limits, &none, sizeof(none)) == 0 &&
+	if (!stopping && !op->network && !op->layers && memcmp(&op->limits, &none, sizeof(none)) == 0 &&
 	    (!op->image || image_offered(m, profile, op->image)))
 		s = sbm_claim_pooled(m, profile, op->image, req->owner, true);
 	if (!s)
@@ -825,6 +836,7 @@ void sbm_api(struct sbm *m, struct srv_mgr_api *api)
 		.watch = sbm_watch,
 		.pause_sandbox = sbm_pause,
 		.resume_sandbox = sbm_resume,
+		.snapshot = sbm_snapshot,
 	};
 }
 
@@ -855,6 +867,7 @@ int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err)
 	pthread_cond_init(&m->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&m->hk_cv, NULL);
+	pthread_mutex_init(&m->snap_mu, NULL);
 	const char *dp = o->default_profile ? o->default_profile : SBM_DEFAULT_PROFILE;
 	if (!cfg_profile(o->cfg, dp)) {
 		sbm_free(m);
@@ -912,6 +925,8 @@ void sbm_free(struct sbm *m)
 		pthread_cond_wait(&m->cv, &m->mu);
 	pthread_mutex_unlock(&m->mu);
 	mq_clear(&m->execs_of);
+	json_decref(m->snaps); /* their layers stay on disk with their records */
+	pthread_mutex_destroy(&m->snap_mu);
 	pst_close(m->pst);
 	pthread_mutex_destroy(&m->mu);
 	pthread_cond_destroy(&m->cv);

@@ -138,6 +138,10 @@ struct sbm {
 	struct pst *pst;	/* the state directory (sbm_opts.state_dir), or NULL: nothing outlives us */
 	struct al_error pst_err; /* why it cannot be used (pst NULL, a state directory asked for) */
 	bool pst_broken;
+	/* Snapshots (sbsnap.c): their records by id (a JSON object), under snap_mu, which a snapshot's
+	 * making holds throughout (its quota checked and its record saved as one step). */
+	pthread_mutex_t snap_mu;
+	json_t *snaps;
 };
 
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
@@ -161,7 +165,8 @@ enum op_kind {
 	OP_CONTEXT,
 	OP_PROCESS,
 	OP_WATCH,
-	OP_FORK
+	OP_FORK,
+	OP_SNAPSHOT
 };
 
 struct srv_op {
@@ -201,6 +206,10 @@ struct srv_op {
 	unsigned count;	      /* OP_FORK: how many children */
 	bool auto_pause, lifetime_runs_paused; /* OP_CREATE */
 	bool inuse, resumed;  /* holds its sandbox through sbx_use (op_end lets go); it resumed it */
+	/* OP_CREATE from a snapshot: the layers its workspace stands on, a reference held on each until
+	 * op_free (the new sandbox's box takes its own); OP_SNAPSHOT: its name, or NULL. */
+	json_t *layers;
+	char *snap_name;
 };
 
 /* ---- sbmgr.c: the table, policies, operations ---- */
@@ -369,6 +378,18 @@ int sbm_set_timeout(void *ctx, const struct srv_timeout_req *req, const struct s
 
 int sbm_fork(void *ctx, const struct srv_fork_req *req, const struct srv_sink *sink, struct srv_op **out,
 	     struct al_error *err);
+/* ---- sbsnap.c: snapshots ---- */
+
+int sbm_snapshot(void *ctx, const struct srv_snapshot_req *req, const struct srv_sink *sink, struct srv_op **out,
+		 struct al_error *err);
+/* Create op from owner's snapshot id: its layers (referenced for op: op_free lets them go), and its
+ * profile, image and limits where op leaves them unset. 0, or -errno (ENOENT: unknown; ENOTSUP: no
+ * state directory) with err saying why. */
+int sbs_for_create(struct sbm *m, struct srv_op *op, const char *id, struct al_error *err);
+/* The snapshots kept in the state directory, each holding its layers (sbp_open, before the layers
+ * nothing stands on are removed). */
+void sbs_load(struct sbm *m);
+
 /* ---- sbpause.c: paused in place ---- */
 
 int sbm_pause(void *ctx, const struct srv_pause_req *req, const struct srv_sink *sink, struct srv_op **out,

@@ -366,6 +366,8 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err)
 		fprintf(stderr, "airlock serve: %s\n", m->pst_err.msg);
 		return 0;
 	}
+	/* The snapshots first: their layers are held before anything could remove one. */
+	sbs_load(m);
 	size_t i;
 	json_t *v;
 	json_array_foreach(ids, i, v)

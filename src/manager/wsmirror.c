@@ -740,6 +740,9 @@ static int link_entry(struct walk *k, int src, int dst, const char *name, int de
 		    fchownat(dst, name, k->uid, k->gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
 		k->st->entries++;
+		/* What the frozen copy holds (a snapshot's bytes, its quota): the data, not its links. */
+		if (S_ISREG(st.st_mode))
+			k->st->stored += (uint64_t)st.st_size;
 		return 0;
 	}
 	if (depth >= WSM_DEPTH)

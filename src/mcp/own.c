@@ -41,12 +41,15 @@ bool own_wanted(const struct call *c)
 	case TL_DESTROY_SANDBOX: /* a reset: own_destroyed forgets it, the next call makes a new one */
 	case TL_WATCH:
 	case TL_FORK:
+	case TL_SNAPSHOT: /* an agent keeps its session's work */
 		return true;
 	case TL_UPLOAD:
 	case TL_CREATE_SANDBOX:
 	case TL_SET_TIMEOUT:
 	case TL_PAUSE: /* the session's own sandbox is the session's to use, not to pause by omission */
 	case TL_RESUME:
+	case TL_LIST_SNAPSHOTS: /* a snapshot's, not a sandbox's */
+	case TL_DELETE_SNAPSHOT:
 	case TL__COUNT:
 		break;
 	}

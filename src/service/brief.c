@@ -288,6 +288,26 @@ static void brief_fork(FILE *f, const json_t *st)
 	fputs(" (pass one as sandbox_id)", f);
 }
 
+static void brief_snapshot(FILE *f, const json_t *st)
+{
+	fprintf(f, "snapshot %s of sandbox %s (%lld bytes): pass it as code_create_sandbox's snapshot",
+		or_q(sv(st, "snapshot_id")), or_q(sv(st, "sandbox_id")),
+		(long long)json_integer_value(json_object_get(st, "bytes")));
+}
+
+static void brief_snapshots(FILE *f, const json_t *st)
+{
+	const json_t *list = json_object_get(st, "snapshots");
+	fprintf(f, "%zu snapshot%s", json_array_size(list), json_array_size(list) == 1 ? "" : "s");
+	size_t i;
+	const json_t *c;
+	json_array_foreach(list, i, c) {
+		const char *name = sv(c, "name");
+		fprintf(f, "%s %s%s%s%s of %s, %s", i ? ";" : ":", or_q(sv(c, "snapshot_id")), name ? " (" : "",
+			name ? name : "", name ? ")" : "", or_q(sv(c, "sandbox_id")), or_q(sv(c, "created_at")));
+	}
+}
+
 static void brief_execute(FILE *f, const json_t *args, const json_t *st)
 {
 	const json_t *cell = json_object_get(st, "cell");
@@ -433,6 +453,15 @@ char *tl_brief(enum tl_id id, const json_t *args, const json_t *st)
 		break;
 	case TL_FORK:
 		brief_fork(f, st);
+		break;
+	case TL_SNAPSHOT:
+		brief_snapshot(f, st);
+		break;
+	case TL_LIST_SNAPSHOTS:
+		brief_snapshots(f, st);
+		break;
+	case TL_DELETE_SNAPSHOT:
+		fprintf(f, "snapshot %s deleted", or_q(sv(st, "snapshot_id")));
 		break;
 	case TL_PAUSE:
 	case TL_RESUME:

@@ -148,6 +148,7 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 	case TL_FILE:
 		return check_file(args, msg);
 	case TL_FORK:
+	case TL_SNAPSHOT:
 		return check_metadata(args, msg);
 	case TL_UPLOAD:
 	case TL_READ_FILE:
@@ -159,6 +160,8 @@ int tl_check_args(const struct tl_catalog *c, enum tl_id id, const json_t *args,
 	case TL_WATCH:
 	case TL_PAUSE:
 	case TL_RESUME:
+	case TL_LIST_SNAPSHOTS:
+	case TL_DELETE_SNAPSHOT:
 	case TL__COUNT:
 		break;
 	}

@@ -4,6 +4,7 @@
 #include "service/tlproc.h"
 #include "service/tlfork.h"
 #include "service/tlpause.h"
+#include "service/tlsnap.h"
 #include "service/tlwatch.h"
 
 #include <errno.h>
@@ -170,7 +171,11 @@ static const char create_input[] =
 	"\"auto_pause\":{\"type\":\"boolean\",\"description\":\"When its idle time or its lifetime ends, pause "
 	"it (code_pause_sandbox) instead of destroying it; its next call resumes it.\"},"
 	"\"lifetime_runs_paused\":{\"type\":\"boolean\",\"description\":\"Its lifetime runs on while it is paused "
-	"(default: it stops, and what was left is kept).\"}},"
+	"(default: it stops, and what was left is kept).\"},"
+	"\"snapshot\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"A snapshot "
+	"(code_snapshot_sandbox): the new sandbox starts with its files (no processes, no interpreter state), "
+	"and with its profile, image and limits unless given here. Network is never taken from it: ask "
+	"for it with network_enabled.\"}},"
 	"\"additionalProperties\":false}";
 
 static const char timeout_input[] =
@@ -470,6 +475,29 @@ static const struct tool_def tools[TL__COUNT] = {
 		       "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
 		       "\"openWorldHint\":false}",
 		       tl_resume_start, tl_pause_result},
+	[TL_SNAPSHOT] = {"code_snapshot_sandbox", "Snapshot a sandbox's files",
+			 "Keeps a sandbox's files as they are now (without sandbox_id: this session's own "
+			 "sandbox) as a named snapshot that outlives the sandbox and a restart of the server; "
+			 "code_create_sandbox with snapshot makes new sandboxes that start with those files. "
+			 "Running processes and interpreter state are not part of a snapshot. Returns its "
+			 "snapshot_id.",
+			 tl_snapshot_input, tl_snapshot_output,
+			 "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,"
+			 "\"openWorldHint\":false}",
+			 tl_snapshot_start, tl_snapshot_result},
+	[TL_LIST_SNAPSHOTS] = {"code_list_snapshots", "List snapshots",
+			       "Lists this client's snapshots (or one, by snapshot_id): id, name, when it was "
+			       "taken, the sandbox it was taken of, its bytes.",
+			       tl_snapshots_input, tl_snapshots_output,
+			       "{\"readOnlyHint\":true,\"openWorldHint\":false}", tl_snapshots_start,
+			       tl_snapshot_result},
+	[TL_DELETE_SNAPSHOT] = {"code_delete_snapshot", "Delete a snapshot",
+				"Deletes one of this client's snapshots; sandboxes already made from it keep their "
+				"files.",
+				tl_snapshot_delete_input, tl_snapshot_delete_output,
+				"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
+				"\"openWorldHint\":false}",
+				tl_snapshot_delete_start, tl_snapshot_result},
 };
 
 int tl_lookup(const char *name)
@@ -711,6 +739,7 @@ static int start_create(const struct srv_mgr_api *m, const json_t *args, const c
 	req.lifetime_ms = seconds_ms(json_object_get(args, "lifetime"));
 	req.auto_pause = tl_flag_arg(args, "auto_pause");
 	req.lifetime_runs_paused = tl_flag_arg(args, "lifetime_runs_paused");
+	req.snapshot = tl_str_arg(args, "snapshot");
 	cleanup_free const char **domains =
 		strings_of(json_object_get(args, "allowed_domains"), &req.n_allowed_domains, &rc);
 	if (rc < 0)

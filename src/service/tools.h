@@ -25,6 +25,9 @@ enum tl_id {
 	TL_FORK,  /* code_fork_sandbox (tlfork.c) */
 	TL_PAUSE,  /* code_pause_sandbox (tlpause.c) */
 	TL_RESUME, /* code_resume_sandbox (tlpause.c) */
+	TL_SNAPSHOT,	    /* code_snapshot_sandbox (tlsnap.c) */
+	TL_LIST_SNAPSHOTS,  /* code_list_snapshots (tlsnap.c) */
+	TL_DELETE_SNAPSHOT, /* code_delete_snapshot (tlsnap.c) */
 	TL__COUNT,
 };
 

@@ -320,7 +320,7 @@ static void test_defaults_manager(void **state)
 	static const char *const names[] = {"code-with-network", "code-rm-rf", "code-pipe-to-shell", "code-eval-exec",
 					    "code-execute",	 "package-install", "files",		  "destroy-sandbox",
 					    "create-sandbox", "contexts",	  "process-stdin",	  "processes",
-					    "sandbox-timeout", "fork-sandbox", "pause-sandbox", "watch"};
+					    "sandbox-timeout", "fork-sandbox", "snapshots", "pause-sandbox", "watch"};
 	assert_int_equal(c->nrules, AL_ARRAY_SIZE(names));
 	for (size_t i = 0; i < c->nrules; i++)
 		assert_string_equal(c->rules[i].name, names[i]);
