@@ -186,13 +186,15 @@ int main(int argc, char **argv)
 	long used = inits_pss(&count1);
 	for (int i = 0; i < nsb; i++)
 		al_sandbox_destroy(all[i]);
-	printf("{\"bare_fork_exec_ms\":%.3f,\"held_exec_true_ms\":%.3f,\"ratio\":%.2f,\"held_spawn_ms\":%.3f,\"held_wait_ms\":%.3f,"
-	       "\"bare_fork_exec_paused_ms\":%.3f,\"held_exec_true_paused_ms\":%.3f,\"ratio_paused\":%.2f,\"create_ms\":%.3f,"
+	printf("{\"bare_fork_exec_ms\":%.3f,\"held_exec_true_ms\":%.3f,\"ratio\":%.2f,\"held_spawn_ms\":%.3f,\"held_"
+	       "wait_ms\":%.3f,"
+	       "\"bare_fork_exec_paused_ms\":%.3f,\"held_exec_true_paused_ms\":%.3f,\"ratio_paused\":%.2f,\"create_"
+	       "ms\":%.3f,"
 	       "\"idle_sandboxes\":%d,\"inits_seen\":%d,\"init_pss_kib_each\":%.1f,\"supervisor_rss_kib_each\":%.1f,"
 	       "\"after_one_exec_processes\":%d,\"after_one_exec_pss_kib_each\":%.1f}\n",
-	       bare * 1e3, held * 1e3, held / bare, spawn * 1e3, wait * 1e3, bare_gap * 1e3, held_gap * 1e3, held_gap / bare_gap, create * 1e3, nsb,
-	       count, count ? (double)inits / count : 0.0, (double)(rss1 - rss0) / nsb, count1,
-	       (double)used / nsb);
+	       bare * 1e3, held * 1e3, held / bare, spawn * 1e3, wait * 1e3, bare_gap * 1e3, held_gap * 1e3,
+	       held_gap / bare_gap, create * 1e3, nsb, count, count ? (double)inits / count : 0.0,
+	       (double)(rss1 - rss0) / nsb, count1, (double)used / nsb);
 	al_policy_free(p);
 	al_policy_free(sp);
 	free(all);

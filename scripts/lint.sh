@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # lint.sh — static analysis: cppcheck and clang-tidy (committed .clang-tidy, .cppcheck-suppress)
-# over src/, tools/ and tests/probe/, with the compile flags of a configured build. Exits non-zero
-# on any finding; fix it, or silence it on its line with a reason:
+# over src/, tools/ and tests/probe/, with the compile flags of a configured build, and the layout
+# of every C file git tracks against .clang-format. Exits non-zero on any finding; fix it
+# (`clang-format -i FILE` for the layout), or silence it on its line with a reason:
 #   // NOLINT(check): reason        (or NOLINTNEXTLINE on the line above)
 #   // cppcheck-suppress id ; reason (on the line above)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${LINT_BUILD_DIR:-build-lint}
-for tool in cppcheck clang-tidy; do
+for tool in cppcheck clang-tidy clang-format; do
   command -v "$tool" >/dev/null 2>&1 || { echo "lint.sh: $tool is missing (scripts/deps.sh installs it)" >&2; exit 1; }
 done
 
@@ -32,6 +33,10 @@ PY
 ((${#files[@]})) || { echo "lint.sh: no sources found in $db" >&2; exit 1; }
 
 rc=0
+mapfile -t cfiles < <(git ls-files '*.c' '*.h')
+echo "lint.sh: clang-format (${#cfiles[@]} files)"
+printf '%s\n' "${cfiles[@]}" | xargs -P"$(nproc)" -n16 clang-format --dry-run --Werror || rc=1
+
 echo "lint.sh: cppcheck (${#files[@]} files)"
 cppcheck --project="$db" \
   --enable=warning,portability,performance --inline-suppr --suppressions-list=.cppcheck-suppress \

@@ -29,8 +29,8 @@ int main(int argc, char **argv)
 		}
 		fprintf(f, "static const struct sock_filter blob%u[%u] = {\n", k, prog.len);
 		for (unsigned i = 0; i < prog.len; i++)
-			fprintf(f, "\t{0x%04x, %u, %u, 0x%08x},\n", prog.filter[i].code, prog.filter[i].jt, prog.filter[i].jf,
-				prog.filter[i].k);
+			fprintf(f, "\t{0x%04x, %u, %u, 0x%08x},\n", prog.filter[i].code, prog.filter[i].jt,
+				prog.filter[i].jf, prog.filter[i].k);
 		fprintf(f, "};\n");
 		free(prog.filter);
 	}

@@ -71,8 +71,7 @@ int audit_write_recovered(struct audit_log *l, const struct audit_past *p, struc
 	json_t *ids = json_array();
 	const char *id;
 	json_t *v;
-	json_object_foreach(p->open, id, v)
-	{
+	json_object_foreach(p->open, id, v) {
 		if (json_array_append_new(ids, json_string(id)) < 0)
 			break;
 	}

@@ -92,9 +92,9 @@ struct be_held {
 	bool spare_asked;	   /* init's answer for spare is on its way (the worker takes it) */
 	const char *enforced_json; /* the sandbox's protections, which every exec inherits */
 	bool seccomp_kills;
-	int net;		 /* the sandbox's posture (enum al_net): an exec may only narrow it */
-	struct cg_job *cg;	 /* where execs get theirs: work, else the sandbox's (the supervisor's), or NULL */
-	struct cg_job *work;	 /* the sandbox's code's cgroup beneath the sandbox's, holding its memory limit (owned) */
+	int net;	     /* the sandbox's posture (enum al_net): an exec may only narrow it */
+	struct cg_job *cg;   /* where execs get theirs: work, else the sandbox's (the supervisor's), or NULL */
+	struct cg_job *work; /* the sandbox's code's cgroup beneath the sandbox's, holding its memory limit (owned) */
 	struct cg_job *spare_cg; /* spare's own cgroup, spare in it (NULL: made at its exec) */
 	/* Ended execs' cgroups, read, and their exec inits' pidfds: each is removed once its init
 	 * is gone. */

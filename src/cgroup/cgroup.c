@@ -99,8 +99,8 @@ __attribute__((format(printf, 3, 4))) static void cg_fmt(char *buf, size_t size,
 
 /* Why controller c cannot be had, for the error message: one clause per hierarchy, and what the
  * user's systemd said when it was asked (sdmsg). */
-static void cg_why(const struct host_cgroups *hc, enum host_cg_ctrl c, int v2err, const char *v2msg,
-		   const char *sdmsg, char *buf, size_t size)
+static void cg_why(const struct host_cgroups *hc, enum host_cg_ctrl c, int v2err, const char *v2msg, const char *sdmsg,
+		   char *buf, size_t size)
 {
 	const char *name = host_cg_ctrl_name(c);
 	const struct host_cg_hier *v2 = &hc->v2, *v1 = &hc->v1[c];
@@ -158,9 +158,8 @@ static bool cg_needed(const struct cg_limits *lim, enum host_cg_ctrl c)
 /* The limit controllers with a value, or required, that no usable hierarchy gives us. */
 static unsigned cg_missing(const struct host_cgroups *hc, const struct cg_limits *lim)
 {
-	const uint64_t value[] = {[HOST_CG_MEMORY] = lim->memory_bytes,
-				  [HOST_CG_PIDS] = lim->pids,
-				  [HOST_CG_CPU] = lim->cpu_millis};
+	const uint64_t value[] = {
+		[HOST_CG_MEMORY] = lim->memory_bytes, [HOST_CG_PIDS] = lim->pids, [HOST_CG_CPU] = lim->cpu_millis};
 	unsigned m = 0;
 	for (int c = HOST_CG_MEMORY; c <= HOST_CG_CPU; c++)
 		if (hc->use[c] == HOST_CG_NONE && (cg_needed(lim, c) || value[c] != AL_UNLIMITED))
@@ -331,7 +330,8 @@ static int cg_setup_v2(struct cg_job *cg, struct host_cgroups *hc, const struct 
 	for (int c = 0; c < HOST_CG__COUNT; c++)
 		if (hc->use[c] == HOST_CG_V2 && cg_wanted(lim, c)) {
 			used |= CG_BIT(c);
-			if (c != HOST_CG_CPUACCT && c != HOST_CG_FREEZER) /* cpu.stat and cgroup.freeze are core on v2 */
+			if (c != HOST_CG_CPUACCT &&
+			    c != HOST_CG_FREEZER) /* cpu.stat and cgroup.freeze are core on v2 */
 				want |= CG_BIT(c);
 		}
 	if (!used)
@@ -397,7 +397,8 @@ bool cg_recent_sweep(struct cg_sweep *s)
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&cg_last.lock);
-	int64_t age_ms = (int64_t)(now.tv_sec - cg_last.at.tv_sec) * 1000 + (now.tv_nsec - cg_last.at.tv_nsec) / 1000000;
+	int64_t age_ms =
+		(int64_t)(now.tv_sec - cg_last.at.tv_sec) * 1000 + (now.tv_nsec - cg_last.at.tv_nsec) / 1000000;
 	bool ok = cg_last.valid && age_ms < 1000;
 	if (ok) {
 		s->n = cg_last.sweep.n;

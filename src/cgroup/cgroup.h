@@ -15,7 +15,7 @@ struct cg_limits {
 	uint64_t cpu_millis;		       /* AL_UNLIMITED: none; 500 = half a CPU */
 	bool need_memory, need_pids, need_cpu; /* explicitly requested: fail rather than skip */
 	bool no_systemd_scope;		       /* never ask the user's systemd for a delegated scope */
-	bool freezer;			       /* a held sandbox's: join a freezer where one is usable (never required) */
+	bool freezer; /* a held sandbox's: join a freezer where one is usable (never required) */
 };
 
 struct cg_usage {

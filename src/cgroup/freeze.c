@@ -121,7 +121,8 @@ static int set_state(int dirfd, int version, bool freeze)
 
 static int wait_state(int dirfd, int version, bool freeze, int timeout_ms)
 {
-	return version == 2 ? v2_wait(dirfd, freeze, timeout_ms) : v1_wait(dirfd, freeze ? "FROZEN" : "THAWED", timeout_ms);
+	return version == 2 ? v2_wait(dirfd, freeze, timeout_ms)
+			    : v1_wait(dirfd, freeze ? "FROZEN" : "THAWED", timeout_ms);
 }
 
 int cg_freeze(struct cg_job *cg, bool freeze, int timeout_ms, struct al_error *err)
@@ -131,7 +132,8 @@ int cg_freeze(struct cg_job *cg, bool freeze, int timeout_ms, struct al_error *e
 		return al_err(err, ENOTSUP, "no cgroup freezer for this sandbox (%s)", cg_freezer_why(cg));
 	int r = set_state(fd, version, freeze);
 	if (r < 0)
-		return al_err_sys(err, -r, "cgroup freezer: writing %s", version == 2 ? "cgroup.freeze" : "freezer.state");
+		return al_err_sys(err, -r, "cgroup freezer: writing %s",
+				  version == 2 ? "cgroup.freeze" : "freezer.state");
 	if ((r = wait_state(fd, version, freeze, timeout_ms)) == 0)
 		return 0;
 	/* Not frozen in time (a task sleeping in the kernel, uninterruptibly): never left half
@@ -201,8 +203,8 @@ static void sort_fds(int *v, int n)
 }
 
 /* The keeper's life: no allocation, no formatting (forked from a threaded process). */
-static _Noreturn void keeper_main(pid_t server, int fzfd, int version, int parent_fd, const char *name,
-				  const int *dirs, const int *versions, int n)
+static _Noreturn void keeper_main(pid_t server, int fzfd, int version, int parent_fd, const char *name, const int *dirs,
+				  const int *versions, int n)
 {
 	int keep[CG_JOIN_MAX + 2], nk = 0;
 	for (int i = 0; i < n; i++)

@@ -64,7 +64,7 @@ enum cfg_limit_key {
 	CFG_LIM_OPEN_FILES,
 	CFG_LIM_FILE_SIZE,
 	CFG_LIM_ADDRESS_SPACE,
-	CFG_LIM_BEST_EFFORT,	 /* not a limit: whether default limits may go unenforced */
+	CFG_LIM_BEST_EFFORT,	/* not a limit: whether default limits may go unenforced */
 	CFG_LIM_CGROUP_SYSTEMD, /* not a limit: whether a user's systemd may give the cgroup for them */
 	CFG_LIM__COUNT,
 };
@@ -225,7 +225,7 @@ struct cfg_pool {
 struct cfg_server {
 	unsigned max_sandboxes, max_execs;
 	unsigned max_execs_per_sandbox; /* execs, cells and background processes at once in one sandbox */
-	char *idle_ttl, *max_lifetime; /* as written */
+	char *idle_ttl, *max_lifetime;	/* as written */
 	uint64_t idle_ttl_ms, max_lifetime_ms;
 	char *request_timeout;	     /* as written */
 	uint64_t request_timeout_ms; /* a request's headers and body must arrive within this (0: 60 s) */
@@ -241,10 +241,10 @@ struct cfg_server {
 	size_t napprover_uids;
 	/* quota: what one principal may hold at once (0: the default, CFG_QUOTA_*) */
 	unsigned quota_sessions, quota_sandboxes, quota_execs, quota_connections;
-	unsigned quota_snapshots;     /* snapshots kept (0: CFG_QUOTA_SNAPSHOTS) */
+	unsigned quota_snapshots;      /* snapshots kept (0: CFG_QUOTA_SNAPSHOTS) */
 	uint64_t quota_snapshot_bytes; /* their bytes together (0 or AL_UNLIMITED: no cap) */
-	char *cell_image_limit;	   /* as written, or NULL: the default */
-	uint64_t cell_image_bytes; /* base64 bytes of figures one cell may return (0: CFG_CELL_IMAGE_LIMIT) */
+	char *cell_image_limit;	       /* as written, or NULL: the default */
+	uint64_t cell_image_bytes;     /* base64 bytes of figures one cell may return (0: CFG_CELL_IMAGE_LIMIT) */
 };
 
 #define CFG_CELL_IMAGE_LIMIT (4ULL << 20)

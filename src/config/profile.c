@@ -62,9 +62,9 @@ int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, struct 
 /* Knobs no flag may turn under a profile: each would widen what the job can see or reach. */
 static bool widening(enum opt_id id)
 {
-	static const enum opt_id knobs[] = {OPT_NET,	    OPT_ALLOW_PRIVATE, OPT_PROXY_HOSTS,
-					    OPT_PROXY_HTTP, OPT_BROKER, OPT_UPSTREAM_CA,	       OPT_RO,
-					    OPT_RW,	    OPT_WORKDIR,       OPT_FALLBACK};
+	static const enum opt_id knobs[] = {OPT_NET,	 OPT_ALLOW_PRIVATE, OPT_PROXY_HOSTS, OPT_PROXY_HTTP,
+					    OPT_BROKER,	 OPT_UPSTREAM_CA,   OPT_RO,	     OPT_RW,
+					    OPT_WORKDIR, OPT_FALLBACK};
 	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
 		if (knobs[i] == id)
 			return true;

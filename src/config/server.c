@@ -37,9 +37,16 @@ const char *cfg_risk_name(enum cfg_risk r)
 }
 
 const char *const cfg_tools[] = {
-	"code_execute",	   "code_install_package", "code_write_file",	  "code_read_file",
-	"code_list_files", "code_destroy_sandbox", "code_create_sandbox", "code_context",
-	"code_file",	   "code_upload", /* the JSON API's streamed uploads: size and sha256, not content */
+	"code_execute",
+	"code_install_package",
+	"code_write_file",
+	"code_read_file",
+	"code_list_files",
+	"code_destroy_sandbox",
+	"code_create_sandbox",
+	"code_context",
+	"code_file",
+	"code_upload", /* the JSON API's streamed uploads: size and sha256, not content */
 	"code_process",
 	"code_set_sandbox_timeout",
 	"code_watch",
@@ -588,12 +595,9 @@ static int q_snapshot_bytes(struct conv *c, const struct cfg_node *v, const char
 /* Per principal: one client filling the server's tables locks every other client out. */
 static int s_quota(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const struct field fields[] = {{"sessions", q_sessions},
-					      {"sandboxes", q_sandboxes},
-					      {"execs", q_execs},
-					      {"connections", q_connections},
-					      {"snapshots", q_snapshots},
-					      {"snapshot_bytes", q_snapshot_bytes}};
+	static const struct field fields[] = {{"sessions", q_sessions},	  {"sandboxes", q_sandboxes},
+					      {"execs", q_execs},	  {"connections", q_connections},
+					      {"snapshots", q_snapshots}, {"snapshot_bytes", q_snapshot_bytes}};
 	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);
 }
 

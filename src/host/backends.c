@@ -98,8 +98,8 @@ static void availability(const struct al_host_report *r, enum host_layers_backen
 	snprintf(out->why, sizeof(out->why), "%s", why);
 }
 
-void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, const bool lacks[HOST_LAYER__COUNT],
-			 struct host_layers *out)
+void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b,
+			 const bool lacks[HOST_LAYER__COUNT], struct host_layers *out)
 {
 	memset(out, 0, sizeof(*out));
 	if ((unsigned)b >= HOST_LAYERS__COUNT)

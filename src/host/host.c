@@ -190,7 +190,8 @@ static json_t *host_cg_json(const struct al_host_report *r)
 			v1 = NULL;
 		}
 	}
-	json_t *sd = json_pack("{s:b, s:s}", "available", r->systemd_scope.available, "detail", r->systemd_scope.detail);
+	json_t *sd =
+		json_pack("{s:b, s:s}", "available", r->systemd_scope.available, "detail", r->systemd_scope.detail);
 	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "layout", host_cg_layout_name(cg->layout), "error",
 			 r->cg_err < 0 ? json_string(r->cg_errmsg) : json_null(), "v2", v2, "v1", v1, "use", use,
 			 "systemd_scope", sd);

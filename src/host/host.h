@@ -258,8 +258,8 @@ struct host_layers {
 /* Pure: what backend b can enforce on the host the report describes, but the layers it lacks
  * whatever the host offers (lacks, NULL for none: its capability table's word, which the backend
  * layer above gives, be_host_lacks). */
-void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b, const bool lacks[HOST_LAYER__COUNT],
-			 struct host_layers *out);
+void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b,
+			 const bool lacks[HOST_LAYER__COUNT], struct host_layers *out);
 /* Each backend's lacks, as host_backend_layers takes them. */
 typedef bool host_lacks_table[HOST_LAYERS__COUNT][HOST_LAYER__COUNT];
 /* Runs /usr/bin/bwrap --version in a child; "" when it is missing or does not run. */

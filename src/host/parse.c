@@ -8,11 +8,8 @@
 #include "util/error.h"
 
 static const char *const ctrl_names[HOST_CG__COUNT] = {
-	[HOST_CG_MEMORY] = "memory",
-	[HOST_CG_PIDS] = "pids",
-	[HOST_CG_CPU] = "cpu",
-	[HOST_CG_CPUACCT] = "cpuacct",
-	[HOST_CG_FREEZER] = "freezer",
+	[HOST_CG_MEMORY] = "memory",   [HOST_CG_PIDS] = "pids",	      [HOST_CG_CPU] = "cpu",
+	[HOST_CG_CPUACCT] = "cpuacct", [HOST_CG_FREEZER] = "freezer",
 };
 
 /* Every v1 controller the kernel has had; mount options that are not in this list

@@ -197,7 +197,8 @@ void api_install(struct hx_server *s, const struct hx_request *rq, char *const c
 static void written(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
 	const char *path = json_string_value(json_object_get(hx_call_args(c), "path"));
-	hx_json(rs, 200, hx_resumed(json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes), r));
+	hx_json(rs, 200,
+		hx_resumed(json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes), r));
 }
 
 /* The arguments the gate sees are code_write_file's: the content as text when it is UTF-8, else
@@ -226,7 +227,7 @@ void api_write(struct hx_server *s, const struct hx_request *rq, char *const cap
 static void read_ok(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
 	rs->resumed = r->resumed; /* the body is the file's bytes: said in a header */
-	if (r->fd >= 0) { /* streamed from the file: the result keeps (and closes) its own descriptor */
+	if (r->fd >= 0) {	  /* streamed from the file: the result keeps (and closes) its own descriptor */
 		rs->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
 		if (rs->fd < 0) {
 			hx_error(rs, 503, "out of file descriptors");

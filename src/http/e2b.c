@@ -584,8 +584,8 @@ static void call_no_content(struct hx_server *s, const struct hx_request *rq, en
 static void set_timeout(struct hx_server *s, const struct hx_request *rq, const char *id, json_int_t secs,
 			struct hx_response *rs)
 {
-	call_no_content(s, rq, TL_SET_TIMEOUT, json_pack("{s:s,s:I}", "sandbox_id", id, "lifetime", secs > 0 ? secs : 1),
-			rs);
+	call_no_content(s, rq, TL_SET_TIMEOUT,
+			json_pack("{s:s,s:I}", "sandbox_id", id, "lifetime", secs > 0 ? secs : 1), rs);
 }
 
 static void timeout_route(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
@@ -667,7 +667,8 @@ static void fork_route(struct hx_server *s, const struct hx_request *rq, const c
 		const char *kid_id = json_string_value(json_object_get(kid, "sandbox_id"));
 		char token[65], traffic[65];
 		token_for(s, rq, kid_id ? kid_id : "", token, traffic);
-		json_array_append_new(out, json_pack("{s:o}", "sandbox", sandbox_handle(kid_id ? kid_id : "", tpl, token, traffic)));
+		json_array_append_new(
+			out, json_pack("{s:o}", "sandbox", sandbox_handle(kid_id ? kid_id : "", tpl, token, traffic)));
 	}
 	json_decref(b);
 	hx_response_clear(rs);

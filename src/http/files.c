@@ -97,7 +97,8 @@ static json_t *inspect_args(const char *id, const char *path, int fd, size_t len
 static void written(struct hx_call *c, const struct srv_result *r, struct hx_response *rs)
 {
 	const char *path = json_string_value(json_object_get(hx_call_args(c), "path"));
-	hx_json(rs, 200, hx_resumed(json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes), r));
+	hx_json(rs, 200,
+		hx_resumed(json_pack("{s:s,s:I}", "path", path ? path : "", "bytes", (json_int_t)r->bytes), r));
 }
 
 void api_write_spooled(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
@@ -114,7 +115,8 @@ static void unpacked(struct hx_call *c, const struct srv_result *r, struct hx_re
 {
 	const char *path = json_string_value(json_object_get(hx_call_args(c), "path"));
 	hx_json(rs, 200,
-		hx_resumed(json_pack("{s:s,s:I}", "path", path && *path ? path : "/", "members", (json_int_t)r->bytes), r));
+		hx_resumed(json_pack("{s:s,s:I}", "path", path && *path ? path : "/", "members", (json_int_t)r->bytes),
+			   r));
 }
 
 void api_archive(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)

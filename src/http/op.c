@@ -33,9 +33,9 @@ struct hx_call {
 	uint64_t ask_deadline;	 /* hx_now_ms() when silence becomes a denial */
 	bool (*gone)(void *ctx); /* the request's connection watch (hx_request.gone), while its handler waits */
 	void *gone_ctx;
-	bool left; /* the client went away before its answer: the call was cancelled */
+	bool left;    /* the client went away before its answer: the call was cancelled */
 	int spool_fd; /* hx_call_spool: the upload's file (borrowed from the request), or -1 */
-	bool asking; /* a stream that started while a human is asked (its events say so) */
+	bool asking;  /* a stream that started while a human is asked (its events say so) */
 
 	/* Shared with the manager's threads and the approval queue's resolver: under mu. */
 	pthread_mutex_t mu;
@@ -57,8 +57,8 @@ struct hx_call {
 	uint64_t idle_since; /* hx_now_ms() when the stream last had something to send */
 	char *pending;
 	size_t pending_len, pending_off, pending_cap;
-	struct txt_carry carry[2]; /* per stream: a character cut by the chunk boundary */
-	bool base64;		   /* output events carry bytes as base64 (hx_call_output_base64) */
+	struct txt_carry carry[2];	  /* per stream: a character cut by the chunk boundary */
+	bool base64;			  /* output events carry bytes as base64 (hx_call_output_base64) */
 	const struct hx_framing *framing; /* hx_call_framing: the front end frames the events itself */
 	void *framing_ctx;
 };
@@ -543,8 +543,9 @@ static int emit_output(struct hx_call *c, enum srv_stream stream, const char *da
 		return 0;
 	if (c->base64) { /* bytes as they are: no character to keep whole */
 		cleanup_free char *b64 = txt_base64_encode(data, len);
-		return b64 ? emit(c, "output", json_pack("{s:s,s:s,s:s}", "stream", k ? "stderr" : "stdout", "data", b64,
-							 "encoding", "base64"))
+		return b64 ? emit(c, "output",
+				  json_pack("{s:s,s:s,s:s}", "stream", k ? "stderr" : "stdout", "data", b64, "encoding",
+					    "base64"))
 			   : -ENOMEM;
 	}
 	if (txt_carry_take(&c->carry[k], data, len, final, &joined, &send) < 0)

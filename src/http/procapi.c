@@ -67,8 +67,7 @@ void api_proc_kill(struct hx_server *s, const struct hx_request *rq, char *const
 		call(s, rq, args, rs);
 }
 
-void api_proc_close_stdin(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
-			  struct hx_response *rs)
+void api_proc_close_stdin(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
 	json_t *args = process_args("close_stdin", caps, true, rs);
 	if (args)

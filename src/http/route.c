@@ -73,7 +73,8 @@ static const struct route routes[] = {
 	{"GET", "/v1/sandboxes/{}/processes/{}", api_proc_get, BODY_NONE, ROLE_CLIENT},
 	{"DELETE", "/v1/sandboxes/{}/processes/{}", api_proc_kill, BODY_NONE, ROLE_CLIENT},
 	{"GET", "/v1/sandboxes/{}/processes/{}/output", api_proc_output, BODY_NONE, ROLE_CLIENT},
-	{"POST", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_stdin, BODY_JSON, ROLE_CLIENT}, /* raw text: the API's body limit */
+	{"POST", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_stdin, BODY_JSON,
+	 ROLE_CLIENT}, /* raw text: the API's body limit */
 	{"DELETE", "/v1/sandboxes/{}/processes/{}/stdin", api_proc_close_stdin, BODY_NONE, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/processes/{}/signal", api_proc_signal, BODY_JSON, ROLE_CLIENT},
 	{"POST", "/v1/sandboxes/{}/processes/{}/resize", api_proc_resize, BODY_JSON, ROLE_CLIENT},
@@ -103,7 +104,7 @@ static const struct route routes[] = {
 	 ROLE_CLIENT}, /* answers 405 itself: the spec lets a server refuse the GET stream */
 };
 
-#define MAX_CAPS 2
+#define MAX_CAPS      2
 #define PROXY_METHODS "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS"
 
 static bool proxied_method(const char *method)
@@ -163,8 +164,8 @@ static const struct route *find(const char *method, const char *path, size_t cap
 		size_t c[MAX_CAPS][2] = {{0}};
 		if (!match(routes[i].pattern, path, c))
 			continue;
-		if (method && (strcmp(routes[i].method, method) == 0 ||
-			       (routes[i].method[0] == '*' && proxied_method(method)))) {
+		if (method &&
+		    (strcmp(routes[i].method, method) == 0 || (routes[i].method[0] == '*' && proxied_method(method)))) {
 			memcpy(caps, c, sizeof(c));
 			return &routes[i];
 		}
@@ -376,7 +377,8 @@ int hx_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 		snprintf(rs->allow, sizeof(rs->allow), "%s", allow);
 		return 1;
 	}
-	if (((r->role == ROLE_CLIENT || r->role == ROLE_PORT) && !rq->who->client) || (r->role == ROLE_APPROVER && !rq->who->approver)) {
+	if (((r->role == ROLE_CLIENT || r->role == ROLE_PORT) && !rq->who->client) ||
+	    (r->role == ROLE_APPROVER && !rq->who->approver)) {
 		hx_error(rs, 403, "%s may not %s %.200s (%s)", rq->who->name, rq->method, path,
 			 r->role == ROLE_CLIENT ? "an approver's credential runs nothing"
 						: "only approvers decide approvals and read the audit log");

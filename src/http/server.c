@@ -188,7 +188,7 @@ struct conn {
 	int spool_error;
 	uint64_t spool_bytes;
 	uint64_t spool_seen; /* spool_bytes when the request deadline was last moved on */
-	EVP_MD_CTX *sha; /* the body's SHA-256, for the rules and the audit record */
+	EVP_MD_CTX *sha;     /* the body's SHA-256, for the rules and the audit record */
 	char peer[64];
 	bool local; /* the Unix socket: uid is the peer's */
 	uid_t uid;
@@ -873,17 +873,19 @@ static struct MHD_Daemon *start_daemon(struct hx_server *s, const struct hx_list
 	 * one address: the socket is then the door that stays open). */
 	unsigned per_ip = s->o.max_connections - s->o.max_connections / 4;
 	if (l)
-		return MHD_start_daemon(
-			flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&l->addr,
-			MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-			per_ip ? per_ip : 1u, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-			MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-			MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_END);
+		return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+					(const struct sockaddr *)&l->addr, MHD_OPTION_CONNECTION_LIMIT,
+					(unsigned)s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					per_ip ? per_ip : 1u, MHD_OPTION_CONNECTION_TIMEOUT,
+					(unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+					MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK,
+					unescape, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-				on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_END);
+				on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
+				MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_END);
 }
 
 static void stop_daemon(struct MHD_Daemon *d)

@@ -93,8 +93,9 @@ int img_user_parse(const char *spec, const char *passwd, const char *group, uint
 static char *read_in_root(const char *root, const char *path)
 {
 	cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	cleanup_close int fd =
-		rfd < 0 ? -1 : al_openat2(rfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, AL_RESOLVE_IN_ROOT | RESOLVE_NO_XDEV);
+	cleanup_close int fd = rfd < 0 ? -1
+				       : al_openat2(rfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0,
+						    AL_RESOLVE_IN_ROOT | RESOLVE_NO_XDEV);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > IDS_FILE_MAX)
 		return NULL;

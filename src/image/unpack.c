@@ -300,8 +300,10 @@ static int check_member(struct archive_entry *e, const char *rel, struct budget 
 	 * under the same size limit (RLIMIT_FSIZE) as any other. */
 	uint64_t rec = b->owners_fd >= 0 ? sizeof(struct own_rec) + strlen(rel) : 0;
 	if (rec > b->lim->max_bytes - b->bytes)
-		return al_err(err, EFBIG, "member '%s': the members' owner records go past the image limit of %llu "
-			      "bytes: refused", rel, (unsigned long long)b->lim->max_bytes);
+		return al_err(err, EFBIG,
+			      "member '%s': the members' owner records go past the image limit of %llu "
+			      "bytes: refused",
+			      rel, (unsigned long long)b->lim->max_bytes);
 	b->bytes += rec;
 	if (link)
 		return unpack_check_name(link, err) < 0

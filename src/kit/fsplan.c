@@ -431,9 +431,11 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 				    "sandbox:x:%u:%u:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
 				    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 				    p->run_uid, p->run_gid));
-	r = r ?: file_op(plan, own_etc(plan, image, "group"),
-			 p->run_gid ? ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%u:\nnogroup:x:65534:\n", p->run_gid)
-				    : "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n");
+	r = r
+		    ?: file_op(plan, own_etc(plan, image, "group"),
+			       p->run_gid ? ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%u:\nnogroup:x:65534:\n",
+						 p->run_gid)
+					  : "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n");
 	r = r
 		    ?: file_op(plan, own_etc(plan, image, "hosts"),
 			       ownf(plan,
@@ -532,8 +534,8 @@ static int plan_proc_dev(struct fs_plan *plan)
  *  only with --keep-changes, and src is never written.
  *  A held sandbox's layers (al_policy_add_ws_layer): a fork's or a snapshot's frozen files shared
  *  by every sandbox made from them; the manager keeps the upper layer (its changes). */
-static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, char *const *srcs, size_t n,
-			const char *dest, const char *stage, char tag)
+static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, char *const *srcs, size_t n, const char *dest,
+			const char *stage, char tag)
 {
 	const char *up = ownf(plan, "/%s/upper", stage), *data = ownf(plan, "/%s/upper/data", stage),
 		   *work = ownf(plan, "/%s/upper/work", stage), *low = ownf(plan, "/%s/lower", stage);
@@ -554,7 +556,9 @@ static int plan_overlay(struct fs_plan *plan, const struct al_policy *p, char *c
 							     (unsigned long long)p->limits[AL_LIMIT_DISK]),
 						.mflags = MS_NOSUID | MS_NODEV});
 	r = r ?: mkdir_op(plan, data, 0755);
-	r = r ?: add(plan, (struct fs_op){.kind = FS_CHOWN, .dest = data + 1, .owner = p->run_uid, .group = p->run_gid});
+	r = r
+		    ?: add(plan, (struct fs_op){
+					 .kind = FS_CHOWN, .dest = data + 1, .owner = p->run_uid, .group = p->run_gid});
 	r = r ?: mkdir_op(plan, work, 0700);
 	r = r
 		    ?: add(plan,
@@ -739,8 +743,11 @@ int fs_plan_build(struct fs_plan *plan, const struct al_policy *p, const struct 
 					     .text = f->len ? f->data : "",
 					     .len = f->len,
 					     .mode = f->mode});
-		r = r ?: add(plan, (struct fs_op){
-				 .kind = FS_CHOWN, .dest = f->dest + 1, .owner = p->run_uid, .group = p->run_gid});
+		r = r
+			    ?: add(plan, (struct fs_op){.kind = FS_CHOWN,
+							.dest = f->dest + 1,
+							.owner = p->run_uid,
+							.group = p->run_gid});
 	}
 	for (size_t i = 0; r == 0 && i < plan->n; i++)
 		if (!plan->ops[i].dest || ((plan->ops[i].kind == FS_FILE || plan->ops[i].kind == FS_TMPFS ||

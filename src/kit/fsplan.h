@@ -57,7 +57,7 @@ struct fs_plan {
 	size_t n, cap;
 	char **owned; /* strings the plan allocated */
 	size_t nowned, capowned;
-	int sendfd_sock; /* FS_SENDFD target (set by the spawner), -1 if none */
+	int sendfd_sock;  /* FS_SENDFD target (set by the spawner), -1 if none */
 	bool cgroup_view; /* FS_CGROUP_VIEW is made, for the job's cgroups to be mounted there */
 };
 

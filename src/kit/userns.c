@@ -107,8 +107,7 @@ static int choose_subids(struct uns_map *m, struct al_error *err)
 	return 0;
 }
 
-int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, uint32_t uid, uint32_t gid,
-	       struct al_error *err)
+int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, uint32_t uid, uint32_t gid, struct al_error *err)
 {
 	memset(m, 0, sizeof(*m));
 	m->uid = uid;
@@ -161,8 +160,8 @@ static int write_file(pid_t pid, const char *name, const char *data, char *why, 
  * unless an image's User names another): the caller's own id is the payload's, its subordinate
  * ids fill the rest. The setuid helpers check /etc/subuid themselves; we only run them, by
  * absolute path, with a scrubbed environment. uns_choose made sure 0 < U < COUNT-1. */
-static int run_idmap(const char *helper, pid_t pid, uint32_t sub, uint32_t own, uint32_t at, uint32_t count,
-		     char *why, size_t whylen)
+static int run_idmap(const char *helper, pid_t pid, uint32_t sub, uint32_t own, uint32_t at, uint32_t count, char *why,
+		     size_t whylen)
 {
 	char a[8][16];
 	snprintf(a[0], 16, "%d", (int)pid);

@@ -23,8 +23,7 @@ struct uns_map {
  * user maps its own uid/gid at uid:gid and, with want_subids, its subordinate ids around them
  * (0 to uid-1 and uid+1 on). Fails (with err) only when subordinate ids were asked for and cannot
  * be had, or are too few to reach uid:gid. */
-int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, uint32_t uid, uint32_t gid,
-	       struct al_error *err);
+int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, uint32_t uid, uint32_t gid, struct al_error *err);
 /* Finds NAME's (or UID's) range in a subuid/subgid file's text. Pure. */
 int uns_parse_subid(const char *text, const char *name, uint32_t uid, uint32_t *start, uint32_t *count);
 /* Parent side: write setgroups, uid_map and gid_map of pid. */

@@ -108,9 +108,9 @@ enum srv_snapshot_action {
 struct srv_snapshot_req {
 	const char *owner;
 	enum srv_snapshot_action action;
-	const char *sandbox_id;	 /* SRV_SNAP_CREATE */
-	const char *snapshot_id; /* SRV_SNAP_GET, SRV_SNAP_DELETE */
-	const char *name;	 /* SRV_SNAP_CREATE: 1 to SRV_SNAP_NAME_MAX bytes of UTF-8, or NULL */
+	const char *sandbox_id;		  /* SRV_SNAP_CREATE */
+	const char *snapshot_id;	  /* SRV_SNAP_GET, SRV_SNAP_DELETE */
+	const char *name;		  /* SRV_SNAP_CREATE: 1 to SRV_SNAP_NAME_MAX bytes of UTF-8, or NULL */
 	const char *const *metadata_keys; /* SRV_SNAP_CREATE: labels, checked as create's */
 	const char *const *metadata_values;
 	size_t n_metadata;
@@ -203,8 +203,8 @@ struct srv_process_req {
 	int signal;
 	uint64_t offset;
 	bool follow;
-	uint64_t wait_ms; /* connect with follow: at most this long (0: until the end) */
-	bool collect;	  /* connect: the output read also in the answer's "output" (text, bounded) */
+	uint64_t wait_ms;    /* connect with follow: at most this long (0: until the end) */
+	bool collect;	     /* connect: the output read also in the answer's "output" (text, bounded) */
 	unsigned cols, rows; /* resize (a terminal's process): its new size, 1 to SRV_PTY_MAX each */
 };
 
@@ -257,7 +257,6 @@ struct srv_file_req {
 	bool no_replace;  /* SRV_FILE_MOVE */
 };
 
-
 /* A watch of a directory of the workspace (watch.c): its events (on_output with SRV_EVENT, one JSON
  * object each: type create|write|remove|rename|chmod|overflow, path relative to the workspace,
  * is_dir) until the caller cancels, wait_ms passes, or the sandbox ends; then on_done with the
@@ -302,7 +301,7 @@ struct srv_file_stat {
 	uint64_t size;
 	uint32_t mode; /* permission bits with set-id and sticky (07777) */
 	uint32_t uid, gid;
-	int64_t mtime_ns; /* since the epoch */
+	int64_t mtime_ns;  /* since the epoch */
 	char *link_target; /* a symlink's target (malloc'd), never followed; else NULL */
 };
 
@@ -320,7 +319,7 @@ struct srv_result {
 	size_t n_entries;
 	uint64_t bytes;	 /* write_file: bytes written */
 	char *cell_json; /* a cell of a context: its value, error, images, files (JSON object); contexts: the answer */
-	char *process_json; /* a background exec, the process calls: the answer (JSON object) */
+	char *process_json;	    /* a background exec, the process calls: the answer (JSON object) */
 	struct srv_file_stat *stat; /* file_op SRV_FILE_STAT (malloc'd); mkdir: bytes is 1 when it was made;
 				     * remove: bytes counts the entries removed; archive: the members unpacked */
 	/* exec, cell, files: the sandbox ended while the call ran (its lifetime, the server's caps, a
@@ -331,8 +330,8 @@ struct srv_result {
 	char *ended;
 	const char *ended_reason;
 	uint64_t ends_unix_ms; /* create, set_timeout: when the sandbox ends (wall clock, ms), 0: never */
-	char *watch_json; /* watch: the summary (JSON object) */
-	char *sandboxes_json; /* fork: {"sandboxes": [{"sandbox_id", "ends_at"}...], "entries", "bytes"} */
+	char *watch_json;      /* watch: the summary (JSON object) */
+	char *sandboxes_json;  /* fork: {"sandboxes": [{"sandbox_id", "ends_at"}...], "entries", "bytes"} */
 	/* pause, resume: the sandbox's state (JSON object: sandbox_id, state, paused_at, paused_by,
 	 * freezer, took_ms). */
 	char *state_json;
@@ -354,30 +353,30 @@ struct srv_sandbox_info {
 	uint64_t used_unix_ms;	  /* its last use: an operation started or ended */
 	bool busy;		  /* an exec runs in it now */
 	/* GET /v1/sandboxes/{id} (and the list): what E2B's getInfo answers. */
-	char state[16];		/* "running" or "paused" */
-	uint64_t paused_unix_ms; /* paused: since when (wall clock, ms) */
+	char state[16];			    /* "running" or "paused" */
+	uint64_t paused_unix_ms;	    /* paused: since when (wall clock, ms) */
 	char paused_by[SRV_OWNER_MAX + 16]; /* paused: "owner", "approver <name>", "idle_ttl", "lifetime" */
-	bool auto_pause;	/* create's auto_pause */
-	char image[128];	/* the image it was made with, "host" without one */
-	char network[16];	/* its posture: "none", "allowlist", "host" */
-	uint64_t ends_unix_ms;	/* when it ends (its lifetime or server.max_lifetime), 0: never */
-	char *metadata_json;	/* its labels, a JSON object (malloc'd: srv_sandbox_infos_free) */
-	bool have_usage;	/* the sandbox's cgroup was read: */
-	double cpu_s;		/* CPU time so far (-1 unknown) */
-	uint64_t memory_bytes;	/* in use now (0 unknown) */
+	bool auto_pause;		    /* create's auto_pause */
+	char image[128];		    /* the image it was made with, "host" without one */
+	char network[16];		    /* its posture: "none", "allowlist", "host" */
+	uint64_t ends_unix_ms;		    /* when it ends (its lifetime or server.max_lifetime), 0: never */
+	char *metadata_json;		    /* its labels, a JSON object (malloc'd: srv_sandbox_infos_free) */
+	bool have_usage;		    /* the sandbox's cgroup was read: */
+	double cpu_s;			    /* CPU time so far (-1 unknown) */
+	uint64_t memory_bytes;		    /* in use now (0 unknown) */
 	uint64_t peak_memory_bytes;
-	unsigned processes;	/* executions running in it now */
+	unsigned processes; /* executions running in it now */
 };
 
 /* Frees what n infos hold (their metadata_json; the array itself is the caller's to free). */
 void srv_sandbox_infos_free(struct srv_sandbox_info *v, size_t n);
 /* A port of a sandbox's own loopback (sbports.c): its owner's, or reached with a port token. */
 struct srv_port_req {
-	const char *owner;	/* the requesting principal (ignored when token is set) */
+	const char *owner; /* the requesting principal (ignored when token is set) */
 	const char *sandbox_id;
-	uint16_t port;		/* 1-65535 */
-	const char *token;	/* NULL: owner's credentials; else a port token (port_token) for this sandbox and port */
-	uint64_t ttl_ms;	/* port_token: how long the token lives (0: as long as the sandbox) */
+	uint16_t port;	   /* 1-65535 */
+	const char *token; /* NULL: owner's credentials; else a port token (port_token) for this sandbox and port */
+	uint64_t ttl_ms;   /* port_token: how long the token lives (0: as long as the sandbox) */
 };
 
 /* A listening TCP socket of a sandbox (list_ports): on loopback or on any address. */

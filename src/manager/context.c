@@ -46,12 +46,12 @@ struct ctx {
 	struct al_job *job; /* the running kernel, or NULL */
 	int sock;	    /* our end of its channel, or -1 */
 	pthread_t pump;
-	bool pumping;		  /* pump started (joined when the kernel is stopped) */
-	bool dead;		  /* the kernel ended (under cs->mu) */
-	bool busy;		  /* a cell or a management call holds it (under cs->mu) */
-	struct al_verdict *death; /* the kernel's verdict once it ended */
-	unsigned cells;		  /* cells run by the current kernel */
-	unsigned restarts;	  /* kernels started for this context */
+	bool pumping;		   /* pump started (joined when the kernel is stopped) */
+	bool dead;		   /* the kernel ended (under cs->mu) */
+	bool busy;		   /* a cell or a management call holds it (under cs->mu) */
+	struct al_verdict *death;  /* the kernel's verdict once it ended */
+	unsigned cells;		   /* cells run by the current kernel */
+	unsigned restarts;	   /* kernels started for this context */
 	struct al_job_census idle; /* what the kernel runs between cells, seen from the host at its hello */
 	bool have_idle;
 	bool server_restarted; /* made again after a restart of the server: its next cell says so */
@@ -451,8 +451,8 @@ static void cell_answer(struct ctx *c, size_t len, struct cell_run *cr)
 	if (r == 1)
 		cr->res = ctx_load_answer(body, len, cr->cap, cr->image_max, cr->broke, sizeof(cr->broke));
 	else if (r == -EPROTO && len > max)
-		snprintf(cr->broke, sizeof(cr->broke), "its answer was %zu bytes, over the %zu an answer can need",
-			 len, max);
+		snprintf(cr->broke, sizeof(cr->broke), "its answer was %zu bytes, over the %zu an answer can need", len,
+			 max);
 	else
 		snprintf(cr->broke, sizeof(cr->broke), "its answer of %zu bytes was cut short", len);
 	free(body);
@@ -563,8 +563,8 @@ static char *cell_json(const struct ctx *c, const struct cell_run *cr, bool rest
 	/* Why the state is gone, when the kernel was killed for what it did rather than ended. */
 	if (r == 0 && (*cr->broke || *cr->leftover))
 		r = json_object_set_new(o, "kernel_killed",
-					json_pack("{s:s,s:s}", "reason", *cr->broke ? "protocol" : "left-running", "detail",
-						  *cr->broke ? cr->broke : cr->leftover));
+					json_pack("{s:s,s:s}", "reason", *cr->broke ? "protocol" : "left-running",
+						  "detail", *cr->broke ? cr->broke : cr->leftover));
 	r = r ?: json_object_set_new(o, "restarted", json_boolean(restarted));
 	if (r == 0 && restarted && c->server_restarted)
 		r = json_object_set_new(o, "restart_reason", json_string("server-restarted"));
@@ -792,8 +792,8 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	struct ctx *c = NULL;
 	/* A cell waits for the one before it in its context, as long as it may run (a context's
 	 * kernel runs one cell at a time; other execs of the sandbox run beside them). */
-	int r = ctx_take_wait(cs, req->context_id ? req->context_id : req->language, req->language, true, req->cancel_fd,
-			      env->timeout_ms ? env->timeout_ms : AL_UNLIMITED, &c, err);
+	int r = ctx_take_wait(cs, req->context_id ? req->context_id : req->language, req->language, true,
+			      req->cancel_fd, env->timeout_ms ? env->timeout_ms : AL_UNLIMITED, &c, err);
 	if (r < 0 || !c)
 		return r < 0 ? r : -EIO;
 	bool fresh = false;
@@ -806,8 +806,10 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	 * that reads only its output (a model) must not take the empty namespace for its own. */
 	if (r == 0 && fresh && c->server_restarted) {
 		char note[200];
-		int n = snprintf(note, sizeof(note), "airlock: the server restarted since this context's last cell: its %s "
-				 "kernel is new, and what it held is gone\n", c->language);
+		int n = snprintf(note, sizeof(note),
+				 "airlock: the server restarted since this context's last cell: its %s "
+				 "kernel is new, and what it held is gone\n",
+				 c->language);
 		capture(&cr, req, 1, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
 	}
 	uint64_t ooms_before = UINT64_MAX;
@@ -829,8 +831,10 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 		left_running(c, req, &cr);
 	if (*cr.broke) {
 		char note[320];
-		int n = snprintf(note, sizeof(note), "airlock: the %s kernel broke its protocol (%s): it was killed and its "
-				 "state is gone\n", c->language, cr.broke);
+		int n = snprintf(note, sizeof(note),
+				 "airlock: the %s kernel broke its protocol (%s): it was killed and its "
+				 "state is gone\n",
+				 c->language, cr.broke);
 		capture(&cr, req, 1, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
 	}
 	double wall_s = (double)(now_ms() - t0) / 1000.0;
@@ -1007,7 +1011,8 @@ json_t *ctx_set_names(struct ctx_set *cs, unsigned *generation)
 	}
 	pthread_mutex_lock(&cs->mu);
 	for (struct ctx *c = cs->list; a && c; c = c->next)
-		if (json_array_append_new(a, json_pack("{s:s,s:s}", "context_id", c->id, "language", c->language)) < 0) {
+		if (json_array_append_new(a, json_pack("{s:s,s:s}", "context_id", c->id, "language", c->language)) <
+		    0) {
 			json_decref(a);
 			a = NULL;
 		}

@@ -19,8 +19,8 @@
 #include "util/fsutil.h"
 
 #define PST_RECORD "sandbox.json"
-#define PST_TRASH  ".gone-" /* a removed sandbox's state, until it is emptied */
-#define PST_LAYERS ".layers" /* frozen workspaces (persist.h): a name no sandbox id can take */
+#define PST_TRASH  ".gone-"	/* a removed sandbox's state, until it is emptied */
+#define PST_LAYERS ".layers"	/* frozen workspaces (persist.h): a name no sandbox id can take */
 #define PST_SNAPS  ".snapshots" /* snapshots' records (persist.h) */
 
 /* A layer and how many kept sandboxes and snapshots stand on it. */
@@ -33,7 +33,7 @@ struct pst {
 	char *path;
 	int dir, lock;
 	pthread_mutex_t mu;
-	struct pst_box *boxes; /* for the room promised (under mu) */
+	struct pst_box *boxes;	  /* for the room promised (under mu) */
 	struct pst_layer *layers; /* under mu */
 	size_t nlayers;
 };
@@ -94,8 +94,10 @@ int pst_open(const char *dir, struct pst **out, struct al_error *err)
 	/* Sandboxes' files and records are read back from here as they are: nobody else may plant them. */
 	if (r == 0 && (st.st_uid != geteuid() || (st.st_mode & 022))) {
 		pst_close(p);
-		return al_err(err, EPERM, "the state directory %s must be %s's and writable by it alone (mode %04o, owner %u)",
-			      dir, geteuid() == 0 ? "root" : "this user", (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+		return al_err(err, EPERM,
+			      "the state directory %s must be %s's and writable by it alone (mode %04o, owner %u)", dir,
+			      geteuid() == 0 ? "root" : "this user", (unsigned)(st.st_mode & 07777),
+			      (unsigned)st.st_uid);
 	}
 	if (r == 0 && (p->lock = openat(p->dir, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
 		r = -errno;
@@ -106,11 +108,12 @@ int pst_open(const char *dir, struct pst **out, struct al_error *err)
 	if (flock(p->lock, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 		pst_close(p);
-		return e == EWOULDBLOCK ? al_err(err, EBUSY,
-						 "another airlock serve keeps its sandboxes in %s: give this one its own "
-						 "(--state-dir DIR)",
-						 dir)
-					: al_err_sys(err, e, "cannot lock the state directory %s", dir);
+		return e == EWOULDBLOCK
+			       ? al_err(err, EBUSY,
+					"another airlock serve keeps its sandboxes in %s: give this one its own "
+					"(--state-dir DIR)",
+					dir)
+			       : al_err_sys(err, e, "cannot lock the state directory %s", dir);
 	}
 	clear_trash(p);
 	*out = p;
@@ -178,8 +181,8 @@ static int room_locked(struct pst *p, uint64_t disk, struct al_error *err)
 	if (fstatvfs(p->dir, &v) < 0)
 		return al_err_sys(err, errno, "the state directory %s", p->path);
 	if (v.f_flag & ST_RDONLY)
-		return al_err(err, EROFS, "the state directory %s is read-only: no sandbox can be kept, so none is made",
-			      p->path);
+		return al_err(err, EROFS,
+			      "the state directory %s is read-only: no sandbox can be kept, so none is made", p->path);
 	uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize, promised = disk;
 	for (const struct pst_box *b = p->boxes; b; b = b->next)
 		promised += b->disk > b->held ? b->disk - b->held : 0;
@@ -217,8 +220,7 @@ static int box_dirs(struct pst_box *b, bool make, struct al_error *err)
 	return wsm_open(files, stage, &b->w, err);
 }
 
-static int box_new(struct pst *p, const char *id, uint64_t disk, bool make, struct pst_box **out,
-		   struct al_error *err)
+static int box_new(struct pst *p, const char *id, uint64_t disk, bool make, struct pst_box **out, struct al_error *err)
 {
 	if (!id_ok(id))
 		return al_err(err, EINVAL, "bad sandbox id \"%s\"", id);
@@ -252,8 +254,7 @@ int pst_box_make(struct pst *p, const char *id, uint64_t disk, struct pst_box **
 	return box_new(p, id, disk, true, out, err);
 }
 
-int pst_box_open(struct pst *p, const char *id, uint64_t disk, struct pst_box **out, json_t **rec,
-		 struct al_error *err)
+int pst_box_open(struct pst *p, const char *id, uint64_t disk, struct pst_box **out, json_t **rec, struct al_error *err)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%s/" PST_RECORD, p->path, id);
@@ -264,7 +265,9 @@ int pst_box_open(struct pst *p, const char *id, uint64_t disk, struct pst_box **
 		return al_err(err, EINVAL, "sandbox %s's record %s: %s", id, path, je.text);
 	}
 	json_t *dl = json_object_get(j, "disk_limit"); /* the room it was promised */
-	uint64_t promised = disk ? disk : json_is_integer(dl) && json_integer_value(dl) > 0 ? (uint64_t)json_integer_value(dl) : 0;
+	uint64_t promised = disk						? disk
+			    : json_is_integer(dl) && json_integer_value(dl) > 0 ? (uint64_t)json_integer_value(dl)
+										: 0;
 	int r = box_new(p, id, promised, false, out, err);
 	if (r < 0) {
 		json_decref(j);
@@ -445,8 +448,7 @@ int pst_layers_ref(struct pst *p, const json_t *ids)
 	const json_t *v;
 	int r = 0;
 	pthread_mutex_lock(&p->mu);
-	json_array_foreach(ids, i, v)
-	{
+	json_array_foreach(ids, i, v) {
 		if (r == 0 && json_is_string(v) && id_ok(json_string_value(v)))
 			r = layer_ref_locked(p, json_string_value(v));
 	}
@@ -460,8 +462,7 @@ void pst_layers_unref(struct pst *p, const json_t *ids)
 {
 	size_t i;
 	const json_t *v;
-	json_array_foreach(ids, i, v)
-	{
+	json_array_foreach(ids, i, v) {
 		const char *id = json_string_value(v);
 		pthread_mutex_lock(&p->mu);
 		struct pst_layer *l = id ? layer_find_locked(p, id) : NULL;

@@ -131,10 +131,11 @@ int exec_turn(struct sbm *m, struct srv_op *op, struct sbx *s, bool persistent, 
 			break;
 		}
 		if (s->nrun >= per) {
-			r = al_err(err, EBUSY,
-				   "sandbox %s already runs %u executions and processes (server.max_execs_per_sandbox): "
-				   "wait for one to end, or kill a background process; the code never ran",
-				   s->id, s->nrun);
+			r = al_err(
+				err, EBUSY,
+				"sandbox %s already runs %u executions and processes (server.max_execs_per_sandbox): "
+				"wait for one to end, or kill a background process; the code never ran",
+				s->id, s->nrun);
 			break;
 		}
 		if (!max || m->execs < max) {
@@ -203,11 +204,12 @@ int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, str
 	r = r ?: cfg_apply_limits(&m->o.cfg->limits, p, true, err);
 	/* A background process lives until it ends or is killed: only a limit it was given ends it,
 	 * and its output is counted and kept by its process (sbprocs.c), not by the job. */
-	r = r ?: sbm_set_limit_if(p, AL_LIMIT_WALL_MS,
-				  op->timeout_ms	 ? op->timeout_ms
-				  : op->background ? AL_UNLIMITED
-						   : s->exec_timeout_ms,
-				  err);
+	r = r
+		    ?: sbm_set_limit_if(p, AL_LIMIT_WALL_MS,
+					op->timeout_ms	 ? op->timeout_ms
+					: op->background ? AL_UNLIMITED
+							 : s->exec_timeout_ms,
+					err);
 	/* Relayed to the process's buffer up to the most a job counts (its verdict keeps none of it). */
 	if (r == 0 && op->background)
 		r = al_policy_set_limit(p, AL_LIMIT_OUTPUT, (uint64_t)1 << 30, err);
@@ -233,7 +235,8 @@ int exec_policy(struct sbm *m, const struct sbx *s, const struct srv_op *op, str
  * the exec's chdir before anything runs (a setup error naming it). */
 static int cwd_check(struct sbx *s, const char *cwd, struct al_error *err)
 {
-	if (cwd[0] == '/' && strcmp(cwd, AL_WORKSPACE) != 0 && strncmp(cwd, AL_WORKSPACE "/", sizeof(AL_WORKSPACE)) != 0)
+	if (cwd[0] == '/' && strcmp(cwd, AL_WORKSPACE) != 0 &&
+	    strncmp(cwd, AL_WORKSPACE "/", sizeof(AL_WORKSPACE)) != 0)
 		return 0;
 	uid_t uid;
 	gid_t gid;
@@ -303,8 +306,7 @@ void *exec_thread(void *arg)
 	 * then its code goes in. */
 	bool slot = !op->background;
 	if (r == 0)
-		turn = (r = exec_turn(m, op, s, !throwaway, slot, al_policy_get_limit(p, AL_LIMIT_WALL_MS), &err)) ==
-		       0;
+		turn = (r = exec_turn(m, op, s, !throwaway, slot, al_policy_get_limit(p, AL_LIMIT_WALL_MS), &err)) == 0;
 	cleanup_close int code_fd = -1;
 	if (r == 0 && op->kind == OP_EXEC && (code_fd = al_code_memfd(op->code, op->code_len)) < 0)
 		r = al_err_sys(&err, -code_fd, "setup: the program's sealed copy");
@@ -347,17 +349,19 @@ void *exec_thread(void *arg)
 static int run_request_check(const struct srv_exec_req *req, struct al_error *err)
 {
 	if (req->background && !req->sandbox_id)
-		return al_err(err, EINVAL, "a background process needs a sandbox_id: it lives in a sandbox, between calls");
+		return al_err(err, EINVAL,
+			      "a background process needs a sandbox_id: it lives in a sandbox, between calls");
 	if (req->keep_stdin && !req->background)
 		return al_err(err, EINVAL, "keep_stdin is for background processes (a foreground exec takes stdin)");
 	if ((req->pty_cols || req->pty_rows) &&
 	    (req->pty_cols < 1 || req->pty_cols > SRV_PTY_MAX || req->pty_rows < 1 || req->pty_rows > SRV_PTY_MAX))
-		return al_err(err, EINVAL, "pty: cols and rows must be 1 to %d (got %u x %u)", SRV_PTY_MAX, req->pty_cols,
-			      req->pty_rows);
+		return al_err(err, EINVAL, "pty: cols and rows must be 1 to %d (got %u x %u)", SRV_PTY_MAX,
+			      req->pty_cols, req->pty_rows);
 	if (req->pty_cols && !req->background)
 		return al_err(err, EINVAL, "a pty session is a background process: pty needs background");
 	if (req->pty_cols && req->stdin_data)
-		return al_err(err, EINVAL, "a pty session reads its terminal: send input with the process's stdin, not the "
+		return al_err(err, EINVAL,
+			      "a pty session reads its terminal: send input with the process's stdin, not the "
 			      "exec's stdin");
 	if (req->n_env > EXEC_ENV_MAX)
 		return al_err(err, E2BIG, "env has %zu entries, at most %u", req->n_env, EXEC_ENV_MAX);
@@ -365,14 +369,16 @@ static int run_request_check(const struct srv_exec_req *req, struct al_error *er
 	for (size_t i = 0; i < req->n_env; i++) {
 		const char *e = req->env[i], *eq = strchr(e, '=');
 		if (!eq || !pol_env_name_ok(e, (size_t)(eq - e)))
-			return al_err(err, EINVAL, "env: \"%.*s\" is not a variable name (letters, digits, _; not a digit first)",
+			return al_err(err, EINVAL,
+				      "env: \"%.*s\" is not a variable name (letters, digits, _; not a digit first)",
 				      eq ? (int)(eq - e > 64 ? 64 : eq - e) : 64, e);
 		bytes += strlen(e) + 1;
 	}
 	if (bytes > EXEC_ENV_MAX_BYTES)
 		return al_err(err, E2BIG, "env holds %zu bytes, at most %zu", bytes, EXEC_ENV_MAX_BYTES);
 	if (req->stdin_len > EXEC_STDIN_MAX)
-		return al_err(err, E2BIG, "stdin holds %zu bytes, at most %zu (a background process takes more through its stdin)",
+		return al_err(err, E2BIG,
+			      "stdin holds %zu bytes, at most %zu (a background process takes more through its stdin)",
 			      req->stdin_len, EXEC_STDIN_MAX);
 	if (req->cwd && (!*req->cwd || strlen(req->cwd) > 4096 || strstr(req->cwd, "\xc0\x80")))
 		return al_err(err, EINVAL, "cwd must be a path of 1 to 4096 bytes");

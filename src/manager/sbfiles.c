@@ -68,7 +68,8 @@ static int file_call(struct sbm *m, const struct file_call *c, const struct srv_
 		return al_err(err, ENOMEM, "out of memory");
 	/* Reading or changing files is a use: a paused sandbox is resumed first (its programs see the
 	 * change as it happens). A listing or a stat only looks. */
-	bool use = c->op == FILE_WRITE || c->op == FILE_READ || (c->op == FILE_OTHER && c->other->action != SRV_FILE_STAT);
+	bool use =
+		c->op == FILE_WRITE || c->op == FILE_READ || (c->op == FILE_OTHER && c->other->action != SRV_FILE_STAT);
 	struct sbx *s = use ? sbx_use(m, c->sandbox_id, c->owner, &res->resumed, err)
 			    : sbx_get(m, c->sandbox_id, c->owner, err);
 	if (!s) {

@@ -35,14 +35,13 @@ static int fork_one(struct sbm *m, struct srv_op *op, struct sbx *p, const json_
 	*out = NULL;
 	pthread_mutex_lock(&m->mu);
 	unsigned owned = sbm_owned_locked(m, op->owner), quota = sbm_quota_sandboxes(m);
-	cleanup_free char *meta = op->meta_json		   ? strdup(op->meta_json)
-				  : p->meta_json	   ? strdup(p->meta_json)
-							   : NULL;
+	cleanup_free char *meta = op->meta_json ? strdup(op->meta_json) : p->meta_json ? strdup(p->meta_json) : NULL;
 	uint64_t lifetime = op->lifetime_ms ? op->lifetime_ms : p->lifetime_ms;
 	pthread_mutex_unlock(&m->mu);
 	/* Refused before a sandbox is built: the table would refuse it after (sbx_list). */
 	if (owned >= quota)
-		return al_err(err, EAGAIN, "quota reached: %s holds %u sandboxes (server.quota.sandboxes): no more forks",
+		return al_err(err, EAGAIN,
+			      "quota reached: %s holds %u sandboxes (server.quota.sandboxes): no more forks",
 			      op->owner[0] ? op->owner : "this client", quota);
 	if ((op->meta_json || p->meta_json) && !meta)
 		return al_err(err, ENOMEM, "out of memory");
@@ -73,7 +72,8 @@ static json_t *child_json(struct sbm *m, struct sbx *c)
 	pthread_mutex_lock(&m->mu);
 	uint64_t ends = life_ends_locked(m, c);
 	pthread_mutex_unlock(&m->mu);
-	return json_pack("{s:s,s:I}", "sandbox_id", c->id, "ends_unix_ms", (json_int_t)(ends ? sbm_wall_ms(m, ends) : 0));
+	return json_pack("{s:s,s:I}", "sandbox_id", c->id, "ends_unix_ms",
+			 (json_int_t)(ends ? sbm_wall_ms(m, ends) : 0));
 }
 
 static void *fork_thread(void *arg)
@@ -115,8 +115,8 @@ static void *fork_thread(void *arg)
 	if (r == 0 && !(res = srv_result_new()))
 		r = al_err(&err, ENOMEM, "out of memory");
 	if (r == 0 && res) {
-		json_t *o = json_pack("{s:O,s:I,s:I,s:b}", "sandboxes", kids, "entries", (json_int_t)st.entries, "bytes",
-				      (json_int_t)st.bytes, "layered", layers != NULL);
+		json_t *o = json_pack("{s:O,s:I,s:I,s:b}", "sandboxes", kids, "entries", (json_int_t)st.entries,
+				      "bytes", (json_int_t)st.bytes, "layered", layers != NULL);
 		res->sandboxes_json = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		res->sandbox_id = strdup(p->id);
 		json_decref(o);

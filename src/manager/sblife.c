@@ -206,8 +206,8 @@ int life_mark_result(struct srv_result *res, const char *why, const char *reason
 	 * setup error with the sandbox's words) and a cell its kernel lost. Said as what it is, a
 	 * kill, the reason beside it; an outcome of the program's own (an exit, a timeout, an OOM)
 	 * that came first stays as it was. */
-	if (v && (v->status == AL_STATUS_SETUP_ERROR || v->status == AL_STATUS_SIGNALED ||
-		  v->status == AL_STATUS_KILLED)) {
+	if (v &&
+	    (v->status == AL_STATUS_SETUP_ERROR || v->status == AL_STATUS_SIGNALED || v->status == AL_STATUS_KILLED)) {
 		v->status = AL_STATUS_SIGNALED;
 		v->signal = SIGKILL;
 		v->exit_code = 0;
@@ -245,8 +245,8 @@ static int meta_json(const struct srv_create_req *req, char **out, struct al_err
 			r = al_err(err, EINVAL, "metadata: bad key \"%.80s\" (1-%d bytes of A-Z a-z 0-9 . _ - /)", k,
 				   SRV_META_KEY_MAX);
 		else if (!v || vn > SRV_META_VALUE_MAX || !txt_utf8_valid(v, vn))
-			r = al_err(err, EINVAL, "metadata: the value of \"%s\" must be UTF-8 text of at most %d bytes", k,
-				   SRV_META_VALUE_MAX);
+			r = al_err(err, EINVAL, "metadata: the value of \"%s\" must be UTF-8 text of at most %d bytes",
+				   k, SRV_META_VALUE_MAX);
 		else if (json_object_set_new(o, k, json_string(v)) < 0)
 			r = al_err(err, ENOMEM, "out of memory");
 	}

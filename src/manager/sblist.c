@@ -103,22 +103,24 @@ static json_t *sbx_json(struct sbx *s, uint64_t now)
 {
 	struct al_sandbox_usage u;
 	bool have = al_sandbox_usage(s->sb, &u) == 0;
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner,
-			 "profile", s->profile ? s->profile : "", "image", s->image[0] ? s->image : "host",
-			 "image_digest", s->image_digest[0] ? json_string(s->image_digest) : json_null(), "network",
-			 pol_net_name(s->net), "hosts", s->net_hosts ? s->net_hosts : "", "age_ms",
-			 (json_int_t)(now - s->created_ms), "idle_ms", (json_int_t)(now - s->used_ms), "exec_running",
-			 s->nrun > 0, "cpu_s", have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
-			 have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(),
-			 "peak_memory_bytes",
-			 have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());
+	json_t *o = json_pack(
+		"{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner, "profile",
+		s->profile ? s->profile : "", "image", s->image[0] ? s->image : "host", "image_digest",
+		s->image_digest[0] ? json_string(s->image_digest) : json_null(), "network", pol_net_name(s->net),
+		"hosts", s->net_hosts ? s->net_hosts : "", "age_ms", (json_int_t)(now - s->created_ms), "idle_ms",
+		(json_int_t)(now - s->used_ms), "exec_running", s->nrun > 0, "cpu_s",
+		have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
+		have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(), "peak_memory_bytes",
+		have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());
 	json_t *ports = o ? sbm_ports_json(s) : NULL;
 	if (ports)
 		json_object_set_new(o, "ports", ports);
-	if (o && (json_object_set_new(o, "state", json_string(s->paused ? "paused" : "running")) < 0 ||
-		  json_object_set_new(o, "paused_ms", s->paused ? json_integer((json_int_t)(now > s->paused_ms ? now - s->paused_ms : 0))
-								: json_null()) < 0 ||
-		  json_object_set_new(o, "paused_by", s->paused ? json_string(s->paused_by) : json_null()) < 0)) {
+	if (o &&
+	    (json_object_set_new(o, "state", json_string(s->paused ? "paused" : "running")) < 0 ||
+	     json_object_set_new(o, "paused_ms",
+				 s->paused ? json_integer((json_int_t)(now > s->paused_ms ? now - s->paused_ms : 0))
+					   : json_null()) < 0 ||
+	     json_object_set_new(o, "paused_by", s->paused ? json_string(s->paused_by) : json_null()) < 0)) {
 		json_decref(o);
 		return NULL;
 	}

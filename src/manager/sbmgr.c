@@ -93,7 +93,7 @@ void sbx_unlist_locked(struct sbm *m, struct sbx *s)
 			for (struct sbrun *run = s->runs; run; run = run->next)
 				al_job_kill(run->job);
 			sbproc_kill_all_locked(s);
-			ctx_set_kill(s->ctxs);		/* its contexts' kernels too: a running cell ends here */
+			ctx_set_kill(s->ctxs); /* its contexts' kernels too: a running cell ends here */
 			/* Paused: what was just killed dies only once thawed (v1), and the calls that wait
 			 * for it hold the sandbox; the rest ends with it (al_sandbox_destroy). */
 			if (s->frozen && al_sandbox_resume(s->sb, NULL) == 0)
@@ -130,7 +130,8 @@ struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_
 	if (ended)
 		al_err(err, ENOENT, "%s", gone);
 	else if (!s && was && strcmp(was, owner ? owner : "") == 0)
-		al_err(err, ENOENT, "sandbox %s was lost when the server restarted (its processes and files are gone)", id);
+		al_err(err, ENOENT, "sandbox %s was lost when the server restarted (its processes and files are gone)",
+		       id);
 	else if (!s)
 		al_err(err, ENOENT, "no sandbox \"%s\" (never created, destroyed, or expired)", id);
 	return s;
@@ -227,11 +228,10 @@ static int add_layers(struct sbm *m, struct al_policy *p, const json_t *layers, 
 	size_t i;
 	const json_t *v;
 	int r = json_array_size(layers) && !m->pst ? al_err(err, ENOTSUP, "layers need a state directory") : 0;
-	json_array_foreach(layers, i, v)
-	{
+	json_array_foreach(layers, i, v) {
 		char path[PATH_MAX];
-		if (r == 0 && pst_layer_path(m->pst, json_string_value(v) ? json_string_value(v) : "", path,
-					     sizeof(path)) < 0)
+		if (r == 0 &&
+		    pst_layer_path(m->pst, json_string_value(v) ? json_string_value(v) : "", path, sizeof(path)) < 0)
 			r = al_err(err, EINVAL, "bad layer id in a sandbox's record");
 		r = r ?: al_policy_add_ws_layer(p, path, err);
 	}

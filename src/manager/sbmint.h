@@ -65,23 +65,23 @@ struct sbx {
 	char image_digest[72];	  /* its "sha256:<hex>" ("" without an image) */
 	uint64_t exec_timeout_ms; /* limits.timeout of code_create_sandbox: an exec's default wall limit, 0: none */
 	uint64_t created_ms, used_ms;
-	unsigned refs;		/* the table's (while listed) + each operation's */
-	bool listed;		/* in m->list (false once destroyed or expired) */
-	bool pooled;		/* a warm spare nobody has asked for yet */
-	unsigned nrun;		/* execs, cells and background processes running (under m->mu) */
-	struct sbrun *runs;	/* the foreground execs' jobs, for destroy (under m->mu) */
-	struct sbproc *procs;	/* background processes, running and ended (sbprocs.c; under m->mu) */
-	unsigned nprocs;	/* how many procs lists */
-	struct ctx_set *ctxs;	/* interpreter contexts (context.c), made by the first cell (under m->mu) */
+	unsigned refs;		  /* the table's (while listed) + each operation's */
+	bool listed;		  /* in m->list (false once destroyed or expired) */
+	bool pooled;		  /* a warm spare nobody has asked for yet */
+	unsigned nrun;		  /* execs, cells and background processes running (under m->mu) */
+	struct sbrun *runs;	  /* the foreground execs' jobs, for destroy (under m->mu) */
+	struct sbproc *procs;	  /* background processes, running and ended (sbprocs.c; under m->mu) */
+	unsigned nprocs;	  /* how many procs lists */
+	struct ctx_set *ctxs;	  /* interpreter contexts (context.c), made by the first cell (under m->mu) */
 	struct json_t *ctx_names; /* their names as the record keeps them (ctx_set_names), or NULL */
 	unsigned ctx_gen;	  /* the set's generation ctx_names was taken at */
-	char *pool_image;	/* the image it was made on, or NULL (the profile's root): what a claim matches */
-	char *root;		/* the rootfs it runs on, or NULL (the host's, or not known after a restart) */
+	char *pool_image;	  /* the image it was made on, or NULL (the profile's root): what a claim matches */
+	char *root;		  /* the rootfs it runs on, or NULL (the host's, or not known after a restart) */
 	/* Lifetime and labels (sblife.c), under m->mu. */
-	uint64_t ends_ms;     /* its own end (sbm_now_ms clock), 0: only the server's caps */
-	uint64_t lifetime_ms; /* the lifetime last asked for (create or set_timeout), for the words */
-	char *meta_json;      /* its metadata, a JSON object's text ("{}" without any; never changed once set) */
-	enum sbx_end end;     /* SBX_LIVE until it ends */
+	uint64_t ends_ms;	    /* its own end (sbm_now_ms clock), 0: only the server's caps */
+	uint64_t lifetime_ms;	    /* the lifetime last asked for (create or set_timeout), for the words */
+	char *meta_json;	    /* its metadata, a JSON object's text ("{}" without any; never changed once set) */
+	enum sbx_end end;	    /* SBX_LIVE until it ends */
 	char end_by[SRV_OWNER_MAX]; /* SBX_END_APPROVER: who */
 	unsigned nwatches;	    /* watches of its workspace running (watch.c; under m->mu) */
 	struct sbm_port_token *port_tokens; /* SBM_PORT_TOKENS_MAX slots (sbports.c), or NULL (under m->mu) */
@@ -92,18 +92,18 @@ struct sbx {
 	struct pst_box *box;   /* its state on disk, or NULL (no state directory, a spare) */
 	json_t *layers;	       /* the layers its workspace stands on (persist.h), the top first, or NULL */
 	/* Paused in place (sbpause.c), under m->mu. */
-	bool paused;	      /* its state is "paused" (frozen, or brought back paused after a restart) */
-	bool frozen;	      /* its processes are frozen (al_sandbox_pause) */
-	bool changing;	      /* a pause or resume of it is under way (outside the lock): wait on m->cv */
-	bool auto_pause;      /* create's auto_pause: idle_ttl or its lifetime pause it instead */
+	bool paused;		   /* its state is "paused" (frozen, or brought back paused after a restart) */
+	bool frozen;		   /* its processes are frozen (al_sandbox_pause) */
+	bool changing;		   /* a pause or resume of it is under way (outside the lock): wait on m->cv */
+	bool auto_pause;	   /* create's auto_pause: idle_ttl or its lifetime pause it instead */
 	bool lifetime_runs_paused; /* create's lifetime_runs_paused */
 	bool lifetime_restart;	   /* auto-paused at its lifetime's end: the lifetime starts again at the resume */
 	unsigned inuse;		   /* calls that need it running now (sbx_use): a pause waits for none */
 	uint64_t paused_ms;	   /* since when (sbm_now_ms) */
 	uint64_t clock_stop_ms;	   /* its lifetime clock stopped here (paused; or brought back) */
 	char paused_by[SRV_OWNER_MAX + 16];
-	struct sbx *pause_next;	   /* the housekeeper's list of sandboxes to auto-pause */
-	struct sbm *m;	       /* its manager (sbx_free keeps or removes its state) */
+	struct sbx *pause_next; /* the housekeeper's list of sandboxes to auto-pause */
+	struct sbm *m;		/* its manager (sbx_free keeps or removes its state) */
 };
 
 /* A port token as the manager keeps it: its digest only, bound to one sandbox (the sbx holding it:
@@ -131,11 +131,11 @@ struct sbm {
 	struct mkreq *queue;	  /* sandboxes to make, oldest first */
 	uint64_t refill_after_ms; /* no spare is made before this (now_ms() clock): see SBM_REFILL_DELAY_MS */
 	struct sbm_stats st;
-	struct mq_table execs_of; /* executions (queued or running) per principal: server.quota.execs */
+	struct mq_table execs_of;	    /* executions (queued or running) per principal: server.quota.execs */
 	struct sbx_gone gone[SBM_GONE_MAX]; /* sandboxes that ended lately (sblife.c), under mu */
 	unsigned gone_next;
-	int64_t wall_offset_ms; /* wall clock minus sbm_now_ms, read once: one sandbox's times never jitter */
-	struct pst *pst;	/* the state directory (sbm_opts.state_dir), or NULL: nothing outlives us */
+	int64_t wall_offset_ms;	 /* wall clock minus sbm_now_ms, read once: one sandbox's times never jitter */
+	struct pst *pst;	 /* the state directory (sbm_opts.state_dir), or NULL: nothing outlives us */
 	struct al_error pst_err; /* why it cannot be used (pst NULL, a state directory asked for) */
 	bool pst_broken;
 	/* Snapshots (sbsnap.c): their records by id (a JSON object), under snap_mu, which a snapshot's
@@ -196,16 +196,16 @@ struct srv_op {
 	int pid, signal;
 	uint64_t offset;
 	bool follow, collect; /* timeout_ms: how long a follow waits (0: to the end) */
-	int cancel_fd;		   /* OP_CELL: an eventfd m_cancel makes readable, or -1 */
+	int cancel_fd;	      /* OP_CELL: an eventfd m_cancel makes readable, or -1 */
 	bool network;
 	struct srv_limits limits;
-	uint64_t lifetime_ms; /* OP_CREATE: srv_create_req.lifetime_ms */
-	char *meta_json;      /* OP_CREATE: the metadata as a JSON object's text, or NULL */
-	unsigned pty_cols, pty_rows; /* OP_EXEC (background): its terminal's first size, 0: none */
-	struct watch *watch;  /* OP_WATCH: its state (watch.c), owned by its worker */
-	unsigned count;	      /* OP_FORK: how many children */
+	uint64_t lifetime_ms;		       /* OP_CREATE: srv_create_req.lifetime_ms */
+	char *meta_json;		       /* OP_CREATE: the metadata as a JSON object's text, or NULL */
+	unsigned pty_cols, pty_rows;	       /* OP_EXEC (background): its terminal's first size, 0: none */
+	struct watch *watch;		       /* OP_WATCH: its state (watch.c), owned by its worker */
+	unsigned count;			       /* OP_FORK: how many children */
 	bool auto_pause, lifetime_runs_paused; /* OP_CREATE */
-	bool inuse, resumed;  /* holds its sandbox through sbx_use (op_end lets go); it resumed it */
+	bool inuse, resumed;		       /* holds its sandbox through sbx_use (op_end lets go); it resumed it */
 	/* OP_CREATE from a snapshot: the layers its workspace stands on, a reference held on each until
 	 * op_free (the new sandbox's box takes its own); OP_SNAPSHOT: its name, or NULL. */
 	json_t *layers;

@@ -77,7 +77,7 @@ static int resume_locked(struct sbm *m, struct sbx *s, struct al_error *err)
 		s->ends_ms += now - s->clock_stop_ms; /* the time paused did not count */
 	s->paused = s->frozen = s->lifetime_restart = false;
 	s->paused_by[0] = '\0';
-	s->used_ms = now; /* idle from the resume on */
+	s->used_ms = now;		/* idle from the resume on */
 	pthread_cond_signal(&m->hk_cv); /* its deadlines are back */
 	return 0;
 }
@@ -152,10 +152,11 @@ static char *state_json(struct sbm *m, struct sbx *s, const char *freezer, doubl
 	char by[sizeof(s->paused_by)];
 	memcpy(by, s->paused_by, sizeof(by));
 	pthread_mutex_unlock(&m->mu);
-	json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:f,s:b}", "sandbox_id", s->id, "state", paused ? "paused" : "running",
-			      "paused_at", paused ? txt_json_time(sbm_wall_ms(m, at)) : json_null(), "paused_by",
-			      paused ? json_string(by) : json_null(), "freezer",
-			      freezer ? json_string(freezer) : json_null(), "took_ms", took_ms, "changed", changed);
+	json_t *o =
+		json_pack("{s:s,s:s,s:o,s:o,s:o,s:f,s:b}", "sandbox_id", s->id, "state", paused ? "paused" : "running",
+			  "paused_at", paused ? txt_json_time(sbm_wall_ms(m, at)) : json_null(), "paused_by",
+			  paused ? json_string(by) : json_null(), "freezer",
+			  freezer ? json_string(freezer) : json_null(), "took_ms", took_ms, "changed", changed);
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return text;
@@ -170,8 +171,8 @@ static void by_words(const struct srv_pause_req *req, char *buf, size_t cap)
 		snprintf(buf, cap, "owner");
 }
 
-static int finish(struct sbm *m, struct sbx *s, const struct srv_sink *sink, double took_ms, bool changed,
-		  bool resume, struct srv_op **out, struct al_error *err)
+static int finish(struct sbm *m, struct sbx *s, const struct srv_sink *sink, double took_ms, bool changed, bool resume,
+		  struct srv_op **out, struct al_error *err)
 {
 	const char *why = NULL;
 	const char *freezer = al_sandbox_freezer(s->sb, &why);
@@ -310,7 +311,8 @@ void pause_list(struct sbm *m, struct sbx *list)
 			s->paused_by[0] = '\0';
 		if (r < 0 && s->listed) {
 			/* No freezer here: it ends as it would have without auto_pause. */
-			fprintf(stderr, "airlock serve: sandbox %s: auto_pause failed, so it ends: %s\n", s->id, err.msg);
+			fprintf(stderr, "airlock serve: sandbox %s: auto_pause failed, so it ends: %s\n", s->id,
+				err.msg);
 			sbx_end_locked(m, s, strcmp(by, "idle_ttl") == 0 ? SBX_END_IDLE : SBX_END_LIFETIME, NULL);
 			m->st.expired++;
 			ended = true;

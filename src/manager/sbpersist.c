@@ -54,17 +54,16 @@ static json_t *record_of(struct sbm *m, struct sbx *s, uint64_t stopped_unix_ms)
 		pause = NULL;
 	}
 	json_t *meta = json_loads(s->meta_json ? s->meta_json : "{}", 0, NULL);
-	json_t *rec = json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:o,s:I,s:I,s:I,s:I}",
-				"version", 1,
-			 "id", s->id, "owner", s->owner, "profile", s->profile, "image", s->pool_image, "network",
-			 s->network, "hosts", s->net_hosts ? s->net_hosts : "", "limits", "memory_bytes",
-			 (json_int_t)s->lim.memory_bytes, "milli_cpus", (json_int_t)s->lim.milli_cpus, "pids",
-			 (json_int_t)s->lim.pids, "disk_bytes", (json_int_t)s->lim.disk_bytes, "timeout_ms",
-			 (json_int_t)s->lim.timeout_ms, "disk_limit", (json_int_t)s->disk_bytes, "metadata",
-			 meta ? meta : json_object(), "contexts", ctxs ? ctxs : json_array(), "created_unix_ms",
-			 (json_int_t)sbm_wall_ms(m, s->created_ms),
-			 "ends_unix_ms", (json_int_t)ends, "lifetime_ms", (json_int_t)lifetime, "stopped_unix_ms",
-			 (json_int_t)stopped_unix_ms);
+	json_t *rec =
+		json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:o,s:I,s:I,s:I,s:I}",
+			  "version", 1, "id", s->id, "owner", s->owner, "profile", s->profile, "image", s->pool_image,
+			  "network", s->network, "hosts", s->net_hosts ? s->net_hosts : "", "limits", "memory_bytes",
+			  (json_int_t)s->lim.memory_bytes, "milli_cpus", (json_int_t)s->lim.milli_cpus, "pids",
+			  (json_int_t)s->lim.pids, "disk_bytes", (json_int_t)s->lim.disk_bytes, "timeout_ms",
+			  (json_int_t)s->lim.timeout_ms, "disk_limit", (json_int_t)s->disk_bytes, "metadata",
+			  meta ? meta : json_object(), "contexts", ctxs ? ctxs : json_array(), "created_unix_ms",
+			  (json_int_t)sbm_wall_ms(m, s->created_ms), "ends_unix_ms", (json_int_t)ends, "lifetime_ms",
+			  (json_int_t)lifetime, "stopped_unix_ms", (json_int_t)stopped_unix_ms);
 	if (rec && (!pause || json_object_update(rec, pause) < 0)) {
 		json_decref(rec);
 		rec = NULL;
@@ -288,7 +287,8 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 	s->meta_json = meta && strcmp(meta, "{}") != 0 ? steal_ptr(meta) : NULL;
 	int64_t rest = left(rec);
 	uint64_t now = sbm_now_ms(), stopped = num(rec, "stopped_unix_ms"), born = num(rec, "created_unix_ms");
-	uint64_t age = born && (stopped ? stopped : wall_now_ms()) > born ? (stopped ? stopped : wall_now_ms()) - born : 0;
+	uint64_t age =
+		born && (stopped ? stopped : wall_now_ms()) > born ? (stopped ? stopped : wall_now_ms()) - born : 0;
 	s->created_ms = now > age ? now - age : 0;
 	s->ends_ms = rest > 0 ? now + (uint64_t)rest : 0;
 	s->lifetime_ms = num(rec, "lifetime_ms");
@@ -322,7 +322,8 @@ static void bring_back(struct sbm *m, const char *id)
 	/* Its layers are held from here, whether it comes back or stays on disk for a later server. */
 	r = r ?: pst_box_layers(b, json_object_get(rec, "layers"), &err);
 	if (r == 0 && left(rec) < 0) {
-		fprintf(stderr, "airlock serve: sandbox %s reached its lifetime while the server was down: removed\n", id);
+		fprintf(stderr, "airlock serve: sandbox %s reached its lifetime while the server was down: removed\n",
+			id);
 		pst_box_close(b, true);
 		json_decref(rec);
 		return;
@@ -360,8 +361,10 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err)
 	if (r < 0) {
 		/* Nowhere to keep sandboxes (read-only, no room, not ours): the server serves, and every
 		 * create is refused with this reason rather than made as if it would be kept. */
-		al_err(&m->pst_err, -r, "%s: no sandbox can be kept, so none is made (choose another --state-dir, or "
-			 "--state-dir none for sandboxes that end with the server)", e.msg);
+		al_err(&m->pst_err, -r,
+		       "%s: no sandbox can be kept, so none is made (choose another --state-dir, or "
+		       "--state-dir none for sandboxes that end with the server)",
+		       e.msg);
 		m->pst_broken = true;
 		fprintf(stderr, "airlock serve: %s\n", m->pst_err.msg);
 		return 0;
@@ -370,13 +373,13 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err)
 	sbs_load(m);
 	size_t i;
 	json_t *v;
-	json_array_foreach(ids, i, v)
-	{
+	json_array_foreach(ids, i, v) {
 		bring_back(m, json_string_value(v));
 	}
 	json_decref(ids);
 	int gone = pst_layers_gc(m->pst);
 	if (gone > 0)
-		fprintf(stderr, "airlock serve: %d layer%s that nothing stands on removed\n", gone, gone == 1 ? "" : "s");
+		fprintf(stderr, "airlock serve: %d layer%s that nothing stands on removed\n", gone,
+			gone == 1 ? "" : "s");
 	return 0;
 }

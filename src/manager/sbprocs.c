@@ -47,15 +47,15 @@
 #include "util/error.h"
 #include "util/text.h"
 
-#define PROC_KEEP_BYTES	  ((size_t)1 << 20) /* output kept per process for its readers */
-#define PROC_KEEP_ENDED	  32		    /* ended processes a sandbox still lists */
-#define PROC_COMMAND_MAX  256		    /* bytes of its code a listing shows */
-#define PROC_STDIN_WAIT   5000		    /* ms a stdin write waits for room in the pipe */
-#define PROC_STDIN_MAX	  ((size_t)1 << 20) /* one write at most: the pipe grows to hold it whole */
-#define PROC_READ_SLICE	  250		    /* ms a reader waits before it looks at its cancel */
-#define PROC_READ_BATCH	  ((size_t)256 << 10)
-#define PROC_READERS_MAX  16 /* connects following one process at once */
-#define PROC_ID_BASE	  2000000 /* ids of processes whose pid could not be read: above a namespace's pids */
+#define PROC_KEEP_BYTES	 ((size_t)1 << 20) /* output kept per process for its readers */
+#define PROC_KEEP_ENDED	 32		   /* ended processes a sandbox still lists */
+#define PROC_COMMAND_MAX 256		   /* bytes of its code a listing shows */
+#define PROC_STDIN_WAIT	 5000		   /* ms a stdin write waits for room in the pipe */
+#define PROC_STDIN_MAX	 ((size_t)1 << 20) /* one write at most: the pipe grows to hold it whole */
+#define PROC_READ_SLICE	 250		   /* ms a reader waits before it looks at its cancel */
+#define PROC_READ_BATCH	 ((size_t)256 << 10)
+#define PROC_READERS_MAX 16	 /* connects following one process at once */
+#define PROC_ID_BASE	 2000000 /* ids of processes whose pid could not be read: above a namespace's pids */
 
 struct pchunk {
 	struct pchunk *next;
@@ -75,7 +75,7 @@ struct sbproc {
 	uint64_t started_unix_ms, ended_unix_ms;
 	unsigned readers; /* under m->mu: connects reading it (an ended one is pruned only without) */
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* output arrived, or the end */
+	pthread_cond_t cv;  /* output arrived, or the end */
 	struct al_job *job; /* while it runs */
 	int stdin_w;	    /* the write end of its stdin pipe, or -1 */
 	struct pchunk *head, *tail;
@@ -148,9 +148,9 @@ static json_t *proc_json_locked(const struct sbproc *p, bool verdict)
 {
 	bool in_open = p->tty ? !p->ended : p->stdin_w >= 0; /* a terminal's is open while it runs */
 	json_t *o = json_pack("{s:i,s:s,s:o,s:o,s:b,s:b,s:I,s:I}", "pid", p->pid, "language", p->language, "command",
-			      txt_json_lossy(p->command, strlen(p->command)), "started_at", txt_json_time(p->started_unix_ms),
-			      "running", !p->ended, "stdin_open", in_open, "output_bytes",
-			      (json_int_t)p->total, "output_dropped_bytes", (json_int_t)p->dropped);
+			      txt_json_lossy(p->command, strlen(p->command)), "started_at",
+			      txt_json_time(p->started_unix_ms), "running", !p->ended, "stdin_open", in_open,
+			      "output_bytes", (json_int_t)p->total, "output_dropped_bytes", (json_int_t)p->dropped);
 	if (o && p->tty)
 		json_object_set_new(o, "pty", json_pack("{s:i,s:i}", "cols", (int)p->cols, "rows", (int)p->rows));
 	if (!o || !p->ended)
@@ -262,13 +262,14 @@ static int proc_stdin(struct srv_op *op, int *in_fd, int *keep_w, struct al_erro
 	 * payload's uid: readable by anyone, reachable only by those who may read the job's /proc. */
 	(void)fchmod(fds[0], 0644);
 	if (op->stdin_len > 65536)
-		(void)fcntl(fds[1], F_SETPIPE_SZ, (int)(op->stdin_len < PROC_STDIN_MAX ? op->stdin_len : PROC_STDIN_MAX));
+		(void)fcntl(fds[1], F_SETPIPE_SZ,
+			    (int)(op->stdin_len < PROC_STDIN_MAX ? op->stdin_len : PROC_STDIN_MAX));
 	ssize_t w = op->stdin_len ? write(fds[1], op->stdin_data, op->stdin_len) : 0;
 	if (w != (ssize_t)op->stdin_len || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0) {
 		close(fds[0]);
 		close(fds[1]);
-		return al_err(err, E2BIG, "stdin of %zu bytes does not fit the process's pipe (%zu at most)", op->stdin_len,
-			      PROC_STDIN_MAX);
+		return al_err(err, E2BIG, "stdin of %zu bytes does not fit the process's pipe (%zu at most)",
+			      op->stdin_len, PROC_STDIN_MAX);
 	}
 	*in_fd = fds[0];
 	*keep_w = fds[1];
@@ -473,10 +474,12 @@ static int write_tty(struct sbproc *p, const char *data, size_t len, struct al_e
 			continue;
 		uint64_t now = sbm_now_ms();
 		if (w < 0 && errno != EAGAIN)
-			r = al_err(err, EPIPE, "process %d's terminal took %zu of %zu bytes, then closed", p->pid, done, len);
+			r = al_err(err, EPIPE, "process %d's terminal took %zu of %zu bytes, then closed", p->pid, done,
+				   len);
 		else if (now >= until)
-			r = al_err(err, EAGAIN, "process %d is not reading its terminal: it took %zu of %zu bytes in %d s",
-				   p->pid, done, len, PROC_STDIN_WAIT / 1000);
+			r = al_err(err, EAGAIN,
+				   "process %d is not reading its terminal: it took %zu of %zu bytes in %d s", p->pid,
+				   done, len, PROC_STDIN_WAIT / 1000);
 		else
 			(void)poll(&(struct pollfd){.fd = own, .events = POLLOUT}, 1, (int)(until - now));
 	}
@@ -491,7 +494,8 @@ static int write_tty(struct sbproc *p, const char *data, size_t len, struct al_e
 static int write_stdin(struct sbproc *p, const char *data, size_t len, struct al_error *err)
 {
 	if (len > PROC_STDIN_MAX)
-		return al_err(err, E2BIG, "one stdin write holds at most %zu bytes (this one %zu)", PROC_STDIN_MAX, len);
+		return al_err(err, E2BIG, "one stdin write holds at most %zu bytes (this one %zu)", PROC_STDIN_MAX,
+			      len);
 	if (p->tty)
 		return write_tty(p, data, len, err);
 	pthread_mutex_lock(&p->mu);
@@ -517,8 +521,8 @@ static int write_stdin(struct sbproc *p, const char *data, size_t len, struct al
 			break;
 		}
 		if (waited >= PROC_STDIN_WAIT) {
-			r = al_err(err, EAGAIN, "process %d is not reading its stdin: %zu bytes found no room in %d s", p->pid,
-				   len, PROC_STDIN_WAIT / 1000);
+			r = al_err(err, EAGAIN, "process %d is not reading its stdin: %zu bytes found no room in %d s",
+				   p->pid, len, PROC_STDIN_WAIT / 1000);
 			break;
 		}
 		pthread_mutex_unlock(&p->mu);
@@ -540,8 +544,10 @@ static int act(struct sbproc *p, const struct srv_process_req *req, struct al_er
 	bool resize = strcmp(req->action, "resize") == 0;
 	pthread_mutex_lock(&p->mu);
 	if (strcmp(req->action, "close_stdin") == 0 && p->tty) {
-		r = al_err(err, EINVAL, "process %d's stdin is its terminal, which stays open while it runs: send ^D "
-			   "(\\u0004) to end its input, or kill it", p->pid);
+		r = al_err(err, EINVAL,
+			   "process %d's stdin is its terminal, which stays open while it runs: send ^D "
+			   "(\\u0004) to end its input, or kill it",
+			   p->pid);
 	} else if (strcmp(req->action, "close_stdin") == 0) {
 		if (p->stdin_w >= 0)
 			close(p->stdin_w);
@@ -657,10 +663,10 @@ static void *connect_thread(void *arg)
 			p->readers++;
 		pthread_mutex_unlock(&m->mu);
 	}
-	int r = !s	 ? -ENOENT
+	int r = !s     ? -ENOENT
 		: busy ? al_err(&err, EBUSY, "process %d already has %d readers", op->pid, PROC_READERS_MAX)
-		: !p	 ? al_err(&err, ESRCH, "no process %d in sandbox %s", op->pid, s->id)
-			 : 0;
+		: !p   ? al_err(&err, ESRCH, "no process %d in sandbox %s", op->pid, s->id)
+		       : 0;
 	uint64_t pos = op->offset, until = op->timeout_ms ? sbm_now_ms() + op->timeout_ms : UINT64_MAX;
 	struct collected got_all = {0};
 	while (r == 0 && p) {
@@ -714,8 +720,8 @@ static int process_now(struct sbm *m, struct sbx *s, const struct srv_process_re
 			p->readers++; /* kept while we act on it */
 		pthread_mutex_unlock(&m->mu);
 		r = !p ? al_err(err, ESRCH, "no process %d in sandbox %s", req->pid, s->id)
-		       : strcmp(req->action, "get") == 0 ? 0
-							 : act(p, req, err);
+		    : strcmp(req->action, "get") == 0 ? 0
+						      : act(p, req, err);
 		if (r == 0 && p)
 			res->process_json = proc_answer(p, s->id, true);
 		if (p) {
@@ -740,18 +746,20 @@ int sbm_process(void *ctx, const struct srv_process_req *req, const struct srv_s
 		struct al_error *err)
 {
 	struct sbm *m = ctx;
-	static const char *const actions[] = {"list", "get", "connect", "stdin", "close_stdin", "signal", "kill",
-					      "resize"};
+	static const char *const actions[] = {"list",	     "get",    "connect", "stdin",
+					      "close_stdin", "signal", "kill",	  "resize"};
 	bool known = false;
 	for (size_t i = 0; req->action && i < AL_ARRAY_SIZE(actions); i++)
 		known = known || strcmp(req->action, actions[i]) == 0;
 	if (!known)
-		return al_err(err, EINVAL, "unknown process action \"%s\" (list, get, connect, stdin, close_stdin, "
-			      "signal, kill, resize)", req->action ? req->action : "");
+		return al_err(err, EINVAL,
+			      "unknown process action \"%s\" (list, get, connect, stdin, close_stdin, "
+			      "signal, kill, resize)",
+			      req->action ? req->action : "");
 	if (strcmp(req->action, "resize") == 0 &&
 	    (req->cols < 1 || req->cols > SRV_PTY_MAX || req->rows < 1 || req->rows > SRV_PTY_MAX))
-		return al_err(err, EINVAL, "resize: cols and rows must be 1 to %d (got %u x %u)", SRV_PTY_MAX, req->cols,
-			      req->rows);
+		return al_err(err, EINVAL, "resize: cols and rows must be 1 to %d (got %u x %u)", SRV_PTY_MAX,
+			      req->cols, req->rows);
 	if (strcmp(req->action, "list") != 0 && req->pid <= 0)
 		return al_err(err, EINVAL, "process action \"%s\" needs a pid (a positive number)", req->action);
 	if (strcmp(req->action, "connect") != 0) {

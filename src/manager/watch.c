@@ -43,14 +43,14 @@
 #include "util/error.h"
 #include "util/openat2.h"
 
-#define WATCH_PER_SANDBOX 16	 /* watches of one sandbox at once: 429 past it */
-#define WATCH_MAX_DIRS	  4096	 /* directories one recursive watch follows */
-#define WATCH_SLICE_MS	  250	 /* a worker looks at its cancel and its sandbox this often */
-#define WATCH_COALESCE_MS 50	 /* writes of one path within this window are one "write" */
-#define WATCH_COLLECT_MAX 1000	 /* events a bounded call keeps in its answer */
-#define WATCH_READ_ROUNDS 16	 /* reads of the queue before the worker looks at its cancel again */
+#define WATCH_PER_SANDBOX 16   /* watches of one sandbox at once: 429 past it */
+#define WATCH_MAX_DIRS	  4096 /* directories one recursive watch follows */
+#define WATCH_SLICE_MS	  250  /* a worker looks at its cancel and its sandbox this often */
+#define WATCH_COALESCE_MS 50   /* writes of one path within this window are one "write" */
+#define WATCH_COLLECT_MAX 1000 /* events a bounded call keeps in its answer */
+#define WATCH_READ_ROUNDS 16   /* reads of the queue before the worker looks at its cancel again */
 #define WATCH_PATH_MAX	  4096
-#define WATCH_MASK                                                                                     \
+#define WATCH_MASK                                                                                            \
 	(IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_MOVED_FROM | \
 	 IN_MOVED_TO | IN_ATTRIB | IN_ONLYDIR | IN_EXCL_UNLINK)
 
@@ -266,8 +266,7 @@ static bool is_subdir(int fd, const struct dirent *de)
  * than WATCH_MAX_DIRS (past it one overflow event, as add_dir's). announce: rel is new, and what it
  * holds was made before its watch could see it (mkdir -p a/b; echo > a/b/f): each entry found is
  * reported as created (at worst twice, never missed). */
-static void list_subdirs(struct watch *w, int fd, const char *rel, bool announce, char ***queue, size_t *n,
-			 size_t *cap)
+static void list_subdirs(struct watch *w, int fd, const char *rel, bool announce, char ***queue, size_t *n, size_t *cap)
 {
 	DIR *d = fdopendir(fd);
 	if (!d) {
@@ -517,11 +516,11 @@ static void watch_free(struct watch *w)
 
 static char *summary(struct watch *w, const char *reason, const char *words)
 {
-	json_t *o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:b,s:s,s:s}", "sandbox_id", w->s->id, "path",
-			      shown(w->root), "recursive", w->recursive, "event_count", (json_int_t)w->events,
-			      "coalesced", (json_int_t)w->coalesced, "overflows", (json_int_t)w->overflows,
-			      "watched_dirs", (json_int_t)w->ndirs, "dir_limit_reached", w->dirs_full, "ended", reason,
-			      "message", words);
+	json_t *o =
+		json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:b,s:s,s:s}", "sandbox_id", w->s->id, "path", shown(w->root),
+			  "recursive", w->recursive, "event_count", (json_int_t)w->events, "coalesced",
+			  (json_int_t)w->coalesced, "overflows", (json_int_t)w->overflows, "watched_dirs",
+			  (json_int_t)w->ndirs, "dir_limit_reached", w->dirs_full, "ended", reason, "message", words);
 	if (o && w->collect) {
 		json_object_set(o, "events", w->collected);
 		json_object_set_new(o, "events_left_out", json_integer((json_int_t)w->left_out));
@@ -678,10 +677,10 @@ static int watch_open(struct watch *w, const char *path, struct al_error *err)
 static int take_place(struct sbm *m, struct sbx *s, struct al_error *err)
 {
 	pthread_mutex_lock(&m->mu);
-	int r = !s->listed			  ? al_err(err, ENOENT, "no sandbox \"%s\"", s->id)
-		: s->nwatches >= WATCH_PER_SANDBOX ? al_err(err, EBUSY, "sandbox %s already has %d watches (the limit)",
-							    s->id, WATCH_PER_SANDBOX)
-						  : 0;
+	int r = !s->listed ? al_err(err, ENOENT, "no sandbox \"%s\"", s->id)
+		: s->nwatches >= WATCH_PER_SANDBOX
+			? al_err(err, EBUSY, "sandbox %s already has %d watches (the limit)", s->id, WATCH_PER_SANDBOX)
+			: 0;
 	if (r == 0)
 		s->nwatches++;
 	pthread_mutex_unlock(&m->mu);

@@ -510,7 +510,6 @@ int ws_list(int ws, const char *path, struct srv_file_entry **entries, size_t *n
 	return 0;
 }
 
-
 int ws_dir(int ws, const char *path, struct al_error *err)
 {
 	const char *rel = relative(path);

@@ -28,7 +28,7 @@
 #include "util/cleanup.h"
 #include "util/openat2.h"
 
-#define WSM_DEPTH 256	   /* levels kept at most (one descriptor pair per level) */
+#define WSM_DEPTH 256	    /* levels kept at most (one descriptor pair per level) */
 #define WSM_COPY  (1 << 17) /* the copy buffer, when copy_file_range cannot cross filesystems */
 
 struct ent {
@@ -53,7 +53,7 @@ struct wsm {
 	uint64_t stored;
 	struct pending *pend;
 	size_t npend, cpend;
-	bool layered; /* the workspace is an overlay: wsm_sync reads its upper layer (wsm_set_layered) */
+	bool layered;	  /* the workspace is an overlay: wsm_sync reads its upper layer (wsm_set_layered) */
 	uint64_t changes; /* syncs that changed the mirror (wsm_changes) */
 };
 
@@ -197,7 +197,8 @@ static int copy_data(int in, int out, off_t size, uint64_t *bytes)
 		for (off_t o = data; o < hole;) {
 			off_t oo = o;
 			ssize_t n = buf ? -1 : copy_file_range(in, &o, out, &oo, (size_t)(hole - o), 0);
-			if (n < 0 && (buf || errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+			if (n < 0 &&
+			    (buf || errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
 				if (!buf && !(buf = malloc(WSM_COPY)))
 					return -ENOMEM;
 				size_t want = (size_t)(hole - o) < WSM_COPY ? (size_t)(hole - o) : WSM_COPY;
@@ -548,7 +549,8 @@ int wsm_sync(struct wsm *w, int ws, struct wsm_stats *st, struct al_error *err)
 		flush(&k);
 		if (k.fatal) /* staged but not durable: nothing of it replaces what was kept */
 			for (size_t i = 0; i < w->npend; i++)
-				(void)unlinkat(w->stage, w->pend[i].tmp, 0), free(w->pend[i].path), w->pend[i].path = NULL;
+				(void)unlinkat(w->stage, w->pend[i].tmp, 0), free(w->pend[i].path),
+					w->pend[i].path = NULL;
 		w->npend = k.fatal ? 0 : w->npend;
 		commit(&k);
 	}
@@ -575,7 +577,8 @@ static int make_in_ws(struct walk *k, int dst, const char *name, const struct st
 	ws_become(k->uid, k->gid, &saved);
 	int fd;
 	if (S_ISDIR(st->st_mode))
-		fd = mkdirat(dst, name, 0700) < 0 ? -1 : openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = mkdirat(dst, name, 0700) < 0 ? -1
+						  : openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	else if (S_ISLNK(st->st_mode))
 		fd = symlinkat(target, dst, name) < 0 ? -1 : openat(dst, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	else

@@ -27,12 +27,12 @@
 struct wsm; /* a mirror and its index of what it holds */
 
 struct wsm_stats {
-	uint64_t entries;     /* files, directories and links the mirror holds */
-	uint64_t copied;      /* entries written by this call */
-	uint64_t removed;     /* entries removed by this call */
-	uint64_t bytes;	      /* data bytes written by this call */
-	uint64_t stored;      /* bytes of file data the mirror holds */
-	uint64_t skipped;     /* entries not kept (sockets, FIFOs, devices, too deep) */
+	uint64_t entries; /* files, directories and links the mirror holds */
+	uint64_t copied;  /* entries written by this call */
+	uint64_t removed; /* entries removed by this call */
+	uint64_t bytes;	  /* data bytes written by this call */
+	uint64_t stored;  /* bytes of file data the mirror holds */
+	uint64_t skipped; /* entries not kept (sockets, FIFOs, devices, too deep) */
 };
 
 /* A mirror in directory files, staging its writes in directory stage (the same filesystem, empty):

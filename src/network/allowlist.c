@@ -24,7 +24,7 @@ struct entry {
 	char name[AL_HOST_MAX]; /* EXACT: the name; SUFFIX: the part after "*." */
 	uint8_t addr[16];	/* IP4 (4 bytes) / IP6 */
 	/* A request rule (seen only where airlock terminates TLS, or in plain HTTP): */
-	unsigned methods;	    /* AL_M_* bits; 0: any method */
+	unsigned methods;	     /* AL_M_* bits; 0: any method */
 	char path[AL_RULE_PATH_MAX]; /* a path prefix, "/..."; "": any path */
 };
 
@@ -354,7 +354,8 @@ static int parse_methods(const char *s, size_t len, unsigned *out, const char **
 			k++;
 		unsigned b = al_method_bit(s + i, k - i);
 		if (!b)
-			return *why = "methods are GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, joined by '|'", -EINVAL;
+			return *why = "methods are GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, joined by '|'",
+			       -EINVAL;
 		*out |= b;
 		i = k + 1;
 	}
@@ -373,8 +374,8 @@ bool al_path_plain(const char *path, size_t len)
 		/* "%2e", "%2f", "%5c": decoded by some servers before they route, so "/ok/%2e%2e/x"
 		 * would climb out of a prefix that "/ok/" seems to hold. */
 		if (c == '%' && i + 2 < pl &&
-		    ((path[i + 1] == '2' && (path[i + 2] == 'e' || path[i + 2] == 'E' || path[i + 2] == 'f' ||
-					     path[i + 2] == 'F')) ||
+		    ((path[i + 1] == '2' &&
+		      (path[i + 2] == 'e' || path[i + 2] == 'E' || path[i + 2] == 'f' || path[i + 2] == 'F')) ||
 		     (path[i + 1] == '5' && (path[i + 2] == 'c' || path[i + 2] == 'C'))))
 			return false;
 		if (c != '/')

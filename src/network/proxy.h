@@ -91,9 +91,9 @@ int px_take(struct px *px, const struct timespec *t0, int wait_ms, struct px **o
 struct px_conn {
 	struct px *px;
 	enum px_listen via; /* the listener it came from */
-	int client;   /* accepted socket, non-blocking */
-	int upstream; /* -1 until connected */
-	unsigned gen; /* px_take's generation when accepted: a record of an earlier one is dropped */
+	int client;	    /* accepted socket, non-blocking */
+	int upstream;	    /* -1 until connected */
+	unsigned gen;	    /* px_take's generation when accepted: a record of an earlier one is dropped */
 	struct px_record rec;
 };
 /* Serves one connection to its end and fills c->rec (pxconn.c). */

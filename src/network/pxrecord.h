@@ -37,11 +37,11 @@ struct px_record {
 	uint64_t bytes_up;	     /* client -> upstream, after the head */
 	uint64_t bytes_down;	     /* upstream -> client */
 	/* A request airlock saw (TLS it terminated, or plain HTTP): */
-	bool tls_airlock;	     /* the job's TLS ended at airlock (pxtls.c): tls "airlock" */
-	char method[16];	     /* "" when no request was seen */
-	char path[160];		     /* the target as sent, truncated (its query too: no secret is put there) */
-	char rule[160];		     /* the rule that allowed it, or the host's rules when refused */
-	double start_s;		     /* seconds since the job started */
+	bool tls_airlock; /* the job's TLS ended at airlock (pxtls.c): tls "airlock" */
+	char method[16];  /* "" when no request was seen */
+	char path[160];	  /* the target as sent, truncated (its query too: no secret is put there) */
+	char rule[160];	  /* the rule that allowed it, or the host's rules when refused */
+	double start_s;	  /* seconds since the job started */
 	double duration_s;
 };
 

@@ -118,8 +118,8 @@ json_t *ort_usage_json(const char *cgroup)
 	return u;
 }
 
-int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage, json_t *enforced,
-		      const char *created, struct al_error *err)
+int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage,
+		      json_t *enforced, const char *created, struct al_error *err)
 {
 	char now[TXT_RFC3339_MAX];
 	txt_rfc3339_now(3, now);

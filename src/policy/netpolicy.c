@@ -261,8 +261,8 @@ static const char *const installer_vars[] = {
 
 /* Where the usual clients look for a CA bundle: OpenSSL (and so curl, Python's ssl, Ruby, PHP),
  * requests, curl's own, pip, git, and Node (which adds NODE_EXTRA_CA_CERTS to its own store). */
-static const char *const ca_vars[] = {"SSL_CERT_FILE",  "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-				      "PIP_CERT",	"GIT_SSL_CAINFO",     "NODE_EXTRA_CA_CERTS"};
+static const char *const ca_vars[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+				      "PIP_CERT",      "GIT_SSL_CAINFO",     "NODE_EXTRA_CA_CERTS"};
 
 /* v[*k] = the formatted string, *k advanced only on success. */
 __attribute__((format(printf, 3, 4))) static int put(char **v, size_t *k, const char *fmt, ...)
@@ -313,8 +313,8 @@ char **pol_net_env(const struct al_policy *p, size_t *n)
 	}
 	/* The job's trust store: the system's plus the sandbox's CA (fsplan.c writes both files). */
 	for (size_t i = 0; p->net == AL_NET_ALLOW && p->tls_ca && i < AL_ARRAY_SIZE(ca_vars); i++)
-		if (put(v, &k, "%s=%s", ca_vars[i], strcmp(ca_vars[i], "NODE_EXTRA_CA_CERTS") ? AL_CA_BUNDLE : AL_CA_CERT) <
-		    0)
+		if (put(v, &k, "%s=%s", ca_vars[i],
+			strcmp(ca_vars[i], "NODE_EXTRA_CA_CERTS") ? AL_CA_BUNDLE : AL_CA_CERT) < 0)
 			goto oom;
 	/* Placeholders only: the values stay in the supervisor (secrets.c). */
 	for (size_t i = 0; p->net == AL_NET_ALLOW && i < ns; i++)

@@ -77,7 +77,8 @@ void pol_plan_build(const struct al_policy *p, bool root, struct pol_plan *out)
 		.limits_set = p->limits_set,
 		.root = root,
 		.needs = needs(p, root),
-		.sends_uppers = p->workdir || p->nws_layers || (p->checkout && p->checkout_mode == AL_CHECKOUT_COPY && p->keep_changes),
+		.sends_uppers = p->workdir || p->nws_layers ||
+				(p->checkout && p->checkout_mode == AL_CHECKOUT_COPY && p->keep_changes),
 	};
 	net_plan(p, &out->net);
 }

@@ -60,7 +60,7 @@ struct al_policy {
 	size_t nbinds;
 	struct al_file *files;
 	size_t nfiles;
-	char *workdir; /* canonical host dir bound at /workspace, or NULL for a tmpfs */
+	char *workdir;	  /* canonical host dir bound at /workspace, or NULL for a tmpfs */
 	char **ws_layers; /* a held sandbox's workspace: lower layers of an overlay, the top first */
 	size_t nws_layers;
 	char *hostname;
@@ -95,7 +95,7 @@ struct al_policy {
 	struct tls_ca *tls_ca;
 	struct al_secrets *secrets;
 	char *upstream_ca; /* PEM file verifying upstreams, or NULL: the host's store */
-	bool proxy_http;	     /* forward absolute-form plain-HTTP requests too */
+	bool proxy_http;   /* forward absolute-form plain-HTTP requests too */
 	uint32_t proxy_max_conns;
 	uint64_t proxy_idle_ms;
 	struct al_sandbox *attach; /* run in this held sandbox instead of a new one (supervisor/sandbox.c) */

@@ -93,7 +93,7 @@ struct serve {
 	struct http_token *tokens;
 	size_t ntokens;
 	struct sbm *m;
-	struct mgate_approve approve;  /* --approve */
+	struct mgate_approve approve;	/* --approve */
 	struct mgate_channels channels; /* where calls are asked, settled in listeners() */
 };
 
@@ -107,11 +107,10 @@ static void stats(void *ctx, struct http_stats *out)
 {
 	struct sbm_stats st;
 	sbm_stats(((struct serve *)ctx)->m, &st);
-	*out = (struct http_stats){
-		.sandboxes_live = st.live,
-		.sandboxes_pooled = st.pooled,
-		.sandboxes_paused = st.paused,
-		.execs_running = st.execs_running};
+	*out = (struct http_stats){.sandboxes_live = st.live,
+				   .sandboxes_pooled = st.pooled,
+				   .sandboxes_paused = st.paused,
+				   .execs_running = st.execs_running};
 }
 
 /* The approver's console's sandbox view: every principal's. */

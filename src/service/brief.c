@@ -23,8 +23,8 @@
 #include "util/cleanup.h"
 
 #define TRACEBACK_LINES 12 /* a short traceback: its last lines say where and what */
-#define TAIL_LINES 15	   /* what an install's failure shows of its output */
-#define TAIL_CHARS 2000
+#define TAIL_LINES	15 /* what an install's failure shows of its output */
+#define TAIL_CHARS	2000
 /* A stream's text beyond this shows its head and tail only (the whole kept output is in
  * structuredContent): a chatty program costs a model at most about 64 kB per stream. */
 #define STREAM_HEAD (48u << 10)
@@ -182,7 +182,8 @@ static void cell_parts(FILE *f, const json_t *st, const json_t *cell)
 	const char *state = sv(cell, "state");
 	const json_t *killed = json_object_get(cell, "kernel_killed");
 	if (state && strcmp(state, "lost") == 0)
-		fprintf(f, "the interpreter's state was lost%s%s\n", killed ? ": " : "", killed ? sv(killed, "detail") : "");
+		fprintf(f, "the interpreter's state was lost%s%s\n", killed ? ": " : "",
+			killed ? sv(killed, "detail") : "");
 	else if (json_is_true(json_object_get(cell, "restarted")))
 		fputs("the interpreter was restarted: earlier variables are gone\n", f);
 	json_int_t procs = json_integer_value(json_object_get(cell, "processes_killed"));
@@ -313,7 +314,9 @@ static void brief_execute(FILE *f, const json_t *args, const json_t *st)
 	const json_t *cell = json_object_get(st, "cell");
 	const json_t *proc = json_object_get(st, "process");
 	if (proc && strcmp(or_q(sv(st, "status")), "started") == 0) {
-		fprintf(f, "started in the background as pid %lld%s (code_process reads its output, sends stdin, kills it)",
+		fprintf(f,
+			"started in the background as pid %lld%s (code_process reads its output, sends stdin, kills "
+			"it)",
 			(long long)json_integer_value(json_object_get(proc, "pid")),
 			json_object_get(proc, "pty") ? " on a terminal" : "");
 		return;
@@ -405,11 +408,12 @@ static void brief_context(FILE *f, const json_t *args, const json_t *st)
 		return;
 	}
 	const char *action = sv(args, "action") ? sv(args, "action") : "";
-	const char *done = strcmp(action, "create") == 0 ? "created" : strcmp(action, "delete") == 0 ? "deleted"
-												     : "restarted";
+	const char *done = strcmp(action, "create") == 0   ? "created"
+			   : strcmp(action, "delete") == 0 ? "deleted"
+							   : "restarted";
 	fprintf(f, "context %s%s%s%s %s", sv(st, "context_id") ? sv(st, "context_id") : "?",
-		sv(st, "language") ? " (" : "", sv(st, "language") ? sv(st, "language") : "", sv(st, "language") ? ")" : "",
-		done);
+		sv(st, "language") ? " (" : "", sv(st, "language") ? sv(st, "language") : "",
+		sv(st, "language") ? ")" : "", done);
 }
 
 char *tl_brief(enum tl_id id, const json_t *args, const json_t *st)

@@ -288,8 +288,8 @@ int mgate_approve_parse(const char *arg, enum cfg_channel other, struct mgate_ap
 		m->auto_level_set = true;
 		if (approve_level(arg + 5, &m->auto_level) == 0)
 			return 0;
-		snprintf(msg, MGATE_MSG_MAX, "--approve auto=LEVEL: LEVEL is LOW, MEDIUM, HIGH or CRITICAL, not '%.40s'",
-			 arg + 5);
+		snprintf(msg, MGATE_MSG_MAX,
+			 "--approve auto=LEVEL: LEVEL is LOW, MEDIUM, HIGH or CRITICAL, not '%.40s'", arg + 5);
 		return -EINVAL;
 	}
 	if (!*arg) {
@@ -300,7 +300,8 @@ int mgate_approve_parse(const char *arg, enum cfg_channel other, struct mgate_ap
 		size_t n = strcspn(p, ",");
 		const struct approve_name *a = approve_lookup(p, n, other);
 		if (!a) {
-			snprintf(msg, MGATE_MSG_MAX, "--approve: unknown mode '%.*s' (elicitation, %s, auto=LEVEL, deny)",
+			snprintf(msg, MGATE_MSG_MAX,
+				 "--approve: unknown mode '%.*s' (elicitation, %s, auto=LEVEL, deny)",
 				 (int)(n > 40 ? 40 : n), p, cfg_channel_name(other));
 			return -EINVAL;
 		}

@@ -193,7 +193,8 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 					    .by_approver = c->who.name ? c->who.name : "an approver"};
 		int (*fn)(void *, const struct srv_pause_req *, const struct srv_sink *, struct srv_op **,
 			  struct al_error *) = c->tool == TL_PAUSE ? m->pause_sandbox : m->resume_sandbox;
-		return fn ? fn(m->ctx, &req, sink, &c->op, err) : al_err(err, ENOTSUP, "this server cannot pause sandboxes");
+		return fn ? fn(m->ctx, &req, sink, &c->op, err)
+			  : al_err(err, ENOTSUP, "this server cannot pause sandboxes");
 	}
 	if (c->for_owner[0])
 		return tl_start(m, c->tool, c->args, c->for_owner, sink, &c->op, err);

@@ -372,7 +372,8 @@ static int check_names_kw(const json_t *v, char *msg, const struct vpath *p)
 	json_t *obj = iterable(v);
 	json_object_foreach(obj, key, sub) {
 		if (strcmp(key, "minLength") != 0 && strcmp(key, "maxLength") != 0)
-			return fail(msg, p, "\"propertyNames\": keyword \"%.40s\" is not enforced by this validator", key);
+			return fail(msg, p, "\"propertyNames\": keyword \"%.40s\" is not enforced by this validator",
+				    key);
 		if (!json_is_integer(sub) || json_integer_value(sub) < 0)
 			return fail(msg, p, "\"propertyNames\": \"%s\" must be a count", key);
 	}

@@ -71,12 +71,11 @@ int service_open(const struct service_opts *o, struct service **out, struct al_e
 	}
 	/* Jobs of a killed predecessor (cgroups, workspaces) go before ours start. */
 	al_cleanup_stale(NULL);
-	struct sbm_opts so = {
-		.size = sizeof(so),
-		.cfg = svc->cfg,
-		.default_profile = o->profile,
-		.lost = svc->past.sandboxes,
-		.state_dir = o->state_dir};
+	struct sbm_opts so = {.size = sizeof(so),
+			      .cfg = svc->cfg,
+			      .default_profile = o->profile,
+			      .lost = svc->past.sandboxes,
+			      .state_dir = o->state_dir};
 	r = sbm_new(&so, &svc->mgr, err);
 	if (r < 0) {
 		service_close(svc);

@@ -101,7 +101,8 @@ static int check_file(const json_t *args, char *msg)
 static int check_pty(const json_t *args, char *msg)
 {
 	if (json_object_get(args, "pty") && json_is_false(json_object_get(args, "background"))) {
-		snprintf(msg, SCH_MSG_MAX, "pty: a terminal session is a background process (drop \"background\": false)");
+		snprintf(msg, SCH_MSG_MAX,
+			 "pty: a terminal session is a background process (drop \"background\": false)");
 		return -EINVAL;
 	}
 	return 0;
@@ -120,9 +121,11 @@ static int check_metadata(const json_t *args, char *msg)
 			snprintf(msg, SCH_MSG_MAX, "metadata: key \"%.64s\" may hold only A-Z a-z 0-9 . _ - /", key);
 			return -EINVAL;
 		}
-		if (json_string_length(v) > SRV_META_VALUE_MAX || strlen(json_string_value(v)) != json_string_length(v)) {
-			snprintf(msg, SCH_MSG_MAX, "metadata: the value of \"%s\" must be at most %d bytes, without NUL",
-				 key, SRV_META_VALUE_MAX);
+		if (json_string_length(v) > SRV_META_VALUE_MAX ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(msg, SCH_MSG_MAX,
+				 "metadata: the value of \"%s\" must be at most %d bytes, without NUL", key,
+				 SRV_META_VALUE_MAX);
 			return -EINVAL;
 		}
 	}

@@ -27,8 +27,8 @@
 	"\"description\":\"A sandbox made by code_create_sandbox. Omit it to use this session's own sandbox " \
 	"(made on first use, destroyed when the session ends).\"}"
 /* code_destroy_sandbox: without an id, the session's own (a reset: the next call gets a new one). */
-#define DESTROY_ID_PROP                                                                                     \
-	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                            \
+#define DESTROY_ID_PROP                                                                                        \
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                               \
 	"\"description\":\"The sandbox to destroy. Omit it to destroy this session's own sandbox (its files, " \
 	"packages and interpreter state): the next call without sandbox_id gets a new, empty one.\"}"
 #define LANGUAGE_PROP                                                                                                 \
@@ -58,10 +58,10 @@
 	"domains it was created with); any other list is refused.\"}"
 /* code_create_sandbox and code_set_sandbox_timeout: the sandbox's own end (config.c caps
  * max_lifetime at 30 days, so no lifetime above that could be granted anyway). */
-#define LIFETIME_PROP                                                                                        \
-	"\"lifetime\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":2592000,\"description\":"     \
-	"\"Seconds until the sandbox ends (counted from its creation on create, from now on "                 \
-	"code_set_sandbox_timeout): it is then destroyed, with whatever runs in it. Within the server's "     \
+#define LIFETIME_PROP                                                                                     \
+	"\"lifetime\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":2592000,\"description\":"   \
+	"\"Seconds until the sandbox ends (counted from its creation on create, from now on "             \
+	"code_set_sandbox_timeout): it is then destroyed, with whatever runs in it. Within the server's " \
 	"max_lifetime, counted from the creation: more is refused. Without it, only the server's limits.\"}"
 #define PATH_PROP(what) "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what "\"}"
 
@@ -69,15 +69,15 @@
 #define CONTEXT_ID_PROP                                                         \
 	"\"context_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64," \
 	"\"description\":\"A named interpreter context of the sandbox (default: the language's own).\"}"
-#define CONTEXT_EXEC_PROPS                                                                                           \
-	CONTEXT_ID_PROP                                                                                              \
-		",\"fresh\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id, "             \
-		"Python, JavaScript and shell run as cells of an interpreter context that keeps its state between "  \
-		"calls "                                                                                             \
-		"(variables and imports; for shell: variables, functions, aliases, directory) and returns the last " \
-		"expression's "                                                                                      \
-		"value, figures (PNG) and changed files. Every process a cell starts ends with it. true runs a new " \
-		"process instead.\"}"
+#define CONTEXT_EXEC_PROPS                                                                                   \
+	CONTEXT_ID_PROP                                                                                      \
+	",\"fresh\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id, "             \
+	"Python, JavaScript and shell run as cells of an interpreter context that keeps its state between "  \
+	"calls "                                                                                             \
+	"(variables and imports; for shell: variables, functions, aliases, directory) and returns the last " \
+	"expression's "                                                                                      \
+	"value, figures (PNG) and changed files. Every process a cell starts ends with it. true runs a new " \
+	"process instead.\"}"
 
 static const char context_input[] =
 	"{\"type\":\"object\",\"properties\":{" SANDBOX_ID_PROP ","
@@ -94,21 +94,22 @@ static const char context_output[] = "{\"type\":\"object\",\"properties\":{\"san
 /* A terminal's columns or rows (manager/api.h SRV_PTY_MAX). */
 
 /* code_execute: one process's run, and a life of its own. */
-#define RUN_PROPS                                                                                                    \
-	"\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"maxLength\":32768},"          \
-	"\"description\":\"Environment variables added to the sandbox's scrubbed environment (names: letters, "      \
+#define RUN_PROPS                                                                                                     \
+	"\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"maxLength\":32768},"            \
+	"\"description\":\"Environment variables added to the sandbox's scrubbed environment (names: letters, "       \
 	"digits, _). A new process only (not a cell).\"},"                                                            \
-	"\"cwd\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"The working directory: "  \
+	"\"cwd\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"The working directory: "   \
 	"relative to /workspace, or absolute inside the sandbox; one in the workspace must exist.\"},"                \
-	"\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the program as its standard input.\"},"        \
-	"\"background\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id: start the "         \
-	"program and answer at once with its pid; it keeps running between calls (a server, a watcher) until it "   \
+	"\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the program as its standard input.\"},"       \
+	"\"background\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With sandbox_id: start the "        \
+	"program and answer at once with its pid; it keeps running between calls (a server, a watcher) until it "     \
 	"ends, is killed (code_process), or the sandbox goes.\"},"                                                    \
-	"\"keep_stdin\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With background: its stdin stays "   \
-	"open for code_process stdin until close_stdin.\"},"                                                            \
-	"\"pty\":{\"type\":\"object\",\"properties\":{\"cols\":" TL_PTY_SIZE_PROP ",\"rows\":" TL_PTY_SIZE_PROP "},"          \
-	"\"additionalProperties\":false,\"description\":\"With sandbox_id: a terminal session, a background process "  \
-	"whose stdin, stdout and stderr are a terminal of this size (default 80 x 24; code \\\"exec bash -i\\\" gives an " \
+	"\"keep_stdin\":{\"type\":\"boolean\",\"default\":false,\"description\":\"With background: its stdin stays "  \
+	"open for code_process stdin until close_stdin.\"},"                                                          \
+	"\"pty\":{\"type\":\"object\",\"properties\":{\"cols\":" TL_PTY_SIZE_PROP ",\"rows\":" TL_PTY_SIZE_PROP "},"  \
+	"\"additionalProperties\":false,\"description\":\"With sandbox_id: a terminal session, a background process " \
+	"whose stdin, stdout and stderr are a terminal of this size (default 80 x 24; code \\\"exec bash -i\\\" "     \
+	"gives an "                                                                                                   \
 	"interactive shell with job control); code_process stdin types into it, resize changes its size.\"}"
 
 static const char execute_input[] =
@@ -191,14 +192,18 @@ static const char file_input[] =
 	"\"action\":{\"type\":\"string\",\"enum\":[\"stat\",\"mkdir\",\"move\",\"remove\"],\"description\":"
 	"\"stat: what is at path (type, size, mode, owner, mtime, a symlink's target; never followed); mkdir: "
 	"a directory with its parents; move: path to 'to' (replacing what is there, as rename(2)); remove: a "
-	"file, link or empty directory (recursive: a whole tree).\"}," PATH_PROP("Path beneath the workspace.") ","
-	"\"to\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"move: the new "
-	"path.\"},"
-	"\"recursive\":{\"type\":\"boolean\",\"default\":false,\"description\":\"remove: a directory with "
-	"everything in it.\"},"
-	"\"overwrite\":{\"type\":\"boolean\",\"default\":true,\"description\":\"move: false refuses to "
-	"replace an existing 'to'.\"}},"
-	"\"required\":[\"action\",\"path\"],\"additionalProperties\":false}";
+	"file, link or empty directory (recursive: a whole tree).\"}," PATH_PROP(
+		"Path beneath the workspace.") ","
+					       "\"to\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
+					       "\"description\":\"move: the new "
+					       "path.\"},"
+					       "\"recursive\":{\"type\":\"boolean\",\"default\":false,\"description\":"
+					       "\"remove: a directory with "
+					       "everything in it.\"},"
+					       "\"overwrite\":{\"type\":\"boolean\",\"default\":true,\"description\":"
+					       "\"move: false refuses to "
+					       "replace an existing 'to'.\"}},"
+					       "\"required\":[\"action\",\"path\"],\"additionalProperties\":false}";
 
 static const char file_output[] =
 	"{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},"
@@ -227,61 +232,60 @@ static const char upload_output[] = "{\"type\":\"object\",\"properties\":{\"path
 	"{\"type\":\"object\",\"properties\":{\"stdout\":" t ",\"stderr\":" t "}," \
 	"\"required\":[\"stdout\",\"stderr\"]}"
 
-static const char
-	verdict_output[] =
-		"{\"type\":\"object\",\"properties\":{"
-		"\"status\":{\"type\":\"string\",\"enum\":[\"exited\",\"signaled\",\"timeout\",\"output-limit\","
-		"\"setup-error\",\"oom\",\"killed\",\"started\"],\"description\":\"How the program ended; setup-error means "
-		"the sandbox failed, not the program; started: a background process now runs (see process).\"},"
-		"\"exit_code\":" NULLABLE_INT ",\"signal\":" NULLABLE_INT ","
-		"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-		"\"truncated\":" STREAM_PAIR(
-			"{\"type\":\"boolean\"}") ","
-						  "\"output_bytes\":" STREAM_PAIR("{\"type\":\"integer\",\"minimum\":"
-										  "0}") ","
-											"\"timing\":{\"type\":"
-											"\"object\",\"properties\":{"
-											"\"wall_s\":{\"type\":"
-											"\"number\"},"
-											"\"cpu_user_s\":{\"type\":"
-											"\"number\"},\"cpu_system_s\":{"
-											"\"type\":\"number\"}},"
-											"\"required\":[\"wall_s\","
-											"\"cpu_user_s\",\"cpu_system_"
-											"s\"]},"
-											"\"peak_memory_"
-											"bytes\":" NULLABLE_INT
-											",\"oom_killed\":{\"type\":"
-											"\"boolean\"},"
-											"\"backend\":{\"type\":"
-											"\"string\"},\"sandbox_id\":{"
-											"\"type\":[\"string\",\"null\"]"
-											"},"
-											"\"error\":{\"type\":["
-											"\"string\",\"null\"]},"
-											"\"sandbox_ended\":{"
-											"\"type\":\"string\","
-											"\"description\":\"Why "
-											"the sandbox ended while "
-											"this ran (lifetime, "
-											"max_lifetime, destroyed, "
-											"...): error says it in "
-											"words.\"},"
-											"\"verdict\":{\"type\":"
-											"\"object\",\"description\":"
-											"\"The "
-											"verdict of airlock run --json "
-											"(without the output): CPU, "
-											"peak memory, OOM and "
-											"pids-limit hits, enforced "
-											"layers, proxy decisions.\"}},"
-											"\"required\":[\"status\","
-											"\"exit_code\",\"signal\","
-											"\"stdout\",\"stderr\","
-											"\"truncated\",\"output_"
-											"bytes\","
-											"\"timing\",\"oom_killed\","
-											"\"sandbox_id\",\"error\"]}";
+static const char verdict_output[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"status\":{\"type\":\"string\",\"enum\":[\"exited\",\"signaled\",\"timeout\",\"output-limit\","
+	"\"setup-error\",\"oom\",\"killed\",\"started\"],\"description\":\"How the program ended; setup-error means "
+	"the sandbox failed, not the program; started: a background process now runs (see process).\"},"
+	"\"exit_code\":" NULLABLE_INT ",\"signal\":" NULLABLE_INT ","
+	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+	"\"truncated\":" STREAM_PAIR("{\"type\":\"boolean\"}") ","
+							       "\"output_bytes\":" STREAM_PAIR(
+								       "{\"type\":\"integer\",\"minimum\":"
+								       "0}") ","
+									     "\"timing\":{\"type\":"
+									     "\"object\",\"properties\":{"
+									     "\"wall_s\":{\"type\":"
+									     "\"number\"},"
+									     "\"cpu_user_s\":{\"type\":"
+									     "\"number\"},\"cpu_system_s\":{"
+									     "\"type\":\"number\"}},"
+									     "\"required\":[\"wall_s\","
+									     "\"cpu_user_s\",\"cpu_system_"
+									     "s\"]},"
+									     "\"peak_memory_"
+									     "bytes\":" NULLABLE_INT
+									     ",\"oom_killed\":{\"type\":"
+									     "\"boolean\"},"
+									     "\"backend\":{\"type\":"
+									     "\"string\"},\"sandbox_id\":{"
+									     "\"type\":[\"string\",\"null\"]"
+									     "},"
+									     "\"error\":{\"type\":["
+									     "\"string\",\"null\"]},"
+									     "\"sandbox_ended\":{"
+									     "\"type\":\"string\","
+									     "\"description\":\"Why "
+									     "the sandbox ended while "
+									     "this ran (lifetime, "
+									     "max_lifetime, destroyed, "
+									     "...): error says it in "
+									     "words.\"},"
+									     "\"verdict\":{\"type\":"
+									     "\"object\",\"description\":"
+									     "\"The "
+									     "verdict of airlock run --json "
+									     "(without the output): CPU, "
+									     "peak memory, OOM and "
+									     "pids-limit hits, enforced "
+									     "layers, proxy decisions.\"}},"
+									     "\"required\":[\"status\","
+									     "\"exit_code\",\"signal\","
+									     "\"stdout\",\"stderr\","
+									     "\"truncated\",\"output_"
+									     "bytes\","
+									     "\"timing\",\"oom_killed\","
+									     "\"sandbox_id\",\"error\"]}";
 
 static const char write_output[] = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
 				   "\"bytes\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"path\",\"bytes\"]}";
@@ -411,14 +415,15 @@ static const struct tool_def tools[TL__COUNT] = {
 				"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,"
 				"\"openWorldHint\":false}",
 				start_destroy, result_sandbox},
-	[TL_PROCESS] = {"code_process", "Manage background processes",
-			"Lists a sandbox's background processes (started by code_execute with background), reads what "
-			"one printed, sends it stdin, signals or kills it. A process lives until it exits, is killed, or "
-			"its sandbox is destroyed.",
-			tl_process_input, tl_process_output,
-			"{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,"
-			"\"openWorldHint\":false}",
-			tl_process_start, tl_process_result},
+	[TL_PROCESS] =
+		{"code_process", "Manage background processes",
+		 "Lists a sandbox's background processes (started by code_execute with background), reads what "
+		 "one printed, sends it stdin, signals or kills it. A process lives until it exits, is killed, or "
+		 "its sandbox is destroyed.",
+		 tl_process_input, tl_process_output,
+		 "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,"
+		 "\"openWorldHint\":false}",
+		 tl_process_start, tl_process_result},
 	[TL_CONTEXT] = {"code_context", "Manage interpreter contexts",
 			"Creates, lists, restarts or deletes the interpreter contexts of a sandbox: long-lived "
 			"interpreters whose state (variables, imports) code_execute cells share.",
@@ -434,9 +439,8 @@ static const struct tool_def tools[TL__COUNT] = {
 		     "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false,"
 		     "\"openWorldHint\":false}",
 		     start_file, result_file},
-	[TL_UPLOAD] = {"code_upload", "Upload a file or an archive", "The JSON API's streamed upload.",
-		       upload_input, upload_output, "{\"readOnlyHint\":false,\"destructiveHint\":true}",
-		       start_upload, result_upload},
+	[TL_UPLOAD] = {"code_upload", "Upload a file or an archive", "The JSON API's streamed upload.", upload_input,
+		       upload_output, "{\"readOnlyHint\":false,\"destructiveHint\":true}", start_upload, result_upload},
 	[TL_SET_TIMEOUT] = {"code_set_sandbox_timeout", "Set a sandbox's lifetime",
 			    "Sets when a persistent sandbox ends: lifetime seconds from now (longer or shorter "
 			    "than before), within the server's max_lifetime counted from its creation. At its end "
@@ -470,8 +474,7 @@ static const struct tool_def tools[TL__COUNT] = {
 		      "\"openWorldHint\":false}",
 		      tl_pause_start, tl_pause_result},
 	[TL_RESUME] = {"code_resume_sandbox", "Resume a paused sandbox",
-		       "Thaws a paused sandbox: its processes go on where they were.", tl_pause_input,
-		       tl_pause_output,
+		       "Thaws a paused sandbox: its processes go on where they were.", tl_pause_input, tl_pause_output,
 		       "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
 		       "\"openWorldHint\":false}",
 		       tl_resume_start, tl_pause_result},
@@ -829,14 +832,13 @@ static int start_file(const struct srv_mgr_api *m, const json_t *args, const cha
 }
 
 /* Its bytes come only with the JSON API's upload (runner.c's spool): without it there is nothing to write. */
-static int start_upload(const struct srv_mgr_api *m, const json_t *args, const char *owner,
-			const struct srv_sink *sink, struct srv_op **op, struct al_error *err)
+static int start_upload(const struct srv_mgr_api *m, const json_t *args, const char *owner, const struct srv_sink *sink,
+			struct srv_op **op, struct al_error *err)
 {
 	return al_err(err, ENOTSUP, "an upload's bytes come only with the JSON API's PUT");
 }
 
-int tl_precheck(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner,
-		struct al_error *err)
+int tl_precheck(const struct srv_mgr_api *m, enum tl_id id, const json_t *args, const char *owner, struct al_error *err)
 {
 	if (id != TL_INSTALL_PACKAGE || !m->install_check)
 		return 0;
@@ -867,11 +869,10 @@ json_t *tl_error_result(const char *text)
 
 bool tl_is_request_error(int neg_errno)
 {
-	static const int request_errnos[] = {EINVAL, ENOENT, ENOTDIR, EISDIR, EXDEV,	 ELOOP,
-					     EACCES, EPERM,  EEXIST,  EFBIG,  E2BIG,	 ENAMETOOLONG,
-					     EBUSY,  EAGAIN, ENOSPC,  EDQUOT, ENOTEMPTY, ETIMEDOUT,
-					     ESRCH,  EMLINK, ENOTSUP, EROFS,  EOVERFLOW, ERANGE,
-					     EPIPE};
+	static const int request_errnos[] = {EINVAL, ENOENT,	ENOTDIR,   EISDIR,    EXDEV,	    ELOOP,  EACCES,
+					     EPERM,  EEXIST,	EFBIG,	   E2BIG,     ENAMETOOLONG, EBUSY,  EAGAIN,
+					     ENOSPC, EDQUOT,	ENOTEMPTY, ETIMEDOUT, ESRCH,	    EMLINK, ENOTSUP,
+					     EROFS,  EOVERFLOW, ERANGE,	   EPIPE};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(request_errnos); i++)
 		if (-neg_errno == request_errnos[i])
 			return true;
@@ -923,9 +924,9 @@ static json_t *started_json(const struct srv_result *r)
 {
 	json_t *proc = json_loads(r->process_json, 0, NULL);
 	return json_pack("{s:s,s:n,s:n,s:s,s:s,s:{s:b,s:b},s:{s:i,s:i},s:{s:f,s:f,s:f},s:b,s:s?,s:n,s:o}", "status",
-			 "started", "exit_code", "signal", "stdout", "", "stderr", "", "truncated", "stdout", 0, "stderr", 0,
-			 "output_bytes", "stdout", 0, "stderr", 0, "timing", "wall_s", 0.0, "cpu_user_s", 0.0,
-			 "cpu_system_s", 0.0, "oom_killed", 0, "sandbox_id", r->sandbox_id, "error", "process",
+			 "started", "exit_code", "signal", "stdout", "", "stderr", "", "truncated", "stdout", 0,
+			 "stderr", 0, "output_bytes", "stdout", 0, "stderr", 0, "timing", "wall_s", 0.0, "cpu_user_s",
+			 0.0, "cpu_system_s", 0.0, "oom_killed", 0, "sandbox_id", r->sandbox_id, "error", "process",
 			 proc ? proc : json_null());
 }
 
@@ -942,7 +943,8 @@ static json_t *result_verdict(const json_t *args, const struct srv_result *r, bo
 	/* The sandbox ended while this ran (its lifetime, a destroy): why, in words, as the error. */
 	if (o && r->ended &&
 	    (json_object_set_new(o, "error", json_string(r->ended)) < 0 ||
-	     json_object_set_new(o, "sandbox_ended", json_string(r->ended_reason ? r->ended_reason : "destroyed")) < 0)) {
+	     json_object_set_new(o, "sandbox_ended", json_string(r->ended_reason ? r->ended_reason : "destroyed")) <
+		     0)) {
 		json_decref(o);
 		return NULL;
 	}
@@ -979,7 +981,6 @@ static int add_images(json_t *content, const json_t *structured)
 	}
 	return 0;
 }
-
 
 static json_t *result_write(const json_t *args, const struct srv_result *r, bool *is_error)
 {
@@ -1079,7 +1080,8 @@ static json_t *result_file(const json_t *args, const struct srv_result *r, bool 
 static json_t *result_upload(const json_t *args, const struct srv_result *r, bool *is_error)
 {
 	bool archive = strcmp(tl_str_arg(args, "kind"), "archive") == 0;
-	return json_pack("{s:s,s:I}", "path", tl_str_arg(args, "path"), archive ? "members" : "bytes", (json_int_t)r->bytes);
+	return json_pack("{s:s,s:I}", "path", tl_str_arg(args, "path"), archive ? "members" : "bytes",
+			 (json_int_t)r->bytes);
 }
 
 json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)

@@ -21,10 +21,10 @@ enum tl_id {
 	TL_FILE,   /* code_file: stat, mkdir, move, remove */
 	TL_UPLOAD, /* the JSON API's streamed uploads (a file or a tar archive); not an MCP tool */
 	TL_SET_TIMEOUT,
-	TL_WATCH, /* code_watch (tlwatch.c) */
-	TL_FORK,  /* code_fork_sandbox (tlfork.c) */
-	TL_PAUSE,  /* code_pause_sandbox (tlpause.c) */
-	TL_RESUME, /* code_resume_sandbox (tlpause.c) */
+	TL_WATCH,	    /* code_watch (tlwatch.c) */
+	TL_FORK,	    /* code_fork_sandbox (tlfork.c) */
+	TL_PAUSE,	    /* code_pause_sandbox (tlpause.c) */
+	TL_RESUME,	    /* code_resume_sandbox (tlpause.c) */
 	TL_SNAPSHOT,	    /* code_snapshot_sandbox (tlsnap.c) */
 	TL_LIST_SNAPSHOTS,  /* code_list_snapshots (tlsnap.c) */
 	TL_DELETE_SNAPSHOT, /* code_delete_snapshot (tlsnap.c) */

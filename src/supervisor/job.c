@@ -201,7 +201,8 @@ static int job_proxy(struct al_job *j, const struct al_policy *p, struct al_erro
 			      "proxy port on the sandbox's own loopback");
 	if (p->secrets && p->net != AL_NET_ALLOW)
 		return al_err(err, EINVAL,
-			      "--secret needs --net allow=HOST,...: a secret goes only through the proxy, toward allowed hosts");
+			      "--secret needs --net allow=HOST,...: a secret goes only through the proxy, toward "
+			      "allowed hosts");
 	if (!pol_needs_proxy(p))
 		return 0;
 	struct px_config cfg = {

@@ -33,11 +33,11 @@ struct al_sandbox {
 	struct al_job *job; /* the held init */
 	struct be_held held;
 	int ws_fd;
-	int upper_fd; /* the workspace overlay's upper layer (al_sandbox_upper), or -1 */
+	int upper_fd;	/* the workspace overlay's upper layer (al_sandbox_upper), or -1 */
 	int image_lock; /* the image's lock, dup'd (the same open file: its LOCK_SH), or -1 */
 	uid_t uid;
 	gid_t gid;
-	bool paused;		   /* frozen (al_sandbox_pause), under held.lock */
+	bool paused;		  /* frozen (al_sandbox_pause), under held.lock */
 	struct cg_keeper *keeper; /* from its first pause on: ends the sandbox if we die */
 };
 
@@ -278,8 +278,10 @@ static int connect_family(struct al_sandbox *sb, int family, uint16_t port, int 
 	int r = be_held_socket(&sb->held, family, &fd, err);
 	if (r < 0)
 		return r;
-	struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	struct sockaddr_in v4 = {
+		.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in6 v6 = {
+		.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
 	/* Safe: the address is ours (the sandbox's own loopback), never one the sandbox or the client names. */
 	r = family == AF_INET ? connect_wait(fd, (struct sockaddr *)&v4, sizeof(v4))
 			      : connect_wait(fd, (struct sockaddr *)&v6, sizeof(v6));
@@ -302,7 +304,8 @@ int al_sandbox_connect(struct al_sandbox *sb, uint16_t port, int *fd, struct al_
 	if (r == -ECONNREFUSED && connect_family(sb, AF_INET6, port, fd, NULL) == 0)
 		return 0;
 	if (r == -ECONNREFUSED)
-		return al_err(err, ECONNREFUSED, "nothing listens on port %u of the sandbox's loopback", (unsigned)port);
+		return al_err(err, ECONNREFUSED, "nothing listens on port %u of the sandbox's loopback",
+			      (unsigned)port);
 	if (r < 0 && !(err && err->msg[0]))
 		return al_err_sys(err, -r, "connecting to port %u of the sandbox's loopback", (unsigned)port);
 	return r;
@@ -339,7 +342,8 @@ int al_sandbox_pause(struct al_sandbox *sb, struct al_error *err)
 		return al_err(err, ESRCH, "the sandbox is gone");
 	struct cg_job *cg = sb->job->cg;
 	if (!cg_freezer(cg))
-		return al_err(err, ENOTSUP, "this sandbox cannot be paused: no cgroup freezer (%s)", cg_freezer_why(cg));
+		return al_err(err, ENOTSUP, "this sandbox cannot be paused: no cgroup freezer (%s)",
+			      cg_freezer_why(cg));
 	be_held_lock_idle(&sb->held);
 	int r = 0;
 	/* The keeper first: from the moment the job is frozen, our death must not leave it so. It stays

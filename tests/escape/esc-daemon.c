@@ -21,7 +21,7 @@
 
 static void sleep_s(int s)
 {
-	struct timespec ts = { .tv_sec = s, .tv_nsec = 0 };
+	struct timespec ts = {.tv_sec = s, .tv_nsec = 0};
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }

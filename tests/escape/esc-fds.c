@@ -34,7 +34,7 @@ int main(void)
 	printf("open-exhaust=%s\nopened=%ld\n", esc_errname(err), opened);
 	printf("dup2-far=%s\n", dup2(0, 1 << 20) >= 0 ? "OK" : esc_errname(errno));
 
-	struct rlimit up = { .rlim_cur = rl.rlim_max * 2 + 1024, .rlim_max = rl.rlim_max * 2 + 1024 };
+	struct rlimit up = {.rlim_cur = rl.rlim_max * 2 + 1024, .rlim_max = rl.rlim_max * 2 + 1024};
 	esc_report("raise-hard", setrlimit(RLIMIT_NOFILE, &up));
 	up.rlim_cur = up.rlim_max = 1 << 20;
 	esc_report("prlimit-init", prlimit(1, RLIMIT_NOFILE, &up, NULL));

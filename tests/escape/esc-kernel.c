@@ -27,10 +27,10 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
-#define KEY_SPEC_SESSION_KEYRING (-3)
-#define KEY_SPEC_USER_KEYRING (-4)
+#define KEY_SPEC_SESSION_KEYRING    (-3)
+#define KEY_SPEC_USER_KEYRING	    (-4)
 #define KEYCTL_JOIN_SESSION_KEYRING 1
-#define KEYCTL_READ 11
+#define KEYCTL_READ		    11
 
 static long bpf_call(int cmd, union bpf_attr *attr)
 {
@@ -57,8 +57,8 @@ static int calls(void)
 		close((int)fd);
 	/* r0 = 0; exit: a socket filter that accepts nothing. */
 	struct bpf_insn prog[2] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+		{.code = BPF_JMP | BPF_EXIT},
 	};
 	memset(&a, 0, sizeof(a));
 	a.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
@@ -118,10 +118,27 @@ static int calls(void)
 static int files(void)
 {
 	static const char *const paths[] = {
-		"/dev/mem", "/dev/kmem", "/dev/port", "/dev/kmsg", "/dev/console", "/dev/tty0", "/dev/tty1",
-		"/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/kvm", "/dev/fuse", "/dev/net/tun", "/dev/dri/card0",
-		"/proc/kcore", "/proc/sysrq-trigger", "/proc/1/root/dev/mem",
-		"/sys/firmware", "/sys/kernel/debug", "/sys/fs/cgroup", "/sys/kernel/security",
+		"/dev/mem",
+		"/dev/kmem",
+		"/dev/port",
+		"/dev/kmsg",
+		"/dev/console",
+		"/dev/tty0",
+		"/dev/tty1",
+		"/dev/vda",
+		"/dev/sda",
+		"/dev/nvme0n1",
+		"/dev/kvm",
+		"/dev/fuse",
+		"/dev/net/tun",
+		"/dev/dri/card0",
+		"/proc/kcore",
+		"/proc/sysrq-trigger",
+		"/proc/1/root/dev/mem",
+		"/sys/firmware",
+		"/sys/kernel/debug",
+		"/sys/fs/cgroup",
+		"/sys/kernel/security",
 	};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		/* Read-only, non-blocking, no controlling tty: opening does nothing by itself. */
@@ -168,7 +185,7 @@ static int files(void)
 	}
 	printf("host-ptys-opened=%d\n", ptys);
 	/* A twin of /dev/mem in our writable tmpfs. */
-	static const char *const twins[] = { "/workspace/esc-mem", "/tmp/esc-mem" };
+	static const char *const twins[] = {"/workspace/esc-mem", "/tmp/esc-mem"};
 	for (size_t i = 0; i < 2; i++) {
 		esc_reportf(mknod(twins[i], S_IFCHR | 0666, makedev(1, 1)), "mknod[%s]", twins[i]);
 		int fd = open(twins[i], O_RDONLY | O_CLOEXEC);

@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 	int tree = (int)syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE | AT_RECURSIVE);
 	esc_report("open_tree-clone-root", tree);
 	esc_report("move_mount", syscall(SYS_move_mount, tree, "", AT_FDCWD, "/workspace/m2", MOVE_MOUNT_F_EMPTY_PATH));
-	struct mount_attr attr = { .attr_clr = MOUNT_ATTR_RDONLY };
+	struct mount_attr attr = {.attr_clr = MOUNT_ATTR_RDONLY};
 	esc_report("mount_setattr-ro-dir-rw", syscall(SYS_mount_setattr, AT_FDCWD, ro, 0, &attr, sizeof(attr)));
 	esc_report("fspick-root", syscall(SYS_fspick, AT_FDCWD, "/", 0));
 	write_canary("canary-after-setattr", ro);

@@ -26,14 +26,14 @@ static const char line[] = "escape\n";
 
 static void set_timeouts(int s)
 {
-	struct timeval tv = { .tv_sec = 2, .tv_usec = 0 };
+	struct timeval tv = {.tv_sec = 2, .tv_usec = 0};
 	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
 static void tcp(const char *name, const char *addr, int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
 	inet_pton(AF_INET, addr, &sa.sin_addr);
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0) {
@@ -48,7 +48,7 @@ static void tcp(const char *name, const char *addr, int port)
 
 static void udp(const char *name, const char *addr, int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
 	inet_pton(AF_INET, addr, &sa.sin_addr);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0) {
@@ -137,10 +137,18 @@ int main(int argc, char **argv)
 
 	/* Host daemons an escaped job would love to talk to: connect only, never a byte. */
 	static const char *const daemons[] = {
-		"/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket", "/run/docker.sock",
-		"/var/run/docker.sock", "/run/containerd/containerd.sock", "/run/systemd/private",
-		"/run/systemd/journal/socket", "/run/systemd/journal/stdout", "/dev/log", "/run/user/0/bus",
-		"/run/podman/podman.sock", "/var/run/nscd/socket",
+		"/run/dbus/system_bus_socket",
+		"/var/run/dbus/system_bus_socket",
+		"/run/docker.sock",
+		"/var/run/docker.sock",
+		"/run/containerd/containerd.sock",
+		"/run/systemd/private",
+		"/run/systemd/journal/socket",
+		"/run/systemd/journal/stdout",
+		"/dev/log",
+		"/run/user/0/bus",
+		"/run/podman/podman.sock",
+		"/var/run/nscd/socket",
 	};
 	for (size_t i = 0; i < sizeof(daemons) / sizeof(daemons[0]); i++) {
 		char name[128];

@@ -47,21 +47,34 @@ int main(void)
 	esc_init();
 	esc_report_init();
 	static const char *const sysctls[] = {
-		"/proc/sys/kernel/hostname",	   "/proc/sys/kernel/domainname",
-		"/proc/sys/kernel/core_pattern",   "/proc/sys/kernel/modprobe",
-		"/proc/sys/kernel/randomize_va_space", "/proc/sys/kernel/kptr_restrict",
-		"/proc/sys/kernel/dmesg_restrict", "/proc/sys/fs/suid_dumpable",
-		"/proc/sys/vm/overcommit_memory", "/proc/sys/kernel/unprivileged_bpf_disabled",
-		"/proc/sys/user/max_user_namespaces", "/proc/sys/net/ipv4/ip_forward",
+		"/proc/sys/kernel/hostname",
+		"/proc/sys/kernel/domainname",
+		"/proc/sys/kernel/core_pattern",
+		"/proc/sys/kernel/modprobe",
+		"/proc/sys/kernel/randomize_va_space",
+		"/proc/sys/kernel/kptr_restrict",
+		"/proc/sys/kernel/dmesg_restrict",
+		"/proc/sys/fs/suid_dumpable",
+		"/proc/sys/vm/overcommit_memory",
+		"/proc/sys/kernel/unprivileged_bpf_disabled",
+		"/proc/sys/user/max_user_namespaces",
+		"/proc/sys/net/ipv4/ip_forward",
 		"/proc/1/root/proc/sys/kernel/hostname",
 	};
 	for (size_t i = 0; i < sizeof(sysctls) / sizeof(sysctls[0]); i++)
 		write_back(sysctls[i]);
 	static const char *const armed[] = {
-		"/proc/sysrq-trigger", "/proc/sys/fs/binfmt_misc/register", "/proc/sys/vm/drop_caches",
-		"/proc/sys/vm/compact_memory", "/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/memory/release_agent",
-		"/sys/fs/cgroup/pids/cgroup.procs", "/sys/kernel/uevent_helper", "/proc/1/oom_score_adj",
-		"/proc/1/attr/current", "/proc/self/attr/current",
+		"/proc/sysrq-trigger",
+		"/proc/sys/fs/binfmt_misc/register",
+		"/proc/sys/vm/drop_caches",
+		"/proc/sys/vm/compact_memory",
+		"/sys/fs/cgroup/cgroup.procs",
+		"/sys/fs/cgroup/memory/release_agent",
+		"/sys/fs/cgroup/pids/cgroup.procs",
+		"/sys/kernel/uevent_helper",
+		"/proc/1/oom_score_adj",
+		"/proc/1/attr/current",
+		"/proc/self/attr/current",
 	};
 	for (size_t i = 0; i < sizeof(armed) / sizeof(armed[0]); i++)
 		open_only(armed[i]);

@@ -34,8 +34,8 @@ static void attack(const char *who, pid_t pid, int judged)
 		ptrace(PTRACE_DETACH, pid, 0, 0);
 
 	unsigned long word = 0;
-	struct iovec local = { .iov_base = &word, .iov_len = sizeof(word) };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)&target_word, .iov_len = sizeof(word) };
+	struct iovec local = {.iov_base = &word, .iov_len = sizeof(word)};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)&target_word, .iov_len = sizeof(word)};
 	snprintf(name, sizeof(name), "%sprocess_vm_readv-%s", pre, who);
 	esc_report(name, process_vm_readv(pid, &local, 1, &remote, 1, 0));
 	/* Writes only to the sibling's copy of target_word (the same static binary). */

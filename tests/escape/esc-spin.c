@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 	getrlimit(RLIMIT_CPU, &rl);
 	printf("cpu-soft=%lld\ncpu-hard=%lld\n", (long long)rl.rlim_cur, (long long)rl.rlim_max);
-	struct rlimit up = { RLIM_INFINITY, RLIM_INFINITY };
+	struct rlimit up = {RLIM_INFINITY, RLIM_INFINITY};
 	esc_report("raise-cpu-limit", setrlimit(RLIMIT_CPU, &up));
 	for (long i = 1; i < n; i++)
 		if (fork() == 0)

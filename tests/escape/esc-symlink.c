@@ -100,6 +100,7 @@ int main(int argc, char **argv)
 		write_text("write-leak-file", "/workspace/leak-file", "overwritten\n");
 		return 0;
 	}
-	fprintf(stderr, "usage: esc-symlink plant HOSTSECRET VICTIM-DIR SPARSE-MIB | swap | amplify SPARSE-MIB LINKS\n");
+	fprintf(stderr,
+		"usage: esc-symlink plant HOSTSECRET VICTIM-DIR SPARSE-MIB | swap | amplify SPARSE-MIB LINKS\n");
 	return 2;
 }

@@ -24,8 +24,8 @@
 #endif
 
 struct clone_args_ {
-	unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
-		set_tid, set_tid_size, cgroup;
+	unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+		set_tid_size, cgroup;
 };
 
 static int write_file(const char *path, const char *text)
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 	esc_report("clone-newuser", pid);
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
-	struct clone_args_ ca = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
+	struct clone_args_ ca = {.flags = CLONE_NEWUSER, .exit_signal = SIGCHLD};
 	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid == 0)
 		_exit(0);
@@ -85,10 +85,10 @@ int main(int argc, char **argv)
 		const char *name;
 		int flag;
 	} others[] = {
-		{ "unshare-newnet", CLONE_NEWNET }, { "unshare-newpid", CLONE_NEWPID },
-		{ "unshare-newuts", CLONE_NEWUTS }, { "unshare-newipc", CLONE_NEWIPC },
-		{ "unshare-newcgroup", CLONE_NEWCGROUP }, { "unshare-newtime", CLONE_NEWTIME },
-		{ "unshare-newns", CLONE_NEWNS },
+		{"unshare-newnet", CLONE_NEWNET},	{"unshare-newpid", CLONE_NEWPID},
+		{"unshare-newuts", CLONE_NEWUTS},	{"unshare-newipc", CLONE_NEWIPC},
+		{"unshare-newcgroup", CLONE_NEWCGROUP}, {"unshare-newtime", CLONE_NEWTIME},
+		{"unshare-newns", CLONE_NEWNS},
 	};
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
 		esc_report(others[i].name, unshare(others[i].flag));

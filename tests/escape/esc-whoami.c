@@ -19,7 +19,7 @@ int main(int argc, char **argv)
 	printf("%s-uid=%u\n%s-euid=%u\n%s-suid=%u\n", pre, (unsigned)r, pre, (unsigned)e, pre, (unsigned)s);
 	printf("%s-gid=%u\n%s-egid=%u\n%s-sgid=%u\n", pre, (unsigned)rg, pre, (unsigned)eg, pre, (unsigned)sg);
 	if (esc_slurp("/proc/self/status", status, sizeof(status)) == 0) {
-		static const char *const keys[] = { "CapEff", "CapPrm", "CapInh", "CapAmb", "NoNewPrivs" };
+		static const char *const keys[] = {"CapEff", "CapPrm", "CapInh", "CapAmb", "NoNewPrivs"};
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 			char pat[32], v[64] = "?";
 			snprintf(pat, sizeof(pat), "\n%s:", keys[k]);

@@ -118,12 +118,13 @@ int main(int argc, char **argv)
 	esc_report("host-mkdir", mkdir(b, 0755));
 
 	/* System paths, write-free. */
-	static const char *const dirs[] = { "/", "/etc", "/usr", "/usr/bin", "/usr/lib", "/dev", "/proc",
-					    "/workspace/..", "/tmp/..", "/proc/1/root/etc", "/etc/ssl/certs" };
+	static const char *const dirs[] = {
+		"/",	 "/etc",	  "/usr",    "/usr/bin",	 "/usr/lib",	  "/dev",
+		"/proc", "/workspace/..", "/tmp/..", "/proc/1/root/etc", "/etc/ssl/certs"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		probe_dir(dirs[i], dirs[i]);
-	static const char *const files[] = { "/etc/passwd", "/etc/ld.so.cache", "/usr/bin/env", "/etc/services",
-					     "/proc/1/root/etc/passwd" };
+	static const char *const files[] = {"/etc/passwd", "/etc/ld.so.cache", "/usr/bin/env", "/etc/services",
+					    "/proc/1/root/etc/passwd"};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		probe_file(files[i], files[i]);
 	return 0;

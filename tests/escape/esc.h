@@ -143,8 +143,8 @@ static ESC_UNUSED int esc_slurp(const char *path, char *buf, size_t size)
  * bwrap bwrap's own init, under oci and gvisor the payload itself. */
 static ESC_UNUSED void esc_report_init(void)
 {
-	static const char *const keys[] = { "Uid:", "CapEff:", "Seccomp:", "NoNewPrivs:" };
-	static const char *const names[] = { "init-uid", "init-CapEff", "init-Seccomp", "init-NoNewPrivs" };
+	static const char *const keys[] = {"Uid:", "CapEff:", "Seccomp:", "NoNewPrivs:"};
+	static const char *const names[] = {"init-uid", "init-CapEff", "init-Seccomp", "init-NoNewPrivs"};
 	char buf[8192], comm[64] = "";
 	printf("self-pid=%d\n", (int)getpid());
 	/* bwrap's pid 1 loads the seccomp filter itself, just after forking the payload's side: under

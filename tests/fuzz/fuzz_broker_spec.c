@@ -16,10 +16,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                                       \
-	do {                                                                                                           \
-		if (!(x))                                                                                              \
-			abort();                                                                                       \
+#define CHECK(x)                 \
+	do {                     \
+		if (!(x))        \
+			abort(); \
 	} while (0)
 
 #define SECRET "FUZZSECRET-0b8d3e"

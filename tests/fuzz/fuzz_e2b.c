@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (mode < 2) {
 		json_t *msg = NULL;
 		int r = cx_parse_request(mode == 0, in, n, &msg, why, sizeof(why));
-		if ((r == 0) != (msg != NULL) || (msg && !json_is_object(msg)) || (r < 0 && !memchr(why, 0, sizeof(why))))
+		if ((r == 0) != (msg != NULL) || (msg && !json_is_object(msg)) ||
+		    (r < 0 && !memchr(why, 0, sizeof(why))))
 			abort();
 		json_decref(msg);
 		return 0;

@@ -20,7 +20,7 @@
 #include "service/approval.h"
 
 #define MAX_HEADERS 32
-#define MAX_QUERY 8
+#define MAX_QUERY   8
 
 struct req {
 	char *names[MAX_HEADERS], *values[MAX_HEADERS];
@@ -133,7 +133,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((flags & 8) && apq_new(&q) < 0)
 		return 0;
 	char client[] = "t0ken-0123456789", reviewer[] = "r3viewer-0123456789", cn[] = "agent", rn[] = "reviewer";
-	struct http_token tokens[2] = {{.name = cn, .token = client}, {.name = rn, .token = reviewer, .approver = true}};
+	struct http_token tokens[2] = {{.name = cn, .token = client},
+				       {.name = rn, .token = reviewer, .approver = true}};
 	struct http_opts o = {
 		.size = sizeof(o),
 		.mgr = &api,

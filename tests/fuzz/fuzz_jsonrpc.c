@@ -11,10 +11,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                                       \
-	do {                                                                                                           \
-		if (!(x))                                                                                              \
-			abort();                                                                                       \
+#define CHECK(x)                 \
+	do {                     \
+		if (!(x))        \
+			abort(); \
 	} while (0)
 
 static uint64_t fuzz_now;
@@ -29,7 +29,7 @@ static void check_out(json_t *out)
 {
 	size_t i;
 	json_t *m;
-	json_array_foreach (out, i, m) {
+	json_array_foreach(out, i, m) {
 		char *line = NULL;
 		ssize_t n = jr_encode(m, &line);
 		CHECK(n > 0 && !memchr(line, '\n', (size_t)n));
@@ -63,15 +63,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fake_gate g = {.verdict = (enum srv_gate_verdict)((mode >> 2) % 3), .reason = "fuzz"};
 	struct srv_gate gate = fake_gate_api(&g);
 	fake_add_sandbox(&m, "sb-a");
-	struct mcp_opts o = {.size = sizeof(o), .mgr = &api, .gate = &gate, .now_ms = fuzz_clock,
-			     .max_message = (mode & 0x40) ? 512 : 0, .max_inflight = 4};
+	struct mcp_opts o = {.size = sizeof(o),
+			     .mgr = &api,
+			     .gate = &gate,
+			     .now_ms = fuzz_clock,
+			     .max_message = (mode & 0x40) ? 512 : 0,
+			     .max_inflight = 4};
 	struct mcp_session *s = NULL;
 	if (mcp_session_new(&o, &s, NULL) < 0)
 		abort();
 	json_t *out = json_array();
 	if (mode & 0x20) {
-		static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-					   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"elicitation\":{}}}}";
+		static const char init[] =
+			"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+			"{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"elicitation\":{}}}}";
 		mcp_session_feed(s, init, sizeof(init) - 1, out);
 		check_out(out);
 	}

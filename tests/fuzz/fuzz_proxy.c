@@ -11,10 +11,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                                       \
-	do {                                                                                                           \
-		if (!(x))                                                                                              \
-			abort();                                                                                       \
+#define CHECK(x)                 \
+	do {                     \
+		if (!(x))        \
+			abort(); \
 	} while (0)
 
 /* A result the parser calls valid must be one the rest of the proxy can trust. */

@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_FAILED 1
-#define EXIT_USAGE 2
+#define EXIT_FAILED	1
+#define EXIT_USAGE	2
 #define EXIT_IMPOSSIBLE 3
 
 #define UNUSED __attribute__((unused))
@@ -98,14 +98,13 @@ static int parse_addr(const char *host, const char *port, struct sockaddr_in *sa
 /* status: identity, privileges and namespace-visible facts of this process. */
 static int cmd_status(void)
 {
-	static const char *const keys[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb",
-					    "NoNewPrivs", "Seccomp" };
+	static const char *const keys[] = {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"};
 	gid_t groups[256];
 	char buf[PATH_MAX];
 	int n = getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
 
-	printf("uid=%u\ngid=%u\neuid=%u\negid=%u\n", (unsigned)getuid(), (unsigned)getgid(),
-	       (unsigned)geteuid(), (unsigned)getegid());
+	printf("uid=%u\ngid=%u\neuid=%u\negid=%u\n", (unsigned)getuid(), (unsigned)getgid(), (unsigned)geteuid(),
+	       (unsigned)getegid());
 	printf("groups=");
 	for (int i = 0; i < n; i++)
 		printf("%s%u", i ? "," : "", (unsigned)groups[i]);
@@ -129,8 +128,7 @@ static int cmd_status(void)
 	} else {
 		printf("proc_status=%s\n", errname(errno));
 	}
-	printf("pid=%d\nppid=%d\nsid=%d\npgid=%d\n", (int)getpid(), (int)getppid(), (int)getsid(0),
-	       (int)getpgrp());
+	printf("pid=%d\nppid=%d\nsid=%d\npgid=%d\n", (int)getpid(), (int)getppid(), (int)getsid(0), (int)getpgrp());
 	if (gethostname(buf, sizeof(buf)) == 0)
 		printf("hostname=%s\n", buf);
 	else
@@ -147,7 +145,7 @@ static int cmd_status(void)
 static int cmd_connect(const char *host, const char *port)
 {
 	struct sockaddr_in sa;
-	struct timeval tv = { .tv_sec = 3, .tv_usec = 0 };
+	struct timeval tv = {.tv_sec = 3, .tv_usec = 0};
 	static const char hello[] = "al-probe hello\n";
 
 	if (parse_addr(host, port, &sa) < 0)
@@ -493,31 +491,75 @@ static int cmd_maxrss(const char *report, char **argv)
 	return fclose(f) == 0 ? 0 : failed("maxrss", errno);
 }
 
-static const char help[] =
-	"usage: al-probe COMMAND [ARGS]\n"
-	"  status | pids | env | getenv NAME\n"
-	"  connect HOST PORT | udp-send HOST PORT\n"
-	"  read PATH | write PATH DATA | writable PATH | ls DIR\n"
-	"  kill PID SIG | exit N | raise SIG | sleep SECONDS [MARKER...]\n"
-	"  flood BYTES [FD] | daemon MARKER SECONDS [FOREGROUND_SECONDS] | forkloop N [SECONDS]\n"
-	"  maxrss REPORT CMD [ARGS...]\n";
+static const char help[] = "usage: al-probe COMMAND [ARGS]\n"
+			   "  status | pids | env | getenv NAME\n"
+			   "  connect HOST PORT | udp-send HOST PORT\n"
+			   "  read PATH | write PATH DATA | writable PATH | ls DIR\n"
+			   "  kill PID SIG | exit N | raise SIG | sleep SECONDS [MARKER...]\n"
+			   "  flood BYTES [FD] | daemon MARKER SECONDS [FOREGROUND_SECONDS] | forkloop N [SECONDS]\n"
+			   "  maxrss REPORT CMD [ARGS...]\n";
 
 /* Adapters from the argument vector to each command, for the dispatch table. */
-static int run_status(UNUSED char **a, UNUSED int n) { return cmd_status(); }
-static int run_connect(UNUSED char **a, UNUSED int n) { return cmd_connect(a[0], a[1]); }
-static int run_udp_send(UNUSED char **a, UNUSED int n) { return cmd_udp_send(a[0], a[1]); }
-static int run_read(UNUSED char **a, UNUSED int n) { return cmd_read(a[0]); }
-static int run_write(UNUSED char **a, UNUSED int n) { return cmd_write(a[0], a[1]); }
-static int run_writable(UNUSED char **a, UNUSED int n) { return cmd_writable(a[0]); }
-static int run_ls(UNUSED char **a, UNUSED int n) { return cmd_ls(a[0]); }
-static int run_pids(UNUSED char **a, UNUSED int n) { return cmd_pids(); }
-static int run_kill(UNUSED char **a, UNUSED int n) { return cmd_kill(a[0], a[1]); }
-static int run_env(UNUSED char **a, UNUSED int n) { return cmd_env(); }
-static int run_getenv(UNUSED char **a, UNUSED int n) { return cmd_getenv(a[0]); }
-static int run_raise(UNUSED char **a, UNUSED int n) { return cmd_raise(a[0]); }
-static int run_flood(UNUSED char **a, UNUSED int n) { return cmd_flood(a[0], n > 1 ? a[1] : NULL); }
-static int run_forkloop(UNUSED char **a, UNUSED int n) { return cmd_forkloop(a[0], n > 1 ? a[1] : NULL); }
-static int run_maxrss(UNUSED char **a, UNUSED int n) { return cmd_maxrss(a[0], a + 1); }
+static int run_status(UNUSED char **a, UNUSED int n)
+{
+	return cmd_status();
+}
+static int run_connect(UNUSED char **a, UNUSED int n)
+{
+	return cmd_connect(a[0], a[1]);
+}
+static int run_udp_send(UNUSED char **a, UNUSED int n)
+{
+	return cmd_udp_send(a[0], a[1]);
+}
+static int run_read(UNUSED char **a, UNUSED int n)
+{
+	return cmd_read(a[0]);
+}
+static int run_write(UNUSED char **a, UNUSED int n)
+{
+	return cmd_write(a[0], a[1]);
+}
+static int run_writable(UNUSED char **a, UNUSED int n)
+{
+	return cmd_writable(a[0]);
+}
+static int run_ls(UNUSED char **a, UNUSED int n)
+{
+	return cmd_ls(a[0]);
+}
+static int run_pids(UNUSED char **a, UNUSED int n)
+{
+	return cmd_pids();
+}
+static int run_kill(UNUSED char **a, UNUSED int n)
+{
+	return cmd_kill(a[0], a[1]);
+}
+static int run_env(UNUSED char **a, UNUSED int n)
+{
+	return cmd_env();
+}
+static int run_getenv(UNUSED char **a, UNUSED int n)
+{
+	return cmd_getenv(a[0]);
+}
+static int run_raise(UNUSED char **a, UNUSED int n)
+{
+	return cmd_raise(a[0]);
+}
+static int run_flood(UNUSED char **a, UNUSED int n)
+{
+	return cmd_flood(a[0], n > 1 ? a[1] : NULL);
+}
+static int run_forkloop(UNUSED char **a, UNUSED int n)
+{
+	return cmd_forkloop(a[0], n > 1 ? a[1] : NULL);
+}
+static int run_maxrss(UNUSED char **a, UNUSED int n)
+{
+	return cmd_maxrss(a[0], a + 1);
+}
 
 static int run_daemon(UNUSED char **a, UNUSED int n)
 {
@@ -542,24 +584,12 @@ static const struct {
 	int min_args;
 	int (*run)(char **args, int nargs);
 } commands[] = {
-	{ "status", 0, run_status },
-	{ "connect", 2, run_connect },
-	{ "udp-send", 2, run_udp_send },
-	{ "read", 1, run_read },
-	{ "write", 2, run_write },
-	{ "writable", 1, run_writable },
-	{ "ls", 1, run_ls },
-	{ "pids", 0, run_pids },
-	{ "kill", 2, run_kill },
-	{ "env", 0, run_env },
-	{ "getenv", 1, run_getenv },
-	{ "exit", 1, run_exit },
-	{ "raise", 1, run_raise },
-	{ "sleep", 1, run_sleep },
-	{ "flood", 1, run_flood },
-	{ "daemon", 2, run_daemon },
-	{ "forkloop", 1, run_forkloop },
-	{ "maxrss", 2, run_maxrss },
+	{"status", 0, run_status}, {"connect", 2, run_connect},	  {"udp-send", 2, run_udp_send},
+	{"read", 1, run_read},	   {"write", 2, run_write},	  {"writable", 1, run_writable},
+	{"ls", 1, run_ls},	   {"pids", 0, run_pids},	  {"kill", 2, run_kill},
+	{"env", 0, run_env},	   {"getenv", 1, run_getenv},	  {"exit", 1, run_exit},
+	{"raise", 1, run_raise},   {"sleep", 1, run_sleep},	  {"flood", 1, run_flood},
+	{"daemon", 2, run_daemon}, {"forkloop", 1, run_forkloop}, {"maxrss", 2, run_maxrss},
 };
 
 int main(int argc, char **argv)

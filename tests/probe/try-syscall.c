@@ -88,18 +88,18 @@
 #define X32_SYSCALL_BIT 0x40000000UL
 #endif
 
-#define CLONE_NEWUSER_ 0x10000000UL
-#define CLONE_NEWNS_ 0x00020000UL
-#define CLONE_NEWPID_ 0x20000000UL
-#define CLONE_NEWNET_ 0x40000000UL
-#define CLONE_NEWIPC_ 0x08000000UL
-#define CLONE_NEWUTS_ 0x04000000UL
+#define CLONE_NEWUSER_	 0x10000000UL
+#define CLONE_NEWNS_	 0x00020000UL
+#define CLONE_NEWPID_	 0x20000000UL
+#define CLONE_NEWNET_	 0x40000000UL
+#define CLONE_NEWIPC_	 0x08000000UL
+#define CLONE_NEWUTS_	 0x04000000UL
 #define CLONE_NEWCGROUP_ 0x02000000UL
-#define CLONE_THREAD_ 0x00010000UL
-#define CLONE_VFORK_ 0x00004000UL
-#define BAD (~0UL)	    /* every flag bit set: invalid for every call that checks its flags */
-#define UNMAPPED 1UL	    /* an address in the never-mapped first page: EFAULT */
-#define TIOCSTI_HI (0x100000000UL | TIOCSTI)
+#define CLONE_THREAD_	 0x00010000UL
+#define CLONE_VFORK_	 0x00004000UL
+#define BAD		 (~0UL) /* every flag bit set: invalid for every call that checks its flags */
+#define UNMAPPED	 1UL	/* an address in the never-mapped first page: EFAULT */
+#define TIOCSTI_HI	 (0x100000000UL | TIOCSTI)
 
 /*
  * Each case: the raw call and what Linux 6.x answers when no filter intervenes, without
@@ -122,7 +122,7 @@ static const struct tcase cases[] = {
 	{"openat", SYS_openat, {(unsigned long)-100, 0, 0}, "EFAULT", "="},
 	{"fstat", SYS_fstat, {BAD, 0}, "EBADF", "="},
 	{"ioctl", SYS_ioctl, {BAD, TCGETS, 0}, "EBADF", "="},
-	{"clone", SYS_clone, {CLONE_THREAD_}, "EINVAL", "="}, /* a thread without CLONE_SIGHAND */
+	{"clone", SYS_clone, {CLONE_THREAD_}, "EINVAL", "="},	      /* a thread without CLONE_SIGHAND */
 	{"socket-unix", SYS_socket, {AF_UNIX, 99, 0}, "EINVAL", "="}, /* type 99: refused before the family */
 	{"socketpair-unix", SYS_socketpair, {AF_UNIX, 99, 0, 0}, "EINVAL", "="},
 	{"fchmodat2", SYS_fchmodat2, {BAD, 0, 0, BAD}, "EINVAL", "="},
@@ -181,7 +181,7 @@ static const struct tcase cases[] = {
 	{"get_kernel_syms", SYS_get_kernel_syms, {0}, "ENOSYS", "="},
 	{"query_module", SYS_query_module, {0, 0, 0, 0, 0}, "ENOSYS", "="},
 	{"nfsservctl", SYS_nfsservctl, {0, 0, 0}, "ENOSYS", "="},
-	{"uselib", SYS_uselib, {0}, "ENOSYS", "="}, /* EFAULT where CONFIG_USELIB is on */
+	{"uselib", SYS_uselib, {0}, "ENOSYS", "="},		/* EFAULT where CONFIG_USELIB is on */
 	{"userfaultfd", SYS_userfaultfd, {BAD}, "EINVAL", "="}, /* UFFD_USER_MODE_ONLY is among the bits */
 	{"io_uring_setup", SYS_io_uring_setup, {0, 0}, "EFAULT", "="},
 	{"io_uring_enter", SYS_io_uring_enter, {BAD, 0, 0, BAD, 0, 0}, "EINVAL", "="},
@@ -352,7 +352,8 @@ static int parse_word(const char *s, const char *const *names, const int *values
 /* socket FAMILY TYPE [PROTOCOL]: a real socket() call; the descriptor is closed at once. */
 static int cmd_socket(int argc, char **argv)
 {
-	static const char *const fam_names[] = {"unix", "inet", "inet6", "netlink", "packet", "vsock", "bluetooth", "alg"};
+	static const char *const fam_names[] = {"unix",	  "inet",  "inet6",	"netlink",
+						"packet", "vsock", "bluetooth", "alg"};
 	static const int fam_values[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, 40, 31, 38};
 	static const char *const type_names[] = {"stream", "dgram", "raw", "seqpacket"};
 	static const int type_values[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_SEQPACKET};
@@ -401,7 +402,8 @@ static int list_cases(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		return usage("usage: al-try-syscall NAME...|all|--list|tiocsti [FD]|tiocsti-hi [FD]|socket FAMILY TYPE [PROTO]|int80|x32");
+		return usage("usage: al-try-syscall NAME...|all|--list|tiocsti [FD]|tiocsti-hi [FD]|socket FAMILY TYPE "
+			     "[PROTO]|int80|x32");
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "--list") == 0)
 		return list_cases();

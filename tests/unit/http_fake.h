@@ -11,14 +11,14 @@
  * server never calls the manager or the gate while holding one of its own locks. */
 static pthread_mutex_t hf_mu = PTHREAD_MUTEX_INITIALIZER;
 
-#define HF_WRAP(name, req_type, inner)                                                                                 \
-	static FAKE_UNUSED int name(void *ctx, const req_type *req, const struct srv_sink *sink, struct srv_op **op,   \
-				    struct al_error *err)                                                              \
-	{                                                                                                              \
-		pthread_mutex_lock(&hf_mu);                                                                            \
-		int r = inner(ctx, req, sink, op, err);                                                                \
-		pthread_mutex_unlock(&hf_mu);                                                                          \
-		return r;                                                                                              \
+#define HF_WRAP(name, req_type, inner)                                                                               \
+	static FAKE_UNUSED int name(void *ctx, const req_type *req, const struct srv_sink *sink, struct srv_op **op, \
+				    struct al_error *err)                                                            \
+	{                                                                                                            \
+		pthread_mutex_lock(&hf_mu);                                                                          \
+		int r = inner(ctx, req, sink, op, err);                                                              \
+		pthread_mutex_unlock(&hf_mu);                                                                        \
+		return r;                                                                                            \
 	}
 
 HF_WRAP(hf_create, struct srv_create_req, fake_create)
@@ -87,8 +87,8 @@ static FAKE_UNUSED void hf_gate_finished(void *ctx, const struct srv_call_end *e
 
 static FAKE_UNUSED struct srv_gate hf_gate_api(struct fake_gate *g)
 {
-	return (struct srv_gate){.ctx = g, .check = hf_gate_check, .record = hf_gate_record,
-				 .finished = hf_gate_finished};
+	return (struct srv_gate){
+		.ctx = g, .check = hf_gate_check, .record = hf_gate_record, .finished = hf_gate_finished};
 }
 
 /* Reads an int of the fake under the lock. */

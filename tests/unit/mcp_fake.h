@@ -14,10 +14,19 @@
 #include "service/gate.h"
 #include "util/error.h"
 
-#define FAKE_UNUSED __attribute__((unused))
+#define FAKE_UNUSED	   __attribute__((unused))
 #define FAKE_MAX_SANDBOXES 16
 
-enum fake_kind { FK_CREATE, FK_EXEC, FK_INSTALL, FK_WRITE, FK_READ, FK_LIST, FK_DESTROY, FK__COUNT };
+enum fake_kind {
+	FK_CREATE,
+	FK_EXEC,
+	FK_INSTALL,
+	FK_WRITE,
+	FK_READ,
+	FK_LIST,
+	FK_DESTROY,
+	FK__COUNT
+};
 
 struct fake_mgr;
 
@@ -31,16 +40,16 @@ struct srv_op {
 };
 
 struct fake_mgr {
-	bool async;		/* exec and install stay running until fake_finish */
-	bool cancel_finishes;	/* cancel() reports on_done at once (as a real kill would, soon) */
-	int calls[FK__COUNT];	/* operations started, per kind */
+	bool async;	      /* exec and install stay running until fake_finish */
+	bool cancel_finishes; /* cancel() reports on_done at once (as a real kill would, soon) */
+	int calls[FK__COUNT]; /* operations started, per kind */
 	int total_calls;
 	int cancels, releases, live_ops;
-	struct srv_op *ops;	/* async operations not yet done */
-	int exit_code;		/* what exec's program "returns" */
+	struct srv_op *ops; /* async operations not yet done */
+	int exit_code;	    /* what exec's program "returns" */
 	const char *stdout_text;
-	int fail_errno;		/* > 0: every start fails with it */
-	const void *file_data;	/* what read_file returns */
+	int fail_errno;	       /* > 0: every start fails with it */
+	const void *file_data; /* what read_file returns */
 	size_t file_len;
 	char sandboxes[FAKE_MAX_SANDBOXES][64];
 	int n_sandboxes, next_sandbox;
@@ -75,7 +84,7 @@ static FAKE_UNUSED void fake_copy(char *dst, size_t cap, const char *src)
 
 /* The checks a real manager makes and reports as request failures. */
 static FAKE_UNUSED int fake_check(struct fake_mgr *m, const char *sandbox, bool need_sandbox, const char *path,
-		      struct al_error *err)
+				  struct al_error *err)
 {
 	if (m->fail_errno)
 		return al_err(err, m->fail_errno, "fake failure");
@@ -127,8 +136,8 @@ static FAKE_UNUSED void fake_done(struct srv_op *op, struct srv_result *r)
 }
 
 /* Either finishes at once (synchronous manager, *op NULL) or keeps the operation for the test. */
-static FAKE_UNUSED int fake_begin(struct fake_mgr *m, enum fake_kind k, const char *sandbox, const struct srv_sink *sink,
-		      struct srv_op **op, struct srv_result *r)
+static FAKE_UNUSED int fake_begin(struct fake_mgr *m, enum fake_kind k, const char *sandbox,
+				  const struct srv_sink *sink, struct srv_op **op, struct srv_result *r)
 {
 	m->calls[k]++;
 	m->total_calls++;
@@ -295,7 +304,8 @@ static FAKE_UNUSED int fake_destroy(void *ctx, const struct srv_path_req *req, c
 		return rc;
 	for (int i = 0; i < m->n_sandboxes; i++)
 		if (strcmp(m->sandboxes[i], req->sandbox_id) == 0)
-			memmove(m->sandboxes[i], m->sandboxes[i + 1], sizeof(m->sandboxes[0]) * (size_t)(--m->n_sandboxes - i));
+			memmove(m->sandboxes[i], m->sandboxes[i + 1],
+				sizeof(m->sandboxes[0]) * (size_t)(--m->n_sandboxes - i));
 	struct srv_result *r = fake_result();
 	r->sandbox_id = strdup(req->sandbox_id);
 	return fake_begin(m, FK_DESTROY, req->sandbox_id, sink, op, r);
@@ -378,9 +388,9 @@ struct fake_gate {
 	char last_tool[64];
 	bool last_had_result;
 	uint64_t last_duration_ms;
-	enum srv_gate_by last_by;   /* of the last call that ended */
-	char last_peer[96];	    /* "" when none */
-	char last_transport[16];    /* "" when none */
+	enum srv_gate_by last_by; /* of the last call that ended */
+	char last_peer[96];	  /* "" when none */
+	char last_transport[16];  /* "" when none */
 };
 
 static FAKE_UNUSED void fake_gate_check(void *ctx, const char *tool, const json_t *args, struct srv_gate_decision *out)
@@ -399,8 +409,7 @@ static FAKE_UNUSED void fake_gate_check(void *ctx, const char *tool, const json_
 	}
 }
 
-static FAKE_UNUSED void fake_gate_record(void *ctx, const char *tool, const json_t *args,
-					 enum srv_gate_outcome outcome)
+static FAKE_UNUSED void fake_gate_record(void *ctx, const char *tool, const json_t *args, enum srv_gate_outcome outcome)
 {
 	struct fake_gate *g = ctx;
 	g->outcomes[outcome]++;
@@ -421,8 +430,8 @@ static FAKE_UNUSED void fake_gate_finished(void *ctx, const struct srv_call_end 
 
 static FAKE_UNUSED struct srv_gate fake_gate_api(struct fake_gate *g)
 {
-	return (struct srv_gate){.ctx = g, .check = fake_gate_check, .record = fake_gate_record,
-				 .finished = fake_gate_finished};
+	return (struct srv_gate){
+		.ctx = g, .check = fake_gate_check, .record = fake_gate_record, .finished = fake_gate_finished};
 }
 
 /* ---- an approver (gate.h): remembers the question; the test answers through done ------------ */
@@ -438,8 +447,8 @@ struct fake_approver {
 	void *cookie;
 };
 
-static FAKE_UNUSED int fake_approver_ask(void *ctx, const struct srv_question *q, srv_approver_done done,
-					 void *cookie, uint64_t *id)
+static FAKE_UNUSED int fake_approver_ask(void *ctx, const struct srv_question *q, srv_approver_done done, void *cookie,
+					 uint64_t *id)
 {
 	struct fake_approver *a = ctx;
 	if (a->fail)

@@ -210,7 +210,8 @@ static void test_allow_private(void **state)
 	struct al_cidr_list *ap = NULL;
 	struct al_error err = {0};
 	assert_int_equal(al_cidr_list_new(&ap), 0);
-	assert_int_equal(al_cidr_list_add(ap, "10.0.0.0/8,fd00::/8,127.0.0.1/32,224.0.0.0/8,0.0.0.0/8,ff00::/8", &err), 0);
+	assert_int_equal(al_cidr_list_add(ap, "10.0.0.0/8,fd00::/8,127.0.0.1/32,224.0.0.0/8,0.0.0.0/8,ff00::/8", &err),
+			 0);
 	assert_null(check_str("10.1.2.3", ap));
 	assert_string_equal(check_str("11.0.0.0", ap) ? "x" : "public", "public");
 	assert_string_equal(check_str("172.16.0.1", ap), "private");

@@ -315,7 +315,8 @@ int main(void)
 		cmocka_unit_test(test_exact_and_ports), cmocka_unit_test(test_suffix),
 		cmocka_unit_test(test_ip_literals),	cmocka_unit_test(test_all_or_nothing_and_append),
 		cmocka_unit_test(test_bad_entries),	cmocka_unit_test(test_host_normalize),
-		cmocka_unit_test(test_rules),		cmocka_unit_test(test_cidrs),		cmocka_unit_test(test_bad_cidrs),
+		cmocka_unit_test(test_rules),		cmocka_unit_test(test_cidrs),
+		cmocka_unit_test(test_bad_cidrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

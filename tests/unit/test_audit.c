@@ -105,15 +105,25 @@ static void test_round_trip(void **state)
 	struct stat st;
 	assert_int_equal(stat(t->path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, AUDIT_FILE_MODE);
-	struct risk_decision d = {.level = CFG_RISK_HIGH, .rule = "code-execute", .timeout_ms = 60000, .needs_approval = true};
+	struct risk_decision d = {
+		.level = CFG_RISK_HIGH, .rule = "code-execute", .timeout_ms = 60000, .needs_approval = true};
 	json_t *params = json_pack("{s:s, s:s, s:i}", "language", "python", "code", "print(1)", "timeout", 5);
 	json_t *res = json_pack("{s:i, s:i}", "cpu_ms", 12, "peak_memory", 1048576);
 	json_t *proxy = json_pack("[{s:s, s:s}]", "host", "pypi.org", "decision", "allowed");
 	struct audit_record rec = {
 		.time = {.tv_sec = 1738324800, .tv_nsec = 123456789}, /* 2025-01-31T12:00:00.123Z */
-		.transport = "http", .peer = "127.0.0.1:41234", .sandbox = "sb-1", .tool = "code_execute",
-		.params = params, .risk = &d, .decision = AUDIT_APPROVED, .by = APPROVAL_BY_ELICITATION,
-		.status = "ok", .duration_ms = 42, .resources = res, .proxy = proxy,
+		.transport = "http",
+		.peer = "127.0.0.1:41234",
+		.sandbox = "sb-1",
+		.tool = "code_execute",
+		.params = params,
+		.risk = &d,
+		.decision = AUDIT_APPROVED,
+		.by = APPROVAL_BY_ELICITATION,
+		.status = "ok",
+		.duration_ms = 42,
+		.resources = res,
+		.proxy = proxy,
 	};
 	write_rec(log, &rec);
 	/* A request refused before classification: no risk, no decision. */
@@ -168,8 +178,14 @@ static void end_call(struct srv_gate *g, const char *tool, const char *args, enu
 	json_t *a = json_loads(args, 0, NULL);
 	assert_non_null(a);
 	bool ran = o == SRV_GATE_ALLOWED || o == SRV_GATE_APPROVED;
-	struct srv_call_end e = {.tool = tool, .args = a, .status = ran ? SRV_CALL_OK : SRV_CALL_DENIED,
-				 .decided = true, .approval = o, .by = by, .transport = transport, .peer = peer};
+	struct srv_call_end e = {.tool = tool,
+				 .args = a,
+				 .status = ran ? SRV_CALL_OK : SRV_CALL_DENIED,
+				 .decided = true,
+				 .approval = o,
+				 .by = by,
+				 .transport = transport,
+				 .peer = peer};
 	g->finished(g->ctx, &e);
 	json_decref(a);
 }
@@ -198,9 +214,9 @@ static void test_gate_records(void **state)
 	end_call(&g, "code_execute", exec, SRV_GATE_ALLOWED, SRV_BY_NOBODY, NULL, NULL); /* auto_approve_up_to */
 	audit_close(log);
 	static const char *const want[][2] = {
-		{"approved", "rule"},	  {"approved", "elicitation"}, {"approved", "http"}, {"denied", "terminal"},
-		{"denied", "timeout"},	  {"denied", "auto"},	       {"denied", "unavailable"}, {"denied", "cancelled"},
-		{"approved", "auto"},
+		{"approved", "rule"},	   {"approved", "elicitation"}, {"approved", "http"},
+		{"denied", "terminal"},	   {"denied", "timeout"},	{"denied", "auto"},
+		{"denied", "unavailable"}, {"denied", "cancelled"},	{"approved", "auto"},
 	};
 	struct audit_read_stats rs;
 	json_t *all = read_all(t->path, &rs);
@@ -228,8 +244,11 @@ static void test_gate_records(void **state)
 static void test_client_left(void **state)
 {
 	(void)state;
-	struct audit_record rec = {.event = AUDIT_EVENT_END, .call_id = "c-1", .transport = "http",
-				   .tool = "code_execute", .status = "cancelled"};
+	struct audit_record rec = {.event = AUDIT_EVENT_END,
+				   .call_id = "c-1",
+				   .transport = "http",
+				   .tool = "code_execute",
+				   .status = "cancelled"};
 	for (int left = 0; left < 2; left++) {
 		rec.client_left = left;
 		json_t *j = NULL;
@@ -251,11 +270,12 @@ static void test_client_left(void **state)
 static void test_secrets_dropped(void **state)
 {
 	(void)state;
-	json_t *params = json_loads("{\"language\": \"python\", \"api_key\": \"K1\", \"Authorization\": \"Bearer B2\","
-				    " \"db-password\": \"P3\", \"clientSecret\": \"S4\", \"max_tokens\": 5,"
-				    " \"env\": {\"PATH\": \"/bin\", \"GITHUB_TOKEN\": \"T5\", \"x\": [{\"apiKey\": \"A6\"}]},"
-				    " \"path\": \"a.txt\"}",
-				    0, NULL);
+	json_t *params =
+		json_loads("{\"language\": \"python\", \"api_key\": \"K1\", \"Authorization\": \"Bearer B2\","
+			   " \"db-password\": \"P3\", \"clientSecret\": \"S4\", \"max_tokens\": 5,"
+			   " \"env\": {\"PATH\": \"/bin\", \"GITHUB_TOKEN\": \"T5\", \"x\": [{\"apiKey\": \"A6\"}]},"
+			   " \"path\": \"a.txt\"}",
+			   0, NULL);
 	assert_non_null(params);
 	struct audit_record rec = {.transport = "stdio", .tool = "code_execute", .params = params, .status = "ok"};
 	json_t *j = NULL;
@@ -373,8 +393,8 @@ static void test_torn_line(void **state)
 	assert_string_equal(str_at(json_array_get(all, 2), "repair", "kind"), "unterminated");
 	assert_string_equal(str_at(json_array_get(all, 3), "sandbox", NULL), "after");
 	assert_string_equal(str_at(json_array_get(all, 4), "repair", "kind"), "invalid");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(all, 4), "repair"), "bytes")),
-			 5);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(json_array_get(all, 4), "repair"), "bytes")), 5);
 	assert_string_equal(str_at(json_array_get(all, 5), "sandbox", NULL), "after");
 	json_decref(all);
 
@@ -415,7 +435,8 @@ static void test_read_stop(void **state)
 
 static json_t *numbered(int i)
 {
-	return json_pack("{s:i, s:s}", "n", i, "pad", "................................................................");
+	return json_pack("{s:i, s:s}", "n", i, "pad",
+			 "................................................................");
 }
 
 /* The numbers of a file's records, in order, appended to seen (a JSON array). */
@@ -425,7 +446,8 @@ static size_t numbers_of(const char *path, json_t *seen)
 	json_t *all = read_all(path, &st);
 	assert_int_equal(st.skipped, 0);
 	for (size_t i = 0; i < json_array_size(all); i++)
-		json_array_append_new(seen, json_deep_copy(json_object_get(json_object_get(json_array_get(all, i), "params"), "n")));
+		json_array_append_new(
+			seen, json_deep_copy(json_object_get(json_object_get(json_array_get(all, i), "params"), "n")));
 	json_decref(all);
 	return st.records;
 }
@@ -466,7 +488,7 @@ static void test_rotation(void **state)
 
 /* ---- concurrency: whole lines ------------------------------------------------------------------------ */
 
-#define THREADS 4
+#define THREADS	   4
 #define PER_WRITER 400
 
 struct writer {
@@ -674,8 +696,8 @@ static void test_tail_check(void **state)
 	for (size_t i = 0; i < AL_ARRAY_SIZE(cases); i++) {
 		struct audit_tail t;
 		audit_tail_check(cases[i].buf, strlen(cases[i].buf), cases[i].whole, &t);
-		if (t.kind != cases[i].kind || (t.kind != AUDIT_TAIL_OK &&
-						 (t.offset != cases[i].offset || t.bytes != cases[i].bytes)))
+		if (t.kind != cases[i].kind ||
+		    (t.kind != AUDIT_TAIL_OK && (t.offset != cases[i].offset || t.bytes != cases[i].bytes)))
 			fail_msg("case %zu: kind %d offset %zu bytes %zu", i, t.kind, t.offset, t.bytes);
 	}
 }
@@ -712,16 +734,28 @@ static void test_start_records(void **state)
 	struct srv_gate g;
 	mgate_init(&mg, &g);
 	json_t *args = json_pack("{s:s,s:s}", "language", "shell", "code", "touch /marker");
-	struct srv_call_start st = {.tool = "code_execute", .args = args, .approval = SRV_GATE_APPROVED,
-				    .by = SRV_BY_HTTP, .transport = "http", .peer = "127.0.0.1:1",
-				    .principal = "uid 1000", .approver = "alice"};
+	struct srv_call_start st = {.tool = "code_execute",
+				    .args = args,
+				    .approval = SRV_GATE_APPROVED,
+				    .by = SRV_BY_HTTP,
+				    .transport = "http",
+				    .peer = "127.0.0.1:1",
+				    .principal = "uid 1000",
+				    .approver = "alice"};
 	assert_int_equal(g.admit(g.ctx, &st, &err), 0);
 	char first[SRV_CALL_ID_MAX];
 	memcpy(first, st.call_id, sizeof(first));
 	assert_true(first[0]);
-	struct srv_call_end e = {.tool = "code_execute", .args = args, .status = SRV_CALL_OK, .decided = true,
-				 .approval = SRV_GATE_APPROVED, .by = SRV_BY_HTTP, .transport = "http",
-				 .peer = "127.0.0.1:1", .principal = "uid 1000", .call_id = first,
+	struct srv_call_end e = {.tool = "code_execute",
+				 .args = args,
+				 .status = SRV_CALL_OK,
+				 .decided = true,
+				 .approval = SRV_GATE_APPROVED,
+				 .by = SRV_BY_HTTP,
+				 .transport = "http",
+				 .peer = "127.0.0.1:1",
+				 .principal = "uid 1000",
+				 .call_id = first,
 				 .on_behalf_of = "token:alice"};
 	g.finished(g.ctx, &e);
 

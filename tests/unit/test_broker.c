@@ -31,9 +31,9 @@
 #include "network/broker.h"
 #include "network/proxyreq.h"
 
-#define ENV_SECRET "TOPSECRET-env-7f3a9c"
+#define ENV_SECRET  "TOPSECRET-env-7f3a9c"
 #define FILE_SECRET "TOPSECRET-file-51d2e8"
-#define MARKER ".airlock-test-dir"
+#define MARKER	    ".airlock-test-dir"
 
 static char g_dir[64];
 static bool g_certs; /* the openssl CLI made the CA and server certificates */
@@ -41,9 +41,9 @@ static bool g_certs; /* the openssl CLI made the CA and server certificates */
 /* ---- the temporary directory ------------------------------------------------------ */
 
 static const char *const g_files[] = {
-	MARKER,	       "secret",   "secret_nl", "secret_cr", "secret_nul", "secret_big", "empty",	"garbage.pem",
-	"openssl.cnf", "ca.key",   "ca.pem",	"other.key", "other.pem",  "srv.key",	 "srv.csr",	"srv.pem",
-	"wrong.key",   "wrong.csr", "wrong.pem", "ca.srl",
+	MARKER,	       "secret",      "secret_nl", "secret_cr", "secret_nul", "secret_big", "empty",
+	"garbage.pem", "openssl.cnf", "ca.key",	   "ca.pem",	"other.key",  "other.pem",  "srv.key",
+	"srv.csr",     "srv.pem",     "wrong.key", "wrong.csr", "wrong.pem",  "ca.srl",
 };
 
 static void path_of(char *out, size_t cap, const char *name)
@@ -90,13 +90,16 @@ static bool make_certs(void)
 	const char *d = g_dir, *key = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
 	int r = 0;
 	r |= sh("cd %s && openssl req -x509 %s -keyout ca.key -out ca.pem -days 2 -subj /CN=airlock-test-ca "
-		"-config openssl.cnf -extensions v3ca >/dev/null 2>&1", d, key);
+		"-config openssl.cnf -extensions v3ca >/dev/null 2>&1",
+		d, key);
 	r |= sh("cd %s && openssl req -x509 %s -keyout other.key -out other.pem -days 2 -subj /CN=airlock-other-ca "
-		"-config openssl.cnf -extensions v3ca >/dev/null 2>&1", d, key);
+		"-config openssl.cnf -extensions v3ca >/dev/null 2>&1",
+		d, key);
 	for (int i = 0; i < 2; i++) {
 		const char *n = i ? "wrong" : "srv", *cn = i ? "wrong.example" : "localhost";
 		r |= sh("cd %s && openssl req %s -keyout %s.key -out %s.csr -subj /CN=%s -config openssl.cnf "
-			">/dev/null 2>&1", d, key, n, n, cn);
+			">/dev/null 2>&1",
+			d, key, n, n, cn);
 		r |= sh("cd %s && openssl x509 -req -in %s.csr -CA ca.pem -CAkey ca.key -set_serial %d -out %s.pem "
 			"-days 2 -extfile openssl.cnf -extensions %s >/dev/null 2>&1",
 			d, n, 10 + i, n, i ? "wrong" : "srv");
@@ -357,9 +360,10 @@ static void srv_answer(struct server *s, SSL *ssl)
 		return;
 	}
 	if (s->mode == SRV_GZIP) {
-		static const char gz[] = "HTTP/1.1 100 Continue\r\n\r\n"
-					 "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nContent-Encoding: identity, GZip\r\n\r\n"
-					 "\x1f\x8bZIPD";
+		static const char gz[] =
+			"HTTP/1.1 100 Continue\r\n\r\n"
+			"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nContent-Encoding: identity, GZip\r\n\r\n"
+			"\x1f\x8bZIPD";
 		SSL_write(ssl, gz, sizeof(gz) - 1);
 		return;
 	}
@@ -520,10 +524,10 @@ static size_t count_lines(const char *head, const char *name)
 	return n;
 }
 
-#define NEED_CERTS()                                                                                                   \
-	do {                                                                                                           \
-		if (!g_certs)                                                                                          \
-			AL_SKIP("the openssl CLI is unavailable: no certificates for the end-to-end case");            \
+#define NEED_CERTS()                                                                                        \
+	do {                                                                                                \
+		if (!g_certs)                                                                               \
+			AL_SKIP("the openssl CLI is unavailable: no certificates for the end-to-end case"); \
 	} while (0)
 
 static void test_serve_get(void **state)
@@ -686,9 +690,9 @@ static void test_serve_refused(void **state)
 	}
 	serve(bl, "GET /nosuch/x HTTP/1.1\r\n\r\n", NULL, &res);
 	assert_string_equal(res.rec.broker, "nosuch");
-	static const char *const bad_path[] = {"/svc/../admin", "/svc/..",	"/svc/a/../../x", "/svc/.",
-					       "/svc/./x",	"/svc/..;/x",	"/svc/%2e%2e/x",  "/svc/.%2E/x",
-					       "/svc/a%2Fb",	"/svc/a%2fb",	"/svc/a%5cb",	   "/svc/a\\b",
+	static const char *const bad_path[] = {"/svc/../admin", "/svc/..",    "/svc/a/../../x", "/svc/.",
+					       "/svc/./x",	"/svc/..;/x", "/svc/%2e%2e/x",	"/svc/.%2E/x",
+					       "/svc/a%2Fb",	"/svc/a%2fb", "/svc/a%5cb",	"/svc/a\\b",
 					       "/svc/..?x=1"};
 	for (size_t i = 0; i < sizeof(bad_path) / sizeof(bad_path[0]); i++) {
 		expect_status(bl, bad_path[i], 400, &res);
@@ -749,11 +753,11 @@ static void test_serve_concurrent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_specs),	cmocka_unit_test(test_good_specs),
-		cmocka_unit_test(test_serve_refused),	cmocka_unit_test(test_serve_get),
-		cmocka_unit_test(test_serve_post),	cmocka_unit_test(test_serve_echo_cut),
-		cmocka_unit_test(test_serve_encoded),
-		cmocka_unit_test(test_serve_untrusted), cmocka_unit_test(test_serve_concurrent),
+		cmocka_unit_test(test_bad_specs),	 cmocka_unit_test(test_good_specs),
+		cmocka_unit_test(test_serve_refused),	 cmocka_unit_test(test_serve_get),
+		cmocka_unit_test(test_serve_post),	 cmocka_unit_test(test_serve_echo_cut),
+		cmocka_unit_test(test_serve_encoded),	 cmocka_unit_test(test_serve_untrusted),
+		cmocka_unit_test(test_serve_concurrent),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -159,8 +159,8 @@ static void refuse_each(void **state)
 	struct {
 		const char *what, *token;
 	} cases[] = {
-		{"subids", "subids"},
-		{"fallback", "fallback"}, {"disk", "--disk"},	     {"cgroupns", "cgroup namespaces"},
+		{"subids", "subids"},	 {"fallback", "fallback"},
+		{"disk", "--disk"},	 {"cgroupns", "cgroup namespaces"},
 		{"idbase", "--id-base"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -210,7 +210,8 @@ static void argv_image_user(void **state)
 	bool ws = false, file = false;
 	for (size_t i = 0; i < plan.n; i++) {
 		const struct fs_op *o = &plan.ops[i];
-		ws = ws || (o->kind == FS_TMPFS && strcmp(o->dest, "workspace") == 0 && strstr(o->text, "uid=1001,gid=0"));
+		ws = ws ||
+		     (o->kind == FS_TMPFS && strcmp(o->dest, "workspace") == 0 && strstr(o->text, "uid=1001,gid=0"));
 		file = file || (o->kind == FS_CHOWN && strcmp(o->dest, "workspace/main.sh") == 0 && o->owner == 1001 &&
 				o->group == 0);
 	}
@@ -219,7 +220,6 @@ static void argv_image_user(void **state)
 	fs_plan_free(&plan);
 	al_policy_free(p);
 }
-
 
 static void argv_default(void **state)
 {
@@ -459,7 +459,8 @@ static void classify(void **state)
 		int e;
 		bw_classify(cases[i].msg, &st, &e);
 		if (st != cases[i].stage || e != cases[i].err)
-			fail_msg("'%s': stage %d errno %d, want %d %d", cases[i].msg, st, e, cases[i].stage, cases[i].err);
+			fail_msg("'%s': stage %d errno %d, want %d %d", cases[i].msg, st, e, cases[i].stage,
+				 cases[i].err);
 	}
 }
 

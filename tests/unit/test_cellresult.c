@@ -23,8 +23,9 @@ static struct srv_result *cell_result(void)
 	r->verdict->status = AL_STATUS_EXITED;
 	r->verdict->backend = "native";
 	r->sandbox_id = strdup("sb-1");
-	r->cell_json = strdup("{\"context_id\":\"python\",\"state\":\"kept\",\"value\":{\"type\":\"int\",\"text\":\"42\"},"
-			      "\"images\":[{\"mime\":\"image/png\",\"data\":\"" PNG_B64 "\",\"width\":1,\"height\":1}]}");
+	r->cell_json =
+		strdup("{\"context_id\":\"python\",\"state\":\"kept\",\"value\":{\"type\":\"int\",\"text\":\"42\"},"
+		       "\"images\":[{\"mime\":\"image/png\",\"data\":\"" PNG_B64 "\",\"width\":1,\"height\":1}]}");
 	return r;
 }
 
@@ -109,10 +110,12 @@ static void test_context_args(void **state)
 	char msg[SCH_MSG_MAX];
 	assert_int_equal(tl_catalog_load(&c, msg), 0);
 	assert_int_equal(tl_lookup("code_context"), TL_CONTEXT);
-	static const char *const good[] = {"{\"sandbox_id\":\"sb-1\",\"action\":\"list\"}",
-					   "{\"sandbox_id\":\"sb-1\",\"action\":\"create\",\"language\":\"javascript\"}",
-					   "{\"sandbox_id\":\"sb-1\",\"action\":\"restart\",\"context_id\":\"a.b-c\"}"};
-	static const char *const bad[] = {"{\"sandbox_id\":\"sb-1\"}", "{\"sandbox_id\":\"sb-1\",\"action\":\"explode\"}",
+	static const char *const good[] = {
+		"{\"sandbox_id\":\"sb-1\",\"action\":\"list\"}",
+		"{\"sandbox_id\":\"sb-1\",\"action\":\"create\",\"language\":\"javascript\"}",
+		"{\"sandbox_id\":\"sb-1\",\"action\":\"restart\",\"context_id\":\"a.b-c\"}"};
+	static const char *const bad[] = {"{\"sandbox_id\":\"sb-1\"}",
+					  "{\"sandbox_id\":\"sb-1\",\"action\":\"explode\"}",
 					  "{\"sandbox_id\":\"sb-1\",\"action\":\"create\",\"language\":\"cobol\"}",
 					  "{\"sandbox_id\":\"sb-1\",\"action\":\"list\",\"extra\":1}"};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -126,7 +129,8 @@ static void test_context_args(void **state)
 		json_decref(a);
 	}
 	json_t *x = json_loads("{\"language\":\"python\",\"code\":\"1\",\"sandbox_id\":\"sb\",\"fresh\":true,"
-			       "\"context_id\":\"c1\"}", 0, NULL);
+			       "\"context_id\":\"c1\"}",
+			       0, NULL);
 	assert_int_equal(tl_check_args(&c, TL_EXECUTE, x, msg), 0);
 	json_decref(x);
 	tl_catalog_clear(&c);

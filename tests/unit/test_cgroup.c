@@ -30,7 +30,8 @@ static void test_name_roundtrip(void **state)
 	(void)state;
 	char buf[64];
 	pid_t owner = 0;
-	assert_int_equal(cg_name_format(buf, sizeof(buf), 4242, 7, 0xdeadbeefu), (int)strlen("airlock-4242-7-deadbeef"));
+	assert_int_equal(cg_name_format(buf, sizeof(buf), 4242, 7, 0xdeadbeefu),
+			 (int)strlen("airlock-4242-7-deadbeef"));
 	assert_string_equal(buf, "airlock-4242-7-deadbeef");
 	assert_int_equal(cg_name_parse(buf, &owner), 0);
 	assert_int_equal(owner, 4242);
@@ -44,10 +45,23 @@ static void test_name_rejects(void **state)
 {
 	(void)state;
 	static const char *const bad[] = {
-		"airlock.jobs", "airlock.self", "airlock-", "airlock-12-3-", "airlock-0-3-deadbeef",
-		"airlock-12-3-deadbee", "airlock-12-3-deadbeef0", "airlock-12-3-DEADBEEF", "airlock-012-3-deadbeef",
-		"airlock--3-deadbeef", "airlock-12-deadbeef", "xairlock-1-2-deadbeef", "airlock-99999999999-1-deadbeef",
-		"airlock- 12-3-deadbeef", "airlock-+12-3-deadbeef", "airlock-12-3-deadbeeg", "",
+		"airlock.jobs",
+		"airlock.self",
+		"airlock-",
+		"airlock-12-3-",
+		"airlock-0-3-deadbeef",
+		"airlock-12-3-deadbee",
+		"airlock-12-3-deadbeef0",
+		"airlock-12-3-DEADBEEF",
+		"airlock-012-3-deadbeef",
+		"airlock--3-deadbeef",
+		"airlock-12-deadbeef",
+		"xairlock-1-2-deadbeef",
+		"airlock-99999999999-1-deadbeef",
+		"airlock- 12-3-deadbeef",
+		"airlock-+12-3-deadbeef",
+		"airlock-12-3-deadbeeg",
+		"",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		pid_t owner = -1;
@@ -192,18 +206,18 @@ static void test_started_before(void **state)
 	(void)state;
 	/* Boot at 1000, started 5 s later (500 ticks at 100 Hz). */
 	assert_true(cg_started_before(500, 100, 1000, 1010));
-	assert_true(cg_started_before(500, 100, 1000, 1003)); /* within btime's slack */
+	assert_true(cg_started_before(500, 100, 1000, 1003));  /* within btime's slack */
 	assert_false(cg_started_before(500, 100, 1000, 1002)); /* a later process reusing the pid */
-	assert_true(cg_started_before(500, 0, 1000, 0));      /* unknown clock: never call it dead */
+	assert_true(cg_started_before(500, 0, 1000, 0));       /* unknown clock: never call it dead */
 }
 
 /* ---- live: root only, on this host (v1) and in the v2 VM ---------------------------- */
 
 /* The live cases make real cgroups under the host's hierarchies: root only. */
-#define NEED_LIVE()                                                                                                    \
-	do {                                                                                                           \
-		if (geteuid() != 0)                                                                                    \
-			AL_SKIP("not root: the live cgroup cases make real cgroups");                                  \
+#define NEED_LIVE()                                                                   \
+	do {                                                                          \
+		if (geteuid() != 0)                                                   \
+			AL_SKIP("not root: the live cgroup cases make real cgroups"); \
 	} while (0)
 
 struct snap {
@@ -592,8 +606,8 @@ static void test_live_freeze(void **state)
 {
 	(void)state;
 	NEED_LIVE();
-	struct cg_limits lim = {.memory_bytes = AL_UNLIMITED, .pids = AL_UNLIMITED, .cpu_millis = AL_UNLIMITED,
-				.freezer = true};
+	struct cg_limits lim = {
+		.memory_bytes = AL_UNLIMITED, .pids = AL_UNLIMITED, .cpu_millis = AL_UNLIMITED, .freezer = true};
 	struct cg_job *cg = NULL;
 	struct al_error err = {0};
 	if (cg_create(&lim, &cg, &err) < 0)
@@ -666,12 +680,15 @@ static void test_unprivileged_refusal(void **state)
 		close(ep[0]);
 		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
 			_exit(10);
-		struct cg_limits none = {.memory_bytes = AL_UNLIMITED, .pids = AL_UNLIMITED, .cpu_millis = AL_UNLIMITED};
+		struct cg_limits none = {
+			.memory_bytes = AL_UNLIMITED, .pids = AL_UNLIMITED, .cpu_millis = AL_UNLIMITED};
 		struct cg_job *cg = (struct cg_job *)1;
 		struct al_error err = {0};
 		if (cg_create(&none, &cg, &err) != 0 || cg != NULL)
 			_exit(11);
-		struct cg_limits need = {.memory_bytes = 64 * MiB, .pids = AL_UNLIMITED, .cpu_millis = AL_UNLIMITED,
+		struct cg_limits need = {.memory_bytes = 64 * MiB,
+					 .pids = AL_UNLIMITED,
+					 .cpu_millis = AL_UNLIMITED,
 					 .need_memory = true};
 		if (cg_create(&need, &cg, &err) >= 0 || cg != NULL)
 			_exit(12);

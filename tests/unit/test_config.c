@@ -92,28 +92,42 @@ static const struct bad_case bad_cases[] = {
 	 "limits.cgroup-systemd: expected auto or never, not 'sometimes'"},
 	{"version: 1\nlimits: {proxy-conns: 5}\n", "2:10", "limits.proxy-conns: unknown key"},
 	/* network */
-	{"version: 1\nnetwork: {registries: {pypi: []}}\n", "2:30", "network.registries.pypi: a registry needs at least one host"},
+	{"version: 1\nnetwork: {registries: {pypi: []}}\n", "2:30",
+	 "network.registries.pypi: a registry needs at least one host"},
 	{"version: 1\nnetwork: {registries: {x: [a..b]}}\n", "2:28", "network.registries.x[0]: bad entry \"a..b\""},
-	{"version: 1\nnetwork: {registries: {x: [\"a.org,b.org\"]}}\n", "2:28", "network.registries.x[0]: one entry per list item"},
+	{"version: 1\nnetwork: {registries: {x: [\"a.org,b.org\"]}}\n", "2:28",
+	 "network.registries.x[0]: one entry per list item"},
 	{"version: 1\nnetwork: {registries: {x: a.org}}\n", "2:27", "network.registries.x: expected a list"},
-	{"version: 1\nnetwork: {registries: {\"bad name\": [a.org]}}\n", "2:24", "network.registries.bad name: invalid name"},
+	{"version: 1\nnetwork: {registries: {\"bad name\": [a.org]}}\n", "2:24",
+	 "network.registries.bad name: invalid name"},
 	{"version: 1\nnetwork: {allow-private: [10.0.0.0/33]}\n", "2:27", "network.allow-private[0]: bad entry"},
 	{"version: 1\nnetwork: {allowprivate: []}\n", "2:11", "network.allowprivate: unknown key"},
 	/* profiles */
 	{"version: 1\nprofiles: {p: {netwrk: none}}\n", "2:16", "profiles.p.netwrk: unknown key"},
 	{"version: 1\nprofiles: {p: {network: [pypi, nope]}}\n", "2:32", "profiles.p.network[1]: no registry 'nope'"},
-	{"version: 1\nprofiles: {p: {network: internet}}\n", "2:25", "profiles.p.network: 'internet' is not one of: none, loopback, host"},
+	{"version: 1\nprofiles: {p: {network: internet}}\n", "2:25",
+	 "profiles.p.network: 'internet' is not one of: none, loopback, host"},
 	{"version: 1\nprofiles: {p: {network: []}}\n", "2:25", "profiles.p.network: an empty list of registries"},
-	{"version: 1\nprofiles: {p: {namespaces: yes}}\n", "2:28", "profiles.p.namespaces: 'yes' is not one of: false, true"},
-	{"version: 1\nprofiles: {p: {namespaces: \"false\"}}\n", "2:28", "profiles.p.namespaces: expected true or false"},
-	{"version: 1\nprofiles: {p: {namespaces: false}}\n", "2:15", "profiles.p: namespaces: false needs network: host"},
-	{"version: 1\nprofiles: {p: {filesystem: checkout}}\n", "2:28", "profiles.p.filesystem: 'checkout' is not one of"},
-	{"version: 1\nprofiles: {p: {seccomp: none}}\n", "2:25", "profiles.p.seccomp: 'none' is not one of: default, strict, off"},
-	{"version: 1\nprofiles: {p: {require: [userns, bogus]}}\n", "2:34", "profiles.p.require[1]: unknown layer 'bogus'"},
-	{"version: 1\nprofiles: {p: {require: [\"userns,netns\"]}}\n", "2:26", "profiles.p.require[0]: one entry per list item"},
-	{"version: 1\nprofiles: {p: {rootfs: srv/root}}\n", "2:24", "profiles.p.rootfs: 'srv/root' must be an absolute path"},
-	{"version: 1\nprofiles: {p: {rootfs: /srv/../etc}}\n", "2:24", "profiles.p.rootfs: '/srv/../etc' must be an absolute path"},
-	{"version: 1\nprofiles: {p: {limits: {memory: lots}}}\n", "2:33", "profiles.p.limits.memory: invalid size 'lots'"},
+	{"version: 1\nprofiles: {p: {namespaces: yes}}\n", "2:28",
+	 "profiles.p.namespaces: 'yes' is not one of: false, true"},
+	{"version: 1\nprofiles: {p: {namespaces: \"false\"}}\n", "2:28",
+	 "profiles.p.namespaces: expected true or false"},
+	{"version: 1\nprofiles: {p: {namespaces: false}}\n", "2:15",
+	 "profiles.p: namespaces: false needs network: host"},
+	{"version: 1\nprofiles: {p: {filesystem: checkout}}\n", "2:28",
+	 "profiles.p.filesystem: 'checkout' is not one of"},
+	{"version: 1\nprofiles: {p: {seccomp: none}}\n", "2:25",
+	 "profiles.p.seccomp: 'none' is not one of: default, strict, off"},
+	{"version: 1\nprofiles: {p: {require: [userns, bogus]}}\n", "2:34",
+	 "profiles.p.require[1]: unknown layer 'bogus'"},
+	{"version: 1\nprofiles: {p: {require: [\"userns,netns\"]}}\n", "2:26",
+	 "profiles.p.require[0]: one entry per list item"},
+	{"version: 1\nprofiles: {p: {rootfs: srv/root}}\n", "2:24",
+	 "profiles.p.rootfs: 'srv/root' must be an absolute path"},
+	{"version: 1\nprofiles: {p: {rootfs: /srv/../etc}}\n", "2:24",
+	 "profiles.p.rootfs: '/srv/../etc' must be an absolute path"},
+	{"version: 1\nprofiles: {p: {limits: {memory: lots}}}\n", "2:33",
+	 "profiles.p.limits.memory: invalid size 'lots'"},
 	{"version: 1\nprofiles: {p: {limits: {network: none}}}\n", "2:25", "profiles.p.limits.network: unknown key"},
 	{"version: 1\nprofiles: {p: none}\n", "2:15", "profiles.p: expected a mapping, not 'none'"},
 	{"version: 1\nprofiles: {-p: {}}\n", "2:12", "profiles.-p: invalid name"},
@@ -121,83 +135,134 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nlanguages: {x: {command: [a]}}\n", "2:16", "languages.x: needs a file"},
 	{"version: 1\nlanguages: {x: {file: x.y}}\n", "2:16", "languages.x: needs a command"},
 	{"version: 1\nlanguages: {x: {command: [], file: x.y}}\n", "2:26", "languages.x.command: an empty command"},
-	{"version: 1\nlanguages: {x: {command: [a, \"\"], file: x.y}}\n", "2:30", "languages.x.command[1]: an empty argument"},
-	{"version: 1\nlanguages: {x: {command: a, file: x.y}}\n", "2:26", "languages.x.command: expected a list, not 'a'"},
-	{"version: 1\nlanguages: {python: {file: ../x}}\n", "2:28", "languages.python.file: '../x' is not a plain file name"},
-	{"version: 1\nlanguages: {python: {file: a/b}}\n", "2:28", "languages.python.file: 'a/b' is not a plain file name"},
-	{"version: 1\nlanguages: {python: {paths: [opt/py]}}\n", "2:30", "languages.python.paths[0]: 'opt/py' must be an absolute path"},
+	{"version: 1\nlanguages: {x: {command: [a, \"\"], file: x.y}}\n", "2:30",
+	 "languages.x.command[1]: an empty argument"},
+	{"version: 1\nlanguages: {x: {command: a, file: x.y}}\n", "2:26",
+	 "languages.x.command: expected a list, not 'a'"},
+	{"version: 1\nlanguages: {python: {file: ../x}}\n", "2:28",
+	 "languages.python.file: '../x' is not a plain file name"},
+	{"version: 1\nlanguages: {python: {file: a/b}}\n", "2:28",
+	 "languages.python.file: 'a/b' is not a plain file name"},
+	{"version: 1\nlanguages: {python: {paths: [opt/py]}}\n", "2:30",
+	 "languages.python.paths[0]: 'opt/py' must be an absolute path"},
 	{"version: 1\nlanguages: {python: {env: {1A: x}}}\n", "2:28", "languages.python.env.1A: invalid variable name"},
-	{"version: 1\nlanguages: {python: {env: {A: [x]}}}\n", "2:31", "languages.python.env.A: expected a value, not a list"},
-	{"version: 1\nlanguages: {python: {env: [A=1]}}\n", "2:27", "languages.python.env: expected a mapping, not a list"},
+	{"version: 1\nlanguages: {python: {env: {A: [x]}}}\n", "2:31",
+	 "languages.python.env.A: expected a value, not a list"},
+	{"version: 1\nlanguages: {python: {env: [A=1]}}\n", "2:27",
+	 "languages.python.env: expected a mapping, not a list"},
 	{"version: 1\nlanguages: {python: {interpreter: [py]}}\n", "2:22", "languages.python.interpreter: unknown key"},
 	/* rules */
 	{"version: 1\nrules: {}\n", "2:8", "rules: expected a list, not a mapping"},
 	{"version: 1\nrules: ~\n", "2:8", "rules: expected a list, not null"},
-	{"version: 1\nrules:\n  - name: a\n    tools: [code_execute]\n    risk: HIGH\n    colour: red\n", "6:5", "rules[0].colour: unknown key"},
+	{"version: 1\nrules:\n  - name: a\n    tools: [code_execute]\n    risk: HIGH\n    colour: red\n", "6:5",
+	 "rules[0].colour: unknown key"},
 	{"version: 1\nrules:\n  - {tools: [code_execute], risk: HIGH}\n", "3:5", "rules[0]: needs a name"},
 	{"version: 1\nrules:\n  - {name: a, risk: HIGH}\n", "3:5", "rules[0]: needs tools"},
 	{"version: 1\nrules:\n  - {name: a, tools: [code_execute]}\n", "3:5", "rules[0]: needs a risk"},
-	{"version: 1\nrules:\n  - {name: 'a b', tools: [code_execute], risk: HIGH}\n", "3:12", "rules[0].name: invalid name"},
-	{"version: 1\nrules:\n  - {name: a, tools: [code_exec], risk: HIGH}\n", "3:23", "rules[0].tools[0]: unknown tool 'code_exec'"},
-	{"version: 1\nrules:\n  - {name: a, tools: [], risk: HIGH}\n", "3:22", "rules[0].tools: an empty list of tools"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*', code_execute], risk: HIGH}\n", "3:23", "rules[0].tools: \"*\" already names every tool"},
-	{"version: 1\nrules:\n  - {name: a, tools: code_execute, risk: HIGH}\n", "3:22", "rules[0].tools: expected a list, not 'code_execute'"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: high}\n", "3:35", "rules[0].risk: 'high' is not one of: LOW, MEDIUM, HIGH, CRITICAL"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: none}\n", "3:35", "rules[0].risk: 'none' is not one of"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: soon}\n", "3:58", "rules[0].approval_timeout: invalid duration 'soon'"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: none}\n", "3:58", "rules[0].approval_timeout: 'none' must be a duration of at most 24 hours"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: 25h}\n", "3:58", "rules[0].approval_timeout: '25h' must be a duration"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, require_approval: yes}\n", "3:58", "rules[0].require_approval: 'yes' is not one of: false, true"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, require_approval: 'true'}\n", "3:58", "rules[0].require_approval: expected true or false, unquoted"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW}\n  - {name: a, tools: ['*'], risk: HIGH}\n", "4:12", "rules[1].name: 'a' is also the name of rules[0]"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: {param: x, equals: 1}}\n", "3:46", "rules[0].when: expected a list, not a mapping"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{equals: 1}]}\n", "3:47", "rules[0].when[0]: needs a param"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x}]}\n", "3:47", "rules[0].when[0]: needs equals or matches"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, equals: 1, matches: y}]}\n", "3:47", "rules[0].when[0]: give equals or matches, not both"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, equals: [1]}]}\n", "3:66", "rules[0].when[0].equals: expected a string, number, true, false or null, not a list"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a(b'}]}\n", "3:67", "rules[0].when[0].matches: invalid regex at offset 3: missing closing parenthesis"},
-	{"version: 1\nrules:\n  - name: a\n    tools: ['*']\n    risk: LOW\n    when:\n      - param: code\n        matches: '[z-a]'\n", "8:18", "rules[0].when[0].matches: invalid regex at offset 3: range out of order"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: ''}]}\n", "3:67", "rules[0].when[0].matches: an empty pattern"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: '(*LIMIT_MATCH=99999999)a'}]}\n", "3:67", "rules[0].when[0].matches: options such as (*UTF) are not accepted"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: '', equals: 1}]}\n", "3:55", "rules[0].when[0].param: an empty parameter name"},
-	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, regex: a}]}\n", "3:58", "rules[0].when[0].regex: unknown key (expected param, equals, matches)"},
+	{"version: 1\nrules:\n  - {name: 'a b', tools: [code_execute], risk: HIGH}\n", "3:12",
+	 "rules[0].name: invalid name"},
+	{"version: 1\nrules:\n  - {name: a, tools: [code_exec], risk: HIGH}\n", "3:23",
+	 "rules[0].tools[0]: unknown tool 'code_exec'"},
+	{"version: 1\nrules:\n  - {name: a, tools: [], risk: HIGH}\n", "3:22",
+	 "rules[0].tools: an empty list of tools"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*', code_execute], risk: HIGH}\n", "3:23",
+	 "rules[0].tools: \"*\" already names every tool"},
+	{"version: 1\nrules:\n  - {name: a, tools: code_execute, risk: HIGH}\n", "3:22",
+	 "rules[0].tools: expected a list, not 'code_execute'"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: high}\n", "3:35",
+	 "rules[0].risk: 'high' is not one of: LOW, MEDIUM, HIGH, CRITICAL"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: none}\n", "3:35",
+	 "rules[0].risk: 'none' is not one of"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: soon}\n", "3:58",
+	 "rules[0].approval_timeout: invalid duration 'soon'"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: none}\n", "3:58",
+	 "rules[0].approval_timeout: 'none' must be a duration of at most 24 hours"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, approval_timeout: 25h}\n", "3:58",
+	 "rules[0].approval_timeout: '25h' must be a duration"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, require_approval: yes}\n", "3:58",
+	 "rules[0].require_approval: 'yes' is not one of: false, true"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, require_approval: 'true'}\n", "3:58",
+	 "rules[0].require_approval: expected true or false, unquoted"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW}\n  - {name: a, tools: ['*'], risk: HIGH}\n",
+	 "4:12", "rules[1].name: 'a' is also the name of rules[0]"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: {param: x, equals: 1}}\n", "3:46",
+	 "rules[0].when: expected a list, not a mapping"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{equals: 1}]}\n", "3:47",
+	 "rules[0].when[0]: needs a param"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x}]}\n", "3:47",
+	 "rules[0].when[0]: needs equals or matches"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, equals: 1, matches: y}]}\n",
+	 "3:47", "rules[0].when[0]: give equals or matches, not both"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, equals: [1]}]}\n", "3:66",
+	 "rules[0].when[0].equals: expected a string, number, true, false or null, not a list"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a(b'}]}\n", "3:67",
+	 "rules[0].when[0].matches: invalid regex at offset 3: missing closing parenthesis"},
+	{"version: 1\nrules:\n  - name: a\n    tools: ['*']\n    risk: LOW\n    when:\n      - param: code\n        "
+	 "matches: '[z-a]'\n",
+	 "8:18", "rules[0].when[0].matches: invalid regex at offset 3: range out of order"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: ''}]}\n", "3:67",
+	 "rules[0].when[0].matches: an empty pattern"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: "
+	 "'(*LIMIT_MATCH=99999999)a'}]}\n",
+	 "3:67", "rules[0].when[0].matches: options such as (*UTF) are not accepted"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: '', equals: 1}]}\n", "3:55",
+	 "rules[0].when[0].param: an empty parameter name"},
+	{"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, regex: a}]}\n", "3:58",
+	 "rules[0].when[0].regex: unknown key (expected param, equals, matches)"},
 	/* approval */
 	{"version: 1\napproval: {default_risk: none}\n", "2:26", "approval.default_risk: 'none' is not one of"},
-	{"version: 1\napproval: {auto_approve_up_to: HIGH, deny_above: MEDIUM}\n", "2:11", "approval: auto_approve_up_to (HIGH) is above deny_above (MEDIUM)"},
+	{"version: 1\napproval: {auto_approve_up_to: HIGH, deny_above: MEDIUM}\n", "2:11",
+	 "approval: auto_approve_up_to (HIGH) is above deny_above (MEDIUM)"},
 	{"version: 1\napproval: {channels: [http, http]}\n", "2:29", "approval.channels[1]: 'http' is listed twice"},
-	{"version: 1\napproval: {channels: [email]}\n", "2:23", "approval.channels[0]: 'email' is not one of: elicitation, http, terminal"},
-	{"version: 1\napproval: {default_timeout: 0}\n", "2:29", "approval.default_timeout: duration '0' must be positive"},
+	{"version: 1\napproval: {channels: [email]}\n", "2:23",
+	 "approval.channels[0]: 'email' is not one of: elicitation, http, terminal"},
+	{"version: 1\napproval: {default_timeout: 0}\n", "2:29",
+	 "approval.default_timeout: duration '0' must be positive"},
 	{"version: 1\napproval: {timeout: 5s}\n", "2:12", "approval.timeout: unknown key"},
 	/* audit */
-	{"version: 1\naudit: {path: var/log/a.jsonl}\n", "2:15", "audit.path: 'var/log/a.jsonl' must be an absolute path"},
+	{"version: 1\naudit: {path: var/log/a.jsonl}\n", "2:15",
+	 "audit.path: 'var/log/a.jsonl' must be an absolute path"},
 	{"version: 1\naudit: {fsync: maybe}\n", "2:16", "audit.fsync: 'maybe' is not one of: false, true"},
 	{"version: 1\naudit: {rotate_size: 1K}\n", "2:22", "audit.rotate_size: '1K' must be at least 64K"},
 	{"version: 1\naudit: {rotate_size: lots}\n", "2:22", "audit.rotate_size: invalid size 'lots'"},
 	{"version: 1\naudit: {keep: 0}\n", "2:15", "audit.keep: '0' must be a number between 1 and 1000"},
 	{"version: 1\naudit: {keep: none}\n", "2:15", "audit.keep: 'none' must be a number"},
-	{"version: 1\naudit: {rotate: 1M}\n", "2:9", "audit.rotate: unknown key (expected path, fsync, rotate_size, keep)"},
+	{"version: 1\naudit: {rotate: 1M}\n", "2:9",
+	 "audit.rotate: unknown key (expected path, fsync, rotate_size, keep)"},
 	/* server */
-	{"version: 1\nserver: {max_sandboxes: 0}\n", "2:25", "server.max_sandboxes: '0' must be a number between 1 and 65536"},
+	{"version: 1\nserver: {max_sandboxes: 0}\n", "2:25",
+	 "server.max_sandboxes: '0' must be a number between 1 and 65536"},
 	{"version: 1\nserver: {max_execs: -1}\n", "2:21", "server.max_execs: invalid number '-1'"},
 	{"version: 1\nserver: {idle_ttl: none}\n", "2:20", "server.idle_ttl: 'none' must be a duration"},
 	{"version: 1\nserver: {max_lifetime: 1x}\n", "2:24", "server.max_lifetime: invalid duration '1x'"},
 	{"version: 1\nserver: {pool: {nope: 1}}\n", "2:17", "server.pool.nope: no profile 'nope' in profiles"},
-	{"version: 1\nserver: {pool: {untrusted-code-read: 65}}\n", "2:38", "server.pool.untrusted-code-read: '65' must be a number between 0 and 64"},
-	{"version: 1\nserver: {max_sandboxes: 2, pool: {untrusted-code-write: 2}}\n", "2:9", "server: the pool holds 4 sandboxes, more than max_sandboxes (2)"},
+	{"version: 1\nserver: {pool: {untrusted-code-read: 65}}\n", "2:38",
+	 "server.pool.untrusted-code-read: '65' must be a number between 0 and 64"},
+	{"version: 1\nserver: {max_sandboxes: 2, pool: {untrusted-code-write: 2}}\n", "2:9",
+	 "server: the pool holds 4 sandboxes, more than max_sandboxes (2)"},
 	{"version: 1\nserver: {http: {listen: 8080}}\n", "2:25", "server.http.listen: '8080' is not HOST:PORT"},
-	{"version: 1\nserver: {http: {listen: '[::1]:99999'}}\n", "2:25", "server.http.listen: '[::1]:99999' is not HOST:PORT"},
+	{"version: 1\nserver: {http: {listen: '[::1]:99999'}}\n", "2:25",
+	 "server.http.listen: '[::1]:99999' is not HOST:PORT"},
 	{"version: 1\nserver: {socket: run/s.sock}\n", "2:18", "server.socket: 'run/s.sock' must be an absolute path"},
 	{"version: 1\nserver: {approver_uids: [0, -1]}\n", "2:29", "server.approver_uids[1]: '-1' is not a uid"},
-	{"version: 1\nserver: {http: {listen: '127.0.0.1:8080', token_file: tok}}\n", "2:55", "server.http.token_file: 'tok' must be an absolute path"},
-	{"version: 1\nserver: {http: {port: 1}}\n", "2:17", "server.http.port: unknown key (expected listen, token_file, approver_token_file, e2b_domain)"},
-	{"version: 1\nserver: {http: {e2b_domain: a..b}}\n", "2:29", "server.http.e2b_domain: 'a..b' is not a domain name"},
+	{"version: 1\nserver: {http: {listen: '127.0.0.1:8080', token_file: tok}}\n", "2:55",
+	 "server.http.token_file: 'tok' must be an absolute path"},
+	{"version: 1\nserver: {http: {port: 1}}\n", "2:17",
+	 "server.http.port: unknown key (expected listen, token_file, approver_token_file, e2b_domain)"},
+	{"version: 1\nserver: {http: {e2b_domain: a..b}}\n", "2:29",
+	 "server.http.e2b_domain: 'a..b' is not a domain name"},
 	{"version: 1\nserver: {workers: 1}\n", "2:10", "server.workers: unknown key"},
 	{"version: 1\nserver: {pool: [{count: 1}]}\n", "2:17", "server.pool[0]: needs profile"},
-	{"version: 1\nserver: {pool: [{profile: untrusted-code-read, image: py, count: 1}]}\n", "2:17", "server.pool[0]: profile untrusted-code-read does not offer the image 'py'"},
-	{"version: 1\nserver: {pool: [{profile: untrusted-code-read, count: 1}, {profile: untrusted-code-read, count: 1}]}\n", "2:59", "server.pool[1]: profile 'untrusted-code-read' is pooled twice on the same root"},
+	{"version: 1\nserver: {pool: [{profile: untrusted-code-read, image: py, count: 1}]}\n", "2:17",
+	 "server.pool[0]: profile untrusted-code-read does not offer the image 'py'"},
+	{"version: 1\nserver: {pool: [{profile: untrusted-code-read, count: 1}, {profile: untrusted-code-read, count: "
+	 "1}]}\n",
+	 "2:59", "server.pool[1]: profile 'untrusted-code-read' is pooled twice on the same root"},
 	{"version: 1\nserver: {pool: [3]}\n", "2:17", "server.pool[0]: expected a mapping, not '3'"},
-	{"version: 1\nserver: {cell_image_limit: 64M}\n", "2:28", "server.cell_image_limit: '64M' must be a size of at most 32M"},
-	{"version: 1\nserver: {cell_image_limit: none}\n", "2:28", "server.cell_image_limit: 'none' must be a size of at most 32M"},
+	{"version: 1\nserver: {cell_image_limit: 64M}\n", "2:28",
+	 "server.cell_image_limit: '64M' must be a size of at most 32M"},
+	{"version: 1\nserver: {cell_image_limit: none}\n", "2:28",
+	 "server.cell_image_limit: 'none' must be a size of at most 32M"},
 };
 
 static void test_bad_files(void **state)
@@ -317,10 +382,11 @@ static void test_defaults_manager(void **state)
 	struct cfg *c = NULL;
 	struct al_error err = {0};
 	assert_int_equal(cfg_load_defaults(&c, &err), 0);
-	static const char *const names[] = {"code-with-network", "code-rm-rf", "code-pipe-to-shell", "code-eval-exec",
-					    "code-execute",	 "package-install", "files",		  "destroy-sandbox",
-					    "create-sandbox", "contexts",	  "process-stdin",	  "processes",
-					    "sandbox-timeout", "fork-sandbox", "snapshots", "pause-sandbox", "watch"};
+	static const char *const names[] = {
+		"code-with-network", "code-rm-rf", "code-pipe-to-shell", "code-eval-exec", "code-execute",
+		"package-install",   "files",	   "destroy-sandbox",	 "create-sandbox", "contexts",
+		"process-stdin",     "processes",  "sandbox-timeout",	 "fork-sandbox",   "snapshots",
+		"pause-sandbox",     "watch"};
 	assert_int_equal(c->nrules, AL_ARRAY_SIZE(names));
 	for (size_t i = 0; i < c->nrules; i++)
 		assert_string_equal(c->rules[i].name, names[i]);
@@ -390,7 +456,8 @@ static void test_manager_file(void **state)
 				"    require_approval: false\n"
 				"approval: {auto_approve_up_to: MEDIUM, deny_above: HIGH, channels: [terminal]}\n"
 				"audit: {path: /var/log/x/audit.jsonl, fsync: false, rotate_size: none, keep: 2}\n"
-				"server: {max_execs: 2, pool: {untrusted-code-write: 1}, http: {listen: '[::]:8421', token_file: /etc/a/tok}}\n");
+				"server: {max_execs: 2, pool: {untrusted-code-write: 1}, http: {listen: '[::]:8421', "
+				"token_file: /etc/a/tok}}\n");
 	assert_int_equal(c->nrules, 1);
 	const struct cfg_cond *w = c->rules[0].when;
 	assert_true(json_is_integer(w[0].equals) && json_integer_value(w[0].equals) == 12);
@@ -434,7 +501,8 @@ static void test_defaults_match_policy(void **state)
 	assert_int_equal(cfg_apply_limits(&c->limits, p, true, &err), 0);
 	for (int l = 0; l < AL_LIMIT__COUNT; l++)
 		if (l != AL_LIMIT_CPUS)
-			assert_int_equal(al_policy_get_limit(p, (enum al_limit)l), al_policy_get_limit(builtin, (enum al_limit)l));
+			assert_int_equal(al_policy_get_limit(p, (enum al_limit)l),
+					 al_policy_get_limit(builtin, (enum al_limit)l));
 	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_CPUS), 500);
 	assert_int_equal(al_policy_get_limit(p, AL_LIMIT_WALL_MS), 30000);
 	assert_int_equal(p->limits_set, 0);
@@ -502,7 +570,8 @@ static void test_good_files(void **state)
 		"  allow-private: [10.0.0.0/8, fd00::/8]\nprofiles:\n  corp-build:\n    network: [corp, pypi]\n"
 		"    filesystem: checkout-copy\n    rootfs: /srv/rootfs/debian\n    require: [all, landlock>=2]\n"
 		"    limits: {memory: 2G, time: 10m}\n",
-		"version: 1\nlanguages:\n  lua: {command: [lua5.4], file: main.lua, paths: [/usr/share/lua], env: {LUA_PATH: ''}}\n",
+		"version: 1\nlanguages:\n  lua: {command: [lua5.4], file: main.lua, paths: [/usr/share/lua], env: "
+		"{LUA_PATH: ''}}\n",
 	};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
 		cfg_free(load_ok(good[i]));
@@ -608,19 +677,21 @@ static void test_round_trip(void **state)
 		   "  p: {network: [odd], rootfs: /srv/root, require: [landlock>=3], limits: {cpus: 2}}\n"
 		   "  q: {network: loopback, seccomp: strict, filesystem: checkout-ro}\n"
 		   "languages:\n"
-		   "  weird: {command: ['-x', 'a b', 'null', '~', 'true', '#', '\"q\"', \"it's\", 'ünï'], file: 'a b.txt',\n"
+		   "  weird: {command: ['-x', 'a b', 'null', '~', 'true', '#', '\"q\"', \"it's\", 'ünï'], file: 'a "
+		   "b.txt',\n"
 		   "          env: {A: '', B: null-ish, C: 'line\\nbreak'}}\n"
 		   "  c: {compile: []}\n");
-	round_trip("version: 1\n"
-		   "rules:\n"
-		   "  - {name: a, tools: ['*'], risk: LOW, approval_timeout: 1.5s, require_approval: true,\n"
-		   "     when: [{param: 'x y', equals: 'true'}, {param: n, equals: -0.25}, {param: z, equals: null},\n"
-		   "            {param: s, equals: ''}, {param: q, equals: \"it's \\\"q\\\"\"},\n"
-		   "            {param: code, matches: \"(?i)^\\\\s*#!.*\\\\b(sh|bash)\\\\b: 'x'\"}]}\n"
-		   "  - {name: b, tools: [code_read_file, code_write_file], risk: MEDIUM}\n"
-		   "approval: {default_risk: CRITICAL, default_timeout: 2m, deny_above: HIGH, channels: []}\n"
-		   "audit: {path: /srv/audit/a.jsonl, fsync: false, rotate_size: 1G, keep: 1}\n"
-		   "server: {pool: {untrusted-code-write: 0, none: 3}, http: {listen: 'localhost:1', token_file: /t}}\n");
+	round_trip(
+		"version: 1\n"
+		"rules:\n"
+		"  - {name: a, tools: ['*'], risk: LOW, approval_timeout: 1.5s, require_approval: true,\n"
+		"     when: [{param: 'x y', equals: 'true'}, {param: n, equals: -0.25}, {param: z, equals: null},\n"
+		"            {param: s, equals: ''}, {param: q, equals: \"it's \\\"q\\\"\"},\n"
+		"            {param: code, matches: \"(?i)^\\\\s*#!.*\\\\b(sh|bash)\\\\b: 'x'\"}]}\n"
+		"  - {name: b, tools: [code_read_file, code_write_file], risk: MEDIUM}\n"
+		"approval: {default_risk: CRITICAL, default_timeout: 2m, deny_above: HIGH, channels: []}\n"
+		"audit: {path: /srv/audit/a.jsonl, fsync: false, rotate_size: 1G, keep: 1}\n"
+		"server: {pool: {untrusted-code-write: 0, none: 3}, http: {listen: 'localhost:1', token_file: /t}}\n");
 	round_trip("version: 1\nrules: []\n");
 	/* The dump of the defaults loads and equals the defaults. */
 	struct cfg *c = NULL;
@@ -732,7 +803,8 @@ static void test_build_time_defaults(void **state)
 
 	/* A file's pattern is compiled at load whatever the file is called: only the defaults'
 	 * own nodes (their marks point at cfg_defaults_name itself) skip it. */
-	const char *bad = "version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a(b'}]}\n";
+	const char *bad =
+		"version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a(b'}]}\n";
 	struct cfg *c = NULL;
 	assert_int_equal(cfg_load_buffer(bad, strlen(bad), CFG_DEFAULTS_NAME, &c, &err), -EINVAL);
 	assert_null(c);
@@ -887,7 +959,8 @@ static void test_lookup(void **state)
 	assert_int_equal(cfg_load(NULL, &c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "config.yaml:2:16: limits.time: invalid duration 'soon'"));
 	/* A job's load checks a file whole: a broken rule is refused even where no rule is used. */
-	write_file(file, "version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a('}]}\n",
+	write_file(file,
+		   "version: 1\nrules:\n  - {name: a, tools: ['*'], risk: LOW, when: [{param: x, matches: 'a('}]}\n",
 		   0644);
 	assert_int_equal(cfg_load_job(NULL, &c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "invalid regex"));

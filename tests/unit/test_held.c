@@ -164,14 +164,17 @@ static int descendants(pid_t pid, pid_t *out, int cap, int n)
 static void test_results(void **state)
 {
 	struct fixture *f = *state;
-	struct al_verdict *v = run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "echo hi; echo err >&2; exit 3", NULL});
+	struct al_verdict *v =
+		run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "echo hi; echo err >&2; exit 3", NULL});
 	assert_int_equal(v->status, AL_STATUS_EXITED);
 	assert_int_equal(v->exit_code, 3);
 	assert_string_equal(v->out.data, "hi\n");
 	assert_string_equal(v->err.data, "err\n");
 	al_verdict_free(v);
 	/* The payload is confined as in a one-shot sandbox: unprivileged uid, no_new_privs, no caps. */
-	v = run(f->sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "id -u; grep -E '^(NoNewPrivs|CapEff)' /proc/self/status; pwd", NULL});
+	v = run(f->sb, -1, NULL,
+		(const char *const[]){"/bin/sh", "-c", "id -u; grep -E '^(NoNewPrivs|CapEff)' /proc/self/status; pwd",
+				      NULL});
 	assert_int_equal(v->exit_code, 0);
 	assert_string_equal(v->out.data, "1000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n/workspace\n");
 	al_verdict_free(v);
@@ -349,7 +352,8 @@ static void test_exec_cgroups(void **state)
 	census(&before, NULL);
 	assert_true(before.ninner == start.ninner + 1 || (before.ninner == 0 && start.ninner == 0));
 	for (int i = 0; i < 12; i++) {
-		struct al_verdict *v = run(sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "sleep 100 & exit 0", NULL});
+		struct al_verdict *v =
+			run(sb, -1, NULL, (const char *const[]){"/bin/sh", "-c", "sleep 100 & exit 0", NULL});
 		assert_int_equal(v->exit_code, 0);
 		al_verdict_free(v);
 	}
@@ -377,7 +381,7 @@ static void test_exec_cgroups(void **state)
 	assert_true(spare_cg[0]);
 	al_sandbox_destroy(sb);
 	census(&c, spare_cg);
-	assert_false(c.top_seen); /* the spare's cgroup went with its sandbox */
+	assert_false(c.top_seen);		  /* the spare's cgroup went with its sandbox */
 	assert_int_equal(c.ninner, start.ninner); /* and so did the code's */
 }
 
@@ -397,14 +401,17 @@ static void test_network(void **state)
 	/* connect() to the proxy's port, then a server of the exec's own on 127.0.0.1 and ::1: the
 	 * proxy answers in the sandbox's namespace only (0); in the exec's own namespace the port is
 	 * refused (111: lo up; an lo down would say 101, unreachable) and its own echo works. */
-	const char *const probe[] = {"/bin/sh", "-c", "readlink /proc/self/ns/net; python3 -c '"
+	const char *const probe[] = {
+		"/bin/sh", "-c",
+		"readlink /proc/self/ns/net; python3 -c '"
 		"import socket\n"
 		"try: socket.create_connection((\"127.0.0.1\", 3128), 2).close(); print(0)\n"
 		"except OSError as e: print(e.errno)\n"
 		"for fam, host in ((socket.AF_INET, \"127.0.0.1\"), (socket.AF_INET6, \"::1\")):\n"
 		"    s = socket.socket(fam); s.bind((host, 0)); s.listen()\n"
 		"    c = socket.create_connection((host, s.getsockname()[1]), 2); a, _ = s.accept()\n"
-		"    c.sendall(b\"x\"); print(fam, a.recv(1).decode())'", NULL};
+		"    c.sendall(b\"x\"); print(fam, a.recv(1).decode())'",
+		NULL};
 	char msg[512] = "", with[2][256], without[2][256];
 	for (int i = 0; i < 2; i++) {
 		struct al_verdict *v = run_net(sb, AL_NET_ALLOW, probe, msg, sizeof(msg));
@@ -421,9 +428,9 @@ static void test_network(void **state)
 		assert_non_null(strstr(v->enforced_json, "\"loopback\":\"up\""));
 		al_verdict_free(v);
 	}
-	assert_string_equal(with[0], with[1]); /* the sandbox's namespace, both times */
-	assert_non_null(strstr(with[0], "\n0\n"));	    /* the proxy's port answers */
-	assert_non_null(strstr(without[0], "\n111\n")); /* ECONNREFUSED: lo up, no proxy there */
+	assert_string_equal(with[0], with[1]);		      /* the sandbox's namespace, both times */
+	assert_non_null(strstr(with[0], "\n0\n"));	      /* the proxy's port answers */
+	assert_non_null(strstr(without[0], "\n111\n"));	      /* ECONNREFUSED: lo up, no proxy there */
 	assert_non_null(strstr(without[0], "\n2 x\n10 x\n")); /* its own echo, IPv4 and IPv6 */
 	/* Not the sandbox's namespace (two execs' own namespaces may share an inode number: the
 	 * first is gone before the second is made, and the kernel reuses the number). */

@@ -13,20 +13,19 @@
 #include "host/host.h"
 
 /* This very machine: hybrid, memory/pids/cpu/cpuacct on v1, an empty cgroup2 at unified. */
-static const char mi_hybrid[] =
-	"22 27 0:21 / /proc rw,relatime - proc proc rw\n"
-	"23 27 0:22 / /sys rw,relatime - sysfs sysfs rw\n"
-	"27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n"
-	"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-	"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-	"33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
-	"34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
-	"35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
-	"36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices\n"
-	"37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
-	"39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
-	"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
-	"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+static const char mi_hybrid[] = "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
+				"23 27 0:22 / /sys rw,relatime - sysfs sysfs rw\n"
+				"27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n"
+				"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+				"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+				"33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+				"34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
+				"35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+				"36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices\n"
+				"37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
+				"39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+				"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
+				"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 
 static const char cg_hybrid[] = "9:name=systemd:/\n"
 				"8:pids:/\n"
@@ -38,11 +37,10 @@ static const char cg_hybrid[] = "9:name=systemd:/\n"
 				"0::/\n";
 
 /* A systemd host with cgroup v2 only (optional fields present, as on real systems). */
-static const char mi_v2[] =
-	"21 26 0:20 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
-	"26 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"
-	"28 21 0:24 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 "
-	"rw,nsdelegate,memory_recursiveprot\n";
+static const char mi_v2[] = "21 26 0:20 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+			    "26 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"
+			    "28 21 0:24 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 "
+			    "rw,nsdelegate,memory_recursiveprot\n";
 
 static const char cg_v2[] = "0::/user.slice/user-1000.slice/session-2.scope\n";
 
@@ -185,11 +183,10 @@ static void test_v1(void **state)
 /* A container's view: the mount shows only /docker/abc of the hierarchy. */
 static void test_mount_root(void **state)
 {
-	static const char mi[] =
-		"30 25 0:27 /docker/abc /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
-		"31 25 0:28 /docker/abc /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
-		"32 25 0:29 /docker/abc /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
-		"33 25 0:30 /.. /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
+	static const char mi[] = "30 25 0:27 /docker/abc /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+				 "31 25 0:28 /docker/abc /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
+				 "32 25 0:29 /docker/abc /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+				 "33 25 0:30 /.. /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
 	static const char cgf[] = "4:memory:/docker/abc/job\n3:pids:/docker/abc\n2:cpu:/docker/abcdef\n0::/\n";
 	struct host_cgroups *cg = parse(mi, cgf);
 	assert_int_equal(cg->layout, HOST_CG_LAYOUT_HYBRID);
@@ -321,8 +318,9 @@ static void test_json(void **state)
 	json_error_t jerr;
 	json_t *root = json_loads(out, 0, &jerr);
 	assert_non_null(root);
-	static const char *const keys[] = {"version", "kernel",	 "euid",	"user_namespaces", "namespaces", "landlock",
-					   "seccomp", "cgroup", "overlayfs", "kvm",		 "backends"};
+	static const char *const keys[] = {"version",	 "kernel",   "euid",	"user_namespaces",
+					   "namespaces", "landlock", "seccomp", "cgroup",
+					   "overlayfs",	 "kvm",	     "backends"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		assert_non_null(json_object_get(root, keys[i]));
 	json_t *u = json_object_get(root, "user_namespaces");

@@ -45,15 +45,15 @@ struct env {
 	bool ready, ended;
 	int rc;
 	struct al_error err;
-	const char *token; /* what the client sends */
+	const char *token;	     /* what the client sends */
 	struct http_token tokens[2]; /* the client's and the reviewer's */
 	char client_token[64], reviewer_token[64];
 	char client_name[8], reviewer_name[16];
-	char sock[108];		     /* the Unix socket */
-	bool via_unix;		     /* requests go through the socket (as our own uid) */
+	char sock[108]; /* the Unix socket */
+	bool via_unix;	/* requests go through the socket (as our own uid) */
 };
 
-#define CLIENT_TOKEN "client-token-0123456789"
+#define CLIENT_TOKEN   "client-token-0123456789"
 #define REVIEWER_TOKEN "reviewer-token-0123456789"
 
 static void on_ready(void *ctx, uint16_t port)
@@ -701,11 +701,12 @@ static void test_host_origin(void **state)
 	/* After the host, only a port: digits, 1 to 65535, nothing after it. */
 	expect_error(e, "POST", "/v1/sandboxes/sb-a/exec", "Origin: http://127.0.0.1:80@evil.example\r\n",
 		     "{\"command\":\"id\"}", 403, "Origin");
-	static const char *const good[] = {"127.0.0.1", "127.0.0.1:80", "localhost:65535", "[::1]", "[::1]:8080",
-					   "LOCALHOST:1"};
-	static const char *const bad[] = {"127.0.0.1:80@evil", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
-					  "127.0.0.1:8080x", "127.0.0.1:-1", "127.0.0.1:+80", "localhost:80/",
-					  "[::1]:80@evil", "[::1]x", "[::1]:", "127.0.0.1:1000000", "127.0.0.1: 80"};
+	static const char *const good[] = {"127.0.0.1", "127.0.0.1:80", "localhost:65535",
+					   "[::1]",	"[::1]:8080",	"LOCALHOST:1"};
+	static const char *const bad[] = {"127.0.0.1:80@evil", "127.0.0.1:",   "127.0.0.1:0",	"127.0.0.1:65536",
+					  "127.0.0.1:8080x",   "127.0.0.1:-1", "127.0.0.1:+80", "localhost:80/",
+					  "[::1]:80@evil",     "[::1]x",       "[::1]:",	"127.0.0.1:1000000",
+					  "127.0.0.1: 80"};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
 		if (!hx_loopback_host(good[i], strlen(good[i])))
 			fail_msg("Host %s was refused", good[i]);
@@ -731,8 +732,11 @@ struct bg {
 static void *bg_request(void *arg)
 {
 	struct bg *b = arg;
-	b->r = request_as(b->e, b->via_unix ? NULL : b->token ? b->token : CLIENT_TOKEN, b->via_unix, "POST", b->path,
-			  NULL, b->body);
+	b->r = request_as(b->e,
+			  b->via_unix ? NULL
+			  : b->token  ? b->token
+				      : CLIENT_TOKEN,
+			  b->via_unix, "POST", b->path, NULL, b->body);
 	return NULL;
 }
 
@@ -902,7 +906,9 @@ static void test_unix_principal(void **state)
 	struct stat st;
 	assert_int_equal(stat(e->sock, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	struct bg b = {.e = e, .path = "/v1/sandboxes/sb-a/exec", .body = "{\"command\":\"curl example.com\"}",
+	struct bg b = {.e = e,
+		       .path = "/v1/sandboxes/sb-a/exec",
+		       .body = "{\"command\":\"curl example.com\"}",
 		       .via_unix = true};
 	assert_int_equal(pthread_create(&b.th, NULL, bg_request, &b), 0);
 	char digest[80] = "", body[160], who[32];

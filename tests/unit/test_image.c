@@ -158,12 +158,9 @@ static void test_build_progress(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_digests),
-		cmocka_unit_test(test_members),
-		cmocka_unit_test(test_profile_images),
-		cmocka_unit_test(test_user),
-		cmocka_unit_test(test_build_progress),
+		cmocka_unit_test(test_names),	cmocka_unit_test(test_digests),
+		cmocka_unit_test(test_members), cmocka_unit_test(test_profile_images),
+		cmocka_unit_test(test_user),	cmocka_unit_test(test_build_progress),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

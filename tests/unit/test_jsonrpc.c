@@ -111,8 +111,11 @@ static void test_utf8(void **state)
 	assert_false(txt_utf8_valid("\xed\xa0\x80", 3));     /* a surrogate */
 	assert_false(txt_utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
 	assert_false(txt_utf8_valid("\xe2\x82", 2));	     /* cut short */
-	json_t *j = txt_json_lossy("a\xff" "b\xc3", 4);
-	assert_string_equal(json_string_value(j), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+	json_t *j = txt_json_lossy("a\xff"
+				   "b\xc3",
+				   4);
+	assert_string_equal(json_string_value(j), "a\xef\xbf\xbd"
+						  "b\xef\xbf\xbd");
 	json_decref(j);
 	j = txt_json_lossy("a\0b", 3); /* NUL is valid UTF-8 and survives */
 	assert_int_equal(json_string_length(j), 3);
@@ -223,10 +226,16 @@ static void test_schema(void **state)
 	/* Our own schemas must only use what the validator enforces. */
 	char msg[SCH_MSG_MAX];
 	static const char *const bad[] = {
-		"{\"type\":\"object\",\"pattern\":\"x\"}", "{\"type\":\"thing\"}", "{\"required\":\"a\"}",
-		"{\"minLength\":-1}", "{\"enum\":[]}", "{\"type\":\"integer\",\"default\":\"x\"}", "[]",
+		"{\"type\":\"object\",\"pattern\":\"x\"}",
+		"{\"type\":\"thing\"}",
+		"{\"required\":\"a\"}",
+		"{\"minLength\":-1}",
+		"{\"enum\":[]}",
+		"{\"type\":\"integer\",\"default\":\"x\"}",
+		"[]",
 		"{\"properties\":{\"a\":{\"format\":\"email\"}}}",
-		"{\"propertyNames\":{\"pattern\":\"^a\"}}", "{\"maxProperties\":-1}",
+		"{\"propertyNames\":{\"pattern\":\"^a\"}}",
+		"{\"maxProperties\":-1}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		json_t *s = j(bad[i]);
@@ -246,8 +255,8 @@ static void test_schema(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kinds),	cmocka_unit_test(test_failures), cmocka_unit_test(test_encode),
-		cmocka_unit_test(test_utf8),	cmocka_unit_test(test_base64),	 cmocka_unit_test(test_schema),
+		cmocka_unit_test(test_kinds), cmocka_unit_test(test_failures), cmocka_unit_test(test_encode),
+		cmocka_unit_test(test_utf8),  cmocka_unit_test(test_base64),   cmocka_unit_test(test_schema),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

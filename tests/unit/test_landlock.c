@@ -37,18 +37,18 @@
 #include "kit/landlock.h"
 
 /* The kernel's bit values, spelled out here independently of landlock.c. */
-#define A_EXECUTE (1ULL << 0)
+#define A_EXECUTE    (1ULL << 0)
 #define A_WRITE_FILE (1ULL << 1)
-#define A_READ_FILE (1ULL << 2)
-#define A_READ_DIR (1ULL << 3)
-#define A_MAKE_CHAR (1ULL << 6)
-#define A_MAKE_DIR (1ULL << 7)
-#define A_MAKE_REG (1ULL << 8)
+#define A_READ_FILE  (1ULL << 2)
+#define A_READ_DIR   (1ULL << 3)
+#define A_MAKE_CHAR  (1ULL << 6)
+#define A_MAKE_DIR   (1ULL << 7)
+#define A_MAKE_REG   (1ULL << 8)
 #define A_MAKE_BLOCK (1ULL << 11)
-#define A_REFER (1ULL << 13)
-#define A_TRUNCATE (1ULL << 14)
-#define A_IOCTL_DEV (1ULL << 15)
-#define A_FILE_ONLY (A_EXECUTE | A_WRITE_FILE | A_READ_FILE | A_TRUNCATE | A_IOCTL_DEV)
+#define A_REFER	     (1ULL << 13)
+#define A_TRUNCATE   (1ULL << 14)
+#define A_IOCTL_DEV  (1ULL << 15)
+#define A_FILE_ONLY  (A_EXECUTE | A_WRITE_FILE | A_READ_FILE | A_TRUNCATE | A_IOCTL_DEV)
 
 #define MARKER ".airlock-test-marker"
 
@@ -137,11 +137,11 @@ static int setup(void **state)
 	size_t n = 0;
 	F.paths[n++] = (struct ll_path){F.ro, false, false};
 	F.paths[n++] = (struct ll_path){F.rw, true, false};
-	F.paths[n++] = (struct ll_path){F.single, false, false};	     /* a regular file, read-only */
+	F.paths[n++] = (struct ll_path){F.single, false, false};		/* a regular file, read-only */
 	F.paths[n++] = (struct ll_path){"/nonexistent/airlock-ll", true, true}; /* optional, absent */
-	F.paths[n++] = (struct ll_path){"/dev/null", true, false};	     /* a char device, read-write */
-	F.paths[n++] = (struct ll_path){"/dev/zero", false, false};	     /* a char device, read-only */
-	F.paths[n++] = (struct ll_path){"/dev/ptmx", true, true};	     /* char device or symlink */
+	F.paths[n++] = (struct ll_path){"/dev/null", true, false};		/* a char device, read-write */
+	F.paths[n++] = (struct ll_path){"/dev/zero", false, false};		/* a char device, read-only */
+	F.paths[n++] = (struct ll_path){"/dev/ptmx", true, true};		/* char device or symlink */
 	F.paths[n++] = (struct ll_path){"/dev/pts", true, true};
 	F.spec = (struct ll_spec){.paths = F.paths, .npaths = n, .max_abi = g_abi};
 	return 0;
@@ -172,7 +172,11 @@ struct probe_arg {
 };
 typedef int (*probe_fn)(const struct probe_arg *arg); /* 0 or an errno */
 
-enum stage { ST_BUILD = 1, ST_RESTRICT, ST_RAN };
+enum stage {
+	ST_BUILD = 1,
+	ST_RESTRICT,
+	ST_RAN
+};
 struct outcome {
 	int stage;
 	int value; /* ST_RAN: the probe's result; otherwise -errno of the failed step */
@@ -230,12 +234,12 @@ static int bare(probe_fn fn, const struct probe_arg *arg)
 	return run_probe(NULL, fn, arg).value;
 }
 
-#define expect_errno(got, want)                                                                  \
-	do {                                                                                     \
-		int g_ = (got), w_ = (want);                                                     \
-		if (g_ != w_)                                                                    \
+#define expect_errno(got, want)                                                                            \
+	do {                                                                                               \
+		int g_ = (got), w_ = (want);                                                               \
+		if (g_ != w_)                                                                              \
 			fail_msg("%s: got %s (%d), want %s (%d)", #got, g_ ? strerror(g_) : "success", g_, \
-				 w_ ? strerror(w_) : "success", w_);                             \
+				 w_ ? strerror(w_) : "success", w_);                                       \
 	} while (0)
 
 static bool need_abi(int abi, const char *what)
@@ -247,10 +251,10 @@ static bool need_abi(int abi, const char *what)
 }
 
 /* A macro, so that the skip names the case (tests/unit/skip.h). */
-#define need_landlock()                                                                                                \
-	do {                                                                                                           \
-		if (g_abi < 1)                                                                                         \
-			AL_SKIP("this kernel has no Landlock");                                                        \
+#define need_landlock()                                         \
+	do {                                                    \
+		if (g_abi < 1)                                  \
+			AL_SKIP("this kernel has no Landlock"); \
 	} while (0)
 
 /* ---- probes (child side: system calls only) ------------------------------------------- */
@@ -475,8 +479,8 @@ static void test_rights_per_abi(void **state)
 		for (int w = 0; w < 2; w++)
 			for (int d = 0; d < 2; d++) {
 				uint64_t r = ll_fs_rule_rights(abi, w, d);
-				assert_int_equal(r & ~h, 0);	     /* never beyond what the ABI handles */
-				assert_true(r & A_READ_FILE);	     /* never empty (ENOMSG) */
+				assert_int_equal(r & ~h, 0);  /* never beyond what the ABI handles */
+				assert_true(r & A_READ_FILE); /* never empty (ENOMSG) */
 				assert_int_equal(r & (A_MAKE_CHAR | A_MAKE_BLOCK), 0);
 				if (!d)
 					assert_int_equal(r & ~A_FILE_ONLY, 0); /* else EINVAL on a file */
@@ -511,12 +515,15 @@ static void test_default_paths(void **state)
 		const char *path;
 		bool writable, optional;
 	} want[] = {
-		{"/", false, false},	     {"/usr", false, true},	 {"/etc", false, false},	 {"/proc", false, false},
-		{"/dev", false, false},	     {"/lib", false, true},	 {"/bin", false, true},
-		{"/workspace", true, false}, {"/tmp", true, false},	 {"/dev/pts", true, false},
-		{"/dev/null", true, true},   {"/dev/urandom", true, true}, {"/dev/tty", true, true},
-		{"/dev/ptmx", true, true},
-		{"/opt/data", false, false}, {"/workspace/out", true, false}, {"/srv/cache", true, false},
+		{"/", false, false},	     {"/usr", false, true},
+		{"/etc", false, false},	     {"/proc", false, false},
+		{"/dev", false, false},	     {"/lib", false, true},
+		{"/bin", false, true},	     {"/workspace", true, false},
+		{"/tmp", true, false},	     {"/dev/pts", true, false},
+		{"/dev/null", true, true},   {"/dev/urandom", true, true},
+		{"/dev/tty", true, true},    {"/dev/ptmx", true, true},
+		{"/opt/data", false, false}, {"/workspace/out", true, false},
+		{"/srv/cache", true, false},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct ll_path *p = find(v, n, want[i].path);
@@ -527,9 +534,9 @@ static void test_default_paths(void **state)
 				 want[i].writable, want[i].optional);
 	}
 	/* Nothing else is writable: the system, /etc, /proc and /dev itself stay read-only. */
-	static const char *const writable[] = {"/workspace", "/tmp", "/dev/pts", "/dev/null", "/dev/zero",
-					       "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/shm", "/dev/mqueue",
-					       "/workspace/out", "/srv/cache"};
+	static const char *const writable[] = {"/workspace", "/tmp",	    "/dev/pts",	      "/dev/null", "/dev/zero",
+					       "/dev/full",  "/dev/random", "/dev/urandom",   "/dev/tty",  "/dev/ptmx",
+					       "/dev/shm",   "/dev/mqueue", "/workspace/out", "/srv/cache"};
 	for (size_t i = 0; i < n; i++) {
 		assert_true(v[i].path[0] == '/');
 		bool ok = !v[i].writable;
@@ -538,7 +545,7 @@ static void test_default_paths(void **state)
 		if (!ok)
 			fail_msg("%s is writable", v[i].path);
 	}
-	assert_int_equal(n, 23 + 3); /* "/" and the 22 layout paths, then the binds */
+	assert_int_equal(n, 23 + 3);		/* "/" and the 22 layout paths, then the binds */
 	assert_ptr_equal(v[n - 1].path, rw[1]); /* borrowed, not copied */
 	free(v);
 	assert_int_equal(ll_default_paths(&v, &n, NULL, 0, NULL, 0), 0);

@@ -104,12 +104,24 @@ static void test_ping_and_logging(void **state)
 
 static void test_tools_list(void **state)
 {
-	static const char *const names[] = {"code_execute",	    "code_install_package", "code_write_file",
-					    "code_read_file",	    "code_list_files",	    "code_create_sandbox",
-					    "code_destroy_sandbox", "code_context",	    "code_process",
-					    "code_file",	    "code_set_sandbox_timeout", "code_watch",
-					    "code_fork_sandbox",    "code_pause_sandbox",   "code_resume_sandbox",
-					    "code_snapshot_sandbox", "code_list_snapshots", "code_delete_snapshot"};
+	static const char *const names[] = {"code_execute",
+					    "code_install_package",
+					    "code_write_file",
+					    "code_read_file",
+					    "code_list_files",
+					    "code_create_sandbox",
+					    "code_destroy_sandbox",
+					    "code_context",
+					    "code_process",
+					    "code_file",
+					    "code_set_sandbox_timeout",
+					    "code_watch",
+					    "code_fork_sandbox",
+					    "code_pause_sandbox",
+					    "code_resume_sandbox",
+					    "code_snapshot_sandbox",
+					    "code_list_snapshots",
+					    "code_delete_snapshot"};
 	struct env *e = env_open(false, 0);
 	initialize(e, "2025-11-25", false);
 	json_t *out = feed(e, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");

@@ -86,8 +86,8 @@ static json_t *mount_at(json_t *c, const char *dest)
 	size_t i;
 	json_t *m;
 	json_array_foreach(json_object_get(c, "mounts"), i, m)
-	if (strcmp(json_string_value(json_object_get(m, "destination")), dest) == 0)
-		return m;
+		if (strcmp(json_string_value(json_object_get(m, "destination")), dest) == 0)
+			return m;
 	return NULL;
 }
 
@@ -96,8 +96,8 @@ static bool has_opt(json_t *m, const char *opt)
 	size_t i;
 	json_t *o;
 	json_array_foreach(json_object_get(m, "options"), i, o)
-	if (strcmp(json_string_value(o), opt) == 0)
-		return true;
+		if (strcmp(json_string_value(o), opt) == 0)
+			return true;
 	return false;
 }
 
@@ -106,8 +106,8 @@ static bool has_ns(json_t *c, const char *type)
 	size_t i;
 	json_t *n;
 	json_array_foreach(json_object_get(json_object_get(c, "linux"), "namespaces"), i, n)
-	if (strcmp(json_string_value(json_object_get(n, "type")), type) == 0)
-		return true;
+		if (strcmp(json_string_value(json_object_get(n, "type")), type) == 0)
+			return true;
 	return false;
 }
 
@@ -129,8 +129,7 @@ static void test_process(void **state)
 	size_t i;
 	json_t *e;
 	bool path = false;
-	json_array_foreach(json_object_get(proc, "env"), i, e)
-	{
+	json_array_foreach(json_object_get(proc, "env"), i, e) {
 		assert_null(strstr(json_string_value(e), "AL_OCI_LEAK"));
 		path = path || strncmp(json_string_value(e), "PATH=", 5) == 0;
 	}
@@ -138,8 +137,9 @@ static void test_process(void **state)
 	json_t *rl = json_array_get(json_object_get(proc, "rlimits"), 0);
 	assert_string_equal(json_string_value(json_object_get(rl, "type")), "RLIMIT_NOFILE");
 	/* airlock's own filter goes to crun as raw BPF */
-	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "annotations"), "run.oci.seccomp_bpf_data")),
-			    "QUJD");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(c, "annotations"), "run.oci.seccomp_bpf_data")),
+		"QUJD");
 	json_decref(c);
 	al_policy_free(p);
 }
@@ -152,8 +152,7 @@ static void test_ids_never_root(void **state)
 	json_t *maps = json_object_get(json_object_get(c, "linux"), "uidMappings");
 	size_t i;
 	json_t *m;
-	json_array_foreach(maps, i, m)
-	{
+	json_array_foreach(maps, i, m) {
 		assert_int_not_equal(json_integer_value(json_object_get(m, "hostID")), 0); /* never host root */
 		assert_int_equal(json_integer_value(json_object_get(m, "size")), 1);
 	}
@@ -172,7 +171,8 @@ static void test_ids_never_root(void **state)
 
 static json_int_t map_int(json_t *c, const char *which, size_t i, const char *key)
 {
-	return json_integer_value(json_object_get(json_array_get(json_object_get(json_object_get(c, "linux"), which), i), key));
+	return json_integer_value(
+		json_object_get(json_array_get(json_object_get(json_object_get(c, "linux"), which), i), key));
 }
 
 /* An image's User (policy/image.c sets run_uid/run_gid): the process runs as it, and the maps hold
@@ -313,7 +313,7 @@ static const char *joined(json_t *a)
 	json_t *v;
 	buf[0] = 0;
 	json_array_foreach(a, i, v)
-	k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s%s", i ? " " : "", json_string_value(v));
+		k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s%s", i ? " " : "", json_string_value(v));
 	return buf;
 }
 
@@ -387,13 +387,12 @@ static const char *sc_action_of(json_t *sc, const char *call, bool with_args)
 {
 	size_t i, k;
 	json_t *r, *n;
-	json_array_foreach(json_object_get(sc, "syscalls"), i, r)
-	{
+	json_array_foreach(json_object_get(sc, "syscalls"), i, r) {
 		if ((json_object_get(r, "args") != NULL) != with_args)
 			continue;
 		json_array_foreach(json_object_get(r, "names"), k, n)
-		if (strcmp(json_string_value(n), call) == 0)
-			return json_string_value(json_object_get(r, "action"));
+			if (strcmp(json_string_value(n), call) == 0)
+				return json_string_value(json_object_get(r, "action"));
 	}
 	return "";
 }
@@ -411,17 +410,17 @@ static void test_oci_seccomp(void **state)
 	/* runsc 20221219's name for pselect6 (call 270), listed beside it */
 	assert_string_equal(sc_action_of(sc, "pselect6", false), "SCMP_ACT_ALLOW");
 	assert_string_equal(sc_action_of(sc, "pselect", false), "SCMP_ACT_ALLOW");
-	assert_string_equal(sc_action_of(sc, "mount", false), "");		  /* the default: EPERM */
+	assert_string_equal(sc_action_of(sc, "mount", false), ""); /* the default: EPERM */
 	assert_string_equal(sc_action_of(sc, "ptrace", false), "");
-	assert_string_equal(sc_action_of(sc, "clone", false), "");		 /* only with its argument filter */
+	assert_string_equal(sc_action_of(sc, "clone", false), ""); /* only with its argument filter */
 	assert_string_equal(sc_action_of(sc, "clone", true), "SCMP_ACT_ALLOW");
 	assert_string_equal(sc_action_of(sc, "ioctl", true), "SCMP_ACT_ERRNO"); /* TIOCSTI first */
 	assert_string_equal(sc_action_of(sc, "socket", false), "");
 	/* No set-id files (issue 8): the calls that set a mode are allowed only by rules that
 	 * require no S_ISUID/S_ISGID in the mode (or, for open/openat, no file made); openat2,
 	 * whose mode no rule can see, falls to the default (EPERM: this runsc ignores errnoRet). */
-	static const char *const mode_calls[] = {"chmod", "fchmod", "fchmodat", "open", "openat", "creat",
-						 "mkdir", "mkdirat", "mknod", "mknodat"};
+	static const char *const mode_calls[] = {"chmod", "fchmod", "fchmodat", "open",	 "openat",
+						 "creat", "mkdir",  "mkdirat",	"mknod", "mknodat"};
 	for (size_t i = 0; i < sizeof(mode_calls) / sizeof(mode_calls[0]); i++) {
 		assert_string_equal(sc_action_of(sc, mode_calls[i], false), "");
 		assert_string_equal(sc_action_of(sc, mode_calls[i], true), "SCMP_ACT_ALLOW");
@@ -430,8 +429,7 @@ static void test_oci_seccomp(void **state)
 	assert_string_equal(sc_action_of(sc, "openat2", true), "");
 	size_t i, n_open = 0;
 	json_t *r;
-	json_array_foreach(json_object_get(sc, "syscalls"), i, r)
-	{
+	json_array_foreach(json_object_get(sc, "syscalls"), i, r) {
 		if (strcmp(json_string_value(json_array_get(json_object_get(r, "names"), 0)), "openat") != 0)
 			continue;
 		json_t *a = json_array_get(json_object_get(r, "args"), 0);
@@ -441,7 +439,8 @@ static void test_oci_seccomp(void **state)
 		json_int_t idx = json_integer_value(json_object_get(a, "index")),
 			   mask = json_integer_value(json_object_get(a, "value"));
 		/* index 3, the mode: no set-id bit; index 2, the flags: neither O_CREAT nor O_TMPFILE */
-		assert_true((idx == 3 && mask == 06000) || (idx == 2 && mask == (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))));
+		assert_true((idx == 3 && mask == 06000) ||
+			    (idx == 2 && mask == (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))));
 		n_open++;
 	}
 	assert_int_equal(n_open, 2);

@@ -206,10 +206,10 @@ static void limit_unknown(void **state)
 	struct al_policy *p = *state;
 	struct al_error err = {0};
 	assert_int_equal(al_policy_set_limit(p, AL_LIMIT__COUNT, 1, &err), -EINVAL);
-	assert_int_equal(al_policy_set_limit(p, (enum al_limit)-1, 1, &err), -EINVAL);
+	assert_int_equal(al_policy_set_limit(p, (enum al_limit) - 1, 1, &err), -EINVAL);
 	assert_int_equal(al_policy_set_limit(p, (enum al_limit)1000, 1, NULL), -EINVAL);
 	assert_int_equal(al_policy_get_limit(p, AL_LIMIT__COUNT), 0);
-	assert_int_equal(al_policy_get_limit(p, (enum al_limit)-1), 0);
+	assert_int_equal(al_policy_get_limit(p, (enum al_limit) - 1), 0);
 }
 
 /* ---- argv and cwd ------------------------------------------------------------------ */
@@ -256,8 +256,8 @@ static void env_set_and_validate(void **state)
 	struct al_error err = {0};
 	assert_int_equal(al_policy_add_env(p, "FOO=bar", &err), 0);
 	assert_int_equal(al_policy_add_env(p, "_under=1", &err), 0);
-	assert_int_equal(al_policy_add_env(p, "MixedCase9=", &err), 0);    /* empty value is a value */
-	assert_int_equal(al_policy_add_env(p, "EQ=a=b=c", &err), 0);        /* '=' in the value */
+	assert_int_equal(al_policy_add_env(p, "MixedCase9=", &err), 0); /* empty value is a value */
+	assert_int_equal(al_policy_add_env(p, "EQ=a=b=c", &err), 0);	/* '=' in the value */
 	assert_int_equal(p->nenv, 4);
 	assert_string_equal(p->env[0], "FOO=bar");
 	assert_string_equal(p->env[2], "MixedCase9=");
@@ -430,8 +430,8 @@ static void envp_image_fills_in(void **state)
 static void inside_path_accepts(void **state)
 {
 	static const char *const ok[] = {
-		"/", "/a", "/a/b", "/a/b/", "//a//b", "/workspace", "/a/...", "/a/.b", "/a/..b", "/a/b.",
-		"/.hidden", "/a/b..", "/a b/c",
+		"/",	 "/a",	   "/a/b",  "/a/b/",	"//a//b", "/workspace", "/a/...",
+		"/a/.b", "/a/..b", "/a/b.", "/.hidden", "/a/b..", "/a b/c",
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		struct al_error err = {0};
@@ -444,8 +444,8 @@ static void inside_path_accepts(void **state)
 static void inside_path_rejects(void **state)
 {
 	static const char *const bad[] = {
-		"", "a", "a/b", "./a", "../a", "/.", "/..", "/./a", "/../a", "/a/.", "/a/..", "/a/./b",
-		"/a/../b", "/a/..//b", "/a/b/./", "/a/b/../", "//..", "/a//.//b",
+		"",	"a",	 "a/b",	   "./a",     "../a",	  "/.",	     "/..",	 "/./a", "/../a",
+		"/a/.", "/a/..", "/a/./b", "/a/../b", "/a/..//b", "/a/b/./", "/a/b/../", "//..", "/a//.//b",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct al_error err = {0};
@@ -545,15 +545,17 @@ static void bind_reserved_dest(void **state)
 {
 	struct al_policy *p = *state;
 	static const char *const reserved[] = {
-		"/", "/proc", "/proc/", "/proc///", "/proc/sys", "/proc/self/ns", "/dev", "/dev/", "/dev/null",
-		"/dev/pts", "/etc", "/etc/", "/usr", "/usr/", "/tmp", "/tmp/", "/workspace", "/workspace/",
+		"/",	"/proc", "/proc/",    "/proc///", "/proc/sys",	"/proc/self/ns",
+		"/dev", "/dev/", "/dev/null", "/dev/pts", "/etc",	"/etc/",
+		"/usr", "/usr/", "/tmp",      "/tmp/",	  "/workspace", "/workspace/",
 	};
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
 		for (int w = 0; w < 2; w++) {
 			struct al_error err = {0};
 			int r = al_policy_add_bind(p, fixture_sub, reserved[i], w, &err);
 			if (r != -EINVAL)
-				fail_msg("add_bind(dest \"%s\", %s) = %d, want -EINVAL", reserved[i], w ? "rw" : "ro", r);
+				fail_msg("add_bind(dest \"%s\", %s) = %d, want -EINVAL", reserved[i], w ? "rw" : "ro",
+					 r);
 			assert_non_null(strstr(err.msg, "reserved"));
 		}
 	}
@@ -575,13 +577,15 @@ static void bind_reserved_dest(void **state)
 static void bind_reserved_dest_repeated_slash(void **state)
 {
 	struct al_policy *p = *state;
-	static const char *const reserved[] = {"//proc", "//proc/sys", "/proc//sys", "//dev//null", "//usr", "//etc", "//tmp", "//workspace"};
+	static const char *const reserved[] = {"//proc", "//proc/sys", "/proc//sys", "//dev//null",
+					       "//usr",	 "//etc",      "//tmp",	     "//workspace"};
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
 		struct al_error err = {0};
 		int r = al_policy_add_bind(p, fixture_sub, reserved[i], true, &err);
 		if (r != -EINVAL)
-			fail_msg("add_bind(dest \"%s\") = %d, want -EINVAL (reserved path reached through repeated '/')",
-				 reserved[i], r);
+			fail_msg(
+				"add_bind(dest \"%s\") = %d, want -EINVAL (reserved path reached through repeated '/')",
+				reserved[i], r);
 	}
 }
 
@@ -662,12 +666,13 @@ static void etc_view(void **state)
 {
 	struct al_policy *p = *state;
 	struct al_error err = {0};
-	static const char *const ok[] = {"/etc/php", "/etc/fonts", "/etc/python3.*", "/etc/java-*",
+	static const char *const ok[] = {"/etc/php",	  "/etc/fonts",	    "/etc/python3.*",	"/etc/java-*",
 					 "/etc/perl/Net", "/etc/ssl/certs", "/etc/matplotlibrc"};
-	static const char *const secret[] = {"/etc/shadow",	 "/etc/gshadow",     "/etc/ssh",	"/etc/ssh/sshd_config",
-					     "/etc/ssl",	 "/etc/ssl/private", "/etc/ssl/priv*",	"/etc/s*",
-					     "/etc/*",		 "/etc/sudoers.d/x", "/etc/pip.conf",	"/etc/npmrc",
-					     "/etc/resolv.conf", "/etc/network",     "/etc/apt",	"/etc/perl"};
+	static const char *const secret[] = {
+		"/etc/shadow",	    "/etc/gshadow",	"/etc/ssh",	  "/etc/ssh/sshd_config",
+		"/etc/ssl",	    "/etc/ssl/private", "/etc/ssl/priv*", "/etc/s*",
+		"/etc/*",	    "/etc/sudoers.d/x", "/etc/pip.conf",  "/etc/npmrc",
+		"/etc/resolv.conf", "/etc/network",	"/etc/apt",	  "/etc/perl"};
 	static const char *const bad[] = {"/etc", "/etc/", "/usr/lib", "etc/php", "/etc/../root", "/etc/php/", "/etcx"};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(ok); i++)
 		assert_int_equal(pol_add_etc(p, ok[i], &err), 0);

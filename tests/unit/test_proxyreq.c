@@ -123,11 +123,12 @@ static void test_absolute(void **state)
 {
 	(void)state;
 	for (size_t chunk = 0; chunk <= 2; chunk++) {
-		struct pr_state *st = parse_ok("GET http://Example.COM/simple/pkg/?a=1 HTTP/1.1\r\n"
-					       "Host: evil.example\r\nUser-Agent: pip\r\nProxy-Connection: keep-alive\r\n"
-					       "Proxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\n"
-					       "Accept:  */* \r\n\r\nBODY",
-					       chunk);
+		struct pr_state *st =
+			parse_ok("GET http://Example.COM/simple/pkg/?a=1 HTTP/1.1\r\n"
+				 "Host: evil.example\r\nUser-Agent: pip\r\nProxy-Connection: keep-alive\r\n"
+				 "Proxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\n"
+				 "Accept:  */* \r\n\r\nBODY",
+				 chunk);
 		const struct pr_request *r = pr_request(st);
 		assert_int_equal(r->kind, PR_ABSOLUTE);
 		assert_string_equal(r->host, "example.com");
@@ -220,8 +221,8 @@ static void test_origin_body(void **state)
 static void test_origin_edges(void **state)
 {
 	(void)state;
-	ERR("OPTIONS * HTTP/1.1\r\n\r\n", 400);	     /* asterisk-form: still not served */
-	ERR("CONNECT /svc HTTP/1.1\r\n\r\n", 400);	     /* CONNECT takes authority-form only */
+	ERR("OPTIONS * HTTP/1.1\r\n\r\n", 400);	   /* asterisk-form: still not served */
+	ERR("CONNECT /svc HTTP/1.1\r\n\r\n", 400); /* CONNECT takes authority-form only */
 	ERR("CONNECT /svc:443 HTTP/1.1\r\n\r\n", 400);
 	ERR("TRACE /svc HTTP/1.1\r\n\r\n", 405);
 	ERR("get /svc HTTP/1.1\r\n\r\n", 405);
@@ -284,10 +285,10 @@ static void test_request_line_errors(void **state)
 static void test_framing_errors(void **state)
 {
 	(void)state;
-	ERR("CONNECT a.org:443 HTTP/1.1\n\n", 400);		 /* bare LF: refused at once */
+	ERR("CONNECT a.org:443 HTTP/1.1\n\n", 400); /* bare LF: refused at once */
 	ERR("CONNECT a.org:443 HTTP/1.1\n", 400);
 	ERR("CONNECT a.org:443 HTTP/1.1\r\nX: 1\n\r\n", 400);
-	ERR("CONNECT a.org:443 HTTP/1.1\rX\r\n\r\n", 400);	 /* bare CR */
+	ERR("CONNECT a.org:443 HTTP/1.1\rX\r\n\r\n", 400);	   /* bare CR */
 	ERR("CONNECT a.org:443 HTTP/1.1\r\nX: a\0b\r\n\r\n", 400); /* NUL */
 	ERR("CONNECT a.org:443 HTTP/1.1\r\nX: a\x01\r\n\r\n", 400);
 	ERR("CONNECT a.org:443 HTTP/1.1\r\nX: a\x7f\r\n\r\n", 400);
@@ -368,12 +369,12 @@ static void test_empty_feed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_connect),		  cmocka_unit_test(test_connect_ipv6),
-		cmocka_unit_test(test_trailing_bytes),	  cmocka_unit_test(test_absolute),
-		cmocka_unit_test(test_absolute_forms),	  cmocka_unit_test(test_request_line_errors),
-		cmocka_unit_test(test_framing_errors),	  cmocka_unit_test(test_size_limit),
-		cmocka_unit_test(test_empty_feed),	  cmocka_unit_test(test_origin),
-		cmocka_unit_test(test_origin_body),	  cmocka_unit_test(test_origin_edges),
+		cmocka_unit_test(test_connect),	       cmocka_unit_test(test_connect_ipv6),
+		cmocka_unit_test(test_trailing_bytes), cmocka_unit_test(test_absolute),
+		cmocka_unit_test(test_absolute_forms), cmocka_unit_test(test_request_line_errors),
+		cmocka_unit_test(test_framing_errors), cmocka_unit_test(test_size_limit),
+		cmocka_unit_test(test_empty_feed),     cmocka_unit_test(test_origin),
+		cmocka_unit_test(test_origin_body),    cmocka_unit_test(test_origin_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,7 +33,8 @@ static void test_execute_pty(void **state)
 	char msg[SCH_MSG_MAX];
 	assert_int_equal(tl_catalog_load(&c, msg), 0);
 	static const char *const good[] = {
-		"{\"language\":\"shell\",\"code\":\"exec bash -i\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":24}}",
+		"{\"language\":\"shell\",\"code\":\"exec bash "
+		"-i\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":24}}",
 		"{\"language\":\"shell\",\"code\":\"exec bash -i\",\"sandbox_id\":\"sb\",\"pty\":{}}",
 		("{\"language\":\"shell\",\"code\":\"top\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":1000,\"rows\":1},"
 		 "\"background\":true}")};
@@ -41,7 +42,8 @@ static void test_execute_pty(void **state)
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":0,\"rows\":24}}",
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":5000}}",
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80.5,\"rows\":24}}",
-		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":24,\"term\":1}}",
+		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":24,"
+		"\"term\":1}}",
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":true}",
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{},\"background\":false}"};
 	check_all(&c, TL_EXECUTE, good, N(good), 0);
@@ -55,10 +57,12 @@ static void test_process_resize(void **state)
 	struct tl_catalog c = {0};
 	char msg[SCH_MSG_MAX];
 	assert_int_equal(tl_catalog_load(&c, msg), 0);
-	static const char *const good[] = {"{\"sandbox_id\":\"sb\",\"action\":\"resize\",\"pid\":4,\"cols\":100,\"rows\":30}"};
-	static const char *const bad[] = {"{\"sandbox_id\":\"sb\",\"action\":\"resize\",\"pid\":4,\"cols\":0,\"rows\":30}",
-					  "{\"sandbox_id\":\"sb\",\"action\":\"resize\",\"pid\":4,\"cols\":100,\"rows\":1001}",
-					  "{\"sandbox_id\":\"sb\",\"action\":\"resize\",\"pid\":4,\"cols\":\"100\",\"rows\":30}"};
+	static const char *const good[] = {
+		"{\"sandbox_id\":\"sb\",\"action\":\"resize\",\"pid\":4,\"cols\":100,\"rows\":30}"};
+	static const char *const bad[] = {
+		"{\"sandbox_id\":\"sb\",\"action\":\"resize\",\"pid\":4,\"cols\":0,\"rows\":30}",
+		"{\"sandbox_id\":\"sb\",\"action\":\"resize\",\"pid\":4,\"cols\":100,\"rows\":1001}",
+		"{\"sandbox_id\":\"sb\",\"action\":\"resize\",\"pid\":4,\"cols\":\"100\",\"rows\":30}"};
 	check_all(&c, TL_PROCESS, good, N(good), 0);
 	check_all(&c, TL_PROCESS, bad, N(bad), -EINVAL);
 	tl_catalog_clear(&c);

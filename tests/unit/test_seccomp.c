@@ -35,11 +35,11 @@
 #ifndef SYS_statmount
 #define SYS_statmount 457
 #endif
-#define X32_BIT 0x40000000L
-#define NS_USER 0x10000000UL
-#define NS_NET 0x40000000UL
-#define THREAD 0x00010000UL /* CLONE_THREAD without CLONE_SIGHAND: the kernel says EINVAL */
-#define VFORK 0x00004000UL  /* not allowed in unshare: EINVAL */
+#define X32_BIT	    0x40000000L
+#define NS_USER	    0x10000000UL
+#define NS_NET	    0x40000000UL
+#define THREAD	    0x00010000UL /* CLONE_THREAD without CLONE_SIGHAND: the kernel says EINVAL */
+#define VFORK	    0x00004000UL /* not allowed in unshare: EINVAL */
 #define KILLED(sig) (-(sig))
 
 static const struct sc_options DEFAULT = {.profile = AL_SECCOMP_DEFAULT};
@@ -221,8 +221,8 @@ static void classify_spot_checks(void **state)
  * ENOSYS, and sc_mode_args names the arguments a translator needs. */
 static void classify_setid_calls(void **state)
 {
-	static const char *const mode_calls[] = {"open", "openat", "creat", "mkdir", "mkdirat", "mknod", "mknodat",
-						 "chmod", "fchmod", "fchmodat"};
+	static const char *const mode_calls[] = {"open",  "openat",  "creat", "mkdir",	"mkdirat",
+						 "mknod", "mknodat", "chmod", "fchmod", "fchmodat"};
 	const struct sc_options *profiles[] = {&DEFAULT, &DEFAULT_INET, &STRICT};
 	for (size_t p = 0; p < 3; p++) {
 		for (size_t i = 0; i < sizeof(mode_calls) / sizeof(mode_calls[0]); i++)
@@ -247,14 +247,58 @@ static void classify_setid_calls(void **state)
  * strict allows nothing that default does not, and strict kills only what default denies. */
 static void classify_invariants(void **state)
 {
-	static const char *const must_deny[] = {"mount", "umount2", "pivot_root", "ptrace", "process_vm_readv",
-		"process_vm_writev", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "kexec_load",
-		"kexec_file_load", "init_module", "finit_module", "delete_module", "userfaultfd", "io_uring_setup",
-		"io_uring_enter", "io_uring_register", "acct", "swapon", "swapoff", "reboot", "settimeofday",
-		"clock_settime", "clock_adjtime", "adjtimex", "syslog", "open_by_handle_at", "name_to_handle_at",
-		"quotactl", "setns", "unshare", "fanotify_init", "lookup_dcookie", "iopl", "ioperm", "vhangup",
-		"create_module", "get_kernel_syms", "nfsservctl", "uselib", "move_mount", "open_tree", "fsopen",
-		"fsmount", "fsconfig", "fspick", "mount_setattr", "pidfd_getfd", "kcmp"};
+	static const char *const must_deny[] = {"mount",
+						"umount2",
+						"pivot_root",
+						"ptrace",
+						"process_vm_readv",
+						"process_vm_writev",
+						"keyctl",
+						"add_key",
+						"request_key",
+						"bpf",
+						"perf_event_open",
+						"kexec_load",
+						"kexec_file_load",
+						"init_module",
+						"finit_module",
+						"delete_module",
+						"userfaultfd",
+						"io_uring_setup",
+						"io_uring_enter",
+						"io_uring_register",
+						"acct",
+						"swapon",
+						"swapoff",
+						"reboot",
+						"settimeofday",
+						"clock_settime",
+						"clock_adjtime",
+						"adjtimex",
+						"syslog",
+						"open_by_handle_at",
+						"name_to_handle_at",
+						"quotactl",
+						"setns",
+						"unshare",
+						"fanotify_init",
+						"lookup_dcookie",
+						"iopl",
+						"ioperm",
+						"vhangup",
+						"create_module",
+						"get_kernel_syms",
+						"nfsservctl",
+						"uselib",
+						"move_mount",
+						"open_tree",
+						"fsopen",
+						"fsmount",
+						"fsconfig",
+						"fspick",
+						"mount_setattr",
+						"pidfd_getfd",
+						"kcmp"};
 	for (size_t i = 0; i < sizeof(must_deny) / sizeof(must_deny[0]); i++) {
 		assert_int_equal(sc_classify(&DEFAULT, must_deny[i]), SC_ACT_EPERM);
 		assert_int_equal(sc_classify(&DEFAULT_INET, must_deny[i]), SC_ACT_EPERM);
@@ -432,7 +476,7 @@ static void setid_dir_close(struct setid_dir *d)
 }
 
 #define UL(x) ((unsigned long)(x))
-#define HI ((unsigned long)1 << 32) /* garbage the kernel ignores above a 32-bit flags or 16-bit mode */
+#define HI    ((unsigned long)1 << 32) /* garbage the kernel ignores above a 32-bit flags or 16-bit mode */
 
 /* The control: with no filter every one of these makes a set-id file, so the denials below
  * are the filter's doing (and the judge, a stat, can see a set-id bit). */

@@ -74,10 +74,8 @@ static void now_is_current(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(rfc3339_digits),
-		cmocka_unit_test(rfc3339_negative_fraction),
-		cmocka_unit_test(rfc3339_unrepresentable),
-		cmocka_unit_test(json_time_ms),
+		cmocka_unit_test(rfc3339_digits),	   cmocka_unit_test(rfc3339_negative_fraction),
+		cmocka_unit_test(rfc3339_unrepresentable), cmocka_unit_test(json_time_ms),
 		cmocka_unit_test(now_is_current),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -102,7 +102,7 @@ static void test_keeps_changes_and_removals(void **state)
 	assert_int_equal(mkfifoat(d->ws, "fifo", 0644), 0);
 	struct wsm_stats st;
 	sync_ok(w, d->ws, &st);
-	assert_int_equal(st.copied, 3); /* two files and a link; the directory is made, not copied */
+	assert_int_equal(st.copied, 3);	 /* two files and a link; the directory is made, not copied */
 	assert_int_equal(st.skipped, 1); /* the FIFO */
 	assert_string_equal(get(d->files, "a.txt"), "one");
 	assert_string_equal(get(d->files, "sub/b.txt"), "bee");

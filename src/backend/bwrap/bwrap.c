@@ -75,8 +75,8 @@ struct bw_spawn {
 	struct ll_path *ll_paths;
 	int ll_abi;
 	int sync_p[2], status_p[2], json_p[2], err_p[2];
-	int rec_p[2]; /* airlock-init's failure record → monitor (the write end is one of data) */
-	int px_p[2];  /* the egress proxy's socket, monitor's bwrap process → supervisor */
+	int rec_p[2];	       /* airlock-init's failure record → monitor (the write end is one of data) */
+	int px_p[2];	       /* the egress proxy's socket, monitor's bwrap process → supervisor */
 	struct cg_view cgview; /* the job's cgroups, shown at FS_CGROUP_VIEW */
 };
 

@@ -27,12 +27,12 @@ struct bw_argv {
 
 /* Descriptors the parent made for bwrap, already numbered as bwrap will see them. */
 struct bw_fds {
-	const int *file_fds;	    /* per plan op: the memfd holding an FS_FILE's text, else -1 */
-	int seccomp;		    /* the BPF program (--seccomp), or -1 for profile "off" */
-	int json;		    /* --json-status-fd */
-	int init_bin;		    /* an O_PATH descriptor of the airlock binary, bound at AI_PATH */
-	const struct ai_opts *init; /* airlock-init's options (ainit.h): bwrap's command */
-	bool mqueue;		    /* the IPC namespace's mqueue at /dev/mqueue (the ruleset's rule) */
+	const int *file_fds;	      /* per plan op: the memfd holding an FS_FILE's text, else -1 */
+	int seccomp;		      /* the BPF program (--seccomp), or -1 for profile "off" */
+	int json;		      /* --json-status-fd */
+	int init_bin;		      /* an O_PATH descriptor of the airlock binary, bound at AI_PATH */
+	const struct ai_opts *init;   /* airlock-init's options (ainit.h): bwrap's command */
+	bool mqueue;		      /* the IPC namespace's mqueue at /dev/mqueue (the ruleset's rule) */
 	const struct cg_view *cgview; /* the job's cgroups, bound read-only at FS_CGROUP_VIEW, or NULL */
 };
 
@@ -85,9 +85,9 @@ struct bw_child {
 	int rec_r;	     /* airlock-init's failure record (its write end is one of pass_fds) */
 	const int *pass_fds; /* the descriptors bwrap reads (files, seccomp): at most BW_MAX_PASS */
 	size_t npass;
-	int proxy_sock; /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
+	int proxy_sock;			   /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
 	const struct pol_capture *capture; /* and the capture's sockets, when on */
-	bool drop_ids;	/* root: run bwrap as run_uid/run_gid, never as host root */
+	bool drop_ids;			   /* root: run bwrap as run_uid/run_gid, never as host root */
 	uid_t run_uid;
 	gid_t run_gid;
 };

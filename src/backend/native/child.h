@@ -32,13 +32,13 @@ struct nat_child {
 	const struct sc_filter *seccomp; /* prog.len == 0: no filter */
 	uid_t run_uid;			 /* the payload's uid and gid (as this process sees ids) */
 	gid_t run_gid;
-	bool drop_groups; /* setgroups(0) before switching (allowed: root or range map) */
-	bool fallback;	  /* no namespaces: see nat_fallback_main */
-	bool lo_up;	  /* loopback posture: lo up in the new network namespace */
-	int proxy_sock;	  /* -1, or where init sends the egress proxy's listening socket */
+	bool drop_groups;		   /* setgroups(0) before switching (allowed: root or range map) */
+	bool fallback;			   /* no namespaces: see nat_fallback_main */
+	bool lo_up;			   /* loopback posture: lo up in the new network namespace */
+	int proxy_sock;			   /* -1, or where init sends the egress proxy's listening socket */
 	const struct pol_capture *capture; /* and the capture's sockets, when on */
-	int ctl_sock;	  /* -1, or a held sandbox's control socket (hold.c) */
-	bool shed_libs;	  /* a held sandbox's init unmaps the libraries it never runs (nat_hold_can_shed) */
+	int ctl_sock;			   /* -1, or a held sandbox's control socket (hold.c) */
+	bool shed_libs;	       /* a held sandbox's init unmaps the libraries it never runs (nat_hold_can_shed) */
 	struct cg_view cgview; /* the job's cgroups, shown at FS_CGROUP_VIEW when the plan made it */
 	/* --tty: the payload opens a pty of the sandbox's devpts and sends its master on tty_sock
 	 * (the sync socket for a fresh job, which init keeps open until the payload's fork; a

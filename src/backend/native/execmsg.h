@@ -15,12 +15,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define NX_MAGIC       0x616c7831u /* "alx1" */
-#define NX_MAX_MSG     65536	   /* the whole request, like a modest ARG_MAX */
-#define NX_MAX_STRS    1024	   /* argv + envp entries */
-#define NX_STDIN       1u
-#define NX_NONET       2u	   /* a spare in a network namespace of its own, only lo, up (nx_spare_req) */
-#define NX_CODE	       4u	   /* the program's text comes beside the request, for fd 3 (AL_CODE_FD) */
+#define NX_MAGIC    0x616c7831u /* "alx1" */
+#define NX_MAX_MSG  65536	/* the whole request, like a modest ARG_MAX */
+#define NX_MAX_STRS 1024	/* argv + envp entries */
+#define NX_STDIN    1u
+#define NX_NONET    2u /* a spare in a network namespace of its own, only lo, up (nx_spare_req) */
+#define NX_CODE	    4u /* the program's text comes beside the request, for fd 3 (AL_CODE_FD) */
 /* A terminal: the spare opens a pty of the sandbox's devpts (cols x rows), sends its master back on
  * the request socket (tag 't') and takes the slave as stdio and controlling terminal; no NX_STDIN. */
 #define NX_TTY	       8u

@@ -154,8 +154,12 @@ static void shed_libraries(const struct nat_child *c)
 		return;
 	/* The C library's functions as this code reaches them (through its GOT): a library standing
 	 * in for some of them is kept with it. The loader last: 0 when statically linked. */
-	uintptr_t keep[] = {(uintptr_t)nat_spare_payload, (uintptr_t)execve, (uintptr_t)open,
-			    (uintptr_t)memcpy, (uintptr_t)sigaction, (uintptr_t)getauxval(AT_BASE)};
+	uintptr_t keep[] = {(uintptr_t)nat_spare_payload,
+			    (uintptr_t)execve,
+			    (uintptr_t)open,
+			    (uintptr_t)memcpy,
+			    (uintptr_t)sigaction,
+			    (uintptr_t)getauxval(AT_BASE)};
 	size_t n = sizeof(keep) / sizeof(keep[0]);
 	(void)fm_shed_objects(keep, keep[n - 1] ? n : n - 1);
 }

@@ -269,8 +269,8 @@ static int child_spec(const struct al_policy *p, const struct pol_plan *pl, cons
  * (cg_destroy). On v2 the child was born in the job's cgroup (CLONE_INTO_CGROUP, cgfd) and "c"
  * carries nothing. On failure init is gone.
  */
-static int release_init(pid_t pid, int pidfd, const struct be_io *io, const struct uns_map *map, int cgfd,
-			int sync, struct al_error *err)
+static int release_init(pid_t pid, int pidfd, const struct be_io *io, const struct uns_map *map, int cgfd, int sync,
+			struct al_error *err)
 {
 	char why[96] = "";
 	int r = uns_write_maps(pid, map, why, sizeof(why));
@@ -288,7 +288,8 @@ static int release_init(pid_t pid, int pidfd, const struct be_io *io, const stru
 	int join[CG_JOIN_MAX], njoin = 0;
 	if (io->cg && cgfd < 0) {
 		if ((r = cg_make(io->cg, err)) == 0)
-			r = cg_joins_self(io->cg) ? (njoin = cg_join_fds(io->cg, join, err)) : cg_attach(io->cg, pid, err);
+			r = cg_joins_self(io->cg) ? (njoin = cg_join_fds(io->cg, join, err))
+						  : cg_attach(io->cg, pid, err);
 		if (r < 0) {
 			abort_child(pid, pidfd);
 			return r;

@@ -540,11 +540,11 @@ static json_t *process_json(const struct al_policy *p, const struct fs_plan *pla
 	/* No capability in any set, no_new_privs: the payload holds nothing, even in its own
 	 * user namespace; the sandbox user is uid/gid 1000 (or the image's User) with no
 	 * supplementary groups, umask 022 (as the native payload's), whatever the caller's. */
-	json_t *proc =
-		json_pack("{s:b,s:{s:I,s:I,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0, "user",
-			  "uid", (json_int_t)p->run_uid, "gid", (json_int_t)p->run_gid, "umask", 022, "args", args, "env", env, "cwd",
-			  p->cwd ? p->cwd : AL_WORKSPACE, "capabilities", "bounding", none, "effective", none,
-			  "inheritable", none, "permitted", none, "ambient", none, "noNewPrivileges", 1, "rlimits", rl);
+	json_t *proc = json_pack("{s:b,s:{s:I,s:I,s:i},s:o,s:o,s:s,s:{s:O,s:O,s:O,s:O,s:O},s:b,s:o}", "terminal", 0,
+				 "user", "uid", (json_int_t)p->run_uid, "gid", (json_int_t)p->run_gid, "umask", 022,
+				 "args", args, "env", env, "cwd", p->cwd ? p->cwd : AL_WORKSPACE, "capabilities",
+				 "bounding", none, "effective", none, "inheritable", none, "permitted", none, "ambient",
+				 none, "noNewPrivileges", 1, "rlimits", rl);
 	json_decref(none); /* each set holds its own reference ("O") */
 	return proc;
 }
@@ -599,8 +599,8 @@ static json_t *linux_json(const struct al_policy *p, const struct oci_opts *o)
 	static const char *const ro[] = {"/proc/bus",		"/proc/fs", "/proc/irq", "/proc/sys",
 					 "/proc/sysrq-trigger", NULL};
 	return json_pack("{s:o,s:o,s:o,s:o,s:o}", "uidMappings", id_map_json(p, o->root, p->run_uid), "gidMappings",
-			 id_map_json(p, o->root, p->run_gid), "namespaces", namespaces_json(p, o), "maskedPaths", strv(masked),
-			 "readonlyPaths", strv(ro));
+			 id_map_json(p, o->root, p->run_gid), "namespaces", namespaces_json(p, o), "maskedPaths",
+			 strv(masked), "readonlyPaths", strv(ro));
 }
 
 int oci_config_build(const struct al_policy *p, const struct fs_plan *plan, const struct oci_opts *o, json_t **out,

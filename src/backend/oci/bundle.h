@@ -118,7 +118,7 @@ struct oci_child {
 	int stdin_fd;  /* -1: /dev/null */
 	int stdout_fd;
 	int stderr_fd;
-	int proxy_sock;	    /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
+	int proxy_sock;			   /* -1, or where the egress proxy's listening socket goes (SCM_RIGHTS) */
 	const struct pol_capture *capture; /* and the capture's sockets, when on */
 	int init_r, init_w; /* crun: the pipe of airlock-init's record (write end: the container's fd 3); else -1 */
 	bool root;	    /* host root: no user namespace of airlock's around the runtime */
