@@ -24,11 +24,15 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "kit/caps.h"
+#include "kit/mnt.h"
 #include "kit/rawsys.h"
+#include "kit/userns.h"
 #include "ctr.h"
+#include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/openat2.h"
@@ -449,5 +453,41 @@ int ort_open_trees(const struct ort_spec *s, int *root_tree, int *trees, struct 
 					  &a, sizeof(a)) < 0)
 			return al_err_sys(err, errno, "bind mount %s: setting its flags", m->dest);
 	}
+	return 0;
+}
+
+/*
+ * Why this is safe. The map is the container's own (ids 0-65535 to the host's from id_base), so
+ * through this mount the container's root owns what host root owns on the image's disk, and
+ * nothing else: the mapping is the rootfs's top mount's (never a mount beneath it, never a bind of
+ * the config's: a host path given as a volume keeps the host's owners), and it changes what ids
+ * mean, not who the processes are (still host uid id_base+N, no capability, no_new_privs). What the
+ * container writes there is written as the image's ids: a file its root makes is host uid 0 on the
+ * snapshot's disk, as under runc without a user namespace, in a directory only the engine's root
+ * reaches (docs/oci-runtime.md). The namespace is made by create, as host root, before the init
+ * exists: the init, a user namespace's root, could not idmap a host filesystem's mount.
+ */
+int ort_idmap_root(int root_tree, const struct ort_spec *s, const struct ort_plan *plan, struct ort_rootmap *rm,
+		   struct al_error *err)
+{
+	memset(rm, 0, sizeof(*rm));
+	rm->mode = ort_rootmap_wanted(s, plan);
+	if (rm->mode != ORT_ROOTMAP_IDMAPPED)
+		return 0;
+	struct statfs sf;
+	char buf[24];
+	if (fstatfs(root_tree, &sf) == 0)
+		snprintf(rm->fs, sizeof(rm->fs), "%s", ort_fs_name((unsigned long)sf.f_type, buf));
+	struct uns_map m = {.range = true, .host_base = plan->id_base, .count = AL_IDS_PER_SANDBOX};
+	char why[96] = "";
+	cleanup_close int ns = uns_open_ns(&m, why, sizeof(why));
+	if (ns < 0)
+		return al_err(err, -ns, "rootfs %s: a user namespace for its id mapping: %s: %s", s->root, why,
+			      strerror(-ns));
+	int r = mnt_idmap_tree(root_tree, ns), mode = ort_rootmap_after(-r);
+	if (mode < 0)
+		return al_err(err, -r, "rootfs %s (%s): idmapping its mount: %s", s->root, rm->fs, strerror(-r));
+	rm->mode = (enum ort_rootmap_mode)mode;
+	rm->err = -r;
 	return 0;
 }
