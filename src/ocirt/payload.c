@@ -292,6 +292,13 @@ static int landlock_rules(struct ort_payload *pl, const struct ort_spec *s)
 		}
 		r = add_rule(pl, &cap, t);
 	}
+	/* The process's cwd, which the init makes when the image lacks it (as runc does for docker run
+	 * -w): a top-level entry the listing above could not see yet. Never the root directory itself:
+	 * a rule there would grant /proc and /sys as well. */
+	char *cwd_top = top_of(pl->proc->cwd);
+	if (r == 0 && !s->root_ro && cwd_top && cwd_top[1] && !is_kernel_fs_top(cwd_top))
+		r = add_rule(pl, &cap, steal_ptr(cwd_top));
+	free(cwd_top);
 	if (r == 0)
 		r = add_rule(pl, &cap, strdup("/dev"));
 	return r;
