@@ -260,9 +260,8 @@ static void mask_paths(const struct ort_init *in, int rootfd)
 	}
 }
 
-/* process.cwd, made when missing (runc does; docker run -w names a directory the image may lack),
- * after the mounts (it may lie in one) and before any confinement, as the namespace's root: with
- * an idmapped rootfs the container's root owns it (host uid 0 on the image's disk), as runc's. */
+/* process.cwd beneath one of the mounts (create made the rest, ort_prepare_rootfs), made when
+ * missing after the mounts and before any confinement, as the namespace's root, as runc does. */
 static void make_cwd(const struct ort_init *in, int rootfd)
 {
 	const char *cwd = in->s->proc.cwd;

@@ -416,6 +416,11 @@ int ort_prepare_rootfs(const struct ort_spec *s, struct al_error *err)
 		if (r < 0)
 			return al_err(err, -r, "rootfs: making the mount point %s: %s", m->dest, strerror(-r));
 	}
+	/* process.cwd too (runc makes it; docker run -w names one the image may lack), here where the
+	 * host's root can, idmapped rootfs or not; one beneath a mount is made by the init (make_cwd). */
+	int r = ort_make_mount_point(rootfd, s->proc.cwd, false);
+	if (r < 0)
+		return al_err(err, -r, "rootfs: making process.cwd %s: %s", s->proc.cwd, strerror(-r));
 	return 0;
 }
 
