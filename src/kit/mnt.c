@@ -354,3 +354,11 @@ int mnt_pivot(struct mnt_fail *f)
 		return fail(f, NS_ROOT_RO, errno, "/");
 	return 0;
 }
+
+int mnt_idmap_tree(int tree, int userns_fd)
+{
+	/* Not AT_RECURSIVE: a mount beneath the tree is another filesystem (a host path the engine
+	 * put there), whose root-owned files the namespace's root must not come to own. */
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
+	return mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 ? -errno : 0;
+}

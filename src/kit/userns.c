@@ -1,11 +1,14 @@
 /* userns.c — id mapping for the sandbox's user namespace, and the credential switches on both sides. */
 #include "userns.h"
 
+#include "pidfd.h"
 #include "rawsys.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -222,6 +225,43 @@ int uns_write_maps(pid_t pid, const struct uns_map *m, char *why, size_t whylen)
 	if (r < 0)
 		return r;
 	return write_file(pid, "gid_map", gid_map, why, whylen);
+}
+
+int uns_open_ns(const struct uns_map *m, char *why, size_t whylen)
+{
+	int p[2], pidfd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(why, whylen, "pipe");
+		return -errno;
+	}
+	pid_t pid = pfd_clone3(CLONE_NEWUSER, &pidfd, -1);
+	if (pid == 0) {
+		/* Waits for the parent to be done with it: the read ends at EOF (or the parent's death). */
+		char c;
+		close(p[1]);
+		ssize_t n = read(p[0], &c, 1);
+		_exit(n == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	int r = pid < 0 ? (int)pid : uns_write_maps(pid, m, why, whylen);
+	if (pid < 0) {
+		snprintf(why, whylen, "clone3 into a new user namespace");
+	} else if (r == 0) {
+		char path[48];
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		r = open(path, O_RDONLY | O_CLOEXEC);
+		if (r < 0) {
+			r = -errno;
+			snprintf(why, whylen, "open %s", path);
+		}
+	}
+	close(p[1]);
+	if (pidfd >= 0) {
+		siginfo_t si;
+		pfd_wait(pidfd, &si, NULL, WEXITED);
+		close(pidfd);
+	}
+	return r;
 }
 
 int uns_enter(const struct uns_map *m)

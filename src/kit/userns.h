@@ -28,6 +28,11 @@ int uns_choose(struct uns_map *m, uint32_t id_base, bool want_subids, uint32_t u
 int uns_parse_subid(const char *text, const char *name, uint32_t uid, uint32_t *start, uint32_t *count);
 /* Parent side: write setgroups, uid_map and gid_map of pid. */
 int uns_write_maps(pid_t pid, const struct uns_map *m, char *why, size_t whylen);
+/* A user namespace of its own holding map m, for an idmapped mount (mnt_idmap_tree): made by a child
+ * that lives only while the maps are written and the namespace opened, as crun makes one for its
+ * idmapped mounts. The namespace lives on in the descriptor (and in any mount it maps); nothing
+ * ever runs in it. A descriptor (O_CLOEXEC), or -errno with why saying which step failed. */
+int uns_open_ns(const struct uns_map *m, char *why, size_t whylen);
 /* Child side, after the maps exist: become sandbox root (range) and drop supplementary groups. */
 int uns_enter(const struct uns_map *m);
 /* Payload side: become the unprivileged sandbox user. */

@@ -101,6 +101,13 @@ int ort_make_mount_point(int rootfd, const char *dest, bool file);
  * path to reach them. trees[i] is -1 for a mount that is not a bind. 0 or -errno. */
 int ort_open_trees(const struct ort_spec *s, int *root_tree, int *trees, struct al_error *err);
 
+/* Parent (create): where airlock adds the user namespace, the rootfs clone (root_tree, detached)
+ * becomes an idmapped mount with the container's map, so the container's root owns the image's
+ * root-owned files; *rm says what was done (UNSUPPORTED: the filesystem cannot, the container runs
+ * as before). 0 or -errno for any other failure. */
+int ort_idmap_root(int root_tree, const struct ort_spec *s, const struct ort_plan *plan, struct ort_rootmap *rm,
+		   struct al_error *err);
+
 /* Child: init of the container, from clone3 to execve. */
 _Noreturn void ort_init_main(struct ort_init *in);
 /* Child: a process of exec, already in the container's namespaces. */

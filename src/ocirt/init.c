@@ -260,6 +260,21 @@ static void mask_paths(const struct ort_init *in, int rootfd)
 	}
 }
 
+/* process.cwd beneath one of the mounts (create made the rest, ort_prepare_rootfs), made when
+ * missing after the mounts and before any confinement, as the namespace's root, as runc does. */
+static void make_cwd(const struct ort_init *in, int rootfd)
+{
+	const char *cwd = in->s->proc.cwd;
+	int fd = open_in_root(rootfd, cwd, O_PATH);
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	int r = fd == -ENOENT ? ort_make_mount_point(rootfd, cwd, false) : fd;
+	if (r < 0)
+		DIE(in, ORT_CWD, -r, cwd);
+}
+
 /* The rootfs becomes / : bound onto itself (pivot_root needs a mount), the config's mounts,
  * /dev, masks, pivot_root, the old root detached, read-only if asked. */
 static void build_root(const struct ort_init *in)
@@ -284,6 +299,7 @@ static void build_root(const struct ort_init *in)
 	for (size_t i = 0; i < s->nmounts; i++)
 		mount_one(in, rootfd, i);
 	populate_dev(in, rootfd);
+	make_cwd(in, rootfd);
 	if (in->hooks_sync)
 		run_create_hooks(in);
 	write_sysctls(in, rootfd);

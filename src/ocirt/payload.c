@@ -24,11 +24,15 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "kit/caps.h"
+#include "kit/mnt.h"
 #include "kit/rawsys.h"
+#include "kit/userns.h"
 #include "ctr.h"
+#include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/openat2.h"
@@ -288,6 +292,13 @@ static int landlock_rules(struct ort_payload *pl, const struct ort_spec *s)
 		}
 		r = add_rule(pl, &cap, t);
 	}
+	/* The process's cwd, which the init makes when the image lacks it (as runc does for docker run
+	 * -w): a top-level entry the listing above could not see yet. Never the root directory itself:
+	 * a rule there would grant /proc and /sys as well. */
+	char *cwd_top = top_of(pl->proc->cwd);
+	if (r == 0 && !s->root_ro && cwd_top && cwd_top[1] && !is_kernel_fs_top(cwd_top))
+		r = add_rule(pl, &cap, steal_ptr(cwd_top));
+	free(cwd_top);
 	if (r == 0)
 		r = add_rule(pl, &cap, strdup("/dev"));
 	return r;
@@ -405,6 +416,11 @@ int ort_prepare_rootfs(const struct ort_spec *s, struct al_error *err)
 		if (r < 0)
 			return al_err(err, -r, "rootfs: making the mount point %s: %s", m->dest, strerror(-r));
 	}
+	/* process.cwd too (runc makes it; docker run -w names one the image may lack), here where the
+	 * host's root can, idmapped rootfs or not; one beneath a mount is made by the init (make_cwd). */
+	int r = ort_make_mount_point(rootfd, s->proc.cwd, false);
+	if (r < 0)
+		return al_err(err, -r, "rootfs: making process.cwd %s: %s", s->proc.cwd, strerror(-r));
 	return 0;
 }
 
@@ -449,5 +465,41 @@ int ort_open_trees(const struct ort_spec *s, int *root_tree, int *trees, struct 
 					  &a, sizeof(a)) < 0)
 			return al_err_sys(err, errno, "bind mount %s: setting its flags", m->dest);
 	}
+	return 0;
+}
+
+/*
+ * Why this is safe. The map is the container's own (ids 0-65535 to the host's from id_base), so
+ * through this mount the container's root owns what host root owns on the image's disk, and
+ * nothing else: the mapping is the rootfs's top mount's (never a mount beneath it, never a bind of
+ * the config's: a host path given as a volume keeps the host's owners), and it changes what ids
+ * mean, not who the processes are (still host uid id_base+N, no capability, no_new_privs). What the
+ * container writes there is written as the image's ids: a file its root makes is host uid 0 on the
+ * snapshot's disk, as under runc without a user namespace, in a directory only the engine's root
+ * reaches (docs/oci-runtime.md). The namespace is made by create, as host root, before the init
+ * exists: the init, a user namespace's root, could not idmap a host filesystem's mount.
+ */
+int ort_idmap_root(int root_tree, const struct ort_spec *s, const struct ort_plan *plan, struct ort_rootmap *rm,
+		   struct al_error *err)
+{
+	memset(rm, 0, sizeof(*rm));
+	rm->mode = ort_rootmap_wanted(s, plan);
+	if (rm->mode != ORT_ROOTMAP_IDMAPPED)
+		return 0;
+	struct statfs sf;
+	char buf[24];
+	if (fstatfs(root_tree, &sf) == 0)
+		snprintf(rm->fs, sizeof(rm->fs), "%s", ort_fs_name((unsigned long)sf.f_type, buf));
+	struct uns_map m = {.range = true, .host_base = plan->id_base, .count = AL_IDS_PER_SANDBOX};
+	char why[96] = "";
+	cleanup_close int ns = uns_open_ns(&m, why, sizeof(why));
+	if (ns < 0)
+		return al_err(err, -ns, "rootfs %s: a user namespace for its id mapping: %s: %s", s->root, why,
+			      strerror(-ns));
+	int r = mnt_idmap_tree(root_tree, ns), mode = ort_rootmap_after(-r);
+	if (mode < 0)
+		return al_err(err, -r, "rootfs %s (%s): idmapping its mount: %s", s->root, rm->fs, strerror(-r));
+	rm->mode = (enum ort_rootmap_mode)mode;
+	rm->err = -r;
 	return 0;
 }

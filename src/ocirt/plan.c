@@ -207,6 +207,33 @@ int ort_plan_decide(const struct ort_spec *s, bool is_root, struct ort_plan *pla
 	return 0;
 }
 
+enum ort_rootmap_mode ort_rootmap_wanted(const struct ort_spec *s, const struct ort_plan *plan)
+{
+	if (plan->add_userns)
+		return ORT_ROOTMAP_IDMAPPED;
+	return s->ns[ORT_NS_USER] ? ORT_ROOTMAP_CONFIG : ORT_ROOTMAP_HOST;
+}
+
+/* Each of these says the mapping cannot be had here, not that something is wrong: EINVAL, a
+ * filesystem without idmapped mounts (or a kernel that does not know MOUNT_ATTR_IDMAP, 5.11 and
+ * older); EOPNOTSUPP and ENOSYS, likewise from older interfaces; EPERM, a rootfs that is an
+ * idmapped mount already (the engine mapped it: its mapping stands). The container then runs as
+ * before, which takes nothing from its confinement: only its root's write access to the image. */
+int ort_rootmap_after(int setattr_err)
+{
+	switch (setattr_err) {
+	case 0:
+		return ORT_ROOTMAP_IDMAPPED;
+	case EINVAL:
+	case EOPNOTSUPP:
+	case ENOSYS:
+	case EPERM:
+		return ORT_ROOTMAP_UNSUPPORTED;
+	default:
+		return -1;
+	}
+}
+
 /* The kernel takes net.ipv4.ping_group_range only as two gids mapped in the writer's user
  * namespace; Docker asks "0 2147483647" (every group), wider than any map airlock makes. A gid the
  * map does not hold is no process's in the container, so the range narrowed to the mapped ids

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,52 @@ static int strv_len(char **v)
 	return n;
 }
 
+const char *ort_rootmap_word(enum ort_rootmap_mode m)
+{
+	switch (m) {
+	case ORT_ROOTMAP_HOST:
+		return "host";
+	case ORT_ROOTMAP_CONFIG:
+		return "config";
+	case ORT_ROOTMAP_IDMAPPED:
+		return "idmapped";
+	case ORT_ROOTMAP_UNSUPPORTED:
+		return "unsupported";
+	}
+	return "?";
+}
+
+const char *ort_fs_name(unsigned long magic, char buf[24])
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} names[] = {
+		{OVERLAYFS_SUPER_MAGIC, "overlay"}, {EXT4_SUPER_MAGIC, "ext4"},	  {XFS_SUPER_MAGIC, "xfs"},
+		{BTRFS_SUPER_MAGIC, "btrfs"},	    {TMPFS_MAGIC, "tmpfs"},	  {RAMFS_MAGIC, "ramfs"},
+		{F2FS_SUPER_MAGIC, "f2fs"},	    {EROFS_SUPER_MAGIC_V1, "erofs"}, {SQUASHFS_MAGIC, "squashfs"},
+		{FUSE_SUPER_MAGIC, "fuse"},	    {NFS_SUPER_MAGIC, "nfs"},	  {V9FS_MAGIC, "9p"},
+		{0x2fc12fc1, "zfs"},
+	};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
+		if (names[i].magic == magic)
+			return names[i].name;
+	snprintf(buf, 24, "0x%lx", magic);
+	return buf;
+}
+
+/* {"mode": ..., "filesystem": ..., "error": ...}: what the container's root can do with its image. */
+static json_t *rootmap_json(const struct ort_rootmap *rm)
+{
+	json_t *o = json_pack("{s:s}", "mode", ort_rootmap_word(rm->mode));
+	if (o && rm->fs[0])
+		json_object_set_new(o, "filesystem", json_string(rm->fs));
+	const char *e = strerrorname_np(rm->err);
+	if (o && rm->mode == ORT_ROOTMAP_UNSUPPORTED)
+		json_object_set_new(o, "error", e ? json_string(e) : json_integer(rm->err));
+	return o;
+}
+
 json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan, const struct ort_payload *pl)
 {
 	json_t *ns = json_object();
@@ -56,7 +103,8 @@ json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan,
 	json_t *sc = json_pack("{s:o,s:b}", "airlock", plan->airlock_seccomp ? json_string("default") : json_false(),
 			       "config", s->seccomp != NULL);
 	int abi = ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi();
-	return json_pack("{s:o,s:o,s:s,s:o,s:b,s:o,s:o,s:b,s:i,s:i,s:s,s:s,s:i}", "namespaces", ns, "id_map", ids,
+	return json_pack("{s:o,s:o,s:o,s:s,s:o,s:b,s:o,s:o,s:b,s:i,s:i,s:s,s:s,s:i}", "namespaces", ns, "id_map", ids,
+			 "rootfs_idmap", rootmap_json(&s->rootmap),
 			 "capabilities", caps ? "config" : "none", "capability_mask", json_integer((json_int_t)caps),
 			 "no_new_privs", plan->nnp, "seccomp", sc, "landlock",
 			 be_landlock_json(pl->landlock_on ? &pl->landlock : NULL, abi), "readonly_root", s->root_ro,

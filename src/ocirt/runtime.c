@@ -263,7 +263,8 @@ static int prepare(struct create_run *cr, const char *dir, const char *id, const
 		return r;
 	if (!(cr->trees = calloc(cr->spec.nmounts + 1, sizeof(int))))
 		return al_err(err, ENOMEM, "out of memory");
-	if ((r = ort_open_trees(&cr->spec, &cr->root_tree, cr->trees, err)) < 0)
+	if ((r = ort_open_trees(&cr->spec, &cr->root_tree, cr->trees, err)) < 0 ||
+	    (r = ort_idmap_root(cr->root_tree, &cr->spec, &cr->plan, &cr->spec.rootmap, err)) < 0)
 		return r;
 	if ((r = ort_payload_prepare(&cr->init.pl, &cr->spec, &cr->plan, &cr->spec.proc, err)) < 0)
 		return r;
@@ -443,6 +444,19 @@ static int saved_hooks(const struct ort_loaded *st, struct ort_hooks *h, struct 
 	return r;
 }
 
+/* The fallback is told, not silent: the record has it, and the caller's log says it once. */
+static void warn_rootmap(const struct ort_ctx *c, const struct ort_spec *s)
+{
+	if (s->rootmap.mode != ORT_ROOTMAP_UNSUPPORTED)
+		return;
+	struct al_error e = {0};
+	al_err(&e, s->rootmap.err,
+	       "rootfs %s (%s): no idmapped mount (%s): the container's root sees the image's root-owned "
+	       "files as nobody and cannot write them",
+	       s->root, s->rootmap.fs, strerror(s->rootmap.err));
+	warn(c, &e);
+}
+
 int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_opts *o, struct al_error *err)
 {
 	cleanup_free char *dir = NULL;
@@ -457,7 +471,10 @@ int ort_create(const struct ort_ctx *c, const char *id, const struct ort_create_
 				.id = id,
 				.bundle = o->bundle};
 	cr.init.pl.fifo_fd = cr.init.pl.console_fd = -1;
-	if ((r = prepare(&cr, dir, id, o, err)) < 0 || (r = spawn(&cr, err)) < 0)
+	if ((r = prepare(&cr, dir, id, o, err)) < 0)
+		goto fail;
+	warn_rootmap(c, &cr.spec);
+	if ((r = spawn(&cr, err)) < 0)
 		goto fail;
 	/* Before the state is saved: a container whose end could not be kept is not made. */
 	if (cr.plan.verdict && (cr.keeper = ort_keeper_start(cr.pidfd, dir, err)) < 0) {

@@ -34,6 +34,19 @@ struct ort_idmap {
 	uint32_t inside, host, size;
 };
 
+/* Whether the container's root owns its image's files (decided by create, ort_rootmap_of). */
+enum ort_rootmap_mode {
+	ORT_ROOTMAP_HOST,	 /* no user namespace: the container's ids are the host's, nothing to map */
+	ORT_ROOTMAP_CONFIG,	 /* the config's own user namespace: its engine's ids stand, unmapped (as runc) */
+	ORT_ROOTMAP_IDMAPPED,	 /* an idmapped rootfs: container id N reads and writes the image's on-disk id N */
+	ORT_ROOTMAP_UNSUPPORTED, /* the filesystem (or kernel) has no idmapped mounts: the image keeps host ids */
+};
+struct ort_rootmap {
+	enum ort_rootmap_mode mode;
+	int err;     /* UNSUPPORTED: mount_setattr's errno */
+	char fs[24]; /* the rootfs's filesystem (IDMAPPED, UNSUPPORTED), by its magic (ort_fs_name) */
+};
+
 struct ort_rlimit {
 	int resource;
 	uint64_t soft, hard;
@@ -102,6 +115,7 @@ struct ort_spec {
 	json_t *hooks_json; /* config.json's hooks as given (create keeps it for start and delete), or NULL */
 	bool has_apparmor, has_selinux, has_intel_rdt;
 	size_t hidden_mounts; /* set by create: mounts a user namespace cannot make, now empty tmpfs */
+	struct ort_rootmap rootmap; /* set by create: whether the rootfs is idmapped */
 };
 
 /* What airlock makes of a spec under a profile (ort_plan_decide). */
@@ -143,6 +157,18 @@ int ort_plan_decide(const struct ort_spec *s, bool is_root, struct ort_plan *pla
 int ort_ping_range_clamp(const char *value, const struct ort_idmap *m, size_t n, char out[32]);
 /* The namespaced sysctls that name ids, narrowed to the container's maps (create, after the plan). */
 int ort_sysctls_clamp(struct ort_spec *s, const struct ort_plan *plan, struct al_error *err);
+/* What create aims for with the rootfs under plan: IDMAPPED exactly where airlock adds the user
+ * namespace (the config asked for none, so its files are the host's, as under runc); CONFIG where
+ * the config brings its own (its engine chose the ids on disk); HOST without one. Pure. */
+enum ort_rootmap_mode ort_rootmap_wanted(const struct ort_spec *s, const struct ort_plan *plan);
+/* What mount_setattr's answer to the idmapping makes of it: 0, IDMAPPED; an errno meaning "this
+ * filesystem or kernel cannot" (EINVAL, EOPNOTSUPP, ENOSYS; EPERM: idmapped already), UNSUPPORTED;
+ * anything else -1 (create fails). Pure. */
+int ort_rootmap_after(int setattr_err);
+/* The record's word for a mode: "host", "config", "idmapped", "unsupported". */
+const char *ort_rootmap_word(enum ort_rootmap_mode m);
+/* A filesystem's name from its statfs magic ("overlay", "ext4", ...), else "0x..." in buf. Pure. */
+const char *ort_fs_name(unsigned long magic, char buf[24]);
 /* An annotation's value, or NULL. */
 const char *ort_annotation(const struct ort_spec *s, const char *key);
 

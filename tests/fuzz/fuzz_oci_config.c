@@ -9,7 +9,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Parse, then decide under both privileges: each succeeds, or fails with -errno and a
- * terminated message; a plan never grants a capability under a confined profile. */
+ * terminated message; a plan never grants a capability under a confined profile; the hooks
+ * (seed-hooks-docker: Docker's and every point) parse with the rest. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ort_spec s;
@@ -37,6 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r == 0 && plan.confined &&
 		    (plan.caps.bounding | plan.caps.effective | plan.caps.permitted | plan.caps.ambient || !plan.nnp ||
 		     !plan.airlock_seccomp || !plan.landlock || (!s.ns[ORT_NS_USER] && !plan.add_userns)))
+			abort();
+		/* The rootfs is idmapped exactly where airlock adds the user namespace, never over a
+		 * config's own mapping (its engine's ids on disk) nor without any namespace. */
+		if (r == 0 && (ort_rootmap_wanted(&s, &plan) == ORT_ROOTMAP_IDMAPPED) != plan.add_userns)
 			abort();
 	}
 	ort_spec_free(&s);

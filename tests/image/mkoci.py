@@ -11,7 +11,8 @@
 #           /usr, no bash) and static (one static binary at the root, nothing else); owners (User "1001:1001" and files of
 #           several owners: /home/app 1001, /root 0, a 4755 file of uid 0, a file of uid 70000) and
 #           owners-named (the same, User "app2", uid 1001 in the image's /etc/passwd) and group-root
-#           (the same, User "1001:0")
+#           (the same, User "1001:0"); root-owners (the same files, User "0:0" and /var, /var/lib: the image
+#           of airlock-runc's idmapped-rootfs tests)
 import gzip
 import hashlib
 import io
@@ -100,8 +101,11 @@ def hostile(tar, variant):
         tar.addfile(ti("usr/fifo", tarfile.FIFOTYPE))
     elif variant == "setuid":
         add_file(tar, "usr/bin/suid", b"#!/bin/sh\n", 0o6755)
-    elif variant in ("owners", "owners-named", "group-root"):
-        for d, owner, mode in (("home", (0, 0), 0o755), ("home/app", (1001, 1001), 0o755), ("root", (0, 0), 0o700)):
+    elif variant in ("owners", "owners-named", "group-root", "root-owners"):
+        dirs = (("home", (0, 0), 0o755), ("home/app", (1001, 1001), 0o755), ("root", (0, 0), 0o700))
+        if variant == "root-owners":
+            dirs += (("var", (0, 0), 0o755), ("var/lib", (0, 0), 0o755))
+        for d, owner, mode in dirs:
             tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=mode, owner=owner))
         add_file(tar, "home/app/own.txt", b"app2's\n", owner=(1001, 1001))
         add_file(tar, "home/app/other.txt", b"1002's\n", owner=(1002, 1003))
@@ -170,7 +174,7 @@ def oci(variant):
                    # other-user: a uid the posture does not grant, and a WorkingDir the image lacks
                    "WorkingDir": {"other-user": "/nonexistent", "bin-only": "/", "static": "/"}.get(variant, "/opt/app"),
                    "User": {"other-user": "70000:70000", "owners": "1001:1001",
-                            "owners-named": "app2", "group-root": "1001:0", "bin-only": "",
+                            "owners-named": "app2", "group-root": "1001:0", "root-owners": "0:0", "bin-only": "",
                             "static": ""}.get(variant, "app")},
         "rootfs": {"type": "layers", "diff_ids": [sha(l1raw), sha(l2)]},
     }).encode()

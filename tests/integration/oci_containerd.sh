@@ -196,6 +196,76 @@ done
 "${C[@]}" c rm pod2 pod3 >/dev/null 2>&1 || true
 al_wait_marker_gone "$mark-pod" 5 || al_fail "a pod's process outlived its removal"
 
+# ---- the container's root owns its image: an idmapped rootfs ------------------------------------------
+# An image run as root (tests/image/mkoci.py root-owners: User 0:0, a root-only /root, a file of uid
+# 70000), on containerd's native snapshotter (a directory of the host's ext4). Through the idmapped
+# rootfs its root writes the image's root-owned directories and the cwd the runtime made (ctr --cwd
+# /work: the image has none); the snapshot holds what it wrote as host uid 0, the image's own id,
+# while the process is host uid AL_ID_BASE. A new entry in / stays refused (Landlock's rules never
+# cover the root directory: they would cover /proc and /sys), a file of an unmapped id stays
+# nobody's, and a root-owned host directory bound in stays unwritable (binds are not idmapped).
+# On the overlay snapshotter (the default) the kernel cannot idmap the rootfs (an overlay mount
+# takes no id mapping, only its layers do): the fallback, recorded.
+"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$work/own.tar" root-owners
+"${C[@]}" image import --base-name own "$work/own.tar" >/dev/null || al_fail "ctr image import of root-owners failed"
+mkdir -p "$work/vol"
+echo canary >"$work/vol/canary"
+chmod 0755 "$work/vol"
+crun -d --snapshotter native --cwd /work --annotation io.airlock.verdict=own.json \
+	--mount "type=bind,src=$work/vol,dst=/vol,options=rbind:rw" own:latest own sh -c "{
+	echo uid=\$(id -u); stat -c 'root-dir=%u' /
+	echo etc > /etc/own-$mark && echo etc=ok
+	busybox mkdir /var/lib/own-$mark && echo var > /var/lib/own-$mark/f && echo var=ok
+	echo opt > /opt/app/own-$mark && echo opt=ok
+	echo root > /root/own-$mark && echo root-home=ok
+	echo cwd > own-$mark && echo cwd=ok
+	echo x > /newfile-$mark || echo newfile=refused
+	busybox mkdir /top-$mark || echo mkdir-top=refused
+	echo x >> /opt/far.txt || echo far=refused
+	echo x > /vol/canary || echo vol=refused
+	echo done; } >/tmp/report-$mark 2>&1; : $mark-own; sleep 300"
+al_assert_eq "$AL_RC" 0 "ctr run -d of the root-owners image ($AL_ERR)"
+pid=$("${C[@]}" task ls | awk '$1 == "own" { print $2 }')
+rootfs="$work/state/io.containerd.runtime.v2.task/$ns/own/rootfs"
+for _ in $(seq 50); do grep -q '^done' "$rootfs/tmp/report-$mark" 2>/dev/null && break; sleep 0.1; done
+out=$(cat "$rootfs/tmp/report-$mark" 2>/dev/null)
+al_log "own: $out"
+for w in uid=0 root-dir=0 etc=ok var=ok opt=ok root-home=ok cwd=ok newfile=refused mkdir-top=refused far=refused vol=refused; do
+	al_assert_contains "$out" "$w" "the container's root, on its idmapped image: $w"
+done
+al_assert_contains "$out" "/newfile-$mark: Permission denied" "a new entry in / is refused (Landlock), though root owns /"
+st="$work/runc/$ns/own/state.json"
+al_assert_eq "$(al_json_get "$st" enforced.rootfs_idmap.mode)" idmapped "airlock-runc's record: the rootfs is idmapped"
+fs=$(al_json_get "$st" enforced.rootfs_idmap.filesystem)
+[ -n "$fs" ] && [ "$fs" != overlay ] || al_fail "the record names the native snapshot's filesystem, not '$fs'"
+al_assert_eq "$(al_host_uid "$pid")" "$AL_ID_BASE" "the container's root is still the unprivileged host uid $AL_ID_BASE"
+[ -d "$rootfs/etc" ] || al_fail "no rootfs of task own at $rootfs"
+for f in etc/own-$mark var/lib/own-$mark/f opt/app/own-$mark root/own-$mark work/own-$mark work; do
+	[ -e "$rootfs/$f" ] || al_fail "the container's root did not write /$f (its output: $(cat "$work/out" 2>/dev/null))"
+	al_assert_eq "$(stat -c %u:%g "$rootfs/$f")" 0:0 "/$f on the host's snapshot: host uid 0, the image's id for the container's root"
+done
+al_assert_eq "$(cat "$rootfs/etc/own-$mark")" etc "what the container wrote under /etc is on its snapshot"
+# What the host sees through the container's own mount (/proc/PID/root) is the mapped view.
+al_assert_eq "$(stat -c %u "/proc/$pid/root/etc/own-$mark")" "$AL_ID_BASE" "through the container's mount, the host sees the mapped owner"
+[ ! -e "$rootfs/newfile-$mark" ] && [ ! -e "$rootfs/top-$mark" ] || al_fail "a new entry in / was made"
+al_assert_eq "$(cat "$work/vol/canary")" canary "a root-owned host directory bound in stays unwritable (not idmapped)"
+al_assert_eq "$(stat -c %u "$work/vol")" 0 "the volume's owner is unchanged"
+"${C[@]}" task kill -s KILL own
+for _ in $(seq 50); do "${C[@]}" task ls | grep -q '^own .*STOPPED' && break; sleep 0.1; done
+"${C[@]}" task rm own >/dev/null
+"${C[@]}" c rm own
+al_assert_eq "$(al_json_get "$work/verdicts/own.json" enforced.rootfs_idmap.mode)" idmapped "the verdict says the rootfs was idmapped"
+al_wait_marker_gone "$mark-own" 5 || al_fail "a process of own outlived its removal"
+# The fallback: containerd's overlay snapshot; the container runs as before, and says so.
+crun --rm --cwd /work --annotation io.airlock.verdict=own2.json own:latest own2 sh -c "
+	echo etc > /etc/own-$mark || echo etc=refused; cd /work && echo cwd=\$(pwd)"
+al_assert_eq "$AL_RC" 0 "ctr run on the overlay snapshot ($AL_ERR)"
+al_assert_contains "$AL_OUT" "etc=refused" "overlay: the image's root-owned /etc stays unwritable"
+al_assert_contains "$AL_OUT" "cwd=/work" "overlay: the runtime still makes the cwd the image lacks"
+al_assert_eq "$(al_json_get "$work/verdicts/own2.json" enforced.rootfs_idmap.mode)" unsupported "the verdict: no idmapped rootfs"
+al_assert_eq "$(al_json_get "$work/verdicts/own2.json" enforced.rootfs_idmap.filesystem)" overlay "... on overlay"
+al_assert_eq "$(al_json_get "$work/verdicts/own2.json" enforced.rootfs_idmap.error)" EINVAL "... which the kernel refuses (EINVAL)"
+
 # ---- what the profile forbids is refused, with containerd's error naming it ----------------------------
 crun --rm --privileged bb:latest r3 true
 [ "$AL_RC" != 0 ] || al_fail "a privileged container ran"

@@ -16,12 +16,14 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "kit/pidfd.h"
 #include "ocirt/ctr.h"
+#include "ocirt/hooks.h"
 #include "ocirt/keeper.h"
 #include "ocirt/rtstate.h"
 #include "ocirt/spec.h"
@@ -438,6 +440,253 @@ static void test_pidfd_exit_status(void **state)
 	}
 }
 
+/* The rootfs's id mapping: wanted exactly where airlock adds the user namespace; what a failed
+ * mount_setattr makes of it; the record's words. */
+static void test_rootmap(void **state)
+{
+	(void)state;
+	struct ort_spec s;
+	struct ort_plan p;
+	struct al_error err = {0};
+	assert_int_equal(parse_json(spec_json(), &s, &err), 0);
+	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
+	assert_true(p.add_userns);
+	assert_int_equal(ort_rootmap_wanted(&s, &p), ORT_ROOTMAP_IDMAPPED);
+	ort_spec_free(&s);
+	/* The config's own user namespace: its engine chose the ids on disk; nothing remapped. */
+	json_t *j = spec_json(), *l = json_object_get(j, "linux");
+	json_array_append_new(json_object_get(l, "namespaces"), json_pack("{s:s}", "type", "user"));
+	json_object_set_new(l, "uidMappings", json_pack("[{s:i,s:i,s:i}]", "containerID", 0, "hostID", 100000, "size", 65536));
+	json_object_set_new(l, "gidMappings", json_pack("[{s:i,s:i,s:i}]", "containerID", 0, "hostID", 100000, "size", 65536));
+	assert_int_equal(parse_json(j, &s, &err), 0);
+	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
+	assert_false(p.add_userns);
+	assert_int_equal(ort_rootmap_wanted(&s, &p), ORT_ROOTMAP_CONFIG);
+	ort_spec_free(&s);
+	/* Profile none without a user namespace: the host's ids, nothing to map. */
+	j = spec_json();
+	set_ann(j, ORT_ANN_PROFILE, "none");
+	assert_int_equal(parse_json(j, &s, &err), 0);
+	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
+	assert_int_equal(ort_rootmap_wanted(&s, &p), ORT_ROOTMAP_HOST);
+	ort_spec_free(&s);
+
+	assert_int_equal(ort_rootmap_after(0), ORT_ROOTMAP_IDMAPPED);
+	static const int cannot[] = {EINVAL, EOPNOTSUPP, ENOSYS, EPERM};
+	for (size_t i = 0; i < sizeof(cannot) / sizeof(cannot[0]); i++)
+		assert_int_equal(ort_rootmap_after(cannot[i]), ORT_ROOTMAP_UNSUPPORTED);
+	assert_int_equal(ort_rootmap_after(ENOMEM), -1);
+	assert_int_equal(ort_rootmap_after(EBADF), -1);
+	assert_string_equal(ort_rootmap_word(ORT_ROOTMAP_IDMAPPED), "idmapped");
+	assert_string_equal(ort_rootmap_word(ORT_ROOTMAP_UNSUPPORTED), "unsupported");
+	assert_string_equal(ort_rootmap_word(ORT_ROOTMAP_CONFIG), "config");
+	assert_string_equal(ort_rootmap_word(ORT_ROOTMAP_HOST), "host");
+	char buf[24];
+	assert_string_equal(ort_fs_name(0x794c7630, buf), "overlay");
+	assert_string_equal(ort_fs_name(0xEF53, buf), "ext4");
+	assert_string_equal(ort_fs_name(0x858458f6, buf), "ramfs");
+	assert_string_equal(ort_fs_name(0x1234abcd, buf), "0x1234abcd");
+	assert_ptr_equal(ort_fs_name(0x1234abcd, buf), buf);
+}
+
+/* net.ipv4.ping_group_range narrowed to the gids a map holds. */
+static void test_ping_range_clamp(void **state)
+{
+	(void)state;
+	const struct ort_idmap one = {0, 1879048192, 65536};
+	const struct ort_idmap two[] = {{0, 100000, 10}, {1000, 200000, 10}};
+	char out[32];
+	assert_int_equal(ort_ping_range_clamp("0 2147483647", &one, 1, out), 0);
+	assert_string_equal(out, "0 65535"); /* Docker's: every group, narrowed to the map */
+	assert_int_equal(ort_ping_range_clamp("100 200", &one, 1, out), 0);
+	assert_string_equal(out, "100 200"); /* inside the map: unchanged */
+	assert_int_equal(ort_ping_range_clamp("65000 70000", &one, 1, out), 0);
+	assert_string_equal(out, "65000 65535");
+	assert_int_equal(ort_ping_range_clamp("70000 80000", &one, 1, out), 0);
+	assert_string_equal(out, "1 0"); /* nothing mapped in it: the kernel's "nobody" */
+	assert_int_equal(ort_ping_range_clamp("10 5", &one, 1, out), 0);
+	assert_string_equal(out, "1 0"); /* an empty range stays empty */
+	assert_int_equal(ort_ping_range_clamp("5 1005", two, 2, out), 0);
+	assert_string_equal(out, "5 1005"); /* from the first map's ids to the second's */
+	assert_int_equal(ort_ping_range_clamp("0 4294967295", two, 2, out), 0);
+	assert_string_equal(out, "0 1009");
+	assert_int_equal(ort_ping_range_clamp("0 0", NULL, 0, out), 0);
+	assert_string_equal(out, "1 0");
+	assert_int_equal(ort_ping_range_clamp("0", &one, 1, out), -EINVAL);
+	assert_int_equal(ort_ping_range_clamp("0 1 2", &one, 1, out), -EINVAL);
+	assert_int_equal(ort_ping_range_clamp("a b", &one, 1, out), -EINVAL);
+	assert_int_equal(ort_ping_range_clamp("", &one, 1, out), -EINVAL);
+
+	/* create's pass over the spec: the range in the spec narrowed to the map airlock adds. */
+	struct ort_spec s;
+	struct ort_plan p;
+	struct al_error err = {0};
+	json_t *j = spec_json();
+	json_object_set_new(json_object_get(j, "linux"), "sysctl",
+			    json_pack("{s:s,s:s}", "net.ipv4.ping_group_range", "0 2147483647", "net.core.somaxconn", "9"));
+	assert_int_equal(parse_json(j, &s, &err), 0);
+	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
+	assert_int_equal(ort_sysctls_clamp(&s, &p, &err), 0);
+	for (size_t i = 0; i < s.nsysctls; i++)
+		assert_string_equal(s.sysctls[i].value,
+				    strcmp(s.sysctls[i].key, "net.core.somaxconn") == 0 ? "9" : "0 65535");
+	ort_spec_free(&s);
+	j = spec_json();
+	json_object_set_new(json_object_get(j, "linux"), "sysctl",
+			    json_pack("{s:s}", "net.ipv4.ping_group_range", "everyone"));
+	assert_int_equal(parse_json(j, &s, &err), 0);
+	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
+	assert_int_equal(ort_sysctls_clamp(&s, &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'everyone'"));
+	ort_spec_free(&s);
+}
+
+static int hooks_of(const char *text, struct ort_hooks *h, struct al_error *err)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	assert_non_null(j);
+	int r = ort_hooks_parse(j, h, err);
+	json_decref(j);
+	return r;
+}
+
+/* config.json's hooks: each point's list in order, args (none: the path as argv[0]), env, timeout;
+ * what is refused, naming the field. */
+static void test_hooks_parse(void **state)
+{
+	(void)state;
+	struct ort_hooks h;
+	struct al_error err = {0};
+	assert_int_equal(hooks_of("{\"prestart\":[{\"path\":\"/usr/bin/dockerd\",\"args\":[\"libnetwork-setkey\",\"-exec-root=/r\",\"abc\"]}],"
+				  "\"createRuntime\":[{\"path\":\"/a\"},{\"path\":\"/b\",\"env\":[\"X=1\"],\"timeout\":5}],"
+				  "\"poststop\":[]}",
+				  &h, &err),
+			 0);
+	assert_int_equal(h.n[ORT_HOOK_PRESTART], 1);
+	assert_string_equal(h.v[ORT_HOOK_PRESTART][0].path, "/usr/bin/dockerd");
+	assert_string_equal(h.v[ORT_HOOK_PRESTART][0].argv[0], "libnetwork-setkey");
+	assert_string_equal(h.v[ORT_HOOK_PRESTART][0].argv[2], "abc");
+	assert_null(h.v[ORT_HOOK_PRESTART][0].argv[3]);
+	assert_null(h.v[ORT_HOOK_PRESTART][0].envp); /* none: the runtime's own, as runc's */
+	assert_int_equal(h.v[ORT_HOOK_PRESTART][0].timeout, 0);
+	assert_int_equal(h.n[ORT_HOOK_CREATE_RUNTIME], 2);
+	assert_string_equal(h.v[ORT_HOOK_CREATE_RUNTIME][0].argv[0], "/a"); /* no args: the path */
+	assert_null(h.v[ORT_HOOK_CREATE_RUNTIME][0].argv[1]);
+	assert_string_equal(h.v[ORT_HOOK_CREATE_RUNTIME][1].envp[0], "X=1");
+	assert_int_equal(h.v[ORT_HOOK_CREATE_RUNTIME][1].timeout, 5);
+	assert_int_equal(h.n[ORT_HOOK_POSTSTOP], 0);
+	assert_true(ort_hooks_any(&h, ORT_HOOK_PRESTART, ORT_HOOK_CREATE_CONTAINER));
+	assert_false(ort_hooks_any(&h, ORT_HOOK_CREATE_CONTAINER, ORT_HOOK_POSTSTOP));
+	ort_hooks_free(&h);
+	assert_int_equal(hooks_of("{}", &h, &err), 0);
+	assert_false(ort_hooks_any(&h, ORT_HOOK_PRESTART, ORT_HOOK_POSTSTOP));
+	assert_int_equal(ort_hooks_parse(NULL, &h, &err), 0);
+	assert_string_equal(ort_hook_name(ORT_HOOK_CREATE_CONTAINER), "createContainer");
+	assert_string_equal(ort_hook_name(ORT_HOOK_START_CONTAINER), "startContainer");
+
+	static const struct {
+		const char *text, *says;
+	} bad[] = {
+		{"{\"postStart\":[{\"path\":\"/a\"}]}", "unknown hook point hooks.postStart"},
+		{"{\"prestart\":{\"path\":\"/a\"}}", "hooks.prestart must be an array"},
+		{"{\"prestart\":[\"/a\"]}", "hooks.prestart[] must be objects"},
+		{"{\"prestart\":[{\"path\":\"a\"}]}", "hooks.prestart[].path must be an absolute path"},
+		{"{\"prestart\":[{\"args\":[\"a\"]}]}", "hooks.prestart[].path must be an absolute path"},
+		{"{\"poststart\":[{\"path\":\"/a\",\"timeout\":0}]}", "hooks.poststart[].timeout must be a positive"},
+		{"{\"poststart\":[{\"path\":\"/a\",\"timeout\":-1}]}", "timeout must be a positive"},
+		{"{\"poststart\":[{\"path\":\"/a\",\"timeout\":\"5\"}]}", "timeout must be a positive"},
+		{"{\"poststart\":[{\"path\":\"/a\",\"timeout\":99999999}]}", "timeout must be a positive"},
+		{"{\"poststop\":[{\"path\":\"/a\",\"args\":[1]}]}", "hooks.poststop[].args must be an array of strings"},
+		{"{\"poststop\":[{\"path\":\"/a\",\"env\":\"X=1\"}]}", "hooks.poststop[].env must be an array of strings"},
+		{"[]", "hooks must be an object"},
+		/* A later entry's fault after good ones: nothing is left to free. */
+		{"{\"prestart\":[{\"path\":\"/a\"}],\"poststop\":[{\"path\":\"/a\"},{\"path\":\"b\"}]}", "poststop[].path"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err = (struct al_error){0};
+		assert_int_equal(hooks_of(bad[i].text, &h, &err), -EINVAL);
+		if (!strstr(err.msg, bad[i].says))
+			fail_msg("%s: \"%s\" lacks \"%s\"", bad[i].text, err.msg, bad[i].says);
+		for (int p = 0; p < ORT_HOOK__COUNT; p++)
+			assert_int_equal(h.n[p], 0);
+	}
+	/* A path with a NUL inside would run another program than the one checked. */
+	json_t *j = json_pack("{s:[{s:s%}]}", "prestart", "path", "/a\0b", (size_t)4);
+	assert_int_equal(ort_hooks_parse(j, &h, &err), -EINVAL);
+	json_decref(j);
+}
+
+/* The OCI state on a hook's stdin. */
+static void test_hook_state(void **state)
+{
+	(void)state;
+	json_t *ann = json_pack("{s:s}", "org.example", "x");
+	cleanup_free char *st = ort_hook_state("c1", "creating", 4242, "/b", ann);
+	assert_non_null(st);
+	json_t *j = json_loads(st, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "ociVersion")), "1.0.2");
+	assert_string_equal(json_string_value(json_object_get(j, "id")), "c1");
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "creating");
+	assert_int_equal(json_integer_value(json_object_get(j, "pid")), 4242);
+	assert_string_equal(json_string_value(json_object_get(j, "bundle")), "/b");
+	assert_true(json_equal(json_object_get(j, "annotations"), ann));
+	json_decref(j);
+	cleanup_free char *bare = ort_hook_state("c2", "stopped", 0, "/b", NULL);
+	j = json_loads(bare, 0, NULL);
+	assert_null(json_object_get(j, "annotations"));
+	json_decref(j);
+	json_decref(ann);
+}
+
+/* Under a confined profile a hook that is the image's own file is refused at every point but
+ * startContainer (which runs confined, inside); through a symlink too; profile none refuses none. */
+static void test_hooks_check(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/al-test-hooks-XXXXXX", path[256], link[256], root[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(root, sizeof(root), "%s/rootfs", dir);
+	snprintf(path, sizeof(path), "%s/rootfs/hook", dir);
+	snprintf(link, sizeof(link), "%s/outside-link", dir);
+	assert_int_equal(mkdir(root, 0755), 0);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(symlink(path, link), 0);
+	struct ort_hooks h;
+	struct al_error err = {0};
+	char text[1024];
+	static const char *const points[] = {"prestart", "createRuntime", "createContainer", "poststart", "poststop"};
+	for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+		for (int via_link = 0; via_link < 2; via_link++) {
+			snprintf(text, sizeof(text), "{\"%s\":[{\"path\":\"/bin/sh\"},{\"path\":\"%s\"}]}", points[i],
+				 via_link ? link : path);
+			assert_int_equal(hooks_of(text, &h, &err), 0);
+			err = (struct al_error){0};
+			assert_int_equal(ort_hooks_check(&h, root, true, "untrusted-code-read", &err), -EPERM);
+			assert_non_null(strstr(err.msg, "#1"));
+			assert_non_null(strstr(err.msg, "the container's own file"));
+			assert_non_null(strstr(err.msg, points[i]));
+			assert_int_equal(ort_hooks_check(&h, root, false, "none", &err), 0);
+			ort_hooks_free(&h);
+		}
+	}
+	snprintf(text, sizeof(text), "{\"startContainer\":[{\"path\":\"%s\"}],\"prestart\":[{\"path\":\"/bin/sh\"}]}", path);
+	assert_int_equal(hooks_of(text, &h, &err), 0);
+	assert_int_equal(ort_hooks_check(&h, root, true, "untrusted-code-read", &err), 0);
+	ort_hooks_free(&h);
+	/* A hook that does not exist is refused by name, not run blind. */
+	assert_int_equal(hooks_of("{\"prestart\":[{\"path\":\"/nonexistent/hook\"}]}", &h, &err), 0);
+	assert_int_equal(ort_hooks_check(&h, root, true, "untrusted-code-read", &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "/nonexistent/hook"));
+	ort_hooks_free(&h);
+	unlink(link);
+	unlink(path);
+	rmdir(root);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +698,11 @@ int main(void)
 		cmocka_unit_test(test_seccomp_compile),
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_sysctls),
+		cmocka_unit_test(test_rootmap),
+		cmocka_unit_test(test_ping_range_clamp),
+		cmocka_unit_test(test_hooks_parse),
+		cmocka_unit_test(test_hook_state),
+		cmocka_unit_test(test_hooks_check),
 		cmocka_unit_test(test_end_from_wait),
 		cmocka_unit_test(test_pidfd_exit_status),
 	};
