@@ -239,11 +239,32 @@ int ort_rootmap_after(int setattr_err)
  * map does not hold is no process's in the container, so the range narrowed to the mapped ids
  * lets exactly the same processes ping: not a widening, not a loss. Nothing mapped in it: "1 0",
  * the kernel's own "nobody". */
+/* One decimal id after optional blanks, within 32 bits (sscanf's %u would wrap a larger one). */
+static int parse_id(const char **p, uint32_t *out)
+{
+	while (**p == ' ' || **p == '\t')
+		(*p)++;
+	if (**p < '0' || **p > '9')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(*p, &end, 10);
+	if (errno || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	*p = end;
+	return 0;
+}
+
 int ort_ping_range_clamp(const char *value, const struct ort_idmap *m, size_t n, char out[32])
 {
 	uint32_t lo, hi;
-	char extra;
-	if (sscanf(value, "%" SCNu32 " %" SCNu32 " %c", &lo, &hi, &extra) != 2)
+	const char *p = value;
+	if (parse_id(&p, &lo) < 0 || (*p != ' ' && *p != '\t') || parse_id(&p, &hi) < 0)
+		return -EINVAL;
+	while (*p == ' ' || *p == '\t' || *p == '\n')
+		p++;
+	if (*p)
 		return -EINVAL;
 	uint64_t nlo = UINT64_MAX, nhi = 0;
 	bool any = false;

@@ -62,10 +62,18 @@ const char *ort_fs_name(unsigned long magic, char buf[24])
 		unsigned long magic;
 		const char *name;
 	} names[] = {
-		{OVERLAYFS_SUPER_MAGIC, "overlay"}, {EXT4_SUPER_MAGIC, "ext4"},	  {XFS_SUPER_MAGIC, "xfs"},
-		{BTRFS_SUPER_MAGIC, "btrfs"},	    {TMPFS_MAGIC, "tmpfs"},	  {RAMFS_MAGIC, "ramfs"},
-		{F2FS_SUPER_MAGIC, "f2fs"},	    {EROFS_SUPER_MAGIC_V1, "erofs"}, {SQUASHFS_MAGIC, "squashfs"},
-		{FUSE_SUPER_MAGIC, "fuse"},	    {NFS_SUPER_MAGIC, "nfs"},	  {V9FS_MAGIC, "9p"},
+		{OVERLAYFS_SUPER_MAGIC, "overlay"},
+		{EXT4_SUPER_MAGIC, "ext4"},
+		{XFS_SUPER_MAGIC, "xfs"},
+		{BTRFS_SUPER_MAGIC, "btrfs"},
+		{TMPFS_MAGIC, "tmpfs"},
+		{RAMFS_MAGIC, "ramfs"},
+		{F2FS_SUPER_MAGIC, "f2fs"},
+		{EROFS_SUPER_MAGIC_V1, "erofs"},
+		{SQUASHFS_MAGIC, "squashfs"},
+		{FUSE_SUPER_MAGIC, "fuse"},
+		{NFS_SUPER_MAGIC, "nfs"},
+		{V9FS_MAGIC, "9p"},
 		{0x2fc12fc1, "zfs"},
 	};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
@@ -104,12 +112,11 @@ json_t *ort_enforced_json(const struct ort_spec *s, const struct ort_plan *plan,
 			       "config", s->seccomp != NULL);
 	int abi = ll_abi() > LL_ABI_MAX ? LL_ABI_MAX : ll_abi();
 	return json_pack("{s:o,s:o,s:o,s:s,s:o,s:b,s:o,s:o,s:b,s:i,s:i,s:s,s:s,s:i}", "namespaces", ns, "id_map", ids,
-			 "rootfs_idmap", rootmap_json(&s->rootmap),
-			 "capabilities", caps ? "config" : "none", "capability_mask", json_integer((json_int_t)caps),
-			 "no_new_privs", plan->nnp, "seccomp", sc, "landlock",
-			 be_landlock_json(pl->landlock_on ? &pl->landlock : NULL, abi), "readonly_root", s->root_ro,
-			 "masked_paths", strv_len(s->masked), "readonly_paths", strv_len(s->readonly), "profile",
-			 plan->profile, "network",
+			 "rootfs_idmap", rootmap_json(&s->rootmap), "capabilities", caps ? "config" : "none",
+			 "capability_mask", json_integer((json_int_t)caps), "no_new_privs", plan->nnp, "seccomp", sc,
+			 "landlock", be_landlock_json(pl->landlock_on ? &pl->landlock : NULL, abi), "readonly_root",
+			 s->root_ro, "masked_paths", strv_len(s->masked), "readonly_paths", strv_len(s->readonly),
+			 "profile", plan->profile, "network",
 			 plan->net_join	     ? "pod"
 			 : s->ns[ORT_NS_NET] ? "none"
 					     : "host",
@@ -166,8 +173,8 @@ json_t *ort_usage_json(const char *cgroup)
 	return u;
 }
 
-int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage, json_t *enforced,
-		      const char *created, struct al_error *err)
+int ort_verdict_write(const char *dir, const char *want, const char *id, const struct ort_end *end, json_t *usage,
+		      json_t *enforced, const char *created, struct al_error *err)
 {
 	char now[TXT_RFC3339_MAX];
 	txt_rfc3339_now(3, now);

@@ -114,7 +114,7 @@ struct ort_spec {
 	struct ort_hooks hooks;
 	json_t *hooks_json; /* config.json's hooks as given (create keeps it for start and delete), or NULL */
 	bool has_apparmor, has_selinux, has_intel_rdt;
-	size_t hidden_mounts; /* set by create: mounts a user namespace cannot make, now empty tmpfs */
+	size_t hidden_mounts;	    /* set by create: mounts a user namespace cannot make, now empty tmpfs */
 	struct ort_rootmap rootmap; /* set by create: whether the rootfs is idmapped */
 };
 

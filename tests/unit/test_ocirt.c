@@ -456,8 +456,10 @@ static void test_rootmap(void **state)
 	/* The config's own user namespace: its engine chose the ids on disk; nothing remapped. */
 	json_t *j = spec_json(), *l = json_object_get(j, "linux");
 	json_array_append_new(json_object_get(l, "namespaces"), json_pack("{s:s}", "type", "user"));
-	json_object_set_new(l, "uidMappings", json_pack("[{s:i,s:i,s:i}]", "containerID", 0, "hostID", 100000, "size", 65536));
-	json_object_set_new(l, "gidMappings", json_pack("[{s:i,s:i,s:i}]", "containerID", 0, "hostID", 100000, "size", 65536));
+	json_object_set_new(l, "uidMappings",
+			    json_pack("[{s:i,s:i,s:i}]", "containerID", 0, "hostID", 100000, "size", 65536));
+	json_object_set_new(l, "gidMappings",
+			    json_pack("[{s:i,s:i,s:i}]", "containerID", 0, "hostID", 100000, "size", 65536));
 	assert_int_equal(parse_json(j, &s, &err), 0);
 	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
 	assert_false(p.add_userns);
@@ -516,14 +518,19 @@ static void test_ping_range_clamp(void **state)
 	assert_int_equal(ort_ping_range_clamp("0 1 2", &one, 1, out), -EINVAL);
 	assert_int_equal(ort_ping_range_clamp("a b", &one, 1, out), -EINVAL);
 	assert_int_equal(ort_ping_range_clamp("", &one, 1, out), -EINVAL);
+	assert_int_equal(ort_ping_range_clamp("0 4294967296", &one, 1, out), -EINVAL); /* past 32 bits */
+	assert_int_equal(ort_ping_range_clamp("-1 5", &one, 1, out), -EINVAL);
+	assert_int_equal(ort_ping_range_clamp("0\t10\n", &one, 1, out), 0); /* the kernel's own form */
+	assert_string_equal(out, "0 10");
 
 	/* create's pass over the spec: the range in the spec narrowed to the map airlock adds. */
 	struct ort_spec s;
 	struct ort_plan p;
 	struct al_error err = {0};
 	json_t *j = spec_json();
-	json_object_set_new(json_object_get(j, "linux"), "sysctl",
-			    json_pack("{s:s,s:s}", "net.ipv4.ping_group_range", "0 2147483647", "net.core.somaxconn", "9"));
+	json_object_set_new(
+		json_object_get(j, "linux"), "sysctl",
+		json_pack("{s:s,s:s}", "net.ipv4.ping_group_range", "0 2147483647", "net.core.somaxconn", "9"));
 	assert_int_equal(parse_json(j, &s, &err), 0);
 	assert_int_equal(ort_plan_decide(&s, true, &p, &err), 0);
 	assert_int_equal(ort_sysctls_clamp(&s, &p, &err), 0);
@@ -557,11 +564,13 @@ static void test_hooks_parse(void **state)
 	(void)state;
 	struct ort_hooks h;
 	struct al_error err = {0};
-	assert_int_equal(hooks_of("{\"prestart\":[{\"path\":\"/usr/bin/dockerd\",\"args\":[\"libnetwork-setkey\",\"-exec-root=/r\",\"abc\"]}],"
-				  "\"createRuntime\":[{\"path\":\"/a\"},{\"path\":\"/b\",\"env\":[\"X=1\"],\"timeout\":5}],"
-				  "\"poststop\":[]}",
-				  &h, &err),
-			 0);
+	assert_int_equal(
+		hooks_of("{\"prestart\":[{\"path\":\"/usr/bin/dockerd\",\"args\":[\"libnetwork-setkey\",\"-exec-root=/"
+			 "r\",\"abc\"]}],"
+			 "\"createRuntime\":[{\"path\":\"/a\"},{\"path\":\"/b\",\"env\":[\"X=1\"],\"timeout\":5}],"
+			 "\"poststop\":[]}",
+			 &h, &err),
+		0);
 	assert_int_equal(h.n[ORT_HOOK_PRESTART], 1);
 	assert_string_equal(h.v[ORT_HOOK_PRESTART][0].path, "/usr/bin/dockerd");
 	assert_string_equal(h.v[ORT_HOOK_PRESTART][0].argv[0], "libnetwork-setkey");
@@ -596,11 +605,14 @@ static void test_hooks_parse(void **state)
 		{"{\"poststart\":[{\"path\":\"/a\",\"timeout\":-1}]}", "timeout must be a positive"},
 		{"{\"poststart\":[{\"path\":\"/a\",\"timeout\":\"5\"}]}", "timeout must be a positive"},
 		{"{\"poststart\":[{\"path\":\"/a\",\"timeout\":99999999}]}", "timeout must be a positive"},
-		{"{\"poststop\":[{\"path\":\"/a\",\"args\":[1]}]}", "hooks.poststop[].args must be an array of strings"},
-		{"{\"poststop\":[{\"path\":\"/a\",\"env\":\"X=1\"}]}", "hooks.poststop[].env must be an array of strings"},
+		{"{\"poststop\":[{\"path\":\"/a\",\"args\":[1]}]}",
+		 "hooks.poststop[].args must be an array of strings"},
+		{"{\"poststop\":[{\"path\":\"/a\",\"env\":\"X=1\"}]}",
+		 "hooks.poststop[].env must be an array of strings"},
 		{"[]", "hooks must be an object"},
 		/* A later entry's fault after good ones: nothing is left to free. */
-		{"{\"prestart\":[{\"path\":\"/a\"}],\"poststop\":[{\"path\":\"/a\"},{\"path\":\"b\"}]}", "poststop[].path"},
+		{"{\"prestart\":[{\"path\":\"/a\"}],\"poststop\":[{\"path\":\"/a\"},{\"path\":\"b\"}]}",
+		 "poststop[].path"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err = (struct al_error){0};
@@ -672,7 +684,8 @@ static void test_hooks_check(void **state)
 			ort_hooks_free(&h);
 		}
 	}
-	snprintf(text, sizeof(text), "{\"startContainer\":[{\"path\":\"%s\"}],\"prestart\":[{\"path\":\"/bin/sh\"}]}", path);
+	snprintf(text, sizeof(text), "{\"startContainer\":[{\"path\":\"%s\"}],\"prestart\":[{\"path\":\"/bin/sh\"}]}",
+		 path);
 	assert_int_equal(hooks_of(text, &h, &err), 0);
 	assert_int_equal(ort_hooks_check(&h, root, true, "untrusted-code-read", &err), 0);
 	ort_hooks_free(&h);
