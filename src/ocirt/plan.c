@@ -234,6 +234,23 @@ int ort_rootmap_after(int setattr_err)
 	}
 }
 
+/* One decimal id after optional blanks, within 32 bits (sscanf's %u would wrap a larger one). */
+static int parse_id(const char **p, uint32_t *out)
+{
+	while (**p == ' ' || **p == '\t')
+		(*p)++;
+	if (**p < '0' || **p > '9')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(*p, &end, 10);
+	if (errno || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	*p = end;
+	return 0;
+}
+
 /* The kernel takes net.ipv4.ping_group_range only as two gids mapped in the writer's user
  * namespace; Docker asks "0 2147483647" (every group), wider than any map airlock makes. A gid the
  * map does not hold is no process's in the container, so the range narrowed to the mapped ids
@@ -241,21 +258,14 @@ int ort_rootmap_after(int setattr_err)
  * the kernel's own "nobody". */
 int ort_ping_range_clamp(const char *value, const struct ort_idmap *m, size_t n, char out[32])
 {
-	/* "LO HI": two decimal gids, nothing after (the kernel's own syntax, blanks between). */
-	char *end;
-	errno = 0;
-	unsigned long long l = strtoull(value, &end, 10);
-	if (end == value || (*end != ' ' && *end != '\t'))
+	uint32_t lo, hi;
+	const char *p = value;
+	if (parse_id(&p, &lo) < 0 || (*p != ' ' && *p != '\t') || parse_id(&p, &hi) < 0)
 		return -EINVAL;
-	const char *second = end;
-	unsigned long long h = strtoull(second, &end, 10);
-	if (end == second || errno || l > UINT32_MAX || h > UINT32_MAX || value[0] == '-' || strchr(value, '-'))
+	while (*p == ' ' || *p == '\t' || *p == '\n')
+		p++;
+	if (*p)
 		return -EINVAL;
-	while (*end == ' ' || *end == '\t' || *end == '\n')
-		end++;
-	if (*end)
-		return -EINVAL;
-	uint32_t lo = (uint32_t)l, hi = (uint32_t)h;
 	uint64_t nlo = UINT64_MAX, nhi = 0;
 	bool any = false;
 	for (size_t i = 0; i < n; i++) {

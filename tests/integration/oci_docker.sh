@@ -200,9 +200,10 @@ fwd_before=$(cat /proc/sys/net/ipv4/ip_forward)
 links_before=$(ip -o link | awk -F': ' '{print $2}' | sort | tr '\n' ' ')
 
 # The image: a busybox tree, imported (no registry).
-mkdir -p "$d/bb/bin" "$d/bb/tmp" "$d/bb/etc"
+mkdir -p "$d/bb/bin" "$d/bb/tmp" "$d/bb/etc" "$d/bb/var/lib" "$d/bb/root"
+chmod 0700 "$d/bb/root"
 cp /bin/busybox "$d/bb/bin/"
-for a in sh echo cat id ls sleep true ps grep touch; do ln -sf busybox "$d/bb/bin/$a"; done
+for a in sh echo cat id ls sleep true ps grep touch mkdir stat; do ln -sf busybox "$d/bb/bin/$a"; done
 cp "$AL_PROBE" "$d/bb/bin/al-probe"
 [ -z "${AL_TRY_SYSCALL:-}" ] || cp "$AL_TRY_SYSCALL" "$d/bb/bin/al-try-syscall"
 chmod 1777 "$d/bb/tmp"
@@ -262,6 +263,45 @@ AL_RC=0
 out=$(script -qec "${D[*]} run --rm -t --runtime=airlock --network none $img sh -c 'tty; exit 6'" /dev/null) || AL_RC=$?
 al_assert_eq "$AL_RC" 6 "docker run -t: the exit code through a terminal"
 al_assert_contains "$out" /dev/pts/0 "docker run -t: a pty"
+
+# ---- the container's root owns its image (Docker's vfs storage: an idmapped rootfs) --------------------
+# Root inside writes the image's root-owned /etc, /var and /root and the cwd Docker names (-w /work:
+# the image has none, the runtime makes it, as runc); Docker's storage holds them as host uid 0, the
+# image's own id, while the process is host uid AL_ID_BASE. A new entry in / stays refused (Landlock)
+# and a root-owned host directory given as a volume (-v) stays unwritable: binds are not idmapped.
+mkdir -p "$d/vol"
+echo canary >"$d/vol/canary"
+id=$("${D[@]}" run -d --runtime=airlock --network none -w /work -v "$d/vol:/vol" "$img" sh -c "{
+	echo uid=\$(id -u); stat -c 'root-dir=%u' /
+	echo etc > /etc/own-$mark && echo etc=ok
+	mkdir /var/lib/own-$mark && echo var > /var/lib/own-$mark/f && echo var=ok
+	echo root > /root/own-$mark && echo root-home=ok
+	echo cwd > own-$mark && echo cwd=\$(pwd)
+	touch /newfile-$mark || echo newfile=refused
+	echo x > /vol/canary || echo vol=refused
+	echo done; } >/tmp/report-$mark 2>&1; sleep 300")
+[ -n "$id" ] || al_fail "docker run -d of the ownership check gave no id"
+pid=$("${D[@]}" inspect -f '{{.State.Pid}}' "$id")
+for _ in $(seq 50); do
+	f=$(find "$d/data/vfs/dir" -maxdepth 3 -path "*/tmp/report-$mark" 2>/dev/null | head -n1)
+	[ -n "$f" ] && grep -q '^done' "$f" && break
+	sleep 0.1
+done
+[ -n "$f" ] || al_fail "no report of the ownership check in Docker's storage"
+root=${f%/tmp/report-$mark}
+out=$(cat "$f")
+for w in uid=0 root-dir=0 etc=ok var=ok root-home=ok cwd=/work newfile=refused vol=refused; do
+	al_assert_contains "$out" "$w" "docker run, root inside, an idmapped rootfs: $w"
+done
+al_assert_eq "$(al_host_uid "$pid")" "$AL_ID_BASE" "the container's root is the unprivileged host uid $AL_ID_BASE"
+for p in etc/own-$mark var/lib/own-$mark/f root/own-$mark work/own-$mark work; do
+	al_assert_eq "$(stat -c %u:%g "$root/$p")" 0:0 "/$p in Docker's storage: host uid 0, the image's id for the container's root"
+done
+al_assert_eq "$(stat -c %u "/proc/$pid/root/etc/own-$mark")" "$AL_ID_BASE" "through the container's own mount, the host sees the mapped owner"
+al_assert_eq "$(cat "$d/vol/canary")" canary "a root-owned volume stays unwritable"
+st=$(ls "$d/exec/runtime-runc/moby/$id/state.json" 2>/dev/null || find "$d/exec" -path "*$id*/state.json" | head -n1)
+al_assert_eq "$(al_json_get "$st" enforced.rootfs_idmap.mode)" idmapped "airlock-runc's record: the rootfs is idmapped"
+"${D[@]}" rm -f "$id" >/dev/null
 
 # ---- refusals, each naming the reason ----------------------------------------------------------------
 drun --rm --privileged "$img" true

@@ -73,3 +73,47 @@ for d in /run/airlock-runc/*; do
 	[ ! -e "$d" ] || ! grep -q "$work" "$d/state.json" 2>/dev/null || al_fail "airlock-runc state left: $d"
 done
 al_pass "nothing is left after podman stop and rm"
+
+# ---- the container's root owns its image --------------------------------------------------------------
+# podman's overlay storage: the kernel cannot idmap an overlay mount (only its layers), so the
+# fallback, recorded in the verdict; with vfs storage (a directory of the host's filesystem) the
+# rootfs is idmapped: root inside writes the image's root-owned directories (its cwd, /opt/app, among
+# them), which the host's storage holds as uid 0, the image's own id. (podman itself refuses a -w the
+# image lacks.)
+"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$work/own.tar" root-owners
+AL_RC=0
+out=$("${P[@]}" "${RUN[@]}" --rm --annotation io.airlock.verdict=o1.json "$(
+	"${P[@]}" load -q -i "$work/own.tar" 2>/dev/null | sed -n 's/^Loaded image: //p' | head -n1)" \
+	-c "echo x > /etc/own-$mark || echo etc=refused" 2>&1) || AL_RC=$?
+al_assert_eq "$AL_RC" 0 "podman run on overlay storage ($out)"
+al_assert_contains "$out" "etc=refused" "overlay: the image's root-owned /etc stays unwritable"
+al_assert_eq "$(al_json_get "$work/verdicts/o1.json" enforced.rootfs_idmap.mode)" unsupported "the verdict: no idmapped rootfs on overlay"
+al_assert_eq "$(al_json_get "$work/verdicts/o1.json" enforced.rootfs_idmap.error)" EINVAL "... the kernel's answer"
+V=(podman --root "$work/vstorage" --runroot "$work/vrun" --runtime "$work/airlock-runc" --cgroup-manager cgroupfs
+	--events-backend file --storage-driver vfs)
+cleanup_vfs() { "${V[@]}" rm -a -f -t 0 >/dev/null 2>&1; "${V[@]}" system reset -f >/dev/null 2>&1; return 0; }
+trap 'cleanup_vfs; cleanup_pod; al_inner_cleanup' EXIT
+own=$("${V[@]}" load -q -i "$work/own.tar" 2>/dev/null | sed -n 's/^Loaded image: //p' | head -n1)
+[ -n "$own" ] || al_fail "podman load into vfs storage failed"
+"${V[@]}" "${RUN[@]}" -d --name "o$mark" --annotation io.airlock.verdict=o2.json "$own" -c "{
+	echo uid=\$(id -u)
+	echo etc > /etc/own-$mark && echo etc=ok
+	busybox mkdir /var/lib/own-$mark && echo var > /var/lib/own-$mark/f && echo var=ok
+	echo cwd > own-$mark && echo cwd=ok
+	echo x > /newfile-$mark || echo newfile=refused
+	echo done; } >/tmp/report-$mark 2>&1; : $mark-o; sleep 300" >/dev/null 2>"$work/err" || al_fail "podman run -d on vfs: $(cat "$work/err")"
+pid=$("${V[@]}" inspect -f '{{.State.Pid}}' "o$mark")
+root=$("${V[@]}" mount "o$mark")
+for _ in $(seq 50); do grep -q '^done' "$root/tmp/report-$mark" 2>/dev/null && break; sleep 0.1; done
+out=$(cat "$root/tmp/report-$mark" 2>/dev/null)
+for w in uid=0 etc=ok var=ok cwd=ok newfile=refused; do
+	al_assert_contains "$out" "$w" "podman, vfs storage, root inside: $w"
+done
+al_assert_eq "$(al_host_uid "$pid")" "$AL_ID_BASE" "the container's root is the unprivileged host uid $AL_ID_BASE"
+for f in etc/own-$mark var/lib/own-$mark/f opt/app/own-$mark; do
+	al_assert_eq "$(stat -c %u:%g "$root/$f")" 0:0 "/$f in podman's storage: uid 0, the image's id for the container's root"
+done
+"${V[@]}" rm -f -t 0 "o$mark" >/dev/null 2>&1
+al_assert_eq "$(al_json_get "$work/verdicts/o2.json" enforced.rootfs_idmap.mode)" idmapped "the verdict: the rootfs was idmapped"
+al_wait_marker_gone "$mark-o" 5 || al_fail "a process of the vfs container outlived podman rm"
+al_pass "podman: the container's root owns its image (vfs), the fallback recorded (overlay)"

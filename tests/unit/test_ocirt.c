@@ -518,6 +518,10 @@ static void test_ping_range_clamp(void **state)
 	assert_int_equal(ort_ping_range_clamp("0 1 2", &one, 1, out), -EINVAL);
 	assert_int_equal(ort_ping_range_clamp("a b", &one, 1, out), -EINVAL);
 	assert_int_equal(ort_ping_range_clamp("", &one, 1, out), -EINVAL);
+	assert_int_equal(ort_ping_range_clamp("0 4294967296", &one, 1, out), -EINVAL); /* past 32 bits */
+	assert_int_equal(ort_ping_range_clamp("-1 5", &one, 1, out), -EINVAL);
+	assert_int_equal(ort_ping_range_clamp("0\t10\n", &one, 1, out), 0); /* the kernel's own form */
+	assert_string_equal(out, "0 10");
 
 	/* create's pass over the spec: the range in the spec narrowed to the map airlock adds. */
 	struct ort_spec s;
