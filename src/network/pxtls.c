@@ -397,8 +397,10 @@ static bool value_has(const char *v, size_t n, const char *word)
 static void facts(const char *h, size_t n, bool head_req, struct resp_facts *f)
 {
 	*f = (struct resp_facts){0};
-	if (n >= 12 && memcmp(h, "HTTP/1.", 7) == 0)
-		f->status = atoi(h + 9);
+	/* "HTTP/1.x NNN": the three digits alone (a status is never more, nor signed). */
+	if (n >= 12 && memcmp(h, "HTTP/1.", 7) == 0 && h[8] == ' ' && h[9] >= '0' && h[9] <= '9' && h[10] >= '0' &&
+	    h[10] <= '9' && h[11] >= '0' && h[11] <= '9')
+		f->status = (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
 	f->framed = head_req || f->status == 204 || f->status == 304;
 	for (const char *p = h, *end = h + n; p < end;) {
 		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
@@ -425,10 +427,14 @@ static size_t rewrite_head(const char *h, size_t n, bool framed, char *out)
 			memcpy(out + o, p, ll), o += ll;
 		p += ll;
 	}
-	if (!framed)
-		memcpy(out + o, "Connection: close\r\n", 19), o += 19;
-	memcpy(out + o, "\r\n", 2);
-	return o + 2;
+	/* Byte arrays, not strings: the head is bytes with a length, no terminator. */
+	static const char close_line[19] = "Connection: close\r\n", crlf[2] = "\r\n";
+	if (!framed) {
+		memcpy(out + o, close_line, sizeof(close_line));
+		o += sizeof(close_line);
+	}
+	memcpy(out + o, crlf, sizeof(crlf));
+	return o + sizeof(crlf);
 }
 
 static int to_client(struct term *t, const char *p, size_t n)
