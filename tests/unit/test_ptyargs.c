@@ -42,8 +42,8 @@ static void test_execute_pty(void **state)
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":0,\"rows\":24}}",
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":5000}}",
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80.5,\"rows\":24}}",
-		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":24,"
-		"\"term\":1}}",
+		("{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{\"cols\":80,\"rows\":24,"
+		 "\"term\":1}}"),
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":true}",
 		"{\"language\":\"shell\",\"code\":\"x\",\"sandbox_id\":\"sb\",\"pty\":{},\"background\":false}"};
 	check_all(&c, TL_EXECUTE, good, N(good), 0);
