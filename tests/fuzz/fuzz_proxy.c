@@ -105,8 +105,9 @@ static void fuzz_policy(const char *s, const uint8_t *data, size_t size)
 	check_err(r, &err);
 	CHECK(r == 0 ? al_allowlist_count(al) > 0 : al_allowlist_count(al) == 0);
 	/* An entry that parsed as a plain name matches itself on port 443 (default deny holds
-	 * otherwise: port 0 never matches). */
-	if (r == 0 && !strpbrk(s, ",: \t") && s[0] != '*')
+	 * otherwise: port 0 never matches); not one with a path rule (HOST/PREFIX), whose host is
+	 * the part before the slash. */
+	if (r == 0 && !strpbrk(s, ",: \t/") && s[0] != '*')
 		CHECK(al_allow_match(al, s, AL_ALLOW_DEFAULT_PORT));
 	CHECK(!al_allow_match(al, s, 0));
 	err = (struct al_error){0};
