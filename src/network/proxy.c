@@ -135,6 +135,19 @@ static void add_record(struct px *px, const struct px_record *r)
 	px->recs[px->nrecs++] = *r;
 }
 
+/* Records are added as connections end, which threads do in any order; a report lists them as
+ * they began. Insertion sort: stable, and the array is nearly sorted already. */
+static void sort_by_start(struct px_record *recs, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		struct px_record r = recs[i];
+		size_t j = i;
+		for (; j > 0 && recs[j - 1].start_s > r.start_s; j--)
+			recs[j] = recs[j - 1];
+		recs[j] = r;
+	}
+}
+
 bool px_conn_set_upstream(struct px_conn *c, int fd)
 {
 	pthread_mutex_lock(&c->px->mu);
@@ -478,6 +491,7 @@ void px_stop(struct px *px)
 	wait_threads(px, PX_STOP_WAIT_MS);
 	px->st.unfinished = px->active;
 	px->st.dns_names = px->names ? cap_names_count(px->names) : 0;
+	sort_by_start(px->recs, px->nrecs);
 	px->frozen = true;
 	pthread_mutex_unlock(&px->mu);
 }
@@ -544,6 +558,7 @@ int px_take(struct px *px, const struct timespec *t0, int wait_ms, struct px **o
 		o->recs[i].start_s -= shift;
 	}
 	o->nrecs = px->nrecs;
+	sort_by_start(o->recs, o->nrecs);
 	o->st = stats_since(&px->st, &px->taken);
 	o->st.unfinished = px->active;
 	o->st.dns_names = px->names ? cap_names_count(px->names) : 0;
