@@ -8,7 +8,7 @@ pkgs=(build-essential cmake pkg-config libjansson-dev libseccomp-dev libcmocka-d
       python3 python3-numpy python3-matplotlib python3-pandas perl bash util-linux uidmap iproute2 time procps strace
       bubblewrap runsc crun hyperfine gnuplot-nox man-db ruby php-cli
       systemd # systemd-analyze verify and systemd-socket-activate: tests/integration/install.sh
-      cppcheck clang-tidy clang-format clang libclang-rt-14-dev
+      cppcheck clang-tidy clang-format clang libclang-rt-14-dev ccache
       # the test VM (scripts/vm/run.sh): qemu, Debian's kernel and its modules, the initramfs's tools
       qemu-system-x86 linux-image-amd64 kmod cpio xz-utils binutils)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

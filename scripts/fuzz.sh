@@ -29,7 +29,7 @@ fi
 # project's ASan + UBSan flags, so the fuzzer sees inside airlock_core and not only the target.
 CC=clang cmake -S . -B "$dir" -DAIRLOCK_WERROR=ON -DAIRLOCK_SANITIZE=ON -DAIRLOCK_FUZZ=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
-cmake --build "$dir" -j"$(nproc)"
+cmake --build "$dir" -j"$(nproc)" --target fuzz_targets
 # --build-only: test.sh builds the targets beside the host suite and runs them later.
 [ "${1:-}" != --build-only ] || exit 0
 
