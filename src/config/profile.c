@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "image/image.h"
 #include "policy/policy.h"
 #include "util/error.h"
 
@@ -99,10 +100,12 @@ int cfg_profile_allows(const struct cfg_profile *pr, const struct al_option *o, 
 
 int cfg_profile_image_allowed(const struct cfg_profile *pr, const char *name, struct al_error *err)
 {
-	if (pr->image && strcmp(pr->image, name) == 0)
+	/* NAME@sha256:<hex>, the server's own way of naming what a sandbox was made on: its NAME. */
+	size_t n = img_ref_name_len(name);
+	if (pr->image && strlen(pr->image) == n && strncmp(pr->image, name, n) == 0)
 		return 0;
 	for (size_t i = 0; i < pr->images.n; i++)
-		if (strcmp(pr->images.v[i], name) == 0)
+		if (strlen(pr->images.v[i]) == n && strncmp(pr->images.v[i], name, n) == 0)
 			return 0;
 	return al_err(err, EPERM, "profile %s does not offer the image '%.64s' (its images: the operator's list)",
 		      pr->name, name);

@@ -38,7 +38,10 @@ static json_t *info_json(const struct srv_sandbox_info *i)
 {
 	json_t *o = sandbox_json(i);
 	bool paused = i->paused_unix_ms != 0;
-	if (o && (json_object_set_new(o, "paused_at", paused ? txt_json_time(i->paused_unix_ms) : json_null()) < 0 ||
+	/* image_digest: what a kept sandbox comes back on, whatever its image's name names later. */
+	if (o && (json_object_set_new(o, "image_digest",
+				      i->image_digest[0] ? json_string(i->image_digest) : json_null()) < 0 ||
+		  json_object_set_new(o, "paused_at", paused ? txt_json_time(i->paused_unix_ms) : json_null()) < 0 ||
 		  json_object_set_new(o, "paused_by", paused ? json_string(i->paused_by) : json_null()) < 0 ||
 		  json_object_set_new(o, "auto_pause", json_boolean(i->auto_pause)) < 0)) {
 		json_decref(o);

@@ -23,6 +23,7 @@
  *   sha256/<hex>/image.json  what import or build recorded: name, digest, size, config defaults
  *   sha256/<hex>/lock      a sandbox holds LOCK_SH on it; rm and gc need LOCK_EX (never wait)
  *   names/<NAME>           a symlink to ../sha256/<hex>
+ *   pins/<hex>/<key>       the content kept for a holder outside the store (img_pin)
  *   tmp/                   imports and removals in progress (removed by gc when unlocked) */
 struct img_store {
 	char *path;
@@ -41,7 +42,8 @@ int img_store_default(char *buf, size_t size);
 int img_store_open(struct img_store *s, const char *path, bool create, struct al_error *err);
 void img_store_close(struct img_store *s);
 
-/* Image names: [A-Za-z0-9][A-Za-z0-9._:@+-]*, at most IMG_NAME_MAX-1 bytes. Pure. */
+/* Image names: [A-Za-z0-9][A-Za-z0-9._:@+-]*, at most IMG_NAME_MAX-1 bytes, without "@sha256:"
+ * (which only a reference NAME@sha256:<hex> has). Pure. */
 bool img_name_valid(const char *name);
 /* Is s "sha256:" followed by 64 lowercase hex digits? Pure. */
 bool img_digest_valid(const char *s);
@@ -95,9 +97,16 @@ int img_list(struct img_store *s, int (*fn)(void *ctx, const struct img_entry *e
 /* The image's image.json text (malloc'd, caller frees) for name or "sha256:<hex>". */
 int img_inspect(struct img_store *s, const char *name, char **json, struct al_error *err);
 /* Removes a name, and its content when no other name refers to it. Refused (-EBUSY) while a
- * sandbox uses the image. */
+ * sandbox uses the image, or a live pin keeps its content and this is its last name. */
 int img_remove(struct img_store *s, const char *name, struct al_error *err);
-/* Removes unnamed, unused content and leftovers of interrupted imports; *freed counts them. */
+/* Keeps digest's content for holder (an absolute path: a record of a sandbox that airlock serve
+ * keeps) under key ([a-z0-9._-], a sandbox's id), until holder is gone: rm of its last name is
+ * refused and gc leaves it while holder exists. Call with the content's lock held (img_open). */
+int img_pin(struct img_store *s, const char *digest, const char *key, const char *holder, struct al_error *err);
+/* The length of ref's NAME part: all of it, or what precedes "@sha256:<hex>" in a reference to a
+ * name's content by digest (which opens that content whatever the name names now). Pure. */
+size_t img_ref_name_len(const char *ref);
+/* Removes unnamed, unused, unpinned content and leftovers of interrupted imports; *freed counts them. */
 int img_gc(struct img_store *s, unsigned *freed, struct al_error *err);
 
 /* The prepared /etc's name beside rootfs/ (a new version when img_etc_own changes, so content

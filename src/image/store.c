@@ -93,7 +93,9 @@ bool img_name_valid(const char *name)
 	    !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
 	      (name[0] >= '0' && name[0] <= '9')))
 		return false;
-	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+-") == n;
+	/* "@sha256:" is left to references (NAME@sha256:<hex>, resolve): no name reads like one. */
+	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:@+-") == n &&
+	       !strstr(name, "@sha256:");
 }
 
 bool img_digest_valid(const char *s)
@@ -101,12 +103,31 @@ bool img_digest_valid(const char *s)
 	return strncmp(s, "sha256:", 7) == 0 && strlen(s) == 71 && strspn(s + 7, "0123456789abcdef") == 64;
 }
 
-/* name ("NAME" or "sha256:<hex>") to the content's hex (65 bytes). */
+/* The digest part of a reference NAME@sha256:<hex> (NAME valid), else NULL. Pure. */
+static const char *ref_digest(const char *ref)
+{
+	const char *at = strstr(ref, "@sha256:");
+	if (!at || !img_digest_valid(at + 1) || (size_t)(at - ref) >= IMG_NAME_MAX)
+		return NULL;
+	char name[IMG_NAME_MAX];
+	snprintf(name, sizeof(name), "%.*s", (int)(at - ref), ref);
+	return img_name_valid(name) ? at + 1 : NULL;
+}
+
+size_t img_ref_name_len(const char *ref)
+{
+	const char *d = ref_digest(ref);
+	return d ? (size_t)(d - 1 - ref) : strlen(ref);
+}
+
+/* name ("NAME", "sha256:<hex>", or the reference NAME@sha256:<hex>: that content, whatever NAME
+ * names now) to the content's hex (65 bytes). */
 static int resolve(struct img_store *s, const char *name, char hex[65], struct al_error *err)
 {
 	char rel[IMG_NAME_MAX + 8], link[128];
-	if (img_digest_valid(name)) {
-		snprintf(hex, 65, "%s", name + 7);
+	const char *dig = ref_digest(name);
+	if (img_digest_valid(name) || dig) {
+		snprintf(hex, 65, "%s", (dig ? dig : name) + 7);
 	} else {
 		if (!img_name_valid(name))
 			return al_err(err, EINVAL, "'%s' is not an image name", name);
@@ -281,6 +302,8 @@ int img_inspect(struct img_store *s, const char *name, char **json, struct al_er
 	return r < 0 ? al_err_sys(err, -r, "image '%s': image.json", name) : 0;
 }
 
+static bool pinned(struct img_store *s, const char *hex, char *holder, size_t size);
+
 static int fill_entry(struct img_store *s, const char *name, struct img_entry *e)
 {
 	char hex[65];
@@ -293,7 +316,8 @@ static int fill_entry(struct img_store *s, const char *name, struct img_entry *e
 	e->bytes = (uint64_t)json_integer_value(json_object_get(j, "bytes"));
 	json_decref(j);
 	int fd = lock_content(s, hex, LOCK_EX);
-	e->in_use = fd == -EBUSY;
+	char holder[PATH_MAX];
+	e->in_use = fd == -EBUSY || pinned(s, hex, holder, sizeof(holder)); /* a kept sandbox's too */
 	if (fd >= 0)
 		close(fd);
 	return 0;
@@ -316,6 +340,68 @@ int img_list(struct img_store *s, int (*fn)(void *ctx, const struct img_entry *e
 	}
 	free(list);
 	return r;
+}
+
+/* ---- pins ---- */
+
+/* pins/<hex>/<key>: the content is kept for a holder outside the store (a sandbox airlock serve
+ * keeps on disk between servers, which holds no lock while no server runs). The file names the
+ * holder's path; a pin whose holder is gone is stale, and removed where it is found. */
+int img_pin(struct img_store *s, const char *digest, const char *key, const char *holder, struct al_error *err)
+{
+	if (!img_digest_valid(digest) || !*key ||
+	    strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789-._") != strlen(key) || key[0] == '.' || strlen(key) > 64)
+		return al_err(err, EINVAL, "bad pin %s/%s", digest, key);
+	char rel[160], tmp[176];
+	snprintf(rel, sizeof(rel), "pins/%s", digest + 7);
+	if ((mkdirat(s->dirfd, "pins", 0755) < 0 && errno != EEXIST) ||
+	    (mkdirat(s->dirfd, rel, 0755) < 0 && errno != EEXIST))
+		return al_err_sys(err, errno, "image store %s: pins", s->path);
+	snprintf(rel, sizeof(rel), "pins/%s/%s", digest + 7, key);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", rel);
+	cleanup_close int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	size_t n = strlen(holder);
+	if (fd < 0 || write(fd, holder, n) != (ssize_t)n || fsync(fd) < 0 ||
+	    renameat(s->dirfd, tmp, s->dirfd, rel) < 0) {
+		int e = errno;
+		(void)unlinkat(s->dirfd, tmp, 0);
+		return al_err_sys(err, e, "image store %s: pin %s", s->path, rel);
+	}
+	return 0;
+}
+
+/* Whether a live pin keeps hex: its holder's path in holder. A holder that cannot be looked at
+ * (another user's state directory) counts as live; a missing one's pin is removed. */
+static bool pinned(struct img_store *s, const char *hex, char *holder, size_t size)
+{
+	char rel[96];
+	snprintf(rel, sizeof(rel), "pins/%s", hex);
+	cleanup_close int pfd = openat(s->dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = pfd < 0 ? NULL : fdopendir(dup(pfd));
+	struct dirent *de;
+	bool live = false;
+	while (d && !live && (de = readdir(d))) {
+		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
+			continue;
+		char path[PATH_MAX] = "";
+		int fd = openat(pfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, path, sizeof(path) - 1);
+		if (fd >= 0)
+			close(fd);
+		path[n > 0 ? n : 0] = 0;
+		struct stat st;
+		if (n > 0 && path[0] == '/' && (stat(path, &st) == 0 || errno != ENOENT)) {
+			live = true;
+			snprintf(holder, size, "%s", path);
+		} else {
+			(void)unlinkat(pfd, de->d_name, 0);
+		}
+	}
+	if (d)
+		closedir(d);
+	if (!live && pfd >= 0)
+		(void)unlinkat(s->dirfd, rel, AT_REMOVEDIR); /* fails while a pin is being written */
+	return live;
 }
 
 /* ---- removal ---- */
@@ -362,6 +448,14 @@ int img_remove(struct img_store *s, const char *name, struct al_error *err)
 	if (lock == -EBUSY)
 		return al_err(err, EBUSY, "image '%s' (sha256:%.12s) is in use by a sandbox: not removed", name, hex);
 	bool by_digest = img_digest_valid(name);
+	/* The last name of content a kept sandbox stands on stays, as Docker keeps an image a stopped
+	 * container uses: the sandbox comes back on it (by digest) when its server starts again. */
+	char holder[PATH_MAX];
+	if (!named(s, hex, by_digest ? NULL : name) && pinned(s, hex, holder, sizeof(holder)))
+		return al_err(err, EBUSY,
+			      "image '%s' (sha256:%.12s) is kept for a sandbox that airlock serve keeps (%s): not "
+			      "removed (destroy that sandbox first)",
+			      name, hex, holder);
 	if (!by_digest) {
 		snprintf(rel, sizeof(rel), "names/%s", name);
 		if (unlinkat(s->dirfd, rel, 0) < 0)
@@ -418,6 +512,12 @@ int img_gc(struct img_store *s, unsigned *freed, struct al_error *err)
 		int lock = lock_content(s, de->d_name, LOCK_EX);
 		if (lock == -EBUSY)
 			continue; /* in use: never removed */
+		char holder[PATH_MAX];
+		if (pinned(s, de->d_name, holder, sizeof(holder))) {
+			if (lock >= 0)
+				close(lock);
+			continue; /* kept for a sandbox airlock serve keeps */
+		}
 		if (drop_content(s, de->d_name) == 0)
 			(*freed)++;
 		if (lock >= 0)
@@ -518,7 +618,7 @@ int img_open(struct img_store *s, const char *name, struct img_ref *ref, struct 
 		return err && err->code ? r : al_err_sys(err, -r, "image '%s'", name);
 	}
 	snprintf(ref->digest, sizeof(ref->digest), "sha256:%s", hex);
-	ref->name = strdup(name);
+	ref->name = strndup(name, img_ref_name_len(name));
 	if (asprintf(&ref->rootfs, "%s/sha256/%s/rootfs", s->path, hex) < 0)
 		ref->rootfs = NULL;
 	if (asprintf(&ref->etc, "%s/sha256/%s/" IMG_ETC_DIR, s->path, hex) < 0)

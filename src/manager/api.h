@@ -358,6 +358,7 @@ struct srv_sandbox_info {
 	char paused_by[SRV_OWNER_MAX + 16]; /* paused: "owner", "approver <name>", "idle_ttl", "lifetime" */
 	bool auto_pause;		    /* create's auto_pause */
 	char image[128];		    /* the image it was made with, "host" without one */
+	char image_digest[72];		    /* the content it stands on ("sha256:<hex>"), "" without one */
 	char network[16];		    /* its posture: "none", "allowlist", "host" */
 	uint64_t ends_unix_ms;		    /* when it ends (its lifetime or server.max_lifetime), 0: never */
 	char *metadata_json;		    /* its labels, a JSON object (malloc'd: srv_sandbox_infos_free) */

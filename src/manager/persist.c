@@ -139,6 +139,16 @@ const char *pst_path(const struct pst *p)
 	return p->path;
 }
 
+int pst_record_path(const struct pst *p, const char *id, bool snapshot, char *buf, size_t len)
+{
+	cleanup_free char *abs = realpath(p->path, NULL); /* --state-dir may be relative */
+	if (!abs)
+		return -errno;
+	int n = snapshot ? snprintf(buf, len, "%s/" PST_SNAPS "/%s.json", abs, id)
+			 : snprintf(buf, len, "%s/%s/" PST_RECORD, abs, id);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 /* An id as the manager makes them: letters and digits only (a name of the directory, never a path). */
 static bool id_ok(const char *id)
 {

@@ -34,6 +34,8 @@ struct pst_box; /* one sandbox's state */
 int pst_open(const char *dir, struct pst **out, struct al_error *err);
 void pst_close(struct pst *p);
 const char *pst_path(const struct pst *p);
+/* The path of a kept sandbox's record (or of a snapshot's), to name it outside the directory. */
+int pst_record_path(const struct pst *p, const char *id, bool snapshot, char *buf, size_t len);
 /* The ids of the sandboxes kept there (a JSON array of strings, yours). */
 int pst_list(struct pst *p, json_t **ids, struct al_error *err);
 

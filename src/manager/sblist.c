@@ -23,6 +23,7 @@ static int info_locked(const struct sbm *m, const struct sbx *s, struct srv_sand
 	snprintf(i->paused_by, sizeof(i->paused_by), "%s", s->paused ? s->paused_by : "");
 	i->auto_pause = s->auto_pause;
 	snprintf(i->image, sizeof(i->image), "%s", s->image[0] ? s->image : "host");
+	snprintf(i->image_digest, sizeof(i->image_digest), "%s", s->image_digest);
 	snprintf(i->network, sizeof(i->network), "%s", pol_net_name(s->net));
 	i->created_unix_ms = sbm_wall_ms(m, s->created_ms);
 	i->used_unix_ms = sbm_wall_ms(m, s->used_ms);

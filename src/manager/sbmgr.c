@@ -127,8 +127,13 @@ struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_
 	/* Until sandboxes survive a restart: one of ours from before it is said to be lost, to its owner
 	 * only (to anyone else it is unknown, as above). */
 	const char *was = m->o.lost ? json_string_value(json_object_get(m->o.lost, id)) : NULL;
+	const json_t *held = json_object_get(m->held_back, id);
+	const char *held_owner = json_string_value(json_object_get(held, "owner"));
 	if (ended)
 		al_err(err, ENOENT, "%s", gone);
+	else if (!s && held_owner && strcmp(held_owner, owner ? owner : "") == 0)
+		al_err(err, ENOENT, "sandbox %s is kept in %s, but this server could not bring it back: %s", id,
+		       pst_path(m->pst), json_string_value(json_object_get(held, "why")));
 	else if (!s && was && strcmp(was, owner ? owner : "") == 0)
 		al_err(err, ENOENT, "sandbox %s was lost when the server restarted (its processes and files are gone)",
 		       id);
@@ -325,6 +330,17 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 	s->pooled = pooled;
 	*out = s;
 	return 0;
+}
+
+const char *sbx_image_ref(const struct sbx *s, char *buf)
+{
+	if (!s->image_digest[0])
+		return s->pool_image;
+	if (!s->image[0] || strcmp(s->image, s->image_digest) == 0)
+		snprintf(buf, SBX_IMAGE_REF, "%s", s->image_digest);
+	else
+		snprintf(buf, SBX_IMAGE_REF, "%s@%s", s->image, s->image_digest);
+	return buf;
 }
 
 int sbx_new(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
@@ -687,6 +703,13 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
 	}
 	snprintf(op->owner, sizeof(op->owner), "%s", req->owner ? req->owner : "");
 	op->profile = req->profile ? strdup(req->profile) : NULL;
+	/* NAME@sha256:<hex> opens that content whatever NAME names: only what the server made itself
+	 * names an image so (sbx_image_ref); a client's would reach content its profile never offered. */
+	if (req->image && strstr(req->image, "@sha256:")) {
+		op_free(op);
+		return al_err(err, EINVAL, "image '%.80s': name an image by its name or by its sha256: digest",
+			      req->image);
+	}
 	op->image = req->image ? strdup(req->image) : NULL;
 	op->hosts = hosts_join(req->allowed_domains, req->n_allowed_domains);
 	if ((req->profile && !op->profile) || (req->image && !op->image) || !op->hosts) {
@@ -926,6 +949,7 @@ void sbm_free(struct sbm *m)
 	pthread_mutex_unlock(&m->mu);
 	mq_clear(&m->execs_of);
 	json_decref(m->snaps); /* their layers stay on disk with their records */
+	json_decref(m->held_back);
 	pthread_mutex_destroy(&m->snap_mu);
 	pst_close(m->pst);
 	pthread_mutex_destroy(&m->mu);

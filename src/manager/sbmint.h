@@ -142,6 +142,9 @@ struct sbm {
 	 * making holds throughout (its quota checked and its record saved as one step). */
 	pthread_mutex_t snap_mu;
 	json_t *snaps;
+	/* Kept sandboxes this server could not bring back (sbpersist.c): id → {owner, why}, written
+	 * before the server serves, then only read. */
+	json_t *held_back;
 };
 
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
@@ -236,6 +239,11 @@ int sbx_new_layered(struct sbm *m, const char *profile, const char *image, bool 
 /* Has the housekeeper make a sandbox, and waits for it. */
 int sbx_new(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
 	    const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err);
+/* The image s stands on, as what makes it again is to name it: NAME@sha256:<hex> (that content,
+ * whatever NAME names later: a sandbox brought back, a fork, a snapshot's), the digest alone, or
+ * NULL without an image. buf: SBX_IMAGE_REF bytes. */
+#define SBX_IMAGE_REF 208
+const char *sbx_image_ref(const struct sbx *s, char *buf);
 /* Puts s on the table (the table's reference), within server.max_sandboxes and the owner's quota. */
 int sbx_list(struct sbm *m, struct sbx *s, struct al_error *err);
 /* Under m->mu: owner's listed sandboxes; the per-principal sandbox quota. */
@@ -420,6 +428,10 @@ int sbp_open(struct sbm *m, const char *dir, struct al_error *err);
 /* A client's new sandbox kept from now on (before it is listed): 0, or the state directory's
  * refusal (no room, read-only), and then the sandbox must not be made. */
 int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err);
+/* The image store keeps digest's content while the record of id (a kept sandbox's, or a
+ * snapshot's) exists: an `airlock image rm` while no server runs cannot take the tree it comes
+ * back on. A failure is said on stderr. */
+void sbp_pin_image(struct sbm *m, const char *id, const char *digest, bool snapshot);
 /* Its record written again (its lifetime changed). */
 void sbp_save(struct sbm *m, struct sbx *s);
 /* After a cell or a context call: the record again if the sandbox's contexts were made or deleted,

@@ -11,6 +11,7 @@
 #include "manager/sbmint.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "manager/context.h"
 #include "manager/persist.h"
 #include "manager/wsmirror.h"
+#include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -54,16 +56,17 @@ static json_t *record_of(struct sbm *m, struct sbx *s, uint64_t stopped_unix_ms)
 		pause = NULL;
 	}
 	json_t *meta = json_loads(s->meta_json ? s->meta_json : "{}", 0, NULL);
-	json_t *rec =
-		json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:o,s:I,s:I,s:I,s:I}",
-			  "version", 1, "id", s->id, "owner", s->owner, "profile", s->profile, "image", s->pool_image,
-			  "network", s->network, "hosts", s->net_hosts ? s->net_hosts : "", "limits", "memory_bytes",
-			  (json_int_t)s->lim.memory_bytes, "milli_cpus", (json_int_t)s->lim.milli_cpus, "pids",
-			  (json_int_t)s->lim.pids, "disk_bytes", (json_int_t)s->lim.disk_bytes, "timeout_ms",
-			  (json_int_t)s->lim.timeout_ms, "disk_limit", (json_int_t)s->disk_bytes, "metadata",
-			  meta ? meta : json_object(), "contexts", ctxs ? ctxs : json_array(), "created_unix_ms",
-			  (json_int_t)sbm_wall_ms(m, s->created_ms), "ends_unix_ms", (json_int_t)ends, "lifetime_ms",
-			  (json_int_t)lifetime, "stopped_unix_ms", (json_int_t)stopped_unix_ms);
+	char ref[SBX_IMAGE_REF];
+	json_t *rec = json_pack("{s:i,s:s,s:s,s:s,s:s?,s:b,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:o,s:o,s:I,s:I,s:I,s:I}",
+				"version", 1, "id", s->id, "owner", s->owner, "profile", s->profile, "image",
+				sbx_image_ref(s, ref), "network", s->network, "hosts", s->net_hosts ? s->net_hosts : "",
+				"limits", "memory_bytes", (json_int_t)s->lim.memory_bytes, "milli_cpus",
+				(json_int_t)s->lim.milli_cpus, "pids", (json_int_t)s->lim.pids, "disk_bytes",
+				(json_int_t)s->lim.disk_bytes, "timeout_ms", (json_int_t)s->lim.timeout_ms,
+				"disk_limit", (json_int_t)s->disk_bytes, "metadata", meta ? meta : json_object(),
+				"contexts", ctxs ? ctxs : json_array(), "created_unix_ms",
+				(json_int_t)sbm_wall_ms(m, s->created_ms), "ends_unix_ms", (json_int_t)ends,
+				"lifetime_ms", (json_int_t)lifetime, "stopped_unix_ms", (json_int_t)stopped_unix_ms);
 	if (rec && (!pause || json_object_update(rec, pause) < 0)) {
 		json_decref(rec);
 		rec = NULL;
@@ -79,6 +82,19 @@ static void save(struct sbm *m, struct sbx *s, uint64_t stopped)
 	if (!rec || pst_box_save(s->box, rec, &err) < 0)
 		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, rec ? err.msg : "out of memory");
 	json_decref(rec);
+}
+
+void sbp_pin_image(struct sbm *m, const char *id, const char *digest, bool snapshot)
+{
+	char holder[PATH_MAX];
+	struct al_error err = {0};
+	if (!m->pst || !digest || !*digest)
+		return;
+	int r = pst_record_path(m->pst, id, snapshot, holder, sizeof(holder));
+	r = r < 0 ? al_err(&err, -r, "a path too long") : pol_image_pin(digest, id, holder, &err);
+	if (r < 0) /* said, not fatal: only a removal of the image while no server runs is not stopped */
+		fprintf(stderr, "airlock serve: %s: the image store does not keep its image %s for it: %s\n", id,
+			digest, err.msg);
 }
 
 int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err)
@@ -102,6 +118,8 @@ int sbp_keep(struct sbm *m, struct sbx *s, struct al_error *err)
 	if (r < 0) {
 		pst_box_close(b, true);
 		s->box = NULL;
+	} else {
+		sbp_pin_image(m, s->id, s->image_digest, false);
 	}
 	return r;
 }
@@ -335,12 +353,19 @@ static void bring_back(struct sbm *m, const char *id)
 		/* Nothing is lost: its state stays on disk for a server that can make it. */
 		fprintf(stderr, "airlock serve: sandbox %s could not be brought back (its state stays in %s): %s\n", id,
 			pst_path(m->pst), err.msg);
+		/* Its owner is told why on each call that names it, rather than that it is unknown. */
+		if (!m->held_back)
+			m->held_back = json_object();
+		const char *owner = json_string_value(json_object_get(rec, "owner"));
+		if (m->held_back && owner)
+			json_object_set_new(m->held_back, id, json_pack("{s:s,s:s}", "owner", owner, "why", err.msg));
 		if (s)
 			s->box = NULL; /* b is closed below, kept on disk */
 		sbx_free(s);
 		pst_box_close(b, false);
 	} else if (s) {
 		save(m, s, 0); /* from now on a crash counts from here */
+		sbp_pin_image(m, s->id, s->image_digest, false);
 	}
 	json_decref(rec);
 }

@@ -129,12 +129,14 @@ static json_t *record_of(struct sbm *m, const struct srv_op *op, const struct sb
 			 const struct wsm_stats *st)
 {
 	json_t *meta = json_loads(op->meta_json ? op->meta_json : "{}", 0, NULL);
+	char ref[SBX_IMAGE_REF];
+	const char *image = sbx_image_ref(s, ref);
 	return json_pack("{s:i,s:s,s:o,s:s,s:s,s:I,s:I,s:I,s:s,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:O}", "version",
 			 SNAP_VERSION, "id", id, "name", op->snap_name ? json_string(op->snap_name) : json_null(),
 			 "owner", op->owner, "sandbox_id", s->id, "created_unix_ms",
 			 (json_int_t)sbm_wall_ms(m, sbm_now_ms()), "bytes", (json_int_t)st->stored, "entries",
 			 (json_int_t)st->entries, "profile", s->profile, "image",
-			 s->pool_image ? json_string(s->pool_image) : json_null(), "limits", "memory_bytes",
+			 image ? json_string(image) : json_null(), "limits", "memory_bytes",
 			 (json_int_t)s->lim.memory_bytes, "milli_cpus", (json_int_t)s->lim.milli_cpus, "pids",
 			 (json_int_t)s->lim.pids, "disk_bytes", (json_int_t)s->lim.disk_bytes, "timeout_ms",
 			 (json_int_t)s->lim.timeout_ms, "metadata", meta ? meta : json_object(), "layers", layers);
@@ -182,6 +184,8 @@ static int make_locked(struct sbm *m, struct srv_op *op, struct sbx *s, json_t *
 		r = al_err(err, ENOMEM, "out of memory");
 	/* On disk before it is listed or answered: a snapshot its owner was told of outlives any crash. */
 	r = r ?: pst_snap_save(m->pst, id, o, err);
+	if (r == 0)
+		sbp_pin_image(m, id, s->image_digest, true);
 	if (r == 0 && json_object_set(m->snaps, id, o) < 0) {
 		(void)pst_snap_remove(m->pst, id, NULL);
 		r = al_err(err, ENOMEM, "out of memory");

@@ -82,6 +82,15 @@ int al_policy_set_image(struct al_policy *p, const char *name, struct al_error *
 	return 0;
 }
 
+int pol_image_pin(const char *digest, const char *key, const char *holder, struct al_error *err)
+{
+	struct img_store s;
+	int r = img_store_open(&s, NULL, false, err);
+	r = r ?: img_pin(&s, digest, key, holder, err);
+	img_store_close(&s);
+	return r;
+}
+
 void pol_free_image(struct al_policy *p)
 {
 	if (!p->image)

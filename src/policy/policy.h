@@ -163,5 +163,7 @@ const char *pol_rootfs(const struct al_policy *p);
 int pol_set_root(struct al_policy *p, const char *dir, bool image, struct al_error *err);
 /* Releases the policy's image (its lock too). */
 void pol_free_image(struct al_policy *p);
+/* Keeps an image's content in the default store for holder, a kept sandbox's record (img_pin). */
+int pol_image_pin(const char *digest, const char *key, const char *holder, struct al_error *err);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -44,6 +45,17 @@ static void test_digests(void **state)
 	assert_false(img_digest_valid(d));
 	assert_false(img_digest_valid("sha256:abc"));
 	assert_false(img_digest_valid("sha512:aaaa"));
+	/* NAME@sha256:<hex>: a reference (the server's), never a name; its NAME part. */
+	char ref[96];
+	d[8] = 'a';
+	snprintf(ref, sizeof(ref), "bb@%s", d);
+	assert_false(img_name_valid(ref));
+	assert_int_equal(img_ref_name_len(ref), 2);
+	assert_int_equal(img_ref_name_len("bb"), 2);
+	assert_int_equal(img_ref_name_len(d), strlen(d));
+	assert_int_equal(img_ref_name_len("a@sha256:abc"), strlen("a@sha256:abc")); /* no digest: no reference */
+	snprintf(ref, sizeof(ref), "-x@%s", d);
+	assert_int_equal(img_ref_name_len(ref), strlen(ref)); /* no name before it: no reference */
 }
 
 static void expect_member(const char *name, int want)
@@ -121,6 +133,14 @@ static void test_profile_images(void **state)
 	assert_int_equal(cfg_profile_image_allowed(&pr, "base", &err), 0);
 	assert_int_equal(cfg_profile_image_allowed(&pr, "py", &err), 0);
 	assert_int_equal(cfg_profile_image_allowed(&pr, "other", &err), -EPERM);
+	/* A reference by digest is allowed by its name alone (only the server makes one). */
+	char ref[96] = "py@sha256:";
+	memset(ref + 10, 'b', 64);
+	ref[74] = 0;
+	assert_int_equal(cfg_profile_image_allowed(&pr, ref, &err), 0);
+	ref[0] = 'q';
+	assert_int_equal(cfg_profile_image_allowed(&pr, ref, &err), -EPERM);
+	assert_int_equal(cfg_profile_image_allowed(&pr, "py@", &err), -EPERM);
 	assert_non_null(strstr(err.msg, "does not offer"));
 	struct cfg_profile none = {.name = "n"};
 	assert_int_equal(cfg_profile_image_allowed(&none, "bb", &err), -EPERM);
