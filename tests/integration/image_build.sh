@@ -75,6 +75,25 @@ al_run run --image pd -- stat -L -c '%u:%g' /usr/bin/python3
 al_assert_eq "$AL_OUT" "0:0" "inside, root's files are the sandbox's root's"
 al_pass "a Debian environment built with mmdebstrap runs what the host lacks"
 
+# Parity on the built image (tests/integration/parity.sh does it on the host's tree): what the
+# image's python loads bare — bubblewrap over the image's own tree with its own /etc, a /proc, /dev
+# and /tmp, nothing of airlock's, as the sandbox user 1000 — loads inside a sandbox on the image.
+mkdir -p "$work/parity"
+install -m 0644 "$AL_SRC/tests/parity/loads.sh" "$work/parity/loads.sh"
+bare=$(bwrap --ro-bind "$rootfs" / --proc /proc --dev /dev --tmpfs /tmp --ro-bind "$work/parity" /tmp/parity \
+	--unshare-all --uid 1000 --gid 1000 --die-with-parent --clearenv --setenv HOME /tmp \
+	--setenv TMPDIR /tmp --setenv PATH /usr/bin:/bin bash /tmp/parity/loads.sh python) ||
+	al_fail "loads.sh python fails bare in the image's tree"
+n=$(printf '%s\n' "$bare" | grep -c .)
+printf '%s\n' "$bare" | grep -qx pandas || al_fail "pandas does not load bare in the image's tree: the lister is broken"
+al_run run --cpus 2 --time 120s --memory 1G --image pd --ro "$work/parity:/parity" -- bash /parity/loads.sh python
+al_assert_rc 0
+missing=$(comm -23 <(printf '%s\n' "$bare") <(printf '%s\n' "$AL_OUT") | tr '\n' ' ')
+extra=$(comm -13 <(printf '%s\n' "$bare") <(printf '%s\n' "$AL_OUT") | tr '\n' ' ')
+[ -z "${missing// /}" ] || al_fail "on the built image, python loads bare but not inside: $missing"
+[ -z "${extra// /}" ] || al_fail "on the built image, python loads inside but not bare: $extra"
+al_pass "on the built image, the $n modules its python loads bare load inside"
+
 # Reproducible: the same recipe against the same archive gives the same tarball, so the same digest.
 al_run image build --recipe "$work/recipe.yaml"
 al_assert_rc 0
