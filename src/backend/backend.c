@@ -27,6 +27,27 @@ static bool known(enum al_backend b)
 	return (unsigned)b < AL_ARRAY_SIZE(backends) && backends[b].caps;
 }
 
+void be_cleanup_stale(const struct al_policy *p, bool killed)
+{
+	void (*done[AL_ARRAY_SIZE(backends)])(void);
+	size_t n = 0;
+	for (size_t b = 0; b < AL_ARRAY_SIZE(backends); b++) {
+		void (*fn)(void) = backends[b].caps->cleanup_stale;
+		bool seen = false;
+		for (size_t i = 0; i < n; i++)
+			seen = seen || done[i] == fn;
+		if (!fn || seen || !(killed || !p || p->backend == (enum al_backend)b))
+			continue;
+		done[n++] = fn;
+		fn();
+	}
+}
+
+const struct be_caps *be_caps_of(enum al_backend b)
+{
+	return known(b) ? backends[b].caps : &be_none_caps;
+}
+
 const char *al_backend_name(enum al_backend b)
 {
 	return known(b) ? backends[b].caps->name : "?";

@@ -74,6 +74,11 @@ be_spawn_fn be_attach_spawn;
 
 /* Removes bundle directories of supervisors that are gone (backend/oci/ocistale.c). */
 void be_oci_cleanup_stale(void);
+/* After the stale cgroups' sweep (killed: it killed something): each backend's cleanup_stale hook,
+ * once per hook, for p's backend (NULL: every backend), and for all when killed — the sweep that
+ * killed a dead job's cgroup killed its monitor with it, maybe before the monitor removed what it
+ * made, and no later start of that backend may come to remove it. */
+void be_cleanup_stale(const struct al_policy *p, bool killed);
 
 /* What an exec needs of its held sandbox (kept by supervisor/sandbox.c, passed down in be_io). */
 /* A spare payload of a held sandbox, waiting for its exec request (backend/native/hold.c). */

@@ -207,12 +207,11 @@ static const struct {
 
 void be_host_lacks(host_lacks_table *out)
 {
-	static const struct be_caps *const caps[HOST_LAYERS__COUNT] = {[HOST_LAYERS_NATIVE] = &be_native_caps,
-								       [HOST_LAYERS_BWRAP] = &be_bwrap_caps,
-								       [HOST_LAYERS_GVISOR] = &be_gvisor_caps,
-								       [HOST_LAYERS_OCI] = &be_oci_caps};
 	memset(out, 0, sizeof(*out));
-	for (int b = 0; b < HOST_LAYERS__COUNT; b++)
+	for (int b = 0; b < HOST_LAYERS_BACKENDS; b++) {
+		const struct be_caps *caps = be_caps_of(b);
+		(*out)[b].name = caps->name;
 		for (size_t i = 0; i < AL_ARRAY_SIZE(by_need); i++)
-			(*out)[b][by_need[i].layer] = caps[b]->lacks[by_need[i].need] != NULL;
+			(*out)[b].lacks[by_need[i].layer] = caps->lacks[by_need[i].need] != NULL;
+	}
 }

@@ -11,7 +11,7 @@
  * fills a struct be_applied (what it actually made: namespaces, id map, filter, ruleset, its
  * runtime) and be_enforced_json writes the verdict's "enforced" object from the plan and that
  * record, so the keys, the network facts and their names are written in one place. A new backend
- * is a spawn function, a capability table and a row in backend.c's table. */
+ * is a spawn function, a capability table (with its name and stale-cleanup hook) and a row in backend.c's table. */
 #ifndef AL_BACKEND_CAPABILITY_H
 #define AL_BACKEND_CAPABILITY_H
 
@@ -36,6 +36,9 @@ struct be_caps {
 	/* It makes the job's planned cgroup (be_io.cg, cg_make) itself, once it has started its
 	 * process where the cgroup is moved into (v1): else be_spawn makes it before the spawn. */
 	bool makes_cgroup;
+	/* Removes what a dead supervisor's jobs of this backend left outside their cgroups (an OCI
+	 * runtime's bundles and state): NULL when nothing can be left. be_cleanup_stale calls it. */
+	void (*cleanup_stale)(void);
 };
 
 /* Reasons more than one backend gives. */
@@ -63,6 +66,8 @@ int be_refuse(const struct be_caps *caps, const struct al_policy *p, const struc
 /* What `airlock check` tells of each backend: the host layers its table says it lacks, whatever
  * the host offers (host_backend_layers' lacks). */
 void be_host_lacks(host_lacks_table *out);
+/* Backend b's capability table (backend.c's row; the none backend's for an unknown b). */
+const struct be_caps *be_caps_of(enum al_backend b);
 
 /* The seccomp options of a plan: with a network namespace of the job's (or the host's), or with
  * none at all (the fallback). */

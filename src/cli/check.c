@@ -192,17 +192,17 @@ static void check_layers(struct check_table *t, const struct al_host_report *r)
 {
 	host_lacks_table lacks;
 	be_host_lacks(&lacks);
-	for (int b = 0; b < HOST_LAYERS__COUNT; b++) {
+	for (int b = 0; b < HOST_LAYERS_BACKENDS; b++) {
 		struct host_layers l;
-		host_backend_layers(r, b, lacks[b], &l);
+		host_backend_layers(r, b, lacks[b].lacks, &l);
 		char feature[40], can[300] = "", cannot[300] = "";
 		for (int k = 0; k < HOST_LAYER__COUNT; k++) {
 			char *list = l.has[k] ? can : cannot;
 			size_t len = strlen(list);
 			snprintf(list + len, sizeof(can) - len, "%s%s", len ? " " : "", host_layer_name(k));
 		}
-		snprintf(feature, sizeof(feature), "%s can enforce", host_layers_backend_name(b));
-		bool bwrap = b == HOST_LAYERS_BWRAP;
+		snprintf(feature, sizeof(feature), "%s can enforce", lacks[b].name);
+		bool bwrap = b == AL_BACKEND_BWRAP;
 		if (!l.available)
 			check_add(t, feature, "no", "%s", l.why);
 		else

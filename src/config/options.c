@@ -245,13 +245,16 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 			      "--net: unknown posture '%s' (expected none, loopback, allow=HOST,... or host)", value);
 	}
 	if (id == OPT_BACKEND) {
-		static const enum al_backend all[] = {AL_BACKEND_NATIVE, AL_BACKEND_BWRAP, AL_BACKEND_GVISOR,
-						      AL_BACKEND_OCI};
-		for (size_t i = 0; i < AL_ARRAY_SIZE(all); i++)
-			if (strcmp(value, al_backend_name(all[i])) == 0)
-				return al_policy_set_backend(p, all[i], err);
-		return al_err(err, EINVAL, "--backend: unknown backend '%s' (expected native, bwrap, gvisor or oci)",
-			      value);
+		/* Every backend that confines, by the name its capability table gives (none is a
+		 * profile's choice, never a flag's). */
+		char names[64] = "";
+		for (enum al_backend b = 0; b < AL_BACKEND_NONE; b++) {
+			if (strcmp(value, al_backend_name(b)) == 0)
+				return al_policy_set_backend(p, b, err);
+			size_t len = strlen(names);
+			snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "", al_backend_name(b));
+		}
+		return al_err(err, EINVAL, "--backend: unknown backend '%s' (expected %s)", value, names);
 	}
 	if (id == OPT_SECCOMP) {
 		static const char *const names[] = {

@@ -35,15 +35,6 @@ const char *host_layer_name(enum host_layer l)
 	return (unsigned)l < HOST_LAYER__COUNT ? layer_names[l] : "?";
 }
 
-const char *host_layers_backend_name(enum host_layers_backend b)
-{
-	static const char *const names[HOST_LAYERS__COUNT] = {[HOST_LAYERS_NATIVE] = "native",
-							      [HOST_LAYERS_BWRAP] = "bwrap",
-							      [HOST_LAYERS_GVISOR] = "gvisor",
-							      [HOST_LAYERS_OCI] = "oci"};
-	return (unsigned)b < HOST_LAYERS__COUNT ? names[b] : "?";
-}
-
 /* The namespaces both backends make, as the probe found them. */
 static void namespaces(const struct al_host_report *r, struct host_layers *out)
 {
@@ -67,16 +58,16 @@ static bool runtime_at(const struct al_host_report *r, enum host_backend b, cons
 }
 
 /* Whether the backend runs here at all, and if not why. */
-static void availability(const struct al_host_report *r, enum host_layers_backend b, struct host_layers *out)
+static void availability(const struct al_host_report *r, enum al_backend b, struct host_layers *out)
 {
 	const char *why = "user namespaces are unavailable";
-	if (b == HOST_LAYERS_OCI) {
+	if (b == AL_BACKEND_OCI) {
 		/* crun runs in a user namespace of airlock's (ordinary user) or as root, and makes
 		 * a user namespace for the container: what the native backend needs. */
 		out->available = runtime_at(r, HOST_BACKEND_CRUN, "/usr/bin/crun") && r->ns[HOST_NS_USER].ok;
 		if (!runtime_at(r, HOST_BACKEND_CRUN, "/usr/bin/crun"))
 			why = "/usr/bin/crun is missing";
-	} else if (b == HOST_LAYERS_GVISOR) {
+	} else if (b == AL_BACKEND_GVISOR) {
 		/* runsc 20221219 starts its gofer only as root here: rootless runsc (and runsc in a
 		 * user namespace of airlock's) fails with "fork/exec /proc/self/exe: invalid argument". */
 		out->available =
@@ -86,7 +77,7 @@ static void availability(const struct al_host_report *r, enum host_layers_backen
 		else if (r->euid != 0)
 			why = "runsc needs root here (its gofer cannot start as an ordinary user or in a user "
 			      "namespace)";
-	} else if (b == HOST_LAYERS_BWRAP) {
+	} else if (b == AL_BACKEND_BWRAP) {
 		/* bwrap runs unprivileged even for root (as id_base+1000), so it needs what an
 		 * ordinary user needs. */
 		out->available = r->bwrap_version[0] && r->userns.unprivileged.ok;
@@ -98,11 +89,11 @@ static void availability(const struct al_host_report *r, enum host_layers_backen
 	snprintf(out->why, sizeof(out->why), "%s", why);
 }
 
-void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b,
-			 const bool lacks[HOST_LAYER__COUNT], struct host_layers *out)
+void host_backend_layers(const struct al_host_report *r, enum al_backend b, const bool lacks[HOST_LAYER__COUNT],
+			 struct host_layers *out)
 {
 	memset(out, 0, sizeof(*out));
-	if ((unsigned)b >= HOST_LAYERS__COUNT)
+	if ((unsigned)b >= HOST_LAYERS_BACKENDS)
 		return;
 	availability(r, b, out);
 	namespaces(r, out);
@@ -111,7 +102,7 @@ void host_backend_layers(const struct al_host_report *r, enum host_layers_backen
 		cg = cg || r->cg.use[c] != HOST_CG_NONE;
 	/* gVisor's kernel enforces the profile itself (runsc --oci-seccomp, linux.seccomp rules);
 	 * the others load airlock's filter into the host kernel (crun: run.oci.seccomp_bpf_data). */
-	out->has[HOST_LAYER_SECCOMP] = on && (b == HOST_LAYERS_GVISOR || r->seccomp.filter);
+	out->has[HOST_LAYER_SECCOMP] = on && (b == AL_BACKEND_GVISOR || r->seccomp.filter);
 	out->has[HOST_LAYER_CGROUP_LIMITS] = on && cg; /* the supervisor's job cgroup, whatever the backend */
 	/* ... whose pids controller bounds the payload's processes where they are host processes
 	 * (gVisor's are its Sentry's: its table lacks PN_PIDS) */

@@ -209,14 +209,15 @@ static json_t *host_backends_json(const struct al_host_report *r)
 }
 
 /* {"native": {"available": b, "userns": b, ...}, "bwrap": {..., "path": s, "version": s}} */
+/* lacks: the backend layer's words, which name the backends (so the host layer never does). */
 static json_t *host_layers_json(const struct al_host_report *r, const host_lacks_table *lacks)
 {
 	json_t *o = json_object();
-	for (int b = 0; o && b < HOST_LAYERS__COUNT; b++) {
+	for (int b = 0; o && b < HOST_LAYERS_BACKENDS; b++) {
 		struct host_layers l;
-		host_backend_layers(r, b, lacks ? (*lacks)[b] : NULL, &l);
+		host_backend_layers(r, b, (*lacks)[b].lacks, &l);
 		json_t *e = json_pack("{s:b}", "available", l.available);
-		if (e && b == HOST_LAYERS_BWRAP &&
+		if (e && b == AL_BACKEND_BWRAP &&
 		    (json_object_set_new(e, "path", host_str_or_null(r->bwrap_version[0] ? "/usr/bin/bwrap" : NULL)) <
 			     0 ||
 		     json_object_set_new(e, "version", host_str_or_null(r->bwrap_version)) < 0)) {
@@ -228,7 +229,7 @@ static json_t *host_layers_json(const struct al_host_report *r, const host_lacks
 				json_decref(e);
 				e = NULL;
 			}
-		if (!e || json_object_set_new(o, host_layers_backend_name(b), e) < 0) {
+		if (!e || json_object_set_new(o, (*lacks)[b].name, e) < 0) {
 			json_decref(o);
 			return NULL;
 		}
@@ -251,7 +252,7 @@ static json_t *host_report_json(const struct al_host_report *r, const host_lacks
 			 r->kernel, "euid", (json_int_t)r->euid, "user_namespaces", host_userns_json(&r->userns),
 			 "namespaces", host_ns_json(r), "landlock", landlock, "seccomp", host_seccomp_json(&r->seccomp),
 			 "cgroup", host_cg_json(r), "overlayfs", overlay, "kvm", kvm, "backends", host_backends_json(r),
-			 "backend_layers", host_layers_json(r, lacks));
+			 "backend_layers", lacks ? host_layers_json(r, lacks) : json_null());
 }
 
 int host_report_to_json(const struct al_host_report *r, const host_lacks_table *lacks, char **out)

@@ -240,14 +240,8 @@ enum host_layer {
 };
 const char *host_layer_name(enum host_layer l);
 
-enum host_layers_backend {
-	HOST_LAYERS_NATIVE,
-	HOST_LAYERS_BWRAP,
-	HOST_LAYERS_GVISOR, /* runsc (backend/gvisor) */
-	HOST_LAYERS_OCI,    /* crun (backend/oci) */
-	HOST_LAYERS__COUNT,
-};
-const char *host_layers_backend_name(enum host_layers_backend b);
+/* The backends that make layers: enum al_backend's, each before AL_BACKEND_NONE (which makes none). */
+#define HOST_LAYERS_BACKENDS AL_BACKEND_NONE
 
 struct host_layers {
 	bool available; /* the backend can start a job here at all */
@@ -258,10 +252,15 @@ struct host_layers {
 /* Pure: what backend b can enforce on the host the report describes, but the layers it lacks
  * whatever the host offers (lacks, NULL for none: its capability table's word, which the backend
  * layer above gives, be_host_lacks). */
-void host_backend_layers(const struct al_host_report *r, enum host_layers_backend b,
-			 const bool lacks[HOST_LAYER__COUNT], struct host_layers *out);
-/* Each backend's lacks, as host_backend_layers takes them. */
-typedef bool host_lacks_table[HOST_LAYERS__COUNT][HOST_LAYER__COUNT];
+void host_backend_layers(const struct al_host_report *r, enum al_backend b, const bool lacks[HOST_LAYER__COUNT],
+			 struct host_layers *out);
+/* What the backend layer says of each backend (be_host_lacks, from the capability tables): its
+ * name, and its lacks as host_backend_layers takes them. */
+struct host_backend_caps {
+	const char *name;
+	bool lacks[HOST_LAYER__COUNT];
+};
+typedef struct host_backend_caps host_lacks_table[HOST_LAYERS_BACKENDS];
 /* Runs /usr/bin/bwrap --version in a child; "" when it is missing or does not run. */
 void host_probe_bwrap(char *version, size_t size);
 

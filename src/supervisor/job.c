@@ -651,13 +651,8 @@ int al_job_pid(struct al_job *j, pid_t *pid)
 
 void al_cleanup_stale(const struct al_policy *p)
 {
-	unsigned killed = cg_cleanup_stale();
-	enum al_backend b = p ? al_policy_get_backend(p) : AL_BACKEND_OCI;
-	/* After the cgroups: a dead supervisor's monitor is gone by now. Whatever this job's backend:
-	 * the sweep that just killed a dead oci job's cgroup killed its monitor with it, maybe before
-	 * the monitor removed its bundle directory, and no other start may come to remove it. */
-	if (killed || b == AL_BACKEND_OCI || b == AL_BACKEND_GVISOR)
-		be_oci_cleanup_stale();
+	/* After the cgroups: a dead supervisor's monitor is gone by now. */
+	be_cleanup_stale(p, cg_cleanup_stale() != 0);
 }
 
 void al_job_free(struct al_job *j)

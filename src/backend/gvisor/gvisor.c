@@ -32,6 +32,7 @@ static int runsc_argv(char ***argv, const struct al_policy *p, const char *state
 // NOLINTBEGIN(bugprone-suspicious-missing-comma): each reason is one sentence split over lines
 const struct be_caps be_gvisor_caps = {
 	.name = "gvisor",
+	.cleanup_stale = be_oci_cleanup_stale, /* runsc's bundles are the OCI backend's */
 	.isolation = true,
 	.lacks =
 		{

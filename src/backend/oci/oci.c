@@ -28,6 +28,7 @@ static int crun_argv(char ***argv, const struct al_policy *p, const char *state,
 // NOLINTBEGIN(bugprone-suspicious-missing-comma): each reason is one sentence split over lines
 const struct be_caps be_oci_caps = {
 	.name = "oci",
+	.cleanup_stale = be_oci_cleanup_stale,
 	.isolation = true,
 	.kernel_cgroupns = true,
 	.kernel_landlock = true,
