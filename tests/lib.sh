@@ -980,6 +980,17 @@ al_serve_start() {
 	al_serve_auth "$d/serve.token"
 }
 
+# al_serve_stop SIGNAL: sends it to the server al_serve_start started and waits (10 s) until it
+# has ended, its sandboxes' processes with it; fails if it has not.
+al_serve_stop() {
+	kill "-$1" "$AL_SERVE_PID" 2>/dev/null || true
+	for _ in $(seq 100); do
+		kill -0 "$AL_SERVE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	! kill -0 "$AL_SERVE_PID" 2>/dev/null || al_fail "airlock serve did not end after SIG$1"
+}
+
 # ---------------------------------------------------------------- entry
 
 # shellcheck disable=SC2031

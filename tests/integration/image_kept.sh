@@ -31,14 +31,7 @@ start() {
 	al_serve_start "$dir" --config "$confdir/kept.yaml" --audit "$dir/audit.jsonl" --state-dir "$state"
 	url=$AL_SERVE_URL
 }
-stop() {
-	kill -TERM "$AL_SERVE_PID" 2>/dev/null || true
-	for _ in $(seq 100); do
-		kill -0 "$AL_SERVE_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	! kill -0 "$AL_SERVE_PID" 2>/dev/null || al_fail "airlock serve did not end after SIGTERM"
-}
+stop() { al_serve_stop TERM; }
 api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
 	local method=$1 path=$2
 	shift 2
