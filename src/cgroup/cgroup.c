@@ -33,7 +33,7 @@
 struct cg_hier {
 	int version;	       /* 1 or 2 */
 	unsigned ctrls;	       /* CG_BIT(enum host_cg_ctrl) of the controllers used through it */
-	int parent_fd;	       /* the directory holding the job cgroup (O_PATH) */
+	int parent_fd;	       /* the directory holding the job cgroup (O_PATH), until it is made */
 	int fd;		       /* the job cgroup (O_PATH | O_DIRECTORY) */
 	char path[PATH_MAX];   /* the job cgroup, for messages and cg_job_path */
 	char v1_ctrls[64];     /* v1: the hierarchy's controllers (host_cg_hier.ctrls), for cg_view_plan */
@@ -233,6 +233,12 @@ static struct cg_job *cg_job_new(void)
 	return cg;
 }
 
+/* A new O_PATH descriptor of the cgroup directory holding dirfd's, or -1. */
+static int cg_parent_of(int dirfd)
+{
+	return dirfd < 0 ? -1 : openat(dirfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 /* Records the job directory under parent_fd (taken over); cg_make_dir makes it. */
 static int cg_add_hier(struct cg_job *cg, int version, unsigned ctrls, int parent_fd, const char *parent,
 		       struct al_error *err)
@@ -262,6 +268,10 @@ static int cg_make_dir(const struct cg_job *cg, struct cg_hier *h, struct al_err
 		unlinkat(h->parent_fd, cg->name, AT_REMOVEDIR);
 		return al_err_sys(err, e, "cgroup: open %s", h->path);
 	}
+	/* Reached through ".." from here on (cg_hier_parent_open): a held sandbox keeps one
+	 * descriptor less per hierarchy, and a server's descriptors bound how many it holds. */
+	close(h->parent_fd);
+	h->parent_fd = -1;
 	return 0;
 }
 
@@ -757,10 +767,11 @@ void cg_destroy(struct cg_job *cg)
 			 * refuses is killed. A finished job's cgroups are empty already (its init's exit
 			 * ended every process of its pid namespace): no read of cgroup.procs then, on
 			 * the way to the verdict. Give a dying task up to 1 s. */
+			cleanup_close int parent = h->parent_fd >= 0 ? dup(h->parent_fd) : cg_parent_of(h->fd);
 			for (;;) {
 				if (h->version == 2) /* cg_create_child's leaf, if it made one */
 					(void)unlinkat(h->fd, CG_V2_HELD, AT_REMOVEDIR);
-				if (unlinkat(h->parent_fd, cg->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+				if (unlinkat(parent, cg->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
 					break;
 				if (errno != EBUSY)
 					break;
@@ -798,9 +809,10 @@ unsigned cg_hier_ctrls(const struct cg_job *cg, int i)
 	return cg->h[i].ctrls;
 }
 
-int cg_hier_parent_fd(const struct cg_job *cg, int i)
+int cg_hier_parent_open(const struct cg_job *cg, int i)
 {
-	return cg->h[i].parent_fd;
+	const struct cg_hier *h = &cg->h[i];
+	return h->parent_fd >= 0 ? fcntl(h->parent_fd, F_DUPFD_CLOEXEC, 0) : cg_parent_of(h->fd);
 }
 
 const char *cg_name(const struct cg_job *cg)

@@ -248,7 +248,9 @@ int cg_kill_once(int dirfd);
 int cg_nhier(const struct cg_job *cg);
 int cg_hier_fd(const struct cg_job *cg, int i, int *version);
 unsigned cg_hier_ctrls(const struct cg_job *cg, int i);
-int cg_hier_parent_fd(const struct cg_job *cg, int i);
+/* A new descriptor (O_PATH, the caller's to close) of the directory holding hierarchy i's job
+ * cgroup, or -1. */
+int cg_hier_parent_open(const struct cg_job *cg, int i);
 const char *cg_name(const struct cg_job *cg);
 /* SIGKILLs everything in one cgroup (cgroup.kill on v2 where present). 0 when it ended up empty. */
 int cg_kill_dir(int dirfd, int version);

@@ -256,16 +256,21 @@ int cg_keeper_start(struct cg_job *cg, struct cg_keeper **out, struct al_error *
 			continue;
 		dirs[n] = fd;
 		versions[n++] = v;
-		if (fd == fzfd)
-			fz_parent = cg_hier_parent_fd(cg, i);
+		if (fd == fzfd && fz_parent < 0)
+			fz_parent = cg_hier_parent_open(cg, i);
 	}
 	struct cg_keeper *k = calloc(1, sizeof(*k));
-	if (!k)
+	if (!k) {
+		if (fz_parent >= 0)
+			close(fz_parent);
 		return al_err(err, ENOMEM, "out of memory");
+	}
 	pid_t server = getpid();
 	k->pid = pfd_clone3(0, &k->pidfd, -1);
 	if (k->pid == 0)
 		keeper_main(server, fzfd, version, fz_parent, cg_name(cg), dirs, versions, n);
+	if (fz_parent >= 0)
+		close(fz_parent); /* the keeper's copy is its own */
 	if (k->pid < 0) {
 		int e = -k->pid;
 		free(k);

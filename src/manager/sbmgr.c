@@ -23,6 +23,7 @@
 #include "manager/sbmint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -140,6 +141,41 @@ struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_
 	else if (!s)
 		al_err(err, ENOENT, "no sandbox \"%s\" (never created, destroyed, or expired)", id);
 	return s;
+}
+
+/* Each idle sandbox holds about 38 descriptors here on a hybrid host (bench/density.sh: control
+ * socket, workspace, init's pidfd, a directory per cgroup hierarchy and its job's, its spare's
+ * pidfd, socket, status pipe and timer), so the usual soft limit of 1024 refuses creates long
+ * before server.max_sandboxes, and a hard limit of 20000 at ~520. The soft limit goes to the hard
+ * one, and as root (CAP_SYS_RESOURCE) both to the kernel's fs.nr_open, up to what max_sandboxes
+ * needs. Payloads get their own limit (--open-files), whatever ours is. */
+static void raise_nofile_to(rlim_t want)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (want > rl.rlim_max) {
+		struct rlimit up = {want, want};
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static rlim_t nr_open(void)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	unsigned long long n = strtoull(buf, NULL, 10);
+	return n ? (rlim_t)n : 1048576;
 }
 
 static void make_id(char id[SBM_ID_LEN + 1])
@@ -288,10 +324,41 @@ static int create_policy(struct sbm *m, const char *profile, const char *image, 
 	return 0;
 }
 
+/* Descriptors one more sandbox may take while it is made and held (bench/density.sh: ~30 held). */
+#define SBM_FDS_PER_SANDBOX 64
+
+/* Whether the server's descriptor limit has room for one more sandbox. Past it, its setup fails
+ * in whichever step opens a file first, in words that name that step (a cgroup controller "not
+ * writable"), not the limit: refused here instead. The lowest free descriptor is about how many
+ * are open (the kernel hands out the lowest). */
+static int room_for_descriptors(struct sbm *m, struct al_error *err)
+{
+	struct rlimit rl;
+	int fd = open("/", O_PATH | O_CLOEXEC);
+	int e = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    (e == 0 && (rlim_t)fd + SBM_FDS_PER_SANDBOX < rl.rlim_cur))
+		return 0;
+	pthread_mutex_lock(&m->mu);
+	unsigned n = 0;
+	for (const struct sbx *s = m->list; s; s = s->next)
+		n++;
+	pthread_mutex_unlock(&m->mu);
+	return al_err(err, EAGAIN,
+		      "the server's descriptor limit (%llu open files) has no room for another sandbox beside its %u "
+		      "(each holds about 30): raise it (LimitNOFILE=, ulimit -n) or lower server.max_sandboxes",
+		      (unsigned long long)rl.rlim_cur, n);
+}
+
 int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
 		 const struct srv_limits *lim, const json_t *layers, bool pooled, struct sbx **out,
 		 struct al_error *err)
 {
+	int fr = room_for_descriptors(m, err);
+	if (fr < 0)
+		return fr;
 	struct sbx *s = calloc(1, sizeof(*s));
 	if (!s)
 		return al_err(err, ENOMEM, "out of memory");
@@ -874,15 +941,8 @@ int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err)
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
 	m->wall_offset_ms = ((int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000) - (int64_t)sbm_now_ms();
-	/* Each sandbox holds about a dozen descriptors here (control socket, workspace, init's
-	 * pidfd, cgroup directories, its spare's pidfd, socket and status pipe): the usual soft limit
-	 * of 1024 would refuse creates long before server.max_sandboxes. Payloads get their own
-	 * limit (--open-files), whatever ours is. */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	rlim_t want = (rlim_t)o->cfg->server.max_sandboxes * 48 + 4096, top = nr_open();
+	raise_nofile_to(want < top ? want : top);
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
