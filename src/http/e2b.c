@@ -93,6 +93,11 @@ bool e2b_claims(const struct hx_server *s, const struct hx_request *rq, struct e
 	return control_path(rq->path);
 }
 
+bool e2b_port_proxied(const struct e2b_target *t)
+{
+	return t->envd && t->port && t->port != E2B_ENVD_PORT && t->port != E2B_JUPYTER_PORT;
+}
+
 size_t e2b_body_limit(const struct hx_server *s, const struct hx_request *rq)
 {
 	struct e2b_target t;
@@ -346,11 +351,19 @@ static json_t *sandbox_e2b(const struct srv_sandbox_info *i, const char *token)
 	return o;
 }
 
-/* The Sandbox answer of create and connect. */
-static json_t *sandbox_handle(const char *id, const char *tpl, const char *token, const char *traffic)
+/* The sandbox domain the SDK builds getHost(port) from: the listener's configured one, else null
+ * (the SDK then takes its own E2B_DOMAIN). */
+static json_t *domain_of(const struct hx_server *s)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:n}", "sandboxID", id, "templateID", tpl, "clientID", "airlock",
-			      "envdVersion", E2B_ENVD_VERSION, "domain");
+	return s->o.e2b_domain && *s->o.e2b_domain ? json_string(s->o.e2b_domain) : json_null();
+}
+
+/* The Sandbox answer of create and connect. */
+static json_t *sandbox_handle(const struct hx_server *s, const char *id, const char *tpl, const char *token,
+			      const char *traffic)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o}", "sandboxID", id, "templateID", tpl, "clientID", "airlock",
+			      "envdVersion", E2B_ENVD_VERSION, "domain", domain_of(s));
 	if (o && token[0])
 		json_object_set_new(o, "envdAccessToken", json_string(token));
 	json_object_set_new(o, "trafficAccessToken", traffic[0] ? json_string(traffic) : json_null());
@@ -472,7 +485,7 @@ static void create(struct hx_server *s, const struct hx_request *rq, struct hx_r
 	const char *id = json_string_value(json_object_get(b, "sandboxID"));
 	char token[65], traffic[65];
 	token_for(s, rq, id ? id : "", token, traffic);
-	json_t *out = sandbox_handle(id ? id : "", tpl ? tpl : "base", token, traffic);
+	json_t *out = sandbox_handle(s, id ? id : "", tpl ? tpl : "base", token, traffic);
 	json_decref(b);
 	hx_response_clear(rs);
 	hx_json(rs, 201, out);
@@ -547,6 +560,8 @@ static void info(struct hx_server *s, const struct hx_request *rq, const char *i
 					"memTotal", (json_int_t)i.peak_memory_bytes, "diskUsed", (json_int_t)0,
 					"diskTotal", (json_int_t)0)
 			    : sandbox_e2b(&i, token);
+	if (o && !metrics) /* SandboxDetail's domain, as create's */
+		json_object_set_new(o, "domain", domain_of(s));
 	srv_sandbox_infos_free(&i, 1);
 	hx_json(rs, 200, o);
 }
@@ -667,8 +682,8 @@ static void fork_route(struct hx_server *s, const struct hx_request *rq, const c
 		const char *kid_id = json_string_value(json_object_get(kid, "sandbox_id"));
 		char token[65], traffic[65];
 		token_for(s, rq, kid_id ? kid_id : "", token, traffic);
-		json_array_append_new(
-			out, json_pack("{s:o}", "sandbox", sandbox_handle(kid_id ? kid_id : "", tpl, token, traffic)));
+		json_array_append_new(out, json_pack("{s:o}", "sandbox",
+						     sandbox_handle(s, kid_id ? kid_id : "", tpl, token, traffic)));
 	}
 	json_decref(b);
 	hx_response_clear(rs);
@@ -787,7 +802,7 @@ static void connect_route(struct hx_server *s, const struct hx_request *rq, cons
 		hx_response_clear(rs);
 	}
 	token_for(s, rq, id, token, traffic);
-	hx_json(rs, 200, sandbox_handle(id, tplcopy, token, traffic));
+	hx_json(rs, 200, sandbox_handle(s, id, tplcopy, token, traffic));
 }
 
 /* "/sandboxes/ID[/ACTION]" or "/v2/sandboxes/ID[/ACTION]": id and action (malloc'd, "" when none). */
@@ -814,10 +829,9 @@ void e2b_handle(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 			e2b_envd(s, rq, t.sandbox, rs);
 		else if (t.port == E2B_JUPYTER_PORT)
 			e2b_interpreter(s, rq, t.sandbox, rs);
-		else
-			rest_error(rs, 502,
-				   "port %u of sandbox %.64s: only envd (%d) is served through E2B's headers so far",
-				   t.port, t.sandbox, E2B_ENVD_PORT);
+		else /* server.c streams these through proxy.c; a dispatcher without a connection cannot */
+			rest_error(rs, 501, "port %u of sandbox %.64s is reached over a connection of the server",
+				   t.port, t.sandbox);
 		return;
 	}
 	bool top = strcmp(path, "/sandboxes") == 0 || strcmp(path, "/v2/sandboxes") == 0;

@@ -85,6 +85,9 @@ struct e2b_target {
 int e2b_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
 /* Whether (rq) is an E2B request; its target. */
 bool e2b_claims(const struct hx_server *s, const struct hx_request *rq, struct e2b_target *t);
+/* Whether t is a sandbox's own port (neither envd's nor the code interpreter's): proxy.c carries the
+ * request there, as the JSON API's /v1/sandboxes/{id}/ports/{port}/. */
+bool e2b_port_proxied(const struct e2b_target *t);
 /* The body limit of an E2B request. */
 size_t e2b_body_limit(const struct hx_server *s, const struct hx_request *rq);
 /* An E2B request that passed e2b_precheck. */

@@ -75,6 +75,88 @@ await sbx.commands.closeStdin(cat.pid)
 const catr = await cat.wait()
 check(catr.stdout === 'through stdin\n', 'sendStdin and closeStdin reach the process', catr)
 
+// ---- a port of the sandbox through E2B's addressing ---------------------------------------------------
+// A server in the sandbox that records every connection it accepts (so a refused request can be
+// shown never to have reached it) and answers with what it saw.
+await sbx.files.write('/home/user/srv.py', `
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def setup(self):
+        open('/home/user/conns.log', 'a').write('conn\\n')
+        super().setup()
+    def answer(self, extra):
+        seen = [h for h in ('X-API-Key', 'X-Access-Token', 'E2B-Traffic-Access-Token', 'Authorization') if h in self.headers]
+        body = ('path=%s host=%s creds=%s%s' % (self.path, self.headers.get('Host'), ','.join(seen) or 'none', extra)).encode()
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.answer('')
+    def do_POST(self):
+        self.answer(' body=' + self.rfile.read(int(self.headers['Content-Length'])).decode())
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(('127.0.0.1', 8123), H).serve_forever()
+`)
+const server = await sbx.commands.run('python3 /home/user/srv.py', { background: true })
+const sandboxUrl = process.env.E2B_SANDBOX_URL
+const key = process.env.E2B_API_KEY
+const byHeaders = (port, headers, init = {}) =>
+  fetch(`${sandboxUrl}/hello?x=1`, { ...init, headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': String(port), ...headers } })
+let first
+for (let i = 0; i < 100; i++) {
+  first = await byHeaders(8123, { 'X-API-Key': key })
+  if (first.status === 200) break
+  await sleep(100)
+}
+const firstBody = await first.text()
+check(first.status === 200 && firstBody === `path=/hello?x=1 host=${new URL(sandboxUrl).host} creds=none`,
+  "the owner's API key reaches the sandbox's own port through E2b-Sandbox-Port (no credential passed on)", firstBody)
+const conns = async () => (await sbx.files.read('/home/user/conns.log')).split('\n').filter(Boolean).length
+const before = await conns()
+const posted = await byHeaders(8123, { Authorization: `Bearer ${key}`, 'Content-Type': 'text/plain' }, { method: 'POST', body: 'posted-' + marker })
+check(posted.status === 200 && (await posted.text()).endsWith(`creds=none body=posted-${marker}`), 'a POST with a bearer key, its body passed on')
+
+// getHost(port): "PORT-ID.DOMAIN" with the domain the server is configured for; sent as the Host.
+const host = sbx.getHost(8123)
+check(host === `8123-${sbx.sandboxId}.e2b.test`, 'getHost names the port under the sandbox domain', host)
+const http = await import('node:http')
+const byHost = (h, headers) => new Promise((resolve, reject) => {
+  const u = new URL(sandboxUrl)
+  const req = http.request({ host: u.hostname, port: u.port, path: '/by-host', headers: { Host: h, ...headers } }, (res) => {
+    let data = ''
+    res.on('data', (d) => { data += d })
+    res.on('end', () => resolve({ status: res.statusCode, body: data }))
+  })
+  req.on('error', reject)
+  req.end()
+})
+const viaHost = await byHost(host, { 'X-API-Key': key })
+check(viaHost.status === 200 && viaHost.body === `path=/by-host host=${host} creds=none`, 'the Host getHost gave, with the API key', viaHost)
+const viaTraffic = await byHost(host, { 'E2B-Traffic-Access-Token': sbx.trafficAccessToken })
+check(viaTraffic.status === 200 && viaTraffic.body.endsWith('creds=none'), "the sandbox's traffic token alone", viaTraffic)
+const reached = await conns()
+check(reached === before + 3, 'each of those reached the server once', [before, reached])
+
+// Refused: nothing of these reaches the server.
+const anon = await byHeaders(8123, {})
+check(anon.status === 401, 'no credential: 401', anon.status)
+const anonHost = await byHost(host, {})
+check(anonHost.status === 401, 'the Host alone: 401', anonHost.status)
+const forged = await byHost(host, { 'E2B-Traffic-Access-Token': '0'.repeat(64) })
+check(forged.status === 401, 'a forged traffic token: 401', forged.status)
+if (other) {
+  const theirs = await byHeaders(8123, { 'X-API-Key': other })
+  check(theirs.status === 404, "another principal's key: 404, as an unknown sandbox", theirs.status)
+  const theirsHost = await byHost(host, { 'X-API-Key': other })
+  check(theirsHost.status === 404, "another principal's key by Host: 404", theirsHost.status)
+}
+check(await conns() === reached, 'no refused request reached the sandbox\'s server', await conns())
+const closed = await byHeaders(8124, { 'X-API-Key': key })
+check(closed.status === 502, 'a port nothing listens on: 502', closed.status)
+await sbx.commands.kill(server.pid)
+
 // ---- a terminal ----------------------------------------------------------------------------------------
 let screen = ''
 const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += new TextDecoder().decode(d) } })
