@@ -201,6 +201,67 @@ for (let i = 0; i < 50 && !events.some((e) => e.name === 'new.txt'); i++) await 
 await handle.stop()
 check(events.some((e) => e.name === 'new.txt' && (e.type === 'create' || e.type === 'write')), 'watchDir reports a new file', events)
 
+// ---- the polling watchers, through the SDK's own Connect client (sbx.files.rpc) -------------------------
+await sbx.files.makeDir('/home/user/pw')
+const { watcherId } = await sbx.files.rpc.createWatcher({ path: '/home/user/pw', recursive: false })
+check(/^w[0-9a-f]{32}$/.test(watcherId), 'CreateWatcher answers a watcher id', watcherId)
+const pollUntil = async (name) => {
+  const got = []
+  for (let i = 0; i < 50 && !got.some((e) => e.name === name); i++) {
+    got.push(...(await sbx.files.rpc.getWatcherEvents({ watcherId })).events)
+    if (!got.some((e) => e.name === name)) await sleep(100)
+  }
+  return got
+}
+await sbx.files.write('/home/user/pw/polled.txt', 'x')
+const polled = await pollUntil('polled.txt')
+// EventType: CREATE 1, WRITE 2 (the SDK's enum numbers)
+check(polled.some((e) => e.name === 'polled.txt' && (e.type === 1 || e.type === 2)), 'GetWatcherEvents reports a new file', polled)
+await sbx.files.write('/home/user/pw/second.txt', 'y')
+const afterward = await pollUntil('second.txt')
+check(afterward.some((e) => e.name === 'second.txt') && !afterward.some((e) => e.name === 'polled.txt' && e.type === 1),
+  'the next polls report what came since, not the events already taken', afterward)
+const foreignPoll = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/GetWatcherEvents`, {
+  method: 'POST',
+  headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'Content-Type': 'application/json', 'X-API-Key': other || 'e2b_none' },
+  body: JSON.stringify({ watcherId }),
+})
+const foreignBody = await foreignPoll.text()
+check(foreignPoll.status === (other ? 404 : 401) && (!other || foreignBody.includes('not_found')),
+  "another principal's key does not find the watcher", [foreignPoll.status, foreignBody])
+await sbx.files.rpc.removeWatcher({ watcherId })
+const removed = await rejects(sbx.files.rpc.getWatcherEvents({ watcherId }))
+check(removed && removed.code === 5, 'RemoveWatcher: the id is gone (not_found)', removed && [removed.code, removed.message])
+const noDir = await rejects(sbx.files.rpc.createWatcher({ path: '/home/user/no-such-dir' }))
+check(noDir && noDir.code === 5, 'CreateWatcher of a missing directory: not_found', noDir && noDir.code)
+
+// ---- StreamInput: a client stream of input (one request, several envelopes) ------------------------
+const envelopes = (...msgs) => Buffer.concat(msgs.map((m) => {
+  const j = Buffer.from(JSON.stringify(m))
+  const h = Buffer.alloc(5)
+  h.writeUInt32BE(j.length, 1)
+  return Buffer.concat([h, j])
+}))
+const b64 = (t) => Buffer.from(t).toString('base64')
+const streamInput = (body) => fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/StreamInput`, {
+  method: 'POST',
+  headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'Content-Type': 'application/connect+json', 'X-Access-Token': sbx.envdAccessToken },
+  body,
+})
+const sink = await sbx.commands.run('cat', { background: true, stdin: true })
+const early = await streamInput(envelopes({ data: { input: { stdin: b64('too early\n') } } }, { start: { process: { pid: sink.pid } } }))
+const badBody = Buffer.from(await early.arrayBuffer())
+check(early.status === 200 && badBody[0] === 2 && badBody.includes('invalid_argument'),
+  'StreamInput: data before start ends the stream with invalid_argument', badBody.toString('latin1'))
+const good = await streamInput(envelopes({ start: { process: { pid: sink.pid } } }, { data: { input: { stdin: b64('one,') } } },
+  { keepalive: {} }, { data: { input: { stdin: b64('two\n') } } }))
+const goodBody = Buffer.from(await good.arrayBuffer())
+check(good.status === 200 && goodBody.equals(Buffer.from([0, 0, 0, 0, 2, 0x7b, 0x7d, 2, 0, 0, 0, 2, 0x7b, 0x7d])),
+  'StreamInput answers the empty message and the end of the stream', goodBody.toString('latin1'))
+await sbx.commands.closeStdin(sink.pid)
+const sunk = await sink.wait()
+check(sunk.stdout === 'one,two\n', 'the stream\'s input reached the process in order (and nothing of the refused one)', sunk.stdout)
+
 // ---- timeout, another principal, kill ------------------------------------------------------------
 await sbx.setTimeout(600_000)
 const later = await sbx.getInfo()
