@@ -232,6 +232,17 @@ check(foreignPoll.status === (other ? 404 : 401) && (!other || foreignBody.inclu
 await sbx.files.rpc.removeWatcher({ watcherId })
 const removed = await rejects(sbx.files.rpc.getWatcherEvents({ watcherId }))
 check(removed && removed.code === 5, 'RemoveWatcher: the id is gone (not_found)', removed && [removed.code, removed.message])
+await sbx.files.makeDir('/home/user/pw2')
+const { watcherId: w2 } = await sbx.files.rpc.createWatcher({ path: '/home/user/pw2' })
+await sbx.files.remove('/home/user/pw2')
+let watchEnd = null
+for (let i = 0; i < 100 && !watchEnd; i++) {
+  watchEnd = await rejects(sbx.files.rpc.getWatcherEvents({ watcherId: w2 }))
+  if (!watchEnd) await sleep(100)
+}
+check(watchEnd && watchEnd.code === 5, 'a watch whose directory was removed ends: its events, then its id is gone', watchEnd && watchEnd.code)
+// One left to the server's end (and the sandbox's kill), which ends it.
+await sbx.files.rpc.createWatcher({ path: '/home/user' })
 const noDir = await rejects(sbx.files.rpc.createWatcher({ path: '/home/user/no-such-dir' }))
 check(noDir && noDir.code === 5, 'CreateWatcher of a missing directory: not_found', noDir && noDir.code)
 
