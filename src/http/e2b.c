@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -216,6 +217,74 @@ static int by_api_key(struct hx_server *s, const struct hx_request *rq, struct h
 	return 0;
 }
 
+/* The client token of sandbox id's owner, or NULL (an unknown sandbox, or one no token owns). */
+static const struct hx_token *owner_token(struct hx_server *s, const char *id, char owner[HX_PRINCIPAL_MAX])
+{
+	cleanup_free char *name = id[0] ? hx_sandbox_owner(s, id) : NULL;
+	snprintf(owner, HX_PRINCIPAL_MAX, "%s", name ? name : "");
+	return name && strncmp(name, "token:", 6) == 0 ? hx_token_named(s, name + 6) : NULL;
+}
+
+/* A /files download (GET, "read") or upload (POST, "write") signed as envd signs its URLs: a
+ * query's signature "v1_" and the unpadded base64 of SHA-256("PATH:OP:USERNAME:ACCESS_TOKEN"
+ * [":EXPIRY"]), which only a holder of the sandbox's access token can make, for that one path and
+ * operation, until signature_expiration (Unix seconds) when it is given. */
+static bool signed_files(const struct hx_request *rq, const struct e2b_target *t)
+{
+	return t->port == E2B_ENVD_PORT && rq->path && strcmp(rq->path, "/files") == 0 && query(rq, "signature") &&
+	       rq->method && (strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "POST") == 0);
+}
+
+/* Whether sig is the signature of rq for the access token. */
+static bool signature_ok(const struct hx_request *rq, const char *token, const char *sig)
+{
+	const char *path = query(rq, "path"), *user = query(rq, "username"), *exp = query(rq, "signature_expiration");
+	const char *op = strcmp(rq->method, "GET") == 0 ? "read" : "write";
+	cleanup_free char *raw = NULL;
+	if (asprintf(&raw, "%s:%s:%s:%s%s%s", path ? path : "", op, user ? user : "", token, exp ? ":" : "",
+		     exp ? exp : "") < 0) {
+		raw = NULL;
+		return false;
+	}
+	unsigned char d[32];
+	unsigned len = 0;
+	if (!EVP_Digest(raw, strlen(raw), d, &len, EVP_sha256(), NULL) || len != sizeof(d))
+		return false;
+	cleanup_free char *b64 = txt_base64_encode(d, sizeof(d));
+	if (!b64)
+		return false;
+	b64[strcspn(b64, "=")] = 0;
+	char want[64];
+	snprintf(want, sizeof(want), "v1_%s", b64);
+	return strlen(sig) == strlen(want) && CRYPTO_memcmp(sig, want, strlen(want)) == 0;
+}
+
+static int by_signature(struct hx_server *s, const struct hx_request *rq, const struct e2b_target *t,
+			struct hx_response *rs)
+{
+	char owner[HX_PRINCIPAL_MAX], token[65];
+	const struct hx_token *tok = owner_token(s, t->sandbox, owner);
+	const char *exp = query(rq, "signature_expiration");
+	if (tok)
+		e2b_access_token(tok->digest, t->sandbox, token);
+	/* The same answer for an unknown sandbox and a wrong signature, as for a wrong token. */
+	bool ok = tok && signature_ok(rq, token, query(rq, "signature"));
+	explicit_bzero(token, sizeof(token));
+	if (!ok) {
+		refuse(rq, rs, 401, "invalid signature for this sandbox's file URL");
+		return 1;
+	}
+	char *end = NULL;
+	long long until = exp ? strtoll(exp, &end, 10) : 0;
+	if (exp && (!*exp || *end || until < (long long)time(NULL))) {
+		refuse(rq, rs, 401, "the file URL's signature is already expired");
+		return 1;
+	}
+	snprintf(rq->who->name, sizeof(rq->who->name), "%s", owner);
+	rq->who->client = true;
+	return 0;
+}
+
 /* A sandbox-plane request: the sandbox's access token names its owner (on any of its ports), its
  * traffic token too on the ports other than envd's (the code interpreter's SDK sends only that
  * one on some calls); the owner's API key also will do (the manager's ownership check then
@@ -225,10 +294,12 @@ static int by_access_token(struct hx_server *s, const struct hx_request *rq, con
 {
 	const char *access = header(rq, "X-Access-Token");
 	const char *traffic = t->port != E2B_ENVD_PORT ? header(rq, "E2B-Traffic-Access-Token") : NULL;
+	if (!access && !traffic && !api_key_of(rq) && signed_files(rq, t))
+		return by_signature(s, rq, t, rs);
 	if ((!access && !traffic) || api_key_of(rq))
 		return by_api_key(s, rq, rs);
-	cleanup_free char *owner = t->sandbox[0] ? hx_sandbox_owner(s, t->sandbox) : NULL;
-	const struct hx_token *tok = owner && strncmp(owner, "token:", 6) == 0 ? hx_token_named(s, owner + 6) : NULL;
+	char owner[HX_PRINCIPAL_MAX];
+	const struct hx_token *tok = owner_token(s, t->sandbox, owner);
 	char want[65];
 	bool ok = false;
 	if (tok && access) {

@@ -122,15 +122,15 @@ check(posted.status === 200 && (await posted.text()).endsWith(`creds=none body=p
 const host = sbx.getHost(8123)
 check(host === `8123-${sbx.sandboxId}.e2b.test`, 'getHost names the port under the sandbox domain', host)
 const http = await import('node:http')
-const byHost = (h, headers) => new Promise((resolve, reject) => {
+const byHost = (h, headers, path = '/by-host', method = 'GET', body = null) => new Promise((resolve, reject) => {
   const u = new URL(sandboxUrl)
-  const req = http.request({ host: u.hostname, port: u.port, path: '/by-host', headers: { Host: h, ...headers } }, (res) => {
+  const req = http.request({ host: u.hostname, port: u.port, path, method, headers: { Host: h, ...headers } }, (res) => {
     let data = ''
     res.on('data', (d) => { data += d })
     res.on('end', () => resolve({ status: res.statusCode, body: data }))
   })
   req.on('error', reject)
-  req.end()
+  req.end(body)
 })
 const viaHost = await byHost(host, { 'X-API-Key': key })
 check(viaHost.status === 200 && viaHost.body === `path=/by-host host=${host} creds=none`, 'the Host getHost gave, with the API key', viaHost)
@@ -156,6 +156,38 @@ check(await conns() === reached, 'no refused request reached the sandbox\'s serv
 const closed = await byHeaders(8124, { 'X-API-Key': key })
 check(closed.status === 502, 'a port nothing listens on: 502', closed.status)
 await sbx.commands.kill(server.pid)
+
+// ---- signed file URLs (downloadUrl, uploadUrl: the sandbox's access token signs them) -----------------
+// The SDK builds them on its sandbox URL; the sandbox is named by E2B's Host there (E2B_DOMAIN's
+// addressing), so they are sent with the envd port's Host, as a wildcard DNS name would.
+const envdHost = sbx.getHost(49983)
+const pathOf = (u) => { const x = new URL(u); return x.pathname + x.search }
+await sbx.files.write('/home/user/signed.txt', 'signed-' + marker)
+const dl = await sbx.downloadUrl('/home/user/signed.txt')
+check(new URL(dl).searchParams.get('signature').startsWith('v1_'), 'downloadUrl carries a signature', dl)
+const got = await byHost(envdHost, {}, pathOf(dl))
+check(got.status === 200 && got.body === 'signed-' + marker, 'a signed download URL alone reads the file', got)
+const other2 = new URL(dl)
+other2.searchParams.set('path', '/home/user/srv.py')
+const swapped = await byHost(envdHost, {}, pathOf(other2.toString()))
+check(swapped.status === 401, "another path under the same signature: 401", swapped.status)
+const asWrite = await byHost(envdHost, { 'Content-Type': 'application/octet-stream' }, pathOf(dl), 'POST', 'overwritten')
+check(asWrite.status === 401 && (await sbx.files.read('/home/user/signed.txt')) === 'signed-' + marker,
+  'a read signature does not write (401, the file unchanged)', asWrite.status)
+const expired = await byHost(envdHost, {}, pathOf(await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: -60 })))
+check(expired.status === 401 && expired.body.includes('expired'), 'an expired signature: 401', expired)
+const fresh = await byHost(envdHost, {}, pathOf(await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: 600 })))
+check(fresh.status === 200 && fresh.body === 'signed-' + marker, 'one that expires later reads', fresh.status)
+const up = await sbx.uploadUrl('/home/user/uploaded.txt')
+const form = '--b0undary\r\nContent-Disposition: form-data; name="file"; filename="uploaded.txt"\r\n' +
+  'Content-Type: application/octet-stream\r\n\r\nuploaded-' + marker + '\r\n--b0undary--\r\n'
+const put = await byHost(envdHost, { 'Content-Type': 'multipart/form-data; boundary=b0undary' }, pathOf(up), 'POST', form)
+check(put.status === 200 && (await sbx.files.read('/home/user/uploaded.txt')) === 'uploaded-' + marker,
+  'a signed upload URL alone writes the file', put)
+const unsignedUp = new URL(up)
+unsignedUp.searchParams.delete('signature')
+const refusedUp = await byHost(envdHost, { 'Content-Type': 'application/octet-stream' }, pathOf(unsignedUp.toString()), 'POST', 'x')
+check(refusedUp.status === 401, 'without its signature: 401', refusedUp.status)
 
 // ---- a terminal ----------------------------------------------------------------------------------------
 let screen = ''
