@@ -92,6 +92,14 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
     def do_GET(self):
+        if self.headers.get('Upgrade', '').lower() == 'websocket':
+            self.send_response(101)
+            self.send_header('Upgrade', 'websocket')
+            self.send_header('Connection', 'Upgrade')
+            self.end_headers()
+            self.wfile.flush()
+            self.connection.sendall(b'echo:' + self.connection.recv(100))
+            return
         self.answer('')
     def do_POST(self):
         self.answer(' body=' + self.rfile.read(int(self.headers['Content-Length'])).decode())
@@ -153,6 +161,31 @@ if (other) {
   check(theirsHost.status === 404, "another principal's key by Host: 404", theirsHost.status)
 }
 check(await conns() === reached, 'no refused request reached the sandbox\'s server', await conns())
+// A WebSocket's upgrade, then bytes both ways (the same splice as the JSON API's ports).
+const net = await import('node:net')
+const upgraded = await new Promise((resolve, reject) => {
+  const u = new URL(sandboxUrl)
+  const sock = net.connect(Number(u.port), u.hostname)
+  let seen = ''
+  sock.on('data', (d) => {
+    seen += d.toString('latin1')
+    if (seen.startsWith('HTTP/1.1 101') && seen.includes('\r\n\r\n') && !sock.pinged) {
+      sock.pinged = true
+      sock.write('ping-' + marker)
+    }
+    if (seen.includes('echo:ping-' + marker)) {
+      sock.destroy()
+      resolve(seen)
+    }
+  })
+  sock.on('error', reject)
+  sock.on('close', () => resolve(seen))
+  sock.write(`GET /ws HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n' +
+    `E2b-Sandbox-Id: ${sbx.sandboxId}\r\nE2b-Sandbox-Port: 8123\r\nX-API-Key: ${key}\r\n\r\n`)
+})
+check(upgraded.startsWith('HTTP/1.1 101') && upgraded.includes('echo:ping-' + marker),
+  'a WebSocket upgrade through E2b-Sandbox-Port, then bytes both ways', upgraded)
 const closed = await byHeaders(8124, { 'X-API-Key': key })
 check(closed.status === 502, 'a port nothing listens on: 502', closed.status)
 await sbx.commands.kill(server.pid)
