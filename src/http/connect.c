@@ -75,33 +75,10 @@ const char *cx_code_of_status(int status)
 	}
 }
 
-int cx_parse_request(bool streaming, const char *body, size_t len, json_t **out, char *why, size_t cap)
+/* One message's JSON: an object ({} when empty); 0 and *out, or -EINVAL with why. */
+static int parse_json(const char *body, size_t len, json_t **out, char *why, size_t cap)
 {
 	*out = NULL;
-	if (streaming) {
-		/* One envelope: a flags byte, a 32-bit big-endian length, that many bytes of JSON, and
-		 * nothing after it (a server-streaming call's client sends exactly one message). */
-		if (len < 5) {
-			snprintf(why, cap, "a streaming request is one envelope (5 bytes of header, then the message)");
-			return -EINVAL;
-		}
-		const unsigned char *h = (const unsigned char *)body;
-		size_t n = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | (size_t)h[4];
-		if (h[0] & CX_FLAG_COMPRESSED) {
-			snprintf(why, cap, "compressed messages are not supported (send them uncompressed)");
-			return -EINVAL;
-		}
-		if (h[0] & ~(unsigned)CX_FLAG_COMPRESSED) {
-			snprintf(why, cap, "unknown envelope flags 0x%02x", h[0]);
-			return -EINVAL;
-		}
-		if (n != len - 5) {
-			snprintf(why, cap, "the envelope says %zu bytes, the body holds %zu", n, len - 5);
-			return -EINVAL;
-		}
-		body += 5;
-		len = n;
-	}
 	if (len > CX_MESSAGE_MAX) {
 		snprintf(why, cap, "the message is over %zu bytes", CX_MESSAGE_MAX);
 		return -EINVAL;
@@ -123,6 +100,66 @@ int cx_parse_request(bool streaming, const char *body, size_t len, json_t **out,
 	}
 	*out = j;
 	return 0;
+}
+
+/* The envelope at body[*off]: a flags byte, a 32-bit big-endian length, that many bytes of JSON.
+ * Its message's place in *msg and *n, *off past it; 0, or -EINVAL with why. */
+static int envelope_at(const char *body, size_t len, size_t *off, const char **msg, size_t *n, char *why, size_t cap)
+{
+	if (len - *off < 5) {
+		snprintf(why, cap, "an envelope is cut short (5 bytes of header, then the message)");
+		return -EINVAL;
+	}
+	const unsigned char *h = (const unsigned char *)body + *off;
+	size_t k = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | (size_t)h[4];
+	if (h[0] & CX_FLAG_COMPRESSED) {
+		snprintf(why, cap, "compressed messages are not supported (send them uncompressed)");
+		return -EINVAL;
+	}
+	if (h[0] & ~(unsigned)CX_FLAG_COMPRESSED) {
+		snprintf(why, cap, "unknown envelope flags 0x%02x", h[0]);
+		return -EINVAL;
+	}
+	if (k > len - *off - 5) {
+		snprintf(why, cap, "the envelope says %zu bytes, the body holds %zu", k, len - *off - 5);
+		return -EINVAL;
+	}
+	*msg = body + *off + 5;
+	*n = k;
+	*off += 5 + k;
+	return 0;
+}
+
+int cx_parse_request(bool streaming, const char *body, size_t len, json_t **out, char *why, size_t cap)
+{
+	*out = NULL;
+	if (streaming) {
+		/* One envelope and nothing after it (a server-streaming call's client sends exactly
+		 * one message). */
+		size_t off = 0, n = 0;
+		const char *msg = NULL;
+		int r = envelope_at(body, len, &off, &msg, &n, why, cap);
+		if (r < 0)
+			return r;
+		if (off != len) {
+			snprintf(why, cap, "the envelope says %zu bytes, the body holds %zu", n, len - 5);
+			return -EINVAL;
+		}
+		return parse_json(msg, n, out, why, cap);
+	}
+	return parse_json(body, len, out, why, cap);
+}
+
+int cx_next_message(const char *body, size_t len, size_t *off, json_t **out, char *why, size_t cap)
+{
+	*out = NULL;
+	if (*off >= len)
+		return 0;
+	size_t n = 0;
+	const char *msg = NULL;
+	int r = envelope_at(body, len, off, &msg, &n, why, cap);
+	r = r ?: parse_json(msg, n, out, why, cap);
+	return r < 0 ? r : 1;
 }
 
 int cx_append(struct cx_buf *b, const void *p, size_t n)

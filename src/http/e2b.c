@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -91,6 +92,11 @@ bool e2b_claims(const struct hx_server *s, const struct hx_request *rq, struct e
 	if (host_target(s, header(rq, "Host"), t))
 		return true;
 	return control_path(rq->path);
+}
+
+bool e2b_port_proxied(const struct e2b_target *t)
+{
+	return t->envd && t->port && t->port != E2B_ENVD_PORT && t->port != E2B_JUPYTER_PORT;
 }
 
 size_t e2b_body_limit(const struct hx_server *s, const struct hx_request *rq)
@@ -211,6 +217,74 @@ static int by_api_key(struct hx_server *s, const struct hx_request *rq, struct h
 	return 0;
 }
 
+/* The client token of sandbox id's owner, or NULL (an unknown sandbox, or one no token owns). */
+static const struct hx_token *owner_token(struct hx_server *s, const char *id, char owner[HX_PRINCIPAL_MAX])
+{
+	cleanup_free char *name = id[0] ? hx_sandbox_owner(s, id) : NULL;
+	snprintf(owner, HX_PRINCIPAL_MAX, "%s", name ? name : "");
+	return name && strncmp(name, "token:", 6) == 0 ? hx_token_named(s, name + 6) : NULL;
+}
+
+/* A /files download (GET, "read") or upload (POST, "write") signed as envd signs its URLs: a
+ * query's signature "v1_" and the unpadded base64 of SHA-256("PATH:OP:USERNAME:ACCESS_TOKEN"
+ * [":EXPIRY"]), which only a holder of the sandbox's access token can make, for that one path and
+ * operation, until signature_expiration (Unix seconds) when it is given. */
+static bool signed_files(const struct hx_request *rq, const struct e2b_target *t)
+{
+	return t->port == E2B_ENVD_PORT && rq->path && strcmp(rq->path, "/files") == 0 && query(rq, "signature") &&
+	       rq->method && (strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "POST") == 0);
+}
+
+/* Whether sig is the signature of rq for the access token. */
+static bool signature_ok(const struct hx_request *rq, const char *token, const char *sig)
+{
+	const char *path = query(rq, "path"), *user = query(rq, "username"), *exp = query(rq, "signature_expiration");
+	const char *op = strcmp(rq->method, "GET") == 0 ? "read" : "write";
+	cleanup_free char *raw = NULL;
+	if (asprintf(&raw, "%s:%s:%s:%s%s%s", path ? path : "", op, user ? user : "", token, exp ? ":" : "",
+		     exp ? exp : "") < 0) {
+		raw = NULL;
+		return false;
+	}
+	unsigned char d[32];
+	unsigned len = 0;
+	if (!EVP_Digest(raw, strlen(raw), d, &len, EVP_sha256(), NULL) || len != sizeof(d))
+		return false;
+	cleanup_free char *b64 = txt_base64_encode(d, sizeof(d));
+	if (!b64)
+		return false;
+	b64[strcspn(b64, "=")] = 0;
+	char want[64];
+	snprintf(want, sizeof(want), "v1_%s", b64);
+	return strlen(sig) == strlen(want) && CRYPTO_memcmp(sig, want, strlen(want)) == 0;
+}
+
+static int by_signature(struct hx_server *s, const struct hx_request *rq, const struct e2b_target *t,
+			struct hx_response *rs)
+{
+	char owner[HX_PRINCIPAL_MAX], token[65];
+	const struct hx_token *tok = owner_token(s, t->sandbox, owner);
+	const char *exp = query(rq, "signature_expiration");
+	if (tok)
+		e2b_access_token(tok->digest, t->sandbox, token);
+	/* The same answer for an unknown sandbox and a wrong signature, as for a wrong token. */
+	bool ok = tok && signature_ok(rq, token, query(rq, "signature"));
+	explicit_bzero(token, sizeof(token));
+	if (!ok) {
+		refuse(rq, rs, 401, "invalid signature for this sandbox's file URL");
+		return 1;
+	}
+	char *end = NULL;
+	long long until = exp ? strtoll(exp, &end, 10) : 0;
+	if (exp && (!*exp || *end || until < (long long)time(NULL))) {
+		refuse(rq, rs, 401, "the file URL's signature is already expired");
+		return 1;
+	}
+	snprintf(rq->who->name, sizeof(rq->who->name), "%s", owner);
+	rq->who->client = true;
+	return 0;
+}
+
 /* A sandbox-plane request: the sandbox's access token names its owner (on any of its ports), its
  * traffic token too on the ports other than envd's (the code interpreter's SDK sends only that
  * one on some calls); the owner's API key also will do (the manager's ownership check then
@@ -220,10 +294,12 @@ static int by_access_token(struct hx_server *s, const struct hx_request *rq, con
 {
 	const char *access = header(rq, "X-Access-Token");
 	const char *traffic = t->port != E2B_ENVD_PORT ? header(rq, "E2B-Traffic-Access-Token") : NULL;
+	if (!access && !traffic && !api_key_of(rq) && signed_files(rq, t))
+		return by_signature(s, rq, t, rs);
 	if ((!access && !traffic) || api_key_of(rq))
 		return by_api_key(s, rq, rs);
-	cleanup_free char *owner = t->sandbox[0] ? hx_sandbox_owner(s, t->sandbox) : NULL;
-	const struct hx_token *tok = owner && strncmp(owner, "token:", 6) == 0 ? hx_token_named(s, owner + 6) : NULL;
+	char owner[HX_PRINCIPAL_MAX];
+	const struct hx_token *tok = owner_token(s, t->sandbox, owner);
 	char want[65];
 	bool ok = false;
 	if (tok && access) {
@@ -346,11 +422,19 @@ static json_t *sandbox_e2b(const struct srv_sandbox_info *i, const char *token)
 	return o;
 }
 
-/* The Sandbox answer of create and connect. */
-static json_t *sandbox_handle(const char *id, const char *tpl, const char *token, const char *traffic)
+/* The sandbox domain the SDK builds getHost(port) from: the listener's configured one, else null
+ * (the SDK then takes its own E2B_DOMAIN). */
+static json_t *domain_of(const struct hx_server *s)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:n}", "sandboxID", id, "templateID", tpl, "clientID", "airlock",
-			      "envdVersion", E2B_ENVD_VERSION, "domain");
+	return s->o.e2b_domain && *s->o.e2b_domain ? json_string(s->o.e2b_domain) : json_null();
+}
+
+/* The Sandbox answer of create and connect. */
+static json_t *sandbox_handle(const struct hx_server *s, const char *id, const char *tpl, const char *token,
+			      const char *traffic)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o}", "sandboxID", id, "templateID", tpl, "clientID", "airlock",
+			      "envdVersion", E2B_ENVD_VERSION, "domain", domain_of(s));
 	if (o && token[0])
 		json_object_set_new(o, "envdAccessToken", json_string(token));
 	json_object_set_new(o, "trafficAccessToken", traffic[0] ? json_string(traffic) : json_null());
@@ -472,7 +556,7 @@ static void create(struct hx_server *s, const struct hx_request *rq, struct hx_r
 	const char *id = json_string_value(json_object_get(b, "sandboxID"));
 	char token[65], traffic[65];
 	token_for(s, rq, id ? id : "", token, traffic);
-	json_t *out = sandbox_handle(id ? id : "", tpl ? tpl : "base", token, traffic);
+	json_t *out = sandbox_handle(s, id ? id : "", tpl ? tpl : "base", token, traffic);
 	json_decref(b);
 	hx_response_clear(rs);
 	hx_json(rs, 201, out);
@@ -547,6 +631,8 @@ static void info(struct hx_server *s, const struct hx_request *rq, const char *i
 					"memTotal", (json_int_t)i.peak_memory_bytes, "diskUsed", (json_int_t)0,
 					"diskTotal", (json_int_t)0)
 			    : sandbox_e2b(&i, token);
+	if (o && !metrics) /* SandboxDetail's domain, as create's */
+		json_object_set_new(o, "domain", domain_of(s));
 	srv_sandbox_infos_free(&i, 1);
 	hx_json(rs, 200, o);
 }
@@ -667,8 +753,8 @@ static void fork_route(struct hx_server *s, const struct hx_request *rq, const c
 		const char *kid_id = json_string_value(json_object_get(kid, "sandbox_id"));
 		char token[65], traffic[65];
 		token_for(s, rq, kid_id ? kid_id : "", token, traffic);
-		json_array_append_new(
-			out, json_pack("{s:o}", "sandbox", sandbox_handle(kid_id ? kid_id : "", tpl, token, traffic)));
+		json_array_append_new(out, json_pack("{s:o}", "sandbox",
+						     sandbox_handle(s, kid_id ? kid_id : "", tpl, token, traffic)));
 	}
 	json_decref(b);
 	hx_response_clear(rs);
@@ -787,7 +873,7 @@ static void connect_route(struct hx_server *s, const struct hx_request *rq, cons
 		hx_response_clear(rs);
 	}
 	token_for(s, rq, id, token, traffic);
-	hx_json(rs, 200, sandbox_handle(id, tplcopy, token, traffic));
+	hx_json(rs, 200, sandbox_handle(s, id, tplcopy, token, traffic));
 }
 
 /* "/sandboxes/ID[/ACTION]" or "/v2/sandboxes/ID[/ACTION]": id and action (malloc'd, "" when none). */
@@ -814,10 +900,9 @@ void e2b_handle(struct hx_server *s, const struct hx_request *rq, struct hx_resp
 			e2b_envd(s, rq, t.sandbox, rs);
 		else if (t.port == E2B_JUPYTER_PORT)
 			e2b_interpreter(s, rq, t.sandbox, rs);
-		else
-			rest_error(rs, 502,
-				   "port %u of sandbox %.64s: only envd (%d) is served through E2B's headers so far",
-				   t.port, t.sandbox, E2B_ENVD_PORT);
+		else /* server.c streams these through proxy.c; a dispatcher without a connection cannot */
+			rest_error(rs, 501, "port %u of sandbox %.64s is reached over a connection of the server",
+				   t.port, t.sandbox);
 		return;
 	}
 	bool top = strcmp(path, "/sandboxes") == 0 || strcmp(path, "/v2/sandboxes") == 0;

@@ -53,6 +53,9 @@ bool cx_streaming_type(const char *type);
  * application/connect+json: flags, a 32-bit big-endian length, the JSON). An empty unary body is
  * {}. 0 and *out (a JSON object), or -EINVAL with why (a message for the client). */
 int cx_parse_request(bool streaming, const char *body, size_t len, json_t **out, char *why, size_t cap);
+/* The next message of a client-streaming request (a sequence of envelopes), from body[*off] on:
+ * 1 and *out (a JSON object), *off past it; 0 at the body's end; -EINVAL with why. */
+int cx_next_message(const char *body, size_t len, size_t *off, json_t **out, char *why, size_t cap);
 /* Appends bytes to b; 0 or -ENOMEM. */
 int cx_append(struct cx_buf *b, const void *p, size_t n);
 /* Appends one envelope of flags and msg (compact JSON); 0 or -ENOMEM. */
@@ -85,6 +88,9 @@ struct e2b_target {
 int e2b_precheck(struct hx_server *s, const struct hx_request *rq, struct hx_response *rs);
 /* Whether (rq) is an E2B request; its target. */
 bool e2b_claims(const struct hx_server *s, const struct hx_request *rq, struct e2b_target *t);
+/* Whether t is a sandbox's own port (neither envd's nor the code interpreter's): proxy.c carries the
+ * request there, as the JSON API's /v1/sandboxes/{id}/ports/{port}/. */
+bool e2b_port_proxied(const struct e2b_target *t);
 /* The body limit of an E2B request. */
 size_t e2b_body_limit(const struct hx_server *s, const struct hx_request *rq);
 /* An E2B request that passed e2b_precheck. */
@@ -107,6 +113,19 @@ void e2b_files(struct hx_server *s, const struct hx_request *rq, const char *id,
 char *e2b_path_in(const char *path, char *why, size_t cap);
 /* The manager's workspace-relative path as E2B shows it ("/home/user/..."), malloc'd. */
 char *e2b_path_out(const char *rel);
+
+/* A code_watch event (an object of the JSON API's stream) as envd's FilesystemEvent, its name
+ * relative to dir (the watched directory, workspace-relative): 0 and *out (NULL for an event envd
+ * has no word for, an overflow), or -ENOMEM. */
+int e2b_fs_event(const char *dir, const json_t *ev, json_t **out);
+
+/* envd's polling watchers (e2bwatch.c): filesystem.Filesystem's CreateWatcher, GetWatcherEvents
+ * and RemoveWatcher, on a code_watch call the server holds between polls. */
+void e2b_watcher_create(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs);
+void e2b_watcher_events(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs);
+void e2b_watcher_remove(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs);
+/* Ends every watcher of s (its watch cancelled); at the server's end, before the manager's. */
+void e2b_watchers_free(struct hx_server *s);
 
 /* The code interpreter's port (e2bcode.c): /execute, /contexts. */
 void e2b_interpreter(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs);

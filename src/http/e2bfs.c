@@ -1,4 +1,4 @@
-/* e2bfs.c — envd's filesystem on the manager's files API: the filesystem.Filesystem Connect calls (Stat, MakeDir, Move, ListDir, Remove, WatchDir), /files download and upload, /health; and E2B's paths (/home/user) as the workspace's. */
+/* e2bfs.c — envd's filesystem on the manager's files API: the filesystem.Filesystem Connect calls (Stat, MakeDir, Move, ListDir, Remove, WatchDir; the polling watchers are e2bwatch.c's), /files download and upload, /health; and E2B's paths (/home/user) as the workspace's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,22 +364,31 @@ static const char *event_type(const char *t)
 	return NULL;
 }
 
+int e2b_fs_event(const char *dir, const json_t *ev, json_t **out)
+{
+	const char *type = event_type(json_string_value(json_object_get(ev, "type")));
+	const char *path = json_string_value(json_object_get(ev, "path"));
+	*out = NULL;
+	if (!type || !path)
+		return 0; /* an overflow: envd has no word for it */
+	/* An event's name is relative to the watched directory, as envd's. */
+	size_t dl = strlen(dir);
+	const char *rel = dl && strncmp(path, dir, dl) == 0 && path[dl] == '/' ? path + dl + 1 : path;
+	*out = json_pack("{s:s,s:s}", "name", rel, "type", type);
+	return *out ? 0 : -ENOMEM;
+}
+
 static int ws_event(void *ctx, const char *name, const json_t *ev, char **out, size_t *n)
 {
 	struct wstream *w = ctx;
 	*out = NULL;
 	*n = 0;
 	if (strcmp(name, "event") == 0) {
-		const char *type = event_type(json_string_value(json_object_get(ev, "type")));
-		const char *path = json_string_value(json_object_get(ev, "path"));
-		if (!type || !path)
-			return 0; /* an overflow: envd has no word for it */
-		/* An event's name is relative to the watched directory, as envd's. */
-		const char *rel = *w->rel ? (strncmp(path, w->rel, strlen(w->rel)) == 0 && path[strlen(w->rel)] == '/'
-						     ? path + strlen(w->rel) + 1
-						     : path)
-					  : path;
-		return envelope_out(json_pack("{s:{s:s,s:s}}", "filesystem", "name", rel, "type", type), 0, out, n);
+		json_t *fe = NULL;
+		int r = e2b_fs_event(w->rel, ev, &fe);
+		if (r < 0 || !fe)
+			return r;
+		return envelope_out(json_pack("{s:o}", "filesystem", fe), 0, out, n);
 	}
 	struct cx_buf b = {0};
 	int r = 0;
@@ -462,16 +471,22 @@ void e2b_filesystem(struct hx_server *s, const struct hx_request *rq, const char
 		const char *name;
 		void (*fn)(struct hx_server *, const struct hx_request *, const char *, struct hx_response *);
 	} methods[] = {
-		{"Stat", fs_stat},    {"MakeDir", fs_mkdir}, {"Move", fs_move},
-		{"ListDir", fs_list}, {"Remove", fs_remove}, {"WatchDir", fs_watch},
+		{"Stat", fs_stat},
+		{"MakeDir", fs_mkdir},
+		{"Move", fs_move},
+		{"ListDir", fs_list},
+		{"Remove", fs_remove},
+		{"WatchDir", fs_watch},
+		{"CreateWatcher", e2b_watcher_create},
+		{"GetWatcherEvents", e2b_watcher_events},
+		{"RemoveWatcher", e2b_watcher_remove},
 	};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(methods); i++)
 		if (strcmp(method, methods[i].name) == 0) {
 			methods[i].fn(s, rq, id, rs);
 			return;
 		}
-	cx_unary_error(rs, "unimplemented",
-		       "filesystem.Filesystem/%.64s is not offered yet (watch a directory with WatchDir)", method);
+	cx_unary_error(rs, "unimplemented", "filesystem.Filesystem/%.64s: no such method", method);
 }
 
 /* ---- /files ---------------------------------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* e2bproc.c — envd's process service (process.Process over Connect JSON) on the manager's background processes and terminals: Start, Connect, List, SendInput, CloseStdin, SendSignal, Update. */
+/* e2bproc.c — envd's process service (process.Process over Connect JSON) on the manager's background processes and terminals: Start, Connect, List, SendInput, StreamInput, CloseStdin, SendSignal, Update. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -540,6 +540,112 @@ static void update(struct hx_server *s, const struct hx_request *rq, const char 
 	cx_from_api(rs, NULL);
 }
 
+/* ---- StreamInput: a client stream of input ------------------------------------------------------- */
+
+/* The bytes of a ProcessInput ({"stdin": B64} or {"pty": B64}) appended to b; 0, or -EINVAL. */
+static int input_bytes(const json_t *input, struct cx_buf *b)
+{
+	const char *b64 = json_string_value(json_object_get(input, "stdin"));
+	if (!b64)
+		b64 = json_string_value(json_object_get(input, "pty"));
+	unsigned char *bytes = NULL;
+	long n = b64 ? txt_base64_decode(b64, strlen(b64), &bytes) : -EINVAL;
+	int r = n < 0 ? -EINVAL : cx_append(b, bytes, (size_t)n);
+	free(bytes);
+	return r;
+}
+
+/* The input gathered for pid, as one code_process stdin call (in the order it came); 0, or 1 with
+ * rs holding the stream's error end. */
+static int flush_input(struct hx_server *s, const struct hx_request *rq, const char *id, json_int_t pid,
+		       struct cx_buf *b, struct hx_response *rs)
+{
+	if (!b->len)
+		return 0;
+	if (!txt_utf8_valid(b->p, b->len) || memchr(b->p, 0, b->len)) {
+		stream_error(rs, "invalid_argument", "the input must be UTF-8 text without NUL bytes");
+		return 1;
+	}
+	process_call(s, rq, id, "stdin", pid, json_pack("{s:s%}", "data", b->p, b->len), rs);
+	b->len = 0;
+	if (rs->status == 200) {
+		hx_response_clear(rs);
+		return 0;
+	}
+	stream_from_api(rs);
+	return 1;
+}
+
+/* One StreamInput message: a start names the process (the input before it goes to the one named
+ * before), data adds to the input, a keepalive is nothing. 0, or 1 with rs holding the error end. */
+static int input_message(struct hx_server *s, const struct hx_request *rq, const char *id, const json_t *msg,
+			 json_int_t *pid, struct cx_buf *b, struct hx_response *rs)
+{
+	const json_t *start = json_object_get(msg, "start"), *data = json_object_get(msg, "data");
+	const char *code = "invalid_argument", *bad = NULL;
+	if (json_is_object(start)) {
+		if (flush_input(s, rq, id, *pid, b, rs))
+			return 1;
+		if (!(*pid = selector_pid(start)))
+			bad = "start.process.pid is required (airlock's processes have no tags)";
+	} else if (json_is_object(data)) {
+		if (!*pid)
+			bad = "a data message before the start message that names the process";
+		else if (input_bytes(json_object_get(data, "input"), b) < 0)
+			bad = "data.input.stdin (or pty) must be base64";
+	} else if (!json_is_object(json_object_get(msg, "keepalive"))) {
+		code = "unimplemented";
+		bad = "a StreamInput message is start, data or keepalive";
+	}
+	if (bad)
+		stream_error(rs, code, bad);
+	return bad != NULL;
+}
+
+/* StreamInput: {"start": {"process": SELECTOR}}, then {"data": {"input": ...}} and {"keepalive": {}}
+ * messages, as envd takes them. The body is whole when this runs (the server reads a request
+ * before its handler): the input reaches the process in order, at the stream's end, one stdin
+ * call per process named. The answer is the empty message and the stream's end, or its error. */
+static void stream_input(struct hx_server *s, const struct hx_request *rq, const char *id, struct hx_response *rs)
+{
+	if (!cx_streaming_type(header(rq, "Content-Type"))) {
+		cx_unary_error(rs, "invalid_argument", "StreamInput is a client stream (application/connect+json)");
+		return;
+	}
+	struct cx_buf b = {0};
+	json_int_t pid = 0;
+	size_t off = 0;
+	int r = 0, failed = 0;
+	json_t *msg = NULL;
+	char why[160];
+	while (!failed && (r = cx_next_message(rq->body, rq->len, &off, &msg, why, sizeof(why))) > 0) {
+		failed = input_message(s, rq, id, msg, &pid, &b, rs);
+		json_decref(msg);
+	}
+	if (!failed && r < 0) {
+		stream_error(rs, "invalid_argument", why);
+		failed = 1;
+	}
+	failed = failed || flush_input(s, rq, id, pid, &b, rs);
+	free(b.p);
+	if (failed)
+		return;
+	struct cx_buf out = {0};
+	json_t *empty = json_object();
+	int w = empty ? cx_envelope(&out, 0, empty) : -ENOMEM;
+	json_decref(empty);
+	w = w ?: cx_end_stream(&out, NULL, NULL);
+	if (w < 0) {
+		free(out.p);
+		stream_error(rs, "internal", "out of memory");
+		return;
+	}
+	rs->status = 200;
+	rs->type = "application/connect+json";
+	rs->body = out.p;
+	rs->len = out.len;
+}
+
 void e2b_process(struct hx_server *s, const struct hx_request *rq, const char *id, const char *method,
 		 struct hx_response *rs)
 {
@@ -547,15 +653,14 @@ void e2b_process(struct hx_server *s, const struct hx_request *rq, const char *i
 		const char *name;
 		void (*fn)(struct hx_server *, const struct hx_request *, const char *, struct hx_response *);
 	} methods[] = {
-		{"Start", start},	   {"Connect", connect_process}, {"List", list},
-		{"SendInput", send_input}, {"CloseStdin", close_stdin},	 {"SendSignal", send_signal},
-		{"Update", update},
+		{"Start", start},	   {"Connect", connect_process},  {"List", list},
+		{"SendInput", send_input}, {"CloseStdin", close_stdin},	  {"SendSignal", send_signal},
+		{"Update", update},	   {"StreamInput", stream_input},
 	};
 	for (size_t i = 0; i < AL_ARRAY_SIZE(methods); i++)
 		if (strcmp(method, methods[i].name) == 0) {
 			methods[i].fn(s, rq, id, rs);
 			return;
 		}
-	cx_unary_error(rs, "unimplemented", "process.Process/%.64s is not offered (StreamInput: use SendInput)",
-		       method);
+	cx_unary_error(rs, "unimplemented", "process.Process/%.64s: no such method", method);
 }

@@ -199,6 +199,7 @@ char *hx_metrics_render(struct hx_server *s, size_t *len);
 /* ---- the server's state (server.c) --------------------------------------------------------- */
 
 struct hx_sessions;
+struct e2b_watcher;
 
 /* A bearer token as the server keeps it: only its digest. */
 struct hx_token {
@@ -223,6 +224,9 @@ struct hx_server {
 	struct tl_catalog cat;
 	struct hx_metrics metrics;
 	struct hx_sessions *sessions;
+	pthread_mutex_t watchers_mu; /* e2bwatch.c: envd's polling watchers, under it */
+	struct e2b_watcher *watchers;
+	size_t nwatchers;
 	int stopping; /* atomic: http_serve is ending; blocked requests give up */
 };
 

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http/e2b.h"
 #include "util/cleanup.h"
 
 #define PX_BUF	      65536  /* the sandbox server's bytes held at once; also the request head's cap */
@@ -54,7 +55,8 @@ struct hx_proxy {
 	int fd;	       /* to the sandbox's port (ours) */
 	int client_fd; /* the client's connection (libmicrohttpd's): only looked at */
 	unsigned port;
-	char prefix[PX_PREFIX_MAX]; /* "/v1/sandboxes/ID/ports/PORT" */
+	char prefix[PX_PREFIX_MAX]; /* "/v1/sandboxes/ID/ports/PORT"; "" for E2B's addressing */
+	bool e2b;		    /* named by E2B's headers or Host (e2b.c): the target is the URI as sent */
 	bool head_only, websocket, chunked_up, failed;
 	bool set_cookie; /* the token came in the URL: answer with it as a cookie */
 	char token[SRV_PORT_TOKEN_LEN * 2 + 1];
@@ -200,6 +202,18 @@ static bool dropped(const char *name, const char *connection)
 	return connection && has_token(connection, name);
 }
 
+/* What opened an E2B-addressed request (e2b.c): the owner's API key, the sandbox's access and
+ * traffic tokens, and the routing headers of this hop. The sandbox's server never learns them. */
+static bool e2b_dropped(const char *name)
+{
+	static const char *const e2b[] = {"X-API-Key", "X-Access-Token", "E2B-Traffic-Access-Token", "E2b-Sandbox-Id",
+					  "E2b-Sandbox-Port"};
+	for (size_t i = 0; i < AL_ARRAY_SIZE(e2b); i++)
+		if (strcasecmp(name, e2b[i]) == 0)
+			return true;
+	return false;
+}
+
 /* The client's cookies but the port token's (which only opens this door). */
 static void cookies_add(struct px_text *t, const char *cookie)
 {
@@ -223,13 +237,14 @@ static void cookies_add(struct px_text *t, const char *cookie)
 struct px_headers {
 	struct px_text *t;
 	const char *connection;
+	bool e2b;
 };
 
 static enum MHD_Result header_add(void *cls, enum MHD_ValueKind kind, const char *name, const char *value)
 {
 	struct px_headers *h = cls;
 	(void)kind;
-	if (!name || !value || dropped(name, h->connection) || strpbrk(value, "\r\n"))
+	if (!name || !value || dropped(name, h->connection) || (h->e2b && e2b_dropped(name)) || strpbrk(value, "\r\n"))
 		return MHD_YES;
 	text_str(h->t, name);
 	text_str(h->t, ": ");
@@ -239,11 +254,12 @@ static enum MHD_Result header_add(void *cls, enum MHD_ValueKind kind, const char
 }
 
 /* The request target for the sandbox's server: the raw URI past "/v1/sandboxes/ID/ports/PORT"
- * (five segments), "/" when nothing is left, and without the airlock_token query argument. */
-static void target_add(struct px_text *t, const char *raw)
+ * (five segments; none for E2B's addressing, which names the port outside the path), "/" when
+ * nothing is left, and without the airlock_token query argument. */
+static void target_add(struct px_text *t, const char *raw, bool e2b)
 {
 	const char *p = raw;
-	for (int seg = 0; seg < 5 && *p == '/'; seg++)
+	for (int seg = 0; !e2b && seg < 5 && *p == '/'; seg++)
 		p += 1 + strcspn(p + 1, "/?");
 	size_t path = strcspn(p, "?");
 	if (path == 0)
@@ -269,10 +285,10 @@ static void request_head(struct hx_proxy *px, struct MHD_Connection *conn, const
 {
 	text_str(t, rq->method);
 	text_str(t, " ");
-	target_add(t, raw);
+	target_add(t, raw, px->e2b);
 	text_str(t, " HTTP/1.1\r\n");
 	const char *connection = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Connection");
-	struct px_headers h = {.t = t, .connection = connection};
+	struct px_headers h = {.t = t, .connection = connection, .e2b = px->e2b};
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, header_add, &h);
 	cookies_add(t, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Cookie"));
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
@@ -285,9 +301,11 @@ static void request_head(struct hx_proxy *px, struct MHD_Connection *conn, const
 		text_str(t, cl);
 		text_str(t, "\r\n");
 	}
-	text_str(t, "X-Forwarded-Prefix: ");
-	text_str(t, px->prefix);
-	text_str(t, "\r\n");
+	if (px->prefix[0]) {
+		text_str(t, "X-Forwarded-Prefix: ");
+		text_str(t, px->prefix);
+		text_str(t, "\r\n");
+	}
 	text_str(t, px->websocket ? "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n" : "Connection: close\r\n\r\n");
 }
 
@@ -367,7 +385,19 @@ int hx_proxy_open(struct hx_server *s, struct MHD_Connection *conn, const struct
 {
 	char id[SRV_SANDBOX_ID_MAX], portname[8];
 	const struct srv_mgr_api *m = s->o.mgr;
-	if (!parse_path(rq->path, id, sizeof(id), portname, sizeof(portname)) || !raw_uri) {
+	/* E2B's addressing (E2b-Sandbox-Id and -Port, or a Host "PORT-ID.DOMAIN"): e2b_precheck
+	 * named the principal (the owner's API key, or the sandbox's traffic or access token, which
+	 * stand for its owner); the manager's ownership check below decides, as for the JSON API. */
+	struct e2b_target et;
+	bool e2b = e2b_claims(s, rq, &et) && e2b_port_proxied(&et);
+	if (e2b) {
+		snprintf(id, sizeof(id), "%s", et.sandbox);
+		snprintf(portname, sizeof(portname), "%u", et.port);
+	} else if (!parse_path(rq->path, id, sizeof(id), portname, sizeof(portname))) {
+		hx_error(rs, 404, "no such resource: %.200s", rq->path);
+		return 1;
+	}
+	if (!raw_uri) {
 		hx_error(rs, 404, "no such resource: %.200s", rq->path);
 		return 1;
 	}
@@ -376,7 +406,7 @@ int hx_proxy_open(struct hx_server *s, struct MHD_Connection *conn, const struct
 		hx_error(rs, 400, "port \"%.8s\": a port is a number from 1 to 65535", portname);
 		return 1;
 	}
-	if (root_redirect(rq, raw_uri, rs))
+	if (!e2b && root_redirect(rq, raw_uri, rs))
 		return 1;
 	if (!m->port_connect) {
 		hx_error(rs, 501, "this manager cannot reach a sandbox's ports");
@@ -388,7 +418,7 @@ int hx_proxy_open(struct hx_server *s, struct MHD_Connection *conn, const struct
 		return 1;
 	}
 	bool from_query = false;
-	const char *token = hx_port_token(rq, &from_query);
+	const char *token = e2b ? NULL : hx_port_token(rq, &from_query);
 	struct srv_port_req req = {.owner = rq->who->name[0] ? rq->who->name : "anonymous",
 				   .sandbox_id = id,
 				   .port = (uint16_t)port,
@@ -402,9 +432,11 @@ int hx_proxy_open(struct hx_server *s, struct MHD_Connection *conn, const struct
 		return open_error(rs, r, &err, port);
 	}
 	px->port = port;
+	px->e2b = e2b;
 	if (token)
 		hx_conn_mark(s, conn, true, false); /* the manager took the token: a credential */
-	snprintf(px->prefix, sizeof(px->prefix), "/v1/sandboxes/%s/ports/%u", id, port);
+	if (!e2b)
+		snprintf(px->prefix, sizeof(px->prefix), "/v1/sandboxes/%s/ports/%u", id, port);
 	/* Only a token of ours' shape goes into a header (no ';' or spaces to smuggle attributes). */
 	px->set_cookie =
 		from_query && token && strlen(token) < sizeof(px->token) &&

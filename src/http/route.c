@@ -218,7 +218,10 @@ size_t hx_request_limit(struct hx_server *s, const struct hx_request *rq)
 
 bool hx_request_proxied(struct hx_server *s, const struct hx_request *rq)
 {
-	return !e2b_claims(s, rq, NULL) && hx_route_proxied(rq->method, rq->path);
+	struct e2b_target t;
+	if (e2b_claims(s, rq, &t))
+		return e2b_port_proxied(&t);
+	return hx_route_proxied(rq->method, rq->path);
 }
 
 bool hx_route_proxied(const char *method, const char *path)

@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include "http/e2b.h"
 #include "http/hx.h"
 #include "http/proxy.h"
 #include "util/clock.h"
@@ -134,6 +135,7 @@ int hx_server_new(const struct http_opts *o, bool loopback, struct hx_server **o
 	s->ntokens = o->ntokens;
 	s->o.tokens = NULL;
 	pthread_mutex_init(&s->conns_mu, NULL);
+	pthread_mutex_init(&s->watchers_mu, NULL);
 	s->observer = (struct svc_observer){.ctx = s, .decided = observe_decided, .ended = observe_ended};
 	s->rn = (struct svc_runner){
 		.mgr = s->o.mgr, .gate = s->o.gate, .observer = &s->observer, .cat = &s->cat, .transport = "http"};
@@ -165,6 +167,7 @@ void hx_server_free(struct hx_server *s)
 {
 	if (!s)
 		return;
+	e2b_watchers_free(s);
 	hx_sessions_free(s);
 	tl_catalog_clear(&s->cat);
 	if (s->tokens)
@@ -172,6 +175,7 @@ void hx_server_free(struct hx_server *s)
 	free(s->tokens);
 	mq_clear(&s->conns);
 	pthread_mutex_destroy(&s->conns_mu);
+	pthread_mutex_destroy(&s->watchers_mu);
 	free(s);
 }
 

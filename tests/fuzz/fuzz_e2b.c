@@ -1,4 +1,4 @@
-/* fuzz_e2b.c — fuzz target for the E2B front end's request parsers: Connect's envelope and JSON message, multipart/form-data, E2B paths. */
+/* fuzz_e2b.c — fuzz target for the E2B front end's request parsers: Connect's envelope (one, or a client stream's) and JSON message, multipart/form-data, E2B paths. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (r < 0 && !memchr(why, 0, sizeof(why))))
 			abort();
 		json_decref(msg);
+		/* The same bytes as a client stream's envelopes: each read moves on, within the body. */
+		for (size_t off = 0, last = 0; mode == 0; last = off) {
+			r = cx_next_message(in, n, &off, &msg, why, sizeof(why));
+			if ((r == 1) != (msg != NULL) || off > n || (r == 1 && off <= last) || (r == 0 && off < n))
+				abort();
+			json_decref(msg);
+			if (r <= 0)
+				break;
+		}
 		return 0;
 	}
 	char *s = malloc(n + 1);

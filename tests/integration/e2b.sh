@@ -4,8 +4,11 @@
 # E2B_SANDBOX_URL and E2B_API_KEY: create, info, list with a metadata filter, commands (foreground,
 # streamed, background with list and kill, stdin, a non-zero exit as CommandExitError), a pty, files
 # (text, bytes, list with depth, exists, rename, remove, makeDir, watch), setTimeout, pause, connect
-# (which resumes), fork,
-# kill (tests/e2b/sdk.mjs); the code interpreter SDK's runCode with state, logs, errors, a
+# (which resumes), fork, a port of the sandbox through E2b-Sandbox-Port and getHost's Host (the owner's key,
+# the traffic token; refused without either or with another's key, the server never reached),
+# the polling watchers (CreateWatcher, GetWatcherEvents, RemoveWatcher) through the SDK's own Connect
+# client, StreamInput as several envelopes of one request, signed download and upload URLs (a
+# tampered, expired or read-for-write one refused), kill (tests/e2b/sdk.mjs); the code interpreter SDK's runCode with state, logs, errors, a
 # matplotlib PNG, a DataFrame, javascript and bash contexts (tests/e2b/interp.mjs); two principals that cannot see each other's sandboxes; from outside:
 # anonymous and wrong credentials refused on both planes, another principal's key or a forged
 # access token never reaching a sandbox, a host listener a sandbox cannot reach, the audit log
