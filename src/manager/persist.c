@@ -44,7 +44,9 @@ struct pst_box {
 	char id[64];
 	int dir;
 	uint64_t disk; /* the room promised */
-	uint64_t held; /* what its mirror holds, as of its last sync */
+	/* What its mirror holds alone, as of its last sync: the bytes it shares with a layer are not
+	 * counted, since a change of such a file is a new file beside the layer's (wsm_stats.shared). */
+	uint64_t held;
 	pthread_mutex_t mu;
 	struct wsm *w;
 	json_t *layers; /* the ids its workspace stands on (pst_box_layers), or NULL */
@@ -294,6 +296,9 @@ static int write_record(int dir, const char *name, const json_t *rec)
 		close(fd);
 	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
 		r = -errno;
+	/* A record that could not be written whole (no room) leaves nothing half-written behind. */
+	if (r < 0 && fd >= 0)
+		(void)unlinkat(dir, tmp, 0);
 	if (r == 0 && fsync(dir) < 0)
 		r = -errno;
 	return r;
@@ -387,7 +392,7 @@ int pst_box_sync(struct pst_box *b, int ws, struct wsm_stats *st, struct al_erro
 	int r = wsm_sync(b->w, ws, &s, err);
 	pthread_mutex_unlock(&b->mu);
 	pthread_mutex_lock(&b->p->mu);
-	b->held = s.stored;
+	b->held = s.stored - s.shared;
 	pthread_mutex_unlock(&b->p->mu);
 	if (st)
 		*st = s;
@@ -400,7 +405,9 @@ int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_
 	pthread_mutex_lock(&b->mu);
 	int r = wsm_restore(b->w, ws, uid, gid, &s, err);
 	pthread_mutex_unlock(&b->mu);
-	b->held = s.stored;
+	pthread_mutex_lock(&b->p->mu);
+	b->held = s.stored - s.shared;
+	pthread_mutex_unlock(&b->p->mu);
 	if (st)
 		*st = s;
 	return r;
@@ -550,6 +557,10 @@ int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAY
 		discard_in(p, PST_LAYERS, id);
 		return r;
 	}
+	/* Its files are the layer's too now: what it may still write is its whole disk limit. */
+	pthread_mutex_lock(&p->mu);
+	from->held = 0;
+	pthread_mutex_unlock(&p->mu);
 	/* The box holds its last freeze, so that forks of unchanged files share it. */
 	json_t *old = from->frozen[0] ? json_pack("[s]", from->frozen) : NULL, *now = json_pack("[s]", id);
 	if (now && pst_layers_ref(p, now) == 0) {

@@ -377,10 +377,35 @@ unsigned sbm_quota_sandboxes(const struct sbm *m)
 	return q ? q : CFG_QUOTA_SANDBOXES;
 }
 
-static int over_quota(const struct sbm *m, const char *owner, struct al_error *err)
+uint64_t sbm_disk_owned_locked(const struct sbm *m, const char *owner)
 {
-	return al_err(err, EAGAIN, "quota reached: %s holds %u sandboxes (server.quota.sandboxes): destroy one first",
-		      owner[0] ? owner : "this client", sbm_quota_sandboxes(m));
+	uint64_t n = 0;
+	for (const struct sbx *s = m->list; s; s = s->next)
+		n += !s->pooled && strcmp(s->owner, owner) == 0 ? s->disk_bytes : 0;
+	return n;
+}
+
+/* The bytes quota counts disk limits, not what is written: each is a hard limit (the workspace's
+ * size-capped tmpfs), so what a principal's sandboxes keep in the state directory stays within the
+ * quota whatever they write, and a refusal comes before anything is made, never after a write. */
+int sbm_quota_check_locked(const struct sbm *m, const char *owner, unsigned more, uint64_t disk, struct al_error *err)
+{
+	const char *who = owner[0] ? owner : "this client";
+	unsigned held = sbm_owned_locked(m, owner), max = sbm_quota_sandboxes(m);
+	if (held + more > max)
+		return al_err(err, EAGAIN,
+			      "quota reached: %s holds %u sandboxes, and %u more would pass server.quota.sandboxes "
+			      "(%u): destroy one first",
+			      who, held, more, max);
+	uint64_t cap = m->o.cfg->server.quota_sandbox_bytes, has = sbm_disk_owned_locked(m, owner);
+	if (!cap || cap == AL_UNLIMITED || has + disk <= cap)
+		return 0;
+	return al_err(err, EAGAIN,
+		      "quota reached: %s's sandboxes may store %llu MiB (their disk limits), and %llu MiB more "
+		      "would pass server.quota.sandbox_bytes (%llu MiB): destroy one first, or ask for a smaller "
+		      "disk_mb",
+		      who, (unsigned long long)(has >> 20), (unsigned long long)(disk >> 20),
+		      (unsigned long long)(cap >> 20));
 }
 
 /* Lists s (with the table's reference) unless the live limit is reached. */
@@ -391,9 +416,10 @@ int sbx_list(struct sbm *m, struct sbx *s, struct al_error *err)
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
 	/* One principal filling the table would lock every other one out: each holds its quota. */
-	if (!m->stopping && sbm_owned_locked(m, s->owner) >= sbm_quota_sandboxes(m)) {
+	int q = m->stopping ? 0 : sbm_quota_check_locked(m, s->owner, 1, s->disk_bytes, err);
+	if (q < 0) {
 		pthread_mutex_unlock(&m->mu);
-		return over_quota(m, s->owner, err);
+		return q;
 	}
 	if (m->stopping || (max && m->live >= max)) {
 		pthread_mutex_unlock(&m->mu);

@@ -241,6 +241,11 @@ int sbx_list(struct sbm *m, struct sbx *s, struct al_error *err);
 /* Under m->mu: owner's listed sandboxes; the per-principal sandbox quota. */
 unsigned sbm_owned_locked(const struct sbm *m, const char *owner);
 unsigned sbm_quota_sandboxes(const struct sbm *m);
+/* Under m->mu: the disk limits of owner's listed sandboxes together (what they may store). */
+uint64_t sbm_disk_owned_locked(const struct sbm *m, const char *owner);
+/* Under m->mu: 0 if owner may hold more sandboxes with disk bytes of disk limits beside its own
+ * (server.quota.sandboxes and sandbox_bytes); -EAGAIN with err naming the quota otherwise. */
+int sbm_quota_check_locked(const struct sbm *m, const char *owner, unsigned more, uint64_t disk, struct al_error *err);
 int sbm_set_limit_if(struct al_policy *p, enum al_limit l, uint64_t v, struct al_error *err);
 bool hosts_same(const char *a, const char *b);
 char *hosts_join(const char *const *v, size_t n);
