@@ -95,7 +95,8 @@ static void *fork_thread(void *arg)
 	}
 	/* Once for every child: they all stand on the same layer. */
 	if (r == 0)
-		r = sbp_freeze(m, p, &layers, &frozen, &err);
+		r = sbp_freeze(m, p, p->disk_bytes * op->count, "this fork (its children's disk limits)", &layers,
+			       &frozen, &err);
 	/* One by one: a child that cannot be made (a quota, the disk) ends the fork, and the children
 	 * made before it stay, named in the error, so nothing made is left unknown to its owner. */
 	for (unsigned i = 0; r == 0 && i < op->count; i++) {
@@ -130,6 +131,8 @@ static void *fork_thread(void *arg)
 	}
 	json_decref(kids);
 	/* The children hold their own references: a fork that made none leaves the layer to go. */
+	if (layers && !json_array_size(kids))
+		sbp_unfreeze(p, layers);
 	if (layers)
 		pst_layers_unref(m->pst, layers);
 	json_decref(layers);

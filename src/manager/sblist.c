@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "manager/persist.h"
 #include "policy/policy.h"
 #include "util/error.h"
 
@@ -120,7 +121,13 @@ static json_t *sbx_json(struct sbx *s, uint64_t now)
 	     json_object_set_new(o, "paused_ms",
 				 s->paused ? json_integer((json_int_t)(now > s->paused_ms ? now - s->paused_ms : 0))
 					   : json_null()) < 0 ||
-	     json_object_set_new(o, "paused_by", s->paused ? json_string(s->paused_by) : json_null()) < 0)) {
+	     json_object_set_new(o, "paused_by", s->paused ? json_string(s->paused_by) : json_null()) < 0 ||
+	     /* Kept: its files are in the state directory and outlive the server (sbpersist.c). */
+	     json_object_set_new(o, "kept", json_boolean(s->box != NULL)) < 0 ||
+	     json_object_set_new(o, "disk_bytes", json_integer((json_int_t)s->disk_bytes)) < 0 ||
+	     json_object_set_new(o, "stored_bytes",
+				 s->box ? json_integer((json_int_t)pst_box_stored(s->box)) : json_null()) < 0 ||
+	     json_object_set_new(o, "layered", json_boolean(s->layers != NULL)) < 0)) {
 		json_decref(o);
 		return NULL;
 	}

@@ -437,8 +437,14 @@ void sbp_sync(struct sbm *m, struct sbx *s);
 struct wsm_stats;
 /* A kept sandbox's files frozen into a new layer (persist.h): *layers, the ids its copy would
  * stand on (the new one, then s's own), with one reference held on each for the caller
- * (pst_layers_unref); without a state directory, *layers is NULL and nothing is done. */
-int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *st, struct al_error *err);
+ * (pst_layers_unref); without a state directory, *layers is NULL and nothing is done. Refused
+ * first, with nothing frozen, unless the state directory has room bytes more (pst_room: what
+ * needs them, in the words of its refusal). */
+int sbp_freeze(struct sbm *m, struct sbx *s, uint64_t room, const char *what, json_t **layers, struct wsm_stats *st,
+	       struct al_error *err);
+/* The call that froze layers (sbp_freeze's) was refused: s keeps no freeze of it, so the layer goes
+ * with the caller's references unless something else stands on it. */
+void sbp_unfreeze(struct sbx *s, const json_t *layers);
 int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err);
 /* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of
  * the stop); any other is removed from disk. */

@@ -166,18 +166,23 @@ int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats
 	return r ?: pst_box_restore(c->box, al_sandbox_workspace(c->sb), uid, gid, st, err);
 }
 
-int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *st, struct al_error *err)
+int sbp_freeze(struct sbm *m, struct sbx *s, uint64_t room, const char *what, json_t **layers, struct wsm_stats *st,
+	       struct al_error *err)
 {
 	*layers = NULL;
 	if (!s->box)
 		return 0;
+	/* Refused before anything is frozen: a call the state directory cannot hold makes no layer. */
+	int r = pst_room(m->pst, room, what, err);
+	if (r < 0)
+		return r;
 	uid_t uid;
 	gid_t gid;
 	al_sandbox_owner(s->sb, &uid, &gid);
 	/* Up to date first: what its background processes wrote since its last call is in it. */
 	sbp_sync(m, s);
 	char id[PST_LAYER_ID];
-	int r = pst_layer_freeze(s->box, uid, gid, id, st, err);
+	r = pst_layer_freeze(s->box, uid, gid, id, st, err);
 	json_t *a = r < 0 ? NULL : json_array();
 	if (r == 0 && (!a || json_array_append_new(a, json_string(id)) < 0 ||
 		       (s->layers && json_array_extend(a, s->layers) < 0) || pst_layers_ref(m->pst, a) < 0)) {
@@ -186,6 +191,12 @@ int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *
 	}
 	*layers = a;
 	return r;
+}
+
+void sbp_unfreeze(struct sbx *s, const json_t *layers)
+{
+	if (s->box && layers)
+		pst_layer_forget(s->box, json_string_value(json_array_get(layers, 0)));
 }
 
 void sbp_release(struct sbx *s)
