@@ -368,8 +368,9 @@ int svc_call_act_for(struct svc_call *c, const char *owner)
 	bool look = c->tool == TL_PROCESS && action && (strcmp(action, "list") == 0 || strcmp(action, "output") == 0);
 	/* Pausing and resuming stop and go on with what runs there, as it is: nothing new runs. */
 	bool hold = c->tool == TL_PAUSE || c->tool == TL_RESUME;
-	if ((c->tool != TL_DESTROY_SANDBOX && !look && !hold) || c->begun || !owner || !*owner ||
-	    strlen(owner) >= sizeof(c->for_owner))
+	/* Deleting a snapshot, as destroying a sandbox, ends what is kept: nothing runs. */
+	bool end = c->tool == TL_DESTROY_SANDBOX || c->tool == TL_DELETE_SNAPSHOT;
+	if ((!end && !look && !hold) || c->begun || !owner || !*owner || strlen(owner) >= sizeof(c->for_owner))
 		return -EINVAL;
 	snprintf(c->for_owner, sizeof(c->for_owner), "%s", owner);
 	return 0;
