@@ -107,6 +107,16 @@ void sbx_unlist_locked(struct sbm *m, struct sbx *s)
  * of an unknown id: an answer must not confirm that an id it may not use exists. */
 struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_error *err)
 {
+	struct sbx *s = sbx_find(m, id, owner, err);
+	if (s && sbx_back(m, s, NULL, err) < 0) {
+		sbx_put(m, s);
+		return NULL;
+	}
+	return s;
+}
+
+struct sbx *sbx_find(struct sbm *m, const char *id, const char *owner, struct al_error *err)
+{
 	if (!id) { /* a transport without a session sandbox passed none */
 		al_err(err, EINVAL, "this call needs a sandbox_id");
 		return NULL;
@@ -765,7 +775,7 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
  * worker looks it up again (it may be destroyed meanwhile). */
 int sbx_known(struct sbm *m, const char *id, const char *owner, struct al_error *err)
 {
-	struct sbx *s = id ? sbx_get(m, id, owner, err) : NULL;
+	struct sbx *s = id ? sbx_find(m, id, owner, err) : NULL;
 	if (id && !s)
 		return -ENOENT;
 	if (s)
@@ -777,7 +787,7 @@ static int m_destroy(void *ctx, const struct srv_path_req *req, const struct srv
 		     struct al_error *err)
 {
 	struct sbm *m = ctx;
-	struct sbx *s = sbx_get(m, req->sandbox_id, req->owner, err);
+	struct sbx *s = sbx_find(m, req->sandbox_id, req->owner, err); /* one paused to disk: not made again */
 	if (!s)
 		return -ENOENT;
 	pthread_mutex_lock(&m->mu);

@@ -94,6 +94,9 @@ struct sbx {
 	/* Paused in place (sbpause.c), under m->mu. */
 	bool paused;		   /* its state is "paused" (frozen, or brought back paused after a restart) */
 	bool frozen;		   /* its processes are frozen (al_sandbox_pause) */
+	/* Paused to disk (sbpause.c): its held sandbox released (sb NULL: no process, no memory), its
+	 * files and record in the state directory; sbx_get makes it again (sbp_remake). */
+	bool on_disk;
 	bool changing;		   /* a pause or resume of it is under way (outside the lock): wait on m->cv */
 	bool auto_pause;	   /* create's auto_pause: idle_ttl or its lifetime pause it instead */
 	bool lifetime_runs_paused; /* create's lifetime_runs_paused */
@@ -218,8 +221,15 @@ uint64_t sbm_now_ms(void); /* CLOCK_MONOTONIC, in ms */
 void sbx_free(struct sbx *s);
 /* Drops one reference; the last one destroys the sandbox. */
 void sbx_put(struct sbm *m, struct sbx *s);
-/* The sandbox id with a reference taken, if owner owns it; NULL with err set otherwise. */
+/* The sandbox id with a reference taken, if owner owns it; NULL with err set otherwise. One paused
+ * to disk is made again first (held, still paused: sbx_back), so that every caller finds s->sb. */
 struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_error *err);
+/* sbx_get without making one paused to disk again (s->sb may be NULL): for the calls that never
+ * touch it (destroy, pause, resume, an existence check). */
+struct sbx *sbx_find(struct sbm *m, const char *id, const char *owner, struct al_error *err);
+/* s (referenced), if paused to disk, made again under its id, still paused; *back set when it was
+ * (may be NULL). 0, or -errno with err saying why (s stays on disk). */
+int sbx_back(struct sbm *m, struct sbx *s, bool *back, struct al_error *err);
 /* 0 if id is NULL or a sandbox owner owns; -ENOENT with err set otherwise. */
 int sbx_known(struct sbm *m, const char *id, const char *owner, struct al_error *err);
 /* Under m->mu: takes s off the table, killing what runs in it. */
@@ -446,6 +456,12 @@ int sbp_freeze(struct sbm *m, struct sbx *s, uint64_t room, const char *what, js
  * with the caller's references unless something else stands on it. */
 void sbp_unfreeze(struct sbx *s, const json_t *layers);
 int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err);
+/* A new held sandbox for s (paused to disk) made as s was made, its workspace filled from s's
+ * mirror: *sb, for s to take. 0, or -errno with err. */
+int sbp_remake(struct sbm *m, struct sbx *s, struct al_sandbox **sb, struct al_error *err);
+/* s's contexts marked lost (their kernels ended with its processes): the first cell of each says
+ * so, as after a restart. Call with no cell running; takes m->mu. */
+void sbp_contexts_lost(struct sbm *m, struct sbx *s);
 /* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of
  * the stop); any other is removed from disk. */
 void sbp_release(struct sbx *s);

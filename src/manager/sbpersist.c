@@ -34,7 +34,8 @@ static uint64_t wall_now_ms(void)
 static json_t *pause_record_locked(struct sbm *m, const struct sbx *s)
 {
 	bool stopped = s->paused && !s->lifetime_runs_paused;
-	return json_pack("{s:s,s:I,s:s,s:b,s:b,s:b,s:I}", "state", s->paused ? "paused" : "running", "paused_unix_ms",
+	return json_pack("{s:s,s:b,s:I,s:s,s:b,s:b,s:b,s:I}", "state", s->paused ? "paused" : "running", "on_disk",
+			 s->on_disk, "paused_unix_ms",
 			 (json_int_t)(s->paused ? sbm_wall_ms(m, s->paused_ms) : 0), "paused_by",
 			 s->paused ? s->paused_by : "", "auto_pause", s->auto_pause, "lifetime_runs_paused",
 			 s->lifetime_runs_paused, "lifetime_restart", s->lifetime_restart, "clock_stopped_unix_ms",
@@ -141,6 +142,8 @@ void sbp_sync(struct sbm *m, struct sbx *s)
 	if (!s->box)
 		return;
 	struct al_error err = {0};
+	if (!s->sb) /* paused to disk: synced when it was, nothing runs there since */
+		return;
 	/* Over layers, what it changed is its upper layer, all the mirror keeps. */
 	int ws = s->layers ? al_sandbox_upper(s->sb) : al_sandbox_workspace(s->sb);
 	if (pst_box_sync(s->box, ws, NULL, &err) < 0)
@@ -259,7 +262,7 @@ static void pause_restore(struct sbm *m, struct sbx *s, const json_t *rec)
 /* Makes the sandbox rec describes again, its workspace filled from b: 0, or -errno (err). */
 /* The contexts the sandbox had, made again without kernels (ctx_set_lost); names that are not
  * (a record from another version) are passed over. */
-static int lost_contexts(struct sbx *s, const json_t *names, struct al_error *err)
+static int lost_contexts(struct sbx *s, const json_t *names, bool to_disk, struct al_error *err)
 {
 	if (!json_array_size(names))
 		return 0;
@@ -268,10 +271,56 @@ static int lost_contexts(struct sbx *s, const json_t *names, struct al_error *er
 	size_t i;
 	const json_t *c;
 	json_array_foreach(names, i, c)
-		if (ctx_set_lost(s->ctxs, str(c, "context_id"), str(c, "language")) == -ENOMEM)
+		if (ctx_set_lost(s->ctxs, str(c, "context_id"), str(c, "language"), to_disk) == -ENOMEM)
 			return al_err(err, ENOMEM, "out of memory");
 	s->ctx_names = ctx_set_names(s->ctxs, &s->ctx_gen);
 	return 0;
+}
+
+void sbp_contexts_lost(struct sbm *m, struct sbx *s)
+{
+	pthread_mutex_lock(&m->mu);
+	struct ctx_set *old = s->ctxs;
+	json_t *names = s->ctx_names ? json_incref(s->ctx_names) : NULL;
+	s->ctxs = NULL;
+	pthread_mutex_unlock(&m->mu);
+	ctx_set_free(old); /* their kernels end here, with what they held in memory */
+	struct sbx t = {0};
+	struct al_error err = {0};
+	if (lost_contexts(&t, names, true, &err) < 0)
+		fprintf(stderr, "airlock serve: sandbox %s: its contexts: %s\n", s->id, err.msg);
+	json_decref(names);
+	pthread_mutex_lock(&m->mu);
+	s->ctxs = t.ctxs;
+	if (t.ctx_names) {
+		json_decref(s->ctx_names);
+		s->ctx_names = t.ctx_names;
+		s->ctx_gen = t.ctx_gen;
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+int sbp_remake(struct sbm *m, struct sbx *s, struct al_sandbox **sb, struct al_error *err)
+{
+	struct sbx *t = NULL;
+	/* As it was made (sbx_make_now): its profile, image, network and limits, over its layers. */
+	int r = sbx_new_layered(m, s->profile, s->pool_image, s->network, s->net_hosts, &s->lim, s->layers, &t, err);
+	if (r < 0)
+		return r;
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(t->sb, &uid, &gid);
+	struct wsm_stats st;
+	r = pst_box_restore(s->box, al_sandbox_workspace(t->sb), uid, gid, &st, err);
+	if (r == 0) {
+		*sb = t->sb;
+		t->sb = NULL;
+		fprintf(stderr, "airlock serve: sandbox %s of %s is back from disk (%llu entries, %llu bytes)\n", s->id,
+			s->owner[0] ? s->owner : "(none)", (unsigned long long)st.entries,
+			(unsigned long long)st.bytes);
+	}
+	sbx_free(t); /* its shell: what it was made with is s's too */
+	return r;
 }
 
 static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sbx **out, struct al_error *err)
@@ -303,7 +352,7 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 	s->created_ms = now > age ? now - age : 0;
 	s->ends_ms = rest > 0 ? now + (uint64_t)rest : 0;
 	s->lifetime_ms = num(rec, "lifetime_ms");
-	r = lost_contexts(s, json_object_get(rec, "contexts"), err);
+	r = lost_contexts(s, json_object_get(rec, "contexts"), false, err);
 	pause_restore(m, s, rec);
 	uid_t uid;
 	gid_t gid;
