@@ -338,6 +338,16 @@ def step_pause(b, sb):
     check(b.wait(f"document.body.dataset.paused === '{held}:resume:200'", 10) is True, "Resume resumes it")
     s, body, _ = http("GET", f"/v1/sandboxes/{held}", CLIENT)
     check(s == 200 and json.loads(body).get("state") == "running", "the owner sees it running again")
+    # To disk: its processes released, its files kept; the row says so, and Resume makes it again.
+    check(b.wait(f"!!document.querySelector('{row} button.todisk:not([hidden])')", 5) is True, "a kept sandbox's row has To disk")
+    b.eval(f"document.querySelector('{row} button.todisk').click(); true")
+    check(b.wait(f"document.body.dataset.paused === '{held}:disk:200'", 10) is True, "To disk pauses it to disk")
+    check(b.wait(f"!!document.querySelector('{row} td.ondisk') && !!document.querySelector('{row} button.resume')", 5) is True,
+          "the row shows it on disk, with a Resume button")
+    b.eval(f"document.querySelector('{row} button.resume').click(); true")
+    check(b.wait(f"document.body.dataset.paused === '{held}:resume:200'", 30) is True, "Resume makes it again")
+    check(b.wait(f"!document.querySelector('{row} td.ondisk') && !document.querySelector('{row} td.paused')", 5) is True,
+          "the row shows it running again")
     http("DELETE", f"/v1/sandboxes/{held}", CLIENT)
 
 
@@ -355,7 +365,7 @@ def step_kept(b, sb):
           f"its row says it is kept, what its files hold on disk of its disk limit ({shown})")
     status = b.wait("/kept on disk/.test(document.getElementById('sandboxes-summary').textContent) && "
                     "document.getElementById('sandboxes-summary').textContent", 5)
-    check(bool(status) and re.search(r"\d+ live: \d+ running, \d+ paused; \d+ kept on disk", status or "") is not None,
+    check(bool(status) and re.search(r"\d+ live: \d+ running, \d+ paused \(\d+ to disk\); \d+ kept on disk", status or "") is not None,
           f"the view counts the running, paused and kept sandboxes ({status})")
     s, body, _ = http("POST", f"/v1/sandboxes/{kept}/snapshots", CLIENT, {"name": f"console-{M}"})
     check(s == 201, f"the client snapshots it ({s})")

@@ -473,6 +473,8 @@ function portsCell(x) {
 // What runs in a sandbox: an exec, nothing, or nothing at all (paused: every process frozen in
 // place, since when and by whom).
 function execCell(x) {
+  if (x.on_disk) return el('td', {class: 'paused ondisk', title: 'paused to disk by ' + (x.paused_by || '?') +
+    ': its processes and memory released, its files kept; a resume or its next call makes it again', text: 'on disk ' + duration(x.paused_ms)});
   if (x.state === 'paused') return el('td', {class: 'paused', title: 'paused by ' + (x.paused_by || '?'), text: 'paused ' + duration(x.paused_ms)});
   return el('td', {text: x.exec_running ? 'running' : '—'});
 }
@@ -493,24 +495,30 @@ function sandboxRow(x) {
   const hold = el('button', {type: 'button', class: paused ? 'resume' : 'pause', text: paused ? 'Resume' : 'Pause',
     'aria-label': (paused ? 'Resume' : 'Pause') + ' sandbox ' + x.id + ' of ' + x.owner});
   hold.addEventListener('click', () => pauseSandbox(tr, x, !paused));
+  // To disk: its files kept in the state directory, its processes and memory released.
+  const disk = el('button', {type: 'button', class: 'todisk', text: 'To disk',
+    'aria-label': 'Pause sandbox ' + x.id + ' of ' + x.owner + ' to disk (its processes end, its files are kept)'});
+  disk.addEventListener('click', () => pauseSandbox(tr, x, true, true));
+  disk.hidden = !x.kept || !!x.on_disk;
   const tr = el('tr', {'data-id': x.id},
     el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}), imageCell(x),
     el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
     el('td', {class: 'qty', text: duration(x.idle_ms)}), execCell(x),
     el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
     el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}),
-    keptCell(x), portsCell(x), el('td', {class: 'act'}, el('div', {class: 'actbox'}, hold, destroy)));
+    keptCell(x), portsCell(x), el('td', {class: 'act'}, el('div', {class: 'actbox'}, hold, disk, destroy)));
   return tr;
 }
 
-async function pauseSandbox(tr, x, pause) {
+async function pauseSandbox(tr, x, pause, toDisk) {
   for (const b of tr.querySelectorAll('button')) b.disabled = true;
-  const r = await api('POST', '/v1/admin/sandboxes/' + encodeURIComponent(x.id) + (pause ? '/pause' : '/resume'));
+  const r = await api('POST', '/v1/admin/sandboxes/' + encodeURIComponent(x.id) + (pause ? '/pause' : '/resume') + (toDisk ? '?to_disk=true' : ''));
   if (refused(r)) return;
   $('sandboxes-status').textContent = r.status === 200
-    ? (pause ? 'Paused ' : 'Resumed ') + x.id + ' of ' + x.owner + '.'
+    ? (pause ? 'Paused ' : 'Resumed ') + x.id + ' of ' + x.owner + (toDisk ? ' to disk.' : '.') +
+      (r.data && r.data.released ? ' Not kept: ' + r.data.released + '.' : '')
     : 'Not ' + (pause ? 'paused' : 'resumed') + ': ' + (r.data && r.data.error ? r.data.error : 'HTTP ' + r.status);
-  document.body.dataset.paused = x.id + ':' + (pause ? 'pause' : 'resume') + ':' + r.status;
+  document.body.dataset.paused = x.id + ':' + (toDisk ? 'disk' : pause ? 'pause' : 'resume') + ':' + r.status;
   loadSandboxes();
 }
 
@@ -559,7 +567,8 @@ async function loadSandboxes() {
     const all = r.data.sandboxes;
     body.replaceChildren(...all.map(sandboxRow));
     const paused = all.filter((x) => x.state === 'paused').length, kept = all.filter((x) => x.kept).length;
-    $('sandboxes-summary').textContent = all.length + ' live: ' + (all.length - paused) + ' running, ' + paused + ' paused; ' + kept + ' kept on disk';
+    const onDisk = all.filter((x) => x.on_disk).length;
+    $('sandboxes-summary').textContent = all.length + ' live: ' + (all.length - paused) + ' running, ' + paused + ' paused (' + onDisk + ' to disk); ' + kept + ' kept on disk';
     document.body.dataset.sandboxes = String(all.length);
   } else {
     $('sandboxes-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
