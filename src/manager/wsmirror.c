@@ -463,8 +463,9 @@ static int sync_entry(struct walk *k, int src, int dst, const char *name, int de
 					: stage_link(k, src, name);
 		k->st->copied += r == 0;
 	}
+	/* Unchanged, it is still the file a layer may share; copied, it is the mirror's own. */
 	if (r == 0)
-		r = record(k->w, k->path, &st, false);
+		r = record(k->w, k->path, &st, unchanged && e && e->shared);
 	else if (e)
 		e->gen = k->w->gen, e->ctime.tv_nsec = -1; /* kept as it was; copied again next time */
 	if (r < 0)

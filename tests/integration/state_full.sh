@@ -91,6 +91,8 @@ run "$a" 'head -c 6000000 /dev/urandom >big'
 api POST "/v1/sandboxes/$a/snapshots" -d '{"name": "a"}'
 al_assert_eq "$CODE" 201 "a snapshot of a"
 snap=$(jget 'd["snapshot_id"]')
+# A call after it syncs a again: its big file, unchanged, is still the layer's too.
+run "$a" 'echo small >small'
 f=$(free_mib)
 al_log "free after a's 6 MB and its snapshot: $f MiB"
 # a's 6 MB are the snapshot's layer's too: a may still write its whole 8 MiB anew, so the room
