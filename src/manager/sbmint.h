@@ -92,8 +92,8 @@ struct sbx {
 	struct pst_box *box;   /* its state on disk, or NULL (no state directory, a spare) */
 	json_t *layers;	       /* the layers its workspace stands on (persist.h), the top first, or NULL */
 	/* Paused in place (sbpause.c), under m->mu. */
-	bool paused;		   /* its state is "paused" (frozen, or brought back paused after a restart) */
-	bool frozen;		   /* its processes are frozen (al_sandbox_pause) */
+	bool paused; /* its state is "paused" (frozen, or brought back paused after a restart) */
+	bool frozen; /* its processes are frozen (al_sandbox_pause) */
 	/* Paused to disk (sbpause.c): its held sandbox released (sb NULL: no process, no memory), its
 	 * files and record in the state directory; sbx_get makes it again (sbp_remake). */
 	bool on_disk;
@@ -442,6 +442,8 @@ void sbp_save(struct sbm *m, struct sbx *s);
 void sbp_contexts(struct sbm *m, struct sbx *s);
 /* A call that may have changed s's files has ended: they are on disk before its result is sent. */
 void sbp_sync(struct sbm *m, struct sbx *s);
+/* sbp_sync that says whether the files are on disk: 0, or -errno (ENOSPC...) with err. */
+int sbp_sync_checked(struct sbm *m, struct sbx *s, struct al_error *err);
 /* A fork's child c (kept, empty) given parent p's files, indexed for its next sync and on disk:
  * linked from p's mirror when both are kept, else copied from p's workspace and synced. */
 struct wsm_stats;

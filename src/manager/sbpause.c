@@ -153,8 +153,7 @@ void sbx_unuse_put(struct sbm *m, struct sbx *s)
 /* ---- the calls ------------------------------------------------------------------------------ */
 
 /* The answer of pause and resume: the state as it is now. */
-static char *state_json(struct sbm *m, struct sbx *s, const char *freezer, double took_ms, bool changed,
-			bool from_disk)
+static char *state_json(struct sbm *m, struct sbx *s, const char *freezer, double took_ms, bool changed, bool from_disk)
 {
 	pthread_mutex_lock(&m->mu);
 	bool paused = s->paused, disk = s->on_disk;
@@ -274,6 +273,14 @@ static int to_disk(struct sbm *m, struct sbx *s, const char *by, const struct sr
 	int r = already ? 0 : disk_refused_locked(m, s, err);
 	if (r == 0 && !already) {
 		s->changing = true;
+		/* Its files on disk first: where they cannot be (no room left), nothing is released. */
+		pthread_mutex_unlock(&m->mu);
+		r = sbp_sync_checked(m, s, err);
+		pthread_mutex_lock(&m->mu);
+		if (r < 0)
+			al_err_prefix(err, "sandbox %s was not paused to disk: its files could not be kept", s->id);
+	}
+	if (r == 0 && !already) {
 		if (!s->paused) { /* paused from now: its lifetime clock stops as a pause's does */
 			s->paused = true;
 			s->paused_ms = s->clock_stop_ms = sbm_now_ms();
@@ -292,14 +299,24 @@ static int to_disk(struct sbm *m, struct sbx *s, const char *by, const struct sr
 	pthread_mutex_unlock(&m->mu);
 	if (r == 0 && !already) {
 		sbp_contexts_lost(m, s); /* their kernels end, their names stay */
-		sbp_sync(m, s);		 /* its files as they are now, on disk */
+		/* Its files as they are now, what its processes wrote last included; if they cannot all
+		 * be kept, it stays held (paused, its processes ended) rather than lose them. */
+		r = sbp_sync_checked(m, s, err);
+		if (r < 0)
+			al_err_prefix(err,
+				      "sandbox %s: its processes ended, but its files could not be kept, so it stays "
+				      "held (paused)",
+				      s->id);
+	}
+	if (r == 0 && !already) {
 		pthread_mutex_lock(&m->mu);
 		struct al_sandbox *sb = s->sb;
 		s->sb = NULL;
 		s->on_disk = true;
 		pthread_mutex_unlock(&m->mu);
 		al_sandbox_destroy(sb); /* what is left of it: its init, cgroup, namespaces, tmpfs */
-		fprintf(stderr, "airlock serve: sandbox %s of %s paused to disk by %s: its processes and memory released\n",
+		fprintf(stderr,
+			"airlock serve: sandbox %s of %s paused to disk by %s: its processes and memory released\n",
 			s->id, s->owner[0] ? s->owner : "(none)", by);
 	}
 	if (!already) {

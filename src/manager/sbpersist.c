@@ -35,11 +35,10 @@ static json_t *pause_record_locked(struct sbm *m, const struct sbx *s)
 {
 	bool stopped = s->paused && !s->lifetime_runs_paused;
 	return json_pack("{s:s,s:b,s:I,s:s,s:b,s:b,s:b,s:I}", "state", s->paused ? "paused" : "running", "on_disk",
-			 s->on_disk, "paused_unix_ms",
-			 (json_int_t)(s->paused ? sbm_wall_ms(m, s->paused_ms) : 0), "paused_by",
-			 s->paused ? s->paused_by : "", "auto_pause", s->auto_pause, "lifetime_runs_paused",
-			 s->lifetime_runs_paused, "lifetime_restart", s->lifetime_restart, "clock_stopped_unix_ms",
-			 (json_int_t)(stopped ? sbm_wall_ms(m, s->clock_stop_ms) : 0));
+			 s->on_disk, "paused_unix_ms", (json_int_t)(s->paused ? sbm_wall_ms(m, s->paused_ms) : 0),
+			 "paused_by", s->paused ? s->paused_by : "", "auto_pause", s->auto_pause,
+			 "lifetime_runs_paused", s->lifetime_runs_paused, "lifetime_restart", s->lifetime_restart,
+			 "clock_stopped_unix_ms", (json_int_t)(stopped ? sbm_wall_ms(m, s->clock_stop_ms) : 0));
 }
 
 static json_t *record_of(struct sbm *m, struct sbx *s, uint64_t stopped_unix_ms)
@@ -136,18 +135,26 @@ void sbp_contexts(struct sbm *m, struct sbx *s)
 		save(m, s, 0);
 }
 
-void sbp_sync(struct sbm *m, struct sbx *s)
+int sbp_sync_checked(struct sbm *m, struct sbx *s, struct al_error *err)
 {
 	(void)m;
-	if (!s->box)
-		return;
-	struct al_error err = {0};
-	if (!s->sb) /* paused to disk: synced when it was, nothing runs there since */
-		return;
+	if (!s->box || !s->sb) /* not kept; or paused to disk: synced when it was, nothing runs there since */
+		return 0;
+	struct al_error e = {0};
 	/* Over layers, what it changed is its upper layer, all the mirror keeps. */
 	int ws = s->layers ? al_sandbox_upper(s->sb) : al_sandbox_workspace(s->sb);
-	if (pst_box_sync(s->box, ws, NULL, &err) < 0)
-		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, err.msg);
+	int r = pst_box_sync(s->box, ws, NULL, &e);
+	if (r < 0) {
+		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, e.msg);
+		if (err)
+			*err = e;
+	}
+	return r;
+}
+
+void sbp_sync(struct sbm *m, struct sbx *s)
+{
+	(void)sbp_sync_checked(m, s, NULL);
 }
 
 int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err)

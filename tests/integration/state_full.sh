@@ -6,7 +6,8 @@
 # snapshot's layer count as not yet written (a change of one takes new room); once the filesystem
 # is filled, creates, forks and snapshots are refused (507) with a message saying why, and the
 # state directory holds exactly what it held before (no sandbox directory, record, temporary or
-# layer half-written); once space is freed, each of them works again.
+# layer half-written); a file write it cannot keep is answered 507 saying so, and a pause to disk
+# is refused; once space is freed, each of them works again, and the next call keeps that file.
 : "${AL_GUARD_TIMEOUT:=200}"
 . "$(dirname "$0")/../lib.sh"
 
@@ -125,18 +126,30 @@ al_assert_eq "$CODE" 507 "a snapshot on a full state directory"
 al_assert_contains "$BODY" "this snapshot (its record and directories) needs 1 MiB" "... says why"
 api POST /v1/sandboxes -d "{\"snapshot\": \"$snap\"}"
 al_assert_eq "$CODE" 507 "a create from a snapshot on a full state directory"
+# A write a full state directory cannot keep is answered so, not as kept; a pause to disk, which
+# would release what is not on disk, is refused and a stays as it was.
+api PUT "/v1/sandboxes/$a/files/unkept.txt" --data-binary "$(head -c 60000 /dev/urandom | base64 -w0)"
+al_assert_eq "$CODE" 507 "a file write the full state directory cannot keep"
+al_assert_contains "$BODY" "could not be kept in the state directory" "... says so"
+api POST "/v1/sandboxes/$a/pause?to_disk=true"
+al_assert_eq "$CODE" 507 "a pause to disk on a full state directory"
+al_assert_contains "$BODY" "was not paused to disk: its files could not be kept" "... says why"
+api GET "/v1/sandboxes/$a"
+al_assert_eq "$(jget 'd["state"]')" running "a after the refused pause to disk"
 api GET /v1/sandboxes
 al_assert_eq "$(jget '[s["sandbox_id"] for s in d["sandboxes"]]')" "['$a']" "the sandboxes after the refusals"
 api GET /v1/snapshots
 al_assert_eq "$(jget '[s["snapshot_id"] for s in d["snapshots"]]')" "['$snap']" "the snapshots after the refusals"
 after=$(kept)
 # a's note may or may not have found room in its mirror; all else is as it was.
-al_assert_eq "$(printf '%s\n' "$after" | grep -v '/files/note ')" "$before" "the state directory after the refusals"
+al_assert_eq "$(printf '%s\n' "$after" | grep -v -e '/files/note ' -e '/files/unkept.txt ')" "$before" "the state directory after the refusals"
 al_assert_eq "$(in_ns find "$state" -name '*.tmp' | wc -l)" 0 "temporary records left"
 al_pass "on a full state directory creates, forks and snapshots are refused with 507 saying why, and nothing is half-written"
 
 # ---- freed: each works again --------------------------------------------------------------------
 in_ns rm "$state/filler"
+run "$a" 'cat note'
+in_ns test -s "$state/$a/files/unkept.txt" || al_fail "the write refused as unkept is not on disk after a later call"
 create 1
 c=$SB
 run "$c" 'echo c >c.txt'
