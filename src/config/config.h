@@ -243,6 +243,7 @@ struct cfg_server {
 	unsigned quota_sessions, quota_sandboxes, quota_execs, quota_connections;
 	unsigned quota_snapshots;      /* snapshots kept (0: CFG_QUOTA_SNAPSHOTS) */
 	uint64_t quota_snapshot_bytes; /* their bytes together (0 or AL_UNLIMITED: no cap) */
+	uint64_t quota_sandbox_bytes;  /* the disk limits of its sandboxes together (0 or AL_UNLIMITED: no cap) */
 	char *cell_image_limit;	       /* as written, or NULL: the default */
 	uint64_t cell_image_bytes;     /* base64 bytes of figures one cell may return (0: CFG_CELL_IMAGE_LIMIT) */
 };

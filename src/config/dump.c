@@ -343,6 +343,8 @@ static void manager(struct dumper *d, const struct cfg *c)
 	key_uint(d, "snapshots", s->quota_snapshots ? s->quota_snapshots : CFG_QUOTA_SNAPSHOTS);
 	if (s->quota_snapshot_bytes && s->quota_snapshot_bytes != AL_UNLIMITED)
 		key_uint(d, "snapshot_bytes", s->quota_snapshot_bytes);
+	if (s->quota_sandbox_bytes && s->quota_sandbox_bytes != AL_UNLIMITED)
+		key_uint(d, "sandbox_bytes", s->quota_sandbox_bytes);
 	map_end(d);
 	if (s->approver_uids) {
 		scalar(d, "approver_uids");

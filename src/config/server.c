@@ -582,22 +582,35 @@ static int q_snapshots(struct conv *c, const struct cfg_node *v, const char *pat
 	return count(c, v, path, 1, 65536, &c->cfg->server.quota_snapshots);
 }
 
-/* What a principal's snapshots hold on the state directory's disk, together ("none": no cap). */
-static int q_snapshot_bytes(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+static int q_bytes(struct conv *c, const struct cfg_node *v, const char *path, uint64_t *out)
 {
 	struct al_error e = {0};
 	int r = conv_want(c, v, CFG_SCALAR, path);
-	if (r == 0 && al_parse_size(v->text, &c->cfg->server.quota_snapshot_bytes, &e) < 0)
+	if (r == 0 && al_parse_size(v->text, out, &e) < 0)
 		return conv_bad(c->err, -e.code, v->mark, path, "%s", e.msg);
 	return r;
+}
+
+/* What a principal's snapshots hold on the state directory's disk, together ("none": no cap). */
+static int q_snapshot_bytes(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return q_bytes(c, v, path, &c->cfg->server.quota_snapshot_bytes);
+}
+
+/* What a principal's sandboxes may store, together: the sum of their disk limits, each a hard
+ * limit, so the bound holds before anything is written ("none": no cap). */
+static int q_sandbox_bytes(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return q_bytes(c, v, path, &c->cfg->server.quota_sandbox_bytes);
 }
 
 /* Per principal: one client filling the server's tables locks every other client out. */
 static int s_quota(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const struct field fields[] = {{"sessions", q_sessions},	  {"sandboxes", q_sandboxes},
-					      {"execs", q_execs},	  {"connections", q_connections},
-					      {"snapshots", q_snapshots}, {"snapshot_bytes", q_snapshot_bytes}};
+	static const struct field fields[] = {
+		{"sessions", q_sessions},	   {"sandboxes", q_sandboxes}, {"execs", q_execs},
+		{"connections", q_connections},	   {"snapshots", q_snapshots}, {"snapshot_bytes", q_snapshot_bytes},
+		{"sandbox_bytes", q_sandbox_bytes}};
 	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), NULL);
 }
 

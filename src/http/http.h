@@ -116,6 +116,9 @@ struct http_opts {
 	/* GET /v1/admin/sandboxes: every principal's sandboxes as a JSON array (NULL: none listed). */
 	json_t *(*sandboxes)(void *ctx);
 	void *sandboxes_ctx;
+	/* GET /v1/admin/snapshots: every principal's snapshots as a JSON array, each with its owner
+	 * (NULL: none listed). sandboxes_ctx is its ctx. */
+	json_t *(*snapshots)(void *ctx);
 	/* A request's headers and body must arrive within this, counted from the connection's start
 	 * or its previous answer (0: 60 s); then its connection is closed. */
 	uint32_t request_timeout_ms;

@@ -343,6 +343,9 @@ void api_snapshot_delete(struct hx_server *s, const struct hx_request *rq, char 
 /* Pause and resume in place, the owner's and an approver's (pauseapi.c). */
 void api_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_snapshots(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
+void api_admin_snapshot_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
+			       struct hx_response *rs);
 void api_admin_pause(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 void api_admin_resume(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs);
 /* A directory watch, streamed (watchapi.c). */

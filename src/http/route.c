@@ -89,6 +89,8 @@ static const struct route routes[] = {
 	{"DELETE", "/v1/admin/sandboxes/{}", api_admin_destroy, BODY_NONE, ROLE_APPROVER},
 	{"POST", "/v1/admin/sandboxes/{}/pause", api_admin_pause, BODY_NONE, ROLE_APPROVER},
 	{"POST", "/v1/admin/sandboxes/{}/resume", api_admin_resume, BODY_NONE, ROLE_APPROVER},
+	{"GET", "/v1/admin/snapshots", api_admin_snapshots, BODY_NONE, ROLE_APPROVER},
+	{"DELETE", "/v1/admin/snapshots/{}", api_admin_snapshot_delete, BODY_NONE, ROLE_APPROVER},
 	/* Read-only: an approver watches a sandbox's processes (its terminals); no stdin, resize or kill. */
 	{"GET", "/v1/admin/sandboxes/{}/processes", api_admin_procs, BODY_NONE, ROLE_APPROVER},
 	{"GET", "/v1/admin/sandboxes/{}/processes/{}/output", api_admin_proc_output, BODY_NONE, ROLE_APPROVER},

@@ -2,6 +2,7 @@
  * deleted; each a code_snapshot_sandbox, code_list_snapshots or code_delete_snapshot call on the
  * one runner (principal, rules, audit). A create from one is POST /v1/sandboxes {"snapshot": ID}. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "http/hx.h"
 #include "util/cleanup.h"
@@ -79,4 +80,57 @@ void api_snapshot_info(struct hx_server *s, const struct hx_request *rq, char *c
 void api_snapshot_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
 {
 	run(s, rq, TL_DELETE_SNAPSHOT, json_pack("{s:s}", "snapshot_id", caps[0]), hx_ok_structured, rs);
+}
+
+/* ---- the approver's: every principal's snapshots, one deleted for its owner ------------------- */
+
+static json_t *all(struct hx_server *s)
+{
+	return s->o.snapshots ? s->o.snapshots(s->o.sandboxes_ctx) : json_array();
+}
+
+/* Approvers only (the route's role): a client sees its own snapshots and nobody else's. */
+void api_admin_snapshots(struct hx_server *s, const struct hx_request *rq, char *const caps[2], struct hx_response *rs)
+{
+	json_t *list = all(s);
+	if (!list)
+		hx_error(rs, 500, "out of memory");
+	else
+		hx_json(rs, 200, json_pack("{s:o}", "snapshots", list));
+}
+
+/* As api_admin_destroy ends a sandbox: a code_delete_snapshot call made for the owner (the
+ * manager's ownership check stays the only one), through the runner, the audit log naming both. */
+void api_admin_snapshot_delete(struct hx_server *s, const struct hx_request *rq, char *const caps[2],
+			       struct hx_response *rs)
+{
+	json_t *list = all(s), *v;
+	cleanup_free char *owner = NULL;
+	size_t i;
+	json_array_foreach(list, i, v) {
+		const char *id = json_string_value(json_object_get(v, "snapshot_id"));
+		const char *who = json_string_value(json_object_get(v, "owner"));
+		if (id && who && strcmp(id, caps[0]) == 0) {
+			owner = strdup(who);
+			break;
+		}
+	}
+	json_decref(list);
+	if (!owner) {
+		hx_error(rs, 404, "no snapshot \"%.100s\"", caps[0]);
+		return;
+	}
+	json_t *args = json_pack("{s:s}", "snapshot_id", caps[0]);
+	struct hx_call *c = args ? hx_call_new(s, TL_DELETE_SNAPSHOT, args, rq) : NULL;
+	if (!c) {
+		hx_error(rs, 500, "out of memory");
+		return;
+	}
+	if (hx_call_act_for(c, owner) < 0) {
+		hx_error(rs, 500, "cannot act for %.100s", owner);
+		hx_call_drop(c);
+		return;
+	}
+	hx_log(s, MCP_LOG_NOTICE, "%s deletes %s, a snapshot of %s", rq->who->name, caps[0], owner);
+	hx_call_run(c, NULL, 0, hx_ok_structured, rs);
 }

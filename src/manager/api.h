@@ -125,6 +125,9 @@ struct srv_pause_req {
 	const char *owner;
 	const char *sandbox_id;
 	const char *by_approver;
+	/* pause: to disk (its files and record kept in the state directory, its processes and memory
+	 * released; the next call that needs it, or a resume, makes it again under the same id). */
+	bool to_disk;
 };
 
 #define SRV_META_MAX	   64

@@ -55,6 +55,7 @@ struct ctx {
 	struct al_job_census idle; /* what the kernel runs between cells, seen from the host at its hello */
 	bool have_idle;
 	bool server_restarted; /* made again after a restart of the server: its next cell says so */
+	bool paused_to_disk;   /* ... or after its sandbox was paused to disk (its kernel ended there) */
 };
 
 struct ctx_set {
@@ -567,7 +568,8 @@ static char *cell_json(const struct ctx *c, const struct cell_run *cr, bool rest
 						  "detail", *cr->broke ? cr->broke : cr->leftover));
 	r = r ?: json_object_set_new(o, "restarted", json_boolean(restarted));
 	if (r == 0 && restarted && c->server_restarted)
-		r = json_object_set_new(o, "restart_reason", json_string("server-restarted"));
+		r = json_object_set_new(o, "restart_reason",
+					json_string(c->paused_to_disk ? "paused-to-disk" : "server-restarted"));
 	if (r == 0 && (cr->timed_out || cr->cancelled))
 		r = json_object_set_new(o, "interrupted", json_true());
 	char *s = r == 0 ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -807,8 +809,9 @@ int ctx_run_cell(struct ctx_set *cs, const struct ctx_env *env, const struct ctx
 	if (r == 0 && fresh && c->server_restarted) {
 		char note[200];
 		int n = snprintf(note, sizeof(note),
-				 "airlock: the server restarted since this context's last cell: its %s "
+				 "airlock: %s since this context's last cell: its %s "
 				 "kernel is new, and what it held is gone\n",
+				 c->paused_to_disk ? "the sandbox was paused to disk" : "the server restarted",
 				 c->language);
 		capture(&cr, req, 1, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
 	}
@@ -1021,7 +1024,7 @@ json_t *ctx_set_names(struct ctx_set *cs, unsigned *generation)
 	return a;
 }
 
-int ctx_set_lost(struct ctx_set *cs, const char *id, const char *language)
+int ctx_set_lost(struct ctx_set *cs, const char *id, const char *language, bool paused_to_disk)
 {
 	if (!id || !valid_id(id) || !ctx_language_supported(language))
 		return -EINVAL;
@@ -1034,6 +1037,7 @@ int ctx_set_lost(struct ctx_set *cs, const char *id, const char *language)
 	pthread_mutex_lock(&cs->mu);
 	c->restarts = 1;
 	c->server_restarted = true;
+	c->paused_to_disk = paused_to_disk;
 	cs->generation = 0;
 	pthread_mutex_unlock(&cs->mu);
 	ctx_give(cs, c);

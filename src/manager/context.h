@@ -78,8 +78,9 @@ int ctx_manage(struct ctx_set *cs, const struct ctx_env *env, const struct srv_c
  * changes whenever one is made or deleted. */
 json_t *ctx_set_names(struct ctx_set *cs, unsigned *generation);
 /* Makes context id of language again after a restart of the server, with no kernel: its next cell
- * starts one and says `restarted: true`, `restart_reason: "server-restarted"`. 0 or -errno. */
-int ctx_set_lost(struct ctx_set *cs, const char *id, const char *language);
+ * starts one and says `restarted: true`, `restart_reason: "server-restarted"` (paused_to_disk:
+ * "paused-to-disk", its sandbox's processes were released). 0 or -errno. */
+int ctx_set_lost(struct ctx_set *cs, const char *id, const char *language, bool paused_to_disk);
 
 /* Pure, for the fuzz target: a kernel's 'r' answer (any JSON, the sandbox's word) re-encoded key
  * by key: value and error texts cut at cap bytes, images only those that look like PNG within

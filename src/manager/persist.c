@@ -44,7 +44,10 @@ struct pst_box {
 	char id[64];
 	int dir;
 	uint64_t disk; /* the room promised */
-	uint64_t held; /* what its mirror holds, as of its last sync */
+	/* What its mirror holds alone, as of its last sync: the bytes it shares with a layer are not
+	 * counted, since a change of such a file is a new file beside the layer's (wsm_stats.shared). */
+	uint64_t held;
+	uint64_t stored; /* what its mirror holds (wsm_stats.stored), as of its last sync */
 	pthread_mutex_t mu;
 	struct wsm *w;
 	json_t *layers; /* the ids its workspace stands on (pst_box_layers), or NULL */
@@ -184,8 +187,8 @@ int pst_list(struct pst *p, json_t **ids, struct al_error *err)
 	return 0;
 }
 
-/* Room for disk more bytes beside what is promised: under p->mu. */
-static int room_locked(struct pst *p, uint64_t disk, struct al_error *err)
+/* Room for disk more bytes (what needs them) beside what is promised: under p->mu. */
+static int room_locked(struct pst *p, uint64_t disk, const char *what, struct al_error *err)
 {
 	struct statvfs v;
 	if (fstatvfs(p->dir, &v) < 0)
@@ -193,16 +196,25 @@ static int room_locked(struct pst *p, uint64_t disk, struct al_error *err)
 	if (v.f_flag & ST_RDONLY)
 		return al_err(err, EROFS,
 			      "the state directory %s is read-only: no sandbox can be kept, so none is made", p->path);
-	uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize, promised = disk;
+	uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize, promised = 0;
 	for (const struct pst_box *b = p->boxes; b; b = b->next)
 		promised += b->disk > b->held ? b->disk - b->held : 0;
-	if (promised > free_bytes)
+	if (promised + disk > free_bytes)
 		return al_err(err, ENOSPC,
-			      "the state directory %s has %llu MiB free, and keeping this sandbox needs %llu MiB "
-			      "(its disk limit, beside what the others may still write): no sandbox is made; "
-			      "ask for a smaller disk_mb, free space there, or run serve with --state-dir none",
-			      p->path, (unsigned long long)(free_bytes >> 20), (unsigned long long)(promised >> 20));
+			      "the state directory %s has %llu MiB free, and %s needs %llu MiB beside the %llu MiB "
+			      "the kept sandboxes may still write: nothing is made; free space there, ask for a "
+			      "smaller disk_mb, or run serve with --state-dir none",
+			      p->path, (unsigned long long)(free_bytes >> 20), what,
+			      (unsigned long long)((disk + (1 << 20) - 1) >> 20), (unsigned long long)(promised >> 20));
 	return 0;
+}
+
+int pst_room(struct pst *p, uint64_t disk, const char *what, struct al_error *err)
+{
+	pthread_mutex_lock(&p->mu);
+	int r = room_locked(p, disk, what, err);
+	pthread_mutex_unlock(&p->mu);
+	return r;
 }
 
 static int box_dirs(struct pst_box *b, bool make, struct al_error *err)
@@ -243,7 +255,7 @@ static int box_new(struct pst *p, const char *id, uint64_t disk, bool make, stru
 	snprintf(b->id, sizeof(b->id), "%s", id);
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_mutex_lock(&p->mu);
-	int r = make ? room_locked(p, disk, err) : 0;
+	int r = make ? room_locked(p, disk, "keeping this sandbox (its disk limit)", err) : 0;
 	r = r ?: box_dirs(b, make, err);
 	if (r == 0) {
 		b->next = p->boxes;
@@ -304,6 +316,9 @@ static int write_record(int dir, const char *name, const json_t *rec)
 		close(fd);
 	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
 		r = -errno;
+	/* A record that could not be written whole (no room) leaves nothing half-written behind. */
+	if (r < 0 && fd >= 0)
+		(void)unlinkat(dir, tmp, 0);
 	if (r == 0 && fsync(dir) < 0)
 		r = -errno;
 	return r;
@@ -397,11 +412,20 @@ int pst_box_sync(struct pst_box *b, int ws, struct wsm_stats *st, struct al_erro
 	int r = wsm_sync(b->w, ws, &s, err);
 	pthread_mutex_unlock(&b->mu);
 	pthread_mutex_lock(&b->p->mu);
-	b->held = s.stored;
+	b->held = s.stored - s.shared;
+	b->stored = s.stored;
 	pthread_mutex_unlock(&b->p->mu);
 	if (st)
 		*st = s;
 	return r;
+}
+
+uint64_t pst_box_stored(struct pst_box *b)
+{
+	pthread_mutex_lock(&b->p->mu);
+	uint64_t n = b->stored;
+	pthread_mutex_unlock(&b->p->mu);
+	return n;
 }
 
 int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
@@ -410,7 +434,10 @@ int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_
 	pthread_mutex_lock(&b->mu);
 	int r = wsm_restore(b->w, ws, uid, gid, &s, err);
 	pthread_mutex_unlock(&b->mu);
-	b->held = s.stored;
+	pthread_mutex_lock(&b->p->mu);
+	b->held = s.stored - s.shared;
+	b->stored = s.stored;
+	pthread_mutex_unlock(&b->p->mu);
 	if (st)
 		*st = s;
 	return r;
@@ -560,6 +587,10 @@ int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAY
 		discard_in(p, PST_LAYERS, id);
 		return r;
 	}
+	/* Its files are the layer's too now: what it may still write is its whole disk limit. */
+	pthread_mutex_lock(&p->mu);
+	from->held = 0;
+	pthread_mutex_unlock(&p->mu);
 	/* The box holds its last freeze, so that forks of unchanged files share it. */
 	json_t *old = from->frozen[0] ? json_pack("[s]", from->frozen) : NULL, *now = json_pack("[s]", id);
 	if (now && pst_layers_ref(p, now) == 0) {
@@ -574,6 +605,19 @@ int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAY
 	json_decref(old);
 	json_decref(now);
 	return 0;
+}
+
+void pst_layer_forget(struct pst_box *b, const char *id)
+{
+	pthread_mutex_lock(&b->mu);
+	bool mine = id && strcmp(b->frozen, id) == 0;
+	if (mine)
+		b->frozen[0] = 0;
+	pthread_mutex_unlock(&b->mu);
+	json_t *a = mine ? json_pack("[s]", id) : NULL;
+	if (a)
+		pst_layers_unref(b->p, a);
+	json_decref(a);
 }
 
 int pst_box_layers(struct pst_box *b, const json_t *ids, struct al_error *err)

@@ -42,6 +42,9 @@ int pst_list(struct pst *p, json_t **ids, struct al_error *err);
 /* A new sandbox's state, with room promised for disk bytes: refused (ENOSPC, EROFS, EACCES...)
  * with err saying why, and nothing left behind. */
 int pst_box_make(struct pst *p, const char *id, uint64_t disk, struct pst_box **out, struct al_error *err);
+/* 0 if the state directory has room for disk more bytes beside every box's promise (what
+ * pst_box_make checks); -ENOSPC or -EROFS with err saying why (what needs the room) otherwise. */
+int pst_room(struct pst *p, uint64_t disk, const char *what, struct al_error *err);
 /* A kept sandbox's state (pst_list), its record in *rec (yours). */
 int pst_box_open(struct pst *p, const char *id, uint64_t disk, struct pst_box **out, json_t **rec,
 		 struct al_error *err);
@@ -52,6 +55,8 @@ int pst_box_sync(struct pst_box *b, int ws, struct wsm_stats *st, struct al_erro
 /* Fills b's empty mirror with from's entries, linked rather than copied (a fork: from is synced
  * first); a pst_box_restore from b then fills the workspace and b's index. */
 int pst_box_seed(struct pst_box *b, struct pst_box *from, struct al_error *err);
+/* The bytes of file data its mirror holds, as of its last sync or restore. */
+uint64_t pst_box_stored(struct pst_box *b);
 /* The mirror copied into the new, empty workspace ws (see wsm_restore). */
 int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
 /* ---- layers: DIR/.layers/<id>/files, a frozen workspace (a fork's or a snapshot's) that many
@@ -63,6 +68,9 @@ int pst_box_restore(struct pst_box *b, int ws, uid_t uid, gid_t gid, struct wsm_
  * Nothing stands on it yet: pst_layers_ref. */
 int pst_layer_freeze(struct pst_box *from, uid_t uid, gid_t gid, char id[PST_LAYER_ID], struct wsm_stats *st,
 		     struct al_error *err);
+/* b lets go of its last freeze if that is layer id (the call that froze it was refused): the layer
+ * goes unless a sandbox or snapshot stands on it, so a refusal leaves no layer behind. */
+void pst_layer_forget(struct pst_box *b, const char *id);
 /* The host path of layer id's files. */
 int pst_layer_path(const struct pst *p, const char *id, char *buf, size_t len);
 /* One more, one fewer user of each layer of ids (a JSON array of strings); the last one gone

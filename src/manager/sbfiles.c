@@ -98,8 +98,15 @@ static int file_call(struct sbm *m, const struct file_call *c, const struct srv_
 		break;
 	}
 	ws_restore(&saved);
-	if (c->op == FILE_WRITE || (c->op == FILE_OTHER && c->other->action != SRV_FILE_STAT))
-		sbp_sync(m, s); /* what the call wrote is on disk before it is answered */
+	/* What the call wrote is on disk before it is answered; if it cannot be (no room left in the
+	 * state directory), the answer says so rather than that it is kept. */
+	struct al_error se = {0};
+	if ((c->op == FILE_WRITE || (c->op == FILE_OTHER && c->other->action != SRV_FILE_STAT)) &&
+	    sbp_sync_checked(m, s, &se) < 0 && r >= 0)
+		r = al_err(err, se.code < 0 ? -se.code : EIO,
+			   "the change was made in sandbox %s, but could not be kept in the state directory (%s): "
+			   "it is lost if the server stops before a later call keeps it",
+			   s->id, se.msg);
 	/* Ended meanwhile (its lifetime, a destroy): what was written is gone, and the caller is told. */
 	char why[AL_ERROR_MAX / 2];
 	const char *kw = NULL;

@@ -34,15 +34,13 @@ static int fork_one(struct sbm *m, struct srv_op *op, struct sbx *p, const json_
 {
 	*out = NULL;
 	pthread_mutex_lock(&m->mu);
-	unsigned owned = sbm_owned_locked(m, op->owner), quota = sbm_quota_sandboxes(m);
+	/* Refused before a sandbox is built: the table would refuse it after (sbx_list). */
+	int q = sbm_quota_check_locked(m, op->owner, 1, p->disk_bytes, err);
 	cleanup_free char *meta = op->meta_json ? strdup(op->meta_json) : p->meta_json ? strdup(p->meta_json) : NULL;
 	uint64_t lifetime = op->lifetime_ms ? op->lifetime_ms : p->lifetime_ms;
 	pthread_mutex_unlock(&m->mu);
-	/* Refused before a sandbox is built: the table would refuse it after (sbx_list). */
-	if (owned >= quota)
-		return al_err(err, EAGAIN,
-			      "quota reached: %s holds %u sandboxes (server.quota.sandboxes): no more forks",
-			      op->owner[0] ? op->owner : "this client", quota);
+	if (q < 0)
+		return q;
 	if ((op->meta_json || p->meta_json) && !meta)
 		return al_err(err, ENOMEM, "out of memory");
 	struct sbx *c = NULL;
@@ -90,9 +88,17 @@ static void *fork_thread(void *arg)
 	struct wsm_stats st = {0}, frozen = {0};
 	if (r == 0 && !kids)
 		r = al_err(&err, ENOMEM, "out of memory");
+	/* The quotas for all the children at once, before anything is frozen: a fork past them makes
+	 * none (a fork racing another call of the same principal may still stop part way: below). */
+	if (r == 0) {
+		pthread_mutex_lock(&m->mu);
+		r = sbm_quota_check_locked(m, op->owner, op->count, p->disk_bytes * op->count, &err);
+		pthread_mutex_unlock(&m->mu);
+	}
 	/* Once for every child: they all stand on the same layer. */
 	if (r == 0)
-		r = sbp_freeze(m, p, &layers, &frozen, &err);
+		r = sbp_freeze(m, p, p->disk_bytes * op->count, "this fork (its children's disk limits)", &layers,
+			       &frozen, &err);
 	/* One by one: a child that cannot be made (a quota, the disk) ends the fork, and the children
 	 * made before it stay, named in the error, so nothing made is left unknown to its owner. */
 	for (unsigned i = 0; r == 0 && i < op->count; i++) {
@@ -127,6 +133,8 @@ static void *fork_thread(void *arg)
 	}
 	json_decref(kids);
 	/* The children hold their own references: a fork that made none leaves the layer to go. */
+	if (layers && !json_array_size(kids))
+		sbp_unfreeze(p, layers);
 	if (layers)
 		pst_layers_unref(m->pst, layers);
 	json_decref(layers);

@@ -169,7 +169,7 @@ enum sbx_end life_expiry_locked(const struct sbm *m, const struct sbx *s, uint64
 	/* Idle: never while an operation holds it (refs), so an idle end never cuts a call short. */
 	if (c->idle_ttl_ms && !s->pooled && !s->paused && s->refs == 1 && now - s->used_ms >= c->idle_ttl_ms)
 		return SBX_END_IDLE;
-	if (!al_sandbox_alive(s->sb) && s->refs == 1)
+	if (s->sb && !al_sandbox_alive(s->sb) && s->refs == 1) /* paused to disk: no init to die */
 		return SBX_END_DIED;
 	if (!stopped)
 		lower(next, s->ends_ms);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "manager/persist.h"
 #include "policy/policy.h"
 #include "util/error.h"
 
@@ -32,7 +33,7 @@ static int info_locked(const struct sbm *m, const struct sbx *s, struct srv_sand
 	i->busy = s->nrun > 0;
 	i->processes = sbm_running_in(s);
 	struct al_sandbox_usage u;
-	if (al_sandbox_usage(s->sb, &u) == 0) {
+	if (s->sb && al_sandbox_usage(s->sb, &u) == 0) { /* paused to disk: nothing runs, nothing used */
 		i->have_usage = true;
 		i->cpu_s = u.cpu_s;
 		i->memory_bytes = u.memory_bytes;
@@ -103,7 +104,7 @@ int sbm_sandbox_info(void *ctx, const char *owner, const char *id, struct srv_sa
 static json_t *sbx_json(struct sbx *s, uint64_t now)
 {
 	struct al_sandbox_usage u;
-	bool have = al_sandbox_usage(s->sb, &u) == 0;
+	bool have = s->sb && al_sandbox_usage(s->sb, &u) == 0;
 	json_t *o = json_pack(
 		"{s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:I,s:I,s:b,s:o,s:o,s:o}", "id", s->id, "owner", s->owner, "profile",
 		s->profile ? s->profile : "", "image", s->image[0] ? s->image : "host", "image_digest",
@@ -113,7 +114,7 @@ static json_t *sbx_json(struct sbx *s, uint64_t now)
 		have && u.cpu_s >= 0 ? json_real(u.cpu_s) : json_null(), "memory_bytes",
 		have && u.memory_bytes ? json_integer((json_int_t)u.memory_bytes) : json_null(), "peak_memory_bytes",
 		have && u.peak_memory_bytes ? json_integer((json_int_t)u.peak_memory_bytes) : json_null());
-	json_t *ports = o ? sbm_ports_json(s) : NULL;
+	json_t *ports = o && s->sb ? sbm_ports_json(s) : NULL;
 	if (ports)
 		json_object_set_new(o, "ports", ports);
 	if (o &&
@@ -121,7 +122,14 @@ static json_t *sbx_json(struct sbx *s, uint64_t now)
 	     json_object_set_new(o, "paused_ms",
 				 s->paused ? json_integer((json_int_t)(now > s->paused_ms ? now - s->paused_ms : 0))
 					   : json_null()) < 0 ||
-	     json_object_set_new(o, "paused_by", s->paused ? json_string(s->paused_by) : json_null()) < 0)) {
+	     json_object_set_new(o, "paused_by", s->paused ? json_string(s->paused_by) : json_null()) < 0 ||
+	     /* Kept: its files are in the state directory and outlive the server (sbpersist.c). */
+	     json_object_set_new(o, "kept", json_boolean(s->box != NULL)) < 0 ||
+	     json_object_set_new(o, "disk_bytes", json_integer((json_int_t)s->disk_bytes)) < 0 ||
+	     json_object_set_new(o, "stored_bytes",
+				 s->box ? json_integer((json_int_t)pst_box_stored(s->box)) : json_null()) < 0 ||
+	     json_object_set_new(o, "layered", json_boolean(s->layers != NULL)) < 0 ||
+	     json_object_set_new(o, "on_disk", json_boolean(s->on_disk)) < 0)) {
 		json_decref(o);
 		return NULL;
 	}

@@ -108,6 +108,16 @@ void sbx_unlist_locked(struct sbm *m, struct sbx *s)
  * of an unknown id: an answer must not confirm that an id it may not use exists. */
 struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_error *err)
 {
+	struct sbx *s = sbx_find(m, id, owner, err);
+	if (s && sbx_back(m, s, NULL, err) < 0) {
+		sbx_put(m, s);
+		return NULL;
+	}
+	return s;
+}
+
+struct sbx *sbx_find(struct sbm *m, const char *id, const char *owner, struct al_error *err)
+{
 	if (!id) { /* a transport without a session sandbox passed none */
 		al_err(err, EINVAL, "this call needs a sandbox_id");
 		return NULL;
@@ -460,10 +470,35 @@ unsigned sbm_quota_sandboxes(const struct sbm *m)
 	return q ? q : CFG_QUOTA_SANDBOXES;
 }
 
-static int over_quota(const struct sbm *m, const char *owner, struct al_error *err)
+uint64_t sbm_disk_owned_locked(const struct sbm *m, const char *owner)
 {
-	return al_err(err, EAGAIN, "quota reached: %s holds %u sandboxes (server.quota.sandboxes): destroy one first",
-		      owner[0] ? owner : "this client", sbm_quota_sandboxes(m));
+	uint64_t n = 0;
+	for (const struct sbx *s = m->list; s; s = s->next)
+		n += !s->pooled && strcmp(s->owner, owner) == 0 ? s->disk_bytes : 0;
+	return n;
+}
+
+/* The bytes quota counts disk limits, not what is written: each is a hard limit (the workspace's
+ * size-capped tmpfs), so what a principal's sandboxes keep in the state directory stays within the
+ * quota whatever they write, and a refusal comes before anything is made, never after a write. */
+int sbm_quota_check_locked(const struct sbm *m, const char *owner, unsigned more, uint64_t disk, struct al_error *err)
+{
+	const char *who = owner[0] ? owner : "this client";
+	unsigned held = sbm_owned_locked(m, owner), max = sbm_quota_sandboxes(m);
+	if (held + more > max)
+		return al_err(err, EAGAIN,
+			      "quota reached: %s holds %u sandboxes, and %u more would pass server.quota.sandboxes "
+			      "(%u): destroy one first",
+			      who, held, more, max);
+	uint64_t cap = m->o.cfg->server.quota_sandbox_bytes, has = sbm_disk_owned_locked(m, owner);
+	if (!cap || cap == AL_UNLIMITED || has + disk <= cap)
+		return 0;
+	return al_err(err, EAGAIN,
+		      "quota reached: %s's sandboxes may store %llu MiB (their disk limits), and %llu MiB more "
+		      "would pass server.quota.sandbox_bytes (%llu MiB): destroy one first, or ask for a smaller "
+		      "disk_mb",
+		      who, (unsigned long long)(has >> 20), (unsigned long long)(disk >> 20),
+		      (unsigned long long)(cap >> 20));
 }
 
 /* Lists s (with the table's reference) unless the live limit is reached. */
@@ -474,9 +509,10 @@ int sbx_list(struct sbm *m, struct sbx *s, struct al_error *err)
 	unsigned max = m->o.cfg->server.max_sandboxes;
 	pthread_mutex_lock(&m->mu);
 	/* One principal filling the table would lock every other one out: each holds its quota. */
-	if (!m->stopping && sbm_owned_locked(m, s->owner) >= sbm_quota_sandboxes(m)) {
+	int q = m->stopping ? 0 : sbm_quota_check_locked(m, s->owner, 1, s->disk_bytes, err);
+	if (q < 0) {
 		pthread_mutex_unlock(&m->mu);
-		return over_quota(m, s->owner, err);
+		return q;
 	}
 	if (m->stopping || (max && m->live >= max)) {
 		pthread_mutex_unlock(&m->mu);
@@ -829,7 +865,7 @@ static int m_create(void *ctx, const struct srv_create_req *req, const struct sr
  * worker looks it up again (it may be destroyed meanwhile). */
 int sbx_known(struct sbm *m, const char *id, const char *owner, struct al_error *err)
 {
-	struct sbx *s = id ? sbx_get(m, id, owner, err) : NULL;
+	struct sbx *s = id ? sbx_find(m, id, owner, err) : NULL;
 	if (id && !s)
 		return -ENOENT;
 	if (s)
@@ -841,7 +877,7 @@ static int m_destroy(void *ctx, const struct srv_path_req *req, const struct srv
 		     struct al_error *err)
 {
 	struct sbm *m = ctx;
-	struct sbx *s = sbx_get(m, req->sandbox_id, req->owner, err);
+	struct sbx *s = sbx_find(m, req->sandbox_id, req->owner, err); /* one paused to disk: not made again */
 	if (!s)
 		return -ENOENT;
 	pthread_mutex_lock(&m->mu);

@@ -37,8 +37,12 @@ void sbm_free(struct sbm *m);
 void sbm_api(struct sbm *m, struct srv_mgr_api *api);
 void sbm_stats(struct sbm *m, struct sbm_stats *st);
 /* Every principal's sandboxes (spares left out), for the approver's console: [{id, owner, profile,
- * network, hosts, age_ms, idle_ms, exec_running, cpu_s, memory_bytes, peak_memory_bytes}] (usage
- * from the sandbox's cgroup, null when unknown). NULL on ENOMEM. */
+ * network, hosts, age_ms, idle_ms, exec_running, cpu_s, memory_bytes, peak_memory_bytes, state,
+ * kept, disk_bytes, stored_bytes, layered}] (usage from the sandbox's cgroup, null when unknown;
+ * stored_bytes: its files in the state directory, null when not kept). NULL on ENOMEM. */
 json_t *sbm_list_all(struct sbm *m);
+/* Every principal's snapshots, for the approver's console: [{snapshot_id, name, owner, sandbox_id,
+ * bytes, entries, created_unix_ms, profile}]; empty without a state directory. NULL on ENOMEM. */
+json_t *sbm_snapshots_all(struct sbm *m);
 
 #endif

@@ -92,8 +92,11 @@ struct sbx {
 	struct pst_box *box;   /* its state on disk, or NULL (no state directory, a spare) */
 	json_t *layers;	       /* the layers its workspace stands on (persist.h), the top first, or NULL */
 	/* Paused in place (sbpause.c), under m->mu. */
-	bool paused;		   /* its state is "paused" (frozen, or brought back paused after a restart) */
-	bool frozen;		   /* its processes are frozen (al_sandbox_pause) */
+	bool paused; /* its state is "paused" (frozen, or brought back paused after a restart) */
+	bool frozen; /* its processes are frozen (al_sandbox_pause) */
+	/* Paused to disk (sbpause.c): its held sandbox released (sb NULL: no process, no memory), its
+	 * files and record in the state directory; sbx_get makes it again (sbp_remake). */
+	bool on_disk;
 	bool changing;		   /* a pause or resume of it is under way (outside the lock): wait on m->cv */
 	bool auto_pause;	   /* create's auto_pause: idle_ttl or its lifetime pause it instead */
 	bool lifetime_runs_paused; /* create's lifetime_runs_paused */
@@ -221,8 +224,15 @@ uint64_t sbm_now_ms(void); /* CLOCK_MONOTONIC, in ms */
 void sbx_free(struct sbx *s);
 /* Drops one reference; the last one destroys the sandbox. */
 void sbx_put(struct sbm *m, struct sbx *s);
-/* The sandbox id with a reference taken, if owner owns it; NULL with err set otherwise. */
+/* The sandbox id with a reference taken, if owner owns it; NULL with err set otherwise. One paused
+ * to disk is made again first (held, still paused: sbx_back), so that every caller finds s->sb. */
 struct sbx *sbx_get(struct sbm *m, const char *id, const char *owner, struct al_error *err);
+/* sbx_get without making one paused to disk again (s->sb may be NULL): for the calls that never
+ * touch it (destroy, pause, resume, an existence check). */
+struct sbx *sbx_find(struct sbm *m, const char *id, const char *owner, struct al_error *err);
+/* s (referenced), if paused to disk, made again under its id, still paused; *back set when it was
+ * (may be NULL). 0, or -errno with err saying why (s stays on disk). */
+int sbx_back(struct sbm *m, struct sbx *s, bool *back, struct al_error *err);
 /* 0 if id is NULL or a sandbox owner owns; -ENOENT with err set otherwise. */
 int sbx_known(struct sbm *m, const char *id, const char *owner, struct al_error *err);
 /* Under m->mu: takes s off the table, killing what runs in it. */
@@ -249,6 +259,11 @@ int sbx_list(struct sbm *m, struct sbx *s, struct al_error *err);
 /* Under m->mu: owner's listed sandboxes; the per-principal sandbox quota. */
 unsigned sbm_owned_locked(const struct sbm *m, const char *owner);
 unsigned sbm_quota_sandboxes(const struct sbm *m);
+/* Under m->mu: the disk limits of owner's listed sandboxes together (what they may store). */
+uint64_t sbm_disk_owned_locked(const struct sbm *m, const char *owner);
+/* Under m->mu: 0 if owner may hold more sandboxes with disk bytes of disk limits beside its own
+ * (server.quota.sandboxes and sandbox_bytes); -EAGAIN with err naming the quota otherwise. */
+int sbm_quota_check_locked(const struct sbm *m, const char *owner, unsigned more, uint64_t disk, struct al_error *err);
 int sbm_set_limit_if(struct al_policy *p, enum al_limit l, uint64_t v, struct al_error *err);
 bool hosts_same(const char *a, const char *b);
 char *hosts_join(const char *const *v, size_t n);
@@ -439,14 +454,28 @@ void sbp_save(struct sbm *m, struct sbx *s);
 void sbp_contexts(struct sbm *m, struct sbx *s);
 /* A call that may have changed s's files has ended: they are on disk before its result is sent. */
 void sbp_sync(struct sbm *m, struct sbx *s);
+/* sbp_sync that says whether the files are on disk: 0, or -errno (ENOSPC...) with err. */
+int sbp_sync_checked(struct sbm *m, struct sbx *s, struct al_error *err);
 /* A fork's child c (kept, empty) given parent p's files, indexed for its next sync and on disk:
  * linked from p's mirror when both are kept, else copied from p's workspace and synced. */
 struct wsm_stats;
 /* A kept sandbox's files frozen into a new layer (persist.h): *layers, the ids its copy would
  * stand on (the new one, then s's own), with one reference held on each for the caller
- * (pst_layers_unref); without a state directory, *layers is NULL and nothing is done. */
-int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *st, struct al_error *err);
+ * (pst_layers_unref); without a state directory, *layers is NULL and nothing is done. Refused
+ * first, with nothing frozen, unless the state directory has room bytes more (pst_room: what
+ * needs them, in the words of its refusal). */
+int sbp_freeze(struct sbm *m, struct sbx *s, uint64_t room, const char *what, json_t **layers, struct wsm_stats *st,
+	       struct al_error *err);
+/* The call that froze layers (sbp_freeze's) was refused: s keeps no freeze of it, so the layer goes
+ * with the caller's references unless something else stands on it. */
+void sbp_unfreeze(struct sbx *s, const json_t *layers);
 int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err);
+/* A new held sandbox for s (paused to disk) made as s was made, its workspace filled from s's
+ * mirror: *sb, for s to take. 0, or -errno with err. */
+int sbp_remake(struct sbm *m, struct sbx *s, struct al_sandbox **sb, struct al_error *err);
+/* s's contexts marked lost (their kernels ended with its processes): the first cell of each says
+ * so, as after a restart. Call with no cell running; takes m->mu. */
+void sbp_contexts_lost(struct sbm *m, struct sbx *s);
 /* sbx_free: a sandbox the server's stop ended is kept (a last sync, its record with the time of
  * the stop); any other is removed from disk. */
 void sbp_release(struct sbx *s);

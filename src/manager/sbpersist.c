@@ -36,11 +36,11 @@ static uint64_t wall_now_ms(void)
 static json_t *pause_record_locked(struct sbm *m, const struct sbx *s)
 {
 	bool stopped = s->paused && !s->lifetime_runs_paused;
-	return json_pack("{s:s,s:I,s:s,s:b,s:b,s:b,s:I}", "state", s->paused ? "paused" : "running", "paused_unix_ms",
-			 (json_int_t)(s->paused ? sbm_wall_ms(m, s->paused_ms) : 0), "paused_by",
-			 s->paused ? s->paused_by : "", "auto_pause", s->auto_pause, "lifetime_runs_paused",
-			 s->lifetime_runs_paused, "lifetime_restart", s->lifetime_restart, "clock_stopped_unix_ms",
-			 (json_int_t)(stopped ? sbm_wall_ms(m, s->clock_stop_ms) : 0));
+	return json_pack("{s:s,s:b,s:I,s:s,s:b,s:b,s:b,s:I}", "state", s->paused ? "paused" : "running", "on_disk",
+			 s->on_disk, "paused_unix_ms", (json_int_t)(s->paused ? sbm_wall_ms(m, s->paused_ms) : 0),
+			 "paused_by", s->paused ? s->paused_by : "", "auto_pause", s->auto_pause,
+			 "lifetime_runs_paused", s->lifetime_runs_paused, "lifetime_restart", s->lifetime_restart,
+			 "clock_stopped_unix_ms", (json_int_t)(stopped ? sbm_wall_ms(m, s->clock_stop_ms) : 0));
 }
 
 static json_t *record_of(struct sbm *m, struct sbx *s, uint64_t stopped_unix_ms)
@@ -153,16 +153,26 @@ void sbp_contexts(struct sbm *m, struct sbx *s)
 		save(m, s, 0);
 }
 
-void sbp_sync(struct sbm *m, struct sbx *s)
+int sbp_sync_checked(struct sbm *m, struct sbx *s, struct al_error *err)
 {
 	(void)m;
-	if (!s->box)
-		return;
-	struct al_error err = {0};
+	if (!s->box || !s->sb) /* not kept; or paused to disk: synced when it was, nothing runs there since */
+		return 0;
+	struct al_error e = {0};
 	/* Over layers, what it changed is its upper layer, all the mirror keeps. */
 	int ws = s->layers ? al_sandbox_upper(s->sb) : al_sandbox_workspace(s->sb);
-	if (pst_box_sync(s->box, ws, NULL, &err) < 0)
-		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, err.msg);
+	int r = pst_box_sync(s->box, ws, NULL, &e);
+	if (r < 0) {
+		fprintf(stderr, "airlock serve: sandbox %s: %s\n", s->id, e.msg);
+		if (err)
+			*err = e;
+	}
+	return r;
+}
+
+void sbp_sync(struct sbm *m, struct sbx *s)
+{
+	(void)sbp_sync_checked(m, s, NULL);
 }
 
 int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats *st, struct al_error *err)
@@ -184,18 +194,23 @@ int sbp_fork_files(struct sbm *m, struct sbx *p, struct sbx *c, struct wsm_stats
 	return r ?: pst_box_restore(c->box, al_sandbox_workspace(c->sb), uid, gid, st, err);
 }
 
-int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *st, struct al_error *err)
+int sbp_freeze(struct sbm *m, struct sbx *s, uint64_t room, const char *what, json_t **layers, struct wsm_stats *st,
+	       struct al_error *err)
 {
 	*layers = NULL;
 	if (!s->box)
 		return 0;
+	/* Refused before anything is frozen: a call the state directory cannot hold makes no layer. */
+	int r = pst_room(m->pst, room, what, err);
+	if (r < 0)
+		return r;
 	uid_t uid;
 	gid_t gid;
 	al_sandbox_owner(s->sb, &uid, &gid);
 	/* Up to date first: what its background processes wrote since its last call is in it. */
 	sbp_sync(m, s);
 	char id[PST_LAYER_ID];
-	int r = pst_layer_freeze(s->box, uid, gid, id, st, err);
+	r = pst_layer_freeze(s->box, uid, gid, id, st, err);
 	json_t *a = r < 0 ? NULL : json_array();
 	if (r == 0 && (!a || json_array_append_new(a, json_string(id)) < 0 ||
 		       (s->layers && json_array_extend(a, s->layers) < 0) || pst_layers_ref(m->pst, a) < 0)) {
@@ -204,6 +219,12 @@ int sbp_freeze(struct sbm *m, struct sbx *s, json_t **layers, struct wsm_stats *
 	}
 	*layers = a;
 	return r;
+}
+
+void sbp_unfreeze(struct sbx *s, const json_t *layers)
+{
+	if (s->box && layers)
+		pst_layer_forget(s->box, json_string_value(json_array_get(layers, 0)));
 }
 
 void sbp_release(struct sbx *s)
@@ -266,7 +287,7 @@ static void pause_restore(struct sbm *m, struct sbx *s, const json_t *rec)
 /* Makes the sandbox rec describes again, its workspace filled from b: 0, or -errno (err). */
 /* The contexts the sandbox had, made again without kernels (ctx_set_lost); names that are not
  * (a record from another version) are passed over. */
-static int lost_contexts(struct sbx *s, const json_t *names, struct al_error *err)
+static int lost_contexts(struct sbx *s, const json_t *names, bool to_disk, struct al_error *err)
 {
 	if (!json_array_size(names))
 		return 0;
@@ -275,10 +296,56 @@ static int lost_contexts(struct sbx *s, const json_t *names, struct al_error *er
 	size_t i;
 	const json_t *c;
 	json_array_foreach(names, i, c)
-		if (ctx_set_lost(s->ctxs, str(c, "context_id"), str(c, "language")) == -ENOMEM)
+		if (ctx_set_lost(s->ctxs, str(c, "context_id"), str(c, "language"), to_disk) == -ENOMEM)
 			return al_err(err, ENOMEM, "out of memory");
 	s->ctx_names = ctx_set_names(s->ctxs, &s->ctx_gen);
 	return 0;
+}
+
+void sbp_contexts_lost(struct sbm *m, struct sbx *s)
+{
+	pthread_mutex_lock(&m->mu);
+	struct ctx_set *old = s->ctxs;
+	json_t *names = s->ctx_names ? json_incref(s->ctx_names) : NULL;
+	s->ctxs = NULL;
+	pthread_mutex_unlock(&m->mu);
+	ctx_set_free(old); /* their kernels end here, with what they held in memory */
+	struct sbx t = {0};
+	struct al_error err = {0};
+	if (lost_contexts(&t, names, true, &err) < 0)
+		fprintf(stderr, "airlock serve: sandbox %s: its contexts: %s\n", s->id, err.msg);
+	json_decref(names);
+	pthread_mutex_lock(&m->mu);
+	s->ctxs = t.ctxs;
+	if (t.ctx_names) {
+		json_decref(s->ctx_names);
+		s->ctx_names = t.ctx_names;
+		s->ctx_gen = t.ctx_gen;
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+int sbp_remake(struct sbm *m, struct sbx *s, struct al_sandbox **sb, struct al_error *err)
+{
+	struct sbx *t = NULL;
+	/* As it was made (sbx_make_now): its profile, image, network and limits, over its layers. */
+	int r = sbx_new_layered(m, s->profile, s->pool_image, s->network, s->net_hosts, &s->lim, s->layers, &t, err);
+	if (r < 0)
+		return r;
+	uid_t uid;
+	gid_t gid;
+	al_sandbox_owner(t->sb, &uid, &gid);
+	struct wsm_stats st;
+	r = pst_box_restore(s->box, al_sandbox_workspace(t->sb), uid, gid, &st, err);
+	if (r == 0) {
+		*sb = t->sb;
+		t->sb = NULL;
+		fprintf(stderr, "airlock serve: sandbox %s of %s is back from disk (%llu entries, %llu bytes)\n", s->id,
+			s->owner[0] ? s->owner : "(none)", (unsigned long long)st.entries,
+			(unsigned long long)st.bytes);
+	}
+	sbx_free(t); /* its shell: what it was made with is s's too */
+	return r;
 }
 
 static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sbx **out, struct al_error *err)
@@ -310,7 +377,7 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 	s->created_ms = now > age ? now - age : 0;
 	s->ends_ms = rest > 0 ? now + (uint64_t)rest : 0;
 	s->lifetime_ms = num(rec, "lifetime_ms");
-	r = lost_contexts(s, json_object_get(rec, "contexts"), err);
+	r = lost_contexts(s, json_object_get(rec, "contexts"), false, err);
 	pause_restore(m, s, rec);
 	uid_t uid;
 	gid_t gid;

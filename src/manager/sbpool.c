@@ -20,14 +20,16 @@ static bool same_kind(const struct sbx *s, const char *profile, const char *imag
 }
 
 /* A warm spare of profile (on image, or on its own root), now owner's (with the caller's reference), or NULL — also when owner
- * holds its quota of sandboxes already (keep: the claim is listed as owner's, not a throwaway; the
+ * holds its quota of sandboxes or of their bytes already (keep: the claim is listed as owner's, not a throwaway; the
  * caller's own make-and-list then answers with the quota's error). */
 struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *image, const char *owner, bool keep)
 {
 	pthread_mutex_lock(&m->mu);
-	struct sbx *s = keep && sbm_owned_locked(m, owner ? owner : "") >= sbm_quota_sandboxes(m) ? NULL : m->list;
+	struct sbx *s = m->list;
 	while (s && !(s->pooled && same_kind(s, profile, image)))
 		s = s->next;
+	if (s && keep && sbm_quota_check_locked(m, owner ? owner : "", 1, s->disk_bytes, NULL) < 0)
+		s = NULL;
 	if (s) {
 		/* Its lifetime (server.max_lifetime) starts now: time as a spare is not the client's. */
 		s->pooled = false;

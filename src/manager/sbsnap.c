@@ -31,6 +31,9 @@
 #include "util/text.h"
 
 #define SNAP_VERSION 1
+/* What a snapshot adds to the state directory beside its hard links (its record, its layer's
+ * directories), asked of the room the kept sandboxes have not been promised. */
+#define SNAP_ROOM (1ULL << 20)
 
 static int no_store(const struct sbm *m, struct al_error *err)
 {
@@ -175,7 +178,7 @@ static int make_locked(struct sbm *m, struct srv_op *op, struct sbx *s, json_t *
 	json_t *layers = NULL;
 	struct wsm_stats st = {0};
 	/* Synced first: what its background processes wrote since its last call is in it. */
-	r = r ?: sbp_freeze(m, s, &layers, &st, err);
+	r = r ?: sbp_freeze(m, s, SNAP_ROOM, "this snapshot (its record and directories)", &layers, &st, err);
 	r = r ?: quota_ok(m, op->owner, st.stored, false, err);
 	char id[32];
 	snap_id(id);
@@ -191,8 +194,10 @@ static int make_locked(struct sbm *m, struct srv_op *op, struct sbx *s, json_t *
 		r = al_err(err, ENOMEM, "out of memory");
 	}
 	json_decref(o);
-	if (r < 0 && layers) /* the references sbp_freeze took for it: a refused snapshot holds nothing */
+	if (r < 0 && layers) { /* the references sbp_freeze took for it: a refused snapshot holds nothing */
+		sbp_unfreeze(s, layers);
 		pst_layers_unref(m->pst, layers);
+	}
 	json_decref(layers);
 	*rec = r == 0 ? json_object_get(m->snaps, id) : NULL;
 	return r;
@@ -278,6 +283,27 @@ static int snap_list(struct sbm *m, const char *owner, const struct srv_sink *si
 	}
 	pthread_mutex_unlock(&m->snap_mu);
 	return answer(sink, out, a ? json_pack("{s:o}", "snapshots", a) : NULL, err);
+}
+
+json_t *sbm_snapshots_all(struct sbm *m)
+{
+	json_t *a = json_array();
+	pthread_mutex_lock(&m->snap_mu);
+	const char *id;
+	json_t *rec;
+	json_object_foreach(m->snaps, id, rec) {
+		json_t *o = a ? public_of(rec) : NULL;
+		if (o && json_object_set_new(o, "owner", json_string(str(rec, "owner") ? str(rec, "owner") : "")) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+		if (a && (!o || json_array_append_new(a, o) < 0)) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	pthread_mutex_unlock(&m->snap_mu);
+	return a;
 }
 
 static int snap_get(struct sbm *m, const char *owner, const char *id, const struct srv_sink *sink, struct srv_op **out,

@@ -37,6 +37,7 @@ struct ent {
 	struct timespec ctime;
 	mode_t mode;
 	unsigned gen;
+	bool shared; /* its file is a layer's too (a freeze linked it): a rewrite takes new room */
 	char path[];
 };
 
@@ -51,6 +52,7 @@ struct wsm {
 	size_t nb, n;
 	unsigned gen, seq;
 	uint64_t stored;
+	uint64_t shared; /* of stored, what layers hold too (the entries marked shared) */
 	struct pending *pend;
 	size_t npend, cpend;
 	bool layered;	  /* the workspace is an overlay: wsm_sync reads its upper layer (wsm_set_layered) */
@@ -106,8 +108,9 @@ static int grow(struct wsm *w)
 	return 0;
 }
 
-/* Records path as the mirror now holds it (st: what was copied, as seen before the copy). */
-static int record(struct wsm *w, const char *path, const struct stat *st)
+/* Records path as the mirror now holds it (st: what was copied, as seen before the copy); shared:
+ * its file is also a layer's (wsm_restore of a mirror a freeze linked from). */
+static int record(struct wsm *w, const char *path, const struct stat *st, bool shared)
 {
 	uint64_t h = hash_of(path);
 	struct ent *e = find(w, path, h);
@@ -124,13 +127,16 @@ static int record(struct wsm *w, const char *path, const struct stat *st)
 		w->n++;
 	}
 	w->stored -= e->blocks;
+	w->shared -= e->shared ? e->blocks : 0;
 	e->ino = st->st_ino;
 	e->size = (uint64_t)st->st_size;
 	e->blocks = S_ISREG(st->st_mode) ? (uint64_t)st->st_blocks * 512 : 0;
 	e->ctime = st->st_ctim;
 	e->mode = st->st_mode;
 	e->gen = w->gen;
+	e->shared = shared && e->blocks;
 	w->stored += e->blocks;
+	w->shared += e->shared ? e->blocks : 0;
 	return 0;
 }
 
@@ -457,8 +463,9 @@ static int sync_entry(struct walk *k, int src, int dst, const char *name, int de
 					: stage_link(k, src, name);
 		k->st->copied += r == 0;
 	}
+	/* Unchanged, it is still the file a layer may share; copied, it is the mirror's own. */
 	if (r == 0)
-		r = record(k->w, k->path, &st);
+		r = record(k->w, k->path, &st, unchanged && e && e->shared);
 	else if (e)
 		e->gen = k->w->gen, e->ctime.tv_nsec = -1; /* kept as it was; copied again next time */
 	if (r < 0)
@@ -517,6 +524,7 @@ static void sweep(struct walk *k)
 			k->st->removed++;
 			k->changed = true;
 			w->stored -= e->blocks;
+			w->shared -= e->shared ? e->blocks : 0;
 			*pp = e->next;
 			w->n--;
 			free(e);
@@ -562,6 +570,7 @@ int wsm_sync(struct wsm *w, int ws, struct wsm_stats *st, struct al_error *err)
 	}
 	k.st->entries = w->n;
 	k.st->stored = w->stored;
+	k.st->shared = w->shared;
 	return k.fatal;
 }
 
@@ -658,7 +667,7 @@ static int restore_entry(struct walk *k, int src, int dst, const char *name, int
 	struct stat now;
 	if (r == 0 && fstatat(dst, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
 		r = -errno;
-	r = r ?: record(k->w, k->path, &now);
+	r = r ?: record(k->w, k->path, &now, S_ISREG(st.st_mode) && st.st_nlink > 1);
 	k->st->copied += r == 0;
 	k->len = base;
 	k->path[base] = 0;
@@ -683,6 +692,7 @@ int wsm_restore(struct wsm *w, int ws, uid_t uid, gid_t gid, struct wsm_stats *s
 				  k.path);
 	k.st->entries = w->n;
 	k.st->stored = w->stored;
+	k.st->shared = w->shared;
 	return 0;
 }
 
@@ -785,7 +795,7 @@ int wsm_link(const struct wsm *from, struct wsm *to, struct wsm_stats *st, struc
 	return r < 0 ? al_err_sys(err, -r, "cannot seed a mirror from another") : 0;
 }
 
-int wsm_freeze(const struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
+int wsm_freeze(struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err)
 {
 	struct wsm_stats none = {0};
 	/* As an ordinary user every entry is ours, as the sandbox's ids are. */
@@ -794,7 +804,15 @@ int wsm_freeze(const struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_
 	int r = link_tree(&k, from->files, to, 0);
 	if (r == 0 && syncfs(to) < 0)
 		r = -errno;
-	return r < 0 ? al_err_sys(err, -r, "cannot freeze the workspace's files into a layer") : 0;
+	if (r < 0)
+		return al_err_sys(err, -r, "cannot freeze the workspace's files into a layer");
+	/* Every file the mirror holds is the layer's now too: a later change of one is a new file
+	 * beside the layer's, so the room it takes is new (persist.c's room check counts it). */
+	for (size_t i = 0; i < from->nb; i++)
+		for (struct ent *e = from->tab[i]; e; e = e->next)
+			e->shared = e->blocks > 0;
+	from->shared = from->stored;
+	return 0;
 }
 
 uint64_t wsm_changes(const struct wsm *w)

@@ -32,6 +32,7 @@ struct wsm_stats {
 	uint64_t removed; /* entries removed by this call */
 	uint64_t bytes;	  /* data bytes written by this call */
 	uint64_t stored;  /* bytes of file data the mirror holds */
+	uint64_t shared;  /* of stored, the bytes a layer holds too (wsm_freeze): a rewrite takes new room */
 	uint64_t skipped; /* entries not kept (sockets, FIFOs, devices, too deep) */
 };
 
@@ -56,8 +57,9 @@ int wsm_link(const struct wsm *from, struct wsm *to, struct wsm_stats *st, struc
  * what a mirror keeps is copied, new entries owned by uid:gid. */
 /* Fills the empty directory to with from's entries as hard links (directories made anew), given to
  * uid:gid, and flushes it: a frozen copy of the mirror, a read-only layer of other sandboxes'
- * workspaces (persist.h), made without reading a byte. from's later syncs never write in place. */
-int wsm_freeze(const struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
+ * workspaces (persist.h), made without reading a byte. from's later syncs never write in place;
+ * its entries are marked shared from then on (wsm_stats.shared) until each is changed. */
+int wsm_freeze(struct wsm *from, int to, uid_t uid, gid_t gid, struct wsm_stats *st, struct al_error *err);
 /* The workspace is an overlay over layers: wsm_sync is given its upper layer (al_sandbox_upper)
  * and keeps whiteouts and opaque directories as they are there; wsm_restore is given the merged
  * view and replays them (a whiteout deletes, an opaque directory replaces). */

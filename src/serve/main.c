@@ -119,6 +119,11 @@ static json_t *sandboxes(void *ctx)
 	return sbm_list_all(((struct serve *)ctx)->m);
 }
 
+static json_t *snapshots(void *ctx)
+{
+	return sbm_snapshots_all(((struct serve *)ctx)->m);
+}
+
 /* The listening lines are the HTTP front end's log (one per listener, with its rules): here only
  * the port file. */
 static void ready(void *ctx, uint16_t port)
@@ -369,6 +374,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 		.cfg = cfg,
 		.sandboxes = sandboxes,
 		.sandboxes_ctx = s,
+		.snapshots = snapshots,
 	};
 	if (http_serve(&ho, sfd, &e) < 0)
 		return fail("%s", e.msg);

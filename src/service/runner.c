@@ -190,7 +190,8 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 	if (c->for_owner[0] && (c->tool == TL_PAUSE || c->tool == TL_RESUME)) {
 		struct srv_pause_req req = {.owner = c->for_owner,
 					    .sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
-					    .by_approver = c->who.name ? c->who.name : "an approver"};
+					    .by_approver = c->who.name ? c->who.name : "an approver",
+					    .to_disk = c->tool == TL_PAUSE && json_is_true(json_object_get(c->args, "to_disk"))};
 		int (*fn)(void *, const struct srv_pause_req *, const struct srv_sink *, struct srv_op **,
 			  struct al_error *) = c->tool == TL_PAUSE ? m->pause_sandbox : m->resume_sandbox;
 		return fn ? fn(m->ctx, &req, sink, &c->op, err)
@@ -368,8 +369,9 @@ int svc_call_act_for(struct svc_call *c, const char *owner)
 	bool look = c->tool == TL_PROCESS && action && (strcmp(action, "list") == 0 || strcmp(action, "output") == 0);
 	/* Pausing and resuming stop and go on with what runs there, as it is: nothing new runs. */
 	bool hold = c->tool == TL_PAUSE || c->tool == TL_RESUME;
-	if ((c->tool != TL_DESTROY_SANDBOX && !look && !hold) || c->begun || !owner || !*owner ||
-	    strlen(owner) >= sizeof(c->for_owner))
+	/* Deleting a snapshot, as destroying a sandbox, ends what is kept: nothing runs. */
+	bool end = c->tool == TL_DESTROY_SANDBOX || c->tool == TL_DELETE_SNAPSHOT;
+	if ((!end && !look && !hold) || c->begun || !owner || !*owner || strlen(owner) >= sizeof(c->for_owner))
 		return -EINVAL;
 	snprintf(c->for_owner, sizeof(c->for_owner), "%s", owner);
 	return 0;

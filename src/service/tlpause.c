@@ -8,6 +8,15 @@
 const char tl_pause_input[] =
 	"{\"type\":\"object\",\"properties\":{"
 	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"A sandbox made by "
+	"code_create_sandbox.\"},"
+	"\"to_disk\":{\"type\":\"boolean\",\"description\":\"Pause to disk: its files and metadata stay in the "
+	"server's state directory, its processes and their memory are released (ended); a resume or its next call "
+	"makes it again under the same id, with its files only.\"}},"
+	"\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
+
+const char tl_resume_input[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"sandbox_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"A sandbox made by "
 	"code_create_sandbox.\"}},"
 	"\"required\":[\"sandbox_id\"],\"additionalProperties\":false}";
 
@@ -17,7 +26,10 @@ const char tl_pause_output[] =
 	"when (RFC 3339), while paused.\"},\"paused_by\":{\"type\":[\"string\",\"null\"]},\"freezer\":{\"type\":"
 	"[\"string\",\"null\"],\"description\":\"The cgroup freezer used: v2 or v1.\"},\"took_ms\":{\"type\":"
 	"\"number\"},\"changed\":{\"type\":\"boolean\",\"description\":\"Whether this call changed the state "
-	"(false: it was so already).\"},\"resumed\":{\"type\":\"boolean\"}},"
+	"(false: it was so already).\"},\"resumed\":{\"type\":\"boolean\"},\"on_disk\":{\"type\":\"boolean\","
+	"\"description\":\"Paused to disk: its processes and memory released, its files kept.\"},\"kept\":{\"type\":"
+	"\"string\",\"description\":\"What state was kept: files (to disk: files and metadata, no processes nor "
+	"memory), or everything (in place).\"},\"released\":{\"type\":[\"string\",\"null\"]}},"
 	"\"required\":[\"sandbox_id\",\"state\"]}";
 
 static int start(const struct srv_mgr_api *m, bool resume, const json_t *args, const char *owner,
@@ -28,7 +40,8 @@ static int start(const struct srv_mgr_api *m, bool resume, const json_t *args, c
 	if (!fn)
 		return al_err(err, ENOTSUP, "this server cannot pause sandboxes");
 	struct srv_pause_req req = {.owner = owner,
-				    .sandbox_id = json_string_value(json_object_get(args, "sandbox_id"))};
+				    .sandbox_id = json_string_value(json_object_get(args, "sandbox_id")),
+				    .to_disk = !resume && json_is_true(json_object_get(args, "to_disk"))};
 	return fn(m->ctx, &req, sink, op, err);
 }
 

@@ -8,6 +8,7 @@
 #include "manager/api.h"
 
 extern const char tl_pause_input[];
+extern const char tl_resume_input[];
 extern const char tl_pause_output[];
 
 /* A pause (resume false) or a resume of args' sandbox_id on the manager, for owner. */

@@ -468,13 +468,17 @@ static const struct tool_def tools[TL__COUNT] = {
 		      "Freezes every process of a persistent sandbox where it is (background processes and "
 		      "interpreter contexts keep their memory and state; no CPU is used) until "
 		      "code_resume_sandbox or the next call that needs it, which resumes it first and says "
-		      "resumed. Its own lifetime stops while it is paused. Refused while a call runs in it.",
+		      "resumed. Its own lifetime stops while it is paused. Refused while a call runs in it. "
+		      "With to_disk, its files and metadata are kept in the state directory and its processes "
+		      "and memory released instead: the resume makes it again, files only.",
 		      tl_pause_input, tl_pause_output,
 		      "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
 		      "\"openWorldHint\":false}",
 		      tl_pause_start, tl_pause_result},
 	[TL_RESUME] = {"code_resume_sandbox", "Resume a paused sandbox",
-		       "Thaws a paused sandbox: its processes go on where they were.", tl_pause_input, tl_pause_output,
+		       "Thaws a paused sandbox: its processes go on where they were (paused to disk: it is made again "
+		       "with its files; its processes and memory were not kept).",
+		       tl_resume_input, tl_pause_output,
 		       "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
 		       "\"openWorldHint\":false}",
 		       tl_resume_start, tl_pause_result},

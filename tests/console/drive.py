@@ -1,4 +1,4 @@
-"""drive.py — the approver's console judged in headless Chromium: sign-in, a live pending call, approve, deny, a changed request, a timeout, the sandboxes, terminals and audit views; screenshots of each view.
+"""drive.py — the approver's console judged in headless Chromium: sign-in, a live pending call, approve, deny, a changed request, a timeout, the sandboxes (kept, paused, running) and snapshots, terminals and audit views; screenshots of each view.
 
 Environment: AL_URL (the server), AL_CLIENT and AL_REVIEWER (tokens), AL_MARK (a marker), AL_SHOTS
 (screenshot directory), AL_PROFILE (Chromium's profile directory). Prints FAIL lines and exits 1.
@@ -338,7 +338,57 @@ def step_pause(b, sb):
     check(b.wait(f"document.body.dataset.paused === '{held}:resume:200'", 10) is True, "Resume resumes it")
     s, body, _ = http("GET", f"/v1/sandboxes/{held}", CLIENT)
     check(s == 200 and json.loads(body).get("state") == "running", "the owner sees it running again")
+    # To disk: its processes released, its files kept; the row says so, and Resume makes it again.
+    check(b.wait(f"!!document.querySelector('{row} button.todisk:not([hidden])')", 5) is True, "a kept sandbox's row has To disk")
+    b.eval(f"document.querySelector('{row} button.todisk').click(); true")
+    check(b.wait(f"document.body.dataset.paused === '{held}:disk:200'", 10) is True, "To disk pauses it to disk")
+    check(b.wait(f"!!document.querySelector('{row} td.ondisk') && !!document.querySelector('{row} button.resume')", 5) is True,
+          "the row shows it on disk, with a Resume button")
+    b.eval(f"document.querySelector('{row} button.resume').click(); true")
+    check(b.wait(f"document.body.dataset.paused === '{held}:resume:200'", 30) is True, "Resume makes it again")
+    check(b.wait(f"!document.querySelector('{row} td.ondisk') && !document.querySelector('{row} td.paused')", 5) is True,
+          "the row shows it running again")
     http("DELETE", f"/v1/sandboxes/{held}", CLIENT)
+
+
+def step_kept(b, sb):
+    """The sandboxes view says which sandboxes are kept on disk and lists every principal's snapshots;
+    the approver deletes one from its row (confirmed), for its owner, through the runner."""
+    s, body, _ = http("POST", "/v1/sandboxes", CLIENT, {})
+    check(s == 201, "the client creates a sandbox to snapshot")
+    kept = json.loads(body)["sandbox_id"]
+    s, _, _ = http("POST", f"/v1/sandboxes/{kept}/exec", CLIENT, {"language": "shell", "code": "head -c 300000 /dev/urandom >kept.bin"})
+    check(s == 200, "the client writes a file in it")
+    cell = f"#sandboxes tr[data-id=\"{kept}\"] td.kept"
+    shown = b.wait(f"document.querySelector('{cell}') && document.querySelector('{cell}').textContent", 10)
+    check(bool(shown) and re.fullmatch(r"(29[0-9]|30[0-9]) KiB of 1\.0 GiB", shown or "") is not None,
+          f"its row says it is kept, what its files hold on disk of its disk limit ({shown})")
+    status = b.wait("/kept on disk/.test(document.getElementById('sandboxes-summary').textContent) && "
+                    "document.getElementById('sandboxes-summary').textContent", 5)
+    check(bool(status) and re.search(r"\d+ live: \d+ running, \d+ paused \(\d+ to disk\); \d+ kept on disk", status or "") is not None,
+          f"the view counts the running, paused and kept sandboxes ({status})")
+    s, body, _ = http("POST", f"/v1/sandboxes/{kept}/snapshots", CLIENT, {"name": f"console-{M}"})
+    check(s == 201, f"the client snapshots it ({s})")
+    snap = json.loads(body).get("snapshot_id", "") if s == 201 else ""
+    s, _, _ = http("GET", "/v1/admin/snapshots", CLIENT)
+    check(s == 403, f"a client's token lists no other principal's snapshots ({s})")
+    row = f"#snapshots tr[data-id=\"{snap}\"]"
+    cells = b.wait(f"document.querySelector('{row}') && [...document.querySelectorAll('{row} td')].map(t => t.textContent)", 10)
+    check(bool(cells) and cells[1] == f"console-{M}" and cells[2] == "token:alice" and cells[3] == kept and cells[4].endswith("KiB"),
+          f"the snapshot's row: its name, owner, sandbox and bytes ({cells})")
+    b.screenshot(os.path.join(SHOTS, "console-snapshots.png"))
+    b.eval(f"document.querySelector('{row} button.destroy').click(); true")
+    check(b.wait(f"!!document.querySelector('{row} button.confirm')", 5) is True, "Delete asks first")
+    b.eval(f"document.querySelector('{row} button.confirm').click(); true")
+    check(b.wait(f"document.body.dataset.snapdeleted === '{snap}:200'", 10) is True, "Delete it deletes it")
+    check(b.wait(f"!document.querySelector('{row}')", 5) is True, "its row is gone")
+    s, _, _ = http("GET", f"/v1/snapshots/{snap}", CLIENT)
+    check(s == 404, f"the owner's snapshot is gone ({s})")
+    s, body, _ = http("GET", "/v1/audit?tool=code_delete_snapshot", REVIEWER)
+    recs = [r for r in json.loads(body)["records"] if snap in json.dumps(r)] if s == 200 else []
+    check(any("reviewer" in json.dumps(r) and "alice" in json.dumps(r) for r in recs),
+          f"the audit log names the approver and the owner ({len(recs)} records)")
+    http("DELETE", f"/v1/sandboxes/{kept}", CLIENT)
 
 
 def step_destroy(b, sb):
@@ -459,6 +509,7 @@ def run(b, sb):
     step_sandboxes(b, sb)
     step_terminals(b, sb)
     step_pause(b, sb)
+    step_kept(b, sb)
     step_destroy(b, sb)
     step_audit(b, sb)
     step_audit_route(b, sb)

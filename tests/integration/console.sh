@@ -4,7 +4,9 @@
 # pending call shows over the live stream (the page's polling stopped) with its whole padded code
 # and the rule's pattern marked;
 # approve runs it, deny (the d key) and a timeout do not, a changed request is refused; the
-# sandboxes view lists the client's sandboxes with their image and memory, and destroys one; the
+# sandboxes view lists the client's sandboxes with their image and memory, pauses, resumes and
+# destroys one, says which are kept on disk (their stored bytes of their disk limit), and lists
+# every principal's snapshots, deleting one for its owner (audited); the
 # terminals view renders a client's terminal session with xterm.js, read-only, following its size
 # (the approver's routes refuse a client's token: 403); the audit view finds the decision.
 # Screenshots land in the build directory's artifacts/console.
@@ -52,7 +54,7 @@ rc=0
 AL_FWD_URL=$fwd AL_UID=$AL_CALLER_UID AL_IMAGE_DIGEST=$digest AL_URL=$AL_SERVE_URL AL_CLIENT=$client AL_REVIEWER=$reviewer AL_MARK=$m AL_SHOTS=$shots AL_PROFILE="$dir/chromium" \
 	timeout 240 "$AL_PY" "$(dirname "$0")/../console/drive.py" || rc=$?
 [ "$rc" = 0 ] || { tail -n 20 "$dir/serve.err" >&2; al_fail "the console's checks failed (above)"; }
-for v in login approvals approvals-phone-dark sandboxes terminals audit; do
+for v in login approvals approvals-phone-dark sandboxes snapshots terminals audit; do
 	[ -s "$shots/console-$v.png" ] || al_fail "no screenshot of the $v view"
 done
 al_assert_eq "$("$AL_AIRLOCK_BIN" audit grep event=end tool=code_execute approval.by=http approval.decision=approved \

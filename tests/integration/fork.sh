@@ -5,7 +5,7 @@
 # followed), the parent's metadata unless new labels are given; from then on parent and children
 # diverge (a write in one is seen in no other); the children are kept on disk like any sandbox
 # (a restart brings them back) and outlive a destroy of the parent; another principal's fork is
-# 404; a bad count is refused; past the quota the fork stops, naming the children it made; an agent
+# 404; a bad count is refused; a fork past the quota makes nothing, and says which quota; an agent
 # forks its MCP session's own sandbox through the official MCP SDK.
 : "${AL_GUARD_TIMEOUT:=270}" # several servers, restarts and a load of three clients (CTest allows 300s)
 . "$(dirname "$0")/../lib.sh"
@@ -100,14 +100,17 @@ for bad in '{"count": 0}' '{"count": 17}' '{"count": "two"}' '{"color": 1}'; do
 	api POST "/v1/sandboxes/$parent/fork" -d "$bad"
 	al_assert_eq "$CODE" 400 "fork $bad"
 done
-# The quota (6 sandboxes): alice holds 4; a fork of 3 makes 2 and says so.
+# The quota (6 sandboxes): alice holds 4; a fork of 3 is refused whole (nothing made), one of 2 is not.
 api POST "/v1/sandboxes/$parent/fork" -d '{"count": 3}'
-[ "$CODE" != 200 ] || al_fail "a fork past the quota succeeded: $BODY"
-al_assert_contains "$BODY" "quota reached" "the fork past the quota"
-al_assert_contains "$BODY" "made before it" "... names what it made"
+al_assert_eq "$CODE" 429 "a fork past the quota"
+al_assert_contains "$BODY" "server.quota.sandboxes" "... names the quota"
 api GET /v1/sandboxes
-al_assert_eq "$(jget 'len(d["sandboxes"])')" 6 "alice's sandboxes after the fork past the quota"
-al_pass "a fork takes labels and a lifetime; bob gets 404; bad counts are refused; the quota stops a fork, naming what it made"
+al_assert_eq "$(jget 'len(d["sandboxes"])')" 4 "alice's sandboxes after the fork past the quota"
+api POST "/v1/sandboxes/$parent/fork" -d '{"count": 2}'
+al_assert_eq "$CODE" 200 "a fork up to the quota"
+api GET /v1/sandboxes
+al_assert_eq "$(jget 'len(d["sandboxes"])')" 6 "alice's sandboxes after the fork up to the quota"
+al_pass "a fork takes labels and a lifetime; bob gets 404; bad counts are refused; a fork past the quota makes nothing"
 
 # Children outlive their parent and a restart of the server.
 api DELETE "/v1/sandboxes/$parent"

@@ -421,6 +421,15 @@ static void test_act_for(void **state)
 	struct svc_call *x = svc_call_new(&f->rn, TL_EXECUTE, f->args, &who, "peer-1");
 	assert_int_equal(svc_call_act_for(x, "token:alice"), -EINVAL); /* run nothing in another's sandbox */
 	svc_call_free(x);
+	/* A snapshot of another's is deleted for its owner (it ends what is kept), never taken. */
+	json_t *sa = json_pack("{s:s}", "snapshot_id", "snap-1");
+	x = svc_call_new(&f->rn, TL_DELETE_SNAPSHOT, sa, &who, "peer-1");
+	assert_int_equal(svc_call_act_for(x, "token:alice"), 0);
+	svc_call_free(x);
+	x = svc_call_new(&f->rn, TL_SNAPSHOT, sa, &who, "peer-1");
+	assert_int_equal(svc_call_act_for(x, "token:alice"), -EINVAL);
+	svc_call_free(x);
+	json_decref(sa);
 	json_t *args = json_pack("{s:s}", "sandbox_id", "sb-1");
 	struct svc_call *c = svc_call_new(&f->rn, TL_DESTROY_SANDBOX, args, &who, "peer-1");
 	json_decref(args);

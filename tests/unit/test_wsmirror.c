@@ -206,12 +206,52 @@ static void test_restore_round_trip(void **state)
 	close(back);
 }
 
+/* A freeze makes every file the mirror holds a layer's too (shared: a change of one takes new room);
+ * a changed file is its own again, and a restore of a mirror whose files a layer links is shared. */
+static void test_shared_with_a_layer(void **state)
+{
+	struct dirs *d = *state;
+	struct wsm *w = NULL;
+	struct al_error err = {0};
+	assert_int_equal(wsm_open(d->files, d->stage, &w, &err), 0);
+	char big[8192];
+	memset(big, 'b', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	put(d->ws, "a.txt", big);
+	put(d->ws, "b.txt", big);
+	struct wsm_stats st;
+	sync_ok(w, d->ws, &st);
+	assert_true(st.stored >= 2 * 8191);
+	assert_int_equal(st.shared, 0);
+	uint64_t stored = st.stored;
+	int layer = at(d->root, "layer");
+	struct wsm_stats fz;
+	assert_int_equal(wsm_freeze(w, layer, getuid(), getgid(), &fz, &err), 0);
+	sync_ok(w, d->ws, &st); /* nothing changed: all of it is the layer's too */
+	assert_int_equal(st.shared, stored);
+	put(d->ws, "a.txt", "changed");
+	sync_ok(w, d->ws, &st);
+	assert_true(st.shared > 0 && st.shared < st.stored); /* b.txt only */
+	assert_int_equal(st.stored - st.shared, st.stored - stored / 2);
+	wsm_free(w);
+
+	/* Brought back (a restart): the files the layer still links are shared again. */
+	int back = at(d->root, "back");
+	assert_int_equal(wsm_open(d->files, d->stage, &w, &err), 0);
+	assert_int_equal(wsm_restore(w, back, getuid(), getgid(), &st, &err), 0);
+	assert_int_equal(st.shared, stored / 2);
+	wsm_free(w);
+	close(back);
+	close(layer);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_keeps_changes_and_removals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_never_follows_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_with_a_layer, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

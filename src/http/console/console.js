@@ -443,6 +443,7 @@ function duration(ms) {
 
 function bytes(n) {
   if (n === null || n === undefined) return '—';
+  if (n >= 2 ** 30) return (n / 2 ** 30).toFixed(1) + ' GiB';
   return n < 1 << 20 ? (n / 1024).toFixed(0) + ' KiB' : (n / (1 << 20)).toFixed(1) + ' MiB';
 }
 
@@ -472,8 +473,18 @@ function portsCell(x) {
 // What runs in a sandbox: an exec, nothing, or nothing at all (paused: every process frozen in
 // place, since when and by whom).
 function execCell(x) {
+  if (x.on_disk) return el('td', {class: 'paused ondisk', title: 'paused to disk by ' + (x.paused_by || '?') +
+    ': its processes and memory released, its files kept; a resume or its next call makes it again', text: 'on disk ' + duration(x.paused_ms)});
   if (x.state === 'paused') return el('td', {class: 'paused', title: 'paused by ' + (x.paused_by || '?'), text: 'paused ' + duration(x.paused_ms)});
   return el('td', {text: x.exec_running ? 'running' : '—'});
+}
+
+// Where a sandbox's files live: kept in the state directory (what its mirror holds, of its disk
+// limit), or in memory only, ending with the server.
+function keptCell(x) {
+  if (!x.kept) return el('td', {class: 'volatile', title: 'not kept: its files end with the server (--state-dir none)', text: 'memory only'});
+  return el('td', {class: 'kept qty', title: 'kept in the state directory: its files outlive a restart of the server' +
+    (x.layered ? ' (beside the snapshot or fork layer it stands on)' : ''), text: bytes(x.stored_bytes) + ' of ' + bytes(x.disk_bytes)});
 }
 
 function sandboxRow(x) {
@@ -484,24 +495,30 @@ function sandboxRow(x) {
   const hold = el('button', {type: 'button', class: paused ? 'resume' : 'pause', text: paused ? 'Resume' : 'Pause',
     'aria-label': (paused ? 'Resume' : 'Pause') + ' sandbox ' + x.id + ' of ' + x.owner});
   hold.addEventListener('click', () => pauseSandbox(tr, x, !paused));
+  // To disk: its files kept in the state directory, its processes and memory released.
+  const disk = el('button', {type: 'button', class: 'todisk', text: 'To disk',
+    'aria-label': 'Pause sandbox ' + x.id + ' of ' + x.owner + ' to disk (its processes end, its files are kept)'});
+  disk.addEventListener('click', () => pauseSandbox(tr, x, true, true));
+  disk.hidden = !x.kept || !!x.on_disk;
   const tr = el('tr', {'data-id': x.id},
     el('td', {text: x.id}), el('td', {text: x.owner}), el('td', {text: x.profile}), imageCell(x),
     el('td', {text: x.network + (x.hosts ? ': ' + x.hosts : '')}), el('td', {class: 'qty', text: duration(x.age_ms)}),
     el('td', {class: 'qty', text: duration(x.idle_ms)}), execCell(x),
     el('td', {class: 'qty', text: x.cpu_s === null ? '—' : x.cpu_s.toFixed(2) + ' s'}),
     el('td', {class: 'qty', text: bytes(x.memory_bytes)}), el('td', {class: 'qty', text: bytes(x.peak_memory_bytes)}),
-    portsCell(x), el('td', {class: 'act'}, el('div', {class: 'actbox'}, hold, destroy)));
+    keptCell(x), portsCell(x), el('td', {class: 'act'}, el('div', {class: 'actbox'}, hold, disk, destroy)));
   return tr;
 }
 
-async function pauseSandbox(tr, x, pause) {
+async function pauseSandbox(tr, x, pause, toDisk) {
   for (const b of tr.querySelectorAll('button')) b.disabled = true;
-  const r = await api('POST', '/v1/admin/sandboxes/' + encodeURIComponent(x.id) + (pause ? '/pause' : '/resume'));
+  const r = await api('POST', '/v1/admin/sandboxes/' + encodeURIComponent(x.id) + (pause ? '/pause' : '/resume') + (toDisk ? '?to_disk=true' : ''));
   if (refused(r)) return;
   $('sandboxes-status').textContent = r.status === 200
-    ? (pause ? 'Paused ' : 'Resumed ') + x.id + ' of ' + x.owner + '.'
+    ? (pause ? 'Paused ' : 'Resumed ') + x.id + ' of ' + x.owner + (toDisk ? ' to disk.' : '.') +
+      (r.data && r.data.released ? ' Not kept: ' + r.data.released + '.' : '')
     : 'Not ' + (pause ? 'paused' : 'resumed') + ': ' + (r.data && r.data.error ? r.data.error : 'HTTP ' + r.status);
-  document.body.dataset.paused = x.id + ':' + (pause ? 'pause' : 'resume') + ':' + r.status;
+  document.body.dataset.paused = x.id + ':' + (toDisk ? 'disk' : pause ? 'pause' : 'resume') + ':' + r.status;
   loadSandboxes();
 }
 
@@ -547,13 +564,71 @@ async function loadSandboxes() {
   if (state.confirming) return; // the approver began a confirmation meanwhile: keep the rows as they are
   const body = $('sandboxes').tBodies[0];
   if (r.status === 200 && r.data) {
-    body.replaceChildren(...r.data.sandboxes.map(sandboxRow));
-    if (!/^Destroyed|^Not destroyed|^Paused|^Resumed|^Not paused|^Not resumed/.test($('sandboxes-status').textContent)) $('sandboxes-status').textContent = r.data.sandboxes.length + ' live';
-    document.body.dataset.sandboxes = String(r.data.sandboxes.length);
+    const all = r.data.sandboxes;
+    body.replaceChildren(...all.map(sandboxRow));
+    const paused = all.filter((x) => x.state === 'paused').length, kept = all.filter((x) => x.kept).length;
+    const onDisk = all.filter((x) => x.on_disk).length;
+    $('sandboxes-summary').textContent = all.length + ' live: ' + (all.length - paused) + ' running, ' + paused + ' paused (' + onDisk + ' to disk); ' + kept + ' kept on disk';
+    document.body.dataset.sandboxes = String(all.length);
   } else {
     $('sandboxes-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
   }
+  await loadSnapshots();
   state.sandboxTimer = setTimeout(loadSandboxes, SANDBOX_POLL_MS);
+}
+
+// ---- snapshots (in the sandboxes view) ---------------------------------------------------------
+
+function snapshotRow(x) {
+  const del = el('button', {type: 'button', class: 'destroy', text: 'Delete', 'aria-label': 'Delete snapshot ' + x.snapshot_id + ' of ' + x.owner});
+  const tr = el('tr', {'data-id': x.snapshot_id},
+    el('td', {text: x.snapshot_id}), el('td', {text: x.name === null ? '—' : x.name}), el('td', {text: x.owner}),
+    el('td', {text: x.sandbox_id}), el('td', {class: 'qty', text: bytes(x.bytes)}), el('td', {class: 'qty', text: String(x.entries)}),
+    el('td', {class: 'qty', text: duration(Math.max(0, Date.now() - x.created_unix_ms))}),
+    el('td', {class: 'act'}, el('div', {class: 'actbox'}, del)));
+  del.addEventListener('click', () => confirmDelete(tr, x));
+  return tr;
+}
+
+// As a destroy: a second, explicit step, the focus on the confirming button.
+function confirmDelete(tr, x) {
+  state.confirming = 'snapshot:' + x.snapshot_id;
+  const yes = el('button', {type: 'button', class: 'confirm', text: 'Delete it',
+    'aria-label': 'Delete snapshot ' + x.snapshot_id + ' of ' + x.owner + ' (the sandboxes made from it keep their files)'});
+  const no = el('button', {type: 'button', class: 'cancel', text: 'Cancel'});
+  const cell = tr.querySelector('td.act .actbox');
+  const back = () => { state.confirming = null; loadSandboxes(); };
+  yes.addEventListener('click', () => deleteSnapshot(tr, x));
+  no.addEventListener('click', back);
+  cell.replaceChildren(el('span', {class: 'ask', text: 'Sure?'}), yes, no);
+  tr.classList.add('asking');
+  cell.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') { ev.preventDefault(); back(); } });
+  yes.focus();
+}
+
+async function deleteSnapshot(tr, x) {
+  for (const b of tr.querySelectorAll('button')) b.disabled = true;
+  const r = await api('DELETE', '/v1/admin/snapshots/' + encodeURIComponent(x.snapshot_id));
+  state.confirming = null;
+  if (refused(r)) return;
+  if (r.status === 200) tr.remove();
+  $('snapshots-status').textContent = r.status === 200 ? 'Deleted ' + x.snapshot_id + ' of ' + x.owner + '.'
+    : 'Not deleted: ' + (r.data && r.data.error ? r.data.error : 'HTTP ' + r.status);
+  document.body.dataset.snapdeleted = x.snapshot_id + ':' + r.status;
+}
+
+async function loadSnapshots() {
+  const r = await api('GET', '/v1/admin/snapshots');
+  if (refused(r) || state.confirming) return;
+  if (r.status === 200 && r.data) {
+    $('snapshots').tBodies[0].replaceChildren(...r.data.snapshots.map(snapshotRow));
+    if (!/^Deleted|^Not deleted/.test($('snapshots-status').textContent)) {
+      $('snapshots-status').textContent = r.data.snapshots.length ? r.data.snapshots.length + ' kept' : 'No snapshots.';
+    }
+    document.body.dataset.snapshots = String(r.data.snapshots.length);
+  } else {
+    $('snapshots-status').textContent = r.data && r.data.error ? r.data.error : 'HTTP ' + r.status;
+  }
 }
 
 // ---- audit ----------------------------------------------------------------------------------
