@@ -328,8 +328,11 @@ void sbp_contexts_lost(struct sbm *m, struct sbx *s)
 int sbp_remake(struct sbm *m, struct sbx *s, struct al_sandbox **sb, struct al_error *err)
 {
 	struct sbx *t = NULL;
-	/* As it was made (sbx_make_now): its profile, image, network and limits, over its layers. */
-	int r = sbx_new_layered(m, s->profile, s->pool_image, s->network, s->net_hosts, &s->lim, s->layers, &t, err);
+	/* As it was made (sbx_make_now): its profile, image (the same content, by digest), network and
+	 * limits, over its layers. */
+	char ref[SBX_IMAGE_REF];
+	int r = sbx_new_layered(m, s->profile, sbx_image_ref(s, ref), s->network, s->net_hosts, &s->lim, s->layers, &t,
+				err);
 	if (r < 0)
 		return r;
 	uid_t uid;
