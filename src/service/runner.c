@@ -191,7 +191,8 @@ static int start_op(struct svc_call *c, const struct srv_sink *sink, struct al_e
 		struct srv_pause_req req = {.owner = c->for_owner,
 					    .sandbox_id = json_string_value(json_object_get(c->args, "sandbox_id")),
 					    .by_approver = c->who.name ? c->who.name : "an approver",
-					    .to_disk = c->tool == TL_PAUSE && json_is_true(json_object_get(c->args, "to_disk"))};
+					    .to_disk = c->tool == TL_PAUSE &&
+						       json_is_true(json_object_get(c->args, "to_disk"))};
 		int (*fn)(void *, const struct srv_pause_req *, const struct srv_sink *, struct srv_op **,
 			  struct al_error *) = c->tool == TL_PAUSE ? m->pause_sandbox : m->resume_sandbox;
 		return fn ? fn(m->ctx, &req, sink, &c->op, err)
