@@ -78,6 +78,7 @@ static void profile_free(struct cfg_profile *p)
 	free(p->image);
 	conv_strv_free(&p->images);
 	limits_free(&p->limits);
+	conv_strv_free(&p->secrets);
 }
 
 static void language_free(struct cfg_language *l)
@@ -107,6 +108,8 @@ void cfg_free(struct cfg *c)
 	}
 	free(c->registries);
 	conv_strv_free(&c->allow_private);
+	free(c->upstream_ca);
+	cfg_secrets_free(c);
 	for (size_t i = 0; i < c->nprofiles; i++)
 		profile_free(&c->profiles[i]);
 	free(c->profiles);
@@ -451,11 +454,21 @@ static int conv_allow_private(struct conv *c, const struct cfg_node *seq, const 
 	return conv_strv(c, seq, path, &c->cfg->allow_private, check_cidr, NULL);
 }
 
+/* The CA that verifies upstreams where airlock terminates TLS (--upstream-ca), instead of the
+ * host's store: an operator's internal CA. */
+static int conv_upstream_ca(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	r = r ?: conv_host_path(c, v, path, NULL);
+	return r ?: conv_copy_str(c, v, path, &c->cfg->upstream_ca);
+}
+
 static int conv_network(struct conv *c, const struct cfg_node *map, const char *path, void *obj)
 {
 	static const struct field fields[] = {
 		{"registries", conv_registries},
 		{"allow-private", conv_allow_private},
+		{"upstream-ca", conv_upstream_ca},
 	};
 	return conv_fields(c, map, path, fields, AL_ARRAY_SIZE(fields), NULL);
 }
@@ -581,6 +594,7 @@ static int conv_profile(struct conv *c, const struct cfg_entry *e, const char *s
 		{"namespaces", p_namespaces}, {"network", p_network}, {"filesystem", p_filesystem},
 		{"seccomp", p_seccomp},	      {"require", p_require}, {"rootfs", p_rootfs},
 		{"image", p_image},	      {"images", p_images},   {"limits", p_limits},
+		{"secrets", conv_profile_secrets}, /* after network: its hosts must be allowed */
 	};
 	struct cfg_profile *p = &c->cfg->profiles[i];
 	/* The strict end of every knob a profile leaves out. */
@@ -727,6 +741,7 @@ static int convert(const struct cfg_node *root, struct cfg *cfg, struct al_error
 {
 	static const struct field fields[] = {
 		{"version", conv_version},   {"limits", conv_top_limits},   {"network", conv_network},
+		{"secrets", conv_secrets},   /* before profiles, which name them */
 		{"profiles", conv_profiles}, {"languages", conv_languages}, {"rules", conv_rules},
 		{"approval", conv_approval}, {"audit", conv_audit},	    {"server", conv_server},
 	};

@@ -60,5 +60,9 @@ int conv_approval(struct conv *c, const struct cfg_node *v, const char *path, vo
 int conv_audit(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
 int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
 void cfg_manager_free(struct cfg *c);
+/* The secrets section and a profile's secrets key (secrets.c); the latter after its network. */
+int conv_secrets(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
+int conv_profile_secrets(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
+void cfg_secrets_free(struct cfg *c);
 
 #endif

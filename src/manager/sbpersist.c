@@ -276,7 +276,7 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 		return al_err(err, EINVAL, "its record is incomplete");
 	struct sbx *s = NULL;
 	const json_t *layers = json_object_get(rec, "layers");
-	int r = sbx_new_layered(m, profile, str(rec, "image"), json_is_true(json_object_get(rec, "network")),
+	int r = sbx_new_layered(m, owner, profile, str(rec, "image"), json_is_true(json_object_get(rec, "network")),
 				str(rec, "hosts"), &lim, json_array_size(layers) ? layers : NULL, &s, err);
 	if (r < 0)
 		return r;
