@@ -590,11 +590,13 @@ static int p_limits(struct conv *c, const struct cfg_node *v, const char *path, 
 
 static int conv_profile(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i)
 {
+	/* In this order: secrets after network, whose registries must allow their hosts. */
 	static const struct field fields[] = {
-		{"namespaces", p_namespaces}, {"network", p_network}, {"filesystem", p_filesystem},
-		{"seccomp", p_seccomp},	      {"require", p_require}, {"rootfs", p_rootfs},
-		{"image", p_image},	      {"images", p_images},   {"limits", p_limits},
-		{"secrets", conv_profile_secrets}, /* after network: its hosts must be allowed */
+		{"namespaces", p_namespaces}, {"network", p_network},
+		{"filesystem", p_filesystem}, {"seccomp", p_seccomp},
+		{"require", p_require},	      {"rootfs", p_rootfs},
+		{"image", p_image},	      {"images", p_images},
+		{"limits", p_limits},	      {"secrets", conv_profile_secrets},
 	};
 	struct cfg_profile *p = &c->cfg->profiles[i];
 	/* The strict end of every knob a profile leaves out. */
@@ -739,11 +741,12 @@ static int conv_top_limits(struct conv *c, const struct cfg_node *v, const char 
 
 static int convert(const struct cfg_node *root, struct cfg *cfg, struct al_error *err)
 {
+	/* In this order: secrets before the profiles that name them. */
 	static const struct field fields[] = {
-		{"version", conv_version},   {"limits", conv_top_limits},   {"network", conv_network},
-		{"secrets", conv_secrets},   /* before profiles, which name them */
-		{"profiles", conv_profiles}, {"languages", conv_languages}, {"rules", conv_rules},
-		{"approval", conv_approval}, {"audit", conv_audit},	    {"server", conv_server},
+		{"version", conv_version}, {"limits", conv_top_limits}, {"network", conv_network},
+		{"secrets", conv_secrets}, {"profiles", conv_profiles}, {"languages", conv_languages},
+		{"rules", conv_rules},	   {"approval", conv_approval}, {"audit", conv_audit},
+		{"server", conv_server},
 	};
 	struct conv c = {.cfg = cfg, .err = err};
 	if (al_policy_new(&c.scratch) < 0)

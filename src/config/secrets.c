@@ -23,7 +23,8 @@
 
 #define VALUE_MAX 8192 /* as network/secrets.c */
 
-static const char *const kind_keys[] = {[CFG_SECRET_ENV] = "env", [CFG_SECRET_FILE] = "file", [CFG_SECRET_VALUE] = "value"};
+static const char *const kind_keys[] = {
+	[CFG_SECRET_ENV] = "env", [CFG_SECRET_FILE] = "file", [CFG_SECRET_VALUE] = "value"};
 
 const char *cfg_secret_kind_key(enum cfg_secret_kind k)
 {
@@ -73,13 +74,15 @@ static int set_source(struct conv *c, const struct cfg_node *v, const char *path
 	if (kind == CFG_SECRET_VALUE) {
 		/* Checked here, so the value's faults are told at load; never quoted in the message. */
 		if (strcmp(v->text, CFG_SECRET_REDACTED) == 0)
-			return conv_bad(c->err, EINVAL, v->mark, path,
-					"the mark `airlock config dump` writes instead of a value: write the value itself");
+			return conv_bad(
+				c->err, EINVAL, v->mark, path,
+				"the mark `airlock config dump` writes instead of a value: write the value itself");
 		if (n == 0 || n > VALUE_MAX)
 			return conv_bad(c->err, EINVAL, v->mark, path, "the value must have 1 to %d bytes", VALUE_MAX);
 		for (size_t i = 0; i < n; i++)
 			if ((unsigned char)v->text[i] < 0x20 || v->text[i] == 0x7f)
-				return conv_bad(c->err, EINVAL, v->mark, path, "the value contains a control character");
+				return conv_bad(c->err, EINVAL, v->mark, path,
+						"the value contains a control character");
 	}
 	if (!(s->ref = strdup(v->text)))
 		return al_err(c->err, ENOMEM, "out of memory");
@@ -179,7 +182,7 @@ static int s_principals(struct conv *c, const struct cfg_node *v, const char *pa
 static int conv_secret(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i)
 {
 	static const struct field fields[] = {
-		{"env", s_env},	    {"file", s_file},		{"value", s_value},	      {"hosts", s_hosts},
+		{"env", s_env},	  {"file", s_file},	    {"value", s_value},		  {"hosts", s_hosts},
 		{"body", s_body}, {"variable", s_variable}, {"principals", s_principals},
 	};
 	struct cfg_secret *s = &c->cfg->secrets[i];
@@ -268,10 +271,11 @@ static int check_one(struct conv *c, const struct cfg_profile *p, size_t i, stru
 				s->hosts.v[0]);
 	for (size_t h = 0; h < s->hosts.n; h++)
 		if (!covered(al, s->hosts.v[h]))
-			return conv_bad(c->err, EINVAL, m, ipath,
-					"secret %.64s may go to %.64s, which the profile's network (its registries) does "
-					"not allow: add the host to one of its registries",
-					s->name, s->hosts.v[h]);
+			return conv_bad(
+				c->err, EINVAL, m, ipath,
+				"secret %.64s may go to %.64s, which the profile's network (its registries) does "
+				"not allow: add the host to one of its registries",
+				s->name, s->hosts.v[h]);
 	for (size_t k = 0; k < i; k++) {
 		const struct cfg_secret *o = cfg_secret(c->cfg, p->secrets.v[k]);
 		if (o == s)
@@ -330,8 +334,9 @@ bool cfg_profile_has_personal_secrets(const struct cfg *c, const struct cfg_prof
 
 static int add_one(const struct cfg_secret *s, struct al_policy *p, struct al_error *err)
 {
-	static const enum al_secret_kind kinds[] = {
-		[CFG_SECRET_ENV] = AL_SECRET_ENV, [CFG_SECRET_FILE] = AL_SECRET_FILE, [CFG_SECRET_VALUE] = AL_SECRET_VALUE};
+	static const enum al_secret_kind kinds[] = {[CFG_SECRET_ENV] = AL_SECRET_ENV,
+						    [CFG_SECRET_FILE] = AL_SECRET_FILE,
+						    [CFG_SECRET_VALUE] = AL_SECRET_VALUE};
 	char what[CFG_NAME_MAX + 16];
 	snprintf(what, sizeof(what), "secrets.%s", s->name);
 	struct al_secret_src src = {

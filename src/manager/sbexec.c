@@ -266,7 +266,9 @@ void *exec_thread(void *arg)
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 		struct srv_limits lim = {0};
 		s = op->network ? NULL : sbm_claim_pooled(m, profile, NULL, op->owner, false);
-		if (!s && (r = sbx_new(m, op->owner, profile, NULL, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
+		if (!s &&
+		    (r = sbx_new(m, op->owner, profile, NULL, op->network, op->hosts, &lim, false, &s, &err)) == 0 &&
+		    s) {
 			s->refs = 1;
 			pthread_mutex_lock(&m->mu);
 			m->st.created++;

@@ -46,7 +46,8 @@ static int fork_one(struct sbm *m, struct srv_op *op, struct sbx *p, const json_
 	if ((op->meta_json || p->meta_json) && !meta)
 		return al_err(err, ENOMEM, "out of memory");
 	struct sbx *c = NULL;
-	int r = sbx_new_layered(m, op->owner, p->profile, p->pool_image, p->network, p->net_hosts, &p->lim, layers, &c, err);
+	int r = sbx_new_layered(m, op->owner, p->profile, p->pool_image, p->network, p->net_hosts, &p->lim, layers, &c,
+				err);
 	if (r < 0)
 		return r;
 	c->refs = 1;

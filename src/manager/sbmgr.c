@@ -243,8 +243,7 @@ static int add_layers(struct sbm *m, struct al_policy *p, const json_t *layers, 
 }
 
 static int create_policy(struct sbm *m, const char *owner, const char *profile, const char *image, bool network,
-			 const char *hosts,
-			 const struct srv_limits *lim, const json_t *layers, struct al_policy **out,
+			 const char *hosts, const struct srv_limits *lim, const json_t *layers, struct al_policy **out,
 			 enum al_net_posture *net, struct al_error *err)
 {
 	const struct cfg *c = m->o.cfg;
@@ -336,8 +335,8 @@ int sbx_make_now(struct sbm *m, const char *owner, const char *profile, const ch
 	return 0;
 }
 
-int sbx_new(struct sbm *m, const char *owner, const char *profile, const char *image, bool network,
-	    const char *hosts, const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
+int sbx_new(struct sbm *m, const char *owner, const char *profile, const char *image, bool network, const char *hosts,
+	    const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
 {
 	if (m->hk_started && pthread_equal(pthread_self(), m->hk))
 		return sbx_make_now(m, owner, profile, image, network, hosts, lim, NULL, pooled, out, err);
@@ -649,9 +648,8 @@ static void *create_thread(void *arg)
 	if (full)
 		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
 	if (!s && !full && r == 0 &&
-	    (r = sbx_new_layered(m, op->owner, profile, op->image, op->network, op->hosts, &op->limits, op->layers,
-				 &s, &err)) ==
-		    0 &&
+	    (r = sbx_new_layered(m, op->owner, profile, op->image, op->network, op->hosts, &op->limits, op->layers, &s,
+				 &err)) == 0 &&
 	    s) {
 		s->refs = 1;		     /* ours; list_sandbox adds the table's */
 		sbx_set_owner(s, op->owner); /* before it is listed: never visible without its owner */

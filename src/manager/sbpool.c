@@ -92,7 +92,8 @@ static bool refill_one(struct sbm *m)
 		struct sbx *s = NULL;
 		struct al_error err = {0};
 		struct srv_limits lim = {0};
-		if (sbx_make_now(m, NULL, c->pool[i].profile, c->pool[i].image, false, NULL, &lim, NULL, true, &s, &err) < 0)
+		if (sbx_make_now(m, NULL, c->pool[i].profile, c->pool[i].image, false, NULL, &lim, NULL, true, &s,
+				 &err) < 0)
 			continue; /* the next sweep tries again */
 		if (sbx_list(m, s, &err) < 0) {
 			sbx_free(s);
@@ -110,8 +111,8 @@ static void serve_queue_locked(struct sbm *m)
 		struct mkreq *q = m->queue;
 		m->queue = q->next;
 		pthread_mutex_unlock(&m->mu);
-		q->r = sbx_make_now(m, q->owner, q->profile, q->image, q->network, q->hosts, q->lim, q->layers, false, &q->s,
-				    &q->err);
+		q->r = sbx_make_now(m, q->owner, q->profile, q->image, q->network, q->hosts, q->lim, q->layers, false,
+				    &q->s, &q->err);
 		pthread_mutex_lock(&m->mu);
 		q->done = true;
 		pthread_cond_broadcast(&m->cv);

@@ -137,11 +137,11 @@ static int read_value_file(const char *path, struct secret *e)
 }
 
 /* A copy of len bytes of val, or an error naming where it came from (never the value). */
-static int copy_value(struct secret *e, const struct al_secret_src *src, const char *val, size_t len,
+static int copy_value(struct secret *e, const struct al_secret_src *src, const char *label, const char *val, size_t len,
 		      struct al_error *err)
 {
 	if (len > VALUE_MAX)
-		return al_err(err, EINVAL, "%s %s: %s%s is larger than %d bytes", src->what, e->name,
+		return al_err(err, EINVAL, "%s: %s%s is larger than %d bytes", label,
 			      src->kind == AL_SECRET_ENV ? "env=" : "the value",
 			      src->kind == AL_SECRET_ENV ? src->ref : "", VALUE_MAX);
 	e->value = malloc(len + 1);
@@ -153,29 +153,28 @@ static int copy_value(struct secret *e, const struct al_secret_src *src, const c
 	return 0;
 }
 
-static int read_value(struct secret *e, const struct al_secret_src *src, struct al_error *err)
+static int read_value(struct secret *e, const struct al_secret_src *src, const char *label, struct al_error *err)
 {
 	const char *v = src->ref ? src->ref : "";
 	switch (src->kind) {
 	case AL_SECRET_ENV: {
 		if (!al_secret_name_ok(v, strlen(v)))
-			return al_err(err, EINVAL, "%s %s: env=%s is not a variable name", src->what, e->name, v);
+			return al_err(err, EINVAL, "%s: env=%s is not a variable name", label, v);
 		const char *val = getenv(v);
 		if (!val || !*val)
-			return al_err(err, EINVAL, "%s %s: env=%s is %s", src->what, e->name, v,
-				      val ? "empty" : "not set");
-		return copy_value(e, src, val, strlen(val), err);
+			return al_err(err, EINVAL, "%s: env=%s is %s", label, v, val ? "empty" : "not set");
+		return copy_value(e, src, label, val, strlen(val), err);
 	}
 	case AL_SECRET_VALUE:
-		return copy_value(e, src, v, src->ref_len, err);
+		return copy_value(e, src, label, v, src->ref_len, err);
 	case AL_SECRET_FILE:
 		break;
 	}
 	if (v[0] != '/')
-		return al_err(err, EINVAL, "%s %s: file=%s: the path must be absolute", src->what, e->name, v);
+		return al_err(err, EINVAL, "%s: file=%s: the path must be absolute", label, v);
 	int r = read_value_file(v, e);
 	if (r < 0)
-		return al_err(err, -r, "%s %s: file=%s: %s", src->what, e->name, v,
+		return al_err(err, -r, "%s: file=%s: %s", label, v,
 			      r == -EFBIG    ? "larger than 8 KiB"
 			      : r == -EINVAL ? "not a regular file"
 					     : strerror(-r));
@@ -183,13 +182,13 @@ static int read_value(struct secret *e, const struct al_secret_src *src, struct 
 }
 
 /* A CR, LF or NUL would let the value's source add headers or a second request. */
-static int check_value(const struct secret *e, const char *what, struct al_error *err)
+static int check_value(const struct secret *e, const char *label, struct al_error *err)
 {
 	if (e->len == 0)
-		return al_err(err, EINVAL, "%s %s: the value is empty", what, e->name);
+		return al_err(err, EINVAL, "%s: the value is empty", label);
 	for (size_t i = 0; i < e->len; i++)
 		if ((unsigned char)e->value[i] < 0x20 || e->value[i] == 0x7f)
-			return al_err(err, EINVAL, "%s %s: the value contains a control character", what, e->name);
+			return al_err(err, EINVAL, "%s: the value contains a control character", label);
 	return 0;
 }
 
@@ -206,16 +205,15 @@ static int make_placeholder(struct secret *e)
 }
 
 /* One host entry: the allowlist's own syntax without rules (a rule is the allowlist's business). */
-static int add_host(struct secret *e, const char *what, const char *h, struct al_error *err)
+static int add_host(struct secret *e, const char *label, const char *h, struct al_error *err)
 {
 	if (!*h || strpbrk(h, " /,|"))
-		return al_err(err, EINVAL, "%s %s: hosts take names and ports only, one per entry ('%.64s')", what,
-			      e->name, h);
+		return al_err(err, EINVAL, "%s: hosts take names and ports only, one per entry ('%.64s')", label, h);
 	if (!e->hosts && al_allowlist_new(&e->hosts) < 0)
 		return al_err(err, ENOMEM, "out of memory");
 	int r = al_allowlist_add(e->hosts, h, err);
 	if (r < 0)
-		al_err_prefix(err, "%s %s: hosts", what, e->name);
+		al_err_prefix(err, "%s: hosts", label);
 	return r;
 }
 
@@ -228,21 +226,27 @@ static int build(const struct al_secrets *s, struct secret *e, const struct al_s
 		return al_err(err, EINVAL, "%s: '%.64s' is not an environment variable name (letters, digits, _)", what,
 			      src->name ? src->name : "");
 	memcpy(e->name, src->name, nl + 1);
+	/* "--secret NAME" on the command line; the configuration's own name for it ("secrets.KEY"). */
+	char label[AL_SECRET_NAME_MAX + 96];
+	if (strcmp(what, "--secret") == 0)
+		snprintf(label, sizeof(label), "--secret %s", e->name);
+	else
+		snprintf(label, sizeof(label), "%.80s", what);
 	for (size_t i = 0; i < s->n; i++)
 		if (strcmp(s->v[i].name, e->name) == 0)
-			return al_err(err, EINVAL, "%s %s: defined twice", what, e->name);
+			return al_err(err, EINVAL, "%s: the variable %s is given twice", label, e->name);
 	if (src->nhosts == 0)
-		return al_err(err, EINVAL, "%s %s: hosts are required (where it may go)", what, e->name);
+		return al_err(err, EINVAL, "%s: hosts are required (where it may go)", label);
 	for (size_t i = 0; i < src->nhosts; i++) {
-		int r = add_host(e, what, src->hosts[i], err);
+		int r = add_host(e, label, src->hosts[i], err);
 		if (r < 0)
 			return r;
 	}
 	e->body = src->body;
-	int r = read_value(e, src, err);
-	r = r ?: check_value(e, what, err);
+	int r = read_value(e, src, label, err);
+	r = r ?: check_value(e, label, err);
 	if (r == 0 && make_placeholder(e) < 0)
-		r = al_err(err, EIO, "%s %s: no random bytes for the placeholder", what, e->name);
+		r = al_err(err, EIO, "%s: no random bytes for the placeholder", label);
 	return r;
 }
 
