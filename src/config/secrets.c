@@ -207,7 +207,7 @@ int conv_secrets(struct conv *c, const struct cfg_node *map, const char *path, v
 {
 	(void)obj;
 	int r = conv_want(c, map, CFG_MAP, path);
-	if (r == 0 && map->n > AL_SECRETS_MAX * 8)
+	if (r == 0 && map->n > (size_t)AL_SECRETS_MAX * 8)
 		return conv_bad(c->err, E2BIG, map->mark, path, "more than %d secrets", AL_SECRETS_MAX * 8);
 	cfg_secrets_free(c->cfg);
 	if (r == 0 && map->n && !(c->cfg->secrets = calloc(map->n, sizeof(struct cfg_secret))))
@@ -357,9 +357,9 @@ int cfg_apply_secrets(const struct cfg *c, const struct cfg_profile *pr, const c
 {
 	for (size_t i = 0; i < pr->secrets.n; i++) {
 		const struct cfg_secret *s = cfg_secret(c, pr->secrets.v[i]);
-		int r = s ? 0 : al_err(err, ENOENT, "no secret '%s'", pr->secrets.v[i]);
-		if (r == 0 && for_principal(s, principal))
-			r = add_one(s, p, err);
+		if (!s)
+			return al_err(err, ENOENT, "no secret '%s'", pr->secrets.v[i]);
+		int r = for_principal(s, principal) ? add_one(s, p, err) : 0;
 		if (r < 0)
 			return r;
 	}
