@@ -80,6 +80,8 @@ static int ensure_ca(struct al_policy *p, struct al_error *err)
 	int r = tca_new(p->upstream_ca, &p->tls_ca);
 	if (r == -EINVAL)
 		return al_err(err, EINVAL, "--upstream-ca %s: no PEM certificate in it", p->upstream_ca);
+	if (r < 0 && r != -ENOMEM && r != -EIO && p->upstream_ca)
+		return al_err_sys(err, -r, "--upstream-ca %s", p->upstream_ca);
 	return r < 0 ? al_err_sys(err, -r, "the sandbox's certificate authority") : 0;
 }
 
