@@ -217,6 +217,9 @@ done
 al_pass "serve: the secrets are in no verdict, admin view, audit record or server message"
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null || true
+# What it said while stopping too (with the sanitizers: its leak report, if any).
+al_assert_not_contains "$(cat "$dir/serve.err")" "$model" "the server's stderr, to its end"
+al_assert_not_contains "$(cat "$dir/serve.err")" "Sanitizer" "the server's stderr, to its end"
 
 # ---- refused at load: a secret the profile's network does not allow; a variable that is not set
 sed 's/    hosts: \[echo.test\]$/    hosts: [api.elsewhere.test]/' "$confdir/config.yaml" >"$confdir/bad.yaml"
@@ -225,12 +228,11 @@ al_run --config "$confdir/bad.yaml" config dump
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "secret SHARED_KEY may go to api.elsewhere.test, which the profile's network (its registries) does not allow" "the refusal names the secret and the host"
 unset AL_TEST_SHARED
-rm -f "$dir/serve.port"
-if serve_launch "$dir/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$dir/clients.token" \
+if serve_launch "$dir/serve2" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$dir/clients.token" \
 	--config "$confdir/config.yaml" --audit "$dir/audit2.jsonl"; then
 	al_fail "airlock serve started with a secret whose variable is unset"
 fi
 wait "$SERVE_PID" 2>/dev/null || true
-al_assert_contains "$(cat "$dir/serve.err")" "secrets.SHARED_KEY: env=AL_TEST_SHARED is not set" "why the server did not start"
+al_assert_contains "$(cat "$dir/serve2.err")" "secrets.SHARED_KEY: env=AL_TEST_SHARED is not set" "why the server did not start"
 al_netns_host_del
 al_pass "serve: secrets the network does not allow, or cannot read, are refused before anything runs"
