@@ -7,7 +7,7 @@
 # in nothing the sandbox can read (env, /proc/*/environ, its files), nor in the exec's verdict, the
 # audit log, the admin view or the server's stderr. Bob's sandbox of the same profile has no
 # placeholder for alice's secret at all, and alice's placeholder sent from his sandbox stays a
-# placeholder. A profile whose network does not allow a secret's hosts is refused at load; a server
+# placeholder; a sandbox alice makes through MCP (streamable HTTP) gets hers the same. A profile whose network does not allow a secret's hosts is refused at load; a server
 # whose secret variable is unset does not start. The upstreams live in a network namespace this
 # test makes, with the test's CA, which airlock alone is given (network.upstream-ca); names resolve
 # through a private /etc/hosts in the server's mount namespace. Made as root in both modes; airlock
@@ -197,6 +197,29 @@ al_assert_contains "$bob_log" "X-Shared: $shared" "the shared secret toward echo
 al_assert_contains "$bob_log" "X-Steal: $ph_model" "alice's placeholder sent from bob's sandbox stays a placeholder"
 al_assert_not_contains "$bob_log" "$model" "what echo.test got from bob's sandbox"
 al_pass "serve: bob's sandbox gets the profile's secret and nothing of alice's"
+
+# ---- the same through MCP (streamable HTTP): alice's sandbox made by code_create_sandbox
+install -m 0644 "$AL_SRC/tests/mcp/client.py" "$dir/client.py"
+mcp_out=$(PYTHONPATH=$dir "$AL_PY" - "$url" "$alice" <<'PY'
+import json, sys
+from client import Http
+c = Http(sys.argv[1], sys.argv[2])
+c.initialize("serve_secrets")
+def call(i, name, args):
+    r = c.mcp({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": args}})
+    return (r or {}).get("result", {}).get("structuredContent") or {"error": json.dumps(r)}
+sb = call(2, "code_create_sandbox", {"profile": "agent", "network_enabled": True})["sandbox_id"]
+r = call(3, "code_execute", {"sandbox_id": sb, "language": "shell", "network_enabled": True, "code":
+    'echo "model=$MODEL_KEY"; curl -sS -H "X-Model: $MODEL_KEY" https://echo.test/mcp-echo'})
+print(json.dumps(r))
+PY
+) || al_fail "the MCP client failed: $mcp_out"
+ALL_RESULTS+="$mcp_out"
+al_assert_contains "$mcp_out" 'model=airlock-secret:MODEL_KEY:' "alice's MCP sandbox holds the placeholder"
+al_assert_contains "$mcp_out" "hello /mcp-echo" "the MCP exec's request to echo.test"
+al_assert_contains "$(awk '/^echo.test GET \/mcp-echo/,/^--$/' "$dir/up.log")" "X-Model: $model" \
+	"alice's secret toward echo.test from her MCP sandbox"
+al_pass "serve: an MCP sandbox of the profile gets the same"
 
 # ---- nowhere on the record: verdicts, the admin view, the audit log, the server's stderr
 as "$reviewer" GET /v1/admin/sandboxes
