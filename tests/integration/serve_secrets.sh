@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # serve_secrets.sh — secrets by reference in airlock serve (issue 36): a profile of the service's
-# configuration names secrets (one from airlock's environment for every principal, one from a file
-# for the principal token:alice only). A sandbox made through the JSON API holds placeholders; the
-# proxy puts the secret in their place toward echo.test (the echo upstream logs what it got) and
-# never toward other.test (a second, unlisted upstream, which gets the placeholder). The secret is
-# in nothing the sandbox can read (env, /proc/*/environ, its files), nor in the exec's verdict, the
-# audit log, the admin view or the server's stderr. Bob's sandbox of the same profile has no
-# placeholder for alice's secret at all, and alice's placeholder sent from his sandbox stays a
-# placeholder; a sandbox alice makes through MCP (streamable HTTP) gets hers the same. A profile whose network does not allow a secret's hosts is refused at load; a server
-# whose secret variable is unset does not start. The upstreams live in a network namespace this
-# test makes, with the test's CA, which airlock alone is given (network.upstream-ca); names resolve
-# through a private /etc/hosts in the server's mount namespace. Made as root in both modes; airlock
-# runs as the mode's user.
+# configuration names secrets (for every principal one from airlock's environment and one written
+# in the configuration; one from a file for the principal token:alice only). A sandbox made through
+# the JSON API holds placeholders; the proxy puts the secret in their place toward echo.test (the
+# echo upstream logs what it got) and never toward other.test (a second, unlisted upstream, which
+# gets the placeholder). The secret is in nothing the sandbox can read (env, /proc/*/environ, its
+# files), nor in the exec's verdict, the audit log, the admin view, `airlock config dump` or the
+# server's stderr. Bob's sandbox of the same profile has no placeholder for alice's secret at all,
+# and alice's placeholder sent from his sandbox stays a placeholder; a sandbox alice makes through
+# MCP (streamable HTTP) gets hers the same. A profile whose network does not allow a secret's hosts
+# is refused at load; a server whose secret variable is unset does not start. The upstreams live
+# in a network namespace this test makes, with the test's CA, which airlock alone is given
+# (network.upstream-ca); names resolve through a private /etc/hosts in the server's mount
+# namespace. Made as root in both modes; airlock runs as the mode's user.
 . "$(dirname "$0")/../lib.sh"
 
 [ "$(id -u)" = 0 ] || al_skip "making the upstream host's network namespace needs root"
@@ -53,6 +54,7 @@ chmod 0666 "$dir/up.log"
 # The secrets: one in the server's environment, alice's in a file only the server's user reads.
 shared="shared-$(al_marker)-$RANDOM$RANDOM"
 model="model-$(al_marker)-$RANDOM$RANDOM"
+inline="inline-$(al_marker)-$RANDOM$RANDOM"
 export AL_TEST_SHARED="$shared"
 printf '%s\n' "$model" >"$dir/model.key"
 chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/model.key"
@@ -78,12 +80,15 @@ secrets:
     file: $dir/model.key
     hosts: [echo.test]
     principals: ["token:alice"]
+  INLINE_KEY:
+    value: $inline
+    hosts: [echo.test]
 profiles:
   agent:
     network: [upstream]
     filesystem: workspace
     require: [userns, pidns, mntns, netns, seccomp]
-    secrets: [SHARED_KEY, alice-model]
+    secrets: [SHARED_KEY, alice-model, INLINE_KEY]
 EOF
 } >"$confdir/config.yaml"
 chmod 0644 "$confdir/config.yaml"
@@ -134,7 +139,7 @@ sa=$(al_json_get "$BODY" sandbox_id)
 run "$alice" "$sa" "
 echo \"model=\$MODEL_KEY\"
 echo \"shared=\$SHARED_KEY\"
-curl -sS -H \"X-Model: \$MODEL_KEY\" -H \"X-Shared: \$SHARED_KEY\" https://echo.test/alice-echo; echo \"rc=\$?\"
+curl -sS -H \"X-Model: \$MODEL_KEY\" -H \"X-Shared: \$SHARED_KEY\" -H \"X-Inline: \$INLINE_KEY\" https://echo.test/alice-echo; echo \"rc=\$?\"
 printf '%s\n' '$ca' >/tmp/test-ca.pem
 curl -sS --cacert /tmp/test-ca.pem -H \"X-Model: \$MODEL_KEY\" -H \"X-Shared: \$SHARED_KEY\" https://other.test/alice-other; echo \"rc=\$?\"
 "
@@ -165,10 +170,12 @@ al_assert_contains "$view" "MODEL_KEY=$ph_model" "the same placeholder in the ne
 al_assert_contains "$view" "BEGIN CERTIFICATE" "the files printed"
 al_assert_not_contains "$view" "$model" "the sandbox's env, /proc/*/environ, /proc/*/cmdline and files"
 al_assert_not_contains "$view" "$shared" "the sandbox's env, /proc/*/environ, /proc/*/cmdline and files"
+al_assert_not_contains "$view" "$inline" "the sandbox's env, /proc/*/environ, /proc/*/cmdline and files"
 echo_log=$(awk '/^echo.test GET \/alice-echo/,/^--$/' "$dir/up.log")
 other_log=$(awk '/^other.test GET \/alice-other/,/^--$/' "$dir/up.log")
 al_assert_contains "$echo_log" "X-Model: $model" "alice's file secret toward echo.test"
 al_assert_contains "$echo_log" "X-Shared: $shared" "the environment secret toward echo.test"
+al_assert_contains "$echo_log" "X-Inline: $inline" "the secret written in the configuration toward echo.test"
 al_assert_contains "$other_log" "X-Model: $ph_model" "the unlisted upstream gets the placeholder"
 al_assert_contains "$other_log" "X-Shared: $ph_shared" "the unlisted upstream gets the other placeholder"
 al_assert_not_contains "$other_log" "$model" "what the unlisted upstream got"
@@ -228,20 +235,28 @@ admin=$BODY
 names() { "$AL_PY" -c 'import json,sys
 for s in json.loads(sys.argv[1])["sandboxes"]:
     if s["id"] == sys.argv[2]: print(",".join(s.get("secrets", [])))' "$admin" "$1"; }
-al_assert_eq "$(names "$sa")" "SHARED_KEY,MODEL_KEY" "the admin view names the variables of alice's sandbox"
-al_assert_eq "$(names "$sb")" "SHARED_KEY" "the admin view names the variables of bob's sandbox"
+al_assert_eq "$(names "$sa")" "SHARED_KEY,MODEL_KEY,INLINE_KEY" "the admin view names the variables of alice's sandbox"
+al_assert_eq "$(names "$sb")" "SHARED_KEY,INLINE_KEY" "the admin view names the variables of bob's sandbox"
 as "$alice" GET "/v1/sandboxes/$sa"
 info=$BODY
 for what in "$ALL_RESULTS" "$admin" "$info" "$(cat "$dir/audit.jsonl")" "$(cat "$dir/serve.err")"; do
 	al_assert_not_contains "$what" "$model" "a record of the service"
 	al_assert_not_contains "$what" "$shared" "a record of the service"
+	al_assert_not_contains "$what" "$inline" "a record of the service"
 done
+# The configuration as `airlock config dump` prints it: sources by name, the written value redacted.
+al_run --config "$confdir/config.yaml" config dump
+al_assert_rc 0
+al_assert_contains "$AL_OUT" "value: (redacted)" "the dump's value"
+al_assert_contains "$AL_OUT" "env: AL_TEST_SHARED" "the dump names a variable"
+al_assert_not_contains "$AL_OUT$AL_ERR" "$inline" "airlock config dump"
 [ -s "$dir/audit.jsonl" ] || al_fail "no audit log was written"
 al_pass "serve: the secrets are in no verdict, admin view, audit record or server message"
 kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null || true
 # What it said while stopping too (with the sanitizers: its leak report, if any).
 al_assert_not_contains "$(cat "$dir/serve.err")" "$model" "the server's stderr, to its end"
+al_assert_not_contains "$(cat "$dir/serve.err")" "$inline" "the server's stderr, to its end"
 al_assert_not_contains "$(cat "$dir/serve.err")" "Sanitizer" "the server's stderr, to its end"
 
 # ---- refused at load: a secret the profile's network does not allow; a variable that is not set
