@@ -898,7 +898,7 @@ int cfg_check_trusted(int fd, const char *path, uid_t trusted_uid, struct al_err
 }
 
 /* Reads a whole config file of at most CFG_MAX_BYTES; as root, only one that only root controls. */
-static int read_file(const char *path, char **buf, size_t *len, struct al_error *err)
+static int read_file(const char *path, char **buf, size_t *len, mode_t *mode, struct al_error *err)
 {
 	/* O_NONBLOCK: a FIFO planted at the path must not hang us; regular files ignore it. */
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -907,6 +907,7 @@ static int read_file(const char *path, char **buf, size_t *len, struct al_error 
 		return al_err_sys(err, errno, "%s", path);
 	if (!S_ISREG(st.st_mode))
 		return al_err(err, EINVAL, "%s: not a regular file", path);
+	*mode = st.st_mode;
 	int r = geteuid() == 0 ? cfg_check_trusted(fd, path, 0, err) : 0;
 	if (r < 0)
 		return r;
@@ -947,8 +948,14 @@ int cfg_load_file(const char *path, struct cfg **out, struct al_error *err)
 {
 	cleanup_free char *buf = NULL;
 	size_t len = 0;
-	int r = read_file(path, &buf, &len, err);
-	return r < 0 ? r : load(buf, len, path, false, out, err);
+	mode_t mode = 0;
+	int r = read_file(path, &buf, &len, &mode, err);
+	r = r ?: load(buf, len, path, false, out, err);
+	if (r == 0 && (r = cfg_secrets_file_check(*out, path, mode, err)) < 0) {
+		cfg_free(*out);
+		*out = NULL;
+	}
+	return r;
 }
 
 /* Is there a file at path? A missing one, or one in a directory this caller may not search

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config/config.h"
 #include "config/conv.h"
@@ -213,6 +214,19 @@ int conv_secrets(struct conv *c, const struct cfg_node *map, const char *path, v
 	if (r == 0 && map->n && !(c->cfg->secrets = calloc(map->n, sizeof(struct cfg_secret))))
 		return al_err(c->err, ENOMEM, "out of memory");
 	return r ?: conv_named(c, map, path, conv_secret);
+}
+
+/* A value written in the file is as secret as the file: every local user who may read it could
+ * read the secret, which the sandboxes never can. The token files' rule, applied here too. */
+int cfg_secrets_file_check(const struct cfg *c, const char *path, mode_t mode, struct al_error *err)
+{
+	for (size_t i = 0; i < c->nsecrets; i++)
+		if (c->secrets[i].kind == CFG_SECRET_VALUE && (mode & (S_IRGRP | S_IROTH)))
+			return al_err(err, EPERM,
+				      "%s: secrets.%s writes its value in this file, which group or others may read "
+				      "(mode %04o): chmod 0600, or give the secret by file: or env:",
+				      path, c->secrets[i].name, (unsigned)(mode & 07777));
+	return 0;
 }
 
 /* ---- a profile's secrets ----------------------------------------------------------------- */

@@ -91,7 +91,9 @@ profiles:
     secrets: [SHARED_KEY, alice-model, INLINE_KEY]
 EOF
 } >"$confdir/config.yaml"
-chmod 0644 "$confdir/config.yaml"
+# It writes a secret's value: readable by the server's user alone (a readable one is refused below).
+chown "$AL_CALLER_UID:$AL_CALLER_GID" "$confdir/config.yaml"
+chmod 0600 "$confdir/config.yaml"
 printf '127.0.0.1 localhost\n%s echo.test other.test\n' "$ADDR" >"$dir/serve-hosts"
 chmod 0644 "$dir/serve-hosts"
 
@@ -261,10 +263,17 @@ al_assert_not_contains "$(cat "$dir/serve.err")" "Sanitizer" "the server's stder
 
 # ---- refused at load: a secret the profile's network does not allow; a variable that is not set
 sed 's/    hosts: \[echo.test\]$/    hosts: [api.elsewhere.test]/' "$confdir/config.yaml" >"$confdir/bad.yaml"
-chmod 0644 "$confdir/bad.yaml"
+chown "$AL_CALLER_UID:$AL_CALLER_GID" "$confdir/bad.yaml"
+chmod 0600 "$confdir/bad.yaml"
 al_run --config "$confdir/bad.yaml" config dump
 al_assert_rc 125
 al_assert_contains "$AL_ERR" "secret SHARED_KEY may go to api.elsewhere.test, which the profile's network (its registries) does not allow" "the refusal names the secret and the host"
+cp "$confdir/config.yaml" "$confdir/readable.yaml"
+chmod 0644 "$confdir/readable.yaml"
+al_run --config "$confdir/readable.yaml" config dump
+al_assert_rc 125
+al_assert_contains "$AL_ERR" "secrets.INLINE_KEY writes its value in this file, which group or others may read (mode 0644)" "a readable file with a value"
+al_assert_not_contains "$AL_OUT$AL_ERR" "$inline" "the refusal"
 unset AL_TEST_SHARED
 if serve_launch "$dir/serve2" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$dir/clients.token" \
 	--config "$confdir/config.yaml" --audit "$dir/audit2.jsonl"; then

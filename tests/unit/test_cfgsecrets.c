@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -251,13 +254,42 @@ static void test_per_principal(void **state)
 	cfg_free(c);
 }
 
+/* A file that writes a value is as secret as the value: readable by group or others, refused. */
+static void file_mode(void **state)
+{
+	(void)state;
+	/* A directory of its own: as root, the file's directory must be writable by root alone. */
+	char dir[] = "/tmp/test_cfgsecrets.XXXXXX", path[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.yaml", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, GOOD, strlen(GOOD)), (ssize_t)strlen(GOOD));
+	close(fd);
+	struct cfg *c = NULL;
+	struct al_error err = {0};
+	int r = 0;
+	assert_int_equal(chmod(path, 0600), 0);
+	r = cfg_load_file(path, &c, &err);
+	if (r != 0)
+		fail_msg("%s", err.msg);
+	cfg_free(c);
+	c = NULL;
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_true(cfg_load_file(path, &c, &err) < 0);
+	assert_null(c);
+	assert_non_null(
+		strstr(err.msg, "secrets.SHARED writes its value in this file, which group or others may read"));
+	assert_null(strstr(err.msg, VALUE));
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good),
-		cmocka_unit_test(test_bad),
-		cmocka_unit_test(test_dump),
-		cmocka_unit_test(test_per_principal),
+		cmocka_unit_test(test_good),	      cmocka_unit_test(test_bad),  cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_per_principal), cmocka_unit_test(file_mode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
