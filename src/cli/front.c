@@ -167,7 +167,7 @@ static int apply_profile(struct front *f, const char *name, struct al_error *e)
 				 f->cfg->profiles[i].name);
 		return cli_fail("unknown profile '%s' (known: %s)", name, known);
 	}
-	if (cfg_apply_profile(f->cfg, pr, f->policy, e) < 0)
+	if (cfg_apply_profile(f->cfg, pr, NULL, f->policy, e) < 0)
 		return cli_fail("%s", e->msg);
 	for (size_t i = 0; i < f->nflags; i++)
 		if (cfg_profile_allows(pr, f->flags[i].o, f->flags[i].arg, e) < 0)

@@ -78,6 +78,7 @@ static void profile_free(struct cfg_profile *p)
 	free(p->image);
 	conv_strv_free(&p->images);
 	limits_free(&p->limits);
+	conv_strv_free(&p->secrets);
 }
 
 static void language_free(struct cfg_language *l)
@@ -107,6 +108,8 @@ void cfg_free(struct cfg *c)
 	}
 	free(c->registries);
 	conv_strv_free(&c->allow_private);
+	free(c->upstream_ca);
+	cfg_secrets_free(c);
 	for (size_t i = 0; i < c->nprofiles; i++)
 		profile_free(&c->profiles[i]);
 	free(c->profiles);
@@ -451,11 +454,21 @@ static int conv_allow_private(struct conv *c, const struct cfg_node *seq, const 
 	return conv_strv(c, seq, path, &c->cfg->allow_private, check_cidr, NULL);
 }
 
+/* The CA that verifies upstreams where airlock terminates TLS (--upstream-ca), instead of the
+ * host's store: an operator's internal CA. */
+static int conv_upstream_ca(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	int r = conv_want(c, v, CFG_SCALAR, path);
+	r = r ?: conv_host_path(c, v, path, NULL);
+	return r ?: conv_copy_str(c, v, path, &c->cfg->upstream_ca);
+}
+
 static int conv_network(struct conv *c, const struct cfg_node *map, const char *path, void *obj)
 {
 	static const struct field fields[] = {
 		{"registries", conv_registries},
 		{"allow-private", conv_allow_private},
+		{"upstream-ca", conv_upstream_ca},
 	};
 	return conv_fields(c, map, path, fields, AL_ARRAY_SIZE(fields), NULL);
 }
@@ -577,10 +590,13 @@ static int p_limits(struct conv *c, const struct cfg_node *v, const char *path, 
 
 static int conv_profile(struct conv *c, const struct cfg_entry *e, const char *sub, size_t i)
 {
+	/* In this order: secrets after network, whose registries must allow their hosts. */
 	static const struct field fields[] = {
-		{"namespaces", p_namespaces}, {"network", p_network}, {"filesystem", p_filesystem},
-		{"seccomp", p_seccomp},	      {"require", p_require}, {"rootfs", p_rootfs},
-		{"image", p_image},	      {"images", p_images},   {"limits", p_limits},
+		{"namespaces", p_namespaces}, {"network", p_network},
+		{"filesystem", p_filesystem}, {"seccomp", p_seccomp},
+		{"require", p_require},	      {"rootfs", p_rootfs},
+		{"image", p_image},	      {"images", p_images},
+		{"limits", p_limits},	      {"secrets", conv_profile_secrets},
 	};
 	struct cfg_profile *p = &c->cfg->profiles[i];
 	/* The strict end of every knob a profile leaves out. */
@@ -725,10 +741,12 @@ static int conv_top_limits(struct conv *c, const struct cfg_node *v, const char 
 
 static int convert(const struct cfg_node *root, struct cfg *cfg, struct al_error *err)
 {
+	/* In this order: secrets before the profiles that name them. */
 	static const struct field fields[] = {
-		{"version", conv_version},   {"limits", conv_top_limits},   {"network", conv_network},
-		{"profiles", conv_profiles}, {"languages", conv_languages}, {"rules", conv_rules},
-		{"approval", conv_approval}, {"audit", conv_audit},	    {"server", conv_server},
+		{"version", conv_version}, {"limits", conv_top_limits}, {"network", conv_network},
+		{"secrets", conv_secrets}, {"profiles", conv_profiles}, {"languages", conv_languages},
+		{"rules", conv_rules},	   {"approval", conv_approval}, {"audit", conv_audit},
+		{"server", conv_server},
 	};
 	struct conv c = {.cfg = cfg, .err = err};
 	if (al_policy_new(&c.scratch) < 0)
@@ -880,7 +898,7 @@ int cfg_check_trusted(int fd, const char *path, uid_t trusted_uid, struct al_err
 }
 
 /* Reads a whole config file of at most CFG_MAX_BYTES; as root, only one that only root controls. */
-static int read_file(const char *path, char **buf, size_t *len, struct al_error *err)
+static int read_file(const char *path, char **buf, size_t *len, mode_t *mode, struct al_error *err)
 {
 	/* O_NONBLOCK: a FIFO planted at the path must not hang us; regular files ignore it. */
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -889,6 +907,7 @@ static int read_file(const char *path, char **buf, size_t *len, struct al_error 
 		return al_err_sys(err, errno, "%s", path);
 	if (!S_ISREG(st.st_mode))
 		return al_err(err, EINVAL, "%s: not a regular file", path);
+	*mode = st.st_mode;
 	int r = geteuid() == 0 ? cfg_check_trusted(fd, path, 0, err) : 0;
 	if (r < 0)
 		return r;
@@ -929,8 +948,14 @@ int cfg_load_file(const char *path, struct cfg **out, struct al_error *err)
 {
 	cleanup_free char *buf = NULL;
 	size_t len = 0;
-	int r = read_file(path, &buf, &len, err);
-	return r < 0 ? r : load(buf, len, path, false, out, err);
+	mode_t mode = 0;
+	int r = read_file(path, &buf, &len, &mode, err);
+	r = r ?: load(buf, len, path, false, out, err);
+	if (r == 0 && (r = cfg_secrets_file_check(*out, path, mode, err)) < 0) {
+		cfg_free(*out);
+		*out = NULL;
+	}
+	return r;
 }
 
 /* Is there a file at path? A missing one, or one in a directory this caller may not search

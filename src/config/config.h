@@ -113,7 +113,29 @@ struct cfg_profile {
 	char *image;		  /* an image of the store (`airlock image`) as the rootfs, or NULL */
 	struct cfg_strv images;	  /* the images a service client may ask for (besides image) */
 	struct cfg_limits limits; /* resource overrides of this profile */
+	struct cfg_strv secrets;  /* names of secrets entries its sandboxes get (secrets.c) */
 };
+
+/* secrets.NAME: a secret given by reference. The job's variable holds a placeholder; the egress
+ * proxy puts the value in its place toward the hosts only (network/secrets.h). */
+enum cfg_secret_kind {
+	CFG_SECRET_ENV,	  /* env: a variable of airlock's own environment */
+	CFG_SECRET_FILE,  /* file: an absolute path, read when each sandbox is made */
+	CFG_SECRET_VALUE, /* value: written in the file itself */
+};
+/* What `airlock config dump` writes for a value (never the value); a load refuses it. */
+#define CFG_SECRET_REDACTED "(redacted)"
+struct cfg_secret {
+	char *name;
+	char *variable; /* the job's variable: `variable`, else the name */
+	enum cfg_secret_kind kind;
+	char *ref; /* the variable's name, the path, or the value (wiped on free) */
+	size_t ref_len;
+	struct cfg_strv hosts;	    /* allowlist entries without rules */
+	bool body;		    /* replaced in request bodies too (else headers only) */
+	struct cfg_strv principals; /* "token:NAME", "uid:N"; empty: every principal's sandboxes */
+};
+const char *cfg_secret_kind_key(enum cfg_secret_kind k);
 
 struct cfg_env {
 	char *name, *value;
@@ -267,6 +289,9 @@ struct cfg {
 	struct cfg_registry *registries;
 	size_t nregistries;
 	struct cfg_strv allow_private; /* CIDRs (al_cidr_list_add) */
+	char *upstream_ca;	       /* network.upstream-ca: PEM verifying terminated upstreams, or NULL */
+	struct cfg_secret *secrets;
+	size_t nsecrets;
 	struct cfg_profile *profiles;
 	size_t nprofiles;
 	struct cfg_language *languages;
@@ -315,6 +340,11 @@ int cfg_rules_compile(struct cfg *c, struct al_error *err);
 const struct cfg_profile *cfg_profile(const struct cfg *c, const char *name);
 const struct cfg_language *cfg_language(const struct cfg *c, const char *name);
 const struct cfg_registry *cfg_registry(const struct cfg *c, const char *name);
+const struct cfg_secret *cfg_secret(const struct cfg *c, const char *name);
+
+/* Reads every secret some profile names once, as a sandbox's creation would (a variable that is
+ * not set, a file that cannot be read): what `airlock serve` checks at its start. 0 or -errno. */
+int cfg_secrets_check(const struct cfg *c, struct al_error *err);
 
 /*
  * Applies the limits set in l to p through opt_apply, exactly as the flags of the same names.

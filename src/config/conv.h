@@ -60,5 +60,11 @@ int conv_approval(struct conv *c, const struct cfg_node *v, const char *path, vo
 int conv_audit(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
 int conv_server(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
 void cfg_manager_free(struct cfg *c);
+/* The secrets section and a profile's secrets key (secrets.c); the latter after its network. */
+int conv_secrets(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
+int conv_profile_secrets(struct conv *c, const struct cfg_node *v, const char *path, void *obj);
+void cfg_secrets_free(struct cfg *c);
+/* Refuses a file (its mode) that writes a secret's value and that group or others may read. */
+int cfg_secrets_file_check(const struct cfg *c, const char *path, mode_t mode, struct al_error *err);
 
 #endif

@@ -138,6 +138,32 @@ static void network(struct dumper *d, const struct cfg *c)
 		key_strv(d, c->registries[i].name, &c->registries[i].hosts);
 	map_end(d);
 	key_strv(d, "allow-private", &c->allow_private);
+	if (c->upstream_ca)
+		key_str(d, "upstream-ca", c->upstream_ca);
+	map_end(d);
+}
+
+/* Sources by name only: a value written in the file is dumped as CFG_SECRET_REDACTED, which a
+ * load refuses, so neither the dump nor a file made from it carries the secret. */
+static void secrets(struct dumper *d, const struct cfg *c)
+{
+	if (!c->nsecrets)
+		return;
+	scalar(d, "secrets");
+	map_start(d);
+	for (size_t i = 0; i < c->nsecrets; i++) {
+		const struct cfg_secret *s = &c->secrets[i];
+		scalar(d, s->name);
+		map_start(d);
+		key_str(d, cfg_secret_kind_key(s->kind), s->kind == CFG_SECRET_VALUE ? CFG_SECRET_REDACTED : s->ref);
+		key_strv(d, "hosts", &s->hosts);
+		key_str(d, "body", s->body ? "true" : "false");
+		if (strcmp(s->variable, s->name) != 0)
+			key_str(d, "variable", s->variable);
+		if (s->principals.n)
+			key_strv(d, "principals", &s->principals);
+		map_end(d);
+	}
 	map_end(d);
 }
 
@@ -165,6 +191,8 @@ static void profile(struct dumper *d, const struct cfg_profile *p)
 		scalar(d, "limits");
 		limits(d, &p->limits);
 	}
+	if (p->secrets.n)
+		key_strv(d, "secrets", &p->secrets);
 	map_end(d);
 }
 
@@ -370,6 +398,7 @@ static void document(struct dumper *d, const struct cfg *c)
 	scalar(d, "limits");
 	limits(d, &c->limits);
 	network(d, c);
+	secrets(d, c);
 	scalar(d, "profiles");
 	map_start(d);
 	for (size_t i = 0; i < c->nprofiles; i++)

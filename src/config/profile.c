@@ -19,6 +19,12 @@ static int apply_network(const struct cfg *c, const struct cfg_profile *pr, stru
 {
 	if (pr->net != AL_NET_ALLOW)
 		return al_policy_set_network(p, pr->net, err);
+	/* First: the sandbox's CA, made with the first rule or secret, verifies upstreams with it. */
+	if (c->upstream_ca) {
+		int r = al_policy_set_upstream_ca(p, c->upstream_ca, err);
+		if (r < 0)
+			return r;
+	}
 	for (size_t i = 0; i < pr->registries.n; i++) {
 		const struct cfg_registry *reg = cfg_registry(c, pr->registries.v[i]);
 		if (!reg)
@@ -38,12 +44,14 @@ static int apply_network(const struct cfg *c, const struct cfg_profile *pr, stru
 	return al_policy_set_network(p, AL_NET_ALLOW, err);
 }
 
-int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, struct al_policy *p, struct al_error *err)
+int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, const char *principal, struct al_policy *p,
+		      struct al_error *err)
 {
 	int r = 0;
 	if (!pr->namespaces)
 		r = al_policy_set_backend(p, AL_BACKEND_NONE, err);
 	r = r ?: apply_network(c, pr, p, err);
+	r = r ?: cfg_apply_secrets(c, pr, principal, p, err);
 	r = r ?: al_policy_set_seccomp(p, pr->seccomp, err);
 	if (r == 0 && (pr->filesystem == CFG_FS_CHECKOUT_RO || pr->filesystem == CFG_FS_CHECKOUT_COPY))
 		r = al_policy_set_checkout_mode(

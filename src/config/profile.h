@@ -13,10 +13,19 @@
 
 /*
  * Applies profile pr: its posture (namespaces/backend, filesystem view, network with the
- * registries' hosts and the configuration's allow-private, seccomp, required layers, rootfs)
- * and its limits as defaults. Call after the configuration's limits and before the flags.
+ * registries' hosts, the configuration's allow-private and upstream-ca, seccomp, required layers,
+ * rootfs), its secrets (those for every principal, and those for principal: NULL for a job of the
+ * command line, which has none) and its limits as defaults. Call after the configuration's limits
+ * and before the flags.
  */
-int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, struct al_policy *p, struct al_error *err);
+int cfg_apply_profile(const struct cfg *c, const struct cfg_profile *pr, const char *principal, struct al_policy *p,
+		      struct al_error *err);
+/* The secrets part of cfg_apply_profile: each secret pr names that principal may have, read now. */
+int cfg_apply_secrets(const struct cfg *c, const struct cfg_profile *pr, const char *principal, struct al_policy *p,
+		      struct al_error *err);
+/* Whether pr names a secret given only to some principals, principal among them: a sandbox for
+ * that principal is then never a spare of the pool (made before anyone owned it, without it). */
+bool cfg_profile_has_personal_secrets(const struct cfg *c, const struct cfg_profile *pr, const char *principal);
 
 /*
  * May flag o (with value) be given together with profile pr? A profile fixes the posture:

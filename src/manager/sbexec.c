@@ -27,6 +27,8 @@ int exec_in_sandbox(struct sbx *s, struct al_policy *p, bool network, struct al_
 	if (r < 0)
 		return r;
 	if (network && s->net == AL_NET_ALLOW) { /* the proxy variables of the sandbox's posture */
+		/* First: the sandbox's own CA and placeholders, not new ones its proxy would not know. */
+		pol_share_tls(p, s->tls_ca, s->secrets);
 		r = al_policy_set_network(p, AL_NET_ALLOW, err);
 		if (r == 0 && *s->net_hosts)
 			r = al_policy_allow_hosts(p, s->net_hosts, err);
@@ -264,7 +266,9 @@ void *exec_thread(void *arg)
 		const char *profile = m->o.default_profile ? m->o.default_profile : SBM_DEFAULT_PROFILE;
 		struct srv_limits lim = {0};
 		s = op->network ? NULL : sbm_claim_pooled(m, profile, NULL, op->owner, false);
-		if (!s && (r = sbx_new(m, profile, NULL, op->network, op->hosts, &lim, false, &s, &err)) == 0 && s) {
+		if (!s &&
+		    (r = sbx_new(m, op->owner, profile, NULL, op->network, op->hosts, &lim, false, &s, &err)) == 0 &&
+		    s) {
 			s->refs = 1;
 			pthread_mutex_lock(&m->mu);
 			m->st.created++;

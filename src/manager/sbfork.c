@@ -45,8 +45,8 @@ static int fork_one(struct sbm *m, struct srv_op *op, struct sbx *p, const json_
 		return al_err(err, ENOMEM, "out of memory");
 	struct sbx *c = NULL;
 	char ref[SBX_IMAGE_REF];
-	int r = sbx_new_layered(m, p->profile, sbx_image_ref(p, ref), p->network, p->net_hosts, &p->lim, layers, &c,
-				err);
+	int r = sbx_new_layered(m, op->owner, p->profile, sbx_image_ref(p, ref), p->network, p->net_hosts, &p->lim,
+				layers, &c, err);
 	if (r < 0)
 		return r;
 	c->refs = 1;

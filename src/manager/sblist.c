@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "manager/persist.h"
+#include "network/secrets.h"
 #include "policy/policy.h"
 #include "util/error.h"
 
@@ -117,6 +118,13 @@ static json_t *sbx_json(struct sbx *s, uint64_t now)
 	json_t *ports = o && s->sb ? sbm_ports_json(s) : NULL;
 	if (ports)
 		json_object_set_new(o, "ports", ports);
+	/* The variables its secrets fill, by name: what an approver may know (never a value, nor the
+	 * placeholder a job could pass off as its own). */
+	json_t *names = o && al_secrets_count(s->secrets) ? json_array() : NULL;
+	for (size_t i = 0; names && i < al_secrets_count(s->secrets); i++)
+		json_array_append_new(names, json_string(al_secret_name(s->secrets, i)));
+	if (names)
+		json_object_set_new(o, "secrets", names);
 	if (o &&
 	    (json_object_set_new(o, "state", json_string(s->paused ? "paused" : "running")) < 0 ||
 	     json_object_set_new(o, "paused_ms",

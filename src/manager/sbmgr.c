@@ -39,6 +39,8 @@
 #include "config/profile.h"
 #include "manager/context.h"
 #include "manager/persist.h"
+#include "network/secrets.h"
+#include "network/tlsca.h"
 #include "policy/policy.h"
 #include "util/error.h"
 uint64_t sbm_now_ms(void)
@@ -58,6 +60,8 @@ void sbx_free(struct sbx *s)
 	sbproc_free_all(s);
 	sbp_release(s); /* kept (the server stops) or removed from disk, before its workspace goes */
 	al_sandbox_destroy(s->sb);
+	al_secrets_unref(s->secrets); /* the last reference (its proxy's went with it) wipes the values */
+	tca_unref(s->tls_ca);
 	free(s->profile);
 	free(s->net_hosts);
 	free(s->pool_image);
@@ -289,8 +293,8 @@ static int add_layers(struct sbm *m, struct al_policy *p, const json_t *layers, 
 	return r;
 }
 
-static int create_policy(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
-			 const struct srv_limits *lim, const json_t *layers, struct al_policy **out,
+static int create_policy(struct sbm *m, const char *owner, const char *profile, const char *image, bool network,
+			 const char *hosts, const struct srv_limits *lim, const json_t *layers, struct al_policy **out,
 			 enum al_net_posture *net, struct al_error *err)
 {
 	const struct cfg *c = m->o.cfg;
@@ -304,7 +308,8 @@ static int create_policy(struct sbm *m, const char *profile, const char *image, 
 	if (r < 0)
 		return al_err(err, -r, "out of memory");
 	r = cfg_apply_limits(&c->limits, p, true, err);
-	r = r ?: cfg_apply_profile(c, pr, p, err);
+	/* The profile's secrets: those of every principal, and the owner's own (a spare has none). */
+	r = r ?: cfg_apply_profile(c, pr, owner && *owner ? owner : NULL, p, err);
 	/* An image changes the system directories only; the posture stays the profile's. */
 	if (r == 0 && image)
 		r = cfg_profile_image_allowed(pr, image, err) ?: al_policy_set_image(p, image, err);
@@ -362,8 +367,8 @@ static int room_for_descriptors(struct sbm *m, struct al_error *err)
 		      (unsigned long long)rl.rlim_cur, n);
 }
 
-int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
-		 const struct srv_limits *lim, const json_t *layers, bool pooled, struct sbx **out,
+int sbx_make_now(struct sbm *m, const char *owner, const char *profile, const char *image, bool network,
+		 const char *hosts, const struct srv_limits *lim, const json_t *layers, bool pooled, struct sbx **out,
 		 struct al_error *err)
 {
 	int fr = room_for_descriptors(m, err);
@@ -379,9 +384,12 @@ int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool net
 	int r = s->profile && s->net_hosts && (!image || s->pool_image) ? 0 : al_err(err, ENOMEM, "out of memory");
 	if (r == 0 && json_array_size(layers) && !(s->layers = json_deep_copy(layers)))
 		r = al_err(err, ENOMEM, "out of memory");
-	r = r ?: create_policy(m, profile, image, network, hosts, lim, layers, &p, &s->net, err);
+	sbx_set_owner(s, owner);
+	r = r ?: create_policy(m, owner, profile, image, network, hosts, lim, layers, &p, &s->net, err);
 	r = r ?: al_sandbox_create(p, &s->sb, err);
 	if (r == 0 && p) {
+		s->secrets = al_secrets_ref(pol_secrets(p));
+		s->tls_ca = pol_tls_ca(p) ? tca_ref(pol_tls_ca(p)) : NULL;
 		s->m = m;
 		s->lim = *lim;
 		s->network = network;
@@ -420,22 +428,28 @@ const char *sbx_image_ref(const struct sbx *s, char *buf)
 	return buf;
 }
 
-int sbx_new(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
+int sbx_new(struct sbm *m, const char *owner, const char *profile, const char *image, bool network, const char *hosts,
 	    const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err)
 {
 	if (m->hk_started && pthread_equal(pthread_self(), m->hk))
-		return sbx_make_now(m, profile, image, network, hosts, lim, NULL, pooled, out, err);
-	return sbx_new_layered(m, profile, image, network, hosts, lim, NULL, out, err);
+		return sbx_make_now(m, owner, profile, image, network, hosts, lim, NULL, pooled, out, err);
+	return sbx_new_layered(m, owner, profile, image, network, hosts, lim, NULL, out, err);
 }
 
 /* Makes a sandbox on the housekeeper's thread (see struct sbm) and waits for it. */
-int sbx_new_layered(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
-		    const struct srv_limits *lim, const json_t *layers, struct sbx **out, struct al_error *err)
+int sbx_new_layered(struct sbm *m, const char *owner, const char *profile, const char *image, bool network,
+		    const char *hosts, const struct srv_limits *lim, const json_t *layers, struct sbx **out,
+		    struct al_error *err)
 {
 	if (m->hk_started && pthread_equal(pthread_self(), m->hk))
-		return sbx_make_now(m, profile, image, network, hosts, lim, layers, false, out, err);
-	struct mkreq q = {
-		.profile = profile, .image = image, .hosts = hosts, .network = network, .lim = lim, .layers = layers};
+		return sbx_make_now(m, owner, profile, image, network, hosts, lim, layers, false, out, err);
+	struct mkreq q = {.owner = owner,
+			  .profile = profile,
+			  .image = image,
+			  .hosts = hosts,
+			  .network = network,
+			  .lim = lim,
+			  .layers = layers};
 	pthread_mutex_lock(&m->mu);
 	if (m->stopping) {
 		pthread_mutex_unlock(&m->mu);
@@ -753,8 +767,8 @@ static void *create_thread(void *arg)
 	if (full)
 		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
 	if (!s && !full && r == 0 &&
-	    (r = sbx_new_layered(m, profile, op->image, op->network, op->hosts, &op->limits, op->layers, &s, &err)) ==
-		    0 &&
+	    (r = sbx_new_layered(m, op->owner, profile, op->image, op->network, op->hosts, &op->limits, op->layers, &s,
+				 &err)) == 0 &&
 	    s) {
 		s->refs = 1;		     /* ours; list_sandbox adds the table's */
 		sbx_set_owner(s, op->owner); /* before it is listed: never visible without its owner */
@@ -991,6 +1005,12 @@ int sbm_new(const struct sbm_opts *o, struct sbm **out, struct al_error *err)
 	if (!cfg_profile(o->cfg, dp)) {
 		sbm_free(m);
 		return al_err(err, ENOENT, "unknown default profile \"%s\"", dp);
+	}
+	/* A secret whose variable is unset or whose file is unreadable is told now, not at a create. */
+	int cr = cfg_secrets_check(o->cfg, err);
+	if (cr < 0) {
+		sbm_free(m);
+		return cr;
 	}
 	if (pthread_create(&m->hk, NULL, sbm_housekeeper, m) != 0) {
 		sbm_free(m);

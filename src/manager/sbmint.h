@@ -60,6 +60,10 @@ struct sbx {
 	struct al_sandbox *sb;
 	char *profile;
 	char *net_hosts; /* the allowlist the sandbox was made with ("" when its posture has no proxy) */
+	/* Its CA and secrets (references; NULL without): an exec with network gets the same placeholders
+	 * and trust store (pol_share_tls), its proxy substitutes them. */
+	struct tls_ca *tls_ca;
+	struct al_secrets *secrets;
 	enum al_net_posture net;
 	char image[128];	  /* the image it was made with ("" : the host's system directories) */
 	char image_digest[72];	  /* its "sha256:<hex>" ("" without an image) */
@@ -153,7 +157,7 @@ struct sbm {
 /* A sandbox to make, queued for the housekeeper by a worker that waits on m->cv for done. */
 struct mkreq {
 	struct mkreq *next;
-	const char *profile, *hosts, *image;
+	const char *owner, *profile, *hosts, *image;
 	const json_t *layers;
 	bool network, done;
 	const struct srv_limits *lim;
@@ -240,14 +244,15 @@ void sbx_unlist_locked(struct sbm *m, struct sbx *s);
 void sbx_set_owner(struct sbx *s, const char *owner);
 /* Makes a sandbox on the calling thread (the housekeeper's): 0 and *out, or -errno. layers: the
  * ids of the layers its workspace stands on (persist.h), the top first, or NULL for an empty one. */
-int sbx_make_now(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
-		 const struct srv_limits *lim, const json_t *layers, bool pooled, struct sbx **out,
+int sbx_make_now(struct sbm *m, const char *owner, const char *profile, const char *image, bool network,
+		 const char *hosts, const struct srv_limits *lim, const json_t *layers, bool pooled, struct sbx **out,
 		 struct al_error *err);
 /* sbx_new with a workspace over layers (a fork's child, a sandbox from a snapshot, one brought back). */
-int sbx_new_layered(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
-		    const struct srv_limits *lim, const json_t *layers, struct sbx **out, struct al_error *err);
-/* Has the housekeeper make a sandbox, and waits for it. */
-int sbx_new(struct sbm *m, const char *profile, const char *image, bool network, const char *hosts,
+int sbx_new_layered(struct sbm *m, const char *owner, const char *profile, const char *image, bool network,
+		    const char *hosts, const struct srv_limits *lim, const json_t *layers, struct sbx **out,
+		    struct al_error *err);
+/* Has the housekeeper make a sandbox for owner (whose secrets it gets; NULL: a spare), and waits. */
+int sbx_new(struct sbm *m, const char *owner, const char *profile, const char *image, bool network, const char *hosts,
 	    const struct srv_limits *lim, bool pooled, struct sbx **out, struct al_error *err);
 /* The image s stands on, as what makes it again is to name it: NAME@sha256:<hex> (that content,
  * whatever NAME names later: a sandbox brought back, a fork, a snapshot's), the digest alone, or

@@ -331,8 +331,8 @@ int sbp_remake(struct sbm *m, struct sbx *s, struct al_sandbox **sb, struct al_e
 	/* As it was made (sbx_make_now): its profile, image (the same content, by digest), network and
 	 * limits, over its layers. */
 	char ref[SBX_IMAGE_REF];
-	int r = sbx_new_layered(m, s->profile, sbx_image_ref(s, ref), s->network, s->net_hosts, &s->lim, s->layers, &t,
-				err);
+	int r = sbx_new_layered(m, s->owner, s->profile, sbx_image_ref(s, ref), s->network, s->net_hosts, &s->lim,
+				s->layers, &t, err);
 	if (r < 0)
 		return r;
 	uid_t uid;
@@ -343,6 +343,14 @@ int sbp_remake(struct sbm *m, struct sbx *s, struct al_sandbox **sb, struct al_e
 	if (r == 0) {
 		*sb = t->sb;
 		t->sb = NULL;
+		/* The new sandbox's CA and placeholders are what its environment names: an exec with
+		 * network must get those (s's old ones go with t). */
+		struct tls_ca *ca = s->tls_ca;
+		struct al_secrets *sec = s->secrets;
+		s->tls_ca = t->tls_ca;
+		s->secrets = t->secrets;
+		t->tls_ca = ca;
+		t->secrets = sec;
 		fprintf(stderr, "airlock serve: sandbox %s of %s is back from disk (%llu entries, %llu bytes)\n", s->id,
 			s->owner[0] ? s->owner : "(none)", (unsigned long long)st.entries,
 			(unsigned long long)st.bytes);
@@ -364,7 +372,7 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 		return al_err(err, EINVAL, "its record is incomplete");
 	struct sbx *s = NULL;
 	const json_t *layers = json_object_get(rec, "layers");
-	int r = sbx_new_layered(m, profile, str(rec, "image"), json_is_true(json_object_get(rec, "network")),
+	int r = sbx_new_layered(m, owner, profile, str(rec, "image"), json_is_true(json_object_get(rec, "network")),
 				str(rec, "hosts"), &lim, json_array_size(layers) ? layers : NULL, &s, err);
 	if (r < 0)
 		return r;

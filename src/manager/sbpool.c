@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/profile.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -24,6 +25,9 @@ static bool same_kind(const struct sbx *s, const char *profile, const char *imag
  * caller's own make-and-list then answers with the quota's error). */
 struct sbx *sbm_claim_pooled(struct sbm *m, const char *profile, const char *image, const char *owner, bool keep)
 {
+	/* A spare was made for nobody: it lacks the secrets given to this owner alone. */
+	if (cfg_profile_has_personal_secrets(m->o.cfg, cfg_profile(m->o.cfg, profile), owner))
+		return NULL;
 	pthread_mutex_lock(&m->mu);
 	struct sbx *s = m->list;
 	while (s && !(s->pooled && same_kind(s, profile, image)))
@@ -90,7 +94,8 @@ static bool refill_one(struct sbm *m)
 		struct sbx *s = NULL;
 		struct al_error err = {0};
 		struct srv_limits lim = {0};
-		if (sbx_make_now(m, c->pool[i].profile, c->pool[i].image, false, NULL, &lim, NULL, true, &s, &err) < 0)
+		if (sbx_make_now(m, NULL, c->pool[i].profile, c->pool[i].image, false, NULL, &lim, NULL, true, &s,
+				 &err) < 0)
 			continue; /* the next sweep tries again */
 		if (sbx_list(m, s, &err) < 0) {
 			sbx_free(s);
@@ -108,8 +113,8 @@ static void serve_queue_locked(struct sbm *m)
 		struct mkreq *q = m->queue;
 		m->queue = q->next;
 		pthread_mutex_unlock(&m->mu);
-		q->r = sbx_make_now(m, q->profile, q->image, q->network, q->hosts, q->lim, q->layers, false, &q->s,
-				    &q->err);
+		q->r = sbx_make_now(m, q->owner, q->profile, q->image, q->network, q->hosts, q->lim, q->layers, false,
+				    &q->s, &q->err);
 		pthread_mutex_lock(&m->mu);
 		q->done = true;
 		pthread_cond_broadcast(&m->cv);

@@ -43,6 +43,7 @@
 #include <openssl/x509v3.h>
 
 #include "network/proxy.h"
+#include "network/pxhead.h"
 #include "network/proxyreq.h"
 #include "network/secrets.h"
 #include "network/tlsca.h"
@@ -250,12 +251,6 @@ static int read_request(struct term *t, struct pr_state *st, const struct pr_req
 	}
 }
 
-static bool hdr_is(const char *line, size_t len, const char *name)
-{
-	size_t nl = strlen(name);
-	return len > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0;
-}
-
 /* The head to send: request line, Host, the client's headers (minus Accept-Encoding when a secret
  * is put in, and minus Content-Length when the body's length changed), secrets put in. */
 static char *build_head(struct term *t, const struct pr_request *req, bool body_changed, uint64_t body_len, size_t *len)
@@ -279,8 +274,8 @@ static char *build_head(struct term *t, const struct pr_request *req, bool body_
 	for (const char *p = req->head, *end = req->head + req->head_len; p < end;) {
 		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
 		size_t ll = eol ? (size_t)(eol - p) + 2 : (size_t)(end - p);
-		if (!(secrets && hdr_is(p, ll, "accept-encoding")) &&
-		    !(body_changed && hdr_is(p, ll, "content-length")))
+		if (!(secrets && pxh_hdr_is(p, ll, "accept-encoding")) &&
+		    !(body_changed && pxh_hdr_is(p, ll, "content-length")))
 			memcpy(h + n, p, ll), n += ll;
 		p += ll;
 	}
@@ -379,64 +374,6 @@ static int connect_upstream(struct term *t)
 
 /* ---- the response ------------------------------------------------------------------------ */
 
-struct resp_facts {
-	int status;
-	bool framed;  /* the client can find its end without our closing */
-	bool encoded; /* a content coding other than identity */
-};
-
-static bool value_has(const char *v, size_t n, const char *word)
-{
-	size_t wl = strlen(word);
-	for (size_t i = 0; i + wl <= n; i++)
-		if (strncasecmp(v + i, word, wl) == 0)
-			return true;
-	return false;
-}
-
-static void facts(const char *h, size_t n, bool head_req, struct resp_facts *f)
-{
-	*f = (struct resp_facts){0};
-	/* "HTTP/1.x NNN": the three digits alone (a status is never more, nor signed). */
-	if (n >= 12 && memcmp(h, "HTTP/1.", 7) == 0 && h[8] == ' ' && h[9] >= '0' && h[9] <= '9' && h[10] >= '0' &&
-	    h[10] <= '9' && h[11] >= '0' && h[11] <= '9')
-		f->status = (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
-	f->framed = head_req || f->status == 204 || f->status == 304;
-	for (const char *p = h, *end = h + n; p < end;) {
-		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-		size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
-		if (hdr_is(p, ll, "content-length"))
-			f->framed = true;
-		if (hdr_is(p, ll, "transfer-encoding") && value_has(p, ll, "chunked"))
-			f->framed = true;
-		if (hdr_is(p, ll, "content-encoding") && !value_has(p + 17, ll - 17, "identity"))
-			f->encoded = true;
-		p += ll + 2;
-	}
-}
-
-/* The head as the client gets it: the upstream's Connection and Keep-Alive lines out, and our own
- * "Connection: close" when the client cannot find the end otherwise. */
-static size_t rewrite_head(const char *h, size_t n, bool framed, char *out)
-{
-	size_t o = 0;
-	for (const char *p = h, *end = h + n - 2; p < end;) {
-		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-		size_t ll = eol ? (size_t)(eol - p) + 2 : (size_t)(end - p);
-		if (!hdr_is(p, ll, "connection") && !hdr_is(p, ll, "keep-alive") && !hdr_is(p, ll, "proxy-connection"))
-			memcpy(out + o, p, ll), o += ll;
-		p += ll;
-	}
-	/* Byte arrays, not strings: the head is bytes with a length, no terminator. */
-	static const char close_line[19] = "Connection: close\r\n", crlf[2] = "\r\n";
-	if (!framed) {
-		memcpy(out + o, close_line, sizeof(close_line));
-		o += sizeof(close_line);
-	}
-	memcpy(out + o, crlf, sizeof(crlf));
-	return o + sizeof(crlf);
-}
-
 static int to_client(struct term *t, const char *p, size_t n)
 {
 	int r = n ? tls_write(t, &t->cl, p, n) : 0;
@@ -449,21 +386,21 @@ static int to_client(struct term *t, const char *p, size_t n)
  * buf (moved to its start) or -errno / -EPROTO (encoded while a secret went) / -E2BIG. */
 static int relay_head(struct term *t, const struct pr_request *req, char *buf, size_t *held)
 {
-	char out[HEAD_MAX + 32];
+	char out[HEAD_MAX + PXH_GROWTH];
 	size_t n = 0;
 	for (;;) {
 		const char *e = n ? memmem(buf, n, "\r\n\r\n", 4) : NULL;
 		if (e) {
 			size_t hl = (size_t)(e - buf) + 4;
-			struct resp_facts f;
-			facts(buf, hl, strcmp(req->method, "HEAD") == 0, &f);
+			struct pxh_facts f;
+			pxh_facts(buf, hl, strcmp(req->method, "HEAD") == 0, &f);
 			if (t->used && f.encoded)
 				return -EPROTO;
 			if (t->used && al_secrets_seen(t->cfg->secrets, t->used, buf, hl))
 				return -EACCES;
 			bool interim = f.status >= 100 && f.status < 200 && f.status != 101;
 			t->c->rec.status = interim ? t->c->rec.status : f.status;
-			size_t ol = rewrite_head(buf, hl, interim || f.framed, out);
+			size_t ol = pxh_rewrite(buf, hl, interim || f.framed, out);
 			int r = to_client(t, out, ol);
 			if (r < 0)
 				return r;

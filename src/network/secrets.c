@@ -100,7 +100,7 @@ const char *al_secret_placeholder(const struct al_secrets *s, size_t i)
 
 /* ---- parsing ------------------------------------------------------------------------- */
 
-static bool env_name(const char *s, size_t n)
+bool al_secret_name_ok(const char *s, size_t n)
 {
 	if (n == 0 || n >= AL_SECRET_NAME_MAX || (s[0] >= '0' && s[0] <= '9'))
 		return false;
@@ -136,29 +136,45 @@ static int read_value_file(const char *path, struct secret *e)
 	return 0;
 }
 
-static int read_value(struct secret *e, const char *key, const char *v, struct al_error *err)
+/* A copy of len bytes of val, or an error naming where it came from (never the value). */
+static int copy_value(struct secret *e, const struct al_secret_src *src, const char *label, const char *val, size_t len,
+		      struct al_error *err)
 {
-	if (strcmp(key, "env") == 0) {
-		if (!env_name(v, strlen(v)))
-			return al_err(err, EINVAL, "--secret %s: env=%s is not a variable name", e->name, v);
+	if (len > VALUE_MAX)
+		return al_err(err, EINVAL, "%s: %s%s is larger than %d bytes", label,
+			      src->kind == AL_SECRET_ENV ? "env=" : "the value",
+			      src->kind == AL_SECRET_ENV ? src->ref : "", VALUE_MAX);
+	e->value = malloc(len + 1);
+	if (!e->value)
+		return al_err(err, ENOMEM, "out of memory");
+	memcpy(e->value, val, len);
+	e->value[len] = 0;
+	e->len = len;
+	return 0;
+}
+
+static int read_value(struct secret *e, const struct al_secret_src *src, const char *label, struct al_error *err)
+{
+	const char *v = src->ref ? src->ref : "";
+	switch (src->kind) {
+	case AL_SECRET_ENV: {
+		if (!al_secret_name_ok(v, strlen(v)))
+			return al_err(err, EINVAL, "%s: env=%s is not a variable name", label, v);
 		const char *val = getenv(v);
 		if (!val || !*val)
-			return al_err(err, EINVAL, "--secret %s: env=%s is %s", e->name, v, val ? "empty" : "not set");
-		e->len = strlen(val);
-		if (e->len > VALUE_MAX)
-			return al_err(err, EINVAL, "--secret %s: env=%s is larger than %d bytes", e->name, v,
-				      VALUE_MAX);
-		e->value = malloc(e->len + 1);
-		if (!e->value)
-			return al_err(err, ENOMEM, "out of memory");
-		memcpy(e->value, val, e->len + 1);
-		return 0;
+			return al_err(err, EINVAL, "%s: env=%s is %s", label, v, val ? "empty" : "not set");
+		return copy_value(e, src, label, val, strlen(val), err);
+	}
+	case AL_SECRET_VALUE:
+		return copy_value(e, src, label, v, src->ref_len, err);
+	case AL_SECRET_FILE:
+		break;
 	}
 	if (v[0] != '/')
-		return al_err(err, EINVAL, "--secret %s: file=%s: the path must be absolute", e->name, v);
+		return al_err(err, EINVAL, "%s: file=%s: the path must be absolute", label, v);
 	int r = read_value_file(v, e);
 	if (r < 0)
-		return al_err(err, -r, "--secret %s: file=%s: %s", e->name, v,
+		return al_err(err, -r, "%s: file=%s: %s", label, v,
 			      r == -EFBIG    ? "larger than 8 KiB"
 			      : r == -EINVAL ? "not a regular file"
 					     : strerror(-r));
@@ -166,13 +182,13 @@ static int read_value(struct secret *e, const char *key, const char *v, struct a
 }
 
 /* A CR, LF or NUL would let the value's source add headers or a second request. */
-static int check_value(const struct secret *e, struct al_error *err)
+static int check_value(const struct secret *e, const char *label, struct al_error *err)
 {
 	if (e->len == 0)
-		return al_err(err, EINVAL, "--secret %s: the value is empty", e->name);
+		return al_err(err, EINVAL, "%s: the value is empty", label);
 	for (size_t i = 0; i < e->len; i++)
 		if ((unsigned char)e->value[i] < 0x20 || e->value[i] == 0x7f)
-			return al_err(err, EINVAL, "--secret %s: the value contains a control character", e->name);
+			return al_err(err, EINVAL, "%s: the value contains a control character", label);
 	return 0;
 }
 
@@ -188,103 +204,131 @@ static int make_placeholder(struct secret *e)
 	return 0;
 }
 
-/* hosts=a|b|c: the allowlist's own entries (no rules: a rule is the allowlist's business). */
-static int parse_hosts(struct secret *e, const char *v, struct al_error *err)
+/* One host entry: the allowlist's own syntax without rules (a rule is the allowlist's business). */
+static int add_host(struct secret *e, const char *label, const char *h, struct al_error *err)
 {
-	char list[SPEC_MAX];
-	snprintf(list, sizeof(list), "%s", v);
-	for (char *p = list; *p; p++)
-		if (*p == '|')
-			*p = ',';
-		else if (*p == ' ' || *p == '/')
-			return al_err(err, EINVAL, "--secret %s: hosts= takes names and ports only, '|'-separated",
-				      e->name);
-	int r = al_allowlist_new(&e->hosts);
-	if (r < 0)
+	if (!*h || strpbrk(h, " /,|"))
+		return al_err(err, EINVAL, "%s: hosts take names and ports only, one per entry ('%.64s')", label, h);
+	if (!e->hosts && al_allowlist_new(&e->hosts) < 0)
 		return al_err(err, ENOMEM, "out of memory");
-	r = al_allowlist_add(e->hosts, list, err);
+	int r = al_allowlist_add(e->hosts, h, err);
 	if (r < 0)
-		al_err_prefix(err, "--secret hosts=");
+		al_err_prefix(err, "%s: hosts", label);
 	return r;
 }
 
-static int parse_keys(struct secret *e, char *p, struct al_error *err)
+/* Everything checked, the value read: the secret in *e (cleared by the caller on failure). */
+static int build(const struct al_secrets *s, struct secret *e, const struct al_secret_src *src, struct al_error *err)
 {
-	bool src = false;
-	for (char *tok = strsep(&p, ","); tok; tok = strsep(&p, ",")) {
-		char *eq = strchr(tok, '=');
-		if (strcmp(tok, "body") == 0) {
-			e->body = true;
-			continue;
-		}
-		if (!eq)
-			return al_err(err, EINVAL, "--secret %s: \"%s\" is not key=value (env, file, hosts, body)",
-				      e->name, tok);
-		*eq = 0;
-		const char *v = eq + 1;
-		int r = 0;
-		if (strcmp(tok, "env") == 0 || strcmp(tok, "file") == 0) {
-			if (src)
-				return al_err(err, EINVAL, "--secret %s: give one of env= and file=", e->name);
-			src = true;
-			r = read_value(e, tok, v, err);
-		} else if (strcmp(tok, "hosts") == 0) {
-			if (e->hosts)
-				return al_err(err, EINVAL, "--secret %s: hosts= given twice", e->name);
-			r = parse_hosts(e, v, err);
-		} else {
-			return al_err(err, EINVAL, "--secret %s: unknown key \"%s\" (env, file, hosts, body)", e->name,
-				      tok);
-		}
+	const char *what = src->what ? src->what : "--secret";
+	size_t nl = src->name ? strlen(src->name) : 0;
+	if (!al_secret_name_ok(src->name ? src->name : "", nl))
+		return al_err(err, EINVAL, "%s: '%.64s' is not an environment variable name (letters, digits, _)", what,
+			      src->name ? src->name : "");
+	memcpy(e->name, src->name, nl + 1);
+	/* "--secret NAME" on the command line; the configuration's own name for it ("secrets.KEY"). */
+	char label[AL_SECRET_NAME_MAX + 96];
+	if (strcmp(what, "--secret") == 0)
+		snprintf(label, sizeof(label), "--secret %s", e->name);
+	else
+		snprintf(label, sizeof(label), "%.80s", what);
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i].name, e->name) == 0)
+			return al_err(err, EINVAL, "%s: the variable %s is given twice", label, e->name);
+	if (src->nhosts == 0)
+		return al_err(err, EINVAL, "%s: hosts are required (where it may go)", label);
+	for (size_t i = 0; i < src->nhosts; i++) {
+		int r = add_host(e, label, src->hosts[i], err);
 		if (r < 0)
 			return r;
 	}
-	if (!src)
-		return al_err(err, EINVAL, "--secret %s: env=VAR or file=PATH is required", e->name);
-	if (!e->hosts)
-		return al_err(err, EINVAL, "--secret %s: hosts=HOST[|HOST...] is required (where it may go)", e->name);
-	return 0;
-}
-
-static int parse_spec(struct al_secrets *s, struct secret *e, char *spec, struct al_error *err)
-{
-	char *comma = strchr(spec, ',');
-	size_t nl = comma ? (size_t)(comma - spec) : strlen(spec);
-	if (!env_name(spec, nl))
-		return al_err(
-			err, EINVAL,
-			"--secret: NAME must be an environment variable name (in NAME,env=VAR|file=PATH,hosts=...)");
-	memcpy(e->name, spec, nl);
-	e->name[nl] = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->v[i].name, e->name) == 0)
-			return al_err(err, EINVAL, "--secret %s: defined twice", e->name);
-	if (!comma)
-		return al_err(err, EINVAL, "--secret %s: env=VAR or file=PATH and hosts= are required", e->name);
-	int r = parse_keys(e, comma + 1, err);
-	r = r ?: check_value(e, err);
+	e->body = src->body;
+	int r = read_value(e, src, label, err);
+	r = r ?: check_value(e, label, err);
 	if (r == 0 && make_placeholder(e) < 0)
-		r = al_err(err, EIO, "--secret %s: no random bytes for the placeholder", e->name);
+		r = al_err(err, EIO, "%s: no random bytes for the placeholder", label);
 	return r;
 }
 
-int al_secrets_add(struct al_secrets *s, const char *spec, struct al_error *err)
+int al_secrets_add_src(struct al_secrets *s, const struct al_secret_src *src, struct al_error *err)
 {
-	if (!spec || !*spec || strlen(spec) >= SPEC_MAX)
-		return al_err(err, EINVAL, "--secret: empty or longer than %d bytes", SPEC_MAX - 1);
 	if (s->n == AL_SECRETS_MAX)
-		return al_err(err, EINVAL, "--secret: at most %d secrets", AL_SECRETS_MAX);
-	char copy[SPEC_MAX];
-	snprintf(copy, sizeof(copy), "%s", spec);
+		return al_err(err, EINVAL, "%s: at most %d secrets", src->what ? src->what : "--secret",
+			      AL_SECRETS_MAX);
 	struct secret e = {0};
-	int r = parse_spec(s, &e, copy, err);
-	al_secrets_wipe(copy, sizeof(copy)); /* names sources, not values; wiped all the same */
+	int r = build(s, &e, src, err);
 	if (r < 0) {
 		secret_clear(&e);
 		return r;
 	}
 	s->v[s->n++] = e;
 	return 0;
+}
+
+/* "NAME,env=VAR|file=PATH,hosts=A|B[,body]" into src; hosts point into p (split in place). */
+static int parse_keys(struct al_secret_src *src, char *p, const char **hosts, struct al_error *err)
+{
+	bool have_src = false;
+	for (char *tok = strsep(&p, ","); tok; tok = strsep(&p, ",")) {
+		char *eq = strchr(tok, '=');
+		if (strcmp(tok, "body") == 0) {
+			src->body = true;
+			continue;
+		}
+		if (!eq)
+			return al_err(err, EINVAL, "--secret %s: \"%s\" is not key=value (env, file, hosts, body)",
+				      src->name, tok);
+		*eq = 0;
+		char *v = eq + 1;
+		if (strcmp(tok, "env") == 0 || strcmp(tok, "file") == 0) {
+			if (have_src)
+				return al_err(err, EINVAL, "--secret %s: give one of env= and file=", src->name);
+			have_src = true;
+			src->kind = tok[0] == 'e' ? AL_SECRET_ENV : AL_SECRET_FILE;
+			src->ref = v;
+		} else if (strcmp(tok, "hosts") == 0) {
+			if (src->nhosts)
+				return al_err(err, EINVAL, "--secret %s: hosts= given twice", src->name);
+			for (char *h = strsep(&v, "|"); h; h = strsep(&v, "|")) {
+				if (src->nhosts == AL_SECRET_HOSTS_MAX)
+					return al_err(err, EINVAL, "--secret %s: at most %d hosts", src->name,
+						      AL_SECRET_HOSTS_MAX);
+				hosts[src->nhosts++] = h;
+			}
+		} else {
+			return al_err(err, EINVAL, "--secret %s: unknown key \"%s\" (env, file, hosts, body)",
+				      src->name, tok);
+		}
+	}
+	if (!have_src)
+		return al_err(err, EINVAL, "--secret %s: env=VAR or file=PATH is required", src->name);
+	if (!src->nhosts)
+		return al_err(err, EINVAL, "--secret %s: hosts=HOST[|HOST...] is required (where it may go)",
+			      src->name);
+	return 0;
+}
+
+int al_secrets_add(struct al_secrets *s, const char *spec, struct al_error *err)
+{
+	if (!spec || !*spec || strlen(spec) >= SPEC_MAX)
+		return al_err(err, EINVAL, "--secret: empty or longer than %d bytes", SPEC_MAX - 1);
+	char copy[SPEC_MAX];
+	snprintf(copy, sizeof(copy), "%s", spec);
+	const char *hosts[AL_SECRET_HOSTS_MAX];
+	struct al_secret_src src = {.what = "--secret", .name = copy, .hosts = hosts};
+	char *comma = strchr(copy, ',');
+	int r = 0;
+	if (comma)
+		*comma = 0;
+	if (!al_secret_name_ok(copy, strlen(copy)))
+		r = al_err(err, EINVAL,
+			   "--secret: NAME must be an environment variable name (in NAME,env=VAR|file=PATH,hosts=...)");
+	else if (!comma)
+		r = al_err(err, EINVAL, "--secret %s: env=VAR or file=PATH and hosts= are required", copy);
+	r = r ?: parse_keys(&src, comma + 1, hosts, err);
+	r = r ?: al_secrets_add_src(s, &src, err);
+	al_secrets_wipe(copy, sizeof(copy)); /* names sources, not values; wiped all the same */
+	return r;
 }
 
 /* ---- use ----------------------------------------------------------------------------- */

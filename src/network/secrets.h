@@ -28,6 +28,31 @@ void al_secrets_unref(struct al_secrets *s);
  * only). All or nothing; err never holds the value.
  */
 int al_secrets_add(struct al_secrets *s, const char *spec, struct al_error *err);
+
+/* Where a secret's value comes from. */
+enum al_secret_kind {
+	AL_SECRET_ENV,	 /* ref names a variable of airlock's own environment */
+	AL_SECRET_FILE,	 /* ref is an absolute path: a regular file of at most 8 KiB (trailing newlines dropped) */
+	AL_SECRET_VALUE, /* ref[0..ref_len) is the value itself (the service's configuration) */
+};
+#define AL_SECRET_HOSTS_MAX 64
+
+/* One secret as the configuration names it (what al_secrets_add parses a spec into). */
+struct al_secret_src {
+	const char *what; /* how errors name the source of the definition: "--secret", "secrets.NAME" */
+	const char *name; /* the job's variable */
+	enum al_secret_kind kind;
+	const char *ref;
+	size_t ref_len;		  /* AL_SECRET_VALUE only */
+	const char *const *hosts; /* allowlist entries without rules, one each */
+	size_t nhosts;
+	bool body;
+};
+/* Adds src, its value read now. All or nothing; err never holds the value. */
+int al_secrets_add_src(struct al_secrets *s, const struct al_secret_src *src, struct al_error *err);
+/* Whether s[0..n) is an environment variable name a secret may have (letters, digits, _; not a digit
+ * first; shorter than AL_SECRET_NAME_MAX). */
+bool al_secret_name_ok(const char *s, size_t n);
 size_t al_secrets_count(const struct al_secrets *s);
 const char *al_secret_name(const struct al_secrets *s, size_t i);
 /* "airlock-secret:NAME:<32 hex digits>", fixed for the list's life. */

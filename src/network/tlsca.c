@@ -155,8 +155,10 @@ static int make_client(struct tls_ca *ca, const char *upstream_ca)
 #endif
 	if (SSL_CTX_set_min_proto_version(ca->client, TLS1_2_VERSION) != 1)
 		return -EIO;
-	if (upstream_ca)
-		return load_pem_file(upstream_ca, SSL_CTX_get_cert_store(ca->client)) < 0 ? -EINVAL : 0;
+	if (upstream_ca) {
+		int n = load_pem_file(upstream_ca, SSL_CTX_get_cert_store(ca->client));
+		return n < 0 ? n : 0; /* -errno opening it, -EINVAL without a certificate */
+	}
 	return SSL_CTX_set_default_verify_paths(ca->client) == 1 ? 0 : -EIO;
 }
 

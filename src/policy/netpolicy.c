@@ -80,6 +80,8 @@ static int ensure_ca(struct al_policy *p, struct al_error *err)
 	int r = tca_new(p->upstream_ca, &p->tls_ca);
 	if (r == -EINVAL)
 		return al_err(err, EINVAL, "--upstream-ca %s: no PEM certificate in it", p->upstream_ca);
+	if (r < 0 && r != -ENOMEM && r != -EIO && p->upstream_ca)
+		return al_err_sys(err, -r, "--upstream-ca %s", p->upstream_ca);
 	return r < 0 ? al_err_sys(err, -r, "the sandbox's certificate authority") : 0;
 }
 
@@ -94,6 +96,32 @@ int al_policy_add_secret(struct al_policy *p, const char *spec, struct al_error 
 		return al_err(err, ENOMEM, "out of memory");
 	int r = al_secrets_add(p->secrets, spec, err);
 	return r < 0 ? r : ensure_ca(p, err);
+}
+
+int al_policy_add_secret_src(struct al_policy *p, const struct al_secret_src *src, struct al_error *err)
+{
+	if (!p->secrets && al_secrets_new(&p->secrets) < 0)
+		return al_err(err, ENOMEM, "out of memory");
+	int r = al_secrets_add_src(p->secrets, src, err);
+	return r < 0 ? r : ensure_ca(p, err);
+}
+
+void pol_share_tls(struct al_policy *p, struct tls_ca *ca, struct al_secrets *secrets)
+{
+	if (ca && !p->tls_ca)
+		p->tls_ca = tca_ref(ca);
+	if (secrets && !p->secrets)
+		p->secrets = al_secrets_ref(secrets);
+}
+
+struct al_secrets *pol_secrets(const struct al_policy *p)
+{
+	return p->secrets;
+}
+
+struct tls_ca *pol_tls_ca(const struct al_policy *p)
+{
+	return p->tls_ca;
 }
 
 int al_policy_set_upstream_ca(struct al_policy *p, const char *file, struct al_error *err)

@@ -127,6 +127,14 @@ void pol_brokers_release(void *ref);
  * array of *n malloc'd "NAME=VALUE" strings (empty when no proxy), or NULL when out of memory. */
 char **pol_net_env(const struct al_policy *p, size_t *n);
 void pol_free_net(struct al_policy *p);
+/* Adds a secret the configuration names (network/secrets.h), the sandbox's CA made with it. */
+struct al_secret_src;
+int al_policy_add_secret_src(struct al_policy *p, const struct al_secret_src *src, struct al_error *err);
+/* A held sandbox's CA and secrets for a policy run in it (an exec): references taken, each only
+ * where p has none, so the exec's trust store and placeholders are the sandbox's own. */
+void pol_share_tls(struct al_policy *p, struct tls_ca *ca, struct al_secrets *secrets);
+struct al_secrets *pol_secrets(const struct al_policy *p);
+struct tls_ca *pol_tls_ca(const struct al_policy *p);
 /* The CA bundle files the sandbox gets where TLS is terminated: the system's bundle plus the
  * sandbox's CA, and the CA alone (NODE_EXTRA_CA_CERTS adds to Node's own). */
 #define AL_CA_BUNDLE "/etc/ssl/airlock/bundle.pem"

@@ -159,6 +159,62 @@ static void bad_specs(void **state)
 	}
 }
 
+/* A secret as the configuration gives it: its value from the file itself, hosts one per entry,
+ * errors named after the configuration's key and never holding the value. */
+static void from_the_configuration(void **state)
+{
+	(void)state;
+	const char *hosts[] = {"api.example.com", "*.models.test"};
+	struct al_secret_src src = {.what = "secrets.model",
+				    .name = "MODEL_KEY",
+				    .kind = AL_SECRET_VALUE,
+				    .ref = VALUE,
+				    .ref_len = strlen(VALUE),
+				    .hosts = hosts,
+				    .nhosts = 2};
+	struct al_secrets *s = NULL;
+	struct al_error err = {0};
+	assert_int_equal(al_secrets_new(&s), 0);
+	assert_int_equal(al_secrets_add_src(s, &src, &err), 0);
+	assert_string_equal(al_secret_name(s, 0), "MODEL_KEY");
+	assert_true(al_secrets_for(s, "eu.models.test", 443));
+	char req[256], *out = NULL;
+	size_t n = 0;
+	uint32_t used = 0;
+	snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nX-Key: %s\r\n\r\n", al_secret_placeholder(s, 0));
+	assert_int_equal(al_secrets_apply(s, "api.example.com", 443, false, req, strlen(req), &out, &n, &used), 0);
+	assert_non_null(out);
+	assert_non_null(strstr(out, "X-Key: " VALUE "\r\n"));
+	al_secrets_wipe(out, n);
+	free(out);
+	/* The same variable twice, and bad values: refused, named by the configuration's key. */
+	assert_true(al_secrets_add_src(s, &src, &err) < 0);
+	assert_non_null(strstr(err.msg, "secrets.model: the variable MODEL_KEY is given twice"));
+	static const char *const bad_values[] = {"", "a\r\nX-Injected: 1", "tab\there"};
+	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+		struct al_secret_src b = src;
+		b.name = "OTHER";
+		b.ref = bad_values[i];
+		b.ref_len = strlen(bad_values[i]);
+		err = (struct al_error){0};
+		assert_true(al_secrets_add_src(s, &b, &err) < 0);
+		assert_non_null(strstr(err.msg, "secrets.model: the value"));
+		assert_null(strstr(err.msg, bad_values[i][0] ? bad_values[i] : "\x01"));
+	}
+	struct al_secret_src b = src;
+	const char *rule[] = {"GET api.example.com/v1/"};
+	b.name = "OTHER";
+	b.hosts = rule;
+	b.nhosts = 1;
+	assert_true(al_secrets_add_src(s, &b, &err) < 0);
+	assert_non_null(strstr(err.msg, "names and ports only"));
+	b.nhosts = 0;
+	assert_true(al_secrets_add_src(s, &b, &err) < 0);
+	assert_non_null(strstr(err.msg, "hosts are required"));
+	assert_int_equal(al_secrets_count(s), 1);
+	al_secrets_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -167,6 +223,7 @@ int main(void)
 		cmocka_unit_test(body_only_when_asked),
 		cmocka_unit_test(from_a_file),
 		cmocka_unit_test(bad_specs),
+		cmocka_unit_test(from_the_configuration),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
