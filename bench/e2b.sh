@@ -26,12 +26,15 @@ trap cleanup EXIT
 server:
   max_sandboxes: 256
   max_execs: 64
+  http:
+    max_connections: 1024
   pool:
     untrusted-code-read: $pool
     untrusted-code-write: 0
   quota:
     sandboxes: 256
     execs: 256
+    connections: 1024
 YAML
 } >"$tmp/e2b.yaml"
 key="e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -40,7 +43,8 @@ chmod 0600 "$tmp/tok"
 bench_serve_start "$tmp/e2b" --config "$tmp/e2b.yaml" --socket none --token-file "$tmp/tok" \
 	--audit "$tmp/e2b.jsonl" --state-dir none
 url="http://127.0.0.1:$port"
-E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_API_KEY=$key node bench/e2b_client.mjs >"$tmp/out.json"
+E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_API_KEY=$key node bench/e2b_client.mjs >"$tmp/out.json" ||
+	{ tail -20 "$tmp/e2b.err" >&2; die "the SDK's run failed (the server's last words above)"; }
 python3 - "$tmp/out.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -257,6 +257,7 @@ struct cfg_server {
 	char *http_token_file;		/* absolute, or NULL */
 	char *http_approver_token_file; /* absolute, or NULL */
 	char *http_e2b_domain;		/* the E2B front end's sandbox domain (Host "PORT-ID.DOMAIN"), or NULL */
+	unsigned http_max_connections;	/* the TCP listener's connections at once (0: HX_DEFAULT_CONNECTIONS) */
 	char *socket;			/* the Unix socket: absolute, "none", or NULL (the default) */
 	char *state_dir;		/* where sandboxes are kept across restarts: absolute, "none", or NULL */
 	unsigned *approver_uids;	/* Unix socket peers that decide approvals (NULL: root only) */

@@ -357,6 +357,8 @@ static void manager(struct dumper *d, const struct cfg *c)
 		key_str(d, "approver_token_file", s->http_approver_token_file);
 	if (s->http_e2b_domain)
 		key_str(d, "e2b_domain", s->http_e2b_domain);
+	if (s->http_max_connections)
+		key_uint(d, "max_connections", s->http_max_connections);
 	map_end(d);
 	if (s->socket)
 		key_str(d, "socket", s->socket);

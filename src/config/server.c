@@ -790,6 +790,13 @@ static int h_e2b_domain(struct conv *c, const struct cfg_node *v, const char *pa
 
 /* TCP always needs tokens (a missing client token file is generated on first start, see
  * airlock serve): there is no listener without an identity to check. */
+/* An eighth of them may be unauthenticated at once (http/server.c): a client that opens 64 at a
+ * time (64 concurrent SDK calls) needs 512. */
+static int h_max_connections(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
+{
+	return count(c, v, path, 16, 65536, &c->cfg->server.http_max_connections);
+}
+
 static int s_http(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
 	static const struct field fields[] = {
@@ -797,6 +804,7 @@ static int s_http(struct conv *c, const struct cfg_node *v, const char *path, vo
 		{"token_file", h_token_file},
 		{"approver_token_file", h_approver_token_file},
 		{"e2b_domain", h_e2b_domain},
+		{"max_connections", h_max_connections},
 	};
 	bool loopback = true;
 	return conv_fields(c, v, path, fields, AL_ARRAY_SIZE(fields), &loopback);

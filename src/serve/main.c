@@ -361,6 +361,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 		.approvals = ch.other ? svc->approvals : NULL,
 		.request_timeout_ms = (uint32_t)cfg->server.request_timeout_ms,
 		.e2b_domain = cfg->server.http_e2b_domain,
+		.max_connections = cfg->server.http_max_connections,
 		.unix_fd = s->passed_fd,
 		.server_version = AIRLOCK_VERSION,
 		.stats = stats,
