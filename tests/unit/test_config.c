@@ -248,7 +248,8 @@ static const struct bad_case bad_cases[] = {
 	{"version: 1\nserver: {http: {listen: '127.0.0.1:8080', token_file: tok}}\n", "2:55",
 	 "server.http.token_file: 'tok' must be an absolute path"},
 	{"version: 1\nserver: {http: {port: 1}}\n", "2:17",
-	 "server.http.port: unknown key (expected listen, token_file, approver_token_file, e2b_domain, max_connections)"},
+	 "server.http.port: unknown key (expected listen, token_file, approver_token_file, e2b_domain, "
+	 "max_connections)"},
 	{"version: 1\nserver: {http: {e2b_domain: a..b}}\n", "2:29",
 	 "server.http.e2b_domain: 'a..b' is not a domain name"},
 	{"version: 1\nserver: {workers: 1}\n", "2:10", "server.workers: unknown key"},

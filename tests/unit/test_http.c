@@ -382,9 +382,6 @@ static void test_host_origin(void **state)
 	env_close(e);
 }
 
-/* ---- approvals ------------------------------------------------------------------------------- */
-
-
 static void test_unescape(void **state)
 {
 	(void)state;
