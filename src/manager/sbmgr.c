@@ -723,6 +723,25 @@ static bool image_offered(struct sbm *m, const char *profile, const char *image)
 	return pr && cfg_profile_image_allowed(pr, image, &e) == 0;
 }
 
+/* The disk limit a cold create of profile with lim would get (as create_policy sets it): the
+ * bytes quota is checked with it before a sandbox is built. */
+static uint64_t create_disk(struct sbm *m, const char *profile, const struct srv_limits *lim)
+{
+	if (lim->disk_bytes)
+		return lim->disk_bytes;
+	const struct cfg_profile *pr = cfg_profile(m->o.cfg, profile);
+	struct al_policy *p = NULL;
+	if (al_policy_new(&p) < 0)
+		return 0;
+	struct al_error e = {0};
+	int r = cfg_apply_limits(&m->o.cfg->limits, p, true, &e);
+	if (r == 0 && pr)
+		r = cfg_apply_limits(&pr->limits, p, true, &e);
+	uint64_t disk = r == 0 ? al_policy_get_limit(p, AL_LIMIT_DISK) : 0; /* the build names the error */
+	al_policy_free(p);
+	return disk;
+}
+
 /* A claimed spare kept on disk (sbp_keep): on a refusal it is destroyed, and the caller's
  * reference with it. */
 static int keep_claimed(struct sbm *m, struct sbx *s, struct al_error *err)
@@ -766,6 +785,15 @@ static void *create_thread(void *arg)
 	pthread_mutex_unlock(&m->mu);
 	if (full)
 		r = al_err(&err, EAGAIN, "limit reached: %u live sandboxes (server.max_sandboxes)", max);
+	/* The quota too, checked again when listed: a refused sandbox is never built, nor seen in the
+	 * state directory. */
+	uint64_t disk = !s && r == 0 ? create_disk(m, profile, &op->limits) : 0;
+	if (!s && r == 0) {
+		pthread_mutex_lock(&m->mu);
+		r = sbm_quota_check_locked(m, op->owner, 1, disk, &err);
+		pthread_mutex_unlock(&m->mu);
+		full = r < 0;
+	}
 	if (!s && !full && r == 0 &&
 	    (r = sbx_new_layered(m, op->owner, profile, op->image, op->network, op->hosts, &op->limits, op->layers, &s,
 				 &err)) == 0 &&
