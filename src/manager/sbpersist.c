@@ -388,17 +388,28 @@ static int remake(struct sbm *m, struct pst_box *b, const json_t *rec, struct sb
 	s->created_ms = now > age ? now - age : 0;
 	s->ends_ms = rest > 0 ? now + (uint64_t)rest : 0;
 	s->lifetime_ms = num(rec, "lifetime_ms");
-	r = lost_contexts(s, json_object_get(rec, "contexts"), false, err);
 	pause_restore(m, s, rec);
+	/* Paused to disk, it stays so: made (which tells whether this configuration still can), then
+	 * released again; its next call makes it again from its files (sbx_back). */
+	bool disk = s->paused && json_is_true(json_object_get(rec, "on_disk"));
+	r = lost_contexts(s, json_object_get(rec, "contexts"), disk, err);
 	uid_t uid;
 	gid_t gid;
 	al_sandbox_owner(s->sb, &uid, &gid);
-	struct wsm_stats st;
+	struct wsm_stats st = {0};
+	/* Filled even so: the restore is what counts the bytes its mirror holds (the state
+	 * directory's room, its stored_bytes). */
 	r = r ?: pst_box_restore(b, al_sandbox_workspace(s->sb), uid, gid, &st, err);
+	if (r == 0 && disk) {
+		al_sandbox_destroy(s->sb);
+		s->sb = NULL;
+		s->on_disk = true;
+	}
 	if (r == 0) {
 		s->box = b;
+		const char *how = disk ? ", paused to disk" : s->paused ? ", paused" : "";
 		fprintf(stderr, "airlock serve: sandbox %s of %s is back%s (%llu entries, %llu bytes)\n", s->id,
-			s->owner[0] ? s->owner : "(none)", s->paused ? ", paused" : "", (unsigned long long)st.entries,
+			s->owner[0] ? s->owner : "(none)", how, (unsigned long long)st.entries,
 			(unsigned long long)st.bytes);
 	}
 	if (r < 0) {

@@ -168,8 +168,12 @@ stop
 start
 api GET "/v1/sandboxes/$a"
 al_assert_eq "$CODE $(jget 'd["state"]')" "200 paused" "after a restart"
+# Not held: no memory or CPU of its own to report, as before the restart.
+admin_row "$a"
+al_assert_eq "$(jget 'd["on_disk"], d["memory_bytes"], d["cpu_s"]')" "(True, None, None)" "the approver's listing after a restart"
 exec_last "$a" "$(sh_json 'md5sum big')"
 al_assert_eq "$(jget 'd["result"]["stdout"]')" "$sum" "its files after the restart"
+al_assert_eq "$(jget 'd["result"].get("resumed")')" True "the first exec after the restart says it resumed the sandbox"
 api POST "/v1/sandboxes/$a/pause?to_disk=true"
 api DELETE "/v1/sandboxes/$a"
 al_assert_eq "$CODE" 200 "destroy one paused to disk"
@@ -177,7 +181,7 @@ al_assert_eq "$CODE" 200 "destroy one paused to disk"
 api GET "/v1/sandboxes/$a"
 al_assert_eq "$CODE" 404 "after its destroy"
 stop
-al_pass "a restart brings back one paused to disk; a destroy removes its state"
+al_pass "a restart keeps one paused to disk on disk, its next call makes it again; a destroy removes its state"
 
 # ---- no state directory: refused
 start --state-dir none
