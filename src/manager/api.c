@@ -28,6 +28,7 @@ void srv_result_free(struct srv_result *r)
 	free(r->state_json);
 	free(r->snapshot_json);
 	free(r->ended);
+	free(r->not_kept);
 	free(r->data);
 	for (size_t i = 0; i < r->n_entries; i++)
 		free(r->entries[i].name);

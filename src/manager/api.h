@@ -343,6 +343,10 @@ struct srv_result {
 	char *snapshot_json;
 	/* A call that needed the sandbox found it paused and resumed it first (said in its result). */
 	bool resumed;
+	/* exec and the other calls synced after they ran: what the call changed could not be kept in
+	 * the state directory (no room left, an error): why, in words (malloc'd); else NULL. The call
+	 * itself ran: its changes are in the sandbox, and lost if the server stops first. */
+	char *not_kept;
 };
 
 struct srv_result *srv_result_new(void);

@@ -626,8 +626,16 @@ void op_end(struct srv_op *op, struct sbx *s, int r, const struct al_error *err,
 		srv_result_free(res);
 		res = op_error_result(r, err);
 	}
-	if (s && op->kind != OP_PROCESS && op->kind != OP_WATCH && op->kind != OP_CONTEXT)
-		sbp_sync(op->m, s); /* what the call wrote is on disk before its result is sent */
+	/* What the call wrote is on disk before its result is sent; if it cannot be, the result says so
+	 * rather than let the caller believe it kept. */
+	struct al_error se = {0};
+	bool syncs = s && op->kind != OP_PROCESS && op->kind != OP_WATCH && op->kind != OP_CONTEXT;
+	if (syncs && sbp_sync_checked(op->m, s, &se) < 0 && res && !res->error && !res->not_kept &&
+	    asprintf(&res->not_kept,
+		     "what this call changed in sandbox %s could not be kept in the state directory (%s): it is lost "
+		     "if the server stops before a later call keeps it",
+		     s->id, se.msg) < 0)
+		res->not_kept = NULL;
 	if (s && op->inuse)
 		sbx_unuse(op->m, s);
 	op->inuse = false;

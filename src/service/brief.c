@@ -479,6 +479,9 @@ char *tl_brief(enum tl_id id, const json_t *args, const json_t *st)
 	case TL__COUNT:
 		break;
 	}
+	/* Whatever the call, a model must read that its changes were not kept (tools.c). */
+	if (sv(st, "not_kept"))
+		fprintf(f, "\nwarning: %s", sv(st, "not_kept"));
 	if (fclose(f) != 0) {
 		free(text);
 		return NULL;

@@ -1103,6 +1103,11 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
 		json_decref(structured);
 		return NULL;
 	}
+	/* It ran, but its changes are not on disk (manager/sbmgr.c op_end). */
+	if (r->not_kept && json_object_set_new(structured, "not_kept", json_string(r->not_kept)) < 0) {
+		json_decref(structured);
+		return NULL;
+	}
 	/* The text is what a model reads, short (tl_brief); the whole result is structuredContent. */
 	json_t *images = json_array();
 	int rc = images ? add_images(images, structured) : -ENOMEM;

@@ -131,6 +131,11 @@ al_assert_eq "$CODE" 507 "a create from a snapshot on a full state directory"
 api PUT "/v1/sandboxes/$a/files/unkept.txt" --data-binary "$(head -c 60000 /dev/urandom | base64 -w0)"
 al_assert_eq "$CODE" 507 "a file write the full state directory cannot keep"
 al_assert_contains "$BODY" "could not be kept in the state directory" "... says so"
+# An exec's changes the same: it ran (its output is there), and its result says they are not kept.
+run "$a" 'head -c 200000 /dev/urandom >unkept.bin && echo ran'
+BODY=$(printf '%s\n' "$BODY" | grep -v '^$' | tail -n1) # the exec's last NDJSON line: its result
+al_assert_eq "$(jget 'd["result"]["stdout"]')" ran "an exec on a full state directory"
+al_assert_contains "$(jget 'd["result"].get("not_kept")')" "could not be kept in the state directory" "... its result says its changes are not kept"
 api POST "/v1/sandboxes/$a/pause?to_disk=true"
 al_assert_eq "$CODE" 507 "a pause to disk on a full state directory"
 al_assert_contains "$BODY" "was not paused to disk: its files could not be kept" "... says why"
@@ -142,7 +147,7 @@ api GET /v1/snapshots
 al_assert_eq "$(jget '[s["snapshot_id"] for s in d["snapshots"]]')" "['$snap']" "the snapshots after the refusals"
 after=$(kept)
 # a's note may or may not have found room in its mirror; all else is as it was.
-al_assert_eq "$(printf '%s\n' "$after" | grep -v -e '/files/note ' -e '/files/unkept.txt ')" "$before" "the state directory after the refusals"
+al_assert_eq "$(printf '%s\n' "$after" | grep -v -e '/files/note ' -e '/files/unkept.txt ' -e '/files/unkept.bin ')" "$before" "the state directory after the refusals"
 al_assert_eq "$(in_ns find "$state" -name '*.tmp' | wc -l)" 0 "temporary records left"
 al_pass "on a full state directory creates, forks and snapshots are refused with 507 saying why, and nothing is half-written"
 
