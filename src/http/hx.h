@@ -375,8 +375,6 @@ void hx_call_drop(struct hx_call *c);
 void hx_ok_structured(struct hx_call *c, const struct srv_result *r, struct hx_response *rs);
 /* o with "resumed": true when r says its call resumed a paused sandbox (o taken; NULL stays NULL). */
 json_t *hx_resumed(json_t *o, const struct srv_result *r);
-/* o with "resumed": true when r says its call resumed a paused sandbox (o taken; NULL stays NULL). */
-json_t *hx_resumed(json_t *o, const struct srv_result *r);
 enum tl_id hx_call_tool(const struct hx_call *c);
 /* A stream's output events carry their bytes as base64 ("encoding": "base64"): a terminal's output
  * is not always UTF-8. Before hx_call_stream. */
