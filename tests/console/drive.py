@@ -339,7 +339,10 @@ def step_pause(b, sb):
     s, body, _ = http("GET", f"/v1/sandboxes/{held}", CLIENT)
     check(s == 200 and json.loads(body).get("state") == "running", "the owner sees it running again")
     # To disk: its processes released, its files kept; the row says so, and Resume makes it again.
-    check(b.wait(f"!!document.querySelector('{row} button.todisk:not([hidden])')", 5) is True, "a kept sandbox's row has To disk")
+    # Enabled: the row the Resume disabled stays until the list's refresh replaces it, and a click on
+    # its disabled button would do nothing.
+    check(b.wait(f"!!document.querySelector('{row} button.todisk:not([hidden]):not([disabled])')", 5) is True,
+          "a kept sandbox's row has To disk")
     b.eval(f"document.querySelector('{row} button.todisk').click(); true")
     check(b.wait(f"document.body.dataset.paused === '{held}:disk:200'", 10) is True, "To disk pauses it to disk")
     check(b.wait(f"!!document.querySelector('{row} td.ondisk') && !!document.querySelector('{row} button.resume')", 5) is True,
