@@ -3,23 +3,19 @@
 #include "config/language.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "policy/policy.h"
 #include "util/cleanup.h"
 #include "util/error.h"
-#include "util/openat2.h"
+#include "util/fsutil.h"
 
 /* The directories the sandbox's PATH searches that exist on the host (the sandbox binds /usr). */
-static const char *const search_dirs[] = {"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"};
+static const char search_path[] = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
 
 /* A growing shell command line. */
 struct sh_buf {
@@ -141,31 +137,14 @@ int cfg_apply_etc(const struct cfg *c, struct al_policy *p, struct al_error *err
 	return 0;
 }
 
-/* Is path (absolute, as the sandbox sees it) an executable file under root ("" for the host)?
- * Under an image, links resolve as inside it (RESOLVE_IN_ROOT), not against the host. */
-static bool executable(const char *root, const char *path)
-{
-	if (!*root)
-		return access(path, X_OK) == 0;
-	cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	cleanup_close int fd = rfd < 0 ? -1 : al_openat2(rfd, path, O_PATH, 0, AL_RESOLVE_IN_ROOT);
-	struct stat st;
-	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
-}
-
-/* Where PATH would find prog (or prog itself when it has a slash: it lives in the workspace). */
+/* Where PATH would find prog (or prog itself when it has a slash: relative, it lives in the workspace). */
 static bool found(const char *root, const char *prog, char *buf, size_t cap)
 {
-	if (strchr(prog, '/')) {
+	if (strchr(prog, '/') && prog[0] != '/') {
 		snprintf(buf, cap, "%s", prog);
-		return prog[0] != '/' || executable(root, prog);
+		return true;
 	}
-	for (size_t i = 0; i < sizeof(search_dirs) / sizeof(search_dirs[0]); i++) {
-		snprintf(buf, cap, "%s/%s", search_dirs[i], prog);
-		if (executable(root, buf))
-			return true;
-	}
-	return false;
+	return al_find_program(root, search_path, prog, buf, cap);
 }
 
 bool lang_available(const struct cfg_language *l, const struct al_policy *p, char *buf, size_t cap, const char **why)

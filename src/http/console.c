@@ -206,6 +206,8 @@ void api_admin_sandboxes(struct hx_server *s, const struct hx_request *rq, char 
  * (destroyed, expired, a spare, never made). */
 char *hx_sandbox_owner(struct hx_server *s, const char *id)
 {
+	if (s->o.sandbox_owner)
+		return s->o.sandbox_owner(s->o.sandboxes_ctx, id);
 	json_t *list = s->o.sandboxes ? s->o.sandboxes(s->o.sandboxes_ctx) : NULL;
 	char *owner = NULL;
 	size_t i;

@@ -116,6 +116,9 @@ struct http_opts {
 	/* GET /v1/admin/sandboxes: every principal's sandboxes as a JSON array (NULL: none listed). */
 	json_t *(*sandboxes)(void *ctx);
 	void *sandboxes_ctx;
+	/* The owner of sandbox id (malloc'd; NULL: unknown), for checks on every request that must not
+	 * cost a listing (NULL: found in sandboxes' list). sandboxes_ctx is its ctx. */
+	char *(*sandbox_owner)(void *ctx, const char *id);
 	/* GET /v1/admin/snapshots: every principal's snapshots as a JSON array, each with its owner
 	 * (NULL: none listed). sandboxes_ctx is its ctx. */
 	json_t *(*snapshots)(void *ctx);

@@ -526,6 +526,7 @@ static void child(const struct job *j, const char *dir, uid_t drop, int wfd)
 	struct al_error e = {0};
 	int r = 0;
 	bool root = getuid() == 0;
+	(void)al_utf8_names(); /* before the chroot: this process's, until it exits */
 	if (root && (r = confine(dir)) < 0)
 		al_err_sys(&e, -r, "confine the unpacking child to %s", dir);
 	if (r == 0 && root &&

@@ -422,20 +422,22 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 					       "/etc/mime.types"};
 	int r = mkdir_op(plan, "/etc", 0755);
 	r = r ?: image ? plan_image_etc(plan, p, host) : 0;
-	/* "sandbox" names the payload's ids, whatever they are (1000, or an image's User): the
-	 * name USER and LOGNAME give, with HOME the workspace. A group 0 is root's line alone. */
+	/* AL_SANDBOX_ACCOUNT names the payload's ids, whatever they are (1000, or an image's User):
+	 * the name USER and LOGNAME give, with HOME the workspace. A group 0 is root's line alone. */
 	r = r
 		    ?: file_op(plan, own_etc(plan, image, "passwd"),
 			       ownf(plan,
-				    "root:x:0:0:root:/root:/bin/sh\n"
-				    "sandbox:x:%u:%u:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
+				    "root:x:0:0:root:/root:/bin/sh\n" AL_SANDBOX_ACCOUNT
+				    ":x:%u:%u:airlock sandbox:" AL_WORKSPACE ":/bin/sh\n"
 				    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 				    p->run_uid, p->run_gid));
 	r = r
 		    ?: file_op(plan, own_etc(plan, image, "group"),
-			       p->run_gid ? ownf(plan, "root:x:0:\ntty:x:5:\nsandbox:x:%u:\nnogroup:x:65534:\n",
-						 p->run_gid)
-					  : "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n");
+			       p->run_gid
+				       ? ownf(plan,
+					      "root:x:0:\ntty:x:5:\n" AL_SANDBOX_ACCOUNT ":x:%u:\nnogroup:x:65534:\n",
+					      p->run_gid)
+				       : "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n");
 	r = r
 		    ?: file_op(plan, own_etc(plan, image, "hosts"),
 			       ownf(plan,

@@ -144,6 +144,19 @@ static json_t *sbx_json(struct sbx *s, uint64_t now)
 	return o;
 }
 
+char *sbm_owner_of(struct sbm *m, const char *id)
+{
+	char *owner = NULL;
+	pthread_mutex_lock(&m->mu);
+	struct sbx *s = m->list;
+	while (s && (s->pooled || !s->listed || strcmp(s->id, id) != 0))
+		s = s->next;
+	if (s)
+		owner = strdup(s->owner);
+	pthread_mutex_unlock(&m->mu);
+	return owner;
+}
+
 json_t *sbm_list_all(struct sbm *m)
 {
 	json_t *list = json_array();

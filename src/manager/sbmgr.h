@@ -41,6 +41,9 @@ void sbm_stats(struct sbm *m, struct sbm_stats *st);
  * kept, disk_bytes, stored_bytes, layered}] (usage from the sandbox's cgroup, null when unknown;
  * stored_bytes: its files in the state directory, null when not kept). NULL on ENOMEM. */
 json_t *sbm_list_all(struct sbm *m);
+/* The owner of listed sandbox id (malloc'd), or NULL (unknown, or out of memory): a walk of the
+ * list, nothing read from a cgroup, for a check made on every request (E2B's access tokens). */
+char *sbm_owner_of(struct sbm *m, const char *id);
 /* Every principal's snapshots, for the approver's console: [{snapshot_id, name, owner, sandbox_id,
  * bytes, entries, created_unix_ms, profile}]; empty without a state directory. NULL on ENOMEM. */
 json_t *sbm_snapshots_all(struct sbm *m);

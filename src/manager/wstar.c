@@ -17,6 +17,7 @@
 
 #include "manager/wsint.h"
 #include "util/cleanup.h"
+#include "util/fsutil.h"
 #include "util/openat2.h"
 
 #define TAR_MAX_DEPTH 256 /* the merge descends this deep at most */
@@ -328,7 +329,7 @@ static int open_target(int ws, const char *path, uid_t uid, gid_t gid, bool *mad
 	return fd < 0 ? ws_path_error(err, -fd, path) : fd;
 }
 
-int ws_untar(int ws, const char *path, int spool, uid_t uid, gid_t gid, uint64_t *count, struct al_error *err)
+static int untar(int ws, const char *path, int spool, uid_t uid, gid_t gid, uint64_t *count, struct al_error *err)
 {
 	int r = check_all(spool, count, err);
 	if (r < 0)
@@ -355,5 +356,13 @@ int ws_untar(int ws, const char *path, int spool, uid_t uid, gid_t gid, uint64_t
 	(void)ws_rm_beneath(target, tmp, &left, &ignored); /* what is left of it: all of it on failure */
 	if (r < 0 && made) /* the target we made, if it is still empty (rmdir, never a tree) */
 		(void)ws_remove(ws, path, false, &left, &ignored);
+	return r;
+}
+
+int ws_untar(int ws, const char *path, int spool, uid_t uid, gid_t gid, uint64_t *count, struct al_error *err)
+{
+	locale_t saved = al_utf8_names();
+	int r = untar(ws, path, spool, uid, gid, count, err);
+	al_utf8_names_end(saved);
 	return r;
 }

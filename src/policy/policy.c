@@ -460,8 +460,8 @@ char **pol_build_envp(const struct al_policy *p)
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		("HOME=" AL_WORKSPACE), /* parenthesized: one string on purpose (clang -Wstring-concatenation) */
 		"LANG=C.UTF-8",
-		"USER=sandbox",
-		"LOGNAME=sandbox",
+		("USER=" AL_SANDBOX_ACCOUNT),
+		("LOGNAME=" AL_SANDBOX_ACCOUNT),
 		"TMPDIR=/tmp",
 	};
 	size_t nb = AL_ARRAY_SIZE(base), nnet = 0, nimg = 0, k = 0;

@@ -8,7 +8,8 @@
 
 #include "airlock/airlock.h"
 
-#define AL_SANDBOX_UID	    1000 /* the payload's uid/gid inside the sandbox, unless an image's User names others */
+#define AL_SANDBOX_UID	    1000   /* the payload's uid/gid inside the sandbox, unless an image's User names others */
+#define AL_SANDBOX_ACCOUNT  "user" /* their name (passwd, group, USER, LOGNAME): E2B's, as its users' code expects */
 #define AL_IDS_PER_SANDBOX  65536
 #define AL_DEFAULT_ID_BASE  1879048192u /* 0x70000000: above systemd's container ranges */
 #define AL_DEFAULT_HOSTNAME "airlock"

@@ -119,6 +119,11 @@ static json_t *sandboxes(void *ctx)
 	return sbm_list_all(((struct serve *)ctx)->m);
 }
 
+static char *sandbox_owner(void *ctx, const char *id)
+{
+	return sbm_owner_of(((struct serve *)ctx)->m, id);
+}
+
 static json_t *snapshots(void *ctx)
 {
 	return sbm_snapshots_all(((struct serve *)ctx)->m);
@@ -374,6 +379,7 @@ static int serve_http(struct serve *s, struct service *svc, int sfd)
 		.audit_path = svc->audit_path,
 		.cfg = cfg,
 		.sandboxes = sandboxes,
+		.sandbox_owner = sandbox_owner,
 		.sandboxes_ctx = s,
 		.snapshots = snapshots,
 	};

@@ -11,6 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/cleanup.h"
+#include "util/openat2.h"
+
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;
@@ -75,4 +78,47 @@ int al_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* Is path (absolute, as the tree sees it) an executable regular file under root ("" the host)? */
+static bool executable_in(const char *root, const char *path)
+{
+	if (!*root)
+		return access(path, X_OK) == 0;
+	cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cleanup_close int fd = rfd < 0 ? -1 : al_openat2(rfd, path, O_PATH, 0, AL_RESOLVE_IN_ROOT);
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+bool al_find_program(const char *root, const char *path, const char *prog, char *buf, size_t cap)
+{
+	if (strchr(prog, '/')) {
+		snprintf(buf, cap, "%s", prog);
+		return executable_in(root, prog);
+	}
+	for (const char *d = path; d && *d;) {
+		const char *e = strchrnul(d, ':');
+		/* An empty or relative entry names the working directory, which is not the tree's. */
+		if (*d == '/' && (size_t)snprintf(buf, cap, "%.*s/%s", (int)(e - d), d, prog) < cap &&
+		    executable_in(root, buf))
+			return true;
+		d = *e ? e + 1 : e;
+	}
+	return false;
+}
+
+locale_t al_utf8_names(void)
+{
+	locale_t u = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	return u ? uselocale(u) : (locale_t)0;
+}
+
+void al_utf8_names_end(locale_t saved)
+{
+	if (!saved)
+		return;
+	locale_t u = uselocale(saved);
+	if (u && u != saved && u != LC_GLOBAL_LOCALE)
+		freelocale(u);
 }

@@ -41,8 +41,9 @@ const r = await sbx.commands.run('echo "$GREETING from $(pwd)"; echo to-stderr >
 check(r.exitCode === 0 && r.stdout === 'hello from /home/user\n' && r.stderr === 'to-stderr\n',
   'commands.run: stdout, stderr, exit 0, the create\'s envs, cwd /home/user', r)
 
-const who = await sbx.commands.run('echo $USER; echo $HOME; cd /home/user && pwd && ls -d /home/user/.')
-check(who.stdout === 'user\nuser\n'.slice(0, 5) + '/home/user\n/home/user\n/home/user/.\n', 'the sandbox user is "user", its home /home/user', who.stdout)
+const who = await sbx.commands.run('echo $USER; id -un; id -gn; echo $HOME; cd /home/user && pwd && ls -d /home/user/.')
+check(who.stdout === 'user\nuser\nuser\n/home/user\n/home/user\n/home/user/.\n',
+  'the sandbox user is "user" (its account too: id -un), its home /home/user', who.stdout)
 
 const err = await rejects(sbx.commands.run('echo partial; exit 7'))
 check(err instanceof CommandExitError && err.exitCode === 7 && err.stdout === 'partial\n',

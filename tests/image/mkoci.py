@@ -132,6 +132,8 @@ def top_layer(variant="good"):
     with tarfile.open(fileobj=buf, mode="w") as tar:
         if variant in ("bin-only", "static"):
             add_file(tar, "hello.txt", b"hello from the top layer\n")
+            # A name beyond ASCII (pax stores it as UTF-8): Debian's own trees have them.
+            add_file(tar, "na\u00efve-\u540d\u524d.txt", b"a UTF-8 name\n")
             return buf.getvalue()
         add_file(tar, "usr/share/hello.txt", b"hello from the top layer\n")
         add_file(tar, "usr/share/.wh.gone.txt", b"")

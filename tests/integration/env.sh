@@ -22,8 +22,8 @@ fi
 al_assert_eq "$(al_kv HOME)" /workspace "HOME"
 al_assert_eq "$(al_kv PATH)" /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "PATH"
 al_assert_eq "$(al_kv LANG)" C.UTF-8 "LANG"
-al_assert_eq "$(al_kv USER)" sandbox "USER"
-al_assert_eq "$(al_kv LOGNAME)" sandbox "LOGNAME"
+al_assert_eq "$(al_kv USER)" user "USER"
+al_assert_eq "$(al_kv LOGNAME)" user "LOGNAME"
 al_assert_eq "$(al_kv TMPDIR)" /tmp "TMPDIR"
 
 # --env NAME passes NAME through from airlock's own environment.

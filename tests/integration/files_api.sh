@@ -242,7 +242,8 @@ def special(name, typ, **kw):
     for k, v in kw.items(): setattr(i, k, v)
     return (i, None)
 good = [special("pkg", tarfile.DIRTYPE, mode=0o755), f("pkg/a.txt", b"A " + m), f("pkg/sub/b.bin", bytes(range(256)) * 64),
-        special("pkg/link", tarfile.SYMTYPE, linkname="a.txt"), f("top.txt", b"top", mode=0o4755)]
+        special("pkg/link", tarfile.SYMTYPE, linkname="a.txt"), f("top.txt", b"top", mode=0o4755),
+        f("pkg/na\u00efve-\u540d\u524d.txt", b"a UTF-8 name")]
 tar("good.tar", good)
 tar("dotdot.tar", good[:2] + [f("../escape.txt", b"x")])
 tar("abs.tar", good[:2] + [f("/abs.txt", b"x")])
@@ -257,9 +258,11 @@ open("%s/garbage.tar" % d, "wb").write(b"this is not a tar archive " * 100)
 PY
 api PUT "/$sb/archive/dest" -T "$dir/good.tar" -H 'Content-Type: application/x-tar'
 expect 200 "a tar upload"
-al_assert_eq "$(field members)" 5 "the members unpacked"
+al_assert_eq "$(field members)" 6 "the members unpacked"
 api GET "/$sb/files/dest/pkg/a.txt"
 al_assert_eq "$BODY" "A $m" "an unpacked file"
+api GET "/$sb/files/dest/pkg/na%C3%AFve-%E5%90%8D%E5%89%8D.txt"
+al_assert_eq "$BODY" "a UTF-8 name" "an unpacked file whose name is beyond ASCII"
 api GET "/$sb/stat/dest/pkg/link"
 al_assert_eq "$(field type) $(field link_target)" "symlink a.txt" "an unpacked symlink, kept as data"
 api GET "/$sb/stat/dest/pkg/sub/b.bin"

@@ -92,7 +92,7 @@ al_assert_eq "$AL_OUT" "user
 /workspace" "/home inside holds only the link to the workspace"
 [ -d /root ] || al_fail "control: host has no /root"
 al_probe -- read /etc/passwd
-al_assert_contains "$AL_OUT" "sandbox:x:1000:1000:" "sandbox /etc/passwd"
+al_assert_contains "$AL_OUT" "user:x:1000:1000:" "sandbox /etc/passwd"
 al_assert_not_contains "$AL_OUT" "$(head -n 3 /etc/passwd | tail -n 1)" "sandbox /etc/passwd (host entries)"
 
 # ---- the system's Python configuration, read-only: Debian's /usr/lib/python3.N/sitecustomize.py

@@ -335,11 +335,11 @@ for b in native bwrap oci gvisor; do
 	al_assert_eq "$AL_OUT" "1001
 0
 1001:0" "$b: User 1001:0 runs as uid 1001, gid 0"
-	# airlock's passwd and group name the payload's ids "sandbox", whatever they are.
+	# airlock's passwd and group name the payload's ids "user" (E2B's name), whatever they are.
 	al_run run --backend "$b" --image owners -- sh -c 'id -un; id -gn; echo "$USER $HOME"'
-	al_assert_eq "$AL_OUT" "sandbox
-sandbox
-sandbox /workspace" "$b: the image's User is the sandbox user by name"
+	al_assert_eq "$AL_OUT" "user
+user
+user /workspace" "$b: the image's User is the sandbox user by name"
 done
 # exec's code file (written by the supervisor) is the payload's, as is /workspace.
 al_run exec --image owners --lang shell -c 'id -u; stat -c "%u:%g" /workspace/main.sh /workspace'

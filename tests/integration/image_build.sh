@@ -2,7 +2,9 @@
 # image_build.sh — `airlock image build`: a Debian environment from a recipe, made by mmdebstrap
 # from the Debian archive, runs `import pandas` from the image (where the host has no pandas,
 # also not without it); a rebuild has the same digest (SOURCE_DATE_EPOCH); bad recipes are
-# refused before mmdebstrap runs. Takes a few minutes (two builds of python3-pandas).
+# refused before mmdebstrap runs; what each language loads bare in a built image's tree loads inside
+# (python on the pandas image, php, perl, ruby and node on a second). Takes a few minutes (two
+# builds of python3-pandas, one of the other languages).
 AL_GUARD_TIMEOUT=${AL_GUARD_TIMEOUT:-840}
 . "$(dirname "$0")/../lib.sh"
 
@@ -75,30 +77,47 @@ al_run run --image pd -- stat -L -c '%u:%g' /usr/bin/python3
 al_assert_eq "$AL_OUT" "0:0" "inside, root's files are the sandbox's root's"
 al_pass "a Debian environment built with mmdebstrap runs what the host lacks"
 
-# Parity on the built image (tests/integration/parity.sh does it on the host's tree): what the
-# image's python loads bare — bubblewrap over the image's own tree with its own /etc, a /proc, /dev
-# and /tmp, nothing of airlock's, as the sandbox user 1000 — loads inside a sandbox on the image.
+# What a language's interpreter loads bare in an image's tree — bubblewrap over the tree with its
+# own /etc, a /proc, /dev and /tmp, nothing of airlock's, as the sandbox user 1000 — loads inside a
+# sandbox on the image (tests/integration/parity.sh does it on the host's tree).
+# parity IMAGE ROOTFS LANG NAME: NAME must be among what loads (the lister works).
+parity() {
+	local image=$1 tree=$2 lang=$3 must=$4 e bare missing extra n
+	# The tarball has no /dev (no device nodes): a tmpfs root with the tree's top entries bound in.
+	local bw=(--tmpfs /)
+	for e in "$tree"/*; do
+		case ${e##*/} in dev | proc | tmp) continue ;; esac
+		if [ -L "$e" ]; then bw+=(--symlink "$(readlink "$e")" "/${e##*/}"); else bw+=(--ro-bind "$e" "/${e##*/}"); fi
+	done
+	bare=$(bwrap "${bw[@]}" --proc /proc --dev /dev --tmpfs /tmp --ro-bind "$work/parity" /tmp/parity --remount-ro / \
+		--unshare-all --uid 1000 --gid 1000 --die-with-parent --clearenv --setenv HOME /tmp --setenv TMPDIR /tmp \
+		--setenv PATH /usr/bin:/bin bash /tmp/parity/loads.sh "$lang") ||
+		al_fail "loads.sh $lang fails bare in the tree of image $image"
+	n=$(printf '%s\n' "$bare" | grep -c .)
+	printf '%s\n' "$bare" | grep -qx "$must" || al_fail "$must does not load bare for $lang in the tree of $image: the lister is broken"
+	al_run run --cpus 2 --time 120s --memory 1G --image "$image" --ro "$work/parity:/parity" -- bash /parity/loads.sh "$lang"
+	al_assert_rc 0
+	missing=$(comm -23 <(printf '%s\n' "$bare") <(printf '%s\n' "$AL_OUT") | tr '\n' ' ')
+	extra=$(comm -13 <(printf '%s\n' "$bare") <(printf '%s\n' "$AL_OUT") | tr '\n' ' ')
+	[ -z "${missing// /}" ] || al_fail "on the built image $image, $lang loads bare but not inside: $missing"
+	[ -z "${extra// /}" ] || al_fail "on the built image $image, $lang loads inside but not bare: $extra"
+	al_pass "on the built image $image, the $n names $lang loads bare load inside"
+}
 mkdir -p "$work/parity"
 install -m 0644 "$AL_SRC/tests/parity/loads.sh" "$work/parity/loads.sh"
-# The tarball has no /dev (no device nodes): a tmpfs root with the tree's top entries bound in.
-bw=(--tmpfs /)
-for e in "$rootfs"/*; do
-	case ${e##*/} in dev | proc | tmp) continue ;; esac
-	if [ -L "$e" ]; then bw+=(--symlink "$(readlink "$e")" "/${e##*/}"); else bw+=(--ro-bind "$e" "/${e##*/}"); fi
-done
-bare=$(bwrap "${bw[@]}" --proc /proc --dev /dev --tmpfs /tmp --ro-bind "$work/parity" /tmp/parity --remount-ro / \
-	--unshare-all --uid 1000 --gid 1000 --die-with-parent --clearenv --setenv HOME /tmp --setenv TMPDIR /tmp \
-	--setenv PATH /usr/bin:/bin bash /tmp/parity/loads.sh python) ||
-	al_fail "loads.sh python fails bare in the image's tree"
-n=$(printf '%s\n' "$bare" | grep -c .)
-printf '%s\n' "$bare" | grep -qx pandas || al_fail "pandas does not load bare in the image's tree: the lister is broken"
-al_run run --cpus 2 --time 120s --memory 1G --image pd --ro "$work/parity:/parity" -- bash /parity/loads.sh python
+parity pd "$rootfs" python pandas
+
+# The other languages' interpreters, as Debian packages them, with a module each from outside
+# their core (the lister must see Debian's directories): PHP's extensions in their conf.d
+# (php-cli's opcache and readline), Perl's modules, Ruby's standard library, Node's builtins.
+al_run image build langs --packages php-cli,perl,libjson-perl,ruby,nodejs
 al_assert_rc 0
-missing=$(comm -23 <(printf '%s\n' "$bare") <(printf '%s\n' "$AL_OUT") | tr '\n' ' ')
-extra=$(comm -13 <(printf '%s\n' "$bare") <(printf '%s\n' "$AL_OUT") | tr '\n' ' ')
-[ -z "${missing// /}" ] || al_fail "on the built image, python loads bare but not inside: $missing"
-[ -z "${extra// /}" ] || al_fail "on the built image, python loads inside but not bare: $extra"
-al_pass "on the built image, the $n modules its python loads bare load inside"
+langs=$AIRLOCK_IMAGES/sha256/$(printf '%s' "$AL_OUT" | awk '{print $2}' | sed 's/^sha256://')/rootfs
+[ -d "$langs" ] || al_fail "the image langs has no tree at $langs"
+parity langs "$langs" php readline
+parity langs "$langs" perl JSON
+parity langs "$langs" ruby json
+parity langs "$langs" node fs
 
 # Reproducible: the same recipe against the same archive gives the same tarball, so the same digest.
 al_run image build --recipe "$work/recipe.yaml"

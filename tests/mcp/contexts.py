@@ -226,6 +226,10 @@ def scenario(t):
     check(r.get("stdout") == "7 g1 /workspace/sub\n" and cell(r).get("context_id") == "shell",
           "%s: a shell context keeps variables, functions and its directory (%r)" % (n, r.get("stdout")))
     check(marker_pids() == [], "%s: a shell cell's background job ends with the cell (%s)" % (n, marker_pids()))
+    # The cell is not the shell's argv (ps shows it to every process) nor in its processes' environment.
+    r, _ = t.execute(a, "grep -c cell-text-77 /proc/$$/cmdline; echo \"[${__AL_CELL-}]\"; sh -c 'printenv | grep -c __AL_CELL'",
+                     language="shell")
+    check(r.get("stdout") == "0\n[]\n0\n", "%s: a shell cell's code is in no argv nor environment (%r)" % (n, r.get("stdout")))
     r, _ = t.execute(a, "echo \"[$S]\"", language="shell", fresh=True)
     check(r.get("stdout") == "[]\n", "%s: a fresh shell exec sees no context state" % n)
     # JavaScript contexts: state, values, a timeout that keeps the state, children gone.

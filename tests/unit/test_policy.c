@@ -340,8 +340,8 @@ static void envp_base(void **state)
 	assert_string_equal(strv_get(envp, "PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	assert_string_equal(strv_get(envp, "HOME"), "/workspace");
 	assert_string_equal(strv_get(envp, "LANG"), "C.UTF-8");
-	assert_string_equal(strv_get(envp, "USER"), "sandbox");
-	assert_string_equal(strv_get(envp, "LOGNAME"), "sandbox");
+	assert_string_equal(strv_get(envp, "USER"), "user");
+	assert_string_equal(strv_get(envp, "LOGNAME"), "user");
 	assert_string_equal(strv_get(envp, "TMPDIR"), "/tmp");
 	pol_free_strv(envp);
 }
@@ -389,7 +389,7 @@ static void envp_policy_overrides_base(void **state)
 	assert_string_equal(strv_get(envp, "PATHX"), "not-path");
 	assert_string_equal(strv_get(envp, "PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	assert_string_equal(strv_get(envp, "EXTRA"), "1");
-	assert_string_equal(strv_get(envp, "USER"), "sandbox");
+	assert_string_equal(strv_get(envp, "USER"), "user");
 	pol_free_strv(envp);
 }
 
@@ -416,7 +416,7 @@ static void envp_image_fills_in(void **state)
 	assert_int_equal(strv_len(envp), 9);
 	assert_string_equal(strv_get(envp, "PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	assert_string_equal(strv_get(envp, "HOME"), "/workspace");
-	assert_string_equal(strv_get(envp, "USER"), "sandbox");
+	assert_string_equal(strv_get(envp, "USER"), "user");
 	assert_string_equal(strv_get(envp, "GIVEN"), "flag");
 	assert_int_equal(strv_count_name(envp, "MARKER"), 1);
 	assert_string_equal(strv_get(envp, "MARKER"), "two");

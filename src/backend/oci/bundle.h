@@ -125,6 +125,7 @@ struct oci_child {
 	bool mask_unified;  /* hide the cgroup2 hierarchy of a hybrid layout from the runtime */
 	uid_t uid;	    /* the caller's ids, mapped to 0 in airlock's user namespace */
 	gid_t gid;
+	bool cmd_absent; /* runsc with airlock-init: the command is in no PATH directory of its tree */
 };
 
 /* Runs as the clone3 child: starts the runtime as pid 1 of a pid namespace of its own,

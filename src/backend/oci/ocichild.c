@@ -213,6 +213,10 @@ static _Noreturn void report(const struct oci_child *c, int ws)
 			nat_send(c->status_fd, NK_EXITED, NS_NONE, 0, rec[1], NULL);
 		else
 			ai_record_send(c->status_fd, rec, c->cmd);
+	} else if (c->cmd_absent && WIFEXITED(ws) && WEXITSTATUS(ws) == 127) {
+		/* runsc's airlock-init could not exec a command its tree lacks: said on stderr as a
+		 * shell would, now also what every other backend reports. */
+		nat_send(c->status_fd, NK_ERROR, NS_EXEC, ENOENT, 0, c->cmd);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && runtime_error(c, msg, sizeof(msg))) {
 		/* The runtime refused before the command ran: a setup error, not the payload's status. */
 		/* crun: "executable file `X` not found", "open executable: ..."; runsc: "failed to load X: ..." */

@@ -431,6 +431,25 @@ static _Noreturn void monitor_main(const void *c)
 }
 
 /* The monitor, in the job's cgroup, released (mon_start). */
+/* Is the payload's command, a name PATH resolves, in none of its PATH's directories in the tree
+ * it runs on (its image's, else the host's, whose /usr the sandbox binds)? A path is not judged:
+ * it may be one of the files the init is about to write. runsc gives airlock-init no descriptor for its
+ * record, so an exec that failed there is only the job's 127: with this, the monitor reports it
+ * as every other backend does (ocichild.c). */
+static bool cmd_absent(const struct al_policy *p)
+{
+	if (strchr(p->argv[0], '/'))
+		return false;
+	const char *root = pol_rootfs(p) ? pol_rootfs(p) : "", *path = NULL;
+	char **envp = pol_build_envp(p), buf[PATH_MAX];
+	for (char **e = envp; e && *e && !path; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			path = *e + 5;
+	bool absent = envp && !al_find_program(root, path ? path : "/usr/bin:/bin", p->argv[0], buf, sizeof(buf));
+	pol_free_strv(envp);
+	return absent;
+}
+
 static int start(const struct oci_child *c, const struct be_io *io, struct oci_spawn *s, pid_t *pid, int *pidfd,
 		 struct al_error *err)
 {
@@ -498,6 +517,7 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 		.mask_unified = hybrid_unified(),
 		.uid = getuid(),
 		.gid = getgid(),
+		.cmd_absent = s.files_mnt && cmd_absent(p),
 	};
 	if ((r = start(&c, io, &s, &pid, &pidfd, err)) < 0)
 		goto out;

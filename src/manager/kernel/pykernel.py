@@ -299,6 +299,7 @@ __al_save() {
 [ -f "$__AL_STATE" ] && . "$__AL_STATE" 2>/dev/null
 trap __al_save EXIT
 """
+SHELL_RUN = '__al_cell=$__AL_CELL; unset __AL_CELL; eval "$__al_cell"'
 
 
 def run_shell(code):
@@ -307,10 +308,10 @@ def run_shell(code):
     if STATE_DIR is None:
         import tempfile
         STATE_DIR = tempfile.mkdtemp(prefix=".airlock-shell-")
-    env = dict(os.environ, __AL_STATE=os.path.join(STATE_DIR, "state.sh"))
-    script = SHELL_PRELUDE + code + "\n"
-    rc = subprocess.call([SHELL, "-c", script], env=env, cwd=WS)
-    return rc
+    # The cell comes in the environment and leaves it before it runs: as bash's -c argument it
+    # was the whole of the cell's line in ps, and its processes would inherit it as a variable.
+    env = dict(os.environ, __AL_STATE=os.path.join(STATE_DIR, "state.sh"), __AL_CELL=SHELL_PRELUDE + code + "\n")
+    return subprocess.call([SHELL, "-c", SHELL_RUN], env=env, cwd=WS)
 
 
 def usage():
