@@ -379,21 +379,30 @@ static int plan_image_etc(struct fs_plan *plan, const struct al_policy *p, const
 }
 
 /* Where airlock terminates the job's TLS (network/pxtls.c), the job's trust store: the system's
- * bundle plus the sandbox's own CA, and that CA alone, in a directory of their own (AL_CA_BUNDLE);
- * the job's SSL_CERT_FILE and friends name them (netpolicy.c). Only the certificate is public:
- * the CA's key never leaves the supervisor. The host's bundle is read now, so what the job trusts
- * besides this CA is exactly what it trusted before. (Not yet on an image: its /etc is its own.) */
-static int plan_ca_bundle(struct fs_plan *plan, const struct al_policy *p)
+ * bundle plus the sandbox's own CA, and that CA alone, in a directory of their own (pol_ca_path:
+ * under /etc, or beside airlock's other files on an image, whose /etc is its own); the job's
+ * SSL_CERT_FILE and friends name them (netpolicy.c). Only the certificate is public: the CA's key
+ * never leaves the supervisor. The system's bundle is the tree's the job runs on (the host's, or
+ * its image's, links resolved inside it), read now, so what the job trusts besides this CA is
+ * exactly what it trusted before. */
+static int plan_ca_bundle(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host, bool image)
 {
+	static const char sys_bundle[] = "/etc/ssl/certs/ca-certificates.crt";
 	const char *ca = p->net == AL_NET_ALLOW ? pol_tls_ca_pem(p) : NULL;
 	if (!ca)
 		return 0;
-	FILE *f = fopen("/etc/ssl/certs/ca-certificates.crt", "re");
+	cleanup_close int rfd = image ? open(host->root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	int fd = !image	    ? open(sys_bundle, O_RDONLY | O_CLOEXEC)
+		 : rfd >= 0 ? al_openat2(rfd, sys_bundle, O_RDONLY, 0, AL_RESOLVE_IN_ROOT)
+			    : -1;
+	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
 	size_t cap = strlen(ca) + 1, n = 0;
 	char *sys = NULL;
 	if (f) {
 		struct stat st;
-		if (fstat(fileno(f), &st) == 0 && st.st_size > 0 && st.st_size < (16 << 20))
+		if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size < (16 << 20))
 			cap += (size_t)st.st_size + 1;
 		sys = malloc(cap);
 		n = sys ? fread(sys, 1, cap - strlen(ca) - 1, f) : 0;
@@ -406,10 +415,13 @@ static int plan_ca_bundle(struct fs_plan *plan, const struct al_policy *p)
 	if (n > 0 && sys[n - 1] != '\n')
 		sys[n++] = '\n';
 	memcpy(sys + n, ca, strlen(ca) + 1);
+	char path[64];
 	const char *bundle = own(plan, sys);
-	int r = bundle ? mkdir_op(plan, "/etc/ssl/airlock", 0755) : -ENOMEM;
-	r = r ?: file_op(plan, AL_CA_BUNDLE, bundle);
-	return r ?: file_op(plan, AL_CA_CERT, ownf(plan, "%s", ca));
+	const char *bundle_at = ownf(plan, "%s", pol_ca_path(p, true, path, sizeof(path)));
+	const char *ca_at = ownf(plan, "%s", pol_ca_path(p, false, path, sizeof(path)));
+	int r = bundle && bundle_at && ca_at ? mkdir_op(plan, image ? AL_CA_DIR_IMAGE : AL_CA_DIR, 0755) : -ENOMEM;
+	r = r ?: file_op(plan, bundle_at, bundle);
+	return r ?: file_op(plan, ca_at, ownf(plan, "%s", ca));
 }
 
 static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struct fs_host *host)
@@ -460,7 +472,7 @@ static int plan_etc(struct fs_plan *plan, const struct al_policy *p, const struc
 		r = file_op(plan, own_etc(plan, image, "resolv.conf"),
 			    "# airlock: the sandbox's resolver answers the allowlist's names only\n"
 			    "nameserver " AL_DNS_ADDR "\noptions timeout:1 attempts:1\n");
-	r = r ?: image ? 0 : plan_ca_bundle(plan, p);
+	r = r ?: plan_ca_bundle(plan, p, host, image);
 	if (r < 0 || image)
 		return r; /* an image's own /etc fills the rest */
 	/* The parent of two binds, with its mode stated: bwrap would make it 0700 by itself. */

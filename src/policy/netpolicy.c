@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "image/image.h"
 #include "network/allowlist.h"
 #include "network/broker.h"
 #include "network/secrets.h"
@@ -307,6 +308,13 @@ __attribute__((format(printf, 3, 4))) static int put(char **v, size_t *k, const 
 	return 0;
 }
 
+const char *pol_ca_path(const struct al_policy *p, bool bundle, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/%s", p->image && p->rootfs ? AL_CA_DIR_IMAGE : AL_CA_DIR,
+		 bundle ? AL_CA_BUNDLE_FILE : AL_CA_CERT_FILE);
+	return buf;
+}
+
 char **pol_net_env(const struct al_policy *p, size_t *n)
 {
 	const struct al_broker_list *bl = pol_brokers(p);
@@ -340,10 +348,12 @@ char **pol_net_env(const struct al_policy *p, size_t *n)
 			goto oom;
 	}
 	/* The job's trust store: the system's plus the sandbox's CA (fsplan.c writes both files). */
-	for (size_t i = 0; p->net == AL_NET_ALLOW && p->tls_ca && i < AL_ARRAY_SIZE(ca_vars); i++)
+	for (size_t i = 0; p->net == AL_NET_ALLOW && p->tls_ca && i < AL_ARRAY_SIZE(ca_vars); i++) {
+		char path[64];
 		if (put(v, &k, "%s=%s", ca_vars[i],
-			strcmp(ca_vars[i], "NODE_EXTRA_CA_CERTS") ? AL_CA_BUNDLE : AL_CA_CERT) < 0)
+			pol_ca_path(p, strcmp(ca_vars[i], "NODE_EXTRA_CA_CERTS") != 0, path, sizeof(path))) < 0)
 			goto oom;
+	}
 	/* Placeholders only: the values stay in the supervisor (secrets.c). */
 	for (size_t i = 0; p->net == AL_NET_ALLOW && i < ns; i++)
 		if (put(v, &k, "%s=%s", al_secret_name(p->secrets, i), al_secret_placeholder(p->secrets, i)) < 0)

@@ -137,9 +137,14 @@ void pol_share_tls(struct al_policy *p, struct tls_ca *ca, struct al_secrets *se
 struct al_secrets *pol_secrets(const struct al_policy *p);
 struct tls_ca *pol_tls_ca(const struct al_policy *p);
 /* The CA bundle files the sandbox gets where TLS is terminated: the system's bundle plus the
- * sandbox's CA, and the CA alone (NODE_EXTRA_CA_CERTS adds to Node's own). */
-#define AL_CA_BUNDLE "/etc/ssl/airlock/bundle.pem"
-#define AL_CA_CERT   "/etc/ssl/airlock/ca.pem"
+ * sandbox's CA, and the CA alone (NODE_EXTRA_CA_CERTS adds to Node's own). On an image, whose
+ * /etc is its own and read-only, they are beside airlock's other files there (IMG_ETC_OWN). */
+#define AL_CA_DIR	  "/etc/ssl/airlock"
+#define AL_CA_DIR_IMAGE	  IMG_ETC_OWN "/ssl" /* image/image.h */
+#define AL_CA_BUNDLE_FILE "bundle.pem"
+#define AL_CA_CERT_FILE	  "ca.pem"
+/* Where p's job finds them: AL_CA_DIR or AL_CA_DIR_IMAGE, then the file's name (into buf). */
+const char *pol_ca_path(const struct al_policy *p, bool bundle, char *buf, size_t cap);
 /* The sandbox CA's certificate (PEM), or NULL when nothing is terminated. */
 const char *pol_tls_ca_pem(const struct al_policy *p);
 

@@ -51,6 +51,10 @@ def bare_layer(variant):
         for applet in ("sh", "cat", "ls", "echo", "id", "stat", "sleep", "true", "test", "uname"):
             tar.addfile(ti("bin/" + applet, tarfile.SYMTYPE, link="busybox"))
         add_file(tar, "etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+        # The image's own trust store (a marker, not a certificate): what its TLS clients trust.
+        for d in ("etc/ssl", "etc/ssl/certs"):
+            tar.addfile(ti(d + "/", tarfile.DIRTYPE, mode=0o755))
+        add_file(tar, "etc/ssl/certs/ca-certificates.crt", b"# the bin-only image's own CA bundle\n")
     return buf.getvalue()
 
 

@@ -74,7 +74,7 @@ from-image" "$b: the image's tree and Env (airlock's PATH and HOME win), not the
 	al_assert_eq "$(j image.digest)" "$digest" "$b: the verdict names the image digest"
 	# The whole root: the image's /etc beside airlock's own files, its /opt and /srv, read-only;
 	# its WorkingDir is the working directory; its User "app" is uid 1000, the sandbox user.
-	al_run run --backend "$b" --image bb -- sh -c 'echo "$PWD"; cat data.txt /etc/app.conf /etc/image-release; test -d /srv && echo srv; grep -c "^sandbox:" /etc/passwd; id -u; test -e /etc/ssl/certs/ca-certificates.crt && echo host-etc; echo x >/etc/app.conf 2>/dev/null && echo wrote-etc; echo x >/opt/app/new 2>/dev/null && echo wrote-opt; exit 0'
+	al_run run --backend "$b" --image bb -- sh -c 'echo "$PWD"; cat data.txt /etc/app.conf /etc/image-release; test -d /srv && echo srv; grep -c "^user:" /etc/passwd; id -u; test -e /etc/ssl/certs/ca-certificates.crt && echo host-etc; echo x >/etc/app.conf 2>/dev/null && echo wrote-etc; echo x >/opt/app/new 2>/dev/null && echo wrote-opt; exit 0'
 	al_assert_rc 0
 	al_assert_eq "$AL_OUT" "/opt/app
 opt-data
@@ -160,7 +160,7 @@ for b in native bwrap oci gvisor; do
 	al_run run --backend "$b" --time 120 --image wide -- sh -c "$etc_list" sh /etc
 	al_assert_rc 0
 	al_assert_eq "$AL_OUT" "$want" "$b: the image's /etc as the store holds it"
-	al_run run --backend "$b" --image wide -- sh -c 'grep -c "^sandbox:" /etc/passwd; busybox readlink /etc/hosts; test -L /etc/conf7 || stat -c %i /etc/conf7'
+	al_run run --backend "$b" --image wide -- sh -c 'grep -c "^user:" /etc/passwd; busybox readlink /etc/hosts; test -L /etc/conf7 || stat -c %i /etc/conf7'
 	al_assert_rc 0
 	ino_b=$ino
 	if [ "$b" = gvisor ]; then # gVisor numbers inodes its own way

@@ -133,6 +133,27 @@ al_assert_eq "$(j stdout.data)" 502 "an upstream whose certificate does not veri
 al_assert_eq "$(cat "$dir/up.log")" "" "what the unverified upstream received"
 al_pass "tls: upstream certificates are verified"
 
+# ---- on an image: its own trust store plus the sandbox's CA (its /etc is its own, read-only)
+export AIRLOCK_IMAGES=$dir/store
+"$AL_PY" "$AL_SRC/tests/image/mkoci.py" oci-archive "$dir/bb.tar" bin-only
+chmod a+r "$dir/bb.tar"
+al_run image import "$dir/bb.tar" bb
+al_assert_rc 0
+al_run run --image bb --proxy-hosts "$dir/hosts" --allow-private "$net/30" --net "allow=GET echo.test/ok/" \
+	--secret "API_KEY,env=AL_TEST_SECRET,hosts=echo.test" -- \
+	sh -c 'echo "$SSL_CERT_FILE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS"; cat "$SSL_CERT_FILE"; echo ==; cat "$NODE_EXTRA_CA_CERTS"'
+al_assert_rc 0
+al_assert_eq "$(printf '%s\n' "$AL_OUT" | head -n 1)" \
+	"/.airlock-etc/ssl/bundle.pem /.airlock-etc/ssl/bundle.pem /.airlock-etc/ssl/ca.pem" "the trust store's files on an image"
+bundle=$(printf '%s\n' "$AL_OUT" | sed -n '2,/^==$/p' | sed '$d')
+cert=$(printf '%s\n' "$AL_OUT" | sed -n '/^==$/,$p' | sed 1d)
+al_assert_contains "$bundle" "# the bin-only image's own CA bundle" "the image's own bundle, in the job's"
+al_assert_contains "$cert" "BEGIN CERTIFICATE" "the sandbox's CA"
+al_assert_eq "$(printf '%s\n' "$bundle" | tail -n "$(printf '%s\n' "$cert" | wc -l)")" "$cert" "the bundle ends with the sandbox's CA"
+host_line=$(sed -n 2p /etc/ssl/certs/ca-certificates.crt)
+[ -z "$host_line" ] || al_assert_not_contains "$bundle" "$host_line" "the host's bundle, in an image's trust store"
+al_pass "tls: on an image, the job trusts the image's store plus the sandbox's CA"
+
 # ---- bad input: a clear error, exit 125
 al_run run --net "allow=FETCH echo.test" -- /bin/true
 al_assert_rc 125
