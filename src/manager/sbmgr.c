@@ -157,10 +157,11 @@ struct sbx *sbx_find(struct sbm *m, const char *id, const char *owner, struct al
 	return s;
 }
 
-/* Each idle sandbox holds about 38 descriptors here on a hybrid host (bench/density.sh: control
- * socket, workspace, init's pidfd, a directory per cgroup hierarchy and its job's, its spare's
- * pidfd, socket, status pipe and timer), so the usual soft limit of 1024 refuses creates long
- * before server.max_sandboxes, and a hard limit of 20000 at ~520. The soft limit goes to the hard
+/* Each idle sandbox holds about 23 descriptors here on a hybrid host (bench/density.sh: control
+ * socket, workspace, init's pidfd, its job's pipes, timer and epoll, a directory per cgroup
+ * hierarchy of the sandbox and of its code's cgroup, and the seven counters of the latter that
+ * each exec reads), so the usual soft limit of 1024 refuses creates long before
+ * server.max_sandboxes, and a hard limit of 20000 at ~860. The soft limit goes to the hard
  * one, and as root (CAP_SYS_RESOURCE) both to the kernel's fs.nr_open, up to what max_sandboxes
  * needs. Payloads get their own limit (--open-files), whatever ours is. */
 static void raise_nofile_to(rlim_t want)
@@ -363,7 +364,7 @@ static int room_for_descriptors(struct sbm *m, struct al_error *err)
 	pthread_mutex_unlock(&m->mu);
 	return al_err(err, EAGAIN,
 		      "the server's descriptor limit (%llu open files) has no room for another sandbox beside its %u "
-		      "(each holds about 30): raise it (LimitNOFILE=, ulimit -n) or lower server.max_sandboxes",
+		      "(each holds about 25): raise it (LimitNOFILE=, ulimit -n) or lower server.max_sandboxes",
 		      (unsigned long long)rl.rlim_cur, n);
 }
 
