@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "image/imgint.h"
+#include "image/tar.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fsutil.h"
@@ -49,42 +50,12 @@
 #define WHITEOUT ".wh."
 #define OPAQUE	 ".wh..wh..opq"
 
-static void archive_freep(struct archive **a)
-{
-	if (*a)
-		archive_read_free(*a);
-}
-#define cleanup_archive __attribute__((cleanup(archive_freep)))
-
-/* Normalises a member name into out: "./" prefixes and a trailing "/" dropped; "" is the root.
- * Each refusal returns its code itself (not al_err's), so the static analyzer can see that
- * out is set whenever 0 is returned. */
+/* A member's name normalised into out ("" for the root), or refused (tar_norm_name). The code is
+ * returned itself (not al_err's), so the static analyzer can see that out is set whenever 0 is. */
 static int norm_name(const char *in, char *out, size_t size, struct al_error *err)
 {
-	out[0] = 0;
-	if (*in == '/')
-		return (void)al_err(err, EPERM, "member '%s': an absolute name: refused", in), -EPERM;
-	while (in[0] == '.' && in[1] == '/')
-		in += 2 + strspn(in + 2, "/");
-	size_t n = strlen(in);
-	while (n && in[n - 1] == '/')
-		n--;
-	if (n >= size)
-		return (void)al_err(err, ENAMETOOLONG, "member '%.64s...': name too long", in), -ENAMETOOLONG;
-	memcpy(out, in, n);
-	out[n] = 0;
-	if (strcmp(out, ".") == 0)
-		out[0] = 0;
-	for (const char *p = out; *p;) {
-		size_t len = strcspn(p, "/");
-		if (len == 0 || (len == 1 && p[0] == '.'))
-			return (void)al_err(err, EPERM, "member '%s': an empty or '.' part: refused", in), -EPERM;
-		if (len == 2 && p[0] == '.' && p[1] == '.')
-			return (void)al_err(err, EPERM, "member '%s': a '..' part leads outside the root: refused", in),
-			       -EPERM;
-		p += len + (p[len] == '/');
-	}
-	return 0;
+	const char *why = tar_norm_name(in, out, size);
+	return why ? (void)al_err(err, EPERM, "member '%.200s': %s: refused", in, why), -EPERM : 0;
 }
 
 int unpack_check_name(const char *name, struct al_error *err)
@@ -92,31 +63,6 @@ int unpack_check_name(const char *name, struct al_error *err)
 	char buf[PATH_MAX];
 	int r = norm_name(name, buf, sizeof(buf), err);
 	return r < 0 ? r : *buf ? 0 : al_err(err, EINVAL, "an empty member name");
-}
-
-static struct archive *open_tar(int fd, struct al_error *err)
-{
-	if (lseek(fd, 0, SEEK_SET) < 0) {
-		al_err_sys(err, errno, "rewind a layer");
-		return NULL;
-	}
-	struct archive *a = archive_read_new();
-	if (!a) {
-		al_err(err, ENOMEM, "out of memory");
-		return NULL;
-	}
-	/* Tar only (what layers are), through the compressions the image specs name. */
-	archive_read_support_format_tar(a);
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
-	archive_read_support_filter_xz(a);
-	archive_read_support_filter_bzip2(a);
-	if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
-		al_err(err, EBADMSG, "not a tar archive: %s", archive_error_string(a));
-		archive_read_free(a);
-		return NULL;
-	}
-	return a;
 }
 
 /* ---- the outer archive (oci-archive, docker save): regular files only ---- */
@@ -151,7 +97,7 @@ static int copy_member(struct archive *a, int fd, struct al_error *err)
 
 int unpack_outer(int fd, int destfd, const struct img_limits *lim, struct al_error *err)
 {
-	cleanup_archive struct archive *a = open_tar(fd, err);
+	cleanup_archive struct archive *a = tar_open(fd, EBADMSG, "the archive", err);
 	if (!a)
 		return err ? err->code : -EBADMSG;
 	struct archive_entry *e;
@@ -331,7 +277,7 @@ static bool is_whiteout(const char *rel)
 /* Pass 1: check every member, then apply the whiteouts (they hide only lower layers). */
 static int layer_pass1(int fd, struct budget *b, struct al_error *err)
 {
-	cleanup_archive struct archive *a = open_tar(fd, err);
+	cleanup_archive struct archive *a = tar_open(fd, EBADMSG, "a layer", err);
 	if (!a)
 		return err ? err->code : -EBADMSG;
 	struct archive_entry *e;
@@ -427,7 +373,7 @@ static int record_owner(const struct budget *b, const char *rel, struct archive_
 
 static int layer_pass2(int fd, struct budget *b, struct al_error *err)
 {
-	cleanup_archive struct archive *a = open_tar(fd, err);
+	cleanup_archive struct archive *a = tar_open(fd, EBADMSG, "a layer", err);
 	struct archive *w = archive_write_disk_new();
 	if (!a || !w) {
 		if (w)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "manager/wsint.h"
+#include "image/tar.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 #include "util/openat2.h"
@@ -40,45 +41,16 @@
  *      directory is removed and the target is as it was.
  */
 
-static void archive_freep(struct archive **a)
-{
-	if (*a)
-		archive_read_free(*a);
-}
-#define cleanup_archive __attribute__((cleanup(archive_freep)))
-
 static int bad(struct al_error *err, const char *name, const char *why)
 {
 	return al_err(err, EINVAL, "archive member '%.200s': %s: refused", name, why);
 }
 
-/* A member's name as a plain relative name in out ("" for the root itself). */
+/* A member's name as a plain relative name in out ("" for the root itself): tar_norm_name. */
 static int norm_name(const char *in, char *out, size_t size, struct al_error *err)
 {
-	out[0] = 0;
-	if (*in == '/')
-		return bad(err, in, "an absolute name");
-	const char *p = in;
-	while (p[0] == '.' && p[1] == '/')
-		p += 2 + strspn(p + 2, "/");
-	size_t n = strlen(p);
-	while (n && p[n - 1] == '/')
-		n--;
-	if (n >= size)
-		return bad(err, in, "name too long");
-	memcpy(out, p, n);
-	out[n] = 0;
-	if (strcmp(out, ".") == 0)
-		out[0] = 0;
-	for (const char *q = out; *q;) {
-		size_t len = strcspn(q, "/");
-		if (len == 0 || (len == 1 && q[0] == '.'))
-			return bad(err, in, "an empty or '.' part");
-		if (len == 2 && q[0] == '.' && q[1] == '.')
-			return bad(err, in, "a '..' part leads outside the directory");
-		q += len + (q[len] == '/');
-	}
-	return 0;
+	const char *why = tar_norm_name(in, out, size);
+	return why ? bad(err, in, why) : 0;
 }
 
 /* A symlink is kept only when it cannot lead out: a relative target without any ".." part. */
@@ -121,27 +93,6 @@ static int check_member(struct archive_entry *e, char *rel, size_t size, struct 
 	return r;
 }
 
-static struct archive *open_tar(int fd, struct al_error *err)
-{
-	if (lseek(fd, 0, SEEK_SET) < 0) {
-		al_err_sys(err, errno, "rewinding the upload");
-		return NULL;
-	}
-	struct archive *a = archive_read_new();
-	if (!a) {
-		al_err(err, ENOMEM, "out of memory");
-		return NULL;
-	}
-	archive_read_support_format_tar(a);
-	archive_read_support_filter_gzip(a);
-	if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
-		al_err(err, EINVAL, "not a tar archive: %s", archive_error_string(a));
-		archive_read_free(a);
-		return NULL;
-	}
-	return a;
-}
-
 static int corrupt(struct archive *a, struct al_error *err)
 {
 	return al_err(err, EINVAL, "not a tar archive, or a truncated one: %s", archive_error_string(a));
@@ -150,7 +101,7 @@ static int corrupt(struct archive *a, struct al_error *err)
 /* Pass 1: the whole archive checked before anything is written. */
 static int check_all(int spool, uint64_t *members, struct al_error *err)
 {
-	cleanup_archive struct archive *a = open_tar(spool, err);
+	cleanup_archive struct archive *a = tar_open(spool, EINVAL, "the upload", err);
 	if (!a)
 		return -EINVAL;
 	struct archive_entry *e;
@@ -251,7 +202,7 @@ static int put_member(struct archive *a, struct archive_entry *e, int top, char 
 /* Pass 2: every member into top (a new, empty directory of ours). */
 static int unpack_all(int spool, int top, uid_t uid, gid_t gid, struct al_error *err)
 {
-	cleanup_archive struct archive *a = open_tar(spool, err);
+	cleanup_archive struct archive *a = tar_open(spool, EINVAL, "the upload", err);
 	if (!a)
 		return -EINVAL;
 	struct archive_entry *e;
