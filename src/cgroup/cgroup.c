@@ -753,6 +753,16 @@ void cg_usage_open(struct cg_job *cg)
 		cg->h[i].files.filling = false;
 }
 
+void cg_pids_events_open(struct cg_job *cg)
+{
+	uint64_t n;
+	for (int i = 0; cg && i < cg->nh; i++)
+		cg->h[i].files.filling = true;
+	(void)cg_pids_max_count(cg, &n);
+	for (int i = 0; cg && i < cg->nh; i++)
+		cg->h[i].files.filling = false;
+}
+
 void cg_destroy(struct cg_job *cg)
 {
 	if (!cg)

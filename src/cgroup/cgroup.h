@@ -95,6 +95,9 @@ int cg_usage(struct cg_job *cg, struct cg_usage *u);
  * that each later read is one pread: for a cgroup read on a latency path (a held exec's, its
  * sandbox's). Call before cg is shared with another thread. */
 void cg_usage_open(struct cg_job *cg);
+/* As cg_usage_open for pids.events alone (cg_pids_max_count): a held sandbox's, read twice by each
+ * of its execs while its other counters wait for its end. */
+void cg_pids_events_open(struct cg_job *cg);
 /* Kills what is left, removes the cgroup(s), frees. Accepts NULL. */
 void cg_destroy(struct cg_job *cg);
 /* Whether owner is alive and started before created (seconds since the epoch): false for a pid

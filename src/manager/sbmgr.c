@@ -157,13 +157,13 @@ struct sbx *sbx_find(struct sbm *m, const char *id, const char *owner, struct al
 	return s;
 }
 
-/* Each idle sandbox holds about 23 descriptors here on a hybrid host (bench/density.sh: control
+/* Each idle sandbox holds about 24 descriptors here on a hybrid host (bench/density.sh: control
  * socket, workspace, init's pidfd, its job's pipes, timer and epoll, a directory per cgroup
- * hierarchy of the sandbox and of its code's cgroup, and the seven counters of the latter that
- * each exec reads), so the usual soft limit of 1024 refuses creates long before
- * server.max_sandboxes, and a hard limit of 20000 at ~860. The soft limit goes to the hard
- * one, and as root (CAP_SYS_RESOURCE) both to the kernel's fs.nr_open, up to what max_sandboxes
- * needs. Payloads get their own limit (--open-files), whatever ours is. */
+ * hierarchy of the sandbox and of its code's cgroup, the seven counters of the latter and the
+ * sandbox's own pids.events, which each exec reads), so the usual soft limit of 1024 refuses
+ * creates long before server.max_sandboxes, and a hard limit of 20000 at ~830. The soft limit goes
+ * to the hard one, and as root (CAP_SYS_RESOURCE) both to the kernel's fs.nr_open, up to what
+ * max_sandboxes needs. Payloads get their own limit (--open-files), whatever ours is. */
 static void raise_nofile_to(rlim_t want)
 {
 	struct rlimit rl;

@@ -393,10 +393,12 @@ int job_spawn(const struct al_policy *p, const struct al_spawn_opts *opts, bool 
 	/* The verdict's counters are read the moment the job ends, on the way to the caller: open
 	 * them now, while the sandbox's init builds its root, so that read is one pread each. Not a
 	 * held sandbox's: its verdict waits for its end, however long that is, and its files would be
-	 * seven descriptors of the server's per sandbox, all that time; what its execs read is its
-	 * code's cgroup (sandbox.c's make_work), kept open for them. */
+	 * seven descriptors of the server's per sandbox, all that time; its execs read its code's
+	 * cgroup (sandbox.c's make_work), kept open for them, and its own pids.events alone. */
 	if (!p->attach && !hold)
 		cg_usage_open(j->cg);
+	else if (!p->attach)
+		cg_pids_events_open(j->cg);
 	if ((r = job_arm(j)) < 0) {
 		r = al_err_sys(err, -r, "setup: supervisor event loop");
 		goto fail;

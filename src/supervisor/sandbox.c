@@ -174,8 +174,8 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	sb->held.enforced_json = sb->job->proc.enforced_json;
 	sb->held.seccomp_kills = sb->job->proc.seccomp_kills;
 	sb->held.net = (int)p->net;
-	/* Each exec gets a cgroup of its own beneath it (attach.c). Its counters, read twice per exec
-	 * (its pids-limit hits) and by usage calls, were opened by job_spawn. */
+	/* Each exec gets a cgroup of its own beneath it (attach.c). Its pids.events, read twice per
+	 * exec (its pids-limit hits), was opened by job_spawn; make_work's cgroup takes its place here. */
 	sb->held.cg = sb->job->cg;
 	if ((r = wait_ready(sb, err)) == -EPIPE) {
 		/* The job's verdict turns init's status record into the usual setup message. */
