@@ -2,6 +2,7 @@
 #ifndef AL_BACKEND_BACKEND_H
 #define AL_BACKEND_BACKEND_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -31,7 +32,7 @@ struct be_proc {
 	pid_t pid;
 	int pidfd;	     /* exits when the whole sandbox is gone */
 	int status_fd;	     /* read end of the nat_record channel; EOF once the sandbox is gone */
-	char *enforced_json; /* malloc'd JSON object: each protection actually applied */
+	json_t *enforced;    /* each protection actually applied (a reference of the proc's): data to the verdict */
 	const char *backend; /* static name */
 	bool seccomp_kills;  /* the filter kills (rather than fails) denied calls: SIGSYS means seccomp */
 	/* The job cgroup's pids.max counts the runtime's host tasks (gVisor's Sentry and gofer threads,
@@ -91,11 +92,11 @@ struct be_spare {
 #define BE_HELD_DONE_MAX 16 /* ended execs' cgroups awaiting removal; beyond, removed in place */
 
 struct be_held {
-	int ctl_sock;		   /* to the sandbox's init: spare requests, answered in order */
-	pthread_mutex_t lock;	   /* ... under this lock, which also covers: */
-	struct be_spare spare;	   /* the next exec's payload, when init has made it */
-	bool spare_asked;	   /* init's answer for spare is on its way (the worker takes it) */
-	const char *enforced_json; /* the sandbox's protections, which every exec inherits */
+	int ctl_sock;	       /* to the sandbox's init: spare requests, answered in order */
+	pthread_mutex_t lock;  /* ... under this lock, which also covers: */
+	struct be_spare spare; /* the next exec's payload, when init has made it */
+	bool spare_asked;      /* init's answer for spare is on its way (the worker takes it) */
+	json_t *enforced;      /* the sandbox's protections, which every exec inherits (borrowed) */
 	bool seccomp_kills;
 	int net;	     /* the sandbox's posture (enum al_net): an exec may only narrow it */
 	struct cg_job *cg;   /* where execs get theirs: work, else the sandbox's (the supervisor's), or NULL */

@@ -158,7 +158,7 @@ static int set_layers(json_t *e, const struct pol_plan *pl, const struct be_appl
 	return r ?: set_str(e, "workspace", a->workspace);
 }
 
-char *be_enforced_json(const struct pol_plan *pl, const struct be_applied *a)
+json_t *be_enforced(const struct pol_plan *pl, const struct be_applied *a)
 {
 	json_t *e = json_object();
 	if (!e) {
@@ -189,9 +189,10 @@ char *be_enforced_json(const struct pol_plan *pl, const struct be_applied *a)
 	if (r == 0 && a->loopback)
 		r = json_object_set_new(e, "loopback", json_string(pl->net.loopback));
 	int rl = set_layers(e, pl, a); /* always: it takes a->landlock */
-	char *s = r == 0 && rl == 0 ? json_dumps(e, JSON_COMPACT) : NULL;
+	if (r == 0 && rl == 0)
+		return e;
 	json_decref(e);
-	return s;
+	return NULL;
 }
 
 /* The host layers a capability table speaks of: a backend that lacks the need does not enforce

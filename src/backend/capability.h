@@ -9,7 +9,7 @@
  * host's own limits (no cgroup namespaces, an old Landlock ABI). A backend that is spawned has
  * therefore nothing left to refuse but what it finds while setting up. Once it has set up, it
  * fills a struct be_applied (what it actually made: namespaces, id map, filter, ruleset, its
- * runtime) and be_enforced_json writes the verdict's "enforced" object from the plan and that
+ * runtime) and be_enforced makes the verdict's "enforced" object from the plan and that
  * record, so the keys, the network facts and their names are written in one place. A new backend
  * is a spawn function, a capability table (with its name and stale-cleanup hook) and a row in backend.c's table. */
 #ifndef AL_BACKEND_CAPABILITY_H
@@ -112,8 +112,9 @@ struct be_applied {
 	const char *workspace; /* the fallback's workspace directory */
 };
 
-/* The verdict's "enforced" object (malloc'd compact JSON, NULL when out of memory). */
-char *be_enforced_json(const struct pol_plan *pl, const struct be_applied *a);
+/* The verdict's "enforced" object (a new reference; NULL when out of memory), carried as data to
+ * the verdict, which adds the supervisor's own facts and writes it out once. */
+json_t *be_enforced(const struct pol_plan *pl, const struct be_applied *a);
 /* The "rlimits" entry: the limits rl_apply sets, in seconds and bytes (null: unlimited). */
 json_t *be_rlimits_json(const uint64_t *limits);
 /* The "landlock" entry: false without a spec, else the ABI and rule sets applied. */

@@ -4,7 +4,7 @@
  * The backends read the plan, never re-derive it: which namespace the posture gets, whether lo is
  * raised, whether the egress proxy lives there, whether inet sockets are allowed. backend/
  * capability.h compares a plan with a backend's capability table (be_refuse) and writes the
- * verdict's "enforced" object from the plan and what the backend applied (be_enforced_json). */
+ * verdict's "enforced" object from the plan and what the backend applied (be_enforced). */
 #ifndef AL_POLICY_PLAN_H
 #define AL_POLICY_PLAN_H
 

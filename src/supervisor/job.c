@@ -696,7 +696,7 @@ void al_job_free(struct al_job *j)
 	pump_free(&j->out);
 	pump_free(&j->err);
 	cg_destroy(j->cg);
-	free(j->proc.enforced_json);
+	json_decref(j->proc.enforced);
 	free(j->proc.workdir);
 	free(j->proc.keep_changes);
 	free(j->proc.checkout);

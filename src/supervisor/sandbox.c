@@ -39,6 +39,7 @@ struct al_sandbox {
 	gid_t gid;
 	bool paused;		  /* frozen (al_sandbox_pause), under held.lock */
 	struct cg_keeper *keeper; /* from its first pause on: ends the sandbox if we die */
+	char *enforced_text;	  /* held.enforced written out once, for al_sandbox_enforced */
 };
 
 struct be_held *sandbox_held(struct al_sandbox *sb)
@@ -99,13 +100,12 @@ static void read_owner(struct al_sandbox *sb)
 {
 	sb->uid = geteuid();
 	sb->gid = getegid();
-	json_t *e = sb->held.enforced_json ? json_loads(sb->held.enforced_json, 0, NULL) : NULL;
+	const json_t *e = sb->held.enforced;
 	json_t *u = json_object_get(e, "payload_host_uid"), *g = json_object_get(e, "payload_host_gid");
 	if (json_is_integer(u) && json_integer_value(u) >= 0)
 		sb->uid = (uid_t)json_integer_value(u);
 	if (json_is_integer(g) && json_integer_value(g) >= 0)
 		sb->gid = (gid_t)json_integer_value(g);
-	json_decref(e);
 }
 
 /* Waits for init: the proxy's socket (if any) comes first, then the workspace. */
@@ -171,7 +171,8 @@ int al_sandbox_create(const struct al_policy *p, struct al_sandbox **out, struct
 	if (r < 0)
 		goto fail;
 	sb->held.ctl_sock = sb->job->proc.ctl_sock;
-	sb->held.enforced_json = sb->job->proc.enforced_json;
+	sb->held.enforced = sb->job->proc.enforced;
+	sb->enforced_text = sb->held.enforced ? json_dumps(sb->held.enforced, JSON_COMPACT) : NULL;
 	sb->held.seccomp_kills = sb->job->proc.seccomp_kills;
 	sb->held.net = (int)p->net;
 	/* Each exec gets a cgroup of its own beneath it (attach.c). Its pids.events, read twice per
@@ -225,7 +226,7 @@ void al_sandbox_owner(const struct al_sandbox *sb, uid_t *uid, gid_t *gid)
 
 const char *al_sandbox_enforced(const struct al_sandbox *sb)
 {
-	return sb->held.enforced_json;
+	return sb->enforced_text;
 }
 
 bool al_sandbox_alive(const struct al_sandbox *sb)
@@ -405,5 +406,6 @@ void al_sandbox_destroy(struct al_sandbox *sb)
 	be_held_release(&sb->held);
 	al_job_free(sb->job);
 	pthread_mutex_destroy(&sb->held.lock);
+	free(sb->enforced_text);
 	free(sb);
 }

@@ -140,7 +140,8 @@ static void classify(struct al_job *j, struct al_verdict *v)
 /* The enforced object from the backend, completed with the supervisor's cgroup. */
 static char *enforced_with_cgroup(const struct al_job *j)
 {
-	json_t *e = j->proc.enforced_json ? json_loads(j->proc.enforced_json, 0, NULL) : json_object();
+	/* A copy of the first level: the backend's object may be the held sandbox's, shared by its execs. */
+	json_t *e = j->proc.enforced ? json_copy(j->proc.enforced) : json_object();
 	if (!e)
 		return NULL;
 	json_t *cg = json_false();

@@ -139,7 +139,7 @@ static int make_data(struct bw_spawn *s, const struct pol_plan *pl, struct al_er
 	return 0;
 }
 
-static char *enforced_json(const struct al_policy *p, const struct pol_plan *pl, const struct bw_spawn *s,
+static json_t *enforced_of(const struct al_policy *p, const struct pol_plan *pl, const struct bw_spawn *s,
 			   bool cgroupns)
 {
 	/* What this job's payload is on the host: the caller, or id_base+uid for a root caller (uid
@@ -169,7 +169,7 @@ static char *enforced_json(const struct al_policy *p, const struct pol_plan *pl,
 		.landlock = be_landlock_json(s->ll_abi ? &s->landlock : NULL, s->ll_abi),
 		.cgroup_key = true,
 	};
-	return be_enforced_json(pl, &a);
+	return be_enforced(pl, &a);
 }
 
 /* Everything the monitor needs, laid out before clone3. */
@@ -352,7 +352,7 @@ int be_bwrap_spawn(const struct al_policy *p, const struct pol_plan *pl, const s
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(s.status_p[0]);
-	out->enforced_json = enforced_json(p, pl, &s, cgroupns);
+	out->enforced = enforced_of(p, pl, &s, cgroupns);
 	out->backend = "bwrap";
 	out->seccomp_kills = s.filter.prog.len > 0; /* every profile kills foreign-ABI calls */
 	out->kill_signal = SIGTERM;		    /* the monitor kills its children and reaps them (bwchild.c) */

@@ -434,19 +434,16 @@ int be_held_socket(struct be_held *h, int family, int *out, struct al_error *err
 
 /* The sandbox's enforced object, told for this exec: one without the sandbox's network ran in a
  * namespace of its own holding only lo, up ("none"), whatever the sandbox was made with. */
-static char *exec_enforced(const char *held, bool own_net)
+static json_t *exec_enforced(json_t *held, bool own_net)
 {
-	if (!held)
-		return NULL;
-	if (!own_net)
-		return strdup(held);
-	json_t *e = json_loads(held, 0, NULL);
-	char *s = NULL;
+	if (!held || !own_net)
+		return json_incref(held); /* shared: the verdict copies before it adds to it */
+	json_t *e = json_copy(held);
 	if (e && json_object_set_new(e, "network", json_string(pol_net_name(AL_NET_NONE))) == 0 &&
 	    json_object_set_new(e, "loopback", json_string("up")) == 0)
-		s = json_dumps(e, JSON_COMPACT);
+		return e;
 	json_decref(e);
-	return s;
+	return NULL;
 }
 
 int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const struct be_io *io, struct be_proc *out,
@@ -527,7 +524,7 @@ int be_attach_spawn(const struct al_policy *p, const struct pol_plan *pl, const 
 	out->pidfd = s.pidfd;
 	out->status_fd = s.status;
 	out->kill_signal = SIGKILL; /* the exec's init: its pid namespace dies with it */
-	out->enforced_json = exec_enforced(h->enforced_json, spare_flags & NX_NONET);
+	out->enforced = exec_enforced(h->enforced, spare_flags & NX_NONET);
 	out->backend = "native";
 	out->seccomp_kills = h->seccomp_kills;
 	out->cg = cg;

@@ -163,7 +163,7 @@ static int fb_workspace(const struct al_policy *p, uid_t uid, gid_t gid, struct 
 static int fb_write_files(const struct al_policy *p, const struct fb_state *s, uid_t uid, gid_t gid,
 			  struct al_error *err);
 
-static char *fb_enforced(const struct pol_plan *pl, const struct fb_state *s, uid_t uid, gid_t gid)
+static json_t *fb_enforced(const struct pol_plan *pl, const struct fb_state *s, uid_t uid, gid_t gid)
 {
 	struct be_applied a = {
 		.fallback = true,
@@ -179,7 +179,7 @@ static char *fb_enforced(const struct pol_plan *pl, const struct fb_state *s, ui
 		.disk_key = true,
 		.workspace = s->ws,
 	};
-	return be_enforced_json(pl, &a);
+	return be_enforced(pl, &a);
 }
 
 /* Init and payload in the host's namespaces, in the workspace directory, as uid/gid (dropping the
@@ -298,7 +298,7 @@ int nat_fallback_spawn(const struct al_policy *p, const struct pol_plan *pl, con
 	c.landlock = &s.spec;
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
-	out->enforced_json = fb_enforced(pl, &s, uid, gid);
+	out->enforced = fb_enforced(pl, &s, uid, gid);
 	out->backend = "native";
 	out->seccomp_kills = true;
 	fb_free(&s, s.ws_made);
@@ -334,7 +334,7 @@ static int fb_write_files(const struct al_policy *p, const struct fb_state *s, u
 	return 0;
 }
 
-static char *none_enforced(const struct pol_plan *pl, uid_t uid, gid_t gid)
+static json_t *none_enforced(const struct pol_plan *pl, uid_t uid, gid_t gid)
 {
 	struct be_applied a = {
 		.isolation = "none",
@@ -344,7 +344,7 @@ static char *none_enforced(const struct pol_plan *pl, uid_t uid, gid_t gid)
 		.payload_host_gid = (json_int_t)gid,
 		.network = "host",
 	};
-	return be_enforced_json(pl, &a);
+	return be_enforced(pl, &a);
 }
 
 /* No layer at all: what the none backend refuses is be_refuse's (refuse_no_isolation). */
@@ -375,7 +375,7 @@ int be_none_spawn(const struct al_policy *p, const struct pol_plan *pl, const st
 	fb_child(&c, p, io, &s, uid, gid); /* no Landlock, and no filter (profile none's is off) */
 	if ((r = fb_start(p, io, out, &s, &c, err)) < 0)
 		goto out;
-	out->enforced_json = none_enforced(pl, uid, gid);
+	out->enforced = none_enforced(pl, uid, gid);
 	out->backend = "none";
 	fb_free(&s, s.ws_made);
 	return 0;

@@ -67,7 +67,7 @@ struct nat_layers {
 	int landlock_abi;
 };
 
-static char *enforced_json(const struct pol_plan *pl, const struct uns_map *m, const struct nat_layers *l)
+static json_t *enforced_of(const struct pol_plan *pl, const struct uns_map *m, const struct nat_layers *l)
 {
 	/* The payload's ids: the sandbox user's, or the image's User's (uns_choose placed them). */
 	struct be_applied a = {
@@ -89,7 +89,7 @@ static char *enforced_json(const struct pol_plan *pl, const struct uns_map *m, c
 		.landlock = be_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi),
 		.cgroup_key = true,
 	};
-	return be_enforced_json(pl, &a);
+	return be_enforced(pl, &a);
 }
 
 static const char *find_path(char *const *envp)
@@ -315,7 +315,7 @@ static void hand_over(const struct al_policy *p, const struct pol_plan *pl, cons
 	out->pid = pid;
 	out->pidfd = steal_fd(*pidfd);
 	out->status_fd = steal_fd(ch->status[0]);
-	out->enforced_json = enforced_json(pl, &c->map, layers);
+	out->enforced = enforced_of(pl, &c->map, layers);
 	if (pl->sends_uppers) {
 		out->upper_sock = steal_fd(ch->fd[0]);
 		out->workdir = p->workdir ? strdup(p->workdir) : NULL;

@@ -365,7 +365,7 @@ static int make_dirs(struct oci_spawn *s, const struct oci_runtime_desc *d, stru
 	return r < 0 ? al_err_sys(err, -r, "setup: the %s bundle directory", d->name) : 0;
 }
 
-static char *enforced_json(const struct oci_runtime_desc *d, const struct al_policy *p, const struct pol_plan *pl,
+static json_t *enforced_of(const struct oci_runtime_desc *d, const struct al_policy *p, const struct pol_plan *pl,
 			   const struct oci_spawn *s)
 {
 	bool root = pl->root;
@@ -399,7 +399,7 @@ static char *enforced_json(const struct oci_runtime_desc *d, const struct al_pol
 		.kernel = d->kernel,
 		.platform = d->platform,
 	};
-	return be_enforced_json(pl, &a);
+	return be_enforced(pl, &a);
 }
 
 /* On a hybrid host the cgroup2 hierarchy sits at /sys/fs/cgroup/unified. */
@@ -524,7 +524,7 @@ int oci_spawn(const struct oci_runtime_desc *d, const struct al_policy *p, const
 	out->pid = pid;
 	out->pidfd = steal_fd(pidfd);
 	out->status_fd = steal_fd(s.status_p[0]);
-	out->enforced_json = enforced_json(d, p, pl, &s);
+	out->enforced = enforced_of(d, p, pl, &s);
 	out->backend = d->name;
 	/* crun: every profile kills foreign-ABI calls; runsc: strict kills its always-denied calls */
 	out->seccomp_kills = s.filter.prog.len > 0 || (d->runtime == OCI_RUNSC && p->seccomp == AL_SECCOMP_STRICT);
