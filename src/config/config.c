@@ -519,9 +519,7 @@ static int p_filesystem(struct conv *c, const struct cfg_node *v, const char *pa
 
 static int p_seccomp(struct conv *c, const struct cfg_node *v, const char *path, void *obj)
 {
-	static const char *const names[] = {
-		[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict", [AL_SECCOMP_OFF] = "off"};
-	int r = conv_pick(c, v, path, names, AL_ARRAY_SIZE(names));
+	int r = conv_pick(c, v, path, pol_seccomp_names, POL_SECCOMP_PROFILES);
 	if (r >= 0)
 		((struct cfg_profile *)obj)->seccomp = (enum al_seccomp_profile)r;
 	return r < 0 ? r : 0;

@@ -169,8 +169,6 @@ static void secrets(struct dumper *d, const struct cfg *c)
 
 static void profile(struct dumper *d, const struct cfg_profile *p)
 {
-	static const char *const seccomp[] = {
-		[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict", [AL_SECCOMP_OFF] = "off"};
 	scalar(d, p->name);
 	map_start(d);
 	key_str(d, "namespaces", p->namespaces ? "true" : "false");
@@ -179,7 +177,7 @@ static void profile(struct dumper *d, const struct cfg_profile *p)
 	else
 		key_str(d, "network", pol_net_name(p->net));
 	key_str(d, "filesystem", cfg_fs_view_name(p->filesystem));
-	key_str(d, "seccomp", (unsigned)p->seccomp < AL_ARRAY_SIZE(seccomp) ? seccomp[p->seccomp] : "default");
+	key_str(d, "seccomp", (unsigned)p->seccomp < POL_SECCOMP_PROFILES ? pol_seccomp_name(p->seccomp) : "default");
 	key_strv(d, "require", &p->require);
 	if (p->rootfs)
 		key_str(d, "rootfs", p->rootfs);

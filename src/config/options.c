@@ -257,10 +257,8 @@ static int apply_string(struct al_policy *p, const struct al_option *o, const ch
 		return al_err(err, EINVAL, "--backend: unknown backend '%s' (expected %s)", value, names);
 	}
 	if (id == OPT_SECCOMP) {
-		static const char *const names[] = {
-			[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict", [AL_SECCOMP_OFF] = "off"};
-		for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
-			if (strcmp(value, names[i]) == 0)
+		for (size_t i = 0; i < POL_SECCOMP_PROFILES; i++)
+			if (strcmp(value, pol_seccomp_names[i]) == 0)
 				return al_policy_set_seccomp(p, (enum al_seccomp_profile)i, err);
 		return al_err(err, EINVAL, "--seccomp: expected default, strict or off, not '%s'", value);
 	}

@@ -29,7 +29,6 @@ int sc_compile(const struct sc_options *o, struct sock_fprog *prog, struct al_er
 /* The eight option combinations as 0..7 (profile strict, allow_inet, allow_io_uring bits). */
 unsigned sc_options_key(const struct sc_options *o);
 void sc_options_from_key(unsigned key, struct sc_options *o);
-const char *sc_profile_name(enum al_seccomp_profile p);
 
 /* What a profile does with one x86_64 system call, by name (pure; what sc_build compiles).
  * For tests, reports and "airlock profiles". */

@@ -13,19 +13,6 @@
 #include "seccomp_blobs.h"
 #endif
 
-const char *sc_profile_name(enum al_seccomp_profile p)
-{
-	switch (p) {
-	case AL_SECCOMP_DEFAULT:
-		return "default";
-	case AL_SECCOMP_STRICT:
-		return "strict";
-	case AL_SECCOMP_OFF:
-		return "off";
-	}
-	return "?";
-}
-
 unsigned sc_options_key(const struct sc_options *o)
 {
 	return (o->profile == AL_SECCOMP_STRICT ? 1u : 0u) | (o->allow_inet ? 2u : 0u) | (o->allow_io_uring ? 4u : 0u);

@@ -45,6 +45,14 @@ static const struct {
 	{"allow", AL_NET_ALLOW, false},
 };
 
+const char *const pol_seccomp_names[POL_SECCOMP_PROFILES] = {
+	[AL_SECCOMP_DEFAULT] = "default", [AL_SECCOMP_STRICT] = "strict", [AL_SECCOMP_OFF] = "off"};
+
+const char *pol_seccomp_name(enum al_seccomp_profile p)
+{
+	return (unsigned)p < POL_SECCOMP_PROFILES ? pol_seccomp_names[p] : "?";
+}
+
 const char *pol_net_name(enum al_net_posture n)
 {
 	for (size_t i = 0; i < AL_ARRAY_SIZE(net_names); i++)

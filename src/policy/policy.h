@@ -161,6 +161,12 @@ bool pol_env_name_ok(const char *s, size_t len);
 /* The image's Env as the image has it, "NAME=VALUE" (checked by al_policy_set_image), its first *n
  * entries taken (bounded); NULL and 0 without an image. */
 char *const *pol_image_env(const struct al_policy *p, size_t *n);
+/* The seccomp profiles' names, by enum al_seccomp_profile: the one table the command line, the
+ * configuration, its dump and the verdict's "enforced" use. */
+#define POL_SECCOMP_PROFILES 3
+extern const char *const pol_seccomp_names[POL_SECCOMP_PROFILES];
+/* A profile's name ("?" for none of them). */
+const char *pol_seccomp_name(enum al_seccomp_profile p);
 /* The posture's name ("none", "host", "allow"; "?" for no posture). */
 const char *pol_net_name(enum al_net_posture n);
 /* A posture chosen by its name alone ("none", its synonym "loopback", "host"): 0, or -EINVAL. */

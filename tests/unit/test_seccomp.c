@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "kit/seccomp.h"
+#include "policy/policy.h"
 
 #ifndef SYS_clone3
 #define SYS_clone3 435
@@ -184,9 +185,9 @@ static void load_refuses_missing_filter(void **state)
 
 static void names(void **state)
 {
-	assert_string_equal(sc_profile_name(AL_SECCOMP_DEFAULT), "default");
-	assert_string_equal(sc_profile_name(AL_SECCOMP_STRICT), "strict");
-	assert_string_equal(sc_profile_name(AL_SECCOMP_OFF), "off");
+	assert_string_equal(pol_seccomp_name(AL_SECCOMP_DEFAULT), "default");
+	assert_string_equal(pol_seccomp_name(AL_SECCOMP_STRICT), "strict");
+	assert_string_equal(pol_seccomp_name(AL_SECCOMP_OFF), "off");
 	assert_string_equal(sc_action_name(SC_ACT_KILL), "kill");
 	assert_string_equal(sc_action_name(SC_ACT_ENOSYS), "ENOSYS");
 }

@@ -163,7 +163,7 @@ static json_t *enforced_of(const struct al_policy *p, const struct pol_plan *pl,
 		.userns_disabled = true,
 		.netns_maker = "bwrap",
 		.loopback = true, /* bwrap always raises lo in its network namespace: said, not hidden */
-		.seccomp = s->filter.prog.len ? sc_profile_name(s->filter.profile) : NULL,
+		.seccomp = s->filter.prog.len ? pol_seccomp_name(s->filter.profile) : NULL,
 		/* no overlay in bwrap 0.8: the directory itself, read-write, beyond --disk */
 		.workdir = p->workdir ? "bind" : "none",
 		.landlock = be_landlock_json(s->ll_abi ? &s->landlock : NULL, s->ll_abi),

@@ -85,7 +85,7 @@ static json_t *enforced_of(const struct pol_plan *pl, const struct uns_map *m, c
 		.payload_gid = m->gid,
 		.payload_host_gid = (json_int_t)uns_host_gid(m, m->gid),
 		.loopback = true,
-		.seccomp = l->seccomp.prog.len ? sc_profile_name(l->seccomp.profile) : NULL,
+		.seccomp = l->seccomp.prog.len ? pol_seccomp_name(l->seccomp.profile) : NULL,
 		.landlock = be_landlock_json(l->landlock_on ? &l->landlock : NULL, l->landlock_abi),
 		.cgroup_key = true,
 	};

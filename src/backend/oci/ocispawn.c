@@ -386,7 +386,7 @@ static json_t *enforced_of(const struct oci_runtime_desc *d, const struct al_pol
 		.payload_host_gid = root ? (json_int_t)p->id_base + p->run_gid : (json_int_t)getgid(),
 		.netns_maker = d->netns_maker,
 		.loopback = true,
-		.seccomp = s->filter.prog.len || s->sc_on ? sc_profile_name(p->seccomp) : NULL,
+		.seccomp = s->filter.prog.len || s->sc_on ? pol_seccomp_name(p->seccomp) : NULL,
 		.landlock = be_landlock_json(s->ll_abi ? &s->landlock : NULL, s->ll_abi),
 		/* no overlay: the directory itself, read-write, beyond --disk */
 		.workdir = p->workdir ? "bind" : "none",
