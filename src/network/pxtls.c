@@ -21,7 +21,7 @@
  *      the upstream closes and no response framing needs parsing to find it;
  *   6. the response head is held whole: its Connection headers go; a response that frames itself
  *      (Content-Length, chunked, or no body) keeps the client's connection for the next request,
- *      any other gets "Connection: close". Where a secret was put in, the response is scanned as
+ *      any other gets "Connection: close". Where a secret was put in, the response is scanned and
  *      cut before the secret could reach the job.
  * Steps 4 to 6 are also the credential broker's upstream leg (broker.c, px_forward_serve): the job's
  * side is then a plain socket with one origin-form request, the upstream and its target are the
