@@ -22,7 +22,6 @@
 #include "network/broker.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
