@@ -42,8 +42,8 @@ const struct al_option al_options[] = {
 	{OPT_PROXY_CONNS, "proxy-conns", 0, OK_COUNT, "N", "concurrent proxy connections (default 64)", true},
 	{OPT_PROXY_IDLE, "proxy-idle", 0, OK_DURATION, "DURATION",
 	 "a proxy connection with no traffic this long is closed (default 60s)", true},
-	{OPT_BROKER, "broker", 0, OK_STRING, "NAME=URL,header=H,env=VAR|file=F",
-	 "credential broker: the proxy adds a secret header towards an https upstream (see airlock(1))", true},
+	{OPT_BROKER, "broker", 0, OK_STRING, "NAME=URL,header=H,env=VAR|file=F[,header=...]",
+	 "credential broker: the proxy adds secret headers towards an https upstream (see airlock(1))", true},
 	{OPT_SECRET, "secret", 0, OK_STRING, "NAME,env=VAR|file=F,hosts=HOST|...[,body]",
 	 "the job's NAME holds a placeholder; the proxy puts the secret in its place toward HOST only (TLS "
 	 "terminated there)",

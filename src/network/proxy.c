@@ -1,7 +1,7 @@
 /* proxy.c — the egress proxy's server: accept thread, connection threads, records.
  *
  * Threads, not the supervisor's epoll loop: a connection's life has blocking steps (name
- * resolution, connect, TLS for the broker) that must never stall output pumping or the
+ * resolution, connect, upstream TLS) that must never stall output pumping or the
  * deadline. The proxy object is reference counted (the owner plus each running thread), so a
  * thread still stuck in the resolver when the job ends finishes against valid memory; its
  * record is then counted as unfinished instead of being reported half-written.

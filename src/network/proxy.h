@@ -112,6 +112,25 @@ bool px_tls_wanted(const struct px_config *cfg, const char *host, uint16_t port)
  * allowed, the client was told the tunnel is up (or was captured); every request is checked
  * against the rules, secrets are put in, each request recorded. */
 void px_tls_serve(struct px_conn *c, const struct px_config *cfg);
+/* The upstream leg of a request airlock forwards (pxtls.c): how the upstream is verified, whose
+ * placeholders are put in, and what a broker (broker.c) adds. px_tls_serve's: the CA's client
+ * context, cfg's secrets, nothing added. */
+struct pr_request;
+struct ssl_ctx_st;
+struct px_forward {
+	struct ssl_ctx_st *ctx;		  /* verifies the upstream (peer, name); not owned */
+	const struct al_secrets *secrets; /* put in toward c->rec.host:port; the response scanned for them */
+	const char *target;		  /* the request target sent; NULL: the job's own */
+	const char *lines;		  /* header lines added ("Name: value\r\n"...), placeholders only */
+	const char *const *drop;	  /* lower-case header names of the job's left out; NULL-ended */
+};
+/* Serves one plain origin-form request on c->client through the same upstream leg as
+ * px_tls_serve, to c->rec.host:port (set by the caller): resolved with the hosts file and every
+ * address checked (px_connect_checked), TLS verified with fw->ctx, placeholders of fw->secrets
+ * replaced, the response scanned and cut. rest[0..nrest): what was read after the head. Fills
+ * c->rec (method, path, decision, status, bytes, reason); answers every failure itself. */
+void px_forward_serve(struct px_conn *c, const struct px_config *cfg, const struct px_forward *fw,
+		      const struct pr_request *req, const char *rest, size_t nrest);
 /* Relays both ways until both directions ended or nothing moved for idle_ms (pxconn.c). */
 void px_relay(struct px_conn *c, int idle_ms);
 /* For capture.c: the names table (NULL without cfg.capture), the allowlist, and a query's

@@ -3,7 +3,7 @@
  *
  * Order of checks (each refusal is recorded with its reason):
  *   1. the head parses (proxyreq.c): else 4xx/5xx from the parser, counted as malformed;
- *   2. origin-form goes to the credential broker, never to the network;
+ *   2. origin-form goes to the credential broker (whose upstream leg comes back here for 5.);
  *   3. plain HTTP only when the policy enables it;
  *   4. host and port on the allowlist (an IP literal only when listed literally);
  *   5. every resolved address classified (addrclass.c): forbidden ones are skipped, and we
@@ -350,7 +350,7 @@ void px_conn_serve(struct px_conn *c, const struct px_config *cfg)
 		if (req->kind == PR_CONNECT || req->kind == PR_ABSOLUTE)
 			serve_network(c, cfg, req, buf + at, nrest);
 		else if (cfg->brokers && al_broker_count(cfg->brokers) > 0)
-			broker_serve(cfg->brokers, c->client, req, buf + at, nrest, cfg->idle_ms, &c->rec);
+			broker_serve(cfg->brokers, c, cfg, req, buf + at, nrest);
 		else
 			refuse(c, cfg, PXD_ERROR, 400, "not a proxy request");
 		pr_free(st);

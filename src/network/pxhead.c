@@ -19,6 +19,23 @@ static bool value_has(const char *v, size_t n, const char *word)
 	return false;
 }
 
+/* Whether a Content-Encoding value names a coding other than identity in any element of its list
+ * ("identity, gzip" is gzip): the secret scan sees only raw bytes, so one such element hides it. */
+static bool coded(const char *v, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		size_t t = i;
+		while (t < n && v[t] != ' ' && v[t] != '\t' && v[t] != ',')
+			t++;
+		if (t > i && !(t - i == 8 && strncasecmp(v + i, "identity", 8) == 0))
+			return true;
+		i = t;
+	}
+	return false;
+}
+
 void pxh_facts(const char *h, size_t n, bool head_req, struct pxh_facts *f)
 {
 	*f = (struct pxh_facts){0};
@@ -35,7 +52,7 @@ void pxh_facts(const char *h, size_t n, bool head_req, struct pxh_facts *f)
 		if (pxh_hdr_is(p, ll, "transfer-encoding") && value_has(p, ll, "chunked"))
 			f->framed = true;
 		/* pxh_hdr_is held: the line is longer than "content-encoding" and its ':'. */
-		if (pxh_hdr_is(p, ll, "content-encoding") && !value_has(p + 17, ll - 17, "identity"))
+		if (pxh_hdr_is(p, ll, "content-encoding") && coded(p + 17, ll - 17))
 			f->encoded = true;
 		p += ll + 2;
 	}

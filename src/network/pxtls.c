@@ -21,8 +21,13 @@
  *      the upstream closes and no response framing needs parsing to find it;
  *   6. the response head is held whole: its Connection headers go; a response that frames itself
  *      (Content-Length, chunked, or no body) keeps the client's connection for the next request,
- *      any other gets "Connection: close". Where a secret was put in, the response is scanned as
- *      the broker does and cut before the secret could reach the job.
+ *      any other gets "Connection: close". Where a secret was put in, the response is scanned and
+ *      cut before the secret could reach the job.
+ * Steps 4 to 6 are also the credential broker's upstream leg (broker.c, px_forward_serve): the job's
+ * side is then a plain socket with one origin-form request, the upstream and its target are the
+ * operator's, and the broker's header lines (placeholders of its own secrets) are added, the job's
+ * lines of those names dropped. One upstream leg, so a broker's upstream is resolved (hosts file),
+ * address-checked, verified and scanned exactly as any terminated host.
  * Every wait is a poll bounded by the idle timeout; px_stop shuts the sockets down, which ends it.
  */
 #include <arpa/inet.h>
@@ -59,14 +64,17 @@ bool px_tls_wanted(const struct px_config *cfg, const char *host, uint16_t port)
 }
 
 struct side {
-	SSL *ssl;
+	SSL *ssl; /* NULL: a plain socket (the broker's job side) */
 	int fd;
 };
 
 struct term {
 	struct px_conn *c;
 	const struct px_config *cfg;
+	const struct px_forward *fw; /* the upstream leg: context, secrets, what is added */
 	struct side cl, up;
+	const char *pre; /* read with the head (a broker request's first body bytes): before cl */
+	size_t npre;
 	char in[IO_CHUNK]; /* from the client: what follows the head parsed so far */
 	size_t nin;
 	uint32_t used; /* the secrets put into this request */
@@ -74,6 +82,17 @@ struct term {
 };
 
 /* ---- waiting and TLS I/O ----------------------------------------------------------------- */
+
+static int wait_fd(const struct term *t, int fd, short ev)
+{
+	struct pollfd p = {.fd = fd, .events = ev};
+	for (;;) {
+		int r = poll(&p, 1, t->cfg->idle_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
+	}
+}
 
 static int wait_io(const struct term *t, const struct side *s, int ret)
 {
@@ -92,17 +111,13 @@ static int wait_io(const struct term *t, const struct side *s, int ret)
 	default:
 		return -EPROTO;
 	}
-	struct pollfd p = {.fd = s->fd, .events = ev};
-	for (;;) {
-		int r = poll(&p, 1, t->cfg->idle_ms);
-		if (r < 0 && errno == EINTR)
-			continue;
-		return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
-	}
+	return wait_fd(t, s->fd, ev);
 }
 
-static int tls_write(const struct term *t, const struct side *s, const char *p, size_t len)
+static int side_write(const struct term *t, const struct side *s, const char *p, size_t len)
 {
+	if (!s->ssl)
+		return px_write_all(s->fd, p, len, t->cfg->idle_ms);
 	while (len > 0) {
 		ERR_clear_error();
 		int n = SSL_write(s->ssl, p, len > INT_MAX ? INT_MAX : (int)len);
@@ -118,9 +133,27 @@ static int tls_write(const struct term *t, const struct side *s, const char *p, 
 	return 0;
 }
 
-/* > 0 bytes, 0 at the end of the stream, or -errno. */
-static int tls_read(const struct term *t, const struct side *s, char *buf, size_t cap)
+static int plain_read(const struct term *t, int fd, char *buf, size_t cap)
 {
+	for (;;) {
+		ssize_t n = recv(fd, buf, cap > INT_MAX ? INT_MAX : cap, 0);
+		if (n >= 0)
+			return (int)n;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return errno == ECONNRESET ? 0 : -errno;
+		int r = wait_fd(t, fd, POLLIN);
+		if (r < 0)
+			return r;
+	}
+}
+
+/* > 0 bytes, 0 at the end of the stream, or -errno. */
+static int side_read(const struct term *t, const struct side *s, char *buf, size_t cap)
+{
+	if (!s->ssl)
+		return plain_read(t, s->fd, buf, cap);
 	for (;;) {
 		ERR_clear_error();
 		int n = SSL_read(s->ssl, buf, cap > INT_MAX ? INT_MAX : (int)cap);
@@ -133,6 +166,17 @@ static int tls_read(const struct term *t, const struct side *s, char *buf, size_
 		if (r < 0)
 			return r;
 	}
+}
+
+/* From the job: what was read with the head first, then its side. */
+static int client_read(struct term *t, char *buf, size_t cap)
+{
+	if (t->npre == 0)
+		return side_read(t, &t->cl, buf, cap);
+	size_t k = t->npre < cap ? t->npre : cap;
+	memcpy(buf, t->pre, k);
+	t->pre += k, t->npre -= k;
+	return (int)k;
 }
 
 static int handshake(const struct term *t, const struct side *s, bool server)
@@ -170,7 +214,7 @@ static void answer(struct term *t, int status, const char *text)
 		"%s\n",
 		status, px_status_text(status), strlen(text) + 1, text);
 	if (n > 0)
-		(void)tls_write(t, &t->cl, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+		(void)side_write(t, &t->cl, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 	t->c->rec.status = status;
 	t->keep = false;
 }
@@ -236,7 +280,7 @@ static int read_request(struct term *t, struct pr_state *st, const struct pr_req
 			fail(t, PXD_ERROR, pr_error_status(st), pr_error_reason(st));
 			return -1;
 		}
-		int n = tls_read(t, &t->cl, t->in + t->nin, sizeof(t->in) - t->nin);
+		int n = client_read(t, t->in + t->nin, sizeof(t->in) - t->nin);
 		if (n <= 0) {
 			if (any) {
 				t->c->rec.decision = PXD_ERROR;
@@ -251,37 +295,54 @@ static int read_request(struct term *t, struct pr_state *st, const struct pr_req
 	}
 }
 
-/* The head to send: request line, Host, the client's headers (minus Accept-Encoding when a secret
- * is put in, and minus Content-Length when the body's length changed), secrets put in. */
+/* Whether the job's header line is one airlock leaves out: Accept-Encoding when a secret is put in
+ * (the scan reads raw bodies), Content-Length when the body's length changed, and one of the
+ * forwarder's own names (a job's copy could replace the broker's header at a server that takes the
+ * last one, or make it a list). */
+static bool dropped(const struct term *t, const char *line, size_t len, bool secrets, bool body_changed)
+{
+	if ((secrets && pxh_hdr_is(line, len, "accept-encoding")) ||
+	    (body_changed && pxh_hdr_is(line, len, "content-length")))
+		return true;
+	for (const char *const *d = t->fw->drop; d && *d; d++)
+		if (pxh_hdr_is(line, len, *d))
+			return true;
+	return false;
+}
+
+/* The head to send: request line, Host, the forwarder's lines, the client's headers (less those
+ * dropped), secrets put in. */
 static char *build_head(struct term *t, const struct pr_request *req, bool body_changed, uint64_t body_len, size_t *len)
 {
 	struct px_record *rec = &t->c->rec;
+	const char *target = t->fw->target ? t->fw->target : req->path;
+	const char *lines = t->fw->lines ? t->fw->lines : "";
 	bool v6 = strchr(rec->host, ':') != NULL;
-	size_t cap = strlen(req->method) + strlen(req->path) + AL_HOST_MAX + req->head_len + 128;
+	size_t cap = strlen(req->method) + strlen(target) + AL_HOST_MAX + strlen(lines) + req->head_len + 128;
 	char *h = malloc(cap);
 	if (!h)
 		return NULL;
-	size_t n = (size_t)snprintf(h, cap, "%s %s HTTP/1.1\r\nHost: %s%s%s", req->method, req->path, v6 ? "[" : "",
+	size_t n = (size_t)snprintf(h, cap, "%s %s HTTP/1.1\r\nHost: %s%s%s", req->method, target, v6 ? "[" : "",
 				    rec->host, v6 ? "]" : "");
 	if (rec->port != 443)
 		n += (size_t)snprintf(h + n, cap - n, ":%u", rec->port);
 	n += (size_t)snprintf(h + n, cap - n, "\r\n");
 	if (body_changed)
 		n += (size_t)snprintf(h + n, cap - n, "Content-Length: %llu\r\n", (unsigned long long)body_len);
-	bool secrets = al_secrets_for(t->cfg->secrets, rec->host, rec->port);
+	bool secrets = al_secrets_for(t->fw->secrets, rec->host, rec->port);
 	if (secrets)
 		n += (size_t)snprintf(h + n, cap - n, "Accept-Encoding: identity\r\n");
+	n += (size_t)snprintf(h + n, cap - n, "%s", lines);
 	for (const char *p = req->head, *end = req->head + req->head_len; p < end;) {
 		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
 		size_t ll = eol ? (size_t)(eol - p) + 2 : (size_t)(end - p);
-		if (!(secrets && pxh_hdr_is(p, ll, "accept-encoding")) &&
-		    !(body_changed && pxh_hdr_is(p, ll, "content-length")))
+		if (!dropped(t, p, ll, secrets, body_changed))
 			memcpy(h + n, p, ll), n += ll;
 		p += ll;
 	}
 	char *sub = NULL;
 	size_t sl = 0;
-	if (al_secrets_apply(t->cfg->secrets, rec->host, rec->port, false, h, n, &sub, &sl, &t->used) < 0) {
+	if (al_secrets_apply(t->fw->secrets, rec->host, rec->port, false, h, n, &sub, &sl, &t->used) < 0) {
 		free(h);
 		return NULL;
 	}
@@ -312,7 +373,7 @@ static int read_body(struct term *t, uint64_t cl, char **whole)
 			t->nin -= k, got += k;
 			continue;
 		}
-		int n = tls_read(t, &t->cl, t->in, sizeof(t->in));
+		int n = client_read(t, t->in, sizeof(t->in));
 		if (n <= 0)
 			return n == 0 ? -EPIPE : n;
 		t->nin = (size_t)n;
@@ -324,13 +385,13 @@ static int send_body(struct term *t, uint64_t left)
 {
 	while (left > 0) {
 		if (!t->nin) {
-			int n = tls_read(t, &t->cl, t->in, sizeof(t->in));
+			int n = client_read(t, t->in, sizeof(t->in));
 			if (n <= 0)
 				return n == 0 ? -EPIPE : n;
 			t->nin = (size_t)n;
 		}
 		size_t k = t->nin < left ? t->nin : (size_t)left;
-		int r = tls_write(t, &t->up, t->in, k);
+		int r = side_write(t, &t->up, t->in, k);
 		if (r < 0)
 			return r;
 		memmove(t->in, t->in + k, t->nin - k);
@@ -348,7 +409,7 @@ static int connect_upstream(struct term *t)
 		return -1; /* recorded; px_connect_checked's answer went to the raw socket: none over TLS */
 	t->up.fd = fd;
 	const char *why = "upstream TLS setup failed";
-	t->up.ssl = SSL_new(tca_client_ctx(t->cfg->ca));
+	t->up.ssl = SSL_new(t->fw->ctx);
 	bool ok = t->up.ssl && SSL_set_fd(t->up.ssl, fd) == 1;
 	char norm[AL_HOST_MAX];
 	enum al_host_kind kind = AL_HOST_NAME;
@@ -376,7 +437,7 @@ static int connect_upstream(struct term *t)
 
 static int to_client(struct term *t, const char *p, size_t n)
 {
-	int r = n ? tls_write(t, &t->cl, p, n) : 0;
+	int r = n ? side_write(t, &t->cl, p, n) : 0;
 	if (r == 0)
 		t->c->rec.bytes_down += n;
 	return r;
@@ -396,7 +457,7 @@ static int relay_head(struct term *t, const struct pr_request *req, char *buf, s
 			pxh_facts(buf, hl, strcmp(req->method, "HEAD") == 0, &f);
 			if (t->used && f.encoded)
 				return -EPROTO;
-			if (t->used && al_secrets_seen(t->cfg->secrets, t->used, buf, hl))
+			if (t->used && al_secrets_seen(t->fw->secrets, t->used, buf, hl))
 				return -EACCES;
 			bool interim = f.status >= 100 && f.status < 200 && f.status != 101;
 			t->c->rec.status = interim ? t->c->rec.status : f.status;
@@ -415,7 +476,7 @@ static int relay_head(struct term *t, const struct pr_request *req, char *buf, s
 		}
 		if (n == HEAD_MAX)
 			return -E2BIG;
-		int r = tls_read(t, &t->up, buf + n, HEAD_MAX - n);
+		int r = side_read(t, &t->up, buf + n, HEAD_MAX - n);
 		if (r <= 0)
 			return r == 0 ? -ECONNRESET : r;
 		n += (size_t)r;
@@ -426,9 +487,9 @@ static int relay_head(struct term *t, const struct pr_request *req, char *buf, s
  * back until more arrive, so the scan sees a secret whole before any of it is passed on. */
 static int relay_body(struct term *t, char *buf, size_t held)
 {
-	size_t longest = al_secrets_longest(t->cfg->secrets, t->used), keep = longest ? longest - 1 : 0;
+	size_t longest = al_secrets_longest(t->fw->secrets, t->used), keep = longest ? longest - 1 : 0;
 	for (;;) {
-		if (t->used && al_secrets_seen(t->cfg->secrets, t->used, buf, held))
+		if (t->used && al_secrets_seen(t->fw->secrets, t->used, buf, held))
 			return -EACCES;
 		size_t out = held > keep ? held - keep : 0;
 		int r = to_client(t, buf, out);
@@ -436,7 +497,7 @@ static int relay_body(struct term *t, char *buf, size_t held)
 			return r;
 		memmove(buf, buf + out, held - out);
 		held -= out;
-		int n = tls_read(t, &t->up, buf + held, IO_CHUNK);
+		int n = side_read(t, &t->up, buf + held, IO_CHUNK);
 		if (n < 0)
 			return n;
 		if (n == 0)
@@ -463,7 +524,7 @@ static const char *relay_reason(int r)
 
 static void relay_response(struct term *t, const struct pr_request *req)
 {
-	size_t cap = HEAD_MAX + IO_CHUNK + al_secrets_longest(t->cfg->secrets, t->used);
+	size_t cap = HEAD_MAX + IO_CHUNK + al_secrets_longest(t->fw->secrets, t->used);
 	char *buf = malloc(cap);
 	size_t held = 0;
 	int r = buf ? relay_head(t, req, buf, &held) : -ENOMEM;
@@ -517,15 +578,15 @@ static void exchange(struct term *t, const struct pr_request *req)
 {
 	struct px_record *rec = &t->c->rec;
 	bool into_body = req->content_length > 0 && req->content_length <= BODY_MAX &&
-			 al_secrets_for(t->cfg->secrets, rec->host, rec->port);
+			 al_secrets_for(t->fw->secrets, rec->host, rec->port);
 	char *body = NULL, *sub = NULL;
 	size_t sl = 0;
 	uint64_t bl = req->content_length;
 	if (into_body) {
 		int r = read_body(t, bl, &body);
 		r = r
-			    ?: al_secrets_apply(t->cfg->secrets, rec->host, rec->port, true, body, (size_t)bl, &sub,
-						&sl, &t->used);
+			    ?: al_secrets_apply(t->fw->secrets, rec->host, rec->port, true, body, (size_t)bl, &sub, &sl,
+						&t->used);
 		if (r < 0) {
 			free(body);
 			fail(t, PXD_ERROR, r == -ENOMEM ? 503 : 400, "the request body did not arrive whole");
@@ -534,13 +595,13 @@ static void exchange(struct term *t, const struct pr_request *req)
 	}
 	size_t hl = 0;
 	char *head = connect_upstream(t) == 0 ? build_head(t, req, sub != NULL, sub ? sl : bl, &hl) : NULL;
-	int r = head ? tls_write(t, &t->up, head, hl) : -1;
+	int r = head ? side_write(t, &t->up, head, hl) : -1;
 	if (head) {
 		al_secrets_wipe(head, hl);
 		free(head);
 	}
 	if (r == 0 && into_body)
-		r = tls_write(t, &t->up, sub ? sub : body, sub ? sl : (size_t)bl);
+		r = side_write(t, &t->up, sub ? sub : body, sub ? sl : (size_t)bl);
 	else if (r == 0)
 		r = send_body(t, bl);
 	if (r == 0)
@@ -593,27 +654,64 @@ static void serve_requests(struct term *t)
 	}
 }
 
-void px_tls_serve(struct px_conn *c, const struct px_config *cfg)
+/* OpenSSL writes with write(): a peer's reset would raise SIGPIPE and kill the supervisor. This
+ * thread is the proxy's own and ends with the connection, so SIGPIPE stays blocked for the rest of
+ * its life; a pending one is discarded with the thread. */
+static void block_sigpipe(void)
 {
-	/* OpenSSL writes with write(): a peer's reset would raise SIGPIPE and kill the supervisor.
-	 * This thread is the proxy's own and ends with the connection, so SIGPIPE stays blocked for
-	 * the rest of its life; a pending one is discarded with the thread. */
 	sigset_t s;
 	sigemptyset(&s);
 	sigaddset(&s, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &s, NULL);
+}
+
+void px_tls_serve(struct px_conn *c, const struct px_config *cfg)
+{
+	block_sigpipe();
 	struct term *t = calloc(1, sizeof(*t));
 	if (!t) {
 		c->rec.reason = "out of memory";
 		return;
 	}
-	*t = (struct term){.c = c, .cfg = cfg, .cl = {.fd = c->client}, .up = {.fd = -1}, .keep = true};
+	const struct px_forward fw = {.ctx = tca_client_ctx(cfg->ca), .secrets = cfg->secrets};
+	*t = (struct term){.c = c, .cfg = cfg, .fw = &fw, .cl = {.fd = c->client}, .up = {.fd = -1}, .keep = true};
 	c->rec.tls_airlock = true;
 	c->rec.decision = PXD_ERROR;
 	if (accept_client(t) == 0)
 		serve_requests(t);
 	upstream_end(t);
 	side_end(&t->cl);
+	free(t);
+	ERR_clear_error();
+}
+
+void px_forward_serve(struct px_conn *c, const struct px_config *cfg, const struct px_forward *fw,
+		      const struct pr_request *req, const char *rest, size_t nrest)
+{
+	block_sigpipe();
+	struct term *t = calloc(1, sizeof(*t));
+	if (!t) {
+		c->rec.reason = "out of memory";
+		px_reply(c->client, 503, "out of memory", cfg->idle_ms);
+		return;
+	}
+	/* Only body bytes: what follows the body (a pipelined request) is never sent, one request
+	 * per connection, framed by Content-Length alone. */
+	size_t pre = nrest < req->content_length ? nrest : (size_t)req->content_length;
+	*t = (struct term){.c = c,
+			   .cfg = cfg,
+			   .fw = fw,
+			   .cl = {.fd = c->client},
+			   .up = {.fd = -1},
+			   .pre = rest,
+			   .npre = pre,
+			   .keep = true};
+	c->rec.decision = PXD_ERROR;
+	snprintf(c->rec.method, sizeof(c->rec.method), "%s", req->method);
+	snprintf(c->rec.path, sizeof(c->rec.path), "%s", req->path);
+	/* No rule check: the upstream and its base are the operator's, the path checked by the broker. */
+	exchange(t, req);
+	upstream_end(t);
 	free(t);
 	ERR_clear_error();
 }

@@ -11,12 +11,15 @@
 #include "network/tlsca.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <openssl/bn.h>
@@ -124,12 +127,25 @@ static int make_ca(struct tls_ca *ca)
 	return ca->pem ? 0 : -ENOMEM;
 }
 
-/* Adds every certificate of the PEM file to store: how many, or -errno. */
+/* Adds every certificate of the PEM file to store: how many, or -errno. O_NONBLOCK and a regular
+ * file only: a FIFO named by mistake is refused (-EINVAL) instead of hanging the caller. */
 static int load_pem_file(const char *path, X509_STORE *store)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = S_ISREG(st.st_mode) ? errno : EINVAL;
+		close(fd);
+		return -e;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
 	int n = 0;
 	X509 *x;
 	while ((x = PEM_read_X509(f, NULL, NULL, NULL))) {
@@ -144,22 +160,32 @@ static int load_pem_file(const char *path, X509_STORE *store)
 
 /* Upstreams: the chain verified (host store, or only the operator's CA file) and the name checked
  * by the caller (SSL_set1_host): without both, "the upstream" could be whoever answers. */
-static int make_client(struct tls_ca *ca, const char *upstream_ca)
+int tca_client_new(const char *upstream_ca, SSL_CTX **out)
 {
-	if (!(ca->client = SSL_CTX_new(TLS_client_method())))
-		return -EIO;
-	SSL_CTX_set_verify(ca->client, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_options(ca->client, SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	int r = ctx ? 0 : -EIO;
+	if (ctx) {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
 #ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
-	SSL_CTX_set_options(ca->client, SSL_OP_IGNORE_UNEXPECTED_EOF);
+		/* Many servers close without close_notify after "Connection: close": the same end. */
+		SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 #endif
-	if (SSL_CTX_set_min_proto_version(ca->client, TLS1_2_VERSION) != 1)
-		return -EIO;
-	if (upstream_ca) {
-		int n = load_pem_file(upstream_ca, SSL_CTX_get_cert_store(ca->client));
-		return n < 0 ? n : 0; /* -errno opening it, -EINVAL without a certificate */
+		r = SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 ? 0 : -EIO;
 	}
-	return SSL_CTX_set_default_verify_paths(ca->client) == 1 ? 0 : -EIO;
+	if (r == 0 && upstream_ca) {
+		int n = load_pem_file(upstream_ca, SSL_CTX_get_cert_store(ctx));
+		r = n < 0 ? n : 0; /* -errno opening it, -EINVAL without a certificate */
+	} else if (r == 0) {
+		r = SSL_CTX_set_default_verify_paths(ctx) == 1 ? 0 : -EIO;
+	}
+	ERR_clear_error();
+	if (r < 0) {
+		SSL_CTX_free(ctx);
+		return r;
+	}
+	*out = ctx;
+	return 0;
 }
 
 int tca_new(const char *upstream_ca, struct tls_ca **out)
@@ -172,7 +198,7 @@ int tca_new(const char *upstream_ca, struct tls_ca **out)
 	ca->leaves = calloc(TCA_MAX_LEAVES, sizeof(*ca->leaves));
 	int r = ca->leaves ? make_ca(ca) : -ENOMEM;
 	if (r == 0)
-		r = make_client(ca, upstream_ca);
+		r = tca_client_new(upstream_ca, &ca->client);
 	ERR_clear_error();
 	if (r < 0) {
 		tca_unref(ca);

@@ -30,5 +30,10 @@ const char *tca_pem(const struct tls_ca *ca);
 SSL_CTX *tca_server_ctx(struct tls_ca *ca, const char *name);
 /* The client context for upstreams (verify peer, TLS 1.2+), shared; the caller must not free it. */
 SSL_CTX *tca_client_ctx(struct tls_ca *ca);
+/* A new client context for upstreams, as tca_client_ctx's: peer verified, TLS 1.2+, against the
+ * host's default store or only upstream_ca's certificates (a regular PEM file, read now). The
+ * caller owns *out (SSL_CTX_free). -EIO (OpenSSL failed), -errno opening the file, -EINVAL when it
+ * is not a regular file or holds no certificate. */
+int tca_client_new(const char *upstream_ca, SSL_CTX **out);
 
 #endif

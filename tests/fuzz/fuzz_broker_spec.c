@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "network/broker.h"
+#include "network/proxy.h"
 #include "network/proxyreq.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -57,16 +58,23 @@ static void fuzz_spec(const char *s)
 }
 
 /* The input's first line as an origin-form path, served by a broker whose upstream (port 1 on
- * loopback) refuses every connection: no path may get further than a 502. */
+ * loopback, which the configuration lets through the address check) refuses every connection: no
+ * path may get further than a 502. */
 static void fuzz_path(const char *s)
 {
 	static struct al_broker_list *bl;
+	static struct al_cidr_list *loopback;
+	static struct px_config cfg;
+	static struct px *px;
 	char head[600];
 	if (!bl) {
 		struct al_error err = {0};
 		CHECK(al_broker_list_new(&bl) == 0);
 		CHECK(al_broker_list_add(bl, "svc=https://127.0.0.1:1/base,header=X-Key,env=AL_FUZZ_SECRET", &err) ==
 		      0);
+		CHECK(al_cidr_list_new(&loopback) == 0 && al_cidr_list_add(loopback, "127.0.0.0/8", &err) == 0);
+		cfg = (struct px_config){.allow_private = loopback, .max_conns = 1, .idle_ms = 1000};
+		CHECK(px_new(&cfg, &px) == 0);
 	}
 	int n = snprintf(head, sizeof(head), "GET %.*s HTTP/1.1\r\n\r\n", (int)strcspn(s, "\r\n"), s);
 	if (n <= 0 || (size_t)n >= sizeof(head))
@@ -81,9 +89,10 @@ static void fuzz_path(const char *s)
 	int sp[2];
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0);
 	CHECK(fcntl(sp[0], F_SETFL, O_NONBLOCK) == 0);
-	struct px_record rec;
-	memset(&rec, 0xa5, sizeof(rec)); /* whatever the caller left there */
-	broker_serve(bl, sp[0], pr_request(st), "", 0, 1000, &rec);
+	struct px_conn c = {.px = px, .client = sp[0], .upstream = -1};
+	memset(&c.rec, 0xa5, sizeof(c.rec)); /* whatever the caller left there */
+	broker_serve(bl, &c, &cfg, pr_request(st), "", 0);
+	const struct px_record rec = c.rec;
 	close(sp[0]);
 	char got[1024];
 	ssize_t k = read(sp[1], got, sizeof(got) - 1);

@@ -2,7 +2,8 @@
 # broker.sh — the credential broker: the job calls an HTTPS API through the proxy port and the
 # supervisor adds the secret header; the secret is never in the sandbox's environment, /proc,
 # files, output or the verdict. The upstream is a TLS test server on the host's loopback with a
-# CA made here, passed to the broker with ca=.
+# CA made here, passed to the broker with ca=; loopback is reached only because --allow-private
+# names it (a broker's upstream is address-checked as any proxied connection).
 . "$(dirname "$0")/../lib.sh"
 
 command -v openssl >/dev/null || al_skip "openssl is not installed"
@@ -49,9 +50,10 @@ printf '%s\n' "$secret-file" >"$dir/secret.txt"
 chmod 0644 "$dir/secret.txt"
 export AL_TEST_SECRET="$secret"
 broker="api=https://localhost:$PORT/v1,header=Authorization,scheme=Bearer,env=AL_TEST_SECRET,ca=$dir/ca.pem"
+lo=(--allow-private 127.0.0.1/32)
 
 # ---- the job reaches the upstream through the broker; the header is added outside
-al_run run --json --broker "$broker" -- sh -c '
+al_run run --json "${lo[@]}" --broker "$broker" -- sh -c '
 echo "url=$AIRLOCK_BROKER_API_URL"
 curl -sS -H "Authorization: forged" "$AIRLOCK_BROKER_API_URL/items?q=1"
 env | sort
@@ -72,7 +74,7 @@ al_pass "broker: header added outside, secret nowhere inside"
 
 # ---- a file as the secret source works the same
 : >"$dir/seen.log"
-al_run run --json --net loopback --broker "api=https://localhost:$PORT,header=X-Api-Key,file=$dir/secret.txt,ca=$dir/ca.pem" -- \
+al_run run --json --net loopback "${lo[@]}" --broker "api=https://localhost:$PORT,header=X-Api-Key,file=$dir/secret.txt,ca=$dir/ca.pem" -- \
 	sh -c 'curl -sS "$AIRLOCK_BROKER_API_URL/k"'
 al_assert_contains "$(j stdout.data)" "upstream saw /k" "file-sourced broker"
 al_assert_contains "$(cat "$dir/seen.log")" "X-Api-Key: $secret-file" "the file's secret as the header"
@@ -81,7 +83,7 @@ al_pass "broker: secret from a file"
 # ---- compression: the job's Accept-Encoding never reaches the upstream (which gets identity, so
 # its echo stays raw and is cut), and an upstream that gzips anyway is refused with 502
 : >"$dir/seen.log"
-al_run run --json --net loopback --broker "$broker" -- sh -c '
+al_run run --json --net loopback "${lo[@]}" --broker "$broker" -- sh -c '
 curl -sS --compressed -H "Accept-Encoding: gzip" "$AIRLOCK_BROKER_API_URL/echo"; echo
 curl -sS --compressed -w "gz=%{http_code}\n" "$AIRLOCK_BROKER_API_URL/gz"'
 al_assert_not_contains "$AL_OUT" "$secret" "a gzipped echo of the request, decoded by the job"
@@ -94,11 +96,22 @@ al_pass "broker: no compressed response carries the secret past the scan"
 
 # ---- an upstream whose certificate does not verify: 502, and nothing reaches it
 : >"$dir/seen.log"
-al_run run --json --net loopback --broker "api=https://localhost:$PORT,header=Authorization,env=AL_TEST_SECRET,ca=$dir/other.pem" -- \
+al_run run --json --net loopback "${lo[@]}" --broker "api=https://localhost:$PORT,header=Authorization,env=AL_TEST_SECRET,ca=$dir/other.pem" -- \
 	sh -c 'curl -sS -o /dev/null -w "%{http_code}" "$AIRLOCK_BROKER_API_URL/x"'
 al_assert_eq "$(j stdout.data)" 502 "an upstream that fails verification"
 al_assert_eq "$(cat "$dir/seen.log")" "" "what the unverified upstream received"
 al_pass "broker: certificates are verified"
+
+# ---- the upstream's address is checked as any proxied connection's: without --allow-private the
+# loopback upstream is refused (403, the reason recorded) and receives nothing
+: >"$dir/seen.log"
+al_run run --json --net loopback --broker "$broker" -- \
+	sh -c 'curl -sS -w "\ncode=%{http_code}\n" "$AIRLOCK_BROKER_API_URL/x"'
+al_assert_contains "$(j stdout.data)" "code=403" "a broker upstream on loopback without --allow-private"
+al_assert_contains "$(j stdout.data)" "loopback" "the reason the job reads"
+al_assert_eq "$(j proxy.records.0.kind)/$(j proxy.records.0.decision)/$(j proxy.records.0.reason)" "broker/denied/loopback" "the record"
+al_assert_eq "$(cat "$dir/seen.log")" "" "what the loopback upstream received"
+al_pass "broker: upstream addresses are checked (loopback needs --allow-private)"
 
 # ---- bad input: exit 125, nothing started, the secret never echoed
 for bad in "api=http://localhost:$PORT,header=A,env=AL_TEST_SECRET" "api=https://localhost:$PORT,header=A" \
