@@ -991,6 +991,73 @@ al_serve_stop() {
 	! kill -0 "$AL_SERVE_PID" 2>/dev/null || al_fail "airlock serve did not end after SIG$1"
 }
 
+# al_serve_tokens FILE [LINE...]: the two clients of a test of airlock serve, alice and bob: each
+# one's token file beside FILE (alice.token, bob.token: al_token_file) and FILE, the server's token
+# file, with alice's line first (so hers is the token later curls send, al_serve_auth), bob's, then
+# each LINE ("NAME TOKEN"); mode 0600, owned as al_token_file's. Sets AL_ALICE and AL_BOB to their
+# tokens.
+al_serve_tokens() {
+	local f=$1 d
+	shift
+	d=$(dirname "$f")
+	# shellcheck disable=SC2034 # read by the tests
+	AL_ALICE=$(al_token_file "$d/alice.token" alice)
+	# shellcheck disable=SC2034 # read by the tests
+	AL_BOB=$(al_token_file "$d/bob.token" bob)
+	{
+		cat "$d/alice.token" "$d/bob.token"
+		[ $# = 0 ] || printf '%s\n' "$@"
+	} >"$f"
+	chmod 0600 "$f"
+	chown "$AL_CALLER_UID:$AL_CALLER_GID" "$f"
+}
+
+# al_api METHOD PATH [CURL ARGS...]: one request to the server at AL_SERVE_URL (al_serve_start's)
+# as the client whose token the .curlrc sends (al_serve_auth), two minutes at the most; sets CODE
+# (000 when no answer came) and BODY, the whole answer (an exec's NDJSON lines, its result last).
+AL_API_PRE=()
+CODE="" BODY=""
+al_api() {
+	local method=$1 path=$2
+	shift 2
+	BODY=$(curl "${AL_API_PRE[@]}" -sS -m 120 -o - -w '\n%{http_code}' -X "$method" "$AL_SERVE_URL$path" "$@") || true
+	CODE=${BODY##*$'\n'}
+	BODY=${BODY%$'\n'*}
+}
+
+# al_api_as TOKEN METHOD PATH [CURL ARGS...]: al_api as another client: TOKEN as the bearer token
+# instead of the .curlrc's (`-q`, first), or no token at all where TOKEN is empty.
+al_api_as() {
+	local AL_API_PRE=(-q)
+	[ -z "$1" ] || AL_API_PRE+=(-H "Authorization: Bearer $1")
+	shift
+	al_api "$@"
+}
+
+# al_jget EXPR: a Python expression over d, the JSON document in BODY (the last al_api's answer),
+# printed as Python prints it (a string raw).
+al_jget() { "$AL_PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$BODY" "$1"; }
+
+# al_api_exec ID JSON: an exec in sandbox ID (its request JSON), which must answer 200; BODY keeps
+# its last NDJSON line, the result.
+al_api_exec() {
+	al_api POST "/v1/sandboxes/$1/exec" -d "$2"
+	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
+	BODY=$(printf '%s\n' "$BODY" | grep -v '^$' | tail -n1)
+}
+
+# al_api_sh ID COMMAND: COMMAND as a fresh shell exec in sandbox ID, which must answer 200 with a
+# result; its stdout in OUT (BODY keeps the whole answer).
+al_api_sh() {
+	local body
+	body=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language": "shell", "code": sys.argv[1], "fresh": True}))' "$2")
+	al_api POST "/v1/sandboxes/$1/exec" -d "$body"
+	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
+	# shellcheck disable=SC2034 # read by the tests
+	OUT=$(printf "%s\n" "$BODY" | grep '"result"' | tail -n1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"], end="")') ||
+		al_fail "exec in $1: no result: $BODY"
+}
+
 # ---------------------------------------------------------------- entry
 
 # shellcheck disable=SC2031

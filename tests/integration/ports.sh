@@ -27,11 +27,9 @@ EOF
 } >"$confdir/p.yaml"
 chmod 0644 "$confdir/p.yaml"
 
-alice=$(al_token_file "$dir/alice.token" alice)
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/clients.token"
-chmod 0600 "$dir/clients.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/clients.token"
+al_serve_tokens "$dir/clients.token"
+alice=$AL_ALICE
+bob=$AL_BOB
 serve_launch "$dir/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" --socket none \
 	--token-file "$dir/clients.token" --audit "$dir/audit.jsonl" || al_fail "airlock serve did not start"
 SPID=$SERVE_PID

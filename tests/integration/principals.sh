@@ -40,11 +40,9 @@ server:
 EOF
 chmod 0644 "$confdir/p.yaml"
 
-alice=$(al_token_file "$dir/alice.token" alice)
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/clients.token"
-chmod 0600 "$dir/clients.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/clients.token"
+al_serve_tokens "$dir/clients.token"
+alice=$AL_ALICE
+bob=$AL_BOB
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
 sock="$dir/serve.sock"
 "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" --http 127.0.0.1:0 --port-file "$dir/port" \

@@ -97,11 +97,9 @@ chmod 0600 "$confdir/config.yaml"
 printf '127.0.0.1 localhost\n%s echo.test other.test\n' "$ADDR" >"$dir/serve-hosts"
 chmod 0644 "$dir/serve-hosts"
 
-alice=$(al_token_file "$dir/alice.token" alice)
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/clients.token"
-chmod 0600 "$dir/clients.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/clients.token"
+al_serve_tokens "$dir/clients.token"
+alice=$AL_ALICE
+bob=$AL_BOB
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
 al_serve_bin
 # The server (and so its proxy's resolver) sees the test's hosts file in a mount namespace of its own.

@@ -21,11 +21,8 @@ server:
 EOF
 } >"$confdir/w.yaml"
 chmod 0644 "$confdir/w.yaml"
-al_token_file "$dir/alice" alice >/dev/null
-bob=$(al_token_file "$dir/bob" bob)
-cat "$dir/alice" "$dir/bob" >"$dir/serve.token"
-chmod 0600 "$dir/serve.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
+al_serve_tokens "$dir/serve.token"
+bob=$AL_BOB
 al_serve_start "$dir" --config "$confdir/w.yaml" --audit "$dir/audit.jsonl"
 api=$AL_SERVE_URL/v1
 
