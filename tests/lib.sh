@@ -1046,6 +1046,14 @@ al_api_exec() {
 	BODY=$(printf '%s\n' "$BODY" | grep -v '^$' | tail -n1)
 }
 
+# al_api_result WHAT: RES, the result object of the exec answer in BODY (its last result line) as
+# JSON; fails, naming WHAT (e.g. "exec in $sb"), when it has none.
+al_api_result() {
+	# shellcheck disable=SC2034 # read by the tests
+	RES=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["result"]))') ||
+		al_fail "no result line for $1 ($CODE): $(printf '%s' "$BODY" | head -c 600)"
+}
+
 # al_api_sh ID COMMAND: COMMAND as a fresh shell exec in sandbox ID, which must answer 200 with a
 # result; its stdout in OUT (BODY keeps the whole answer).
 al_api_sh() {
