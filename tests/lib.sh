@@ -963,21 +963,30 @@ al_image_import() {
 	AL_IMAGE_DIGEST=$(printf '%s' "$AL_OUT" | awk -v n="$name" '$1 == n { print $2 }')
 }
 
-# al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
-# mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
-# waits for its port (serve_launch); later curls send the client token it generated (al_serve_auth). Sets
-# AL_SERVE_PID and AL_SERVE_URL.
-al_serve_start() {
-	local d=$1 rc=0
-	shift
-	al_serve_bin
-	serve_launch "$d/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$d/serve.token" \
-		"$@" || rc=$?
+# al_serve_launch PREFIX WHAT COMMAND...: serve_launch PREFIX COMMAND... (a server the test starts
+# its own way) for the harness: its pid in AL_SERVE_PID (and AL_BG_PIDS: it goes at exit), its URL
+# in AL_SERVE_URL (al_api's); fails with "WHAT did not start" when it did not.
+al_serve_launch() {
+	local prefix=$1 what=$2 rc=0
+	shift 2
+	serve_launch "$prefix" "$@" || rc=$?
 	AL_SERVE_PID=$SERVE_PID
 	AL_BG_PIDS+=("$AL_SERVE_PID")
-	[ "$rc" = 0 ] || al_fail "airlock serve did not start"
+	[ "$rc" = 0 ] || al_fail "$what did not start"
 	AL_SERVE_URL="http://127.0.0.1:$SERVE_PORT"
-	al_serve_auth "$d/serve.token"
+}
+
+# al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
+# mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
+# waits for its port (al_serve_launch); later curls send the client token it generated
+# (al_serve_auth). Sets AL_SERVE_PID, AL_SERVE_URL and AL_SERVE_DIR (DIR).
+al_serve_start() {
+	AL_SERVE_DIR=$1
+	shift
+	al_serve_bin
+	al_serve_launch "$AL_SERVE_DIR/serve" "airlock serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none \
+		--token-file "$AL_SERVE_DIR/serve.token" "$@"
+	al_serve_auth "$AL_SERVE_DIR/serve.token"
 }
 
 # al_serve_stop SIGNAL: sends it to the server al_serve_start started and waits (10 s) until it
@@ -989,6 +998,19 @@ al_serve_stop() {
 		sleep 0.1
 	done
 	! kill -0 "$AL_SERVE_PID" 2>/dev/null || al_fail "airlock serve did not end after SIG$1"
+}
+
+# al_serve_config FILE [FORMAT [ARG...]]: a test's config for airlock serve in FILE: the head every
+# test shares (serve_config_head) and printf FORMAT ARG... after it, readable by every mode's user.
+al_serve_config() {
+	local f=$1
+	shift
+	{
+		serve_config_head
+		# shellcheck disable=SC2059 # the caller's format, as its own printf had it
+		[ $# = 0 ] || printf "$@"
+	} >"$f"
+	chmod 0644 "$f"
 }
 
 # al_serve_tokens FILE [LINE...]: the two clients of a test of airlock serve, alice and bob: each
@@ -1044,6 +1066,21 @@ al_api_exec() {
 	al_api POST "/v1/sandboxes/$1/exec" -d "$2"
 	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
 	BODY=$(printf '%s\n' "$BODY" | grep -v '^$' | tail -n1)
+}
+
+# al_mcp_sdk SCRIPT WHAT: tests/mcp/sdk/SCRIPT, a client of the official MCP SDK, against the
+# server al_serve_start started (its /mcp, alice's token); its stdout in AL_SDK_OUT and the log. It
+# fails, showing its output and stderr and the server's, as "WHAT through the MCP SDK".
+al_mcp_sdk() {
+	local sdk="$AL_SRC/tests/mcp/sdk"
+	command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
+	[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
+	AL_SDK_OUT=$(node "$sdk/$1" "$AL_SERVE_URL/mcp" "$AL_TOKEN" 2>"$AL_SERVE_DIR/sdk.err") || {
+		printf '%s\n' "$AL_SDK_OUT"
+		cat "$AL_SERVE_DIR/sdk.err" "$AL_SERVE_DIR/serve.err" >&2
+		al_fail "$2 through the MCP SDK (see above)"
+	}
+	al_log "$AL_SDK_OUT"
 }
 
 # al_api_result WHAT: RES, the result object of the exec answer in BODY (its last result line) as

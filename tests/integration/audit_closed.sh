@@ -34,16 +34,12 @@ SH
 # start_server NAME LOG [WRAPPER...]: airlock serve with its audit log at LOG; sets PORT, AL_SERVE_URL
 # and SPID.
 start_server() {
-	local name=$1 log=$2 rc=0
+	local name=$1 log=$2
 	shift 2
-	serve_launch "$dir/$name" "$@" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/auto.yaml" \
-		--socket none --token-file "$dir/token" --audit "$log" || rc=$?
-	SPID=$SERVE_PID
-	AL_BG_PIDS+=("$SPID")
-	[ "$rc" = 0 ] || al_fail "airlock serve ($name) did not start"
+	al_serve_launch "$dir/$name" "airlock serve ($name)" "$@" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve \
+		--config "$confdir/auto.yaml" --socket none --token-file "$dir/token" --audit "$log"
+	SPID=$AL_SERVE_PID
 	PORT=$SERVE_PORT
-	# shellcheck disable=SC2034 # al_api's
-	AL_SERVE_URL="http://127.0.0.1:$PORT"
 	al_serve_auth "$dir/token"
 }
 

@@ -20,16 +20,11 @@ al_pass "interpreter contexts over the JSON API, a cancel over MCP stdio"
 
 # The same bullets through clients the project did not write: the official MCP SDK over
 # streamable HTTP (tests/mcp/sdk/contexts.mjs, two sessions included), and curl on the JSON API.
-command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
-sdk="$AL_SRC/tests/mcp/sdk"
-[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
 printf 'version: 1\nrules:\n- name: all\n  tools: ["*"]\n  risk: LOW\n  require_approval: false\n' >"$confdir/sdk.yaml"
 chmod 0644 "$confdir/sdk.yaml"
 al_serve_start "$dir" --config "$confdir/sdk.yaml" --audit "$dir/sdk.jsonl"
-out=$(node "$sdk/contexts.mjs" "$AL_SERVE_URL/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
-	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "contexts through the MCP SDK (see above)"; }
-al_log "$out"
-al_assert_contains "$out" "ok: session B's context does not see session A's" "the SDK's run"
+al_mcp_sdk contexts.mjs contexts
+al_assert_contains "$AL_SDK_OUT" "ok: session B's context does not see session A's" "the SDK's run"
 al_pass "interpreter contexts through the official MCP SDK"
 
 # curl: the last NDJSON line of an exec is its result; the checks read it with al_json_get.

@@ -24,11 +24,7 @@ dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 m=$(al_marker)
 # A sandbox domain: a Host "PORT-ID.e2b.test" names a sandbox (E2B_DOMAIN's addressing).
-{
-	serve_config_head
-	printf 'server:\n  http:\n    e2b_domain: e2b.test\n'
-} >"$confdir/e2b.yaml"
-chmod 0644 "$confdir/e2b.yaml"
+al_serve_config "$confdir/e2b.yaml" 'server:\n  http:\n    e2b_domain: e2b.test\n'
 
 # E2B's keys are "e2b_" and hex: client tokens of the token file like any other (docs/e2b.md).
 key() { printf 'e2b_%s' "$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }

@@ -196,14 +196,10 @@ printf '127.0.0.1 localhost\n%s good.test\n' "$ADDR" >"$dir/serve-hosts"
 chmod 0644 "$dir/serve-hosts"
 al_serve_bin
 # The server (and so its proxy's resolver) sees the test's hosts file in a mount namespace of its own.
-serve_launch "$dir/serve" unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/serve-hosts" \
+al_serve_launch "$dir/serve" "airlock serve" unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/serve-hosts" \
 	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$dir/serve.token" --config "$confdir/config.yaml" \
-	--audit "$dir/audit.jsonl" ||
-	al_fail "airlock serve did not start"
-AL_BG_PIDS+=("$SERVE_PID")
+	--audit "$dir/audit.jsonl"
 al_serve_auth "$dir/serve.token"
-# shellcheck disable=SC2034 # al_api's
-AL_SERVE_URL="http://127.0.0.1:$SERVE_PORT"
 run() {
 	local req
 	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[2],"network_enabled":True,"fresh":True}))' "$1" "$2")

@@ -12,8 +12,7 @@ al_serve_bin
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 m=$(al_marker)
-serve_config_head >"$confdir/f.yaml"
-chmod 0644 "$confdir/f.yaml"
+al_serve_config "$confdir/f.yaml"
 mkdir -p "$dir/canary"
 echo "canary $m" >"$dir/canary/keep"
 chmod -R a+rwX "$dir/canary"

@@ -15,11 +15,7 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n  quota:\n    sandboxes: 6\n'
-} >"$confdir/fork.yaml"
-chmod 0644 "$confdir/fork.yaml"
+al_serve_config "$confdir/fork.yaml" 'server:\n  max_lifetime: 1h\n  quota:\n    sandboxes: 6\n'
 al_serve_tokens "$dir/serve.token"
 bob=$AL_BOB
 start() {
@@ -145,10 +141,5 @@ al_assert_eq "$(ls -A "$state/.layers")" "" "the layers left once every sandbox 
 al_pass "destroying the last sandbox standing on a layer removes the layer"
 
 # The same through the official MCP SDK (tests/mcp/sdk/fork.mjs): an agent forks its session's sandbox.
-command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
-sdk="$AL_SRC/tests/mcp/sdk"
-[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
-out=$(node "$sdk/fork.mjs" "$url/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
-	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "fork through the MCP SDK (see above)"; }
-al_log "$out"
+al_mcp_sdk fork.mjs "fork"
 al_pass "an agent forks its session's sandbox through the official MCP SDK"

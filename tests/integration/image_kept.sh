@@ -21,11 +21,7 @@ bb_digest=$AL_IMAGE_DIGEST
 chmod a+r "$dir/other.tar"
 state="$dir/state"
 conf() { # IMAGES: the profile imgs offering them
-	{
-		serve_config_head
-		printf 'profiles:\n  imgs:\n    images: [%s]\n' "$1"
-	} >"$confdir/kept.yaml"
-	chmod 0644 "$confdir/kept.yaml"
+	al_serve_config "$confdir/kept.yaml" 'profiles:\n  imgs:\n    images: [%s]\n' "$1"
 }
 start() {
 	al_serve_start "$dir" --config "$confdir/kept.yaml" --audit "$dir/audit.jsonl" --state-dir "$state"

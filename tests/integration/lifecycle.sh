@@ -29,30 +29,22 @@ cgroups=false
 # config NAME SERVER-YAML: a config file with approvals off (every tool LOW) and SERVER-YAML as
 # its server section; the pool lists both shipped profiles so the defaults' spares do not merge in.
 config() {
-	{
-		serve_config_head
-		printf 'server:\n%s\n' "$2"
-	} >"$cfgdir/$1.yaml"
-	chmod 0644 "$cfgdir/$1.yaml"
+	al_serve_config "$cfgdir/$1.yaml" 'server:\n%s\n' "$2"
 }
 
 # start_server NAME: airlock serve with $dir/NAME.yaml on a free loopback port, its TMPDIR a
 # directory of its own (it must stay empty), and a state directory of its own (each server starts
 # with none of the previous one's sandboxes kept); sets PORT, AL_SERVE_URL and SPID.
 start_server() {
-	local name=$1 rc=0
+	local name=$1
 	mkdir -m 0777 "$dir/$name.tmp"
 	mkdir -m 0700 "$dir/$name.state"
 	chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/$name.state"
-	TMPDIR="$dir/$name.tmp" serve_launch "$dir/$name" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve \
-		--config "$cfgdir/$name.yaml" --socket none --token-file "$dir/token" --audit "$dir/$name.jsonl" \
-		--state-dir "$dir/$name.state" || rc=$?
-	SPID=$SERVE_PID
-	AL_BG_PIDS+=("$SPID")
-	[ "$rc" = 0 ] || al_fail "airlock serve ($name) did not start"
+	TMPDIR="$dir/$name.tmp" al_serve_launch "$dir/$name" "airlock serve ($name)" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" \
+		serve --config "$cfgdir/$name.yaml" --socket none --token-file "$dir/token" --audit "$dir/$name.jsonl" \
+		--state-dir "$dir/$name.state"
+	SPID=$AL_SERVE_PID
 	PORT=$SERVE_PORT
-	# shellcheck disable=SC2034 # al_api's
-	AL_SERVE_URL="http://127.0.0.1:$PORT"
 	al_serve_auth "$dir/token"
 	al_log "server $name: pid $SPID port $PORT"
 }

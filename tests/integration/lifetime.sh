@@ -14,11 +14,7 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755) # a config's directory may be writable by its owner only
 m=$(al_marker)
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n  idle_ttl: 10m\n'
-} >"$confdir/life.yaml"
-chmod 0644 "$confdir/life.yaml"
+al_serve_config "$confdir/life.yaml" 'server:\n  max_lifetime: 1h\n  idle_ttl: 10m\n'
 # Two clients: alice (the first line: every plain curl below sends her token) and bob.
 al_serve_tokens "$dir/serve.token"
 alice=$AL_ALICE

@@ -18,11 +18,7 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n  idle_ttl: 10m\n  pool: {}\n'
-} >"$confdir/pause.yaml"
-chmod 0644 "$confdir/pause.yaml"
+al_serve_config "$confdir/pause.yaml" 'server:\n  max_lifetime: 1h\n  idle_ttl: 10m\n  pool: {}\n'
 al_serve_tokens "$dir/serve.token"
 bob=$AL_BOB
 start() {
@@ -210,12 +206,7 @@ al_assert_eq "$(al_jget 'd["result"].get("resumed")')" True "the next exec resum
 al_pass "auto_pause pauses at the lifetime's end; the next call resumes it"
 
 # ---- the same through the official MCP SDK (tests/mcp/sdk/pause.mjs)
-command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
-sdk="$AL_SRC/tests/mcp/sdk"
-[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
-out=$(node "$sdk/pause.mjs" "$url/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
-	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "pause through the MCP SDK (see above)"; }
-al_log "$out"
+al_mcp_sdk pause.mjs "pause"
 al_pass "pause and resume through the official MCP SDK"
 
 # ---- SIGKILL of the server while paused: nothing frozen, nothing left; the restart brings it back paused

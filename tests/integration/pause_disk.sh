@@ -14,11 +14,7 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n  pool: {}\n'
-} >"$confdir/disk.yaml"
-chmod 0644 "$confdir/disk.yaml"
+al_serve_config "$confdir/disk.yaml" 'server:\n  max_lifetime: 1h\n  pool: {}\n'
 al_serve_tokens "$dir/serve.token"
 bob=$AL_BOB
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)

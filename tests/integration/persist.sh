@@ -15,11 +15,7 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n'
-} >"$confdir/persist.yaml"
-chmod 0644 "$confdir/persist.yaml"
+al_serve_config "$confdir/persist.yaml" 'server:\n  max_lifetime: 1h\n'
 al_serve_tokens "$dir/serve.token"
 alice=$AL_ALICE
 bob=$AL_BOB

@@ -31,14 +31,11 @@ chmod 0644 "$confdir/p.yaml"
 al_serve_tokens "$dir/clients.token"
 alice=$AL_ALICE
 bob=$AL_BOB
-serve_launch "$dir/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" --socket none \
-	--token-file "$dir/clients.token" --audit "$dir/audit.jsonl" || al_fail "airlock serve did not start"
-SPID=$SERVE_PID
-AL_BG_PIDS+=("$SPID")
+al_serve_launch "$dir/serve" "airlock serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" \
+	--socket none --token-file "$dir/clients.token" --audit "$dir/audit.jsonl"
+SPID=$AL_SERVE_PID
 PORT=$SERVE_PORT
-base="http://127.0.0.1:$PORT"
-# shellcheck disable=SC2034 # al_api's
-AL_SERVE_URL=$base
+base=$AL_SERVE_URL
 
 
 al_api_as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"limits":{"disk_mb":256}}'

@@ -46,15 +46,10 @@ alice=$AL_ALICE
 bob=$AL_BOB
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
 sock="$dir/serve.sock"
-rc=0
-serve_launch "$dir/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" --socket "$sock" \
-	--token-file "$dir/clients.token" --approver-token-file "$dir/reviewer.token" --audit "$dir/audit.jsonl" || rc=$?
-SPID=$SERVE_PID
-AL_BG_PIDS+=("$SPID")
-[ "$rc" = 0 ] || al_fail "airlock serve did not start"
+al_serve_launch "$dir/serve" "airlock serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" \
+	--socket "$sock" --token-file "$dir/clients.token" --approver-token-file "$dir/reviewer.token" --audit "$dir/audit.jsonl"
+SPID=$AL_SERVE_PID
 PORT=$SERVE_PORT
-# shellcheck disable=SC2034 # al_api's
-AL_SERVE_URL="http://127.0.0.1:$PORT"
 
 # pending WHAT: waits until the reviewer sees a pending call; sets id (BODY holds the list).
 pending() {

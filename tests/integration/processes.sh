@@ -171,10 +171,5 @@ al_assert_not_contains "$l" '"ran' "none of the refused execs ran"
 al_pass "bad input refused with 4xx, nothing run"
 
 # The same through the official MCP SDK (tests/mcp/sdk/processes.mjs), in a session's own sandbox.
-command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
-sdk="$AL_SRC/tests/mcp/sdk"
-[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
-out=$(node "$sdk/processes.mjs" "$AL_SERVE_URL/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
-	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "background processes through the MCP SDK (see above)"; }
-al_log "$out"
+al_mcp_sdk processes.mjs "background processes"
 al_pass "background processes through the official MCP SDK"

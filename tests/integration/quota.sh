@@ -14,13 +14,8 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	# A spare (its disk limit the default 1 GiB) that a plain create would claim.
-	printf 'server:\n  max_lifetime: 1h\n  pool: [{profile: untrusted-code-read, count: 1}]\n'
-	printf '  quota:\n    sandboxes: 8\n    sandbox_bytes: 40M\n'
-} >"$confdir/quota.yaml"
-chmod 0644 "$confdir/quota.yaml"
+# A spare (its disk limit the default 1 GiB) that a plain create would claim.
+al_serve_config "$confdir/quota.yaml" 'server:\n  max_lifetime: 1h\n  pool: [{profile: untrusted-code-read, count: 1}]\n  quota:\n    sandboxes: 8\n    sandbox_bytes: 40M\n'
 al_serve_tokens "$dir/serve.token"
 bob=$AL_BOB
 start() {

@@ -14,11 +14,7 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n  quota:\n    snapshots: 3\n    snapshot_bytes: 8M\n'
-} >"$confdir/snap.yaml"
-chmod 0644 "$confdir/snap.yaml"
+al_serve_config "$confdir/snap.yaml" 'server:\n  max_lifetime: 1h\n  quota:\n    snapshots: 3\n    snapshot_bytes: 8M\n'
 # E2B's keys are "e2b_" and hex (docs/e2b.md): carol's, for the E2B SDK.
 carol=e2b_$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
 al_serve_tokens "$dir/serve.token" "carol $carol"
@@ -175,12 +171,7 @@ al_assert_eq "$(ls -A "$state/.snapshots")" "" "the snapshots' records left"
 al_pass "deleting the last snapshot and sandbox on a layer removes it"
 
 # The same through the official MCP SDK (tests/mcp/sdk/snapshot.mjs): an agent snapshots its session's sandbox.
-command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
-sdk="$AL_SRC/tests/mcp/sdk"
-[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
-out=$(node "$sdk/snapshot.mjs" "$url/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
-	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "snapshots through the MCP SDK (see above)"; }
-al_log "$out"
+al_mcp_sdk snapshot.mjs "snapshots"
 al_pass "an agent snapshots its session's sandbox and makes a sandbox from it through the official MCP SDK"
 
 # E2B's snapshot calls through its official SDK (tests/e2b/snapshot.mjs), mapped onto the same tools.

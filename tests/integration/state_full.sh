@@ -16,12 +16,8 @@ command -v unshare >/dev/null && command -v nsenter >/dev/null || al_skip "unsha
 [ "$(id -u)" = 0 ] || al_skip "mounting a tmpfs in a private mount namespace needs root"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
-{
-	serve_config_head
-	# No spares: every create below names its own disk limit.
-	printf 'server:\n  max_lifetime: 1h\n  pool: []\n'
-} >"$confdir/full.yaml"
-chmod 0644 "$confdir/full.yaml"
+# No spares: every create below names its own disk limit.
+al_serve_config "$confdir/full.yaml" 'server:\n  max_lifetime: 1h\n  pool: []\n'
 al_token_file "$dir/serve.token" alice >/dev/null
 chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
 
