@@ -271,23 +271,13 @@ al_assert_not_contains "$listing" ".airlock-" "no temporary directory is left"
 al_assert_contains "$(cat "$dir/audit.jsonl")" '"code_upload"' "the audit log records the uploads"
 
 # ---- MCP: code_file on the same manager ----------------------------------------------------------
-"$AL_PY" - "$PORT" "$sb" <<'PY' >"$dir/mcp.out" || al_fail "code_file over MCP: $(cat "$dir/mcp.out")"
-import json, os, sys, urllib.request
-base, sb, sid = "http://127.0.0.1:%s/mcp" % sys.argv[1], sys.argv[2], None
-def post(msg):
-    global sid
-    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-         "Authorization": "Bearer " + os.environ["AL_TOKEN"], **({"Mcp-Session-Id": sid} if sid else {})}
-    with urllib.request.urlopen(urllib.request.Request(base, json.dumps(msg).encode(), h), timeout=30) as r:
-        sid = r.headers.get("Mcp-Session-Id") or sid
-        body = r.read().decode()
-    lines = [l[5:] for l in body.splitlines() if l.startswith("data:")] or [body]
-    return [json.loads(l) for l in lines if l.strip()][-1] if body.strip() else None
-post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+PYTHONPATH="$AL_SRC/tests/mcp" "$AL_PY" - "$AL_SERVE_URL" "$sb" <<'PY' >"$dir/mcp.out" || al_fail "code_file over MCP: $(cat "$dir/mcp.out")"
+import os, sys
+from client import Http  # tests/mcp/client.py: MCP over streamable HTTP
+h, sb = Http(sys.argv[1], os.environ["AL_TOKEN"]), sys.argv[2]
+h.initialize("t")
 def call(i, args):
-    return post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "code_file", "arguments": args}})["result"]
+    return h.mcp({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "code_file", "arguments": args}})["result"]
 r = call(2, {"sandbox_id": sb, "action": "mkdir", "path": "via-mcp/x"})
 assert not r["isError"] and r["structuredContent"]["created"] is True, r
 r = call(3, {"sandbox_id": sb, "action": "stat", "path": "via-mcp/x"})
@@ -296,7 +286,7 @@ r = call(4, {"sandbox_id": sb, "action": "remove", "path": "via-mcp", "recursive
 assert r["structuredContent"]["removed"] == 2, r
 r = call(5, {"sandbox_id": sb, "action": "stat", "path": "via-mcp"})
 assert r["isError"] and "no such file" in r["content"][0]["text"], r
-r = post({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "code_upload", "arguments": {}}})
+r = h.mcp({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "code_upload", "arguments": {}}})
 assert "error" in r or r["result"]["isError"], r
 print("ok")
 PY
