@@ -1057,8 +1057,8 @@ al_api_as() {
 }
 
 # al_jget EXPR: a Python expression over d, the JSON document in BODY (the last al_api's answer),
-# printed as Python prints it (a string raw).
-al_jget() { "$AL_PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$BODY" "$1"; }
+# printed as Python prints it (a string raw). BODY goes on stdin: an argument holds 128 KiB at most.
+al_jget() { printf '%s' "$BODY" | "$AL_PY" -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 
 # al_api_exec ID JSON: an exec in sandbox ID (its request JSON), which must answer 200; BODY keeps
 # its last NDJSON line, the result.

@@ -69,7 +69,6 @@ req() {
 	CODE=${BODY##*$'\n'}
 	BODY=${BODY%$'\n'*}
 }
-json() { printf '%s' "$BODY" | "$AL_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 req GET /v2/sandboxes
 al_assert_eq "$CODE" 401 "the control plane without an API key"
@@ -78,8 +77,8 @@ al_assert_eq "$CODE" 401 "the control plane with a wrong API key"
 req POST /v2/sandboxes -H "X-API-Key: $alice" -H 'Content-Type: application/json' \
 	-d '{"templateID": "base", "timeout": 120, "metadata": {"t": "'"$m"'"}}'
 al_assert_eq "$CODE" 201 "alice creates a sandbox: $BODY"
-sb=$(json 'd["sandboxID"]')
-token=$(json 'd["envdAccessToken"]')
+sb=$(al_jget 'd["sandboxID"]')
+token=$(al_jget 'd["envdAccessToken"]')
 [ "${#token}" = 64 ] || al_fail "no access token in the create's answer: $BODY"
 req POST /v2/sandboxes -H "X-API-Key: $alice" -d '{"templateID": "no-such-template-'"$m"'"}'
 al_assert_eq "$CODE" 400 "an unknown template"
