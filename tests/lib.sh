@@ -1068,6 +1068,11 @@ al_api_exec() {
 	BODY=$(printf '%s\n' "$BODY" | grep -v '^$' | tail -n1)
 }
 
+# al_exec_last ID JSON: prints the last NDJSON line of an exec in sandbox ID (its result, or the
+# error), as a streaming client reads it; unlike al_api it sets nothing, so it can run in the
+# background.
+al_exec_last() { curl -sS -XPOST "$AL_SERVE_URL/v1/sandboxes/$1/exec" -d "$2" | tail -n1; }
+
 # al_mcp_sdk SCRIPT WHAT: tests/mcp/sdk/SCRIPT, a client of the official MCP SDK, against the
 # server al_serve_start started (its /mcp, alice's token); its stdout in AL_SDK_OUT and the log. It
 # fails, showing its output and stderr and the server's, as "WHAT through the MCP SDK".
