@@ -963,21 +963,30 @@ al_image_import() {
 	AL_IMAGE_DIGEST=$(printf '%s' "$AL_OUT" | awk -v n="$name" '$1 == n { print $2 }')
 }
 
-# al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
-# mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
-# waits for its port (serve_launch); later curls send the client token it generated (al_serve_auth). Sets
-# AL_SERVE_PID and AL_SERVE_URL.
-al_serve_start() {
-	local d=$1 rc=0
-	shift
-	al_serve_bin
-	serve_launch "$d/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$d/serve.token" \
-		"$@" || rc=$?
+# al_serve_launch PREFIX WHAT COMMAND...: serve_launch PREFIX COMMAND... (a server the test starts
+# its own way) for the harness: its pid in AL_SERVE_PID (and AL_BG_PIDS: it goes at exit), its URL
+# in AL_SERVE_URL (al_api's); fails with "WHAT did not start" when it did not.
+al_serve_launch() {
+	local prefix=$1 what=$2 rc=0
+	shift 2
+	serve_launch "$prefix" "$@" || rc=$?
 	AL_SERVE_PID=$SERVE_PID
 	AL_BG_PIDS+=("$AL_SERVE_PID")
-	[ "$rc" = 0 ] || al_fail "airlock serve did not start"
+	[ "$rc" = 0 ] || al_fail "$what did not start"
 	AL_SERVE_URL="http://127.0.0.1:$SERVE_PORT"
-	al_serve_auth "$d/serve.token"
+}
+
+# al_serve_start DIR ARGS...: airlock serve --http 127.0.0.1:0 ARGS... in the background as the
+# mode's user (airlock-serve copied beside the user mode's airlock), stderr in DIR/serve.err;
+# waits for its port (al_serve_launch); later curls send the client token it generated
+# (al_serve_auth). Sets AL_SERVE_PID, AL_SERVE_URL and AL_SERVE_DIR (DIR).
+al_serve_start() {
+	AL_SERVE_DIR=$1
+	shift
+	al_serve_bin
+	al_serve_launch "$AL_SERVE_DIR/serve" "airlock serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none \
+		--token-file "$AL_SERVE_DIR/serve.token" "$@"
+	al_serve_auth "$AL_SERVE_DIR/serve.token"
 }
 
 # al_serve_stop SIGNAL: sends it to the server al_serve_start started and waits (10 s) until it
@@ -989,6 +998,114 @@ al_serve_stop() {
 		sleep 0.1
 	done
 	! kill -0 "$AL_SERVE_PID" 2>/dev/null || al_fail "airlock serve did not end after SIG$1"
+}
+
+# al_serve_config FILE [FORMAT [ARG...]]: a test's config for airlock serve in FILE: the head every
+# test shares (serve_config_head) and printf FORMAT ARG... after it, readable by every mode's user.
+al_serve_config() {
+	local f=$1
+	shift
+	{
+		serve_config_head
+		# shellcheck disable=SC2059 # the caller's format, as its own printf had it
+		[ $# = 0 ] || printf "$@"
+	} >"$f"
+	chmod 0644 "$f"
+}
+
+# al_serve_tokens FILE [LINE...]: the two clients of a test of airlock serve, alice and bob: each
+# one's token file beside FILE (alice.token, bob.token: al_token_file) and FILE, the server's token
+# file, with alice's line first (so hers is the token later curls send, al_serve_auth), bob's, then
+# each LINE ("NAME TOKEN"); mode 0600, owned as al_token_file's. Sets AL_ALICE and AL_BOB to their
+# tokens.
+al_serve_tokens() {
+	local f=$1 d
+	shift
+	d=$(dirname "$f")
+	# shellcheck disable=SC2034 # read by the tests
+	AL_ALICE=$(al_token_file "$d/alice.token" alice)
+	# shellcheck disable=SC2034 # read by the tests
+	AL_BOB=$(al_token_file "$d/bob.token" bob)
+	{
+		cat "$d/alice.token" "$d/bob.token"
+		[ $# = 0 ] || printf '%s\n' "$@"
+	} >"$f"
+	chmod 0600 "$f"
+	chown "$AL_CALLER_UID:$AL_CALLER_GID" "$f"
+}
+
+# al_api METHOD PATH [CURL ARGS...]: one request to the server at AL_SERVE_URL (al_serve_start's)
+# as the client whose token the .curlrc sends (al_serve_auth), two minutes at the most; sets CODE
+# (000 when no answer came) and BODY, the whole answer (an exec's NDJSON lines, its result last).
+AL_API_PRE=()
+CODE="" BODY=""
+al_api() {
+	local method=$1 path=$2
+	shift 2
+	BODY=$(curl "${AL_API_PRE[@]}" -sS -m 120 -o - -w '\n%{http_code}' -X "$method" "$AL_SERVE_URL$path" "$@") || true
+	CODE=${BODY##*$'\n'}
+	BODY=${BODY%$'\n'*}
+}
+
+# al_api_as TOKEN METHOD PATH [CURL ARGS...]: al_api as another client: TOKEN as the bearer token
+# instead of the .curlrc's (`-q`, first), or no token at all where TOKEN is empty.
+al_api_as() {
+	local AL_API_PRE=(-q)
+	[ -z "$1" ] || AL_API_PRE+=(-H "Authorization: Bearer $1")
+	shift
+	al_api "$@"
+}
+
+# al_jget EXPR: a Python expression over d, the JSON document in BODY (the last al_api's answer),
+# printed as Python prints it (a string raw). BODY goes on stdin: an argument holds 128 KiB at most.
+al_jget() { printf '%s' "$BODY" | "$AL_PY" -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+
+# al_api_exec ID JSON: an exec in sandbox ID (its request JSON), which must answer 200; BODY keeps
+# its last NDJSON line, the result.
+al_api_exec() {
+	al_api POST "/v1/sandboxes/$1/exec" -d "$2"
+	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
+	BODY=$(printf '%s\n' "$BODY" | grep -v '^$' | tail -n1)
+}
+
+# al_exec_last ID JSON: prints the last NDJSON line of an exec in sandbox ID (its result, or the
+# error), as a streaming client reads it; unlike al_api it sets nothing, so it can run in the
+# background.
+al_exec_last() { curl -sS -XPOST "$AL_SERVE_URL/v1/sandboxes/$1/exec" -d "$2" | tail -n1; }
+
+# al_mcp_sdk SCRIPT WHAT: tests/mcp/sdk/SCRIPT, a client of the official MCP SDK, against the
+# server al_serve_start started (its /mcp, alice's token); its stdout in AL_SDK_OUT and the log. It
+# fails, showing its output and stderr and the server's, as "WHAT through the MCP SDK".
+al_mcp_sdk() {
+	local sdk="$AL_SRC/tests/mcp/sdk"
+	command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
+	[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
+	AL_SDK_OUT=$(node "$sdk/$1" "$AL_SERVE_URL/mcp" "$AL_TOKEN" 2>"$AL_SERVE_DIR/sdk.err") || {
+		printf '%s\n' "$AL_SDK_OUT"
+		cat "$AL_SERVE_DIR/sdk.err" "$AL_SERVE_DIR/serve.err" >&2
+		al_fail "$2 through the MCP SDK (see above)"
+	}
+	al_log "$AL_SDK_OUT"
+}
+
+# al_api_result WHAT: RES, the result object of the exec answer in BODY (its last result line) as
+# JSON; fails, naming WHAT (e.g. "exec in $sb"), when it has none.
+al_api_result() {
+	# shellcheck disable=SC2034 # read by the tests
+	RES=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["result"]))') ||
+		al_fail "no result line for $1 ($CODE): $(printf '%s' "$BODY" | head -c 600)"
+}
+
+# al_api_sh ID COMMAND: COMMAND as a fresh shell exec in sandbox ID, which must answer 200 with a
+# result; its stdout in OUT (BODY keeps the whole answer).
+al_api_sh() {
+	local body
+	body=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language": "shell", "code": sys.argv[1], "fresh": True}))' "$2")
+	al_api POST "/v1/sandboxes/$1/exec" -d "$body"
+	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
+	# shellcheck disable=SC2034 # read by the tests
+	OUT=$(printf "%s\n" "$BODY" | grep '"result"' | tail -n1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"], end="")') ||
+		al_fail "exec in $1: no result: $BODY"
 }
 
 # ---------------------------------------------------------------- entry

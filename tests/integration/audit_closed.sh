@@ -31,22 +31,15 @@ exec unshare -m sh -c 'mount --make-rprivate / && mount -t tmpfs -o size=64k,mod
 	"$fs" "$@"
 SH
 
-# start_server NAME LOG [WRAPPER...]: airlock serve with its audit log at LOG; sets PORT and SPID.
+# start_server NAME LOG [WRAPPER...]: airlock serve with its audit log at LOG; sets PORT, AL_SERVE_URL
+# and SPID.
 start_server() {
 	local name=$1 log=$2
 	shift 2
-	rm -f "$dir/$name.port"
-	(exec "$@" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/auto.yaml" --http 127.0.0.1:0 \
-		--socket none --token-file "$dir/token" --port-file "$dir/$name.port" --audit "$log" 2>"$dir/$name.err") &
-	SPID=$!
-	AL_BG_PIDS+=("$SPID")
-	for _ in $(seq 100); do
-		[ -s "$dir/$name.port" ] && break
-		kill -0 "$SPID" 2>/dev/null || break
-		sleep 0.1
-	done
-	[ -s "$dir/$name.port" ] || { cat "$dir/$name.err" >&2; al_fail "airlock serve ($name) did not start"; }
-	PORT=$(cat "$dir/$name.port")
+	al_serve_launch "$dir/$name" "airlock serve ($name)" "$@" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve \
+		--config "$confdir/auto.yaml" --socket none --token-file "$dir/token" --audit "$log"
+	SPID=$AL_SERVE_PID
+	PORT=$SERVE_PORT
 	al_serve_auth "$dir/token"
 }
 
@@ -55,26 +48,18 @@ stop_server() {
 	wait "$SPID" 2>/dev/null || true
 }
 
-# api METHOD PATH [CURL ARGS...]: sets CODE and BODY.
-api() {
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -s -m 60 -o - -w '\n%{http_code}' -X "$method" "http://127.0.0.1:$PORT$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
 
 create() {
-	api POST /v1/sandboxes -d '{}'
+	al_api POST /v1/sandboxes -d '{}'
 	al_assert_eq "$CODE" 201 "create a sandbox: $BODY"
-	SB=$(printf '%s' "$BODY" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
+	SB=$(al_jget 'd["sandbox_id"]')
 }
 
 # run CODE: a shell exec in $SB; CODE gets the HTTP status, OUT the program's stdout.
 run() {
 	local req
 	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[1]}))' "$1")
-	api POST "/v1/sandboxes/$SB/exec" -H 'Content-Type: application/json' -d "$req"
+	al_api POST "/v1/sandboxes/$SB/exec" -H 'Content-Type: application/json' -d "$req"
 	# NDJSON: the output streamed as {"stream":"stdout","data":...} lines, then the result.
 	OUT=$(printf '%s\n' "$BODY" | "$AL_PY" -c 'import json,sys
 out = [json.loads(l) for l in sys.stdin if l.strip()]
@@ -137,7 +122,7 @@ PY
 r=$("$AL_PY" "$dir/mcphttp.py" "$PORT" "$SB" "echo refused > refused-mcp-$m") || al_fail "MCP over HTTP: $r"
 al_assert_contains "$r" '"isError": true' "MCP over HTTP: the call the audit log cannot record is an error"
 al_assert_contains "$r" "audit log" "MCP over HTTP: the error names the audit log"
-api GET /v1/health
+al_api GET /v1/health
 al_assert_eq "$CODE" 503 "health while the audit log fails: $BODY"
 al_assert_contains "$BODY" '"status":"degraded"' "health says degraded"
 al_assert_contains "$BODY" "audit log" "health names the audit log"
@@ -152,7 +137,7 @@ al_assert_eq "$CODE" 200 "an exec once the disk has room: $BODY"
 al_assert_contains "$OUT" "ran-$m" "the code of the call after the refusal ran (it can be seen)"
 al_assert_not_contains "$OUT" "refused-$m" "the refused code never ran"
 al_assert_not_contains "$OUT" "refused-mcp-$m" "the code refused over MCP never ran"
-api GET /v1/health
+al_api GET /v1/health
 al_assert_eq "$CODE" 200 "health once the log is written again: $BODY"
 [ "$(metric airlock_audit_failures_total)" -ge "$failures" ] || al_fail "the failure count went down"
 al_assert_eq "$(metric airlock_audit_degraded)" 0 "airlock_audit_degraded once records are written again"

@@ -144,12 +144,7 @@ confdir=$(al_tmpdir 0755) # a config's directory may be writable by its owner on
 printf 'version: 1\napproval:\n  auto_approve_up_to: CRITICAL\n' >"$confdir/config.yaml"
 chmod 0644 "$confdir/config.yaml"
 al_serve_start "$dir" --config "$confdir/config.yaml" --audit "$dir/audit.jsonl"
-api() {
-	BODY=$(curl -s -m 60 -o - -w '\n%{http_code}' -X "$1" "$AL_SERVE_URL$2" -H 'Content-Type: application/json' "${@:3}") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
-api POST /v1/sandboxes -d '{"limits":{"memory_mb":300}}'
+al_api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"limits":{"memory_mb":300}}'
 al_assert_eq "$CODE" 201 "create a sandbox: $BODY"
 sb=$(al_json_get "$BODY" sandbox_id)
 # A runtime finds the limit in the exec's own cgroup (named by /proc/self/cgroup, as libuv reads
@@ -167,7 +162,7 @@ case $(cat /proc/self/cgroup) in */..*) f=$root ;; esac
 echo memory=$(cat "$f")
 cat /proc/self/cgroup'
 req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[1],"fresh":True}))' "$OWN")
-api POST "/v1/sandboxes/$sb/exec" -d "$req"
+al_api POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "$req"
 res=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"])') ||
 	al_fail "no result for the exec in $sb ($CODE): $(printf '%s' "$BODY" | head -c 600)"
 printf '%s\n' "$res" | grep -qx memory=314572800 || al_fail "the held exec does not find the sandbox's 300M limit: $res"
@@ -176,10 +171,10 @@ al_pass "an exec in a held sandbox finds the sandbox's memory limit"
 # only its own cgroup (libuv, from /proc/self/cgroup) finds them there.
 if command -v node >/dev/null; then
 	req=$("$AL_PY" -c 'import json; print(json.dumps({"language":"shell","fresh":True,"code":"node -e \"console.log(process.constrainedMemory())\""}))')
-	api POST "/v1/sandboxes/$sb/exec" -d "$req"
+	al_api POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "$req"
 	res=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"])') ||
 		al_fail "no result for the exec in $sb ($CODE): $(printf '%s' "$BODY" | head -c 600)"
 	al_assert_eq "$res" 314572800 "node's process.constrainedMemory() in a held exec"
 	al_pass "node in a held exec reads the sandbox's limit in its own cgroup"
 fi
-api DELETE "/v1/sandboxes/$sb"
+al_api DELETE "/v1/sandboxes/$sb" -H 'Content-Type: application/json'

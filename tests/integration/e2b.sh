@@ -24,11 +24,7 @@ dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 m=$(al_marker)
 # A sandbox domain: a Host "PORT-ID.e2b.test" names a sandbox (E2B_DOMAIN's addressing).
-{
-	serve_config_head
-	printf 'server:\n  http:\n    e2b_domain: e2b.test\n'
-} >"$confdir/e2b.yaml"
-chmod 0644 "$confdir/e2b.yaml"
+al_serve_config "$confdir/e2b.yaml" 'server:\n  http:\n    e2b_domain: e2b.test\n'
 
 # E2B's keys are "e2b_" and hex: client tokens of the token file like any other (docs/e2b.md).
 key() { printf 'e2b_%s' "$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
@@ -73,7 +69,6 @@ req() {
 	CODE=${BODY##*$'\n'}
 	BODY=${BODY%$'\n'*}
 }
-json() { printf '%s' "$BODY" | "$AL_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 req GET /v2/sandboxes
 al_assert_eq "$CODE" 401 "the control plane without an API key"
@@ -82,8 +77,8 @@ al_assert_eq "$CODE" 401 "the control plane with a wrong API key"
 req POST /v2/sandboxes -H "X-API-Key: $alice" -H 'Content-Type: application/json' \
 	-d '{"templateID": "base", "timeout": 120, "metadata": {"t": "'"$m"'"}}'
 al_assert_eq "$CODE" 201 "alice creates a sandbox: $BODY"
-sb=$(json 'd["sandboxID"]')
-token=$(json 'd["envdAccessToken"]')
+sb=$(al_jget 'd["sandboxID"]')
+token=$(al_jget 'd["envdAccessToken"]')
 [ "${#token}" = 64 ] || al_fail "no access token in the create's answer: $BODY"
 req POST /v2/sandboxes -H "X-API-Key: $alice" -d '{"templateID": "no-such-template-'"$m"'"}'
 al_assert_eq "$CODE" 400 "an unknown template"

@@ -196,29 +196,18 @@ printf '127.0.0.1 localhost\n%s good.test\n' "$ADDR" >"$dir/serve-hosts"
 chmod 0644 "$dir/serve-hosts"
 al_serve_bin
 # The server (and so its proxy's resolver) sees the test's hosts file in a mount namespace of its own.
-serve_launch "$dir/serve" unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/serve-hosts" \
+al_serve_launch "$dir/serve" "airlock serve" unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/serve-hosts" \
 	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$dir/serve.token" --config "$confdir/config.yaml" \
-	--audit "$dir/audit.jsonl" ||
-	al_fail "airlock serve did not start"
-AL_BG_PIDS+=("$SERVE_PID")
+	--audit "$dir/audit.jsonl"
 al_serve_auth "$dir/serve.token"
-url="http://127.0.0.1:$SERVE_PORT"
-api() {
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -s -m 60 -o - -w '\n%{http_code}' -X "$method" "$url$path" -H 'Content-Type: application/json' "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
 run() {
 	local req
 	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":"shell","code":sys.argv[2],"network_enabled":True,"fresh":True}))' "$1" "$2")
-	api POST "/v1/sandboxes/$1/exec" -d "$req"
-	RES=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["result"]))') ||
-		al_fail "no result line for exec in $1 ($CODE): $(printf '%s' "$BODY" | head -c 600)"
+	al_api POST "/v1/sandboxes/$1/exec" -H 'Content-Type: application/json' -d "$req"
+	al_api_result "exec in $1"
 }
 r() { al_json_get "$RES" "$1"; }
-api POST /v1/sandboxes -d '{"profile":"egress","network_enabled":true}'
+al_api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"profile":"egress","network_enabled":true}'
 al_assert_eq "$CODE" 201 "create a sandbox of the egress profile: $BODY"
 sb=$(al_json_get "$BODY" sandbox_id)
 ca=$(cat "$dir/ca.pem")
@@ -238,10 +227,10 @@ al_assert_eq "$(r verdict.proxy.records.0.kind)/$(r verdict.proxy.records.0.host
 al_assert_eq "$(al_json_type "$RES" verdict.proxy.records.1)" missing "no record of the first exec again"
 # network_enabled with nothing to reach (the default profile names no registry, the request no
 # allowed_domains) is refused at once.
-api POST /v1/sandboxes -d '{"network_enabled":true}'
+al_api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"network_enabled":true}'
 al_assert_eq "$CODE" 400 "create with network_enabled and nothing allowed: $BODY"
 al_assert_contains "$BODY" "allows no host" "the refusal names the cause"
-api POST /v1/sandboxes -d '{"network_enabled":true,"allowed_domains":["good.test"]}'
+al_api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"network_enabled":true,"allowed_domains":["good.test"]}'
 al_assert_eq "$CODE" 201 "create with network_enabled and allowed_domains: $BODY"
 kill -TERM "$SERVE_PID"
 al_netns_host_del

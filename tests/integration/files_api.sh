@@ -12,38 +12,20 @@ al_serve_bin
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 m=$(al_marker)
-serve_config_head >"$confdir/f.yaml"
-chmod 0644 "$confdir/f.yaml"
+al_serve_config "$confdir/f.yaml"
 mkdir -p "$dir/canary"
 echo "canary $m" >"$dir/canary/keep"
 chmod -R a+rwX "$dir/canary"
 
-"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/f.yaml" --http 127.0.0.1:0 --port-file "$dir/port" \
-	--token-file "$dir/token" --socket none --audit "$dir/audit.jsonl" 2>"$dir/serve.err" &
-SPID=$!
-AL_BG_PIDS+=("$SPID")
-for _ in $(seq 100); do
-	[ -s "$dir/port" ] && break
-	sleep 0.1
-done
-[ -s "$dir/port" ] || { cat "$dir/serve.err" >&2; al_fail "airlock serve did not start"; }
-PORT=$(cat "$dir/port")
-al_serve_auth "$dir/token"
-base="http://127.0.0.1:$PORT/v1/sandboxes"
+al_serve_start "$dir" --config "$confdir/f.yaml" --audit "$dir/audit.jsonl"
+SPID=$AL_SERVE_PID
+PORT=$SERVE_PORT
+base="$AL_SERVE_URL/v1/sandboxes"
 
-# api METHOD PATH [CURL ARGS...]: sets CODE and BODY.
-api() {
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -s -o - -w '\n%{http_code}' -X "$method" "$base$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
-# expect CODE WHAT: the last api call answered CODE.
+# expect CODE WHAT: the last al_api call answered CODE.
 expect() { al_assert_eq "$CODE" "$1" "$2: $BODY"; }
-# refused WHAT: the last api call was refused as the client's fault (4xx).
+# refused WHAT: the last al_api call was refused as the client's fault (4xx).
 refused() { if [ "$CODE" -lt 400 ] || [ "$CODE" -ge 500 ]; then al_fail "$1: $CODE $BODY"; fi; }
-field() { printf '%s' "$BODY" | "$AL_PY" -c 'import json,sys; v = json.load(sys.stdin).get(sys.argv[1]); print(v)' "$1"; }
 # sh SANDBOX CODE: runs shell code in the sandbox; prints its stdout.
 sh_in() {
 	curl -s -X POST "$base/$1/exec" -H 'Content-Type: application/json' \
@@ -54,9 +36,9 @@ for l in sys.stdin:
     if r: print(r["stdout"], end="")'
 }
 create() {
-	api POST "" -H 'Content-Type: application/json' -d "$1"
+	al_api POST "/v1/sandboxes" -H 'Content-Type: application/json' -d "$1"
 	expect 201 "create a sandbox"
-	field sandbox_id
+	al_jget 'd.get("sandbox_id")'
 }
 sb=$(create '{"limits": {"disk_mb": 320}}')
 
@@ -64,112 +46,112 @@ sb=$(create '{"limits": {"disk_mb": 320}}')
 sh_in "$sb" "mkdir -p d/e && printf abc > d/f && chmod 640 d/f && ln -s /etc/passwd out && ln -s d/f in &&
 	ln -s $dir/canary evil && mkfifo p && echo ok" >"$dir/setup.out"
 al_assert_eq "$(cat "$dir/setup.out")" ok "the sandbox made its files"
-api GET "/$sb/stat/d/f"
+al_api GET "/v1/sandboxes/$sb/stat/d/f"
 expect 200 "stat a file"
-al_assert_eq "$(field type) $(field size) $(field mode) $(field uid)" "file 3 0640 1000" "the file's stat"
-al_assert_contains "$(field mtime)" "T" "the file's mtime is RFC 3339"
-api GET "/$sb/stat/d"
-al_assert_eq "$(field type) $(field link_target)" "directory None" "stat a directory"
-api GET "/$sb/stat/out"
-al_assert_eq "$(field type) $(field link_target)" "symlink /etc/passwd" "stat a symlink: never followed"
-api GET "/$sb/stat/evil/"
-al_assert_eq "$(field type)" "symlink" "stat a planted link with a trailing slash: the link itself"
-api GET "/$sb/stat"
-al_assert_eq "$CODE $(field type)" "200 directory" "stat the workspace"
-api GET "/$sb/stat/p"
-al_assert_eq "$(field type)" "fifo" "stat a FIFO (nothing opened)"
-api GET "/$sb/stat/missing"
+al_assert_eq "$(al_jget 'd.get("type")') $(al_jget 'd.get("size")') $(al_jget 'd.get("mode")') $(al_jget 'd.get("uid")')" "file 3 0640 1000" "the file's stat"
+al_assert_contains "$(al_jget 'd.get("mtime")')" "T" "the file's mtime is RFC 3339"
+al_api GET "/v1/sandboxes/$sb/stat/d"
+al_assert_eq "$(al_jget 'd.get("type")') $(al_jget 'd.get("link_target")')" "directory None" "stat a directory"
+al_api GET "/v1/sandboxes/$sb/stat/out"
+al_assert_eq "$(al_jget 'd.get("type")') $(al_jget 'd.get("link_target")')" "symlink /etc/passwd" "stat a symlink: never followed"
+al_api GET "/v1/sandboxes/$sb/stat/evil/"
+al_assert_eq "$(al_jget 'd.get("type")')" "symlink" "stat a planted link with a trailing slash: the link itself"
+al_api GET "/v1/sandboxes/$sb/stat"
+al_assert_eq "$CODE $(al_jget 'd.get("type")')" "200 directory" "stat the workspace"
+al_api GET "/v1/sandboxes/$sb/stat/p"
+al_assert_eq "$(al_jget 'd.get("type")')" "fifo" "stat a FIFO (nothing opened)"
+al_api GET "/v1/sandboxes/$sb/stat/missing"
 expect 404 "stat of a missing path (exists: false)"
-api GET "/$sb/stat/evil/keep"
+al_api GET "/v1/sandboxes/$sb/stat/evil/keep"
 refused "stat through a link leading out"
 al_assert_not_contains "$BODY" "canary" "stat through a link leading out says nothing of it"
-api GET "/$sb/stat/../../etc/passwd" --path-as-is
+al_api GET "/v1/sandboxes/$sb/stat/../../etc/passwd" --path-as-is
 refused "stat of .."
-api GET "/nope/stat/d"
+al_api GET "/v1/sandboxes/nope/stat/d"
 expect 404 "stat in an unknown sandbox"
 
 # ---- FIFO refused ------------------------------------------------------------------------------
-api GET "/$sb/files/p" --max-time 10
+al_api GET "/v1/sandboxes/$sb/files/p" --max-time 10
 expect 400 "reading a FIFO"
-api PUT "/$sb/files/p" --data-binary x --max-time 10
+al_api PUT "/v1/sandboxes/$sb/files/p" --data-binary x --max-time 10
 expect 400 "writing a FIFO"
 
 # ---- mkdir -------------------------------------------------------------------------------------
-api POST "/$sb/dirs/a/b/c"
+al_api POST "/v1/sandboxes/$sb/dirs/a/b/c"
 expect 201 "mkdir with parents"
-al_assert_eq "$(field created)" True "mkdir: created"
-api POST "/$sb/dirs/a/b/c"
+al_assert_eq "$(al_jget 'd.get("created")')" True "mkdir: created"
+al_api POST "/v1/sandboxes/$sb/dirs/a/b/c"
 expect 200 "mkdir of an existing directory"
-al_assert_eq "$(field created)" False "mkdir again: not created"
-api POST "/$sb/dirs/d/f"
+al_assert_eq "$(al_jget 'd.get("created")')" False "mkdir again: not created"
+al_api POST "/v1/sandboxes/$sb/dirs/d/f"
 expect 409 "mkdir over a file"
-api POST "/$sb/dirs/evil/made"
+al_api POST "/v1/sandboxes/$sb/dirs/evil/made"
 refused "mkdir through a link leading out"
-api POST "/$sb/dirs/x/../../up" --path-as-is
+al_api POST "/v1/sandboxes/$sb/dirs/x/../../up" --path-as-is
 refused "mkdir with .."
-api GET "/$sb/stat/x"
+al_api GET "/v1/sandboxes/$sb/stat/x"
 expect 404 "a refused mkdir made nothing on the way"
 if [ -e "$dir/canary/made" ] || [ -e "$dir/up" ]; then al_fail "a refused mkdir made something outside"; fi
 
 # ---- move --------------------------------------------------------------------------------------
 mv_json() { "$AL_PY" -c 'import json,sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' "$@"; }
-api POST "/$sb/move" -H 'Content-Type: application/json' -d "$(mv_json from d/f to a/b/g)"
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d "$(mv_json from d/f to a/b/g)"
 expect 200 "move a file"
-api GET "/$sb/files/a/b/g"
+al_api GET "/v1/sandboxes/$sb/files/a/b/g"
 al_assert_eq "$BODY" abc "the moved file's bytes"
-api GET "/$sb/stat/d/f"
+al_api GET "/v1/sandboxes/$sb/stat/d/f"
 expect 404 "the old name is gone"
-api PUT "/$sb/files/a/b/h" --data-binary hh
-api POST "/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a/b/h", "to": "a/b/g", "overwrite": false}'
+al_api PUT "/v1/sandboxes/$sb/files/a/b/h" --data-binary hh
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a/b/h", "to": "a/b/g", "overwrite": false}'
 expect 409 "move onto an existing file without overwrite"
-api GET "/$sb/files/a/b/g"
+al_api GET "/v1/sandboxes/$sb/files/a/b/g"
 al_assert_eq "$BODY" abc "a refused move changed nothing"
-api POST "/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a/b/h", "to": "a/b/g"}'
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a/b/h", "to": "a/b/g"}'
 expect 200 "move replacing a file, as rename(2)"
-api GET "/$sb/files/a/b/g"
+al_api GET "/v1/sandboxes/$sb/files/a/b/g"
 al_assert_eq "$BODY" hh "the replaced file"
-api POST "/$sb/move" -H 'Content-Type: application/json' -d "$(mv_json from evil to moved-evil)"
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d "$(mv_json from evil to moved-evil)"
 expect 200 "move a planted link"
-api GET "/$sb/stat/moved-evil"
-al_assert_eq "$(field type) $(field link_target)" "symlink $dir/canary" "the link moved as itself"
-api POST "/$sb/move" -H 'Content-Type: application/json' -d "$(mv_json from moved-evil/keep to stolen)"
+al_api GET "/v1/sandboxes/$sb/stat/moved-evil"
+al_assert_eq "$(al_jget 'd.get("type")') $(al_jget 'd.get("link_target")')" "symlink $dir/canary" "the link moved as itself"
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d "$(mv_json from moved-evil/keep to stolen)"
 refused "move through a link leading out"
-api POST "/$sb/move" -H 'Content-Type: application/json' -d "$(mv_json from a/b/g to ../../g)"
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d "$(mv_json from a/b/g to ../../g)"
 refused "move to .."
-api POST "/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a", "to": "a/b/inside"}'
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a", "to": "a/b/inside"}'
 expect 400 "move a directory into itself"
-api POST "/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a/b/g", "dest": "x"}'
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a/b/g", "dest": "x"}'
 expect 400 "move with an unknown property"
-api POST "/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a/b/g"}'
+al_api POST "/v1/sandboxes/$sb/move" -H 'Content-Type: application/json' -d '{"from": "a/b/g"}'
 expect 400 "move without to"
 al_assert_eq "$(cat "$dir/canary/keep")" "canary $m" "the canary outside is untouched by moves"
 [ ! -e "$dir/g" ] || al_fail "a move reached outside"
 
 # ---- remove ------------------------------------------------------------------------------------
-api DELETE "/$sb/files/moved-evil?recursive=true"
+al_api DELETE "/v1/sandboxes/$sb/files/moved-evil?recursive=true"
 expect 200 "remove a planted link (recursive)"
-al_assert_eq "$(field removed)" 1 "only the link was removed"
+al_assert_eq "$(al_jget 'd.get("removed")')" 1 "only the link was removed"
 al_assert_eq "$(cat "$dir/canary/keep")" "canary $m" "the link's target outside is untouched"
 sh_in "$sb" "ln -s $dir/canary a/b/c/evil2 && echo ok" >/dev/null
-api DELETE "/$sb/files/a"
+al_api DELETE "/v1/sandboxes/$sb/files/a"
 expect 400 "remove a directory that is not empty, without recursive"
-api DELETE "/$sb/files/a?recursive=maybe"
+al_api DELETE "/v1/sandboxes/$sb/files/a?recursive=maybe"
 expect 400 "a bad recursive flag"
-api DELETE "/$sb/files/a?recursive=true"
+al_api DELETE "/v1/sandboxes/$sb/files/a?recursive=true"
 expect 200 "remove a tree"
-al_assert_eq "$(field removed)" 5 "the tree's entries (a, b, c, g, evil2) removed"
-api GET "/$sb/stat/a"
+al_assert_eq "$(al_jget 'd.get("removed")')" 5 "the tree's entries (a, b, c, g, evil2) removed"
+al_api GET "/v1/sandboxes/$sb/stat/a"
 expect 404 "the tree is gone"
 al_assert_eq "$(cat "$dir/canary/keep")" "canary $m" "a link inside the tree was not followed"
-api DELETE "/$sb/files/in"
+al_api DELETE "/v1/sandboxes/$sb/files/in"
 expect 200 "remove a file's link"
-api DELETE "/$sb/files/d/e"
+al_api DELETE "/v1/sandboxes/$sb/files/d/e"
 expect 200 "remove an empty directory"
-api DELETE "/$sb/files/missing"
+al_api DELETE "/v1/sandboxes/$sb/files/missing"
 expect 404 "remove a missing file"
-api DELETE "/$sb/files//workspace"
+al_api DELETE "/v1/sandboxes/$sb/files//workspace"
 expect 403 "remove the workspace itself"
-api DELETE "/$sb/files/../../$(basename "$dir")/canary/keep" --path-as-is
+al_api DELETE "/v1/sandboxes/$sb/files/../../$(basename "$dir")/canary/keep" --path-as-is
 refused "remove with .."
 al_assert_eq "$(cat "$dir/canary/keep")" "canary $m" "the canary outside is untouched by removes"
 
@@ -177,18 +159,18 @@ al_assert_eq "$(cat "$dir/canary/keep")" "canary $m" "the canary outside is unto
 hwm() { awk '/^VmHWM/ {print $2}' "/proc/$SPID/status"; }
 head -c $((200 << 20)) /dev/urandom >"$dir/big"
 before=$(hwm)
-api PUT "/$sb/files/up/big.bin" -T "$dir/big"
+al_api PUT "/v1/sandboxes/$sb/files/up/big.bin" -T "$dir/big"
 expect 200 "upload 200 MiB"
-al_assert_eq "$(field bytes)" $((200 << 20)) "the upload's size"
+al_assert_eq "$(al_jget 'd.get("bytes")')" $((200 << 20)) "the upload's size"
 curl -s -f -o "$dir/big.back" "$base/$sb/files/up/big.bin" || al_fail "download 200 MiB"
 after=$(hwm)
 al_assert_eq "$(sha256sum <"$dir/big.back")" "$(sha256sum <"$dir/big")" "the downloaded bytes are the uploaded ones"
 al_log "server VmHWM: ${before} kB before, ${after} kB after 200 MiB up and down"
 [ $((after - before)) -lt $((64 << 10)) ] || al_fail "the server's peak RSS grew by $((after - before)) kB"
 rm -f "$dir/big.back"
-api GET "/$sb/stat/up/big.bin"
-al_assert_eq "$(field size)" $((200 << 20)) "stat of the uploaded file"
-api DELETE "/$sb/files/up?recursive=true"
+al_api GET "/v1/sandboxes/$sb/stat/up/big.bin"
+al_assert_eq "$(al_jget 'd.get("size")')" $((200 << 20)) "stat of the uploaded file"
+al_api DELETE "/v1/sandboxes/$sb/files/up?recursive=true"
 expect 200 "remove the big file"
 
 # ---- cut uploads leave nothing -----------------------------------------------------------------
@@ -205,9 +187,9 @@ s.sendall(("PUT /v1/sandboxes/%s/files/short.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n
 s.close()
 PY
 sleep 1
-api GET "/$sb/stat/cut/big.bin"
+al_api GET "/v1/sandboxes/$sb/stat/cut/big.bin"
 expect 404 "a cut upload left no file"
-api GET "/$sb/stat/short.bin"
+al_api GET "/v1/sandboxes/$sb/stat/short.bin"
 expect 404 "a body shorter than its Content-Length left no file"
 listing=$(sh_in "$sb" "ls -A . cut 2>&1; df -k . | tail -n1")
 al_assert_not_contains "$listing" ".airlock-" "no temporary file is left"
@@ -217,12 +199,12 @@ used=$(printf '%s\n' "$listing" | tail -n1 | awk '{print $3}')
 # ---- the disk limit ----------------------------------------------------------------------------
 small=$(create '{"limits": {"disk_mb": 8}}')
 head -c $((20 << 20)) /dev/zero >"$dir/twenty"
-api PUT "/$small/files/full.bin" -T "$dir/twenty"
+al_api PUT "/v1/sandboxes/$small/files/full.bin" -T "$dir/twenty"
 expect 507 "an upload past the disk limit"
 al_assert_contains "$BODY" "disk" "the refusal names the disk limit"
-api GET "/$small/stat/full.bin"
+al_api GET "/v1/sandboxes/$small/stat/full.bin"
 expect 404 "nothing of the refused upload"
-api PUT "/$small/files/after.txt" --data-binary "room $m"
+al_api PUT "/v1/sandboxes/$small/files/after.txt" --data-binary "room $m"
 expect 200 "the space came back"
 
 # ---- tar uploads -------------------------------------------------------------------------------
@@ -256,31 +238,31 @@ tar("through.tar", [special("ln", tarfile.SYMTYPE, linkname="pkg"), f("ln/x.txt"
 tar("intolink.tar", [f("evil3/x.txt", b"x")])
 open("%s/garbage.tar" % d, "wb").write(b"this is not a tar archive " * 100)
 PY
-api PUT "/$sb/archive/dest" -T "$dir/good.tar" -H 'Content-Type: application/x-tar'
+al_api PUT "/v1/sandboxes/$sb/archive/dest" -T "$dir/good.tar" -H 'Content-Type: application/x-tar'
 expect 200 "a tar upload"
-al_assert_eq "$(field members)" 6 "the members unpacked"
-api GET "/$sb/files/dest/pkg/a.txt"
+al_assert_eq "$(al_jget 'd.get("members")')" 6 "the members unpacked"
+al_api GET "/v1/sandboxes/$sb/files/dest/pkg/a.txt"
 al_assert_eq "$BODY" "A $m" "an unpacked file"
-api GET "/$sb/files/dest/pkg/na%C3%AFve-%E5%90%8D%E5%89%8D.txt"
+al_api GET "/v1/sandboxes/$sb/files/dest/pkg/na%C3%AFve-%E5%90%8D%E5%89%8D.txt"
 al_assert_eq "$BODY" "a UTF-8 name" "an unpacked file whose name is beyond ASCII"
-api GET "/$sb/stat/dest/pkg/link"
-al_assert_eq "$(field type) $(field link_target)" "symlink a.txt" "an unpacked symlink, kept as data"
-api GET "/$sb/stat/dest/pkg/sub/b.bin"
-al_assert_eq "$(field size)" 16384 "an unpacked file in an implied directory"
-api GET "/$sb/stat/dest/top.txt"
-al_assert_eq "$(field mode)" 0755 "no set-id bit from an archive"
-api PUT "/$sb/archive" -T "$dir/good.tar"
+al_api GET "/v1/sandboxes/$sb/stat/dest/pkg/link"
+al_assert_eq "$(al_jget 'd.get("type")') $(al_jget 'd.get("link_target")')" "symlink a.txt" "an unpacked symlink, kept as data"
+al_api GET "/v1/sandboxes/$sb/stat/dest/pkg/sub/b.bin"
+al_assert_eq "$(al_jget 'd.get("size")')" 16384 "an unpacked file in an implied directory"
+al_api GET "/v1/sandboxes/$sb/stat/dest/top.txt"
+al_assert_eq "$(al_jget 'd.get("mode")')" 0755 "no set-id bit from an archive"
+al_api PUT "/v1/sandboxes/$sb/archive" -T "$dir/good.tar"
 expect 200 "a tar upload into the workspace itself"
-api GET "/$sb/files/top.txt"
+al_api GET "/v1/sandboxes/$sb/files/top.txt"
 al_assert_eq "$BODY" top "unpacked at the workspace's root"
 for bad in dotdot abs linkout linkup hard fifo dev through garbage; do
-	api PUT "/$sb/archive/bad-$bad" -T "$dir/$bad.tar"
+	al_api PUT "/v1/sandboxes/$sb/archive/bad-$bad" -T "$dir/$bad.tar"
 	expect 400 "a tar with a bad member ($bad)"
-	api GET "/$sb/stat/bad-$bad"
+	al_api GET "/v1/sandboxes/$sb/stat/bad-$bad"
 	expect 404 "nothing of the refused tar ($bad)"
 done
 sh_in "$sb" "ln -s $dir/canary evil3 && echo ok" >/dev/null
-api PUT "/$sb/archive" -T "$dir/intolink.tar"
+al_api PUT "/v1/sandboxes/$sb/archive" -T "$dir/intolink.tar"
 expect 409 "a tar whose directory meets a planted link"
 [ ! -e "$dir/canary/x.txt" ] || al_fail "a tar unpacked through a planted link"
 al_assert_eq "$(cat "$dir/canary/keep")" "canary $m" "the canary outside is untouched by tars"
@@ -289,23 +271,13 @@ al_assert_not_contains "$listing" ".airlock-" "no temporary directory is left"
 al_assert_contains "$(cat "$dir/audit.jsonl")" '"code_upload"' "the audit log records the uploads"
 
 # ---- MCP: code_file on the same manager ----------------------------------------------------------
-"$AL_PY" - "$PORT" "$sb" <<'PY' >"$dir/mcp.out" || al_fail "code_file over MCP: $(cat "$dir/mcp.out")"
-import json, os, sys, urllib.request
-base, sb, sid = "http://127.0.0.1:%s/mcp" % sys.argv[1], sys.argv[2], None
-def post(msg):
-    global sid
-    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-         "Authorization": "Bearer " + os.environ["AL_TOKEN"], **({"Mcp-Session-Id": sid} if sid else {})}
-    with urllib.request.urlopen(urllib.request.Request(base, json.dumps(msg).encode(), h), timeout=30) as r:
-        sid = r.headers.get("Mcp-Session-Id") or sid
-        body = r.read().decode()
-    lines = [l[5:] for l in body.splitlines() if l.startswith("data:")] or [body]
-    return [json.loads(l) for l in lines if l.strip()][-1] if body.strip() else None
-post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+PYTHONPATH="$AL_SRC/tests/mcp" "$AL_PY" - "$AL_SERVE_URL" "$sb" <<'PY' >"$dir/mcp.out" || al_fail "code_file over MCP: $(cat "$dir/mcp.out")"
+import os, sys
+from client import Http  # tests/mcp/client.py: MCP over streamable HTTP
+h, sb = Http(sys.argv[1], os.environ["AL_TOKEN"]), sys.argv[2]
+h.initialize("t")
 def call(i, args):
-    return post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "code_file", "arguments": args}})["result"]
+    return h.mcp({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "code_file", "arguments": args}})["result"]
 r = call(2, {"sandbox_id": sb, "action": "mkdir", "path": "via-mcp/x"})
 assert not r["isError"] and r["structuredContent"]["created"] is True, r
 r = call(3, {"sandbox_id": sb, "action": "stat", "path": "via-mcp/x"})
@@ -314,7 +286,7 @@ r = call(4, {"sandbox_id": sb, "action": "remove", "path": "via-mcp", "recursive
 assert r["structuredContent"]["removed"] == 2, r
 r = call(5, {"sandbox_id": sb, "action": "stat", "path": "via-mcp"})
 assert r["isError"] and "no such file" in r["content"][0]["text"], r
-r = post({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "code_upload", "arguments": {}}})
+r = h.mcp({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "code_upload", "arguments": {}}})
 assert "error" in r or r["result"]["isError"], r
 print("ok")
 PY

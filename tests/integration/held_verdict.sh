@@ -5,6 +5,7 @@
 # airlock run's; and the egress proxy's decisions of a held exec reach the audit record and
 # airlock_proxy_decisions_total. Test host: an HTTP server on the host's loopback, named
 # "localhost" in the sandbox's allowlist (allow-private 127.0.0.1/32 in the test's configuration).
+# shellcheck disable=SC2153 # CODE is al_api's (tests/lib.sh), not a misspelt code
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -32,19 +33,10 @@ profiles:
 EOF
 chmod 0644 "$confdir/config.yaml"
 al_serve_start "$dir" --config "$confdir/config.yaml" --audit "$dir/audit.jsonl"
-url=$AL_SERVE_URL
 
-# api METHOD PATH [CURL ARGS...]: sets CODE and BODY.
-api() {
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -s -m 60 -o - -w '\n%{http_code}' -X "$method" "$url$path" -H 'Content-Type: application/json' "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
 # create JSON: a sandbox; prints its id.
 create() {
-	api POST /v1/sandboxes -d "$1"
+	al_api POST /v1/sandboxes -H 'Content-Type: application/json' -d "$1"
 	al_assert_eq "$CODE" 201 "create a sandbox $1: $BODY"
 	al_json_get "$BODY" sandbox_id
 }
@@ -54,9 +46,8 @@ create() {
 run() {
 	local req
 	req=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language":sys.argv[1],"code":sys.argv[2],"network_enabled":sys.argv[3]=="net","fresh":True}))' "$2" "$3" "${4:-}")
-	api POST "/v1/sandboxes/$1/exec" -d "$req"
-	RES=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["result"]))') ||
-		al_fail "no result line for exec in $1 ($CODE): $(printf '%s' "$BODY" | head -c 600)"
+	al_api POST "/v1/sandboxes/$1/exec" -H 'Content-Type: application/json' -d "$req"
+	al_api_result "exec in $1"
 }
 r() { al_json_get "$RES" "$1"; }
 keys() { "$AL_PY" -c 'import json,sys; print(" ".join(sorted(json.loads(sys.argv[1]))))' "$1"; }
@@ -111,9 +102,8 @@ al_pass "a normal exec reports its own peak memory ($peak) and CPU time ($cpu s)
 # does: the cgroup its kernel runs in, as enforced.cgroup, and the context's peak memory so far.
 fresh_cg=$(r verdict.enforced.cgroup)
 req=$("$AL_PY" -c 'import json; print(json.dumps({"language": "python", "code": "x = bytearray(24 << 20)\nprint(len(x))"}))')
-api POST "/v1/sandboxes/$sb/exec" -d "$req"
-RES=$(printf '%s\n' "$BODY" | grep '^{"result"' | tail -n 1 | "$AL_PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["result"]))') ||
-	al_fail "no result line for a cell in $sb ($CODE): $(printf '%s' "$BODY" | head -c 600)"
+al_api POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "$req"
+al_api_result "a cell in $sb"
 al_assert_eq "$(r cell.context_id)/$(r stdout)" "python/$((24 << 20))" "the code ran as a cell of the python context"
 al_assert_eq "$(r verdict.enforced.cgroup)" "$fresh_cg" "a cell's enforced.cgroup is an exec's"
 peak=$(r peak_memory_bytes)
@@ -172,7 +162,7 @@ al_assert_eq "$(al_json_get "$rec" proxy.1.decision)/$(al_json_get "$rec" proxy.
 # A second exec reports its own attempts only, not the first's again.
 run "$sbn" shell "curl -sS -p -o /dev/null http://denied.test/ 2>/dev/null; true" net
 al_assert_eq "$(r verdict.proxy.allowed)/$(r verdict.proxy.denied)/$(r verdict.proxy.connections)" "0/1/1" "the second exec's own counters"
-api GET /metrics
+al_api GET /metrics -H 'Content-Type: application/json'
 al_assert_contains "$BODY" 'airlock_proxy_decisions_total{decision="allowed"} 1' "metrics: allowed"
 al_assert_contains "$BODY" 'airlock_proxy_decisions_total{decision="denied"} 2' "metrics: denied"
 al_pass "proxy decisions of held execs are in their verdicts, the audit log and /metrics"

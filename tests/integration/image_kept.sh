@@ -21,36 +21,15 @@ bb_digest=$AL_IMAGE_DIGEST
 chmod a+r "$dir/other.tar"
 state="$dir/state"
 conf() { # IMAGES: the profile imgs offering them
-	{
-		serve_config_head
-		printf 'profiles:\n  imgs:\n    images: [%s]\n' "$1"
-	} >"$confdir/kept.yaml"
-	chmod 0644 "$confdir/kept.yaml"
+	al_serve_config "$confdir/kept.yaml" 'profiles:\n  imgs:\n    images: [%s]\n' "$1"
 }
 start() {
 	al_serve_start "$dir" --config "$confdir/kept.yaml" --audit "$dir/audit.jsonl" --state-dir "$state"
-	url=$AL_SERVE_URL
-}
-stop() { al_serve_stop TERM; }
-api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -sS -m 60 -o - -w '\n%{http_code}' -H "Authorization: Bearer $AL_TOKEN" -X "$method" "$url$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
 }
 create() { # the new sandbox's id in SB
-	api POST /v1/sandboxes -d '{"profile":"imgs","image":"bb"}'
+	al_api POST /v1/sandboxes -d '{"profile":"imgs","image":"bb"}'
 	[ "$CODE" = 201 ] || al_fail "create on bb: HTTP $CODE: $BODY"
-	SB=$(printf '%s' "$BODY" | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])')
-}
-run() { # ID COMMAND: its stdout in OUT
-	local body
-	body=$("$AL_PY" -c 'import json,sys; print(json.dumps({"language": "shell", "code": sys.argv[1], "fresh": True}))' "$2")
-	api POST "/v1/sandboxes/$1/exec" -d "$body"
-	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
-	OUT=$(printf "%s\n" "$BODY" | grep '"result"' | tail -n1 | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["result"]["stdout"], end="")') ||
-		al_fail "exec in $1: no result: $BODY"
+	SB=$(al_jget 'd["sandbox_id"]')
 }
 content() { [ -d "$AIRLOCK_IMAGES/sha256/${bb_digest#sha256:}" ]; }
 probe='cat /usr/share/hello.txt 2>/dev/null || echo no-usr-hello; cat /workspace/a.txt 2>/dev/null'
@@ -59,11 +38,11 @@ conf bb
 start
 create
 kept=$SB
-run "$kept" 'echo written >/workspace/a.txt'
-api POST /v1/sandboxes -d "{\"profile\":\"imgs\",\"image\":\"bb@$bb_digest\"}"
+al_api_sh "$kept" 'echo written >/workspace/a.txt'
+al_api POST /v1/sandboxes -d "{\"profile\":\"imgs\",\"image\":\"bb@$bb_digest\"}"
 al_assert_eq "$CODE" 400 "a client naming an image NAME@sha256: ($BODY)"
 al_assert_contains "$BODY" "by its name or by its sha256: digest" "the refusal says how to name an image"
-stop
+al_serve_stop TERM
 
 # While no server runs: the last name of the kept sandbox's content is not removed, and gc keeps it.
 al_run image rm bb
@@ -80,38 +59,38 @@ content || al_fail "gc removed the unnamed content a kept sandbox stands on"
 al_pass "the store keeps a kept sandbox's image while no server runs"
 
 start
-run "$kept" "$probe"
+al_api_sh "$kept" "$probe"
 al_assert_eq "$OUT" "hello from the top layer
 written" "the kept sandbox comes back on the tree it was made on, with its files"
-api GET "/v1/sandboxes/$kept"
+al_api GET "/v1/sandboxes/$kept"
 al_assert_contains "$BODY" "$bb_digest" "its listing names the digest it stands on"
 create
-run "$SB" "$probe"
+al_api_sh "$SB" "$probe"
 al_assert_eq "$OUT" "no-usr-hello" "a new sandbox on bb gets what bb names now"
-api DELETE "/v1/sandboxes/$SB"
+al_api DELETE "/v1/sandboxes/$SB"
 al_pass "a name moved meanwhile changes nothing for a kept sandbox"
 
 # Its profile no longer offers bb: it stays on disk, and its owner is told why.
-stop
+al_serve_stop TERM
 conf other
 start
-api GET "/v1/sandboxes/$kept"
+al_api GET "/v1/sandboxes/$kept"
 al_assert_eq "$CODE" 404 "a kept sandbox this configuration cannot make"
 al_assert_contains "$BODY" "could not bring it back" "its owner hears that it is kept ($BODY)"
 al_assert_contains "$BODY" "does not offer" "and why"
 al_assert_contains "$(cat "$dir/serve.err")" "could not be brought back" "the server says so"
-stop
+al_serve_stop TERM
 conf bb
 start
-run "$kept" "$probe"
+al_api_sh "$kept" "$probe"
 al_assert_eq "$OUT" "hello from the top layer
 written" "back, files and tree, once the configuration offers its image again"
 al_pass "a kept sandbox that cannot come back is said so, and nothing of it is lost"
 
 # Destroyed: nothing keeps the unnamed content, and gc takes it.
-api DELETE "/v1/sandboxes/$kept"
+al_api DELETE "/v1/sandboxes/$kept"
 [ "$CODE" = 200 ] || [ "$CODE" = 204 ] || al_fail "destroy: HTTP $CODE: $BODY"
-stop
+al_serve_stop TERM
 al_run image gc
 al_assert_rc 0
 ! content || al_fail "the content stayed after the sandbox it was kept for was destroyed"

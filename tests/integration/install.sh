@@ -106,8 +106,7 @@ done
 
 # ---- airlock serve on a socket passed as systemd passes it
 conf=$(al_tmpdir)
-serve_config_head >"$conf/c.yaml"
-chmod 0644 "$conf/c.yaml"
+al_serve_config "$conf/c.yaml"
 S=$(al_tmpdir 0700)
 chown "$AL_CALLER_UID:$AL_CALLER_GID" "$S"
 SERVE=("$PREFIX/bin/airlock" serve --config "$conf/c.yaml" --state-dir none --audit "$S/audit.jsonl")

@@ -29,27 +29,21 @@ cgroups=false
 # config NAME SERVER-YAML: a config file with approvals off (every tool LOW) and SERVER-YAML as
 # its server section; the pool lists both shipped profiles so the defaults' spares do not merge in.
 config() {
-	{
-		serve_config_head
-		printf 'server:\n%s\n' "$2"
-	} >"$cfgdir/$1.yaml"
-	chmod 0644 "$cfgdir/$1.yaml"
+	al_serve_config "$cfgdir/$1.yaml" 'server:\n%s\n' "$2"
 }
 
 # start_server NAME: airlock serve with $dir/NAME.yaml on a free loopback port, its TMPDIR a
 # directory of its own (it must stay empty), and a state directory of its own (each server starts
-# with none of the previous one's sandboxes kept); sets PORT and SPID.
+# with none of the previous one's sandboxes kept); sets PORT, AL_SERVE_URL and SPID.
 start_server() {
-	local name=$1 rc=0
+	local name=$1
 	mkdir -m 0777 "$dir/$name.tmp"
 	mkdir -m 0700 "$dir/$name.state"
 	chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/$name.state"
-	TMPDIR="$dir/$name.tmp" serve_launch "$dir/$name" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve \
-		--config "$cfgdir/$name.yaml" --socket none --token-file "$dir/token" --audit "$dir/$name.jsonl" \
-		--state-dir "$dir/$name.state" || rc=$?
-	SPID=$SERVE_PID
-	AL_BG_PIDS+=("$SPID")
-	[ "$rc" = 0 ] || al_fail "airlock serve ($name) did not start"
+	TMPDIR="$dir/$name.tmp" al_serve_launch "$dir/$name" "airlock serve ($name)" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" \
+		serve --config "$cfgdir/$name.yaml" --socket none --token-file "$dir/token" --audit "$dir/$name.jsonl" \
+		--state-dir "$dir/$name.state"
+	SPID=$AL_SERVE_PID
 	PORT=$SERVE_PORT
 	al_serve_auth "$dir/token"
 	al_log "server $name: pid $SPID port $PORT"
@@ -61,24 +55,16 @@ stop_server() {
 	al_assert_eq "$(ls -A "$dir/$1.tmp")" "" "what server $1 left in its TMPDIR"
 }
 
-# api METHOD PATH [CURL ARGS...]: sets CODE and BODY.
-api() {
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -s -o - -w '\n%{http_code}' -X "$method" "http://127.0.0.1:$PORT$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
 
 # has_file SANDBOX PATH: PATH is in SANDBOX's workspace (GET answers 200).
 has_file() {
-	api GET "/v1/sandboxes/$1/files/$2"
+	al_api GET "/v1/sandboxes/$1/files/$2"
 	[ "$CODE" = 200 ]
 }
 
 # metric NAME: a gauge of /metrics (reading it touches no sandbox).
 metric() {
-	api GET /metrics
+	al_api GET /metrics
 	printf '%s\n' "$BODY" | awk -v n="$1" '$1 == n { print $2 }'
 }
 
@@ -107,7 +93,7 @@ ninits_is() { [ "$(inits | wc -l)" = "$1" ]; }
 
 # create: a sandbox of the default profile; sets SB.
 create() {
-	api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+	al_api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
 	al_assert_eq "$CODE" 201 "create a sandbox: $BODY"
 	SB=$(al_json_get "$BODY" sandbox_id)
 }
@@ -116,7 +102,7 @@ create() {
 # workspace is a tmpfs in the init's mount namespace; root sees it through /proc/PID/root).
 init_of() {
 	local p tag=".lc-$1"
-	api PUT "/v1/sandboxes/$1/files/$tag" --data-binary "$1"
+	al_api PUT "/v1/sandboxes/$1/files/$tag" --data-binary "$1"
 	al_assert_eq "$CODE" 200 "tag the workspace of $1: $BODY"
 	for p in $(inits); do
 		if [ "$(cat "/proc/$p/root/workspace/$tag" 2>/dev/null)" = "$1" ]; then
@@ -137,7 +123,7 @@ gone() { [ ! -e "/proc/$1" ]; }
 # dead PID: gone, or a zombie (what a killed server leaves to pid 1).
 dead() { [ ! -e "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
 answers_404() {
-	api GET "/v1/sandboxes/$1/files"
+	al_api GET "/v1/sandboxes/$1/files"
 	[ "$CODE" = 404 ]
 }
 
@@ -180,7 +166,7 @@ bg_exec() {
 
 # exec_ok ID CODE EXPECTED: a foreground exec that must exit 0 with EXPECTED in its output.
 exec_ok() {
-	api POST "/v1/sandboxes/$1/exec" -H 'Content-Type: application/json' \
+	al_api POST "/v1/sandboxes/$1/exec" -H 'Content-Type: application/json' \
 		-d "$(CODE_ARG=$2 "$AL_PY" -c 'import json,os; print(json.dumps({"language":"python","code":os.environ["CODE_ARG"]}))')"
 	al_assert_eq "$CODE" 200 "exec in $1"
 	al_assert_contains "$(printf '%s\n' "$BODY" | grep '^{"result"')" '"exit_code":0' "exec in $1's result"
@@ -213,7 +199,7 @@ long_pid=$PID long_cg=$CG
 bg_exec long "$long_sb" 'sleep 7; echo long-done'
 long_curl=$BGPID
 touch_busy() {
-	api GET "/v1/sandboxes/$busy_sb/files"
+	al_api GET "/v1/sandboxes/$busy_sb/files"
 	[ "$CODE" = 200 ] || al_fail "the sandbox in use ($busy_sb) answered $CODE: $BODY"
 	sleep 0.5
 	[ -e "/proc/$idle_pid" ] && return 1 || return 0
@@ -224,7 +210,7 @@ expect_alive "$busy_pid" "a sandbox in use"
 expect_alive "$long_pid" "a sandbox whose exec runs longer than idle_ttl"
 # busy stays in use while the long exec ends (on a loaded host that can take seconds).
 while kill -0 "$long_curl" 2>/dev/null; do
-	api GET "/v1/sandboxes/$busy_sb/files"
+	al_api GET "/v1/sandboxes/$busy_sb/files"
 	[ "$CODE" = 200 ] || al_fail "the sandbox in use ($busy_sb) answered $CODE: $BODY"
 	sleep 0.5
 done
@@ -235,9 +221,9 @@ al_assert_contains "$(cat "$dir/long.out")" 'long-done' "the exec that outlasted
 # the TTL), looking only from outside (any request would count as use), it is still there.
 sleep 2
 expect_alive "$long_pid" "2s after an exec longer than idle_ttl ended (idle counts from the end)"
-api GET "/v1/sandboxes/$long_sb/files"
+al_api GET "/v1/sandboxes/$long_sb/files"
 al_assert_eq "$CODE" 200 "the sandbox whose exec outlasted idle_ttl answers"
-api GET "/v1/sandboxes/$busy_sb/files"
+al_api GET "/v1/sandboxes/$busy_sb/files"
 al_assert_eq "$CODE" 200 "the sandbox in use answers"
 # Left alone, both expire too.
 expect_destroyed "$long_sb" "$long_pid" "$long_cg" "idle past idle_ttl after its exec"
@@ -272,7 +258,7 @@ life_curl=$BGPID
 sleep 4.5
 expect_alive "$life_pid" "4.5s after a 5s-old spare was claimed (lifetime 8s counts from the claim)"
 poke_life() {
-	api GET "/v1/sandboxes/$life_sb/files"
+	al_api GET "/v1/sandboxes/$life_sb/files"
 	sleep 0.5
 	[ "$CODE" = 404 ]
 }
@@ -322,14 +308,14 @@ create
 b=$SB
 create
 c=$SB
-api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+al_api POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
 al_assert_eq "$CODE" 429 "a 4th sandbox over max_sandboxes 3: $BODY"
 al_assert_contains "$BODY" "max_sandboxes" "the refusal names the limit"
 wait_for 5 "no 4th init was left behind by the refusal" ninits_is 3
-api GET /v1/health
+al_api GET /v1/health
 al_assert_eq "$CODE" 200 "health after the refusal"
 exec_ok "$a" 'print("still serving")' "still serving"
-api DELETE "/v1/sandboxes/$c"
+al_api DELETE "/v1/sandboxes/$c"
 al_assert_eq "$CODE" 200 "delete one: $BODY"
 create
 al_pass "a create after a delete is accepted again"
@@ -343,9 +329,9 @@ wait "$ea" || true
 wait "$eb" || true
 al_assert_contains "$(cat "$dir/ea.out")" '"exit_code":0' "a's exec"
 al_assert_contains "$(cat "$dir/eb.out")" '"exit_code":0' "b's exec (queued, then run)"
-api GET "/v1/sandboxes/$a/files/a.end"
+al_api GET "/v1/sandboxes/$a/files/a.end"
 a_end=$(printf '%s' "$BODY" | tr -dc 0-9)
-api GET "/v1/sandboxes/$b/files/b.start"
+al_api GET "/v1/sandboxes/$b/files/b.start"
 b_start=$(printf '%s' "$BODY" | tr -dc 0-9)
 if [ -z "$a_end" ] || [ -z "$b_start" ] || [ "$b_start" -lt "$a_end" ]; then
 	al_fail "with max_execs 1, b's exec started ($b_start) before a's ended ($a_end)"
@@ -356,7 +342,7 @@ al_pass "with max_execs 1 the second exec waited for the first ($((b_start - a_e
 bg_exec ea "$a" 'touch a2.start; sleep 4'
 ea=$BGPID
 wait_for 30 "a's long exec started" has_file "$a" a2.start
-api POST "/v1/sandboxes/$b/exec" -H 'Content-Type: application/json' \
+al_api POST "/v1/sandboxes/$b/exec" -H 'Content-Type: application/json' \
 	-d '{"language":"shell","code":"echo late > b.late","timeout":1}'
 al_assert_contains "$BODY" "timed out after" "the queued exec gave up at its timeout: $BODY"
 al_assert_contains "$BODY" "never ran" "the error says the code never ran"
@@ -365,7 +351,7 @@ kill -0 "$ea" 2>/dev/null || al_fail "b's exec gave up only after a's ended: not
 wait "$ea" || true
 al_assert_contains "$(cat "$dir/ea.out")" '"exit_code":0' "a's long exec"
 sleep 1 # the slot is free: a queued exec that had not given up would run now
-api GET "/v1/sandboxes/$b/files/b.late"
+al_api GET "/v1/sandboxes/$b/files/b.late"
 al_assert_eq "$CODE" 404 "the timed-out queued exec never ran (b.late: $BODY)"
 al_pass "a queued exec past its timeout gave up with an error and never ran"
 stop_server limits

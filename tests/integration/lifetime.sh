@@ -7,43 +7,23 @@
 # another principal gets 404 for GET and timeout and lists none of them; bad labels and lifetimes
 # are refused with 400 naming the problem, creating nothing; code_set_sandbox_timeout over MCP; a
 # sandbox destroyed by its owner or by a reviewer is named so to its owner's next call.
+# shellcheck disable=SC2153 # CODE is al_api's (tests/lib.sh), not a misspelt code
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755) # a config's directory may be writable by its owner only
 m=$(al_marker)
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n  idle_ttl: 10m\n'
-} >"$confdir/life.yaml"
-chmod 0644 "$confdir/life.yaml"
+al_serve_config "$confdir/life.yaml" 'server:\n  max_lifetime: 1h\n  idle_ttl: 10m\n'
 # Two clients: alice (the first line: every plain curl below sends her token) and bob.
-alice=$(al_token_file "$dir/alice.token" alice)
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/serve.token"
-chmod 0600 "$dir/serve.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
+al_serve_tokens "$dir/serve.token"
+alice=$AL_ALICE
+bob=$AL_BOB
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
 al_serve_start "$dir" --config "$confdir/life.yaml" --audit "$dir/audit.jsonl" --approver-token-file "$dir/reviewer.token"
 [ "$AL_TOKEN" = "$alice" ] || al_fail "the plain curls would not be alice's"
 url=$AL_SERVE_URL
 
-# api METHOD PATH [CURL ARGS...] as alice; bobs the same as bob: CODE and BODY set.
-api() {
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -sS -m 60 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
-bobs() {
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -q -sS -m 60 -o - -w '\n%{http_code}' -H "Authorization: Bearer $bob" -X "$method" "$url$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
 get() { al_json_get "$BODY" "$1"; }
 # seconds_between T1 T2: T2 - T1 of two RFC 3339 times, in seconds (with milliseconds).
 seconds_between() {
@@ -54,12 +34,12 @@ print("%.3f" % (p(sys.argv[2]) - p(sys.argv[1])).total_seconds())' "$1" "$2"
 # within X LO HI: LO <= X <= HI (decimals).
 within() { "$AL_PY" -c 'import sys; x, lo, hi = map(float, sys.argv[1:]); sys.exit(not lo <= x <= hi)' "$@"; }
 create() {
-	api POST /v1/sandboxes -d "$1"
+	al_api POST /v1/sandboxes -d "$1"
 	al_assert_eq "$CODE" 201 "create $1: $BODY"
 	SB=$(get sandbox_id)
 }
 count() {
-	api GET /v1/sandboxes
+	al_api GET /v1/sandboxes
 	get sandboxes | "$AL_PY" -c 'import json, sys; print(len(json.load(sys.stdin)))'
 }
 
@@ -80,7 +60,7 @@ a=$SB
 a_ends=$(get ends_at)
 ta=$(date +%s%N)
 
-api GET "/v1/sandboxes/$a"
+al_api GET "/v1/sandboxes/$a"
 al_assert_eq "$CODE" 200 "GET the sandbox's info: $BODY"
 al_assert_eq "$(get id)/$(get state)/$(get network)/$(get processes)" "$a/running/none/0" "its id, state, network, processes"
 label() { printf '%s' "$BODY" | "$AL_PY" -c 'import json, sys; print(json.load(sys.stdin)["metadata"][sys.argv[1]])' "$1"; }
@@ -94,56 +74,56 @@ done
 
 # Extended to 30 s from now: alive after its first 10 s (a first lifetime long enough for the checks
 # above on a loaded machine).
-api POST "/v1/sandboxes/$a/timeout" -d '{"lifetime": 30}'
+al_api POST "/v1/sandboxes/$a/timeout" -d '{"lifetime": 30}'
 al_assert_eq "$CODE" 200 "extend the lifetime to 30 s: $BODY"
 a_ends=$(get ends_at)
-api GET "/v1/sandboxes/$a"
+al_api GET "/v1/sandboxes/$a"
 al_assert_eq "$(get ends_at)" "$a_ends" "the info's ends_at after the extension"
 within "$(seconds_between "$(get created_at)" "$a_ends")" 29 40 || al_fail "ends_at after the extension: $a_ends"
 
 # ---- the list and its metadata filter --------------------------------------------------------------
 create "{\"metadata\": {\"app\": \"lt-$m\", \"team\": \"red\"}}"
 b=$SB
-api GET "/v1/sandboxes/$b"
+al_api GET "/v1/sandboxes/$b"
 within "$(seconds_between "$(get created_at)" "$(get ends_at)")" 3599.9 3600.1 ||
 	al_fail "without a lifetime, a sandbox ends at server.max_lifetime ($BODY)"
 ids() { get sandboxes | "$AL_PY" -c 'import json, sys; print(" ".join(sorted(s["id"] for s in json.load(sys.stdin))))'; }
 sorted() { printf '%s\n' "$@" | sort | tr '\n' ' ' | sed 's/ $//'; }
-api GET "/v1/sandboxes?metadata=app%3Dlt-$m%26team%3Dblue"
+al_api GET "/v1/sandboxes?metadata=app%3Dlt-$m%26team%3Dblue"
 al_assert_eq "$CODE:$(ids)" "200:$a" "the list filtered by app and team (E2B's encoding)"
-api GET "/v1/sandboxes?metadata=team%3Dh%25C3%25A9llo%2Bw"
+al_api GET "/v1/sandboxes?metadata=team%3Dh%25C3%25A9llo%2Bw"
 al_assert_eq "$CODE:$(ids)" "200:" "a filter whose value no sandbox has"
-api GET "/v1/sandboxes?metadata=path%252Fx.y_z-1%3Dh%25C3%25A9llo%2Bw"
+al_api GET "/v1/sandboxes?metadata=path%252Fx.y_z-1%3Dh%25C3%25A9llo%2Bw"
 al_assert_eq "$CODE:$(ids)" "200:$a" "a filter with an encoded key and value"
-api GET "/v1/sandboxes?metadata.team=red"
+al_api GET "/v1/sandboxes?metadata.team=red"
 al_assert_eq "$CODE:$(ids)" "200:$b" "the list filtered by metadata.team"
-api GET "/v1/sandboxes?metadata.app=lt-$m"
+al_api GET "/v1/sandboxes?metadata.app=lt-$m"
 al_assert_eq "$CODE:$(ids)" "200:$(sorted "$a" "$b")" "the list filtered by metadata.app"
-api GET /v1/sandboxes
+al_api GET /v1/sandboxes
 all=$(ids) # c and d may have ended by now
 al_assert_contains "$all" "$a" "the unfiltered list"
 al_assert_contains "$all" "$b" "the unfiltered list"
 al_assert_eq "$(get sandboxes.0.state)" running "the list's entries carry the info's fields"
 get sandboxes.0.metadata >/dev/null || al_fail "the list's entries carry metadata"
-api GET "/v1/sandboxes?metadata=novalue"
+al_api GET "/v1/sandboxes?metadata=novalue"
 al_assert_eq "$CODE" 400 "a filter that is not key=value"
 al_assert_contains "$BODY" "key=value" "... says what it must be"
 
 # ---- another principal: 404 as for an unknown id, and an empty list --------------------------------
-bobs GET "/v1/sandboxes/sb-not-$m"
+al_api_as "$bob" GET "/v1/sandboxes/sb-not-$m"
 unknown=$BODY
 al_assert_eq "$CODE" 404 "bob GETs an id that never existed"
-bobs GET "/v1/sandboxes/$a"
+al_api_as "$bob" GET "/v1/sandboxes/$a"
 al_assert_eq "$CODE" 404 "bob GETs alice's sandbox"
 al_assert_eq "$(printf '%s' "$BODY" | sed "s/$a/ID/")" "$(printf '%s' "$unknown" | sed "s/sb-not-$m/ID/")" \
 	"bob's answer for alice's sandbox is the answer for an unknown id"
-bobs POST "/v1/sandboxes/$a/timeout" -d '{"lifetime": 1}'
+al_api_as "$bob" POST "/v1/sandboxes/$a/timeout" -d '{"lifetime": 1}'
 al_assert_eq "$CODE" 404 "bob sets the lifetime of alice's sandbox"
-bobs GET "/v1/sandboxes?metadata.app=lt-$m"
+al_api_as "$bob" GET "/v1/sandboxes?metadata.app=lt-$m"
 al_assert_eq "$CODE:$(ids)" "200:" "bob's list filtered by alice's labels"
-bobs GET /v1/sandboxes
+al_api_as "$bob" GET /v1/sandboxes
 al_assert_eq "$CODE:$(ids)" "200:" "bob's list"
-api GET "/v1/sandboxes/$a"
+al_api GET "/v1/sandboxes/$a"
 al_assert_eq "$(get ends_at)" "$a_ends" "alice's lifetime after bob's attempt"
 
 # ---- the exec and the cell cut short by the lifetime -------------------------------------------------
@@ -163,25 +143,25 @@ r=$(tail -n1 "$dir/cell.out")
 al_assert_eq "$(al_json_get "$r" result.status)/$(al_json_get "$r" result.cell.state)" signaled/lost "the cell's verdict: $r"
 al_assert_eq "$(al_json_get "$r" result.error)" "sandbox $d reached its lifetime (7 s) and was destroyed while this call ran" \
 	"the cell's error says why"
-api POST "/v1/sandboxes/$c/exec" -d '{"command": "true"}'
+al_api POST "/v1/sandboxes/$c/exec" -d '{"command": "true"}'
 al_assert_eq "$CODE" 404 "an exec after the lifetime"
 al_assert_eq "$(get error)" "no sandbox \"$c\": it reached its lifetime (6 s) and was destroyed" "... is told why"
-api GET "/v1/sandboxes/$d"
+al_api GET "/v1/sandboxes/$d"
 al_assert_eq "$CODE" 404 "GET after the lifetime"
 al_assert_contains "$(get error)" "reached its lifetime (7 s)" "... is told why"
-bobs POST "/v1/sandboxes/$c/exec" -d '{"command": "true"}'
+al_api_as "$bob" POST "/v1/sandboxes/$c/exec" -d '{"command": "true"}'
 al_assert_eq "$CODE:$(get error)" "404:no sandbox \"$c\" (never created, destroyed, or expired)" \
 	"bob is not told what became of alice's sandbox"
 
 # ---- alive past its first lifetime; shortened, it ends soon ----------------------------------------
 left=$((11000 - ($(date +%s%N) - ta) / 1000000))
 [ "$left" -le 0 ] || sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
-api GET "/v1/sandboxes/$a"
+al_api GET "/v1/sandboxes/$a"
 al_assert_eq "$CODE" 200 "the extended sandbox, 11 s after its creation (its first lifetime was 10 s)"
-api POST "/v1/sandboxes/$a/timeout" -d '{"lifetime": 1}'
+al_api POST "/v1/sandboxes/$a/timeout" -d '{"lifetime": 1}'
 al_assert_eq "$CODE" 200 "shorten the lifetime to 1 s: $BODY"
 for _ in $(seq 50); do
-	api GET "/v1/sandboxes/$a"
+	al_api GET "/v1/sandboxes/$a"
 	[ "$CODE" = 404 ] && break
 	sleep 0.1
 done
@@ -191,7 +171,7 @@ al_assert_contains "$(get error)" "reached its lifetime (1 s)" "... is told why"
 # ---- bad input: 400 naming the problem, nothing made -------------------------------------------------
 before=$(count)
 bad() { # BODY WORDS
-	api POST /v1/sandboxes -d "$1"
+	al_api POST /v1/sandboxes -d "$1"
 	al_assert_eq "$CODE" 400 "create $1"
 	al_assert_contains "$(get error)" "$2" "the refusal of $1"
 }
@@ -211,15 +191,15 @@ bad '{"metadata": ["x"]}' "metadata: expected object"
 many=$("$AL_PY" -c 'import json; print(json.dumps({"metadata": {"k%d" % i: "v" for i in range(65)}}))')
 bad "$many" "metadata: takes at most 64 properties"
 al_assert_eq "$(count)" "$before" "no sandbox was made by the refused creates"
-api POST "/v1/sandboxes/$b/timeout" -d '{"lifetime": 4000}'
+al_api POST "/v1/sandboxes/$b/timeout" -d '{"lifetime": 4000}'
 al_assert_eq "$CODE" 400 "a timeout past the cap"
 al_assert_contains "$(get error)" "would outlive the server's max_lifetime (1h from the sandbox's creation)" "... names the cap"
-api POST "/v1/sandboxes/$b/timeout" -d '{"lifetime": 0}'
+al_api POST "/v1/sandboxes/$b/timeout" -d '{"lifetime": 0}'
 al_assert_eq "$CODE" 400 "a zero timeout"
-api POST "/v1/sandboxes/$b/timeout" -d '{}'
+al_api POST "/v1/sandboxes/$b/timeout" -d '{}'
 al_assert_eq "$CODE" 400 "a timeout without lifetime"
 al_assert_contains "$(get error)" "lifetime" "... names it"
-api GET "/v1/sandboxes/$b"
+al_api GET "/v1/sandboxes/$b"
 within "$(seconds_between "$(get created_at)" "$(get ends_at)")" 3599.9 3600.1 || al_fail "a refused timeout changed the end"
 
 # ---- MCP: code_set_sandbox_timeout ----------------------------------------------------------------
@@ -233,22 +213,22 @@ sid=$(tr -d '\r' <"$dir/mcp.h" | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
 mcp "$sid" '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
 r=$(mcp "$sid" "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"code_set_sandbox_timeout\",\"arguments\":{\"sandbox_id\":\"$b\",\"lifetime\":60}}}")
 al_assert_eq "$(al_json_get "$r" result.isError)/$(al_json_get "$r" result.structuredContent.sandbox_id)" "false/$b" "code_set_sandbox_timeout: $r"
-api GET "/v1/sandboxes/$b"
+al_api GET "/v1/sandboxes/$b"
 al_assert_eq "$(get ends_at)" "$(al_json_get "$r" result.structuredContent.ends_at)" "the info's ends_at is the tool's"
 within "$(seconds_between "$(get created_at)" "$(get ends_at)")" 59 90 || al_fail "ends_at after the MCP call: $BODY"
 r=$(mcp "$sid" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"code_create_sandbox","arguments":{"lifetime":7200}}}')
 al_assert_contains "$r" "max_lifetime" "code_create_sandbox refuses a lifetime past the cap: $r"
 
 # ---- destroyed by its owner: the next call is told so ------------------------------------------------
-api DELETE "/v1/sandboxes/$b"
+al_api DELETE "/v1/sandboxes/$b"
 al_assert_eq "$CODE" 200 "alice destroys her sandbox"
-api GET "/v1/sandboxes/$b"
+al_api GET "/v1/sandboxes/$b"
 al_assert_eq "$CODE:$(get error)" "404:no sandbox \"$b\": it was destroyed by its owner" "GET after the destroy"
 # ... and by an approver (the console's destroy): the owner is told who.
 create '{}'
 e=$SB
 code=$(curl -q -sS -m 60 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $reviewer" -X DELETE "$url/v1/admin/sandboxes/$e")
 al_assert_eq "$code" 200 "the reviewer destroys alice's sandbox"
-api GET "/v1/sandboxes/$e"
+al_api GET "/v1/sandboxes/$e"
 al_assert_eq "$CODE:$(get error)" "404:no sandbox \"$e\": it was destroyed by an approver (token:reviewer)" "GET after the reviewer's destroy"
 al_pass "per-sandbox lifetime and metadata"

@@ -18,38 +18,18 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n  idle_ttl: 10m\n  pool: {}\n'
-} >"$confdir/pause.yaml"
-chmod 0644 "$confdir/pause.yaml"
-al_token_file "$dir/alice.token" alice >/dev/null
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/serve.token"
-chmod 0600 "$dir/serve.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
+al_serve_config "$confdir/pause.yaml" 'server:\n  max_lifetime: 1h\n  idle_ttl: 10m\n  pool: {}\n'
+al_serve_tokens "$dir/serve.token"
+bob=$AL_BOB
 start() {
 	al_serve_start "$dir" --config "$confdir/pause.yaml" --audit "$dir/audit.jsonl" --state-dir "$state"
 	url=$AL_SERVE_URL
 }
-api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -sS -m 120 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
-jget() { "$AL_PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$BODY" "$1"; }
-exec_last() { # ID JSON: the exec's last NDJSON line in BODY
-	api POST "/v1/sandboxes/$1/exec" -d "$2"
-	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
-	BODY=$(printf '%s\n' "$BODY" | grep -v '^$' | tail -n1)
-}
 cmd_json() { "$AL_PY" -c 'import json,sys; print(json.dumps({"command": sys.argv[1], **json.loads(sys.argv[2])}))' "$1" "${2:-{\}}"; }
 create() { # JSON: the new sandbox's id in ID
-	api POST /v1/sandboxes -d "$1"
+	al_api POST /v1/sandboxes -d "$1"
 	[ "$CODE" = 201 ] || al_fail "create $1: HTTP $CODE: $BODY"
-	ID=$(jget 'd["sandbox_id"]')
+	ID=$(al_jget 'd["sandbox_id"]')
 }
 # CPU ticks (user + system) of host pid $1.
 ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
@@ -103,24 +83,24 @@ m=$(al_marker)
 # asserted (in CI that is a failure: every supported host has one).
 create '{}'
 a=$ID
-api POST "/v1/sandboxes/$a/pause"
+al_api POST "/v1/sandboxes/$a/pause"
 if [ "$CODE" = 501 ]; then
 	[ "${CI:-}" != true ] || al_fail "no cgroup freezer in CI: $BODY"
 	al_assert_contains "$BODY" "freezer" "the refusal names what is missing"
 	al_skip "no cgroup freezer here: $BODY"
 fi
 [ "$CODE" = 200 ] || al_fail "pause of an idle sandbox: HTTP $CODE: $BODY"
-api POST "/v1/sandboxes/$a/resume"
+al_api POST "/v1/sandboxes/$a/resume"
 [ "$CODE" = 200 ] || al_fail "resume: HTTP $CODE: $BODY"
-al_assert_eq "$(jget 'd["state"]')" running "state after a resume"
+al_assert_eq "$(al_jget 'd["state"]')" running "state after a resume"
 
 # ---- background processes stop and go on
-exec_last "$a" "$(cmd_json "echo $m >/dev/null; exec sh -c 'while :; do :; done' burn-$m" '{"background": true}')"
-[ "$(jget 'd["result"]["status"]')" = started ] || al_fail "the burner did not start: $BODY"
-exec_last "$a" "$(cmd_json 'i=0; while :; do i=$((i+1)); echo $i; sleep 0.02; done' '{"background": true}')"
-counter=$(jget 'd["result"]["process"]["pid"]')
-exec_last "$a" "$(cmd_json 'echo kept >kept.txt' '{"fresh": true}')"
-al_assert_eq "$(jget 'd["result"]["exit_code"]')" 0 "the exec that writes kept.txt ($BODY)"
+al_api_exec "$a" "$(cmd_json "echo $m >/dev/null; exec sh -c 'while :; do :; done' burn-$m" '{"background": true}')"
+[ "$(al_jget 'd["result"]["status"]')" = started ] || al_fail "the burner did not start: $BODY"
+al_api_exec "$a" "$(cmd_json 'i=0; while :; do i=$((i+1)); echo $i; sleep 0.02; done' '{"background": true}')"
+counter=$(al_jget 'd["result"]["process"]["pid"]')
+al_api_exec "$a" "$(cmd_json 'echo kept >kept.txt' '{"fresh": true}')"
+al_assert_eq "$(al_jget 'd["result"]["exit_code"]')" 0 "the exec that writes kept.txt ($BODY)"
 burner=""
 for _ in $(seq $((50 * T))); do
 	burner=$(al_marker_pids "burn-$m" | awk '{ print $1; exit }')
@@ -129,13 +109,13 @@ for _ in $(seq $((50 * T))); do
 done
 [ -n "$burner" ] || al_fail "the burner never showed on the host"
 out_len() {
-	api GET "/v1/sandboxes/$a/processes/$counter/output?follow=false"
+	al_api GET "/v1/sandboxes/$a/processes/$counter/output?follow=false"
 	printf '%s' "$BODY" | wc -c
 }
-api POST "/v1/sandboxes/$a/pause"
+al_api POST "/v1/sandboxes/$a/pause"
 [ "$CODE" = 200 ] || al_fail "pause: HTTP $CODE: $BODY"
-al_assert_eq "$(jget 'd["state"]')" paused "the pause's answer"
-al_log "paused with the $(jget 'd["freezer"]') freezer in $(jget 'd["took_ms"]') ms"
+al_assert_eq "$(al_jget 'd["state"]')" paused "the pause's answer"
+al_log "paused with the $(al_jget 'd["freezer"]') freezer in $(al_jget 'd["took_ms"]') ms"
 fz=$(freezer_of "$burner")
 case "$fz" in FROZEN | 1) ;; *) al_fail "the burner's cgroup is not frozen on the host: $fz" ;; esac
 t0=$(ticks "$burner")
@@ -145,12 +125,12 @@ t1=$(ticks "$burner")
 l1=$(out_len)
 al_assert_eq "$t1" "$t0" "the burner's CPU ticks over a second paused"
 al_assert_eq "$l1" "$l0" "the counter's output over a second paused"
-api GET "/v1/sandboxes/$a"
-al_assert_eq "$(jget 'd["state"]')/$(jget 'd["paused_by"]')" paused/owner "info while paused (a look does not resume)"
+al_api GET "/v1/sandboxes/$a"
+al_assert_eq "$(al_jget 'd["state"]')/$(al_jget 'd["paused_by"]')" paused/owner "info while paused (a look does not resume)"
 al_assert_contains "$(curl -sS "$url/metrics")" "airlock_sandboxes_paused 1" "the paused gauge"
 al_pass "paused: the burner's CPU time and the counter's output stand still, the cgroup is frozen"
 
-api POST "/v1/sandboxes/$a/resume"
+al_api POST "/v1/sandboxes/$a/resume"
 [ "$CODE" = 200 ] || al_fail "resume: HTTP $CODE: $BODY"
 sleep 0.5
 t2=$(ticks "$burner")
@@ -160,18 +140,18 @@ l2=$(out_len)
 al_pass "resumed: both go on where they were"
 
 # ---- a call that needs the sandbox resumes it, and says so
-api POST "/v1/sandboxes/$a/pause"
+al_api POST "/v1/sandboxes/$a/pause"
 [ "$CODE" = 200 ] || al_fail "pause: HTTP $CODE: $BODY"
-exec_last "$a" "$(cmd_json 'cat kept.txt' '{"fresh": true}')"
-got="$(jget 'd.get("result", {}).get("stdout")')/$(jget 'd.get("result", {}).get("resumed")')"
+al_api_exec "$a" "$(cmd_json 'cat kept.txt' '{"fresh": true}')"
+got="$(al_jget 'd.get("result", {}).get("stdout")')/$(al_jget 'd.get("result", {}).get("resumed")')"
 [ "$got" = kept/True ] || { tail -n 40 "$dir/serve.err" >&2; al_fail "an exec against the paused sandbox: $got ($BODY)"; }
-api GET "/v1/sandboxes/$a"
-al_assert_eq "$(jget 'd["state"]')" running "state after the exec"
+al_api GET "/v1/sandboxes/$a"
+al_assert_eq "$(al_jget 'd["state"]')" running "state after the exec"
 al_pass "an exec resumes a paused sandbox first and says resumed"
-api POST "/v1/sandboxes/$a/pause"
-api PUT "/v1/sandboxes/$a/files/w.txt" --data-binary written
-al_assert_eq "$CODE/$(jget 'd.get("resumed")')" 200/True "a file write to the paused sandbox ($BODY)"
-api POST "/v1/sandboxes/$a/pause"
+al_api POST "/v1/sandboxes/$a/pause"
+al_api PUT "/v1/sandboxes/$a/files/w.txt" --data-binary written
+al_assert_eq "$CODE/$(al_jget 'd.get("resumed")')" 200/True "a file write to the paused sandbox ($BODY)"
+al_api POST "/v1/sandboxes/$a/pause"
 hdr=$(curl -sS -m 120 -D - -o /dev/null "$url/v1/sandboxes/$a/files/w.txt" | tr -d '\r')
 al_assert_contains "$hdr" "X-Airlock-Resumed: true" "a raw file read of the paused sandbox"
 al_pass "file calls resume it too, and say so"
@@ -179,18 +159,18 @@ al_pass "file calls resume it too, and say so"
 # ---- another principal's sandbox is unknown to it
 c=$(curl -q -sS -m 30 -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $bob" "$url/v1/sandboxes/$a/pause") || true
 al_assert_eq "$c" 404 "bob's pause of alice's sandbox"
-api GET "/v1/sandboxes/$a"
-al_assert_eq "$(jget 'd["state"]')" running "alice's sandbox after bob's attempt"
+al_api GET "/v1/sandboxes/$a"
+al_assert_eq "$(al_jget 'd["state"]')" running "alice's sandbox after bob's attempt"
 
 # ---- refused while an exec runs in the foreground
 curl -sS -m 120 -o "$dir/long.out" -X POST "$url/v1/sandboxes/$a/exec" -d "$(cmd_json "sleep $((3 * T)); echo done" '{"fresh": true}')" &
 long=$!
 for _ in $(seq $((100 * T))); do
-	api GET "/v1/sandboxes/$a"
-	[ "$(jget 'd["processes"]')" -ge 3 ] && break
+	al_api GET "/v1/sandboxes/$a"
+	[ "$(al_jget 'd["processes"]')" -ge 3 ] && break
 	sleep 0.05
 done
-api POST "/v1/sandboxes/$a/pause"
+al_api POST "/v1/sandboxes/$a/pause"
 al_assert_eq "$CODE" 429 "a pause while an exec runs ($BODY)"
 al_assert_contains "$BODY" "foreground" "the refusal names the running call"
 wait "$long" || al_fail "the long exec failed"
@@ -200,17 +180,17 @@ al_pass "a pause while an exec runs is refused with 429"
 # ---- a paused sandbox's lifetime stands still
 create "{\"lifetime\": $((2 * T))}"
 b=$ID
-api POST "/v1/sandboxes/$b/pause"
+al_api POST "/v1/sandboxes/$b/pause"
 [ "$CODE" = 200 ] || al_fail "pause of $b: HTTP $CODE: $BODY"
 sleep $((3 * T))
-api GET "/v1/sandboxes/$b"
+al_api GET "/v1/sandboxes/$b"
 [ "$CODE" = 200 ] || al_fail "a paused sandbox expired with its lifetime: HTTP $CODE: $BODY"
-al_assert_eq "$(jget 'd["state"]')" paused "$b after its lifetime's length, paused"
-api POST "/v1/sandboxes/$b/resume"
-api GET "/v1/sandboxes/$b"
+al_assert_eq "$(al_jget 'd["state"]')" paused "$b after its lifetime's length, paused"
+al_api POST "/v1/sandboxes/$b/resume"
+al_api GET "/v1/sandboxes/$b"
 [ "$CODE" = 200 ] || al_fail "$b gone at its resume: HTTP $CODE: $BODY"
 sleep "$(awk -v t="$T" 'BEGIN { print 2.5 * t }')"
-api GET "/v1/sandboxes/$b"
+al_api GET "/v1/sandboxes/$b"
 al_assert_eq "$CODE" 404 "$b once what was left of its lifetime ran out after the resume"
 al_pass "the lifetime does not run while paused, and what was left runs after the resume"
 
@@ -218,24 +198,19 @@ al_pass "the lifetime does not run while paused, and what was left runs after th
 create "{\"lifetime\": $T, \"auto_pause\": true}"
 c=$ID
 sleep "$(awk -v t="$T" 'BEGIN { print 2.5 * t }')"
-api GET "/v1/sandboxes/$c"
+al_api GET "/v1/sandboxes/$c"
 [ "$CODE" = 200 ] || al_fail "an auto_pause sandbox was destroyed at its lifetime: HTTP $CODE: $BODY"
-al_assert_eq "$(jget 'd["state"]')/$(jget 'd["paused_by"]')" paused/lifetime "auto_pause at the lifetime's end"
-exec_last "$c" "$(cmd_json 'echo awake' '{"fresh": true}')"
-al_assert_eq "$(jget 'd["result"].get("resumed")')" True "the next exec resumed it"
+al_assert_eq "$(al_jget 'd["state"]')/$(al_jget 'd["paused_by"]')" paused/lifetime "auto_pause at the lifetime's end"
+al_api_exec "$c" "$(cmd_json 'echo awake' '{"fresh": true}')"
+al_assert_eq "$(al_jget 'd["result"].get("resumed")')" True "the next exec resumed it"
 al_pass "auto_pause pauses at the lifetime's end; the next call resumes it"
 
 # ---- the same through the official MCP SDK (tests/mcp/sdk/pause.mjs)
-command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
-sdk="$AL_SRC/tests/mcp/sdk"
-[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
-out=$(node "$sdk/pause.mjs" "$url/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
-	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "pause through the MCP SDK (see above)"; }
-al_log "$out"
+al_mcp_sdk pause.mjs "pause"
 al_pass "pause and resume through the official MCP SDK"
 
 # ---- SIGKILL of the server while paused: nothing frozen, nothing left; the restart brings it back paused
-api POST "/v1/sandboxes/$a/pause"
+al_api POST "/v1/sandboxes/$a/pause"
 [ "$CODE" = 200 ] || al_fail "pause: HTTP $CODE: $BODY"
 kill -KILL "$AL_SERVE_PID"
 wait "$AL_SERVE_PID" 2>/dev/null || true
@@ -252,8 +227,8 @@ al_pass "SIGKILL of the server while paused: its processes are gone and no cgrou
 
 start
 grep -q "sandbox $a of token:alice is back, paused" "$dir/serve.err" || al_fail "not brought back paused: $(cat "$dir/serve.err")"
-api GET "/v1/sandboxes/$a"
-al_assert_eq "$(jget 'd["state"]')" paused "$a after the restart"
-exec_last "$a" "$(cmd_json 'cat kept.txt' '{"fresh": true}')"
-al_assert_eq "$(jget 'd["result"]["stdout"]')/$(jget 'd["result"].get("resumed")')" "kept/True" "the first exec after the restart"
+al_api GET "/v1/sandboxes/$a"
+al_assert_eq "$(al_jget 'd["state"]')" paused "$a after the restart"
+al_api_exec "$a" "$(cmd_json 'cat kept.txt' '{"fresh": true}')"
+al_assert_eq "$(al_jget 'd["result"]["stdout"]')/$(al_jget 'd["result"].get("resumed")')" "kept/True" "the first exec after the restart"
 al_pass "the restart brings the paused sandbox back paused, with its files; its first use resumes it"

@@ -14,45 +14,16 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n  pool: {}\n'
-} >"$confdir/disk.yaml"
-chmod 0644 "$confdir/disk.yaml"
-al_token_file "$dir/alice.token" alice >/dev/null
-bob=$(al_token_file "$dir/bob.token" bob)
+al_serve_config "$confdir/disk.yaml" 'server:\n  max_lifetime: 1h\n  pool: {}\n'
+al_serve_tokens "$dir/serve.token"
+bob=$AL_BOB
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/reviewer.token"
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/serve.token"
-chmod 0600 "$dir/serve.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
 start() { # [ARGS...] (default: --state-dir STATE)
 	rm -f "$dir/serve.port"
 	[ $# != 0 ] || set -- --state-dir "$state"
 	al_serve_start "$dir" --config "$confdir/disk.yaml" --audit "$dir/audit.jsonl" \
 		--approver-token-file "$dir/reviewer.token" "$@"
 	url=$AL_SERVE_URL
-}
-stop() {
-	kill -TERM "$AL_SERVE_PID"
-	for _ in $(seq 100); do
-		kill -0 "$AL_SERVE_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	! kill -0 "$AL_SERVE_PID" 2>/dev/null || al_fail "airlock serve did not end after SIGTERM"
-}
-api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -sS -m 120 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
-jget() { "$AL_PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$BODY" "$1"; }
-exec_last() { # ID JSON: the exec's last NDJSON line in BODY
-	api POST "/v1/sandboxes/$1/exec" -d "$2"
-	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
-	BODY=$(printf '%s\n' "$BODY" | grep -v '^$' | tail -n1)
 }
 sh_json() { "$AL_PY" -c 'import json,sys; print(json.dumps({"language": "shell", "code": sys.argv[1], "fresh": True}))' "$1"; }
 admin_row() { # ID: the approver's listing of it, in BODY
@@ -79,14 +50,14 @@ PY
 
 start
 m=$(al_marker)
-api POST /v1/sandboxes -d '{"metadata": {"app": "disk"}}'
+al_api POST /v1/sandboxes -d '{"metadata": {"app": "disk"}}'
 [ "$CODE" = 201 ] || al_fail "create: HTTP $CODE: $BODY"
-a=$(jget 'd["sandbox_id"]')
-exec_last "$a" "$(sh_json 'mkdir -p pkg && echo installed >pkg/lib.py && head -c 2000000 /dev/urandom >big && md5sum big')"
-sum=$(jget 'd["result"]["stdout"]')
-exec_last "$a" '{"language": "python", "context_id": "calc", "code": "x = 41"}'
-exec_last "$a" "$("$AL_PY" -c 'import json,sys; print(json.dumps({"command": sys.argv[1], "background": True}))' "exec sh -c 'while :; do sleep 1; done' keep-$m")"
-[ "$(jget 'd["result"]["status"]')" = started ] || al_fail "the background process did not start: $BODY"
+a=$(al_jget 'd["sandbox_id"]')
+al_api_exec "$a" "$(sh_json 'mkdir -p pkg && echo installed >pkg/lib.py && head -c 2000000 /dev/urandom >big && md5sum big')"
+sum=$(al_jget 'd["result"]["stdout"]')
+al_api_exec "$a" '{"language": "python", "context_id": "calc", "code": "x = 41"}'
+al_api_exec "$a" "$("$AL_PY" -c 'import json,sys; print(json.dumps({"command": sys.argv[1], "background": True}))' "exec sh -c 'while :; do sleep 1; done' keep-$m")"
+[ "$(al_jget 'd["result"]["status"]')" = started ] || al_fail "the background process did not start: $BODY"
 pid=""
 for _ in $(seq 100); do
 	pid=$(pgrep -f -- "keep-$m" | head -n1) && [ -n "$pid" ] && break
@@ -101,26 +72,26 @@ for d in "${cgs[@]}"; do [ -d "$d" ] || al_fail "its cgroup $d is not there"; do
 # ---- refused: another principal, a bad value, a call running in it
 BODY=$(curl -q -sS -m 30 -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $bob" "$url/v1/sandboxes/$a/pause?to_disk=true") || true
 al_assert_eq "$BODY" 404 "bob's pause to disk of alice's sandbox"
-api POST "/v1/sandboxes/$a/pause?to_disk=yes"
+al_api POST "/v1/sandboxes/$a/pause?to_disk=yes"
 al_assert_eq "$CODE" 400 "to_disk=yes"
 curl -sS -m 60 -o /dev/null -X POST "$url/v1/sandboxes/$a/exec" -d "$(sh_json 'sleep 3')" &
 busy=$!
 for _ in $(seq 100); do
 	admin_row "$a"
-	[ "$(jget 'd["exec_running"]')" = True ] && break
+	[ "$(al_jget 'd["exec_running"]')" = True ] && break
 	sleep 0.05
 done
-api POST "/v1/sandboxes/$a/pause?to_disk=true"
+al_api POST "/v1/sandboxes/$a/pause?to_disk=true"
 al_assert_eq "$CODE" 429 "a pause to disk while an exec runs in it"
 al_assert_contains "$BODY" "in the foreground" "... says why"
 wait "$busy"
 al_pass "a pause to disk is refused for another principal (404), a bad value (400), a running call (429)"
 
 # ---- paused to disk: files and metadata kept, processes and memory released
-api POST "/v1/sandboxes/$a/pause?to_disk=true"
+al_api POST "/v1/sandboxes/$a/pause?to_disk=true"
 [ "$CODE" = 200 ] || al_fail "pause to disk: HTTP $CODE: $BODY"
-al_assert_eq "$(jget 'd["state"], d["on_disk"], d["kept"], d["changed"]')" "('paused', True, 'files and metadata', True)" "the pause's answer"
-al_assert_contains "$(jget 'd["released"]')" "processes and their memory" "... says what was released"
+al_assert_eq "$(al_jget 'd["state"], d["on_disk"], d["kept"], d["changed"]')" "('paused', True, 'files and metadata', True)" "the pause's answer"
+al_assert_contains "$(al_jget 'd["released"]')" "processes and their memory" "... says what was released"
 for _ in $(seq 100); do
 	kill -0 "$pid" 2>/dev/null || break
 	sleep 0.05
@@ -129,68 +100,68 @@ done
 [ -z "$(pgrep -f -- "keep-$m")" ] || al_fail "a process of the sandbox is left on the host: $(pgrep -af -- "keep-$m")"
 for d in "${cgs[@]}"; do [ ! -d "$d" ] || al_fail "its cgroup $d is still there after the pause to disk"; done
 admin_row "$a"
-al_assert_eq "$(jget 'd["state"], d["on_disk"], d["kept"], d["memory_bytes"], d["cpu_s"]')" "('paused', True, True, None, None)" "the approver's listing"
-api GET "/v1/sandboxes/$a"
-al_assert_eq "$CODE $(jget 'd["state"], d["metadata"]')" "200 ('paused', {'app': 'disk'})" "the owner's info"
+al_assert_eq "$(al_jget 'd["state"], d["on_disk"], d["kept"], d["memory_bytes"], d["cpu_s"]')" "('paused', True, True, None, None)" "the approver's listing"
+al_api GET "/v1/sandboxes/$a"
+al_assert_eq "$CODE $(al_jget 'd["state"], d["metadata"]')" "200 ('paused', {'app': 'disk'})" "the owner's info"
 [ -s "$state/$a/files/big" ] || al_fail "its files are not in the state directory"
-api POST "/v1/sandboxes/$a/pause?to_disk=true"
-al_assert_eq "$CODE $(jget 'd["changed"], d["on_disk"]')" "200 (False, True)" "a second pause to disk"
+al_api POST "/v1/sandboxes/$a/pause?to_disk=true"
+al_assert_eq "$CODE $(al_jget 'd["changed"], d["on_disk"]')" "200 (False, True)" "a second pause to disk"
 al_pass "paused to disk: listed and paused under its id, its process and cgroup gone from the host, its files on disk"
 
 # ---- made again by its next call: the files back, the context's state lost and said so
-exec_last "$a" "$(sh_json 'cat pkg/lib.py; md5sum big')"
-al_assert_eq "$(jget 'd["result"]["stdout"]')" "installed
+al_api_exec "$a" "$(sh_json 'cat pkg/lib.py; md5sum big')"
+al_assert_eq "$(al_jget 'd["result"]["stdout"]')" "installed
 $sum" "the files after the pause to disk, read by the next exec"
-al_assert_eq "$(jget 'd["result"].get("resumed")')" True "the exec says it resumed the sandbox"
-exec_last "$a" '{"language": "python", "context_id": "calc", "code": "x + 1"}'
-al_assert_eq "$(jget 'd["result"]["cell"]["restarted"], d["result"]["cell"].get("restart_reason"), d["result"]["cell"]["error"]["ename"]')" \
+al_assert_eq "$(al_jget 'd["result"].get("resumed")')" True "the exec says it resumed the sandbox"
+al_api_exec "$a" '{"language": "python", "context_id": "calc", "code": "x + 1"}'
+al_assert_eq "$(al_jget 'd["result"]["cell"]["restarted"], d["result"]["cell"].get("restart_reason"), d["result"]["cell"]["error"]["ename"]')" \
 	"(True, 'paused-to-disk', 'NameError')" "the context's first cell after the pause to disk"
-al_assert_contains "$(jget 'd["result"]["stderr"]')" "the sandbox was paused to disk since this context's last cell" "... its stderr"
-api GET "/v1/sandboxes/$a"
-al_assert_eq "$(jget 'd["sandbox_id"], d["state"]')" "('$a', 'running')" "the same id, running"
+al_assert_contains "$(al_jget 'd["result"]["stderr"]')" "the sandbox was paused to disk since this context's last cell" "... its stderr"
+al_api GET "/v1/sandboxes/$a"
+al_assert_eq "$(al_jget 'd["sandbox_id"], d["state"]')" "('$a', 'running')" "the same id, running"
 al_pass "its next call makes it again under the same id: files back, the context says its state was lost"
 
 # ---- an explicit resume says which state was kept
-api POST "/v1/sandboxes/$a/pause?to_disk=true"
+al_api POST "/v1/sandboxes/$a/pause?to_disk=true"
 [ "$CODE" = 200 ] || al_fail "pause to disk again: HTTP $CODE: $BODY"
-api POST "/v1/sandboxes/$a/resume"
-al_assert_eq "$CODE $(jget 'd["state"], d["on_disk"], d["kept"], d["changed"]')" "200 ('running', False, 'files and metadata', True)" "the resume's answer"
-al_assert_contains "$(jget 'd["released"]')" "ended at the pause to disk" "... says what was not kept"
-api POST "/v1/sandboxes/$a/pause"
-api POST "/v1/sandboxes/$a/resume"
-al_assert_eq "$(jget 'd["kept"], d["released"]')" "('everything: files, processes, memory', None)" "a resume after a pause in place"
+al_api POST "/v1/sandboxes/$a/resume"
+al_assert_eq "$CODE $(al_jget 'd["state"], d["on_disk"], d["kept"], d["changed"]')" "200 ('running', False, 'files and metadata', True)" "the resume's answer"
+al_assert_contains "$(al_jget 'd["released"]')" "ended at the pause to disk" "... says what was not kept"
+al_api POST "/v1/sandboxes/$a/pause"
+al_api POST "/v1/sandboxes/$a/resume"
+al_assert_eq "$(al_jget 'd["kept"], d["released"]')" "('everything: files, processes, memory', None)" "a resume after a pause in place"
 al_pass "a resume says which state was kept"
 
 # ---- a restart keeps one paused to disk; a destroy removes its state
-api POST "/v1/sandboxes/$a/pause?to_disk=true"
+al_api POST "/v1/sandboxes/$a/pause?to_disk=true"
 [ "$CODE" = 200 ] || al_fail "pause to disk before the restart: HTTP $CODE: $BODY"
-stop
+al_serve_stop TERM
 start
-api GET "/v1/sandboxes/$a"
-al_assert_eq "$CODE $(jget 'd["state"]')" "200 paused" "after a restart"
+al_api GET "/v1/sandboxes/$a"
+al_assert_eq "$CODE $(al_jget 'd["state"]')" "200 paused" "after a restart"
 # Not held: no memory or CPU of its own to report, as before the restart.
 admin_row "$a"
-al_assert_eq "$(jget 'd["on_disk"], d["memory_bytes"], d["cpu_s"]')" "(True, None, None)" "the approver's listing after a restart"
-exec_last "$a" "$(sh_json 'md5sum big')"
-al_assert_eq "$(jget 'd["result"]["stdout"]')" "$sum" "its files after the restart"
-al_assert_eq "$(jget 'd["result"].get("resumed")')" True "the first exec after the restart says it resumed the sandbox"
-api POST "/v1/sandboxes/$a/pause?to_disk=true"
-api DELETE "/v1/sandboxes/$a"
+al_assert_eq "$(al_jget 'd["on_disk"], d["memory_bytes"], d["cpu_s"]')" "(True, None, None)" "the approver's listing after a restart"
+al_api_exec "$a" "$(sh_json 'md5sum big')"
+al_assert_eq "$(al_jget 'd["result"]["stdout"]')" "$sum" "its files after the restart"
+al_assert_eq "$(al_jget 'd["result"].get("resumed")')" True "the first exec after the restart says it resumed the sandbox"
+al_api POST "/v1/sandboxes/$a/pause?to_disk=true"
+al_api DELETE "/v1/sandboxes/$a"
 al_assert_eq "$CODE" 200 "destroy one paused to disk"
 [ ! -e "$state/$a" ] || al_fail "its state is still in the state directory"
-api GET "/v1/sandboxes/$a"
+al_api GET "/v1/sandboxes/$a"
 al_assert_eq "$CODE" 404 "after its destroy"
-stop
+al_serve_stop TERM
 al_pass "a restart keeps one paused to disk on disk, its next call makes it again; a destroy removes its state"
 
 # ---- no state directory: refused
 start --state-dir none
-api POST /v1/sandboxes -d '{}'
-b=$(jget 'd["sandbox_id"]')
-api POST "/v1/sandboxes/$b/pause?to_disk=true"
+al_api POST /v1/sandboxes -d '{}'
+b=$(al_jget 'd["sandbox_id"]')
+al_api POST "/v1/sandboxes/$b/pause?to_disk=true"
 al_assert_eq "$CODE" 501 "a pause to disk without a state directory"
 al_assert_contains "$BODY" "paused in place only" "... says why"
-api GET "/v1/sandboxes/$b"
-al_assert_eq "$(jget 'd["state"]')" running "it was not paused"
-stop
+al_api GET "/v1/sandboxes/$b"
+al_assert_eq "$(al_jget 'd["state"]')" running "it was not paused"
+al_serve_stop TERM
 al_pass "without a state directory a pause to disk is refused with 501, and nothing changes"

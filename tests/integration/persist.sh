@@ -15,79 +15,57 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	printf 'server:\n  max_lifetime: 1h\n'
-} >"$confdir/persist.yaml"
-chmod 0644 "$confdir/persist.yaml"
-alice=$(al_token_file "$dir/alice.token" alice)
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/serve.token"
-chmod 0600 "$dir/serve.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
+al_serve_config "$confdir/persist.yaml" 'server:\n  max_lifetime: 1h\n'
+al_serve_tokens "$dir/serve.token"
+alice=$AL_ALICE
+bob=$AL_BOB
 start() {
 	rm -f "$dir/serve.port"
 	al_serve_start "$dir" --config "$confdir/persist.yaml" --audit "$dir/audit.jsonl" --state-dir "$state" "$@"
 	url=$AL_SERVE_URL
 }
-stop() { al_serve_stop "$1"; } # SIGNAL: the server gone, its sandboxes' processes too
-api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl -sS -m 60 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
 cell() { # ID BODY: the cell's result in BODY
 	BODY=$(curl -sS -m 60 -X POST "$url/v1/sandboxes/$1/exec" -d "$2" | tail -n1)
 }
-jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$BODY" "$1"; }
-run() { # ID COMMAND: the command's stdout in OUT (an exec of the sandbox)
-	local body
-	body=$(python3 -c 'import json,sys; print(json.dumps({"language": "shell", "code": sys.argv[1], "fresh": True}))' "$2")
-	api POST "/v1/sandboxes/$1/exec" -d "$body"
-	[ "$CODE" = 200 ] || al_fail "exec in $1: HTTP $CODE: $BODY"
-	OUT=$(printf "%s\n" "$BODY" | grep "\"result\"" | tail -n1 | python3 -c "import json,sys; r=json.load(sys.stdin)[\"result\"]; print(r[\"stdout\"], end=\"\")") || al_fail "exec in $1: no result: $BODY"
-}
 
 start
-api POST /v1/sandboxes -d '{"metadata": {"app": "persist"}, "lifetime": 600}'
+al_api POST /v1/sandboxes -d '{"metadata": {"app": "persist"}, "lifetime": 600}'
 [ "$CODE" = 201 ] || al_fail "create: HTTP $CODE: $BODY"
-id=$(jget 'd["sandbox_id"]')
+id=$(al_jget 'd["sandbox_id"]')
 [ -f "$state/$id/sandbox.json" ] || al_fail "no record of $id in the state directory"
-run "$id" 'mkdir -p d && echo hello >d/f && chmod 0750 d && ln -s /etc/passwd l && head -c 3000000 /dev/urandom >big && md5sum big'
+al_api_sh "$id" 'mkdir -p d && echo hello >d/f && chmod 0750 d && ln -s /etc/passwd l && head -c 3000000 /dev/urandom >big && md5sum big'
 sum=$OUT
-api PUT "/v1/sandboxes/$id/files/api.txt" --data-binary 'from the files API'
+al_api PUT "/v1/sandboxes/$id/files/api.txt" --data-binary 'from the files API'
 [ "$CODE" = 200 ] || [ "$CODE" = 201 ] || al_fail "files API write: HTTP $CODE: $BODY"
 cell "$id" '{"language": "python", "code": "x = 41"}'
-api GET "/v1/sandboxes/$id"
-ends=$(jget 'd["ends_at"]')
+al_api GET "/v1/sandboxes/$id"
+ends=$(al_jget 'd["ends_at"]')
 
-stop TERM
+al_serve_stop TERM
 [ -d "$state/$id/files" ] || al_fail "SIGTERM did not keep $id"
 al_assert_eq "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["stopped_unix_ms"] > 0)' "$state/$id/sandbox.json")" True "the stop's time recorded"
 start
 grep -q "sandbox $id of token:alice is back" "$dir/serve.err" || al_fail "the server did not say it brought $id back: $(cat "$dir/serve.err")"
-api GET "/v1/sandboxes/$id"
+al_api GET "/v1/sandboxes/$id"
 [ "$CODE" = 200 ] || al_fail "after a restart, GET $id: HTTP $CODE: $BODY"
-al_assert_eq "$(jget 'd["metadata"]["app"]')" persist "metadata after the restart"
-after=$(jget 'd["ends_at"]')
+al_assert_eq "$(al_jget 'd["metadata"]["app"]')" persist "metadata after the restart"
+after=$(al_jget 'd["ends_at"]')
 [ "$after" = "$ends" ] || [[ "$after" > "$ends" ]] || al_fail "the lifetime left shrank over the stop: $ends then $after"
 BODY=$(curl -q -sS -m 60 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $bob" "$url/v1/sandboxes/$id") || true
 al_assert_eq "$BODY" 404 "bob's GET of alice's restored sandbox"
-run "$id" 'cat d/f; stat -c %a d; readlink l; md5sum big; cat api.txt'
+al_api_sh "$id" 'cat d/f; stat -c %a d; readlink l; md5sum big; cat api.txt'
 al_assert_eq "$OUT" "hello
 750
 /etc/passwd
 $sum
 from the files API" "the workspace after a SIGTERM and a restart"
 cell "$id" '{"language": "python", "code": "x"}'
-al_assert_eq "$(jget 'd["result"]["cell"]["restarted"], d["result"]["cell"].get("restart_reason"), d["result"]["cell"]["error"]["ename"]')" \
+al_assert_eq "$(al_jget 'd["result"]["cell"]["restarted"], d["result"]["cell"].get("restart_reason"), d["result"]["cell"]["error"]["ename"]')" \
 	"(True, 'server-restarted', 'NameError')" "the default context's first cell after the restart"
-al_assert_contains "$(jget 'd["result"]["stderr"]')" "the server restarted since this context's last cell" "... its stderr"
+al_assert_contains "$(al_jget 'd["result"]["stderr"]')" "the server restarted since this context's last cell" "... its stderr"
 cell "$id" '{"language": "python", "code": "x = 7"}'
 cell "$id" '{"language": "python", "code": "x"}'
-al_assert_eq "$(jget 'd["result"]["cell"]["restarted"], d["result"]["cell"]["value"]["text"]')" "(False, '7')" "the next cells keep their state again"
+al_assert_eq "$(al_jget 'd["result"]["cell"]["restarted"], d["result"]["cell"]["value"]["text"]')" "(False, '7')" "the next cells keep their state again"
 cell "$id" '{"language": "python", "context_id": "calc", "code": "y = 1"}'
 al_pass "SIGTERM keeps a sandbox: same id, owner, files, metadata, lifetime; a context says it was lost"
 
@@ -106,7 +84,7 @@ for _ in $(seq 100); do
 	[ "$(cat "$dir"/acked.* 2>/dev/null | wc -l)" -ge 30 ] && break
 	sleep 0.1
 done
-stop KILL
+al_serve_stop KILL
 for p in "${AL_BG_PIDS[@]}"; do
 	[ "$p" = "$AL_SERVE_PID" ] || wait "$p" 2>/dev/null || true
 done
@@ -120,10 +98,10 @@ for c in 1 2 3; do
 	done <"$dir/acked.$c"
 done
 al_assert_eq "$lost" 0 "acknowledged writes missing after a SIGKILL ($acked acknowledged)"
-run "$id" 'cat c1-1'
+al_api_sh "$id" 'cat c1-1'
 al_assert_eq "$OUT" 1 "a file of the load, read in the sandbox brought back after a SIGKILL"
 cell "$id" '{"language": "python", "context_id": "calc", "code": "y"}'
-al_assert_eq "$(jget 'd["result"]["cell"]["restarted"], d["result"]["cell"].get("restart_reason"), d["result"]["cell"]["error"]["ename"]')" \
+al_assert_eq "$(al_jget 'd["result"]["cell"]["restarted"], d["result"]["cell"].get("restart_reason"), d["result"]["cell"]["error"]["ename"]')" \
 	"(True, 'server-restarted', 'NameError')" "a named context made before a SIGKILL, its first cell after the restart"
 al_pass "SIGKILL under load: all $acked acknowledged writes are there"
 
@@ -136,18 +114,18 @@ grep -q "another airlock serve keeps its sandboxes in $state" "$dir/second.err" 
 	al_fail "the second server's refusal does not say why: $(cat "$dir/second.err")"
 
 # No room for a sandbox's disk limit: refused, and nothing left in the state directory.
-api POST /v1/sandboxes -d '{"limits": {"disk_mb": 1000000}}'
+al_api POST /v1/sandboxes -d '{"limits": {"disk_mb": 1000000}}'
 [ "$CODE" != 201 ] || al_fail "a sandbox whose disk limit the state directory cannot hold was made"
 case $BODY in *"state directory"*"free"*) ;; *) al_fail "the refusal does not say why: $BODY" ;; esac
 al_assert_eq "$(find "$state" -mindepth 1 -maxdepth 1 -type d | wc -l)" 1 "sandboxes kept after the refused create"
 
 # A destroy removes the sandbox's state.
-api DELETE "/v1/sandboxes/$id"
+al_api DELETE "/v1/sandboxes/$id"
 [ "$CODE" = 200 ] || al_fail "destroy: HTTP $CODE: $BODY"
 [ ! -e "$state/$id" ] || al_fail "the destroyed sandbox's state is still there"
-stop TERM
+al_serve_stop TERM
 start
-api GET "/v1/sandboxes/$id"
+al_api GET "/v1/sandboxes/$id"
 [ "$CODE" = 404 ] || al_fail "a destroyed sandbox came back after a restart: HTTP $CODE"
-stop TERM
+al_serve_stop TERM
 al_pass "destroy removes the state; a second server and a create without room are refused"

@@ -5,6 +5,7 @@
 # owner-only access (no credential 401, another principal 404, a wrong or another port's token 401,
 # the right token and its cookie work) with the sandbox's server logging no refused request, bad
 # ports 400, nothing listening 502, and a proxied WebSocket closed when the sandbox is destroyed.
+# shellcheck disable=SC2153 # CODE and BODY are al_api's (tests/lib.sh), not misspelt code and body
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -27,36 +28,22 @@ EOF
 } >"$confdir/p.yaml"
 chmod 0644 "$confdir/p.yaml"
 
-alice=$(al_token_file "$dir/alice.token" alice)
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/clients.token"
-chmod 0600 "$dir/clients.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/clients.token"
-serve_launch "$dir/serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" --socket none \
-	--token-file "$dir/clients.token" --audit "$dir/audit.jsonl" || al_fail "airlock serve did not start"
-SPID=$SERVE_PID
-AL_BG_PIDS+=("$SPID")
+al_serve_tokens "$dir/clients.token"
+alice=$AL_ALICE
+bob=$AL_BOB
+al_serve_launch "$dir/serve" "airlock serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" \
+	--socket none --token-file "$dir/clients.token" --audit "$dir/audit.jsonl"
+SPID=$AL_SERVE_PID
 PORT=$SERVE_PORT
-base="http://127.0.0.1:$PORT"
+base=$AL_SERVE_URL
 
-# as TOKEN METHOD PATH [CURL ARGS...]: a request with that bearer token (none: ""); sets CODE and BODY.
-as() {
-	local t=$1 method=$2 path=$3
-	shift 3
-	local auth=()
-	[ -z "$t" ] || auth=(-H "Authorization: Bearer $t")
-	BODY=$(curl -q -s -m 30 -o - -w '\n%{http_code}' -X "$method" "${auth[@]}" "$base$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
-json() { printf '%s' "$BODY" | "$AL_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
-as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"limits":{"disk_mb":256}}'
+al_api_as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"limits":{"disk_mb":256}}'
 al_assert_eq "$CODE" 201 "create a sandbox: $BODY"
-sb=$(json 'd["sandbox_id"]')
-as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+sb=$(al_jget 'd["sandbox_id"]')
+al_api_as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
 al_assert_eq "$CODE" 201 "create a second sandbox: $BODY"
-other=$(json 'd["sandbox_id"]')
+other=$(al_jget 'd["sandbox_id"]')
 
 # A WebSocket echo server of the standard library only (the handshake by hand, RFC 6455).
 cat >"$dir/ws.py" <<'EOF'
@@ -88,9 +75,9 @@ async def main():
         await srv.serve_forever()
 asyncio.run(main())
 EOF
-as "$alice" PUT "/v1/sandboxes/$sb/files/ws.py" --data-binary "@$dir/ws.py"
+al_api_as "$alice" PUT "/v1/sandboxes/$sb/files/ws.py" --data-binary "@$dir/ws.py"
 al_assert_eq "$CODE" 200 "PUT ws.py: $BODY"
-as "$alice" PUT "/v1/sandboxes/$sb/files/site/index.html" --data-binary "hello $m"
+al_api_as "$alice" PUT "/v1/sandboxes/$sb/files/site/index.html" --data-binary "hello $m"
 al_assert_eq "$CODE" 200 "PUT index.html: $BODY"
 
 # The servers live while this streaming exec does (its output is the servers' request log).
@@ -102,28 +89,28 @@ curl -q -s -N -m 60 -H "Authorization: Bearer $alice" -H 'Content-Type: applicat
 EXEC_PID=$!
 AL_BG_PIDS+=("$EXEC_PID")
 for _ in $(seq 150); do
-	as "$alice" GET "/v1/sandboxes/$sb/ports"
+	al_api_as "$alice" GET "/v1/sandboxes/$sb/ports"
 	case $BODY in *'"port":8000'*'"port":8001'*) break ;; esac
 	sleep 0.1
 done
 al_assert_contains "$BODY" '"port":8000' "the ports list shows the http.server"
 al_assert_contains "$BODY" '"address":"127.0.0.1"' "the ports list names the address"
 al_assert_contains "$BODY" '"port":8001' "the ports list shows the WebSocket server"
-as "$bob" GET "/v1/sandboxes/$sb/ports"
+al_api_as "$bob" GET "/v1/sandboxes/$sb/ports"
 al_assert_eq "$CODE" 404 "another principal lists nothing: $BODY"
 
 # served: the log of the sandbox's server so far (its requests, one line each).
 served() { grep -c '"GET \|"POST ' "$dir/exec.ndjson" || true; }
 
 # ---- HTTP through serve ------------------------------------------------------------------------
-as "$alice" GET "/v1/sandboxes/$sb/ports/8000/index.html"
+al_api_as "$alice" GET "/v1/sandboxes/$sb/ports/8000/index.html"
 al_assert_eq "$CODE" 200 "GET a file through the proxy"
 al_assert_eq "$BODY" "hello $m" "the file's content"
 hdrs=$(curl -q -s -D - -o /dev/null -H "Authorization: Bearer $alice" "$base/v1/sandboxes/$sb/ports/8000/index.html")
 al_assert_contains "$hdrs" "Content-Security-Policy: sandbox" "a proxied page runs in an opaque origin"
-as "$alice" GET "/v1/sandboxes/$sb/ports/8000"
+al_api_as "$alice" GET "/v1/sandboxes/$sb/ports/8000"
 al_assert_eq "$CODE" 308 "the port's root without its slash is redirected"
-as "$alice" POST "/v1/sandboxes/$sb/ports/8000/upload" --data-binary "posted $m"
+al_api_as "$alice" POST "/v1/sandboxes/$sb/ports/8000/upload" --data-binary "posted $m"
 al_assert_eq "$CODE" 501 "a POST reaches the server (http.server answers 501 Unsupported method)"
 for _ in $(seq 50); do
 	grep -q 'POST /upload HTTP/1.1' "$dir/exec.ndjson" && break
@@ -143,52 +130,52 @@ al_log "serve's peak RSS: ${before} KiB before the 50 MiB answer, ${after} KiB a
 
 # ---- who may --------------------------------------------------------------------------------
 seen=$(served)
-as "" GET "/v1/sandboxes/$sb/ports/8000/index.html"
+al_api_as "" GET "/v1/sandboxes/$sb/ports/8000/index.html"
 al_assert_eq "$CODE" 401 "no credential"
-as "$bob" GET "/v1/sandboxes/$sb/ports/8000/index.html"
+al_api_as "$bob" GET "/v1/sandboxes/$sb/ports/8000/index.html"
 al_assert_eq "$CODE" 404 "another principal: $BODY"
-as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: not-a-token-$m"
+al_api_as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: not-a-token-$m"
 al_assert_eq "$CODE" 401 "a wrong port token: $BODY"
-as "$alice" POST "/v1/sandboxes/$other/ports/8000/token" -d '{}'
+al_api_as "$alice" POST "/v1/sandboxes/$other/ports/8000/token" -d '{}'
 al_assert_eq "$CODE" 201 "a token of the other sandbox: $BODY"
-othertok=$(json 'd["token"]')
-as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: $othertok"
+othertok=$(al_jget 'd["token"]')
+al_api_as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: $othertok"
 al_assert_eq "$CODE" 401 "another sandbox's token"
-as "$alice" POST "/v1/sandboxes/$sb/ports/8001/token" -d '{}'
+al_api_as "$alice" POST "/v1/sandboxes/$sb/ports/8001/token" -d '{}'
 al_assert_eq "$CODE" 201 "a token for port 8001: $BODY"
-wstok=$(json 'd["token"]')
-as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: $wstok"
+wstok=$(al_jget 'd["token"]')
+al_api_as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: $wstok"
 al_assert_eq "$CODE" 401 "another port's token"
-as "$bob" POST "/v1/sandboxes/$sb/ports/8000/token" -d '{}'
+al_api_as "$bob" POST "/v1/sandboxes/$sb/ports/8000/token" -d '{}'
 al_assert_eq "$CODE" 404 "another principal gets no token"
-as "" POST "/v1/sandboxes/$sb/ports/8000/token" -H "X-Airlock-Port-Token: $wstok" -d '{}'
+al_api_as "" POST "/v1/sandboxes/$sb/ports/8000/token" -H "X-Airlock-Port-Token: $wstok" -d '{}'
 al_assert_eq "$CODE" 401 "a port token makes no token"
 sleep 0.3
 al_assert_eq "$(served)" "$seen" "the sandbox's server saw none of the refused requests"
 
-as "$alice" POST "/v1/sandboxes/$sb/ports/8000/token" -d '{"ttl_seconds":600}'
+al_api_as "$alice" POST "/v1/sandboxes/$sb/ports/8000/token" -d '{"ttl_seconds":600}'
 al_assert_eq "$CODE" 201 "a token for port 8000: $BODY"
-tok=$(json 'd["token"]')
-al_assert_contains "$(json 'd["expires_at"]')" "T" "the token says when it ends"
-as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: $tok"
+tok=$(al_jget 'd["token"]')
+al_assert_contains "$(al_jget 'd["expires_at"]')" "T" "the token says when it ends"
+al_api_as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: $tok"
 al_assert_eq "$BODY" "hello $m" "the right token in the header"
 hdrs=$(curl -q -s -D - -o /dev/null "$base/v1/sandboxes/$sb/ports/8000/index.html?airlock_token=$tok")
 al_assert_contains "$hdrs" "Set-Cookie: airlock_port_token=$tok; Path=/v1/sandboxes/$sb/ports/8000; HttpOnly" \
 	"the token in the URL comes back as a cookie of the port's path"
-as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -b "airlock_port_token=$tok"
+al_api_as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -b "airlock_port_token=$tok"
 al_assert_eq "$BODY" "hello $m" "the cookie opens the port"
 al_assert_not_contains "$(cat "$dir/exec.ndjson")" "$tok" "the sandbox's server never saw the token"
 
 # ---- bad input ------------------------------------------------------------------------------
 for p in 0 65536 -1 abc 8e3; do
-	as "$alice" GET "/v1/sandboxes/$sb/ports/$p/"
+	al_api_as "$alice" GET "/v1/sandboxes/$sb/ports/$p/"
 	al_assert_eq "$CODE" 400 "port $p: $BODY"
 	al_assert_contains "$BODY" "1 to 65535" "port $p names the range"
 done
-as "$alice" GET "/v1/sandboxes/$sb/ports/8002/"
+al_api_as "$alice" GET "/v1/sandboxes/$sb/ports/8002/"
 al_assert_eq "$CODE" 502 "nothing listening: $BODY"
 al_assert_contains "$BODY" "nothing listens on port 8002" "the 502 says why"
-as "$alice" POST "/v1/sandboxes/$sb/ports/8000/token" -d '{"ttl_seconds":-5}'
+al_api_as "$alice" POST "/v1/sandboxes/$sb/ports/8000/token" -d '{"ttl_seconds":-5}'
 al_assert_eq "$CODE" 400 "a negative lifetime: $BODY"
 
 # ---- WebSocket ------------------------------------------------------------------------------
@@ -217,7 +204,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 al_assert_contains "$(cat "$dir/hold.out")" open "a WebSocket held open"
-as "$alice" DELETE "/v1/sandboxes/$sb"
+al_api_as "$alice" DELETE "/v1/sandboxes/$sb"
 al_assert_eq "$CODE" 200 "destroy the sandbox: $BODY"
 for _ in $(seq 100); do
 	grep -q closed "$dir/hold.out" && break
@@ -225,7 +212,7 @@ for _ in $(seq 100); do
 done
 al_assert_contains "$(cat "$dir/hold.out")" closed "the proxied WebSocket closed with its sandbox"
 wait "$HOLD_PID" || true
-as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: $tok"
+al_api_as "" GET "/v1/sandboxes/$sb/ports/8000/index.html" -H "X-Airlock-Port-Token: $tok"
 al_assert_eq "$CODE" 401 "the token died with its sandbox"
 wait "$EXEC_PID" || true
 

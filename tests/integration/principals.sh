@@ -6,6 +6,7 @@
 # out) and an approval naming another digest approves nothing (the code never ran); the Unix
 # socket is 0600, refuses another local user, and names its peer by uid, who cannot approve its
 # own call; the audit log names each principal.
+# shellcheck disable=SC2153 # CODE and BODY are al_api's (tests/lib.sh), not misspelt code and body
 . "$(dirname "$0")/../lib.sh"
 
 command -v curl >/dev/null || al_skip "curl is missing"
@@ -40,42 +41,22 @@ server:
 EOF
 chmod 0644 "$confdir/p.yaml"
 
-alice=$(al_token_file "$dir/alice.token" alice)
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/clients.token"
-chmod 0600 "$dir/clients.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/clients.token"
+al_serve_tokens "$dir/clients.token"
+alice=$AL_ALICE
+bob=$AL_BOB
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
 sock="$dir/serve.sock"
-"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" --http 127.0.0.1:0 --port-file "$dir/port" \
-	--socket "$sock" --token-file "$dir/clients.token" --approver-token-file "$dir/reviewer.token" \
-	--audit "$dir/audit.jsonl" 2>"$dir/serve.err" &
-SPID=$!
-AL_BG_PIDS+=("$SPID")
-for _ in $(seq 100); do
-	[ -s "$dir/port" ] && break
-	sleep 0.1
-done
-[ -s "$dir/port" ] || { cat "$dir/serve.err" >&2; al_fail "airlock serve did not start"; }
-PORT=$(cat "$dir/port")
+al_serve_launch "$dir/serve" "airlock serve" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --config "$confdir/p.yaml" \
+	--socket "$sock" --token-file "$dir/clients.token" --approver-token-file "$dir/reviewer.token" --audit "$dir/audit.jsonl"
+SPID=$AL_SERVE_PID
+PORT=$SERVE_PORT
 
-# as TOKEN METHOD PATH [CURL ARGS...]: a request with that token (none: ""); sets CODE and BODY.
-as() {
-	local t=$1 method=$2 path=$3
-	shift 3
-	local auth=()
-	[ -z "$t" ] || auth=(-H "Authorization: Bearer $t")
-	BODY=$(curl -q -s -m 30 -o - -w '\n%{http_code}' -X "$method" "${auth[@]}" "http://127.0.0.1:$PORT$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
-json() { printf '%s' "$BODY" | "$AL_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # pending WHAT: waits until the reviewer sees a pending call; sets id (BODY holds the list).
 pending() {
 	id=
 	for _ in $(seq 100); do
-		as "$reviewer" GET /v1/approvals
-		id=$(json 'd["approvals"][0]["id"] if d["approvals"] else ""')
+		al_api_as "$reviewer" GET /v1/approvals
+		id=$(al_jget 'd["approvals"][0]["id"] if d["approvals"] else ""')
 		[ -n "$id" ] && return 0
 		sleep 0.1
 	done
@@ -83,35 +64,35 @@ pending() {
 }
 
 # ---- TCP: a token or nothing --------------------------------------------------------------------
-as "" GET /v1/health
+al_api_as "" GET /v1/health
 al_assert_eq "$CODE" 401 "TCP without a token"
-as "wrong-$m-0123456789abcdef" GET /v1/health
+al_api_as "wrong-$m-0123456789abcdef" GET /v1/health
 al_assert_eq "$CODE" 401 "TCP with a wrong token"
 
 # ---- ownership: another client's sandbox is unknown to bob -------------------------------------
-as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"language": "shell"}'
+al_api_as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"language": "shell"}'
 al_assert_eq "$CODE" 201 "alice creates a sandbox: $BODY"
-sb=$(json 'd["sandbox_id"]')
-as "$alice" PUT "/v1/sandboxes/$sb/files/secret.txt" --data-binary "alice-$m"
+sb=$(al_jget 'd["sandbox_id"]')
+al_api_as "$alice" PUT "/v1/sandboxes/$sb/files/secret.txt" --data-binary "alice-$m"
 al_assert_eq "$CODE" 200 "alice writes her file"
-as "$bob" GET "/v1/sandboxes/sb-not-$m/files/secret.txt"
+al_api_as "$bob" GET "/v1/sandboxes/sb-not-$m/files/secret.txt"
 unknown=$BODY
 al_assert_eq "$CODE" 404 "bob reads an id that never existed"
-as "$bob" GET "/v1/sandboxes/$sb/files/secret.txt"
+al_api_as "$bob" GET "/v1/sandboxes/$sb/files/secret.txt"
 al_assert_eq "$CODE" 404 "bob reads alice's file"
 al_assert_eq "$(printf '%s' "$BODY" | sed "s/$sb/ID/")" "$(printf '%s' "$unknown" | sed "s/sb-not-$m/ID/")" \
 	"bob's answer for alice's sandbox is the answer for an unknown id"
-as "$bob" PUT "/v1/sandboxes/$sb/files/secret.txt" --data-binary "bob-$m"
+al_api_as "$bob" PUT "/v1/sandboxes/$sb/files/secret.txt" --data-binary "bob-$m"
 al_assert_eq "$CODE" 404 "bob overwrites alice's file"
-as "$bob" GET "/v1/sandboxes/$sb/files"
+al_api_as "$bob" GET "/v1/sandboxes/$sb/files"
 al_assert_eq "$CODE" 404 "bob lists alice's workspace"
-as "$bob" POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo bob-$m > bob.txt\"}"
+al_api_as "$bob" POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo bob-$m > bob.txt\"}"
 al_assert_eq "$CODE" 404 "bob runs code in alice's sandbox"
-as "$bob" DELETE "/v1/sandboxes/$sb"
+al_api_as "$bob" DELETE "/v1/sandboxes/$sb"
 al_assert_eq "$CODE" 404 "bob destroys alice's sandbox"
-as "$alice" GET "/v1/sandboxes/$sb/files/secret.txt"
+al_api_as "$alice" GET "/v1/sandboxes/$sb/files/secret.txt"
 al_assert_eq "$CODE:$BODY" "200:alice-$m" "alice's file after bob's attempts"
-as "$alice" GET "/v1/sandboxes/$sb/files"
+al_api_as "$alice" GET "/v1/sandboxes/$sb/files"
 al_assert_not_contains "$BODY" "bob.txt" "bob's code never ran in alice's sandbox"
 
 # An MCP session is its initializer's: bob with alice's session id is 404.
@@ -120,24 +101,24 @@ sid=$(curl -q -s -m 30 -D - -o /dev/null -H "Authorization: Bearer $alice" -H 'C
 	-H 'Accept: application/json, text/event-stream' -d "$mcp_init" "http://127.0.0.1:$PORT/mcp" |
 	tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
 [ -n "$sid" ] || al_fail "alice's MCP session has no id"
-as "$bob" POST /mcp -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' \
+al_api_as "$bob" POST /mcp -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' \
 	-H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
 al_assert_eq "$CODE" 404 "bob uses alice's MCP session"
-as "$alice" POST /mcp -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' \
+al_api_as "$alice" POST /mcp -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' \
 	-H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
 al_assert_eq "$CODE" 202 "alice uses her MCP session"
 
 # ---- Host: a port is digits only -------------------------------------------------------------------
 # Whatever follows the colon is read (it was ignored: "127.0.0.1:80@evil" passed as loopback).
-as "$alice" GET /v1/health -H 'Host: 127.0.0.1:80@evil.example'
+al_api_as "$alice" GET /v1/health -H 'Host: 127.0.0.1:80@evil.example'
 al_assert_eq "$CODE" 403 "a Host whose port is followed by more"
-as "$alice" GET /v1/health -H "Host: 127.0.0.1:$PORT"
+al_api_as "$alice" GET /v1/health -H "Host: 127.0.0.1:$PORT"
 al_assert_eq "$CODE" 200 "a Host naming this listener"
 
 # ---- roles ----------------------------------------------------------------------------------------
-as "$reviewer" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+al_api_as "$reviewer" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
 al_assert_eq "$CODE" 403 "a reviewer's token creates a sandbox"
-as "$alice" POST /v1/approvals/1 -H 'Content-Type: application/json' -d '{"approve": true}'
+al_api_as "$alice" POST /v1/approvals/1 -H 'Content-Type: application/json' -d '{"approve": true}'
 al_assert_eq "$CODE" 403 "a client's token decides an approval"
 
 # ---- the whole request, bound by its digest --------------------------------------------------
@@ -150,27 +131,27 @@ curl -q -s -m 90 -o "$dir/asked.out" -H "Authorization: Bearer $alice" -H 'Conte
 	-d "$body" "http://127.0.0.1:$PORT/v1/sandboxes/$sb/exec" &
 cpid=$!
 pending "alice's call"
-al_assert_contains "$(json 'd["approvals"][0]["request"]["code"]')" "touch hidden-$m" "the reviewer sees the padded tail"
-al_assert_contains "$(json 'd["approvals"][0]["code_visible"]')" '\u{202E}' "the override is spelled out"
-al_assert_eq "$(json 'd["approvals"][0]["code_bytes"]')" "$(printf '%s' "$code" | wc -c)" "the code's size"
-al_assert_eq "$(json 'd["approvals"][0]["principal"]')" "token:alice" "who asks"
-digest=$(json 'd["approvals"][0]["digest"]')
-as "$bob" GET /v1/approvals
-al_assert_eq "$(json 'len(d["approvals"])')" 0 "bob sees none of alice's pending calls"
-as "$alice" GET /v1/approvals
-al_assert_eq "$(json 'd["approvals"][0]["digest"]')" "$digest" "alice sees her own pending call"
+al_assert_contains "$(al_jget 'd["approvals"][0]["request"]["code"]')" "touch hidden-$m" "the reviewer sees the padded tail"
+al_assert_contains "$(al_jget 'd["approvals"][0]["code_visible"]')" '\u{202E}' "the override is spelled out"
+al_assert_eq "$(al_jget 'd["approvals"][0]["code_bytes"]')" "$(printf '%s' "$code" | wc -c)" "the code's size"
+al_assert_eq "$(al_jget 'd["approvals"][0]["principal"]')" "token:alice" "who asks"
+digest=$(al_jget 'd["approvals"][0]["digest"]')
+al_api_as "$bob" GET /v1/approvals
+al_assert_eq "$(al_jget 'len(d["approvals"])')" 0 "bob sees none of alice's pending calls"
+al_api_as "$alice" GET /v1/approvals
+al_assert_eq "$(al_jget 'd["approvals"][0]["digest"]')" "$digest" "alice sees her own pending call"
 other=sha256:$(printf 'another request' | sha256sum | cut -d' ' -f1)
-as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$other\"}"
+al_api_as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$other\"}"
 al_assert_eq "$CODE" 409 "an approval naming another request's digest"
-as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d '{"approve": true}'
+al_api_as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d '{"approve": true}'
 al_assert_eq "$CODE" 409 "an approval naming no digest"
-as "$alice" GET "/v1/sandboxes/$sb/files"
+al_api_as "$alice" GET "/v1/sandboxes/$sb/files"
 al_assert_not_contains "$BODY" "hidden-$m" "nothing ran before the approval"
-as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$digest\"}"
+al_api_as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$digest\"}"
 al_assert_eq "$CODE" 200 "the reviewer approves what was shown"
 wait "$cpid" || true
 al_assert_contains "$(cat "$dir/asked.out")" "asked-$m" "the approved call ran"
-as "$alice" GET "/v1/sandboxes/$sb/files"
+al_api_as "$alice" GET "/v1/sandboxes/$sb/files"
 al_assert_contains "$BODY" "hidden-$m" "what ran is the whole request the reviewer saw"
 
 # ---- the Unix socket ---------------------------------------------------------------------------
@@ -188,20 +169,20 @@ lcurl -o "$dir/local.out" -X POST -H 'Content-Type: application/json' -d "{\"com
 	"http://airlock/v1/sandboxes/$lsb/exec" &
 cpid=$!
 pending "the socket peer's call"
-al_assert_eq "$(json 'd["approvals"][0]["principal"]')" "uid:$AL_CALLER_UID" "the socket peer's principal"
-digest=$(json 'd["approvals"][0]["digest"]')
+al_assert_eq "$(al_jget 'd["approvals"][0]["principal"]')" "uid:$AL_CALLER_UID" "the socket peer's principal"
+digest=$(al_jget 'd["approvals"][0]["digest"]')
 out=$(lcurl -o - -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' \
 	-d "{\"approve\": true, \"digest\": \"$digest\"}" "http://airlock/v1/approvals/$id")
 al_assert_eq "${out##*$'\n'}" 403 "the caller approves its own call"
 if [ "$AL_CALLER_UID" = 0 ]; then
 	al_assert_contains "$out" "own call" "root is an approver, but not of its own call"
 fi
-as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$digest\"}"
+al_api_as "$reviewer" POST "/v1/approvals/$id" -H 'Content-Type: application/json' -d "{\"approve\": true, \"digest\": \"$digest\"}"
 al_assert_eq "$CODE" 200 "the reviewer approves the socket peer's call"
 wait "$cpid" || true
 al_assert_contains "$(cat "$dir/local.out")" "asked-local-$m" "the socket peer's approved call ran"
 # Alice's token gets nothing of the socket peer's sandbox either.
-as "$alice" GET "/v1/sandboxes/$lsb/files"
+al_api_as "$alice" GET "/v1/sandboxes/$lsb/files"
 al_assert_eq "$CODE" 404 "alice lists the socket peer's workspace"
 
 # ---- quotas: one principal's flood leaves room for the others --------------------------------------
@@ -215,13 +196,13 @@ al_assert_eq "$(mcp_sessions "$bob" 3)" "200 200 429 " "bob's MCP sessions beyon
 al_assert_eq "$(mcp_sessions "$alice" 1)" "200 " "alice's second session while bob is at his quota"
 codes=
 for _ in 1 2 3; do
-	as "$bob" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+	al_api_as "$bob" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
 	codes="$codes$CODE "
-	[ "$CODE" = 201 ] && bsb=$(json 'd["sandbox_id"]')
+	[ "$CODE" = 201 ] && bsb=$(al_jget 'd["sandbox_id"]')
 done
 al_assert_eq "$codes" "201 201 429 " "bob's sandboxes beyond his quota of 2"
 al_assert_contains "$BODY" "quota" "the refusal names the quota"
-as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
+al_api_as "$alice" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{}'
 al_assert_eq "$CODE" 201 "alice's second sandbox while bob is at his quota"
 # Bob's first execution runs until the test lets it end (a file "stop" in his workspace; 60 s at
 # most), so his second is asked while the first surely runs, however slow the host. Its shell
@@ -238,12 +219,12 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -n "$(al_marker_pids "$m-first")" ] || al_fail "bob's first execution never started"
-as "$bob" POST "/v1/sandboxes/$bsb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo second-$m\"}"
+al_api_as "$bob" POST "/v1/sandboxes/$bsb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo second-$m\"}"
 al_assert_eq "$CODE" 429 "bob's second execution while his first runs (quota 1)"
-as "$alice" POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo alice-$m\"}"
+al_api_as "$alice" POST "/v1/sandboxes/$sb/exec" -H 'Content-Type: application/json' -d "{\"command\": \"echo alice-$m\"}"
 al_assert_eq "$CODE" 200 "alice's execution meanwhile"
 al_assert_contains "$BODY" "alice-$m" "alice's execution ran"
-as "$bob" PUT "/v1/sandboxes/$bsb/files/stop" --data-binary stop
+al_api_as "$bob" PUT "/v1/sandboxes/$bsb/files/stop" --data-binary stop
 al_assert_eq "$CODE" 200 "bob lets his first execution end"
 wait "$lpid" || true
 

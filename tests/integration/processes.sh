@@ -32,12 +32,10 @@ al_serve_start "$dir" --config "$confdir/p.yaml" --audit "$dir/audit.jsonl"
 api=$AL_SERVE_URL/v1
 
 mk() { curl -sS -XPOST "$api/sandboxes" -d '{}' | "$AL_PY" -c 'import json,sys; print(json.load(sys.stdin)["sandbox_id"])'; }
-# exec SANDBOX BODY: the last NDJSON line (the result, or the error).
-exec_last() { curl -sS -XPOST "$api/sandboxes/$1/exec" -d "$2" | tail -n1; }
 # start SANDBOX COMMAND [EXTRA_JSON]: a background process; prints its pid.
 start() {
 	local r
-	r=$(exec_last "$1" "{\"command\":$(printf '%s' "$2" | "$AL_PY" -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),\"background\":true${3:-}}")
+	r=$(al_exec_last "$1" "{\"command\":$(printf '%s' "$2" | "$AL_PY" -c 'import json,sys; print(json.dumps(sys.stdin.read()))'),\"background\":true${3:-}}")
 	[ "$(al_json_get "$r" result.status)" = started ] || al_fail "background start of '$2': $r"
 	al_json_get "$r" result.process.pid
 }
@@ -60,7 +58,7 @@ sb=$(mk)
 # they ran side by side (one at a time, the first would wait for its 20 s limit).
 side=()
 for n in a b c; do
-	exec_last "$sb" "{\"command\":\"touch $n; for i in \$(seq 200); do [ -e a ] && [ -e b ] && [ -e c ] && break; sleep 0.1; done; [ -e a ] && [ -e b ] && [ -e c ] && echo met-$n\",\"fresh\":true,\"timeout\":20}" >"$dir/side.$n" &
+	al_exec_last "$sb" "{\"command\":\"touch $n; for i in \$(seq 200); do [ -e a ] && [ -e b ] && [ -e c ] && break; sleep 0.1; done; [ -e a ] && [ -e b ] && [ -e c ] && echo met-$n\",\"fresh\":true,\"timeout\":20}" >"$dir/side.$n" &
 	side+=($!)
 done
 wait "${side[@]}" # not the server's
@@ -70,20 +68,20 @@ done
 al_pass "three execs of one sandbox run at once"
 
 # env, cwd and stdin of one exec.
-exec_last "$sb" '{"command":"mkdir -p sub/dir","fresh":true}' >/dev/null
-r=$(exec_last "$sb" '{"command":"echo $GREETING; pwd; cat","fresh":true,"env":{"GREETING":"hello there"},"cwd":"sub/dir","stdin":"from stdin\n"}')
+al_exec_last "$sb" '{"command":"mkdir -p sub/dir","fresh":true}' >/dev/null
+r=$(al_exec_last "$sb" '{"command":"echo $GREETING; pwd; cat","fresh":true,"env":{"GREETING":"hello there"},"cwd":"sub/dir","stdin":"from stdin\n"}')
 al_assert_eq "$(al_json_get "$r" result.stdout)" "hello there
 /workspace/sub/dir
 from stdin" "env, cwd and stdin reach the program"
-r=$(exec_last "$sb" '{"command":"pwd","fresh":true,"cwd":"/tmp"}')
+r=$(al_exec_last "$sb" '{"command":"pwd","fresh":true,"cwd":"/tmp"}')
 al_assert_eq "$(al_json_get "$r" result.stdout)" /tmp "an absolute cwd outside the workspace"
 al_pass "env, cwd and stdin"
 
 # A background server outlives its call and is reached from another exec over the sandbox's loopback.
-exec_last "$sb" "{\"command\":\"echo $m > page.txt\",\"fresh\":true}" >/dev/null
+al_exec_last "$sb" "{\"command\":\"echo $m > page.txt\",\"fresh\":true}" >/dev/null
 web=$(start "$sb" "exec python3 -m http.server 8000 --bind 127.0.0.1")
 [ "$web" -gt 0 ] 2>/dev/null || al_fail "the process has no pid: '$web'"
-r=$(exec_last "$sb" '{"command":"for i in $(seq 100); do curl -s http://127.0.0.1:8000/page.txt && exit 0; python3 -c \"import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(\\\"http://127.0.0.1:8000/page.txt\\\").read().decode())\" 2>/dev/null && exit 0; sleep 0.1; done; exit 1","fresh":true,"timeout":20}')
+r=$(al_exec_last "$sb" '{"command":"for i in $(seq 100); do curl -s http://127.0.0.1:8000/page.txt && exit 0; python3 -c \"import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(\\\"http://127.0.0.1:8000/page.txt\\\").read().decode())\" 2>/dev/null && exit 0; sleep 0.1; done; exit 1","fresh":true,"timeout":20}')
 al_assert_eq "$(al_json_get "$r" result.stdout)" "$m" "another exec fetches the background server's page"
 l=$(curl -sS "$api/sandboxes/$sb/processes")
 al_assert_eq "$(al_json_get "$l" processes.0.pid)/$(al_json_get "$l" processes.0.running)" "$web/true" "the list shows it running"
@@ -171,10 +169,5 @@ al_assert_not_contains "$l" '"ran' "none of the refused execs ran"
 al_pass "bad input refused with 4xx, nothing run"
 
 # The same through the official MCP SDK (tests/mcp/sdk/processes.mjs), in a session's own sandbox.
-command -v node >/dev/null || al_fail "node is missing (scripts/deps.sh installs it)"
-sdk="$AL_SRC/tests/mcp/sdk"
-[ -d "$sdk/node_modules/@modelcontextprotocol/sdk" ] || al_fail "the MCP SDK is not installed in $sdk (scripts/deps.sh runs npm ci)"
-out=$(node "$sdk/processes.mjs" "$AL_SERVE_URL/mcp" "$AL_TOKEN" 2>"$dir/sdk.err") ||
-	{ printf '%s\n' "$out"; cat "$dir/sdk.err" "$dir/serve.err" >&2; al_fail "background processes through the MCP SDK (see above)"; }
-al_log "$out"
+al_mcp_sdk processes.mjs "background processes"
 al_pass "background processes through the official MCP SDK"

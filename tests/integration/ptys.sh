@@ -11,11 +11,7 @@ command -v curl >/dev/null || al_skip "curl is missing"
 command -v bash >/dev/null || al_skip "bash is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
-{
-	serve_config_head
-	printf 'server: {max_sandboxes: 4, max_execs_per_sandbox: 4, idle_ttl: 10m, pool: {}}\n'
-} >"$confdir/p.yaml"
-chmod 0644 "$confdir/p.yaml"
+al_serve_config "$confdir/p.yaml" 'server: {max_sandboxes: 4, max_execs_per_sandbox: 4, idle_ttl: 10m, pool: {}}\n'
 al_serve_start "$dir" --config "$confdir/p.yaml" --audit "$dir/audit.jsonl"
 api=$AL_SERVE_URL/v1
 

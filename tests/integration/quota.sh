@@ -14,55 +14,24 @@ command -v curl >/dev/null || al_skip "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
 state="$dir/state"
-{
-	serve_config_head
-	# A spare (its disk limit the default 1 GiB) that a plain create would claim.
-	printf 'server:\n  max_lifetime: 1h\n  pool: [{profile: untrusted-code-read, count: 1}]\n'
-	printf '  quota:\n    sandboxes: 8\n    sandbox_bytes: 40M\n'
-} >"$confdir/quota.yaml"
-chmod 0644 "$confdir/quota.yaml"
-al_token_file "$dir/alice.token" alice >/dev/null
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/serve.token"
-chmod 0600 "$dir/serve.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
+# A spare (its disk limit the default 1 GiB) that a plain create would claim.
+al_serve_config "$confdir/quota.yaml" 'server:\n  max_lifetime: 1h\n  pool: [{profile: untrusted-code-read, count: 1}]\n  quota:\n    sandboxes: 8\n    sandbox_bytes: 40M\n'
+al_serve_tokens "$dir/serve.token"
+bob=$AL_BOB
 start() {
 	rm -f "$dir/serve.port"
 	al_serve_start "$dir" --config "$confdir/quota.yaml" --audit "$dir/audit.jsonl" --state-dir "$state"
-	url=$AL_SERVE_URL
 }
-stop() { # SIGNAL
-	kill "-$1" "$AL_SERVE_PID"
-	for _ in $(seq 100); do
-		kill -0 "$AL_SERVE_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	! kill -0 "$AL_SERVE_PID" 2>/dev/null || al_fail "airlock serve did not end after SIG$1"
-}
-AS=()
-api() { # METHOD PATH [CURL ARGS...]: CODE and BODY
-	local method=$1 path=$2
-	shift 2
-	BODY=$(curl "${AS[@]}" -sS -m 120 -o - -w '\n%{http_code}' -X "$method" "$url$path" "$@") || true
-	CODE=${BODY##*$'\n'}
-	BODY=${BODY%$'\n'*}
-}
-bob_api() {
-	AS=(-q -H "Authorization: Bearer $bob")
-	api "$@"
-	AS=()
-}
-jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$BODY" "$1"; }
 create() { # BODY: the new sandbox's id in SB
-	api POST /v1/sandboxes -d "$1"
+	al_api POST /v1/sandboxes -d "$1"
 	[ "$CODE" = 201 ] || al_fail "create $1: HTTP $CODE: $BODY"
-	SB=$(jget 'd["sandbox_id"]')
+	SB=$(al_jget 'd["sandbox_id"]')
 }
 # What the state directory keeps: the sandboxes' directories, the layers and snapshots' records.
 kept() { find "$state" -mindepth 1 -maxdepth 2 ! -name lock -printf '%P\n' | LC_ALL=C sort; }
 mine() { # the number of alice's sandboxes
-	api GET /v1/sandboxes
-	jget 'len(d["sandboxes"])'
+	al_api GET /v1/sandboxes
+	al_jget 'len(d["sandboxes"])'
 }
 refused() { # WHAT: the last call was refused for the bytes quota, and nothing was made
 	al_assert_eq "$CODE" 429 "$1"
@@ -80,13 +49,13 @@ before=$(kept)
 had=$(mine)
 al_assert_eq "$had" 2 "alice's sandboxes"
 # 32 MiB of 40 held: 16 more is past it.
-api POST /v1/sandboxes -d '{"limits": {"disk_mb": 16}}'
+al_api POST /v1/sandboxes -d '{"limits": {"disk_mb": 16}}'
 refused "a create past server.quota.sandbox_bytes"
 al_assert_contains "$BODY" "alice" "... names the principal"
 # A plain create would claim the spare (1 GiB of disk): past the quota too, and the spare stays one.
-api POST /v1/sandboxes -d '{}'
+al_api POST /v1/sandboxes -d '{}'
 refused "a plain create (a spare's default disk limit) past the quota"
-api POST "/v1/sandboxes/$a/fork" -d '{"count": 1}'
+al_api POST "/v1/sandboxes/$a/fork" -d '{"count": 1}'
 refused "a fork past the quota"
 # 8 MiB more fits.
 create '{"limits": {"disk_mb": 8}}'
@@ -94,36 +63,36 @@ c=$SB
 al_pass "creates and forks past server.quota.sandbox_bytes are refused with 429, naming it, and make nothing"
 
 # Per principal: bob's own 40 MiB.
-bob_api POST /v1/sandboxes -d '{"limits": {"disk_mb": 32}}'
+al_api_as "$bob" POST /v1/sandboxes -d '{"limits": {"disk_mb": 32}}'
 al_assert_eq "$CODE" 201 "bob's create beside alice's full quota"
 al_pass "another principal's quota is its own"
 
 # A snapshot of a (16 MiB of disk) is kept; a sandbox made from it would have 16 MiB: refused.
-api POST "/v1/sandboxes/$a/snapshots" -d '{"name": "a"}'
+al_api POST "/v1/sandboxes/$a/snapshots" -d '{"name": "a"}'
 al_assert_eq "$CODE" 201 "a snapshot of a"
-snap=$(jget 'd["snapshot_id"]')
+snap=$(al_jget 'd["snapshot_id"]')
 before=$(kept)
 had=$(mine)
-api POST /v1/sandboxes -d "{\"snapshot\": \"$snap\"}"
+al_api POST /v1/sandboxes -d "{\"snapshot\": \"$snap\"}"
 refused "a create from a snapshot past the quota"
 
 # Room again once one is destroyed: the same calls succeed.
-api DELETE "/v1/sandboxes/$b"
+al_api DELETE "/v1/sandboxes/$b"
 al_assert_eq "$CODE" 200 "destroy b"
 create "{\"snapshot\": \"$snap\"}"
-api DELETE "/v1/sandboxes/$SB"
-api DELETE "/v1/sandboxes/$c"
-api POST "/v1/sandboxes/$a/fork" -d '{"count": 1}'
+al_api DELETE "/v1/sandboxes/$SB"
+al_api DELETE "/v1/sandboxes/$c"
+al_api POST "/v1/sandboxes/$a/fork" -d '{"count": 1}'
 al_assert_eq "$CODE" 200 "a fork within the quota"
 al_pass "within the quota again after a destroy: a create from a snapshot and a fork are made"
 
 # Kept sandboxes come back after a restart, and count against the quota as before.
-stop TERM
+al_serve_stop TERM
 start
 al_assert_eq "$(mine)" 2 "alice's sandboxes after a restart"
 before=$(kept)
 had=2
-api POST /v1/sandboxes -d '{"limits": {"disk_mb": 16}}'
+al_api POST /v1/sandboxes -d '{"limits": {"disk_mb": 16}}'
 refused "a create past the quota after a restart"
-stop TERM
+al_serve_stop TERM
 al_pass "after a restart the kept sandboxes count against server.quota.sandbox_bytes"

@@ -7,11 +7,7 @@
 command -v curl >/dev/null || al_fail "curl is missing"
 dir=$(al_tmpdir 0777)
 confdir=$(al_tmpdir 0755)
-{
-	serve_config_head
-	printf 'server:\n  max_sandboxes: 500\n  pool:\n    untrusted-code-read: 0\n    untrusted-code-write: 0\n  quota:\n    sandboxes: 500\n'
-} >"$confdir/fds.yaml"
-chmod 0644 "$confdir/fds.yaml"
+al_serve_config "$confdir/fds.yaml" 'server:\n  max_sandboxes: 500\n  pool:\n    untrusted-code-read: 0\n    untrusted-code-write: 0\n  quota:\n    sandboxes: 500\n'
 # 400 descriptors, soft and hard: the server cannot raise them, and a dozen sandboxes fill them.
 (
 	ulimit -n 400

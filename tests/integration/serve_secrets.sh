@@ -97,20 +97,16 @@ chmod 0600 "$confdir/config.yaml"
 printf '127.0.0.1 localhost\n%s echo.test other.test\n' "$ADDR" >"$dir/serve-hosts"
 chmod 0644 "$dir/serve-hosts"
 
-alice=$(al_token_file "$dir/alice.token" alice)
-bob=$(al_token_file "$dir/bob.token" bob)
-cat "$dir/alice.token" "$dir/bob.token" >"$dir/clients.token"
-chmod 0600 "$dir/clients.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/clients.token"
+al_serve_tokens "$dir/clients.token"
+alice=$AL_ALICE
+bob=$AL_BOB
 reviewer=$(al_token_file "$dir/reviewer.token" reviewer)
 al_serve_bin
 # The server (and so its proxy's resolver) sees the test's hosts file in a mount namespace of its own.
-serve_launch "$dir/serve" unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/serve-hosts" \
+al_serve_launch "$dir/serve" "airlock serve" unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/serve-hosts" \
 	"${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" serve --socket none --token-file "$dir/clients.token" \
-	--approver-token-file "$dir/reviewer.token" --config "$confdir/config.yaml" --audit "$dir/audit.jsonl" ||
-	al_fail "airlock serve did not start"
-AL_BG_PIDS+=("$SERVE_PID")
-url="http://127.0.0.1:$SERVE_PORT"
+	--approver-token-file "$dir/reviewer.token" --config "$confdir/config.yaml" --audit "$dir/audit.jsonl"
+url=$AL_SERVE_URL
 # as TOKEN METHOD PATH [CURL ARGS...]: sets CODE and BODY.
 as() {
 	local t=$1 method=$2 path=$3

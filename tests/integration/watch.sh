@@ -21,11 +21,8 @@ server:
 EOF
 } >"$confdir/w.yaml"
 chmod 0644 "$confdir/w.yaml"
-al_token_file "$dir/alice" alice >/dev/null
-bob=$(al_token_file "$dir/bob" bob)
-cat "$dir/alice" "$dir/bob" >"$dir/serve.token"
-chmod 0600 "$dir/serve.token"
-chown "$AL_CALLER_UID:$AL_CALLER_GID" "$dir/serve.token"
+al_serve_tokens "$dir/serve.token"
+bob=$AL_BOB
 al_serve_start "$dir" --config "$confdir/w.yaml" --audit "$dir/audit.jsonl"
 api=$AL_SERVE_URL/v1
 
@@ -157,23 +154,13 @@ al_pass "limit, owner only, bad input; a client that leaves frees everything"
 # MCP: code_watch watches for a while and answers with the events.
 # Files keep appearing for 8 s, so some appear during the wait however long the session's set-up takes.
 curl -sS -XPOST "$api/sandboxes/$sb/exec" -d '{"command":"for i in $(seq 40); do touch w/mcp-made-$i; sleep 0.2; done","background":true}' >/dev/null
-"$AL_PY" - "$SERVE_PORT" "$sb" <<'PY' >"$dir/mcp.out" || al_fail "code_watch over MCP: $(cat "$dir/mcp.out")"
-import json, os, sys, urllib.request
-base, sb, sid = "http://127.0.0.1:%s/mcp" % sys.argv[1], sys.argv[2], None
-def post(msg):
-    global sid
-    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-         "Authorization": "Bearer " + os.environ["AL_TOKEN"], **({"Mcp-Session-Id": sid} if sid else {})}
-    with urllib.request.urlopen(urllib.request.Request(base, json.dumps(msg).encode(), h), timeout=30) as r:
-        sid = r.headers.get("Mcp-Session-Id") or sid
-        body = r.read().decode()
-    lines = [l[5:] for l in body.splitlines() if l.startswith("data:")] or [body]
-    return [json.loads(l) for l in lines if l.strip()][-1] if body.strip() else None
-post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-      "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+PYTHONPATH="$AL_SRC/tests/mcp" "$AL_PY" - "$AL_SERVE_URL" "$sb" <<'PY' >"$dir/mcp.out" || al_fail "code_watch over MCP: $(cat "$dir/mcp.out")"
+import os, sys
+from client import Http  # tests/mcp/client.py: MCP over streamable HTTP
+h, sb = Http(sys.argv[1], os.environ["AL_TOKEN"]), sys.argv[2]
+h.initialize("t")
 def call(i, args):
-    return post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "code_watch", "arguments": args}})["result"]
+    return h.mcp({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "code_watch", "arguments": args}})["result"]
 r = call(2, {"sandbox_id": sb, "path": "w", "wait": 2})
 sc = r["structuredContent"]
 assert not r["isError"] and sc["ended"] == "timeout", r
