@@ -676,6 +676,16 @@ al_wait_started() {
 	al_fail "$2 did not start"
 }
 
+# al_https_upstream DIR: tests/net/https_upstream.py on $AL_NS_ADDR:443 in the namespace al_netns_host
+# made, with al_test_certs' DIR/srv.pem; waits for it, and leaves DIR/up.log empty and writable
+# (what each request brought, one record a request, in the format the script names).
+al_https_upstream() {
+	al_bg ip netns exec "$AL_NS" "$AL_PY" "$AL_SRC/tests/net/https_upstream.py" "$1" "$AL_NS_ADDR"
+	al_wait_started "$1/up.ready" "the upstream host"
+	: >"$1/up.log"
+	chmod 0666 "$1/up.log"
+}
+
 # al_listen LOG: a TCP and a UDP listener on 127.0.0.1 (random ports) that append one
 # line per event to LOG ("tcp-accept ...", "tcp-data N", "udp N ..."). Sets
 # AL_LISTEN_TCP, AL_LISTEN_UDP, AL_LISTEN_PID. Stop with al_listen_stop.

@@ -25,31 +25,9 @@ chmod 0644 "$dir"/*
 net="10.217.$((RANDOM % 250)).0"
 al_netns_host "$net"
 ADDR=$AL_NS_ADDR
-# One HTTPS server for both names: each request's Host, line and headers go to up.log; the answer
-# is "hello PATH" (an echo of the secret would be cut, tls.sh shows that).
-cat >"$dir/up.py" <<'PY'
-import http.server, ssl, sys
-d, addr = sys.argv[1], sys.argv[2]
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        seen = "".join("%s: %s\n" % kv for kv in self.headers.items())
-        with open(d + "/up.log", "a") as f:
-            f.write("%s %s\n%s--\n" % (self.headers.get("Host"), self.requestline, seen))
-        out = ("hello %s\n" % self.path).encode()
-        self.send_response(200); self.send_header("Content-Length", str(len(out))); self.end_headers()
-        self.wfile.write(out)
-    def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer((addr, 443), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(d + "/srv.pem", d + "/srv.key")
-s.socket = ctx.wrap_socket(s.socket, server_side=True)
-open(d + "/up.ready", "w").write("ok\n")
-s.serve_forever()
-PY
-al_bg ip netns exec "$AL_NS" "$AL_PY" "$dir/up.py" "$dir" "$ADDR"
-al_wait_started "$dir/up.ready" "the upstream host"
-: >"$dir/up.log"
-chmod 0666 "$dir/up.log"
+# The upstream host (tests/net/https_upstream.py): each request goes to up.log; /echo answers
+# with the headers it got, any other path with "hello PATH".
+al_https_upstream "$dir"
 
 # The secrets: one in the server's environment, alice's in a file only the server's user reads.
 shared="shared-$(al_marker)-$RANDOM$RANDOM"

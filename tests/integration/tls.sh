@@ -28,34 +28,9 @@ chmod 0644 "$dir"/*
 net="10.216.$((RANDOM % 250)).0"
 al_netns_host "$net"
 ADDR=$AL_NS_ADDR
-# One HTTPS server for both names: each request's Host, line and headers go to up.log; /echo
-# answers with the headers it got, anything else with "hello PATH".
-cat >"$dir/up.py" <<'PY'
-import http.server, os, ssl, sys
-d, addr = sys.argv[1], sys.argv[2]
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
-        seen = "".join("%s: %s\n" % kv for kv in self.headers.items())
-        with open(d + "/up.log", "a") as f:
-            f.write("%s %s\n%sbody: %s\n--\n" % (self.headers.get("Host"), self.requestline, seen, body.decode(errors="replace")))
-        out = (seen if self.path.endswith("/echo") else "hello %s\n" % self.path).encode()
-        self.send_response(200); self.send_header("Content-Length", str(len(out))); self.end_headers()
-        self.wfile.write(out)
-    do_POST = do_HEAD = do_GET
-    def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer((addr, 443), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(d + "/srv.pem", d + "/srv.key")
-s.socket = ctx.wrap_socket(s.socket, server_side=True)
-open(d + "/up.ready", "w").write("ok\n")
-s.serve_forever()
-PY
-al_bg ip netns exec "$AL_NS" "$AL_PY" "$dir/up.py" "$dir" "$ADDR"
-al_wait_started "$dir/up.ready" "the upstream host"
-: >"$dir/up.log"
-chmod 0666 "$dir/up.log"
+# The upstream host (tests/net/https_upstream.py): each request goes to up.log; /echo answers
+# with the headers it got, any other path with "hello PATH".
+al_https_upstream "$dir"
 
 printf '%s echo.test\n%s other.test\n' "$ADDR" "$ADDR" >"$dir/hosts"
 chmod 0644 "$dir/hosts"
