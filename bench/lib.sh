@@ -24,6 +24,21 @@ need() {
 	done
 }
 
+# bench_tls_dir: a directory of the benchmark's own ($dir, 0755, removed at exit with the server
+# whose pid the caller puts in $srv) holding cert.pem and key.pem for bench.test (self-signed) and
+# a hosts file naming bench.test 127.0.0.1: an HTTPS upstream on the host's loopback, for the
+# egress benchmarks.
+bench_tls_dir() {
+	dir=$(mktemp -d)
+	srv=
+	trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$dir"' EXIT
+	chmod 0755 "$dir"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
+		-keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+	printf '127.0.0.1 bench.test\n' >"$dir/hosts"
+	chmod 0644 "$dir"/*
+}
+
 # Sets $json_tool to jq, or python3 when jq is missing.
 need_json() {
 	if command -v jq >/dev/null 2>&1; then

@@ -10,34 +10,19 @@
 # same file, same TLS; the difference is the proxy. Not a test: prints a table.
 # Usage: bench/proxy.sh  (AIRLOCK=..., SIZE_MB=256, RUNS=5)
 set -euo pipefail
-
-die() {
-	echo "proxy.sh: $*" >&2
-	exit 1
-}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-airlock=$(realpath "${AIRLOCK:-$(dirname "$here")/build/airlock}")
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+find_airlock
 size_mb=${SIZE_MB:-256}
 runs=${RUNS:-5}
-for tool in curl openssl python3; do
-	command -v "$tool" >/dev/null || die "'$tool' is not installed"
-done
-[[ -x $airlock ]] || die "airlock is not built: $airlock"
-
-dir=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$dir"' EXIT
-chmod 0755 "$dir"
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
-	-keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+need curl openssl python3
+bench_tls_dir
 head -c "$((size_mb * 1024 * 1024))" /dev/zero >"$dir/blob"
-chmod 0644 "$dir"/*
+chmod 0644 "$dir/blob"
 # openssl s_server -WWW serves files relative to its working directory, one connection at a time.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 (cd "$dir" && exec openssl s_server -quiet -WWW -accept "127.0.0.1:$port" -cert cert.pem -key key.pem) &
 srv=$!
 sleep 0.5
-printf '127.0.0.1 bench.test\n' >"$dir/hosts"
 
 fetch() { # MODE -> seconds of the download as curl measures it
 	local net=(--net host) url="https://bench.test:$port/blob" how=(--resolve "bench.test:$port:127.0.0.1")

@@ -10,27 +10,11 @@
 # open. Not a test: prints a table.
 # Usage: bench/proxy_conns.sh  (AIRLOCK=..., CONNS=200)
 set -euo pipefail
-
-die() {
-	echo "proxy_conns.sh: $*" >&2
-	exit 1
-}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-airlock=$(realpath "${AIRLOCK:-$(dirname "$here")/build/airlock}")
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+find_airlock
 conns=${CONNS:-200}
-for tool in openssl python3; do
-	command -v "$tool" >/dev/null || die "'$tool' is not installed"
-done
-[[ -x $airlock ]] || die "airlock is not built: $airlock"
-
-dir=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$dir"' EXIT
-chmod 0755 "$dir"
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
-	-keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
-chmod 0644 "$dir"/*
-printf '127.0.0.1 bench.test\n' >"$dir/hosts"
+need openssl python3
+bench_tls_dir
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 # The upstream: HTTP/1.1 over TLS, keep-alive, one thread per connection (it holds them all).
 cat >"$dir/up.py" <<'PY'
