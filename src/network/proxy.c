@@ -170,7 +170,7 @@ void px_conn_next(struct px_conn *c)
 	c->rec.reason = NULL;
 	c->rec.status = 0;
 	c->rec.bytes_up = c->rec.bytes_down = 0;
-	c->rec.method[0] = c->rec.path[0] = c->rec.rule[0] = 0;
+	c->rec.method[0] = c->rec.path[0] = c->rec.rule[0] = c->rec.sha256[0] = 0;
 	c->rec.start_s = since_t0(px);
 }
 

@@ -41,7 +41,10 @@ struct px_record {
 	char method[16];  /* "" when no request was seen */
 	char path[160];	  /* the target as sent, truncated (its query too: no secret is put there) */
 	char rule[160];	  /* the rule that allowed it, or the host's rules when refused */
-	double start_s;	  /* seconds since the job started */
+	/* The SHA-256 (hex) of the body airlock relayed, whole, for a GET answered 200: what a package
+	 * install fetched, file by file ("" when none was seen whole). */
+	char sha256[65];
+	double start_s; /* seconds since the job started */
 	double duration_s;
 };
 

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -77,8 +78,9 @@ struct term {
 	size_t npre;
 	char in[IO_CHUNK]; /* from the client: what follows the head parsed so far */
 	size_t nin;
-	uint32_t used; /* the secrets put into this request */
-	bool keep;     /* the client's connection may carry another request */
+	uint32_t used;	/* the secrets put into this request */
+	bool keep;	/* the client's connection may carry another request */
+	EVP_MD_CTX *md; /* the body's SHA-256 as relayed (a GET answered 200), else NULL */
 };
 
 /* ---- waiting and TLS I/O ----------------------------------------------------------------- */
@@ -495,15 +497,30 @@ static int relay_body(struct term *t, char *buf, size_t held)
 		int r = to_client(t, buf, out);
 		if (r < 0)
 			return r;
+		if (t->md && out && !EVP_DigestUpdate(t->md, buf, out))
+			return -ENOMEM;
 		memmove(buf, buf + out, held - out);
 		held -= out;
 		int n = side_read(t, &t->up, buf + held, IO_CHUNK);
 		if (n < 0)
 			return n;
-		if (n == 0)
-			return to_client(t, buf, held);
+		if (n == 0) {
+			r = to_client(t, buf, held);
+			return r < 0 || !t->md || !held || EVP_DigestUpdate(t->md, buf, held) ? r : -ENOMEM;
+		}
 		held += (size_t)n;
 	}
+}
+
+/* The relayed body's SHA-256 into the record, once the body went whole. */
+static void body_digest(struct term *t)
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned len = 0;
+	if (!EVP_DigestFinal_ex(t->md, d, &len) || len != 32)
+		return;
+	for (unsigned i = 0; i < len; i++)
+		snprintf(t->c->rec.sha256 + 2 * i, 3, "%02x", d[i]);
 }
 
 static const char *relay_reason(int r)
@@ -529,8 +546,18 @@ static void relay_response(struct term *t, const struct pr_request *req)
 	size_t held = 0;
 	int r = buf ? relay_head(t, req, buf, &held) : -ENOMEM;
 	bool began = t->c->rec.status != 0;
+	/* What a GET answered 200 fetched is named by its digest (a package install's provenance). */
+	if (r == 0 && t->c->rec.status == 200 && strcmp(req->method, "GET") == 0 && (t->md = EVP_MD_CTX_new()) &&
+	    !EVP_DigestInit_ex(t->md, EVP_sha256(), NULL)) {
+		EVP_MD_CTX_free(t->md);
+		t->md = NULL;
+	}
 	if (r == 0)
 		r = relay_body(t, buf, held);
+	if (r == 0 && t->md)
+		body_digest(t);
+	EVP_MD_CTX_free(t->md);
+	t->md = NULL;
 	if (r < 0) {
 		t->keep = false;
 		t->c->rec.reason = relay_reason(r);

@@ -84,6 +84,8 @@ static json_t *record_json(const struct px_record *r)
 		json_object_set_new(o, "method", opt_str(r->method));
 		json_object_set_new(o, "path", opt_str(r->path));
 		json_object_set_new(o, "rule", opt_str(r->rule));
+		if (r->sha256[0])
+			json_object_set_new(o, "sha256", json_string(r->sha256));
 	}
 	return o;
 }

@@ -92,6 +92,15 @@ al_assert_not_contains "$AL_OUT" "$secret" "the verdict, and everything the job 
 al_assert_not_contains "$AL_ERR" "$secret" "airlock's stderr"
 r=$(recs)
 al_assert_contains "$r" "proxy/airlock/echo.test/GET//ok/first/200/allowed" "the record of an allowed request"
+# What each GET answered 200 fetched is named by the SHA-256 of the body relayed (provenance);
+# nothing for a refused request nor for a tunnel airlock could not see into.
+digests=$("$AL_PY" -c 'import json, sys
+for r in json.loads(sys.argv[1])["proxy"]["records"]:
+    print("%s %s %s %s" % (r.get("method"), r.get("path"), r["status"], r.get("sha256")))' "$AL_OUT")
+al_assert_contains "$digests" "GET /ok/first 200 $(printf 'hello /ok/first\n' | sha256sum | cut -d' ' -f1)" "the digest of a GET's body"
+al_assert_contains "$digests" "GET /ok/a 200 $(printf 'hello /ok/a\n' | sha256sum | cut -d' ' -f1)" "the digest of a kept-alive connection's GET"
+al_assert_contains "$digests" "POST /ok/b 403 None" "no digest for a refused request"
+al_assert_contains "$digests" "None None 0 None" "no digest for a tunnel"
 al_assert_contains "$r" "proxy/airlock/echo.test/POST//ok/post/403/denied" "the record of a refused request"
 al_assert_contains "$r" "capture/airlock/echo.test/GET//ok/capture/200/allowed" "the capture's terminated record"
 al_assert_contains "$r" "proxy/passthrough/other.test/None/None/0/allowed" "the unlisted host: a tunnel, name and port only"
