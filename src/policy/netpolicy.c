@@ -298,8 +298,10 @@ static const char *const installer_vars[] = {
 
 /* Where the usual clients look for a CA bundle: OpenSSL (and so curl, Python's ssl, Ruby, PHP),
  * requests, curl's own, pip, git, and Node (which adds NODE_EXTRA_CA_CERTS to its own store). */
-static const char *const ca_vars[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-				      "PIP_CERT",      "GIT_SSL_CAINFO",     "NODE_EXTRA_CA_CERTS"};
+/* npm's own agent trusts its cafile, not NODE_EXTRA_CA_CERTS (an install through terminated TLS
+ * failed with SELF_SIGNED_CERT_IN_CHAIN): it gets the bundle as its configuration. */
+static const char *const ca_vars[] = {"SSL_CERT_FILE",	"REQUESTS_CA_BUNDLE",  "CURL_CA_BUNDLE",   "PIP_CERT",
+				      "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "npm_config_cafile"};
 
 /* v[*k] = the formatted string, *k advanced only on success. */
 __attribute__((format(printf, 3, 4))) static int put(char **v, size_t *k, const char *fmt, ...)

@@ -344,6 +344,7 @@ static int start_create(const struct srv_mgr_api *, const json_t *, const char *
 static int start_destroy(const struct srv_mgr_api *, const json_t *, const char *, const struct srv_sink *,
 			 struct srv_op **, struct al_error *);
 static json_t *result_verdict(const json_t *, const struct srv_result *, bool *);
+static json_t *result_install(const json_t *, const struct srv_result *, bool *);
 static json_t *result_write(const json_t *, const struct srv_result *, bool *);
 static json_t *result_read(const json_t *, const struct srv_result *, bool *);
 static json_t *result_list(const json_t *, const struct srv_result *, bool *);
@@ -375,11 +376,14 @@ static const struct tool_def tools[TL__COUNT] = {
 	[TL_INSTALL_PACKAGE] = {"code_install_package", "Install packages into a sandbox",
 				"Installs pip or npm packages into a sandbox's workspace (without sandbox_id: this "
 				"session's own sandbox), through the network allowlist of that registry; later "
-				"code_execute calls in the same sandbox can import them.",
+				"code_execute calls in the same sandbox can import them. The result's fetched "
+				"lists each package file the registry served, by name, version and the SHA-256 "
+				"of its bytes, where airlock terminated the registry's TLS (fetched_unseen: the "
+				"connections it could not see into).",
 				install_input, verdict_output,
 				"{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,"
 				"\"openWorldHint\":true}",
-				start_install, result_verdict},
+				start_install, result_install},
 	[TL_WRITE_FILE] =
 		{"code_write_file", "Write a file in a sandbox",
 		 "Creates or replaces a file beneath a sandbox's workspace (without sandbox_id: this session's "
@@ -1086,6 +1090,22 @@ static json_t *result_upload(const json_t *args, const struct srv_result *r, boo
 	bool archive = strcmp(tl_str_arg(args, "kind"), "archive") == 0;
 	return json_pack("{s:s,s:I}", "path", tl_str_arg(args, "path"), archive ? "members" : "bytes",
 			 (json_int_t)r->bytes);
+}
+
+/* An install's verdict, and what it fetched: each package file by its digest, and what went by
+ * unseen (a tunnel: the registry's TLS was not terminated, so no file can be named). */
+static json_t *result_install(const json_t *args, const struct srv_result *r, bool *is_error)
+{
+	json_t *o = result_verdict(args, r, is_error);
+	json_int_t unseen = 0;
+	json_t *fetched = o && r->verdict ? tl_fetched(r->verdict->proxy_json, &unseen) : NULL;
+	if (o && r->verdict &&
+	    (!fetched || json_object_set_new(o, "fetched", fetched) < 0 ||
+	     json_object_set_new(o, "fetched_unseen", json_integer(unseen)) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)

@@ -81,6 +81,11 @@ json_t *tl_result(enum tl_id id, const json_t *args, const struct srv_result *r)
  * output, a cell's value or error, a status line when the program did not exit 0), not the whole
  * verdict. malloc'd; NULL on ENOMEM. */
 char *tl_brief(enum tl_id id, const json_t *args, const json_t *st);
+/* What a package install fetched (tlfetched.c): from an install's egress records (the verdict's
+ * proxy_json), each package file airlock saw whole, [{name, version, file, host, path, sha256,
+ * bytes}]; *unseen counts the connections let through whose contents airlock could not see (TLS
+ * it did not terminate). NULL when out of memory. */
+json_t *tl_fetched(const char *proxy_json, json_int_t *unseen);
 /* A CallToolResult with isError and one text block. */
 json_t *tl_error_result(const char *text);
 /* Whether a manager errno is the request's fault (a tool error the model can act on) rather

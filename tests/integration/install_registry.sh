@@ -36,9 +36,25 @@ rules:
   risk: LOW
   require_approval: false
 YAML
-chmod 0644 "$dir/hosts" "$confdir/install.yaml"
+# The same registries with request rules: airlock terminates their TLS (verified against the test
+# CA), and each install names what it fetched.
+cat >"$confdir/install_tls.yaml" <<YAML
+version: 1
+network:
+  allow-private: [$net/30]
+  upstream-ca: $dir/ca.pem
+  registries:
+    pypi: ["GET|HEAD pypi.org/", "GET|HEAD files.pythonhosted.org/"]
+    npm: ["GET|HEAD registry.npmjs.org/"]
+rules:
+- name: everything
+  tools: ["*"]
+  risk: LOW
+  require_approval: false
+YAML
+chmod 0644 "$dir/hosts" "$confdir/install.yaml" "$confdir/install_tls.yaml"
 # airlock (and so its proxy's resolver) sees the test's hosts file in a mount namespace of its own.
-AL_MCP_PIDS="$dir/pids" "$AL_PY" "$dir/install.py" "$dir" "$confdir/install.yaml" "$m" -- \
+AL_MCP_PIDS="$dir/pids" "$AL_PY" "$dir/install.py" "$dir" "$confdir/install.yaml" "$m" "$confdir/install_tls.yaml" -- \
 	unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/hosts" "${AL_SETPRIV[@]}" "$AL_AIRLOCK_BIN" ||
 	al_fail "code_install_package against the test registry (see above)"
 al_netns_host_del

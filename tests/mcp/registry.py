@@ -36,6 +36,9 @@ def npm_tarball():
 
 
 TGZ = npm_tarball()
+# What was served, file by file, for the install's provenance (install.py compares).
+with open(os.path.join(root, "served.sha256"), "w") as f:
+    f.write("%s %s\nairlock-demo-1.0.0.tgz %s\n" % (WHEEL, digest, hashlib.sha256(TGZ).hexdigest()))
 DOC = json.dumps({"name": "airlock-demo", "dist-tags": {"latest": "1.0.0"}, "versions": {"1.0.0": {
     "name": "airlock-demo", "version": "1.0.0", "main": "index.js", "dist": {
         "tarball": "https://registry.npmjs.org/airlock-demo/-/airlock-demo-1.0.0.tgz",
