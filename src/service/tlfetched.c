@@ -39,8 +39,9 @@ static void name_version(const char *path, const char *file, const char *ext, ch
 			snprintf(ver, vn, "%.*s", (int)((d2 ? d2 : ext) - d1 - 1), d1 + 1);
 		return;
 	}
-	if (npm && strcmp(ext, ".tgz") == 0) {
-		const char *start = path[0] == '/' ? path + 1 : path, *base = strrchr(start, '/');
+	const char *start = path[0] == '/' ? path + 1 : path;
+	if (npm && npm > start && strcmp(ext, ".tgz") == 0) {
+		const char *base = strrchr(start, '/');
 		snprintf(name, nn, "%.*s", (int)(npm - start), start);
 		const char *bare = strrchr(name, '/') ? strrchr(name, '/') + 1 : name; /* @scope/NAME's NAME */
 		size_t bl = strlen(bare);
@@ -87,7 +88,8 @@ json_t *tl_fetched(const char *proxy_json, json_int_t *unseen)
 		json_t *f = json_pack("{s:s,s:s,s:s,s:O?,s:s,s:s,s:O?}", "name", name, "version", ver, "file", file,
 				      "host", json_object_get(r, "host"), "path", path, "sha256", sha, "bytes",
 				      json_object_get(r, "bytes_down"));
-		if (!out || !f || json_array_append_new(out, f) < 0) {
+		/* A name cut inside a character is no UTF-8: that file is left out, never the whole list. */
+		if (out && f && json_array_append_new(out, f) < 0) {
 			json_decref(out);
 			out = NULL;
 		}

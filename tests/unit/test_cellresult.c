@@ -136,13 +136,56 @@ static void test_context_args(void **state)
 	tl_catalog_clear(&c);
 }
 
+/* What an install fetched: package files seen whole (wheel, sdist, npm, scoped npm), named by the
+ * digest the proxy recorded; index pages, refusals and odd paths name nothing; tunnels are counted. */
+static void test_fetched(void **state)
+{
+	(void)state;
+	const char *px =
+		"{\"records\":["
+		"{\"tls\":\"airlock\",\"decision\":\"allowed\",\"method\":\"GET\",\"host\":\"pypi.org\","
+		"\"path\":\"/simple/demo/\",\"sha256\":\"aa\",\"bytes_down\":10},"
+		"{\"tls\":\"airlock\",\"decision\":\"allowed\",\"method\":\"GET\",\"host\":\"files.pythonhosted.org\","
+		"\"path\":\"/packages/ab/"
+		"demo_pkg-1.2.3-py3-none-any.whl#sha256=x\",\"sha256\":\"bb\",\"bytes_down\":20},"
+		"{\"tls\":\"airlock\",\"decision\":\"allowed\",\"method\":\"GET\",\"host\":\"files.pythonhosted.org\","
+		"\"path\":\"/packages/my-lib-0.9.tar.gz\",\"sha256\":\"cc\",\"bytes_down\":30},"
+		"{\"tls\":\"airlock\",\"decision\":\"allowed\",\"method\":\"GET\",\"host\":\"registry.npmjs.org\","
+		"\"path\":\"/@scope/tool/-/tool-2.0.0.tgz\",\"sha256\":\"dd\",\"bytes_down\":40},"
+		"{\"tls\":\"airlock\",\"decision\":\"allowed\",\"method\":\"GET\",\"host\":\"registry.npmjs.org\","
+		"\"path\":\"/-/x.tgz\",\"sha256\":\"ee\",\"bytes_down\":1},"
+		"{\"tls\":\"airlock\",\"decision\":\"denied\",\"method\":\"POST\",\"host\":\"pypi.org\","
+		"\"path\":\"/x.whl\",\"bytes_down\":0},"
+		"{\"tls\":\"passthrough\",\"decision\":\"allowed\",\"method\":null,\"host\":\"pypi.org\"}]}";
+	json_int_t unseen = -1;
+	json_t *f = tl_fetched(px, &unseen);
+	assert_non_null(f);
+	assert_int_equal(unseen, 1);
+	assert_int_equal(json_array_size(f), 4);
+	static const char *const want[][4] = {{"demo_pkg", "1.2.3", "demo_pkg-1.2.3-py3-none-any.whl", "bb"},
+					      {"my-lib", "0.9", "my-lib-0.9.tar.gz", "cc"},
+					      {"@scope/tool", "2.0.0", "tool-2.0.0.tgz", "dd"},
+					      {"", "", "x.tgz", "ee"}};
+	for (size_t i = 0; i < 4; i++) {
+		json_t *e = json_array_get(f, i);
+		assert_string_equal(json_string_value(json_object_get(e, "name")), want[i][0]);
+		assert_string_equal(json_string_value(json_object_get(e, "version")), want[i][1]);
+		assert_string_equal(json_string_value(json_object_get(e, "file")), want[i][2]);
+		assert_string_equal(json_string_value(json_object_get(e, "sha256")), want[i][3]);
+	}
+	json_decref(f);
+	f = tl_fetched(NULL, &unseen);
+	assert_int_equal(json_array_size(f), 0);
+	assert_int_equal(unseen, 0);
+	json_decref(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_answer_budget),
-		cmocka_unit_test(test_figure_is_image_content),
-		cmocka_unit_test(test_exec_without_cell),
-		cmocka_unit_test(test_context_args),
+		cmocka_unit_test(test_answer_budget),	  cmocka_unit_test(test_figure_is_image_content),
+		cmocka_unit_test(test_exec_without_cell), cmocka_unit_test(test_context_args),
+		cmocka_unit_test(test_fetched),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
