@@ -519,7 +519,7 @@ static void body_digest(struct term *t)
 	unsigned len = 0;
 	if (!EVP_DigestFinal_ex(t->md, d, &len) || len != 32)
 		return;
-	for (unsigned i = 0; i < len; i++)
+	for (size_t i = 0; i < len; i++)
 		snprintf(t->c->rec.sha256 + 2 * i, 3, "%02x", d[i]);
 }
 
